@@ -1,0 +1,9 @@
+//! # onic-core
+//!
+//! The OpenNIC driver core: `#![no_std]`, no allocation, no `unsafe`. It talks to the hardware only
+//! through the traits of `onic-hal`.
+
+#![no_std]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]

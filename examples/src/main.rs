@@ -1,0 +1,3 @@
+//! The `onic` command-line tool.
+
+fn main() {}

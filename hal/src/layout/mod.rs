@@ -1,0 +1,1 @@
+//! In-memory layouts (filled in by the layout work).

@@ -1,0 +1,46 @@
+//! # onic-hal
+//!
+//! The hardware abstraction the OpenNIC driver core is written against, plus the hardware facts
+//! (register maps, in-memory layouts) that every part of the project shares.
+//!
+//! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2).
+//! - [`dma`]: [`DmaAddr`], coherent regions for rings, streaming pages for packets.
+//! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
+//! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
+//! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
+//! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
+//! - backends: [`mmio::Mmio`] for real hardware, [`recording::Recorder`] (feature `alloc`) for
+//!   register traces; the behavioral model of the card lives in the `onic-sim` crate.
+//!
+//! Every fact comes from the project's hardware spec (`shared/spec/hardware.md`), section numbers
+//! cited as "spec §N".
+
+#![no_std]
+#![deny(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+pub mod fmt;
+
+pub mod dma;
+pub mod layout;
+pub mod mmio;
+#[cfg(feature = "alloc")]
+pub mod recording;
+pub mod regs;
+pub mod window;
+
+pub use dma::{
+    AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
+};
+pub use embedded_hal::delay::DelayNs;
+pub use window::{Bar, RegisterWindow};
+
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "defmt")]
+    pub use defmt;
+    #[cfg(feature = "log")]
+    pub use log;
+}

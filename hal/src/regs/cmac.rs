@@ -1,0 +1,301 @@
+//! CMAC subsystems and packet adapters in the shell (BAR2), spec §10.
+//!
+//! Offsets in this module are relative to a CMAC base ([`cmac_base`]) or an adapter base
+//! ([`adapter_base`]); add the base to get a BAR2 offset.
+
+/// Number of CMAC ports a shell can have.
+pub const MAX_PORTS: u8 = 2;
+
+/// BAR2 base of CMAC `port`'s registers (0x8000 / 0xC000).
+#[must_use]
+pub const fn cmac_base(port: u8) -> u32 {
+    if port == 0 {
+        0x8000
+    } else {
+        0xC000
+    }
+}
+
+/// BAR2 base of packet adapter `port` (CMAC subsystem base + 0x3000: 0xB000 / 0xF000).
+#[must_use]
+pub const fn adapter_base(port: u8) -> u32 {
+    cmac_base(port) + 0x3000
+}
+
+/// GT_RESET.
+pub const GT_RESET: u32 = 0x000;
+/// RESET.
+pub const RESET: u32 = 0x004;
+/// SWITCH_CORE_MODE.
+pub const SWITCH_CORE_MODE: u32 = 0x008;
+/// CONF_TX_1: [0] ctl_tx_enable, [4] ctl_tx_send_rfi.
+pub const CONF_TX_1: u32 = 0x00C;
+/// CONF_RX_1: [0] ctl_rx_enable.
+pub const CONF_RX_1: u32 = 0x014;
+/// CORE_MODE.
+pub const CORE_MODE: u32 = 0x020;
+/// CORE_VERSION: reads [`CORE_VERSION_EXPECTED`] on the shell's CMAC.
+pub const CORE_VERSION: u32 = 0x024;
+/// CONF_TX_BIP_OVERRIDE.
+pub const CONF_TX_BIP_OVERRIDE: u32 = 0x02C;
+/// CONF_TX_FC_CTRL_1: [8:0] TX pause enable.
+pub const CONF_TX_FC_CTRL_1: u32 = 0x030;
+/// CONF_TX_FC_RFRH_1..5: pause refresh timers, two per register (the fifth holds one).
+pub const CONF_TX_FC_RFRH: [u32; 5] = [0x034, 0x038, 0x03C, 0x040, 0x044];
+/// CONF_TX_FC_QNTA_1..5: pause quanta, two per register (the fifth holds one).
+pub const CONF_TX_FC_QNTA: [u32; 5] = [0x048, 0x04C, 0x050, 0x054, 0x058];
+/// CONF_RX_FC_CTRL_1: RX pause enables.
+pub const CONF_RX_FC_CTRL_1: u32 = 0x084;
+/// CONF_RX_FC_CTRL_2: RX pause check enables.
+pub const CONF_RX_FC_CTRL_2: u32 = 0x088;
+/// GT_LOOPBACK: 1 = near-end loopback (manual testing only).
+pub const GT_LOOPBACK: u32 = 0x090;
+/// USER_0.
+pub const USER_0: u32 = 0x0CC;
+/// STAT_TX_STATUS.
+pub const STAT_TX_STATUS: u32 = 0x200;
+/// STAT_RX_STATUS: latched; read twice, the second value counts (spec §10.3).
+pub const STAT_RX_STATUS: u32 = 0x204;
+/// STAT_STATUS_1.
+pub const STAT_STATUS_1: u32 = 0x208;
+/// TICK: write 1 to latch every statistics counter (self-clearing).
+pub const TICK: u32 = 0x2B0;
+/// STAT_CYCLE_COUNT.
+pub const STAT_CYCLE_COUNT: u32 = 0x2B8;
+/// RSFEC_CONF_IND_CORRECTION: [0] RX correction, [1] RX indication, [2] IEEE error indication.
+pub const RSFEC_CONF_IND_CORRECTION: u32 = 0x1000;
+/// RSFEC_STATUS.
+pub const RSFEC_STATUS: u32 = 0x1004;
+/// RSFEC_CONF_ENABLE: [0] RX RS-FEC, [1] TX RS-FEC.
+pub const RSFEC_CONF_ENABLE: u32 = 0x107C;
+
+/// CORE_VERSION of the CMAC the shell instantiates.
+pub const CORE_VERSION_EXPECTED: u32 = 0x0000_0301;
+/// STAT_RX_STATUS value of a link that is up and aligned with no fault bit set.
+pub const STAT_RX_STATUS_UP: u32 = 0x3;
+/// TICK value that latches the counters.
+pub const TICK_LATCH: u32 = 1;
+
+/// One register write of the CMAC enable sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfWrite {
+    /// Offset relative to the CMAC base.
+    pub offset: u32,
+    /// Value written.
+    pub value: u32,
+}
+
+/// RS-FEC writes of the enable sequence (spec §10.2 steps 3-4), made when RS-FEC is enabled.
+pub const ENABLE_RSFEC: [ConfWrite; 2] = [
+    ConfWrite {
+        offset: RSFEC_CONF_ENABLE,
+        value: 0x3,
+    },
+    ConfWrite {
+        offset: RSFEC_CONF_IND_CORRECTION,
+        value: 0x7,
+    },
+];
+
+/// The rest of the enable sequence (spec §10.2 steps 5-14), in order.
+pub const ENABLE_MAC: [ConfWrite; 15] = [
+    ConfWrite {
+        offset: CONF_RX_1,
+        value: 0x1,
+    },
+    ConfWrite {
+        offset: CONF_TX_1,
+        value: 0x10,
+    },
+    ConfWrite {
+        offset: CONF_TX_1,
+        value: 0x1,
+    },
+    ConfWrite {
+        offset: CONF_RX_FC_CTRL_1,
+        value: 0x00003DFF,
+    },
+    ConfWrite {
+        offset: CONF_RX_FC_CTRL_2,
+        value: 0x0001C631,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_QNTA[0],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_QNTA[1],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_QNTA[2],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_QNTA[3],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_QNTA[4],
+        value: 0x0000FFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_RFRH[0],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_RFRH[1],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_RFRH[2],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_RFRH[3],
+        value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_CTRL_1,
+        value: 0x000001FF,
+    },
+];
+
+/// One statistics counter: its ethtool name and the offset of its low word (relative to the CMAC
+/// or adapter base). The high bits, where the hardware has them, are at `offset + 4`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// Name in `ethtool -S`, as the reference driver prints it.
+    pub name: &'static str,
+    /// Offset of the low 32 bits.
+    pub offset: u32,
+    /// Width of the counter in bits (48 for CMAC counters, 64 for adapter counters).
+    pub bits: u8,
+}
+
+const fn c(name: &'static str, offset: u32) -> Counter {
+    Counter {
+        name,
+        offset,
+        bits: 48,
+    }
+}
+
+/// The 59 CMAC statistics in `ethtool -S` order (spec §10.5 entries 0-58).
+pub const CMAC_STATS: [Counter; 59] = [
+    c("stat_tx_total_pkts", 0x0500),
+    c("stat_tx_total_good_pkts", 0x0508),
+    c("stat_tx_total_bytes", 0x0510),
+    c("stat_tx_total_good_bytes", 0x0518),
+    c("stat_tx_pkt_64_bytes", 0x0520),
+    c("stat_tx_pkt_65_127_bytes", 0x0528),
+    c("stat_tx_pkt_128_255_bytes", 0x0530),
+    c("stat_tx_pkt_256_511_bytes", 0x0538),
+    c("stat_tx_pkt_512_1023_bytes", 0x0540),
+    c("stat_tx_pkt_1024_1518_bytes", 0x0548),
+    c("stat_tx_pkt_1519_1522_bytes", 0x0550),
+    c("stat_tx_pkt_1523_1548_bytes", 0x0558),
+    c("stat_tx_pkt_1549_2047_bytes", 0x0560),
+    c("stat_tx_pkt_2048_4095_bytes", 0x0568),
+    c("stat_tx_pkt_4096_8191_bytes", 0x0570),
+    c("stat_tx_pkt_8192_9215_bytes", 0x0578),
+    c("stat_tx_pkt_large", 0x0580),
+    c("stat_tx_pkt_small", 0x0588),
+    c("stat_tx_bad_fcs", 0x05B8),
+    c("stat_tx_unicast", 0x05D0),
+    c("stat_tx_multicast", 0x05D8),
+    c("stat_tx_broadcast", 0x05E0),
+    c("stat_tx_vlan", 0x05E8),
+    c("stat_tx_pause", 0x05F0),
+    c("stat_tx_user_pause", 0x05F8),
+    c("stat_rx_total_pkts", 0x0608),
+    c("stat_rx_total_good_pkts", 0x0610),
+    c("stat_rx_total_bytes", 0x0618),
+    c("stat_rx_total_good_bytes", 0x0620),
+    c("stat_rx_pkt_64_bytes", 0x0628),
+    c("stat_rx_pkt_65_127_bytes", 0x0630),
+    c("stat_rx_pkt_128_255_bytes", 0x0638),
+    c("stat_rx_pkt_256_511_bytes", 0x0640),
+    c("stat_rx_pkt_512_1023_bytes", 0x0648),
+    c("stat_rx_pkt_1024_1518_bytes", 0x0650),
+    c("stat_rx_pkt_1519_1522_bytes", 0x0658),
+    c("stat_rx_pkt_1523_1548_bytes", 0x0660),
+    c("stat_rx_pkt_1549_2047_bytes", 0x0668),
+    c("stat_rx_pkt_2048_4095_bytes", 0x0670),
+    c("stat_rx_pkt_4096_8191_bytes", 0x0678),
+    c("stat_rx_pkt_8192_9215_bytes", 0x0680),
+    c("stat_rx_pkt_large", 0x0688),
+    c("stat_rx_pkt_small", 0x0690),
+    c("stat_rx_undersize", 0x0698),
+    c("stat_rx_fragment", 0x06A0),
+    c("stat_rx_oversize", 0x06A8),
+    c("stat_rx_toolong", 0x06B0),
+    c("stat_rx_jabber", 0x06B8),
+    c("stat_rx_bad_fcs", 0x06C0),
+    c("stat_rx_pkt_bad_fcs", 0x06C8),
+    c("stat_rx_stomped_fcs", 0x06D0),
+    c("stat_rx_unicast", 0x06D8),
+    c("stat_rx_multicast", 0x06E0),
+    c("stat_rx_broadcast", 0x06E8),
+    c("stat_rx_vlan", 0x06F0),
+    c("stat_rx_pause", 0x06F8),
+    c("stat_rx_user_pause", 0x0700),
+    c("stat_rx_inrangeerr", 0x0708),
+    c("stat_rx_truncated", 0x0710),
+];
+
+const fn a(name: &'static str, offset: u32) -> Counter {
+    Counter {
+        name,
+        offset,
+        bits: 64,
+    }
+}
+
+/// The 5 packet-adapter counters the reference driver reports (spec §10.5 entries 59-63), offsets
+/// relative to [`adapter_base`].
+pub const ADAPTER_STATS: [Counter; 5] = [
+    a("stat_adapt_tx_sent", 0x000),
+    a("stat_adapt_tx_drop", 0x010),
+    a("stat_adapt_rx_recv", 0x020),
+    a("stat_adapt_rx_drop", 0x030),
+    a("stat_adapt_rx_error", 0x040),
+];
+
+/// The full packet-adapter block (spec §10.6): 64-bit free-running counters, low word first.
+pub mod adapter {
+    /// TX packets sent to the CMAC.
+    pub const TX_SENT_PKTS: u32 = 0x000;
+    /// TX bytes sent.
+    pub const TX_SENT_BYTES: u32 = 0x008;
+    /// TX packets dropped.
+    pub const TX_DROP_PKTS: u32 = 0x010;
+    /// TX bytes dropped.
+    pub const TX_DROP_BYTES: u32 = 0x018;
+    /// RX packets received from the CMAC.
+    pub const RX_RECV_PKTS: u32 = 0x020;
+    /// RX bytes received.
+    pub const RX_RECV_BYTES: u32 = 0x028;
+    /// RX packets dropped (no C2H buffer, ...).
+    pub const RX_DROP_PKTS: u32 = 0x030;
+    /// RX bytes dropped.
+    pub const RX_DROP_BYTES: u32 = 0x038;
+    /// RX packets marked with an error.
+    pub const RX_ERR_PKTS: u32 = 0x040;
+    /// RX bytes marked with an error.
+    pub const RX_ERR_BYTES: u32 = 0x048;
+    /// Size of the block in bytes.
+    pub const BLOCK_LEN: u32 = 0x050;
+}
+
+/// Names of the driver's XDP software counters that follow the hardware counters in `ethtool -S`
+/// (spec §10.5 entries 64-70).
+pub const XDP_STAT_NAMES: [&str; 7] = [
+    "rx_xdp_redirect",
+    "rx_xdp_pass",
+    "rx_xdp_drop",
+    "rx_xdp_tx",
+    "rx_xdp_tx_errors",
+    "tx_xdp_xmit",
+    "tx_xdp_xmit_errors",
+];

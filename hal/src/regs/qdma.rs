@@ -1,0 +1,239 @@
+//! QDMA IP configuration space (BAR0), spec §3, §5, §6, §11.
+//!
+//! All registers are 32-bit; offsets are bytes from the start of BAR0.
+
+/// Number of entries in each of the global configuration tables (spec §3.1).
+pub const GLOBAL_TABLE_LEN: usize = 16;
+
+/// CONFIG_BLOCK_ID: [31:16] block identifier (identification only).
+pub const CONFIG_BLOCK_ID: u32 = 0x000;
+/// RAM_SBE_MASK: single-bit ECC error mask (spec §3.3).
+pub const RAM_SBE_MASK: u32 = 0x0F0;
+/// RAM_SBE_STS: single-bit ECC error status.
+pub const RAM_SBE_STS: u32 = 0x0F4;
+/// RAM_DBE_MASK: double-bit ECC error mask.
+pub const RAM_DBE_MASK: u32 = 0x0F8;
+/// RAM_DBE_STS: double-bit ECC error status.
+pub const RAM_DBE_STS: u32 = 0x0FC;
+/// GLBL2_ID (identification only).
+pub const GLBL2_ID: u32 = 0x100;
+/// GLBL2_CHANNEL_QDMA_CAP: [11:0] maximum number of queues.
+pub const GLBL2_CHANNEL_QDMA_CAP: u32 = 0x120;
+/// GLBL2_MISC_CAP (identification only).
+pub const GLBL2_MISC_CAP: u32 = 0x134;
+
+/// GLBL_RNG_SZ\[i\]: descriptor/completion ring sizes in entries, status slot included.
+#[must_use]
+pub const fn glbl_rng_sz(i: usize) -> u32 {
+    0x204 + 4 * i as u32
+}
+/// First GLBL_RNG_SZ register.
+pub const GLBL_RNG_SZ_BASE: u32 = 0x204;
+
+/// GLBL_ERR_STAT: global error status.
+pub const GLBL_ERR_STAT: u32 = 0x248;
+/// GLBL_ERR_MASK: global error group enables (read-modify-write; spec §11.3).
+pub const GLBL_ERR_MASK: u32 = 0x24C;
+/// GLBL_DSC_CFG: writeback interval and descriptor fetch limit.
+pub const GLBL_DSC_CFG: u32 = 0x250;
+/// GLBL_DSC_ERR_STS: descriptor error status.
+pub const GLBL_DSC_ERR_STS: u32 = 0x254;
+/// GLBL_DSC_ERR_MSK: descriptor error mask.
+pub const GLBL_DSC_ERR_MSK: u32 = 0x258;
+/// GLBL_TRQ_ERR_STS: target-request error status.
+pub const GLBL_TRQ_ERR_STS: u32 = 0x264;
+/// GLBL_TRQ_ERR_MSK: target-request error mask.
+pub const GLBL_TRQ_ERR_MSK: u32 = 0x268;
+/// GLBL_INTERRUPT_CFG: legacy INTx configuration (never written).
+pub const GLBL_INTERRUPT_CFG: u32 = 0x2C4;
+
+/// Legacy direct FMAP register of function `func` ([10:0] qbase, [22:11] qmax); not used, the
+/// indirect FMAP context is what counts (spec §4.2).
+#[must_use]
+pub const fn glbl2_fmap(func: u8) -> u32 {
+    0x400 + 4 * func as u32
+}
+
+/// IND_CTXT_DATA\[i\], i = 0..7: context words W0..W7.
+#[must_use]
+pub const fn ind_ctxt_data(i: usize) -> u32 {
+    0x804 + 4 * i as u32
+}
+/// IND_CTXT_MASK\[i\], i = 0..7: per-bit write enables for W0..W7.
+#[must_use]
+pub const fn ind_ctxt_mask(i: usize) -> u32 {
+    0x824 + 4 * i as u32
+}
+/// IND_CTXT_CMD: [0] busy, [4:1] sel, [6:5] op, [17:7] qid.
+pub const IND_CTXT_CMD: u32 = 0x844;
+/// Number of IND_CTXT_DATA / IND_CTXT_MASK registers.
+pub const IND_CTXT_WORDS: usize = 8;
+
+/// C2H_TIMER_CNT\[i\]: completion timer values in timer ticks.
+#[must_use]
+pub const fn c2h_timer_cnt(i: usize) -> u32 {
+    0xA00 + 4 * i as u32
+}
+/// C2H_CNT_TH\[i\]: completion count thresholds.
+#[must_use]
+pub const fn c2h_cnt_th(i: usize) -> u32 {
+    0xA40 + 4 * i as u32
+}
+/// C2H_BUF_SZ\[i\]: C2H buffer sizes in bytes.
+#[must_use]
+pub const fn c2h_buf_sz(i: usize) -> u32 {
+    0xAB0 + 4 * i as u32
+}
+/// C2H_ERR_STAT: streaming C2H error status.
+pub const C2H_ERR_STAT: u32 = 0xAF0;
+/// C2H_ERR_MASK: streaming C2H error mask.
+pub const C2H_ERR_MASK: u32 = 0xAF4;
+/// C2H_FATAL_ERR_STAT: C2H fatal error status.
+pub const C2H_FATAL_ERR_STAT: u32 = 0xAF8;
+/// C2H_FATAL_ERR_MASK: C2H fatal error mask.
+pub const C2H_FATAL_ERR_MASK: u32 = 0xAFC;
+/// GLBL_ERR_INT: [7:0] func, [22:12] vector, [24] arm.
+pub const GLBL_ERR_INT: u32 = 0xB04;
+/// C2H_PFCH_CFG: prefetch configuration.
+pub const C2H_PFCH_CFG: u32 = 0xB08;
+/// C2H_INT_TIMER_TICK: timer tick length in user-clock cycles.
+pub const C2H_INT_TIMER_TICK: u32 = 0xB0C;
+/// C2H_FIRST_ERR_QID: queue of the first C2H error.
+pub const C2H_FIRST_ERR_QID: u32 = 0xB30;
+/// C2H_WB_COAL_CFG: completion writeback coalescing configuration.
+pub const C2H_WB_COAL_CFG: u32 = 0xB50;
+/// C2H_PFCH_CACHE_DEPTH: prefetch cache depth (read-only, hardware specific).
+pub const C2H_PFCH_CACHE_DEPTH: u32 = 0xBE0;
+/// C2H_CMPL_COAL_BUF_DEPTH: completion coalesce buffer depth (read-only, hardware specific).
+pub const C2H_CMPL_COAL_BUF_DEPTH: u32 = 0xBE4;
+/// H2C_ERR_STAT: streaming H2C error status.
+pub const H2C_ERR_STAT: u32 = 0xE00;
+/// H2C_ERR_MASK: streaming H2C error mask.
+pub const H2C_ERR_MASK: u32 = 0xE04;
+/// H2C_FIRST_ERR_QID: queue of the first H2C error.
+pub const H2C_FIRST_ERR_QID: u32 = 0xE08;
+/// H2C_REQ_THROT: H2C request and data throttling.
+pub const H2C_REQ_THROT: u32 = 0xE24;
+
+/// Start of the PF queue doorbell space; one 16-byte block per function-relative queue.
+pub const DMAP_SEL_BASE: u32 = 0x18000;
+/// Stride between two queues' doorbell blocks.
+pub const DMAP_SEL_STRIDE: u32 = 16;
+
+/// INTR_CIDX doorbell of function-relative queue `qid` (not used: no interrupt aggregation).
+#[must_use]
+pub const fn dmap_sel_int_cidx(qid: u16) -> u32 {
+    DMAP_SEL_BASE + DMAP_SEL_STRIDE * qid as u32
+}
+/// H2C_DESC_PIDX doorbell of function-relative queue `qid`.
+#[must_use]
+pub const fn dmap_sel_h2c_dsc_pidx(qid: u16) -> u32 {
+    DMAP_SEL_BASE + 0x4 + DMAP_SEL_STRIDE * qid as u32
+}
+/// C2H_DESC_PIDX doorbell of function-relative queue `qid`.
+#[must_use]
+pub const fn dmap_sel_c2h_dsc_pidx(qid: u16) -> u32 {
+    DMAP_SEL_BASE + 0x8 + DMAP_SEL_STRIDE * qid as u32
+}
+/// CMPT_CIDX doorbell of function-relative queue `qid`.
+#[must_use]
+pub const fn dmap_sel_cmpt_cidx(qid: u16) -> u32 {
+    DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid as u32
+}
+
+/// Values of the global tables as the reference driver programs them (spec §3.1).
+pub mod tables {
+    use super::GLOBAL_TABLE_LEN;
+
+    /// GLBL_RNG_SZ: ring sizes in entries, status slot included. Entry 0 is 4096.
+    pub const RING_SIZES: [u32; GLOBAL_TABLE_LEN] = [
+        4096, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 3072, 4096, 6144, 8192, 12288, 16384,
+    ];
+    /// C2H_BUF_SZ: C2H buffer sizes in bytes.
+    pub const C2H_BUF_SIZES: [u32; GLOBAL_TABLE_LEN] = [
+        4096, 256, 512, 1024, 2048, 3968, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 8192, 9018, 16384,
+    ];
+    /// C2H_TIMER_CNT: completion timer values in ticks.
+    pub const C2H_TIMER_COUNTS: [u32; GLOBAL_TABLE_LEN] =
+        [10, 2, 4, 5, 8, 10, 15, 20, 25, 30, 50, 75, 100, 125, 150, 200];
+    /// C2H_CNT_TH: completion count thresholds.
+    pub const C2H_COUNT_THRESHOLDS: [u32; GLOBAL_TABLE_LEN] =
+        [64, 2, 4, 8, 16, 24, 32, 48, 80, 96, 112, 128, 144, 160, 176, 192];
+    /// C2H_INT_TIMER_TICK: 25 user-clock cycles = 100 ns at 250 MHz.
+    pub const C2H_INT_TIMER_TICK_VALUE: u32 = 25;
+}
+
+/// Error-mask programming of spec §11.3 (values from §3.3), in the order the driver writes them:
+/// (leaf mask register, value, GLBL_ERR_MASK group bit).
+pub mod errors {
+    use super::{
+        C2H_ERR_MASK, C2H_FATAL_ERR_MASK, GLBL_DSC_ERR_MSK, GLBL_TRQ_ERR_MSK, H2C_ERR_MASK, RAM_DBE_MASK,
+        RAM_SBE_MASK,
+    };
+
+    /// GLBL_ERR_MASK bit 0: RAM single-bit errors.
+    pub const GROUP_RAM_SBE: u32 = 1 << 0;
+    /// GLBL_ERR_MASK bit 1: RAM double-bit errors.
+    pub const GROUP_RAM_DBE: u32 = 1 << 1;
+    /// GLBL_ERR_MASK bit 2: descriptor errors.
+    pub const GROUP_DSC: u32 = 1 << 2;
+    /// GLBL_ERR_MASK bit 3: target-request errors.
+    pub const GROUP_TRQ: u32 = 1 << 3;
+    /// GLBL_ERR_MASK bit 8: streaming C2H errors (also C2H fatal errors).
+    pub const GROUP_ST_C2H: u32 = 1 << 8;
+    /// GLBL_ERR_MASK bit 11: streaming H2C errors, as the reference driver (and the QDMA 4.0 soft
+    /// IP's older access layer) use it; newer access layers use bit 16 (spec §15 item 2).
+    pub const GROUP_ST_H2C_V4: u32 = 1 << 11;
+    /// GLBL_ERR_MASK bit 16: streaming H2C errors in the newer access layers.
+    pub const GROUP_ST_H2C_V5: u32 = 1 << 16;
+
+    /// One leaf error group.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct LeafGroup {
+        /// Leaf mask register (BAR0 offset).
+        pub mask_reg: u32,
+        /// Value written to the leaf mask register.
+        pub mask_value: u32,
+        /// GLBL_ERR_MASK bit enabling the group.
+        pub group_bit: u32,
+    }
+
+    /// The seven groups in programming order, with the reference driver's H2C bit.
+    pub const LEAF_GROUPS: [LeafGroup; 7] = [
+        LeafGroup {
+            mask_reg: GLBL_DSC_ERR_MSK,
+            mask_value: 0x01F9023F,
+            group_bit: GROUP_DSC,
+        },
+        LeafGroup {
+            mask_reg: GLBL_TRQ_ERR_MSK,
+            mask_value: 0x0000000F,
+            group_bit: GROUP_TRQ,
+        },
+        LeafGroup {
+            mask_reg: C2H_ERR_MASK,
+            mask_value: 0x0000FEDB,
+            group_bit: GROUP_ST_C2H,
+        },
+        LeafGroup {
+            mask_reg: C2H_FATAL_ERR_MASK,
+            mask_value: 0x0007DF1B,
+            group_bit: GROUP_ST_C2H,
+        },
+        LeafGroup {
+            mask_reg: H2C_ERR_MASK,
+            mask_value: 0x0000001F,
+            group_bit: GROUP_ST_H2C_V4,
+        },
+        LeafGroup {
+            mask_reg: RAM_SBE_MASK,
+            mask_value: 0xFFFFFF11,
+            group_bit: GROUP_RAM_SBE,
+        },
+        LeafGroup {
+            mask_reg: RAM_DBE_MASK,
+            mask_value: 0xFFFFFF11,
+            group_bit: GROUP_RAM_DBE,
+        },
+    ];
+}

@@ -1,0 +1,60 @@
+//! Register windows: the driver's only path to device registers.
+//!
+//! An OpenNIC function exposes two memory BARs that the driver uses: BAR0 holds the QDMA IP's
+//! configuration space (global CSRs, indirect context registers, queue doorbells) and BAR2 is an
+//! AXI-Lite window into the shell (system configuration, per-function QDMA subsystem blocks, CMACs,
+//! packet adapters). Each is reached through one [`RegisterWindow`].
+
+/// Which PCI BAR a window maps. The numbers are the BAR indices, used in register traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Bar {
+    /// BAR0: the QDMA IP configuration space.
+    Qdma = 0,
+    /// BAR2: the shell's register space.
+    Shell = 2,
+}
+
+impl Bar {
+    /// The PCI BAR index.
+    #[must_use]
+    pub const fn index(self) -> u8 {
+        self as u8
+    }
+}
+
+/// What a read of an unimplemented shell address returns (spec §2.1).
+pub const UNMAPPED_READ: u32 = 0xDEAD_BEEF;
+
+/// A window of 32-bit little-endian registers addressed by byte offset from the start of one BAR.
+///
+/// Methods take `&self`: a window is a handle to device state, not to Rust memory, and the OS
+/// shims hold one per device without global state.
+///
+/// # Implementation safety
+///
+/// The driver core relies on these promises for memory safety (a register write can make the
+/// device read or write DMA memory):
+///
+/// - every call performs exactly one 32-bit access at `offset`, in program order with respect to
+///   the other calls on the same window, and is never merged, split, elided or repeated;
+/// - an access whose `offset` is not 4-byte aligned or lies outside the window does not reach
+///   anything: a read returns [`UNMAPPED_READ`] and a write is dropped;
+/// - `write32` orders all earlier writes to DMA memory made by this CPU before the register write
+///   becomes visible to the device (a release barrier, as Linux's `writel` does).
+pub unsafe trait RegisterWindow {
+    /// Reads the 32-bit register at byte `offset`.
+    fn read32(&self, offset: u32) -> u32;
+    /// Writes `value` to the 32-bit register at byte `offset`.
+    fn write32(&self, offset: u32, value: u32);
+}
+
+// SAFETY: forwards every call unchanged to `T`, which upholds the contract.
+unsafe impl<T: RegisterWindow + ?Sized> RegisterWindow for &T {
+    fn read32(&self, offset: u32) -> u32 {
+        (**self).read32(offset)
+    }
+    fn write32(&self, offset: u32, value: u32) {
+        (**self).write32(offset, value);
+    }
+}
