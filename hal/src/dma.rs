@@ -391,7 +391,7 @@ impl<D: DmaMemory> CoherentRegion<D> {
     fn ptr_at<const N: usize>(&self, offset: usize) -> *mut u8 {
         let raw = self.raw();
         assert!(
-            offset % N == 0 && offset.checked_add(N).is_some_and(|end| end <= raw.len),
+            offset.is_multiple_of(N) && offset.checked_add(N).is_some_and(|end| end <= raw.len),
             "coherent access of {N} bytes at {offset:#x} outside a region of {:#x} bytes",
             raw.len
         );

@@ -41,7 +41,7 @@ impl<'a> Mmio<'a> {
 
     fn reg(&self, offset: u32) -> Option<&RW<u32>> {
         let off = offset as usize;
-        if off % 4 != 0 || off.checked_add(4)? > self.len {
+        if !off.is_multiple_of(4) || off.checked_add(4)? > self.len {
             return None;
         }
         // SAFETY: `off + 4 <= len` and `off` is 4-byte aligned, so the register lies inside the

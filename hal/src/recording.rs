@@ -297,7 +297,7 @@ pub struct RecordingWindow<'a> {
 unsafe impl RegisterWindow for RecordingWindow<'_> {
     fn read32(&self, offset: u32) -> u32 {
         let mut st = self.rec.state.borrow_mut();
-        let v = if offset % 4 == 0 {
+        let v = if offset.is_multiple_of(4) {
             st.read(self.bar, offset)
         } else {
             UNMAPPED_READ
@@ -308,7 +308,7 @@ unsafe impl RegisterWindow for RecordingWindow<'_> {
 
     fn write32(&self, offset: u32, value: u32) {
         let mut st = self.rec.state.borrow_mut();
-        if offset % 4 == 0 {
+        if offset.is_multiple_of(4) {
             st.regs.insert((self.bar, offset), value);
         }
         st.log.push(Access::write(self.bar, offset, value));
