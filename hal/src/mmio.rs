@@ -80,15 +80,17 @@ mod tests {
     fn reads_and_writes_inside_the_window_only() {
         let mut backing = [0u32; 4];
         let base = NonNull::new(backing.as_mut_ptr().cast::<u8>()).unwrap();
-        // SAFETY: `backing` is 16 bytes of aligned memory that outlives the window.
-        let w = unsafe { Mmio::new(base, 16) };
-        w.write32(4, 0x1234_5678);
-        w.write32(16, 1); // outside: dropped
-        w.write32(2, 1); // misaligned: dropped
-        assert_eq!(w.read32(4), 0x1234_5678);
-        assert_eq!(w.read32(16), UNMAPPED_READ);
-        assert_eq!(w.read32(6), UNMAPPED_READ);
-        drop(w);
+        {
+            // SAFETY: `backing` is 16 bytes of aligned memory that outlives the window, which is
+            // dropped at the end of this block before `backing` is read directly.
+            let w = unsafe { Mmio::new(base, 16) };
+            w.write32(4, 0x1234_5678);
+            w.write32(16, 1); // outside: dropped
+            w.write32(2, 1); // misaligned: dropped
+            assert_eq!(w.read32(4), 0x1234_5678);
+            assert_eq!(w.read32(16), UNMAPPED_READ);
+            assert_eq!(w.read32(6), UNMAPPED_READ);
+        }
         assert_eq!(backing, [0, 0x1234_5678, 0, 0]);
     }
 }
