@@ -1,3 +1,44 @@
-//! The `onic` command-line tool.
+//! The `onic` command-line tool: register traces of the driver's programming, RSS hashing,
+//! traffic through the device model, and benchmarks.
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod rss;
+mod trace;
+
+/// onic: the OpenNIC driver's command-line tool.
+#[derive(Parser)]
+#[command(name = "onic", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the register accesses the driver makes for a scenario (recording bus).
+    Trace(trace::TraceArgs),
+    /// Compute the shell's RSS hash, standard Toeplitz, or show how flows spread over queues.
+    Rss(rss::RssArgs),
+    /// Run benchmarks and print one `name value unit` line per figure.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Trace(a) => trace::run(&a),
+        Command::Rss(a) => rss::run(&a),
+        Command::Bench(a) => bench::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("onic: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
