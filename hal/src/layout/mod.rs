@@ -18,8 +18,10 @@
 use core::fmt;
 
 pub mod desc;
+pub mod doorbell;
 
 pub use desc::{C2hDesc, CmptEntry, CmptEntrySize, DescSize, H2cDesc, WbStatus};
+pub use doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb, TrigMode};
 
 /// A hardware code that the spec does not define for the field it was read from (or that was
 /// passed to a `TryFrom<u8>` conversion). Carries the raw value.
@@ -85,3 +87,36 @@ macro_rules! code_enum {
     };
 }
 pub(crate) use code_enum;
+
+/// Declares the conversions of a register type whose storage is one `u32`: `from_bits`, `bits` and
+/// the two `From` impls.
+macro_rules! register_u32 {
+    ($name:ident) => {
+        impl $name {
+            /// The register value with exactly these bits.
+            #[must_use]
+            pub const fn from_bits(bits: u32) -> Self {
+                Self(bits)
+            }
+
+            /// The 32-bit register value.
+            #[must_use]
+            pub const fn bits(self) -> u32 {
+                self.0
+            }
+        }
+
+        impl From<u32> for $name {
+            fn from(bits: u32) -> Self {
+                Self(bits)
+            }
+        }
+
+        impl From<$name> for u32 {
+            fn from(value: $name) -> u32 {
+                value.0
+            }
+        }
+    };
+}
+pub(crate) use register_u32;
