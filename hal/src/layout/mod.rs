@@ -17,9 +17,13 @@
 
 use core::fmt;
 
+pub mod ctxt;
 pub mod desc;
 pub mod doorbell;
 
+pub use ctxt::{
+    CmptCtxt, CreditCtxt, CtxtOp, CtxtSel, FmapCtxt, HwCtxt, IndCtxtCmd, IntrCtxt, PfchCtxt, SwCtxt,
+};
 pub use desc::{C2hDesc, CmptEntry, CmptEntrySize, DescSize, H2cDesc, WbStatus};
 pub use doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb, TrigMode};
 
@@ -120,3 +124,120 @@ macro_rules! register_u32 {
     };
 }
 pub(crate) use register_u32;
+
+/// Bit access across an array of 32-bit words, for layouts longer than one machine word.
+///
+/// Bits are numbered across the whole array: bit `32 * i + b` is bit `b` of word `i`, which is how
+/// the spec's "Wi \[h:l\]" notation maps onto one range. A field that the spec splits over two words
+/// (for example the prefetch context's `sw_crdt`, W0\[31:29\] then W1\[12:0\]) is one contiguous
+/// range in this numbering. Bits outside the array read as 0 and are dropped on write, so no access
+/// panics; the layouts never declare such bits anyway.
+pub(crate) mod words {
+    const WORD_BITS: usize = 32;
+
+    fn low_mask(bits: usize) -> u32 {
+        if bits >= WORD_BITS {
+            u32::MAX
+        } else {
+            (1u32 << bits) - 1
+        }
+    }
+
+    /// Reads bits `msb..=lsb` (at most the low 64 of them are returned).
+    pub(crate) fn read(words: &[u32], msb: usize, lsb: usize) -> u64 {
+        let mut value = 0u64;
+        let mut pos = lsb;
+        while pos <= msb {
+            let shift = pos % WORD_BITS;
+            let take = (WORD_BITS - shift).min(msb - pos + 1);
+            let word = words.get(pos / WORD_BITS).copied().unwrap_or(0);
+            let chunk = (word >> shift) & low_mask(take);
+            let at = pos - lsb;
+            if at < 64 {
+                value |= u64::from(chunk) << at;
+            }
+            pos += take;
+        }
+        value
+    }
+
+    /// Writes the low bits of `value` into bits `msb..=lsb`, leaving every other bit unchanged.
+    pub(crate) fn write(words: &mut [u32], msb: usize, lsb: usize, value: u64) {
+        let mut pos = lsb;
+        while pos <= msb {
+            let shift = pos % WORD_BITS;
+            let take = (WORD_BITS - shift).min(msb - pos + 1);
+            let at = pos - lsb;
+            let chunk = if at < 64 { (value >> at) as u32 } else { 0 };
+            let mask = low_mask(take) << shift;
+            if let Some(word) = words.get_mut(pos / WORD_BITS) {
+                *word = (*word & !mask) | ((chunk << shift) & mask);
+            }
+            pos += take;
+        }
+    }
+
+    /// Implements `bitfield`'s `BitRange` / `BitRangeMut` for a tuple struct over `[u32; N]`, with
+    /// the array-wide bit numbering above. Values wider than the requested type are truncated.
+    macro_rules! word_array_bitrange {
+        ($name:ident) => {
+            $crate::layout::words::word_array_bitrange!(@one $name, u8, u16, u32, u64);
+        };
+        (@one $name:ident, $($t:ty),+) => {
+            $(
+                impl ::bitfield::BitRange<$t> for $name {
+                    fn bit_range(&self, msb: usize, lsb: usize) -> $t {
+                        $crate::layout::words::read(&self.0, msb, lsb) as $t
+                    }
+                }
+
+                impl ::bitfield::BitRangeMut<$t> for $name {
+                    fn set_bit_range(&mut self, msb: usize, lsb: usize, value: $t) {
+                        $crate::layout::words::write(&mut self.0, msb, lsb, u64::from(value));
+                    }
+                }
+            )+
+        };
+    }
+    pub(crate) use word_array_bitrange;
+
+    #[cfg(test)]
+    mod tests {
+        use super::{read, write};
+
+        #[test]
+        fn reads_and_writes_across_word_boundaries() {
+            let mut w = [0u32; 3];
+            write(&mut w, 44, 29, 0xFFFF);
+            assert_eq!(w, [0xE000_0000, 0x0000_1FFF, 0]);
+            assert_eq!(read(&w, 44, 29), 0xFFFF);
+            write(&mut w, 44, 29, 0x0009); // sw_crdt = 9: low three bits 001, upper bits 1
+            assert_eq!(w, [0x2000_0000, 0x0000_0001, 0]);
+            assert_eq!(read(&w, 44, 29), 9);
+
+            let mut w = [0u32; 4];
+            write(&mut w, 127, 64, 0x0123_4567_89AB_CDEF);
+            assert_eq!(w, [0, 0, 0x89AB_CDEF, 0x0123_4567]);
+            assert_eq!(read(&w, 127, 64), 0x0123_4567_89AB_CDEF);
+        }
+
+        #[test]
+        fn write_keeps_neighbours_and_truncates() {
+            let mut w = [u32::MAX; 2];
+            write(&mut w, 35, 28, 0);
+            assert_eq!(w, [0x0FFF_FFFF, 0xFFFF_FFF0]);
+            write(&mut w, 35, 28, 0x1FF); // 9 bits into an 8-bit field: the top bit is dropped
+            assert_eq!(w, [u32::MAX, u32::MAX]);
+        }
+
+        #[test]
+        fn bits_outside_the_array_are_inert() {
+            let mut w = [0u32; 1];
+            write(&mut w, 40, 30, u64::MAX);
+            assert_eq!(w, [0xC000_0000]);
+            assert_eq!(read(&w, 40, 30), 0b11);
+            assert_eq!(read(&w, 200, 100), 0);
+            assert_eq!(read(&w, 3, 4), 0); // inverted range: empty
+        }
+    }
+}
