@@ -17,10 +17,12 @@
 
 use core::fmt;
 
+pub mod csr;
 pub mod ctxt;
 pub mod desc;
 pub mod doorbell;
 
+pub use csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
 pub use ctxt::{
     CmptCtxt, CreditCtxt, CtxtOp, CtxtSel, FmapCtxt, HwCtxt, IndCtxtCmd, IntrCtxt, PfchCtxt, SwCtxt,
 };
