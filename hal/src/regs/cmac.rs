@@ -98,7 +98,7 @@ pub const ENABLE_RSFEC: [ConfWrite; 2] = [
 ];
 
 /// The rest of the enable sequence (spec §10.2 steps 5-14), in order.
-pub const ENABLE_MAC: [ConfWrite; 15] = [
+pub const ENABLE_MAC: [ConfWrite; 16] = [
     ConfWrite {
         offset: CONF_RX_1,
         value: 0x1,
@@ -154,6 +154,10 @@ pub const ENABLE_MAC: [ConfWrite; 15] = [
     ConfWrite {
         offset: CONF_TX_FC_RFRH[3],
         value: 0xFFFFFFFF,
+    },
+    ConfWrite {
+        offset: CONF_TX_FC_RFRH[4],
+        value: 0x0000FFFF,
     },
     ConfWrite {
         offset: CONF_TX_FC_CTRL_1,
