@@ -7,3 +7,13 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod config;
+pub mod device;
+pub mod error;
+pub mod qdma;
+pub mod stats;
+
+pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+pub use device::Device;
+pub use error::{ConfigError, Error, Result};

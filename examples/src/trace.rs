@@ -1,9 +1,295 @@
-//! `onic trace`: register traces of the driver's programming.
+//! `onic trace`: the register accesses the driver makes for a scenario, printed in the recording
+//! bus format (`W|R <bar> 0x<offset> 0x<value>`, bar 0 = QDMA, bar 2 = shell).
+
+use clap::{Args, Subcommand};
+use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::Device;
+use onic_hal::recording::{opennic_presets, Recorder, RecordingWindow};
+use onic_hal::{Bar, DelayNs, DmaAddr};
+
+/// A delay that returns at once: the recording bus completes every operation immediately.
+pub struct NoDelay;
+
+impl DelayNs for NoDelay {
+    fn delay_ns(&mut self, _ns: u32) {}
+}
+
+fn presets_help() -> String {
+    let mut s = String::from(
+        "Presets of the recording bus (every other register reads its last written value, or 0):\n",
+    );
+    let mut seen = Vec::new();
+    for p in opennic_presets() {
+        if !seen.contains(&p.name) {
+            seen.push(p.name);
+            s.push_str("  - ");
+            s.push_str(p.name);
+            s.push('\n');
+        }
+    }
+    s.push_str(
+        "\nOutput: one access per line, `W <bar> 0x<offset> 0x<value>` or `R <bar> 0x<offset> 0x<value read>`,\n\
+         bar 0 = QDMA (BAR0), bar 2 = shell (BAR2), offsets from the BAR start. Queue scenarios bring the\n\
+         device up first and print only the scenario's own accesses unless --with-init is given.",
+    );
+    s
+}
 
 /// Arguments of `onic trace`.
-#[derive(clap::Args)]
-pub struct TraceArgs {}
+#[derive(Args)]
+#[command(after_long_help = presets_help(), after_help = presets_help())]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    scenario: Scenario,
+}
 
-pub fn run(_args: &TraceArgs) -> Result<(), String> {
-    Err("not built yet".into())
+/// The device a scenario runs on.
+#[derive(Args, Clone, Copy)]
+pub struct DeviceOpts {
+    /// PCI function (0 = master PF, 1..3).
+    #[arg(long, default_value_t = 0)]
+    pf: u8,
+    /// Queue pairs of the function (1..=64).
+    #[arg(long, default_value_t = 8)]
+    queues: u16,
+    /// Leave RS-FEC off when enabling the CMACs.
+    #[arg(long)]
+    no_rs_fec: bool,
+    /// Also print the device bring-up that precedes a queue scenario.
+    #[arg(long)]
+    with_init: bool,
+}
+
+#[derive(Subcommand)]
+enum Scenario {
+    /// Device bring-up of one PCI function (FMAP, QCONF, indirection table, global CSRs and CMAC
+    /// enable on the master PF, error interrupt).
+    Init {
+        #[command(flatten)]
+        dev: DeviceOpts,
+    },
+    /// Device removal: error interrupt disarm (master PF), QCONF = 0, FMAP clear.
+    Remove {
+        #[command(flatten)]
+        dev: DeviceOpts,
+    },
+    /// TX (H2C) queue contexts, optionally followed by their teardown.
+    TxInit {
+        #[command(flatten)]
+        dev: DeviceOpts,
+        /// Function-relative queue index.
+        #[arg(long, default_value_t = 0)]
+        qid: u16,
+        /// GLBL_RNG_SZ index of the descriptor ring (0 = 4096 entries).
+        #[arg(long, default_value_t = 0)]
+        ring_size_idx: u8,
+        /// DMA address of the descriptor ring (4 KiB aligned).
+        #[arg(long, value_parser = parse_u64, default_value = "0x10000000")]
+        ring: u64,
+        /// MSI-X vector (defaults to the queue index).
+        #[arg(long)]
+        vector: Option<u16>,
+        /// Also tear the queue down.
+        #[arg(long)]
+        teardown: bool,
+    },
+    /// RX (C2H + CMPT) queue contexts and the initial doorbells, optionally followed by teardown.
+    RxInit {
+        #[command(flatten)]
+        dev: DeviceOpts,
+        /// Function-relative queue index.
+        #[arg(long, default_value_t = 0)]
+        qid: u16,
+        /// C2H_BUF_SZ index (must fit a page behind the 256-byte headroom).
+        #[arg(long, default_value_t = onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT)]
+        buf_size_idx: u8,
+        /// GLBL_RNG_SZ index of the C2H descriptor ring.
+        #[arg(long, default_value_t = 8)]
+        desc_ring_size_idx: u8,
+        /// GLBL_RNG_SZ index of the completion ring.
+        #[arg(long, default_value_t = 8)]
+        cmpt_ring_size_idx: u8,
+        /// Completion entry size in bytes (8, 16, 32, 64).
+        #[arg(long, default_value_t = 8)]
+        cmpt_entry_size: u16,
+        /// DMA address of the C2H descriptor ring (4 KiB aligned).
+        #[arg(long, value_parser = parse_u64, default_value = "0x10000000")]
+        desc_ring: u64,
+        /// DMA address of the completion ring (4 KiB aligned).
+        #[arg(long, value_parser = parse_u64, default_value = "0x10002000")]
+        cmpt_ring: u64,
+        /// MSI-X vector (defaults to the queue index).
+        #[arg(long)]
+        vector: Option<u16>,
+        /// Descriptors handed to the device by the initial C2H PIDX doorbell.
+        #[arg(long, default_value_t = 256)]
+        c2h_pidx: u16,
+        /// Also tear the queue down.
+        #[arg(long)]
+        teardown: bool,
+    },
+    /// A single doorbell write.
+    Doorbell {
+        #[command(flatten)]
+        dev: DeviceOpts,
+        /// Which doorbell.
+        #[arg(value_enum)]
+        kind: DoorbellKind,
+        /// Function-relative queue index.
+        #[arg(long, default_value_t = 0)]
+        qid: u16,
+        /// The producer (h2c, c2h) or consumer (cmpt) index.
+        #[arg(long)]
+        index: u16,
+        /// For cmpt: do not re-arm the interrupt.
+        #[arg(long)]
+        no_arm: bool,
+    },
+    /// The ethtool statistics read: TICK, then every CMAC and packet-adapter counter.
+    Stats {
+        #[command(flatten)]
+        dev: DeviceOpts,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DoorbellKind {
+    /// H2C descriptor PIDX (TX).
+    H2c,
+    /// C2H descriptor PIDX (RX buffers).
+    C2h,
+    /// Completion CIDX with the driver's trigger settings.
+    Cmpt,
+}
+
+pub fn parse_u64(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => s.replace('_', "").parse(),
+    };
+    r.map_err(|e| format!("`{s}` is not a number: {e}"))
+}
+
+type RecDevice<'a> = Device<RecordingWindow<'a>, RecordingWindow<'a>>;
+
+fn bring_up<'a>(rec: &'a Recorder, opts: &DeviceOpts) -> Result<RecDevice<'a>, String> {
+    let mut cfg = DeviceConfig::new(opts.pf, opts.queues).map_err(|e| e.to_string())?;
+    cfg.rs_fec = !opts.no_rs_fec;
+    let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, cfg)
+        .map_err(|e| e.to_string())?;
+    if !opts.with_init {
+        rec.take_log();
+    }
+    Ok(dev)
+}
+
+/// Runs a scenario on a fresh recording bus and returns the trace text.
+pub fn trace(args: &TraceArgs) -> Result<String, String> {
+    let rec = Recorder::opennic();
+    let d = &mut NoDelay;
+    match &args.scenario {
+        Scenario::Init { dev } => {
+            bring_up(
+                &rec,
+                &DeviceOpts {
+                    with_init: true,
+                    ..*dev
+                },
+            )?;
+        }
+        Scenario::Remove { dev } => {
+            let device = bring_up(
+                &rec,
+                &DeviceOpts {
+                    with_init: dev.with_init,
+                    ..*dev
+                },
+            )?;
+            let (r, _, _) = device.teardown(d);
+            r.map_err(|e| e.to_string())?;
+        }
+        Scenario::TxInit {
+            dev,
+            qid,
+            ring_size_idx,
+            ring,
+            vector,
+            teardown,
+        } => {
+            let device = bring_up(&rec, dev)?;
+            let q = TxQueueConfig {
+                qid: *qid,
+                ring: RingSizeIdx::new(*ring_size_idx).map_err(|e| e.to_string())?,
+                vector: vector.unwrap_or(*qid),
+            };
+            device
+                .init_tx_queue(d, &q, DmaAddr::new(*ring))
+                .map_err(|e| e.to_string())?;
+            if *teardown {
+                device.teardown_tx_queue(d, *qid).map_err(|e| e.to_string())?;
+            }
+        }
+        Scenario::RxInit {
+            dev,
+            qid,
+            buf_size_idx,
+            desc_ring_size_idx,
+            cmpt_ring_size_idx,
+            cmpt_entry_size,
+            desc_ring,
+            cmpt_ring,
+            vector,
+            c2h_pidx,
+            teardown,
+        } => {
+            let device = bring_up(&rec, dev)?;
+            let q = RxQueueConfig {
+                qid: *qid,
+                buf: BufSizeIdx::new(*buf_size_idx).map_err(|e| e.to_string())?,
+                desc_ring: RingSizeIdx::new(*desc_ring_size_idx).map_err(|e| e.to_string())?,
+                cmpt_ring: RingSizeIdx::new(*cmpt_ring_size_idx).map_err(|e| e.to_string())?,
+                cmpt_entry: onic_core::config::cmpt_entry_size(*cmpt_entry_size)
+                    .map_err(|e| e.to_string())?,
+                vector: vector.unwrap_or(*qid),
+            };
+            device
+                .init_rx_queue(
+                    d,
+                    &q,
+                    DmaAddr::new(*desc_ring),
+                    DmaAddr::new(*cmpt_ring),
+                    *c2h_pidx,
+                )
+                .map_err(|e| e.to_string())?;
+            if *teardown {
+                device.teardown_rx_queue(d, *qid).map_err(|e| e.to_string())?;
+            }
+        }
+        Scenario::Doorbell {
+            dev,
+            kind,
+            qid,
+            index,
+            no_arm,
+        } => {
+            let device = bring_up(&rec, dev)?;
+            device.config().check_queue(*qid).map_err(|e| e.to_string())?;
+            let db = device.doorbells();
+            match kind {
+                DoorbellKind::H2c => db.h2c_pidx(*qid, *index),
+                DoorbellKind::C2h => db.c2h_pidx(*qid, *index),
+                DoorbellKind::Cmpt => db.cmpt_cidx(*qid, *index, !*no_arm),
+            }
+        }
+        Scenario::Stats { dev } => {
+            let device = bring_up(&rec, dev)?;
+            onic_core::stats::read_hw_counters(device.shell(), device.function().port());
+        }
+    }
+    Ok(rec.log_text())
+}
+
+pub fn run(args: &TraceArgs) -> Result<(), String> {
+    print!("{}", trace(args)?);
+    Ok(())
 }

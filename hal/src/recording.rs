@@ -291,6 +291,14 @@ pub struct RecordingWindow<'a> {
     bar: Bar,
 }
 
+impl fmt::Debug for RecordingWindow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordingWindow")
+            .field("bar", &self.bar)
+            .finish_non_exhaustive()
+    }
+}
+
 // SAFETY: no device is behind the window: accesses touch only the recorder's map; misaligned
 // offsets read UNMAPPED_READ and are dropped on write, as the contract asks. Every call is logged
 // exactly once, in order.

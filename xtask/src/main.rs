@@ -1,3 +1,121 @@
-//! `cargo xtask`: project automation.
+//! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
+//! command the README and `.ci/run` name.
 
-fn main() {}
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// Targets the `no_std` crates must build for: the bare-metal image's, two other 64-bit
+/// architectures, and a 32-bit one to catch `usize`/`u64` assumptions.
+const NO_STD_TARGETS: [&str; 4] = [
+    "x86_64-unknown-none",
+    "riscv64gc-unknown-none-elf",
+    "aarch64-unknown-none",
+    "thumbv7em-none-eabihf",
+];
+
+/// The crates that must stay `no_std`.
+const NO_STD_CRATES: [&str; 2] = ["onic-hal", "onic-core"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(step: &str, mut cmd: Command) -> Result<(), String> {
+    let start = Instant::now();
+    println!("==> {step}");
+    let status = cmd.status().map_err(|e| format!("{step}: cannot start: {e}"))?;
+    println!(
+        "<== {step}: {} in {:.1} s",
+        if status.success() { "ok" } else { "FAILED" },
+        start.elapsed().as_secs_f64()
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
+}
+
+fn step_fmt() -> Result<(), String> {
+    let mut c = cargo();
+    c.args(["fmt", "--all", "--check"]);
+    run("cargo fmt --check", c)
+}
+
+fn step_clippy() -> Result<(), String> {
+    let mut c = cargo();
+    c.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run("cargo clippy --workspace --all-targets -- -D warnings", c)
+}
+
+fn step_test() -> Result<(), String> {
+    let mut c = cargo();
+    c.args(["test", "--workspace"]);
+    run("cargo test --workspace", c)
+}
+
+fn step_no_std() -> Result<(), String> {
+    for target in NO_STD_TARGETS {
+        let mut c = cargo();
+        c.args(["build", "--target", target]);
+        for krate in NO_STD_CRATES {
+            c.args(["-p", krate]);
+        }
+        run(
+            &format!("no_std build of {} for {target}", NO_STD_CRATES.join(", ")),
+            c,
+        )?;
+    }
+    Ok(())
+}
+
+/// One CI job: its name and what it runs.
+type Job = (&'static str, fn() -> Result<(), String>);
+
+fn ci(only: Option<&str>) -> Result<(), String> {
+    let steps: [Job; 4] = [
+        ("fmt", step_fmt),
+        ("clippy", step_clippy),
+        ("test", step_test),
+        ("no-std", step_no_std),
+    ];
+    let mut ran = 0;
+    for (name, f) in steps {
+        if only.is_none_or(|o| o == name) {
+            f()?;
+            ran += 1;
+        }
+    }
+    if ran == 0 {
+        return Err(format!(
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std",
+            only.unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(args.get(1).map(String::as_str)),
+        _ => Err("usage: cargo xtask ci [fmt|clippy|test|no-std]".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Typed, validated configuration. Every value is checked when it is built, so the bring-up code
+//! never writes a register for a configuration the hardware cannot accept.
+
+use onic_hal::layout::desc::CmptEntrySize;
+use onic_hal::regs::{qdma, shell};
+use onic_hal::PAGE_SIZE;
+
+use crate::error::ConfigError;
+
+/// Queues each function may own: the driver places function `f`'s queues at absolute queue ids
+/// `64 f ..` (spec §1.3, `ONIC_MAX_QUEUES`).
+pub const MAX_QUEUES_PER_FUNCTION: u16 = 64;
+
+/// Headroom in front of every received frame, for XDP (`XDP_PACKET_HEADROOM`): the C2H descriptor
+/// points 256 bytes into its page (spec §12.1).
+pub const RX_HEADROOM: u32 = 256;
+
+/// Room kept free at the end of each RX page: what an OS needs to build a packet around the page
+/// without a copy (Linux puts its `skb_shared_info`, 320 bytes on x86-64, there; XDP multi-buffer
+/// frames keep their fragment list in the same place).
+pub const RX_TAILROOM: u32 = 320;
+
+/// Bytes of a page the device may write after the headroom and before the tailroom.
+pub const RX_BUFFER_ROOM: u32 = PAGE_SIZE as u32 - RX_HEADROOM - RX_TAILROOM;
+
+/// The C2H buffer-size table the driver programs (C2H_BUF_SZ, spec §3.1), with one deliberate
+/// change: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead of 3968, so
+/// that one page per descriptor can hold a full buffer behind the XDP headroom. The reference
+/// driver uses entry 8 (4096 bytes) with data at page offset 256, which lets the device write up
+/// to 256 bytes past the page (spec §15 item 9). See `docs/deviations.md`.
+pub const C2H_BUF_SIZES: [u32; qdma::GLOBAL_TABLE_LEN] = {
+    let mut t = qdma::tables::C2H_BUF_SIZES;
+    t[RX_BUF_SIZE_INDEX_DEFAULT as usize] = RX_BUFFER_ROOM;
+    t
+};
+
+/// The buffer-size index RX queues use unless told otherwise.
+pub const RX_BUF_SIZE_INDEX_DEFAULT: u8 = 5;
+/// The ring-size index TX queues use unless told otherwise (entry 0: 4096 entries, as the
+/// reference driver).
+pub const TX_RING_SIZE_INDEX_DEFAULT: u8 = 0;
+/// The ring-size index of RX descriptor and completion rings unless told otherwise (entry 8: 1024
+/// entries, as the reference driver).
+pub const RX_RING_SIZE_INDEX_DEFAULT: u8 = 8;
+
+/// An index into the GLBL_RNG_SZ table (spec §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RingSizeIdx(u8);
+
+impl RingSizeIdx {
+    /// Validates a ring-size index.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::RingSizeIndex`] outside 0..=15.
+    pub const fn new(index: u8) -> Result<Self, ConfigError> {
+        if (index as usize) < qdma::GLOBAL_TABLE_LEN {
+            Ok(Self(index))
+        } else {
+            Err(ConfigError::RingSizeIndex { index })
+        }
+    }
+
+    /// The index.
+    #[must_use]
+    pub const fn index(self) -> u8 {
+        self.0
+    }
+
+    /// Ring entries including the status slot.
+    #[must_use]
+    pub const fn entries(self) -> u16 {
+        qdma::tables::RING_SIZES[self.0 as usize] as u16
+    }
+
+    /// Entries usable for descriptors or completions (all but the status slot).
+    #[must_use]
+    pub const fn usable(self) -> u16 {
+        self.entries() - 1
+    }
+
+    /// Finds the index of a ring with `entries` entries (status slot included).
+    #[must_use]
+    pub fn for_entries(entries: u16) -> Option<Self> {
+        qdma::tables::RING_SIZES
+            .iter()
+            .position(|&n| n == u32::from(entries))
+            .map(|i| Self(i as u8))
+    }
+}
+
+/// An index into the C2H_BUF_SZ table whose buffer fits a page behind the headroom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BufSizeIdx(u8);
+
+impl BufSizeIdx {
+    /// Validates a buffer-size index against the table the driver programs ([`C2H_BUF_SIZES`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::BufferSizeIndex`] outside 0..=15; [`ConfigError::BufferTooLarge`] when the
+    /// buffer would not fit in [`RX_BUFFER_ROOM`].
+    pub const fn new(index: u8) -> Result<Self, ConfigError> {
+        if index as usize >= qdma::GLOBAL_TABLE_LEN {
+            return Err(ConfigError::BufferSizeIndex { index });
+        }
+        let buffer = C2H_BUF_SIZES[index as usize];
+        if buffer > RX_BUFFER_ROOM {
+            return Err(ConfigError::BufferTooLarge {
+                buffer,
+                room: RX_BUFFER_ROOM,
+            });
+        }
+        Ok(Self(index))
+    }
+
+    /// The index.
+    #[must_use]
+    pub const fn index(self) -> u8 {
+        self.0
+    }
+
+    /// Bytes the device writes per descriptor.
+    #[must_use]
+    pub const fn bytes(self) -> u32 {
+        C2H_BUF_SIZES[self.0 as usize]
+    }
+}
+
+/// A PCI function of the shell (0..=3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Function(u8);
+
+impl Function {
+    /// Validates a PCI function number.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::FunctionOutOfRange`] above 3.
+    pub const fn new(func: u8) -> Result<Self, ConfigError> {
+        if func < shell::MAX_FUNCTIONS {
+            Ok(Self(func))
+        } else {
+            Err(ConfigError::FunctionOutOfRange { func })
+        }
+    }
+
+    /// The function number.
+    #[must_use]
+    pub const fn number(self) -> u8 {
+        self.0
+    }
+
+    /// Whether this is the master PF (function 0), which programs the global CSRs, enables the
+    /// CMACs and owns the error interrupt.
+    #[must_use]
+    pub const fn is_master(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Absolute id of the function's first queue.
+    #[must_use]
+    pub const fn qbase(self) -> u16 {
+        self.0 as u16 * MAX_QUEUES_PER_FUNCTION
+    }
+
+    /// The CMAC port this function's traffic uses and whose statistics and link it reports:
+    /// CMAC 0 for function 0, CMAC 1 otherwise (spec §1.3).
+    #[must_use]
+    pub const fn port(self) -> u8 {
+        if self.0 == 0 {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+/// Device-wide settings for one PCI function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DeviceConfig {
+    /// The PCI function.
+    pub func: Function,
+    /// Queue pairs (TX = RX count, FMAP qmax, QCONF numq). MSI-X queue vectors are `0..queues`;
+    /// the user vector is `queues`, the master PF's error vector `queues + 1` (spec §11.1).
+    pub queues: u16,
+    /// Enable RS-FEC on the CMACs (the reference driver's module parameter, default on).
+    pub rs_fec: bool,
+    /// SHELL_STATUS reads allowed while waiting for a CMAC reset, 1 ms apart.
+    pub cmac_reset_polls: u32,
+}
+
+impl DeviceConfig {
+    /// Default number of 1 ms polls for a CMAC reset (the reference driver waits forever).
+    pub const CMAC_RESET_POLLS_DEFAULT: u32 = 1000;
+
+    /// Validates a device configuration with the reference driver's defaults for the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::FunctionOutOfRange`], [`ConfigError::QueueCount`].
+    pub const fn new(func: u8, queues: u16) -> Result<Self, ConfigError> {
+        let func = match Function::new(func) {
+            Ok(f) => f,
+            Err(e) => return Err(e),
+        };
+        if queues == 0 || queues > MAX_QUEUES_PER_FUNCTION {
+            return Err(ConfigError::QueueCount {
+                requested: queues,
+                max: MAX_QUEUES_PER_FUNCTION,
+            });
+        }
+        Ok(Self {
+            func,
+            queues,
+            rs_fec: true,
+            cmac_reset_polls: Self::CMAC_RESET_POLLS_DEFAULT,
+        })
+    }
+
+    /// Checks that `qid` is one of this function's queues.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueIndex`].
+    pub const fn check_queue(&self, qid: u16) -> Result<(), ConfigError> {
+        if qid < self.queues {
+            Ok(())
+        } else {
+            Err(ConfigError::QueueIndex {
+                qid,
+                queues: self.queues,
+            })
+        }
+    }
+
+    /// Checks a queue vector (`0..queues`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Vector`].
+    pub const fn check_vector(&self, vector: u16) -> Result<(), ConfigError> {
+        if vector < self.queues {
+            Ok(())
+        } else {
+            Err(ConfigError::Vector {
+                vector,
+                available: self.queues,
+            })
+        }
+    }
+}
+
+/// Settings of one TX (H2C) queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxQueueConfig {
+    /// Function-relative queue index.
+    pub qid: u16,
+    /// Descriptor ring size.
+    pub ring: RingSizeIdx,
+    /// MSI-X vector recorded in the context (TX interrupts are off, spec §11.2).
+    pub vector: u16,
+}
+
+impl TxQueueConfig {
+    /// The reference driver's TX queue: 4096-entry ring, vector = qid.
+    #[must_use]
+    pub const fn new(qid: u16) -> Self {
+        Self {
+            qid,
+            ring: RingSizeIdx(TX_RING_SIZE_INDEX_DEFAULT),
+            vector: qid,
+        }
+    }
+}
+
+/// The completion entry size for a size in bytes.
+///
+/// # Errors
+///
+/// [`ConfigError::CmptEntrySize`] unless `bytes` is 8, 16, 32 or 64.
+pub const fn cmpt_entry_size(bytes: u16) -> Result<CmptEntrySize, ConfigError> {
+    match bytes {
+        8 => Ok(CmptEntrySize::B8),
+        16 => Ok(CmptEntrySize::B16),
+        32 => Ok(CmptEntrySize::B32),
+        64 => Ok(CmptEntrySize::B64),
+        _ => Err(ConfigError::CmptEntrySize { bytes }),
+    }
+}
+
+/// Settings of one RX (C2H + CMPT) queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxQueueConfig {
+    /// Function-relative queue index.
+    pub qid: u16,
+    /// C2H buffer size.
+    pub buf: BufSizeIdx,
+    /// C2H descriptor ring size.
+    pub desc_ring: RingSizeIdx,
+    /// Completion ring size.
+    pub cmpt_ring: RingSizeIdx,
+    /// Completion entry size.
+    pub cmpt_entry: CmptEntrySize,
+    /// MSI-X vector of the queue's completion interrupt.
+    pub vector: u16,
+}
+
+impl RxQueueConfig {
+    /// The driver's default RX queue: 1024-entry rings, 8-byte completions, the page-fitting
+    /// buffer size, vector = qid.
+    #[must_use]
+    pub const fn new(qid: u16) -> Self {
+        Self {
+            qid,
+            buf: BufSizeIdx(RX_BUF_SIZE_INDEX_DEFAULT),
+            desc_ring: RingSizeIdx(RX_RING_SIZE_INDEX_DEFAULT),
+            cmpt_ring: RingSizeIdx(RX_RING_SIZE_INDEX_DEFAULT),
+            cmpt_entry: CmptEntrySize::B8,
+            vector: qid,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_size_index_is_checked() {
+        assert_eq!(RingSizeIdx::new(0).unwrap().entries(), 4096);
+        assert_eq!(RingSizeIdx::new(8).unwrap().usable(), 1023);
+        assert_eq!(RingSizeIdx::new(15).unwrap().entries(), 16384);
+        assert_eq!(
+            RingSizeIdx::new(16),
+            Err(ConfigError::RingSizeIndex { index: 16 })
+        );
+        assert_eq!(RingSizeIdx::for_entries(1024), RingSizeIdx::new(8).ok());
+        assert_eq!(RingSizeIdx::for_entries(1000), None);
+    }
+
+    #[test]
+    fn buffer_must_fit_behind_the_headroom() {
+        assert_eq!(RX_BUFFER_ROOM, 3520);
+        assert_eq!(BufSizeIdx::new(5).unwrap().bytes(), 3520);
+        assert_eq!(BufSizeIdx::new(4).unwrap().bytes(), 2048);
+        // The reference driver's choice, 4096 bytes at offset 256, overruns the page.
+        assert_eq!(
+            BufSizeIdx::new(8),
+            Err(ConfigError::BufferTooLarge {
+                buffer: 4096,
+                room: 3520
+            })
+        );
+        assert_eq!(
+            BufSizeIdx::new(0),
+            Err(ConfigError::BufferTooLarge {
+                buffer: 4096,
+                room: 3520
+            })
+        );
+        assert_eq!(
+            BufSizeIdx::new(16),
+            Err(ConfigError::BufferSizeIndex { index: 16 })
+        );
+    }
+
+    #[test]
+    fn cmpt_entry_sizes_are_checked() {
+        assert_eq!(cmpt_entry_size(32), Ok(CmptEntrySize::B32));
+        assert_eq!(cmpt_entry_size(12), Err(ConfigError::CmptEntrySize { bytes: 12 }));
+    }
+
+    #[test]
+    fn device_config_is_checked() {
+        assert!(DeviceConfig::new(0, 1).is_ok());
+        assert!(DeviceConfig::new(3, 64).is_ok());
+        assert_eq!(
+            DeviceConfig::new(0, 65),
+            Err(ConfigError::QueueCount {
+                requested: 65,
+                max: 64
+            })
+        );
+        assert_eq!(
+            DeviceConfig::new(0, 0),
+            Err(ConfigError::QueueCount {
+                requested: 0,
+                max: 64
+            })
+        );
+        assert_eq!(
+            DeviceConfig::new(4, 8),
+            Err(ConfigError::FunctionOutOfRange { func: 4 })
+        );
+        let c = DeviceConfig::new(1, 8).unwrap();
+        assert_eq!(c.func.qbase(), 64);
+        assert_eq!(c.func.port(), 1);
+        assert!(c.check_queue(7).is_ok());
+        assert_eq!(
+            c.check_queue(8),
+            Err(ConfigError::QueueIndex { qid: 8, queues: 8 })
+        );
+    }
+}

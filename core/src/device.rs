@@ -1,0 +1,376 @@
+//! Device bring-up and teardown for one PCI function (spec §3, §4, §10, §11, §13), and the
+//! per-queue context programming (spec §5.8).
+//!
+//! The order of register accesses follows the reference driver exactly, except for the documented
+//! deviations in `docs/deviations.md` (each is marked "Deviation" below).
+
+use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
+use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
+use onic_hal::regs::qdma::{self, errors, tables};
+use onic_hal::regs::{cmac, shell};
+use onic_hal::{DelayNs, DmaAddr, RegisterWindow};
+
+use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
+use crate::error::{ConfigError, Error, Result};
+use crate::qdma::{context_clear, context_invalidate, context_write, Doorbells};
+
+/// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
+/// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
+/// has streaming H2C errors at bit 16 (spec §15 item 2). Both are set, so H2C errors are reported
+/// whichever map the instance follows, and the reference driver's bit stays enabled.
+pub const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
+
+/// Interval between two SHELL_STATUS reads while a CMAC is in reset, in microseconds (1 ms).
+pub const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
+
+/// A brought-up PCI function: FMAP, QCONF and indirection table programmed, global CSRs (master
+/// PF) set, CMACs detected (and enabled on the master PF), error interrupt armed (master PF).
+#[derive(Debug)]
+pub struct Device<Q, S> {
+    qdma: Q,
+    shell: S,
+    cfg: DeviceConfig,
+    cmacs: u8,
+}
+
+impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
+    /// Brings up one PCI function (spec §13.1 steps 5-10).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ContextBusy`] if the QDMA does not complete a context command,
+    /// [`Error::CmacResetTimeout`] if a CMAC stays in reset, [`Error::NoCmac`] if the function's
+    /// own port is missing. On error, what was programmed is undone (QCONF and FMAP cleared, the
+    /// error interrupt disarmed).
+    pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<Self> {
+        let mut dev = Self {
+            qdma,
+            shell,
+            cfg,
+            cmacs: 0,
+        };
+        match dev.bring_up(delay) {
+            Ok(()) => Ok(dev),
+            Err(e) => {
+                // Best effort: the first error is the one reported.
+                let _ = dev.release(delay);
+                Err(e)
+            }
+        }
+    }
+
+    fn bring_up<D: DelayNs>(&mut self, delay: &mut D) -> Result<()> {
+        let func = self.cfg.func;
+        let f = func.number();
+        // Step 5: FMAP clear, then write {qbase, qmax}; the command's qid field is the function.
+        context_clear(&self.qdma, delay, CtxtSel::Fmap, u16::from(f))?;
+        let fmap = FmapCtxt::new(func.qbase(), self.cfg.queues);
+        context_write(&self.qdma, delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
+        // Step 6: the shell's QCONF must be set before any H2C doorbell (spec §14).
+        self.shell
+            .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.queues));
+        // Step 7: default indirection table, entry k = k mod queues.
+        for k in 0..shell::INDIR_TABLE_ENTRIES {
+            self.shell
+                .write32(shell::indir_table(f, k), k as u32 % u32::from(self.cfg.queues));
+        }
+        // Step 8: global CSRs, master PF only.
+        if func.is_master() {
+            self.init_global_csrs();
+        }
+        // Step 9: CMAC detection, interleaved with enabling on the master PF.
+        self.cmacs = self.detect_cmacs(delay)?;
+        if func.port() >= self.cmacs {
+            return Err(Error::NoCmac {
+                func: f,
+                port: func.port(),
+                found: self.cmacs,
+            });
+        }
+        // Step 10: the error interrupt (master PF), on vector queues + 1.
+        if func.is_master() {
+            self.init_error_interrupt(self.cfg.queues + 1);
+        }
+        Ok(())
+    }
+
+    /// Global CSR programming of spec §3 (69 writes, 2 reads, in the reference driver's order).
+    /// Deviation: the C2H buffer-size table carries [`C2H_BUF_SIZES`].
+    fn init_global_csrs(&self) {
+        let q = &self.qdma;
+        for (i, &v) in tables::RING_SIZES.iter().enumerate() {
+            q.write32(qdma::glbl_rng_sz(i), v);
+        }
+        for (i, &v) in C2H_BUF_SIZES.iter().enumerate() {
+            q.write32(qdma::c2h_buf_sz(i), v);
+        }
+        q.write32(qdma::C2H_INT_TIMER_TICK, tables::C2H_INT_TIMER_TICK_VALUE);
+        for (i, &v) in tables::C2H_TIMER_COUNTS.iter().enumerate() {
+            q.write32(qdma::c2h_timer_cnt(i), v);
+        }
+        for (i, &v) in tables::C2H_COUNT_THRESHOLDS.iter().enumerate() {
+            q.write32(qdma::c2h_cnt_th(i), v);
+        }
+        q.write32(qdma::GLBL_DSC_CFG, GlblDscCfg::reference().bits());
+        let depth = q.read32(qdma::C2H_PFCH_CACHE_DEPTH);
+        q.write32(qdma::C2H_PFCH_CFG, C2hPfchCfg::reference(depth).bits());
+        let coal = q.read32(qdma::C2H_CMPL_COAL_BUF_DEPTH);
+        q.write32(qdma::C2H_WB_COAL_CFG, C2hWbCoalCfg::reference(coal).bits());
+        q.write32(qdma::H2C_REQ_THROT, H2cReqThrot::reference().bits());
+    }
+
+    /// Counts consecutive CMACs reporting version 0x301 from port 0; the master PF enables each
+    /// right after its version read (spec §10.1).
+    fn detect_cmacs<D: DelayNs>(&self, delay: &mut D) -> Result<u8> {
+        let mut found = 0;
+        for port in 0..cmac::MAX_PORTS {
+            if self.shell.read32(cmac::cmac_base(port) + cmac::CORE_VERSION) != cmac::CORE_VERSION_EXPECTED {
+                break;
+            }
+            if self.cfg.func.is_master() {
+                self.enable_cmac(delay, port)?;
+            }
+            found += 1;
+        }
+        Ok(found)
+    }
+
+    /// The CMAC enable sequence of spec §10.2. Deviation: the reset wait is bounded by
+    /// [`DeviceConfig::cmac_reset_polls`] reads (the reference driver waits forever).
+    fn enable_cmac<D: DelayNs>(&self, delay: &mut D, port: u8) -> Result<()> {
+        let bit = shell::reset_bits::cmac(port);
+        self.shell.write32(shell::SHELL_RESET, bit);
+        let mut done = false;
+        for attempt in 0..self.cfg.cmac_reset_polls {
+            if self.shell.read32(shell::SHELL_STATUS) & bit != 0 {
+                done = true;
+                break;
+            }
+            if attempt + 1 < self.cfg.cmac_reset_polls {
+                delay.delay_us(CMAC_RESET_POLL_INTERVAL_US);
+            }
+        }
+        if !done {
+            return Err(Error::CmacResetTimeout { port });
+        }
+        let base = cmac::cmac_base(port);
+        if self.cfg.rs_fec {
+            for w in cmac::ENABLE_RSFEC {
+                self.shell.write32(base + w.offset, w.value);
+            }
+        }
+        for w in cmac::ENABLE_MAC {
+            self.shell.write32(base + w.offset, w.value);
+        }
+        Ok(())
+    }
+
+    /// Error interrupt programming of spec §11.3: disarmed GLBL_ERR_INT, the seven leaf groups
+    /// (leaf mask write, GLBL_ERR_MASK read, GLBL_ERR_MASK write), then armed GLBL_ERR_INT.
+    fn init_error_interrupt(&self, vector: u16) {
+        let f = self.cfg.func.number();
+        let q = &self.qdma;
+        q.write32(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, false).bits());
+        for g in errors::LEAF_GROUPS {
+            q.write32(g.mask_reg, g.mask_value);
+            let bits = if g.group_bit == errors::GROUP_ST_H2C_V4 {
+                H2C_ERR_GROUP_BITS
+            } else {
+                g.group_bit
+            };
+            let cur = q.read32(qdma::GLBL_ERR_MASK);
+            q.write32(qdma::GLBL_ERR_MASK, cur | bits);
+        }
+        q.write32(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, true).bits());
+    }
+
+    /// The register accesses of remove (spec §13.5): master PF disarms the error interrupt, QCONF
+    /// = 0, FMAP CLEAR.
+    fn release<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
+        let f = self.cfg.func.number();
+        if self.cfg.func.is_master() {
+            self.qdma.write32(qdma::GLBL_ERR_INT, 0);
+        }
+        self.shell.write32(shell::qconf(f), 0);
+        context_clear(&self.qdma, delay, CtxtSel::Fmap, u16::from(f))
+    }
+
+    /// Tears the function down (spec §13.5) and hands the register windows back. Queues must
+    /// have been torn down first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ContextBusy`] if the FMAP clear does not complete; the windows are returned in
+    /// both cases.
+    pub fn teardown<D: DelayNs>(self, delay: &mut D) -> (Result<()>, Q, S) {
+        let r = self.release(delay);
+        (r, self.qdma, self.shell)
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    /// The PCI function.
+    #[must_use]
+    pub const fn function(&self) -> Function {
+        self.cfg.func
+    }
+
+    /// CMACs detected (consecutive ports from 0 reporting version 0x301).
+    #[must_use]
+    pub const fn cmacs(&self) -> u8 {
+        self.cmacs
+    }
+
+    /// The QDMA BAR.
+    pub const fn qdma(&self) -> &Q {
+        &self.qdma
+    }
+
+    /// The shell BAR.
+    pub const fn shell(&self) -> &S {
+        &self.shell
+    }
+
+    /// The queue doorbells of this function.
+    pub fn doorbells(&self) -> Doorbells<&Q> {
+        Doorbells::new(&self.qdma)
+    }
+
+    fn abs_qid(&self, qid: u16) -> u16 {
+        self.cfg.func.qbase() + qid
+    }
+
+    /// Programs a TX (H2C) queue's contexts (spec §5.8): SW clear, SW write, HW clear, credit
+    /// clear. On failure the queue's teardown list runs.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for a queue, vector or ring the function cannot use (nothing written);
+    /// [`Error::ContextBusy`].
+    pub fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
+        self.cfg.check_queue(q.qid)?;
+        self.cfg.check_vector(q.vector)?;
+        check_ring_addr(ring)?;
+        let abs = self.abs_qid(q.qid);
+        let sw = SwCtxt::reference_h2c(self.cfg.func.number(), ring, q.ring.index(), q.vector);
+        let r = (|| {
+            context_clear(&self.qdma, delay, CtxtSel::SwH2c, abs)?;
+            context_write(&self.qdma, delay, CtxtSel::SwH2c, abs, &sw.data_regs())?;
+            context_clear(&self.qdma, delay, CtxtSel::HwH2c, abs)?;
+            context_clear(&self.qdma, delay, CtxtSel::CrH2c, abs)
+        })();
+        if r.is_err() {
+            let _ = self.teardown_tx_queue(delay, q.qid);
+        }
+        r
+    }
+
+    /// Invalidates a TX queue's contexts: SW, HW, credit (spec §5.8).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueIndex`]; [`Error::ContextBusy`] (the remaining contexts are still
+    /// invalidated; the first error is returned).
+    pub fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+        self.cfg.check_queue(qid)?;
+        let abs = self.abs_qid(qid);
+        let mut first = Ok(());
+        for sel in [CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c] {
+            let r = context_invalidate(&self.qdma, delay, sel, abs);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Programs an RX queue's contexts (spec §5.8: SW C2H, HW, credit, prefetch, CMPT), then
+    /// hands `c2h_pidx` descriptors to the device and arms the completion interrupt with CMPT
+    /// CIDX = 0 (spec §13.2). On failure the queue's teardown list runs.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for a queue, vector, ring address or initial index the function cannot
+    /// use (nothing written); [`Error::ContextBusy`].
+    pub fn init_rx_queue<D: DelayNs>(
+        &self,
+        delay: &mut D,
+        q: &RxQueueConfig,
+        desc_ring: DmaAddr,
+        cmpt_ring: DmaAddr,
+        c2h_pidx: u16,
+    ) -> Result<()> {
+        self.cfg.check_queue(q.qid)?;
+        self.cfg.check_vector(q.vector)?;
+        check_ring_addr(desc_ring)?;
+        check_ring_addr(cmpt_ring)?;
+        if c2h_pidx > q.desc_ring.usable() {
+            return Err(ConfigError::RingIndex {
+                index: c2h_pidx,
+                usable: q.desc_ring.usable(),
+            }
+            .into());
+        }
+        let f = self.cfg.func.number();
+        let abs = self.abs_qid(q.qid);
+        let sw = SwCtxt::reference_c2h(f, desc_ring, q.desc_ring.index());
+        let pfch = PfchCtxt::reference(q.buf.index());
+        let cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
+        let r = (|| {
+            context_clear(&self.qdma, delay, CtxtSel::SwC2h, abs)?;
+            context_write(&self.qdma, delay, CtxtSel::SwC2h, abs, &sw.data_regs())?;
+            context_clear(&self.qdma, delay, CtxtSel::HwC2h, abs)?;
+            context_clear(&self.qdma, delay, CtxtSel::CrC2h, abs)?;
+            context_clear(&self.qdma, delay, CtxtSel::Pfch, abs)?;
+            context_write(&self.qdma, delay, CtxtSel::Pfch, abs, &pfch.data_regs())?;
+            context_clear(&self.qdma, delay, CtxtSel::Cmpt, abs)?;
+            context_write(&self.qdma, delay, CtxtSel::Cmpt, abs, &cmpt.data_regs())
+        })();
+        if r.is_err() {
+            let _ = self.teardown_rx_queue(delay, q.qid);
+            return r;
+        }
+        let db = self.doorbells();
+        db.c2h_pidx(q.qid, c2h_pidx);
+        db.cmpt_cidx(q.qid, 0, true);
+        Ok(())
+    }
+
+    /// Invalidates an RX queue's contexts: SW C2H, HW, credit, prefetch, CMPT (spec §5.8).
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_tx_queue`].
+    pub fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+        self.cfg.check_queue(qid)?;
+        let abs = self.abs_qid(qid);
+        let mut first = Ok(());
+        for sel in [
+            CtxtSel::SwC2h,
+            CtxtSel::HwC2h,
+            CtxtSel::CrC2h,
+            CtxtSel::Pfch,
+            CtxtSel::Cmpt,
+        ] {
+            let r = context_invalidate(&self.qdma, delay, sel, abs);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+/// Rings (descriptor and completion) must be 4 KiB aligned: the completion context does not even
+/// store the low 12 address bits (spec §5.6, §8.1).
+fn check_ring_addr(addr: DmaAddr) -> Result<(), ConfigError> {
+    if addr.is_aligned(onic_hal::PAGE_SIZE as u64) {
+        Ok(())
+    } else {
+        Err(ConfigError::RingAddress { addr: addr.get() })
+    }
+}

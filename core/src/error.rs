@@ -1,0 +1,169 @@
+//! Errors of the driver core.
+
+use core::fmt;
+
+/// A configuration value that the hardware or the buffer layout cannot accept. Returned before any
+/// register is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The PCI function number is not one the shell serves (0..=3).
+    FunctionOutOfRange {
+        /// The function asked for.
+        func: u8,
+    },
+    /// The queue count is zero or above what the function may own.
+    QueueCount {
+        /// Queues asked for.
+        requested: u16,
+        /// The function's maximum.
+        max: u16,
+    },
+    /// A queue index is not below the function's queue count.
+    QueueIndex {
+        /// The index given.
+        qid: u16,
+        /// Queues the function has.
+        queues: u16,
+    },
+    /// A ring-size index outside the 16-entry GLBL_RNG_SZ table.
+    RingSizeIndex {
+        /// The index given.
+        index: u8,
+    },
+    /// A C2H buffer-size index outside the 16-entry C2H_BUF_SZ table.
+    BufferSizeIndex {
+        /// The index given.
+        index: u8,
+    },
+    /// The C2H buffer selected does not fit in a page after the XDP headroom and the tailroom.
+    BufferTooLarge {
+        /// Bytes the device would write per descriptor.
+        buffer: u32,
+        /// Bytes available in the page.
+        room: u32,
+    },
+    /// The completion entry size is not 8, 16, 32 or 64 bytes.
+    CmptEntrySize {
+        /// The size given.
+        bytes: u16,
+    },
+    /// An MSI-X vector number the context field cannot hold or the function does not have.
+    Vector {
+        /// The vector given.
+        vector: u16,
+        /// Vectors available.
+        available: u16,
+    },
+    /// A ring's DMA address does not meet the hardware's alignment or 4 GiB limit.
+    RingAddress {
+        /// The address given.
+        addr: u64,
+    },
+    /// An initial producer index beyond the ring's usable entries.
+    RingIndex {
+        /// The index given.
+        index: u16,
+        /// Usable entries.
+        usable: u16,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::FunctionOutOfRange { func } => write!(f, "PCI function {func} is not served by the shell (0..=3)"),
+            Self::QueueCount { requested, max } => {
+                write!(f, "queue count {requested} is outside 1..={max}")
+            }
+            Self::QueueIndex { qid, queues } => write!(f, "queue {qid} is not below the queue count {queues}"),
+            Self::RingSizeIndex { index } => write!(f, "ring-size index {index} is outside the table (0..=15)"),
+            Self::BufferSizeIndex { index } => {
+                write!(f, "buffer-size index {index} is outside the table (0..=15)")
+            }
+            Self::BufferTooLarge { buffer, room } => write!(
+                f,
+                "C2H buffer of {buffer} bytes does not fit the {room} bytes left in a page after headroom and tailroom"
+            ),
+            Self::CmptEntrySize { bytes } => {
+                write!(f, "completion entry size {bytes} is not 8, 16, 32 or 64 bytes")
+            }
+            Self::Vector { vector, available } => {
+                write!(f, "MSI-X vector {vector} is not below the {available} vectors available")
+            }
+            Self::RingAddress { addr } => {
+                write!(f, "ring address {addr:#x} is not 4 KiB aligned or not below 4 GiB")
+            }
+            Self::RingIndex { index, usable } => {
+                write!(f, "ring index {index} is beyond the {usable} usable entries")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// What went wrong in the driver core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad configuration; nothing was written.
+    Config(ConfigError),
+    /// An indirect context command stayed busy past the poll limit.
+    ContextBusy {
+        /// The command word written to IND_CTXT_CMD.
+        command: u32,
+    },
+    /// A CMAC subsystem reset did not report done within the bound.
+    CmacResetTimeout {
+        /// The CMAC port.
+        port: u8,
+    },
+    /// The function's own CMAC port was not detected (CORE_VERSION mismatch).
+    NoCmac {
+        /// The PCI function.
+        func: u8,
+        /// The port it needs.
+        port: u8,
+        /// CMACs found.
+        found: u8,
+    },
+    /// DMA memory could not be had.
+    Dma(onic_hal::DmaError),
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+impl From<onic_hal::DmaError> for Error {
+    fn from(e: onic_hal::DmaError) -> Self {
+        Self::Dma(e)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => write!(f, "invalid configuration: {e}"),
+            Self::ContextBusy { command } => {
+                write!(f, "indirect context command {command:#010x} still busy after the poll limit")
+            }
+            Self::CmacResetTimeout { port } => write!(f, "CMAC {port} did not leave reset in time"),
+            Self::NoCmac { func, port, found } => write!(
+                f,
+                "PCI function {func} needs CMAC {port}, but the shell reports {found} CMAC(s) with version 0x301"
+            ),
+            Self::Dma(e) => write!(f, "DMA: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Result of the driver core.
+pub type Result<T, E = Error> = core::result::Result<T, E>;

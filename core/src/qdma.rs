@@ -1,0 +1,155 @@
+//! QDMA register programming: indirect contexts and queue doorbells (spec §5, §6).
+
+use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
+use onic_hal::layout::doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb};
+use onic_hal::regs::qdma;
+use onic_hal::{DelayNs, RegisterWindow};
+
+use crate::error::{Error, Result};
+
+/// Reads of IND_CTXT_CMD before a busy command is given up (spec §5.1: about 500 ms).
+pub const CTXT_POLL_LIMIT: u32 = 5000;
+/// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
+pub const CTXT_POLL_INTERVAL_US: u32 = 100;
+
+/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
+/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
+///
+/// # Errors
+///
+/// [`Error::ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
+pub fn context_command<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    op: CtxtOp,
+    qid: u16,
+    data: &[u32; qdma::IND_CTXT_WORDS],
+) -> Result<()> {
+    if op == CtxtOp::Write {
+        for (i, &word) in data.iter().enumerate() {
+            bar0.write32(qdma::ind_ctxt_data(i), word);
+            bar0.write32(qdma::ind_ctxt_mask(i), u32::MAX);
+        }
+    }
+    let command = IndCtxtCmd::new(sel, op, qid).bits();
+    bar0.write32(qdma::IND_CTXT_CMD, command);
+    for attempt in 0..CTXT_POLL_LIMIT {
+        if !IndCtxtCmd::from_bits(bar0.read32(qdma::IND_CTXT_CMD)).busy() {
+            return Ok(());
+        }
+        if attempt + 1 < CTXT_POLL_LIMIT {
+            delay.delay_us(CTXT_POLL_INTERVAL_US);
+        }
+    }
+    Err(Error::ContextBusy { command })
+}
+
+/// Clears a context (no DATA/MASK writes).
+///
+/// # Errors
+///
+/// As [`context_command`].
+pub fn context_clear<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    qid: u16,
+) -> Result<()> {
+    context_command(bar0, delay, sel, CtxtOp::Clear, qid, &[0; qdma::IND_CTXT_WORDS])
+}
+
+/// Invalidates a context (no DATA/MASK writes).
+///
+/// # Errors
+///
+/// As [`context_command`].
+pub fn context_invalidate<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    qid: u16,
+) -> Result<()> {
+    context_command(
+        bar0,
+        delay,
+        sel,
+        CtxtOp::Invalidate,
+        qid,
+        &[0; qdma::IND_CTXT_WORDS],
+    )
+}
+
+/// Writes a context from its 8 DATA words.
+///
+/// # Errors
+///
+/// As [`context_command`].
+pub fn context_write<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    qid: u16,
+    data: &[u32; qdma::IND_CTXT_WORDS],
+) -> Result<()> {
+    context_command(bar0, delay, sel, CtxtOp::Write, qid, data)
+}
+
+/// Reads a context's 8 DATA words.
+///
+/// # Errors
+///
+/// As [`context_command`].
+pub fn context_read<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    qid: u16,
+) -> Result<[u32; qdma::IND_CTXT_WORDS]> {
+    context_command(bar0, delay, sel, CtxtOp::Read, qid, &[0; qdma::IND_CTXT_WORDS])?;
+    let mut out = [0; qdma::IND_CTXT_WORDS];
+    for (i, w) in out.iter_mut().enumerate() {
+        *w = bar0.read32(qdma::ind_ctxt_data(i));
+    }
+    Ok(out)
+}
+
+/// The queue doorbells of one function (BAR0, function-relative queue ids, spec §6). Writing a
+/// doorbell is the release point of a ring update: the [`RegisterWindow`] contract orders earlier
+/// DMA-memory writes before it.
+#[derive(Clone, Copy, Debug)]
+pub struct Doorbells<W> {
+    bar0: W,
+}
+
+impl<W: RegisterWindow> Doorbells<W> {
+    /// Doorbells through `bar0`.
+    pub const fn new(bar0: W) -> Self {
+        Self { bar0 }
+    }
+
+    /// Publishes a new H2C (TX) producer index.
+    pub fn h2c_pidx(&self, qid: u16, pidx: u16) {
+        self.bar0.write32(
+            qdma::dmap_sel_h2c_dsc_pidx(qid),
+            H2cPidxDb::new(pidx, false).bits(),
+        );
+    }
+
+    /// Publishes a new C2H (RX descriptor) producer index.
+    pub fn c2h_pidx(&self, qid: u16, pidx: u16) {
+        self.bar0.write32(
+            qdma::dmap_sel_c2h_dsc_pidx(qid),
+            C2hPidxDb::new(pidx, false).bits(),
+        );
+    }
+
+    /// Publishes the completion consumer index with the driver's trigger settings (timer + count,
+    /// status writeback on) and, with `arm`, re-arms the queue interrupt.
+    pub fn cmpt_cidx(&self, qid: u16, cidx: u16, arm: bool) {
+        self.bar0.write32(
+            qdma::dmap_sel_cmpt_cidx(qid),
+            CmptCidxDb::reference(cidx, arm).bits(),
+        );
+    }
+}
