@@ -81,6 +81,12 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         // Step 9: CMAC detection, interleaved with enabling on the master PF.
         self.cmacs = self.detect_cmacs(delay)?;
         if func.port() >= self.cmacs {
+            onic_hal::error!(
+                "onic: function {} needs CMAC {}, found {}",
+                f,
+                func.port(),
+                self.cmacs
+            );
             return Err(Error::NoCmac {
                 func: f,
                 port: func.port(),
@@ -91,6 +97,12 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         if func.is_master() {
             self.init_error_interrupt(self.cfg.queues + 1);
         }
+        onic_hal::info!(
+            "onic: function {} up with {} queue pairs, {} CMAC(s)",
+            f,
+            self.cfg.queues,
+            self.cmacs
+        );
         Ok(())
     }
 
@@ -151,6 +163,11 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
             }
         }
         if !done {
+            onic_hal::error!(
+                "onic: CMAC {} still in reset after {} polls",
+                port,
+                self.cfg.cmac_reset_polls
+            );
             return Err(Error::CmacResetTimeout { port });
         }
         let base = cmac::cmac_base(port);

@@ -42,6 +42,11 @@ pub fn context_command<W: RegisterWindow, D: DelayNs>(
             delay.delay_us(CTXT_POLL_INTERVAL_US);
         }
     }
+    onic_hal::error!(
+        "onic: context command {:#x} still busy after {} reads",
+        command,
+        CTXT_POLL_LIMIT
+    );
     Err(Error::ContextBusy { command })
 }
 

@@ -82,12 +82,31 @@ fn step_no_std() -> Result<(), String> {
 /// One CI job: its name and what it runs.
 type Job = (&'static str, fn() -> Result<(), String>);
 
+/// The logging backends: the facade must build with `defmt` (on a bare-metal target) and with `log`.
+fn step_features() -> Result<(), String> {
+    let mut c = cargo();
+    c.args([
+        "build",
+        "-p",
+        "onic-core",
+        "--features",
+        "defmt",
+        "--target",
+        "thumbv7em-none-eabihf",
+    ]);
+    run("onic-core with defmt logging (thumbv7em-none-eabihf)", c)?;
+    let mut c = cargo();
+    c.args(["build", "-p", "onic-core", "--features", "log"]);
+    run("onic-core with log logging", c)
+}
+
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 4] = [
+    let steps: [Job; 5] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
         ("no-std", step_no_std),
+        ("features", step_features),
     ];
     let mut ran = 0;
     for (name, f) in steps {
@@ -98,7 +117,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features",
             only.unwrap_or_default()
         ));
     }
@@ -109,7 +128,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
-        _ => Err("usage: cargo xtask ci [fmt|clippy|test|no-std]".into()),
+        _ => Err("usage: cargo xtask ci [fmt|clippy|test|no-std|features]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
