@@ -427,7 +427,8 @@ bitfield! {
     /// reference driver does not use interrupt aggregation; this is here for completeness.
     ///
     /// The ring base is stored as a 4 KiB page number (`baddr_4k`, the address shifted right by
-    /// 12). Field names other than `vec`, `color` and `pidx` are the spec's prose in snake_case.
+    /// 12). The spec gives `intr_st` and `page_size` in prose only ("interrupt state", "ring page
+    /// size code").
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct IntrCtxt([u32; 3]);
