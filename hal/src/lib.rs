@@ -9,7 +9,7 @@
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
 //! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
-//! - backends: [`mmio::Mmio`] for real hardware, [`recording::Recorder`] (feature `alloc`) for
+//! - backends: [`mmio::Mmio`] for real hardware, `recording::Recorder` (feature `alloc`) for
 //!   register traces; the behavioral model of the card lives in the `onic-sim` crate.
 //!
 //! Every fact comes from the project's hardware spec (`shared/spec/hardware.md`), section numbers

@@ -100,13 +100,33 @@ fn step_features() -> Result<(), String> {
     run("onic-core with log logging", c)
 }
 
+/// API docs of the library crates, with rustdoc warnings (broken links, bad HTML) as errors.
+fn step_doc() -> Result<(), String> {
+    let mut c = cargo();
+    c.env("RUSTDOCFLAGS", "-D warnings");
+    c.args([
+        "doc",
+        "--no-deps",
+        "-p",
+        "onic-hal",
+        "-p",
+        "onic-core",
+        "-p",
+        "onic-sim",
+        "--features",
+        "onic-hal/alloc",
+    ]);
+    run("cargo doc (-D warnings)", c)
+}
+
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 5] = [
+    let steps: [Job; 6] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
         ("no-std", step_no_std),
         ("features", step_features),
+        ("doc", step_doc),
     ];
     let mut ran = 0;
     for (name, f) in steps {
@@ -117,7 +137,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc",
             only.unwrap_or_default()
         ));
     }
@@ -128,7 +148,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
-        _ => Err("usage: cargo xtask ci [fmt|clippy|test|no-std|features]".into()),
+        _ => Err("usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,9 +28,9 @@ pub const GT_RESET: u32 = 0x000;
 pub const RESET: u32 = 0x004;
 /// SWITCH_CORE_MODE.
 pub const SWITCH_CORE_MODE: u32 = 0x008;
-/// CONF_TX_1: [0] ctl_tx_enable, [4] ctl_tx_send_rfi.
+/// CONF_TX_1: \[0\] ctl_tx_enable, \[4\] ctl_tx_send_rfi.
 pub const CONF_TX_1: u32 = 0x00C;
-/// CONF_RX_1: [0] ctl_rx_enable.
+/// CONF_RX_1: \[0\] ctl_rx_enable.
 pub const CONF_RX_1: u32 = 0x014;
 /// CORE_MODE.
 pub const CORE_MODE: u32 = 0x020;
@@ -38,7 +38,7 @@ pub const CORE_MODE: u32 = 0x020;
 pub const CORE_VERSION: u32 = 0x024;
 /// CONF_TX_BIP_OVERRIDE.
 pub const CONF_TX_BIP_OVERRIDE: u32 = 0x02C;
-/// CONF_TX_FC_CTRL_1: [8:0] TX pause enable.
+/// CONF_TX_FC_CTRL_1: \[8:0\] TX pause enable.
 pub const CONF_TX_FC_CTRL_1: u32 = 0x030;
 /// CONF_TX_FC_RFRH_1..5: pause refresh timers, two per register (the fifth holds one).
 pub const CONF_TX_FC_RFRH: [u32; 5] = [0x034, 0x038, 0x03C, 0x040, 0x044];
@@ -62,11 +62,11 @@ pub const STAT_STATUS_1: u32 = 0x208;
 pub const TICK: u32 = 0x2B0;
 /// STAT_CYCLE_COUNT.
 pub const STAT_CYCLE_COUNT: u32 = 0x2B8;
-/// RSFEC_CONF_IND_CORRECTION: [0] RX correction, [1] RX indication, [2] IEEE error indication.
+/// RSFEC_CONF_IND_CORRECTION: \[0\] RX correction, \[1\] RX indication, \[2\] IEEE error indication.
 pub const RSFEC_CONF_IND_CORRECTION: u32 = 0x1000;
 /// RSFEC_STATUS.
 pub const RSFEC_STATUS: u32 = 0x1004;
-/// RSFEC_CONF_ENABLE: [0] RX RS-FEC, [1] TX RS-FEC.
+/// RSFEC_CONF_ENABLE: \[0\] RX RS-FEC, \[1\] TX RS-FEC.
 pub const RSFEC_CONF_ENABLE: u32 = 0x107C;
 
 /// CORE_VERSION of the CMAC the shell instantiates.

@@ -5,7 +5,7 @@
 /// Number of entries in each of the global configuration tables (spec §3.1).
 pub const GLOBAL_TABLE_LEN: usize = 16;
 
-/// CONFIG_BLOCK_ID: [31:16] block identifier (identification only).
+/// CONFIG_BLOCK_ID: \[31:16\] block identifier (identification only).
 pub const CONFIG_BLOCK_ID: u32 = 0x000;
 /// RAM_SBE_MASK: single-bit ECC error mask (spec §3.3).
 pub const RAM_SBE_MASK: u32 = 0x0F0;
@@ -17,7 +17,7 @@ pub const RAM_DBE_MASK: u32 = 0x0F8;
 pub const RAM_DBE_STS: u32 = 0x0FC;
 /// GLBL2_ID (identification only).
 pub const GLBL2_ID: u32 = 0x100;
-/// GLBL2_CHANNEL_QDMA_CAP: [11:0] maximum number of queues.
+/// GLBL2_CHANNEL_QDMA_CAP: \[11:0\] maximum number of queues.
 pub const GLBL2_CHANNEL_QDMA_CAP: u32 = 0x120;
 /// GLBL2_MISC_CAP (identification only).
 pub const GLBL2_MISC_CAP: u32 = 0x134;
@@ -47,7 +47,7 @@ pub const GLBL_TRQ_ERR_MSK: u32 = 0x268;
 /// GLBL_INTERRUPT_CFG: legacy INTx configuration (never written).
 pub const GLBL_INTERRUPT_CFG: u32 = 0x2C4;
 
-/// Legacy direct FMAP register of function `func` ([10:0] qbase, [22:11] qmax); not used, the
+/// Legacy direct FMAP register of function `func` (\[10:0\] qbase, \[22:11\] qmax); not used, the
 /// indirect FMAP context is what counts (spec §4.2).
 #[must_use]
 pub const fn glbl2_fmap(func: u8) -> u32 {
@@ -64,7 +64,7 @@ pub const fn ind_ctxt_data(i: usize) -> u32 {
 pub const fn ind_ctxt_mask(i: usize) -> u32 {
     0x824 + 4 * i as u32
 }
-/// IND_CTXT_CMD: [0] busy, [4:1] sel, [6:5] op, [17:7] qid.
+/// IND_CTXT_CMD: \[0\] busy, \[4:1\] sel, \[6:5\] op, \[17:7\] qid.
 pub const IND_CTXT_CMD: u32 = 0x844;
 /// Number of IND_CTXT_DATA / IND_CTXT_MASK registers.
 pub const IND_CTXT_WORDS: usize = 8;
@@ -92,7 +92,7 @@ pub const C2H_ERR_MASK: u32 = 0xAF4;
 pub const C2H_FATAL_ERR_STAT: u32 = 0xAF8;
 /// C2H_FATAL_ERR_MASK: C2H fatal error mask.
 pub const C2H_FATAL_ERR_MASK: u32 = 0xAFC;
-/// GLBL_ERR_INT: [7:0] func, [22:12] vector, [24] arm.
+/// GLBL_ERR_INT: \[7:0\] func, \[22:12\] vector, \[24\] arm.
 pub const GLBL_ERR_INT: u32 = 0xB04;
 /// C2H_PFCH_CFG: prefetch configuration.
 pub const C2H_PFCH_CFG: u32 = 0xB08;

@@ -51,7 +51,7 @@ pub const QDMA_FUNC_STRIDE: u32 = 0x1000;
 /// QDMA subsystem-level block (documented counters, not implemented: reads 0xDEADBEEF).
 pub const QDMA_SUBSYS_OFFSET: u32 = 0x5000;
 
-/// Offset of QCONF within a function block: [31:16] qbase, [15:0] numq.
+/// Offset of QCONF within a function block: \[31:16\] qbase, \[15:0\] numq.
 pub const QCONF_OFFSET: u32 = 0x000;
 /// Offset of the indirection table within a function block.
 pub const INDIR_TABLE_OFFSET: u32 = 0x400;
