@@ -306,7 +306,8 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     }
 
     /// Programs an RX queue's contexts (spec §5.8: SW C2H, HW, credit, prefetch, CMPT), then
-    /// hands `c2h_pidx` descriptors to the device and arms the completion interrupt with CMPT
+    /// hands `c2h_pidx` descriptors to the device (indices run `0..usable` and wrap, so at most
+    /// `usable - 1` can be outstanding) and arms the completion interrupt with CMPT
     /// CIDX = 0 (spec §13.2). On failure the queue's teardown list runs.
     ///
     /// # Errors
@@ -325,7 +326,7 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         self.cfg.check_vector(q.vector)?;
         check_ring_addr(desc_ring)?;
         check_ring_addr(cmpt_ring)?;
-        if c2h_pidx > q.desc_ring.usable() {
+        if c2h_pidx >= q.desc_ring.usable() {
             return Err(ConfigError::RingIndex {
                 index: c2h_pidx,
                 usable: q.desc_ring.usable(),

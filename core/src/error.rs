@@ -61,7 +61,8 @@ pub enum ConfigError {
         /// The address given.
         addr: u64,
     },
-    /// An initial producer index beyond the ring's usable entries.
+    /// A producer index that is not below the ring's usable entries (indices wrap modulo the
+    /// usable count, so `usable - 1` is the largest).
     RingIndex {
         /// The index given.
         index: u16,
@@ -96,7 +97,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "ring address {addr:#x} is not 4 KiB aligned or not below 4 GiB")
             }
             Self::RingIndex { index, usable } => {
-                write!(f, "ring index {index} is beyond the {usable} usable entries")
+                write!(f, "ring index {index} is not below the ring's {usable} usable entries")
             }
         }
     }
