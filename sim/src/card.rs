@@ -478,8 +478,9 @@ unsafe impl DmaMemory for SimDma<'_> {
     }
 }
 
-/// A delay provider over the card's virtual clock: waiting `ns` advances the clock by `ns` and
-/// runs the card until idle (the hardware keeps working while the CPU waits). Cheap to copy.
+/// A delay provider over the card's virtual clock: waiting `ns` runs the card until idle, advances
+/// the clock by `ns` (firing completion timers) and runs it until idle again, as the hardware keeps
+/// working while the CPU waits. Cheap to copy.
 #[derive(Clone, Copy, Debug)]
 pub struct SimDelay<'a> {
     card: &'a Card,
@@ -487,6 +488,8 @@ pub struct SimDelay<'a> {
 
 impl DelayNs for SimDelay<'_> {
     fn delay_ns(&mut self, ns: u32) {
+        // Work already posted happens at once, then the time passes and timers fire.
+        self.card.run_until_idle();
         self.card.advance_time(u64::from(ns));
         self.card.run_until_idle();
     }
