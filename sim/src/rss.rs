@@ -17,15 +17,9 @@ fn be16(frame: &[u8], i: usize) -> u16 {
 
 /// The 32 key bits starting at bit `j` of the 320-bit key integer (word k holds bits 32k..32k+31).
 fn window(key: &[u32; HASH_KEY_WORDS], j: usize) -> u32 {
-    let mut w = 0u32;
-    for b in 0..32 {
-        let bit = j + b;
-        let word = key.get(bit / 32).copied().unwrap_or(0);
-        if (word >> (bit % 32)) & 1 == 1 {
-            w |= 1 << b;
-        }
-    }
-    w
+    let lo = u64::from(key.get(j / 32).copied().unwrap_or(0));
+    let hi = u64::from(key.get(j / 32 + 1).copied().unwrap_or(0));
+    ((lo | hi << 32) >> (j % 32)) as u32
 }
 
 /// Places `n` bytes of the frame starting at `at` into X from bit `pos` up, byte after byte, each
@@ -98,6 +92,16 @@ mod tests {
         f.extend_from_slice(&l4);
         f.resize(64, 0);
         f
+    }
+
+    #[test]
+    fn window_is_32_key_bits_from_j() {
+        let k = &DEFAULT_HASH_KEY_WORDS;
+        let bit = |i: usize| (k[i / 32] >> (i % 32)) & 1;
+        for j in 0..108 {
+            let slow = (0..32).fold(0u32, |w, b| w | bit(j + b) << b);
+            assert_eq!(window(k, j), slow, "j = {j}");
+        }
     }
 
     #[test]
