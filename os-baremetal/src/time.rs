@@ -17,7 +17,7 @@ pub const TICK_NS: u64 = TICK_DIVISOR as u64 * 1_000_000_000 / pit::INPUT_HZ;
 /// PIT clocks of one calibration window (10 ms).
 const CALIBRATION_COUNT: u16 = 11_932;
 /// Calibration windows; the median is kept.
-const CALIBRATION_ROUNDS: usize = 3;
+pub const CALIBRATION_ROUNDS: usize = 3;
 /// Give up on channel 2 after this many TSC cycles (about 1 s at 10 GHz).
 const CALIBRATION_GIVE_UP: u64 = 10_000_000_000;
 /// TSC frequency assumed when calibration fails, so delays still end.
@@ -40,33 +40,37 @@ pub fn mark_boot() {
 pub struct Calibration {
     /// TSC frequency in Hz.
     pub tsc_hz: u64,
-    /// The windows measured (cycles per 10 ms), `None` where channel 2 did not answer.
+    /// The frequency each window measured (Hz), `None` where channel 2 did not answer.
     pub windows: [Option<u64>; CALIBRATION_ROUNDS],
-}
-
-impl Calibration {
-    /// Whether every window measured something.
-    #[must_use]
-    pub fn complete(&self) -> bool {
-        self.windows.iter().all(Option::is_some)
-    }
+    /// The largest uncertainty of a window, in parts per million.
+    pub worst_ppm: u64,
 }
 
 /// Measures the TSC frequency against PIT channel 2 (interrupts may be on or off).
 pub fn calibrate() -> Calibration {
     let mut windows = [None; CALIBRATION_ROUNDS];
+    let mut worst_ppm = 0;
     for w in &mut windows {
-        *w = pit::measure_tsc(CALIBRATION_COUNT, CALIBRATION_GIVE_UP);
+        *w = pit::measure_tsc(CALIBRATION_COUNT, CALIBRATION_GIVE_UP).and_then(
+            |(cycles, clocks, uncertainty)| {
+                worst_ppm = worst_ppm.max(uncertainty * 1_000_000 / cycles.max(1));
+                (clocks > 0).then(|| cycles * pit::INPUT_HZ / clocks)
+            },
+        );
     }
     let mut sorted = windows;
     sorted.sort_unstable();
     let tsc_hz = match sorted[CALIBRATION_ROUNDS / 2] {
-        Some(cycles) if cycles > 0 => cycles * pit::INPUT_HZ / u64::from(CALIBRATION_COUNT),
+        Some(hz) if hz > 0 => hz,
         _ => FALLBACK_HZ,
     };
     TSC_HZ.store(tsc_hz, Ordering::Relaxed);
     NS_PER_CYCLE_Q32.store((1_000_000_000u64 << 32) / tsc_hz, Ordering::Relaxed);
-    Calibration { tsc_hz, windows }
+    Calibration {
+        tsc_hz,
+        windows,
+        worst_ppm,
+    }
 }
 
 /// TSC cycles to nanoseconds (0 before calibration).

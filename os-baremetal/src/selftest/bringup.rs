@@ -72,7 +72,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_>) {
 
     irq::latch_statistics(true);
     let before = irq::STATS_LATCHES.load(core::sync::atomic::Ordering::Relaxed);
-    let waited = wait_ticks(2 * irq::STATS_LATCH_TICKS, 2_000_000_000);
+    let waited = wait_ticks(2 * irq::STATS_LATCH_TICKS, 10_000_000_000);
     let latches = irq::STATS_LATCHES.load(core::sync::atomic::Ordering::Relaxed) - before;
     r.check(
         "tick-stats-latch",

@@ -86,21 +86,24 @@ fn heap(r: &mut Runner) {
 
 fn calibration(r: &mut Runner, b: &Boot) {
     let c = &b.calibration;
-    let spread = match c.windows {
-        [Some(a), Some(m), Some(z)] => {
-            let (lo, hi) = (a.min(m).min(z), a.max(m).max(z));
-            (hi - lo) * 100 / hi.max(1)
-        }
-        _ => 100,
-    };
+    let median = c.tsc_hz;
+    let agree = c
+        .windows
+        .iter()
+        .flatten()
+        .filter(|&&w| w.abs_diff(median) * 100 <= median)
+        .count();
     r.check(
         "tsc-calibration",
-        c.complete() && TSC_HZ_RANGE.contains(&c.tsc_hz) && spread <= 10,
+        TSC_HZ_RANGE.contains(&c.tsc_hz) && agree * 2 > c.windows.len(),
         format_args!(
-            "{}.{:03} MHz from three 10 ms PIT channel-2 windows ({}% apart)",
+            "{}.{:03} MHz: median of {} bracketed PIT channel-2 windows of 10 ms, {} within 1% of it \
+             (worst read uncertainty {} ppm)",
             c.tsc_hz / 1_000_000,
             c.tsc_hz / 1000 % 1000,
-            spread
+            c.windows.len(),
+            agree,
+            c.worst_ppm
         ),
     );
 }
@@ -140,33 +143,42 @@ pub fn wait_ticks(n: u64, give_up_ns: u64) -> bool {
 }
 
 fn tick(r: &mut Runner) {
-    // Start on a tick edge, then time TICKS_TO_TIME ticks with the TSC.
-    let edge = wait_ticks(1, 1_000_000_000);
+    // Count the ticks in a TSC-timed window. QEMU merges timer interrupts the guest did not take
+    // in time (its vCPU thread descheduled on a busy host), so fewer ticks than nominal only mean
+    // a busy host; more than nominal, or none, mean a wrong timer.
+    let window_ns = TICKS_TO_TIME * TICK_NS;
+    let _ = wait_ticks(1, 1_000_000_000);
+    let before = irq::TICKS.load(Ordering::Relaxed);
     let t0 = rdtsc();
-    let done = edge && wait_ticks(TICKS_TO_TIME, 2_000_000_000);
-    let elapsed_ns = time::cycles_to_ns(rdtsc() - t0);
-    let expected_ns = TICKS_TO_TIME * TICK_NS;
+    while time::cycles_to_ns(rdtsc() - t0) < window_ns {
+        crate::platform::disable_interrupts();
+        crate::platform::enable_interrupts_and_halt();
+    }
+    let ticks = irq::TICKS.load(Ordering::Relaxed) - before;
     r.check(
         "timer-tick",
-        done && elapsed_ns >= expected_ns / 2 && elapsed_ns <= expected_ns * 3,
+        ticks >= TICKS_TO_TIME / 4 && ticks <= TICKS_TO_TIME + 2,
         format_args!(
-            "{} PIT ticks took {} us by the TSC (nominal {} us)",
-            TICKS_TO_TIME,
-            elapsed_ns / 1000,
-            expected_ns / 1000
+            "{ticks} PIT ticks in {} us by the TSC (nominal {TICKS_TO_TIME}; fewer only on a busy host)",
+            window_ns / 1000
         ),
     );
 }
 
 fn delay(r: &mut Runner) {
+    // The delay is timed by PIT channel 2 (reads bracketed by the TSC), not by tick interrupts.
     let mut d = TscDelay;
-    let before = irq::TICKS.load(Ordering::Relaxed);
-    d.delay_ms(DELAY_MS);
-    let ticks = irq::TICKS.load(Ordering::Relaxed) - before;
-    let nominal = u64::from(DELAY_MS) * 1_000_000 / TICK_NS;
+    let want_ns = u64::from(DELAY_MS) * 1_000_000;
+    let measured = crate::platform::pit::stopwatch(|| d.delay_ms(DELAY_MS));
+    let (clocks, uncertainty) = measured.unwrap_or((0, 0));
+    let took_ns = clocks * 1_000_000_000 / crate::platform::pit::INPUT_HZ;
+    let slack_ns = time::cycles_to_ns(uncertainty) + 100_000;
     r.check(
         "tsc-delay",
-        ticks >= nominal / 2 && ticks <= nominal * 3,
-        format_args!("DelayNs::delay_ms({DELAY_MS}) spanned {ticks} ticks of the PIT (nominal {nominal})"),
+        measured.is_some() && took_ns + slack_ns >= want_ns && took_ns <= want_ns * 3 / 2,
+        format_args!(
+            "DelayNs::delay_ms({DELAY_MS}) took {} us by PIT channel 2 (never less than asked)",
+            took_ns / 1000
+        ),
     );
 }

@@ -31,7 +31,7 @@ const FLOWS: u32 = 64;
 /// Frames of one flow in the NAPI burst.
 const BURST: u32 = 40;
 /// How long the loop waits for expected frames.
-const WAIT_NS: u64 = 2_000_000_000;
+const WAIT_NS: u64 = 10_000_000_000;
 /// Most frames tracked at once.
 const MAX_TRACKED: usize = 1024;
 

@@ -23,28 +23,77 @@ pub fn start_periodic(divisor: u16) {
     outb(CHANNEL0, (divisor >> 8) as u8);
 }
 
-/// Counts TSC cycles while channel 2 counts `count` input clocks down, polling its output.
-/// Returns `None` if the output never rises within `max_tsc` cycles (no channel 2 gate).
-#[must_use]
-pub fn measure_tsc(count: u16, max_tsc: u64) -> Option<u64> {
-    let b = inb(PORT_B);
-    // Gate low and speaker off while programming; mode 0 drops the output at once.
-    outb(PORT_B, b & !0x03);
-    outb(COMMAND, CH2_ONE_SHOT);
-    outb(CHANNEL2, count as u8);
-    outb(CHANNEL2, (count >> 8) as u8);
-    // Gate high: counting starts.
-    outb(PORT_B, (b & !0x02) | 0x01);
-    let start = rdtsc();
-    let result = loop {
-        let now = rdtsc();
-        if inb(PORT_B) & 0x20 != 0 {
-            break Some(now - start);
+/// Channel 2 count latch command.
+const CH2_LATCH: u8 = 0x80;
+/// Samples taken for each end of a window; the tightest is kept.
+const SAMPLES: usize = 8;
+
+/// Channel 2's current count (latched, then low and high byte).
+fn read_channel2() -> u16 {
+    outb(COMMAND, CH2_LATCH);
+    let lo = inb(CHANNEL2);
+    let hi = inb(CHANNEL2);
+    u16::from_le_bytes([lo, hi])
+}
+
+/// A PIT count and the TSC around its read: (count, TSC in the middle, TSC cycles the read took).
+fn sample() -> (u16, u64, u64) {
+    let t1 = rdtsc();
+    let count = read_channel2();
+    let t2 = rdtsc();
+    (count, t1 + (t2 - t1) / 2, t2 - t1)
+}
+
+/// The sample with the tightest TSC bracket out of a few.
+fn tight_sample() -> (u16, u64, u64) {
+    let mut best = sample();
+    for _ in 1..SAMPLES {
+        let s = sample();
+        if s.2 < best.2 {
+            best = s;
         }
-        if now - start > max_tsc {
+    }
+    best
+}
+
+/// One calibration window of `counts` PIT clocks: (TSC cycles, PIT clocks, uncertainty in TSC
+/// cycles). Each end is a PIT count read bracketed by two TSC reads, so a host that deschedules
+/// the vCPU in the middle of the window does not matter, and one that does so during a read shows
+/// up as uncertainty. `None` if channel 2 does not count (within `max_tsc` cycles).
+#[must_use]
+pub fn measure_tsc(counts: u16, max_tsc: u64) -> Option<(u64, u64, u64)> {
+    let b = inb(PORT_B);
+    // Speaker off, gate on; channel 2 counts down from 0xFFFF (55 ms).
+    outb(PORT_B, (b & !0x02) | 0x01);
+    outb(COMMAND, CH2_ONE_SHOT);
+    outb(CHANNEL2, 0xFF);
+    outb(CHANNEL2, 0xFF);
+    let (c0, t0, u0) = tight_sample();
+    let result = loop {
+        let (c, t, _) = sample();
+        if c0.wrapping_sub(c) >= counts && c < c0 {
+            let (c1, t1, u1) = tight_sample();
+            break Some((t1 - t0, u64::from(c0 - c1), u0 + u1));
+        }
+        if t - t0 > max_tsc {
             break None;
         }
     };
     outb(PORT_B, b);
     result
+}
+
+/// Runs `f` and measures how long it took by PIT channel 2: (PIT clocks, uncertainty in TSC
+/// cycles). `f` must take less than 55 ms (the channel's full count); `None` if it did not.
+pub fn stopwatch(f: impl FnOnce()) -> Option<(u64, u64)> {
+    let b = inb(PORT_B);
+    outb(PORT_B, (b & !0x02) | 0x01);
+    outb(COMMAND, CH2_ONE_SHOT);
+    outb(CHANNEL2, 0xFF);
+    outb(CHANNEL2, 0xFF);
+    let (c0, _, u0) = tight_sample();
+    f();
+    let (c1, _, u1) = tight_sample();
+    outb(PORT_B, b);
+    (c1 < c0).then(|| (u64::from(c0 - c1), u0 + u1))
 }
