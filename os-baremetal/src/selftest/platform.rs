@@ -157,7 +157,7 @@ fn tick(r: &mut Runner) {
     let ticks = irq::TICKS.load(Ordering::Relaxed) - before;
     r.check(
         "timer-tick",
-        ticks >= TICKS_TO_TIME / 4 && ticks <= TICKS_TO_TIME + 2,
+        (TICKS_TO_TIME / 4..=TICKS_TO_TIME + 2).contains(&ticks),
         format_args!(
             "{ticks} PIT ticks in {} us by the TSC (nominal {TICKS_TO_TIME}; fewer only on a busy host)",
             window_ns / 1000
