@@ -73,6 +73,15 @@ pub static STATS_LATCHES: AtomicU32 = AtomicU32::new(0);
 static LATCH_STATS: AtomicBool = AtomicBool::new(false);
 /// Housekeeping rounds owed to the main loop (work too large for the handler, e.g. TX reclaim).
 pub static HOUSEKEEPING_DUE: AtomicU32 = AtomicU32::new(0);
+/// Housekeeping rounds the main loop has run.
+pub static HOUSEKEEPING_RUN: AtomicU32 = AtomicU32::new(0);
+
+/// Takes the housekeeping rounds the tick asked for (the main loop runs them).
+pub fn take_housekeeping() -> u32 {
+    let due = HOUSEKEEPING_DUE.swap(0, Ordering::Relaxed);
+    HOUSEKEEPING_RUN.fetch_add(due.min(1), Ordering::Relaxed);
+    due
+}
 
 /// A value shared between the main loop and the interrupt handlers, accessed with interrupts off.
 pub struct IrqCell<T>(UnsafeCell<T>);

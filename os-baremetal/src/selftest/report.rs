@@ -104,10 +104,11 @@ pub fn print(_b: &Bench<'_>, s: &Summary) {
         h.failures
     );
     crate::println!(
-        "interrupts: {} timer ticks, {} statistics latches, model clock +{} us from ticks, \
-         {} IDT self-check, {} spurious, {} unexpected",
+        "interrupts: {} timer ticks, {} statistics latches, {} housekeeping rounds, model clock +{} us \
+         from ticks, {} IDT self-check, {} spurious, {} unexpected",
         irq::TICKS.load(Ordering::Relaxed),
         irq::STATS_LATCHES.load(Ordering::Relaxed),
+        irq::HOUSEKEEPING_RUN.load(Ordering::Relaxed),
         irq::MODEL_TIME_NS.load(Ordering::Relaxed) / 1000,
         irq::TEST_VECTOR_HITS.load(Ordering::Relaxed),
         irq::SPURIOUS.load(Ordering::Relaxed),
