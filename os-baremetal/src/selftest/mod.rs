@@ -1,0 +1,202 @@
+//! The boot-time self-test: a list of named checks, each printed as PASS or FAIL on the console
+//! and through defmt, then a report and the verdict that becomes QEMU's exit status.
+//!
+//! The checks run in groups, one module each, in this order:
+//!
+//! | module | what it covers |
+//! |---|---|
+//! | [`platform`] | boot protocol, memory, heap, TSC calibration, delay, timer tick, IDT |
+//! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
+//! | [`queues`] | TX/RX queue context programming through `onic-core`, read back and torn down |
+//! | [`traffic`] | frames of many sizes and flows into both ports: steering, per-queue MSI-X vectors, NAPI polling with a budget, counters |
+//! | [`faults`] | the model's fault knobs seen through the image's HAL backend |
+//! | [`datapath`] | the driver datapath, RSS and XDP checks (to come with those parts of the core) |
+//! | [`teardown`] | queue and device teardown, DMA accounting, model violations, heap balance |
+//!
+//! To add a check, call [`Runner::check`] from the group it belongs to (or add a group module and
+//! call it from [`run`]); the report and the verdict pick it up.
+
+mod bringup;
+mod datapath;
+mod faults;
+mod frames;
+mod platform;
+mod probe;
+mod queues;
+mod report;
+mod teardown;
+mod traffic;
+
+use core::fmt;
+
+use heapless::Vec;
+use onic_core::{Device, DeviceConfig};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma};
+
+use crate::exit::ExitCode;
+use crate::model::{Guarded, Model};
+use crate::platform::boot::BootProtocol;
+use crate::time::Calibration;
+
+/// What the boot code found out before the self-test.
+pub struct Boot {
+    /// How the image was entered.
+    pub protocol: BootProtocol,
+    /// The TSC calibration.
+    pub calibration: Calibration,
+}
+
+/// Most checks one run can record.
+const MAX_CHECKS: usize = 128;
+
+/// One check's result.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// The check's name.
+    pub name: &'static str,
+    /// Whether it passed.
+    pub passed: bool,
+}
+
+/// Runs and records checks.
+pub struct Runner {
+    outcomes: Vec<Outcome, MAX_CHECKS>,
+    overflowed: bool,
+}
+
+impl Runner {
+    fn new() -> Self {
+        Self {
+            outcomes: Vec::new(),
+            overflowed: false,
+        }
+    }
+
+    /// Starts a group of checks.
+    pub fn group(&mut self, title: &str) {
+        crate::println!();
+        crate::println!("== {}", title);
+        defmt::info!("== {=str}", title);
+    }
+
+    /// Records check `name` with its result and a one-line explanation; returns `passed`.
+    pub fn check(&mut self, name: &'static str, passed: bool, detail: fmt::Arguments<'_>) -> bool {
+        let tag = if passed { "PASS" } else { "FAIL" };
+        crate::println!("  {} {}: {}", tag, name, detail);
+        if passed {
+            defmt::info!("PASS {=str}: {}", name, defmt::Display2Format(&detail));
+        } else {
+            defmt::error!("FAIL {=str}: {}", name, defmt::Display2Format(&detail));
+        }
+        if self.outcomes.push(Outcome { name, passed }).is_err() {
+            self.overflowed = true;
+        }
+        passed
+    }
+
+    /// Records a check that could not run because an earlier step failed.
+    pub fn skipped(&mut self, name: &'static str, why: &str) -> bool {
+        self.check(name, false, format_args!("not run: {why}"))
+    }
+
+    /// Number of checks recorded.
+    #[must_use]
+    pub fn total(&self) -> usize {
+        self.outcomes.len()
+    }
+
+    /// The failed checks.
+    pub fn failures(&self) -> impl Iterator<Item = &Outcome> {
+        self.outcomes.iter().filter(|o| !o.passed)
+    }
+
+    /// Whether every check passed (and there were some, and all were recorded).
+    #[must_use]
+    pub fn all_passed(&self) -> bool {
+        !self.overflowed && !self.outcomes.is_empty() && self.failures().next().is_none()
+    }
+}
+
+/// The driver-side view of the model for one PCI function.
+pub type SimDevice<'c> = Device<Guarded<QdmaWindow<'c>>, Guarded<ShellWindow<'c>>>;
+/// The DMA memory the driver gets.
+pub type SimDmaMem<'c> = Guarded<SimDma<'c>>;
+
+/// Queue pairs each PF brings up.
+pub const QUEUES: u16 = 8;
+/// The PCI functions the self-test drives.
+pub const PFS: [u8; 2] = [0, 1];
+
+/// Everything the groups share: the model and the two brought-up functions.
+pub struct Bench<'c> {
+    /// The model.
+    pub model: &'c Model<'c>,
+    /// PF0 and PF1 once `bringup` succeeded.
+    pub devices: [Option<SimDevice<'c>>; 2],
+    /// RX queues set up for traffic (function, probe).
+    pub rx: traffic::RxSet<'c>,
+}
+
+/// The model's configuration: the stock shell (2 PFs, 2 ports, a cable between the ports), with
+/// unpoisoned pages left as the default poison so a stale read shows.
+fn card_config() -> CardConfig {
+    CardConfig::default()
+}
+
+/// Absolute id of function `func`'s first queue.
+#[must_use]
+pub fn device_qbase(func: u8) -> u16 {
+    onic_core::Function::new(func).map_or(0, onic_core::Function::qbase)
+}
+
+/// Device configuration of `func`.
+fn device_config(func: u8) -> Option<DeviceConfig> {
+    DeviceConfig::new(func, QUEUES).ok()
+}
+
+/// Runs every group, prints the report, and returns the verdict.
+pub fn run(boot: &Boot) -> ExitCode {
+    let mut r = Runner::new();
+    let start_ns = crate::time::nanos_since_boot();
+    platform::run(&mut r, boot);
+
+    let heap_before = crate::heap::stats().in_use;
+    let card = Card::new(card_config());
+    {
+        let model = Model::new(&card);
+        let mut bench = Bench {
+            model: &model,
+            devices: [None, None],
+            rx: traffic::RxSet::new(),
+        };
+        bringup::run(&mut r, &mut bench);
+        queues::run(&mut r, &mut bench);
+        traffic::run(&mut r, &mut bench);
+        faults::run(&mut r, &mut bench);
+        datapath::run(&mut r, &mut bench);
+        #[cfg(feature = "panic-check")]
+        deliberate_panic(r.total());
+        let summary = teardown::run(&mut r, &mut bench);
+        report::print(&bench, &summary);
+    }
+    drop(card);
+    teardown::heap_balance(&mut r, heap_before);
+
+    #[cfg(feature = "fail-check")]
+    r.check(
+        "deliberate-failure",
+        false,
+        format_args!("built with feature fail-check: this check always fails"),
+    );
+
+    report::verdict(&r, crate::time::nanos_since_boot() - start_ns)
+}
+
+/// Panics in the middle of the run (feature panic-check), to show the panic handler's report and
+/// exit status.
+#[cfg(feature = "panic-check")]
+fn deliberate_panic(checks: usize) {
+    if checks > 0 {
+        panic!("deliberate panic (feature panic-check) after {checks} checks");
+    }
+}

@@ -1,0 +1,352 @@
+//! `cargo xtask qemu`: build the bare-metal image, boot it under QEMU (TCG) with a timeout, decode
+//! its defmt log, and turn the image's verdict into this process's exit status.
+//!
+//! The image's exit convention (os-baremetal/README.md): it writes a code to isa-debug-exit, and
+//! QEMU exits with `(code << 1) | 1`. 33 means every check passed; 35 a check failed; 37 a panic;
+//! 39 a CPU exception; 41 no long mode. A QEMU status of 0 (e.g. a triple fault with -no-reboot)
+//! and a timeout are failures too.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::{cargo, root, run};
+
+/// The image's target.
+pub const TARGET: &str = "x86_64-unknown-none";
+/// The image's package.
+pub const PACKAGE: &str = "onic-baremetal";
+/// QEMU status for "all checks passed".
+pub const STATUS_PASS: i32 = 33;
+/// QEMU status for "a check failed".
+pub const STATUS_CHECKS_FAILED: i32 = 35;
+/// QEMU status for "panic".
+pub const STATUS_PANIC: i32 = 37;
+/// Exit status of this command when QEMU had to be killed.
+const STATUS_TIMEOUT: u8 = 124;
+const DEFAULT_TIMEOUT_S: u64 = 120;
+
+/// What the run is expected to show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every check passes (status 33).
+    Pass,
+    /// The deliberately failing check is built in and fails the run (status 35).
+    Fail,
+    /// The deliberate panic is built in and the panic handler ends the run (status 37).
+    Panic,
+}
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub expect: Expect,
+    pub pvh: bool,
+    pub timeout: Duration,
+    pub build: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            expect: Expect::Pass,
+            pvh: false,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+            build: true,
+        }
+    }
+}
+
+pub const USAGE: &str = "usage: cargo xtask qemu [--expect-fail | --expect-panic] [--boot multiboot|pvh] \
+                         [--timeout SECONDS] [--no-build]";
+
+/// Parses `cargo xtask qemu` arguments.
+pub fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--expect-fail" => o.expect = Expect::Fail,
+            "--expect-panic" => o.expect = Expect::Panic,
+            "--no-build" => o.build = false,
+            "--boot" => match it.next().map(String::as_str) {
+                Some("pvh") => o.pvh = true,
+                Some("multiboot") => o.pvh = false,
+                other => return Err(format!("--boot takes multiboot or pvh, not {other:?}\n{USAGE}")),
+            },
+            "--timeout" => {
+                let secs = it
+                    .next()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .ok_or_else(|| format!("--timeout takes a number of seconds\n{USAGE}"))?;
+                o.timeout = Duration::from_secs(secs);
+            }
+            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(o)
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+fn features(o: &Options) -> Vec<&'static str> {
+    let mut f = Vec::new();
+    match o.expect {
+        Expect::Pass => {}
+        Expect::Fail => f.push("fail-check"),
+        Expect::Panic => f.push("panic-check"),
+    }
+    if o.pvh {
+        f.push("pvh-only");
+    }
+    f
+}
+
+/// A name for this variant of the image (file names under target/qemu).
+fn variant(o: &Options) -> String {
+    let mut name = String::from("onic-baremetal");
+    for f in features(o) {
+        name.push('-');
+        name.push_str(f);
+    }
+    name
+}
+
+/// Cargo, run inside os-baremetal/ so that its .cargo/config.toml (rustflags of the target,
+/// DEFMT_LOG) applies.
+fn image_cargo() -> Command {
+    let mut c = cargo();
+    c.current_dir(root().join("os-baremetal"));
+    c
+}
+
+/// `cargo clippy` for the image's target (the workspace clippy job only sees its host stub).
+pub fn clippy() -> Result<(), String> {
+    let mut c = image_cargo();
+    c.args([
+        "clippy", "-p", PACKAGE, "--target", TARGET, "--", "-D", "warnings",
+    ]);
+    run(
+        &format!("cargo clippy -p {PACKAGE} --target {TARGET} -- -D warnings"),
+        c,
+    )
+}
+
+fn build(o: &Options) -> Result<PathBuf, String> {
+    let f = features(o);
+    let mut c = image_cargo();
+    c.args(["build", "--release", "-p", PACKAGE, "--target", TARGET]);
+    if !f.is_empty() {
+        c.args(["--features", &f.join(",")]);
+    }
+    run(
+        &format!(
+            "build {PACKAGE} for {TARGET} (release, features: {})",
+            if f.is_empty() {
+                "none".to_string()
+            } else {
+                f.join(",")
+            }
+        ),
+        c,
+    )?;
+    let elf = target_dir().join(TARGET).join("release").join(PACKAGE);
+    // Keep this variant's ELF next to its logs: defmt-print needs the very file that ran.
+    let out = target_dir().join("qemu");
+    fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let copy = out.join(format!("{}.elf", variant(o)));
+    fs::copy(&elf, &copy).map_err(|e| format!("cannot copy {} to {}: {e}", elf.display(), copy.display()))?;
+    Ok(copy)
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes sure QEMU and defmt-print are there; installs defmt-print with cargo if it is missing.
+pub fn ensure_tools() -> Result<(), String> {
+    if !have("qemu-system-x86_64") {
+        return Err(
+            "qemu-system-x86_64 not found: install it (Debian: apt-get install --no-install-recommends \
+                    qemu-system-x86); .ci/run does this on CI"
+                .into(),
+        );
+    }
+    if !have("defmt-print") {
+        let mut c = cargo();
+        c.args(["install", "defmt-print", "--locked"]);
+        run(
+            "cargo install defmt-print --locked (not found; about 2 minutes)",
+            c,
+        )?;
+    }
+    Ok(())
+}
+
+/// Waits for `child` until `timeout`; kills it after that. `Ok(None)` means it was killed.
+fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Result<Option<i32>, String> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| format!("waiting for QEMU: {e}"))? {
+            Some(status) => return Ok(Some(status.code().unwrap_or(-1))),
+            None if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            None => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Builds (unless told not to), boots and judges the image.
+pub fn qemu(o: &Options) -> Result<ExitCode, String> {
+    ensure_tools()?;
+    let elf = if o.build {
+        build(o)?
+    } else {
+        target_dir().join("qemu").join(format!("{}.elf", variant(o)))
+    };
+    let out = target_dir().join("qemu");
+    let defmt_bin = out.join(format!("{}.defmt", variant(o)));
+    let console_log = out.join(format!("{}.console.log", variant(o)));
+
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-machine", "q35", "-m", "128M", "-display", "none", "-no-reboot"])
+        .args(["-serial", "stdio"])
+        .arg("-serial")
+        .arg(format!("file:{}", defmt_bin.display()))
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+        .arg("-kernel")
+        .arg(&elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    println!(
+        "==> boot {} under qemu-system-x86_64 (TCG, timeout {} s)",
+        elf.display(),
+        o.timeout.as_secs()
+    );
+    println!("---- console (COM1) ----");
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+            println!("{line}");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let status = wait_with_timeout(&mut child, o.timeout)?;
+    let elapsed = start.elapsed();
+    let _ = reader.join();
+    let console: Vec<String> = rx.try_iter().collect();
+    let _ = fs::write(&console_log, console.join("\n") + "\n");
+    println!("---- end of console ----");
+
+    println!("---- defmt log (COM2, decoded by defmt-print; DEFMT_LOG sets the level at build time) ----");
+    decode_defmt(&elf, &defmt_bin);
+    println!("---- end of defmt log ----");
+
+    Ok(judge(o, status, &console, elapsed))
+}
+
+fn decode_defmt(elf: &Path, frames: &Path) {
+    let input = match fs::File::open(frames) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("(no defmt stream: {e})");
+            return;
+        }
+    };
+    match Command::new("defmt-print")
+        .arg("-e")
+        .arg(elf)
+        .stdin(input)
+        .output()
+    {
+        Ok(out) => {
+            print!("{}", String::from_utf8_lossy(&out.stdout));
+            if !out.stderr.is_empty() {
+                eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        Err(e) => println!("(cannot run defmt-print: {e})"),
+    }
+}
+
+fn describe(status: i32) -> &'static str {
+    match status {
+        STATUS_PASS => "all checks passed",
+        STATUS_CHECKS_FAILED => "a self-test check failed",
+        STATUS_PANIC => "the image panicked",
+        39 => "unexpected CPU exception",
+        41 => "the CPU has no long mode",
+        0 => "QEMU stopped without a verdict (triple fault / reset with -no-reboot?)",
+        _ => "not an exit code of the image",
+    }
+}
+
+fn judge(o: &Options, status: Option<i32>, console: &[String], elapsed: Duration) -> ExitCode {
+    let secs = elapsed.as_secs_f64();
+    let Some(status) = status else {
+        eprintln!(
+            "xtask qemu: FAILED: no verdict within {} s; QEMU killed",
+            o.timeout.as_secs()
+        );
+        return ExitCode::from(STATUS_TIMEOUT);
+    };
+    let saw = |needle: &str| console.iter().any(|l| l.contains(needle));
+    println!("qemu: status {status} ({}) after {secs:.2} s", describe(status));
+    let (want, consistent) = match o.expect {
+        Expect::Pass => (STATUS_PASS, saw("SELFTEST PASS")),
+        Expect::Fail => (
+            STATUS_CHECKS_FAILED,
+            saw("FAIL deliberate-failure") && saw("SELFTEST FAIL"),
+        ),
+        Expect::Panic => (STATUS_PANIC, saw("PANIC at ") && saw("deliberate panic")),
+    };
+    if status == want && consistent {
+        match o.expect {
+            Expect::Pass => println!("xtask qemu: PASS: the image's verdict is pass (status {status})"),
+            Expect::Fail => println!(
+                "xtask qemu: PASS: the deliberately failing check made the image exit with status {status}, \
+                 so a failing check really fails the run"
+            ),
+            Expect::Panic => println!(
+                "xtask qemu: PASS: the deliberate panic was reported and the image exited with status {status}"
+            ),
+        }
+        return ExitCode::SUCCESS;
+    }
+    if status == want {
+        eprintln!(
+            "xtask qemu: FAILED: status {status} as expected, but the console lacks the matching report"
+        );
+    } else {
+        eprintln!(
+            "xtask qemu: FAILED: status {status} ({}), expected {want} ({})",
+            describe(status),
+            describe(want)
+        );
+    }
+    // The image's own verdict, as far as it fits an exit status.
+    ExitCode::from(u8::try_from(status).ok().filter(|&s| s != 0).unwrap_or(1))
+}
