@@ -5,8 +5,10 @@
 //! 2. scale the count so that one repetition takes about 200 ms;
 //! 3. run 5 repetitions and keep the fastest (least disturbed by other work on the machine).
 //!
-//! Inputs are 4096 pseudo-random frames or tuples visited in order, results XOR-folded into a value
-//! the optimiser cannot drop, input addresses passed through `black_box`. Consecutive hashes are
+//! Inputs are 4096 pseudo-random frames or tuples visited in order, input addresses passed through
+//! `black_box`. Results are folded with a wrapping add into a value the optimiser cannot drop: an
+//! XOR fold would let the compiler chain every table lookup of every hash into one accumulator
+//! (XOR is associative), a loop-carried dependency that no RX path has. Consecutive hashes are
 //! independent, so these are throughput figures (as DPDK's are), not latencies.
 
 use std::hint::black_box;
@@ -130,7 +132,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
             let fr = black_box(&fr);
             let mut acc = 0u32;
             for i in 0..iters as usize {
-                acc ^= h.hash_frame(&fr[i & MASK]).value;
+                acc = acc.wrapping_add(h.hash_frame(&fr[i & MASK]).value);
             }
             u64::from(acc)
         });
@@ -142,7 +144,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
                 let at = (i * BATCH) & MASK;
                 h.hash_frames(&ptrs[at..at + BATCH], &mut res);
                 black_box(&mut res);
-                acc ^= res[0].value;
+                acc = acc.wrapping_add(res[0].value);
             }
             u64::from(acc)
         });
@@ -150,7 +152,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
             let fr = black_box(&fr);
             let mut acc = 0u32;
             for i in 0..iters as usize {
-                acc ^= shell_hash_reference(&key, &fr[i & MASK]);
+                acc = acc.wrapping_add(shell_hash_reference(&key, &fr[i & MASK]));
             }
             u64::from(acc)
         });
@@ -168,7 +170,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
         let mut acc = 0u32;
         for i in 0..iters as usize {
             let (s, d, _, _) = v[i & MASK];
-            acc ^= t.hash_ipv4(s, d);
+            acc = acc.wrapping_add(t.hash_ipv4(s, d));
         }
         u64::from(acc)
     });
@@ -181,7 +183,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
                 let mut acc = 0u32;
                 for i in 0..iters as usize {
                     let (s, d, sp, dp) = v[i & MASK];
-                    acc ^= t.$hash(s, d, sp, dp);
+                    acc = acc.wrapping_add(t.$hash(s, d, sp, dp));
                 }
                 u64::from(acc)
             });
@@ -195,7 +197,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
                         *r = t.$hash(s, d, sp, dp);
                     }
                     black_box(&mut res);
-                    acc ^= res[0];
+                    acc = acc.wrapping_add(res[0]);
                 }
                 u64::from(acc)
             });
@@ -204,7 +206,7 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
                 let mut acc = 0u32;
                 for i in 0..iters as usize {
                     let (s, d, sp, dp) = v[i & MASK];
-                    acc ^= toeplitz_reference(mk.as_bytes(), &$input(s, d, sp, dp));
+                    acc = acc.wrapping_add(toeplitz_reference(mk.as_bytes(), &$input(s, d, sp, dp)));
                 }
                 u64::from(acc)
             });
