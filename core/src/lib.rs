@@ -12,6 +12,7 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod qdma;
+pub mod rss;
 pub mod stats;
 
 pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};

@@ -1,9 +1,414 @@
-//! `onic rss`: the shell's RSS hash, standard Toeplitz, and flow spread.
+//! `onic rss`: the shell's RSS hash of a frame, standard Toeplitz of any bytes, and how a set of
+//! flows spreads over the RX queues for a given indirection table.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use onic_core::rss::{
+    HashFunction, RssConfig, RssKey, ShellHasher, ShellTuple, Toeplitz, KEY_LEN, TABLE_LEN,
+};
 
 /// Arguments of `onic rss`.
 #[derive(clap::Args)]
-pub struct RssArgs {}
+pub struct RssArgs {
+    #[command(subcommand)]
+    command: RssCommand,
+}
 
-pub fn run(_args: &RssArgs) -> Result<(), String> {
-    Err("not built yet".into())
+#[derive(clap::Subcommand)]
+enum RssCommand {
+    /// The shell's hash of one Ethernet frame: prints `hash=0x... index=<hash & 0x7F> type=<l4|l3|none>`.
+    Hash {
+        /// The frame in hex, from the first destination-MAC byte on (`:`, `-`, `_`, spaces allowed).
+        #[arg(long)]
+        frame: String,
+        /// The 40-byte key in ethtool byte order, 80 hex digits [default: the RTL reset key].
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Standard (Microsoft) Toeplitz of arbitrary input bytes: prints `0x...`.
+    Toeplitz {
+        /// The key in hex, 4 to 52 bytes [default: the 40-byte Microsoft key 6d5a56da...].
+        #[arg(long)]
+        key: Option<String>,
+        /// The input in hex (e.g. source address, destination address, source port, destination port).
+        #[arg(long)]
+        input: String,
+    },
+    /// How flows spread over the RX queues for an indirection table built like `ethtool -X`.
+    Spread(SpreadArgs),
+}
+
+/// Arguments of `onic rss spread`.
+#[derive(clap::Args)]
+struct SpreadArgs {
+    /// Number of RX queues of the function; the table defaults to entry k = k % queues.
+    #[arg(long, default_value_t = 4)]
+    queues: u16,
+    /// Table as `ethtool -X equal N`.
+    #[arg(long, conflicts_with_all = ["weights", "indir"])]
+    equal: Option<u16>,
+    /// Table as `ethtool -X weight W0 W1 ...`, comma-separated.
+    #[arg(long, value_delimiter = ',', conflicts_with = "indir")]
+    weights: Option<Vec<u32>>,
+    /// The 128 table entries, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    indir: Option<Vec<u16>>,
+    /// The 40-byte key, 80 hex digits [default: the RTL reset key].
+    #[arg(long)]
+    key: Option<String>,
+    /// Read frames from a classic pcap file (Ethernet) instead of generating flows.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Number of flows to generate (random IPv4 TCP and UDP 4-tuples, one frame each).
+    #[arg(long, default_value_t = 10_000)]
+    flows: u32,
+    /// Seed of the flow generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Protocol of the generated flows.
+    #[arg(long, value_enum, default_value_t = Proto::Mixed)]
+    proto: Proto,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Proto {
+    Tcp,
+    Udp,
+    /// Half TCP, half UDP.
+    Mixed,
+}
+
+pub fn run(args: &RssArgs) -> Result<(), String> {
+    match &args.command {
+        RssCommand::Hash { frame, key } => {
+            let frame = parse_hex(frame).map_err(|e| format!("--frame: {e}"))?;
+            let key = shell_key(key.as_deref())?;
+            let rx = ShellHasher::new(&key).hash_frame(&frame);
+            println!(
+                "hash=0x{:08x} index={} type={}",
+                rx.value,
+                rx.table_index(),
+                rx.kind
+            );
+            Ok(())
+        }
+        RssCommand::Toeplitz { key, input } => {
+            let key = match key {
+                Some(k) => parse_hex(k).map_err(|e| format!("--key: {e}"))?,
+                None => RssKey::MICROSOFT.as_bytes().to_vec(),
+            };
+            let input = parse_hex(input).map_err(|e| format!("--input: {e}"))?;
+            let t = Toeplitz::new(&key).map_err(|e| format!("--key: {e}"))?;
+            println!("0x{:08x}", t.hash(&input));
+            Ok(())
+        }
+        RssCommand::Spread(a) => spread(a),
+    }
+}
+
+/// Hex digits to bytes; separators `:`, `-`, `_`, whitespace and a leading `0x` are ignored.
+fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.trim();
+    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    let digits: Vec<u8> = s
+        .chars()
+        .filter(|c| !matches!(c, ':' | '-' | '_') && !c.is_whitespace())
+        .map(|c| {
+            c.to_digit(16)
+                .map(|d| d as u8)
+                .ok_or(format!("'{c}' is not a hex digit"))
+        })
+        .collect::<Result<_, _>>()?;
+    if !digits.len().is_multiple_of(2) {
+        return Err(format!("odd number of hex digits ({})", digits.len()));
+    }
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
+fn shell_key(hex: Option<&str>) -> Result<RssKey, String> {
+    match hex {
+        None => Ok(RssKey::DEFAULT),
+        Some(h) => {
+            let bytes = parse_hex(h).map_err(|e| format!("--key: {e}"))?;
+            RssKey::from_slice(&bytes).map_err(|e| {
+                format!(
+                    "--key: {e} ({} hex digits, expected {})",
+                    2 * bytes.len(),
+                    2 * KEY_LEN
+                )
+            })
+        }
+    }
+}
+
+/// xorshift64*: small, seeded, good enough to draw addresses and ports.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn spread(a: &SpreadArgs) -> Result<(), String> {
+    let mut cfg = RssConfig::new(a.queues).map_err(|e| format!("--queues: {e}"))?;
+    let key = shell_key(a.key.as_deref())?;
+    cfg.set(None, Some(key.as_bytes()), HashFunction::NoChange)
+        .map_err(|e| e.to_string())?;
+    let table_desc = if let Some(n) = a.equal {
+        cfg.equal(n).map_err(|e| format!("--equal: {e}"))?;
+        format!("equal {n}")
+    } else if let Some(w) = &a.weights {
+        cfg.weights(w).map_err(|e| format!("--weights: {e}"))?;
+        format!(
+            "weight {}",
+            w.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
+        )
+    } else if let Some(e) = &a.indir {
+        cfg.set(Some(e), None, HashFunction::NoChange)
+            .map_err(|e| format!("--indir: {e}"))?;
+        "given entries".to_string()
+    } else {
+        format!("default, entry k = k % {}", a.queues)
+    };
+    let hasher = ShellHasher::new(&key);
+    let key_desc = if key == RssKey::DEFAULT {
+        "RTL reset key".to_string()
+    } else {
+        format!("{key:?}")
+    };
+
+    // Per queue: packets, distinct flows. Per type: packets.
+    let q = usize::from(a.queues);
+    let mut packets = vec![0u64; q];
+    let mut flows: Vec<HashSet<[u8; 13]>> = vec![HashSet::new(); q];
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut zero_hash = 0u64;
+    let source;
+    if let Some(path) = &a.pcap {
+        let frames = pcap::read_ethernet_frames(path)?;
+        source = format!("{} frames from {}", frames.len(), path.display());
+        for f in &frames {
+            let t = ShellTuple::parse(f);
+            let rx = hasher.hash_tuple(&t);
+            let queue = usize::from(cfg.queue_for(rx.value));
+            packets[queue] += 1;
+            flows[queue].insert(*t.as_bytes());
+            *kinds.entry(rx.kind.name()).or_default() += 1;
+            zero_hash += u64::from(rx.value == 0);
+        }
+    } else {
+        let mut rng = Rng::new(a.seed);
+        let (label, mix) = match a.proto {
+            Proto::Tcp => ("TCP", [6u8, 6]),
+            Proto::Udp => ("UDP", [17, 17]),
+            Proto::Mixed => ("TCP and UDP", [6, 17]),
+        };
+        source = format!("{} generated IPv4 {label} flows (seed {})", a.flows, a.seed);
+        for i in 0..a.flows {
+            let r = rng.next();
+            let s = rng.next();
+            let protocol = mix[(i % 2) as usize];
+            let t = ShellTuple::ipv4(
+                protocol,
+                Ipv4Addr::from((r >> 32) as u32),
+                Ipv4Addr::from(r as u32),
+                (s >> 48) as u16,
+                (s >> 32) as u16,
+            );
+            let rx = hasher.hash_tuple(&t);
+            let queue = usize::from(cfg.queue_for(rx.value));
+            packets[queue] += 1;
+            flows[queue].insert(*t.as_bytes());
+            *kinds.entry(rx.kind.name()).or_default() += 1;
+            zero_hash += u64::from(rx.value == 0);
+        }
+    }
+
+    let mut entries = vec![0usize; q];
+    for &e in cfg.table().entries() {
+        entries[usize::from(e)] += 1;
+    }
+    let total: u64 = packets.iter().sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "table: {TABLE_LEN} entries over {} RX queues ({table_desc})",
+        a.queues
+    );
+    let _ = writeln!(out, "key:   {key_desc}");
+    let _ = writeln!(out, "input: {source}");
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9}  ",
+        "queue", "entries", "expected", "packets", "flows", "share", "vs expect"
+    );
+    let mut chi2 = 0.0;
+    let mut dof = 0u32;
+    for i in 0..q {
+        let expected = entries[i] as f64 / TABLE_LEN as f64;
+        let share = if total > 0 {
+            packets[i] as f64 / total as f64
+        } else {
+            0.0
+        };
+        let dev = if expected > 0.0 {
+            format!("{:+.1}%", 100.0 * (share - expected) / expected)
+        } else if packets[i] > 0 {
+            "unexpected".to_string()
+        } else {
+            "-".to_string()
+        };
+        if expected > 0.0 && total > 0 {
+            let e = expected * total as f64;
+            chi2 += (packets[i] as f64 - e).powi(2) / e;
+            dof += 1;
+        }
+        let bar = "#".repeat((share * 50.0).round() as usize);
+        let _ = writeln!(
+            out,
+            "{:>5} {:>7} {:>8.2}% {:>9} {:>8} {:>8.2}% {:>9}  {bar}",
+            i,
+            entries[i],
+            100.0 * expected,
+            packets[i],
+            flows[i].len(),
+            100.0 * share,
+            dev
+        );
+    }
+    let _ = writeln!(out);
+    if total > 0 && dof > 1 {
+        let used: Vec<f64> = (0..q)
+            .filter(|&i| entries[i] > 0)
+            .map(|i| packets[i] as f64 / (entries[i] as f64 / TABLE_LEN as f64 * total as f64))
+            .collect();
+        let max = used.iter().copied().fold(f64::MIN, f64::max);
+        let min = used.iter().copied().fold(f64::MAX, f64::min);
+        let _ = writeln!(
+            out,
+            "balance: busiest queue {max:.3}x its expected load, idlest {min:.3}x; chi-square {chi2:.1} on {} degrees of freedom",
+            dof - 1
+        );
+    }
+    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(out, "hash types: {}", kinds.join(", "));
+    if zero_hash > 0 {
+        let _ = writeln!(
+            out,
+            "{zero_hash} frames hashed to 0 (non-IPv4: IPv6, ARP, ...) and all went to entry 0, queue {}",
+            cfg.table().entries()[0]
+        );
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// A reader for classic pcap files (not pcapng), enough to feed `spread`.
+mod pcap {
+    use std::path::Path;
+
+    /// Link type of Ethernet captures.
+    const LINKTYPE_ETHERNET: u32 = 1;
+
+    /// The captured bytes of every record of an Ethernet pcap file.
+    pub fn read_ethernet_frames(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+        let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let header = data.get(..24).ok_or("shorter than a pcap file header")?;
+        let magic = [header[0], header[1], header[2], header[3]];
+        // Microsecond (a1b2c3d4) or nanosecond (a1b23c4d) timestamps, in either byte order.
+        let big_endian = match magic {
+            [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => false,
+            [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => true,
+            [0x0a, 0x0d, 0x0d, 0x0a] => {
+                return Err("pcapng is not supported; convert with `editcap -F pcap`".into())
+            }
+            _ => return Err("not a pcap file (unknown magic number)".into()),
+        };
+        let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+            let w: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+            Some(if big_endian {
+                u32::from_be_bytes(w)
+            } else {
+                u32::from_le_bytes(w)
+            })
+        };
+        let linktype = u32_at(header, 20).ok_or("truncated header")? & 0x0FFF_FFFF;
+        if linktype != LINKTYPE_ETHERNET {
+            return Err(format!("link type {linktype} is not Ethernet (1)"));
+        }
+        let mut frames = Vec::new();
+        let mut at = 24;
+        while at < data.len() {
+            let incl = u32_at(data, at + 8).ok_or(format!("record header cut short at byte {at}"))? as usize;
+            let body = data.get(at + 16..at + 16 + incl).ok_or(format!(
+                "record at byte {at} claims {incl} bytes past the end of the file"
+            ))?;
+            frames.push(body.to_vec());
+            at += 16 + incl;
+        }
+        Ok(frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_parsing() {
+        assert_eq!(parse_hex("0x6d:5a-56 da"), Ok(vec![0x6d, 0x5a, 0x56, 0xda]));
+        assert!(parse_hex("abc").is_err());
+        assert!(parse_hex("zz").is_err());
+        assert_eq!(parse_hex(""), Ok(vec![]));
+    }
+
+    #[test]
+    fn key_must_be_40_bytes() {
+        assert_eq!(shell_key(None), Ok(RssKey::DEFAULT));
+        assert!(shell_key(Some("00")).is_err());
+        let hex: String = RssKey::MICROSOFT
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(shell_key(Some(&hex)), Ok(RssKey::MICROSOFT));
+    }
+
+    #[test]
+    fn pcap_reader() {
+        // Little-endian microsecond pcap with two records of 3 and 2 bytes.
+        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&65535u32.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        for body in [&[1u8, 2, 3][..], &[4, 5]] {
+            f.extend_from_slice(&[0; 8]);
+            f.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            f.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            f.extend_from_slice(body);
+        }
+        assert_eq!(pcap::parse(&f), Ok(vec![vec![1, 2, 3], vec![4, 5]]));
+        f.truncate(f.len() - 1);
+        assert!(pcap::parse(&f).is_err());
+        assert!(pcap::parse(&[
+            0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ])
+        .unwrap_err()
+        .contains("pcapng"));
+    }
 }

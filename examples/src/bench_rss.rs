@@ -1,0 +1,235 @@
+//! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference.
+//!
+//! Method (the same as the DPDK peer's `peer_bench.h`, so figures compare side by side):
+//! 1. calibrate: double the iteration count until one run takes at least 20 ms;
+//! 2. scale the count so that one repetition takes about 200 ms;
+//! 3. run 5 repetitions and keep the fastest (least disturbed by other work on the machine).
+//!
+//! Inputs are 4096 pseudo-random frames or tuples visited in order, input addresses passed through
+//! `black_box`. Results are folded with a wrapping add into a value the optimiser cannot drop: an
+//! XOR fold would let the compiler chain every table lookup of every hash into one accumulator
+//! (XOR is associative), a loop-carried dependency that no RX path has. Consecutive hashes are
+//! independent, so these are throughput figures (as DPDK's are), not latencies.
+
+use std::hint::black_box;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::{Duration, Instant};
+
+use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
+use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
+
+const N: usize = 4096;
+const MASK: usize = N - 1;
+const BATCH: usize = 32;
+const REP: Duration = Duration::from_millis(200);
+const REPS: usize = 5;
+const UNIT: &str = "ns/hash";
+
+/// Fastest nanoseconds per operation of `kernel(iters)`, which performs `iters * ops_per_iter`
+/// operations and returns something derived from all of them.
+fn measure(ops_per_iter: usize, mut kernel: impl FnMut(u64) -> u64) -> f64 {
+    let mut iters = 16u64;
+    let mut elapsed;
+    loop {
+        let t = Instant::now();
+        black_box(kernel(iters));
+        elapsed = t.elapsed();
+        if elapsed >= Duration::from_millis(20) || iters >= 1 << 40 {
+            break;
+        }
+        iters *= 2;
+    }
+    let scaled = (iters as f64 * REP.as_secs_f64() / elapsed.as_secs_f64().max(1e-9)) as u64;
+    let iters = scaled.max(1);
+    let mut best = f64::MAX;
+    for _ in 0..REPS {
+        let t = Instant::now();
+        black_box(kernel(iters));
+        let ns = t.elapsed().as_nanos() as f64 / (iters as f64 * ops_per_iter as f64);
+        best = best.min(ns);
+    }
+    best
+}
+
+/// A hash and its type as one number, so that the type has to be computed too (the RX path uses
+/// both).
+fn fold(rx: RxHash) -> u32 {
+    rx.value.wrapping_add(rx.kind as u32)
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn bytes<const L: usize>(&mut self) -> [u8; L] {
+        let mut b = [0u8; L];
+        for x in &mut b {
+            *x = (self.next() >> 56) as u8;
+        }
+        b
+    }
+}
+
+/// 64-byte untagged IPv4 frames (IHL 5, not fragmented) of protocol `proto`, random MACs,
+/// addresses and ports.
+fn frames(proto: u8, rng: &mut Rng) -> Vec<[u8; 64]> {
+    (0..N)
+        .map(|_| {
+            let mut f = [0u8; 64];
+            f[..12].copy_from_slice(&rng.bytes::<12>());
+            f[12] = 0x08;
+            f[14] = 0x45;
+            f[17] = 50;
+            f[22] = 64;
+            f[23] = proto;
+            f[26..38].copy_from_slice(&rng.bytes::<12>());
+            f
+        })
+        .collect()
+}
+
+type V4 = (Ipv4Addr, Ipv4Addr, u16, u16);
+type V6 = (Ipv6Addr, Ipv6Addr, u16, u16);
+
+fn tuples(rng: &mut Rng) -> (Vec<V4>, Vec<V6>) {
+    let v4 = (0..N)
+        .map(|_| {
+            let b = rng.bytes::<12>();
+            (
+                Ipv4Addr::new(b[0], b[1], b[2], b[3]),
+                Ipv4Addr::new(b[4], b[5], b[6], b[7]),
+                u16::from_be_bytes([b[8], b[9]]),
+                u16::from_be_bytes([b[10], b[11]]),
+            )
+        })
+        .collect();
+    let v6 = (0..N)
+        .map(|_| {
+            let p = rng.bytes::<4>();
+            (
+                Ipv6Addr::from(rng.bytes::<16>()),
+                Ipv6Addr::from(rng.bytes::<16>()),
+                u16::from_be_bytes([p[0], p[1]]),
+                u16::from_be_bytes([p[2], p[3]]),
+            )
+        })
+        .collect();
+    (v4, v6)
+}
+
+/// Runs every RSS figure; returns `(name, value, unit)` in a fixed order.
+pub fn run() -> Vec<(String, f64, &'static str)> {
+    let mut out = Vec::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+
+    // The shell's hash, default (RTL reset) key.
+    let key = RssKey::DEFAULT;
+    let h = ShellHasher::new(&key);
+    for (name, proto) in [("ipv4_tcp", 6u8), ("ipv4_udp", 17)] {
+        let fr = frames(proto, &mut rng);
+        let ptrs: Vec<&[u8]> = fr.iter().map(|f| &f[..]).collect();
+        let table = measure(1, |iters| {
+            let fr = black_box(&fr);
+            let mut acc = 0u32;
+            for i in 0..iters as usize {
+                acc = acc.wrapping_add(fold(h.hash_frame(&fr[i & MASK])));
+            }
+            u64::from(acc)
+        });
+        let batch = measure(BATCH, |iters| {
+            let ptrs = black_box(&ptrs);
+            let mut res = [RxHash::default(); BATCH];
+            let mut acc = 0u32;
+            for i in 0..iters as usize {
+                let at = (i * BATCH) & MASK;
+                h.hash_frames(&ptrs[at..at + BATCH], &mut res);
+                black_box(&mut res);
+                acc = acc.wrapping_add(fold(res[0]));
+            }
+            u64::from(acc)
+        });
+        let reference = measure(1, |iters| {
+            let fr = black_box(&fr);
+            let mut acc = 0u32;
+            for i in 0..iters as usize {
+                acc = acc.wrapping_add(shell_hash_reference(&key, &fr[i & MASK]));
+            }
+            u64::from(acc)
+        });
+        out.push((format!("rss_shell_{name}_table"), table, UNIT));
+        out.push((format!("rss_shell_{name}_table_batch32"), batch, UNIT));
+        out.push((format!("rss_shell_{name}_reference"), reference, UNIT));
+    }
+
+    // Standard Toeplitz, Microsoft key (as the DPDK peer).
+    let mk = RssKey::MICROSOFT;
+    let t = Toeplitz::new(mk.as_bytes()).expect("the Microsoft key is 40 bytes");
+    let (v4, v6) = tuples(&mut rng);
+    let v4_l3 = measure(1, |iters| {
+        let v = black_box(&v4);
+        let mut acc = 0u32;
+        for i in 0..iters as usize {
+            let (s, d, _, _) = v[i & MASK];
+            acc = acc.wrapping_add(t.hash_ipv4(s, d));
+        }
+        u64::from(acc)
+    });
+    out.push(("rss_toeplitz_ipv4_l3_table".into(), v4_l3, UNIT));
+    macro_rules! toeplitz_figures {
+        ($name:literal, $set:expr, $hash:ident, $input:ident) => {{
+            let set = &$set;
+            let table = measure(1, |iters| {
+                let v = black_box(set);
+                let mut acc = 0u32;
+                for i in 0..iters as usize {
+                    let (s, d, sp, dp) = v[i & MASK];
+                    acc = acc.wrapping_add(t.$hash(s, d, sp, dp));
+                }
+                u64::from(acc)
+            });
+            let batch = measure(BATCH, |iters| {
+                let v = black_box(set);
+                let mut res = [0u32; BATCH];
+                let mut acc = 0u32;
+                for i in 0..iters as usize {
+                    let at = (i * BATCH) & MASK;
+                    for (r, &(s, d, sp, dp)) in res.iter_mut().zip(&v[at..at + BATCH]) {
+                        *r = t.$hash(s, d, sp, dp);
+                    }
+                    black_box(&mut res);
+                    acc = acc.wrapping_add(res[0]);
+                }
+                u64::from(acc)
+            });
+            let reference = measure(1, |iters| {
+                let v = black_box(set);
+                let mut acc = 0u32;
+                for i in 0..iters as usize {
+                    let (s, d, sp, dp) = v[i & MASK];
+                    acc = acc.wrapping_add(toeplitz_reference(mk.as_bytes(), &$input(s, d, sp, dp)));
+                }
+                u64::from(acc)
+            });
+            out.push((concat!("rss_toeplitz_", $name, "_table").to_string(), table, UNIT));
+            out.push((
+                concat!("rss_toeplitz_", $name, "_table_batch32").to_string(),
+                batch,
+                UNIT,
+            ));
+            out.push((
+                concat!("rss_toeplitz_", $name, "_reference").to_string(),
+                reference,
+                UNIT,
+            ));
+        }};
+    }
+    toeplitz_figures!("ipv4_l4", v4, hash_ipv4_ports, ipv4_ports_input);
+    toeplitz_figures!("ipv6_l4", v6, hash_ipv6_ports, ipv6_ports_input);
+    out
+}
