@@ -13,6 +13,7 @@ use onic_hal::{DelayNs, DmaAddr, RegisterWindow};
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
 use crate::qdma::{context_clear, context_invalidate, context_write, Doorbells};
+use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
@@ -31,6 +32,7 @@ pub struct Device<Q, S> {
     shell: S,
     cfg: DeviceConfig,
     cmacs: u8,
+    rss: RssConfig,
 }
 
 impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
@@ -43,11 +45,13 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     /// own port is missing. On error, what was programmed is undone (QCONF and FMAP cleared, the
     /// error interrupt disarmed).
     pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<Self> {
+        let rss = RssConfig::new(cfg.queues).map_err(Error::Rss)?;
         let mut dev = Self {
             qdma,
             shell,
             cfg,
             cmacs: 0,
+            rss,
         };
         match dev.bring_up(delay) {
             Ok(()) => Ok(dev),
@@ -69,11 +73,10 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         // Step 6: the shell's QCONF must be set before any H2C doorbell (spec §14).
         self.shell
             .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.queues));
-        // Step 7: default indirection table, entry k = k mod queues.
-        for k in 0..shell::INDIR_TABLE_ENTRIES {
-            self.shell
-                .write32(shell::indir_table(f, k), k as u32 % u32::from(self.cfg.queues));
-        }
+        // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
+        // value (spec §9.2), so only the table is pending here.
+        self.rss.program(&self.shell, f).map_err(Error::Rss)?;
+        self.rss.mark_programmed();
         // Step 8: global CSRs, master PF only.
         if func.is_master() {
             self.init_global_csrs();
@@ -255,6 +258,71 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     /// The queue doorbells of this function.
     pub fn doorbells(&self) -> Doorbells<&Q> {
         Doorbells::new(&self.qdma)
+    }
+
+    /// The function's RSS state (indirection table, key, RX queue count) as last programmed.
+    #[must_use]
+    pub const fn rss(&self) -> &RssConfig {
+        &self.rss
+    }
+
+    /// `ethtool -X`: validates every part first, then writes what was given (table entries, then
+    /// key words, spec §9.2). Returns the parts written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rss`] for a bad table, key or hash function; nothing is written and the state is
+    /// unchanged.
+    pub fn rss_set(
+        &mut self,
+        indir: Option<&[u16]>,
+        key: Option<&[u8]>,
+        hfunc: HashFunction,
+    ) -> Result<RssParts> {
+        self.rss_apply(|rss| rss.set(indir, key, hfunc))
+    }
+
+    /// `ethtool -X equal n`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::rss_set`].
+    pub fn rss_equal(&mut self, n: u16) -> Result<RssParts> {
+        self.rss_apply(|rss| rss.equal(n))
+    }
+
+    /// `ethtool -X weight w0 w1 ...`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::rss_set`].
+    pub fn rss_weights(&mut self, weights: &[u32]) -> Result<RssParts> {
+        self.rss_apply(|rss| rss.weights(weights))
+    }
+
+    /// Validates a change on the state (which leaves it untouched on error), then programs the
+    /// pending parts.
+    fn rss_apply(
+        &mut self,
+        change: impl FnOnce(&mut RssConfig) -> Result<RssParts, RssError>,
+    ) -> Result<RssParts> {
+        change(&mut self.rss).map_err(Error::Rss)?;
+        let parts = self
+            .rss
+            .program(&self.shell, self.cfg.func.number())
+            .map_err(Error::Rss)?;
+        self.rss.mark_programmed();
+        Ok(parts)
+    }
+
+    /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rss`] (cannot happen for a validated function).
+    pub fn rss_read_back(&self) -> Result<(IndirectionTable, RssKey)> {
+        crate::rss::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
     }
 
     fn abs_qid(&self, qid: u16) -> u16 {

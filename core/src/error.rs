@@ -133,6 +133,8 @@ pub enum Error {
     },
     /// DMA memory could not be had.
     Dma(onic_hal::DmaError),
+    /// An RSS request (ethtool `-X`) was refused; nothing changed.
+    Rss(crate::rss::RssError),
 }
 
 impl From<ConfigError> for Error {
@@ -160,6 +162,7 @@ impl fmt::Display for Error {
                 "PCI function {func} needs CMAC {port}, but the shell reports {found} CMAC(s) with version 0x301"
             ),
             Self::Dma(e) => write!(f, "DMA: {e}"),
+            Self::Rss(e) => write!(f, "RSS: {e}"),
         }
     }
 }

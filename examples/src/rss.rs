@@ -110,7 +110,7 @@ pub fn run(args: &RssArgs) -> Result<(), String> {
 }
 
 /// Hex digits to bytes; separators `:`, `-`, `_`, whitespace and a leading `0x` are ignored.
-fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim();
     let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
     let digits: Vec<u8> = s

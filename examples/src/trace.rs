@@ -3,6 +3,7 @@
 
 use clap::{Args, Subcommand};
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::rss::HashFunction;
 use onic_core::Device;
 use onic_hal::recording::{opennic_presets, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
@@ -145,6 +146,31 @@ enum Scenario {
         #[arg(long)]
         no_arm: bool,
     },
+    /// `ethtool -X`: indirection table and/or hash key, validated first, then written.
+    RssSet {
+        #[command(flatten)]
+        dev: DeviceOpts,
+        /// All 128 table entries, comma separated (function-relative queue indices).
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["equal", "weights"])]
+        table: Option<Vec<u16>>,
+        /// Spread over the first N queues (`equal N`).
+        #[arg(long, conflicts_with = "weights")]
+        equal: Option<u16>,
+        /// Spread by weights (`weight w0 w1 ...`), comma separated.
+        #[arg(long, value_delimiter = ',')]
+        weights: Option<Vec<u32>>,
+        /// The 40-byte key as 80 hex digits (colons allowed, as ethtool prints it).
+        #[arg(long)]
+        key: Option<String>,
+        /// Hash function: `toeplitz` or `no-change` (anything else is refused, as ethtool would).
+        #[arg(long, default_value = "no-change")]
+        hfunc: String,
+    },
+    /// `ethtool -x`: read back the indirection table and the key.
+    RssGet {
+        #[command(flatten)]
+        dev: DeviceOpts,
+    },
     /// The ethtool statistics read: TICK, then every CMAC and packet-adapter counter.
     Stats {
         #[command(flatten)]
@@ -280,6 +306,36 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
                 DoorbellKind::C2h => db.c2h_pidx(*qid, *index),
                 DoorbellKind::Cmpt => db.cmpt_cidx(*qid, *index, !*no_arm),
             }
+        }
+        Scenario::RssSet {
+            dev,
+            table,
+            equal,
+            weights,
+            key,
+            hfunc,
+        } => {
+            let mut device = bring_up(&rec, dev)?;
+            let hfunc = match hfunc.as_str() {
+                "toeplitz" => HashFunction::Toeplitz,
+                "no-change" => HashFunction::NoChange,
+                other => HashFunction::Other(other.parse().unwrap_or(u8::MAX)),
+            };
+            let key = key.as_deref().map(crate::rss::parse_hex).transpose()?;
+            let r = match (table, equal, weights) {
+                (_, Some(n), _) => device
+                    .rss_set(None, key.as_deref(), hfunc)
+                    .and_then(|_| device.rss_equal(*n)),
+                (_, _, Some(w)) => device
+                    .rss_set(None, key.as_deref(), hfunc)
+                    .and_then(|_| device.rss_weights(w)),
+                (t, None, None) => device.rss_set(t.as_deref(), key.as_deref(), hfunc),
+            };
+            r.map_err(|e| e.to_string())?;
+        }
+        Scenario::RssGet { dev } => {
+            let device = bring_up(&rec, dev)?;
+            device.rss_read_back().map_err(|e| e.to_string())?;
         }
         Scenario::Stats { dev } => {
             let device = bring_up(&rec, dev)?;

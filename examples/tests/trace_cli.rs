@@ -99,3 +99,25 @@ fn help_lists_scenarios_and_presets() {
         assert!(out.contains(word), "--help lacks {word}:\n{out}");
     }
 }
+
+#[test]
+fn rss_scenarios() {
+    let key = "6d:5a:56:da:25:5b:0e:c2:41:67:25:3d:43:a3:8f:b0:d0:ca:2b:cb:ae:7b:30:b4:77:cb:2d:a3:80:30:f2:0c:6a:42:b7:3b:be:ac:01:fa";
+    let (ok, out, err) = onic(&["trace", "rss-set", "--key", key, "--hfunc", "toeplitz"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 10);
+    assert_eq!(lines[0], "W 2 0x00001600 0xda565a6d");
+    assert_eq!(lines[9], "W 2 0x00001624 0xfa01acbe");
+    let (ok, out, _) = onic(&["trace", "rss-set", "--pf", "1", "--equal", "3"]);
+    assert!(ok);
+    assert_eq!(out.lines().count(), 128);
+    assert!(out.starts_with("W 2 0x00002400 0x00000000\nW 2 0x00002404 0x00000001\nW 2 0x00002408 0x00000002\nW 2 0x0000240c 0x00000000\n"));
+    let (ok, out, err) = onic(&["trace", "rss-set", "--equal", "9"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("equal"), "{err}");
+    let (ok, out, _) = onic(&["trace", "rss-get"]);
+    assert!(ok);
+    assert_eq!(out.lines().count(), 138);
+    assert!(out.lines().all(|l| l.starts_with("R 2 ")));
+}

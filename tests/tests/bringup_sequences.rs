@@ -505,3 +505,108 @@ fn link_reads_status_twice() {
     });
     assert!(!onic_core::stats::link_up(&rec.window(Bar::Shell), 0));
 }
+
+/// The key of spec §9.2's example (the common Microsoft key), in ethtool byte order.
+const MS_KEY: [u8; 40] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0,
+    0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42,
+    0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+#[test]
+fn rss_set_writes_table_then_key_in_spec_order() {
+    use onic_core::rss::HashFunction;
+    let rec = Recorder::opennic();
+    let mut dev = init(&rec, 0, 8).unwrap();
+    rec.take_log();
+    let table: Vec<u16> = (0..128).map(|k| (127 - k) % 8).collect();
+    dev.rss_set(Some(&table), Some(&MS_KEY), HashFunction::Toeplitz)
+        .unwrap();
+    let mut e = Expect::new();
+    for k in 0..128u32 {
+        e.w2(0x1400 + 4 * k, (127 - k) % 8);
+    }
+    let key_words = [
+        0xDA56_5A6D,
+        0xC20E_5B25,
+        0x3D25_6741,
+        0xB08F_A343,
+        0xCB2B_CAD0,
+        0xB430_7BAE,
+        0xA32D_CB77,
+        0x0CF2_3080,
+        0x3BB7_426A,
+        0xFA01_ACBE,
+    ];
+    for (k, w) in key_words.iter().enumerate() {
+        e.w2(0x1600 + 4 * k as u32, *w);
+    }
+    assert_trace_eq(&rec.log(), &e.accesses);
+    // Key only: 10 writes; table only: 128 writes (spec §9.2: a part not supplied is skipped).
+    rec.take_log();
+    dev.rss_set(None, Some(&MS_KEY), HashFunction::NoChange).unwrap();
+    assert_eq!(rec.take_log().len(), 10);
+    dev.rss_equal(2).unwrap();
+    let log = rec.take_log();
+    assert_eq!(log.len(), 128);
+    assert_eq!(log[3].to_string(), "W 2 0x0000140c 0x00000001");
+}
+
+#[test]
+fn rss_get_reads_table_then_key_and_masks_stale_bits() {
+    let rec = Recorder::opennic();
+    let dev = init(&rec, 1, 4).unwrap();
+    // The upper half of an entry reads stale (spec §2.3): the driver must mask it.
+    rec.poke(Bar::Shell, 0x2404, 0xBEEF_0003);
+    rec.take_log();
+    let (table, key) = dev.rss_read_back().unwrap();
+    let log = rec.log();
+    assert_eq!(log.len(), 138);
+    assert_eq!(log[0].to_string(), "R 2 0x00002400 0x00000000");
+    assert_eq!(log[128].to_string(), "R 2 0x00002600 0x00000000");
+    assert_eq!(table.entries()[1], 3);
+    assert_eq!(table.entries()[2], 2);
+    // No key was ever written on this recording bus, so it reads back as zero words.
+    assert_eq!(key.as_bytes(), &[0u8; 40]);
+}
+
+#[test]
+fn rss_requests_that_fail_validation_touch_nothing() {
+    use onic_core::rss::{HashFunction, RssError};
+    let rec = Recorder::opennic();
+    let mut dev = init(&rec, 0, 4).unwrap();
+    rec.take_log();
+    let before = dev.rss().clone();
+    let mut bad = vec![0u16; 128];
+    bad[77] = 4;
+    assert_eq!(
+        dev.rss_set(Some(&bad), Some(&MS_KEY), HashFunction::Toeplitz),
+        Err(Error::Rss(RssError::QueueOutOfRange {
+            index: 77,
+            queue: 4,
+            rx_queues: 4
+        }))
+    );
+    assert!(matches!(
+        dev.rss_set(None, Some(&MS_KEY[..39]), HashFunction::NoChange),
+        Err(Error::Rss(RssError::KeyLength { .. }))
+    ));
+    assert!(matches!(
+        dev.rss_set(None, Some(&MS_KEY), HashFunction::Other(2)),
+        Err(Error::Rss(RssError::UnsupportedHashFunction(2)))
+    ));
+    assert!(matches!(
+        dev.rss_equal(0),
+        Err(Error::Rss(RssError::EqualOutOfRange { .. }))
+    ));
+    assert!(matches!(
+        dev.rss_equal(5),
+        Err(Error::Rss(RssError::EqualOutOfRange { .. }))
+    ));
+    assert!(matches!(
+        dev.rss_weights(&[0, 0, 0]),
+        Err(Error::Rss(RssError::WeightsAllZero))
+    ));
+    assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
+    assert_eq!(dev.rss(), &before);
+}
