@@ -88,7 +88,7 @@ fn bar2_targets() -> Vec<u32> {
 
 fn run(seed: u64, iterations: u32) {
     let card = ready_card_with(|c| {
-        c.wire = if seed % 2 == 0 {
+        c.wire = if seed.is_multiple_of(2) {
             Wire::Cable
         } else {
             Wire::Loopback
