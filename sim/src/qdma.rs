@@ -22,6 +22,8 @@ const QID_SPACE: u32 = 2048;
 const BAR0_LEN: u32 = regs::DMAP_SEL_BASE + regs::DMAP_SEL_STRIDE * QID_SPACE;
 /// Length of one user-clock cycle (250 MHz), the unit of C2H_INT_TIMER_TICK.
 const USER_CLOCK_NS: u64 = 4;
+/// Largest ring the 16-bit indices can address.
+const MAX_RING: u32 = 1 << 16;
 /// Size of the status record written into a ring's last slot.
 const STATUS_LEN: usize = 8;
 
@@ -42,8 +44,10 @@ impl State {
         self.csr.get(&offset).copied().unwrap_or(0)
     }
 
-    pub(crate) fn ring_size(&self, idx: usize) -> u32 {
-        self.csr(regs::glbl_rng_sz(idx))
+    /// GLBL_RNG_SZ\[idx\] if it is usable: at least 2 entries (one for data, one for the status
+    /// record) and at most 65536 (indices are 16 bits).
+    pub(crate) fn ring_size(&self, idx: usize) -> Option<u32> {
+        Some(self.csr(regs::glbl_rng_sz(idx))).filter(|s| (2..=MAX_RING).contains(s))
     }
 
     fn buf_size(&self, idx: usize) -> u32 {
@@ -313,7 +317,7 @@ impl State {
                     return self.violate(reg_violation(offset, value, "PIDX doorbell of a disabled queue"));
                 }
                 let size = self.ring_size(sw.rngsz_idx);
-                if size >= 2 && u32::from(pidx) >= size - 1 {
+                if size.is_some_and(|size| u32::from(pidx) >= size - 1) {
                     return self.violate(reg_violation(offset, value, "PIDX beyond the ring"));
                 }
                 SwCtxt::set_pidx(self.ctx_mut(s, abs), pidx);
@@ -340,7 +344,7 @@ impl State {
             ));
         }
         let size = self.ring_size(c.rngsz_idx);
-        if size >= 2 && u32::from(d.cidx) >= size - 1 {
+        if size.is_some_and(|size| u32::from(d.cidx) >= size - 1) {
             return self.violate(reg_violation(offset, value, "CMPT CIDX beyond the ring"));
         }
         let w = self.ctx_mut(sel::CMPT, qid);
@@ -408,16 +412,16 @@ impl State {
         let size = self.ring_size(sw.rngsz_idx);
         let stride = 8u64 << sw.desc_sz;
         let mut cidx = hw::cidx(&self.ctx(sel::HW_H2C, qid));
-        if self.rt(qid).h2c_wb_owed && !self.faults.stall_h2c_wb && size >= 2 {
+        if self.rt(qid).h2c_wb_owed && !self.faults.stall_h2c_wb && size.is_some() {
             self.h2c_writeback(qid, &sw, cidx);
             progress = true;
         }
         if sw.pidx == cidx {
             return progress;
         }
-        if size < 2 {
-            return self.h2c_fail(qid, "H2C ring size table entry not programmed");
-        }
+        let Some(size) = size else {
+            return self.h2c_fail(qid, "H2C ring size table entry not programmed (or beyond 65536)");
+        };
         if sw.is_mm || sw.bypass {
             return self.h2c_fail(qid, "memory-mapped or bypass H2C queues are not modeled");
         }
@@ -425,6 +429,9 @@ impl State {
             return self.h2c_fail(qid, "H2C stream descriptors are 16 bytes (desc_sz 1)");
         }
         let usable = (size - 1) as u16;
+        if sw.pidx >= usable || cidx >= usable {
+            return self.h2c_fail(qid, "H2C pidx or cidx beyond the ring (ring size changed?)");
+        }
         let interval = self.wb_interval();
         let mut n = 0;
         while cidx != sw.pidx && n < self.cfg.h2c_batch {
@@ -467,7 +474,9 @@ impl State {
             return;
         }
         self.rt(qid).h2c_wb_owed = false;
-        let size = self.ring_size(sw.rngsz_idx);
+        let Some(size) = self.ring_size(sw.rngsz_idx) else {
+            return;
+        };
         let at = sw.base.wrapping_add((8u64 << sw.desc_sz) * u64::from(size - 1));
         let rec = desc_status(sw.pidx, cidx).to_le_bytes();
         if let Err(v) = self.dma.device_write(at, &rec, DeviceAccess::H2cStatusWrite) {
@@ -567,16 +576,20 @@ impl State {
         if sw.is_mm || sw.bypass || pf.bypass {
             return self.c2h_fail(qid, "memory-mapped or bypass C2H queues are not modeled");
         }
-        let size = self.ring_size(sw.rngsz_idx);
-        let csize = self.ring_size(cm.rngsz_idx);
         let bufsz = self.buf_size(pf.bufsz_idx) as usize;
-        if size < 2 || csize < 2 || bufsz == 0 {
-            return self.c2h_fail(qid, "ring size or buffer size table entry not programmed");
+        let (Some(size), Some(csize)) = (self.ring_size(sw.rngsz_idx), self.ring_size(cm.rngsz_idx)) else {
+            return self.c2h_fail(qid, "ring size table entry not programmed (or beyond 65536)");
+        };
+        if bufsz == 0 {
+            return self.c2h_fail(qid, "buffer size table entry not programmed");
         }
         let usable = size - 1;
         let cusable = csize - 1;
         let cidx = u32::from(hw::cidx(&self.ctx(sel::HW_C2H, qid)));
-        let avail = (u32::from(sw.pidx) + usable - cidx % usable) % usable;
+        if u32::from(sw.pidx) >= usable || cidx >= usable || u32::from(cm.pidx) >= cusable {
+            return self.c2h_fail(qid, "C2H or CMPT index beyond the ring (ring size changed?)");
+        }
+        let avail = (u32::from(sw.pidx) + usable - cidx) % usable;
         let needed = frame.len().div_ceil(bufsz).max(1);
         if (avail as usize) < needed {
             self.stats.c2h_no_desc_dropped += 1;
@@ -621,7 +634,7 @@ impl State {
                 Some(Corruption::ErrBit) => err = true,
                 Some(Corruption::LengthZero) => len = 0,
                 Some(Corruption::LengthTooLarge) => {
-                    len = u16::try_from(needed * bufsz + 1).unwrap_or(u16::MAX);
+                    len = u16::try_from(needed.saturating_mul(bufsz).saturating_add(1)).unwrap_or(u16::MAX);
                 }
                 None => {}
             }
@@ -662,14 +675,14 @@ impl State {
             2 => rt.trigger_pending |= count_hit,
             // Timer only.
             4 => {
-                rt.deadline.get_or_insert(now + timer_ns);
+                rt.deadline.get_or_insert(now.saturating_add(timer_ns));
             }
             // Timer or count, whichever first.
             5 => {
                 if count_hit {
                     rt.trigger_pending = true;
                 } else {
-                    rt.deadline.get_or_insert(now + timer_ns);
+                    rt.deadline.get_or_insert(now.saturating_add(timer_ns));
                 }
             }
             // 0 = off; 3 = user trigger, which the shell never sends; 6/7 reserved.
@@ -728,10 +741,9 @@ impl State {
 
     fn write_cmpt_status(&mut self, qid: u16) {
         let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
-        let size = self.ring_size(cm.rngsz_idx);
-        if size < 2 {
+        let Some(size) = self.ring_size(cm.rngsz_idx) else {
             return;
-        }
+        };
         let mut pidx = cm.pidx;
         if core::mem::take(&mut self.faults.cmpt_pidx_jump) {
             pidx = (size - 1 + 7).min(0xFFFF) as u16;

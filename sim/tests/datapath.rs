@@ -446,3 +446,51 @@ fn doorbells_are_function_relative() {
     ));
     tx.free();
 }
+
+/// The reference driver's geometry and values: 4096-entry TX ring (index 0), 1024-entry RX and
+/// completion rings (index 8), 4 KiB buffers, C2H PIDX = 256 and CMPT CIDX = 0x1D000000 at open
+/// (spec §5.2, §5.6, §13.2). Only the 256 posted slots get pages.
+#[test]
+fn reference_driver_geometry() {
+    let card = ready_card();
+    let mut tx = TxQueue::new(&card, 0, 0, 0);
+    assert_eq!(tx.size, 4096);
+    // The context words are exactly the spec's (W1 = 0x0011000D for TX).
+    assert_eq!(ctxt_read(&card, SEL_SW_H2C, 0)[1], 0x0011000D);
+    let mut rx = RxQueue::with(
+        &card,
+        0,
+        1,
+        RxOpts {
+            rngsz_idx: 8,
+            initial_pidx: Some(256),
+            pages: Some(256),
+            ..RxOpts::default()
+        },
+    );
+    assert_eq!(ctxt_read(&card, SEL_SW_C2H, 1)[1], 0x00108003);
+    assert_eq!(ctxt_read(&card, SEL_PFCH, 1)[..2], [0x08000010, 0x00002000]);
+    let cmpt = ctxt_read(&card, SEL_CMPT, 1);
+    assert_eq!((cmpt[0], cmpt[3], cmpt[4]), (0x88000017, 0x10000000, 1 << 4));
+    // The spec's doorbell value for the arming CIDX write.
+    card.qdma(0).write32(qdma::dmap_sel_cmpt_cidx(1), 0x1D000000);
+    for k in 0..shell::INDIR_TABLE_ENTRIES {
+        card.shell().write32(shell::indir_table(0, k), 1);
+    }
+    let f = frame(UNICAST, 0x0800, 1514, 9);
+    tx.post(&f);
+    tx.doorbell();
+    card.inject(0, &f);
+    card.run_until_idle();
+    card.advance_time(1_000);
+    assert_eq!(card.take_interrupts(), [Interrupt { func: 0, vector: 1 }]);
+    assert_eq!(rx.cmpt_status(), (1, 0, true));
+    assert_eq!(rx.poll(4096).unwrap().1, f);
+    assert_eq!(tx.status(), (1, 1));
+    // Status records sit in the last slots: byte 65520 of the TX ring, 8184 of the CMPT ring.
+    assert_eq!(tx.ring.read_u64(65520) >> 16 & 0xFFFF, 1);
+    assert_eq!(rx.cmpt.read_u64(8184) & 0xFFFF, 1);
+    assert_eq!(card.violations(), []);
+    tx.free();
+    rx.free();
+}

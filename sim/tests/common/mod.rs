@@ -243,6 +243,8 @@ pub struct RxOpts {
     pub cmpt_desc_sz: u32,
     pub initial_pidx: Option<u32>,
     pub arm: bool,
+    /// Slots that get a page (the rest keep a zero descriptor); `None` = every slot.
+    pub pages: Option<u32>,
 }
 
 impl Default for RxOpts {
@@ -256,6 +258,7 @@ impl Default for RxOpts {
             cmpt_desc_sz: 0,
             initial_pidx: None,
             arm: true,
+            pages: None,
         }
     }
 }
@@ -282,7 +285,7 @@ impl<'a> RxQueue<'a> {
         let esize = 8usize << o.cmpt_desc_sz;
         let cmpt = CoherentRegion::new(dma, esize * size as usize, AddrLimit::Below4G).unwrap();
         let mut pages = Vec::new();
-        for i in 0..size - 1 {
+        for i in 0..o.pages.unwrap_or(size - 1).min(size - 1) {
             let page = dma
                 .map_page(dma.alloc_page().unwrap(), Direction::FromDevice)
                 .unwrap();
@@ -421,7 +424,9 @@ impl<'a> RxQueue<'a> {
         let mut left = usize::from(e.len);
         loop {
             let slot = self.desc_cidx as usize;
-            let page = self.pages[slot].as_ref().unwrap();
+            let page = self.pages[slot]
+                .as_ref()
+                .expect("completion for a slot without a page");
             let n = left.min(bufsz).min(PAGE_SIZE);
             dma.sync_for_cpu(page, 0, n, Direction::FromDevice);
             data.extend_from_slice(&page.bytes()[..n]);
