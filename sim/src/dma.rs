@@ -1,0 +1,386 @@
+//! The DMA memory model: coherent regions and packet pages backed by host memory, fake device
+//! addresses, and the translation every device-side access goes through.
+//!
+//! Device addresses are never host pointers. Coherent regions below 4 GiB come from
+//! [`COHERENT_LOW_BASE`] up, coherent regions without a limit from [`COHERENT_HIGH_BASE`] up, and
+//! page mappings from [`PAGE_MAP_BASE`] up. No device address is ever handed out twice, so an
+//! access through a stale address always lands on a freed range and is reported as such.
+
+use alloc::collections::BTreeMap;
+
+use onic_hal::{AddrLimit, Direction, DmaAddr, PAGE_SIZE};
+
+use crate::config::{AccessProblem, DeviceAccess, DmaConfig, DmaStats, HostDmaProblem, Violation};
+use crate::mem::Block;
+
+/// First device address of coherent regions allocated with [`AddrLimit::Below4G`].
+pub const COHERENT_LOW_BASE: u64 = 0x1000_0000;
+/// First device address of coherent regions allocated with [`AddrLimit::Any`].
+pub const COHERENT_HIGH_BASE: u64 = 0x80_0000_0000;
+/// First device address of packet page mappings.
+pub const PAGE_MAP_BASE: u64 = 0x1_0000_0000;
+
+/// A live coherent region.
+#[derive(Debug)]
+struct Region {
+    block: Block,
+    /// Length the driver asked for (the block is rounded up to pages).
+    len: usize,
+}
+
+/// A live packet page, keyed by its host address.
+#[derive(Debug)]
+struct Page {
+    block: Block,
+    mapping: Option<(u64, Direction)>,
+}
+
+/// Where a device address resolved to.
+pub(crate) enum Target<'a> {
+    Region(&'a Block, usize),
+    Page(&'a Block, usize),
+}
+
+/// State of the DMA memory model.
+#[derive(Debug)]
+pub(crate) struct DmaState {
+    cfg: DmaConfig,
+    /// Coherent regions by device address.
+    regions: BTreeMap<u64, Region>,
+    /// Packet pages by host address.
+    pages: BTreeMap<usize, Page>,
+    /// Page mappings: device address -> host address of the page.
+    mappings: BTreeMap<u64, usize>,
+    /// Device ranges that were live once and are gone: start -> length.
+    dead: BTreeMap<u64, u64>,
+    next_low: u64,
+    next_high: u64,
+    next_map: u64,
+    pub(crate) stats: DmaStats,
+    pub(crate) fail_page_allocs: u32,
+}
+
+impl DmaState {
+    pub(crate) fn new(cfg: DmaConfig) -> Self {
+        Self {
+            cfg,
+            regions: BTreeMap::new(),
+            pages: BTreeMap::new(),
+            mappings: BTreeMap::new(),
+            dead: BTreeMap::new(),
+            next_low: COHERENT_LOW_BASE,
+            next_high: COHERENT_HIGH_BASE,
+            next_map: PAGE_MAP_BASE,
+            stats: DmaStats::default(),
+            fail_page_allocs: 0,
+        }
+    }
+
+    pub(crate) fn rings_below_4g(&self) -> bool {
+        self.cfg.rings_below_4g
+    }
+
+    /// Allocates a coherent region: (host pointer, device address, length).
+    pub(crate) fn alloc_coherent(
+        &mut self,
+        len: usize,
+        limit: AddrLimit,
+    ) -> Result<(core::ptr::NonNull<u8>, DmaAddr), onic_hal::DmaError> {
+        use onic_hal::DmaError;
+        if len == 0 {
+            return Err(DmaError::InvalidRequest);
+        }
+        let span = len
+            .checked_next_multiple_of(PAGE_SIZE)
+            .ok_or(DmaError::InvalidRequest)? as u64;
+        let addr = match limit {
+            AddrLimit::Below4G => {
+                let end = COHERENT_LOW_BASE
+                    .saturating_add(self.cfg.below_4g_bytes)
+                    .min(1 << 32);
+                if self.next_low.checked_add(span).is_none_or(|e| e > end) {
+                    return Err(DmaError::OutOfMemory);
+                }
+                self.next_low
+            }
+            AddrLimit::Any => self.next_high,
+        };
+        let block = Block::alloc(len).ok_or(DmaError::OutOfMemory)?;
+        match limit {
+            AddrLimit::Below4G => self.next_low += span,
+            AddrLimit::Any => self.next_high += span,
+        }
+        let ptr = block.ptr();
+        self.regions.insert(addr, Region { block, len });
+        self.stats.live_regions += 1;
+        self.stats.regions_allocated += 1;
+        Ok((ptr, DmaAddr::new(addr)))
+    }
+
+    /// Frees a coherent region given back by the driver.
+    pub(crate) fn free_coherent(
+        &mut self,
+        ptr: core::ptr::NonNull<u8>,
+        addr: DmaAddr,
+        len: usize,
+    ) -> Option<Violation> {
+        let known = self
+            .regions
+            .get(&addr.get())
+            .is_some_and(|r| r.block.ptr() == ptr && r.len == len);
+        if !known {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::UnknownRegion,
+                addr,
+            });
+        }
+        let region = self.regions.remove(&addr.get())?;
+        self.dead.insert(addr.get(), region.block.len() as u64);
+        region.block.free();
+        self.stats.live_regions -= 1;
+        None
+    }
+
+    /// Allocates a packet page.
+    pub(crate) fn alloc_page(&mut self) -> Result<core::ptr::NonNull<u8>, onic_hal::DmaError> {
+        use onic_hal::DmaError;
+        if self.fail_page_allocs > 0 {
+            self.fail_page_allocs -= 1;
+            self.stats.page_alloc_failures += 1;
+            return Err(DmaError::OutOfMemory);
+        }
+        if self.cfg.page_budget.is_some_and(|b| self.pages.len() >= b) {
+            self.stats.page_alloc_failures += 1;
+            return Err(DmaError::OutOfMemory);
+        }
+        let block = Block::alloc(PAGE_SIZE).ok_or(DmaError::OutOfMemory)?;
+        if let Some(p) = self.cfg.page_poison {
+            block.fill(p);
+        }
+        let ptr = block.ptr();
+        self.pages
+            .insert(ptr.as_ptr() as usize, Page { block, mapping: None });
+        self.stats.live_pages += 1;
+        self.stats.pages_allocated += 1;
+        Ok(ptr)
+    }
+
+    /// Frees a page given back by the driver.
+    pub(crate) fn free_page(&mut self, ptr: core::ptr::NonNull<u8>) -> Option<Violation> {
+        let key = ptr.as_ptr() as usize;
+        let Some(page) = self.pages.get(&key) else {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::UnknownPage,
+                addr: DmaAddr::new(0),
+            });
+        };
+        let mut violation = None;
+        if let Some((iova, _)) = page.mapping {
+            violation = Some(Violation::HostDma {
+                problem: HostDmaProblem::FreeWhileMapped,
+                addr: DmaAddr::new(iova),
+            });
+            self.mappings.remove(&iova);
+            self.dead.insert(iova, PAGE_SIZE as u64);
+            self.stats.mapped_pages -= 1;
+        }
+        if let Some(page) = self.pages.remove(&key) {
+            page.block.free();
+            self.stats.live_pages -= 1;
+        }
+        violation
+    }
+
+    /// Maps a page; `Err` carries the violation (the page stays with the driver).
+    pub(crate) fn map_page(
+        &mut self,
+        ptr: core::ptr::NonNull<u8>,
+        dir: Direction,
+    ) -> Result<DmaAddr, Violation> {
+        let key = ptr.as_ptr() as usize;
+        let Some(page) = self.pages.get_mut(&key) else {
+            return Err(Violation::HostDma {
+                problem: HostDmaProblem::UnknownPage,
+                addr: DmaAddr::new(0),
+            });
+        };
+        if let Some((iova, _)) = page.mapping {
+            return Err(Violation::HostDma {
+                problem: HostDmaProblem::DoubleMap,
+                addr: DmaAddr::new(iova),
+            });
+        }
+        let iova = self.next_map;
+        self.next_map += PAGE_SIZE as u64;
+        page.mapping = Some((iova, dir));
+        self.mappings.insert(iova, key);
+        self.stats.mapped_pages += 1;
+        Ok(DmaAddr::new(iova))
+    }
+
+    /// Unmaps a page.
+    pub(crate) fn unmap_page(
+        &mut self,
+        ptr: core::ptr::NonNull<u8>,
+        addr: DmaAddr,
+        dir: Direction,
+    ) -> Option<Violation> {
+        let key = ptr.as_ptr() as usize;
+        let page = match self.pages.get_mut(&key) {
+            Some(p) if p.mapping.is_some_and(|(a, _)| a == addr.get()) => p,
+            _ => {
+                return Some(Violation::HostDma {
+                    problem: HostDmaProblem::NotMapped,
+                    addr,
+                })
+            }
+        };
+        let mapped_dir = page.mapping.map(|(_, d)| d);
+        page.mapping = None;
+        self.mappings.remove(&addr.get());
+        self.dead.insert(addr.get(), PAGE_SIZE as u64);
+        self.stats.mapped_pages -= 1;
+        if mapped_dir != Some(dir) {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::DirectionMismatch,
+                addr,
+            });
+        }
+        None
+    }
+
+    /// Checks a sync call.
+    pub(crate) fn sync(
+        &mut self,
+        ptr: core::ptr::NonNull<u8>,
+        addr: DmaAddr,
+        offset: usize,
+        len: usize,
+        dir: Direction,
+        for_cpu: bool,
+    ) -> Option<Violation> {
+        if for_cpu {
+            self.stats.syncs_for_cpu += 1;
+        } else {
+            self.stats.syncs_for_device += 1;
+        }
+        let key = ptr.as_ptr() as usize;
+        let mapping = self.pages.get(&key).and_then(|p| p.mapping);
+        let Some((iova, mapped_dir)) = mapping.filter(|(a, _)| *a == addr.get()) else {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::NotMapped,
+                addr,
+            });
+        };
+        if offset.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::SyncOutOfRange,
+                addr: DmaAddr::new(iova),
+            });
+        }
+        if mapped_dir != dir && mapped_dir != Direction::Bidirectional {
+            return Some(Violation::HostDma {
+                problem: HostDmaProblem::SyncDirection,
+                addr: DmaAddr::new(iova),
+            });
+        }
+        None
+    }
+
+    /// Resolves a device access of `len` bytes at `addr`.
+    pub(crate) fn translate(
+        &self,
+        addr: u64,
+        len: usize,
+        access: DeviceAccess,
+    ) -> Result<Target<'_>, Violation> {
+        let fail = |problem| Violation::DeviceAccess {
+            access,
+            addr: DmaAddr::new(addr),
+            len,
+            problem,
+        };
+        let end = addr
+            .checked_add(len as u64)
+            .ok_or_else(|| fail(AccessProblem::OutOfRange))?;
+        if let Some((&start, region)) = self.regions.range(..=addr).next_back() {
+            let off = (addr - start) as usize;
+            if off < region.len {
+                if end - start > region.len as u64 {
+                    return Err(fail(AccessProblem::OutOfRange));
+                }
+                return Ok(Target::Region(&region.block, off));
+            }
+        }
+        if let Some((&start, &key)) = self.mappings.range(..=addr).next_back() {
+            let off = (addr - start) as usize;
+            if off < PAGE_SIZE {
+                if end - start > PAGE_SIZE as u64 {
+                    return Err(fail(AccessProblem::OutOfRange));
+                }
+                let page = self
+                    .pages
+                    .get(&key)
+                    .ok_or_else(|| fail(AccessProblem::Unmapped))?;
+                let dir = page.mapping.map_or(Direction::Bidirectional, |(_, d)| d);
+                let bad_dir = match dir {
+                    Direction::ToDevice => access.is_write(),
+                    Direction::FromDevice => !access.is_write(),
+                    Direction::Bidirectional => false,
+                };
+                if bad_dir {
+                    return Err(fail(AccessProblem::WrongDirection));
+                }
+                return Ok(Target::Page(&page.block, off));
+            }
+        }
+        if let Some((&start, &dead_len)) = self.dead.range(..=addr).next_back() {
+            if addr - start < dead_len {
+                return Err(fail(AccessProblem::Freed));
+            }
+        }
+        Err(fail(AccessProblem::Unmapped))
+    }
+
+    /// Device read of `out.len()` bytes at `addr`.
+    pub(crate) fn device_read(
+        &self,
+        addr: u64,
+        out: &mut [u8],
+        access: DeviceAccess,
+    ) -> Result<(), Violation> {
+        let (block, off) = match self.translate(addr, out.len(), access)? {
+            Target::Region(b, o) | Target::Page(b, o) => (b, o),
+        };
+        // Translation checked the range, so the copy cannot fail.
+        block.read(off, out);
+        Ok(())
+    }
+
+    /// Device write of `data` at `addr`.
+    pub(crate) fn device_write(&self, addr: u64, data: &[u8], access: DeviceAccess) -> Result<(), Violation> {
+        let (block, off) = match self.translate(addr, data.len(), access)? {
+            Target::Region(b, o) | Target::Page(b, o) => (b, o),
+        };
+        block.write(off, data);
+        Ok(())
+    }
+
+    /// Frees every live allocation (see [`crate::Card::reclaim_all_dma`]).
+    pub(crate) fn reclaim_all(&mut self) {
+        for (addr, r) in core::mem::take(&mut self.regions) {
+            self.dead.insert(addr, r.block.len() as u64);
+            r.block.free();
+        }
+        for (_, p) in core::mem::take(&mut self.pages) {
+            if let Some((iova, _)) = p.mapping {
+                self.dead.insert(iova, PAGE_SIZE as u64);
+            }
+            p.block.free();
+        }
+        self.mappings.clear();
+        self.stats.live_regions = 0;
+        self.stats.live_pages = 0;
+        self.stats.mapped_pages = 0;
+    }
+}

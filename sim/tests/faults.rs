@@ -1,0 +1,284 @@
+//! Every fault knob, and the violations a driver bug produces.
+
+mod common;
+
+use common::*;
+use onic_hal::regs::cmac::adapter;
+use onic_hal::regs::shell;
+use onic_hal::{DmaError, DmaMemory, RegisterWindow};
+use onic_sim::{Corruption, Violation, Wire};
+
+fn steer_all_to(card: &onic_sim::Card, func: u8, q: u32) {
+    for k in 0..shell::INDIR_TABLE_ENTRIES {
+        card.shell().write32(shell::indir_table(func, k), q);
+    }
+}
+
+fn rx_every(card: &onic_sim::Card) -> RxQueue<'_> {
+    steer_all_to(card, 0, 0);
+    RxQueue::with(
+        card,
+        0,
+        0,
+        RxOpts {
+            trig_mode: 1,
+            ..RxOpts::default()
+        },
+    )
+}
+
+#[test]
+fn drop_next_frames() {
+    let card = ready_card();
+    let mut rx = rx_every(&card);
+    card.faults().drop_next_frames(2);
+    for i in 0..3 {
+        card.inject(0, &frame(UNICAST, 0x0800, 64, i));
+    }
+    card.run_until_idle();
+    let (_, data) = rx.poll(4096).unwrap();
+    assert_eq!(data, frame(UNICAST, 0x0800, 64, 2));
+    assert!(rx.poll(4096).is_none());
+    assert_eq!(card.stats().wire_dropped, 2);
+    rx.free();
+}
+
+#[test]
+fn drop_rate_is_seeded_and_deterministic() {
+    let run = |seed| {
+        let card = ready_card_with(|c| c.seed = seed);
+        card.faults().set_drop_rate_ppm(500_000);
+        for _ in 0..200 {
+            card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+        }
+        card.run_until_idle();
+        card.stats().wire_dropped
+    };
+    let a = run(7);
+    assert_eq!(a, run(7));
+    assert!((50..150).contains(&a), "{a}");
+    let card = ready_card();
+    card.faults().set_drop_rate_ppm(1_000_000);
+    card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+    card.run_until_idle();
+    assert_eq!(card.stats().wire_dropped, 1);
+}
+
+#[test]
+fn corrupt_completions() {
+    let card = ready_card();
+    let rx = rx_every(&card);
+    let f = frame(UNICAST, 0x0800, 100, 0);
+    card.faults().corrupt_next_completions(1, Corruption::ErrBit);
+    card.inject(0, &f);
+    card.run_until_idle();
+    card.faults().corrupt_next_completions(1, Corruption::LengthZero);
+    card.inject(0, &f);
+    card.run_until_idle();
+    card.faults()
+        .corrupt_next_completions(1, Corruption::LengthTooLarge);
+    card.inject(0, &f);
+    card.inject(0, &f);
+    card.run_until_idle();
+    let e: Vec<Cmpt> = (0..4).map(|i| rx.entry(i)).collect();
+    assert!(e[0].err && e[0].len == 100);
+    assert!(!e[1].err && e[1].len == 0);
+    assert!(e[2].len > 4096);
+    assert!(!e[3].err && e[3].len == 100);
+    rx.free();
+}
+
+#[test]
+fn stalled_h2c_writeback_catches_up_when_released() {
+    let card = ready_card_with(|c| c.wire = Wire::Open);
+    let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
+    card.faults().stall_h2c_writeback(true);
+    for i in 0..5 {
+        tx.post(&frame(UNICAST, 0x0800, 60, i));
+    }
+    tx.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.take_egress(0).len(), 5);
+    assert_eq!(tx.status(), (0, 0));
+    card.faults().stall_h2c_writeback(false);
+    card.run_until_idle();
+    assert_eq!(tx.status(), (5, 5));
+    tx.free();
+}
+
+#[test]
+fn cmpt_status_pidx_jumps_once() {
+    let card = ready_card();
+    let rx = rx_every(&card);
+    card.faults().cmpt_status_pidx_jump();
+    card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+    card.run_until_idle();
+    assert!(rx.cmpt_status().0 >= rx.usable());
+    rx.cmpt_doorbell(true);
+    card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+    card.run_until_idle();
+    assert_eq!(rx.cmpt_status().0, 2);
+    rx.free();
+}
+
+#[test]
+fn fail_page_allocations_and_budget() {
+    let card = card_with(|c| c.dma.page_budget = Some(2));
+    let dma = card.dma();
+    card.faults().fail_next_page_allocs(1);
+    assert_eq!(dma.alloc_page().err(), Some(DmaError::OutOfMemory));
+    let a = dma.alloc_page().unwrap();
+    let b = dma.alloc_page().unwrap();
+    assert_eq!(dma.alloc_page().err(), Some(DmaError::OutOfMemory));
+    assert_eq!(card.dma_stats().page_alloc_failures, 2);
+    dma.free_page(a);
+    dma.free_page(b);
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+#[test]
+fn bad_fcs_frames_are_counted_and_not_delivered() {
+    let card = ready_card();
+    let mut rx = rx_every(&card);
+    card.faults().bad_fcs_next_frames(1);
+    card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
+    card.run_until_idle();
+    assert!(rx.poll(4096).is_none());
+    assert_eq!(adapter_counter(&card, 0, adapter::RX_ERR_PKTS), 1);
+    assert_eq!(card.cmac_counter(0, "stat_rx_bad_fcs"), 1);
+    assert_eq!(card.cmac_counter(0, "stat_rx_pkt_bad_fcs"), 1);
+    assert_eq!(card.cmac_counter(0, "stat_rx_total_good_pkts"), 0);
+    rx.free();
+}
+
+#[test]
+fn metadata_must_equal_length() {
+    let card = ready_card_with(|c| c.wire = Wire::Open);
+    let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
+    tx.post_with_metadata(&frame(UNICAST, 0x0800, 60, 0), 0x1_0000 | 61);
+    tx.post(&frame(UNICAST, 0x0800, 60, 1));
+    tx.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.take_egress(0), vec![frame(UNICAST, 0x0800, 60, 1)]);
+    assert_eq!(adapter_counter(&card, 0, adapter::TX_DROP_PKTS), 1);
+    assert_eq!(
+        card.violations(),
+        [Violation::MetadataMismatch {
+            qid: 0,
+            index: 0,
+            metadata: 0x1_0000 | 61,
+            len: 60
+        }]
+    );
+    tx.free();
+}
+
+#[test]
+fn unclaimed_h2c_queue_stalls_all_tx_until_qconf_fixed() {
+    let card = ready_card_with(|c| c.wire = Wire::Open);
+    // Shrink PF0's QCONF to 2 queues: queue 3 is no longer claimed by any function.
+    card.shell().write32(shell::qconf(0), 2);
+    let mut bad = TxQueue::new(&card, 0, 3, SMALL_RING);
+    let mut good = TxQueue::new(&card, 1, 0, SMALL_RING);
+    bad.post(&frame(UNICAST, 0x0800, 60, 0));
+    bad.doorbell();
+    good.post(&frame(UNICAST, 0x0800, 60, 1));
+    good.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.h2c_stalled(), Some(3));
+    assert!(card.take_egress(0).is_empty() && card.take_egress(1).is_empty());
+    assert_eq!(card.take_violations(), [Violation::H2cStalled { qid: 3 }]);
+    card.shell().write32(shell::qconf(0), 8);
+    card.run_until_idle();
+    assert_eq!(card.h2c_stalled(), None);
+    assert_eq!(card.take_egress(0).len(), 1);
+    assert_eq!(card.take_egress(1).len(), 1);
+    bad.free();
+    good.free();
+}
+
+#[test]
+fn device_write_to_freed_page_is_reported_not_performed() {
+    let card = ready_card();
+    let mut rx = rx_every(&card);
+    // Free the page behind descriptor 0 but leave the descriptor in the ring (a driver bug).
+    let page = rx.pages[0].take().unwrap();
+    let addr = page.dma_addr();
+    let dma = card.dma();
+    dma.free_page(dma.unmap_page(page, onic_hal::Direction::FromDevice));
+    card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+    card.run_until_idle();
+    assert_eq!(
+        card.take_violations(),
+        [Violation::DeviceAccess {
+            access: onic_sim::DeviceAccess::C2hDataWrite,
+            addr,
+            len: 64,
+            problem: onic_sim::AccessProblem::Freed,
+        }]
+    );
+    // The completion is still written (the IP does not know), the data went nowhere.
+    assert_eq!(rx.entry(0).len, 64);
+    rx.free();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+#[test]
+fn device_access_past_a_mapping_or_to_unknown_memory() {
+    let card = ready_card_with(|c| c.wire = Wire::Open);
+    let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
+    let page_addr = tx.post(&frame(UNICAST, 0x0800, 60, 0));
+    // A second descriptor that runs past the end of the page, and one to an address never mapped.
+    tx.post_raw(page_addr + 4090, 60, 60);
+    tx.post_raw(0xDEAD_0000, 60, 60);
+    tx.doorbell();
+    card.run_until_idle();
+    let v = card.take_violations();
+    assert!(matches!(
+        v.as_slice(),
+        [
+            Violation::DeviceAccess {
+                problem: onic_sim::AccessProblem::OutOfRange,
+                ..
+            },
+            Violation::DeviceAccess {
+                problem: onic_sim::AccessProblem::Unmapped,
+                ..
+            }
+        ]
+    ));
+    assert_eq!(card.take_egress(0).len(), 1);
+    tx.free();
+}
+
+#[test]
+fn device_write_into_a_to_device_page_is_refused() {
+    let card = ready_card();
+    let mut rx = rx_every(&card);
+    let dma = card.dma();
+    // Swap slot 0's page for one mapped ToDevice.
+    let old = rx.pages[0].take().unwrap();
+    dma.free_page(dma.unmap_page(old, onic_hal::Direction::FromDevice));
+    let p = dma
+        .map_page(dma.alloc_page().unwrap(), onic_hal::Direction::ToDevice)
+        .unwrap();
+    rx.desc.write_u64(0, p.dma_addr().get());
+    card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
+    card.run_until_idle();
+    assert!(matches!(
+        card.take_violations().as_slice(),
+        [Violation::DeviceAccess {
+            problem: onic_sim::AccessProblem::WrongDirection,
+            ..
+        }]
+    ));
+    dma.free_page(dma.unmap_page(p, onic_hal::Direction::ToDevice));
+    rx.free();
+}
+
+#[test]
+#[should_panic(expected = "onic-sim violation")]
+fn strict_mode_panics_on_violation() {
+    let card = card_with(|c| c.strict = true);
+    card.shell().write32(0x0080_0000 - 4, 1);
+}
