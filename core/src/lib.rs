@@ -8,12 +8,18 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod config;
 pub mod device;
 pub mod error;
+pub mod pool;
 pub mod qdma;
+pub mod ring;
 pub mod stats;
 
 pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 pub use device::Device;
-pub use error::{ConfigError, Error, Result};
+pub use error::{ConfigError, Error, QueueError, Result};
+pub use pool::{PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats, RecycleRing};
