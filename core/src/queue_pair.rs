@@ -27,6 +27,9 @@ pub enum Verdict<Pg> {
     Pass,
     /// Send it back out on the pair's TX queue (XDP_TX).
     Tx(RxFrame<Pg>),
+    /// The sink queued the page on another TX queue or device (XDP_REDIRECT); that queue's
+    /// completion gives it back to this pool (through its [`crate::pool::RecycleRing`]).
+    Redirected,
 }
 
 /// Where a queue pair's received frames go.
@@ -47,6 +50,8 @@ impl<Pg, T: FnMut(RxFrame<Pg>) -> Verdict<Pg>> FrameSink<Pg> for T {
 pub struct PairStats {
     /// Frames the sink sent back out (XDP_TX), queued or not.
     pub rx_xdp_tx: u64,
+    /// Frames the sink redirected to another TX queue.
+    pub rx_xdp_redirect: u64,
     /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
     /// and they count as drops. Deviation: the reference driver leaks the page here (spec §15
     /// item 13).
@@ -175,6 +180,10 @@ impl<D: DmaMemory, P: PageProvider, F: TxFrame, W: RegisterWindow, S: FrameSink<
         match self.sink.frame(frame) {
             Verdict::Drop(f) => RxOutcome::Recycle(f),
             Verdict::Pass => RxOutcome::ToOs,
+            Verdict::Redirected => {
+                self.stats.rx_xdp_redirect += 1;
+                RxOutcome::ToTx
+            }
             Verdict::Tx(f) => {
                 self.stats.rx_xdp_tx += 1;
                 let pf = PoolFrame {
