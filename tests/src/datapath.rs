@@ -25,6 +25,7 @@ use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
 use onic_core::Device;
 use onic_hal::layout::desc::CmptEntrySize;
+use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
@@ -52,6 +53,11 @@ pub type Policy = fn(u64) -> Action;
 /// Every frame is dropped after its id is recorded.
 pub fn drop_all(_: u64) -> Action {
     Action::Drop
+}
+
+/// Every frame goes to the OS.
+pub fn pass_all(_: u64) -> Action {
+    Action::Pass
 }
 
 /// A mix of every action, decided by the id.
@@ -735,6 +741,53 @@ impl<'c> Harness<'c> {
             seen.len() as u64 + driver_drops + model_drops,
             "injected = delivered + driver drops + model drops ({model:?}, MAC {mac_drops})"
         );
+    }
+
+    /// Reads one hardware counter of `port` through the driver's statistics path (TICK, then the
+    /// registers), by its ethtool name.
+    ///
+    /// # Panics
+    ///
+    /// For an unknown name.
+    #[must_use]
+    pub fn hw_counter(&self, port: u8, name: &str) -> u64 {
+        let all = onic_core::stats::read_hw_counters(&self.card.shell(), port);
+        let i = CMAC_STATS
+            .iter()
+            .chain(ADAPTER_STATS.iter())
+            .position(|c| c.name == name)
+            .expect("counter name");
+        all[i]
+    }
+
+    /// The driver's counters agree with the adapter and CMAC counters (read through the driver's
+    /// statistics path) and with the model's live counters, per port.
+    ///
+    /// # Panics
+    ///
+    /// When they do not.
+    pub fn check_stats(&self) {
+        for (f, func) in self.funcs.iter().enumerate() {
+            let port = f as u8;
+            let rx_seen: u64 = func
+                .pairs
+                .iter()
+                .map(|p| p.rx.stats().rx_packets + p.rx.stats().rx_dropped())
+                .sum();
+            let recv = self.hw_counter(port, "stat_adapt_rx_recv");
+            let drop = self.hw_counter(port, "stat_adapt_rx_drop");
+            assert_eq!(rx_seen, recv - drop, "port {port}: driver RX vs adapter");
+            let good = self.hw_counter(port, "stat_rx_total_good_pkts");
+            assert_eq!(good, recv, "port {port}: CMAC vs adapter");
+            assert_eq!(self.card.cmac_counter(port, "stat_rx_total_good_pkts"), good);
+            let tx: u64 = func.pairs.iter().map(|p| p.tx.stats().tx_packets).sum();
+            assert_eq!(
+                self.hw_counter(port, "stat_tx_total_good_pkts"),
+                tx,
+                "port {port}: CMAC vs driver TX"
+            );
+            assert_eq!(self.hw_counter(port, "stat_adapt_tx_sent"), tx);
+        }
     }
 
     /// Tears everything down and checks that no page or ring is left. All TX queues go first, so

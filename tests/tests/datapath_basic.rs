@@ -1,48 +1,8 @@
 //! The datapath end to end through the model: both ports, several queues, every sink action,
 //! statistics of the driver against the model's and the CMAC's.
 
-use onic_core::stats::{read_hw_counters, HW_COUNTERS};
-use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_sim::Wire;
 use onic_tests::datapath::{drop_all, mixed, Harness, Setup};
-
-fn hw(h: &Harness<'_>, port: u8, name: &str) -> u64 {
-    let all: [u64; HW_COUNTERS] = read_hw_counters(&h.card.shell(), port);
-    let i = CMAC_STATS
-        .iter()
-        .chain(ADAPTER_STATS.iter())
-        .position(|c| c.name == name)
-        .expect("counter name");
-    all[i]
-}
-
-/// Driver, model and CMAC agree on what was received and sent, per port.
-fn check_stats(h: &Harness<'_>) {
-    for (f, func) in h.funcs.iter().enumerate() {
-        let port = f as u8;
-        let rx_seen: u64 = func
-            .pairs
-            .iter()
-            .map(|p| p.rx.stats().rx_packets + p.rx.stats().rx_dropped())
-            .sum();
-        let recv = hw(h, port, "stat_adapt_rx_recv");
-        let drop = hw(h, port, "stat_adapt_rx_drop");
-        assert_eq!(rx_seen, recv - drop, "port {port}: driver RX vs adapter");
-        assert_eq!(
-            hw(h, port, "stat_rx_total_good_pkts"),
-            recv,
-            "port {port}: CMAC vs adapter"
-        );
-        assert_eq!(h.card.cmac_counter(port, "stat_rx_total_good_pkts"), recv);
-        let tx: u64 = func.pairs.iter().map(|p| p.tx.stats().tx_packets).sum();
-        assert_eq!(
-            hw(h, port, "stat_tx_total_good_pkts"),
-            tx,
-            "port {port}: CMAC vs driver TX"
-        );
-        assert_eq!(hw(h, port, "stat_adapt_tx_sent"), tx);
-    }
-}
 
 #[test]
 fn receive_on_both_ports_over_four_queues() {
@@ -62,7 +22,7 @@ fn receive_on_both_ports_over_four_queues() {
     for p in h.pairs() {
         assert!(p.rx.stats().rx_packets > 20, "{:?}", p.rx.stats());
     }
-    check_stats(&h);
+    h.check_stats();
     h.teardown();
 }
 
@@ -93,7 +53,7 @@ fn every_sink_action_keeps_the_census() {
     assert_eq!(egress as u64 + xdp_errors, h.sent_back.len() as u64);
     assert!(h.pairs().any(|p| p.stats().rx_xdp_redirect > 0));
     assert!(h.pairs().any(|p| p.tx.stats().tx_packets > 0));
-    check_stats(&h);
+    h.check_stats();
     h.teardown();
 }
 
@@ -116,7 +76,7 @@ fn cable_carries_os_frames_from_pf0_to_pf1() {
     let mut got = h.delivered.clone();
     got.sort_unstable();
     assert_eq!(got, queued);
-    check_stats(&h);
+    h.check_stats();
     h.teardown();
 }
 
@@ -138,6 +98,6 @@ fn os_transmit_batches_back_pressure_and_wake() {
     assert!(!h.funcs[0].pairs[0].tx.is_stopped());
     assert_eq!(h.funcs[0].pairs[0].tx.stats().wakes, 1);
     assert_eq!(card.take_egress(0).len(), 62);
-    check_stats(&h);
+    h.check_stats();
     h.teardown();
 }
