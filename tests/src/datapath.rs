@@ -2,15 +2,17 @@
 //! with their pools, an "OS" that holds passed pages and transmits its own frames, and the census
 //! checks the datapath tests run after every step.
 //!
-//! ```ignore
+//! ```
+//! use onic_tests::datapath::{Harness, Setup};
+//!
 //! let setup = Setup::new().queues(4).ring_size_idx(1);
 //! let card = setup.card();
 //! let mut h = Harness::new(&card, &setup);
-//! h.inject(0, &h.frame(1, 100));
-//! h.settle();
-//! h.poll(0, 0, 64);
+//! h.inject(0, 7, 100); // port 0, flow 7, 100 bytes
+//! h.drain(); // settle and poll until quiet, checking the page census on the way
+//! h.check_delivery();
 //! h.check_pages();
-//! h.teardown();
+//! h.teardown(); // every page and ring back, no violation
 //! ```
 //!
 //! Storage the queues borrow (slot arrays, recycle rings) is leaked: it must outlive the queues,
