@@ -925,6 +925,39 @@ mod tests {
     }
 
     #[test]
+    fn miri_completion_without_posted_descriptors_stops_the_queue() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        // The pool cannot get a page: the ring starts with nothing posted.
+        card.faults().fail_next_page_allocs(1);
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        assert_eq!(rx.posted(), 0);
+        // A device that reports a completion anyway (written here by hand: entry 0 with the
+        // first lap's color, 100 bytes; status pidx 1).
+        let mut e = CmptEntry::default();
+        e.set_color(true);
+        e.set_pkt_len(100);
+        rx.cmpt.write_u64(0, e.to_word());
+        let mut st = WbStatus::default();
+        st.set_pidx(1);
+        rx.cmpt.write_u64(8 * 63, st.to_word());
+        card.faults().fail_next_page_allocs(1);
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!(out.error, Some(QueueError::C2hOverrun { needed: 1, posted: 0 }));
+        assert!(got.is_empty());
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
+    #[test]
     fn miri_sixteen_byte_completions_and_multi_buffer_drop() {
         let card = onic_sim::Card::new({
             let mut c = onic_sim::CardConfig::default();
