@@ -958,6 +958,44 @@ mod tests {
     }
 
     #[test]
+    fn miri_completions_arriving_during_the_poll_are_caught_by_the_recheck() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        card.inject(0, &frame(100, 1));
+        settle(&card);
+        // While the first frame is being handled, two more arrive and are completed; the status
+        // record read at the start of the poll does not show them (no trigger fired: not armed).
+        let mut n = 0;
+        let mut sink = |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
+            if n == 0 {
+                card.inject(0, &frame(101, 2));
+                card.inject(0, &frame(102, 3));
+                card.run_until_idle();
+            }
+            n += 1;
+            RxOutcome::Recycle(f)
+        };
+        let out = rx.poll(64, &db, &mut pool, &mut sink);
+        // The poll caught up with what it knew and armed; the armed doorbell made the device
+        // rewrite the status record, and the re-check saw the two new completions.
+        assert_eq!((out.done, out.armed, out.more), (1, true, true));
+        assert_eq!(rx.stats().rearm_rechecks, 1);
+        let out = rx.poll(64, &db, &mut pool, &mut sink);
+        assert_eq!((out.done, out.armed, out.more), (2, true, false));
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
     fn miri_sixteen_byte_completions_and_multi_buffer_drop() {
         let card = onic_sim::Card::new({
             let mut c = onic_sim::CardConfig::default();
