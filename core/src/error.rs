@@ -69,6 +69,13 @@ pub enum ConfigError {
         /// Usable entries.
         usable: u16,
     },
+    /// The bookkeeping storage given to a queue has fewer slots than the ring has entries.
+    SlotStorage {
+        /// Slots needed (usable ring entries).
+        needed: u16,
+        /// Slots given.
+        given: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -99,11 +106,72 @@ impl fmt::Display for ConfigError {
             Self::RingIndex { index, usable } => {
                 write!(f, "ring index {index} is not below the ring's {usable} usable entries")
             }
+            Self::SlotStorage { needed, given } => {
+                write!(f, "queue needs {needed} bookkeeping slots, {given} given")
+            }
         }
     }
 }
 
 impl core::error::Error for ConfigError {}
+
+/// A queue found the device's view of a ring inconsistent with its own and stopped using the ring.
+/// The queue touches nothing more (no descriptor, no buffer, no doorbell) until it is torn down;
+/// teardown still returns every page and buffer it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The completion status record names a producer index outside the completion ring.
+    CmptPidxOutOfRange {
+        /// The index the device wrote.
+        pidx: u16,
+        /// Usable entries of the ring.
+        usable: u16,
+    },
+    /// A completion claims more C2H descriptors than the driver had handed to the device.
+    C2hOverrun {
+        /// Descriptors the completion needs.
+        needed: u16,
+        /// Descriptors posted.
+        posted: u16,
+    },
+    /// The H2C status record names a consumer index that is not between the driver's clean and
+    /// use indices.
+    H2cCidx {
+        /// The index the device wrote.
+        cidx: u16,
+        /// Next descriptor to clean.
+        clean: u16,
+        /// Next descriptor to use.
+        next_to_use: u16,
+    },
+}
+
+impl fmt::Display for QueueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::CmptPidxOutOfRange { pidx, usable } => write!(
+                f,
+                "completion status pidx {pidx} is outside the ring of {usable} entries"
+            ),
+            Self::C2hOverrun { needed, posted } => write!(
+                f,
+                "a completion needs {needed} C2H descriptors, only {posted} were posted"
+            ),
+            Self::H2cCidx {
+                cidx,
+                clean,
+                next_to_use,
+            } => write!(
+                f,
+                "H2C status cidx {cidx} is not between next-to-clean {clean} and next-to-use {next_to_use}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for QueueError {}
 
 /// What went wrong in the driver core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,11 +203,19 @@ pub enum Error {
     Dma(onic_hal::DmaError),
     /// An RSS request (ethtool `-X`) was refused; nothing changed.
     Rss(crate::rss::RssError),
+    /// A queue is in its error state.
+    Queue(QueueError),
 }
 
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Self {
         Self::Config(e)
+    }
+}
+
+impl From<QueueError> for Error {
+    fn from(e: QueueError) -> Self {
+        Self::Queue(e)
     }
 }
 
@@ -163,6 +239,7 @@ impl fmt::Display for Error {
             ),
             Self::Dma(e) => write!(f, "DMA: {e}"),
             Self::Rss(e) => write!(f, "RSS: {e}"),
+            Self::Queue(e) => write!(f, "queue error: {e}"),
         }
     }
 }

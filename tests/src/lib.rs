@@ -1,6 +1,8 @@
 //! Shared fixtures for the integration tests: an expected-trace builder that spells out register
 //! sequences from the hardware spec's tables, independent of the driver's own constants.
 
+pub mod datapath;
+
 use onic_hal::recording::{Access, AccessKind};
 use onic_hal::Bar;
 

@@ -83,6 +83,66 @@ fn step_no_std() -> Result<(), String> {
     Ok(())
 }
 
+/// The toolchain Miri runs on (Miri is a nightly-only component).
+const MIRI_TOOLCHAIN: &str = "nightly";
+
+/// What Miri runs: the unit tests of the crates that touch DMA memory (the driver core's queues
+/// and pool against the model, the model's own memory blocks) and the model's DMA tests. The
+/// heavier property tests are `cfg_attr(miri, ignore)`; the DMA-touching tests never are.
+const MIRI_RUNS: [&[&str]; 3] = [
+    &["-p", "onic-core", "--lib"],
+    &["-p", "onic-sim", "--lib"],
+    &["-p", "onic-sim", "--test", "dma"],
+];
+
+/// `cargo +nightly ...` through the rustup proxy, with the variables the outer cargo exported for
+/// its own toolchain removed (they would pin the pinned stable toolchain again).
+fn cargo_nightly() -> Command {
+    let mut c = Command::new("cargo");
+    c.current_dir(root());
+    for v in ["RUSTUP_TOOLCHAIN", "RUSTC", "RUSTDOC", "CARGO", "RUSTC_WRAPPER"] {
+        c.env_remove(v);
+    }
+    c.arg(format!("+{MIRI_TOOLCHAIN}"));
+    c
+}
+
+/// Makes sure the nightly toolchain with Miri is there (installs it with rustup if not) and its
+/// sysroot is built.
+fn ensure_miri() -> Result<(), String> {
+    let mut probe = cargo_nightly();
+    probe.args(["miri", "--version"]);
+    let ok = probe.output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        let mut c = Command::new("rustup");
+        c.args([
+            "toolchain",
+            "install",
+            MIRI_TOOLCHAIN,
+            "--profile",
+            "minimal",
+            "--component",
+            "miri,rust-src",
+        ]);
+        run("rustup toolchain install nightly --component miri,rust-src", c)?;
+    }
+    let mut c = cargo_nightly();
+    c.args(["miri", "setup"]);
+    run("cargo +nightly miri setup", c)
+}
+
+fn step_miri() -> Result<(), String> {
+    ensure_miri()?;
+    for args in MIRI_RUNS {
+        let mut c = cargo_nightly();
+        c.args(["miri", "test"]).args(args);
+        // Miri's defaults (Stacked Borrows, isolation on) are the strictest setting; MIRIFLAGS
+        // from the caller pass through unchanged.
+        run(&format!("cargo +nightly miri test {}", args.join(" ")), c)?;
+    }
+    Ok(())
+}
+
 /// One CI job: its name and what it runs.
 type Job = (&'static str, fn() -> Result<(), String>);
 
@@ -168,7 +228,7 @@ fn step_qemu() -> Result<(), String> {
 }
 
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 7] = [
+    let steps: [Job; 8] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
@@ -176,6 +236,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
         ("features", step_features),
         ("doc", step_doc),
         ("qemu", step_qemu),
+        ("miri", step_miri),
     ];
     let mut ran = 0;
     for (name, f) in steps {
@@ -186,7 +247,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri",
             only.unwrap_or_default()
         ));
     }
@@ -202,7 +263,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         _ => Err(format!(
-            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu]\n       {}",
+            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri]\n       {}",
             qemu::USAGE.trim_start_matches("usage: ")
         )),
     };

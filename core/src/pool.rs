@@ -1,0 +1,738 @@
+//! Page recycling for the receive path: the [`PageProvider`] seam and [`PagePool`], a fixed-size,
+//! allocation-free page pool for bare metal and the host.
+//!
+//! # The seam
+//!
+//! The RX and TX queues only ever talk to a [`PageProvider`]: take a page, give one back for
+//! reuse, give one back for good, and the two DMA syncs. The pages themselves are reached through
+//! [`PoolPage`] (device address and bytes). That is the whole contract, so:
+//!
+//! - bare metal and the host use [`PagePool`] over any [`DmaMemory`], with [`DmaPage`] pages;
+//! - the Linux shim implements [`PageProvider`] over the kernel's `page_pool` (its page type wraps
+//!   a `struct page` with the pool's DMA address; `alloc_page` is `page_pool_dev_alloc_pages`,
+//!   `recycle_direct` is `page_pool_put_page(.., dma_sync_size, allow_direct = true)`,
+//!   `release_page` is `page_pool_put_page` on a page that is no longer wanted, and the syncs are
+//!   `page_pool_dma_sync_for_cpu` / `dma_sync_single_range_for_device`). Pages passed to the
+//!   stack are marked for recycling there, so skb recycling goes through the kernel, not through
+//!   this crate.
+//!
+//! # The pool
+//!
+//! Pages are DMA-mapped once, when the pool takes them from the HAL, and stay mapped while they
+//! circulate. Allocation takes the fast path from a small LIFO cache owned by the queue's context
+//! (no atomics); when the cache is empty it refills from the [`RecycleRing`] (pages given back by
+//! other contexts), and only then falls back to the slow path: a bulk allocation of fresh pages
+//! from the HAL. Pages come back either directly into the cache (from the owning context, which
+//! is the common case: RX drops, XDP_TX completions) or through the bounded ring (from any other
+//! context: the OS freeing a packet, another device's TX completion). When the cache is full a
+//! direct recycle spills into the ring; when the ring is full too the page is released to the HAL.
+//!
+//! Statistics carry the names of Linux's `page_pool` (`alloc.fast`, `recycle.cached`, ...), so
+//! dashboards built for the kernel driver read the same here.
+//!
+//! # Page accounting
+//!
+//! Every page the pool ever took from the HAL and has not released is, at any moment, in exactly
+//! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring, or with the
+//! OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+
+/// A page as the queues see it: where the device reaches it, and its bytes.
+pub trait PoolPage {
+    /// Device address of the page's first byte.
+    fn dma_addr(&self) -> DmaAddr;
+    /// The whole page, for reading a received frame.
+    fn bytes(&self) -> &[u8];
+    /// The whole page, writable (padding a frame before XDP_TX, building a reply in place).
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+impl PoolPage for DmaPage {
+    fn dma_addr(&self) -> DmaAddr {
+        DmaPage::dma_addr(self)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        DmaPage::bytes(self)
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        DmaPage::bytes_mut(self)
+    }
+}
+
+/// Where the RX and TX queues get their pages from and give them back to: the seam between the
+/// datapath and a page allocator (this crate's [`PagePool`], or the kernel's `page_pool` in the
+/// Linux shim).
+///
+/// All methods are called from the context that owns the queue pair the provider belongs to.
+pub trait PageProvider {
+    /// A page handle. Owning it is owning the page.
+    type Page: PoolPage;
+
+    /// A page, DMA-mapped, ready to be handed to the device. `None` when no page can be had; the
+    /// caller copes (an RX refill stops and retries on the next poll).
+    fn alloc_page(&mut self) -> Option<Self::Page>;
+
+    /// Takes a page back for reuse. `dirty_len` is how many bytes after the sync offset the CPU
+    /// may have written (or the device written and the CPU read); only those are synced back for
+    /// the device.
+    fn recycle_direct(&mut self, page: Self::Page, dirty_len: usize);
+
+    /// Takes a page back that must not be reused (Linux: a page still referenced elsewhere); it is
+    /// unmapped and returned to the allocator.
+    fn release_page(&mut self, page: Self::Page);
+
+    /// Hands `len` bytes at `offset` to the CPU after the device wrote them.
+    fn sync_for_cpu(&self, page: &Self::Page, offset: usize, len: usize);
+
+    /// Hands `len` bytes at `offset` to the device after the CPU wrote them (XDP_TX).
+    fn sync_for_device(&self, page: &Self::Page, offset: usize, len: usize);
+}
+
+/// Capacity of a [`RecycleRing`] (the lock-free queue behind it indexes with 8 bits).
+pub const RECYCLE_RING_CAPACITY: usize = 128;
+
+/// Default capacity of a [`PagePool`]'s cache (Linux's `PP_ALLOC_CACHE_SIZE`).
+pub const POOL_CACHE_DEFAULT: usize = 128;
+
+/// Pages the slow path takes from the HAL at once (Linux refills its cache with 64).
+pub const POOL_BULK_DEFAULT: usize = 64;
+
+/// A page travelling through a [`RecycleRing`], with the length to sync for the device when the
+/// owner takes it out.
+#[derive(Debug)]
+struct Recycled<P> {
+    page: P,
+    dirty: u16,
+}
+
+/// The bounded ring through which other contexts give pages back to a pool: the OS freeing a
+/// packet built on a pool page, another queue or device completing a redirected frame.
+///
+/// It lives outside the pool (in a `static`, or next to the queue pair) so that the pool's owner
+/// holds `&mut PagePool` while any number of other contexts hold `&RecycleRing`.
+///
+/// Backed by `heapless`' lock-free MPMC queue. That queue can refuse an operation while another
+/// context is preempted in the middle of one; a refused push is treated as "ring full" (the page
+/// comes back to the caller, which releases it with [`release_to_hal`]) and a refused pop as
+/// "ring empty" (the pool takes the slow path). Neither loses a page.
+pub struct RecycleRing<P = DmaPage> {
+    queue: heapless::mpmc::Queue<Recycled<P>, RECYCLE_RING_CAPACITY>,
+    /// Pages in the ring. Exact whenever no push or pop is in progress.
+    len: AtomicU32,
+    /// Pages pushed (Linux `recycle.ring`).
+    pushed: AtomicU32,
+    /// Pages refused because the ring was full (Linux `recycle.ring_full`); each was released.
+    full: AtomicU32,
+    /// Pages the OS gave back through the ring (for [`PageCounts::with_os`]).
+    os_returns: AtomicU32,
+}
+
+impl<P> RecycleRing<P> {
+    /// An empty ring; `const`, so it can live in a `static`.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            // The queue is deprecated upstream because a preempted operation can make others
+            // fail for a while; every failure here is handled (see the type's docs).
+            #[allow(deprecated)]
+            queue: heapless::mpmc::Queue::new(),
+            len: AtomicU32::new(0),
+            pushed: AtomicU32::new(0),
+            full: AtomicU32::new(0),
+            os_returns: AtomicU32::new(0),
+        }
+    }
+
+    /// Gives a page back to the owning pool from another context. `dirty_len` as in
+    /// [`PageProvider::recycle_direct`].
+    ///
+    /// # Errors
+    ///
+    /// The ring is full: the page comes back and must be released ([`release_to_hal`]); it is
+    /// counted as `recycle.ring_full`.
+    pub fn recycle(&self, page: P, dirty_len: usize) -> Result<(), P> {
+        let dirty = u16::try_from(dirty_len.min(PAGE_SIZE)).unwrap_or(u16::MAX);
+        match self.queue.enqueue(Recycled { page, dirty }) {
+            Ok(()) => {
+                self.len.fetch_add(1, Ordering::Relaxed);
+                self.pushed.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(r) => {
+                self.full.fetch_add(1, Ordering::Relaxed);
+                Err(r.page)
+            }
+        }
+    }
+
+    /// The OS is done with a page the RX path handed it. As [`RecycleRing::recycle`], and the
+    /// page leaves the "with the OS" count whether or not the ring takes it.
+    ///
+    /// # Errors
+    ///
+    /// As [`RecycleRing::recycle`].
+    pub fn return_from_os(&self, page: P, dirty_len: usize) -> Result<(), P> {
+        self.os_returns.fetch_add(1, Ordering::Relaxed);
+        self.recycle(page, dirty_len)
+    }
+
+    fn pop(&self) -> Option<Recycled<P>> {
+        let r = self.queue.dequeue()?;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        Some(r)
+    }
+
+    /// Pages currently in the ring (exact when no other context is pushing or popping).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        let n = self.len.load(Ordering::Relaxed) as usize;
+        // A pop can briefly run ahead of the push's count update; never report nonsense.
+        if n > RECYCLE_RING_CAPACITY {
+            0
+        } else {
+            n
+        }
+    }
+
+    /// Whether the ring is (momentarily) empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<P> Default for RecycleRing<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P> core::fmt::Debug for RecycleRing<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecycleRing")
+            .field("len", &self.len())
+            .field("pushed", &self.pushed.load(Ordering::Relaxed))
+            .field("full", &self.full.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Unmaps a pool page and frees it, for a context that got a page back from a full
+/// [`RecycleRing`]. `dir` must be the pool's mapping direction.
+pub fn release_to_hal<D: DmaMemory>(dma: &D, dir: Direction, page: DmaPage) {
+    let mem = dma.unmap_page(page, dir);
+    dma.free_page(mem);
+}
+
+/// Allocation statistics, named as Linux's `page_pool_alloc_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolAllocStats {
+    /// Allocations served from the cache.
+    pub fast: u64,
+    /// Slow-path calls: bulk allocations from the HAL (one per call, however many pages).
+    pub slow: u64,
+    /// Slow-path calls for higher-order pages; always 0 (this pool only has order-0 pages).
+    pub slow_high_order: u64,
+    /// Times the cache and the recycle ring were both empty, forcing the slow path.
+    pub empty: u64,
+    /// Times the cache was refilled from the recycle ring.
+    pub refill: u64,
+    /// Pages taken from the ring that could not go into the cache (Linux: NUMA mismatch); always
+    /// 0 here, there is no NUMA placement.
+    pub waive: u64,
+}
+
+/// Recycling statistics, named as Linux's `page_pool_recycle_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolRecycleStats {
+    /// Pages recycled directly into the cache.
+    pub cached: u64,
+    /// Direct recycles that found the cache full (the page then went to the ring).
+    pub cache_full: u64,
+    /// Pages put into the recycle ring.
+    pub ring: u64,
+    /// Pages released to the HAL because the ring was full.
+    pub ring_full: u64,
+    /// Pages released to the HAL through [`PageProvider::release_page`] (Linux: still
+    /// referenced elsewhere, so not recyclable).
+    pub released_refcnt: u64,
+}
+
+/// Everything a [`PagePool`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolStats {
+    /// Allocation side.
+    pub alloc: PoolAllocStats,
+    /// Recycling side.
+    pub recycle: PoolRecycleStats,
+    /// Pages taken from the HAL (allocated and mapped) over the pool's life.
+    pub pages_from_hal: u64,
+    /// Pages given back to the HAL (unmapped and freed) over the pool's life, including those
+    /// released by other contexts on a full ring.
+    pub pages_to_hal: u64,
+    /// Slow-path allocations that got no page at all from the HAL.
+    pub hal_alloc_failures: u64,
+    /// Pages the OS gave back (directly or through the ring).
+    pub os_returns: u64,
+}
+
+impl PoolStats {
+    /// Pages that exist because of this pool: taken from the HAL and not given back.
+    #[must_use]
+    pub const fn live_pages(&self) -> u64 {
+        self.pages_from_hal - self.pages_to_hal
+    }
+}
+
+/// Where every live page is (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PageCounts {
+    /// In a pool's cache or recycle ring.
+    pub in_pool: u64,
+    /// In an RX ring slot (posted to the device, or staged for the next refill).
+    pub in_rx_ring: u64,
+    /// Referenced by a TX descriptor not yet completed.
+    pub in_tx_flight: u64,
+    /// Handed to the OS by the RX path and not yet given back.
+    pub with_os: u64,
+}
+
+impl PageCounts {
+    /// All pages counted.
+    #[must_use]
+    pub const fn total(&self) -> u64 {
+        self.in_pool + self.in_rx_ring + self.in_tx_flight + self.with_os
+    }
+}
+
+impl core::ops::Add for PageCounts {
+    type Output = Self;
+
+    fn add(self, o: Self) -> Self {
+        Self {
+            in_pool: self.in_pool + o.in_pool,
+            in_rx_ring: self.in_rx_ring + o.in_rx_ring,
+            in_tx_flight: self.in_tx_flight + o.in_tx_flight,
+            with_os: self.with_os + o.with_os,
+        }
+    }
+}
+
+/// Settings of a [`PagePool`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolConfig {
+    /// Mapping direction of every page: [`Direction::FromDevice`] for plain receive,
+    /// [`Direction::Bidirectional`] when pages may be sent back out (XDP_TX).
+    pub dir: Direction,
+    /// Start of the part of a page the device writes (the RX headroom).
+    pub sync_offset: usize,
+    /// Most bytes after `sync_offset` the device writes (the C2H buffer size); syncs for the
+    /// device never cover more.
+    pub sync_max: usize,
+    /// Pages the slow path takes from the HAL at once (clamped to 1..=cache capacity).
+    pub bulk: usize,
+}
+
+impl PoolConfig {
+    /// A pool for RX queues with `buf_bytes` buffers behind [`crate::config::RX_HEADROOM`].
+    #[must_use]
+    pub const fn rx(dir: Direction, buf_bytes: u32) -> Self {
+        Self {
+            dir,
+            sync_offset: crate::config::RX_HEADROOM as usize,
+            sync_max: buf_bytes as usize,
+            bulk: POOL_BULK_DEFAULT,
+        }
+    }
+}
+
+/// A page pool: pages mapped once, a context-local cache, a cross-context recycle ring, bulk
+/// refill from the HAL. No allocation; `CACHE` pages of cache are inline.
+///
+/// Dropping the pool releases every page it holds (cache and ring) to the HAL; pages out in
+/// rings, TX flight or with the OS are the holders' to return first (queue teardown does it).
+pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
+    dma: D,
+    cfg: PoolConfig,
+    cache: heapless::Vec<DmaPage, CACHE>,
+    ring: Option<&'r RecycleRing<DmaPage>>,
+    stats: PoolStats,
+}
+
+impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
+    /// An empty pool over `dma`. `ring` is where other contexts give pages back; without one,
+    /// pages can only come back directly.
+    pub fn new(dma: D, cfg: PoolConfig, ring: Option<&'r RecycleRing<DmaPage>>) -> Self {
+        let bulk = cfg.bulk.clamp(1, if CACHE == 0 { 1 } else { CACHE });
+        Self {
+            dma,
+            cfg: PoolConfig { bulk, ..cfg },
+            cache: heapless::Vec::new(),
+            ring,
+            stats: PoolStats::default(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &PoolConfig {
+        &self.cfg
+    }
+
+    /// The DMA memory the pool maps its pages in.
+    pub const fn dma(&self) -> &D {
+        &self.dma
+    }
+
+    /// Takes a page: cache, then recycle ring, then a bulk allocation from the HAL.
+    pub fn alloc(&mut self) -> Option<DmaPage> {
+        if let Some(p) = self.cache.pop() {
+            self.stats.alloc.fast += 1;
+            return Some(p);
+        }
+        if self.refill_from_ring() {
+            self.stats.alloc.refill += 1;
+            if let Some(p) = self.cache.pop() {
+                // Linux counts the allocation that triggered the refill as fast too.
+                self.stats.alloc.fast += 1;
+                return Some(p);
+            }
+        }
+        self.stats.alloc.empty += 1;
+        self.alloc_slow()
+    }
+
+    /// Moves up to half a cache of pages from the recycle ring into the cache, syncing each for
+    /// the device over the length its last user dirtied.
+    fn refill_from_ring(&mut self) -> bool {
+        let Some(ring) = self.ring else {
+            return false;
+        };
+        let want = (CACHE / 2).max(1);
+        let mut got = false;
+        while self.cache.len() < want {
+            let Some(r) = ring.pop() else { break };
+            self.sync_dirty(&r.page, usize::from(r.dirty));
+            if let Err(page) = self.cache.push(r.page) {
+                // Cannot happen (checked the length above); never drop a page anyway.
+                self.release_to_hal(page);
+            }
+            got = true;
+        }
+        got
+    }
+
+    /// The slow path: `bulk` fresh pages from the HAL, mapped, into the cache; returns one.
+    fn alloc_slow(&mut self) -> Option<DmaPage> {
+        self.stats.alloc.slow += 1;
+        let mut first = None;
+        for _ in 0..self.cfg.bulk {
+            let Ok(mem) = self.dma.alloc_page() else { break };
+            let page = match self.dma.map_page(mem, self.cfg.dir) {
+                Ok(p) => p,
+                Err((mem, _)) => {
+                    self.dma.free_page(mem);
+                    break;
+                }
+            };
+            self.stats.pages_from_hal += 1;
+            if first.is_none() {
+                first = Some(page);
+            } else if let Err(page) = self.cache.push(page) {
+                self.release_to_hal(page);
+                break;
+            }
+        }
+        if first.is_none() {
+            self.stats.hal_alloc_failures += 1;
+        }
+        first
+    }
+
+    fn sync_dirty(&self, page: &DmaPage, dirty: usize) {
+        let len = dirty.min(self.cfg.sync_max);
+        if len > 0 {
+            self.dma
+                .sync_for_device(page, self.cfg.sync_offset, len, self.cfg.dir);
+        }
+    }
+
+    fn release_to_hal(&mut self, page: DmaPage) {
+        release_to_hal(&self.dma, self.cfg.dir, page);
+        self.stats.pages_to_hal += 1;
+    }
+
+    /// Takes a page back from the owning context for reuse (see
+    /// [`PageProvider::recycle_direct`]): into the cache, else into the ring, else to the HAL.
+    pub fn recycle(&mut self, page: DmaPage, dirty_len: usize) {
+        self.sync_dirty(&page, dirty_len);
+        match self.cache.push(page) {
+            Ok(()) => self.stats.recycle.cached += 1,
+            Err(page) => {
+                self.stats.recycle.cache_full += 1;
+                match self.ring {
+                    // Already synced: the ring carries a dirty length of 0.
+                    Some(ring) => {
+                        if let Err(page) = ring.recycle(page, 0) {
+                            // The ring counted it as ring_full, which `stats` reports as
+                            // released; do not count it twice.
+                            release_to_hal(&self.dma, self.cfg.dir, page);
+                        }
+                    }
+                    None => {
+                        self.stats.recycle.ring_full += 1;
+                        self.release_to_hal(page);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The OS (running in the owning context) is done with a page the RX path handed it.
+    pub fn return_from_os(&mut self, page: DmaPage, dirty_len: usize) {
+        self.stats.os_returns += 1;
+        self.recycle(page, dirty_len);
+    }
+
+    /// Releases a page that must not be reused (counted as `recycle.released_refcnt`).
+    pub fn release(&mut self, page: DmaPage) {
+        self.stats.recycle.released_refcnt += 1;
+        self.release_to_hal(page);
+    }
+
+    /// Pages in the pool right now (cache and ring).
+    #[must_use]
+    pub fn available(&self) -> usize {
+        self.cache.len() + self.ring.map_or(0, RecycleRing::len)
+    }
+
+    /// The statistics, with the recycle ring's counters folded in.
+    #[must_use]
+    pub fn stats(&self) -> PoolStats {
+        let mut s = self.stats;
+        if let Some(ring) = self.ring {
+            let pushed = ring.pushed.load(Ordering::Relaxed);
+            let full = ring.full.load(Ordering::Relaxed);
+            let os = ring.os_returns.load(Ordering::Relaxed);
+            s.recycle.ring += u64::from(pushed);
+            s.recycle.ring_full += u64::from(full);
+            // A page refused by a full ring was released by whoever held it.
+            s.pages_to_hal += u64::from(full);
+            s.os_returns += u64::from(os);
+        }
+        s
+    }
+
+    /// The census of this pool's pages, given what the queues report holding
+    /// ([`crate::rx::RxQueue::pages_in_ring`], [`crate::tx::TxQueue::pool_pages_in_flight`]) and
+    /// how many pages the RX path handed to the OS (sum of [`crate::rx::RxStats::to_os`]).
+    /// `None` if the parts do not add up (a page was lost or counted twice).
+    #[must_use]
+    pub fn page_counts(&self, in_rx_ring: u64, in_tx_flight: u64, to_os: u64) -> Option<PageCounts> {
+        let s = self.stats();
+        let with_os = to_os.checked_sub(s.os_returns)?;
+        let counts = PageCounts {
+            in_pool: self.available() as u64,
+            in_rx_ring,
+            in_tx_flight,
+            with_os,
+        };
+        (counts.total() == s.live_pages()).then_some(counts)
+    }
+
+    /// Releases every page in the cache and the ring to the HAL.
+    pub fn drain(&mut self) {
+        while let Some(p) = self.cache.pop() {
+            self.release_to_hal(p);
+        }
+        if let Some(ring) = self.ring {
+            while let Some(r) = ring.pop() {
+                self.release_to_hal(r.page);
+            }
+        }
+    }
+}
+
+impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
+    type Page = DmaPage;
+
+    fn alloc_page(&mut self) -> Option<DmaPage> {
+        self.alloc()
+    }
+
+    fn recycle_direct(&mut self, page: DmaPage, dirty_len: usize) {
+        self.recycle(page, dirty_len);
+    }
+
+    fn release_page(&mut self, page: DmaPage) {
+        self.release(page);
+    }
+
+    fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize) {
+        self.dma.sync_for_cpu(page, offset, len, self.cfg.dir);
+    }
+
+    fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize) {
+        self.dma.sync_for_device(page, offset, len, self.cfg.dir);
+    }
+}
+
+impl<D: DmaMemory, const CACHE: usize> Drop for PagePool<'_, D, CACHE> {
+    fn drop(&mut self) {
+        self.drain();
+    }
+}
+
+impl<D: DmaMemory, const CACHE: usize> core::fmt::Debug for PagePool<'_, D, CACHE> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PagePool")
+            .field("cfg", &self.cfg)
+            .field("cached", &self.cache.len())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use onic_sim::{Card, CardConfig};
+
+    use super::*;
+
+    fn cfg() -> PoolConfig {
+        PoolConfig {
+            bulk: 4,
+            ..PoolConfig::rx(Direction::FromDevice, 3520)
+        }
+    }
+
+    #[test]
+    fn miri_fast_slow_and_release_paths() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
+        let a = pool.alloc().unwrap();
+        // One slow call brought 4 pages: one returned, three cached.
+        assert_eq!(pool.stats().alloc.slow, 1);
+        assert_eq!(pool.stats().pages_from_hal, 4);
+        assert_eq!(pool.available(), 3);
+        let b = pool.alloc().unwrap();
+        assert_eq!(pool.stats().alloc.fast, 1);
+        pool.recycle(a, 100);
+        pool.recycle(b, 0);
+        assert_eq!(pool.stats().recycle.cached, 2);
+        // 100 dirty bytes were synced, the clean page was not.
+        assert_eq!(card.dma_stats().syncs_for_device, 1);
+        assert_eq!(pool.available(), 4);
+        // The fifth allocation takes the slow path again: one page returned, three cached.
+        let pages: Vec<_> = (0..5).map(|_| pool.alloc().unwrap()).collect();
+        assert_eq!(pool.stats().pages_from_hal, 8);
+        assert_eq!(pool.available(), 3);
+        // Recycling five pages into a cache with room for one: four find it full and, without a
+        // ring, go back to the HAL.
+        for p in pages {
+            pool.recycle(p, 0);
+        }
+        assert_eq!(pool.stats().recycle.cache_full, 4);
+        assert_eq!(pool.stats().recycle.ring_full, 4);
+        assert_eq!(pool.stats().live_pages(), 4);
+        assert_eq!(card.dma_stats().live_pages, 4);
+        let p = pool.alloc().unwrap();
+        pool.release(p);
+        assert_eq!(pool.stats().recycle.released_refcnt, 1);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_ring_recycling_from_another_context() {
+        let card = Card::new(CardConfig::default());
+        let ring = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), Some(&ring));
+        let pages: Vec<_> = (0..3).map(|_| pool.alloc().unwrap()).collect();
+        // The cache has the fourth page; drain the cache so allocation has to look at the ring.
+        let extra = pool.alloc().unwrap();
+        for p in pages {
+            ring.return_from_os(p, 64).unwrap();
+        }
+        assert_eq!(ring.len(), 3);
+        assert_eq!(pool.available(), 3);
+        let again = pool.alloc().unwrap();
+        // The refill moved half a cache (2 pages) out of the ring.
+        assert_eq!(pool.stats().alloc.refill, 1);
+        assert_eq!(pool.stats().os_returns, 3);
+        assert_eq!(pool.stats().recycle.ring, 3);
+        assert_eq!(ring.len(), 1);
+        // Each page that came out of the ring was synced over its 64 dirty bytes.
+        assert_eq!(card.dma_stats().syncs_for_device, 2);
+        // The two pages the test holds are in no census place: the parts do not add up.
+        assert_eq!(pool.page_counts(0, 0, 3), None);
+        pool.recycle(again, 0);
+        pool.recycle(extra, 0);
+        let counts = pool.page_counts(0, 0, 3).unwrap();
+        assert_eq!(
+            counts,
+            PageCounts {
+                in_pool: 4,
+                ..PageCounts::default()
+            }
+        );
+        assert_eq!(pool.page_counts(1, 0, 3), None);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
+    #[test]
+    fn miri_full_ring_hands_the_page_back() {
+        let card = Card::new(CardConfig::default());
+        let dma = card.dma();
+        let ring: RecycleRing = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 2> = PagePool::new(dma, PoolConfig { bulk: 1, ..cfg() }, Some(&ring));
+        let mut pages = Vec::new();
+        for _ in 0..RECYCLE_RING_CAPACITY + 1 {
+            pages.push(pool.alloc().unwrap());
+        }
+        let last = pages.pop().unwrap();
+        for p in pages {
+            ring.recycle(p, 0).unwrap();
+        }
+        let back = ring.recycle(last, 0).unwrap_err();
+        release_to_hal(&dma, Direction::FromDevice, back);
+        let s = pool.stats();
+        assert_eq!(s.recycle.ring_full, 1);
+        assert_eq!(s.live_pages(), RECYCLE_RING_CAPACITY as u64);
+        assert_eq!(
+            pool.page_counts(0, 0, 0).unwrap().in_pool,
+            RECYCLE_RING_CAPACITY as u64
+        );
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_allocation_failure_is_counted() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
+        card.faults().fail_next_page_allocs(1);
+        assert!(pool.alloc().is_none());
+        assert_eq!(pool.stats().hal_alloc_failures, 1);
+        assert_eq!(pool.stats().alloc.empty, 1);
+        assert!(pool.alloc().is_some_and(|p| {
+            pool.recycle(p, 0);
+            true
+        }));
+    }
+}

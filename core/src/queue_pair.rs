@@ -1,0 +1,210 @@
+//! A queue pair: one RX queue, one TX queue and the page pool they share, owned by one context
+//! (one NAPI instance, one core of a bare-metal loop).
+//!
+//! Polling a pair touches only that pair: its own TX reclaim, then its own RX queue. The reference
+//! driver reclaims every TX queue of the device on every RX poll, which costs O(queues) per poll
+//! and makes all polling contexts contend on all TX rings; here each TX queue is reclaimed by the
+//! context that owns it (on its own poll and when transmitting).
+//!
+//! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
+//! pool: when the device is done, it is recycled straight into the pool's cache.
+
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow};
+
+use crate::device::Device;
+use crate::error::Result;
+use crate::pool::{PageCounts, PagePool, PageProvider};
+use crate::qdma::Doorbells;
+use crate::rx::{PollOutcome, RxFrame, RxOutcome, RxQueue, RxSink};
+use crate::tx::{PoolFrame, Reclaimed, TxDone, TxFrame, TxQueue};
+
+/// What a frame sink decided for a received frame (the XDP verdicts that concern buffers).
+#[derive(Debug)]
+pub enum Verdict<Pg> {
+    /// Drop it: the page is recycled.
+    Drop(RxFrame<Pg>),
+    /// The sink passed the page on to the OS (it keeps it).
+    Pass,
+    /// Send it back out on the pair's TX queue (XDP_TX).
+    Tx(RxFrame<Pg>),
+    /// The sink queued the page on another TX queue or device (XDP_REDIRECT); that queue's
+    /// completion gives it back to this pool (through its [`crate::pool::RecycleRing`]).
+    Redirected,
+}
+
+/// Where a queue pair's received frames go.
+pub trait FrameSink<Pg> {
+    /// Decides what becomes of one frame.
+    fn frame(&mut self, frame: RxFrame<Pg>) -> Verdict<Pg>;
+}
+
+impl<Pg, T: FnMut(RxFrame<Pg>) -> Verdict<Pg>> FrameSink<Pg> for T {
+    fn frame(&mut self, frame: RxFrame<Pg>) -> Verdict<Pg> {
+        self(frame)
+    }
+}
+
+/// Counters of a pair beyond those of its queues.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PairStats {
+    /// Frames the sink sent back out (XDP_TX), queued or not.
+    pub rx_xdp_tx: u64,
+    /// Frames the sink redirected to another TX queue.
+    pub rx_xdp_redirect: u64,
+    /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
+    /// and they count as drops. Deviation: the reference driver leaks the page here (spec §15
+    /// item 13).
+    pub rx_xdp_tx_errors: u64,
+}
+
+/// What a pair poll did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PairPoll {
+    /// The TX reclaim.
+    pub tx: Reclaimed,
+    /// The RX poll.
+    pub rx: PollOutcome,
+}
+
+/// One RX queue, one TX queue, one page provider.
+pub struct QueuePair<'a, D: DmaMemory, P: PageProvider, F> {
+    /// The receive queue.
+    pub rx: RxQueue<'a, D, P::Page>,
+    /// The transmit queue.
+    pub tx: TxQueue<'a, D, P::Page, F>,
+    /// The page provider both queues use.
+    pub pool: P,
+    stats: PairStats,
+}
+
+impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
+    /// Bundles the queues and their pool.
+    pub fn new(rx: RxQueue<'a, D, P::Page>, tx: TxQueue<'a, D, P::Page, F>, pool: P) -> Self {
+        Self {
+            rx,
+            tx,
+            pool,
+            stats: PairStats::default(),
+        }
+    }
+
+    /// Programs both queues' contexts (TX first, then RX with its ring filled), as the reference
+    /// driver's open does per queue (spec §13.2).
+    ///
+    /// # Errors
+    ///
+    /// As [`TxQueue::start`] and [`RxQueue::start`].
+    pub fn start<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs>(
+        &mut self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+    ) -> Result<()> {
+        self.tx.start(dev, delay)?;
+        self.rx.start(dev, delay, &mut self.pool)
+    }
+
+    /// One poll of the pair: reclaim the TX queue, consume up to `budget` completions, and ring
+    /// the TX doorbell once for the XDP_TX frames of this poll.
+    pub fn poll<W: RegisterWindow, S: FrameSink<P::Page>, C: TxDone<F>>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        sink: &mut S,
+        done: &mut C,
+    ) -> PairPoll {
+        let tx = self.tx.reclaim(&mut self.pool, done);
+        let mut adapter = XdpTxAdapter {
+            tx: &mut self.tx,
+            db,
+            sink,
+            stats: &mut self.stats,
+        };
+        let rx = self.rx.poll(budget, db, &mut self.pool, &mut adapter);
+        self.tx.flush(db);
+        PairPoll { tx, rx }
+    }
+
+    /// The pair's own counters.
+    #[must_use]
+    pub const fn stats(&self) -> &PairStats {
+        &self.stats
+    }
+
+    /// Tears both queues down and returns every page to the pool (TX first: its pool pages go
+    /// back before the RX ring's).
+    ///
+    /// # Errors
+    ///
+    /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run.
+    pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs, C: TxDone<F>>(
+        self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+        done: &mut C,
+    ) -> (Result<()>, P) {
+        let Self { rx, tx, mut pool, .. } = self;
+        let t = tx.teardown(dev, delay, &mut pool, done);
+        let r = rx.teardown(dev, delay, &mut pool);
+        (t.and(r), pool)
+    }
+}
+
+impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, PagePool<'_, D2, C>, F> {
+    /// The census of the pool's pages as far as this pair can see: pages of this pool that are in
+    /// flight on *other* TX queues (redirected frames) make the parts not add up (`None`); sum
+    /// the parts over all pairs then.
+    #[must_use]
+    pub fn page_counts(&self) -> Option<PageCounts> {
+        self.pool.page_counts(
+            self.rx.pages_in_ring(),
+            self.tx.pool_pages_in_flight(),
+            self.rx.stats().to_os,
+        )
+    }
+}
+
+/// Turns a [`FrameSink`]'s verdicts into RX outcomes, queuing XDP_TX frames on the pair's TX queue.
+struct XdpTxAdapter<'q, 'a, D: DmaMemory, Pg, F, W, S> {
+    tx: &'q mut TxQueue<'a, D, Pg, F>,
+    db: &'q Doorbells<W>,
+    sink: &'q mut S,
+    stats: &'q mut PairStats,
+}
+
+impl<D: DmaMemory, P: PageProvider, F: TxFrame, W: RegisterWindow, S: FrameSink<P::Page>> RxSink<P>
+    for XdpTxAdapter<'_, '_, D, P::Page, F, W, S>
+{
+    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
+        match self.sink.frame(frame) {
+            Verdict::Drop(f) => RxOutcome::Recycle(f),
+            Verdict::Pass => RxOutcome::ToOs,
+            Verdict::Redirected => {
+                self.stats.rx_xdp_redirect += 1;
+                RxOutcome::ToTx
+            }
+            Verdict::Tx(f) => {
+                self.stats.rx_xdp_tx += 1;
+                let pf = PoolFrame {
+                    page: f.page,
+                    offset: f.offset,
+                    len: f.len,
+                };
+                // `more`: the pair rings the doorbell once after the poll.
+                match self.tx.xmit_pool(self.db, pool, pf, true) {
+                    Ok(()) => RxOutcome::ToTx,
+                    Err(e) => {
+                        self.stats.rx_xdp_tx_errors += 1;
+                        let pf = e.into_inner();
+                        RxOutcome::Recycle(RxFrame {
+                            page: pf.page,
+                            offset: pf.offset,
+                            len: pf.len,
+                        })
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Ring index arithmetic and the completion color (spec §8.2, §8.4).
+//!
+//! Every QDMA ring has `count` entries of which the last holds the status record, so indices run
+//! `0..usable` (`usable = count - 1`) and wrap modulo `usable`. The helpers here never produce an
+//! index outside `0..usable`, whatever they are given: a value read from device memory that went
+//! through them can at worst name the wrong slot, never a slot outside the ring. Callers still
+//! validate device-written indices first (see the RX and TX queues) so that "wrong slot" is caught
+//! too.
+
+/// The index space of one ring: `0..len`, wrapping modulo `len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Ring {
+    len: u16,
+}
+
+impl Ring {
+    /// The index space of a ring with `len` usable entries; `None` below 2 (a ring with one usable
+    /// entry can never hold anything, because a full ring keeps one entry free).
+    #[must_use]
+    pub const fn new(len: u16) -> Option<Self> {
+        if len >= 2 {
+            Some(Self { len })
+        } else {
+            None
+        }
+    }
+
+    /// Number of usable entries.
+    #[must_use]
+    #[allow(clippy::len_without_is_empty)] // never empty: `new` refuses fewer than 2 entries
+    pub const fn len(self) -> u16 {
+        self.len
+    }
+
+    /// Whether `i` names an entry of the ring.
+    #[must_use]
+    pub const fn contains(self, i: u16) -> bool {
+        i < self.len
+    }
+
+    /// `i + n`, wrapped. Computed in 32 bits, so it cannot overflow.
+    #[must_use]
+    pub const fn add(self, i: u16, n: u16) -> u16 {
+        ((i as u32 + n as u32) % self.len as u32) as u16
+    }
+
+    /// The entry after `i`.
+    #[must_use]
+    pub const fn next(self, i: u16) -> u16 {
+        self.add(i, 1)
+    }
+
+    /// How many steps forward `to` is from `from` (0 when equal).
+    #[must_use]
+    pub const fn distance(self, from: u16, to: u16) -> u16 {
+        let len = self.len as u32;
+        ((to as u32 % len + len - from as u32 % len) % len) as u16
+    }
+
+    /// Whether `x` lies in the forward window from `from` to `to`, both ends included. This is the
+    /// check for a device-reported consumer index: it must not be behind what was already cleaned
+    /// nor ahead of what was handed to the device.
+    #[must_use]
+    pub const fn within(self, from: u16, to: u16, x: u16) -> bool {
+        self.contains(x) && self.distance(from, x) <= self.distance(from, to)
+    }
+
+    /// Entries in use between a consumer index and a producer index.
+    #[must_use]
+    pub const fn used(self, cidx: u16, pidx: u16) -> u16 {
+        self.distance(cidx, pidx)
+    }
+
+    /// Entries a producer may still fill: a full ring keeps one entry free so that "full" and
+    /// "empty" differ (`pidx == cidx` means empty).
+    #[must_use]
+    pub const fn free(self, cidx: u16, pidx: u16) -> u16 {
+        self.len - 1 - self.used(cidx, pidx)
+    }
+}
+
+/// The color (phase) bit of a completion ring. The device writes each entry with its current color
+/// and flips it every time its producer index wraps to 0; the driver expects color 1 on the first
+/// lap (the completion context's initial color, spec §5.6) and flips its expectation whenever its
+/// own consumer index wraps. An entry is new exactly when its color equals the expected one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Color(bool);
+
+impl Color {
+    /// The color of the first lap.
+    pub const INITIAL: Self = Self(true);
+
+    /// The color a bit read from an entry or status record stands for.
+    #[must_use]
+    pub const fn from_bit(bit: bool) -> Self {
+        Self(bit)
+    }
+
+    /// The bit.
+    #[must_use]
+    pub const fn bit(self) -> bool {
+        self.0
+    }
+
+    /// The other color.
+    #[must_use]
+    pub const fn flip(self) -> Self {
+        Self(!self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_wraps() {
+        let r = Ring::new(63).unwrap();
+        assert_eq!(r.next(62), 0);
+        assert_eq!(r.add(60, 5), 2);
+        assert_eq!(r.add(u16::MAX, u16::MAX), ((2 * 65535u32) % 63) as u16);
+        assert_eq!(r.distance(60, 2), 5);
+        assert_eq!(r.distance(2, 2), 0);
+        assert_eq!(r.free(0, 0), 62);
+        assert_eq!(r.free(5, 4), 0);
+        assert!(Ring::new(1).is_none());
+    }
+
+    #[test]
+    fn out_of_range_inputs_stay_in_range() {
+        let r = Ring::new(1023).unwrap();
+        for x in [1023, 4000, u16::MAX] {
+            assert!(r.add(x, 1) < 1023);
+            assert!(r.distance(x, 0) < 1023);
+            assert!(!r.within(0, 10, x));
+        }
+    }
+
+    #[test]
+    fn within_window() {
+        let r = Ring::new(10).unwrap();
+        // Window 8 -> 2 (wrapping): 8, 9, 0, 1, 2.
+        for x in [8, 9, 0, 1, 2] {
+            assert!(r.within(8, 2, x), "{x}");
+        }
+        for x in [3, 4, 7] {
+            assert!(!r.within(8, 2, x), "{x}");
+        }
+        assert!(r.within(4, 4, 4));
+        assert!(!r.within(4, 4, 5));
+    }
+
+    #[test]
+    fn color_flips() {
+        assert!(Color::INITIAL.bit());
+        assert_eq!(Color::INITIAL.flip().flip(), Color::INITIAL);
+        assert_eq!(Color::from_bit(false), Color::INITIAL.flip());
+    }
+
+    proptest::proptest! {
+        #[test]
+        #[cfg_attr(miri, ignore)]
+        fn distance_inverts_add(len in 2u16.., i in 0u16.., n in 0u16..) {
+            let r = Ring::new(len).unwrap();
+            let i = i % len;
+            let n = n % len;
+            proptest::prop_assert_eq!(r.distance(i, r.add(i, n)), n);
+            proptest::prop_assert!(r.within(i, r.add(i, n), r.add(i, n / 2)));
+        }
+    }
+}

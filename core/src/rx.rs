@@ -1,0 +1,1040 @@
+//! The receive queue: a C2H descriptor ring, its completion (CMPT) ring, and the pages behind the
+//! descriptors (spec §6, §7.2-7.4, §8.3-8.5, §12.1).
+//!
+//! # Ownership of the rings
+//!
+//! The driver writes C2H descriptors and never reads them back: it keeps a shadow (the page in
+//! each slot). The device writes completion entries and the completion status record; the driver
+//! reads those, and only those, and checks them against what it knows before acting on them:
+//!
+//! - the status record's producer index must name an entry of the ring (else the queue enters its
+//!   error state and touches nothing more);
+//! - an entry between the driver's consumer index and that producer index must carry the expected
+//!   color, or it is treated as not yet visible (the device may write the status record before the
+//!   entry becomes visible when PCIe relaxed ordering is on, spec §1.4);
+//! - the entry's error bit, a length of 0, a length above the largest frame or above what the
+//!   posted buffers can hold make a counted drop;
+//! - a completion needing more descriptors than were posted puts the queue in its error state.
+//!
+//! # Buffers
+//!
+//! Each slot holds one page; its descriptor points [`RX_HEADROOM`] bytes in, and the device writes
+//! at most the C2H buffer size there, which [`crate::config::BufSizeIdx`] keeps inside the page
+//! (deviation 1 of `docs/deviations.md`). A frame longer than one buffer spans several descriptors;
+//! this version drops such frames with a counter (they only occur with jumbo-frame shell builds).
+//!
+//! # Refill
+//!
+//! A received page leaves its slot only when a replacement page is there to take its place; when
+//! the pool has none, the frame is dropped and counted and its own page stays in the slot, so the
+//! ring never loses a buffer. Slots are handed back to the device in batches (one C2H PIDX
+//! doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
+//! 256 of them to the device, every page in the ring is posted: the pages are allocated anyway,
+//! and a device with the whole ring available absorbs longer bursts before it drops for lack of
+//! descriptors.
+
+use core::sync::atomic::{fence, Ordering};
+
+use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
+
+use crate::config::{RxQueueConfig, RX_HEADROOM};
+use crate::device::Device;
+use crate::error::{ConfigError, QueueError, Result};
+use crate::pool::{PageProvider, PoolPage};
+use crate::qdma::Doorbells;
+use crate::ring::{Color, Ring};
+
+/// Largest frame the stock shell passes (spec §14: 1514 bytes without FCS).
+pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
+
+/// Most descriptors handed back per refill batch.
+pub const REFILL_BATCH_MAX: u16 = 32;
+
+/// A received frame: the page it is in, where it starts and how long it is.
+#[derive(Debug)]
+pub struct RxFrame<Pg> {
+    /// The page (owned: whoever holds the frame holds the page).
+    pub page: Pg,
+    /// Offset of the first byte in the page ([`RX_HEADROOM`] as received; a sink may move it).
+    pub offset: u16,
+    /// Length in bytes.
+    pub len: u16,
+}
+
+impl<Pg: PoolPage> RxFrame<Pg> {
+    /// The frame's bytes (empty if `offset`/`len` were moved outside the page).
+    #[must_use]
+    pub fn data(&self) -> &[u8] {
+        let start = usize::from(self.offset);
+        self.page
+            .bytes()
+            .get(start..start + usize::from(self.len))
+            .unwrap_or(&[])
+    }
+
+    /// The frame's bytes, writable (empty if `offset`/`len` were moved outside the page).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let start = usize::from(self.offset);
+        let end = start + usize::from(self.len);
+        self.page.bytes_mut().get_mut(start..end).unwrap_or(&mut [])
+    }
+}
+
+/// What became of a frame handed to an [`RxSink`].
+#[derive(Debug)]
+pub enum RxOutcome<Pg> {
+    /// The sink is done with it (XDP_DROP, or it copied the data): recycle the page.
+    Recycle(RxFrame<Pg>),
+    /// The page went to the OS (XDP_PASS); it comes back through the pool.
+    ToOs,
+    /// The page was queued on a TX ring (XDP_TX, redirect); the TX queue returns it.
+    ToTx,
+}
+
+/// Where received frames go: an XDP dispatcher, an OS shim, a test.
+pub trait RxSink<P: PageProvider> {
+    /// Takes one frame. `pool` is the queue's page provider (for XDP_TX syncs, or to recycle
+    /// pages of earlier frames).
+    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page>;
+}
+
+impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> RxOutcome<P::Page>> RxSink<P> for T {
+    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
+        self(frame, pool)
+    }
+}
+
+/// Counters of an RX queue (names after `rtnl_link_stats64` where one applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxStats {
+    /// Frames handed to the sink.
+    pub rx_packets: u64,
+    /// Bytes of those frames.
+    pub rx_bytes: u64,
+    /// Frames the sink gave back for recycling.
+    pub recycled: u64,
+    /// Frames whose page the sink handed to the OS.
+    pub to_os: u64,
+    /// Frames whose page the sink queued for transmission.
+    pub to_tx: u64,
+    /// Completions with the error bit set (dropped).
+    pub rx_cmpt_errors: u64,
+    /// Completions with a length of 0, above the largest frame, or above what was posted
+    /// (dropped).
+    pub rx_bad_length: u64,
+    /// Frames spanning several buffers (dropped).
+    pub rx_multi_buffer: u64,
+    /// Frames dropped because no replacement page could be had (their page was reused).
+    pub rx_no_page: u64,
+    /// Refills that stopped because the pool had no page.
+    pub refill_alloc_failures: u64,
+    /// Completion entries reported by the status record but not yet visible (wrong color).
+    pub cmpt_not_ready: u64,
+    /// C2H PIDX doorbells written.
+    pub c2h_doorbells: u64,
+    /// CMPT CIDX doorbells written.
+    pub cmpt_doorbells: u64,
+    /// Polls that re-armed the interrupt.
+    pub rearms: u64,
+    /// Re-arms after which the status record already showed new completions.
+    pub rearm_rechecks: u64,
+}
+
+impl RxStats {
+    /// All frames dropped by the queue itself (not by the sink).
+    #[must_use]
+    pub const fn rx_dropped(&self) -> u64 {
+        self.rx_cmpt_errors + self.rx_bad_length + self.rx_multi_buffer + self.rx_no_page
+    }
+}
+
+/// Tuning of an RX queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxOptions {
+    /// Largest frame the shell can deliver (its build parameter; spec §14). Longer completions
+    /// are bad lengths. While it fits one buffer, every completion consumes exactly one
+    /// descriptor, whatever length a faulty device reports.
+    pub max_frame_len: u32,
+    /// Descriptors handed back per C2H PIDX doorbell.
+    pub refill_batch: u16,
+}
+
+impl RxOptions {
+    /// Defaults for a queue: the stock shell's largest frame, and refill batches of an eighth of
+    /// the ring (at most [`REFILL_BATCH_MAX`]).
+    #[must_use]
+    pub const fn for_queue(cfg: &RxQueueConfig) -> Self {
+        let eighth = cfg.desc_ring.usable() / 8;
+        let batch = if eighth > REFILL_BATCH_MAX {
+            REFILL_BATCH_MAX
+        } else {
+            eighth
+        };
+        Self {
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            refill_batch: if batch < 1 { 1 } else { batch },
+        }
+    }
+}
+
+/// What a poll did, and what the caller (NAPI, a bare-metal loop) should do next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PollOutcome {
+    /// Completions consumed (frames delivered or dropped); never more than the budget.
+    pub done: usize,
+    /// The poll caught up and re-armed the queue interrupt (NAPI: complete).
+    pub armed: bool,
+    /// Poll again soon: the budget ran out, entries were not yet visible, or completions arrived
+    /// while re-arming.
+    pub more: bool,
+    /// The queue is in its error state.
+    pub error: Option<QueueError>,
+}
+
+/// A receive queue.
+pub struct RxQueue<'a, D: DmaMemory, Pg> {
+    cfg: RxQueueConfig,
+    opts: RxOptions,
+    desc: CoherentRegion<D>,
+    cmpt: CoherentRegion<D>,
+    /// Index space of the C2H descriptor ring.
+    didx: Ring,
+    /// Index space of the completion ring.
+    cring: Ring,
+    cmpt_stride: usize,
+    buf_bytes: u32,
+    /// One page per descriptor slot: the shadow of the descriptor ring.
+    slots: &'a mut [Option<Pg>],
+    /// Oldest posted descriptor (the next one the device fills).
+    head: u16,
+    /// Next descriptor to post (the C2H producer index).
+    tail: u16,
+    /// Descriptors posted (between head and tail).
+    posted: u16,
+    /// Slots holding a page.
+    pages: u32,
+    /// Next completion entry to read.
+    cmpt_cidx: u16,
+    color: Color,
+    started: bool,
+    error: Option<QueueError>,
+    stats: RxStats,
+}
+
+impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
+    /// Allocates the descriptor and completion rings (zeroed, below 4 GiB) and takes `slots`
+    /// (one per usable descriptor-ring entry) as storage for the pages.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::SlotStorage`] when `slots` is too short; [`ConfigError::RingSizeIndex`] for
+    /// a ring too small to use; [`crate::Error::Dma`].
+    pub fn new(dma: D, cfg: RxQueueConfig, opts: RxOptions, slots: &'a mut [Option<Pg>]) -> Result<Self> {
+        let (Some(didx), Some(cring)) = (
+            Ring::new(cfg.desc_ring.usable()),
+            Ring::new(cfg.cmpt_ring.usable()),
+        ) else {
+            return Err(ConfigError::RingSizeIndex {
+                index: cfg.desc_ring.index().min(cfg.cmpt_ring.index()),
+            }
+            .into());
+        };
+        if slots.len() < usize::from(didx.len()) {
+            return Err(ConfigError::SlotStorage {
+                needed: didx.len(),
+                given: slots.len(),
+            }
+            .into());
+        }
+        let cmpt_stride = cfg.cmpt_entry.bytes();
+        let desc = CoherentRegion::new(
+            dma.clone(),
+            C2H_DESC_BYTES * usize::from(cfg.desc_ring.entries()),
+            AddrLimit::Below4G,
+        )?;
+        let cmpt = CoherentRegion::new(
+            dma,
+            cmpt_stride * usize::from(cfg.cmpt_ring.entries()),
+            AddrLimit::Below4G,
+        )?;
+        let opts = RxOptions {
+            refill_batch: opts.refill_batch.clamp(1, didx.len() - 1),
+            ..opts
+        };
+        Ok(Self {
+            buf_bytes: cfg.buf.bytes(),
+            cfg,
+            opts,
+            desc,
+            cmpt,
+            didx,
+            cring,
+            cmpt_stride,
+            slots,
+            head: 0,
+            tail: 0,
+            posted: 0,
+            pages: 0,
+            cmpt_cidx: 0,
+            color: Color::INITIAL,
+            started: false,
+            error: None,
+            stats: RxStats::default(),
+        })
+    }
+}
+
+impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
+    /// Fills the ring from `pool` and programs the queue's contexts; the C2H PIDX the device starts
+    /// with is the number of descriptors posted, and the completion interrupt is armed (spec
+    /// §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls refill it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::init_rx_queue`]. The pages stay in the ring; [`RxQueue::teardown`] or
+    /// [`RxQueue::drain`] returns them.
+    pub fn start<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs, P: PageProvider<Page = Pg>>(
+        &mut self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+        pool: &mut P,
+    ) -> Result<()> {
+        self.fill(pool);
+        dev.init_rx_queue(
+            delay,
+            &self.cfg,
+            self.desc.dma_addr(),
+            self.cmpt.dma_addr(),
+            self.tail,
+        )?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// Posts pages into every free slot (up to all but one, so that "full" differs from "empty"),
+    /// without a doorbell. Returns the descriptors posted in total.
+    fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
+        while self.posted < self.didx.len() - 1 {
+            let i = self.tail;
+            let slot = &mut self.slots[usize::from(i)];
+            if slot.is_none() {
+                match pool.alloc_page() {
+                    Some(p) => {
+                        *slot = Some(p);
+                        self.pages += 1;
+                    }
+                    None => {
+                        self.stats.refill_alloc_failures += 1;
+                        break;
+                    }
+                }
+            }
+            let Some(addr) = slot
+                .as_ref()
+                .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))
+            else {
+                break;
+            };
+            self.desc
+                .write_u64(C2H_DESC_BYTES * usize::from(i), C2hDesc::new(addr).to_word());
+            self.tail = self.didx.next(i);
+            self.posted += 1;
+        }
+        self.posted
+    }
+
+    /// Posts what can be posted and, if anything was, hands it to the device with one doorbell.
+    /// The doorbell write orders the descriptor writes before it (the [`RegisterWindow`] release
+    /// contract).
+    fn refill<W: RegisterWindow, P: PageProvider<Page = Pg>>(&mut self, db: &Doorbells<W>, pool: &mut P) {
+        let before = self.tail;
+        self.fill(pool);
+        if self.tail != before && self.started {
+            db.c2h_pidx(self.cfg.qid, self.tail);
+            self.stats.c2h_doorbells += 1;
+        }
+    }
+
+    /// Descriptors free to post.
+    const fn deficit(&self) -> u16 {
+        self.didx.len() - 1 - self.posted
+    }
+
+    /// Consumes up to `budget` completions: each frame goes to `sink` (or is dropped and
+    /// counted), its slot gets a replacement page, descriptors are handed back in batches, and
+    /// when the poll catches up the completion interrupt is re-armed.
+    ///
+    /// The status record is read once per poll (it bounds the loop); each entry must also carry
+    /// the expected color. After re-arming, the record is read again: the CMPT CIDX doorbell makes
+    /// the device rewrite it, and if it shows new completions the caller is told to poll again at
+    /// once instead of waiting for the interrupt (which the device raises anyway, so nothing is
+    /// lost if the second read is stale).
+    pub fn poll<W: RegisterWindow, P: PageProvider<Page = Pg>, S: RxSink<P>>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        pool: &mut P,
+        sink: &mut S,
+    ) -> PollOutcome {
+        if let Some(e) = self.error {
+            return PollOutcome {
+                error: Some(e),
+                ..PollOutcome::default()
+            };
+        }
+        if budget == 0 {
+            return PollOutcome {
+                more: true,
+                ..PollOutcome::default()
+            };
+        }
+        let Some(pidx) = self.status_pidx() else {
+            return self.outcome(0, false, false);
+        };
+        let mut done = 0;
+        let mut not_ready = false;
+        while done < budget && self.cmpt_cidx != pidx {
+            let off = self.cmpt_stride * usize::from(self.cmpt_cidx);
+            let entry = CmptEntry::from_word(self.cmpt.read_u64(off));
+            if Color::from_bit(entry.color()) != self.color {
+                self.stats.cmpt_not_ready += 1;
+                not_ready = true;
+                break;
+            }
+            // The entry is the device's; everything it describes (the frame data) is read after
+            // it.
+            fence(Ordering::Acquire);
+            self.cmpt_cidx = self.cring.next(self.cmpt_cidx);
+            if self.cmpt_cidx == 0 {
+                self.color = self.color.flip();
+            }
+            done += 1;
+            if let Err(e) = self.complete(entry, pool, sink) {
+                self.error = Some(e);
+                return self.outcome(done, false, false);
+            }
+            if self.deficit() >= self.opts.refill_batch {
+                self.refill(db, pool);
+            }
+        }
+        if self.deficit() >= self.opts.refill_batch || self.posted < self.opts.refill_batch {
+            self.refill(db, pool);
+        }
+        let caught_up = self.cmpt_cidx == pidx && !not_ready;
+        if caught_up && done < budget {
+            db.cmpt_cidx(self.cfg.qid, self.cmpt_cidx, true);
+            self.stats.cmpt_doorbells += 1;
+            self.stats.rearms += 1;
+            let more = self.status_pidx_quiet().is_some_and(|p| p != self.cmpt_cidx);
+            if more {
+                self.stats.rearm_rechecks += 1;
+            }
+            return self.outcome(done, true, more);
+        }
+        if done > 0 {
+            // Give the consumed entries back without arming: the device can reuse them, and with
+            // status writeback on it refreshes the status record for the next poll (the reference
+            // driver writes nothing here and can be left with a stale record, spec §15 item 10).
+            db.cmpt_cidx(self.cfg.qid, self.cmpt_cidx, false);
+            self.stats.cmpt_doorbells += 1;
+        }
+        self.outcome(done, false, true)
+    }
+
+    fn outcome(&self, done: usize, armed: bool, more: bool) -> PollOutcome {
+        PollOutcome {
+            done,
+            armed,
+            more,
+            error: self.error,
+        }
+    }
+
+    /// The completion status record's producer index, validated; an index outside the ring
+    /// puts the queue in its error state.
+    fn status_pidx(&mut self) -> Option<u16> {
+        let pidx = self.read_status().pidx();
+        if self.cring.contains(pidx) {
+            Some(pidx)
+        } else {
+            self.error = Some(QueueError::CmptPidxOutOfRange {
+                pidx,
+                usable: self.cring.len(),
+            });
+            None
+        }
+    }
+
+    /// As [`Self::status_pidx`] for the re-check after arming: a bad index is left for the next
+    /// poll to report.
+    fn status_pidx_quiet(&self) -> Option<u16> {
+        let pidx = self.read_status().pidx();
+        self.cring.contains(pidx).then_some(pidx)
+    }
+
+    fn read_status(&self) -> WbStatus {
+        let off = self.cmpt_stride * usize::from(self.cring.len());
+        WbStatus::from_word(self.cmpt.read_u64(off))
+    }
+
+    /// Handles one completion entry: validation, descriptor accounting, delivery or drop.
+    fn complete<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+        &mut self,
+        entry: CmptEntry,
+        pool: &mut P,
+        sink: &mut S,
+    ) -> Result<(), QueueError> {
+        let len = u32::from(entry.pkt_len());
+        let room = u32::from(self.posted) * self.buf_bytes;
+        let len_ok = len != 0 && len <= self.opts.max_frame_len && len <= room;
+        // A valid length tells how many buffers the frame took; for an invalid one the best guess
+        // is one (exact whenever the largest frame fits one buffer).
+        let needed = if len_ok { len.div_ceil(self.buf_bytes) } else { 1 };
+        let needed = u16::try_from(needed).unwrap_or(u16::MAX);
+        if needed > self.posted {
+            return Err(QueueError::C2hOverrun {
+                needed,
+                posted: self.posted,
+            });
+        }
+        let first = self.head;
+        self.head = self.didx.add(self.head, needed);
+        self.posted -= needed;
+        // Dropped frames leave their pages in place: the slots are now unposted and go back to
+        // the device with the next refill. The CPU never touched those pages, so no sync is due.
+        if entry.err() {
+            self.stats.rx_cmpt_errors += 1;
+            return Ok(());
+        }
+        if !len_ok {
+            self.stats.rx_bad_length += 1;
+            return Ok(());
+        }
+        if needed > 1 {
+            self.stats.rx_multi_buffer += 1;
+            return Ok(());
+        }
+        let Some(fresh) = pool.alloc_page() else {
+            self.stats.rx_no_page += 1;
+            return Ok(());
+        };
+        let Some(page) = self.slots[usize::from(first)].replace(fresh) else {
+            // Unreachable (a posted slot always holds a page); the slot has one now.
+            self.pages += 1;
+            return Ok(());
+        };
+        // Only the bytes the device wrote are handed to the CPU.
+        pool.sync_for_cpu(&page, RX_HEADROOM as usize, len as usize);
+        self.stats.rx_packets += 1;
+        self.stats.rx_bytes += u64::from(len);
+        // CAST: RX_HEADROOM (256) and `len` (a u16 field) fit u16.
+        let frame = RxFrame {
+            page,
+            offset: RX_HEADROOM as u16,
+            len: len as u16,
+        };
+        match sink.receive(frame, pool) {
+            RxOutcome::Recycle(f) => {
+                self.stats.recycled += 1;
+                let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);
+                pool.recycle_direct(f.page, end.max(len as usize));
+            }
+            RxOutcome::ToOs => self.stats.to_os += 1,
+            RxOutcome::ToTx => self.stats.to_tx += 1,
+        }
+        Ok(())
+    }
+
+    /// Returns every page in the ring to `pool`. Only for a queue whose contexts are invalidated
+    /// (or a device that is gone): the device must no longer write the pages.
+    pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+        for slot in self.slots.iter_mut().take(usize::from(self.didx.len())) {
+            if let Some(p) = slot.take() {
+                pool.recycle_direct(p, 0);
+            }
+        }
+        self.pages = 0;
+        self.posted = 0;
+        self.head = self.tail;
+        self.started = false;
+    }
+
+    /// Tears the queue down (spec §13.4): contexts invalidated, then every page returned to
+    /// `pool`, the rings freed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_rx_queue`]; the pages are returned in any case.
+    pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs, P: PageProvider<Page = Pg>>(
+        mut self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+        pool: &mut P,
+    ) -> Result<()> {
+        let r = dev.teardown_rx_queue(delay, self.cfg.qid);
+        self.drain(pool);
+        r
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &RxQueueConfig {
+        &self.cfg
+    }
+
+    /// The tuning in effect.
+    #[must_use]
+    pub const fn options(&self) -> &RxOptions {
+        &self.opts
+    }
+
+    /// Bytes the device writes per descriptor.
+    #[must_use]
+    pub const fn buffer_bytes(&self) -> u32 {
+        self.buf_bytes
+    }
+
+    /// Device address of the C2H descriptor ring.
+    #[must_use]
+    pub fn desc_ring_dma_addr(&self) -> DmaAddr {
+        self.desc.dma_addr()
+    }
+
+    /// Device address of the completion ring.
+    #[must_use]
+    pub fn cmpt_ring_dma_addr(&self) -> DmaAddr {
+        self.cmpt.dma_addr()
+    }
+
+    /// Pages held in ring slots (posted, or waiting for the next refill).
+    #[must_use]
+    pub const fn pages_in_ring(&self) -> u64 {
+        self.pages as u64
+    }
+
+    /// Descriptors currently posted to the device.
+    #[must_use]
+    pub const fn posted(&self) -> u16 {
+        self.posted
+    }
+
+    /// The error the queue stopped on, if any.
+    #[must_use]
+    pub const fn error(&self) -> Option<QueueError> {
+        self.error
+    }
+
+    /// The counters.
+    #[must_use]
+    pub const fn stats(&self) -> &RxStats {
+        &self.stats
+    }
+}
+
+impl<D: DmaMemory, Pg> core::fmt::Debug for RxQueue<'_, D, Pg> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RxQueue")
+            .field("qid", &self.cfg.qid)
+            .field("head", &self.head)
+            .field("tail", &self.tail)
+            .field("posted", &self.posted)
+            .field("cmpt_cidx", &self.cmpt_cidx)
+            .field("color", &self.color)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use onic_hal::{Direction, DmaPage};
+    use onic_sim::{Card, Corruption};
+
+    use super::*;
+    use crate::config::RingSizeIdx;
+    use crate::pool::{PagePool, PoolConfig};
+    use crate::testutil;
+
+    /// RX queue 0 of PF0 with 64-entry rings (63 usable): small enough for Miri.
+    fn small_cfg() -> RxQueueConfig {
+        RxQueueConfig {
+            desc_ring: RingSizeIdx::new(1).unwrap(),
+            cmpt_ring: RingSizeIdx::new(1).unwrap(),
+            ..RxQueueConfig::new(0)
+        }
+    }
+
+    fn frame(len: usize, seed: u8) -> Vec<u8> {
+        let mut f: Vec<u8> = (0..len).map(|i| seed.wrapping_add(i as u8)).collect();
+        f[..6].copy_from_slice(&[0x00, 0x0A, 0x35, 0x11, 0x22, 0x33]);
+        f
+    }
+
+    /// Lets the model deliver what was injected and fire the completion timer.
+    fn settle(card: &Card) {
+        card.run_until_idle();
+        card.advance_time(2_000);
+        card.run_until_idle();
+    }
+
+    type Pool<'c> = PagePool<'static, onic_sim::SimDma<'c>, 16>;
+
+    fn pool(card: &Card, bulk: usize) -> Pool<'_> {
+        let cfg = PoolConfig {
+            bulk,
+            ..PoolConfig::rx(Direction::FromDevice, small_cfg().buf.bytes())
+        };
+        PagePool::new(card.dma(), cfg, None)
+    }
+
+    fn copy_sink(
+        out: &mut Vec<Vec<u8>>,
+    ) -> impl FnMut(RxFrame<DmaPage>, &mut Pool<'_>) -> RxOutcome<DmaPage> + '_ {
+        |f, _| {
+            out.push(f.data().to_vec());
+            RxOutcome::Recycle(f)
+        }
+    }
+
+    #[test]
+    fn miri_receive_sync_and_rearm() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        // Every page is posted, all but one slot (62 of 63).
+        assert_eq!(rx.posted(), 62);
+        assert_eq!(rx.pages_in_ring(), 62);
+        let sent: Vec<Vec<u8>> = (0..3).map(|i| frame(60 + 100 * i, i as u8)).collect();
+        for f in &sent {
+            card.inject(0, f);
+        }
+        settle(&card);
+        let syncs = card.dma_stats().syncs_for_cpu;
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!(got, sent);
+        assert_eq!(
+            out,
+            PollOutcome {
+                done: 3,
+                armed: true,
+                more: false,
+                error: None
+            }
+        );
+        assert_eq!(card.dma_stats().syncs_for_cpu, syncs + 3);
+        assert_eq!(rx.stats().rx_packets, 3);
+        assert_eq!(rx.stats().rx_bytes, 60 + 160 + 260);
+        // Each received page was replaced in its slot: the ring still holds 62 pages, 59 of them
+        // posted (3 free descriptors are below the refill batch of 7, so not yet handed back).
+        assert_eq!(rx.pages_in_ring(), 62);
+        assert_eq!(rx.posted(), 59);
+        let counts = pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap();
+        assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
+        // Nothing new: the poll re-arms and reports no more work.
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!((out.done, out.armed, out.more), (0, true, false));
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_budget_and_color_across_wraps() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let mut got = Vec::new();
+        let mut sent = Vec::new();
+        // 150 frames in bursts of 40 (more than a refill batch, less than the ring), polled with a
+        // budget of 16: the completion ring (63 entries) wraps twice, the color flips twice. Under
+        // Miri, 70 frames (one wrap) keep the run short.
+        let total = if cfg!(miri) { 70 } else { 150 };
+        for burst in 0..4u8 {
+            for i in 0..40u8 {
+                if sent.len() == total {
+                    break;
+                }
+                let f = frame(60 + usize::from(i), burst.wrapping_mul(40).wrapping_add(i));
+                card.inject(0, &f);
+                sent.push(f);
+            }
+            settle(&card);
+            loop {
+                let out = rx.poll(16, &db, &mut pool, &mut copy_sink(&mut got));
+                assert!(out.done <= 16);
+                if out.armed && !out.more {
+                    break;
+                }
+                settle(&card);
+            }
+        }
+        assert_eq!(got, sent);
+        assert_eq!(
+            rx.color,
+            if cfg!(miri) {
+                Color::INITIAL.flip()
+            } else {
+                Color::INITIAL
+            }
+        );
+        assert_eq!(rx.stats().rx_dropped(), 0);
+        assert_eq!(card.stats().c2h_no_desc_dropped, 0);
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bad_completions_are_counted_drops() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let live = card.dma_stats().live_pages;
+        for how in [
+            Corruption::ErrBit,
+            Corruption::LengthZero,
+            Corruption::LengthTooLarge,
+        ] {
+            card.faults().corrupt_next_completions(1, how);
+            card.inject(0, &frame(100, 1));
+            card.run_until_idle();
+        }
+        let good = frame(64, 9);
+        card.inject(0, &good);
+        settle(&card);
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!(out.done, 4);
+        assert_eq!(got, [good]);
+        let s = rx.stats();
+        assert_eq!((s.rx_cmpt_errors, s.rx_bad_length, s.rx_packets), (1, 2, 1));
+        // The dropped frames' pages stayed in the ring; nothing was allocated for them.
+        assert_eq!(card.dma_stats().live_pages, live);
+        assert_eq!(
+            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            live as u64
+        );
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_status_pidx_beyond_the_ring_stops_the_queue() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        card.faults().cmpt_status_pidx_jump();
+        card.inject(0, &frame(80, 0));
+        settle(&card);
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        let err = Some(QueueError::CmptPidxOutOfRange { pidx: 70, usable: 63 });
+        assert_eq!(
+            out,
+            PollOutcome {
+                error: err,
+                ..PollOutcome::default()
+            }
+        );
+        assert!(got.is_empty());
+        // It stays stopped: no access to the rings, no doorbell.
+        card.inject(0, &frame(80, 0));
+        settle(&card);
+        assert_eq!(rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got)).error, err);
+        assert_eq!(rx.stats().cmpt_doorbells, 0);
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_no_replacement_page_drops_the_frame_and_keeps_the_ring() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        // One page per slow call: the cache stays empty while every page is in use, so a
+        // replacement has to come from the HAL.
+        let mut pool = pool(&card, 1);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let mut os: Vec<DmaPage> = Vec::new();
+        card.inject(0, &frame(90, 1));
+        card.inject(0, &frame(91, 2));
+        settle(&card);
+        card.faults().fail_next_page_allocs(1);
+        let mut sink = |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
+            os.push(f.page);
+            RxOutcome::ToOs
+        };
+        let out = rx.poll(64, &db, &mut pool, &mut sink);
+        assert_eq!(out.done, 2);
+        assert_eq!(rx.stats().rx_no_page, 1);
+        assert_eq!(rx.stats().to_os, 1);
+        assert_eq!(os.len(), 1);
+        assert_eq!(os[0].bytes()[256..256 + 91], frame(91, 2)[..]);
+        // 62 posted pages + 1 that went to the OS; the ring still has 62 pages.
+        assert_eq!(rx.pages_in_ring(), 62);
+        let counts = pool.page_counts(rx.pages_in_ring(), 0, rx.stats().to_os).unwrap();
+        assert_eq!(counts.with_os, 1);
+        for p in os {
+            pool.return_from_os(p, 91);
+        }
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_completion_without_posted_descriptors_stops_the_queue() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        // The pool cannot get a page: the ring starts with nothing posted.
+        card.faults().fail_next_page_allocs(1);
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        assert_eq!(rx.posted(), 0);
+        // A device that reports a completion anyway (written here by hand: entry 0 with the
+        // first lap's color, 100 bytes; status pidx 1).
+        let mut e = CmptEntry::default();
+        e.set_color(true);
+        e.set_pkt_len(100);
+        rx.cmpt.write_u64(0, e.to_word());
+        let mut st = WbStatus::default();
+        st.set_pidx(1);
+        rx.cmpt.write_u64(8 * 63, st.to_word());
+        card.faults().fail_next_page_allocs(1);
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!(out.error, Some(QueueError::C2hOverrun { needed: 1, posted: 0 }));
+        assert!(got.is_empty());
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
+    #[test]
+    fn miri_completions_arriving_during_the_poll_are_caught_by_the_recheck() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        card.inject(0, &frame(100, 1));
+        settle(&card);
+        // While the first frame is being handled, two more arrive and are completed; the status
+        // record read at the start of the poll does not show them (no trigger fired: not armed).
+        let mut n = 0;
+        let mut sink = |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
+            if n == 0 {
+                card.inject(0, &frame(101, 2));
+                card.inject(0, &frame(102, 3));
+                card.run_until_idle();
+            }
+            n += 1;
+            RxOutcome::Recycle(f)
+        };
+        let out = rx.poll(64, &db, &mut pool, &mut sink);
+        // The poll caught up with what it knew and armed; the armed doorbell made the device
+        // rewrite the status record, and the re-check saw the two new completions.
+        assert_eq!((out.done, out.armed, out.more), (1, true, true));
+        assert_eq!(rx.stats().rearm_rechecks, 1);
+        let out = rx.poll(64, &db, &mut pool, &mut sink);
+        assert_eq!((out.done, out.armed, out.more), (2, true, false));
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_sixteen_byte_completions_and_multi_buffer_drop() {
+        let card = onic_sim::Card::new({
+            let mut c = onic_sim::CardConfig::default();
+            c.max_frame_len = 9000;
+            c
+        });
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let cfg = RxQueueConfig {
+            cmpt_entry: onic_hal::layout::desc::CmptEntrySize::B16,
+            buf: crate::config::BufSizeIdx::new(3).unwrap(), // 1024 bytes
+            ..small_cfg()
+        };
+        let mut pool: Pool<'_> = PagePool::new(
+            card.dma(),
+            PoolConfig::rx(Direction::FromDevice, cfg.buf.bytes()),
+            None,
+        );
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let opts = RxOptions {
+            max_frame_len: 9000,
+            ..RxOptions::for_queue(&cfg)
+        };
+        let mut rx = RxQueue::new(card.dma(), cfg, opts, &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let small = frame(1000, 3);
+        card.inject(0, &frame(2500, 1)); // three buffers
+        card.inject(0, &small);
+        settle(&card);
+        let mut got = Vec::new();
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!(out.done, 2);
+        assert_eq!(got, [small]);
+        assert_eq!(rx.stats().rx_multi_buffer, 1);
+        assert_eq!(rx.posted(), 62 - 4);
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+}

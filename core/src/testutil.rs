@@ -1,0 +1,19 @@
+//! Shared fixtures of the unit tests: a model card with one function brought up.
+
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow};
+
+use crate::config::DeviceConfig;
+use crate::device::Device;
+
+/// A card whose PF0 is brought up by the driver with `queues` queues.
+pub(crate) fn card() -> Card {
+    Card::new(CardConfig::default())
+}
+
+/// Brings up PF0 with `queues` queue pairs.
+pub(crate) fn device(card: &Card, queues: u16) -> Device<QdmaWindow<'_>, ShellWindow<'_>> {
+    let cfg = DeviceConfig::new(0, queues).unwrap();
+    let dev = Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg).unwrap();
+    assert_eq!(card.violations(), []);
+    dev
+}

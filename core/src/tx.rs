@@ -1,0 +1,930 @@
+//! The transmit (H2C) queue (spec §6, §7.1, §7.4, §8.2).
+//!
+//! One H2C stream descriptor per frame. The driver owns `next_to_use` (the producer index it
+//! publishes with the H2C PIDX doorbell) and `next_to_clean` (the oldest descriptor whose buffer
+//! it still holds); the device reports how far it got in the status record in the ring's last
+//! slot. That record is the only thing read back from ring memory, and its index is validated
+//! against the driver's own indices before any slot is touched.
+//!
+//! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX pool it came from, an OS
+//! frame back to the OS, a frame of another device back to that device, each through the path
+//! given to [`TxQueue::reclaim`]. The queue stores them in caller-provided slots (one per usable
+//! ring entry), so it needs no allocation.
+
+use core::sync::atomic::{fence, Ordering};
+
+use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
+
+use crate::config::TxQueueConfig;
+use crate::device::Device;
+use crate::error::{ConfigError, QueueError, Result};
+use crate::pool::{PageProvider, PoolPage};
+use crate::qdma::Doorbells;
+use crate::ring::Ring;
+
+/// Shortest frame handed to the MAC; shorter frames are zero-padded to it (ETH_ZLEN, spec §7.1;
+/// the MAC appends the FCS).
+pub const ETH_ZLEN: usize = 60;
+
+/// Largest frame one H2C descriptor can carry (the 16-bit length field).
+pub const TX_MAX_FRAME: usize = u16::MAX as usize;
+
+/// A frame owned by someone else than the RX pool (an OS packet, a frame of another device),
+/// already mapped for the device by its owner.
+pub trait TxFrame {
+    /// Device address of the frame's first byte.
+    fn dma_addr(&self) -> DmaAddr;
+    /// Frame length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the frame is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Zero-extends the frame to `min_len` bytes and makes the new bytes visible to the device.
+    /// Returns `false` if the buffer has no room for that (the frame is then refused).
+    fn pad_to(&mut self, min_len: usize) -> bool;
+}
+
+/// An XDP_TX frame: a page of the RX pool, with the frame at `offset`, `len` bytes long.
+#[derive(Debug)]
+pub struct PoolFrame<Pg> {
+    /// The page.
+    pub page: Pg,
+    /// Offset of the frame's first byte in the page.
+    pub offset: u16,
+    /// Frame length.
+    pub len: u16,
+}
+
+/// A buffer on the TX ring and where it goes when the device is done with it.
+#[derive(Debug)]
+pub enum TxBuf<Pg, F> {
+    /// XDP_TX: a page of the paired RX queue's pool; recycled straight into that pool.
+    Pool(PoolFrame<Pg>),
+    /// A frame of the OS; handed to [`TxDone::os_done`].
+    Os(F),
+    /// A frame of another device or queue (redirect target, `ndo_xdp_xmit`); handed to
+    /// [`TxDone::remote_done`], which gives it back to its owner (e.g. through that pool's
+    /// [`crate::pool::RecycleRing`]).
+    Remote(F),
+}
+
+/// Where completed OS and remote frames go.
+pub trait TxDone<F> {
+    /// The device has sent (or, at teardown, will never send) an OS frame.
+    fn os_done(&mut self, frame: F);
+    /// The device has sent (or will never send) a frame of another device.
+    fn remote_done(&mut self, frame: F);
+}
+
+/// One entry of a TX queue's bookkeeping storage.
+#[derive(Debug)]
+pub struct TxSlot<Pg, F> {
+    buf: Option<TxBuf<Pg, F>>,
+    /// Shadow of the descriptor's length: the driver never reads descriptors back.
+    len: u16,
+}
+
+impl<Pg, F> TxSlot<Pg, F> {
+    /// An empty slot (usable in `const` array initialisers for static storage).
+    pub const EMPTY: Self = Self { buf: None, len: 0 };
+
+    /// An empty slot.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl<Pg, F> Default for TxSlot<Pg, F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a frame was not queued. The buffer always comes back: nothing is leaked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TxError<B> {
+    /// No free descriptor. Any frames queued before in this batch have been published.
+    Full(B),
+    /// Length 0, longer than [`TX_MAX_FRAME`], or too short and not paddable.
+    BadLength(B),
+    /// The queue is in its error state.
+    Queue(B, QueueError),
+}
+
+impl<B> TxError<B> {
+    /// The buffer that was not queued.
+    pub fn into_inner(self) -> B {
+        match self {
+            Self::Full(b) | Self::BadLength(b) | Self::Queue(b, _) => b,
+        }
+    }
+}
+
+/// Counters of a TX queue (names after `rtnl_link_stats64` where one applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxStats {
+    /// Frames the device completed.
+    pub tx_packets: u64,
+    /// Bytes of those frames (as posted, padding included).
+    pub tx_bytes: u64,
+    /// Frames queued on the ring.
+    pub queued: u64,
+    /// Frames refused because the ring was full.
+    pub tx_busy: u64,
+    /// Frames refused for their length.
+    pub tx_bad_length: u64,
+    /// Frames padded to [`ETH_ZLEN`].
+    pub padded: u64,
+    /// Times the queue stopped (free descriptors fell below the stop threshold).
+    pub stops: u64,
+    /// Times it woke again after a reclaim.
+    pub wakes: u64,
+    /// H2C PIDX doorbells written.
+    pub doorbells: u64,
+}
+
+/// Buffers in flight on a TX ring, by owner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxInFlight {
+    /// XDP_TX pages of the own pool.
+    pub pool: u32,
+    /// OS frames.
+    pub os: u32,
+    /// Frames of other devices or queues.
+    pub remote: u32,
+}
+
+/// What a reclaim did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Reclaimed {
+    /// Buffers returned to their owners.
+    pub completed: u16,
+    /// The queue was stopped and has room again: the OS may restart it.
+    pub woke: bool,
+}
+
+/// Flow-control thresholds of a TX queue, in free descriptors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxThresholds {
+    /// The queue stops when fewer descriptors than this are free after queuing a frame (a frame
+    /// needs one descriptor, so 1 means "stop when full").
+    pub stop_below: u16,
+    /// A stopped queue wakes once a reclaim leaves at least this many descriptors free.
+    pub wake_at: u16,
+}
+
+impl TxThresholds {
+    /// Stop when full, wake when a quarter of the ring (at most 64 descriptors) is free again:
+    /// enough room that the OS does not stop it again at once, small enough to restart quickly.
+    #[must_use]
+    pub const fn for_ring(usable: u16) -> Self {
+        let quarter = usable / 4;
+        let wake = if quarter > 64 { 64 } else { quarter };
+        Self {
+            stop_below: 1,
+            wake_at: if wake < 1 { 1 } else { wake },
+        }
+    }
+}
+
+/// A transmit queue: its H2C ring in coherent memory and the bookkeeping of what is in flight.
+pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
+    cfg: TxQueueConfig,
+    ring: CoherentRegion<D>,
+    idx: Ring,
+    slots: &'a mut [TxSlot<Pg, F>],
+    next_to_use: u16,
+    next_to_clean: u16,
+    /// The producer index last written to the doorbell.
+    published: u16,
+    stopped: bool,
+    thresholds: TxThresholds,
+    in_flight: TxInFlight,
+    error: Option<QueueError>,
+    stats: TxStats,
+}
+
+impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
+    /// Allocates the ring (zeroed, below 4 GiB, spec §1.4) and takes `slots` as bookkeeping
+    /// storage. The device learns about the queue in [`TxQueue::start`].
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::SlotStorage`] if `slots` is shorter than the ring's usable entries;
+    /// [`crate::Error::Dma`] if the ring cannot be allocated.
+    pub fn new(dma: D, cfg: TxQueueConfig, slots: &'a mut [TxSlot<Pg, F>]) -> Result<Self> {
+        let usable = cfg.ring.usable();
+        let Some(idx) = Ring::new(usable) else {
+            return Err(ConfigError::RingSizeIndex {
+                index: cfg.ring.index(),
+            }
+            .into());
+        };
+        if slots.len() < usize::from(usable) {
+            return Err(ConfigError::SlotStorage {
+                needed: usable,
+                given: slots.len(),
+            }
+            .into());
+        }
+        let bytes = H2C_DESC_BYTES * usize::from(cfg.ring.entries());
+        let ring = CoherentRegion::new(dma, bytes, AddrLimit::Below4G)?;
+        Ok(Self {
+            cfg,
+            ring,
+            idx,
+            slots,
+            next_to_use: 0,
+            next_to_clean: 0,
+            published: 0,
+            stopped: false,
+            thresholds: TxThresholds::for_ring(usable),
+            in_flight: TxInFlight::default(),
+            error: None,
+            stats: TxStats::default(),
+        })
+    }
+
+    /// Changes the flow-control thresholds (clamped to the ring: `1 <= stop_below <= wake_at <=
+    /// usable - 1`).
+    pub fn set_thresholds(&mut self, t: TxThresholds) {
+        let max = self.idx.len() - 1;
+        let stop_below = t.stop_below.clamp(1, max);
+        self.thresholds = TxThresholds {
+            stop_below,
+            wake_at: t.wake_at.clamp(stop_below, max),
+        };
+    }
+
+    /// Programs the queue's contexts (spec §5.8). No doorbell: the ring is empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::init_tx_queue`].
+    pub fn start<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs>(
+        &self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+    ) -> Result<()> {
+        dev.init_tx_queue(delay, &self.cfg, self.ring.dma_addr())
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &TxQueueConfig {
+        &self.cfg
+    }
+
+    /// Device address of the descriptor ring.
+    #[must_use]
+    pub fn ring_dma_addr(&self) -> DmaAddr {
+        self.ring.dma_addr()
+    }
+
+    /// Free descriptors.
+    #[must_use]
+    pub const fn free(&self) -> u16 {
+        self.idx.free(self.next_to_clean, self.next_to_use)
+    }
+
+    /// Descriptors in flight (queued, not yet reclaimed).
+    #[must_use]
+    pub const fn in_flight(&self) -> u16 {
+        self.idx.used(self.next_to_clean, self.next_to_use)
+    }
+
+    /// In-flight buffers by owner.
+    #[must_use]
+    pub const fn in_flight_by_owner(&self) -> TxInFlight {
+        self.in_flight
+    }
+
+    /// XDP_TX pages of the own pool in flight (for [`crate::pool::PageCounts`]).
+    #[must_use]
+    pub const fn pool_pages_in_flight(&self) -> u64 {
+        self.in_flight.pool as u64
+    }
+
+    /// Whether flow control has stopped the queue (the OS should not offer frames until a
+    /// reclaim reports [`Reclaimed::woke`]).
+    #[must_use]
+    pub const fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The error the queue stopped on, if any.
+    #[must_use]
+    pub const fn error(&self) -> Option<QueueError> {
+        self.error
+    }
+
+    /// The counters.
+    #[must_use]
+    pub const fn stats(&self) -> &TxStats {
+        &self.stats
+    }
+
+    /// Whether descriptors were queued that the device has not been told about.
+    #[must_use]
+    pub const fn has_unpublished(&self) -> bool {
+        self.published != self.next_to_use
+    }
+
+    /// Queues an OS frame. With `more`, the doorbell is left for a later frame of the same batch
+    /// (xmit-more); the last frame of a batch must come with `more = false`, or be followed by
+    /// [`TxQueue::flush`]. A full ring or a stop also rings the doorbell, so nothing queued is ever
+    /// left unpublished when control goes back to the caller with the queue stopped.
+    ///
+    /// # Errors
+    ///
+    /// [`TxError`], with the frame.
+    pub fn xmit_os<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        frame: F,
+        more: bool,
+    ) -> Result<(), TxError<F>> {
+        self.xmit_frame(db, frame, more, false)
+    }
+
+    /// Queues a frame of another device or queue; as [`TxQueue::xmit_os`].
+    ///
+    /// # Errors
+    ///
+    /// [`TxError`], with the frame.
+    pub fn xmit_remote<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        frame: F,
+        more: bool,
+    ) -> Result<(), TxError<F>> {
+        self.xmit_frame(db, frame, more, true)
+    }
+
+    fn xmit_frame<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        mut frame: F,
+        more: bool,
+        remote: bool,
+    ) -> Result<(), TxError<F>> {
+        if let Err(e) = self.check_room(db) {
+            return Err(e.with(frame));
+        }
+        let mut len = frame.len();
+        if len == 0 || len > TX_MAX_FRAME {
+            self.stats.tx_bad_length += 1;
+            return Err(TxError::BadLength(frame));
+        }
+        if len < ETH_ZLEN {
+            if !frame.pad_to(ETH_ZLEN) {
+                self.stats.tx_bad_length += 1;
+                return Err(TxError::BadLength(frame));
+            }
+            self.stats.padded += 1;
+            len = ETH_ZLEN;
+        }
+        let addr = frame.dma_addr();
+        let buf = if remote {
+            self.in_flight.remote += 1;
+            TxBuf::Remote(frame)
+        } else {
+            self.in_flight.os += 1;
+            TxBuf::Os(frame)
+        };
+        // CAST: `len` is at most TX_MAX_FRAME = u16::MAX (checked above).
+        self.post(db, addr, len as u16, buf, more);
+        Ok(())
+    }
+
+    /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
+    /// queue): pads it to [`ETH_ZLEN`] inside the page if needed and syncs it for the device.
+    /// Doorbell as in [`TxQueue::xmit_os`].
+    ///
+    /// # Errors
+    ///
+    /// [`TxError`], with the frame (the caller recycles the page).
+    pub fn xmit_pool<W: RegisterWindow, P: PageProvider<Page = Pg>>(
+        &mut self,
+        db: &Doorbells<W>,
+        pool: &P,
+        mut frame: PoolFrame<Pg>,
+        more: bool,
+    ) -> Result<(), TxError<PoolFrame<Pg>>> {
+        if let Err(e) = self.check_room(db) {
+            return Err(e.with(frame));
+        }
+        let off = usize::from(frame.offset);
+        let mut len = usize::from(frame.len);
+        let page_len = frame.page.bytes().len();
+        if len == 0 || off + len > page_len {
+            self.stats.tx_bad_length += 1;
+            return Err(TxError::BadLength(frame));
+        }
+        if len < ETH_ZLEN {
+            let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) else {
+                self.stats.tx_bad_length += 1;
+                return Err(TxError::BadLength(frame));
+            };
+            pad.fill(0);
+            self.stats.padded += 1;
+            len = ETH_ZLEN;
+            // CAST: ETH_ZLEN fits u16.
+            frame.len = ETH_ZLEN as u16;
+        }
+        // The CPU may have rewritten the frame (XDP): make those bytes the device's.
+        pool.sync_for_device(&frame.page, off, len);
+        let Some(addr) = frame.page.dma_addr().checked_add(off as u64) else {
+            self.stats.tx_bad_length += 1;
+            return Err(TxError::BadLength(frame));
+        };
+        self.in_flight.pool += 1;
+        // CAST: off + len <= page size (checked above).
+        self.post(db, addr, len as u16, TxBuf::Pool(frame), more);
+        Ok(())
+    }
+
+    /// Refuses a frame when the queue is broken or full. A full ring first publishes what this
+    /// batch already queued: the caller gets control back and may not call again soon.
+    fn check_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<(), TxError<()>> {
+        if let Some(e) = self.error {
+            return Err(TxError::Queue((), e));
+        }
+        if self.free() == 0 {
+            self.flush(db);
+            self.stats.tx_busy += 1;
+            if !self.stopped {
+                self.stopped = true;
+                self.stats.stops += 1;
+            }
+            return Err(TxError::Full(()));
+        }
+        Ok(())
+    }
+
+    /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
+    /// more frames of the batch follow and the ring has room.
+    fn post<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        addr: DmaAddr,
+        len: u16,
+        buf: TxBuf<Pg, F>,
+        more: bool,
+    ) {
+        let i = self.next_to_use;
+        let slot = &mut self.slots[usize::from(i)];
+        slot.buf = Some(buf);
+        slot.len = len;
+        let [w0, w1] = H2cDesc::new(addr, len).to_words();
+        let off = H2C_DESC_BYTES * usize::from(i);
+        self.ring.write_u64(off, w0);
+        self.ring.write_u64(off + 8, w1);
+        self.next_to_use = self.idx.next(i);
+        self.stats.queued += 1;
+        if self.free() < self.thresholds.stop_below && !self.stopped {
+            self.stopped = true;
+            self.stats.stops += 1;
+        }
+        if !more || self.stopped {
+            self.flush(db);
+        }
+    }
+
+    /// Publishes every queued descriptor with one H2C PIDX doorbell (nothing if there is none).
+    /// The doorbell write orders the descriptor writes before it (the [`RegisterWindow`]
+    /// contract's release barrier), so the device never fetches a half-written descriptor.
+    pub fn flush<W: RegisterWindow>(&mut self, db: &Doorbells<W>) {
+        if self.published != self.next_to_use && self.error.is_none() {
+            db.h2c_pidx(self.cfg.qid, self.next_to_use);
+            self.published = self.next_to_use;
+            self.stats.doorbells += 1;
+        }
+    }
+
+    /// Returns the buffers the device is done with to their owners, as far as the H2C status
+    /// record says (spec §7.4, §8.2). A consumer index in the record that is not between
+    /// next-to-clean and next-to-use puts the queue in its error state.
+    pub fn reclaim<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        &mut self,
+        pool: &mut P,
+        done: &mut C,
+    ) -> Reclaimed {
+        if self.error.is_some() || self.next_to_clean == self.next_to_use {
+            return Reclaimed::default();
+        }
+        let status_off = H2C_DESC_BYTES * usize::from(self.idx.len());
+        let word = self.ring.read_u64(status_off);
+        const _: () = assert!(WB_STATUS_BYTES == 8);
+        let cidx = onic_hal::layout::desc::WbStatus::from_word(word).cidx();
+        // Everything done with a buffer below happens after the device said it is done reading
+        // it: order the status read before the slot accesses.
+        fence(Ordering::Acquire);
+        if !self.idx.within(self.next_to_clean, self.next_to_use, cidx) {
+            self.error = Some(QueueError::H2cCidx {
+                cidx,
+                clean: self.next_to_clean,
+                next_to_use: self.next_to_use,
+            });
+            return Reclaimed::default();
+        }
+        let mut n = 0u16;
+        while self.next_to_clean != cidx {
+            self.complete_slot(self.next_to_clean, pool, done, true);
+            self.next_to_clean = self.idx.next(self.next_to_clean);
+            n += 1;
+        }
+        let woke = self.stopped && self.free() >= self.thresholds.wake_at;
+        if woke {
+            self.stopped = false;
+            self.stats.wakes += 1;
+        }
+        Reclaimed { completed: n, woke }
+    }
+
+    fn complete_slot<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        &mut self,
+        i: u16,
+        pool: &mut P,
+        done: &mut C,
+        sent: bool,
+    ) {
+        let slot = &mut self.slots[usize::from(i)];
+        let len = slot.len;
+        let Some(buf) = slot.buf.take() else { return };
+        if sent {
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += u64::from(len);
+        }
+        match buf {
+            TxBuf::Pool(f) => {
+                self.in_flight.pool -= 1;
+                // The frame was synced for the device at transmit time; the bytes up to its end
+                // may still have been written by the CPU before that (XDP rewrote headers), so
+                // the pool syncs them again before the device writes the page on receive.
+                let dirty = (usize::from(f.offset) + usize::from(f.len))
+                    .saturating_sub(crate::config::RX_HEADROOM as usize);
+                pool.recycle_direct(f.page, dirty);
+            }
+            TxBuf::Os(f) => {
+                self.in_flight.os -= 1;
+                done.os_done(f);
+            }
+            TxBuf::Remote(f) => {
+                self.in_flight.remote -= 1;
+                done.remote_done(f);
+            }
+        }
+    }
+
+    /// Returns every buffer still on the ring to its owner without waiting for the device. Only
+    /// for a queue whose contexts are invalidated (or a device that is gone): the device must no
+    /// longer read the buffers.
+    pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
+        while self.next_to_clean != self.next_to_use {
+            self.complete_slot(self.next_to_clean, pool, done, false);
+            self.next_to_clean = self.idx.next(self.next_to_clean);
+        }
+        self.published = self.next_to_use;
+        self.stopped = false;
+    }
+
+    /// Tears the queue down (spec §13.4): a last reclaim, the contexts invalidated, every
+    /// remaining buffer returned to its owner, the ring freed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_tx_queue`]; buffers are returned and the ring freed in any case.
+    pub fn teardown<
+        Q: RegisterWindow,
+        S: RegisterWindow,
+        Dl: DelayNs,
+        P: PageProvider<Page = Pg>,
+        C: TxDone<F>,
+    >(
+        mut self,
+        dev: &Device<Q, S>,
+        delay: &mut Dl,
+        pool: &mut P,
+        done: &mut C,
+    ) -> Result<()> {
+        self.reclaim(pool, done);
+        let r = dev.teardown_tx_queue(delay, self.cfg.qid);
+        self.drain(pool, done);
+        r
+    }
+}
+
+impl TxError<()> {
+    fn with<B>(self, b: B) -> TxError<B> {
+        match self {
+            Self::Full(()) => TxError::Full(b),
+            Self::BadLength(()) => TxError::BadLength(b),
+            Self::Queue((), e) => TxError::Queue(b, e),
+        }
+    }
+}
+
+impl<D: DmaMemory, Pg, F> core::fmt::Debug for TxQueue<'_, D, Pg, F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TxQueue")
+            .field("qid", &self.cfg.qid)
+            .field("next_to_use", &self.next_to_use)
+            .field("next_to_clean", &self.next_to_clean)
+            .field("stopped", &self.stopped)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use onic_hal::{Direction, DmaPage, PAGE_SIZE};
+    use onic_sim::{Card, CardConfig, SimDma, Wire};
+
+    use super::*;
+    use crate::config::RingSizeIdx;
+    use crate::pool::{PagePool, PoolConfig};
+    use crate::testutil;
+
+    /// An OS frame for the tests: a page mapped to-device with the frame at offset 0.
+    #[derive(Debug)]
+    struct OsFrame<'c> {
+        page: DmaPage,
+        len: usize,
+        dma: SimDma<'c>,
+    }
+
+    impl<'c> OsFrame<'c> {
+        fn new(dma: SimDma<'c>, data: &[u8]) -> Self {
+            let mut page = dma
+                .map_page(dma.alloc_page().unwrap(), Direction::ToDevice)
+                .unwrap();
+            page.bytes_mut()[..data.len()].copy_from_slice(data);
+            dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
+            Self {
+                page,
+                len: data.len(),
+                dma,
+            }
+        }
+
+        fn free(self) {
+            self.dma
+                .free_page(self.dma.unmap_page(self.page, Direction::ToDevice));
+        }
+    }
+
+    impl TxFrame for OsFrame<'_> {
+        fn dma_addr(&self) -> DmaAddr {
+            self.page.dma_addr()
+        }
+        fn len(&self) -> usize {
+            self.len
+        }
+        fn pad_to(&mut self, min_len: usize) -> bool {
+            if min_len > PAGE_SIZE {
+                return false;
+            }
+            self.page.bytes_mut()[self.len..min_len].fill(0);
+            self.dma
+                .sync_for_device(&self.page, self.len, min_len - self.len, Direction::ToDevice);
+            self.len = min_len;
+            true
+        }
+    }
+
+    #[derive(Default)]
+    struct Done<'c> {
+        os: Vec<OsFrame<'c>>,
+        remote: Vec<OsFrame<'c>>,
+    }
+
+    impl<'c> TxDone<OsFrame<'c>> for Done<'c> {
+        fn os_done(&mut self, f: OsFrame<'c>) {
+            self.os.push(f);
+        }
+        fn remote_done(&mut self, f: OsFrame<'c>) {
+            self.remote.push(f);
+        }
+    }
+
+    impl Done<'_> {
+        fn free(&mut self) {
+            for f in self.os.drain(..).chain(self.remote.drain(..)) {
+                f.free();
+            }
+        }
+    }
+
+    fn open_card() -> Card {
+        let mut c = CardConfig::default();
+        c.wire = Wire::Open;
+        Card::new(c)
+    }
+
+    fn small_cfg() -> TxQueueConfig {
+        TxQueueConfig {
+            ring: RingSizeIdx::new(1).unwrap(),
+            ..TxQueueConfig::new(0)
+        }
+    }
+
+    type Pool<'c> = PagePool<'static, SimDma<'c>, 8>;
+
+    fn pool(card: &Card) -> Pool<'_> {
+        PagePool::new(card.dma(), PoolConfig::rx(Direction::Bidirectional, 3520), None)
+    }
+
+    fn frame(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
+    }
+
+    #[test]
+    fn miri_one_doorbell_per_batch_and_reclaim() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        let frames: Vec<Vec<u8>> = (0..5).map(|i| frame(60 + 10 * i, i as u8)).collect();
+        for (i, f) in frames.iter().enumerate() {
+            tx.xmit_os(&db, OsFrame::new(card.dma(), f), i + 1 < frames.len())
+                .unwrap();
+            if i + 1 < frames.len() {
+                // xmit-more: the device has not been told yet.
+                assert!(!card.step());
+            }
+        }
+        assert_eq!(tx.stats().doorbells, 1);
+        assert_eq!(tx.in_flight(), 5);
+        card.run_until_idle();
+        assert_eq!(card.take_egress(0), frames);
+        let mut done = Done::default();
+        let r = tx.reclaim(&mut pool, &mut done);
+        assert_eq!(
+            r,
+            Reclaimed {
+                completed: 5,
+                woke: false
+            }
+        );
+        assert_eq!(done.os.len(), 5);
+        assert_eq!(tx.stats().tx_packets, 5);
+        assert_eq!(
+            tx.stats().tx_bytes,
+            frames.iter().map(|f| f.len() as u64).sum::<u64>()
+        );
+        assert_eq!(tx.in_flight(), 0);
+        done.free();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_full_ring_refuses_stops_and_wakes() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        // 62 frames fill the 63-entry ring (one entry stays free); all queued with `more`.
+        for i in 0..62 {
+            tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, i)), true)
+                .unwrap();
+        }
+        assert!(tx.is_stopped());
+        assert_eq!(tx.free(), 0);
+        // The stop published the batch although `more` was set.
+        assert!(!tx.has_unpublished());
+        let extra = OsFrame::new(card.dma(), &frame(64, 99));
+        let back = match tx.xmit_os(&db, extra, false) {
+            Err(TxError::Full(f)) => f,
+            other => panic!("expected Full, got {other:?}"),
+        };
+        assert_eq!(tx.stats().tx_busy, 1);
+        card.run_until_idle();
+        let mut done = Done::default();
+        let r = tx.reclaim(&mut pool, &mut done);
+        assert_eq!(
+            r,
+            Reclaimed {
+                completed: 62,
+                woke: true
+            }
+        );
+        assert!(!tx.is_stopped());
+        tx.xmit_os(&db, back, false).unwrap();
+        card.run_until_idle();
+        assert_eq!(card.take_egress(0).len(), 63);
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        assert_eq!(done.os.len(), 63);
+        done.free();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_short_frames_are_padded_and_pool_pages_recycled() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(42, 1)), true)
+            .unwrap();
+        // An XDP_TX frame in a pool page (poisoned by the model: the padding must be zeroed).
+        let mut page = pool.alloc().unwrap();
+        page.bytes_mut()[300..340].copy_from_slice(&frame(40, 7));
+        let pf = PoolFrame {
+            page,
+            offset: 300,
+            len: 40,
+        };
+        tx.xmit_pool(&db, &pool, pf, false).unwrap();
+        assert_eq!(tx.pool_pages_in_flight(), 1);
+        assert_eq!(tx.stats().padded, 2);
+        card.run_until_idle();
+        let mut want1 = frame(42, 1);
+        want1.resize(60, 0);
+        let mut want2 = frame(40, 7);
+        want2.resize(60, 0);
+        assert_eq!(card.take_egress(0), [want1, want2]);
+        let cached = pool.available();
+        let mut done = Done::default();
+        tx.reclaim(&mut pool, &mut done);
+        // The pool page went straight back into the pool's cache.
+        assert_eq!(pool.available(), cached + 1);
+        assert_eq!(tx.pool_pages_in_flight(), 0);
+        done.free();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        card.faults().stall_h2c_writeback(true);
+        for i in 0..3 {
+            tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, i)), false)
+                .unwrap();
+        }
+        card.run_until_idle();
+        // A device that scribbles a consumer index beyond what was posted (10 > next_to_use 3).
+        let mut st = onic_hal::layout::desc::WbStatus::default();
+        st.set_cidx(10);
+        tx.ring.write_u64(H2C_DESC_BYTES * 63, st.to_word());
+        let mut done = Done::default();
+        assert_eq!(tx.reclaim(&mut pool, &mut done), Reclaimed::default());
+        let err = QueueError::H2cCidx {
+            cidx: 10,
+            clean: 0,
+            next_to_use: 3,
+        };
+        assert_eq!(tx.error(), Some(err));
+        assert!(done.os.is_empty());
+        match tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, 5)), false) {
+            Err(TxError::Queue(f, e)) => {
+                assert_eq!(e, err);
+                f.free();
+            }
+            _ => panic!("expected a queue error"),
+        }
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        assert_eq!(done.os.len(), 3);
+        done.free();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+}

@@ -1,0 +1,841 @@
+//! A datapath harness: a model card, one or two PCI functions brought up by the driver, queue pairs
+//! with their pools, an "OS" that holds passed pages and transmits its own frames, and the census
+//! checks the datapath tests run after every step.
+//!
+//! ```
+//! use onic_tests::datapath::{Harness, Setup};
+//!
+//! let setup = Setup::new().queues(4).ring_size_idx(1);
+//! let card = setup.card();
+//! let mut h = Harness::new(&card, &setup);
+//! h.inject(0, 7, 100); // port 0, flow 7, 100 bytes
+//! h.drain(); // settle and poll until quiet, checking the page census on the way
+//! h.check_delivery();
+//! h.check_pages();
+//! h.teardown(); // every page and ring back, no violation
+//! ```
+//!
+//! Storage the queues borrow (slot arrays, recycle rings) is leaked: it must outlive the queues,
+//! which live in the harness itself, and a test process is short.
+
+use std::collections::BTreeSet;
+
+use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue_pair::{FrameSink, PairPoll, QueuePair, Verdict};
+use onic_core::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
+use onic_core::Device;
+use onic_hal::layout::desc::CmptEntrySize;
+use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+
+/// Offset of the frame id in a harness frame (after Ethernet, IPv4 and the 4 port bytes).
+pub const ID_OFFSET: usize = 14 + 20 + 4;
+/// Shortest harness frame (ETH_ZLEN).
+pub const MIN_FRAME: usize = 60;
+
+/// What the sink does with a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Copy the id and drop (XDP_DROP).
+    Drop,
+    /// Keep the page with the OS (XDP_PASS).
+    Pass,
+    /// Send it back out on the same pair (XDP_TX).
+    Tx,
+    /// Send it out on the next pair of the same function (XDP_REDIRECT).
+    Redirect,
+}
+
+/// How the harness decides an [`Action`] from a frame id.
+pub type Policy = fn(u64) -> Action;
+
+/// Every frame is dropped after its id is recorded.
+pub fn drop_all(_: u64) -> Action {
+    Action::Drop
+}
+
+/// Every frame goes to the OS.
+pub fn pass_all(_: u64) -> Action {
+    Action::Pass
+}
+
+/// A mix of every action, decided by the id.
+pub fn mixed(id: u64) -> Action {
+    match id % 8 {
+        0..=3 => Action::Drop,
+        4 | 5 => Action::Pass,
+        6 => Action::Tx,
+        _ => Action::Redirect,
+    }
+}
+
+/// Harness settings (a builder).
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// Queue pairs per function.
+    pub queues: u16,
+    /// Ring-size index of every ring.
+    pub ring_size_idx: u8,
+    /// C2H buffer-size index.
+    pub buf_idx: u8,
+    /// Completion entry size.
+    pub cmpt_entry: CmptEntrySize,
+    /// Largest frame the shell passes (model) and the driver expects.
+    pub max_frame_len: usize,
+    /// PCI functions brought up (1 or 2); function f owns port f.
+    pub functions: u8,
+    /// What is plugged into the ports.
+    pub wire: Wire,
+    /// Pool slow-path bulk.
+    pub bulk: usize,
+    /// Sink policy.
+    pub policy: Policy,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Setup {
+    /// One function, one queue pair, 64-entry rings, the default buffer, drop everything.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            queues: 1,
+            ring_size_idx: 1,
+            buf_idx: onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT,
+            cmpt_entry: CmptEntrySize::B8,
+            max_frame_len: 1514,
+            functions: 1,
+            wire: Wire::Open,
+            bulk: 64,
+            policy: drop_all,
+        }
+    }
+
+    /// Queue pairs per function.
+    #[must_use]
+    pub fn queues(mut self, n: u16) -> Self {
+        self.queues = n;
+        self
+    }
+
+    /// Ring-size index of every ring.
+    #[must_use]
+    pub fn ring_size_idx(mut self, i: u8) -> Self {
+        self.ring_size_idx = i;
+        self
+    }
+
+    /// C2H buffer-size index.
+    #[must_use]
+    pub fn buf_idx(mut self, i: u8) -> Self {
+        self.buf_idx = i;
+        self
+    }
+
+    /// Completion entry size.
+    #[must_use]
+    pub fn cmpt_entry(mut self, e: CmptEntrySize) -> Self {
+        self.cmpt_entry = e;
+        self
+    }
+
+    /// Largest frame.
+    #[must_use]
+    pub fn max_frame_len(mut self, n: usize) -> Self {
+        self.max_frame_len = n;
+        self
+    }
+
+    /// Functions brought up.
+    #[must_use]
+    pub fn functions(mut self, n: u8) -> Self {
+        self.functions = n;
+        self
+    }
+
+    /// The wire.
+    #[must_use]
+    pub fn wire(mut self, w: Wire) -> Self {
+        self.wire = w;
+        self
+    }
+
+    /// Pool slow-path bulk.
+    #[must_use]
+    pub fn bulk(mut self, n: usize) -> Self {
+        self.bulk = n;
+        self
+    }
+
+    /// Sink policy.
+    #[must_use]
+    pub fn policy(mut self, p: Policy) -> Self {
+        self.policy = p;
+        self
+    }
+
+    /// The model card for this setup.
+    #[must_use]
+    pub fn card(&self) -> Card {
+        let mut c = CardConfig::default();
+        c.wire = self.wire;
+        c.max_frame_len = self.max_frame_len;
+        Card::new(c)
+    }
+}
+
+/// A frame the harness hands to a TX queue: an OS buffer, or a page of another pair's pool.
+#[derive(Debug)]
+pub enum HFrame<'c> {
+    /// An OS frame in its own to-device page.
+    Os {
+        /// The page.
+        page: DmaPage,
+        /// Frame length.
+        len: usize,
+        /// Its DMA memory.
+        dma: SimDma<'c>,
+    },
+    /// A redirected frame in a page of pool `origin`.
+    Peer {
+        /// The page.
+        page: DmaPage,
+        /// Frame offset.
+        offset: usize,
+        /// Frame length.
+        len: usize,
+        /// Global index of the pair whose pool owns the page.
+        origin: usize,
+        /// Its DMA memory.
+        dma: SimDma<'c>,
+    },
+}
+
+impl TxFrame for HFrame<'_> {
+    fn dma_addr(&self) -> DmaAddr {
+        match self {
+            Self::Os { page, .. } => page.dma_addr(),
+            Self::Peer { page, offset, .. } => DmaAddr::new(page.dma_addr().get() + *offset as u64),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Os { len, .. } | Self::Peer { len, .. } => *len,
+        }
+    }
+
+    fn pad_to(&mut self, min_len: usize) -> bool {
+        let (page, start, len, dma, dir) = match self {
+            Self::Os { page, len, dma } => (page, 0, len, *dma, Direction::ToDevice),
+            Self::Peer {
+                page,
+                offset,
+                len,
+                dma,
+                ..
+            } => (page, *offset, len, *dma, Direction::Bidirectional),
+        };
+        if start + min_len > PAGE_SIZE {
+            return false;
+        }
+        page.bytes_mut()[start + *len..start + min_len].fill(0);
+        dma.sync_for_device(page, start + *len, min_len - *len, dir);
+        *len = min_len;
+        true
+    }
+}
+
+/// The pool type of the harness.
+pub type HPool<'c> = PagePool<'c, SimDma<'c>>;
+/// The queue-pair type of the harness.
+pub type HPair<'c> = QueuePair<'c, SimDma<'c>, HPool<'c>, HFrame<'c>>;
+/// The device type of the harness.
+pub type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
+
+/// One brought-up PCI function and its queue pairs.
+pub struct Func<'c> {
+    /// The device.
+    pub dev: HDevice<'c>,
+    /// Its queue pairs.
+    pub pairs: Vec<HPair<'c>>,
+}
+
+/// Where completed TX frames go: OS buffers are freed, pages of other pools go back through their
+/// recycle rings.
+struct Done<'h, 'c> {
+    rings: &'h [&'static RecycleRing],
+    os_tx_live: &'h mut usize,
+    _card: core::marker::PhantomData<&'c ()>,
+}
+
+impl<'c> TxDone<HFrame<'c>> for Done<'_, 'c> {
+    fn os_done(&mut self, f: HFrame<'c>) {
+        free_frame(f, self.rings, self.os_tx_live);
+    }
+
+    fn remote_done(&mut self, f: HFrame<'c>) {
+        free_frame(f, self.rings, self.os_tx_live);
+    }
+}
+
+fn free_frame(f: HFrame<'_>, rings: &[&'static RecycleRing], os_tx_live: &mut usize) {
+    match f {
+        HFrame::Os { page, dma, .. } => {
+            dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+            *os_tx_live -= 1;
+        }
+        HFrame::Peer {
+            page,
+            offset,
+            len,
+            origin,
+            dma,
+        } => {
+            let dirty = (offset + len).saturating_sub(onic_core::config::RX_HEADROOM as usize);
+            if let Err(page) = rings[origin].recycle(page, dirty) {
+                release_to_hal(&dma, Direction::Bidirectional, page);
+            }
+        }
+    }
+}
+
+/// The sink of one pair poll.
+struct Sink<'x, 'c> {
+    policy: Policy,
+    delivered: &'x mut Vec<u64>,
+    os_pages: &'x mut Vec<(usize, DmaPage)>,
+    sent_back: &'x mut Vec<u64>,
+    origin: usize,
+    redirect: Option<(&'x mut TxQueue<'c, SimDma<'c>, DmaPage, HFrame<'c>>, usize)>,
+    db: &'x onic_core::qdma::Doorbells<&'x QdmaWindow<'c>>,
+    dma: SimDma<'c>,
+}
+
+impl<'c> FrameSink<DmaPage> for Sink<'_, 'c> {
+    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
+        let id = frame_id(f.data());
+        self.delivered.push(id);
+        match (self.policy)(id) {
+            Action::Drop => Verdict::Drop(f),
+            Action::Pass => {
+                self.os_pages.push((self.origin, f.page));
+                Verdict::Pass
+            }
+            Action::Tx => {
+                self.sent_back.push(id);
+                Verdict::Tx(f)
+            }
+            Action::Redirect => {
+                let Some((tx, _)) = self.redirect.as_mut() else {
+                    return Verdict::Drop(f);
+                };
+                let hf = HFrame::Peer {
+                    page: f.page,
+                    offset: usize::from(f.offset),
+                    len: usize::from(f.len),
+                    origin: self.origin,
+                    dma: self.dma,
+                };
+                // The page was synced for the CPU; the device reads it now.
+                if let HFrame::Peer {
+                    page, offset, len, ..
+                } = &hf
+                {
+                    self.dma
+                        .sync_for_device(page, *offset, *len, Direction::Bidirectional);
+                }
+                match tx.xmit_remote(self.db, hf, true) {
+                    Ok(()) => {
+                        self.sent_back.push(id);
+                        Verdict::Redirected
+                    }
+                    Err(e) => {
+                        let HFrame::Peer {
+                            page, offset, len, ..
+                        } = e.into_inner()
+                        else {
+                            unreachable!()
+                        };
+                        Verdict::Drop(RxFrame {
+                            page,
+                            offset: offset as u16,
+                            len: len as u16,
+                        })
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads the id of a harness frame (0 for a frame too short to carry one).
+#[must_use]
+pub fn frame_id(data: &[u8]) -> u64 {
+    data.get(ID_OFFSET..ID_OFFSET + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The harness.
+pub struct Harness<'c> {
+    /// The model.
+    pub card: &'c Card,
+    /// The setup it was built from.
+    pub setup: Setup,
+    /// Brought-up functions.
+    pub funcs: Vec<Func<'c>>,
+    /// Each pool's recycle ring, by global pair index.
+    pub rings: Vec<&'static RecycleRing>,
+    /// Pages with the OS: (global pair index of the pool, page).
+    pub os_pages: Vec<(usize, DmaPage)>,
+    /// OS TX buffers allocated and not yet freed.
+    pub os_tx_live: usize,
+    /// Ids handed to a sink, in order.
+    pub delivered: Vec<u64>,
+    /// Ids sent back out by XDP_TX or redirect (queued on a TX ring).
+    pub sent_back: Vec<u64>,
+    /// Ids injected, per port.
+    pub injected: Vec<Vec<u64>>,
+    /// OS frames refused by a full TX ring.
+    pub os_tx_refused: u64,
+    /// OS frames queued.
+    pub os_tx_queued: u64,
+    next_id: u64,
+}
+
+impl<'c> Harness<'c> {
+    /// Brings up the functions and starts every queue pair.
+    ///
+    /// # Panics
+    ///
+    /// If the driver refuses the setup (a test bug).
+    #[must_use]
+    pub fn new(card: &'c Card, setup: &Setup) -> Self {
+        let mut delay = card.delay();
+        let mut funcs = Vec::new();
+        let mut rings = Vec::new();
+        for f in 0..setup.functions {
+            let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
+            let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
+            let mut pairs = Vec::new();
+            for q in 0..setup.queues {
+                let ring = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
+                let rxc = RxQueueConfig {
+                    desc_ring: ring,
+                    cmpt_ring: ring,
+                    buf: BufSizeIdx::new(setup.buf_idx).expect("buffer size"),
+                    cmpt_entry: setup.cmpt_entry,
+                    ..RxQueueConfig::new(q)
+                };
+                let txc = TxQueueConfig {
+                    ring,
+                    ..TxQueueConfig::new(q)
+                };
+                let usable = usize::from(ring.usable());
+                let rx_slots: &'c mut [Option<DmaPage>] =
+                    Box::leak((0..usable).map(|_| None).collect::<Vec<_>>().into_boxed_slice());
+                let tx_slots: &'c mut [TxSlot<DmaPage, HFrame<'c>>] = Box::leak(
+                    (0..usable)
+                        .map(|_| TxSlot::new())
+                        .collect::<Vec<_>>()
+                        .into_boxed_slice(),
+                );
+                let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+                rings.push(rr);
+                let pool = PagePool::new(
+                    card.dma(),
+                    PoolConfig {
+                        bulk: setup.bulk,
+                        ..PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes())
+                    },
+                    Some(rr),
+                );
+                let opts = RxOptions {
+                    max_frame_len: setup.max_frame_len as u32,
+                    ..RxOptions::for_queue(&rxc)
+                };
+                let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
+                let tx = TxQueue::new(card.dma(), txc, tx_slots).expect("tx queue");
+                let mut pair = QueuePair::new(rx, tx, pool);
+                pair.start(&dev, &mut delay).expect("start pair");
+                pairs.push(pair);
+            }
+            funcs.push(Func { dev, pairs });
+        }
+        let ports = usize::from(card.config().ports);
+        Self {
+            card,
+            setup: setup.clone(),
+            funcs,
+            rings,
+            os_pages: Vec::new(),
+            os_tx_live: 0,
+            delivered: Vec::new(),
+            sent_back: Vec::new(),
+            injected: vec![Vec::new(); ports],
+            os_tx_refused: 0,
+            os_tx_queued: 0,
+            next_id: 1,
+        }
+    }
+
+    /// A fresh IPv4/UDP frame of `len` bytes (at least [`MIN_FRAME`]) whose ports spread it over
+    /// the RSS queues; returns (id, bytes).
+    pub fn frame(&mut self, flow: u16, len: usize) -> (u64, Vec<u8>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let len = len.max(MIN_FRAME);
+        let mut f = vec![0u8; len];
+        f[..6].copy_from_slice(&[0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC]);
+        f[6..12].copy_from_slice(&[0x00, 0x0A, 0x35, 0x01, 0x02, 0x03]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..34];
+        ip.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&flow.to_be_bytes());
+        f[36..38].copy_from_slice(&4789u16.to_be_bytes());
+        f[ID_OFFSET..ID_OFFSET + 8].copy_from_slice(&id.to_le_bytes());
+        for (i, b) in f.iter_mut().enumerate().skip(ID_OFFSET + 8) {
+            *b = (id as u8).wrapping_add(i as u8);
+        }
+        (id, f)
+    }
+
+    /// Injects a frame at `port` and records its id.
+    pub fn inject(&mut self, port: u8, flow: u16, len: usize) -> u64 {
+        let (id, f) = self.frame(flow, len);
+        self.card.inject(port, &f);
+        self.injected[usize::from(port)].push(id);
+        id
+    }
+
+    /// Lets the model work, and its completion timers fire.
+    pub fn settle(&self) {
+        self.card.run_until_idle();
+        self.card.advance_time(2_000);
+        self.card.run_until_idle();
+    }
+
+    fn global(&self, func: usize, q: usize) -> usize {
+        func * usize::from(self.setup.queues) + q
+    }
+
+    /// Polls pair `q` of function `func` once.
+    pub fn poll(&mut self, func: usize, q: usize, budget: usize) -> PairPoll {
+        let origin = self.global(func, q);
+        let n = self.funcs[func].pairs.len();
+        let Func { dev, pairs } = &mut self.funcs[func];
+        let db = dev.doorbells();
+        let target = (q + 1) % n;
+        let (pair, other) = if target == q {
+            (&mut pairs[q], None)
+        } else if target > q {
+            let (a, b) = pairs.split_at_mut(target);
+            (&mut a[q], Some(&mut b[0]))
+        } else {
+            let (a, b) = pairs.split_at_mut(q);
+            (&mut b[0], Some(&mut a[target]))
+        };
+        let mut sink = Sink {
+            policy: self.setup.policy,
+            delivered: &mut self.delivered,
+            os_pages: &mut self.os_pages,
+            sent_back: &mut self.sent_back,
+            origin,
+            redirect: other.map(|p| (&mut p.tx, target)),
+            db: &db,
+            dma: self.card.dma(),
+        };
+        let mut done = Done {
+            rings: &self.rings,
+            os_tx_live: &mut self.os_tx_live,
+            _card: core::marker::PhantomData,
+        };
+        let out = pair.poll(budget, &db, &mut sink, &mut done);
+        // The redirect target's batch ends with this poll: publish it.
+        if let Some((tx, _)) = sink.redirect {
+            tx.flush(&db);
+        }
+        out
+    }
+
+    /// Reclaims the TX queue of pair `q` of function `func` (the OS's transmit path does that).
+    pub fn reclaim(&mut self, func: usize, q: usize) {
+        let pair = &mut self.funcs[func].pairs[q];
+        let mut done = Done {
+            rings: &self.rings,
+            os_tx_live: &mut self.os_tx_live,
+            _card: core::marker::PhantomData,
+        };
+        pair.tx.reclaim(&mut pair.pool, &mut done);
+    }
+
+    /// The OS transmits `frames` on pair `q` of function `func` as one xmit-more batch; frames
+    /// refused by a full ring are freed and counted. Returns the ids queued.
+    pub fn transmit(&mut self, func: usize, q: usize, frames: &[(u64, Vec<u8>)]) -> Vec<u64> {
+        let dma = self.card.dma();
+        self.reclaim(func, q);
+        let Func { dev, pairs } = &mut self.funcs[func];
+        let db = dev.doorbells();
+        let tx = &mut pairs[q].tx;
+        let mut queued = Vec::new();
+        for (i, (id, data)) in frames.iter().enumerate() {
+            let mut page = dma
+                .map_page(dma.alloc_page().expect("page"), Direction::ToDevice)
+                .expect("map");
+            page.bytes_mut()[..data.len()].copy_from_slice(data);
+            dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
+            self.os_tx_live += 1;
+            let f = HFrame::Os {
+                page,
+                len: data.len(),
+                dma,
+            };
+            match tx.xmit_os(&db, f, i + 1 < frames.len()) {
+                Ok(()) => {
+                    self.os_tx_queued += 1;
+                    queued.push(*id);
+                }
+                Err(e) => {
+                    assert!(matches!(e, TxError::Full(_)), "unexpected TX error");
+                    self.os_tx_refused += 1;
+                    free_frame(e.into_inner(), &self.rings, &mut self.os_tx_live);
+                }
+            }
+        }
+        // xmit-more: the batch ended, so everything queued is published.
+        assert!(!tx.has_unpublished());
+        queued
+    }
+
+    /// The OS gives back `n` of the pages it holds: alternately straight into the owning pool
+    /// (same context) and through the pool's recycle ring (another context).
+    pub fn return_os_pages(&mut self, n: usize) {
+        let q = usize::from(self.setup.queues);
+        for k in 0..n.min(self.os_pages.len()) {
+            let (origin, page) = self.os_pages.remove(0);
+            if k % 2 == 0 {
+                self.funcs[origin / q].pairs[origin % q]
+                    .pool
+                    .return_from_os(page, 128);
+            } else if let Err(page) = self.rings[origin].return_from_os(page, 128) {
+                release_to_hal(&self.card.dma(), Direction::Bidirectional, page);
+            }
+        }
+    }
+
+    /// Every pair.
+    pub fn pairs(&self) -> impl Iterator<Item = &HPair<'c>> {
+        self.funcs.iter().flat_map(|f| f.pairs.iter())
+    }
+
+    /// The page census over all pools, from the driver's counts.
+    ///
+    /// # Panics
+    ///
+    /// If a pool's OS-return count exceeds the pages its RX path handed out.
+    #[must_use]
+    pub fn page_counts(&self) -> PageCounts {
+        let mut c = PageCounts::default();
+        for p in self.pairs() {
+            let inf = p.tx.in_flight_by_owner();
+            c = c + PageCounts {
+                in_pool: p.pool.available() as u64,
+                in_rx_ring: p.rx.pages_in_ring(),
+                in_tx_flight: u64::from(inf.pool) + u64::from(inf.remote),
+                with_os: p
+                    .rx
+                    .stats()
+                    .to_os
+                    .checked_sub(p.pool.stats().os_returns)
+                    .expect("more OS returns than pages handed to the OS"),
+            };
+        }
+        c
+    }
+
+    /// Pages the pools took from the HAL and did not give back.
+    #[must_use]
+    pub fn live_pool_pages(&self) -> u64 {
+        self.pairs().map(|p| p.pool.stats().live_pages()).sum()
+    }
+
+    /// The page-accounting invariant: every live pool page is in a pool, a ring, TX flight or with
+    /// the OS, the OS holds exactly what the driver thinks, and the model's live pages agree.
+    ///
+    /// # Panics
+    ///
+    /// When it does not hold.
+    pub fn check_pages(&self) {
+        let c = self.page_counts();
+        let live = self.live_pool_pages();
+        assert_eq!(c.total(), live, "page census {c:?} vs {live} live pool pages");
+        assert_eq!(c.with_os, self.os_pages.len() as u64, "pages with the OS");
+        assert_eq!(
+            self.card.dma_stats().live_pages as u64,
+            live + self.os_tx_live as u64,
+            "model live pages vs pool pages + OS TX buffers"
+        );
+        for p in self.pairs() {
+            assert!(p.rx.error().is_none() && p.tx.error().is_none());
+        }
+    }
+
+    /// Settles and polls every pair (budget 64) until nothing is pending anywhere.
+    ///
+    /// # Panics
+    ///
+    /// If the datapath does not quiesce.
+    pub fn drain(&mut self) {
+        for _ in 0..10_000 {
+            self.settle();
+            let mut busy = false;
+            for f in 0..self.funcs.len() {
+                for q in 0..self.funcs[f].pairs.len() {
+                    let out = self.poll(f, q, 64);
+                    busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
+                    busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
+                }
+            }
+            self.check_pages();
+            if !busy {
+                return;
+            }
+        }
+        panic!("datapath did not quiesce");
+    }
+
+    /// Checks that every injected id was delivered exactly once or dropped with a reason.
+    ///
+    /// # Panics
+    ///
+    /// When it is not so.
+    pub fn check_delivery(&self) {
+        let mut seen = BTreeSet::new();
+        for id in &self.delivered {
+            assert!(seen.insert(*id), "frame {id} delivered twice");
+        }
+        let injected: BTreeSet<u64> = self.injected.iter().flatten().copied().collect();
+        assert!(seen.is_subset(&injected), "delivered a frame never injected");
+        let driver_drops: u64 = self.pairs().map(|p| p.rx.stats().rx_dropped()).sum();
+        let model = self.card.stats();
+        // Frames the MAC refused (too long for the shell, bad FCS...): counted by the CMAC.
+        let mac_drops: u64 = (0..self.card.config().ports)
+            .map(|p| {
+                self.card.cmac_counter(p, "stat_rx_total_pkts")
+                    - self.card.cmac_counter(p, "stat_rx_total_good_pkts")
+            })
+            .sum();
+        let model_drops = model.c2h_no_desc_dropped
+            + model.cmpt_full_dropped
+            + model.c2h_no_queue_dropped
+            + model.wire_dropped
+            + mac_drops;
+        assert_eq!(
+            injected.len() as u64,
+            seen.len() as u64 + driver_drops + model_drops,
+            "injected = delivered + driver drops + model drops ({model:?}, MAC {mac_drops})"
+        );
+    }
+
+    /// Reads one hardware counter of `port` through the driver's statistics path (TICK, then the
+    /// registers), by its ethtool name.
+    ///
+    /// # Panics
+    ///
+    /// For an unknown name.
+    #[must_use]
+    pub fn hw_counter(&self, port: u8, name: &str) -> u64 {
+        let all = onic_core::stats::read_hw_counters(&self.card.shell(), port);
+        let i = CMAC_STATS
+            .iter()
+            .chain(ADAPTER_STATS.iter())
+            .position(|c| c.name == name)
+            .expect("counter name");
+        all[i]
+    }
+
+    /// The driver's counters agree with the adapter and CMAC counters (read through the driver's
+    /// statistics path) and with the model's live counters, per port.
+    ///
+    /// # Panics
+    ///
+    /// When they do not.
+    pub fn check_stats(&self) {
+        for (f, func) in self.funcs.iter().enumerate() {
+            let port = f as u8;
+            let rx_seen: u64 = func
+                .pairs
+                .iter()
+                .map(|p| p.rx.stats().rx_packets + p.rx.stats().rx_dropped())
+                .sum();
+            let recv = self.hw_counter(port, "stat_adapt_rx_recv");
+            let drop = self.hw_counter(port, "stat_adapt_rx_drop");
+            assert_eq!(rx_seen, recv - drop, "port {port}: driver RX vs adapter");
+            let good = self.hw_counter(port, "stat_rx_total_good_pkts");
+            assert_eq!(good, recv, "port {port}: CMAC vs adapter");
+            assert_eq!(self.card.cmac_counter(port, "stat_rx_total_good_pkts"), good);
+            let tx: u64 = func.pairs.iter().map(|p| p.tx.stats().tx_packets).sum();
+            assert_eq!(
+                self.hw_counter(port, "stat_tx_total_good_pkts"),
+                tx,
+                "port {port}: CMAC vs driver TX"
+            );
+            assert_eq!(self.hw_counter(port, "stat_adapt_tx_sent"), tx);
+        }
+    }
+
+    /// Tears everything down and checks that no page or ring is left. All TX queues go first, so
+    /// that redirected pages find their pools (and rings) still there.
+    ///
+    /// # Panics
+    ///
+    /// On a leak or a driver error.
+    pub fn teardown(mut self) {
+        self.return_os_pages(usize::MAX);
+        let mut delay = self.card.delay();
+        let rings = self.rings.clone();
+        let mut os_tx_live = self.os_tx_live;
+        let mut parts = Vec::new();
+        for f in self.funcs.drain(..) {
+            let mut qs = Vec::new();
+            for pair in f.pairs {
+                let QueuePair { rx, tx, pool, .. } = pair;
+                qs.push((rx, Some(tx), pool));
+            }
+            parts.push((f.dev, qs));
+        }
+        for (dev, qs) in &mut parts {
+            for (_, tx, pool) in qs.iter_mut() {
+                let mut done = Done {
+                    rings: &rings,
+                    os_tx_live: &mut os_tx_live,
+                    _card: core::marker::PhantomData,
+                };
+                if let Some(tx) = tx.take() {
+                    tx.teardown(dev, &mut delay, pool, &mut done)
+                        .expect("tx teardown");
+                }
+            }
+        }
+        for (dev, qs) in parts {
+            for (rx, _, mut pool) in qs {
+                rx.teardown(&dev, &mut delay, &mut pool).expect("rx teardown");
+                drop(pool);
+            }
+            let (r, _, _) = dev.teardown(&mut delay);
+            r.expect("device teardown");
+        }
+        assert_eq!(os_tx_live, 0);
+        let s = self.card.dma_stats();
+        assert_eq!((s.live_pages, s.mapped_pages, s.live_regions), (0, 0, 0), "leak");
+        assert_eq!(self.card.violations(), []);
+    }
+}
