@@ -69,12 +69,12 @@ pub const HOST_PACKAGES: [&str; 13] = [
     "clang",   // XDP programs
     "llvm",
     "lld",
-    "libbpf-dev",       // bpf_helpers.h
-    "busybox-static",   // the initramfs userland
-    "cpio",             // the initramfs archive
-    "iproute2",         // ip (copied into the initramfs)
-    "ethtool",          // ethtool (copied into the initramfs)
-    "qemu-system-x86",  // the VM
+    "libbpf-dev",      // bpf_helpers.h
+    "busybox-static",  // the initramfs userland
+    "cpio",            // the initramfs archive
+    "iproute2",        // ip (copied into the initramfs)
+    "ethtool",         // ethtool (copied into the initramfs)
+    "qemu-system-x86", // the VM
 ];
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
@@ -172,11 +172,17 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
     let headers = resolve(k.headers_meta, "linux-headers-")?;
     let abi = headers.trim_start_matches("linux-headers-").to_string();
     if !abi.starts_with(k.name) {
-        return Err(format!("{} resolves to {abi}, not a {} kernel", k.headers_meta, k.name));
+        return Err(format!(
+            "{} resolves to {abi}, not a {} kernel",
+            k.headers_meta, k.name
+        ));
     }
     let image = resolve(k.image_meta, "linux-image-")?;
     if image != format!("linux-image-{abi}") {
-        return Err(format!("{} ({image}) does not match the headers' ABI {abi}", k.image_meta));
+        return Err(format!(
+            "{} ({image}) does not match the headers' ABI {abi}",
+            k.image_meta
+        ));
     }
     let mut pkgs = vec![headers.clone()];
     pkgs.extend(
@@ -341,7 +347,10 @@ fn check_rust_object(obj: &Path) -> Result<(), String> {
     let summary: Vec<String> = types.iter().map(|(t, c)| format!("{t} x{c}")).collect();
     println!("Rust object relocations: {}", summary.join(", "));
     if let Some((t, _)) = types.iter().find(|(t, _)| t.contains("GOT")) {
-        return Err(format!("{}: GOT relocation {t} in the Rust object", obj.display()));
+        return Err(format!(
+            "{}: GOT relocation {t} in the Rust object",
+            obj.display()
+        ));
     }
     let undef = output(Command::new("nm").arg("-u").arg(obj))?;
     let names: Vec<&str> = undef.split_whitespace().filter(|w| *w != "U").collect();
@@ -355,8 +364,12 @@ pub fn build_module(r: &Resolved, rust_obj: &Path) -> Result<PathBuf, String> {
     let _ = fs::remove_dir_all(&build);
     fs::create_dir_all(&build).map_err(|e| format!("{}: {e}", build.display()))?;
     let src = root().join("os-linux/kernel");
-    for e in fs::read_dir(&src).map_err(|e| format!("{}: {e}", src.display()))?.flatten() {
-        fs::copy(e.path(), build.join(e.file_name())).map_err(|e2| format!("{}: {e2}", e.path().display()))?;
+    for e in fs::read_dir(&src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .flatten()
+    {
+        fs::copy(e.path(), build.join(e.file_name()))
+            .map_err(|e2| format!("{}: {e2}", e.path().display()))?;
     }
     fs::copy(rust_obj, build.join("onic_rust.bin")).map_err(|e| format!("{}: {e}", rust_obj.display()))?;
 
@@ -385,7 +398,11 @@ pub fn build_module(r: &Resolved, rust_obj: &Path) -> Result<PathBuf, String> {
         start.elapsed().as_secs_f64()
     );
     if !out.status.success() {
-        return Err(format!("kbuild for {} failed (log: {})", r.abi, r.dir.join("kbuild.log").display()));
+        return Err(format!(
+            "kbuild for {} failed (log: {})",
+            r.abi,
+            r.dir.join("kbuild.log").display()
+        ));
     }
     check_module(r, &build, &log)?;
     Ok(build.join("onic.ko"))
@@ -406,7 +423,11 @@ fn check_module(r: &Resolved, build: &Path, log: &str) -> Result<(), String> {
         })
         .collect();
     if !warnings.is_empty() {
-        return Err(format!("kbuild for {} printed warnings:\n{}", r.abi, warnings.join("\n")));
+        return Err(format!(
+            "kbuild for {} printed warnings:\n{}",
+            r.abi,
+            warnings.join("\n")
+        ));
     }
     // objtool ran over the Rust code: per object on 6.1 (the custom rule), over the linked module
     // object on kernels with IBT (objtool --link on onic.o).
@@ -423,7 +444,10 @@ fn check_module(r: &Resolved, build: &Path, log: &str) -> Result<(), String> {
         .filter(|t| !LOADER_RELOCS.contains(&t.as_str()))
         .collect();
     if !bad.is_empty() {
-        return Err(format!("onic.ko for {} has relocation types the loader rejects: {bad:?}", r.abi));
+        return Err(format!(
+            "onic.ko for {} has relocation types the loader rejects: {bad:?}",
+            r.abi
+        ));
     }
     println!(
         "module checks for {}: no GOT relocations, loader-accepted relocation types only, \
@@ -454,10 +478,7 @@ pub fn parse_kernel(args: &[String]) -> Result<String, String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--kernel" => {
-                which = it
-                    .next()
-                    .cloned()
-                    .ok_or("--kernel takes 6.1, 6.12 or all")?;
+                which = it.next().cloned().ok_or("--kernel takes 6.1, 6.12 or all")?;
             }
             other => return Err(format!("unknown option {other:?}")),
         }

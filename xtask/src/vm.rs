@@ -95,7 +95,10 @@ fn build_xdp() -> Result<PathBuf, String> {
         if !extra.is_empty() {
             c.arg(extra);
         }
-        c.arg("-c").arg(src.join(file)).arg("-o").arg(out.join(format!("{name}.o")));
+        c.arg("-c")
+            .arg(src.join(file))
+            .arg("-o")
+            .arg(out.join(format!("{name}.o")));
         run(&format!("clang -target bpf {file} -> {name}.o"), c)?;
     }
     Ok(out)
@@ -148,7 +151,18 @@ fn expected_stats() -> String {
 fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
     let dir = r.dir.join("initramfs");
     let _ = fs::remove_dir_all(&dir);
-    for d in ["bin", "sbin", "proc", "sys", "dev", "tmp", "run", "etc/onic", "lib/modules", "xdp"] {
+    for d in [
+        "bin",
+        "sbin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "run",
+        "etc/onic",
+        "lib/modules",
+        "xdp",
+    ] {
         mkdir(&dir.join(d))?;
     }
     copy(&which("busybox")?, &dir.join("bin/busybox"))?;
@@ -201,16 +215,31 @@ fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Resu
 /// Boots one kernel with the initramfs; true when the guest reported pass.
 fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> {
     let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-m", "1G", "-smp", "2", "-display", "none", "-no-reboot", "-nic", "none"])
-        .args(["-serial", "stdio", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
-        .arg("-kernel")
-        .arg(&r.vmlinuz)
-        .arg("-initrd")
-        .arg(initrd)
-        .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "-m",
+        "1G",
+        "-smp",
+        "2",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-nic",
+        "none",
+    ])
+    .args([
+        "-serial",
+        "stdio",
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+    ])
+    .arg("-kernel")
+    .arg(&r.vmlinuz)
+    .arg("-initrd")
+    .arg(initrd)
+    .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     println!(
         "==> boot Linux {} under qemu-system-x86_64 (TCG, timeout {} s)",
         r.abi,
@@ -218,7 +247,9 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> 
     );
     println!("---- console ({}) ----", r.kernel.name);
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
     let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
     let reader = thread::spawn(move || {
@@ -239,11 +270,18 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> 
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
     match status {
         None => {
-            println!("vm-test {}: FAILED: no verdict within {} s, QEMU killed", r.kernel.name, timeout.as_secs());
+            println!(
+                "vm-test {}: FAILED: no verdict within {} s, QEMU killed",
+                r.kernel.name,
+                timeout.as_secs()
+            );
             Ok(false)
         }
         Some(STATUS_PASS) if reported => {
-            println!("vm-test {}: PASS (QEMU status {STATUS_PASS}) after {secs:.1} s", r.kernel.name);
+            println!(
+                "vm-test {}: PASS (QEMU status {STATUS_PASS}) after {secs:.1} s",
+                r.kernel.name
+            );
             Ok(true)
         }
         Some(s) => {
@@ -253,7 +291,10 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> 
                 STATUS_PASS => "status 33 but no VM-TEST PASS line",
                 _ => "unexpected status",
             };
-            println!("vm-test {}: FAILED: QEMU status {s} ({why}) after {secs:.1} s", r.kernel.name);
+            println!(
+                "vm-test {}: FAILED: QEMU status {s} ({why}) after {secs:.1} s",
+                r.kernel.name
+            );
             Ok(false)
         }
     }
@@ -275,11 +316,18 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         let r = kmod::fetch(k)?;
         let ko = kmod::build_module(&r, &obj)?;
         let img = initramfs(&r, &ko, &xdp)?;
-        println!("kernel {}: module and initramfs ready in {:.1} s", k.name, t.elapsed().as_secs_f64());
+        println!(
+            "kernel {}: module and initramfs ready in {:.1} s",
+            k.name,
+            t.elapsed().as_secs_f64()
+        );
         let ok = boot(&r, &img, o.timeout)?;
         results.push((k.name, ok));
     }
-    println!("==== vm-test summary ({:.1} s in all)", total.elapsed().as_secs_f64());
+    println!(
+        "==== vm-test summary ({:.1} s in all)",
+        total.elapsed().as_secs_f64()
+    );
     for (name, ok) in &results {
         println!("  Linux {name}: {}", if *ok { "PASS" } else { "FAIL" });
     }
