@@ -242,8 +242,20 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
     }
     let kdir = rootfs.join(format!("usr/src/linux-headers-{abi}"));
     let vmlinuz = rootfs.join(format!("boot/vmlinuz-{abi}"));
-    if !kdir.join(".config").exists() || !vmlinuz.exists() {
-        return Err(format!("{abi}: headers or image missing after unpacking"));
+    let config = fs::read_to_string(kdir.join(".config"))
+        .map_err(|e| format!("{abi}: no kernel .config after unpacking: {e}"))?;
+    if !vmlinuz.exists() {
+        return Err(format!("{abi}: no kernel image after unpacking"));
+    }
+    if let Some(n) = config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_FUNCTION_PADDING_BYTES="))
+    {
+        if n.trim() != FUNCTION_PADDING.to_string() {
+            return Err(format!(
+                "{abi} pads functions with {n} bytes; the Rust object is built with {FUNCTION_PADDING}"
+            ));
+        }
     }
     println!(
         "kernel {}: {abi} (headers {}, image {}) ready in {:.1} s",
@@ -261,11 +273,19 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
     })
 }
 
+/// Bytes of NOP padding in front of every Rust function, as kernels with `CONFIG_CALL_PADDING`
+/// (6.12) put in front of every C function: with call-depth tracking (retbleed=stuff) the kernel
+/// writes an accounting thunk into the 16 bytes before each call target in module text, and
+/// objtool (`--prefix=16`) marks them with `__pfx_` symbols. Kernels without it (6.1) never look
+/// at those bytes. Checked against each kernel's `CONFIG_FUNCTION_PADDING_BYTES`.
+const FUNCTION_PADDING: u32 = 16;
+
 /// Flags of the Rust object: the kernel's code model, no PIC/GOT, external retpoline and return
 /// thunks (objtool and the kernel patch them), ENDBR at indirect-branch targets (6.12 is built
-/// with IBT).
+/// with IBT), and the function padding above.
 const KERNEL_RUSTFLAGS: &str = "-C relocation-model=static -C code-model=kernel -C relro-level=off \
-     -Zretpoline-external-thunk -Zfunction-return=thunk-extern -Zcf-protection=branch";
+     -Zretpoline-external-thunk -Zfunction-return=thunk-extern -Zcf-protection=branch \
+     -Zpatchable-function-entry=16,16";
 
 /// Builds the Rust static library and extracts the crate's object member. The object is the same
 /// for every kernel.
@@ -436,6 +456,14 @@ fn check_module(r: &Resolved, build: &Path, log: &str) -> Result<(), String> {
         .any(|l| l.contains("objtool") && (l.ends_with("onic_rust.o") || l.ends_with("/onic.o")));
     if !objtool_on_rust {
         return Err(format!("objtool did not run over the Rust object for {}", r.abi));
+    }
+    // On kernels that pad functions, objtool marked the Rust functions' padding too.
+    let config = fs::read_to_string(r.kdir.join(".config")).unwrap_or_default();
+    if config.lines().any(|l| l == "CONFIG_CALL_PADDING=y") {
+        let syms = output(Command::new("nm").arg(&ko))?;
+        if !syms.lines().any(|l| l.ends_with(" __pfx_onic_rs_open")) {
+            return Err(format!("{}: the Rust functions have no __pfx_ padding symbols", r.abi));
+        }
     }
     let types = reloc_types(&ko)?;
     let bad: Vec<&String> = types
