@@ -63,6 +63,12 @@ finish() {
 
 echo "== onic VM test on Linux $(uname -r)"
 
+# The harness's own check (cargo xtask vm-test --expect-fail): a failing check must fail the run.
+if grep -qw onic_vm_deliberate_fail /proc/cmdline; then
+	fail "deliberate failure (onic_vm_deliberate_fail on the kernel command line)"
+	finish
+fi
+
 # ---- load, netdevs, driver info, statistics names
 check "insmod onic.ko sim=1" insmod $KO sim=1
 check "netdev onicsim0 appears" $IP link show onicsim0

@@ -462,7 +462,10 @@ fn check_module(r: &Resolved, build: &Path, log: &str) -> Result<(), String> {
     if config.lines().any(|l| l == "CONFIG_CALL_PADDING=y") {
         let syms = output(Command::new("nm").arg(&ko))?;
         if !syms.lines().any(|l| l.ends_with(" __pfx_onic_rs_open")) {
-            return Err(format!("{}: the Rust functions have no __pfx_ padding symbols", r.abi));
+            return Err(format!(
+                "{}: the Rust functions have no __pfx_ padding symbols",
+                r.abi
+            ));
         }
     }
     let types = reloc_types(&ko)?;

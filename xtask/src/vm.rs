@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use crate::kmod::{self, Resolved};
 use crate::{root, run};
 
-pub const USAGE: &str = "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--timeout SECONDS]";
+pub const USAGE: &str =
+    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--timeout SECONDS] [--expect-fail]";
 
 /// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
 const STATUS_PASS: i32 = 33;
@@ -40,17 +41,21 @@ const GUEST_TOOLS: [&str; 2] = ["ip", "ethtool"];
 struct Options {
     kernel: String,
     timeout: Duration,
+    /// Boot with a deliberately failing check and expect the run to fail (status 35).
+    expect_fail: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         kernel: "all".into(),
         timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+        expect_fail: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--kernel" => o.kernel = it.next().cloned().ok_or(USAGE)?,
+            "--expect-fail" => o.expect_fail = true,
             "--timeout" => {
                 let s = it.next().and_then(|s| s.parse::<u64>().ok()).ok_or(USAGE)?;
                 o.timeout = Duration::from_secs(s);
@@ -212,8 +217,16 @@ fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Resu
     }
 }
 
-/// Boots one kernel with the initramfs; true when the guest reported pass.
-fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> {
+/// QEMU status for the guest's "a check failed" (0x11 written to isa-debug-exit).
+const STATUS_FAIL: i32 = 35;
+
+/// Boots one kernel with the initramfs; true when the guest's verdict is the expected one.
+fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
+    let append = if expect_fail {
+        "console=ttyS0 quiet panic=-1 rdinit=/init onic_vm_deliberate_fail"
+    } else {
+        "console=ttyS0 quiet panic=-1 rdinit=/init"
+    };
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args([
         "-m",
@@ -236,7 +249,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> 
     .arg(&r.vmlinuz)
     .arg("-initrd")
     .arg(initrd)
-    .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
+    .args(["-append", append])
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
@@ -268,6 +281,21 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration) -> Result<bool, String> 
     println!("---- end of console ({}) ----", r.kernel.name);
     let secs = start.elapsed().as_secs_f64();
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
+    if expect_fail {
+        let failed = status == Some(STATUS_FAIL)
+            && console.iter().any(|l| l.trim() == "VM-TEST FAIL")
+            && console.iter().any(|l| l.starts_with("FAIL: deliberate failure"));
+        println!(
+            "vm-test {} (deliberate failure): {} (QEMU status {status:?}) after {secs:.1} s",
+            r.kernel.name,
+            if failed {
+                "PASS: the failing check failed the run"
+            } else {
+                "FAILED: a failing check did not fail the run"
+            }
+        );
+        return Ok(failed);
+    }
     match status {
         None => {
             println!(
@@ -321,7 +349,7 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
             k.name,
             t.elapsed().as_secs_f64()
         );
-        let ok = boot(&r, &img, o.timeout)?;
+        let ok = boot(&r, &img, o.timeout, o.expect_fail)?;
         results.push((k.name, ok));
     }
     println!(
@@ -329,7 +357,13 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         total.elapsed().as_secs_f64()
     );
     for (name, ok) in &results {
-        println!("  Linux {name}: {}", if *ok { "PASS" } else { "FAIL" });
+        let what = match (o.expect_fail, *ok) {
+            (false, true) => "PASS",
+            (false, false) => "FAIL",
+            (true, true) => "PASS (the deliberately failing check failed the run)",
+            (true, false) => "FAIL (the deliberately failing check did not fail the run)",
+        };
+        println!("  Linux {name}: {what}");
     }
     Ok(if results.iter().all(|(_, ok)| *ok) {
         ExitCode::SUCCESS
@@ -338,10 +372,15 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     })
 }
 
-/// `cargo xtask ci vm-test`: both kernels.
+/// `cargo xtask ci vm-test`: both kernels, then a deliberately failing check on 6.1 must fail
+/// the run (the verdict path is real).
 pub fn ci_job() -> Result<(), String> {
-    match vm_test(&[])? {
-        c if c == ExitCode::SUCCESS => Ok(()),
-        _ => Err("vm-test failed".into()),
+    if vm_test(&[])? != ExitCode::SUCCESS {
+        return Err("vm-test failed".into());
     }
+    let args = ["--kernel", "6.1", "--expect-fail"].map(String::from);
+    if vm_test(&args)? != ExitCode::SUCCESS {
+        return Err("vm-test: a deliberately failing check did not fail the run".into());
+    }
+    Ok(())
 }
