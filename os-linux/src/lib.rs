@@ -1,11 +1,32 @@
 //! # onic-linux
 //!
 //! The Rust half of the `onic.ko` kernel module: the driver core from `onic-core` behind a thin
-//! shim over the kernel's netdev, NAPI, ethtool and XDP interfaces. The module build (Kbuild, C
-//! glue) arrives with the kernel-module work; until then this crate only proves that the core links
-//! into a `no_std` library built for the kernel's target.
+//! shim over the kernel's netdev, NAPI and ethtool interfaces. The C glue in `os-linux/kernel/`
+//! owns the kernel objects and calls in here for every decision (see `os-linux/README.md`).
+//!
+//! - [`port`]: one PCI function's netdev state (bring-up, queues, transmit, poll, ethtool).
+//! - [`standin`]: STAND-IN copy-based rings until the core's datapath lands.
+//! - [`simcard`]: simulation mode's backend, the model card behind a lock.
+//! - [`ethtool`], [`counters`]: string tables, statistics layout, per-queue counters.
+//! - `kernel` (feature `kernel` on a bare target only): heap, panic handler, printk logger, the
+//!   hardware backend over the kernel's MMIO/DMA API and the `extern "C"` entry points.
+//!
+//! The same crate builds for the host (an ordinary library, tested with `cargo test`) and, with
+//! the `kernel` feature, for `x86_64-unknown-none` as the module's static library.
 
 #![no_std]
 #![deny(missing_docs)]
+
+extern crate alloc;
+
+pub mod counters;
+pub mod errno;
+pub mod ethtool;
+pub mod port;
+pub mod simcard;
+pub mod standin;
+
+#[cfg(all(feature = "kernel", target_os = "none"))]
+mod kernel;
 
 pub use onic_core;

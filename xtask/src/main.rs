@@ -1,7 +1,9 @@
 //! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
 //! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image.
 
+mod kmod;
 mod qemu;
+mod vm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -229,8 +231,30 @@ fn step_qemu() -> Result<(), String> {
     Ok(())
 }
 
+/// Clippy for the module build of onic-linux (feature `kernel` on the bare target): the
+/// workspace run only sees its host library.
+fn step_kmod_clippy() -> Result<(), String> {
+    let mut c = cargo();
+    c.args([
+        "clippy",
+        "-p",
+        "onic-linux",
+        "--features",
+        "kernel",
+        "--target",
+        "x86_64-unknown-none",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(
+        "cargo clippy -p onic-linux --features kernel --target x86_64-unknown-none -- -D warnings",
+        c,
+    )
+}
+
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 8] = [
+    let steps: [Job; 10] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
@@ -239,6 +263,9 @@ fn ci(only: Option<&str>) -> Result<(), String> {
         ("doc", step_doc),
         ("qemu", step_qemu),
         ("miri", step_miri),
+        ("kmod-clippy", step_kmod_clippy),
+        // The kernel module in Debian's 6.1 and 6.12 under QEMU (installs its packages as root).
+        ("vm-test", vm::ci_job),
     ];
     let mut ran = 0;
     for (name, f) in steps {
@@ -249,7 +276,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri, kmod-clippy, vm-test",
             only.unwrap_or_default()
         ));
     }
@@ -260,13 +287,20 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
+        Some("kmod") => kmod::kmod(&args[1..]),
+        Some("vm-test") => match vm::vm_test(&args[1..]) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Some("qemu") => match qemu::parse(&args[1..]).and_then(|o| qemu::qemu(&o)) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
         _ => Err(format!(
-            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri]\n       {}",
-            qemu::USAGE.trim_start_matches("usage: ")
+            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|kmod-clippy|vm-test]\n       {}\n       \
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       {}",
+            qemu::USAGE.trim_start_matches("usage: "),
+            vm::USAGE.trim_start_matches("usage: ")
         )),
     };
     match result {

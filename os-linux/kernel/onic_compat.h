@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * onic: the differences between the kernels the module builds against (Debian's 6.1 and 6.12,
+ * and what lies between). Everything version-dependent is here or next to an #if on one of
+ * these macros in the C glue; the Rust side is the same for every kernel.
+ */
+#ifndef ONIC_COMPAT_H
+#define ONIC_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/hrtimer.h>
+#include <linux/netdevice.h>
+
+/* ethtool get/set_rxfh take a struct ethtool_rxfh_param since 6.8. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define ONIC_HAVE_RXFH_PARAM 1
+#endif
+
+/* net_device.xdp_features exists since 6.3 (advertised once the XDP datapath lands). */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define ONIC_HAVE_XDP_FEATURES 1
+#endif
+
+/* netif_napi_add lost its weight argument in 6.1. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define onic_napi_add(dev, napi, poll) netif_napi_add(dev, napi, poll)
+#else
+#define onic_napi_add(dev, napi, poll) netif_napi_add(dev, napi, poll, NAPI_POLL_WEIGHT)
+#endif
+
+/* hrtimer_setup replaced hrtimer_init + assigning .function in 6.13. */
+static inline void onic_hrtimer_setup(struct hrtimer *t, enum hrtimer_restart (*fn)(struct hrtimer *),
+				      clockid_t clock, enum hrtimer_mode mode)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+	hrtimer_setup(t, fn, clock, mode);
+#else
+	hrtimer_init(t, clock, mode);
+	t->function = fn;
+#endif
+}
+
+#endif

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * onic: the interface between the C glue and the Rust side (libonic_linux, built from
+ * os-linux/src). The Rust side owns every decision; the C side owns the kernel objects
+ * (pci_dev, net_device, NAPI, IRQs, timers) and reaches the kernel's inline helpers for it.
+ */
+#ifndef ONIC_GLUE_H
+#define ONIC_GLUE_H
+
+#include <linux/netdevice.h>
+#include <linux/types.h>
+
+#define ONIC_DRV_NAME "onic"
+/* Queue pairs a function may own (spec 1.3: qbase = function x 64). */
+#define ONIC_MAX_QUEUES 64
+/* Simulation mode: queue pairs offered per port, and in use at load. */
+#define ONIC_SIM_MAX_QUEUES 8
+
+/* One queue vector: the NAPI instance of RX queue qid (and the reclaim of TX queue qid). */
+struct onic_qv {
+	struct napi_struct napi;
+	struct onic_ndev *nd;
+	u16 qid;
+	int irq;		/* Linux IRQ number, or -1 (simulation: NAPI is scheduled by the model) */
+};
+
+/* The netdev's private area. */
+struct onic_ndev {
+	struct net_device *netdev;
+	void *port;		/* Rust: Box<Port> */
+	u16 max_queues;
+	u16 open_queues;	/* queue pairs started by the last open */
+	bool napi_added;
+	struct onic_qv qv[ONIC_MAX_QUEUES];
+};
+
+/* Must match Rust's counters::LinkStats. */
+struct onic_link_stats {
+	u64 rx_packets, rx_bytes, rx_dropped, rx_errors;
+	u64 tx_packets, tx_bytes, tx_dropped, tx_errors;
+};
+
+/* Must match Rust's kernel::entry::OnicLayout. */
+struct onic_layout {
+	u32 max_queues, queues, tx_ring, rx_ring, max_ring;
+};
+
+/* Results of onic_rs_xmit (Rust's port::XmitResult). */
+enum onic_xmit { ONIC_XMIT_OK = 0, ONIC_XMIT_BUSY = 1, ONIC_XMIT_DROPPED = 2, ONIC_XMIT_OK_STOP = 3 };
+
+/* ---- Rust entry points (os-linux/src/kernel/entry.rs) ---- */
+void onic_rs_init(bool debug);
+const void *onic_rs_sim_new(void);
+void onic_rs_sim_free(const void *sim);
+void onic_rs_sim_tick(const void *sim, u64 elapsed_ns, void *cookie);
+void *onic_rs_port_new_sim(const void *sim, u8 func, u16 max_queues, u16 queues, int *err);
+void *onic_rs_port_new_pci(void *dev, u8 func, void __iomem *bar0, size_t bar0_len,
+			   void __iomem *bar2, size_t bar2_len, u16 max_queues, u16 queues, int *err);
+void onic_rs_port_free(void *port);
+int onic_rs_open(const void *port);
+void onic_rs_stop(const void *port);
+int onic_rs_xmit(const void *port, u16 qid, const u8 *data, u32 len, bool more);
+u16 onic_rs_tx_reclaim(const void *port, u16 qid);
+int onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi);
+void onic_rs_rearm(const void *port, u16 qid);
+void onic_rs_stats64(const void *port, struct onic_link_stats *out);
+bool onic_rs_link_up(const void *port);
+int onic_rs_sset_count(const void *port, u32 sset);
+void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
+void onic_rs_get_stats(const void *port, u64 *data, size_t n);
+int onic_rs_change_mtu(const void *port, u32 mtu);
+void onic_rs_rss_get(const void *port, u32 *indir, u8 *key);
+int onic_rs_rss_set(const void *port, const u32 *indir, const u8 *key);
+void onic_rs_get_layout(const void *port, struct onic_layout *out);
+int onic_rs_check_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
+int onic_rs_set_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
+u64 onic_rs_rx_flow_hash(u32 flow_type);
+
+/* ---- C helpers the Rust side calls (os-linux/src/kernel/ffi.rs), in onic_main.c ---- */
+void *onic_kmalloc(size_t size);
+void onic_kfree(void *p);
+void *onic_alloc_pages_exact(size_t size);
+void onic_free_pages_exact(void *p, size_t size);
+void onic_printk(int level, const u8 *msg, size_t len);
+void onic_rust_panic(const u8 *msg, size_t len);
+void *onic_lock_new(void);
+void onic_lock_free(void *lock);
+void onic_lock_bh(void *lock);
+void onic_unlock_bh(void *lock);
+void onic_udelay(u32 us);
+void onic_ndelay(u32 ns);
+void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);
+void onic_dma_free_coherent(void *dev, size_t len, void *cpu, u64 dma);
+void *onic_page_alloc(void);
+void onic_page_free(void *cpu);
+int onic_dma_map_page(void *dev, void *cpu, int dir, u64 *dma);
+void onic_dma_unmap_page(void *dev, u64 dma, int dir);
+void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu);
+void onic_sim_irq(void *sim, u8 func, u16 vector);
+bool onic_rx_frame(struct napi_struct *napi, const u8 *data, u32 len);
+
+/* ---- onic_netdev.c ---- */
+struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 max_queues, u16 queues);
+int onic_ndev_register(struct onic_ndev *nd);
+void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
+void onic_ndev_free(struct onic_ndev *nd);
+
+#endif

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * onic: module init/exit, parameters, the PCI driver, simulation mode, and the small helpers the
+ * Rust side calls for what only C can reach (kmalloc flags, spinlocks, the DMA API, printk).
+ *
+ * The driver's logic is Rust (os-linux/src, linked in as onic_rust.o); this file only creates
+ * and destroys kernel objects and forwards to it.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/gfp.h>
+#include <linux/hrtimer.h>
+#include <linux/interrupt.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+
+#include "onic_compat.h"
+#include "onic_glue.h"
+
+static bool sim;
+module_param(sim, bool, 0444);
+MODULE_PARM_DESC(sim, "Simulation mode: create two ports on a software model of the card (no FPGA needed)");
+
+static uint sim_queues = 2;
+module_param(sim_queues, uint, 0444);
+MODULE_PARM_DESC(sim_queues, "Simulation mode: queue pairs per port at load (1-8, default 2)");
+
+static bool debug;
+module_param(debug, bool, 0444);
+MODULE_PARM_DESC(debug, "Log the driver core's debug messages");
+
+/* ---------------------------------------------------------------- helpers for the Rust side */
+
+/* The Rust heap and the model allocate from NAPI, transmit and the engine timer too. */
+static gfp_t onic_gfp(void)
+{
+	if (in_atomic() || irqs_disabled() || in_interrupt() || rcu_preempt_depth())
+		return GFP_ATOMIC;
+	return GFP_KERNEL;
+}
+
+void *onic_kmalloc(size_t size)
+{
+	return kmalloc(size, onic_gfp());
+}
+
+void onic_kfree(void *p)
+{
+	kfree(p);
+}
+
+void *onic_alloc_pages_exact(size_t size)
+{
+	return alloc_pages_exact(size, onic_gfp());
+}
+
+void onic_free_pages_exact(void *p, size_t size)
+{
+	free_pages_exact(p, size);
+}
+
+void onic_printk(int level, const u8 *msg, size_t len)
+{
+	int n = (int)min_t(size_t, len, 1024);
+
+	switch (level) {
+	case 0 ... 3:
+		pr_err("%.*s\n", n, msg);
+		break;
+	case 4:
+		pr_warn("%.*s\n", n, msg);
+		break;
+	case 5:
+		pr_notice("%.*s\n", n, msg);
+		break;
+	case 6:
+		pr_info("%.*s\n", n, msg);
+		break;
+	default:
+		printk(KERN_DEBUG "%.*s\n", n, msg);
+		break;
+	}
+}
+
+void onic_rust_panic(const u8 *msg, size_t len)
+{
+	panic("onic: Rust panic: %.*s\n", (int)min_t(size_t, len, 512), msg);
+}
+
+void *onic_lock_new(void)
+{
+	spinlock_t *l = kmalloc(sizeof(*l), onic_gfp());
+
+	if (l)
+		spin_lock_init(l);
+	return l;
+}
+
+void onic_lock_free(void *lock)
+{
+	kfree(lock);
+}
+
+void onic_lock_bh(void *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void onic_unlock_bh(void *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+void onic_udelay(u32 us)
+{
+	if (in_atomic() || irqs_disabled() || in_interrupt())
+		udelay(us);
+	else
+		fsleep(us);
+}
+
+void onic_ndelay(u32 ns)
+{
+	ndelay(ns);
+}
+
+void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma)
+{
+	dma_addr_t a;
+	void *cpu = dma_alloc_coherent(dev, len, &a, onic_gfp());
+
+	*dma = a;
+	return cpu;
+}
+
+void onic_dma_free_coherent(void *dev, size_t len, void *cpu, u64 dma)
+{
+	dma_free_coherent(dev, len, cpu, dma);
+}
+
+void *onic_page_alloc(void)
+{
+	struct page *p = alloc_page(onic_gfp() | __GFP_ZERO);
+
+	return p ? page_address(p) : NULL;
+}
+
+void onic_page_free(void *cpu)
+{
+	free_page((unsigned long)cpu);
+}
+
+int onic_dma_map_page(void *dev, void *cpu, int dir, u64 *dma)
+{
+	dma_addr_t a = dma_map_page(dev, virt_to_page(cpu), 0, PAGE_SIZE, dir);
+
+	if (dma_mapping_error(dev, a))
+		return -ENOMEM;
+	*dma = a;
+	return 0;
+}
+
+void onic_dma_unmap_page(void *dev, u64 dma, int dir)
+{
+	dma_unmap_page(dev, dma, PAGE_SIZE, dir);
+}
+
+void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
+{
+	if (for_cpu)
+		dma_sync_single_for_cpu(dev, dma, len, dir);
+	else
+		dma_sync_single_for_device(dev, dma, len, dir);
+}
+
+/* ---------------------------------------------------------------- PCI */
+
+/* spec 1.1: device ID 0x9<PF><gen><lanes>, Gen3 x1/x2/x4/x8/x16 and Gen4 x1/x2/x4/x8, PF0-PF3,
+ * plus 0x6AA0. */
+#define ONIC_ID(id) { PCI_DEVICE(PCI_VENDOR_ID_XILINX, (id)) }
+#define ONIC_PF_IDS(pf)                                                               \
+	ONIC_ID(0x9031 + (pf) * 0x100), ONIC_ID(0x9032 + (pf) * 0x100),                   \
+	ONIC_ID(0x9034 + (pf) * 0x100), ONIC_ID(0x9038 + (pf) * 0x100),                   \
+	ONIC_ID(0x903F + (pf) * 0x100), ONIC_ID(0x9041 + (pf) * 0x100),                   \
+	ONIC_ID(0x9042 + (pf) * 0x100), ONIC_ID(0x9044 + (pf) * 0x100),                   \
+	ONIC_ID(0x9048 + (pf) * 0x100)
+
+static const struct pci_device_id onic_pci_ids[] = {
+	ONIC_PF_IDS(0), ONIC_PF_IDS(1), ONIC_PF_IDS(2), ONIC_PF_IDS(3),
+	ONIC_ID(0x6AA0),
+	{ 0 }
+};
+MODULE_DEVICE_TABLE(pci, onic_pci_ids);
+
+/* BAR2 window the driver maps (spec 1.2: SHELL_START 0, SHELL_MAXLEN 4 MiB). */
+#define ONIC_SHELL_LEN 0x400000
+
+struct onic_pci {
+	struct onic_ndev *nd;
+	void __iomem *bar0, *bar2;
+	size_t bar0_len;
+	u16 queues;
+	int nvec;
+	bool registered;
+};
+
+static irqreturn_t onic_queue_irq(int irq, void *data)
+{
+	struct onic_qv *qv = data;
+
+	/* spec 11.2: the handler touches no register, it schedules the queue's NAPI. */
+	napi_schedule_irqoff(&qv->napi);
+	return IRQ_HANDLED;
+}
+
+static irqreturn_t onic_misc_irq(int irq, void *data)
+{
+	struct pci_dev *pdev = data;
+
+	dev_info(&pdev->dev, "user/error interrupt on IRQ %d\n", irq);
+	return IRQ_HANDLED;
+}
+
+static void onic_pci_free_irqs(struct pci_dev *pdev, struct onic_pci *op)
+{
+	int v;
+
+	for (v = 0; v < op->queues; v++)
+		if (op->nd && op->nd->qv[v].irq >= 0) {
+			free_irq(op->nd->qv[v].irq, &op->nd->qv[v]);
+			op->nd->qv[v].irq = -1;
+		}
+	for (v = op->queues; v < op->nvec; v++)
+		free_irq(pci_irq_vector(pdev, v), pdev);
+	op->nvec = op->queues;
+}
+
+static void onic_pci_teardown(struct pci_dev *pdev, struct onic_pci *op)
+{
+	if (op->nd) {
+		onic_ndev_unregister(op->nd, op->registered);
+		onic_pci_free_irqs(pdev, op);
+		onic_ndev_free(op->nd); /* the function's register teardown (spec 13.5) */
+	}
+	if (op->bar2)
+		pci_iounmap(pdev, op->bar2);
+	if (op->bar0)
+		pci_iounmap(pdev, op->bar0);
+	pci_free_irq_vectors(pdev);
+	pci_release_mem_regions(pdev);
+	pci_disable_device(pdev);
+	kfree(op);
+}
+
+static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	u8 func = PCI_FUNC(pdev->devfn);
+	int misc = func == 0 ? 2 : 1; /* user vector, plus the error vector on the master PF (spec 11.1) */
+	char name[IFNAMSIZ];
+	struct onic_pci *op;
+	int err, total, v;
+
+	op = kzalloc(sizeof(*op), GFP_KERNEL);
+	if (!op)
+		return -ENOMEM;
+	/* spec 1.4 */
+	err = pci_enable_device_mem(pdev);
+	if (err)
+		goto free_op;
+	err = dma_set_mask(&pdev->dev, DMA_BIT_MASK(64));
+	if (!err)
+		err = dma_set_coherent_mask(&pdev->dev, DMA_BIT_MASK(32));
+	if (err)
+		goto disable;
+	err = pci_request_mem_regions(pdev, ONIC_DRV_NAME);
+	if (err)
+		goto disable;
+	pcie_capability_set_word(pdev, PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_RELAX_EN | PCI_EXP_DEVCTL_EXT_TAG);
+	pci_set_master(pdev);
+	pcie_set_readrq(pdev, 512);
+
+	total = pci_msix_vec_count(pdev);
+	if (total <= misc) {
+		err = total < 0 ? total : -ENODEV;
+		goto release;
+	}
+	op->queues = min_t(int, total - misc, ONIC_MAX_QUEUES);
+	total = op->queues + misc;
+	err = pci_alloc_irq_vectors(pdev, total, total, PCI_IRQ_MSIX);
+	if (err < 0)
+		goto release;
+	op->nvec = op->queues;
+
+	op->bar0_len = pci_resource_len(pdev, 0);
+	op->bar0 = pci_iomap(pdev, 0, 0);
+	op->bar2 = pci_iomap(pdev, 2, ONIC_SHELL_LEN);
+	if (!op->bar0 || !op->bar2 || pci_resource_len(pdev, 2) < ONIC_SHELL_LEN) {
+		err = -ENOMEM;
+		goto teardown;
+	}
+
+	snprintf(name, sizeof(name), "onic%ds%df%d", pdev->bus->number, PCI_SLOT(pdev->devfn), func);
+	op->nd = onic_ndev_alloc(&pdev->dev, name, op->queues, op->queues);
+	if (!op->nd) {
+		err = -ENOMEM;
+		goto teardown;
+	}
+	op->nd->port = onic_rs_port_new_pci(&pdev->dev, func, op->bar0, op->bar0_len, op->bar2,
+					    ONIC_SHELL_LEN, op->queues, op->queues, &err);
+	if (!op->nd->port)
+		goto teardown;
+
+	for (v = 0; v < op->queues; v++) {
+		struct onic_qv *qv = &op->nd->qv[v];
+
+		err = request_irq(pci_irq_vector(pdev, v), onic_queue_irq, 0, ONIC_DRV_NAME, qv);
+		if (err)
+			goto teardown;
+		qv->irq = pci_irq_vector(pdev, v);
+	}
+	for (v = op->queues; v < total; v++) {
+		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, ONIC_DRV_NAME, pdev);
+		if (err)
+			goto teardown;
+		op->nvec = v + 1;
+	}
+
+	err = onic_ndev_register(op->nd);
+	if (err)
+		goto teardown;
+	op->registered = true;
+	pci_set_drvdata(pdev, op);
+	return 0;
+
+teardown:
+	onic_pci_teardown(pdev, op);
+	return err;
+release:
+	pci_release_mem_regions(pdev);
+disable:
+	pci_disable_device(pdev);
+free_op:
+	kfree(op);
+	return err;
+}
+
+static void onic_pci_remove(struct pci_dev *pdev)
+{
+	onic_pci_teardown(pdev, pci_get_drvdata(pdev));
+}
+
+static struct pci_driver onic_pci_driver = {
+	.name = ONIC_DRV_NAME,
+	.id_table = onic_pci_ids,
+	.probe = onic_pci_probe,
+	.remove = onic_pci_remove,
+};
+
+/* ---------------------------------------------------------------- simulation mode */
+
+#define ONIC_SIM_FUNCS 2
+/* The engine's period: the model card works, its clock advances by the real time that passed,
+ * and its interrupts schedule NAPI. */
+#define ONIC_SIM_PERIOD_NS (500 * NSEC_PER_USEC)
+
+struct onic_sim {
+	const void *card;		/* Rust: Arc<SimCard> */
+	struct onic_ndev *nd[ONIC_SIM_FUNCS];
+	bool registered[ONIC_SIM_FUNCS];
+	struct hrtimer engine;
+	u64 last_ns;
+};
+
+static struct onic_sim *onic_sim;
+
+void onic_sim_irq(void *cookie, u8 func, u16 vector)
+{
+	struct onic_sim *s = cookie;
+	struct onic_ndev *nd = func < ONIC_SIM_FUNCS ? s->nd[func] : NULL;
+
+	if (nd && vector < nd->max_queues)
+		napi_schedule(&nd->qv[vector].napi);
+}
+
+static enum hrtimer_restart onic_sim_engine(struct hrtimer *t)
+{
+	struct onic_sim *s = container_of(t, struct onic_sim, engine);
+	u64 now = ktime_get_ns();
+
+	onic_rs_sim_tick(s->card, now - s->last_ns, s);
+	s->last_ns = now;
+	hrtimer_forward_now(t, ns_to_ktime(ONIC_SIM_PERIOD_NS));
+	return HRTIMER_RESTART;
+}
+
+static void onic_sim_destroy(struct onic_sim *s)
+{
+	int f;
+
+	hrtimer_cancel(&s->engine);
+	for (f = 0; f < ONIC_SIM_FUNCS; f++)
+		if (s->nd[f])
+			onic_ndev_unregister(s->nd[f], s->registered[f]);
+	for (f = 0; f < ONIC_SIM_FUNCS; f++)
+		if (s->nd[f])
+			onic_ndev_free(s->nd[f]);
+	if (s->card)
+		onic_rs_sim_free(s->card);
+	kfree(s);
+}
+
+/* The same path as a PCI probe, with the model as the HAL backend: one netdev per function. */
+static int onic_sim_create(void)
+{
+	struct onic_sim *s;
+	char name[IFNAMSIZ];
+	int f, err = -ENOMEM;
+	u16 q = clamp_t(uint, sim_queues, 1, ONIC_SIM_MAX_QUEUES);
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	onic_hrtimer_setup(&s->engine, onic_sim_engine, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	s->card = onic_rs_sim_new();
+	if (!s->card)
+		goto fail;
+	for (f = 0; f < ONIC_SIM_FUNCS; f++) {
+		snprintf(name, sizeof(name), "onicsim%d", f);
+		s->nd[f] = onic_ndev_alloc(NULL, name, ONIC_SIM_MAX_QUEUES, q);
+		if (!s->nd[f]) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		s->nd[f]->port = onic_rs_port_new_sim(s->card, f, ONIC_SIM_MAX_QUEUES, q, &err);
+		if (!s->nd[f]->port)
+			goto fail;
+		err = onic_ndev_register(s->nd[f]);
+		if (err)
+			goto fail;
+		s->registered[f] = true;
+	}
+	s->last_ns = ktime_get_ns();
+	hrtimer_start(&s->engine, ns_to_ktime(ONIC_SIM_PERIOD_NS), HRTIMER_MODE_REL_SOFT);
+	onic_sim = s;
+	pr_info("onic: simulation mode: %s and %s on a model card, cable between them\n",
+		s->nd[0]->netdev->name, s->nd[1]->netdev->name);
+	return 0;
+fail:
+	onic_sim_destroy(s);
+	return err;
+}
+
+/* ---------------------------------------------------------------- module */
+
+static int __init onic_init(void)
+{
+	int err;
+
+	onic_rs_init(debug);
+	if (sim) {
+		err = onic_sim_create();
+		if (err)
+			return err;
+	}
+	err = pci_register_driver(&onic_pci_driver);
+	if (err && onic_sim) {
+		onic_sim_destroy(onic_sim);
+		onic_sim = NULL;
+	}
+	return err;
+}
+
+static void __exit onic_exit(void)
+{
+	pci_unregister_driver(&onic_pci_driver);
+	if (onic_sim) {
+		onic_sim_destroy(onic_sim);
+		onic_sim = NULL;
+	}
+}
+
+module_init(onic_init);
+module_exit(onic_exit);
+
+MODULE_DESCRIPTION("AMD OpenNIC (open-nic-shell + QDMA) network driver, Rust core");
+/* GPL: the driver uses GPL-only exports (DMA API, NAPI/XDP helpers, page_pool). */
+MODULE_LICENSE("GPL");

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * onic: the net_device, its NAPI instances, net_device_ops and ethtool_ops. Every callback is a
+ * trampoline into the Rust side (onic_rs_*) plus the kernel bookkeeping only C can do (queue
+ * stop/wake, NAPI scheduling and completion, skb handling). The serialization each Rust call
+ * relies on is named at the call.
+ */
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/netdevice.h>
+#include <linux/random.h>
+#include <linux/skbuff.h>
+
+#include "onic_compat.h"
+#include "onic_glue.h"
+
+/* Free TX slots at which a stopped TX queue is woken again. */
+#define ONIC_TX_WAKE_THRESHOLD 8
+
+/* Bounds the core also checks (Rust port::MIN_MTU / MAX_MTU: the shell's 1514-byte frames). */
+#define ONIC_MIN_MTU ETH_MIN_MTU
+#define ONIC_MAX_MTU 1500
+
+static struct onic_ndev *nd_of(struct net_device *netdev)
+{
+	return netdev_priv(netdev);
+}
+
+/* ---------------------------------------------------------------- NAPI and RX */
+
+bool onic_rx_frame(struct napi_struct *napi, const u8 *data, u32 len)
+{
+	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
+	struct sk_buff *skb = napi_alloc_skb(napi, len);
+
+	if (!skb)
+		return false;
+	skb_put_data(skb, data, len);
+	skb->protocol = eth_type_trans(skb, napi->dev);
+	skb_record_rx_queue(skb, qv->qid);
+	napi_gro_receive(napi, skb);
+	return true;
+}
+
+static int onic_poll(struct napi_struct *napi, int budget)
+{
+	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
+	struct onic_ndev *nd = qv->nd;
+	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, qv->qid);
+	bool tx_waiting = false;
+	int done;
+
+	/* TX completions raise no interrupt (spec 11.2): reclaim here, under the TX queue lock
+	 * (the Rust side's contract for this queue's TX ring). */
+	__netif_tx_lock(txq, smp_processor_id());
+	if (onic_rs_tx_reclaim(nd->port, qv->qid) >= ONIC_TX_WAKE_THRESHOLD) {
+		if (netif_tx_queue_stopped(txq))
+			netif_tx_wake_queue(txq);
+	} else if (netif_tx_queue_stopped(txq)) {
+		tx_waiting = true;
+	}
+	__netif_tx_unlock(txq);
+
+	if (!budget)
+		return 0;
+	/* This queue's NAPI context: the Rust side's contract for its RX ring. */
+	done = onic_rs_poll(nd->port, qv->qid, budget, napi);
+	if (done < budget && !tx_waiting) {
+		if (napi_complete_done(napi, done))
+			onic_rs_rearm(nd->port, qv->qid);
+		return done;
+	}
+	/* Budget used up, or a stopped TX queue waits for the device: poll again. */
+	return budget;
+}
+
+/* ---------------------------------------------------------------- net_device_ops */
+
+static int onic_open(struct net_device *netdev)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	u16 q, n = netdev->real_num_rx_queues;
+	int err;
+
+	/* RTNL held, NAPI disabled, TX not started. */
+	err = onic_rs_open(nd->port);
+	if (err)
+		return err;
+	nd->open_queues = n;
+	for (q = 0; q < n; q++)
+		napi_enable(&nd->qv[q].napi);
+	netif_tx_start_all_queues(netdev);
+	if (onic_rs_link_up(nd->port))
+		netif_carrier_on(netdev);
+	/* An interrupt raised before napi_enable found NAPI disabled and was lost, while the
+	 * device's arm was consumed: poll every queue once, which re-arms it. */
+	for (q = 0; q < n; q++) {
+		local_bh_disable();
+		napi_schedule(&nd->qv[q].napi);
+		local_bh_enable();
+	}
+	return 0;
+}
+
+static int onic_stop(struct net_device *netdev)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	u16 q;
+
+	netif_carrier_off(netdev);
+	netif_tx_disable(netdev);
+	for (q = 0; q < nd->open_queues; q++)
+		napi_disable(&nd->qv[q].napi);
+	nd->open_queues = 0;
+	/* RTNL held, NAPI disabled, TX stopped. */
+	onic_rs_stop(nd->port);
+	return 0;
+}
+
+static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	u16 q = skb_get_queue_mapping(skb);
+	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
+	int r;
+
+	/* STAND-IN: the Rust side copies the frame, so it needs it linear. */
+	if (skb_linearize(skb)) {
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+	/* The core holds this TX queue's lock: the Rust side's contract for the TX ring. */
+	r = onic_rs_xmit(nd->port, q, skb->data, skb->len, netdev_xmit_more());
+	switch (r) {
+	case ONIC_XMIT_OK:
+		dev_consume_skb_any(skb);
+		return NETDEV_TX_OK;
+	case ONIC_XMIT_OK_STOP:
+		dev_consume_skb_any(skb);
+		netif_tx_stop_queue(txq);
+		/* The queue's NAPI reclaims and wakes it; make sure it runs. */
+		napi_schedule(&nd->qv[q].napi);
+		return NETDEV_TX_OK;
+	case ONIC_XMIT_BUSY:
+		netif_tx_stop_queue(txq);
+		napi_schedule(&nd->qv[q].napi);
+		return NETDEV_TX_BUSY;
+	default:
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+}
+
+static void onic_get_stats64(struct net_device *netdev, struct rtnl_link_stats64 *s)
+{
+	struct onic_link_stats ls;
+
+	onic_rs_stats64(nd_of(netdev)->port, &ls);
+	s->rx_packets = ls.rx_packets;
+	s->rx_bytes = ls.rx_bytes;
+	s->rx_dropped = ls.rx_dropped;
+	s->rx_errors = ls.rx_errors;
+	s->tx_packets = ls.tx_packets;
+	s->tx_bytes = ls.tx_bytes;
+	s->tx_dropped = ls.tx_dropped;
+	s->tx_errors = ls.tx_errors;
+}
+
+static int onic_change_mtu(struct net_device *netdev, int mtu)
+{
+	int err;
+
+	if (mtu < 0)
+		return -EINVAL;
+	err = onic_rs_change_mtu(nd_of(netdev)->port, mtu);
+	if (err)
+		return err;
+	WRITE_ONCE(netdev->mtu, mtu);
+	return 0;
+}
+
+static const struct net_device_ops onic_netdev_ops = {
+	.ndo_open = onic_open,
+	.ndo_stop = onic_stop,
+	.ndo_start_xmit = onic_start_xmit,
+	.ndo_get_stats64 = onic_get_stats64,
+	.ndo_change_mtu = onic_change_mtu,
+	/* The shell has no MAC filter (spec 13.1): the address only lives in the netdev. */
+	.ndo_set_mac_address = eth_mac_addr,
+	.ndo_validate_addr = eth_validate_addr,
+};
+
+/* ---------------------------------------------------------------- ethtool_ops */
+
+static void onic_get_drvinfo(struct net_device *netdev, struct ethtool_drvinfo *info)
+{
+	struct device *parent = netdev->dev.parent;
+
+	strscpy(info->driver, ONIC_DRV_NAME, sizeof(info->driver));
+	strscpy(info->bus_info, parent ? dev_name(parent) : "sim", sizeof(info->bus_info));
+}
+
+static u32 onic_get_link(struct net_device *netdev)
+{
+	return onic_rs_link_up(nd_of(netdev)->port);
+}
+
+static int onic_get_sset_count(struct net_device *netdev, int sset)
+{
+	return onic_rs_sset_count(nd_of(netdev)->port, sset);
+}
+
+static void onic_get_strings(struct net_device *netdev, u32 sset, u8 *buf)
+{
+	onic_rs_get_strings(nd_of(netdev)->port, sset, buf);
+}
+
+static void onic_get_ethtool_stats(struct net_device *netdev, struct ethtool_stats *stats, u64 *data)
+{
+	onic_rs_get_stats(nd_of(netdev)->port, data, stats->n_stats);
+}
+
+static int onic_get_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd, u32 *rule_locs)
+{
+	switch (cmd->cmd) {
+	case ETHTOOL_GRXRINGS:
+		cmd->data = netdev->real_num_rx_queues;
+		return 0;
+	case ETHTOOL_GRXFH:
+		cmd->data = onic_rs_rx_flow_hash(cmd->flow_type);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static u32 onic_get_rxfh_indir_size(struct net_device *netdev)
+{
+	return 128; /* Rust port::RSS_INDIR_SIZE, spec 9.1 */
+}
+
+static u32 onic_get_rxfh_key_size(struct net_device *netdev)
+{
+	return 40; /* Rust port::RSS_KEY_SIZE, spec 9.1 */
+}
+
+#ifdef ONIC_HAVE_RXFH_PARAM
+static int onic_get_rxfh(struct net_device *netdev, struct ethtool_rxfh_param *p)
+{
+	p->hfunc = ETH_RSS_HASH_TOP;
+	onic_rs_rss_get(nd_of(netdev)->port, p->indir, p->key);
+	return 0;
+}
+
+static int onic_set_rxfh(struct net_device *netdev, struct ethtool_rxfh_param *p,
+			 struct netlink_ext_ack *extack)
+{
+	if (p->hfunc != ETH_RSS_HASH_NO_CHANGE && p->hfunc != ETH_RSS_HASH_TOP)
+		return -EOPNOTSUPP;
+	return onic_rs_rss_set(nd_of(netdev)->port, p->indir, p->key);
+}
+#else
+static int onic_get_rxfh(struct net_device *netdev, u32 *indir, u8 *key, u8 *hfunc)
+{
+	if (hfunc)
+		*hfunc = ETH_RSS_HASH_TOP;
+	onic_rs_rss_get(nd_of(netdev)->port, indir, key);
+	return 0;
+}
+
+static int onic_set_rxfh(struct net_device *netdev, const u32 *indir, const u8 *key, const u8 hfunc)
+{
+	if (hfunc != ETH_RSS_HASH_NO_CHANGE && hfunc != ETH_RSS_HASH_TOP)
+		return -EOPNOTSUPP;
+	return onic_rs_rss_set(nd_of(netdev)->port, indir, key);
+}
+#endif
+
+/* Applies a new queue count / ring sizes: checked first (nothing changes on a bad value), then
+ * the interface is stopped, reconfigured and opened again if it was running. */
+static int onic_relayout(struct net_device *netdev, u32 queues, u32 tx_ring, u32 rx_ring)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	bool running = netif_running(netdev);
+	int err;
+
+	err = onic_rs_check_layout(nd->port, queues, tx_ring, rx_ring);
+	if (err)
+		return err;
+	if (running)
+		onic_stop(netdev);
+	err = onic_rs_set_layout(nd->port, queues, tx_ring, rx_ring);
+	if (!err) {
+		netif_set_real_num_tx_queues(netdev, queues);
+		netif_set_real_num_rx_queues(netdev, queues);
+	}
+	if (running) {
+		int err2 = onic_open(netdev);
+
+		if (err2) {
+			netdev_err(netdev, "reopen after reconfiguration failed: %d\n", err2);
+			dev_close(netdev);
+			return err ? err : err2;
+		}
+	}
+	return err;
+}
+
+static void onic_get_channels(struct net_device *netdev, struct ethtool_channels *ch)
+{
+	struct onic_layout l;
+
+	onic_rs_get_layout(nd_of(netdev)->port, &l);
+	ch->max_combined = l.max_queues;
+	ch->combined_count = l.queues;
+}
+
+static int onic_set_channels(struct net_device *netdev, struct ethtool_channels *ch)
+{
+	struct onic_layout l;
+
+	if (ch->rx_count || ch->tx_count || ch->other_count)
+		return -EINVAL;
+	onic_rs_get_layout(nd_of(netdev)->port, &l);
+	return onic_relayout(netdev, ch->combined_count, l.tx_ring, l.rx_ring);
+}
+
+static void onic_get_ringparam(struct net_device *netdev, struct ethtool_ringparam *r,
+			       struct kernel_ethtool_ringparam *kr, struct netlink_ext_ack *extack)
+{
+	struct onic_layout l;
+
+	onic_rs_get_layout(nd_of(netdev)->port, &l);
+	r->rx_max_pending = l.max_ring;
+	r->tx_max_pending = l.max_ring;
+	r->rx_pending = l.rx_ring;
+	r->tx_pending = l.tx_ring;
+}
+
+static int onic_set_ringparam(struct net_device *netdev, struct ethtool_ringparam *r,
+			      struct kernel_ethtool_ringparam *kr, struct netlink_ext_ack *extack)
+{
+	struct onic_layout l;
+
+	if (r->rx_mini_pending || r->rx_jumbo_pending)
+		return -EINVAL;
+	onic_rs_get_layout(nd_of(netdev)->port, &l);
+	return onic_relayout(netdev, l.queues, r->tx_pending, r->rx_pending);
+}
+
+static const struct ethtool_ops onic_ethtool_ops = {
+	.get_drvinfo = onic_get_drvinfo,
+	.get_link = onic_get_link,
+	.get_sset_count = onic_get_sset_count,
+	.get_strings = onic_get_strings,
+	.get_ethtool_stats = onic_get_ethtool_stats,
+	.get_rxnfc = onic_get_rxnfc,
+	.get_rxfh_indir_size = onic_get_rxfh_indir_size,
+	.get_rxfh_key_size = onic_get_rxfh_key_size,
+	.get_rxfh = onic_get_rxfh,
+	.set_rxfh = onic_set_rxfh,
+	.get_channels = onic_get_channels,
+	.set_channels = onic_set_channels,
+	.get_ringparam = onic_get_ringparam,
+	.set_ringparam = onic_set_ringparam,
+};
+
+/* ---------------------------------------------------------------- lifetime */
+
+struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 max_queues, u16 queues)
+{
+	struct net_device *netdev;
+	struct onic_ndev *nd;
+	u8 mac[ETH_ALEN] = { 0x00, 0x0a, 0x35 };
+	u16 q;
+
+	if (!max_queues || max_queues > ONIC_MAX_QUEUES || !queues || queues > max_queues)
+		return NULL;
+	netdev = alloc_etherdev_mqs(sizeof(*nd), max_queues, max_queues);
+	if (!netdev)
+		return NULL;
+	if (parent)
+		SET_NETDEV_DEV(netdev, parent);
+	strscpy(netdev->name, name, sizeof(netdev->name));
+	nd = netdev_priv(netdev);
+	nd->netdev = netdev;
+	nd->max_queues = max_queues;
+	for (q = 0; q < max_queues; q++) {
+		nd->qv[q].nd = nd;
+		nd->qv[q].qid = q;
+		nd->qv[q].irq = -1;
+	}
+	netdev->netdev_ops = &onic_netdev_ops;
+	netdev->ethtool_ops = &onic_ethtool_ops;
+	netdev->min_mtu = ONIC_MIN_MTU;
+	netdev->max_mtu = ONIC_MAX_MTU;
+	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+	/* 00:0A:35 (the reference driver's OUI) and three random bytes, spec 13.1. */
+	get_random_bytes(mac + 3, 3);
+	eth_hw_addr_set(netdev, mac);
+	netif_set_real_num_tx_queues(netdev, queues);
+	netif_set_real_num_rx_queues(netdev, queues);
+	return nd;
+}
+
+int onic_ndev_register(struct onic_ndev *nd)
+{
+	u16 q;
+	int err;
+
+	for (q = 0; q < nd->max_queues; q++)
+		onic_napi_add(nd->netdev, &nd->qv[q].napi, onic_poll);
+	nd->napi_added = true;
+	err = register_netdev(nd->netdev);
+	if (err)
+		return err;
+	netif_carrier_off(nd->netdev);
+	return 0;
+}
+
+/* Unregisters (which runs ndo_stop) and removes the NAPI instances. */
+void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
+{
+	u16 q;
+
+	if (registered)
+		unregister_netdev(nd->netdev);
+	if (nd->napi_added)
+		for (q = 0; q < nd->max_queues; q++)
+			netif_napi_del(&nd->qv[q].napi);
+	nd->napi_added = false;
+}
+
+/* Frees the Rust port (the function's teardown, spec 13.5) and the netdev. */
+void onic_ndev_free(struct onic_ndev *nd)
+{
+	if (nd->port)
+		onic_rs_port_free(nd->port);
+	free_netdev(nd->netdev);
+}

@@ -1,0 +1,510 @@
+//! The `extern "C"` entry points the C glue calls (`os-linux/kernel/onic_glue.h` declares them).
+//! Each states what the C side guarantees; the C side's comments say the same from its end.
+//!
+//! Ports are handed to C as `Box<KPort>` raw pointers, the model card as an `Arc` raw pointer.
+//! Errors come back as negative errno values.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use onic_core::RingSizeIdx;
+use onic_hal::mmio::Mmio;
+
+use super::backend::{KDelay, KDma, KRegs, KernelDma};
+use super::ffi;
+use super::lock::KLock;
+use crate::counters::LinkStats;
+use crate::errno::{Errno, EINVAL};
+use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
+use crate::port::{Port, PortConfig, RSS_INDIR_SIZE, RSS_KEY_SIZE};
+use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
+use crate::standin::RxSink;
+
+type KPort = Port<KRegs, KDma, KDelay>;
+type KSim = SimCard<KLock>;
+
+/// Ring-size index of simulation-mode rings: 64 entries keep the model's memory small.
+const SIM_RING_INDEX: u8 = 1;
+
+fn neg(e: Errno) -> i32 {
+    -e
+}
+
+/// # Safety
+///
+/// `port` is a pointer returned by `onic_rs_port_new_*` and not yet freed.
+unsafe fn port<'a>(port: *const c_void) -> &'a KPort {
+    // SAFETY: caller's contract: a live Box<KPort>.
+    unsafe { &*port.cast::<KPort>() }
+}
+
+/// Module load: routes the logging facade to printk.
+#[no_mangle]
+pub extern "C" fn onic_rs_init(debug: bool) {
+    super::printk::init(debug);
+}
+
+/// Simulation mode: a model card (two functions, two ports, a cable), or null.
+#[no_mangle]
+pub extern "C" fn onic_rs_sim_new() -> *const c_void {
+    let Some(lock) = KLock::new() else {
+        return core::ptr::null();
+    };
+    Arc::into_raw(SimCard::new(lock, sim_config())).cast()
+}
+
+/// Drops the C side's reference to the card; reports DMA memory the driver did not give back.
+///
+/// # Safety
+///
+/// `sim` came from `onic_rs_sim_new`, every port built on it has been freed, and the engine no
+/// longer runs.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_free(sim: *const c_void) {
+    // SAFETY: caller's contract: the pointer of an Arc from onic_rs_sim_new, given up here.
+    let card = unsafe { Arc::from_raw(sim.cast::<KSim>()) };
+    let (d, v) = card.with(|c| (c.dma_stats(), c.violations().len()));
+    if d.live_regions != 0 || d.live_pages != 0 {
+        onic_hal::error!(
+            "onic: sim: driver leaked {} DMA regions and {} pages",
+            d.live_regions,
+            d.live_pages
+        );
+    }
+    if v != 0 {
+        onic_hal::error!("onic: sim: the model recorded {} driver violations", v);
+    }
+}
+
+/// One engine round of the model card (the C timer calls it): the card works, its clock moves by
+/// `elapsed_ns`, and each interrupt it raised becomes `onic_sim_irq(cookie, func, vector)`.
+///
+/// # Safety
+///
+/// `sim` is live (see `onic_rs_sim_free`); `cookie` is what `onic_sim_irq` expects.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_tick(sim: *const c_void, elapsed_ns: u64, cookie: *mut c_void) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed, not consumed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    for irq in card.tick(elapsed_ns) {
+        // SAFETY: the C side maps (func, vector) to a NAPI instance if one is live.
+        unsafe { ffi::onic_sim_irq(cookie, irq.func, irq.vector) };
+    }
+}
+
+fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
+    match r {
+        Ok(p) => Box::into_raw(Box::new(p)).cast(),
+        Err(e) => {
+            if !err.is_null() {
+                // SAFETY: the C caller passes a valid out pointer or null.
+                unsafe { *err = neg(e) };
+            }
+            core::ptr::null_mut()
+        }
+    }
+}
+
+fn config(func: u8, max_queues: u16, queues: u16, ring: u8) -> Result<PortConfig, Errno> {
+    let r = RingSizeIdx::new(ring).map_err(|_| EINVAL)?;
+    Ok(PortConfig {
+        func,
+        max_queues,
+        queues,
+        tx_ring: r,
+        rx_ring: r,
+    })
+}
+
+/// Simulation mode: brings up PCI function `func` of the model card and returns its port (or
+/// null with `*err` set).
+///
+/// # Safety
+///
+/// `sim` is live; `err` is null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_port_new_sim(
+    sim: *const c_void,
+    func: u8,
+    max_queues: u16,
+    queues: u16,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: a live Arc pointer (caller's contract); take a new reference for the port.
+    let card = unsafe {
+        Arc::increment_strong_count(sim.cast::<KSim>());
+        Arc::from_raw(sim.cast::<KSim>())
+    };
+    let r = config(func, max_queues, queues, SIM_RING_INDEX).and_then(|cfg| {
+        Port::new(
+            KRegs::Sim(SimRegs::new(&card, SimBar::Qdma(func))),
+            KRegs::Sim(SimRegs::new(&card, SimBar::Shell)),
+            KDma::Sim(SimDma::new(&card)),
+            KDelay::Sim(SimDelay::new(&card)),
+            cfg,
+        )
+    });
+    finish(r, err)
+}
+
+/// A real card: brings up PCI function `func` over its mapped BARs and returns its port (or null
+/// with `*err` set).
+///
+/// # Safety
+///
+/// `dev` is the function's `struct device *` (bound, DMA masks set); `bar0`/`bar2` are its
+/// ioremapped BAR0 and BAR2 of the given lengths. All stay valid until `onic_rs_port_free`.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_port_new_pci(
+    dev: *mut c_void,
+    func: u8,
+    bar0: *mut u8,
+    bar0_len: usize,
+    bar2: *mut u8,
+    bar2_len: usize,
+    max_queues: u16,
+    queues: u16,
+    err: *mut i32,
+) -> *mut c_void {
+    let (Some(dev), Some(b0), Some(b2)) = (NonNull::new(dev), NonNull::new(bar0), NonNull::new(bar2)) else {
+        return finish(Err(EINVAL), err);
+    };
+    let r = config(
+        func,
+        max_queues,
+        queues,
+        onic_core::config::RX_RING_SIZE_INDEX_DEFAULT,
+    )
+    .and_then(|mut cfg| {
+        cfg.tx_ring = RingSizeIdx::new(onic_core::config::TX_RING_SIZE_INDEX_DEFAULT).map_err(|_| EINVAL)?;
+        // SAFETY: the mappings stay valid until the port is freed (caller's contract), and the
+        // device reaches only memory handed to it through this port's DMA backend.
+        let (q, s) = unsafe { (Mmio::new(b0, bar0_len), Mmio::new(b2, bar2_len)) };
+        // SAFETY: `dev` outlives the port (caller's contract).
+        let dma = unsafe { KernelDma::new(dev) };
+        Port::new(
+            KRegs::Mmio(q),
+            KRegs::Mmio(s),
+            KDma::Kernel(dma),
+            KDelay::Kernel,
+            cfg,
+        )
+    });
+    finish(r, err)
+}
+
+/// Tears the function down and frees the port.
+///
+/// # Safety
+///
+/// `port` is live; the netdev is unregistered (no other call on the port can come).
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_port_free(port: *mut c_void) {
+    // SAFETY: caller's contract: the Box from onic_rs_port_new_*, given up here.
+    let p = unsafe { Box::from_raw(port.cast::<KPort>()) };
+    p.remove();
+}
+
+/// ndo_open's queue start.
+///
+/// # Safety
+///
+/// RTNL held; NAPI disabled; TX stopped.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_open(p: *const c_void) -> i32 {
+    // SAFETY: live port; control call under the caller's serialization.
+    match unsafe { port(p).open() } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
+/// ndo_stop's queue teardown.
+///
+/// # Safety
+///
+/// As `onic_rs_open`.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_stop(p: *const c_void) {
+    // SAFETY: live port; control call.
+    unsafe { port(p).stop() };
+}
+
+/// ndo_start_xmit: 0 queued, 1 busy (ring full), 2 dropped.
+///
+/// # Safety
+///
+/// TX queue `qid`'s lock held; port up; `data` valid for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_xmit(
+    p: *const c_void,
+    qid: u16,
+    data: *const u8,
+    len: u32,
+    more: bool,
+) -> i32 {
+    // SAFETY: `data` is valid for `len` bytes (caller's contract).
+    let frame = unsafe { core::slice::from_raw_parts(data, len as usize) };
+    // SAFETY: live port, TX lock held.
+    unsafe { port(p).xmit(qid, frame, more) as i32 }
+}
+
+/// TX reclaim; returns the free slots afterwards.
+///
+/// # Safety
+///
+/// As `onic_rs_xmit` (TX queue lock held).
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_tx_reclaim(p: *const c_void, qid: u16) -> u16 {
+    // SAFETY: live port, TX lock held.
+    unsafe { port(p).tx_reclaim(qid) }
+}
+
+struct NapiSink(*mut c_void);
+
+impl RxSink for NapiSink {
+    fn frame(&mut self, frame: &[u8]) -> bool {
+        // SAFETY: the NAPI pointer is the live one of the running poll; the frame is valid.
+        unsafe { ffi::onic_rx_frame(self.0, frame.as_ptr(), frame.len() as u32) }
+    }
+}
+
+/// NAPI poll of RX queue `qid`; returns the work done.
+///
+/// # Safety
+///
+/// Called from that queue's NAPI poll, with `napi` its `struct napi_struct *`.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_poll(p: *const c_void, qid: u16, budget: i32, napi: *mut c_void) -> i32 {
+    let budget = usize::try_from(budget).unwrap_or(0);
+    // SAFETY: live port, NAPI context of this queue.
+    let n = unsafe { port(p).poll(qid, budget, &mut NapiSink(napi)) };
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// Re-arms queue `qid`'s interrupt after napi_complete_done.
+///
+/// # Safety
+///
+/// As `onic_rs_poll`.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_rearm(p: *const c_void, qid: u16) {
+    // SAFETY: live port, NAPI context of this queue.
+    unsafe { port(p).rearm(qid) };
+}
+
+/// ndo_get_stats64.
+///
+/// # Safety
+///
+/// Live port; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_stats64(p: *const c_void, out: *mut LinkStats) {
+    // SAFETY: live port; valid out pointer.
+    unsafe { *out = port(p).link_stats() };
+}
+
+/// ethtool get_link.
+///
+/// # Safety
+///
+/// Live port.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_link_up(p: *const c_void) -> bool {
+    // SAFETY: live port.
+    unsafe { port(p).link_up() }
+}
+
+/// ethtool get_sset_count.
+///
+/// # Safety
+///
+/// Live port.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sset_count(p: *const c_void, sset: u32) -> i32 {
+    // SAFETY: live port.
+    match unsafe { port(p).sset_count(sset) } {
+        Ok(n) => i32::try_from(n).unwrap_or(i32::MAX),
+        Err(e) => neg(e),
+    }
+}
+
+/// ethtool get_strings: `buf` holds `sset_count` strings of ETH_GSTRING_LEN bytes.
+///
+/// # Safety
+///
+/// Live port; `buf` valid for that many bytes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *mut u8) {
+    // SAFETY: live port.
+    let port = unsafe { port(p) };
+    if sset != ETH_SS_STATS {
+        return;
+    }
+    for i in 0..port.stats_count() {
+        // SAFETY: `buf` holds stats_count strings of ETH_GSTRING_LEN bytes (caller's contract).
+        let s = unsafe { &mut *buf.add(i * ETH_GSTRING_LEN).cast::<[u8; ETH_GSTRING_LEN]>() };
+        port.stat_name(i, s);
+    }
+}
+
+/// ethtool get_ethtool_stats: `data` holds `n` values.
+///
+/// # Safety
+///
+/// Live port; `data` valid for `n` u64 writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: usize) {
+    // SAFETY: caller's contract.
+    let out = unsafe { core::slice::from_raw_parts_mut(data, n) };
+    // SAFETY: live port.
+    unsafe { port(p).ethtool_stats(out) };
+}
+
+/// ndo_change_mtu validation and bookkeeping.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
+    // SAFETY: live port; control call.
+    match unsafe { port(p).change_mtu(mtu) } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
+/// ethtool get_rxfh: table (RSS_INDIR_SIZE entries) and key (RSS_KEY_SIZE bytes), each optional.
+///
+/// # Safety
+///
+/// Live port; each pointer null or valid for its size.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_rss_get(p: *const c_void, indir: *mut u32, key: *mut u8) {
+    // SAFETY: null or valid for the table/key size (caller's contract).
+    let (t, k) = unsafe {
+        (
+            indir.cast::<[u32; RSS_INDIR_SIZE]>().as_mut(),
+            key.cast::<[u8; RSS_KEY_SIZE]>().as_mut(),
+        )
+    };
+    // SAFETY: live port.
+    unsafe { port(p).rss_get(t, k) };
+}
+
+/// ethtool set_rxfh: validated as a whole before anything is written.
+///
+/// # Safety
+///
+/// As `onic_rs_rss_get`, RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, key: *const u8) -> i32 {
+    // SAFETY: null or valid for the table/key size (caller's contract).
+    let (t, k) = unsafe {
+        (
+            indir.cast::<[u32; RSS_INDIR_SIZE]>().as_ref(),
+            key.cast::<[u8; RSS_KEY_SIZE]>().as_ref(),
+        )
+    };
+    // SAFETY: live port; control call.
+    match unsafe { port(p).rss_set(t, k) } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
+/// Current and maximum queue pairs and ring sizes (usable entries), for ethtool -l / -g.
+#[repr(C)]
+pub struct OnicLayout {
+    /// Queue pairs the function may use.
+    pub max_queues: u32,
+    /// Queue pairs in use.
+    pub queues: u32,
+    /// TX ring entries usable.
+    pub tx_ring: u32,
+    /// RX ring entries usable.
+    pub rx_ring: u32,
+    /// Largest ring the QDMA's table offers (usable entries).
+    pub max_ring: u32,
+}
+
+/// ethtool get_channels / get_ringparam.
+///
+/// # Safety
+///
+/// Live port; RTNL held; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut OnicLayout) {
+    // SAFETY: live port; control call.
+    let c = unsafe { port(p).config() };
+    let max_ring = onic_hal::regs::qdma::tables::RING_SIZES
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(1);
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe {
+        *out = OnicLayout {
+            max_queues: u32::from(c.max_queues),
+            queues: u32::from(c.queues),
+            tx_ring: u32::from(c.tx_ring.usable()),
+            rx_ring: u32::from(c.rx_ring.usable()),
+            max_ring,
+        };
+    }
+}
+
+/// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or -EINVAL.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_check_layout(
+    p: *const c_void,
+    queues: u32,
+    tx_ring: u32,
+    rx_ring: u32,
+) -> i32 {
+    // SAFETY: live port; control call.
+    let c = unsafe { port(p).config() };
+    if queues == 0 || queues > u32::from(c.max_queues) {
+        return neg(EINVAL);
+    }
+    match KPort::ring_indices(tx_ring, rx_ring) {
+        Ok(_) => 0,
+        Err(e) => neg(e),
+    }
+}
+
+/// Applies a layout checked by `onic_rs_check_layout`; the interface must be down.
+///
+/// # Safety
+///
+/// Live port; RTNL held; interface down.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_layout(
+    p: *const c_void,
+    queues: u32,
+    tx_ring: u32,
+    rx_ring: u32,
+) -> i32 {
+    let (Ok(q), Ok((t, r))) = (u16::try_from(queues), KPort::ring_indices(tx_ring, rx_ring)) else {
+        return neg(EINVAL);
+    };
+    // SAFETY: live port; control call; interface down.
+    match unsafe { port(p).reconfigure(q, t, r) } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
+/// ethtool get_rxnfc ETHTOOL_GRXFH: the RXH_* fields the shell's hash covers for `flow_type`.
+#[no_mangle]
+pub extern "C" fn onic_rs_rx_flow_hash(flow_type: u32) -> u64 {
+    crate::ethtool::rx_flow_hash_fields(flow_type)
+}

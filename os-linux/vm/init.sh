@@ -1,0 +1,162 @@
+#!/bin/busybox sh
+# /init of the VM test's initramfs (cargo xtask vm-test): loads onic.ko in simulation mode and
+# checks it like a user would, then reports pass/fail to the host through QEMU's exit status
+# (isa-debug-exit: 0x10 -> status 33 = pass, 0x11 -> 35 = fail).
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+# Debian's static busybox runs its own applets before anything on PATH: name iproute2's ip by
+# its path (ethtool has no applet).
+IP=/usr/sbin/ip
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /run /var /tmp
+ln -s /run /var/run
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+
+KO=/lib/modules/onic.ko
+FAILS=0
+PASSES=0
+
+pass() { echo "PASS: $*"; PASSES=$((PASSES + 1)); }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+show() { sed 's/^/    | /' /tmp/out; }
+# check DESC CMD...: CMD must succeed.
+check() {
+	desc=$1
+	shift
+	if "$@" >/tmp/out 2>&1; then pass "$desc"; else fail "$desc"; show; fi
+}
+# refuse DESC CMD...: CMD must fail.
+refuse() {
+	desc=$1
+	shift
+	if "$@" >/tmp/out 2>&1; then fail "$desc (was accepted)"; show; else pass "$desc"; fi
+}
+same() { # same DESC FILE1 FILE2
+	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; diff "$2" "$3" | sed 's/^/    | /'; fi
+}
+
+finish() {
+	dmesg >/tmp/dmesg
+	echo "---- kernel log ----"
+	cat /tmp/dmesg
+	echo "---- end of kernel log ----"
+	if grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|page_pool.*(leak|stalled|inflight)|onic: sim: (driver leaked|the model recorded)|onic: Rust panic' /tmp/dmesg >/tmp/out; then
+		fail "kernel log free of WARN/BUG/Oops/Call Trace/page_pool leaks/model violations"
+		show
+	else
+		pass "kernel log free of WARN/BUG/Oops/Call Trace/page_pool leaks/model violations"
+	fi
+	echo "VM-TEST SUMMARY: $PASSES passed, $FAILS failed"
+	if [ "$FAILS" = 0 ]; then
+		echo "VM-TEST PASS"
+		code=16
+	else
+		echo "VM-TEST FAIL"
+		code=17
+	fi
+	printf "\\$(printf %o $code)" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	poweroff -f
+}
+
+echo "== onic VM test on Linux $(uname -r)"
+
+# The harness's own check (cargo xtask vm-test --expect-fail): a failing check must fail the run.
+if grep -qw onic_vm_deliberate_fail /proc/cmdline; then
+	fail "deliberate failure (onic_vm_deliberate_fail on the kernel command line)"
+	finish
+fi
+
+# ---- load, netdevs, driver info, statistics names
+check "insmod onic.ko sim=1" insmod $KO sim=1
+check "netdev onicsim0 appears" $IP link show onicsim0
+check "netdev onicsim1 appears" $IP link show onicsim1
+check "ethtool -i reports driver onic" sh -c 'ethtool -i onicsim0 | grep -qx "driver: onic"'
+ethtool -S onicsim0 >/tmp/stats 2>&1
+sed -n '2,72p' /tmp/stats | sed 's/^ *//; s/:.*//' >/tmp/names71
+same "ethtool -S lists the reference driver's 71 names first, in order" /tmp/names71 /etc/onic/stats71.txt
+check "ethtool -S then lists per-queue counters" grep -q 'rx_queue_0_packets' /tmp/stats
+
+# ---- each port in its own namespace, addresses, ping across the model's cable
+$IP netns add a
+$IP netns add b
+$IP link set onicsim0 netns a
+$IP link set onicsim1 netns b
+A="$IP netns exec a"
+B="$IP netns exec b"
+$IP -n a link set lo up
+$IP -n b link set lo up
+$IP -n a addr add 192.0.2.1/24 dev onicsim0
+$IP -n b addr add 192.0.2.2/24 dev onicsim1
+check "ip link set onicsim0 up" $IP -n a link set onicsim0 up
+check "ip link set onicsim1 up" $IP -n b link set onicsim1 up
+sleep 1
+check "ping a -> b across the model's cable" $A ping -c 3 -W 2 192.0.2.2
+check "ping b -> a" $B ping -c 2 -W 2 192.0.2.1
+check "ethtool -S counts the frames" sh -c "$B ethtool -S onicsim1 | grep -Eq 'stat_rx_total_pkts: [1-9]'"
+
+# ---- ethtool round trips; bad values rejected with an error and no change
+E="$A ethtool"
+check "ethtool -x: default key is the RTL reset key" sh -c "$E -x onicsim0 | grep -q '17:14:e3:d6:7e:c8'"
+check "ethtool -L combined 4" $E -L onicsim0 combined 4
+# (the "Current hardware settings" part of -l / -g)
+cur() { sed -n '/^Current/,$p'; }
+check "ethtool -l shows 4 combined" sh -c "$E -l onicsim0 | sed -n '/^Current/,\$p' | grep -Eq '^Combined:[[:space:]]+4$'"
+check "ethtool -X equal 2" $E -X onicsim0 equal 2
+check "ethtool -x: table uses queues 0 and 1 only" sh -c "$E -x onicsim0 | grep -E '^ +[0-9]+:' | grep -Eq ' 1 ' && ! $E -x onicsim0 | grep -E '^ +[0-9]+:' | grep -Eq ' [2-9] '"
+KEY=01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13:14:15:16:17:18:19:1a:1b:1c:1d:1e:1f:20:21:22:23:24:25:26:27:28
+check "ethtool -X hkey" $E -X onicsim0 hkey $KEY
+check "ethtool -x shows the new key" sh -c "$E -x onicsim0 | grep -q '$KEY'"
+check "ethtool -G rx 127 tx 255" $E -G onicsim0 rx 127 tx 255
+$E -g onicsim0 | cur >/tmp/g
+check "ethtool -g shows rx 127 tx 255" sh -c "grep -Eq '^RX:[[:space:]]+127$' /tmp/g && grep -Eq '^TX:[[:space:]]+255$' /tmp/g"
+check "ping still works after reconfiguration" $A ping -c 2 -W 2 192.0.2.2
+$E -l onicsim0 >/tmp/l.before
+$E -g onicsim0 >/tmp/g.before
+$E -x onicsim0 >/tmp/x.before
+refuse "ethtool -L combined 99 is rejected" $E -L onicsim0 combined 99
+refuse "ethtool -G rx 100 (not a ring size) is rejected" $E -G onicsim0 rx 100
+refuse "ethtool -G tx 20000 (too large) is rejected" $E -G onicsim0 tx 20000
+refuse "ethtool -X equal 9 (more queues than in use) is rejected" $E -X onicsim0 equal 9
+refuse "ethtool -X hkey of 4 bytes is rejected" $E -X onicsim0 hkey 01:02:03:04
+$E -l onicsim0 >/tmp/l.after
+$E -g onicsim0 >/tmp/g.after
+$E -x onicsim0 >/tmp/x.after
+same "rejected -L left the channels unchanged" /tmp/l.before /tmp/l.after
+same "rejected -G left the rings unchanged" /tmp/g.before /tmp/g.after
+same "rejected -X left table and key unchanged" /tmp/x.before /tmp/x.after
+check "ethtool -n rx-flow-hash tcp4 reports IP and port fields" sh -c "$E -n onicsim0 rx-flow-hash tcp4 | grep -q 'L4 bytes 0 & 1'"
+check "ethtool -L combined 2 back" $E -L onicsim0 combined 2
+
+# ---- XDP programs (generic XDP for now: the native ndo_bpf arrives with the datapath)
+check "attach xdp_drop.o (xdpgeneric)" $IP -n a link set dev onicsim0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
+refuse "ping fails while XDP drops the replies" $A ping -c 2 -W 1 192.0.2.2
+check "detach XDP" $IP -n a link set dev onicsim0 xdpgeneric off
+check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
+
+# ---- rmmod while traffic flows, then load/unload cycles
+(while :; do $A ping -c 1 -W 1 192.0.2.2 >/dev/null 2>&1; done) &
+LOOP_A=$!
+(while :; do $B ping -c 1 -W 1 192.0.2.1 >/dev/null 2>&1; done) &
+LOOP_B=$!
+sleep 2
+check "rmmod while pings flow" rmmod onic
+kill $LOOP_A $LOOP_B 2>/dev/null
+wait 2>/dev/null
+$IP netns del a
+$IP netns del b
+refuse "netdevs are gone after rmmod" $IP link show onicsim0
+
+ok=0
+i=0
+while [ $i -lt 20 ]; do
+	if insmod $KO sim=1 && $IP link set onicsim0 up && $IP link set onicsim1 up && rmmod onic; then
+		ok=$((ok + 1))
+	fi
+	i=$((i + 1))
+done
+if [ $ok = 20 ]; then pass "20 load/up/unload cycles"; else fail "20 load/up/unload cycles ($ok succeeded)"; fi
+
+finish

@@ -1,0 +1,386 @@
+//! `cargo xtask vm-test`: the kernel module in Debian's kernels under QEMU (TCG).
+//!
+//! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
+//! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`,
+//! `ethtool` and their libraries, the module, the XDP objects, the expected `ethtool -S` names,
+//! `os-linux/vm/init.sh` as `/init`), then a boot with a timeout. The guest's script reports
+//! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
+//! kernel panicked, a timeout) fails. The whole console, kernel log included, is printed.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::kmod::{self, Resolved};
+use crate::{root, run};
+
+pub const USAGE: &str =
+    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--timeout SECONDS] [--expect-fail]";
+
+/// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
+const STATUS_PASS: i32 = 33;
+const DEFAULT_TIMEOUT_S: u64 = 420;
+
+/// XDP programs: (object name, source, extra clang flags). The redirect program exists once per
+/// target interface index (`ip link` cannot fill maps); in the VM lo is 1, the ports 2 and 3.
+const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
+    ("xdp_drop", "xdp_drop.c", ""),
+    ("xdp_pass", "xdp_pass.c", ""),
+    ("xdp_tx", "xdp_tx.c", ""),
+    ("xdp_redirect_2", "xdp_redirect.c", "-DONIC_REDIRECT_IFINDEX=2"),
+    ("xdp_redirect_3", "xdp_redirect.c", "-DONIC_REDIRECT_IFINDEX=3"),
+];
+
+/// Host programs copied into the initramfs with their shared libraries.
+const GUEST_TOOLS: [&str; 2] = ["ip", "ethtool"];
+
+struct Options {
+    kernel: String,
+    timeout: Duration,
+    /// Boot with a deliberately failing check and expect the run to fail (status 35).
+    expect_fail: bool,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        kernel: "all".into(),
+        timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+        expect_fail: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--kernel" => o.kernel = it.next().cloned().ok_or(USAGE)?,
+            "--expect-fail" => o.expect_fail = true,
+            "--timeout" => {
+                let s = it.next().and_then(|s| s.parse::<u64>().ok()).ok_or(USAGE)?;
+                o.timeout = Duration::from_secs(s);
+            }
+            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(o)
+}
+
+fn mkdir(p: &Path) -> Result<(), String> {
+    fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(d) = to.parent() {
+        mkdir(d)?;
+    }
+    fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
+}
+
+/// Compiles the XDP programs (kernel independent) into `target/vm/xdp`.
+fn build_xdp() -> Result<PathBuf, String> {
+    let out = kmod::vm_root().join("xdp");
+    mkdir(&out)?;
+    let src = root().join("os-linux/xdp");
+    let multiarch = String::from_utf8_lossy(
+        &Command::new("gcc")
+            .arg("-print-multiarch")
+            .output()
+            .map_err(|e| format!("gcc: {e}"))?
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    for (name, file, extra) in XDP_PROGRAMS {
+        let mut c = Command::new("clang");
+        c.args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
+            .arg(format!("-I/usr/include/{multiarch}"));
+        if !extra.is_empty() {
+            c.arg(extra);
+        }
+        c.arg("-c")
+            .arg(src.join(file))
+            .arg("-o")
+            .arg(out.join(format!("{name}.o")));
+        run(&format!("clang -target bpf {file} -> {name}.o"), c)?;
+    }
+    Ok(out)
+}
+
+/// Absolute paths of the shared libraries `bin` needs (ldd), the loader included.
+fn libraries(bin: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = Command::new("ldd")
+        .arg(bin)
+        .output()
+        .map_err(|e| format!("ldd {}: {e}", bin.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rest)) => rest.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect())
+}
+
+fn which(prog: &str) -> Result<PathBuf, String> {
+    for dir in ["/usr/sbin", "/sbin", "/usr/bin", "/bin"] {
+        let p = Path::new(dir).join(prog);
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err(format!("{prog} not found on the host"))
+}
+
+/// The 71 names `ethtool -S` must list first, one per line, from the module's own table.
+fn expected_stats() -> String {
+    let mut s = String::new();
+    let mut buf = [0u8; onic_linux::ethtool::ETH_GSTRING_LEN];
+    for i in 0..onic_linux::ethtool::REFERENCE_STATS {
+        onic_linux::ethtool::stat_name(i, 0, 0, &mut buf);
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        s.push_str(&String::from_utf8_lossy(&buf[..end]));
+        s.push('\n');
+    }
+    s
+}
+
+/// Builds the initramfs for one kernel's module.
+fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
+    let dir = r.dir.join("initramfs");
+    let _ = fs::remove_dir_all(&dir);
+    for d in [
+        "bin",
+        "sbin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "run",
+        "etc/onic",
+        "lib/modules",
+        "xdp",
+    ] {
+        mkdir(&dir.join(d))?;
+    }
+    copy(&which("busybox")?, &dir.join("bin/busybox"))?;
+    for tool in GUEST_TOOLS {
+        let bin = which(tool)?;
+        copy(&bin, &dir.join(bin.strip_prefix("/").unwrap_or(&bin)))?;
+        for lib in libraries(&bin)? {
+            let real = fs::canonicalize(&lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+            copy(&real, &dir.join(lib.strip_prefix("/").unwrap_or(&lib)))?;
+        }
+    }
+    copy(ko, &dir.join("lib/modules/onic.ko"))?;
+    for (name, _, _) in XDP_PROGRAMS {
+        let f = format!("{name}.o");
+        copy(&xdp.join(&f), &dir.join("xdp").join(&f))?;
+    }
+    fs::write(dir.join("etc/onic/stats71.txt"), expected_stats()).map_err(|e| format!("stats71: {e}"))?;
+    let init = dir.join("init");
+    copy(&root().join("os-linux/vm/init.sh"), &init)?;
+    let mut c = Command::new("chmod");
+    c.arg("755").arg(&init);
+    run("chmod /init", c)?;
+    let img = r.dir.join("initramfs.cpio.gz");
+    let sh = format!(
+        "cd '{}' && find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
+        dir.display(),
+        img.display()
+    );
+    let mut c = Command::new("sh");
+    c.args(["-c", &sh]);
+    run(&format!("initramfs for {}", r.kernel.name), c)?;
+    Ok(img)
+}
+
+fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Result<Option<i32>, String> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| format!("waiting for QEMU: {e}"))? {
+            Some(status) => return Ok(Some(status.code().unwrap_or(-1))),
+            None if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            None => thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// QEMU status for the guest's "a check failed" (0x11 written to isa-debug-exit).
+const STATUS_FAIL: i32 = 35;
+
+/// Boots one kernel with the initramfs; true when the guest's verdict is the expected one.
+fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
+    let append = if expect_fail {
+        "console=ttyS0 quiet panic=-1 rdinit=/init onic_vm_deliberate_fail"
+    } else {
+        "console=ttyS0 quiet panic=-1 rdinit=/init"
+    };
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args([
+        "-m",
+        "1G",
+        "-smp",
+        "2",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-nic",
+        "none",
+    ])
+    .args([
+        "-serial",
+        "stdio",
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+    ])
+    .arg("-kernel")
+    .arg(&r.vmlinuz)
+    .arg("-initrd")
+    .arg(initrd)
+    .args(["-append", append])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    println!(
+        "==> boot Linux {} under qemu-system-x86_64 (TCG, timeout {} s)",
+        r.abi,
+        timeout.as_secs()
+    );
+    println!("---- console ({}) ----", r.kernel.name);
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+            println!("{line}");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let status = wait_with_timeout(&mut child, timeout)?;
+    let _ = reader.join();
+    let console: Vec<String> = rx.try_iter().collect();
+    let _ = fs::write(r.dir.join("console.log"), console.join("\n") + "\n");
+    println!("---- end of console ({}) ----", r.kernel.name);
+    let secs = start.elapsed().as_secs_f64();
+    let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
+    if expect_fail {
+        let failed = status == Some(STATUS_FAIL)
+            && console.iter().any(|l| l.trim() == "VM-TEST FAIL")
+            && console.iter().any(|l| l.starts_with("FAIL: deliberate failure"));
+        println!(
+            "vm-test {} (deliberate failure): {} (QEMU status {status:?}) after {secs:.1} s",
+            r.kernel.name,
+            if failed {
+                "PASS: the failing check failed the run"
+            } else {
+                "FAILED: a failing check did not fail the run"
+            }
+        );
+        return Ok(failed);
+    }
+    match status {
+        None => {
+            println!(
+                "vm-test {}: FAILED: no verdict within {} s, QEMU killed",
+                r.kernel.name,
+                timeout.as_secs()
+            );
+            Ok(false)
+        }
+        Some(STATUS_PASS) if reported => {
+            println!(
+                "vm-test {}: PASS (QEMU status {STATUS_PASS}) after {secs:.1} s",
+                r.kernel.name
+            );
+            Ok(true)
+        }
+        Some(s) => {
+            let why = match s {
+                0 => "the kernel stopped without a verdict (panic?)",
+                35 => "a check failed",
+                STATUS_PASS => "status 33 but no VM-TEST PASS line",
+                _ => "unexpected status",
+            };
+            println!(
+                "vm-test {}: FAILED: QEMU status {s} ({why}) after {secs:.1} s",
+                r.kernel.name
+            );
+            Ok(false)
+        }
+    }
+}
+
+/// `cargo xtask vm-test [--kernel ...]`.
+pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
+    let o = parse(args)?;
+    let kernels = kmod::select(&o.kernel)?;
+    let total = Instant::now();
+    kmod::ensure_host_packages()?;
+    let t = Instant::now();
+    let obj = kmod::build_rust_object()?;
+    println!("Rust object built in {:.1} s", t.elapsed().as_secs_f64());
+    let xdp = build_xdp()?;
+    let mut results = Vec::new();
+    for k in kernels {
+        let t = Instant::now();
+        let r = kmod::fetch(k)?;
+        let ko = kmod::build_module(&r, &obj)?;
+        let img = initramfs(&r, &ko, &xdp)?;
+        println!(
+            "kernel {}: module and initramfs ready in {:.1} s",
+            k.name,
+            t.elapsed().as_secs_f64()
+        );
+        let ok = boot(&r, &img, o.timeout, o.expect_fail)?;
+        results.push((k.name, ok));
+    }
+    println!(
+        "==== vm-test summary ({:.1} s in all)",
+        total.elapsed().as_secs_f64()
+    );
+    for (name, ok) in &results {
+        let what = match (o.expect_fail, *ok) {
+            (false, true) => "PASS",
+            (false, false) => "FAIL",
+            (true, true) => "PASS (the deliberately failing check failed the run)",
+            (true, false) => "FAIL (the deliberately failing check did not fail the run)",
+        };
+        println!("  Linux {name}: {what}");
+    }
+    Ok(if results.iter().all(|(_, ok)| *ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo xtask ci vm-test`: both kernels, then a deliberately failing check on 6.1 must fail
+/// the run (the verdict path is real).
+pub fn ci_job() -> Result<(), String> {
+    if vm_test(&[])? != ExitCode::SUCCESS {
+        return Err("vm-test failed".into());
+    }
+    let args = ["--kernel", "6.1", "--expect-fail"].map(String::from);
+    if vm_test(&args)? != ExitCode::SUCCESS {
+        return Err("vm-test: a deliberately failing check did not fail the run".into());
+    }
+    Ok(())
+}
