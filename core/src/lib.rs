@@ -17,6 +17,7 @@ mod testutil;
 pub mod config;
 pub mod device;
 pub mod error;
+pub mod ethtool;
 pub mod pool;
 pub mod qdma;
 pub mod queue_pair;

@@ -180,6 +180,18 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
 }
 
 impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, PagePool<'_, D2, C>, F> {
+    /// A snapshot of every counter of the pair (queues, XDP verdicts, pool) for
+    /// [`crate::ethtool::EthtoolStats`] and [`crate::ethtool::Stats64`].
+    #[must_use]
+    pub fn counters(&self) -> crate::ethtool::QueueCounters {
+        crate::ethtool::QueueCounters {
+            rx: *self.rx.stats(),
+            tx: *self.tx.stats(),
+            pair: self.stats,
+            pool: self.pool.stats(),
+        }
+    }
+
     /// The census of the pool's pages as far as this pair can see: pages of this pool that are in
     /// flight on *other* TX queues (redirected frames) make the parts not add up (`None`); sum
     /// the parts over all pairs then.
