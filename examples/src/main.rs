@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bench_rss;
+mod bench_xdp;
 mod rss;
 mod run;
 mod trace;

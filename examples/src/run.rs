@@ -74,19 +74,19 @@ pub struct RunArgs {
     all_stats: bool,
 }
 
-type Pool<'c> = PagePool<'c, SimDma<'c>>;
-type Pair<'c> = QueuePair<'c, SimDma<'c>, Pool<'c>, XdpFrame<DmaPage>>;
+pub(crate) type Pool<'c> = PagePool<'c, SimDma<'c>>;
+pub(crate) type Pair<'c> = QueuePair<'c, SimDma<'c>, Pool<'c>, XdpFrame<DmaPage>>;
 
 /// One PCI function (one port) and its queue pairs.
-struct PortRig<'c> {
-    dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
-    pairs: Vec<Pair<'c>>,
+pub(crate) struct PortRig<'c> {
+    pub(crate) dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
+    pub(crate) pairs: Vec<Pair<'c>>,
 }
 
 /// Completed TX frames are redirected pages: back to their pool through its recycle ring.
-struct Done<'r, 'c> {
-    rings: &'r [&'static RecycleRing],
-    dma: SimDma<'c>,
+pub(crate) struct Done<'r, 'c> {
+    pub(crate) rings: &'r [&'static RecycleRing],
+    pub(crate) dma: SimDma<'c>,
 }
 
 impl TxDone<XdpFrame<DmaPage>> for Done<'_, '_> {
@@ -128,9 +128,11 @@ struct Outputs {
     dropped: Vec<(Duration, Vec<u8>)>,
 }
 
-fn bring_up<'c>(
+/// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`.
+pub(crate) fn bring_up<'c>(
     card: &'c Card,
     queues: u16,
+    max_frame_len: u32,
     rings: &mut Vec<&'static RecycleRing>,
 ) -> Result<Vec<PortRig<'c>>, String> {
     let mut delay = card.delay();
@@ -162,7 +164,11 @@ fn bring_up<'c>(
                 PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
                 Some(rr),
             );
-            let rx = RxQueue::new(card.dma(), rxc, RxOptions::for_queue(&rxc), rx_slots)
+            let opts = RxOptions {
+                max_frame_len,
+                ..RxOptions::for_queue(&rxc)
+            };
+            let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots)
                 .map_err(|e| e.to_string())?;
             let tx = TxQueue::new(card.dma(), txc, tx_slots).map_err(|e| e.to_string())?;
             let mut pair = QueuePair::new(rx, tx, pool);
@@ -298,7 +304,7 @@ fn write_capture(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), Stri
 
 /// Tears every queue and both functions down; returns the pages still live in the model
 /// (0 unless something leaked).
-fn teardown(card: &Card, ports: Vec<PortRig<'_>>, rings: &[&'static RecycleRing]) -> Result<usize, String> {
+pub(crate) fn teardown(card: &Card, ports: Vec<PortRig<'_>>, rings: &[&'static RecycleRing]) -> Result<usize, String> {
     let mut delay = card.delay();
     let mut parts = Vec::new();
     for p in ports {
@@ -394,7 +400,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     cc.functions = 2;
     let card = Card::new(cc);
     let mut rings = Vec::new();
-    let mut ports = bring_up(&card, args.queues, &mut rings)?;
+    let mut ports = bring_up(&card, args.queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
     let hasher = ShellHasher::default();
     let mut out = Outputs::default();
     let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
