@@ -168,8 +168,7 @@ pub(crate) fn bring_up<'c>(
                 max_frame_len,
                 ..RxOptions::for_queue(&rxc)
             };
-            let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots)
-                .map_err(|e| e.to_string())?;
+            let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).map_err(|e| e.to_string())?;
             let tx = TxQueue::new(card.dma(), txc, tx_slots).map_err(|e| e.to_string())?;
             let mut pair = QueuePair::new(rx, tx, pool);
             pair.start(&dev, &mut delay).map_err(|e| e.to_string())?;
@@ -304,7 +303,11 @@ fn write_capture(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), Stri
 
 /// Tears every queue and both functions down; returns the pages still live in the model
 /// (0 unless something leaked).
-pub(crate) fn teardown(card: &Card, ports: Vec<PortRig<'_>>, rings: &[&'static RecycleRing]) -> Result<usize, String> {
+pub(crate) fn teardown(
+    card: &Card,
+    ports: Vec<PortRig<'_>>,
+    rings: &[&'static RecycleRing],
+) -> Result<usize, String> {
     let mut delay = card.delay();
     let mut parts = Vec::new();
     for p in ports {
@@ -400,7 +403,12 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     cc.functions = 2;
     let card = Card::new(cc);
     let mut rings = Vec::new();
-    let mut ports = bring_up(&card, args.queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let mut ports = bring_up(
+        &card,
+        args.queues,
+        onic_core::rx::DEFAULT_MAX_FRAME_LEN,
+        &mut rings,
+    )?;
     let hasher = ShellHasher::default();
     let mut out = Outputs::default();
     let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
