@@ -12,6 +12,7 @@ use onic_hal::{DelayNs, DmaAddr, RegisterWindow};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
+use crate::ethtool::{check_channels, Channels, ChannelsRequest, EthtoolError};
 use crate::qdma::{context_clear, context_invalidate, context_write, Doorbells};
 use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
 
@@ -23,6 +24,21 @@ pub const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H
 
 /// Interval between two SHELL_STATUS reads while a CMAC is in reset, in microseconds (1 ms).
 pub const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
+
+/// What `ethtool -x` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RssInfo {
+    /// The indirection table (128 entries, `ETHTOOL_GRXFHINDIR` size).
+    pub table: IndirectionTable,
+    /// The key (40 bytes).
+    pub key: RssKey,
+    /// The hash function reported (Toeplitz; the shell's is a Toeplitz-like XOR hash, spec
+    /// §9.4).
+    pub hfunc: HashFunction,
+    /// RX rings the table spreads over (`ETHTOOL_GRXRINGS`).
+    pub rx_queues: u16,
+}
 
 /// A brought-up PCI function: FMAP, QCONF and indirection table programmed, global CSRs (master
 /// PF) set, CMACs detected (and enabled on the master PF), error interrupt armed (master PF).
@@ -300,6 +316,16 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         self.rss_apply(|rss| rss.weights(weights))
     }
 
+    /// `ethtool -X default`: back to the default table (entry `k` = `k % queues in use`), which
+    /// follows later channel changes again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::rss_set`].
+    pub fn rss_reset(&mut self) -> Result<RssParts> {
+        self.rss_apply(|rss| Ok(rss.reset_table()))
+    }
+
     /// Validates a change on the state (which leaves it untouched on error), then programs the
     /// pending parts.
     fn rss_apply(
@@ -313,6 +339,50 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
             .map_err(Error::Rss)?;
         self.rss.mark_programmed();
         Ok(parts)
+    }
+
+    /// `ethtool -l`: queue pairs the function owns and queue pairs in use.
+    #[must_use]
+    pub const fn channels(&self) -> Channels {
+        Channels {
+            max_combined: self.cfg.queues,
+            combined: self.rss.rx_queues(),
+        }
+    }
+
+    /// `ethtool -L combined n`: validates the request against the function's queue pairs and the
+    /// RSS table (a table the user set must not name a queue that would go away), then spreads
+    /// a default table over the `n` pairs. The OS shim starts or stops queue pairs to match.
+    /// Returns the RSS parts written.
+    ///
+    /// # Errors
+    ///
+    /// [`EthtoolError::ChannelsNotCombined`], [`EthtoolError::Channels`],
+    /// [`EthtoolError::Rss`]; nothing is written and the state is unchanged.
+    pub fn set_channels(&mut self, req: ChannelsRequest) -> Result<RssParts, EthtoolError> {
+        let n = check_channels(req, self.cfg.queues)?;
+        let mut next = self.rss.clone();
+        next.set_rx_queues(n)?;
+        let parts = next.program(&self.shell, self.cfg.func.number())?;
+        next.mark_programmed();
+        self.rss = next;
+        Ok(parts)
+    }
+
+    /// `ethtool -x`: the indirection table size, key size, hash function, and the table and key
+    /// as the shell holds them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rss`] (cannot happen for a validated function).
+    pub fn rss_info(&self) -> Result<RssInfo> {
+        let (table, key) = self.rss_read_back()?;
+        Ok(RssInfo {
+            table,
+            key,
+            hfunc: HashFunction::Toeplitz,
+            rx_queues: self.rss.rx_queues(),
+        })
     }
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds

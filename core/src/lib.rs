@@ -17,6 +17,7 @@ mod testutil;
 pub mod config;
 pub mod device;
 pub mod error;
+pub mod ethtool;
 pub mod pool;
 pub mod qdma;
 pub mod queue_pair;
@@ -25,11 +26,13 @@ pub mod rss;
 pub mod rx;
 pub mod stats;
 pub mod tx;
+#[cfg(feature = "xdp")]
+pub mod xdp;
 
 pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 pub use device::Device;
 pub use error::{ConfigError, Error, QueueError, Result};
 pub use pool::{PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats, RecycleRing};
-pub use queue_pair::{FrameSink, QueuePair, Verdict};
+pub use queue_pair::{FrameSink, PairStats, QueuePair, Verdict};
 pub use rx::{PollOutcome, RxFrame, RxOptions, RxOutcome, RxQueue, RxSink, RxStats};
 pub use tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot, TxStats};

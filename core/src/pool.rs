@@ -91,6 +91,13 @@ pub trait PageProvider {
 
     /// Hands `len` bytes at `offset` to the device after the CPU wrote them (XDP_TX).
     fn sync_for_device(&self, page: &Self::Page, offset: usize, len: usize);
+
+    /// Whether the device may read the pages (they are mapped bidirectionally), so that a
+    /// received frame can be sent out from its page (XDP_TX, redirect). A provider mapping pages
+    /// for receive only says `false`, and such verdicts then fail (counted, page recycled).
+    fn device_readable(&self) -> bool {
+        true
+    }
 }
 
 /// Capacity of a [`RecycleRing`] (the lock-free queue behind it indexes with 8 bits).
@@ -584,6 +591,10 @@ impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
 
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize) {
         self.dma.sync_for_device(page, offset, len, self.cfg.dir);
+    }
+
+    fn device_readable(&self) -> bool {
+        self.cfg.dir != Direction::FromDevice
     }
 }
 

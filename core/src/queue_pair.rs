@@ -56,6 +56,20 @@ pub struct PairStats {
     /// and they count as drops. Deviation: the reference driver leaks the page here (spec §15
     /// item 13).
     pub rx_xdp_tx_errors: u64,
+    /// Frames the program passed to the OS ([`QueuePair::poll_xdp`]).
+    pub rx_xdp_pass: u64,
+    /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
+    /// failed TX and failed redirects ([`QueuePair::poll_xdp`]).
+    pub rx_xdp_drop: u64,
+    /// ABORTED verdicts (also in `rx_xdp_drop`).
+    pub rx_xdp_aborted: u64,
+    /// Raw verdicts that are no XDP action, handled like ABORTED (also in `rx_xdp_drop`): the
+    /// exception counter.
+    pub rx_xdp_invalid: u64,
+    /// Redirects the target refused or that had no target (also in `rx_xdp_drop`).
+    pub rx_xdp_redirect_errors: u64,
+    /// Frames the OS sink refused on PASS; their pages were recycled.
+    pub rx_pass_refused: u64,
 }
 
 /// What a pair poll did.
@@ -126,6 +140,20 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
         PairPoll { tx, rx }
     }
 
+    /// The queues, the pool and the counters, borrowed separately (for the XDP poll).
+    #[cfg(feature = "xdp")]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts_mut(
+        &mut self,
+    ) -> (
+        &mut RxQueue<'a, D, P::Page>,
+        &mut TxQueue<'a, D, P::Page, F>,
+        &mut P,
+        &mut PairStats,
+    ) {
+        (&mut self.rx, &mut self.tx, &mut self.pool, &mut self.stats)
+    }
+
     /// The pair's own counters.
     #[must_use]
     pub const fn stats(&self) -> &PairStats {
@@ -152,6 +180,18 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
 }
 
 impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, PagePool<'_, D2, C>, F> {
+    /// A snapshot of every counter of the pair (queues, XDP verdicts, pool) for
+    /// [`crate::ethtool::EthtoolStats`] and [`crate::ethtool::Stats64`].
+    #[must_use]
+    pub fn counters(&self) -> crate::ethtool::QueueCounters {
+        crate::ethtool::QueueCounters {
+            rx: *self.rx.stats(),
+            tx: *self.tx.stats(),
+            pair: self.stats,
+            pool: self.pool.stats(),
+        }
+    }
+
     /// The census of the pool's pages as far as this pair can see: pages of this pool that are in
     /// flight on *other* TX queues (redirected frames) make the parts not add up (`None`); sum
     /// the parts over all pairs then.

@@ -88,7 +88,8 @@ pub enum RxOutcome<Pg> {
     Recycle(RxFrame<Pg>),
     /// The page went to the OS (XDP_PASS); it comes back through the pool.
     ToOs,
-    /// The page was queued on a TX ring (XDP_TX, redirect); the TX queue returns it.
+    /// The page was queued on a TX ring (XDP_TX, redirect) or taken by another redirect target;
+    /// the TX queue (or that target, through the pool's recycle ring) returns it.
     ToTx,
 }
 

@@ -37,7 +37,7 @@ pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUN
 }
 
 /// Reads a free-running 64-bit counter made of a low and a high register without tearing.
-fn read_u64_untorn<W: RegisterWindow>(w: &W, lo_offset: u32) -> u64 {
+pub(crate) fn read_u64_untorn<W: RegisterWindow>(w: &W, lo_offset: u32) -> u64 {
     let hi1 = w.read32(lo_offset + 4);
     let lo = w.read32(lo_offset);
     let hi2 = w.read32(lo_offset + 4);

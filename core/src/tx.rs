@@ -145,6 +145,10 @@ pub struct TxStats {
     pub wakes: u64,
     /// H2C PIDX doorbells written.
     pub doorbells: u64,
+    /// Frames of other devices queued through `xdp_xmit` (`ndo_xdp_xmit`).
+    pub tx_xdp_xmit: u64,
+    /// Frames `xdp_xmit` did not queue (left with their owner).
+    pub tx_xdp_xmit_errors: u64,
 }
 
 /// Buffers in flight on a TX ring, by owner.
@@ -329,6 +333,12 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     #[must_use]
     pub const fn stats(&self) -> &TxStats {
         &self.stats
+    }
+
+    /// The counters, writable (for `xdp_xmit`).
+    #[cfg(feature = "xdp")]
+    pub(crate) fn stats_mut(&mut self) -> &mut TxStats {
+        &mut self.stats
     }
 
     /// Whether descriptors were queued that the device has not been told about.

@@ -7,8 +7,11 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bench_rss;
+mod bench_xdp;
 mod rss;
+mod run;
 mod trace;
+mod xdp_progs;
 
 /// onic: the OpenNIC driver's command-line tool.
 #[derive(Parser)]
@@ -26,6 +29,11 @@ enum Command {
     Rss(rss::RssArgs),
     /// Run benchmarks and print one `name value unit` line per figure.
     Bench(bench::BenchArgs),
+    /// Replay a pcap capture through the model, the driver and an XDP program; write what the OS
+    /// received, what left each port and what was dropped as pcap files.
+    Run(run::RunArgs),
+    /// Write a sample capture (DNS, other UDP, TCP, ARP at mixed sizes) for `onic run`.
+    PcapSample(run::SampleArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +42,8 @@ fn main() -> ExitCode {
         Command::Trace(a) => trace::run(&a),
         Command::Rss(a) => rss::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Run(a) => run::run(&a),
+        Command::PcapSample(a) => run::sample(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -25,6 +25,10 @@ use onic_core::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleR
 use onic_core::queue_pair::{FrameSink, PairPoll, QueuePair, Verdict};
 use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
+use onic_core::xdp::{
+    return_to_origin, DevMap, FromXdpFrame, PassInfo, RawXdpProgram, RedirectTarget, Redirected, TxTarget,
+    XdpBuff, XdpContext, XdpFrame, XdpRxq,
+};
 use onic_core::Device;
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
@@ -216,6 +220,21 @@ pub enum HFrame<'c> {
         /// Its DMA memory.
         dma: SimDma<'c>,
     },
+    /// A frame redirected by the XDP path ([`Harness::poll_xdp`]), or queued by `xdp_xmit`.
+    Xdp(XdpFrame<DmaPage>),
+}
+
+impl FromXdpFrame<DmaPage> for HFrame<'_> {
+    fn from_xdp(frame: XdpFrame<DmaPage>) -> Self {
+        Self::Xdp(frame)
+    }
+
+    fn into_xdp(self) -> Result<XdpFrame<DmaPage>, Self> {
+        match self {
+            Self::Xdp(f) => Ok(f),
+            other => Err(other),
+        }
+    }
 }
 
 impl TxFrame for HFrame<'_> {
@@ -223,17 +242,20 @@ impl TxFrame for HFrame<'_> {
         match self {
             Self::Os { page, .. } => page.dma_addr(),
             Self::Peer { page, offset, .. } => DmaAddr::new(page.dma_addr().get() + *offset as u64),
+            Self::Xdp(f) => f.dma_addr(),
         }
     }
 
     fn len(&self) -> usize {
         match self {
             Self::Os { len, .. } | Self::Peer { len, .. } => *len,
+            Self::Xdp(f) => TxFrame::len(f),
         }
     }
 
     fn pad_to(&mut self, min_len: usize) -> bool {
         let (page, start, len, dma, dir) = match self {
+            Self::Xdp(f) => return f.pad_to(min_len),
             Self::Os { page, len, dma } => (page, 0, len, *dma, Direction::ToDevice),
             Self::Peer {
                 page,
@@ -273,20 +295,20 @@ pub struct Func<'c> {
 struct Done<'h, 'c> {
     rings: &'h [&'static RecycleRing],
     os_tx_live: &'h mut usize,
-    _card: core::marker::PhantomData<&'c ()>,
+    dma: SimDma<'c>,
 }
 
 impl<'c> TxDone<HFrame<'c>> for Done<'_, 'c> {
     fn os_done(&mut self, f: HFrame<'c>) {
-        free_frame(f, self.rings, self.os_tx_live);
+        free_frame(f, self.rings, self.os_tx_live, self.dma);
     }
 
     fn remote_done(&mut self, f: HFrame<'c>) {
-        free_frame(f, self.rings, self.os_tx_live);
+        free_frame(f, self.rings, self.os_tx_live, self.dma);
     }
 }
 
-fn free_frame(f: HFrame<'_>, rings: &[&'static RecycleRing], os_tx_live: &mut usize) {
+fn free_frame<'c>(f: HFrame<'c>, rings: &[&'static RecycleRing], os_tx_live: &mut usize, dma: SimDma<'c>) {
     match f {
         HFrame::Os { page, dma, .. } => {
             dma.free_page(dma.unmap_page(page, Direction::ToDevice));
@@ -304,6 +326,63 @@ fn free_frame(f: HFrame<'_>, rings: &[&'static RecycleRing], os_tx_live: &mut us
                 release_to_hal(&dma, Direction::Bidirectional, page);
             }
         }
+        HFrame::Xdp(f) => {
+            // The origin's ring is full: the page goes back to the HAL.
+            if let Err(page) = return_to_origin(rings, f) {
+                release_to_hal(&dma, Direction::Bidirectional, page);
+            }
+        }
+    }
+}
+
+/// A user redirect target in the style of an AF_XDP ring in copy mode: copies up to `cap`
+/// frames, then refuses (the RX path recycles and counts).
+#[derive(Debug, Default)]
+pub struct CopySink {
+    /// Frames copied, in order.
+    pub frames: Vec<Vec<u8>>,
+    /// Most frames it takes; further ones are refused.
+    pub cap: usize,
+    /// Flushes seen.
+    pub flushes: usize,
+}
+
+impl RedirectTarget<DmaPage> for CopySink {
+    fn enqueue(&mut self, frame: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
+        if self.frames.len() >= self.cap {
+            return Err(frame);
+        }
+        let s = usize::from(frame.offset);
+        self.frames
+            .push(frame.page.bytes()[s..s + usize::from(frame.len)].to_vec());
+        Ok(Redirected::Copied(frame))
+    }
+
+    fn flush(&mut self) {
+        self.flushes += 1;
+    }
+}
+
+/// Redirect target numbers of [`Harness::poll_xdp`].
+pub mod targets {
+    /// The same queue index on the other function, i.e. out of the other port.
+    pub const OTHER_PORT: u32 = 0;
+    /// The next queue pair of the same function.
+    pub const NEXT_QUEUE: u32 = 1;
+    /// The harness's [`super::CopySink`].
+    pub const USER_SINK: u32 = 2;
+}
+
+/// Wraps a program to record the id of every frame it sees (for [`Harness::check_delivery`]).
+struct Recorder<'p, 'd> {
+    inner: &'p mut dyn RawXdpProgram,
+    ids: &'d mut Vec<u64>,
+}
+
+impl RawXdpProgram for Recorder<'_, '_> {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        self.ids.push(frame_id(xdp.data()));
+        self.inner.run_raw(xdp)
     }
 }
 
@@ -408,6 +487,10 @@ pub struct Harness<'c> {
     pub os_tx_refused: u64,
     /// OS frames queued.
     pub os_tx_queued: u64,
+    /// The user redirect target of [`Harness::poll_xdp`] (capacity 0 until a test sets one).
+    pub user_sink: CopySink,
+    /// Metadata of the last frame passed by [`Harness::poll_xdp`].
+    pub last_pass_info: Option<PassInfo>,
     next_id: u64,
 }
 
@@ -483,6 +566,8 @@ impl<'c> Harness<'c> {
             injected: vec![Vec::new(); ports],
             os_tx_refused: 0,
             os_tx_queued: 0,
+            user_sink: CopySink::default(),
+            last_pass_info: None,
             next_id: 1,
         }
     }
@@ -556,7 +641,7 @@ impl<'c> Harness<'c> {
         let mut done = Done {
             rings: &self.rings,
             os_tx_live: &mut self.os_tx_live,
-            _card: core::marker::PhantomData,
+            dma: self.card.dma(),
         };
         let out = pair.poll(budget, &db, &mut sink, &mut done);
         // The redirect target's batch ends with this poll: publish it.
@@ -566,13 +651,114 @@ impl<'c> Harness<'c> {
         out
     }
 
+    /// Polls pair `q` of function `func` once through the XDP path, running `prog` (none: every
+    /// frame goes to the OS). PASS pages go to the OS list; the redirect table has the targets of
+    /// [`targets`]: the other port's queue `q`, the next queue of this function, the
+    /// [`CopySink`]. The RX hash is computed with the default key.
+    pub fn poll_xdp(
+        &mut self,
+        func: usize,
+        q: usize,
+        budget: usize,
+        prog: Option<&mut dyn RawXdpProgram>,
+    ) -> PairPoll {
+        let nq = usize::from(self.setup.queues);
+        let me = self.global(func, q);
+        let other_port = (self.funcs.len() > 1).then(|| self.global(1 - func.min(1), q));
+        let next_queue = (nq > 1).then(|| self.global(func, (q + 1) % nq));
+        let (devs, pair_lists): (Vec<&HDevice<'c>>, Vec<&mut Vec<HPair<'c>>>) =
+            self.funcs.iter_mut().map(|f| (&f.dev, &mut f.pairs)).unzip();
+        let dbs: Vec<_> = devs.iter().map(|d| d.doorbells()).collect();
+        let mut flat: Vec<Option<&mut HPair<'c>>> = pair_lists
+            .into_iter()
+            .flat_map(|l| l.iter_mut().map(Some))
+            .collect();
+        let pair = flat[me].take().expect("polled pair");
+        let mut port_target = other_port
+            .and_then(|i| flat[i].take())
+            .map(|p| TxTarget::new(&mut p.tx, &dbs[1 - func.min(1)]));
+        let mut queue_target = next_queue
+            .and_then(|i| flat[i].take())
+            .map(|p| TxTarget::new(&mut p.tx, &dbs[func]));
+        let mut map: DevMap<'_, DmaPage, 3> = DevMap::new();
+        if let Some(t) = port_target.as_mut() {
+            let _ = map.insert(targets::OTHER_PORT, t);
+        }
+        if let Some(t) = queue_target.as_mut() {
+            let _ = map.insert(targets::NEXT_QUEUE, t);
+        }
+        let _ = map.insert(targets::USER_SINK, &mut self.user_sink);
+        // The program's wrapper records every frame; without a program, the OS sink does.
+        let (mut pass_ids, mut prog_ids) = if prog.is_some() {
+            (None, Some(&mut self.delivered))
+        } else {
+            (Some(&mut self.delivered), None)
+        };
+        let os_pages = &mut self.os_pages;
+        let last_info = &mut self.last_pass_info;
+        let mut pass = |f: RxFrame<DmaPage>, info: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+            if let Some(ids) = pass_ids.as_mut() {
+                ids.push(frame_id(f.data()));
+            }
+            *last_info = Some(info);
+            os_pages.push((me, f.page));
+            Ok(())
+        };
+        let mut recorder = prog
+            .zip(prog_ids.take())
+            .map(|(inner, ids)| Recorder { inner, ids });
+        let hasher = onic_core::rss::ShellHasher::default();
+        let mut ctx = XdpContext {
+            prog: recorder.as_mut().map(|r| r as &mut dyn RawXdpProgram),
+            pass: &mut pass,
+            redirect: &mut map,
+            rxq: XdpRxq {
+                queue_index: q as u16,
+                port: func as u8,
+            },
+            origin: me as u16,
+            hasher: Some(&hasher),
+        };
+        let mut done = Done {
+            rings: &self.rings,
+            os_tx_live: &mut self.os_tx_live,
+            dma: self.card.dma(),
+        };
+        pair.poll_xdp(budget, &dbs[func], &mut ctx, &mut done)
+    }
+
+    /// Settles and polls every pair through the XDP path with `prog` until nothing is pending,
+    /// checking the page census on the way.
+    ///
+    /// # Panics
+    ///
+    /// If the datapath does not quiesce.
+    pub fn drain_xdp(&mut self, prog: &mut dyn RawXdpProgram) {
+        for _ in 0..10_000 {
+            self.settle();
+            let mut busy = false;
+            for f in 0..self.funcs.len() {
+                for q in 0..self.funcs[f].pairs.len() {
+                    let out = self.poll_xdp(f, q, 64, Some(&mut *prog));
+                    busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
+                    busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
+                }
+            }
+            self.check_pages();
+            if !busy {
+                return;
+            }
+        }
+        panic!("datapath did not quiesce");
+    }
+
     /// Reclaims the TX queue of pair `q` of function `func` (the OS's transmit path does that).
     pub fn reclaim(&mut self, func: usize, q: usize) {
         let pair = &mut self.funcs[func].pairs[q];
         let mut done = Done {
             rings: &self.rings,
             os_tx_live: &mut self.os_tx_live,
-            _card: core::marker::PhantomData,
+            dma: self.card.dma(),
         };
         pair.tx.reclaim(&mut pair.pool, &mut done);
     }
@@ -606,7 +792,7 @@ impl<'c> Harness<'c> {
                 Err(e) => {
                     assert!(matches!(e, TxError::Full(_)), "unexpected TX error");
                     self.os_tx_refused += 1;
-                    free_frame(e.into_inner(), &self.rings, &mut self.os_tx_live);
+                    free_frame(e.into_inner(), &self.rings, &mut self.os_tx_live, dma);
                 }
             }
         }
@@ -817,7 +1003,7 @@ impl<'c> Harness<'c> {
                 let mut done = Done {
                     rings: &rings,
                     os_tx_live: &mut os_tx_live,
-                    _card: core::marker::PhantomData,
+                    dma: self.card.dma(),
                 };
                 if let Some(tx) = tx.take() {
                     tx.teardown(dev, &mut delay, pool, &mut done)

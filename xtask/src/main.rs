@@ -150,7 +150,8 @@ fn step_miri() -> Result<(), String> {
 /// One CI job: its name and what it runs.
 type Job = (&'static str, fn() -> Result<(), String>);
 
-/// The logging backends: the facade must build with `defmt` (on a bare-metal target) and with `log`.
+/// The logging backends: the facade must build with `defmt` (on a bare-metal target) and with
+/// `log`; and the core without its `xdp` feature.
 fn step_features() -> Result<(), String> {
     let mut c = cargo();
     c.args([
@@ -165,7 +166,22 @@ fn step_features() -> Result<(), String> {
     run("onic-core with defmt logging (thumbv7em-none-eabihf)", c)?;
     let mut c = cargo();
     c.args(["build", "-p", "onic-core", "--features", "log"]);
-    run("onic-core with log logging", c)
+    run("onic-core with log logging", c)?;
+    // The core without XDP (`xdp` is a default feature): it must build for a bare-metal target
+    // and pass its own tests.
+    let mut c = cargo();
+    c.args([
+        "build",
+        "-p",
+        "onic-core",
+        "--no-default-features",
+        "--target",
+        "thumbv7em-none-eabihf",
+    ]);
+    run("onic-core without XDP (thumbv7em-none-eabihf)", c)?;
+    let mut c = cargo();
+    c.args(["test", "-p", "onic-core", "--no-default-features"]);
+    run("onic-core tests without XDP", c)
 }
 
 /// API docs of the library crates, with rustdoc warnings (broken links, bad HTML) as errors.

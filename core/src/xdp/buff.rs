@@ -1,0 +1,532 @@
+//! The XDP buffer view: one received frame in its page, with the headroom in front, the metadata
+//! area just before the data, and the tailroom behind it, plus what the program may ask about the
+//! frame (RX queue, ingress port, RX hash).
+//!
+//! Offsets are counted from the page's first byte (Linux's `data_hard_start`):
+//!
+//! ```text
+//! 0 ........ XDP_FRAME_RESERVED ... data_meta ... data ............ data_end ..... hard_end ... frame_size
+//! |  reserved (xdp_frame)    | headroom | metadata | frame bytes       | tailroom       | shared info |
+//! ```
+//!
+//! `hard_end` = `frame_size - RX_TAILROOM`: the room an OS keeps at the end of the page to build a
+//! packet around it (Linux: `skb_shared_info`). Every adjustment keeps these invariants, with the
+//! bounds Linux's helpers use; a request that would break one fails with an [`XdpError`] and
+//! changes nothing.
+
+use crate::config::{RX_HEADROOM, RX_TAILROOM};
+use crate::rss::{RssHashType, ShellHasher, ShellTuple};
+
+/// Headroom in front of every received frame (`XDP_PACKET_HEADROOM`, 256 bytes).
+pub const XDP_PACKET_HEADROOM: usize = RX_HEADROOM as usize;
+
+/// Bytes at the start of the headroom that no adjustment may reach: Linux converts a buffer into a
+/// `struct xdp_frame` stored there (40 bytes on 64-bit kernels) for XDP_TX and redirect.
+pub const XDP_FRAME_RESERVED: usize = 40;
+
+/// Bytes at the end of the page that the frame may not grow into (`skb_shared_info` room).
+pub const XDP_TAILROOM_RESERVED: usize = RX_TAILROOM as usize;
+
+/// Shortest frame an adjustment may leave: an Ethernet header (`ETH_HLEN`).
+pub const ETH_HLEN: usize = 14;
+
+/// Largest metadata area (Linux: 32 bytes).
+pub const XDP_META_MAX: usize = 32;
+
+/// Alignment of the metadata length (Linux: a multiple of 4 bytes).
+pub const XDP_META_ALIGN: usize = 4;
+
+/// Why a buffer adjustment was refused. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum XdpError {
+    /// The new start or end lies outside what the layout allows (Linux: `-EINVAL`).
+    OutOfBounds,
+    /// The metadata would be longer than [`XDP_META_MAX`] or not a multiple of
+    /// [`XDP_META_ALIGN`] (Linux: `-EACCES`).
+    MetaLength,
+    /// No RX hash is available for this frame (Linux: `-ENODATA`).
+    NoData,
+}
+
+impl XdpError {
+    /// The negative errno a Linux helper returns for the same refusal.
+    #[must_use]
+    pub const fn errno(self) -> i32 {
+        match self {
+            Self::OutOfBounds => -22, // EINVAL
+            Self::MetaLength => -13,  // EACCES
+            Self::NoData => -61,      // ENODATA
+        }
+    }
+}
+
+impl core::fmt::Display for XdpError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::OutOfBounds => "adjustment outside the buffer layout",
+            Self::MetaLength => "metadata length above 32 bytes or not a multiple of 4",
+            Self::NoData => "no RX hash for this frame",
+        })
+    }
+}
+
+/// The RX hash of a frame as the XDP `rx_hash` metadata reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct XdpRxHash {
+    /// The shell's 32-bit hash (the value that chose the RX queue).
+    pub value: u32,
+    /// What it covers.
+    pub kind: RssHashType,
+    /// Linux's `enum xdp_rss_hash_type` for it.
+    pub xdp_type: u32,
+}
+
+impl XdpRxHash {
+    /// The hash of a frame as the shell computed it on reception (from the bytes as received).
+    #[must_use]
+    pub fn compute(hasher: &ShellHasher, frame: &[u8]) -> Self {
+        let tuple = ShellTuple::parse(frame);
+        let h = hasher.hash_tuple(&tuple);
+        Self {
+            value: h.value,
+            kind: h.kind,
+            xdp_type: h.kind.xdp_rss_type_for(tuple.protocol()),
+        }
+    }
+}
+
+/// Where a frame came from: the RX queue and the port (Linux's `xdp_rxq_info`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct XdpRxq {
+    /// Function-relative RX queue index.
+    pub queue_index: u16,
+    /// Ingress port (CMAC) number.
+    pub port: u8,
+}
+
+/// An XDP buffer: a view of one received frame in its page, for the duration of a program run.
+#[derive(Debug)]
+pub struct XdpBuff<'a> {
+    page: &'a mut [u8],
+    data_meta: usize,
+    data: usize,
+    data_end: usize,
+    /// Highest end the frame had: the CPU may have written up to here (for DMA syncs).
+    high_water: usize,
+    rxq: XdpRxq,
+    hash: Option<XdpRxHash>,
+    redirect: Option<u32>,
+}
+
+impl<'a> XdpBuff<'a> {
+    /// A view of `len` bytes at `offset` in `page` (the whole page; its length is the frame size),
+    /// with no metadata.
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] unless `XDP_FRAME_RESERVED <= offset`,
+    /// `offset + len <= page.len() - XDP_TAILROOM_RESERVED`.
+    pub fn new(page: &'a mut [u8], offset: usize, len: usize, rxq: XdpRxq) -> Result<Self, XdpError> {
+        let hard_end = page
+            .len()
+            .checked_sub(XDP_TAILROOM_RESERVED)
+            .ok_or(XdpError::OutOfBounds)?;
+        let end = offset.checked_add(len).ok_or(XdpError::OutOfBounds)?;
+        if offset < XDP_FRAME_RESERVED || end > hard_end {
+            return Err(XdpError::OutOfBounds);
+        }
+        Ok(Self {
+            page,
+            data_meta: offset,
+            data: offset,
+            data_end: end,
+            high_water: end,
+            rxq,
+            hash: None,
+            redirect: None,
+        })
+    }
+
+    /// Attaches the RX hash the program may read with [`XdpBuff::rx_hash`].
+    #[must_use]
+    pub const fn with_rx_hash(mut self, hash: XdpRxHash) -> Self {
+        self.hash = Some(hash);
+        self
+    }
+
+    /// The frame bytes (`data .. data_end`).
+    #[must_use]
+    pub fn data(&self) -> &[u8] {
+        self.page.get(self.data..self.data_end).unwrap_or(&[])
+    }
+
+    /// The frame bytes, writable.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        self.page.get_mut(self.data..self.data_end).unwrap_or(&mut [])
+    }
+
+    /// The metadata area (`data_meta .. data`), empty unless [`XdpBuff::adjust_meta`] grew it.
+    #[must_use]
+    pub fn meta(&self) -> &[u8] {
+        self.page.get(self.data_meta..self.data).unwrap_or(&[])
+    }
+
+    /// The metadata area, writable.
+    pub fn meta_mut(&mut self) -> &mut [u8] {
+        self.page.get_mut(self.data_meta..self.data).unwrap_or(&mut [])
+    }
+
+    /// Frame length (`data_end - data`).
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.data_end - self.data
+    }
+
+    /// Whether the frame is empty (never, after a successful construction: see [`ETH_HLEN`]
+    /// for the adjustments; a frame may be received shorter).
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.data_end == self.data
+    }
+
+    /// Metadata length (`data - data_meta`).
+    #[must_use]
+    pub const fn meta_len(&self) -> usize {
+        self.data - self.data_meta
+    }
+
+    /// Bytes between the reserved area and the metadata: how far [`XdpBuff::adjust_head`] can
+    /// grow the frame at the front.
+    #[must_use]
+    pub const fn headroom(&self) -> usize {
+        self.data_meta - XDP_FRAME_RESERVED
+    }
+
+    /// Bytes after the frame that [`XdpBuff::adjust_tail`] can grow into.
+    #[must_use]
+    pub const fn tailroom(&self) -> usize {
+        self.hard_end() - self.data_end
+    }
+
+    /// The frame size (Linux `frame_sz`): the page length.
+    #[must_use]
+    pub const fn frame_size(&self) -> usize {
+        self.page.len()
+    }
+
+    const fn hard_end(&self) -> usize {
+        self.page.len() - XDP_TAILROOM_RESERVED
+    }
+
+    /// Offsets of metadata start, data start and data end from the page start.
+    #[must_use]
+    pub const fn offsets(&self) -> (usize, usize, usize) {
+        (self.data_meta, self.data, self.data_end)
+    }
+
+    /// The RX queue and port the frame arrived on.
+    #[must_use]
+    pub const fn rxq(&self) -> XdpRxq {
+        self.rxq
+    }
+
+    /// RX queue index (`ctx->rx_queue_index`).
+    #[must_use]
+    pub const fn rx_queue_index(&self) -> u16 {
+        self.rxq.queue_index
+    }
+
+    /// Ingress port (`ctx->ingress_ifindex` stands for a device; here, the CMAC port).
+    #[must_use]
+    pub const fn ingress_port(&self) -> u8 {
+        self.rxq.port
+    }
+
+    /// The shell's RX hash of the frame and its type (Linux `bpf_xdp_metadata_rx_hash`).
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::NoData`] when the queue's XDP context computes no hashes.
+    pub const fn rx_hash(&self) -> Result<XdpRxHash, XdpError> {
+        match self.hash {
+            Some(h) => Ok(h),
+            None => Err(XdpError::NoData),
+        }
+    }
+
+    /// Moves the frame start by `delta` bytes (negative: grow into the headroom, e.g. to push an
+    /// encapsulation header; positive: shrink, e.g. to pop one). Metadata moves with the data.
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] if the metadata would reach into the reserved area or fewer than
+    /// [`ETH_HLEN`] bytes would remain.
+    pub fn adjust_head(&mut self, delta: isize) -> Result<(), XdpError> {
+        let meta_len = self.meta_len();
+        let data = self.data.checked_add_signed(delta).ok_or(XdpError::OutOfBounds)?;
+        let lowest = XDP_FRAME_RESERVED + meta_len;
+        if data < lowest || data.saturating_add(ETH_HLEN) > self.data_end {
+            return Err(XdpError::OutOfBounds);
+        }
+        let meta = data - meta_len;
+        if meta_len > 0 {
+            self.page.copy_within(self.data_meta..self.data, meta);
+        }
+        self.data_meta = meta;
+        self.data = data;
+        Ok(())
+    }
+
+    /// Moves the frame end by `delta` bytes (positive: grow into the tailroom, the new bytes are
+    /// zeroed; negative: trim, e.g. a trailer).
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] if the end would pass the tailroom or fewer than [`ETH_HLEN`]
+    /// bytes would remain.
+    pub fn adjust_tail(&mut self, delta: isize) -> Result<(), XdpError> {
+        let end = self
+            .data_end
+            .checked_add_signed(delta)
+            .ok_or(XdpError::OutOfBounds)?;
+        if end > self.hard_end() || end < self.data.saturating_add(ETH_HLEN) {
+            return Err(XdpError::OutOfBounds);
+        }
+        if end > self.data_end {
+            if let Some(new) = self.page.get_mut(self.data_end..end) {
+                new.fill(0);
+            }
+        }
+        self.data_end = end;
+        self.high_water = self.high_water.max(end);
+        Ok(())
+    }
+
+    /// Moves the metadata start by `delta` bytes (negative: grow the metadata area in front of
+    /// the data).
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] if it would reach into the reserved area or past the data start;
+    /// [`XdpError::MetaLength`] if the length would exceed [`XDP_META_MAX`] or not be a multiple
+    /// of [`XDP_META_ALIGN`].
+    pub fn adjust_meta(&mut self, delta: isize) -> Result<(), XdpError> {
+        let meta = self
+            .data_meta
+            .checked_add_signed(delta)
+            .ok_or(XdpError::OutOfBounds)?;
+        if meta < XDP_FRAME_RESERVED || meta > self.data {
+            return Err(XdpError::OutOfBounds);
+        }
+        let len = self.data - meta;
+        if len > XDP_META_MAX || !len.is_multiple_of(XDP_META_ALIGN) {
+            return Err(XdpError::MetaLength);
+        }
+        self.data_meta = meta;
+        Ok(())
+    }
+
+    /// Chooses entry `target` of the redirect table and returns [`super::XdpAction::Redirect`],
+    /// as `bpf_redirect_map` does: `return xdp.redirect(1);`.
+    pub fn redirect(&mut self, target: u32) -> super::XdpAction {
+        self.redirect = Some(target);
+        super::XdpAction::Redirect
+    }
+
+    /// The redirect target chosen by [`XdpBuff::redirect`], if any.
+    #[must_use]
+    pub const fn redirect_target(&self) -> Option<u32> {
+        self.redirect
+    }
+
+    /// The whole page, writable, for a program runner that works on raw pointers (a C trampoline
+    /// building a kernel `xdp_buff`). The CPU may then have written anywhere up to the tailroom;
+    /// DMA syncs account for that.
+    pub fn page_mut(&mut self) -> &mut [u8] {
+        self.high_water = self.hard_end();
+        self.page
+    }
+
+    /// Sets all three offsets at once, as a raw runner reports them back after the program.
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] or [`XdpError::MetaLength`] for offsets that break the layout
+    /// (the same rules as the `adjust_*` methods); nothing changes then.
+    pub fn set_offsets(&mut self, data_meta: usize, data: usize, data_end: usize) -> Result<(), XdpError> {
+        if data_meta < XDP_FRAME_RESERVED
+            || data_meta > data
+            || data_end > self.hard_end()
+            || data.saturating_add(ETH_HLEN) > data_end
+        {
+            return Err(XdpError::OutOfBounds);
+        }
+        let meta_len = data - data_meta;
+        if meta_len > XDP_META_MAX || !meta_len.is_multiple_of(XDP_META_ALIGN) {
+            return Err(XdpError::MetaLength);
+        }
+        self.data_meta = data_meta;
+        self.data = data;
+        self.data_end = data_end;
+        self.high_water = self.high_water.max(data_end);
+        Ok(())
+    }
+
+    /// Highest frame end the buffer had (bytes the CPU may have written, for DMA syncs).
+    #[must_use]
+    pub const fn high_water(&self) -> usize {
+        self.high_water
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page() -> [u8; 4096] {
+        let mut p = [0xAAu8; 4096];
+        for (i, b) in p[256..356].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        p
+    }
+
+    fn rxq() -> XdpRxq {
+        XdpRxq {
+            queue_index: 3,
+            port: 1,
+        }
+    }
+
+    #[test]
+    fn construction_is_checked() {
+        let mut p = page();
+        assert_eq!(
+            XdpBuff::new(&mut p, 39, 100, rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+        assert_eq!(
+            XdpBuff::new(&mut p, 256, 3521, rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+        assert_eq!(
+            XdpBuff::new(&mut p, 256, usize::MAX, rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+        let mut small = [0u8; 100];
+        assert_eq!(
+            XdpBuff::new(&mut small, 40, 10, rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+        let b = XdpBuff::new(&mut p, 256, 3520, rxq()).unwrap();
+        assert_eq!((b.headroom(), b.tailroom(), b.frame_size()), (216, 0, 4096));
+        assert_eq!((b.rx_queue_index(), b.ingress_port()), (3, 1));
+        assert_eq!(b.rx_hash(), Err(XdpError::NoData));
+    }
+
+    #[test]
+    fn head_moves_within_the_headroom_and_keeps_an_ethernet_header() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        b.adjust_head(-216).unwrap();
+        assert_eq!(b.offsets(), (40, 40, 356));
+        assert_eq!(b.adjust_head(-1), Err(XdpError::OutOfBounds));
+        b.adjust_head(216 + 86).unwrap();
+        assert_eq!(b.len(), 14);
+        assert_eq!(b.data()[0], 86);
+        assert_eq!(b.adjust_head(1), Err(XdpError::OutOfBounds));
+        assert_eq!(b.adjust_head(isize::MIN), Err(XdpError::OutOfBounds));
+        assert_eq!(b.adjust_head(isize::MAX), Err(XdpError::OutOfBounds));
+        assert_eq!(b.offsets(), (342, 342, 356));
+    }
+
+    #[test]
+    fn head_carries_the_metadata_along() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        b.adjust_meta(-8).unwrap();
+        b.meta_mut().copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        b.adjust_head(-20).unwrap();
+        assert_eq!(b.meta(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(b.offsets(), (228, 236, 356));
+        // The metadata counts against the headroom.
+        assert_eq!(b.headroom(), 188);
+        assert_eq!(b.adjust_head(-189), Err(XdpError::OutOfBounds));
+        b.adjust_head(-188).unwrap();
+        assert_eq!(b.offsets(), (40, 48, 356));
+    }
+
+    #[test]
+    fn tail_grows_zeroed_up_to_the_tailroom() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        b.adjust_tail(20).unwrap();
+        assert_eq!(&b.data()[100..], [0; 20]);
+        assert_eq!(b.tailroom(), 4096 - 320 - 376);
+        let room = b.tailroom() as isize;
+        assert_eq!(b.adjust_tail(room + 1), Err(XdpError::OutOfBounds));
+        b.adjust_tail(room).unwrap();
+        assert_eq!(b.tailroom(), 0);
+        b.adjust_tail(-(b.len() as isize) + 14).unwrap();
+        assert_eq!(b.len(), 14);
+        assert_eq!(b.adjust_tail(-1), Err(XdpError::OutOfBounds));
+        // The high-water mark remembers how far the CPU may have written.
+        assert_eq!(b.high_water(), 4096 - 320);
+    }
+
+    #[test]
+    fn metadata_length_and_alignment_are_checked() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        assert_eq!(b.adjust_meta(-3), Err(XdpError::MetaLength));
+        assert_eq!(b.adjust_meta(-36), Err(XdpError::MetaLength));
+        assert_eq!(b.adjust_meta(4), Err(XdpError::OutOfBounds));
+        b.adjust_meta(-32).unwrap();
+        assert_eq!(b.meta_len(), 32);
+        b.adjust_meta(28).unwrap();
+        assert_eq!(b.meta_len(), 4);
+        // Near the reserved area.
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 44, 100, rxq()).unwrap();
+        assert_eq!(b.adjust_meta(-8), Err(XdpError::OutOfBounds));
+        b.adjust_meta(-4).unwrap();
+        assert_eq!(b.offsets(), (40, 44, 144));
+    }
+
+    #[test]
+    fn set_offsets_follows_the_same_rules() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        assert_eq!(b.set_offsets(30, 256, 356), Err(XdpError::OutOfBounds));
+        assert_eq!(b.set_offsets(250, 256, 356), Err(XdpError::MetaLength));
+        assert_eq!(b.set_offsets(256, 256, 260), Err(XdpError::OutOfBounds));
+        assert_eq!(b.set_offsets(256, 256, 3777), Err(XdpError::OutOfBounds));
+        assert_eq!(b.offsets(), (256, 256, 356));
+        b.set_offsets(248, 256, 3776).unwrap();
+        assert_eq!((b.meta_len(), b.len()), (8, 3520));
+        assert_eq!(XdpError::OutOfBounds.errno(), -22);
+        assert_eq!(XdpError::MetaLength.errno(), -13);
+    }
+
+    #[test]
+    fn rx_hash_reports_the_shell_value_and_type() {
+        let hasher = ShellHasher::default();
+        let mut frame = [0u8; 64];
+        frame[12] = 0x08; // IPv4
+        frame[14] = 0x45;
+        frame[23] = 17; // UDP
+        frame[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        frame[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        frame[34..38].copy_from_slice(&[0x30, 0x39, 0x00, 0x35]);
+        let h = XdpRxHash::compute(&hasher, &frame);
+        assert_eq!(h.value, hasher.hash_frame(&frame).value);
+        assert_eq!(h.kind, RssHashType::L4Ipv4);
+        assert_eq!(h.xdp_type, crate::rss::xdp::TYPE_L4_IPV4_UDP);
+        let mut p = page();
+        let b = XdpBuff::new(&mut p, 256, 64, rxq()).unwrap().with_rx_hash(h);
+        assert_eq!(b.rx_hash(), Ok(h));
+    }
+}

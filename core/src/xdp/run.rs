@@ -1,0 +1,391 @@
+//! The XDP poll of a queue pair: every frame through the attached program, verdicts carried out
+//! on the pair's own rings, redirects flushed once at the end.
+
+use onic_hal::{DmaMemory, RegisterWindow};
+
+use super::buff::{XdpBuff, XdpRxHash, XdpRxq};
+use super::redirect::{RedirectTable, Redirected, XdpFrame};
+use super::{RawXdpProgram, XdpAction};
+use crate::config::RX_HEADROOM;
+use crate::pool::{PageProvider, PoolPage};
+use crate::qdma::Doorbells;
+use crate::queue_pair::{PairPoll, PairStats, QueuePair};
+use crate::rss::ShellHasher;
+use crate::rx::{RxFrame, RxOutcome, RxSink};
+use crate::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
+
+/// What the OS learns with a passed frame besides the frame itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PassInfo {
+    /// Bytes of metadata the program left just before the frame (Linux: `skb_metadata_set`).
+    pub meta_len: u8,
+    /// The queue and port the frame came in on.
+    pub rxq: XdpRxq,
+    /// The RX hash, when the context computes hashes and a program ran.
+    pub hash: Option<XdpRxHash>,
+}
+
+/// Where XDP_PASS frames go: the OS (build an skb around the page, hand it to the stack), or a
+/// test, or the `onic run` tool writing a capture.
+pub trait PassSink<Pg> {
+    /// Takes a frame; the OS owns the page from here on and gives it back through the pool.
+    ///
+    /// # Errors
+    ///
+    /// The frame comes back when the OS cannot take it (no memory for a packet); it is recycled
+    /// and counted as `rx_pass_refused`.
+    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> Result<(), RxFrame<Pg>>;
+}
+
+impl<Pg, T: FnMut(RxFrame<Pg>, PassInfo) -> Result<(), RxFrame<Pg>>> PassSink<Pg> for T {
+    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> Result<(), RxFrame<Pg>> {
+        self(frame, info)
+    }
+}
+
+/// What one XDP poll needs besides the pair: the program (if any), where PASS and REDIRECT
+/// frames go, and what the program may ask about a frame.
+pub struct XdpContext<'x, Prog: ?Sized, O, R> {
+    /// The attached program; `None` hands every frame to `pass` untouched.
+    pub prog: Option<&'x mut Prog>,
+    /// Where XDP_PASS frames go.
+    pub pass: &'x mut O,
+    /// Where XDP_REDIRECT frames go.
+    pub redirect: &'x mut R,
+    /// The queue and port (Linux `xdp_rxq_info`).
+    pub rxq: XdpRxq,
+    /// This pair's pool index, recorded in redirected frames so their pages find the way back.
+    pub origin: u16,
+    /// Computes the RX hash each frame is given when a program runs (`None`: no hash; the
+    /// program's [`XdpBuff::rx_hash`] reports no data).
+    pub hasher: Option<&'x ShellHasher>,
+}
+
+impl<Prog: ?Sized, O, R> core::fmt::Debug for XdpContext<'_, Prog, O, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("XdpContext")
+            .field("attached", &self.prog.is_some())
+            .field("rxq", &self.rxq)
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
+    /// One XDP poll of the pair: reclaim the TX queue, run the program on up to `budget`
+    /// received frames and carry out each verdict, then ring the TX doorbell once for this poll's
+    /// XDP_TX frames and flush the redirect table if anything was redirected.
+    ///
+    /// - PASS: the page goes to `xdp.pass` (a refusal recycles it, `rx_pass_refused`).
+    /// - DROP, ABORTED, a raw verdict that is no [`XdpAction`]: the page is recycled
+    ///   (`rx_xdp_drop`; also `rx_xdp_aborted` or `rx_xdp_invalid`).
+    /// - TX: the same page is queued on the pair's TX queue and returns to the pool when the TX
+    ///   completion says so; on a full ring it is recycled at once (`rx_xdp_tx_errors`).
+    /// - REDIRECT: the frame is padded, synced for the device and handed to `xdp.redirect`; a
+    ///   refusal recycles it (`rx_xdp_redirect_errors`).
+    ///
+    /// TX and REDIRECT need pages the device may read ([`PageProvider::device_readable`]);
+    /// otherwise they fail like a full ring.
+    pub fn poll_xdp<W, Prog, O, R, C>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        xdp: &mut XdpContext<'_, Prog, O, R>,
+        done: &mut C,
+    ) -> PairPoll
+    where
+        W: RegisterWindow,
+        Prog: RawXdpProgram + ?Sized,
+        O: PassSink<P::Page>,
+        R: RedirectTable<P::Page>,
+        C: TxDone<F>,
+    {
+        let (rx, tx, pool, stats) = self.parts_mut();
+        let reclaimed = tx.reclaim(pool, done);
+        let mut runner = Runner {
+            tx,
+            db,
+            stats,
+            prog: xdp.prog.as_deref_mut(),
+            pass: &mut *xdp.pass,
+            redirect: &mut *xdp.redirect,
+            rxq: xdp.rxq,
+            origin: xdp.origin,
+            hasher: xdp.hasher,
+            redirected: false,
+        };
+        let out = rx.poll(budget, db, pool, &mut runner);
+        let redirected = runner.redirected;
+        tx.flush(db);
+        if redirected {
+            xdp.redirect.flush();
+        }
+        PairPoll {
+            tx: reclaimed,
+            rx: out,
+        }
+    }
+}
+
+/// The RX sink of an XDP poll.
+struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, O, R> {
+    tx: &'r mut TxQueue<'a, D, Pg, F>,
+    db: &'r Doorbells<W>,
+    stats: &'r mut PairStats,
+    prog: Option<&'r mut Prog>,
+    pass: &'r mut O,
+    redirect: &'r mut R,
+    rxq: XdpRxq,
+    origin: u16,
+    hasher: Option<&'r ShellHasher>,
+    redirected: bool,
+}
+
+/// What the program left behind.
+struct Ran {
+    raw: u32,
+    target: Option<u32>,
+    meta_len: u8,
+    offset: u16,
+    len: u16,
+    /// Highest frame end during the run, from the page start.
+    high_water: usize,
+}
+
+impl<D, P, F, W, Prog, O, R> RxSink<P> for Runner<'_, '_, D, P::Page, F, W, Prog, O, R>
+where
+    D: DmaMemory,
+    P: PageProvider,
+    F: TxFrame,
+    W: RegisterWindow,
+    Prog: RawXdpProgram + ?Sized,
+    O: PassSink<P::Page>,
+    R: RedirectTable<P::Page>,
+{
+    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
+        let Some(prog) = self.prog.as_deref_mut() else {
+            // No program: the frame goes up untouched, with no per-frame XDP work.
+            let info = PassInfo {
+                rxq: self.rxq,
+                ..PassInfo::default()
+            };
+            return match self.pass.pass(frame, info) {
+                Ok(()) => RxOutcome::ToOs,
+                Err(f) => {
+                    self.stats.rx_pass_refused += 1;
+                    RxOutcome::Recycle(f)
+                }
+            };
+        };
+        let RxFrame {
+            mut page,
+            offset,
+            len,
+        } = frame;
+        let hash = self.hasher.map(|h| {
+            let start = usize::from(offset);
+            let bytes = page.bytes().get(start..start + usize::from(len)).unwrap_or(&[]);
+            XdpRxHash::compute(h, bytes)
+        });
+        let ran = run_program(prog, &mut page, offset, len, self.rxq, hash);
+        let Some(ran) = ran else {
+            // The frame does not fit the buffer layout (a page provider with odd pages).
+            self.stats.rx_xdp_aborted += 1;
+            self.stats.rx_xdp_drop += 1;
+            return RxOutcome::Recycle(RxFrame { page, offset, len });
+        };
+        let frame = RxFrame {
+            page,
+            offset: ran.offset,
+            len: ran.len,
+        };
+        match XdpAction::from_raw(ran.raw) {
+            Some(XdpAction::Pass) => {
+                self.stats.rx_xdp_pass += 1;
+                let info = PassInfo {
+                    meta_len: ran.meta_len,
+                    rxq: self.rxq,
+                    hash,
+                };
+                match self.pass.pass(frame, info) {
+                    Ok(()) => RxOutcome::ToOs,
+                    Err(f) => {
+                        self.stats.rx_pass_refused += 1;
+                        recycle(f, ran.high_water)
+                    }
+                }
+            }
+            Some(XdpAction::Drop) => self.discard(frame, ran.high_water),
+            Some(XdpAction::Aborted) => {
+                self.stats.rx_xdp_aborted += 1;
+                self.discard(frame, ran.high_water)
+            }
+            None => {
+                self.stats.rx_xdp_invalid += 1;
+                self.discard(frame, ran.high_water)
+            }
+            Some(XdpAction::Tx) => self.xdp_tx(frame, ran.high_water, pool),
+            Some(XdpAction::Redirect) => self.xdp_redirect(frame, ran.target, ran.high_water, pool),
+        }
+    }
+}
+
+/// Runs the program over the frame; `None` if the frame does not fit the XDP layout.
+fn run_program<Pg: PoolPage, Prog: RawXdpProgram + ?Sized>(
+    prog: &mut Prog,
+    page: &mut Pg,
+    offset: u16,
+    len: u16,
+    rxq: XdpRxq,
+    hash: Option<XdpRxHash>,
+) -> Option<Ran> {
+    let mut buff = XdpBuff::new(page.bytes_mut(), usize::from(offset), usize::from(len), rxq).ok()?;
+    if let Some(h) = hash {
+        buff = buff.with_rx_hash(h);
+    }
+    let raw = prog.run_raw(&mut buff);
+    let (_, data, _) = buff.offsets();
+    Some(Ran {
+        raw,
+        target: buff.redirect_target(),
+        meta_len: u8::try_from(buff.meta_len()).ok()?,
+        offset: u16::try_from(data).ok()?,
+        len: u16::try_from(buff.len()).ok()?,
+        high_water: buff.high_water(),
+    })
+}
+
+/// A frame to recycle, stretched so that the pool syncs every byte the CPU may have written
+/// (the program may have grown the frame and trimmed it again).
+fn recycle<Pg>(f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+    let end = usize::from(f.offset) + usize::from(f.len);
+    let len = high_water.max(end).saturating_sub(RX_HEADROOM as usize);
+    RxOutcome::Recycle(RxFrame {
+        page: f.page,
+        offset: RX_HEADROOM as u16,
+        len: u16::try_from(len).unwrap_or(u16::MAX),
+    })
+}
+
+impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O, R>
+    Runner<'_, '_, D, Pg, F, W, Prog, O, R>
+{
+    fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+        self.stats.rx_xdp_drop += 1;
+        recycle(f, high_water)
+    }
+
+    /// Cleans bytes past the frame's end that the program wrote before trimming, so that a later
+    /// write-back of those cache lines cannot land on data the device writes into the page.
+    fn sync_beyond_end<P: PageProvider<Page = Pg>>(pool: &P, f: &RxFrame<Pg>, high_water: usize) {
+        let end = usize::from(f.offset) + usize::from(f.len);
+        if high_water > end {
+            pool.sync_for_device(&f.page, end, high_water - end);
+        }
+    }
+
+    fn xdp_tx<P: PageProvider<Page = Pg>>(
+        &mut self,
+        f: RxFrame<Pg>,
+        high_water: usize,
+        pool: &mut P,
+    ) -> RxOutcome<Pg> {
+        self.stats.rx_xdp_tx += 1;
+        if !pool.device_readable() {
+            self.stats.rx_xdp_tx_errors += 1;
+            return self.discard(f, high_water);
+        }
+        Self::sync_beyond_end(pool, &f, high_water);
+        let pf = PoolFrame {
+            page: f.page,
+            offset: f.offset,
+            len: f.len,
+        };
+        // `more`: the doorbell is rung once, after the poll.
+        match self.tx.xmit_pool(self.db, pool, pf, true) {
+            Ok(()) => RxOutcome::ToTx,
+            Err(e) => {
+                // Deviation: the reference driver leaks the page here (spec §15 item 13).
+                self.stats.rx_xdp_tx_errors += 1;
+                let pf = e.into_inner();
+                self.discard(
+                    RxFrame {
+                        page: pf.page,
+                        offset: pf.offset,
+                        len: pf.len,
+                    },
+                    high_water,
+                )
+            }
+        }
+    }
+
+    fn xdp_redirect<P: PageProvider<Page = Pg>>(
+        &mut self,
+        mut f: RxFrame<Pg>,
+        target: Option<u32>,
+        high_water: usize,
+        pool: &mut P,
+    ) -> RxOutcome<Pg>
+    where
+        R: RedirectTable<Pg>,
+    {
+        let off = usize::from(f.offset);
+        let mut len = usize::from(f.len);
+        let addr_ok = f.page.dma_addr().checked_add(f.offset.into()).is_some();
+        if !pool.device_readable() || !addr_ok {
+            return self.redirect_failed(f, high_water);
+        }
+        if len < ETH_ZLEN {
+            let Some(pad) = f.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) else {
+                return self.redirect_failed(f, high_water);
+            };
+            pad.fill(0);
+            len = ETH_ZLEN;
+            // CAST: ETH_ZLEN fits u16.
+            f.len = ETH_ZLEN as u16;
+        }
+        let high_water = high_water.max(off + len);
+        // The target's device reads the page from here on; it may have been rewritten.
+        pool.sync_for_device(&f.page, off, high_water - off);
+        let xf = XdpFrame {
+            page: f.page,
+            offset: f.offset,
+            len: f.len,
+            origin: self.origin,
+        };
+        match self.redirect.redirect(target, xf) {
+            Ok(Redirected::Queued) => {
+                self.stats.rx_xdp_redirect += 1;
+                self.redirected = true;
+                RxOutcome::ToTx
+            }
+            Ok(Redirected::Copied(xf)) => {
+                self.stats.rx_xdp_redirect += 1;
+                self.redirected = true;
+                recycle(
+                    RxFrame {
+                        page: xf.page,
+                        offset: xf.offset,
+                        len: xf.len,
+                    },
+                    high_water,
+                )
+            }
+            Err(xf) => self.redirect_failed(
+                RxFrame {
+                    page: xf.page,
+                    offset: xf.offset,
+                    len: xf.len,
+                },
+                high_water,
+            ),
+        }
+    }
+
+    fn redirect_failed(&mut self, f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+        self.stats.rx_xdp_redirect_errors += 1;
+        self.discard(f, high_water)
+    }
+}

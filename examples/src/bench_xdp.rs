@@ -1,0 +1,225 @@
+//! `onic bench xdp`: the RX path's cost per frame without XDP, with XDP but no program, and with a
+//! program that passes everything, at 64, 250, 500, 1000 and 1518 bytes; and each verdict's path
+//! (drop, pass, tx, redirect) at 64 bytes. Figures are Mpps per core.
+//!
+//! Method: both ports of the model are brought up with one queue pair each (1024-entry rings).
+//! For each figure, bursts of 64 identical UDP frames (one NAPI budget) are injected and the model
+//! is run until their completions are written (not timed). Then the driver's poll of the receiving
+//! pair is timed until it has taken all 64: completion reading, buffer-layout checks, the sink or
+//! the program, the verdict's work, page replacement from the pool, refill doorbells, for XDP_TX
+//! the TX reclaim and descriptor writes, and for PASS the OS handing each page straight back to
+//! the pool (an skb freed at once). Register writes and DMA syncs go to the model (in-process
+//! calls; a sync copies the bytes through the model's bounce buffer, so larger frames cost more
+//! where a frame is synced), so the figures are the driver's CPU cost on this machine, not a card's
+//! line rate. Frames sent out are taken off the model and redirected pages reclaimed between
+//! bursts (not timed). Each figure is the best of 5 repetitions of `ONIC_BENCH_XDP_BURSTS` bursts
+//! (default 160, i.e. 10240 frames), to filter out other work on the shared machine.
+//!
+//! The three columns run the same receive code: "no XDP support" is `QueuePair::poll` with a
+//! plain frame sink handing every page to the OS (the code a core built without the `xdp` feature
+//! runs); "no program" is `QueuePair::poll_xdp` with no program attached; "pass program" attaches
+//! a native program returning XDP_PASS (static dispatch, no RX hash). Sizes are on the wire,
+//! including the 4-byte FCS the shell strips (a 64-byte frame is 60 bytes in memory).
+
+use std::time::{Duration, Instant};
+
+use onic_core::queue_pair::Verdict;
+use onic_core::rss::ShellHasher;
+use onic_core::rx::RxFrame;
+use onic_core::xdp::{DevMap, PassInfo, TxTarget, XdpAction, XdpBuff, XdpContext, XdpRxq};
+use onic_hal::DmaPage;
+use onic_sim::{Card, CardConfig, Wire};
+
+use crate::run::{bring_up, teardown, Done, PortRig};
+use crate::xdp_progs::{drop_all, pass, redirect_other_port, swap_macs_and_tx, OTHER_PORT};
+
+const SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];
+const BURST: usize = 64;
+const REPS: usize = 5;
+const UNIT: &str = "Mpps";
+
+/// How the receiving pair is polled.
+#[derive(Clone, Copy)]
+enum Path {
+    /// `QueuePair::poll` with a plain pass-to-OS sink.
+    NoXdp,
+    /// `QueuePair::poll_xdp` without a program.
+    XdpNoProgram,
+    /// `QueuePair::poll_xdp` with this program.
+    Program(fn(&mut XdpBuff<'_>) -> XdpAction, bool),
+}
+
+/// A UDP frame of `wire_len` bytes on the wire (FCS included).
+fn frame(wire_len: usize) -> Vec<u8> {
+    let len = wire_len - 4;
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    f[34..36].copy_from_slice(&1234u16.to_be_bytes());
+    f[36..38].copy_from_slice(&5678u16.to_be_bytes());
+    f
+}
+
+struct Bench<'c> {
+    card: &'c Card,
+    ports: Vec<PortRig<'c>>,
+    rings: Vec<&'static onic_core::pool::RecycleRing>,
+    hasher: ShellHasher,
+}
+
+impl Bench<'_> {
+    /// Time of one poll loop taking `BURST` frames on port 0's pair.
+    fn timed_burst(&mut self, path: Path) -> Duration {
+        let (a, b) = self.ports.split_at_mut(1);
+        let PortRig { dev, pairs } = &mut a[0];
+        let other = &mut b[0];
+        let db = dev.doorbells();
+        let other_db = other.dev.doorbells();
+        let mut target = TxTarget::new(&mut other.pairs[0].tx, &other_db);
+        let mut map: DevMap<'_, DmaPage, 1> = DevMap::new();
+        let _ = map.insert(OTHER_PORT, &mut target);
+        let mut os: Vec<(DmaPage, usize)> = Vec::with_capacity(BURST);
+        let mut done = Done {
+            rings: &self.rings,
+            dma: self.card.dma(),
+        };
+        let pair = &mut pairs[0];
+        let mut got = 0;
+        let mut idle = 0;
+        let start = Instant::now();
+        while got < BURST && idle < 4 {
+            let n = match path {
+                Path::NoXdp => {
+                    let mut sink = |f: RxFrame<DmaPage>| {
+                        os.push((f.page, usize::from(f.len)));
+                        Verdict::Pass
+                    };
+                    pair.poll(64, &db, &mut sink, &mut done).rx.done
+                }
+                Path::XdpNoProgram | Path::Program(..) => {
+                    let mut to_os = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                        os.push((f.page, usize::from(f.len)));
+                        Ok(())
+                    };
+                    let mut prog = match path {
+                        Path::Program(p, _) => Some(p),
+                        _ => None,
+                    };
+                    let hash = matches!(path, Path::Program(_, true));
+                    let mut ctx = XdpContext {
+                        prog: prog.as_mut(),
+                        pass: &mut to_os,
+                        redirect: &mut map,
+                        rxq: XdpRxq::default(),
+                        origin: 0,
+                        hasher: hash.then_some(&self.hasher),
+                    };
+                    pair.poll_xdp(64, &db, &mut ctx, &mut done).rx.done
+                }
+            };
+            got += n;
+            idle = if n == 0 { idle + 1 } else { 0 };
+        }
+        // The OS gives the passed pages back at once (an skb freed right away): part of the
+        // pass path's cost.
+        for (page, len) in os {
+            pair.pool.return_from_os(page, len);
+        }
+        start.elapsed()
+    }
+
+    /// Untimed: lets the model send what was queued and gives completed pages back.
+    fn settle_tx(&mut self) {
+        self.card.run_until_idle();
+        for p in 0..2 {
+            let _ = self.card.take_egress(p);
+        }
+        let mut done = Done {
+            rings: &self.rings,
+            dma: self.card.dma(),
+        };
+        let other = &mut self.ports[1].pairs[0];
+        other.tx.reclaim(&mut other.pool, &mut done);
+    }
+
+    /// Best nanoseconds per frame for `path` at `wire_len`.
+    fn ns_per_frame(&mut self, path: Path, wire_len: usize, bursts: usize) -> f64 {
+        let f = frame(wire_len);
+        let mut best = f64::INFINITY;
+        for _ in 0..REPS {
+            let mut total = Duration::ZERO;
+            for _ in 0..bursts {
+                for _ in 0..BURST {
+                    self.card.inject(0, &f);
+                }
+                self.card.run_until_idle();
+                self.card.advance_time(2_000);
+                self.card.run_until_idle();
+                total += self.timed_burst(path);
+                self.settle_tx();
+            }
+            best = best.min(total.as_secs_f64() * 1e9 / (bursts * BURST) as f64);
+        }
+        best
+    }
+}
+
+/// Runs the group; one `(name, value, unit)` per figure.
+pub fn run() -> Result<Vec<(String, f64, &'static str)>, String> {
+    let bursts = std::env::var("ONIC_BENCH_XDP_BURSTS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(160)
+        .max(1);
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Open;
+    let card = Card::new(cc);
+    let mut rings = Vec::new();
+    let ports = bring_up(&card, 1, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let mut b = Bench {
+        card: &card,
+        ports,
+        rings,
+        hasher: ShellHasher::default(),
+    };
+    let mpps = |ns: f64| 1e3 / ns;
+    let mut out = Vec::new();
+    // Warm the pools and caches once.
+    b.ns_per_frame(Path::NoXdp, 64, 4);
+    for size in SIZES {
+        for (name, path) in [
+            ("no_xdp", Path::NoXdp),
+            ("xdp_no_prog", Path::XdpNoProgram),
+            ("xdp_pass_prog", Path::Program(pass, false)),
+        ] {
+            let ns = b.ns_per_frame(path, size, bursts);
+            out.push((format!("xdp_rx_{name}_{size}B"), mpps(ns), UNIT));
+        }
+    }
+    for (name, path) in [
+        ("drop", Path::Program(drop_all, false)),
+        ("pass", Path::Program(pass, false)),
+        ("tx", Path::Program(swap_macs_and_tx, false)),
+        ("redirect", Path::Program(redirect_other_port, false)),
+        ("pass_with_rx_hash", Path::Program(pass, true)),
+    ] {
+        let ns = b.ns_per_frame(path, 64, bursts);
+        out.push((format!("xdp_verdict_{name}_64B"), mpps(ns), UNIT));
+    }
+    let counters: u64 = b.ports[0].pairs[0].stats().rx_xdp_redirect;
+    if counters == 0 {
+        return Err("the redirect path redirected nothing".into());
+    }
+    let live = teardown(&card, b.ports, &b.rings)?;
+    if live != 0 {
+        return Err(format!("{live} pages leaked by the benchmark"));
+    }
+    Ok(out)
+}

@@ -1,0 +1,163 @@
+//! The ethtool surface: the `ethtool -S` list against the model's and the registers' counters,
+//! the stats64 view, and every control refusing bad input with no register write and no state
+//! change.
+
+use onic_core::config::DeviceConfig;
+use onic_core::ethtool::{
+    adapter_rx_drops, c_driver_stat_name, link_detected, ChannelsRequest, EthtoolError, EthtoolStats,
+    QueueCounters, Stats64,
+};
+use onic_core::rss::{HashFunction, RssError};
+use onic_core::xdp::{XdpAction, XdpBuff};
+use onic_core::{Device, Error};
+use onic_hal::recording::{Recorder, RecordingWindow};
+use onic_hal::{Bar, DelayNs};
+use onic_tests::datapath::{frame_id, Harness, Setup};
+
+struct NoDelay;
+
+impl DelayNs for NoDelay {
+    fn delay_ns(&mut self, _: u32) {}
+}
+
+fn recorded(rec: &Recorder, func: u8, queues: u16) -> Device<RecordingWindow<'_>, RecordingWindow<'_>> {
+    let cfg = DeviceConfig::new(func, queues).unwrap();
+    Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, cfg).unwrap()
+}
+
+#[test]
+fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
+    let rec = Recorder::opennic();
+    let dev = recorded(&rec, 1, 8);
+    rec.take_log();
+    let qs = [QueueCounters::default(); 8];
+    let s = EthtoolStats::read(dev.shell(), 1, &qs);
+    // One TICK, then every counter in full: the recording bus answers each read with a pattern
+    // of its own address, so the high words show up in the values.
+    assert_eq!(rec.log()[0].to_string(), "W 2 0x0000c2b0 0x00000001");
+    let entries: Vec<_> = s.iter().collect();
+    assert_eq!(entries.len(), 71 + 8 * 25 + 11);
+    for (i, (name, _)) in entries.iter().take(71).enumerate() {
+        assert_eq!(Some(name.to_string().as_str()), c_driver_stat_name(i));
+    }
+    assert_eq!(entries[0].1, 0xC504_5A00_C500, "48-bit CMAC counter");
+    assert_eq!(entries[59].1, 0x5A00_F004_5A00_F000, "64-bit adapter counter");
+    assert!(entries.iter().take(64).all(|(_, v)| *v > u64::from(u32::MAX)));
+}
+
+#[test]
+fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
+    let setup = Setup::new().queues(2).ring_size_idx(1);
+    let card = setup.card();
+    let mut h = Harness::new(&card, &setup);
+    let mut prog = |x: &mut XdpBuff<'_>| match frame_id(x.data()) % 4 {
+        0 => XdpAction::Drop,
+        1 => XdpAction::Pass,
+        2 => XdpAction::Tx,
+        _ => x.redirect(7), // no such target: a counted redirect error
+    };
+    for i in 0..80u16 {
+        h.inject(0, i, 60 + usize::from(i) * 11);
+    }
+    h.drain_xdp(&mut prog);
+    // Overflow the RX ring while nobody polls: the adapter drops what has no descriptor.
+    for i in 0..300u16 {
+        h.inject(0, i, 64);
+    }
+    h.settle();
+    let qs: Vec<QueueCounters> = h.pairs().map(|p| p.counters()).collect();
+    let shell = card.shell();
+    let s = EthtoolStats::read(&shell, 0, &qs);
+    let sum = |f: fn(&QueueCounters) -> u64| qs.iter().map(f).sum::<u64>();
+    assert_eq!(s.get("rx_xdp_drop"), Some(20 + 20));
+    assert_eq!(s.get("rx_xdp_pass"), Some(20));
+    assert_eq!(s.get("rx_xdp_tx"), Some(20));
+    assert_eq!(s.get("rx_xdp_redirect"), Some(0));
+    assert_eq!(s.get("rx_xdp_tx_errors"), Some(0));
+    assert_eq!(
+        s.get("rx0_xdp_redirect_errors").unwrap() + s.get("rx1_xdp_redirect_errors").unwrap(),
+        20
+    );
+    assert_eq!(
+        s.get("rx0_packets").unwrap() + s.get("rx1_packets").unwrap(),
+        sum(|c| c.rx.rx_packets)
+    );
+    assert_eq!(
+        s.get("stat_rx_total_good_pkts"),
+        Some(card.cmac_counter(0, "stat_rx_total_good_pkts"))
+    );
+    assert_eq!(s.get("stat_tx_total_good_pkts"), Some(20));
+    assert_eq!(s.get("tx0_packets").unwrap() + s.get("tx1_packets").unwrap(), 20);
+    assert!(s.get("rx_pp_alloc_fast").unwrap() > 0);
+    let drops = adapter_rx_drops(&shell, 0);
+    assert_eq!(drops, s.get("stat_adapt_rx_drop").unwrap());
+    assert!(drops > 0);
+    let st = Stats64::from_queues(&qs, drops);
+    assert_eq!(st.rx_packets, 80);
+    assert_eq!(st.tx_packets, 20);
+    assert_eq!(st.rx_missed_errors, drops);
+    assert_eq!(st.rx_missed_errors, card.stats().c2h_no_desc_dropped);
+    assert!(link_detected(true, &shell, 0));
+    assert!(!link_detected(false, &shell, 0));
+    card.set_link(0, false);
+    assert!(!link_detected(true, &shell, 0));
+    card.set_link(0, true);
+    h.drain_xdp(&mut prog);
+    h.teardown();
+}
+
+#[test]
+fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
+    let rec = Recorder::opennic();
+    let mut dev = recorded(&rec, 0, 8);
+    assert_eq!(dev.channels().max_combined, 8);
+    assert_eq!(dev.channels().combined, 8);
+    let before = dev.rss().clone();
+    rec.take_log();
+    let req = |combined| ChannelsRequest {
+        combined,
+        ..ChannelsRequest::default()
+    };
+    assert_eq!(
+        dev.set_channels(req(9)),
+        Err(EthtoolError::Channels { requested: 9, max: 8 })
+    );
+    assert!(dev.set_channels(req(0)).is_err());
+    assert_eq!(
+        dev.set_channels(ChannelsRequest { tx: 2, ..req(4) }),
+        Err(EthtoolError::ChannelsNotCombined)
+    );
+    assert!(matches!(
+        dev.rss_set(Some(&[8; 128]), None, HashFunction::NoChange),
+        Err(Error::Rss(RssError::QueueOutOfRange { .. }))
+    ));
+    assert!(dev.rss_set(None, Some(&[0; 39]), HashFunction::NoChange).is_err());
+    assert!(dev.rss_set(None, None, HashFunction::Other(2)).is_err());
+    assert!(dev.rss_equal(9).is_err());
+    assert!(dev.rss_weights(&[0, 0]).is_err());
+    assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
+    assert_eq!(dev.rss(), &before);
+    // A user-set table naming queue 7 keeps -L from going below 8 pairs.
+    let mut table = [0u16; 128];
+    table[5] = 7;
+    dev.rss_set(Some(&table), None, HashFunction::NoChange).unwrap();
+    let before = dev.rss().clone();
+    rec.take_log();
+    assert_eq!(
+        dev.set_channels(req(4)),
+        Err(EthtoolError::Rss(RssError::QueuesInUse {
+            rx_queues: 4,
+            max_entry: 7
+        }))
+    );
+    assert!(rec.log().is_empty());
+    assert_eq!(dev.rss(), &before);
+    // Going back to a default table, -L 4 spreads it over 4 pairs.
+    dev.rss_reset().unwrap();
+    dev.set_channels(req(4)).unwrap();
+    assert_eq!(dev.channels().combined, 4);
+    let info = dev.rss_info().unwrap();
+    assert_eq!(info.rx_queues, 4);
+    assert_eq!(info.table.max_entry(), 3);
+    assert_eq!(info.hfunc, HashFunction::Toeplitz);
+}
