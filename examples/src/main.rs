@@ -1,5 +1,6 @@
-//! The `onic` command-line tool: register traces of the driver's programming, RSS hashing,
-//! traffic through the device model, and benchmarks.
+//! The `onic` command-line tool: the main job (`onic run`: traffic between the two ports of the
+//! device model through the driver), register traces of the driver's programming, RSS hashing,
+//! and benchmarks.
 
 use std::process::ExitCode;
 
@@ -8,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod rss;
+mod run;
 mod trace;
 
 /// onic: the OpenNIC driver's command-line tool.
@@ -20,6 +22,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: bring up PF0 and PF1 on the model, send traffic from one port to the other
+    /// through the driver, check every frame, print rates, per-queue and statistics tables.
+    Run(run::RunArgs),
     /// Print the register accesses the driver makes for a scenario (recording bus).
     Trace(trace::TraceArgs),
     /// Compute the shell's RSS hash, standard Toeplitz, or show how flows spread over queues.
@@ -31,6 +36,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) => run::run(&a),
         Command::Trace(a) => trace::run(&a),
         Command::Rss(a) => rss::run(&a),
         Command::Bench(a) => bench::run(&a),
