@@ -402,11 +402,21 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     }
 
     /// Takes a page: cache, then recycle ring, then a bulk allocation from the HAL.
+    ///
+    /// The cache hit is small enough to inline into the RX loop; everything else is out of line.
+    #[inline]
     pub fn alloc(&mut self) -> Option<DmaPage> {
         if let Some(p) = self.cache.pop() {
             self.stats.alloc.fast += 1;
             return Some(p);
         }
+        self.alloc_refill()
+    }
+
+    /// [`PagePool::alloc`] with an empty cache: the recycle ring, then the slow path.
+    #[cold]
+    #[inline(never)]
+    fn alloc_refill(&mut self) -> Option<DmaPage> {
         if self.refill_from_ring() {
             self.stats.alloc.refill += 1;
             if let Some(p) = self.cache.pop() {
@@ -466,6 +476,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         first
     }
 
+    #[inline]
     fn sync_dirty(&self, page: &DmaPage, dirty: usize) {
         let len = dirty.min(self.cfg.sync_max);
         if len > 0 {
@@ -481,26 +492,35 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
 
     /// Takes a page back from the owning context for reuse (see
     /// [`PageProvider::recycle_direct`]): into the cache, else into the ring, else to the HAL.
+    ///
+    /// Syncing and caching are inlined; a full cache is handled out of line.
+    #[inline]
     pub fn recycle(&mut self, page: DmaPage, dirty_len: usize) {
         self.sync_dirty(&page, dirty_len);
         match self.cache.push(page) {
             Ok(()) => self.stats.recycle.cached += 1,
-            Err(page) => {
-                self.stats.recycle.cache_full += 1;
-                match self.ring {
-                    // Already synced: the ring carries a dirty length of 0.
-                    Some(ring) => {
-                        if let Err(page) = ring.recycle(page, 0) {
-                            // The ring counted it as ring_full, which `stats` reports as
-                            // released; do not count it twice.
-                            release_to_hal(&self.dma, self.cfg.dir, page);
-                        }
-                    }
-                    None => {
-                        self.stats.recycle.ring_full += 1;
-                        self.release_to_hal(page);
-                    }
+            Err(page) => self.recycle_spill(page),
+        }
+    }
+
+    /// [`PagePool::recycle`] with a full cache: into the ring, else to the HAL. The page is
+    /// already synced.
+    #[cold]
+    #[inline(never)]
+    fn recycle_spill(&mut self, page: DmaPage) {
+        self.stats.recycle.cache_full += 1;
+        match self.ring {
+            // Already synced: the ring carries a dirty length of 0.
+            Some(ring) => {
+                if let Err(page) = ring.recycle(page, 0) {
+                    // The ring counted it as ring_full, which `stats` reports as released; do
+                    // not count it twice.
+                    release_to_hal(&self.dma, self.cfg.dir, page);
                 }
+            }
+            None => {
+                self.stats.recycle.ring_full += 1;
+                self.release_to_hal(page);
             }
         }
     }
@@ -573,10 +593,12 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
 impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
     type Page = DmaPage;
 
+    #[inline]
     fn alloc_page(&mut self) -> Option<DmaPage> {
         self.alloc()
     }
 
+    #[inline]
     fn recycle_direct(&mut self, page: DmaPage, dirty_len: usize) {
         self.recycle(page, dirty_len);
     }
@@ -585,10 +607,12 @@ impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
         self.release(page);
     }
 
+    #[inline]
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize) {
         self.dma.sync_for_cpu(page, offset, len, self.cfg.dir);
     }
 
+    #[inline]
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize) {
         self.dma.sync_for_device(page, offset, len, self.cfg.dir);
     }

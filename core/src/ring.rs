@@ -40,22 +40,52 @@ impl Ring {
     }
 
     /// `i + n`, wrapped. Computed in 32 bits, so it cannot overflow.
+    ///
+    /// The common case (an index of the ring plus at most a ring's length) wraps with one
+    /// comparison instead of a division; anything else takes the remainder. Both give
+    /// `(i + n) % len`.
     #[must_use]
+    #[inline]
     pub const fn add(self, i: u16, n: u16) -> u16 {
-        ((i as u32 + n as u32) % self.len as u32) as u16
+        let len = self.len as u32;
+        let sum = i as u32 + n as u32;
+        if i < self.len && n <= self.len {
+            // sum < 2 * len
+            (if sum >= len { sum - len } else { sum }) as u16
+        } else {
+            (sum % len) as u16
+        }
     }
 
-    /// The entry after `i`.
+    /// The entry after `i` (`(i + 1) % len`, with one comparison for an entry of the ring).
     #[must_use]
+    #[inline]
     pub const fn next(self, i: u16) -> u16 {
-        self.add(i, 1)
+        if i < self.len - 1 {
+            i + 1
+        } else {
+            self.add(i, 1)
+        }
     }
 
     /// How many steps forward `to` is from `from` (0 when equal).
+    ///
+    /// Without divisions when both are entries of the ring (the common case); otherwise each is
+    /// reduced modulo `len` first. Both give `(to % len + len - from % len) % len`.
     #[must_use]
+    #[inline]
     pub const fn distance(self, from: u16, to: u16) -> u16 {
-        let len = self.len as u32;
-        ((to as u32 % len + len - from as u32 % len) % len) as u16
+        if from < self.len && to < self.len {
+            if to >= from {
+                to - from
+            } else {
+                // to + len - from < len, and cannot overflow: computed in 32 bits.
+                (to as u32 + self.len as u32 - from as u32) as u16
+            }
+        } else {
+            let len = self.len as u32;
+            ((to as u32 % len + len - from as u32 % len) % len) as u16
+        }
     }
 
     /// Whether `x` lies in the forward window from `from` to `to`, both ends included. This is the
@@ -160,6 +190,23 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        #[cfg_attr(miri, ignore)]
+        fn add_and_distance_equal_the_remainder_formulas(len in 2u16.., i in 0u16.., n in 0u16..) {
+            // The division-free paths must give exactly what the plain remainders give, for
+            // in-range and out-of-range inputs alike (small values make in-range inputs likely).
+            for (i, n) in [(i, n), (i % len, n % len), (i % len, n % (len + 1)), (i % len, len)] {
+                let l = u32::from(len);
+                let r = Ring::new(len).unwrap();
+                proptest::prop_assert_eq!(u32::from(r.add(i, n)), (u32::from(i) + u32::from(n)) % l);
+                proptest::prop_assert_eq!(u32::from(r.next(i)), (u32::from(i) + 1) % l);
+                proptest::prop_assert_eq!(
+                    u32::from(r.distance(i, n)),
+                    (u32::from(n) % l + l - u32::from(i) % l) % l
+                );
+            }
+        }
+
         #[test]
         #[cfg_attr(miri, ignore)]
         fn distance_inverts_add(len in 2u16.., i in 0u16.., n in 0u16..) {

@@ -196,6 +196,27 @@ pub struct PollOutcome {
     pub error: Option<QueueError>,
 }
 
+/// Counts of the frames one poll delivered, kept in registers during the poll and added to the
+/// [`RxStats`] when it returns (nothing can read the statistics in between).
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    packets: u64,
+    bytes: u64,
+    recycled: u64,
+    to_os: u64,
+    to_tx: u64,
+}
+
+impl RxStats {
+    fn add(&mut self, t: Tally) {
+        self.rx_packets += t.packets;
+        self.rx_bytes += t.bytes;
+        self.recycled += t.recycled;
+        self.to_os += t.to_os;
+        self.to_tx += t.to_tx;
+    }
+}
+
 /// A receive queue.
 pub struct RxQueue<'a, D: DmaMemory, Pg> {
     cfg: RxQueueConfig,
@@ -208,6 +229,9 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     cring: Ring,
     cmpt_stride: usize,
     buf_bytes: u32,
+    /// Completion lengths below this (after subtracting 1) are good single-buffer frames:
+    /// `min(max_frame_len, buf_bytes)`.
+    single_limit: u32,
     /// One page per descriptor slot: the shadow of the descriptor ring.
     slots: &'a mut [Option<Pg>],
     /// Oldest posted descriptor (the next one the device fills).
@@ -268,6 +292,7 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
         };
         Ok(Self {
             buf_bytes: cfg.buf.bytes(),
+            single_limit: opts.max_frame_len.min(cfg.buf.bytes()),
             cfg,
             opts,
             desc,
@@ -319,9 +344,12 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// Posts pages into every free slot (up to all but one, so that "full" differs from "empty"),
     /// without a doorbell. Returns the descriptors posted in total.
     fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
-        while self.posted < self.didx.len() - 1 {
-            let i = self.tail;
-            let slot = &mut self.slots[usize::from(i)];
+        // Indices in locals: the slot and descriptor writes below cannot change them.
+        let target = self.didx.len() - 1;
+        let mut tail = self.tail;
+        let mut posted = self.posted;
+        while posted < target {
+            let slot = &mut self.slots[usize::from(tail)];
             if slot.is_none() {
                 match pool.alloc_page() {
                     Some(p) => {
@@ -341,11 +369,13 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
                 break;
             };
             self.desc
-                .write_u64(C2H_DESC_BYTES * usize::from(i), C2hDesc::new(addr).to_word());
-            self.tail = self.didx.next(i);
-            self.posted += 1;
+                .write_u64(C2H_DESC_BYTES * usize::from(tail), C2hDesc::new(addr).to_word());
+            tail = self.didx.next(tail);
+            posted += 1;
         }
-        self.posted
+        self.tail = tail;
+        self.posted = posted;
+        posted
     }
 
     /// Posts what can be posted and, if anything was, hands it to the device with one doorbell.
@@ -398,10 +428,15 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         };
         let mut done = 0;
         let mut not_ready = false;
-        while done < budget && self.cmpt_cidx != pidx {
-            let off = self.cmpt_stride * usize::from(self.cmpt_cidx);
+        // The consumer index and the expected color stay in registers during the loop (nothing
+        // in it reads them from `self`) and are stored back when it ends.
+        let mut cidx = self.cmpt_cidx;
+        let mut color = self.color;
+        let mut tally = Tally::default();
+        while done < budget && cidx != pidx {
+            let off = self.cmpt_stride * usize::from(cidx);
             let entry = CmptEntry::from_word(self.cmpt.read_u64(off));
-            if Color::from_bit(entry.color()) != self.color {
+            if Color::from_bit(entry.color()) != color {
                 self.stats.cmpt_not_ready += 1;
                 not_ready = true;
                 break;
@@ -409,12 +444,15 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             // The entry is the device's; everything it describes (the frame data) is read after
             // it.
             fence(Ordering::Acquire);
-            self.cmpt_cidx = self.cring.next(self.cmpt_cidx);
-            if self.cmpt_cidx == 0 {
-                self.color = self.color.flip();
+            cidx = self.cring.next(cidx);
+            if cidx == 0 {
+                color = color.flip();
             }
             done += 1;
-            if let Err(e) = self.complete(entry, pool, sink) {
+            if let Err(e) = self.complete(entry, pool, sink, &mut tally) {
+                self.cmpt_cidx = cidx;
+                self.color = color;
+                self.stats.add(tally);
                 self.error = Some(e);
                 return self.outcome(done, false, false);
             }
@@ -422,6 +460,9 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
                 self.refill(db, pool);
             }
         }
+        self.cmpt_cidx = cidx;
+        self.color = color;
+        self.stats.add(tally);
         if self.deficit() >= self.opts.refill_batch || self.posted < self.opts.refill_batch {
             self.refill(db, pool);
         }
@@ -483,19 +524,49 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     }
 
     /// Handles one completion entry: validation, descriptor accounting, delivery or drop.
+    ///
+    /// The common case is tested first, with the same checks folded into one comparison: no
+    /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
+    /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
+    /// every check of the general path below, which handles everything else.
+    #[inline]
     fn complete<P: PageProvider<Page = Pg>, S: RxSink<P>>(
         &mut self,
         entry: CmptEntry,
         pool: &mut P,
         sink: &mut S,
+        tally: &mut Tally,
+    ) -> Result<(), QueueError> {
+        let len = u32::from(entry.pkt_len());
+        if !entry.err() && self.posted > 0 && len.wrapping_sub(1) < self.single_limit {
+            let first = self.head;
+            self.head = self.didx.next(first);
+            self.posted -= 1;
+            self.deliver(first, len, pool, sink, tally);
+            return Ok(());
+        }
+        self.complete_general(entry, pool, sink, tally)
+    }
+
+    /// [`RxQueue::complete`] for anything but a good single-buffer frame.
+    #[inline(never)]
+    fn complete_general<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+        &mut self,
+        entry: CmptEntry,
+        pool: &mut P,
+        sink: &mut S,
+        tally: &mut Tally,
     ) -> Result<(), QueueError> {
         let len = u32::from(entry.pkt_len());
         let room = u32::from(self.posted) * self.buf_bytes;
         let len_ok = len != 0 && len <= self.opts.max_frame_len && len <= room;
         // A valid length tells how many buffers the frame took; for an invalid one the best guess
         // is one (exact whenever the largest frame fits one buffer).
-        let needed = if len_ok { len.div_ceil(self.buf_bytes) } else { 1 };
-        let needed = u16::try_from(needed).unwrap_or(u16::MAX);
+        let needed = if !len_ok || len <= self.buf_bytes {
+            1
+        } else {
+            u16::try_from(len.div_ceil(self.buf_bytes)).unwrap_or(u16::MAX)
+        };
         if needed > self.posted {
             return Err(QueueError::C2hOverrun {
                 needed,
@@ -519,19 +590,34 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             self.stats.rx_multi_buffer += 1;
             return Ok(());
         }
+        self.deliver(first, len, pool, sink, tally);
+        Ok(())
+    }
+
+    /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`, with a fresh
+    /// page taking its place in the slot; without one the frame is dropped and its page stays.
+    #[inline]
+    fn deliver<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+        &mut self,
+        first: u16,
+        len: u32,
+        pool: &mut P,
+        sink: &mut S,
+        tally: &mut Tally,
+    ) {
         let Some(fresh) = pool.alloc_page() else {
             self.stats.rx_no_page += 1;
-            return Ok(());
+            return;
         };
         let Some(page) = self.slots[usize::from(first)].replace(fresh) else {
             // Unreachable (a posted slot always holds a page); the slot has one now.
             self.pages += 1;
-            return Ok(());
+            return;
         };
         // Only the bytes the device wrote are handed to the CPU.
         pool.sync_for_cpu(&page, RX_HEADROOM as usize, len as usize);
-        self.stats.rx_packets += 1;
-        self.stats.rx_bytes += u64::from(len);
+        tally.packets += 1;
+        tally.bytes += u64::from(len);
         // CAST: RX_HEADROOM (256) and `len` (a u16 field) fit u16.
         let frame = RxFrame {
             page,
@@ -540,14 +626,13 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         };
         match sink.receive(frame, pool) {
             RxOutcome::Recycle(f) => {
-                self.stats.recycled += 1;
+                tally.recycled += 1;
                 let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);
                 pool.recycle_direct(f.page, end.max(len as usize));
             }
-            RxOutcome::ToOs => self.stats.to_os += 1,
-            RxOutcome::ToTx => self.stats.to_tx += 1,
+            RxOutcome::ToOs => tally.to_os += 1,
+            RxOutcome::ToTx => tally.to_tx += 1,
         }
-        Ok(())
     }
 
     /// Returns every page in the ring to `pool`. Only for a queue whose contexts are invalidated

@@ -1,13 +1,35 @@
-//! `onic bench`: benchmarks printing one `name value unit` line per figure.
+//! `onic bench`: benchmarks printing one `name value unit` line per figure (the fastest of the
+//! repetitions), each followed by a `# name median ... spread ...` comment line. The workloads and
+//! the method are documented in `onic_tests::bench` and `docs/benchmarks.md`.
+
+use std::time::Duration;
+
+use onic_tests::bench::{self, Figure, Method};
 
 /// Benchmark groups, in the order `onic bench` runs them when none is named.
-const GROUPS: &[&str] = &["rss", "xdp"];
+const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp"];
 
 /// Arguments of `onic bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Groups to run (all when none is given): rss, xdp.
+    /// Groups to run (all when none is given): rx, tx, pool, scaling, compare, rss, xdp.
     groups: Vec<String>,
+    /// Wall time of one repetition, in milliseconds (datapath groups).
+    #[arg(long, default_value_t = 20)]
+    rep_ms: u64,
+    /// Repetitions per figure; the fastest is printed, the median in a comment (datapath groups).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+fn print(figs: &[Figure]) {
+    for f in figs {
+        println!("{} {:.3} {}", f.name, f.value, f.unit);
+        println!(
+            "# {} median {:.3} {} spread {:.1}% undisturbed {}/{}",
+            f.name, f.median, f.unit, f.spread_pct, f.clean.0, f.clean.1
+        );
+    }
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
@@ -17,7 +39,34 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             GROUPS.join(", ")
         ));
     }
+    let m = Method {
+        rep: Duration::from_millis(args.rep_ms.max(1)),
+        reps: args.reps.max(1),
+    };
     let wanted = |g: &str| args.groups.is_empty() || args.groups.iter().any(|a| a == g);
+    println!(
+        "# method: best of {} undisturbed repetitions of ~{} ms wall time each; driver-only figures time only the driver's calls",
+        m.reps, args.rep_ms
+    );
+    if wanted("rx") {
+        print(&bench::rx(&m));
+    }
+    if wanted("tx") {
+        print(&bench::tx(&m));
+    }
+    if wanted("pool") {
+        print(&bench::pool(&m));
+    }
+    if wanted("scaling") {
+        print(&bench::scaling(&m));
+    }
+    if wanted("compare") {
+        let (figs, rows) = bench::compare(&m);
+        print(&figs);
+        for line in bench::compare_table(&rows).lines() {
+            println!("# {line}");
+        }
+    }
     if wanted("rss") {
         for (name, value, unit) in crate::bench_rss::run() {
             println!("{name} {value:.3} {unit}");

@@ -30,7 +30,7 @@ use onic_core::xdp::{DevMap, PassInfo, TxTarget, XdpAction, XdpBuff, XdpContext,
 use onic_hal::DmaPage;
 use onic_sim::{Card, CardConfig, Wire};
 
-use crate::run::{bring_up, teardown, Done, PortRig};
+use crate::replay::{bring_up, teardown, Done, PortRig};
 use crate::xdp_progs::{drop_all, pass, redirect_other_port, swap_macs_and_tx, OTHER_PORT};
 
 const SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];

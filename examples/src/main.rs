@@ -1,5 +1,6 @@
-//! The `onic` command-line tool: register traces of the driver's programming, RSS hashing,
-//! traffic through the device model, and benchmarks.
+//! The `onic` command-line tool: the main job (`onic run`: traffic between the two ports of the
+//! device model through the driver, or a capture through the driver and an XDP program), register
+//! traces of the driver's programming, RSS hashing, and benchmarks.
 
 use std::process::ExitCode;
 
@@ -8,9 +9,11 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod bench_xdp;
+mod replay;
 mod rss;
 mod run;
 mod trace;
+mod traffic;
 mod xdp_progs;
 
 /// onic: the OpenNIC driver's command-line tool.
@@ -23,27 +26,29 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: bring up PF0 and PF1 on the model and send traffic from one port to the
+    /// other through the driver (every frame checked; rates, per-queue and statistics tables), or
+    /// with --pcap/--xdp replay a capture through the driver and an XDP program and write what the
+    /// OS received, what left each port and what was dropped as pcap files.
+    Run(run::RunArgs),
     /// Print the register accesses the driver makes for a scenario (recording bus).
     Trace(trace::TraceArgs),
     /// Compute the shell's RSS hash, standard Toeplitz, or show how flows spread over queues.
     Rss(rss::RssArgs),
     /// Run benchmarks and print one `name value unit` line per figure.
     Bench(bench::BenchArgs),
-    /// Replay a pcap capture through the model, the driver and an XDP program; write what the OS
-    /// received, what left each port and what was dropped as pcap files.
-    Run(run::RunArgs),
     /// Write a sample capture (DNS, other UDP, TCP, ARP at mixed sizes) for `onic run`.
-    PcapSample(run::SampleArgs),
+    PcapSample(replay::SampleArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) => run::run(&a),
         Command::Trace(a) => trace::run(&a),
         Command::Rss(a) => rss::run(&a),
         Command::Bench(a) => bench::run(&a),
-        Command::Run(a) => run::run(&a),
-        Command::PcapSample(a) => run::sample(&a),
+        Command::PcapSample(a) => replay::sample(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -463,6 +463,62 @@ pub fn frame_id(data: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// Builds and starts queue pair `q` of `dev` as `setup` says: rings of `setup.ring_size_idx`, a pool
+/// mapping pages `Bidirectional` (XDP_TX may send them back out) with `ring` as its recycle ring.
+/// The slot storage the queues borrow is leaked (it must outlive them; a test or a tool run is
+/// one short process).
+///
+/// # Panics
+///
+/// If the driver refuses the setup.
+pub fn start_pair<'c>(
+    card: &'c Card,
+    dev: &HDevice<'c>,
+    q: u16,
+    setup: &Setup,
+    ring: &'c RecycleRing,
+) -> HPair<'c> {
+    let mut delay = card.delay();
+    let size = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
+    let rxc = RxQueueConfig {
+        desc_ring: size,
+        cmpt_ring: size,
+        buf: BufSizeIdx::new(setup.buf_idx).expect("buffer size"),
+        cmpt_entry: setup.cmpt_entry,
+        ..RxQueueConfig::new(q)
+    };
+    let txc = TxQueueConfig {
+        ring: size,
+        ..TxQueueConfig::new(q)
+    };
+    let usable = usize::from(size.usable());
+    let rx_slots: &'c mut [Option<DmaPage>] =
+        Box::leak((0..usable).map(|_| None).collect::<Vec<_>>().into_boxed_slice());
+    let tx_slots: &'c mut [TxSlot<DmaPage, HFrame<'c>>] = Box::leak(
+        (0..usable)
+            .map(|_| TxSlot::new())
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let pool = PagePool::new(
+        card.dma(),
+        PoolConfig {
+            bulk: setup.bulk,
+            ..PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes())
+        },
+        Some(ring),
+    );
+    let opts = RxOptions {
+        max_frame_len: setup.max_frame_len as u32,
+        ..RxOptions::for_queue(&rxc)
+    };
+    let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
+    let tx = TxQueue::new(card.dma(), txc, tx_slots).expect("tx queue");
+    let mut pair = QueuePair::new(rx, tx, pool);
+    pair.start(dev, &mut delay).expect("start pair");
+    pair
+}
+
 /// The harness.
 pub struct Harness<'c> {
     /// The model.
@@ -510,46 +566,9 @@ impl<'c> Harness<'c> {
             let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
             let mut pairs = Vec::new();
             for q in 0..setup.queues {
-                let ring = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
-                let rxc = RxQueueConfig {
-                    desc_ring: ring,
-                    cmpt_ring: ring,
-                    buf: BufSizeIdx::new(setup.buf_idx).expect("buffer size"),
-                    cmpt_entry: setup.cmpt_entry,
-                    ..RxQueueConfig::new(q)
-                };
-                let txc = TxQueueConfig {
-                    ring,
-                    ..TxQueueConfig::new(q)
-                };
-                let usable = usize::from(ring.usable());
-                let rx_slots: &'c mut [Option<DmaPage>] =
-                    Box::leak((0..usable).map(|_| None).collect::<Vec<_>>().into_boxed_slice());
-                let tx_slots: &'c mut [TxSlot<DmaPage, HFrame<'c>>] = Box::leak(
-                    (0..usable)
-                        .map(|_| TxSlot::new())
-                        .collect::<Vec<_>>()
-                        .into_boxed_slice(),
-                );
                 let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
                 rings.push(rr);
-                let pool = PagePool::new(
-                    card.dma(),
-                    PoolConfig {
-                        bulk: setup.bulk,
-                        ..PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes())
-                    },
-                    Some(rr),
-                );
-                let opts = RxOptions {
-                    max_frame_len: setup.max_frame_len as u32,
-                    ..RxOptions::for_queue(&rxc)
-                };
-                let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
-                let tx = TxQueue::new(card.dma(), txc, tx_slots).expect("tx queue");
-                let mut pair = QueuePair::new(rx, tx, pool);
-                pair.start(&dev, &mut delay).expect("start pair");
-                pairs.push(pair);
+                pairs.push(start_pair(card, &dev, q, setup, rr));
             }
             funcs.push(Func { dev, pairs });
         }

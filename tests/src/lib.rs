@@ -1,7 +1,12 @@
 //! Shared fixtures for the integration tests: an expected-trace builder that spells out register
-//! sequences from the hardware spec's tables, independent of the driver's own constants.
+//! sequences from the hardware spec's tables, independent of the driver's own constants; the
+//! datapath harness over the model; and the driver-only rigs and workloads of the benchmarks
+//! (`onic bench`, `cargo bench -p onic-tests`).
 
+pub mod bench;
 pub mod datapath;
+pub mod hostdma;
+pub mod rig;
 
 use onic_hal::recording::{Access, AccessKind};
 use onic_hal::Bar;

@@ -1,0 +1,588 @@
+//! `onic run --pcap`: replays a capture into a port of the device model, through the driver and
+//! an XDP program, and writes what came out as captures:
+//!
+//! | file | what |
+//! | --- | --- |
+//! | `pass.pcap` | frames the OS received (XDP_PASS, or every frame without a program) |
+//! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
+//! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
+//!
+//! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1), each with
+//! `--queues` queue pairs over which the shell's RSS spreads the frames; the wire is open, so a
+//! frame sent out of a port is captured, not looped back. Output frames carry the timestamp of the
+//! last input frame replayed before they came out.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::ethtool::{EthtoolStats, QueueCounters, Stats64};
+use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue_pair::QueuePair;
+use onic_core::rss::ShellHasher;
+use onic_core::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::tx::{TxDone, TxQueue, TxSlot};
+use onic_core::xdp::{
+    return_to_origin, DevMap, PassInfo, RawXdpProgram, TxTarget, XdpAction, XdpBuff, XdpContext, XdpFrame,
+    XdpRxq,
+};
+use onic_core::Device;
+use onic_hal::{Direction, DmaPage};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
+use pcap_file::DataLink;
+
+use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
+
+/// Frames injected before the driver polls.
+const BATCH: usize = 256;
+/// Ring-size index of every ring (1024 entries).
+const RING_SIZE_IDX: u8 = 8;
+
+fn program_help() -> String {
+    let list: Vec<String> = PROGRAMS.iter().map(|(n, d)| format!("{n} ({d})")).collect();
+    format!(
+        "XDP program to run: {}. Without one, every frame goes to the OS",
+        list.join("; ")
+    )
+}
+
+/// Options of `onic run` in replay mode (`--pcap` or `--xdp`); the queue count comes from the
+/// common `--queues`.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Replay mode (--pcap or --xdp)")]
+pub struct ReplayOpts {
+    /// Capture to replay (pcap with Ethernet link type). Without it, `--xdp` replays a generated
+    /// sample mix (the frames of `onic pcap-sample`).
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Frames of the generated sample mix when no `--pcap` is given.
+    #[arg(long, default_value_t = 2000)]
+    pub frames: usize,
+    /// Port the capture comes in on.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub port: u8,
+    #[arg(long, help = program_help())]
+    pub xdp: Option<String>,
+    /// Directory for the output captures (created if missing).
+    #[arg(long, default_value = "onic-run-out")]
+    pub out_dir: PathBuf,
+    /// UDP destination port dropped by `--xdp drop-udp`.
+    #[arg(long, default_value_t = 53)]
+    pub udp_port: u16,
+    /// Print every `ethtool -S` entry, zeros included.
+    #[arg(long)]
+    pub all_stats: bool,
+}
+
+impl ReplayOpts {
+    /// Whether the options ask for replay mode.
+    pub fn wanted(&self) -> bool {
+        self.pcap.is_some() || self.xdp.is_some()
+    }
+}
+
+pub(crate) type Pool<'c> = PagePool<'c, SimDma<'c>>;
+pub(crate) type Pair<'c> = QueuePair<'c, SimDma<'c>, Pool<'c>, XdpFrame<DmaPage>>;
+
+/// One PCI function (one port) and its queue pairs.
+pub(crate) struct PortRig<'c> {
+    pub(crate) dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
+    pub(crate) pairs: Vec<Pair<'c>>,
+}
+
+/// Completed TX frames are redirected pages: back to their pool through its recycle ring.
+pub(crate) struct Done<'r, 'c> {
+    pub(crate) rings: &'r [&'static RecycleRing],
+    pub(crate) dma: SimDma<'c>,
+}
+
+impl TxDone<XdpFrame<DmaPage>> for Done<'_, '_> {
+    fn os_done(&mut self, f: XdpFrame<DmaPage>) {
+        self.remote_done(f);
+    }
+
+    fn remote_done(&mut self, f: XdpFrame<DmaPage>) {
+        if let Err(page) = return_to_origin(self.rings, f) {
+            release_to_hal(&self.dma, Direction::Bidirectional, page);
+        }
+    }
+}
+
+/// Records frames the program dropped, then hands its verdict on.
+struct DropRecorder<'p> {
+    prog: &'p mut Builtin,
+    dropped: &'p mut Vec<Vec<u8>>,
+}
+
+impl RawXdpProgram for DropRecorder<'_> {
+    fn run_raw(&mut self, x: &mut XdpBuff<'_>) -> u32 {
+        let raw = self.prog.run_raw(x);
+        if !matches!(
+            XdpAction::from_raw(raw),
+            Some(XdpAction::Pass | XdpAction::Tx | XdpAction::Redirect)
+        ) {
+            self.dropped.push(x.data().to_vec());
+        }
+        raw
+    }
+}
+
+/// Output captures, in memory until the end.
+#[derive(Default)]
+struct Outputs {
+    pass: Vec<(Duration, Vec<u8>)>,
+    egress: [Vec<(Duration, Vec<u8>)>; 2],
+    dropped: Vec<(Duration, Vec<u8>)>,
+}
+
+/// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`.
+pub(crate) fn bring_up<'c>(
+    card: &'c Card,
+    queues: u16,
+    max_frame_len: u32,
+    rings: &mut Vec<&'static RecycleRing>,
+) -> Result<Vec<PortRig<'c>>, String> {
+    let mut delay = card.delay();
+    let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
+    let mut ports = Vec::new();
+    for f in 0..2u8 {
+        let cfg = DeviceConfig::new(f, queues).map_err(|e| e.to_string())?;
+        let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
+        let mut pairs = Vec::new();
+        for q in 0..queues {
+            let rxc = RxQueueConfig {
+                desc_ring: ring,
+                cmpt_ring: ring,
+                ..RxQueueConfig::new(q)
+            };
+            let txc = TxQueueConfig {
+                ring,
+                ..TxQueueConfig::new(q)
+            };
+            let usable = usize::from(ring.usable());
+            // The queues borrow their storage for the life of the process.
+            let rx_slots: &'c mut [Option<DmaPage>] = Box::leak((0..usable).map(|_| None).collect());
+            let tx_slots: &'c mut [TxSlot<DmaPage, XdpFrame<DmaPage>>] =
+                Box::leak((0..usable).map(|_| TxSlot::new()).collect());
+            let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+            rings.push(rr);
+            let pool = PagePool::new(
+                card.dma(),
+                PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
+                Some(rr),
+            );
+            let opts = RxOptions {
+                max_frame_len,
+                ..RxOptions::for_queue(&rxc)
+            };
+            let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).map_err(|e| e.to_string())?;
+            let tx = TxQueue::new(card.dma(), txc, tx_slots).map_err(|e| e.to_string())?;
+            let mut pair = QueuePair::new(rx, tx, pool);
+            pair.start(&dev, &mut delay).map_err(|e| e.to_string())?;
+            pairs.push(pair);
+        }
+        ports.push(PortRig { dev, pairs });
+    }
+    Ok(ports)
+}
+
+/// Polls pair `q` of port `f` once through the XDP path; returns whether it still has work.
+#[allow(clippy::too_many_arguments)]
+fn poll_pair(
+    ports: &mut [PortRig<'_>],
+    f: usize,
+    q: usize,
+    prog: Option<&mut DropRecorder<'_>>,
+    rings: &[&'static RecycleRing],
+    hasher: &ShellHasher,
+    out: &mut Outputs,
+    ts: Duration,
+    dma: SimDma<'_>,
+) -> bool {
+    let (a, b) = ports.split_at_mut(1);
+    let (me, other) = if f == 0 {
+        (&mut a[0], &mut b[0])
+    } else {
+        (&mut b[0], &mut a[0])
+    };
+    let PortRig { dev, pairs } = me;
+    let db = dev.doorbells();
+    let other_db = other.dev.doorbells();
+    let nq_other = other.pairs.len();
+    let mut target = TxTarget::new(&mut other.pairs[q % nq_other].tx, &other_db);
+    let mut map: DevMap<'_, DmaPage, 1> = DevMap::new();
+    let _ = map.insert(OTHER_PORT, &mut target);
+    let mut os_pages: Vec<(DmaPage, usize)> = Vec::new();
+    let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+        out.pass.push((ts, fr.data().to_vec()));
+        os_pages.push((fr.page, usize::from(fr.offset) + usize::from(fr.len)));
+        Ok(())
+    };
+    let origin = f * pairs.len() + q;
+    let mut ctx = XdpContext {
+        prog: prog.map(|p| p as &mut dyn RawXdpProgram),
+        pass: &mut pass,
+        redirect: &mut map,
+        rxq: XdpRxq {
+            queue_index: q as u16,
+            port: f as u8,
+        },
+        origin: origin as u16,
+        hasher: Some(hasher),
+    };
+    let mut done = Done { rings, dma };
+    let pair = &mut pairs[q];
+    let r = pair.poll_xdp(64, &db, &mut ctx, &mut done);
+    // The "OS" is done with the passed frames once they are copied: their pages go home.
+    for (page, end) in os_pages {
+        pair.pool.return_from_os(page, end.saturating_sub(256));
+    }
+    !r.rx.armed || r.rx.more || r.rx.done > 0 || r.tx.completed > 0 || pair.tx.in_flight() > 0
+}
+
+/// Lets the model deliver, then polls every pair until nothing is pending.
+#[allow(clippy::too_many_arguments)]
+fn drain(
+    card: &Card,
+    ports: &mut [PortRig<'_>],
+    prog: &mut Option<Builtin>,
+    rings: &[&'static RecycleRing],
+    hasher: &ShellHasher,
+    out: &mut Outputs,
+    ts: Duration,
+) -> Result<(), String> {
+    for _ in 0..100_000 {
+        card.run_until_idle();
+        card.advance_time(2_000);
+        card.run_until_idle();
+        for (p, e) in out.egress.iter_mut().enumerate() {
+            e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
+        }
+        let mut busy = false;
+        for f in 0..ports.len() {
+            for q in 0..ports[f].pairs.len() {
+                let mut dropped = Vec::new();
+                let mut rec = prog.as_mut().map(|p| DropRecorder {
+                    prog: p,
+                    dropped: &mut dropped,
+                });
+                busy |= poll_pair(ports, f, q, rec.as_mut(), rings, hasher, out, ts, card.dma());
+                out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
+            }
+        }
+        if !busy {
+            return Ok(());
+        }
+    }
+    Err("the datapath did not quiesce".into())
+}
+
+fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut reader = PcapReader::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
+    if reader.header().datalink != DataLink::ETHERNET {
+        return Err(format!(
+            "{}: link type {:?}, only Ethernet captures can be replayed",
+            path.display(),
+            reader.header().datalink
+        ));
+    }
+    let mut frames = Vec::new();
+    while let Some(p) = reader.next_packet() {
+        let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
+        frames.push((p.timestamp, p.data.into_owned()));
+    }
+    Ok(frames)
+}
+
+fn write_capture(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), String> {
+    let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = PcapWriter::new(BufWriter::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (ts, data) in frames {
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        w.write_packet(&PcapPacket::new(*ts, len, data))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    w.into_writer()
+        .flush()
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Tears every queue and both functions down; returns the pages still live in the model
+/// (0 unless something leaked).
+pub(crate) fn teardown(
+    card: &Card,
+    ports: Vec<PortRig<'_>>,
+    rings: &[&'static RecycleRing],
+) -> Result<usize, String> {
+    let mut delay = card.delay();
+    let mut parts = Vec::new();
+    for p in ports {
+        let qs: Vec<_> = p
+            .pairs
+            .into_iter()
+            .map(|pair| {
+                let QueuePair { rx, tx, pool, .. } = pair;
+                (rx, Some(tx), pool)
+            })
+            .collect();
+        parts.push((p.dev, qs));
+    }
+    // TX queues first: redirected pages find their pools still there.
+    for (dev, qs) in &mut parts {
+        for (_, tx, pool) in qs.iter_mut() {
+            let mut done = Done {
+                rings,
+                dma: card.dma(),
+            };
+            if let Some(tx) = tx.take() {
+                tx.teardown(dev, &mut delay, pool, &mut done)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    for (dev, qs) in parts {
+        for (rx, _, mut pool) in qs {
+            rx.teardown(&dev, &mut delay, &mut pool)
+                .map_err(|e| e.to_string())?;
+        }
+        let (r, _, _) = dev.teardown(&mut delay);
+        r.map_err(|e| e.to_string())?;
+    }
+    Ok(card.dma_stats().live_pages)
+}
+
+fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
+    let counters: Vec<QueueCounters> = rig.pairs.iter().map(Pair::counters).collect();
+    let shell = rig.dev.shell();
+    let stats = EthtoolStats::read(shell, port as u8, &counters);
+    println!("NIC statistics (port {port}, ethtool -S):");
+    let mut hidden = 0;
+    for (name, value) in stats.iter() {
+        if all || value != 0 {
+            println!("     {name}: {value}");
+        } else {
+            hidden += 1;
+        }
+    }
+    if hidden > 0 {
+        println!("     ({hidden} more entries are 0; --all-stats shows them)");
+    }
+    let s64 = Stats64::from_queues(&counters, onic_core::ethtool::adapter_rx_drops(shell, port as u8));
+    println!(
+        "  stats64: rx_packets {} rx_bytes {} tx_packets {} tx_bytes {} rx_dropped {} rx_errors {} rx_missed_errors {}",
+        s64.rx_packets, s64.rx_bytes, s64.tx_packets, s64.tx_bytes, s64.rx_dropped, s64.rx_errors, s64.rx_missed_errors
+    );
+    let total: u64 = counters.iter().map(|c| c.rx.rx_packets).sum();
+    println!(
+        "  queue  rx_packets    rx_bytes   to_os  xdp_drop  xdp_tx  xdp_redirect  tx_packets  rss_share"
+    );
+    for (q, c) in counters.iter().enumerate() {
+        let share = if total == 0 {
+            0.0
+        } else {
+            100.0 * c.rx.rx_packets as f64 / total as f64
+        };
+        println!(
+            "  {q:>5}  {:>10}  {:>10}  {:>6}  {:>8}  {:>6}  {:>12}  {:>10}  {share:>8.1}%",
+            c.rx.rx_packets,
+            c.rx.rx_bytes,
+            c.rx.to_os,
+            c.pair.rx_xdp_drop,
+            c.pair.rx_xdp_tx,
+            c.pair.rx_xdp_redirect,
+            c.tx.tx_packets,
+        );
+    }
+}
+
+pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
+    if !(1..=64).contains(&queues) {
+        return Err(format!("--queues {queues}: 1..=64"));
+    }
+    let mut prog = args
+        .xdp
+        .as_deref()
+        .map(|n| Builtin::by_name(n, args.udp_port))
+        .transpose()?;
+    let frames = match &args.pcap {
+        Some(p) => read_capture(p)?,
+        None => sample_frames(args.frames)
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (Duration::from_micros(i as u64), f))
+            .collect(),
+    };
+    let source = match &args.pcap {
+        Some(p) => p.display().to_string(),
+        None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
+    };
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| format!("{}: {e}", args.out_dir.display()))?;
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Open;
+    cc.ports = 2;
+    cc.functions = 2;
+    let card = Card::new(cc);
+    let mut rings = Vec::new();
+    let mut ports = bring_up(&card, queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let hasher = ShellHasher::default();
+    let mut out = Outputs::default();
+    let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
+    let mut ts = Duration::ZERO;
+    for (i, batch) in frames.chunks(BATCH).enumerate() {
+        for (t, data) in batch {
+            card.inject(args.port, data);
+            ts = *t;
+        }
+        drain(&card, &mut ports, &mut prog, &rings, &hasher, &mut out, ts)?;
+        if progress {
+            eprint!(
+                "\rreplayed {} of {} frames",
+                (i * BATCH + batch.len()),
+                frames.len()
+            );
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    let seen: u64 = ports
+        .iter()
+        .flat_map(|p| p.pairs.iter())
+        .map(|p| p.rx.stats().rx_packets)
+        .sum();
+    println!(
+        "replayed {} frames from {} into port {} ({} queue pairs per port, XDP program: {})",
+        frames.len(),
+        source,
+        args.port,
+        queues,
+        args.xdp.as_deref().unwrap_or("none")
+    );
+    for (p, rig) in ports.iter().enumerate() {
+        print_stats(p, rig, args.all_stats);
+    }
+    if let Some(Builtin::Count(flows)) = &prog {
+        println!("flows counted by the program (frames, bytes):");
+        for (flow, (n, bytes)) in flows {
+            match flow {
+                Some((s, d, proto, sp, dp)) => {
+                    println!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
+                }
+                None => println!("  not IPv4: {n} frames, {bytes} bytes"),
+            }
+        }
+    }
+    let files = [
+        ("pass.pcap", &out.pass, "received by the OS"),
+        ("tx-port0.pcap", &out.egress[0], "sent out of port 0"),
+        ("tx-port1.pcap", &out.egress[1], "sent out of port 1"),
+        ("drop.pcap", &out.dropped, "dropped by the program"),
+    ];
+    println!("output in {}:", args.out_dir.display());
+    for (name, frames, what) in files {
+        write_capture(&args.out_dir.join(name), frames)?;
+        println!("  {name:<14} {:>8} frames {what}", frames.len());
+    }
+    println!(
+        "  (frames the shell or the driver dropped before the program: {})",
+        frames.len() as u64 - seen
+    );
+    let live = teardown(&card, ports, &rings)?;
+    if live != 0 {
+        return Err(format!("{live} pages still live after teardown"));
+    }
+    println!("page accounting: every page returned after teardown");
+    Ok(())
+}
+
+/// Arguments of `onic pcap-sample`.
+#[derive(clap::Args)]
+pub struct SampleArgs {
+    /// File to write.
+    out: PathBuf,
+    /// Frames to write.
+    #[arg(long, default_value_t = 1000)]
+    frames: usize,
+}
+
+/// An Ethernet + IPv4 frame with the given protocol and 4 bytes of ports, padded to `len`.
+fn ipv4_frame(src: [u8; 4], dst: [u8; 4], proto: u8, sport: u16, dport: u16, len: usize) -> Vec<u8> {
+    let len = len.max(60);
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x01]);
+    f[6..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x02]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = u16::try_from(len - 14).unwrap_or(u16::MAX);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[22] = 64;
+    f[23] = proto;
+    f[26..30].copy_from_slice(&src);
+    f[30..34].copy_from_slice(&dst);
+    let mut sum = 0u32;
+    for w in f[14..34].chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    if proto == 17 {
+        let udp_len = u16::try_from(len - 34).unwrap_or(u16::MAX);
+        f[38..40].copy_from_slice(&udp_len.to_be_bytes());
+    } else if proto == 6 {
+        f[46] = 0x50; // data offset 5
+        f[47] = 0x10; // ACK
+    }
+    f
+}
+
+/// A deterministic mix of traffic: DNS queries (UDP 53) from several clients, other UDP flows,
+/// TCP flows, ARP, at sizes from 60 to 1514 bytes.
+pub fn sample_frames(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let client = [10, 0, (i % 7) as u8, 1 + (i % 13) as u8];
+            let size = [60, 64, 128, 250, 500, 1000, 1514][i % 7];
+            match i % 5 {
+                0 | 1 => ipv4_frame(
+                    client,
+                    [10, 0, 0, 53],
+                    17,
+                    40000 + (i % 11) as u16,
+                    53,
+                    60 + (i % 40),
+                ),
+                2 => ipv4_frame(client, [192, 168, 1, 10], 17, 5000 + (i % 3) as u16, 4789, size),
+                3 => ipv4_frame(client, [192, 168, 1, 20], 6, 33000 + (i % 17) as u16, 443, size),
+                _ => {
+                    let mut arp = vec![0u8; 60];
+                    arp[..6].fill(0xFF);
+                    arp[6..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x03]);
+                    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+                    arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+                    arp[28..32].copy_from_slice(&client);
+                    arp[38..42].copy_from_slice(&[10, 0, 0, 254]);
+                    arp
+                }
+            }
+        })
+        .collect()
+}
+
+pub fn sample(args: &SampleArgs) -> Result<(), String> {
+    let frames: Vec<(Duration, Vec<u8>)> = sample_frames(args.frames)
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))
+        .collect();
+    write_capture(&args.out, &frames)?;
+    println!("wrote {} frames to {}", frames.len(), args.out.display());
+    Ok(())
+}

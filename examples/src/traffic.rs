@@ -1,0 +1,1180 @@
+//! `onic run` (traffic mode, the default): the main job. Brings up PF0 and PF1 of one model card (a cable between port 0 and
+//! port 1), sends generated traffic through the driver's TX queues of one function, lets the model
+//! carry it over the wire, receives it with the driver's RX queues of the other function, checks
+//! every byte, and prints rates, a per-queue table, the driver's, the page pools' and the CMACs'
+//! statistics, and the page accounting.
+//!
+//! # Time
+//!
+//! The model is step-driven: nothing happens unless it is told to, and its clock only moves when
+//! the run moves it. The run therefore works in *ticks* of virtual time (`--tick-ns`, 1 µs by
+//! default). In each tick the generator queues the frames the target rate makes due (a rate is
+//! frames per **virtual** second), the model does all the pending work (it is infinitely fast in
+//! virtual time), its clock advances by one tick (completion timers fire), and the driver polls
+//! the RX queues whose interrupt fired until each has caught up and re-armed (NAPI, `--budget`
+//! per poll); the transmit path reclaims its TX queues before queuing. Rates are reported both in virtual time (what the run asked the wire for) and in host
+//! time (how fast this machine simulated card and driver together).
+//!
+//! # Frames
+//!
+//! Sizes are frame sizes on the wire including the 4-byte FCS, 64..=1518 (the driver sends
+//! `size - 4` bytes; the shell's largest frame is 1514). `--flows N` generates N IPv4 5-tuples
+//! (UDP, TCP or both); frame k belongs to flow k % N, goes out on TX queue flow % queues, and the
+//! shell's RSS hash picks its RX queue. Each frame carries its sequence number and flow in the
+//! payload, and a payload pattern derived from the sequence number that the receiving side checks
+//! byte for byte.
+//!
+//! # What happens to received frames
+//!
+//! [`RxAction`] decides; today the only action is the OS path (check, count, hand the page to the
+//! "OS", which gives it back to the pool after the poll). The XDP programs of issue #5 are meant to
+//! slot in there as a `--xdp <program>` flag.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use onic_core::config::{DeviceConfig, RingSizeIdx};
+use onic_core::pool::{PageCounts, PoolStats, RecycleRing};
+use onic_core::queue_pair::{FrameSink, Verdict};
+use onic_core::rx::{RxFrame, RxStats};
+use onic_core::stats::read_hw_counters;
+use onic_core::tx::{TxDone, TxError, TxStats};
+use onic_core::xdp::XdpFrame;
+use onic_core::Device;
+use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
+use onic_hal::{DmaMemory, DmaPage};
+use onic_sim::{Card, CardConfig, SimDma, Wire};
+use onic_tests::datapath::{start_pair, HDevice, HFrame, HPair, Setup};
+
+/// Bytes of preamble, start delimiter and inter-frame gap around every frame on the wire.
+const WIRE_OVERHEAD: f64 = 20.0;
+/// Port speed the default rate is computed for.
+const LINE_BPS: f64 = 100e9;
+/// Largest frame on the wire (FCS included) the stock shell passes.
+const MAX_WIRE: usize = 1518;
+/// Smallest frame on the wire.
+const MIN_WIRE: usize = 64;
+
+/// Which way traffic flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Way {
+    /// PF0 sends on port 0, PF1 receives on port 1.
+    #[value(name = "0to1")]
+    ZeroToOne,
+    /// PF1 sends on port 1, PF0 receives on port 0.
+    #[value(name = "1to0")]
+    OneToZero,
+    /// Both at once, each at the full rate.
+    Both,
+}
+
+/// Protocol of the generated flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Proto {
+    /// UDP only.
+    Udp,
+    /// TCP only.
+    Tcp,
+    /// Even flows UDP, odd flows TCP.
+    Mixed,
+}
+
+/// Arguments of `onic run` in traffic mode (also `--queues` for replay mode).
+#[derive(Args, Debug)]
+pub struct TrafficArgs {
+    /// Frame sizes on the wire (FCS included, 64..=1518), comma-separated; frames cycle through them.
+    #[arg(long, value_delimiter = ',', default_value = "64,512,1518")]
+    pub sizes: Vec<usize>,
+    /// Random frame sizes `MIN..MAX` on the wire (inclusive), instead of --sizes.
+    #[arg(long, value_name = "MIN..MAX")]
+    pub size_range: Option<String>,
+    /// Flows: distinct IPv4 5-tuples; frame k belongs to flow k % N.
+    #[arg(long, default_value_t = 256)]
+    pub flows: u32,
+    /// Protocol of the flows.
+    #[arg(long, value_enum, default_value_t = Proto::Mixed)]
+    pub proto: Proto,
+    /// Target rate per direction in frames per virtual second [default: 100 GbE line rate for the
+    /// mean frame size].
+    #[arg(long)]
+    pub rate_pps: Option<f64>,
+    /// Frames to send per direction [default: 200000, unless --seconds is given].
+    #[arg(long, conflicts_with = "seconds")]
+    pub packets: Option<u64>,
+    /// Virtual seconds to send for (frames = rate x seconds).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Direction of the traffic.
+    #[arg(long, value_enum, default_value_t = Way::ZeroToOne)]
+    pub direction: Way,
+    /// Queue pairs of each function (1..=64).
+    #[arg(long, default_value_t = 4)]
+    pub queues: u16,
+    /// Entries of every descriptor and completion ring (a size of the QDMA ring-size table).
+    #[arg(long, default_value_t = 1024)]
+    pub ring: u16,
+    /// Poll budget (completions per RX poll).
+    #[arg(long, default_value_t = 64)]
+    pub budget: usize,
+    /// Virtual nanoseconds per tick of the run loop.
+    #[arg(long, default_value_t = 1000)]
+    pub tick_ns: u64,
+    /// Seed of the flow generator and of --size-range.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Host milliseconds between progress lines on stderr (0: none).
+    #[arg(long, default_value_t = 500)]
+    pub progress_ms: u64,
+}
+
+/// What the RX side does with a frame that passed the byte check. `--xdp <program>` (issue #5)
+/// adds variants here; the sink below already speaks the driver's verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RxAction {
+    /// Hand the page to the OS (XDP_PASS), which returns it to the pool after the poll.
+    ToOs,
+}
+
+/// How frame sizes are chosen.
+#[derive(Clone, Debug)]
+enum Sizes {
+    /// Cycle through these (wire bytes).
+    List(Vec<usize>),
+    /// Uniformly random in this inclusive range (wire bytes).
+    Range(usize, usize),
+}
+
+impl Sizes {
+    fn mean(&self) -> f64 {
+        match self {
+            Self::List(v) => v.iter().sum::<usize>() as f64 / v.len() as f64,
+            Self::Range(a, b) => (*a + *b) as f64 / 2.0,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::List(v) => v.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            Self::Range(a, b) => format!("{a}..{b} (uniform)"),
+        }
+    }
+}
+
+fn parse_sizes(args: &TrafficArgs) -> Result<Sizes, String> {
+    let check = |s: usize| {
+        if (MIN_WIRE..=MAX_WIRE).contains(&s) {
+            Ok(s)
+        } else {
+            Err(format!(
+                "frame size {s} is outside {MIN_WIRE}..={MAX_WIRE} (wire bytes, FCS included)"
+            ))
+        }
+    };
+    if let Some(r) = &args.size_range {
+        let (a, b) = r
+            .split_once("..")
+            .ok_or_else(|| format!("--size-range '{r}': expected MIN..MAX"))?;
+        let a = check(a.trim().parse().map_err(|e| format!("--size-range: {e}"))?)?;
+        let b = check(
+            b.trim()
+                .trim_start_matches('=')
+                .parse()
+                .map_err(|e| format!("--size-range: {e}"))?,
+        )?;
+        if a > b {
+            return Err(format!("--size-range {a}..{b} is empty"));
+        }
+        return Ok(Sizes::Range(a, b));
+    }
+    if args.sizes.is_empty() {
+        return Err("--sizes: at least one size".into());
+    }
+    Ok(Sizes::List(
+        args.sizes.iter().map(|&s| check(s)).collect::<Result<_, _>>()?,
+    ))
+}
+
+/// xorshift64*, for flows and random sizes.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// One generated 5-tuple.
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    tcp: bool,
+}
+
+fn make_flows(n: u32, proto: Proto, seed: u64) -> Vec<Flow> {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    (0..n)
+        .map(|i| {
+            let r = rng.next();
+            Flow {
+                src: [10, 0, (i >> 8) as u8, i as u8],
+                dst: [10, 1, (r >> 8) as u8, r as u8],
+                sport: 1024 + (r >> 16) as u16 % 60000,
+                dport: [80, 443, 53, 4789, 8080, 5201][(r >> 40) as usize % 6],
+                tcp: match proto {
+                    Proto::Udp => false,
+                    Proto::Tcp => true,
+                    Proto::Mixed => i % 2 == 1,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Bytes of the tag at the start of the payload: sequence number (u32) and flow (u16).
+const TAG: usize = 6;
+
+/// A byte ramp: the payload pattern of sequence number s starting at payload byte i is
+/// `RAMP[(s & 0xFF) + i..]`.
+fn ramp() -> Vec<u8> {
+    (0..256 + MAX_WIRE).map(|i| i as u8).collect()
+}
+
+fn l4_offset(tcp: bool) -> usize {
+    14 + 20 + if tcp { 20 } else { 8 }
+}
+
+fn ip_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Writes frame `seq` of `flow` (`len` bytes, FCS excluded) from port `from` into `out`.
+fn build_frame(out: &mut [u8], flow: &Flow, flow_id: u16, seq: u32, from: u8, ramp: &[u8]) {
+    let len = out.len();
+    out[..6].copy_from_slice(&[0x00, 0x0A, 0x35, 0x00, 0x00, 0x10 + (from ^ 1)]);
+    out[6..12].copy_from_slice(&[0x00, 0x0A, 0x35, 0x00, 0x00, 0x10 + from]);
+    out[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    let ip = &mut out[14..34];
+    ip.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+    ip[4..6].copy_from_slice(&(seq as u16).to_be_bytes());
+    ip[9] = if flow.tcp { 6 } else { 17 };
+    ip[12..16].copy_from_slice(&flow.src);
+    ip[16..20].copy_from_slice(&flow.dst);
+    let c = ip_checksum(ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let l4 = &mut out[34..];
+    l4[..2].copy_from_slice(&flow.sport.to_be_bytes());
+    l4[2..4].copy_from_slice(&flow.dport.to_be_bytes());
+    if flow.tcp {
+        l4[4..8].copy_from_slice(&seq.to_be_bytes());
+        l4[8..12].fill(0);
+        l4[12] = 5 << 4;
+        l4[13] = 0x10; // ACK
+        l4[14..16].copy_from_slice(&0xFFFFu16.to_be_bytes());
+        l4[16..20].fill(0);
+    } else {
+        l4[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
+        l4[6..8].fill(0);
+    }
+    let p = l4_offset(flow.tcp);
+    out[p..p + 4].copy_from_slice(&seq.to_le_bytes());
+    out[p + 4..p + TAG].copy_from_slice(&flow_id.to_le_bytes());
+    let start = usize::from(seq as u8);
+    let rest = len - p - TAG;
+    out[p + TAG..].copy_from_slice(&ramp[start..start + rest]);
+}
+
+/// Checks a received frame against what the generator would have sent; `None` if it is not one
+/// of ours or any byte differs.
+fn check_frame(d: &[u8], flows: &[Flow], ramp: &[u8]) -> Option<()> {
+    if d.len() < 60 || d.get(12..14)? != [0x08, 0x00] || d[14] != 0x45 {
+        return None;
+    }
+    if usize::from(u16::from_be_bytes([d[16], d[17]])) + 14 != d.len() || ip_checksum(&d[14..34]) != 0 {
+        return None;
+    }
+    let tcp = match d[23] {
+        6 => true,
+        17 => false,
+        _ => return None,
+    };
+    let p = l4_offset(tcp);
+    let seq = u32::from_le_bytes(d.get(p..p + 4)?.try_into().ok()?);
+    let flow_id = u16::from_le_bytes(d.get(p + 4..p + TAG)?.try_into().ok()?);
+    let f = flows.get(usize::from(flow_id))?;
+    let ports = [f.sport.to_be_bytes(), f.dport.to_be_bytes()].concat();
+    if f.tcp != tcp || d[26..30] != f.src || d[30..34] != f.dst || d[34..38] != ports[..] {
+        return None;
+    }
+    let start = usize::from(seq as u8);
+    let rest = d.len() - p - TAG;
+    (d[p + TAG..] == ramp[start..start + rest]).then_some(())
+}
+
+/// Per-queue counters of the receiving side, kept by the run's sink.
+#[derive(Clone, Copy, Debug, Default)]
+struct QueueRx {
+    packets: u64,
+    bytes: u64,
+    corrupt: u64,
+}
+
+/// The run's RX sink for one queue: checks every frame, counts it, and applies the [`RxAction`].
+struct Sink<'x> {
+    flows: &'x [Flow],
+    ramp: &'x [u8],
+    count: &'x mut QueueRx,
+    os: &'x mut Vec<(DmaPage, usize)>,
+    action: RxAction,
+}
+
+impl FrameSink<DmaPage> for Sink<'_> {
+    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
+        let len = usize::from(f.len);
+        if check_frame(f.data(), self.flows, self.ramp).is_some() {
+            self.count.packets += 1;
+            self.count.bytes += len as u64;
+        } else {
+            self.count.corrupt += 1;
+        }
+        match self.action {
+            RxAction::ToOs => {
+                self.os.push((f.page, len));
+                Verdict::Pass
+            }
+        }
+    }
+}
+
+/// Completed OS frames: their pages go back on the sending function's free list.
+struct OsDone<'x> {
+    free: &'x mut Vec<DmaPage>,
+}
+
+impl<'c> TxDone<HFrame<'c>> for OsDone<'_> {
+    fn os_done(&mut self, f: HFrame<'c>) {
+        // Traffic mode queues no XDP frames; should one appear, its page is kept, not lost.
+        match f {
+            HFrame::Os { page, .. } | HFrame::Peer { page, .. } | HFrame::Xdp(XdpFrame { page, .. }) => {
+                self.free.push(page);
+            }
+        }
+    }
+
+    fn remote_done(&mut self, f: HFrame<'c>) {
+        self.os_done(f);
+    }
+}
+
+/// One PCI function: the device, its queue pairs, the OS's TX buffers and per-queue counters.
+struct Func<'c> {
+    dev: HDevice<'c>,
+    pairs: Vec<HPair<'c>>,
+    /// Mapped to-device pages the OS writes frames into, not in flight.
+    os_free: Vec<DmaPage>,
+    /// OS TX pages allocated in all (free + in flight).
+    os_pages: u64,
+    rx: Vec<QueueRx>,
+    /// Frames refused by a full TX ring, per queue (the generator retries them).
+    tx_busy: Vec<u64>,
+    /// RX queues whose NAPI poll is scheduled (by an interrupt, or because the last poll did not
+    /// catch up).
+    napi: Vec<bool>,
+}
+
+/// One direction of traffic.
+struct Stream {
+    from: usize,
+    to: usize,
+    /// Frames to send.
+    quota: u64,
+    /// Frames queued on a TX ring so far.
+    sent: u64,
+    bytes: u64,
+    /// Virtual time at which the last frame was queued.
+    done_ns: u64,
+}
+
+/// Everything the run measured, for printing.
+struct Totals {
+    host: Duration,
+    virt_ns: u64,
+}
+
+pub fn run(args: &TrafficArgs) -> Result<(), String> {
+    let sizes = parse_sizes(args)?;
+    if !(1..=onic_core::config::MAX_QUEUES_PER_FUNCTION).contains(&args.queues) {
+        return Err(format!("--queues {}: 1..=64", args.queues));
+    }
+    if args.flows == 0 || args.flows > u32::from(u16::MAX) {
+        return Err("--flows: 1..=65535".into());
+    }
+    let ring = RingSizeIdx::for_entries(args.ring).ok_or_else(|| {
+        format!(
+            "--ring {}: not a size of the QDMA ring-size table (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 3072, 4096, 6144, 8192, 12288, 16384)",
+            args.ring
+        )
+    })?;
+    if args.tick_ns == 0 || args.budget == 0 {
+        return Err("--tick-ns and --budget must be positive".into());
+    }
+    let line_pps = LINE_BPS / (8.0 * (sizes.mean() + WIRE_OVERHEAD));
+    let rate = args.rate_pps.unwrap_or(line_pps);
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err("--rate-pps must be positive".into());
+    }
+    let quota = match (args.packets, args.seconds) {
+        (Some(p), _) => p,
+        (None, Some(s)) if s > 0.0 => (rate * s).round() as u64,
+        (None, Some(_)) => return Err("--seconds must be positive".into()),
+        (None, None) => 200_000,
+    };
+    let flows = make_flows(args.flows, args.proto, args.seed);
+    let ramp = ramp();
+    let action = RxAction::ToOs;
+
+    println!(
+        "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue pairs each, rings of {} entries, budget {}",
+        args.queues,
+        ring.entries(),
+        args.budget
+    );
+    println!(
+        "  traffic: {} frames per direction ({}), sizes {} (wire bytes), {} flows ({}), rate {:.3} Mpps per direction in virtual time{}, tick {} ns",
+        quota,
+        match args.direction {
+            Way::ZeroToOne => "port 0 -> port 1",
+            Way::OneToZero => "port 1 -> port 0",
+            Way::Both => "both ways",
+        },
+        sizes.describe(),
+        args.flows,
+        match args.proto {
+            Proto::Udp => "UDP",
+            Proto::Tcp => "TCP",
+            Proto::Mixed => "UDP and TCP",
+        },
+        rate / 1e6,
+        if args.rate_pps.is_none() { " (100 GbE line rate)" } else { "" },
+        args.tick_ns
+    );
+    println!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
+
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Cable;
+    cc.capture_egress = false;
+    let card = Card::new(cc);
+    let setup = Setup::new()
+        .functions(2)
+        .queues(args.queues)
+        .ring_size_idx(ring.index())
+        .wire(Wire::Cable);
+    let mut funcs = Vec::new();
+    for f in 0..2u8 {
+        let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
+        let dev = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
+            .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
+        let pairs = (0..args.queues)
+            .map(|q| {
+                let r: &RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+                start_pair(&card, &dev, q, &setup, r)
+            })
+            .collect();
+        funcs.push(Func {
+            dev,
+            pairs,
+            os_free: Vec::new(),
+            os_pages: 0,
+            rx: vec![QueueRx::default(); usize::from(args.queues)],
+            tx_busy: vec![0; usize::from(args.queues)],
+            // A first poll of every queue, as the OS does when it opens the device.
+            napi: vec![true; usize::from(args.queues)],
+        });
+    }
+    let mut streams: Vec<Stream> = match args.direction {
+        Way::ZeroToOne => vec![(0, 1)],
+        Way::OneToZero => vec![(1, 0)],
+        Way::Both => vec![(0, 1), (1, 0)],
+    }
+    .into_iter()
+    .map(|(from, to)| Stream {
+        from,
+        to,
+        quota,
+        sent: 0,
+        bytes: 0,
+        done_ns: 0,
+    })
+    .collect();
+
+    let dma = card.dma();
+    let mut rng = Rng(args.seed | 1);
+    let mut os_pages: Vec<(DmaPage, usize)> = Vec::new();
+    let start = Instant::now();
+    let mut last_progress = start;
+    let total_quota: u64 = streams.iter().map(|s| s.quota).sum();
+    let mut tick: u64 = 0;
+    let mut quiet_ticks = 0;
+    loop {
+        tick += 1;
+        let now_ns = tick * args.tick_ns;
+        // 1. The OS of each sending function transmits what the rate makes due by the end of this
+        //    tick (the TX queues reclaim first, as the transmit path does).
+        let mut sending = false;
+        for s in &mut streams {
+            let due = ((rate * now_ns as f64 / 1e9) as u64).min(s.quota);
+            if s.sent < s.quota {
+                sending = true;
+            }
+            let func = &mut funcs[s.from];
+            for pair in &mut func.pairs {
+                let mut done = OsDone {
+                    free: &mut func.os_free,
+                };
+                pair.tx.reclaim(&mut pair.pool, &mut done);
+            }
+            let db = func.dev.doorbells();
+            while s.sent < due {
+                let k = s.sent;
+                let flow_id = (k % u64::from(args.flows)) as u16;
+                let q = usize::from(flow_id) % func.pairs.len();
+                if func.pairs[q].tx.free() == 0 {
+                    func.tx_busy[q] += 1;
+                    break;
+                }
+                let size = match &sizes {
+                    Sizes::List(v) => v[(k % v.len() as u64) as usize],
+                    Sizes::Range(a, b) => a + (rng.next() % (b - a + 1) as u64) as usize,
+                };
+                let len = size - onic_sim::FCS_LEN;
+                let mut page = match func.os_free.pop() {
+                    Some(p) => p,
+                    None => {
+                        func.os_pages += 1;
+                        let mem = dma.alloc_page().map_err(|e| format!("OS TX buffer: {e:?}"))?;
+                        dma.map_page(mem, onic_hal::Direction::ToDevice)
+                            .map_err(|(_, e)| format!("OS TX buffer: {e:?}"))?
+                    }
+                };
+                build_frame(
+                    &mut page.bytes_mut()[..len],
+                    &flows[usize::from(flow_id)],
+                    flow_id,
+                    k as u32,
+                    s.from as u8,
+                    &ramp,
+                );
+                dma.sync_for_device(&page, 0, len, onic_hal::Direction::ToDevice);
+                let frame = HFrame::Os { page, len, dma };
+                match func.pairs[q].tx.xmit_os(&db, frame, true) {
+                    Ok(()) => {
+                        s.sent += 1;
+                        s.bytes += len as u64;
+                        s.done_ns = now_ns;
+                    }
+                    Err(e) => {
+                        let busy = matches!(e, TxError::Full(_));
+                        let (HFrame::Os { page, .. }
+                        | HFrame::Peer { page, .. }
+                        | HFrame::Xdp(XdpFrame { page, .. })) = e.into_inner();
+                        func.os_free.push(page);
+                        if !busy {
+                            return Err("the driver refused a frame of the generator".into());
+                        }
+                        func.tx_busy[q] += 1;
+                        break;
+                    }
+                }
+            }
+            for pair in &mut func.pairs {
+                pair.tx.flush(&db);
+            }
+        }
+        // 2. The card works, its clock moves by one tick (completion timers fire).
+        card.run_until_idle();
+        card.advance_time(args.tick_ns);
+        card.run_until_idle();
+        // 3. Interrupts schedule their queue's NAPI poll (MSI-X vector = queue index); a scheduled
+        //    queue is polled until it has caught up and re-armed. The OS gives the pages back after
+        //    each poll.
+        let mut busy = false;
+        for irq in card.take_interrupts() {
+            if let Some(n) = funcs
+                .get_mut(usize::from(irq.func))
+                .and_then(|f| f.napi.get_mut(usize::from(irq.vector)))
+            {
+                *n = true;
+            }
+        }
+        for func in &mut funcs {
+            let db = func.dev.doorbells();
+            for (q, pair) in func.pairs.iter_mut().enumerate() {
+                if !func.napi[q] {
+                    busy |= pair.tx.in_flight() > 0;
+                    continue;
+                }
+                let mut caught_up = false;
+                for _ in 0..1024 {
+                    let mut sink = Sink {
+                        flows: &flows,
+                        ramp: &ramp,
+                        count: &mut func.rx[q],
+                        os: &mut os_pages,
+                        action,
+                    };
+                    let mut done = OsDone {
+                        free: &mut func.os_free,
+                    };
+                    let out = pair.poll(args.budget, &db, &mut sink, &mut done);
+                    for (p, len) in os_pages.drain(..) {
+                        pair.pool.return_from_os(p, len);
+                    }
+                    if let Some(e) = out.rx.error {
+                        return Err(format!("RX queue {q}: {e:?}"));
+                    }
+                    busy |= out.rx.done > 0 || out.tx.completed > 0;
+                    if out.rx.armed && !out.rx.more {
+                        caught_up = true;
+                        break;
+                    }
+                }
+                // NAPI complete: wait for the next interrupt.
+                func.napi[q] = !caught_up;
+                busy |= !caught_up || pair.tx.in_flight() > 0;
+            }
+        }
+        if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
+            last_progress = Instant::now();
+            let sent: u64 = streams.iter().map(|s| s.sent).sum();
+            let recv: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
+            let host = start.elapsed().as_secs_f64();
+            eprint!(
+                "\r  progress: {:5.1}% sent {sent}/{total_quota}, received {recv}, {:.3} Mpps host, virtual {:.3} ms   ",
+                100.0 * sent as f64 / total_quota.max(1) as f64,
+                recv as f64 / host / 1e6,
+                now_ns as f64 / 1e6
+            );
+            let _ = std::io::stderr().flush();
+        }
+        if !sending && !busy {
+            quiet_ticks += 1;
+            if quiet_ticks >= 3 {
+                break;
+            }
+        } else {
+            quiet_ticks = 0;
+        }
+        if tick > 1 << 40 {
+            return Err("the run did not finish".into());
+        }
+    }
+    if args.progress_ms > 0 && start.elapsed() >= Duration::from_millis(args.progress_ms) {
+        eprintln!();
+    }
+    let totals = Totals {
+        host: start.elapsed(),
+        virt_ns: streams.iter().map(|s| s.done_ns).max().unwrap_or(0),
+    };
+    let report = report(&card, &funcs, &streams, &totals);
+    print!("{}", report.text);
+    let teardown = teardown(&card, funcs);
+    print!("{}", teardown.text);
+    let mut failures = report.failures;
+    failures.extend(teardown.failures);
+    if failures.is_empty() {
+        println!("result: OK (every frame accounted for, every byte checked, every page back)");
+        Ok(())
+    } else {
+        println!("result: FAILED");
+        Err(failures.join("; "))
+    }
+}
+
+/// Printed text and the checks that failed.
+struct Report {
+    text: String,
+    failures: Vec<String>,
+}
+
+fn sum_rx(pairs: &[HPair<'_>]) -> RxStats {
+    let mut t = RxStats::default();
+    for p in pairs {
+        let s = p.rx.stats();
+        t.rx_packets += s.rx_packets;
+        t.rx_bytes += s.rx_bytes;
+        t.recycled += s.recycled;
+        t.to_os += s.to_os;
+        t.to_tx += s.to_tx;
+        t.rx_cmpt_errors += s.rx_cmpt_errors;
+        t.rx_bad_length += s.rx_bad_length;
+        t.rx_multi_buffer += s.rx_multi_buffer;
+        t.rx_no_page += s.rx_no_page;
+        t.refill_alloc_failures += s.refill_alloc_failures;
+        t.cmpt_not_ready += s.cmpt_not_ready;
+        t.c2h_doorbells += s.c2h_doorbells;
+        t.cmpt_doorbells += s.cmpt_doorbells;
+        t.rearms += s.rearms;
+        t.rearm_rechecks += s.rearm_rechecks;
+    }
+    t
+}
+
+fn sum_tx(pairs: &[HPair<'_>]) -> TxStats {
+    let mut t = TxStats::default();
+    for p in pairs {
+        let s = p.tx.stats();
+        t.tx_packets += s.tx_packets;
+        t.tx_bytes += s.tx_bytes;
+        t.queued += s.queued;
+        t.tx_busy += s.tx_busy;
+        t.tx_bad_length += s.tx_bad_length;
+        t.padded += s.padded;
+        t.stops += s.stops;
+        t.wakes += s.wakes;
+        t.doorbells += s.doorbells;
+    }
+    t
+}
+
+fn sum_pool(pairs: &[HPair<'_>]) -> PoolStats {
+    let mut t = PoolStats::default();
+    for p in pairs {
+        let s = p.pool.stats();
+        t.alloc.fast += s.alloc.fast;
+        t.alloc.slow += s.alloc.slow;
+        t.alloc.slow_high_order += s.alloc.slow_high_order;
+        t.alloc.empty += s.alloc.empty;
+        t.alloc.refill += s.alloc.refill;
+        t.alloc.waive += s.alloc.waive;
+        t.recycle.cached += s.recycle.cached;
+        t.recycle.cache_full += s.recycle.cache_full;
+        t.recycle.ring += s.recycle.ring;
+        t.recycle.ring_full += s.recycle.ring_full;
+        t.recycle.released_refcnt += s.recycle.released_refcnt;
+        t.pages_from_hal += s.pages_from_hal;
+        t.pages_to_hal += s.pages_to_hal;
+        t.hal_alloc_failures += s.hal_alloc_failures;
+        t.os_returns += s.os_returns;
+    }
+    t
+}
+
+fn hw(card: &Card, port: u8) -> Vec<(&'static str, u64)> {
+    let v = read_hw_counters(&card.shell(), port);
+    CMAC_STATS
+        .iter()
+        .chain(ADAPTER_STATS.iter())
+        .zip(v)
+        .map(|(c, v)| (c.name, v))
+        .collect()
+}
+
+#[allow(clippy::too_many_lines)]
+fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Report {
+    let mut s = String::new();
+    let mut failures = Vec::new();
+    let host_s = t.host.as_secs_f64();
+    let virt_s = t.virt_ns as f64 / 1e9;
+
+    // Throughput.
+    let _ = writeln!(s, "\nthroughput");
+    let _ = writeln!(
+        s,
+        "  {:<9} {:>10} {:>14} {:>10} {:>14} {:>11} {:>12} {:>12} {:>10}",
+        "direction",
+        "sent",
+        "sent_bytes",
+        "received",
+        "recv_bytes",
+        "virtual_ms",
+        "virt_Mpps",
+        "virt_Gbps",
+        "host_Mpps"
+    );
+    for st in streams {
+        let recv: u64 = funcs[st.to].rx.iter().map(|r| r.packets).sum();
+        let rbytes: u64 = funcs[st.to].rx.iter().map(|r| r.bytes).sum();
+        let wire_bits = 8.0 * (rbytes as f64 + recv as f64 * (onic_sim::FCS_LEN as f64 + WIRE_OVERHEAD));
+        let _ = writeln!(
+            s,
+            "  {:<9} {:>10} {:>14} {:>10} {:>14} {:>11.3} {:>12.3} {:>12.3} {:>10.3}",
+            format!("{}->{}", st.from, st.to),
+            st.sent,
+            st.bytes,
+            recv,
+            rbytes,
+            st.done_ns as f64 / 1e6,
+            recv as f64 / virt_s.max(1e-12) / 1e6,
+            wire_bits / virt_s.max(1e-12) / 1e9,
+            recv as f64 / host_s / 1e6
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  host time {:.3} s; virtual time {:.3} ms (virt_* = frames received / virtual time of the sending period; Gbps counts FCS, preamble and gap)",
+        host_s,
+        virt_s * 1e3
+    );
+
+    // Per-queue tables of the receiving functions.
+    for st in streams {
+        let f = &funcs[st.to];
+        let tx = &funcs[st.from];
+        let total: u64 = f.rx.iter().map(|r| r.packets).sum();
+        let _ = writeln!(
+            s,
+            "\nper-queue: PF{} RX (port {}) <- PF{} TX (port {})",
+            st.to, st.to, st.from, st.from
+        );
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>10} {:>12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
+            "queue",
+            "rx_packets",
+            "rx_bytes",
+            "rss_%",
+            "drop_err",
+            "drop_len",
+            "drop_mb",
+            "drop_np",
+            "corrupt",
+            "tx_packets",
+            "tx_busy"
+        );
+        for (q, (pair, r)) in f.pairs.iter().zip(&f.rx).enumerate() {
+            let rs = pair.rx.stats();
+            let _ = writeln!(
+                s,
+                "  {:>5} {:>10} {:>12} {:>7.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
+                q,
+                r.packets,
+                r.bytes,
+                100.0 * r.packets as f64 / total.max(1) as f64,
+                rs.rx_cmpt_errors,
+                rs.rx_bad_length,
+                rs.rx_multi_buffer,
+                rs.rx_no_page,
+                r.corrupt,
+                tx.pairs[q].tx.stats().tx_packets,
+                tx.tx_busy[q]
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  (drop_err: completion error bit, drop_len: bad length, drop_mb: multi-buffer frame, drop_np: no replacement page; rss_%: share of the port's frames; tx_busy: frames the generator had to hold back for a full TX ring)"
+        );
+    }
+
+    // Driver statistics.
+    let _ = writeln!(s, "\ndriver statistics {:>36} {:>14}", "PF0", "PF1");
+    let rx: Vec<RxStats> = funcs.iter().map(|f| sum_rx(&f.pairs)).collect();
+    let tx: Vec<TxStats> = funcs.iter().map(|f| sum_tx(&f.pairs)).collect();
+    let row = |s: &mut String, name: &str, a: u64, b: u64| {
+        let _ = writeln!(s, "  {name:<38} {a:>14} {b:>14}");
+    };
+    for (name, get) in [
+        ("rx_packets", (|r: &RxStats| r.rx_packets) as fn(&RxStats) -> u64),
+        ("rx_bytes", |r| r.rx_bytes),
+        ("rx_dropped", RxStats::rx_dropped),
+        ("rx_to_os", |r| r.to_os),
+        ("rx_recycled", |r| r.recycled),
+        ("rx_no_page", |r| r.rx_no_page),
+        ("rx_refill_alloc_failures", |r| r.refill_alloc_failures),
+        ("rx_cmpt_not_ready", |r| r.cmpt_not_ready),
+        ("rx_c2h_doorbells", |r| r.c2h_doorbells),
+        ("rx_cmpt_doorbells", |r| r.cmpt_doorbells),
+        ("rx_rearms", |r| r.rearms),
+        ("rx_rearm_rechecks", |r| r.rearm_rechecks),
+    ] {
+        row(&mut s, name, get(&rx[0]), get(&rx[1]));
+    }
+    for (name, get) in [
+        ("tx_packets", (|r: &TxStats| r.tx_packets) as fn(&TxStats) -> u64),
+        ("tx_bytes", |r| r.tx_bytes),
+        ("tx_queued", |r| r.queued),
+        ("tx_busy", |r| r.tx_busy),
+        ("tx_stops", |r| r.stops),
+        ("tx_wakes", |r| r.wakes),
+        ("tx_doorbells", |r| r.doorbells),
+    ] {
+        row(&mut s, name, get(&tx[0]), get(&tx[1]));
+    }
+
+    // Page pools.
+    let _ = writeln!(
+        s,
+        "\npage_pool statistics (all queues) {:>20} {:>14}",
+        "PF0", "PF1"
+    );
+    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum_pool(&f.pairs)).collect();
+    for (name, get) in [
+        (
+            "alloc.fast",
+            (|p: &PoolStats| p.alloc.fast) as fn(&PoolStats) -> u64,
+        ),
+        ("alloc.slow", |p| p.alloc.slow),
+        ("alloc.slow_high_order", |p| p.alloc.slow_high_order),
+        ("alloc.empty", |p| p.alloc.empty),
+        ("alloc.refill", |p| p.alloc.refill),
+        ("alloc.waive", |p| p.alloc.waive),
+        ("recycle.cached", |p| p.recycle.cached),
+        ("recycle.cache_full", |p| p.recycle.cache_full),
+        ("recycle.ring", |p| p.recycle.ring),
+        ("recycle.ring_full", |p| p.recycle.ring_full),
+        ("recycle.released_refcnt", |p| p.recycle.released_refcnt),
+        ("pages_from_hal", |p| p.pages_from_hal),
+        ("pages_to_hal", |p| p.pages_to_hal),
+        ("os_returns", |p| p.os_returns),
+    ] {
+        row(&mut s, name, get(&pools[0]), get(&pools[1]));
+    }
+
+    // CMAC and adapter counters, read through the driver's statistics path.
+    let _ = writeln!(
+        s,
+        "\nCMAC and adapter counters (read through the driver, non-zero) {:>6} {:>14}",
+        "port 0", "port 1"
+    );
+    let (h0, h1) = (hw(card, 0), hw(card, 1));
+    for ((name, a), (_, b)) in h0.iter().zip(&h1) {
+        if *a != 0 || *b != 0 {
+            row(&mut s, name, *a, *b);
+        }
+    }
+
+    // Frame accounting.
+    let model = card.stats();
+    let mac_drops: u64 = (0..2)
+        .map(|p| card.cmac_counter(p, "stat_rx_total_pkts") - card.cmac_counter(p, "stat_rx_total_good_pkts"))
+        .sum();
+    let adapter = |port: u8, name: &str| -> u64 {
+        let h = if port == 0 { &h0 } else { &h1 };
+        h.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+    };
+    let tx_drops = adapter(0, "stat_adapt_tx_drop") + adapter(1, "stat_adapt_tx_drop");
+    let model_drops = model.c2h_no_desc_dropped
+        + model.cmpt_full_dropped
+        + model.c2h_no_queue_dropped
+        + model.wire_dropped
+        + model.link_down_dropped
+        + model.rx_disabled_dropped
+        + model.tx_disabled_dropped
+        + mac_drops
+        + tx_drops;
+    let sent: u64 = streams.iter().map(|s| s.sent).sum();
+    let received: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
+    let corrupt: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.corrupt).sum();
+    let driver_drops: u64 = rx.iter().map(RxStats::rx_dropped).sum();
+    let _ = writeln!(s, "\nframe accounting");
+    let _ = writeln!(
+        s,
+        "  model drops: no descriptor {}, completion ring full {}, queue not valid {}, wire {}, link down {}, RX disabled {}, TX disabled {}, MAC {}, TX adapter {}",
+        model.c2h_no_desc_dropped,
+        model.cmpt_full_dropped,
+        model.c2h_no_queue_dropped,
+        model.wire_dropped,
+        model.link_down_dropped,
+        model.rx_disabled_dropped,
+        model.tx_disabled_dropped,
+        mac_drops,
+        tx_drops
+    );
+    let accounted = received + corrupt + driver_drops + model_drops;
+    let _ = writeln!(
+        s,
+        "accounting: sent {sent} = received {received} + corrupt {corrupt} + driver drops {driver_drops} + model drops {model_drops}: {}",
+        if accounted == sent { "OK" } else { "MISMATCH" }
+    );
+    if accounted != sent {
+        failures.push(format!(
+            "{} frames unaccounted for (sent {sent}, accounted {accounted})",
+            sent as i128 - accounted as i128
+        ));
+    }
+    if corrupt > 0 {
+        failures.push(format!("{corrupt} frames arrived with wrong bytes"));
+    }
+    let tx_done: u64 = tx.iter().map(|t| t.tx_packets).sum();
+    if tx_done != sent {
+        failures.push(format!("the TX queues completed {tx_done} of {sent} frames"));
+    }
+
+    // Page accounting.
+    let _ = writeln!(s, "\npage accounting {:>38} {:>14}", "PF0", "PF1");
+    let mut counts = Vec::new();
+    for (i, f) in funcs.iter().enumerate() {
+        let mut c = PageCounts::default();
+        let mut ok = true;
+        for p in &f.pairs {
+            match p.page_counts() {
+                Some(pc) => c = c + pc,
+                None => ok = false,
+            }
+        }
+        if !ok {
+            failures.push(format!("PF{i}: a pool's page census does not add up"));
+        }
+        counts.push((c, pools[i].live_pages(), f.os_pages));
+    }
+    for (name, get) in [
+        ("in_pool", (|c: &PageCounts| c.in_pool) as fn(&PageCounts) -> u64),
+        ("in_rx_ring", |c| c.in_rx_ring),
+        ("in_tx_flight", |c| c.in_tx_flight),
+        ("with_os", |c| c.with_os),
+        ("total", PageCounts::total),
+    ] {
+        row(&mut s, name, get(&counts[0].0), get(&counts[1].0));
+    }
+    row(
+        &mut s,
+        "pool pages live (taken from the HAL)",
+        counts[0].1,
+        counts[1].1,
+    );
+    row(
+        &mut s,
+        "OS TX buffers (own pages, not pooled)",
+        counts[0].2,
+        counts[1].2,
+    );
+    let live = card.dma_stats().live_pages as u64;
+    let expect: u64 = counts.iter().map(|c| c.1 + c.2).sum();
+    let census_ok = counts.iter().all(|c| c.0.total() == c.1);
+    let _ = writeln!(
+        s,
+        "  model: {live} live pages = pool pages {} + OS TX buffers {}: {}",
+        counts[0].1 + counts[1].1,
+        counts[0].2 + counts[1].2,
+        if live == expect && census_ok {
+            "OK"
+        } else {
+            "MISMATCH"
+        }
+    );
+    if live != expect || !census_ok {
+        failures.push(format!(
+            "page accounting: model {live} live pages, driver accounts for {expect}"
+        ));
+    }
+    Report { text: s, failures }
+}
+
+/// Tears everything down (all TX queues first, then RX, then the devices) and checks that the
+/// model has no page, mapping or ring left and saw no violation.
+fn teardown(card: &Card, funcs: Vec<Func<'_>>) -> Report {
+    let mut failures = Vec::new();
+    let mut delay = card.delay();
+    let dma: SimDma<'_> = card.dma();
+    let mut parts = Vec::new();
+    for mut f in funcs {
+        let mut rxs = Vec::new();
+        for pair in f.pairs {
+            let onic_core::QueuePair { rx, tx, mut pool, .. } = pair;
+            let mut done = OsDone { free: &mut f.os_free };
+            if let Err(e) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
+                failures.push(format!("TX teardown: {e:?}"));
+            }
+            rxs.push((rx, pool));
+        }
+        parts.push((f.dev, rxs, f.os_free));
+    }
+    for (dev, rxs, os_free) in parts {
+        for (rx, mut pool) in rxs {
+            if let Err(e) = rx.teardown(&dev, &mut delay, &mut pool) {
+                failures.push(format!("RX teardown: {e:?}"));
+            }
+            drop(pool);
+        }
+        let (r, _, _) = dev.teardown(&mut delay);
+        if let Err(e) = r {
+            failures.push(format!("device teardown: {e:?}"));
+        }
+        for p in os_free {
+            dma.free_page(dma.unmap_page(p, onic_hal::Direction::ToDevice));
+        }
+    }
+    let d = card.dma_stats();
+    let v = card.violations();
+    let ok = d.live_pages == 0 && d.mapped_pages == 0 && d.live_regions == 0 && v.is_empty();
+    let text = format!(
+        "after teardown: {} live pages, {} mapped, {} rings, {} violations: {}\n",
+        d.live_pages,
+        d.mapped_pages,
+        d.live_regions,
+        v.len(),
+        if ok { "OK" } else { "LEAK OR VIOLATION" }
+    );
+    if !ok {
+        failures.push(format!(
+            "after teardown: {} pages, {} mappings, {} rings left; violations: {:?}",
+            d.live_pages,
+            d.mapped_pages,
+            d.live_regions,
+            v.iter().take(3).map(ToString::to_string).collect::<Vec<_>>()
+        ));
+    }
+    Report { text, failures }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_through_the_check() {
+        let flows = make_flows(10, Proto::Mixed, 7);
+        let ramp = ramp();
+        for (i, len) in [60usize, 61, 200, 1514].into_iter().enumerate() {
+            let mut f = vec![0u8; len];
+            let id = (i % 10) as u16;
+            build_frame(&mut f, &flows[usize::from(id)], id, 1000 + i as u32, 0, &ramp);
+            assert_eq!(check_frame(&f, &flows, &ramp), Some(()));
+            let last = f.len() - 1;
+            f[last] ^= 1;
+            assert_eq!(check_frame(&f, &flows, &ramp), None);
+        }
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        let mut a = TrafficArgs {
+            sizes: vec![64, 1518],
+            size_range: None,
+            flows: 1,
+            proto: Proto::Udp,
+            rate_pps: None,
+            packets: None,
+            seconds: None,
+            direction: Way::ZeroToOne,
+            queues: 1,
+            ring: 64,
+            budget: 64,
+            tick_ns: 1000,
+            seed: 1,
+            progress_ms: 0,
+        };
+        assert!(parse_sizes(&a).is_ok());
+        a.sizes = vec![63];
+        assert!(parse_sizes(&a).is_err());
+        a.size_range = Some("100..=200".into());
+        assert!(matches!(parse_sizes(&a), Ok(Sizes::Range(100, 200))));
+        a.size_range = Some("200..100".into());
+        assert!(parse_sizes(&a).is_err());
+    }
+}

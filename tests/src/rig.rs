@@ -1,0 +1,755 @@
+//! Driver-only rigs for the benchmarks: the driver's RX and TX queues over [`HostDma`], with the
+//! card replaced by a few lines that write what the QDMA would write (completion entries with
+//! their color, the status records in the rings' last slots, frame data), so that the driver's own
+//! cost can be timed without the model's.
+//!
+//! The split is always the same: the *device side* of a rig ([`RxRig::produce`],
+//! [`TxRig::complete`]) does the card's work and is never timed; the *driver side*
+//! ([`RxRig::poll_all`], [`TxRig::xmit`], [`TxRig::reclaim`]) is the driver core's public API and
+//! is what a benchmark times. The device side follows the doorbells the driver writes (C2H PIDX,
+//! CMPT CIDX, H2C PIDX, latched by a [`DoorbellLatch`]): it only completes descriptors the driver
+//! posted and never overruns the completion ring, as the hardware would not.
+//!
+//! Queue contexts are programmed once, at start, through the recording bus (every operation
+//! completes at once); the doorbells of the datapath go to the latch, which costs one store, like
+//! a posted MMIO write.
+
+use std::cell::Cell;
+use std::sync::atomic::{fence, Ordering};
+
+use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::pool::{PagePool, PageProvider, PoolConfig};
+use onic_core::qdma::Doorbells;
+use onic_core::rx::{PollOutcome, RxOptions, RxQueue, RxSink};
+use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::Device;
+use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
+use onic_hal::recording::Recorder;
+use onic_hal::regs::qdma;
+use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, RegisterWindow};
+
+use crate::hostdma::HostDma;
+
+/// A delay that returns at once (the recording bus completes everything immediately).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoDelay;
+
+impl DelayNs for NoDelay {
+    fn delay_ns(&mut self, _ns: u32) {}
+}
+
+/// Queues a [`DoorbellLatch`] has room for (one function's worth).
+const LATCH_QUEUES: usize = onic_core::config::MAX_QUEUES_PER_FUNCTION as usize;
+
+/// A BAR0 window that keeps the last value written to each queue doorbell (and drops everything
+/// else): the device side of a rig reads the driver's producer and consumer indices from it.
+#[derive(Debug)]
+pub struct DoorbellLatch {
+    regs: Vec<Cell<u32>>,
+    writes: Cell<u64>,
+}
+
+impl Default for DoorbellLatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DoorbellLatch {
+    /// All doorbells read 0.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            regs: (0..LATCH_QUEUES * 4).map(|_| Cell::new(0)).collect(),
+            writes: Cell::new(0),
+        }
+    }
+
+    fn slot(offset: u32) -> Option<usize> {
+        let rel = offset.checked_sub(qdma::DMAP_SEL_BASE)?;
+        let i = (rel / 4) as usize;
+        (rel % 4 == 0 && i < LATCH_QUEUES * 4).then_some(i)
+    }
+
+    /// The last value written to the register at `offset` (0 if none).
+    #[must_use]
+    pub fn latched(&self, offset: u32) -> u32 {
+        Self::slot(offset).map_or(0, |i| self.regs[i].get())
+    }
+
+    /// Sets a doorbell's value without counting a write (copying what the bring-up wrote).
+    pub fn preset(&self, offset: u32, value: u32) {
+        if let Some(i) = Self::slot(offset) {
+            self.regs[i].set(value);
+        }
+    }
+
+    /// Doorbell writes so far.
+    #[must_use]
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
+    }
+}
+
+// SAFETY: one store per write, in program order; nothing is reached (no device); reads return the
+// latched value or 0, never touching memory outside the latch; the release fence orders earlier
+// DMA-memory writes before the doorbell as the contract asks (the "device" runs on the same
+// thread afterwards).
+unsafe impl RegisterWindow for DoorbellLatch {
+    fn read32(&self, offset: u32) -> u32 {
+        self.latched(offset)
+    }
+
+    fn write32(&self, offset: u32, value: u32) {
+        fence(Ordering::Release);
+        if let Some(i) = Self::slot(offset) {
+            self.regs[i].set(value);
+        }
+        self.writes.set(self.writes.get() + 1);
+    }
+}
+
+/// The "page per packet" baseline behind the driver's [`PageProvider`] seam: every page is
+/// allocated from the HAL and mapped when the RX path asks for one, and unmapped and freed when it
+/// comes back. No cache, no recycling: what a driver without a page pool does.
+#[derive(Debug)]
+pub struct PagePerPacket<D: DmaMemory> {
+    dma: D,
+    dir: Direction,
+    live: u64,
+}
+
+impl<D: DmaMemory> PagePerPacket<D> {
+    /// Pages mapped in `dir`.
+    pub const fn new(dma: D, dir: Direction) -> Self {
+        Self { dma, dir, live: 0 }
+    }
+
+    /// Pages handed out and not yet given back.
+    #[must_use]
+    pub const fn live(&self) -> u64 {
+        self.live
+    }
+
+    fn free(&mut self, page: DmaPage) {
+        self.live -= 1;
+        let mem = self.dma.unmap_page(page, self.dir);
+        self.dma.free_page(mem);
+    }
+}
+
+impl<D: DmaMemory> PageProvider for PagePerPacket<D> {
+    type Page = DmaPage;
+
+    fn alloc_page(&mut self) -> Option<DmaPage> {
+        let mem = self.dma.alloc_page().ok()?;
+        match self.dma.map_page(mem, self.dir) {
+            Ok(p) => {
+                self.live += 1;
+                Some(p)
+            }
+            Err((mem, _)) => {
+                self.dma.free_page(mem);
+                None
+            }
+        }
+    }
+
+    fn recycle_direct(&mut self, page: DmaPage, _dirty_len: usize) {
+        self.free(page);
+    }
+
+    fn release_page(&mut self, page: DmaPage) {
+        self.free(page);
+    }
+
+    fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize) {
+        self.dma.sync_for_cpu(page, offset, len, self.dir);
+    }
+
+    fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize) {
+        self.dma.sync_for_device(page, offset, len, self.dir);
+    }
+}
+
+/// The page pool type of the rigs.
+pub type HostPool<'a> = PagePool<'static, &'a HostDma>;
+
+/// A pool for RX queues of the default buffer size, mapping `FromDevice`.
+#[must_use]
+pub fn host_pool(dma: &HostDma) -> HostPool<'_> {
+    let buf = onic_core::config::BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT)
+        .map_or(onic_core::config::RX_BUFFER_ROOM, |b| b.bytes());
+    PagePool::new(dma, PoolConfig::rx(Direction::FromDevice, buf), None)
+}
+
+/// Settings of an [`RxRig`].
+#[derive(Clone, Copy, Debug)]
+pub struct RxRigConfig {
+    /// RX queues (1..=64), polled round-robin by one context.
+    pub queues: u16,
+    /// Size of both the descriptor and the completion ring.
+    pub ring: RingSizeIdx,
+    /// Poll budget (NAPI's default is 64).
+    pub budget: usize,
+    /// Length of every frame, in bytes (without FCS).
+    pub frame_len: u16,
+    /// Whether the device side writes the frame's bytes into the page (needed when a sink reads
+    /// them; the drop path does not).
+    pub write_data: bool,
+}
+
+impl RxRigConfig {
+    /// One queue, 1024-entry rings, budget 64, 60-byte frames, no data written.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            queues: 1,
+            ring: RingSizeIdx::new(onic_core::config::RX_RING_SIZE_INDEX_DEFAULT)
+                .unwrap_or_else(|_| unreachable!("the default ring size index is valid")),
+            budget: 64,
+            frame_len: 60,
+            write_data: false,
+        }
+    }
+}
+
+impl Default for RxRigConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Slot storage the RX queues of a rig borrow (one page slot per usable descriptor).
+#[derive(Debug)]
+pub struct RxSlots(Vec<Vec<Option<DmaPage>>>);
+
+impl RxSlots {
+    /// Storage for `cfg`.
+    #[must_use]
+    pub fn new(cfg: &RxRigConfig) -> Self {
+        let usable = usize::from(cfg.ring.usable());
+        Self(
+            (0..cfg.queues)
+                .map(|_| (0..usable).map(|_| None).collect())
+                .collect(),
+        )
+    }
+}
+
+/// What the device side of an RX queue remembers: where the rings are and how far it got.
+#[derive(Debug)]
+struct RxDeviceSide {
+    qid: u16,
+    usable: u16,
+    desc_base: u64,
+    cmpt_base: u64,
+    cmpt_stride: u64,
+    /// Next C2H descriptor to fill.
+    desc_cidx: u16,
+    /// Next completion entry to write.
+    cmpt_pidx: u16,
+    color: bool,
+    pkt_id: u16,
+}
+
+impl RxDeviceSide {
+    fn distance(&self, from: u16, to: u16) -> u16 {
+        (to + self.usable - from) % self.usable
+    }
+}
+
+/// One RX queue of a rig, with its page provider.
+pub struct RigRxQueue<'a, P: PageProvider<Page = DmaPage>> {
+    /// The driver's queue.
+    pub rx: RxQueue<'a, &'a HostDma, DmaPage>,
+    /// Its page provider.
+    pub pool: P,
+    dev: RxDeviceSide,
+    /// Caught up in the current [`RxRig::poll_all`].
+    caught_up: bool,
+}
+
+/// A driver-only RX rig: `queues` RX queues of one function over [`HostDma`], their contexts
+/// programmed through the recording bus, their doorbells latched; the device side writes
+/// completions straight into the completion rings.
+pub struct RxRig<'a, P: PageProvider<Page = DmaPage>> {
+    dma: &'a HostDma,
+    latch: &'a DoorbellLatch,
+    /// The queues.
+    pub queues: Vec<RigRxQueue<'a, P>>,
+    cfg: RxRigConfig,
+    frame: Vec<u8>,
+}
+
+impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
+    /// Builds and starts the queues; `make_pool` gives each queue its page provider.
+    ///
+    /// # Errors
+    ///
+    /// A description of what the driver refused.
+    pub fn new(
+        dma: &'a HostDma,
+        latch: &'a DoorbellLatch,
+        slots: &'a mut RxSlots,
+        cfg: RxRigConfig,
+        mut make_pool: impl FnMut(&'a HostDma) -> P,
+    ) -> Result<Self, String> {
+        let rec = Recorder::opennic();
+        let dcfg = DeviceConfig::new(0, cfg.queues).map_err(|e| format!("{e:?}"))?;
+        let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
+            .map_err(|e| format!("device init: {e:?}"))?;
+        let mut queues = Vec::new();
+        for (q, slots) in (0..cfg.queues).zip(slots.0.iter_mut()) {
+            let rxc = RxQueueConfig {
+                desc_ring: cfg.ring,
+                cmpt_ring: cfg.ring,
+                ..RxQueueConfig::new(q)
+            };
+            let opts = RxOptions::for_queue(&rxc);
+            let mut rx = RxQueue::new(dma, rxc, opts, slots).map_err(|e| format!("rx queue: {e:?}"))?;
+            let mut pool = make_pool(dma);
+            rx.start(&dev, &mut NoDelay, &mut pool)
+                .map_err(|e| format!("rx start: {e:?}"))?;
+            // The bring-up's doorbells went to the recording bus: copy them to the latch.
+            for off in [qdma::dmap_sel_c2h_dsc_pidx(q), qdma::dmap_sel_cmpt_cidx(q)] {
+                latch.preset(off, rec.peek(Bar::Qdma, off));
+            }
+            let dev_side = RxDeviceSide {
+                qid: q,
+                usable: cfg.ring.usable(),
+                desc_base: rx.desc_ring_dma_addr().get(),
+                cmpt_base: rx.cmpt_ring_dma_addr().get(),
+                cmpt_stride: rxc.cmpt_entry.bytes() as u64,
+                desc_cidx: 0,
+                cmpt_pidx: 0,
+                color: true,
+                pkt_id: 0,
+            };
+            queues.push(RigRxQueue {
+                rx,
+                pool,
+                dev: dev_side,
+                caught_up: false,
+            });
+        }
+        Ok(Self {
+            dma,
+            latch,
+            queues,
+            cfg,
+            frame: test_frame(usize::from(cfg.frame_len)),
+        })
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &RxRigConfig {
+        &self.cfg
+    }
+
+    /// Device side (not timed): completes up to `per_queue` frames on every queue, as many as the
+    /// posted descriptors and the free completion entries allow, then writes each queue's status
+    /// record. Returns the frames completed.
+    ///
+    /// # Panics
+    ///
+    /// If a ring address the driver handed out is not live memory (a driver bug).
+    pub fn produce(&mut self, per_queue: usize) -> usize {
+        let mut total = 0;
+        for q in &mut self.queues {
+            let d = &mut q.dev;
+            let c2h_pidx = (self.latch.latched(qdma::dmap_sel_c2h_dsc_pidx(d.qid)) & 0xFFFF) as u16;
+            let cmpt_cidx = (self.latch.latched(qdma::dmap_sel_cmpt_cidx(d.qid)) & 0xFFFF) as u16;
+            let posted = d.distance(d.desc_cidx, c2h_pidx);
+            let cmpt_free = d.usable - 1 - d.distance(cmpt_cidx, d.cmpt_pidx);
+            let n = usize::from(posted.min(cmpt_free)).min(per_queue);
+            for _ in 0..n {
+                if self.cfg.write_data {
+                    let at = DmaAddr::new(d.desc_base + C2H_DESC_BYTES as u64 * u64::from(d.desc_cidx));
+                    let dst = self
+                        .dma
+                        .device_read_u64(at)
+                        .expect("C2H descriptor in live memory");
+                    assert!(
+                        self.dma.device_write(DmaAddr::new(dst), &self.frame),
+                        "C2H buffer in a mapped page"
+                    );
+                }
+                d.pkt_id = d.pkt_id.wrapping_add(1);
+                let mut e = CmptEntry::default();
+                e.set_color(d.color);
+                e.set_qid(d.qid);
+                e.set_pkt_len(self.cfg.frame_len);
+                e.set_pkt_id(d.pkt_id);
+                let at = DmaAddr::new(d.cmpt_base + d.cmpt_stride * u64::from(d.cmpt_pidx));
+                assert!(
+                    self.dma.device_write_u64(at, e.to_word()),
+                    "completion ring in live memory"
+                );
+                d.desc_cidx = (d.desc_cidx + 1) % d.usable;
+                d.cmpt_pidx = (d.cmpt_pidx + 1) % d.usable;
+                if d.cmpt_pidx == 0 {
+                    d.color = !d.color;
+                }
+            }
+            let mut st = WbStatus::default();
+            st.set_pidx(d.cmpt_pidx);
+            st.set_cidx(cmpt_cidx);
+            st.set_color(d.color);
+            let at = DmaAddr::new(d.cmpt_base + d.cmpt_stride * u64::from(d.usable));
+            assert!(
+                self.dma.device_write_u64(at, st.to_word()),
+                "status slot in live memory"
+            );
+            total += n;
+        }
+        total
+    }
+
+    /// Driver side (what a benchmark times): polls every queue round-robin with the configured
+    /// budget until each has caught up and re-armed (NAPI complete). Returns the completions
+    /// consumed.
+    ///
+    /// # Panics
+    ///
+    /// If a queue enters its error state (the rig wrote something wrong).
+    pub fn poll_all<S: RxSink<P>>(&mut self, sink: &mut S) -> usize {
+        self.poll_all_then(sink, |_| {})
+    }
+
+    /// As [`RxRig::poll_all`], running `after` on the queue's provider after each poll (the OS
+    /// giving back the pages of the frames it was handed, for example).
+    ///
+    /// # Panics
+    ///
+    /// As [`RxRig::poll_all`].
+    pub fn poll_all_then<S: RxSink<P>>(&mut self, sink: &mut S, mut after: impl FnMut(&mut P)) -> usize {
+        let db = Doorbells::new(self.latch);
+        let budget = self.cfg.budget;
+        let mut total = 0;
+        let mut busy = self.queues.len();
+        for q in &mut self.queues {
+            q.caught_up = false;
+        }
+        while busy > 0 {
+            for q in &mut self.queues {
+                if q.caught_up {
+                    continue;
+                }
+                let out: PollOutcome = q.rx.poll(budget, &db, &mut q.pool, sink);
+                after(&mut q.pool);
+                assert!(out.error.is_none(), "RX queue error: {:?}", out.error);
+                total += out.done;
+                if out.armed && !out.more {
+                    q.caught_up = true;
+                    busy -= 1;
+                }
+            }
+        }
+        total
+    }
+
+    /// Returns every page in the rings to the providers (the queues' teardown without the
+    /// register writes) and hands the providers back.
+    pub fn finish(self) -> Vec<P> {
+        self.queues
+            .into_iter()
+            .map(|mut q| {
+                q.rx.drain(&mut q.pool);
+                q.pool
+            })
+            .collect()
+    }
+}
+
+/// A 60..1514-byte IPv4/UDP test frame with a recognisable payload (byte i of the frame is
+/// `i as u8` after the headers).
+#[must_use]
+pub fn test_frame(len: usize) -> Vec<u8> {
+    let len = len.max(60);
+    let mut f: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    f[..6].copy_from_slice(&[0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC]);
+    f[6..12].copy_from_slice(&[0x00, 0x0A, 0x35, 0x01, 0x02, 0x03]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    f[14..34].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[34..36].copy_from_slice(&1234u16.to_be_bytes());
+    f[36..38].copy_from_slice(&4789u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+/// A transmit buffer of the "OS" of a [`TxRig`]: mapped once, reused.
+#[derive(Debug)]
+pub struct OsBuf {
+    addr: DmaAddr,
+    len: usize,
+}
+
+impl TxFrame for OsBuf {
+    fn dma_addr(&self) -> DmaAddr {
+        self.addr
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn pad_to(&mut self, min_len: usize) -> bool {
+        // The buffers are never shorter than ETH_ZLEN; nothing to zero.
+        self.len = self.len.max(min_len);
+        true
+    }
+}
+
+/// Where completed OS buffers go: back on the OS's free list.
+#[derive(Debug)]
+pub struct FreeList(pub Vec<OsBuf>);
+
+impl TxDone<OsBuf> for FreeList {
+    fn os_done(&mut self, frame: OsBuf) {
+        self.0.push(frame);
+    }
+
+    fn remote_done(&mut self, frame: OsBuf) {
+        self.0.push(frame);
+    }
+}
+
+/// Slot storage of a [`TxRig`].
+#[derive(Debug)]
+pub struct TxSlots(Vec<TxSlot<DmaPage, OsBuf>>);
+
+impl TxSlots {
+    /// Storage for a ring of `ring`'s size.
+    #[must_use]
+    pub fn new(ring: RingSizeIdx) -> Self {
+        Self((0..ring.usable()).map(|_| TxSlot::new()).collect())
+    }
+}
+
+/// A driver-only TX rig: one TX queue over [`HostDma`]; the OS transmits from pre-mapped buffers
+/// and the device side writes the H2C status record as if it had sent everything published.
+pub struct TxRig<'a> {
+    dma: &'a HostDma,
+    latch: &'a DoorbellLatch,
+    /// The driver's queue.
+    pub tx: TxQueue<'a, &'a HostDma, DmaPage, OsBuf>,
+    /// The provider for the queue's own-pool frames (unused: only OS frames are sent).
+    pub pool: HostPool<'a>,
+    /// The OS's free transmit buffers.
+    pub free: FreeList,
+    pages: Vec<DmaPage>,
+    usable: u16,
+}
+
+impl<'a> TxRig<'a> {
+    /// A started TX queue with ring size `ring` and `buffers` OS buffers of `frame_len` bytes.
+    ///
+    /// # Errors
+    ///
+    /// A description of what the driver refused.
+    pub fn new(
+        dma: &'a HostDma,
+        latch: &'a DoorbellLatch,
+        slots: &'a mut TxSlots,
+        ring: RingSizeIdx,
+        buffers: usize,
+        frame_len: usize,
+    ) -> Result<Self, String> {
+        let rec = Recorder::opennic();
+        let dcfg = DeviceConfig::new(0, 1).map_err(|e| format!("{e:?}"))?;
+        let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
+            .map_err(|e| format!("device init: {e:?}"))?;
+        let txc = TxQueueConfig {
+            ring,
+            ..TxQueueConfig::new(0)
+        };
+        let tx = TxQueue::new(dma, txc, &mut slots.0).map_err(|e| format!("tx queue: {e:?}"))?;
+        tx.start(&dev, &mut NoDelay)
+            .map_err(|e| format!("tx start: {e:?}"))?;
+        // OS buffers: up to 16 frames of at most 256 bytes share a page, longer ones get their
+        // own; the driver never touches the bytes.
+        let per_page = if frame_len <= 256 { 16 } else { 1 };
+        let mut pages = Vec::new();
+        let mut free = Vec::new();
+        let frame = test_frame(frame_len);
+        for i in 0..buffers {
+            if i % per_page == 0 {
+                let mem = dma.alloc_page().map_err(|e| format!("{e:?}"))?;
+                let mut p = dma
+                    .map_page(mem, Direction::ToDevice)
+                    .map_err(|(_, e)| format!("{e:?}"))?;
+                for k in 0..per_page {
+                    let off = k * (4096 / per_page);
+                    p.bytes_mut()[off..off + frame.len()].copy_from_slice(&frame);
+                }
+                pages.push(p);
+            }
+            let page = pages.last().map_or(DmaAddr::new(0), DmaPage::dma_addr);
+            let off = (i % per_page) * (4096 / per_page);
+            free.push(OsBuf {
+                addr: DmaAddr::new(page.get() + off as u64),
+                len: frame.len(),
+            });
+        }
+        Ok(Self {
+            dma,
+            latch,
+            tx,
+            pool: host_pool(dma),
+            free: FreeList(free),
+            pages,
+            usable: ring.usable(),
+        })
+    }
+
+    /// Driver side: the OS transmits up to `n` frames as xmit-more batches of `batch` (one doorbell
+    /// per batch); stops early when the ring is full or the OS has no free buffer. Returns the
+    /// frames queued.
+    pub fn xmit(&mut self, n: usize, batch: usize) -> usize {
+        let db = Doorbells::new(self.latch);
+        let batch = batch.max(1);
+        let mut sent = 0;
+        while sent < n {
+            let Some(buf) = self.free.0.pop() else { break };
+            let more = (sent + 1) % batch != 0 && sent + 1 < n;
+            match self.tx.xmit_os(&db, buf, more) {
+                Ok(()) => sent += 1,
+                Err(e) => {
+                    self.free.0.push(e.into_inner());
+                    break;
+                }
+            }
+        }
+        self.tx.flush(&db);
+        sent
+    }
+
+    /// Device side (not timed): everything published has been sent; writes the status record's
+    /// consumer index.
+    ///
+    /// # Panics
+    ///
+    /// If the ring is not live memory (a driver bug).
+    pub fn complete(&mut self) {
+        let pidx = (self.latch.latched(qdma::dmap_sel_h2c_dsc_pidx(0)) & 0xFFFF) as u16;
+        let mut st = WbStatus::default();
+        st.set_pidx(pidx);
+        st.set_cidx(pidx);
+        let at = DmaAddr::new(self.tx.ring_dma_addr().get() + H2C_DESC_BYTES as u64 * u64::from(self.usable));
+        assert!(
+            self.dma.device_write_u64(at, st.to_word()),
+            "H2C status slot in live memory"
+        );
+    }
+
+    /// Driver side: returns completed buffers to the OS. Returns how many.
+    pub fn reclaim(&mut self) -> u16 {
+        self.tx.reclaim(&mut self.pool, &mut self.free).completed
+    }
+
+    /// Returns everything to the OS and frees the OS buffers.
+    pub fn finish(mut self) {
+        self.tx.drain(&mut self.pool, &mut self.free);
+        for p in self.pages.drain(..) {
+            let mem = self.dma.unmap_page(p, Direction::ToDevice);
+            self.dma.free_page(mem);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use onic_core::rx::{RxFrame, RxOutcome};
+
+    use super::*;
+
+    #[test]
+    fn rx_rig_delivers_what_the_device_side_completes_across_wraps() {
+        let dma = HostDma::new();
+        let latch = DoorbellLatch::new();
+        let cfg = RxRigConfig {
+            queues: 2,
+            ring: RingSizeIdx::new(1).unwrap(),
+            write_data: true,
+            frame_len: 100,
+            ..RxRigConfig::new()
+        };
+        let mut slots = RxSlots::new(&cfg);
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).unwrap();
+        let want = test_frame(100);
+        let mut got = 0;
+        for _ in 0..10 {
+            let n = rig.produce(usize::MAX);
+            assert!(n > 0);
+            let mut sink = |f: RxFrame<DmaPage>, _: &mut HostPool<'_>| {
+                assert_eq!(f.data(), &want[..]);
+                got += 1;
+                RxOutcome::Recycle(f)
+            };
+            assert_eq!(rig.poll_all(&mut sink), n);
+        }
+        // 10 rounds over 63-entry rings: both completion rings wrapped several times.
+        assert!(got > 4 * 63);
+        for q in &rig.queues {
+            assert_eq!(
+                q.rx.stats().rx_packets + q.rx.stats().rx_dropped(),
+                q.rx.stats().recycled
+            );
+            assert_eq!(
+                q.pool.page_counts(q.rx.pages_in_ring(), 0, 0).unwrap().total(),
+                q.pool.stats().live_pages()
+            );
+        }
+        drop(rig.finish());
+        assert_eq!(dma.stats().live_pages, 0);
+    }
+
+    #[test]
+    fn rx_rig_runs_the_page_per_packet_baseline() {
+        let dma = HostDma::new();
+        let latch = DoorbellLatch::new();
+        let cfg = RxRigConfig {
+            ring: RingSizeIdx::new(2).unwrap(),
+            ..RxRigConfig::new()
+        };
+        let mut slots = RxSlots::new(&cfg);
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d| {
+            PagePerPacket::new(d, Direction::FromDevice)
+        })
+        .unwrap();
+        let before = dma.stats().pages_allocated;
+        let n = rig.produce(100);
+        let mut sink = |f: RxFrame<DmaPage>, _: &mut PagePerPacket<&HostDma>| RxOutcome::Recycle(f);
+        assert_eq!(rig.poll_all(&mut sink), n);
+        // One fresh page per frame (and one for the ring's last empty slot, filled by the refill).
+        assert!((n as u64..=n as u64 + 1).contains(&(dma.stats().pages_allocated - before)));
+        let pools = rig.finish();
+        assert_eq!(pools[0].live(), 0);
+        assert_eq!(dma.stats().live_pages, 0);
+    }
+
+    #[test]
+    fn tx_rig_reclaims_what_it_sent() {
+        let dma = HostDma::new();
+        let latch = DoorbellLatch::new();
+        let ring = RingSizeIdx::new(1).unwrap();
+        let mut slots = TxSlots::new(ring);
+        let mut rig = TxRig::new(&dma, &latch, &mut slots, ring, 100, 60).unwrap();
+        for _ in 0..5 {
+            let n = rig.xmit(50, 16);
+            assert_eq!(n, 50);
+            rig.complete();
+            assert_eq!(usize::from(rig.reclaim()), n);
+            assert_eq!(rig.free.0.len(), 100);
+        }
+        assert_eq!(rig.tx.stats().tx_packets, 250);
+        // 50 frames in batches of 16: 4 doorbells per burst.
+        assert_eq!(rig.tx.stats().doorbells, 20);
+        rig.finish();
+        assert_eq!(dma.stats().live_pages, 0);
+    }
+}
