@@ -10,7 +10,9 @@
 //!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`).
 //! - **Housekeeping.** The timer tick advances the model clock and asks the main loop for a
 //!   housekeeping round: TX reclaim for pairs that were not polled since the last round (a pair
-//!   that only transmits is never polled), and the OS giving back the pages XDP_PASS handed it.
+//!   that only transmits is never polled), a poll for a pair whose RX ring the pool could not
+//!   fill (the poll refills it; no interrupt would ever come for an empty ring), and the OS
+//!   giving back the pages XDP_PASS handed it.
 //! - **The OS.** [`send`] is the OS transmit path: a frame in its own to-device page, queued with
 //!   `TxQueue::xmit_os`, waiting on flow control (a stopped queue wakes when a reclaim frees room).
 //!   [`Done`] is the `TxDone` that frees completed OS buffers and returns redirected pages to their
@@ -63,7 +65,14 @@ pub const MAX_TRACKED: usize = 768;
 pub const WAIT_NS: u64 = 5_000_000_000;
 
 /// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`).
-pub static RINGS: [RecycleRing; TOTAL_PAIRS] = [const { RecycleRing::new() }; TOTAL_PAIRS];
+/// The recycle rings of the pools: one per pair, and a spare for a pair rebuilt during the run.
+/// A ring's counters (pages pushed, refused, returned by the OS) live as long as the ring and are
+/// folded into the statistics of the pool that uses it, so a new pool always gets a ring no other
+/// pool used.
+pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }; TOTAL_PAIRS + 1];
+
+/// The recycle ring a page goes home through.
+pub type Home = &'static RecycleRing;
 
 /// The page pool of a pair.
 pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
@@ -101,8 +110,8 @@ pub enum Frame<'c> {
         offset: u16,
         /// Frame length.
         len: u16,
-        /// Global index of the pair whose pool owns the page.
-        origin: u8,
+        /// The recycle ring of the pool that owns the page.
+        home: Home,
         /// The memory it was mapped in.
         dma: SimDmaMem<'c>,
     },
@@ -174,16 +183,12 @@ fn free_frame(f: Frame<'_>, os_tx_live: &mut u32) {
             page,
             offset,
             len,
-            origin,
+            home,
             dma,
         } => {
             let dirty = (usize::from(offset) + usize::from(len))
                 .saturating_sub(onic_core::config::RX_HEADROOM as usize);
-            let back = match RINGS.get(usize::from(origin)) {
-                Some(ring) => ring.recycle(page, dirty),
-                None => Err(page),
-            };
-            if let Err(page) = back {
+            if let Err(page) = home.recycle(page, dirty) {
                 release_to_hal(&dma, Direction::Bidirectional, page);
             }
         }
@@ -241,14 +246,19 @@ pub struct Book {
     pub verdicts: Verdicts,
     /// The error a poll reported, if any (the pair is no longer polled).
     pub error: Option<QueueError>,
+    /// Polls the housekeeping scheduled to refill a ring the pool could not fill.
+    pub refill_polls: u64,
+    /// The pair was torn down and built again.
+    pub rebuilt: bool,
     /// Polled since the last housekeeping round.
     polled: bool,
 }
 
 /// The pages and buffers the "OS" holds.
 pub struct Os {
-    /// Pages XDP_PASS handed over: (global pair index of the owning pool, frame length, page).
-    held: HVec<(u8, u16, DmaPage), OS_HOLD>,
+    /// Pages XDP_PASS handed over: (global index of the pair whose pool owns it, that pool's
+    /// recycle ring, frame length, page).
+    held: HVec<(u8, Home, u16, DmaPage), OS_HOLD>,
     /// Keep the pages (a slow consumer) instead of giving them back every housekeeping round.
     pub hold: bool,
     /// Pages given back straight into the owning pool.
@@ -278,15 +288,15 @@ impl Os {
 
     /// Takes a page XDP_PASS handed over. A full OS gives its oldest page back through that
     /// page's recycle ring (another context's way back) to make room.
-    pub fn take(&mut self, origin: u8, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
+    pub fn take(&mut self, origin: u8, home: Home, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
         if self.held.is_full() && !self.held.is_empty() {
-            let (o, l, p) = self.held.remove(0);
+            let (_, h, l, p) = self.held.remove(0);
             self.overflow += 1;
-            give_back_through_ring(o, l, p, dma);
+            give_back_through_ring(h, l, p, dma);
             self.returned_ring += 1;
         }
-        if let Err((o, l, p)) = self.held.push((origin, len, page)) {
-            give_back_through_ring(o, l, p, dma);
+        if let Err((_, h, l, p)) = self.held.push((origin, home, len, page)) {
+            give_back_through_ring(h, l, p, dma);
             self.returned_ring += 1;
         }
     }
@@ -295,7 +305,7 @@ impl Os {
     /// pool's context) and through the pool's recycle ring (as from another context).
     pub fn give_back(&mut self, pairs: &mut [HVec<Pair<'_, '_>, PAIRS>; FUNCTIONS], dma: SimDmaMem<'_>) {
         let mut k = 0;
-        while let Some((origin, len, page)) = self.held.pop() {
+        while let Some((origin, home, len, page)) = self.held.pop() {
             let o = usize::from(origin);
             let pool = pairs
                 .get_mut(o / PAIRS)
@@ -307,7 +317,7 @@ impl Os {
                     self.returned_direct += 1;
                 }
                 _ => {
-                    give_back_through_ring(origin, len, page, dma);
+                    give_back_through_ring(home, len, page, dma);
                     self.returned_ring += 1;
                 }
             }
@@ -316,12 +326,8 @@ impl Os {
     }
 }
 
-fn give_back_through_ring(origin: u8, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
-    let back = match RINGS.get(usize::from(origin)) {
-        Some(ring) => ring.return_from_os(page, usize::from(len)),
-        None => Err(page),
-    };
-    if let Err(page) = back {
+fn give_back_through_ring(home: Home, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
+    if let Err(page) = home.return_from_os(page, usize::from(len)) {
         release_to_hal(&dma, Direction::Bidirectional, page);
     }
 }
@@ -534,6 +540,9 @@ pub struct WireLog {
     pub swapped: [u64; FUNCTIONS],
 }
 
+/// The slot arrays of one pair.
+pub type Slots<'c, 's> = (&'s mut [Option<DmaPage>], &'s mut [TxSlot<DmaPage, Frame<'c>>]);
+
 /// The datapath state the groups share.
 pub struct Datapath<'c, 's> {
     /// Each PF's queue pairs (index = queue id = MSI-X vector).
@@ -558,6 +567,10 @@ pub struct Datapath<'c, 's> {
     pub unrouted: u32,
     /// Housekeeping rounds run.
     pub hk_rounds: u64,
+    /// Slot arrays for a pair rebuilt during the run.
+    pub spare: Option<Slots<'c, 's>>,
+    /// The recycle ring of each pair's pool, by global pair index.
+    pub homes: [Home; TOTAL_PAIRS],
     dma: SimDmaMem<'c>,
 }
 
@@ -576,6 +589,8 @@ impl<'c, 's> Datapath<'c, 's> {
             raised: [[0; MSIX_VECTORS]; FUNCTIONS],
             unrouted: 0,
             hk_rounds: 0,
+            spare: None,
+            homes: core::array::from_fn(|i| &RINGS[i]),
             dma,
         }
     }
@@ -608,22 +623,23 @@ pub struct Storage<'c> {
 }
 
 impl<'c> Storage<'c> {
-    /// One RX slot array and one TX slot array per pair, as long as the rings' usable entries.
+    /// One RX slot array and one TX slot array per pair, as long as the rings' usable entries,
+    /// and a spare set for a pair rebuilt during the run.
     #[must_use]
     pub fn new() -> Self {
         let rx_slots = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
         let tx_slots = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
         Self {
-            rx: (0..TOTAL_PAIRS)
+            rx: (0..=TOTAL_PAIRS)
                 .map(|_| (0..rx_slots).map(|_| None).collect())
                 .collect(),
-            tx: (0..TOTAL_PAIRS)
+            tx: (0..=TOTAL_PAIRS)
                 .map(|_| (0..tx_slots).map(|_| TxSlot::new()).collect())
                 .collect(),
         }
     }
 
-    /// The slot arrays of each pair, in global pair order.
+    /// The slot arrays of each pair, in global pair order, then the spare set.
     pub fn split(
         &mut self,
     ) -> impl Iterator<Item = (&mut [Option<DmaPage>], &mut [TxSlot<DmaPage, Frame<'c>>])> {
@@ -771,6 +787,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let mut sink = xdp::Dispatch {
         program,
         origin: (f * PAIRS + q) as u8,
+        home: dp.homes[f * PAIRS + q],
         tap: &mut tap,
         os: &mut dp.os,
         redirect: other.get_mut(q).map(|p| xdp::Redirect {
@@ -821,6 +838,10 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
                 let r = pair.tx.reclaim(&mut pair.pool, &mut done);
                 book.hk_reclaims += 1;
                 book.hk_completed += u64::from(r.completed);
+            }
+            if book.error.is_none() && pair.rx.posted() < pair.rx.options().refill_batch {
+                book.refill_polls += 1;
+                irq::reschedule_napi(f, q);
             }
         }
     }

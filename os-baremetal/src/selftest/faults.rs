@@ -7,7 +7,10 @@ use onic_core::tx::TxError;
 use onic_core::QueueError;
 use onic_sim::Corruption;
 
-use super::datapath::{self, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Frame, WAIT_NS};
+use super::datapath::{
+    self, build_pair, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Done, Frame, PAIRS,
+    RINGS, TOTAL_PAIRS, WAIT_NS,
+};
 use super::traffic::{counter, rx_stats};
 use super::verdicts::census_holds;
 use super::xdp::Program;
@@ -30,8 +33,9 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     h2c_stall(r, b);
     xdp_tx_full(r, b);
     wire(r, b);
-    // Last: it leaves one RX queue stopped for good.
+    // Last: it leaves one RX queue stopped, which `rebuild` then replaces.
     pidx_jump(r, b);
+    rebuild(r, b);
 }
 
 /// The received frames of PF1 queue `q` plus its drops.
@@ -403,6 +407,98 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
             "cmpt_status_pidx_jump: PF1 queue {q} reported {:?} and stopped (no completion read or doorbell \
              since); queue 0 kept delivering; no model violation; census exact",
             error
+        ),
+    );
+}
+
+/// The stopped queue of [`pidx_jump`] is torn down and built again over the spare slot storage
+/// and the spare recycle ring, with a fresh pool whose first page allocation the model refuses: the RX ring starts empty
+/// (`refill_alloc_failures`), no interrupt can come for it, and the tick's housekeeping schedules
+/// the poll that refills it. Then traffic flows again.
+fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let name = "fault-refill";
+    let q = PAIRS - 1;
+    let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
+    // Nothing of the old pool may be out: no page with the OS, none in TX flight.
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0 && b.dp.tx_in_flight() == 0);
+    let (Some((rx_slots, tx_slots)), Some(dev)) = (b.dp.spare.take(), b.devices[1].as_ref()) else {
+        r.skipped(name, "no spare slot storage or no PF1");
+        return;
+    };
+    if b.dp.pairs[1].len() != PAIRS {
+        r.skipped(name, "PF1's pairs are missing");
+        return;
+    }
+    let Some(old) = b.dp.pairs[1].pop() else {
+        return;
+    };
+    let book = &mut b.dp.books[1][q];
+    let mut done = Done::new(
+        &mut book.tx_os_done,
+        &mut book.tx_remote_done,
+        &mut b.dp.os_tx_live,
+    );
+    let (down, old_pool) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
+    // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
+    drop(old_pool);
+    b.model.with(|c| c.faults().fail_next_page_allocs(1));
+    let built = build_pair(
+        dev,
+        b.model.dma(),
+        q as u16,
+        rx_slots,
+        tx_slots,
+        &RINGS[TOTAL_PAIRS],
+    );
+    b.model.with(|c| c.faults().clear());
+    let pair = match built {
+        Ok(p) => p,
+        Err(e) => {
+            r.check(
+                name,
+                false,
+                format_args!("PF1 queue {q} could not be built again: {e}"),
+            );
+            return;
+        }
+    };
+    let (posted0, failures) = (pair.rx.posted(), pair.rx.stats().refill_alloc_failures);
+    // The pair goes back in its place (index q), with the spare recycle ring: the old ring's
+    // counters belong to the old pool.
+    let _ = b.dp.pairs[1].push(pair);
+    b.dp.homes[PAIRS + q] = &RINGS[TOTAL_PAIRS];
+    let book = &mut b.dp.books[1][q];
+    book.error = None;
+    book.rebuilt = true;
+    let polls_before = book.refill_polls;
+    let refilled = run_until(b, WAIT_NS, |b| {
+        b.dp.pairs[1].get(q).is_some_and(|p| p.rx.posted() == usable - 1)
+    });
+    let refill_polls = b.dp.books[1][q].refill_polls - polls_before;
+    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.tally.reset();
+    let mut sent = 0;
+    if let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) {
+        for _ in 0..16 {
+            sent += u32::from(inject_tracked(b, 1, flow, 120));
+        }
+    }
+    let delivered = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][q] == sent) && sent == 16;
+    r.check(
+        name,
+        down.is_ok()
+            && posted0 == 0
+            && failures == 1
+            && refilled
+            && refill_polls > 0
+            && delivered
+            && b.dp.tally.corrupt == 0
+            && census_holds(b),
+        format_args!(
+            "PF1 queue {q} torn down and started again with fail_next_page_allocs(1): {posted0} buffers \
+             posted, refill_alloc_failures {failures}; {refill_polls} housekeeping poll(s) refilled the ring \
+             to {} buffers; 16/16 frames delivered after",
+            usable - 1
         ),
     );
 }

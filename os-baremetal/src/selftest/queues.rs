@@ -7,7 +7,7 @@ use onic_core::{RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 
-use super::datapath::{buffer_bytes, build_pair, Pair, Storage, PAIRS, RINGS, RX_BUFFERS, RX_RING, TX_RING};
+use super::datapath::{buffer_bytes, build_pair, Pair, Storage, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
 use super::{Bench, Runner, SimDevice};
 use crate::time::TscDelay;
 
@@ -37,7 +37,7 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
             let Some((rx_slots, tx_slots)) = slots.next() else {
                 break;
             };
-            match build_pair(dev, dma, q as u16, rx_slots, tx_slots, &RINGS[f * PAIRS + q]) {
+            match build_pair(dev, dma, q as u16, rx_slots, tx_slots, b.dp.homes[f * PAIRS + q]) {
                 Ok(pair) => {
                     if pair_as_programmed(dev, &pair, q) {
                         good += 1;
@@ -68,6 +68,7 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
             Some(e) => r.check(name, false, format_args!("a queue pair did not start: {e}")),
         };
     }
+    b.dp.spare = slots.next();
 }
 
 /// Reads pair `q`'s contexts back (SW H2C as the reference context; SW C2H, prefetch and CMPT

@@ -123,7 +123,11 @@ fn rx_table(s: &Summary) {
             row.pair.rx_xdp_tx,
             row.pair.rx_xdp_redirect,
             row.pair.rx_xdp_tx_errors,
-            if row.error.is_some() { "error" } else { "ok" }
+            match (row.error.is_some(), row.book.rebuilt) {
+                (true, _) => "error",
+                (false, true) => "rebuilt",
+                (false, false) => "ok",
+            }
         );
         defmt::info!(
             "pf{=u8} q{=u16} vec {=u8:#x}: irqs {=u32} polls {=u64}; {}; {}",

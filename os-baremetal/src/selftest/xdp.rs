@@ -23,7 +23,7 @@ use onic_core::rx::RxFrame;
 use onic_hal::{Direction, DmaMemory, DmaPage};
 use onic_sim::QdmaWindow;
 
-use super::datapath::{Frame, Os, Txq};
+use super::datapath::{Frame, Home, Os, Txq};
 use super::frames;
 use super::SimDmaMem;
 use crate::model::Guarded;
@@ -112,6 +112,8 @@ pub struct Dispatch<'x, 'c, 's> {
     pub program: Program,
     /// Global index of the polled pair (the owner of the pages).
     pub origin: u8,
+    /// The recycle ring of the pair's pool (the way home of a redirected or passed page).
+    pub home: Home,
     /// Sees every frame before the program (the self-test's checks).
     pub tap: &'x mut dyn FnMut(&[u8]),
     /// Where passed pages go.
@@ -134,7 +136,7 @@ impl FrameSink<DmaPage> for Dispatch<'_, '_, '_> {
             }
             Action::Pass => {
                 self.verdicts.pass += 1;
-                self.os.take(self.origin, f.len, f.page, self.dma);
+                self.os.take(self.origin, self.home, f.len, f.page, self.dma);
                 Verdict::Pass
             }
             Action::Tx => {
@@ -163,7 +165,7 @@ impl Dispatch<'_, '_, '_> {
             page: f.page,
             offset: f.offset,
             len: f.len,
-            origin: self.origin,
+            home: self.home,
             dma: self.dma,
         };
         // `more`: the poll publishes the target's batch once it is over.
