@@ -2,9 +2,10 @@
 //! (`QueuePair`: RX queue, TX queue, page pool), driven the way a small OS would drive them.
 //!
 //! - **Storage.** The core allocates nothing. The RX and TX slot arrays come from the model heap
-//!   ([`Storage`], sized from the ring sizes, allocated once before the pairs and freed after
-//!   them); the pools' recycle rings are statics ([`RINGS`]), so that any context can give a page
-//!   back through a plain shared reference.
+//!   ([`Storage`]: one set per pair and a spare set for a pair rebuilt during the run, sized from
+//!   the ring sizes, allocated once before the pairs and freed after them); the pools' recycle
+//!   rings are statics ([`RINGS`], with a spare too), so that any context can give a page back
+//!   through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
 //!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`).

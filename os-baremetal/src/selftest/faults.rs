@@ -185,8 +185,12 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
         }
     }
     datapath::flush(b, 0, q);
-    // The device sends what was queued, but no writeback tells the driver.
-    run_for(b, 15_000_000);
+    // The device sends what was queued, but no writeback tells the driver: the frames arrive,
+    // and the housekeeping rounds that follow reclaim nothing.
+    let rounds = b.dp.hk_rounds + 3;
+    run_until(b, WAIT_NS, |b| {
+        b.dp.tally.received == 62 && b.dp.hk_rounds >= rounds
+    });
     let (stopped, in_flight) = b.dp.pairs[0]
         .get(q)
         .map_or((false, 0), |p| (p.tx.is_stopped(), p.tx.in_flight()));
@@ -404,9 +408,9 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && violations == 0
             && census_holds(b),
         format_args!(
-            "cmpt_status_pidx_jump: PF1 queue {q} reported {:?} and stopped (no completion read or doorbell \
-             since); queue 0 kept delivering; no model violation; census exact",
-            error
+            "cmpt_status_pidx_jump: PF1 queue {q} reported \"{}\" and stopped (no completion read or \
+             doorbell since); queue 0 kept delivering; no model violation; census exact",
+            Shown(error)
         ),
     );
 }
@@ -501,4 +505,16 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
             usable - 1
         ),
     );
+}
+
+/// A queue error for a check line.
+struct Shown(Option<QueueError>);
+
+impl core::fmt::Display for Shown {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("no error"),
+        }
+    }
 }

@@ -20,6 +20,7 @@ pub fn print(b: &Bench<'_, '_>, s: &Summary) {
         let (p0, p1) = (s.counters[0][i], s.counters[1][i]);
         if p0 != 0 || p1 != 0 {
             crate::println!("  {:<32} port0 {:>10}  port1 {:>10}", name, p0, p1);
+            defmt::info!("{=str}: port0 {=u64} port1 {=u64}", name, p0, p1);
         }
     }
     let m = &s.sim;
