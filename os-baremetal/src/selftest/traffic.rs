@@ -186,7 +186,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         expected > 0 && counted == expected && mismatch == 0 && violations == 0,
         format_args!(
             "{counted} frames longer than their queue's buffer ({}/{} bytes) dropped as rx_multi_buffer \
-             ({expected} predicted, {mismatch} queues off); the model saw no write past a buffer",
+             ({expected} predicted, {mismatch} queues off); the model saw no device write outside a mapped page",
             buffer_bytes(2),
             buffer_bytes(3)
         ),
