@@ -13,7 +13,8 @@
 //! runs that vector's handler. The model reports its interrupts through
 //! `Card::take_interrupts`; the main loop raises each one with `int N`
 //! ([`crate::platform::idt::raise`]). The handler does what a NAPI driver's hard-IRQ handler does:
-//! it only marks the queue for polling; the main loop polls marked queues with a budget.
+//! it only marks the queue pair for polling; the main loop (`selftest::datapath::service`) polls
+//! marked pairs with `QueuePair::poll` and a budget.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -71,7 +72,8 @@ pub static MODEL_TIME_NS: AtomicU64 = AtomicU64::new(0);
 pub static STATS_LATCHES: AtomicU32 = AtomicU32::new(0);
 /// Whether the tick latches statistics (set once the ports are up).
 static LATCH_STATS: AtomicBool = AtomicBool::new(false);
-/// Housekeeping rounds owed to the main loop (work too large for the handler, e.g. TX reclaim).
+/// Housekeeping rounds owed to the main loop (work too large for the handler: TX reclaim of idle
+/// pairs, refill polls, the OS giving pages back).
 pub static HOUSEKEEPING_DUE: AtomicU32 = AtomicU32::new(0);
 /// Housekeeping rounds the main loop has run.
 pub static HOUSEKEEPING_RUN: AtomicU32 = AtomicU32::new(0);

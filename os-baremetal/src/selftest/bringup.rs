@@ -7,7 +7,7 @@ use super::{device_config, platform::wait_ticks, Bench, Runner, PFS};
 use crate::irq;
 use crate::time::TscDelay;
 
-pub fn run(r: &mut Runner, b: &mut Bench<'_>) {
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("bring-up (onic-core Device::init on the model)");
     let model = b.model;
     for (slot, &func) in b.devices.iter_mut().zip(PFS.iter()) {

@@ -1,18 +1,1024 @@
-//! Driver datapath checks: the place for what arrives with the core's RX/TX rings, page pool, RSS
-//! and XDP (issue #6's list), each as one or more named checks:
+//! The driver datapath as the image runs it: per PF, [`PAIRS`] queue pairs of `onic-core`
+//! (`QueuePair`: RX queue, TX queue, page pool), driven the way a small OS would drive them.
 //!
-//! - traffic across the wire with the core's rings: PF0 TX -> cable -> PF1 RX and back, many flows,
-//!   sizes 60 to 1518 and frames larger than one RX buffer (multi-buffer);
-//! - RSS spread checked against the core's software shell hash, and ethtool-style changes of the
-//!   indirection table and key in the middle of a run;
-//! - XDP programs that pass, drop, transmit and redirect, with the expected per-verdict counters;
-//! - the model's fault knobs against the datapath (page allocation failure on refill, completion
-//!   errors, stuck H2C writeback) and the page pool's accounting at the end (every page in the
-//!   pool, a ring slot, in flight or handed out).
+//! - **Storage.** The core allocates nothing. The RX and TX slot arrays come from the model heap
+//!   ([`Storage`]: one set per pair and a spare set for a pair rebuilt during the run, sized from
+//!   the ring sizes, allocated once before the pairs and freed after them); the pools' recycle
+//!   rings are statics ([`RINGS`], with a spare too), so that any context can give a page back
+//!   through a plain shared reference.
+//! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
+//!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
+//!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`).
+//! - **Housekeeping.** The timer tick advances the model clock and asks the main loop for a
+//!   housekeeping round: TX reclaim for pairs that were not polled since the last round (a pair
+//!   that only transmits is never polled), a poll for a pair whose RX ring the pool could not
+//!   fill (the poll refills it; no interrupt would ever come for an empty ring), and the OS
+//!   giving back the pages XDP_PASS handed it.
+//! - **The OS.** [`send`] is the OS transmit path: a frame in its own to-device page, queued with
+//!   `TxQueue::xmit_os`, waiting on flow control (a stopped queue wakes when a reclaim frees room).
+//!   [`Done`] is the `TxDone` that frees completed OS buffers and returns redirected pages to their
+//!   pool's recycle ring; both are counted per pair.
 //!
-//! Until then the `traffic` group exercises the model's receive path with a minimal ring reader
-//! (`probe`), and this group records nothing.
+//! What the pairs do with received frames is decided in [`super::xdp`]; what the tests expect of
+//! each frame is tracked by [`Tally`].
 
-use super::{Bench, Runner};
+use alloc::vec::Vec;
 
-pub fn run(_r: &mut Runner, _b: &mut Bench<'_>) {}
+use heapless::Vec as HVec;
+use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue_pair::QueuePair;
+use onic_core::rss::{IndirectionTable, ShellHasher};
+use onic_core::rx::{RxOptions, RxQueue};
+use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::{BufSizeIdx, QueueError, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+
+use super::frames::{self, MAX_BUILD};
+use super::xdp::{self, Program, Verdicts};
+use super::{Bench, SimDevice, SimDmaMem};
+use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
+use crate::platform::idt;
+use crate::time::{self, TscDelay};
+
+/// Queue pairs per PF.
+pub const PAIRS: usize = 4;
+/// Queue pairs in all.
+pub const TOTAL_PAIRS: usize = FUNCTIONS * PAIRS;
+/// NAPI budget: completions one poll may consume.
+pub const BUDGET: usize = 8;
+/// Ring-size index of the RX descriptor and completion rings (128 entries, 127 usable).
+pub const RX_RING: u8 = 2;
+/// Ring-size index of the TX rings (64 entries, 63 usable, at most 62 frames in flight).
+pub const TX_RING: u8 = 1;
+/// C2H buffer-size index per pair: 3520, 2048, 1024 and 512 bytes. Frames up to 1514 bytes fit
+/// one buffer of the first two; on the others the longer frames span several buffers, which the
+/// core drops and counts (`rx_multi_buffer`).
+pub const RX_BUFFERS: [u8; PAIRS] = [5, 4, 3, 2];
+/// Pages a pool keeps in its own cache.
+pub const POOL_CACHE: usize = 64;
+/// Pages a pool's slow path takes from the HAL at once.
+pub const POOL_BULK: usize = 32;
+/// Pages the OS can hold at once (XDP_PASS); beyond that it gives the oldest back at once.
+pub const OS_HOLD: usize = 256;
+/// Frames one phase of a test can track.
+pub const MAX_TRACKED: usize = 768;
+/// How long a helper waits for the datapath before it gives up.
+pub const WAIT_NS: u64 = 5_000_000_000;
+
+/// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`).
+/// The recycle rings of the pools: one per pair, and a spare for a pair rebuilt during the run.
+/// A ring's counters (pages pushed, refused, returned by the OS) live as long as the ring and are
+/// folded into the statistics of the pool that uses it, so a new pool always gets a ring no other
+/// pool used.
+pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }; TOTAL_PAIRS + 1];
+
+/// The recycle ring a page goes home through.
+pub type Home = &'static RecycleRing;
+
+/// The page pool of a pair.
+pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
+/// A queue pair.
+pub type Pair<'c, 's> = QueuePair<'s, SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>>;
+/// A TX queue of a pair.
+pub type Txq<'c, 's> = TxQueue<'s, SimDmaMem<'c>, DmaPage, Frame<'c>>;
+
+/// The buffer size of pair `q`'s RX queue in bytes.
+#[must_use]
+pub fn buffer_bytes(q: usize) -> u32 {
+    RX_BUFFERS
+        .get(q)
+        .and_then(|&i| BufSizeIdx::new(i).ok())
+        .map_or(0, BufSizeIdx::bytes)
+}
+
+/// A frame on a TX ring that is not an XDP_TX page of the pair's own pool.
+#[derive(Debug)]
+pub enum Frame<'c> {
+    /// An OS frame in its own page (mapped to-device), starting at offset 0.
+    Os {
+        /// The page.
+        page: DmaPage,
+        /// Frame length.
+        len: u16,
+        /// The memory it was mapped in.
+        dma: SimDmaMem<'c>,
+    },
+    /// A redirected frame in a page of another pair's pool (mapped bidirectional).
+    Remote {
+        /// The page.
+        page: DmaPage,
+        /// Offset of the frame in the page.
+        offset: u16,
+        /// Frame length.
+        len: u16,
+        /// The recycle ring of the pool that owns the page.
+        home: Home,
+        /// The memory it was mapped in.
+        dma: SimDmaMem<'c>,
+    },
+}
+
+impl Frame<'_> {
+    fn parts(&mut self) -> (&mut DmaPage, usize, &mut u16, SimDmaMem<'_>, Direction) {
+        match self {
+            Self::Os { page, len, dma } => (page, 0, len, *dma, Direction::ToDevice),
+            Self::Remote {
+                page,
+                offset,
+                len,
+                dma,
+                ..
+            } => (page, usize::from(*offset), len, *dma, Direction::Bidirectional),
+        }
+    }
+
+    /// The page, offset and length (for a redirected frame the target refused).
+    #[must_use]
+    pub fn into_parts(self) -> (DmaPage, u16, u16) {
+        match self {
+            Self::Os { page, len, .. } => (page, 0, len),
+            Self::Remote {
+                page, offset, len, ..
+            } => (page, offset, len),
+        }
+    }
+}
+
+impl TxFrame for Frame<'_> {
+    fn dma_addr(&self) -> DmaAddr {
+        match self {
+            Self::Os { page, .. } => page.dma_addr(),
+            Self::Remote { page, offset, .. } => DmaAddr::new(page.dma_addr().get() + u64::from(*offset)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Os { len, .. } | Self::Remote { len, .. } => usize::from(*len),
+        }
+    }
+
+    fn pad_to(&mut self, min_len: usize) -> bool {
+        let (page, start, len, dma, dir) = self.parts();
+        let old = usize::from(*len);
+        if start + min_len > PAGE_SIZE || min_len < old {
+            return false;
+        }
+        page.bytes_mut()[start + old..start + min_len].fill(0);
+        dma.sync_for_device(page, start + old, min_len - old, dir);
+        // CAST: min_len <= PAGE_SIZE (checked above).
+        *len = min_len as u16;
+        true
+    }
+}
+
+/// Gives a finished TX buffer back to its owner: an OS page is unmapped and freed, a redirected
+/// page goes back to its pool through the pool's recycle ring.
+fn free_frame(f: Frame<'_>, os_tx_live: &mut u32) {
+    match f {
+        Frame::Os { page, dma, .. } => {
+            dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+            *os_tx_live = os_tx_live.saturating_sub(1);
+        }
+        Frame::Remote {
+            page,
+            offset,
+            len,
+            home,
+            dma,
+        } => {
+            let dirty = (usize::from(offset) + usize::from(len))
+                .saturating_sub(onic_core::config::RX_HEADROOM as usize);
+            if let Err(page) = home.recycle(page, dirty) {
+                release_to_hal(&dma, Direction::Bidirectional, page);
+            }
+        }
+    }
+}
+
+/// Where a pair's completed TX buffers go; counts them on the pair's [`Book`].
+pub struct Done<'x> {
+    os_done: &'x mut u64,
+    remote_done: &'x mut u64,
+    os_tx_live: &'x mut u32,
+}
+
+impl<'x> Done<'x> {
+    /// Counts completed OS and redirected frames into the given counters.
+    pub fn new(os_done: &'x mut u64, remote_done: &'x mut u64, os_tx_live: &'x mut u32) -> Self {
+        Self {
+            os_done,
+            remote_done,
+            os_tx_live,
+        }
+    }
+}
+
+impl<'c> TxDone<Frame<'c>> for Done<'_> {
+    fn os_done(&mut self, f: Frame<'c>) {
+        *self.os_done += 1;
+        free_frame(f, self.os_tx_live);
+    }
+
+    fn remote_done(&mut self, f: Frame<'c>) {
+        *self.remote_done += 1;
+        free_frame(f, self.os_tx_live);
+    }
+}
+
+/// What the image counts per pair, beyond the core's own statistics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Book {
+    /// Polls.
+    pub polls: u64,
+    /// Polls that used the whole budget.
+    pub exhausted: u64,
+    /// Polls that asked to be polled again (`more`).
+    pub repolls: u64,
+    /// Housekeeping reclaims of the TX queue (the pair was idle since the last round).
+    pub hk_reclaims: u64,
+    /// Buffers those reclaims completed.
+    pub hk_completed: u64,
+    /// OS frames the TX queue completed.
+    pub tx_os_done: u64,
+    /// Redirected frames of other pairs the TX queue completed.
+    pub tx_remote_done: u64,
+    /// What the XDP programs decided.
+    pub verdicts: Verdicts,
+    /// The error a poll reported, if any (the pair is no longer polled).
+    pub error: Option<QueueError>,
+    /// Polls the housekeeping scheduled to refill a ring the pool could not fill.
+    pub refill_polls: u64,
+    /// The pair was torn down and built again.
+    pub rebuilt: bool,
+    /// Polled since the last housekeeping round.
+    polled: bool,
+}
+
+/// The pages and buffers the "OS" holds.
+pub struct Os {
+    /// Pages XDP_PASS handed over: (global index of the pair whose pool owns it, that pool's
+    /// recycle ring, frame length, page).
+    held: HVec<(u8, Home, u16, DmaPage), OS_HOLD>,
+    /// Keep the pages (a slow consumer) instead of giving them back every housekeeping round.
+    pub hold: bool,
+    /// Pages given back straight into the owning pool.
+    pub returned_direct: u64,
+    /// Pages given back through the owning pool's recycle ring.
+    pub returned_ring: u64,
+    /// Pages given back early because the OS was full.
+    pub overflow: u64,
+}
+
+impl Os {
+    const fn new() -> Self {
+        Self {
+            held: HVec::new(),
+            hold: false,
+            returned_direct: 0,
+            returned_ring: 0,
+            overflow: 0,
+        }
+    }
+
+    /// Pages held now.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Takes a page XDP_PASS handed over. A full OS gives its oldest page back through that
+    /// page's recycle ring (another context's way back) to make room.
+    pub fn take(&mut self, origin: u8, home: Home, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
+        if self.held.is_full() && !self.held.is_empty() {
+            let (_, h, l, p) = self.held.remove(0);
+            self.overflow += 1;
+            give_back_through_ring(h, l, p, dma);
+            self.returned_ring += 1;
+        }
+        if let Err((_, h, l, p)) = self.held.push((origin, home, len, page)) {
+            give_back_through_ring(h, l, p, dma);
+            self.returned_ring += 1;
+        }
+    }
+
+    /// Gives every held page back: alternately straight into the owning pool (the OS runs in the
+    /// pool's context) and through the pool's recycle ring (as from another context).
+    pub fn give_back(&mut self, pairs: &mut [HVec<Pair<'_, '_>, PAIRS>; FUNCTIONS], dma: SimDmaMem<'_>) {
+        let mut k = 0;
+        while let Some((origin, home, len, page)) = self.held.pop() {
+            let o = usize::from(origin);
+            let pool = pairs
+                .get_mut(o / PAIRS)
+                .and_then(|ps| ps.get_mut(o % PAIRS))
+                .map(|p| &mut p.pool);
+            match pool {
+                Some(pool) if k % 2 == 0 => {
+                    pool.return_from_os(page, usize::from(len));
+                    self.returned_direct += 1;
+                }
+                _ => {
+                    give_back_through_ring(home, len, page, dma);
+                    self.returned_ring += 1;
+                }
+            }
+            k += 1;
+        }
+    }
+}
+
+fn give_back_through_ring(home: Home, len: u16, page: DmaPage, dma: SimDmaMem<'_>) {
+    if let Err(page) = home.return_from_os(page, usize::from(len)) {
+        release_to_hal(&dma, Direction::Bidirectional, page);
+    }
+}
+
+/// A PF's RSS state as the driver holds it, with the software shell hash for that key: the queue
+/// every frame must arrive on.
+pub struct Steering {
+    /// The indirection table.
+    pub table: IndirectionTable,
+    /// The shell hash under the function's key.
+    pub hasher: ShellHasher,
+}
+
+impl Steering {
+    /// The state a function starts with (table entry `k` = `k % PAIRS`, the RTL's reset key), until
+    /// [`Steering::refresh`] reads a brought-up device's.
+    #[must_use]
+    pub fn initial() -> Self {
+        Self {
+            table: IndirectionTable::round_robin(PAIRS as u16),
+            hasher: ShellHasher::new(&onic_core::rss::RssKey::DEFAULT),
+        }
+    }
+
+    /// Follows a change of `dev`'s RSS state.
+    pub fn refresh(&mut self, dev: &SimDevice<'_>) {
+        self.table = *dev.rss().table();
+        self.hasher.rekey(dev.rss().key());
+    }
+
+    /// The queue the shell sends `frame` to.
+    #[must_use]
+    pub fn queue(&self, frame: &[u8]) -> u16 {
+        self.table.queue_for(self.hasher.hash_frame(frame).value)
+    }
+}
+
+/// What the tests expect of one frame they sent.
+#[derive(Clone, Copy, Debug)]
+struct Expect {
+    flow: u32,
+    len: u16,
+    /// The function that receives it first.
+    to: u8,
+    /// Its queue there, by the steering at send time.
+    queue: u16,
+    /// Whether it fits that queue's buffer (else: a counted multi-buffer drop).
+    fits: bool,
+    seen: bool,
+    seen_back: bool,
+}
+
+/// What the receive side saw of the frames a phase sent. Every frame reaches the tap before the
+/// XDP program runs; a frame seen with its MAC addresses swapped is one an XDP program sent back
+/// out (XDP_TX or redirect) that came in again over the cable.
+pub struct Tally {
+    expected: HVec<Expect, MAX_TRACKED>,
+    /// Frames received on their first arrival.
+    pub received: u32,
+    /// Frames received again after an XDP program sent them back out.
+    pub returned: u32,
+    /// Frames on another queue (or function) than the shell hash and table give.
+    pub misrouted: u32,
+    /// Frames whose bytes differ from what was sent.
+    pub corrupt: u32,
+    /// Frames the phase did not send.
+    pub unknown: u32,
+    /// Frames seen twice.
+    pub duplicate: u32,
+    /// First arrivals per function and queue.
+    pub per_queue: [[u32; PAIRS]; FUNCTIONS],
+    /// Returned frames per function.
+    pub returned_to: [u32; FUNCTIONS],
+}
+
+impl Tally {
+    const fn new() -> Self {
+        Self {
+            expected: HVec::new(),
+            received: 0,
+            returned: 0,
+            misrouted: 0,
+            corrupt: 0,
+            unknown: 0,
+            duplicate: 0,
+            per_queue: [[0; PAIRS]; FUNCTIONS],
+            returned_to: [0; FUNCTIONS],
+        }
+    }
+
+    /// Starts a new phase.
+    pub fn reset(&mut self) {
+        *self = Self::new();
+    }
+
+    /// Frames sent in this phase.
+    #[must_use]
+    pub fn sent(&self) -> u32 {
+        self.expected.len() as u32
+    }
+
+    /// Frames sent that fit their queue's buffer and have not arrived yet.
+    #[must_use]
+    pub fn outstanding(&self) -> u32 {
+        self.expected.iter().filter(|x| x.fits && !x.seen).count() as u32
+    }
+
+    /// Frames sent that fit their queue's buffer.
+    #[must_use]
+    pub fn deliverable(&self) -> u32 {
+        self.expected.iter().filter(|x| x.fits).count() as u32
+    }
+
+    /// Frames expected to be dropped as larger than the buffer of queue `q` of `func`.
+    #[must_use]
+    pub fn oversize_for(&self, func: u8, q: usize) -> u32 {
+        self.expected
+            .iter()
+            .filter(|x| !x.fits && x.to == func && usize::from(x.queue) == q)
+            .count() as u32
+    }
+
+    /// Records the next frame of the phase (flow `flow`, `len` bytes, first received by `to`
+    /// under `steer`), builds it into `buf` and returns its length; `None` when the phase is full.
+    pub fn add(
+        &mut self,
+        flow: u32,
+        len: usize,
+        to: u8,
+        steer: &Steering,
+        buf: &mut [u8; MAX_BUILD],
+    ) -> Option<usize> {
+        if self.expected.is_full() {
+            return None;
+        }
+        let id = self.expected.len() as u32;
+        let frame = frames::build(&frames::flow(flow), len, id, buf);
+        let queue = steer.queue(frame);
+        let x = Expect {
+            flow,
+            len: frame.len() as u16,
+            to,
+            queue,
+            fits: frame.len() as u32 <= buffer_bytes(usize::from(queue)),
+            seen: false,
+            seen_back: false,
+        };
+        let n = frame.len();
+        self.expected.push(x).ok()?;
+        Some(n)
+    }
+
+    /// The tap: one frame received by queue `qid` of `func`, whose steering is `steer`.
+    pub fn on_frame(&mut self, func: u8, qid: u16, steer: &Steering, data: &[u8]) {
+        let back = frames::is_swapped(data);
+        let Some(id) = frames::id_of(data) else {
+            self.unknown += 1;
+            return;
+        };
+        let Some(x) = self.expected.get_mut(id as usize) else {
+            self.unknown += 1;
+            return;
+        };
+        let flag = if back { &mut x.seen_back } else { &mut x.seen };
+        if *flag {
+            self.duplicate += 1;
+            return;
+        }
+        *flag = true;
+        let x = *x;
+        if back {
+            self.returned += 1;
+            if let Some(c) = self.returned_to.get_mut(usize::from(func)) {
+                *c += 1;
+            }
+        } else {
+            self.received += 1;
+            if let Some(c) = self
+                .per_queue
+                .get_mut(usize::from(func))
+                .and_then(|r| r.get_mut(usize::from(qid)))
+            {
+                *c += 1;
+            }
+            if x.to != func || x.queue != qid {
+                self.misrouted += 1;
+            }
+        }
+        if steer.queue(data) != qid {
+            self.misrouted += 1;
+        }
+        let mut want = [0u8; MAX_BUILD];
+        let n = frames::build(&frames::flow(x.flow), usize::from(x.len), id, &mut want).len();
+        if back {
+            frames::swap_macs(&mut want[..n]);
+        }
+        if want[..n] != *data {
+            self.corrupt += 1;
+        }
+    }
+}
+
+/// Frames that left each port (the model's egress capture), and how many of them an XDP program
+/// had sent back out (MAC addresses swapped).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WireLog {
+    /// Frames out, per port.
+    pub out: [u64; FUNCTIONS],
+    /// Of those, frames with swapped MAC addresses.
+    pub swapped: [u64; FUNCTIONS],
+}
+
+/// The slot arrays of one pair.
+pub type Slots<'c, 's> = (&'s mut [Option<DmaPage>], &'s mut [TxSlot<DmaPage, Frame<'c>>]);
+
+/// The datapath state the groups share.
+pub struct Datapath<'c, 's> {
+    /// Each PF's queue pairs (index = queue id = MSI-X vector).
+    pub pairs: [HVec<Pair<'c, 's>, PAIRS>; FUNCTIONS],
+    /// The image's own counters per pair.
+    pub books: [[Book; PAIRS]; FUNCTIONS],
+    /// The XDP program each PF runs.
+    pub programs: [Program; FUNCTIONS],
+    /// The OS side.
+    pub os: Os,
+    /// Expectations of the phase running.
+    pub tally: Tally,
+    /// Each PF's RSS state as the driver holds it.
+    pub steer: [Steering; FUNCTIONS],
+    /// Egress capture.
+    pub wire: WireLog,
+    /// OS TX buffers allocated and not yet completed.
+    pub os_tx_live: u32,
+    /// Interrupts the model raised, per function and MSI-X vector.
+    pub raised: [[u32; MSIX_VECTORS]; FUNCTIONS],
+    /// Interrupts for vectors the image does not route.
+    pub unrouted: u32,
+    /// Housekeeping rounds run.
+    pub hk_rounds: u64,
+    /// Slot arrays for a pair rebuilt during the run.
+    pub spare: Option<Slots<'c, 's>>,
+    /// The recycle ring of each pair's pool, by global pair index.
+    pub homes: [Home; TOTAL_PAIRS],
+    dma: SimDmaMem<'c>,
+}
+
+impl<'c, 's> Datapath<'c, 's> {
+    /// No pairs yet; `steer` is the PFs' RSS state after bring-up.
+    pub fn new(dma: SimDmaMem<'c>, steer: [Steering; FUNCTIONS]) -> Self {
+        Self {
+            pairs: [HVec::new(), HVec::new()],
+            books: [[Book::default(); PAIRS]; FUNCTIONS],
+            programs: [Program::Drop, Program::Pass],
+            os: Os::new(),
+            tally: Tally::new(),
+            steer,
+            wire: WireLog::default(),
+            os_tx_live: 0,
+            raised: [[0; MSIX_VECTORS]; FUNCTIONS],
+            unrouted: 0,
+            hk_rounds: 0,
+            spare: None,
+            homes: core::array::from_fn(|i| &RINGS[i]),
+            dma,
+        }
+    }
+
+    /// Whether both PFs have all their pairs.
+    #[must_use]
+    pub fn ready(&self) -> bool {
+        self.pairs.iter().all(|p| p.len() == PAIRS)
+    }
+
+    /// Every pair with its function and queue.
+    pub fn each(&self) -> impl Iterator<Item = (u8, usize, &Pair<'c, 's>)> + '_ {
+        self.pairs
+            .iter()
+            .enumerate()
+            .flat_map(|(f, ps)| ps.iter().enumerate().map(move |(q, p)| (f as u8, q, p)))
+    }
+
+    /// TX buffers in flight on any pair.
+    #[must_use]
+    pub fn tx_in_flight(&self) -> u32 {
+        self.each().map(|(_, _, p)| u32::from(p.tx.in_flight())).sum()
+    }
+}
+
+/// Slot storage for every pair, from the model heap.
+pub struct Storage<'c> {
+    rx: Vec<Vec<Option<DmaPage>>>,
+    tx: Vec<Vec<TxSlot<DmaPage, Frame<'c>>>>,
+}
+
+impl<'c> Storage<'c> {
+    /// One RX slot array and one TX slot array per pair, as long as the rings' usable entries,
+    /// and a spare set for a pair rebuilt during the run.
+    #[must_use]
+    pub fn new() -> Self {
+        let rx_slots = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
+        let tx_slots = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
+        Self {
+            rx: (0..=TOTAL_PAIRS)
+                .map(|_| (0..rx_slots).map(|_| None).collect())
+                .collect(),
+            tx: (0..=TOTAL_PAIRS)
+                .map(|_| (0..tx_slots).map(|_| TxSlot::new()).collect())
+                .collect(),
+        }
+    }
+
+    /// The slot arrays of each pair, in global pair order, then the spare set.
+    pub fn split(
+        &mut self,
+    ) -> impl Iterator<Item = (&mut [Option<DmaPage>], &mut [TxSlot<DmaPage, Frame<'c>>])> {
+        self.rx
+            .iter_mut()
+            .zip(self.tx.iter_mut())
+            .map(|(r, t)| (r.as_mut_slice(), t.as_mut_slice()))
+    }
+}
+
+/// Builds pair `q` of `dev` over the given slots and its recycle ring, and starts it through the
+/// device (TX context, then RX context with the ring filled from the pool).
+///
+/// # Errors
+///
+/// What `RxQueue::new`, `TxQueue::new` or `QueuePair::start` report; the queues built so far
+/// are released.
+pub fn build_pair<'c, 's>(
+    dev: &SimDevice<'c>,
+    dma: SimDmaMem<'c>,
+    q: u16,
+    rx_slots: &'s mut [Option<DmaPage>],
+    tx_slots: &'s mut [TxSlot<DmaPage, Frame<'c>>],
+    ring: &'s RecycleRing,
+) -> onic_core::Result<Pair<'c, 's>> {
+    let ring_rx = RingSizeIdx::new(RX_RING)?;
+    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
+    let rxc = RxQueueConfig {
+        buf,
+        desc_ring: ring_rx,
+        cmpt_ring: ring_rx,
+        ..RxQueueConfig::new(q)
+    };
+    let txc = TxQueueConfig {
+        ring: RingSizeIdx::new(TX_RING)?,
+        ..TxQueueConfig::new(q)
+    };
+    let pool = PagePool::new(
+        dma,
+        PoolConfig {
+            bulk: POOL_BULK,
+            ..PoolConfig::rx(Direction::Bidirectional, buf.bytes())
+        },
+        Some(ring),
+    );
+    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), rx_slots)?;
+    let tx = TxQueue::new(dma, txc, tx_slots)?;
+    let mut pair = QueuePair::new(rx, tx, pool);
+    match pair.start(dev, &mut TscDelay) {
+        Ok(()) => Ok(pair),
+        Err(e) => {
+            let (mut os_done, mut remote_done, mut os_tx_live) = (0, 0, 0);
+            let mut done = Done {
+                os_done: &mut os_done,
+                remote_done: &mut remote_done,
+                os_tx_live: &mut os_tx_live,
+            };
+            let _ = pair.teardown(dev, &mut TscDelay, &mut done);
+            Err(e)
+        }
+    }
+}
+
+/// One round of the main loop: the tick's housekeeping if due, one step of the model, its
+/// interrupts raised on their vectors, and a poll of every pair their handlers marked. Returns
+/// whether anything happened.
+pub fn service(b: &mut Bench<'_, '_>) -> bool {
+    if irq::take_housekeeping() > 0 {
+        housekeeping(b);
+    }
+    let (progress, interrupts, egress) = b.model.with(|c| {
+        (
+            c.step(),
+            c.take_interrupts(),
+            [c.take_egress(0), c.take_egress(1)],
+        )
+    });
+    for (port, frames) in egress.iter().enumerate() {
+        for f in frames {
+            b.dp.wire.out[port] += 1;
+            if frames::is_swapped(f) {
+                b.dp.wire.swapped[port] += 1;
+            }
+        }
+    }
+    for i in &interrupts {
+        match irq::queue_vector(i.func, i.vector) {
+            Some(v) => {
+                if let Some(c) =
+                    b.dp.raised
+                        .get_mut(usize::from(i.func))
+                        .and_then(|r| r.get_mut(usize::from(i.vector)))
+                {
+                    *c += 1;
+                }
+                idt::raise(v);
+            }
+            None => b.dp.unrouted += 1,
+        }
+    }
+    let mut polled = false;
+    for f in 0..FUNCTIONS {
+        let mut bits = irq::take_napi(f);
+        while bits != 0 {
+            let msix = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            polled |= poll(b, f, msix);
+        }
+    }
+    progress || polled || !interrupts.is_empty()
+}
+
+/// Polls pair `q` of PF `f` once (NAPI), with the PF's XDP program deciding each frame; the
+/// pair stays scheduled while the poll reports `more`. Returns whether it polled.
+fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
+    let (Some(dev), Some(peer)) = (
+        b.devices.get(f).and_then(Option::as_ref),
+        b.devices.get(1 - f).and_then(Option::as_ref),
+    ) else {
+        return false;
+    };
+    let db = dev.doorbells();
+    let peer_db = peer.doorbells();
+    let dp = &mut b.dp;
+    let program = dp.programs[f];
+    let dma = dp.dma;
+    let [p0, p1] = &mut dp.pairs;
+    let (mine, other) = if f == 0 { (p0, p1) } else { (p1, p0) };
+    let (Some(pair), Some(book)) = (mine.get_mut(q), dp.books[f].get_mut(q)) else {
+        return false;
+    };
+    if book.error.is_some() {
+        return false;
+    }
+    let Book {
+        verdicts,
+        tx_os_done,
+        tx_remote_done,
+        ..
+    } = &mut *book;
+    let steer = &dp.steer[f];
+    let tally = &mut dp.tally;
+    let (func, qid) = (f as u8, q as u16);
+    let mut tap = |data: &[u8]| tally.on_frame(func, qid, steer, data);
+    let mut sink = xdp::Dispatch {
+        program,
+        origin: (f * PAIRS + q) as u8,
+        home: dp.homes[f * PAIRS + q],
+        tap: &mut tap,
+        os: &mut dp.os,
+        redirect: other.get_mut(q).map(|p| xdp::Redirect {
+            tx: &mut p.tx,
+            db: &peer_db,
+        }),
+        verdicts,
+        dma,
+    };
+    let mut done = Done {
+        os_done: tx_os_done,
+        remote_done: tx_remote_done,
+        os_tx_live: &mut dp.os_tx_live,
+    };
+    let out = pair.poll(BUDGET, &db, &mut sink, &mut done);
+    // The redirect target's batch ends with this poll: publish it on its own function.
+    if let Some(r) = sink.redirect {
+        r.tx.flush(r.db);
+    }
+    book.polls += 1;
+    book.polled = true;
+    if out.rx.done >= BUDGET {
+        book.exhausted += 1;
+    }
+    if let Some(e) = out.rx.error {
+        book.error = Some(e);
+    } else if out.rx.more {
+        book.repolls += 1;
+        irq::reschedule_napi(f, q);
+    }
+    true
+}
+
+/// The tick's deferred work (see the module docs).
+fn housekeeping(b: &mut Bench<'_, '_>) {
+    let dp = &mut b.dp;
+    dp.hk_rounds += 1;
+    for (f, pairs) in dp.pairs.iter_mut().enumerate() {
+        for (q, pair) in pairs.iter_mut().enumerate() {
+            let book = &mut dp.books[f][q];
+            let idle = !core::mem::take(&mut book.polled);
+            if idle && pair.tx.in_flight() > 0 {
+                let mut done = Done {
+                    os_done: &mut book.tx_os_done,
+                    remote_done: &mut book.tx_remote_done,
+                    os_tx_live: &mut dp.os_tx_live,
+                };
+                let r = pair.tx.reclaim(&mut pair.pool, &mut done);
+                book.hk_reclaims += 1;
+                book.hk_completed += u64::from(r.completed);
+            }
+            if book.error.is_none() && pair.rx.posted() < pair.rx.options().refill_batch {
+                book.refill_polls += 1;
+                irq::reschedule_napi(f, q);
+            }
+        }
+    }
+    if !dp.os.hold {
+        dp.os.give_back(&mut dp.pairs, dp.dma);
+    }
+}
+
+/// Runs the main loop until `done` holds or `timeout_ns` passes, halting while idle. Returns
+/// whether `done` held.
+pub fn run_until(b: &mut Bench<'_, '_>, timeout_ns: u64, done: impl Fn(&Bench<'_, '_>) -> bool) -> bool {
+    let deadline = time::nanos_since_boot() + timeout_ns;
+    loop {
+        let busy = service(b);
+        if done(b) {
+            return true;
+        }
+        if time::nanos_since_boot() > deadline {
+            return false;
+        }
+        if !busy {
+            crate::platform::disable_interrupts();
+            if irq::napi_pending() {
+                crate::platform::enable_interrupts();
+            } else {
+                crate::platform::enable_interrupts_and_halt();
+            }
+        }
+    }
+}
+
+/// Runs the main loop for `ns` nanoseconds.
+pub fn run_for(b: &mut Bench<'_, '_>, ns: u64) {
+    run_until(b, ns, |_| false);
+}
+
+/// Runs the main loop until every frame of the phase that fits its buffer arrived and every TX
+/// buffer is back; returns whether that happened in time.
+pub fn settle(b: &mut Bench<'_, '_>) -> bool {
+    run_until(b, WAIT_NS, |b| {
+        b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && !irq::napi_pending()
+    })
+}
+
+/// Why [`send`] did not queue a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendError {
+    /// No such pair or function.
+    NoQueue,
+    /// The queue stayed stopped (no reclaim woke it in time).
+    Stopped,
+    /// No page for the OS buffer.
+    NoPage,
+    /// The core refused the frame (it was freed).
+    Refused,
+}
+
+/// An OS TX buffer holding `data`: its own page, mapped to-device and synced.
+pub fn os_frame<'c>(dma: SimDmaMem<'c>, data: &[u8]) -> Option<Frame<'c>> {
+    let len = u16::try_from(data.len())
+        .ok()
+        .filter(|&l| usize::from(l) <= PAGE_SIZE)?;
+    let mem = dma.alloc_page().ok()?;
+    let mut page = match dma.map_page(mem, Direction::ToDevice) {
+        Ok(p) => p,
+        Err((mem, _)) => {
+            dma.free_page(mem);
+            return None;
+        }
+    };
+    page.bytes_mut()[..data.len()].copy_from_slice(data);
+    dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
+    Some(Frame::Os { page, len, dma })
+}
+
+/// The OS transmits `data` on pair `q` of PF `f` with `TxQueue::xmit_os` (`more`: more frames of
+/// the batch follow). A stopped queue is waited for: the main loop runs until a reclaim wakes it.
+///
+/// # Errors
+///
+/// [`SendError`]; a refused frame's buffer is freed.
+pub fn send(b: &mut Bench<'_, '_>, f: usize, q: usize, data: &[u8], more: bool) -> Result<(), SendError> {
+    let stopped = |b: &Bench<'_, '_>| {
+        b.dp.pairs
+            .get(f)
+            .and_then(|p| p.get(q))
+            .map(|p| p.tx.is_stopped())
+    };
+    match stopped(b) {
+        None => return Err(SendError::NoQueue),
+        Some(true) => {
+            if !run_until(b, WAIT_NS, |b| stopped(b) == Some(false)) {
+                return Err(SendError::Stopped);
+            }
+        }
+        Some(false) => {}
+    }
+    let frame = os_frame(b.dp.dma, data).ok_or(SendError::NoPage)?;
+    b.dp.os_tx_live += 1;
+    let Some(dev) = b.devices.get(f).and_then(Option::as_ref) else {
+        free_frame(frame, &mut b.dp.os_tx_live);
+        return Err(SendError::NoQueue);
+    };
+    let db = dev.doorbells();
+    let Some(pair) = b.dp.pairs.get_mut(f).and_then(|p| p.get_mut(q)) else {
+        free_frame(frame, &mut b.dp.os_tx_live);
+        return Err(SendError::NoQueue);
+    };
+    match pair.tx.xmit_os(&db, frame, more) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            free_frame(e.into_inner(), &mut b.dp.os_tx_live);
+            Err(SendError::Refused)
+        }
+    }
+}
+
+/// Frees an OS frame that was never queued.
+pub fn free_os_frame(b: &mut Bench<'_, '_>, frame: Frame<'_>) {
+    free_frame(frame, &mut b.dp.os_tx_live);
+}
+
+/// Publishes whatever pair `q` of PF `f` has queued (the end of an xmit-more batch).
+pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
+    let (Some(dev), Some(pair)) = (
+        b.devices.get(f).and_then(Option::as_ref),
+        b.dp.pairs.get_mut(f).and_then(|p| p.get_mut(q)),
+    ) else {
+        return;
+    };
+    pair.tx.flush(&dev.doorbells());
+}
+
+/// Builds the next frame of the phase (flow `flow`, `len` bytes), sends it from pair `q` of PF
+/// `from` and records what the other PF should see.
+///
+/// # Errors
+///
+/// As [`send`]; [`SendError::NoQueue`] when the phase cannot track more frames.
+pub fn send_tracked(
+    b: &mut Bench<'_, '_>,
+    from: usize,
+    q: usize,
+    flow: u32,
+    len: usize,
+    more: bool,
+) -> Result<(), SendError> {
+    let to = 1 - from;
+    let mut buf = [0u8; MAX_BUILD];
+    let n =
+        b.dp.tally
+            .add(flow, len, to as u8, &b.dp.steer[to], &mut buf)
+            .ok_or(SendError::NoQueue)?;
+    send(b, from, q, &buf[..n], more)
+}
+
+/// Injects the next frame of the phase at `port` from outside (the far end of the wire) and
+/// records what PF `port` should see.
+pub fn inject_tracked(b: &mut Bench<'_, '_>, port: u8, flow: u32, len: usize) -> bool {
+    let mut buf = [0u8; MAX_BUILD];
+    let Some(n) =
+        b.dp.tally
+            .add(flow, len, port, &b.dp.steer[usize::from(port)], &mut buf)
+    else {
+        return false;
+    };
+    b.model.with(|c| c.inject(port, &buf[..n]));
+    true
+}
+
+/// A flow (not a non-IP one) that PF `func`'s current steering sends to queue `q`.
+#[must_use]
+pub fn flow_for_queue(steer: &Steering, q: usize, skip: u32) -> Option<u32> {
+    let mut buf = [0u8; MAX_BUILD];
+    (skip..skip + 4000).find(|&i| {
+        let f = frames::flow(i);
+        f.kind != frames::Kind::NonIp && usize::from(steer.queue(frames::build(&f, 60, 0, &mut buf))) == q
+    })
+}

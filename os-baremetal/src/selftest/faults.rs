@@ -1,117 +1,520 @@
-//! The model's fault knobs, seen through the image's HAL backend and the receive path.
+//! The model's fault knobs against the driver's datapath: what each costs, which counter says so,
+//! and that nothing is lost, leaked or touched out of bounds.
 
+use heapless::Vec as HVec;
 use onic_core::stats::read_hw_counters;
-use onic_hal::{DmaError, DmaMemory};
+use onic_core::tx::TxError;
+use onic_core::QueueError;
 use onic_sim::Corruption;
 
-use super::traffic::{counter, flow_for_queue, inject, run_until, Steering, Tally};
+use super::datapath::{
+    self, build_pair, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Done, Frame, PAIRS,
+    RINGS, TOTAL_PAIRS, WAIT_NS,
+};
+use super::traffic::{counter, rx_stats};
+use super::verdicts::census_holds;
+use super::xdp::Program;
 use super::{Bench, Runner};
 
-/// How long a fault check waits for its frames.
-const WAIT_NS: u64 = 1_000_000_000;
+/// Frames of the stuck-writeback test (more than a TX ring holds).
+const STALL_FRAMES: u32 = 100;
+/// Frames of the XDP_TX-on-a-full-ring test.
+const XDP_FULL_FRAMES: u32 = 70;
 
-pub fn run(r: &mut Runner, b: &mut Bench<'_>) {
-    r.group("fault knobs of the model");
-    page_alloc(r, b);
-    if b.devices.iter().any(Option::is_none) || b.rx.len() == 0 {
-        r.skipped("fault-traffic", "queues or functions missing");
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    r.group("faults (the model's knobs against the datapath)");
+    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
+        r.skipped("faults", "queue pairs or functions missing");
         return;
     }
-    let shell = b.model.shell();
-    let steer = [Steering::read(&shell, 0), Steering::read(&shell, 1)];
-    completion(r, b, &steer, Corruption::ErrBit, "fault-completion-error");
-    completion(r, b, &steer, Corruption::LengthZero, "fault-completion-length");
+    page_alloc(r, b);
+    completion(r, b, Corruption::ErrBit, "fault-completion-error");
+    completion(r, b, Corruption::LengthZero, "fault-completion-length");
+    h2c_stall(r, b);
+    xdp_tx_full(r, b);
+    wire(r, b);
+    // Last: it leaves one RX queue stopped, which `rebuild` then replaces.
+    pidx_jump(r, b);
+    rebuild(r, b);
+}
 
-    // Frames lost on the wire never arrive.
+/// The received frames of PF1 queue `q` plus its drops.
+fn seen(b: &Bench<'_, '_>, q: usize) -> u64 {
+    b.dp.pairs[1]
+        .get(q)
+        .map_or(0, |p| p.rx.stats().rx_packets + p.rx.stats().rx_dropped())
+}
+
+/// Replacement pages that cannot be had: the OS keeps every page (a slow consumer), so the pool's
+/// cache and ring run dry and each replacement comes from the HAL, where the model refuses the
+/// next two allocations. Those two frames are dropped and their pages stay in their slots; the
+/// ring keeps every buffer and traffic goes on.
+fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let q = 0;
+    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
+        r.check(
+            "fault-page-alloc",
+            false,
+            format_args!("no flow reaches PF1 queue {q}"),
+        );
+        return;
+    };
+    b.dp.programs = [Program::Drop, Program::Pass];
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    b.dp.os.hold = true;
+    b.dp.tally.reset();
+    let (available, ring_pages, before) = match b.dp.pairs[1].get(q) {
+        Some(p) => (p.pool.available() as u32, p.rx.pages_in_ring(), *p.rx.stats()),
+        None => return,
+    };
+    let pool_before = b.dp.pairs[1][q].pool.stats();
+    let failures_before = b.model.with(|c| c.dma_stats().page_alloc_failures);
+    b.model.with(|c| c.faults().fail_next_page_allocs(2));
+    let n = available + 8;
+    let seen_before = seen(b, q);
+    let mut sent = 0;
+    while sent < n {
+        let chunk = (n - sent).min(32);
+        for _ in 0..chunk {
+            inject_tracked(b, 1, flow, 200);
+        }
+        sent += chunk;
+        let target = seen_before + u64::from(sent);
+        run_until(b, WAIT_NS, |b| seen(b, q) >= target);
+    }
+    b.model.with(|c| c.faults().clear());
+    let p = &b.dp.pairs[1][q];
+    let s = *p.rx.stats();
+    let pool = p.pool.stats();
+    let census = census_holds(b);
+    let ring_kept = p.rx.pages_in_ring() == ring_pages;
+    let held = b.dp.os.held();
+    let failures = b.model.with(|c| c.dma_stats().page_alloc_failures) - failures_before;
+    b.dp.os.hold = false;
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    let no_page = s.rx_no_page - before.rx_no_page;
+    let delivered = s.rx_packets - before.rx_packets;
+    r.check(
+        "fault-page-alloc",
+        no_page == 2
+            && failures == 2
+            && pool.hal_alloc_failures - pool_before.hal_alloc_failures == 2
+            && delivered == u64::from(n) - 2
+            && held as u64 == delivered
+            && ring_kept
+            && census
+            && b.dp.tally.corrupt == 0,
+        format_args!(
+            "fail_next_page_allocs(2) once the pool ({available} pages) ran dry: {no_page} frames dropped \
+             as rx_no_page, {delivered}/{n} delivered, the ring kept its {ring_pages} pages, census exact"
+        ),
+    );
+}
+
+/// A corrupted completion is a counted drop; the next frame arrives intact.
+fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'static str) {
+    let q = 1;
+    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
+        r.check(name, false, format_args!("no flow reaches PF1 queue {q}"));
+        return;
+    };
+    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.tally.reset();
+    let before = rx_stats(b)[1][q];
+    b.model.with(|c| c.faults().corrupt_next_completions(1, how));
+    inject_tracked(b, 1, flow, 100);
+    inject_tracked(b, 1, flow, 100);
+    let target = before.rx_packets + before.rx_dropped() + 2;
+    let done = run_until(b, WAIT_NS, |b| b.dp.tally.received == 1 && seen(b, q) >= target);
+    b.model.with(|c| c.faults().clear());
+    let after = rx_stats(b)[1][q];
+    let (errors, lengths) = (
+        after.rx_cmpt_errors - before.rx_cmpt_errors,
+        after.rx_bad_length - before.rx_bad_length,
+    );
+    let counted = match how {
+        Corruption::ErrBit => errors == 1 && lengths == 0,
+        _ => lengths == 1 && errors == 0,
+    };
+    r.check(
+        name,
+        done && counted && b.dp.tally.corrupt == 0 && census_holds(b),
+        format_args!(
+            "corrupt_next_completions(1, {how:?}): PF1 queue {q} counted rx_cmpt_errors +{errors}, \
+             rx_bad_length +{lengths}; the next frame arrived intact"
+        ),
+    );
+}
+
+/// The H2C status writeback is withheld: the device still sends, but the driver cannot know, so
+/// the TX ring fills, the queue stops and the OS keeps the rest of its frames. Once the
+/// writeback comes, a reclaim wakes the queue, the OS sends the rest, and every frame arrives.
+fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let q = 1;
+    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.tally.reset();
+    let tx_before = match b.dp.pairs[0].get(q) {
+        Some(p) => *p.tx.stats(),
+        None => return,
+    };
+    let done_before = b.dp.books[0][q].tx_os_done;
+    let wire_before = b.dp.wire.out[0];
+    b.model.with(|c| c.faults().stall_h2c_writeback(true));
+    let mut backlog: HVec<Frame<'_>, { STALL_FRAMES as usize }> = HVec::new();
+    let mut queued = 0;
+    for i in 0..STALL_FRAMES {
+        let mut buf = [0u8; super::frames::MAX_BUILD];
+        let len = 60 + (i as usize * 29) % 450;
+        let Some(n) = b.dp.tally.add(i * 11, len, 1, &b.dp.steer[1], &mut buf) else {
+            break;
+        };
+        let Some(frame) = os_frame(b.model.dma(), &buf[..n]) else {
+            break;
+        };
+        b.dp.os_tx_live += 1;
+        let refused = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
+            (Some(dev), Some(p)) if backlog.is_empty() => p.tx.xmit_os(&dev.doorbells(), frame, true).err(),
+            _ => Some(TxError::Full(frame)),
+        };
+        match refused {
+            None => queued += 1,
+            // The OS keeps what the stopped queue refused (its qdisc).
+            Some(e) => {
+                let _ = backlog.push(e.into_inner());
+            }
+        }
+    }
+    datapath::flush(b, 0, q);
+    // The device sends what was queued, but no writeback tells the driver: the frames arrive,
+    // and the housekeeping rounds that follow reclaim nothing.
+    let rounds = b.dp.hk_rounds + 3;
+    run_until(b, WAIT_NS, |b| {
+        b.dp.tally.received == 62 && b.dp.hk_rounds >= rounds
+    });
+    let (stopped, in_flight) = b.dp.pairs[0]
+        .get(q)
+        .map_or((false, 0), |p| (p.tx.is_stopped(), p.tx.in_flight()));
+    let sent_while_stuck = b.dp.wire.out[0] - wire_before;
+    let arrived_while_stuck = b.dp.tally.received;
+    let held_back = backlog.len();
+    b.model.with(|c| c.faults().stall_h2c_writeback(false));
+    let woke = run_until(b, WAIT_NS, |b| {
+        b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
+    });
+    let mut resent = 0;
+    let total_backlog = backlog.len();
+    for (i, frame) in backlog.into_iter().enumerate() {
+        let more = i + 1 < total_backlog;
+        // A queue that stops again is waited for (the tick's reclaim wakes it).
+        if b.dp.pairs[0].get(q).is_some_and(|p| p.tx.is_stopped()) {
+            datapath::flush(b, 0, q);
+            run_until(b, WAIT_NS, |b| {
+                b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
+            });
+        }
+        let res = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
+            (Some(dev), Some(p)) => {
+                p.tx.xmit_os(&dev.doorbells(), frame, more)
+                    .map_err(TxError::into_inner)
+            }
+            _ => Err(frame),
+        };
+        match res {
+            Ok(()) => resent += 1,
+            Err(frame) => datapath::free_os_frame(b, frame),
+        }
+    }
+    datapath::flush(b, 0, q);
+    let settled = datapath::settle(b);
+    let tx = b.dp.pairs[0].get(q).map_or(tx_before, |p| *p.tx.stats());
+    let completed = b.dp.books[0][q].tx_os_done - done_before;
+    let t = &b.dp.tally;
+    r.check(
+        "fault-h2c-writeback-stall",
+        queued == 62
+            && stopped
+            && in_flight == 62
+            && sent_while_stuck == 62
+            && arrived_while_stuck == 62
+            && held_back == (STALL_FRAMES - 62) as usize
+            && woke
+            && resent == held_back
+            && settled
+            && t.received == STALL_FRAMES
+            && t.corrupt == 0
+            && completed == u64::from(STALL_FRAMES)
+            && tx.stops > tx_before.stops
+            && tx.wakes > tx_before.wakes
+            && b.dp.os_tx_live == 0,
+        format_args!(
+            "stall_h2c_writeback: {queued} queued, then the ring was full and the queue stopped ({in_flight} \
+             in flight; {sent_while_stuck} sent and {arrived_while_stuck} received meanwhile); released, a \
+             reclaim woke it, the OS sent its {held_back} held frames: {}/{STALL_FRAMES} arrived, {completed} \
+             completed, stops +{} wakes +{}",
+            t.received,
+            tx.stops - tx_before.stops,
+            tx.wakes - tx_before.wakes
+        ),
+    );
+}
+
+/// XDP_TX onto a TX ring the device does not report progress on: once the ring is full, the
+/// frames are counted as rx_xdp_tx_errors and their pages recycled, not leaked.
+fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let q = 2;
+    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
+        r.check(
+            "xdp-tx-ring-full",
+            false,
+            format_args!("no flow reaches PF1 queue {q}"),
+        );
+        return;
+    };
+    b.dp.programs = [Program::Drop, Program::Reflect];
+    b.dp.tally.reset();
+    let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.stats()) else {
+        return;
+    };
+    let wire_before = b.dp.wire.swapped[1];
+    b.model.with(|c| c.faults().stall_h2c_writeback(true));
+    for _ in 0..XDP_FULL_FRAMES {
+        inject_tracked(b, 1, flow, 90);
+    }
+    run_until(b, WAIT_NS, |b| b.dp.tally.received == XDP_FULL_FRAMES);
+    let in_flight = b.dp.pairs[1].get(q).map_or(0, |p| p.tx.pool_pages_in_flight());
+    let census_stuck = census_holds(b);
+    b.model.with(|c| c.faults().stall_h2c_writeback(false));
+    let settled = run_until(b, WAIT_NS, |b| {
+        b.dp.tally.returned == 62 && b.dp.tx_in_flight() == 0
+    });
+    let Some(after) = b.dp.pairs[1].get(q).map(|p| *p.stats()) else {
+        return;
+    };
+    let (tx, errors) = (
+        after.rx_xdp_tx - before.rx_xdp_tx,
+        after.rx_xdp_tx_errors - before.rx_xdp_tx_errors,
+    );
+    let left = b.dp.wire.swapped[1] - wire_before;
+    r.check(
+        "xdp-tx-ring-full",
+        tx == u64::from(XDP_FULL_FRAMES)
+            && errors == u64::from(XDP_FULL_FRAMES) - 62
+            && in_flight == 62
+            && census_stuck
+            && settled
+            && left == 62
+            && b.dp.tally.corrupt == 0
+            && census_holds(b),
+        format_args!(
+            "{XDP_FULL_FRAMES} frames reflected on a stuck ring: rx_xdp_tx +{tx}, rx_xdp_tx_errors +{errors} \
+             (pages recycled), {in_flight} pages in TX flight in the census; released, {left} left port 1"
+        ),
+    );
+}
+
+/// Frames lost on the wire never arrive; a bad FCS is counted by the MAC and goes no further.
+fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let shell = b.model.shell();
+    b.dp.programs = [Program::Drop, Program::Drop];
     let lost_before = b.model.with(|c| c.stats().wire_dropped);
     b.model.with(|c| c.faults().drop_next_frames(3));
-    let mut t = Tally::default();
-    let flow = flow_for_queue(&steer[1], 2).map_or(0, |(f, _)| f);
+    b.dp.tally.reset();
+    let flow = flow_for_queue(&b.dp.steer[1], 2, 0).unwrap_or(0);
     for _ in 0..5 {
-        inject(b, &mut t, &steer, 1, flow, 128);
+        inject_tracked(b, 1, flow, 128);
     }
-    run_until(b, &mut t, WAIT_NS, |t| t.received == 2);
-    run_until(b, &mut t, 5_000_000, |_| false);
+    run_until(b, WAIT_NS, |b| b.dp.tally.received == 2);
+    run_for(b, 5_000_000);
     let lost = b.model.with(|c| c.stats().wire_dropped) - lost_before;
     b.model.with(|c| c.faults().clear());
     r.check(
         "fault-wire-drop",
-        t.received == 2 && lost == 3,
+        b.dp.tally.received == 2 && lost == 3,
         format_args!(
             "drop_next_frames(3) of 5: {} received, {lost} lost on the wire",
-            t.received
+            b.dp.tally.received
         ),
     );
 
-    // A bad FCS is counted by the MAC and the frame goes no further.
     let fcs_before = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs");
     b.model.with(|c| c.faults().bad_fcs_next_frames(1));
-    let mut t = Tally::default();
-    let flow = flow_for_queue(&steer[0], 1).map_or(0, |(f, _)| f);
-    inject(b, &mut t, &steer, 0, flow, 300);
-    inject(b, &mut t, &steer, 0, flow, 300);
-    run_until(b, &mut t, WAIT_NS, |t| t.received == 1);
-    run_until(b, &mut t, 5_000_000, |_| false);
+    b.dp.tally.reset();
+    let flow = flow_for_queue(&b.dp.steer[0], 1, 0).unwrap_or(0);
+    inject_tracked(b, 0, flow, 300);
+    inject_tracked(b, 0, flow, 300);
+    run_until(b, WAIT_NS, |b| b.dp.tally.received == 1);
+    run_for(b, 5_000_000);
     let fcs = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs") - fcs_before;
     b.model.with(|c| c.faults().clear());
     r.check(
         "fault-bad-fcs",
-        t.received == 1 && fcs == 1,
+        b.dp.tally.received == 1 && fcs == 1,
         format_args!(
             "bad_fcs_next_frames(1) of 2: {} received, stat_rx_bad_fcs +{fcs}",
-            t.received
+            b.dp.tally.received
         ),
     );
 }
 
-fn page_alloc(r: &mut Runner, b: &mut Bench<'_>) {
-    let dma = b.model.dma();
-    let failures_before = b.model.with(|c| c.dma_stats().page_alloc_failures);
-    b.model.with(|c| c.faults().fail_next_page_allocs(2));
-    let first = dma.alloc_page();
-    let second = dma.alloc_page();
-    let third = dma.alloc_page();
-    let refused = matches!(first, Err(DmaError::OutOfMemory)) && matches!(second, Err(DmaError::OutOfMemory));
-    let served = third.is_ok();
-    for page in [first, second, third].into_iter().flatten() {
-        dma.free_page(page);
-    }
-    let failures = b.model.with(|c| c.dma_stats().page_alloc_failures) - failures_before;
-    b.model.with(|c| c.faults().clear());
-    r.check(
-        "fault-page-alloc",
-        refused && served && failures == 2,
-        format_args!("fail_next_page_allocs(2): two allocations refused with OutOfMemory, the third served"),
-    );
-}
-
-fn completion(r: &mut Runner, b: &mut Bench<'_>, steer: &[Steering; 2], how: Corruption, name: &'static str) {
-    let target = 3;
-    let Some((flow, _)) = flow_for_queue(&steer[1], target) else {
-        r.check(name, false, format_args!("no flow reaches PF1 queue {target}"));
+/// A completion status record whose producer index lies beyond the ring: the queue reports its
+/// error state, touches nothing more (no completion read, no doorbell), the other queues go on, and
+/// the census still holds.
+fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let q = 3;
+    let (Some(flow), Some(other)) = (
+        flow_for_queue(&b.dp.steer[1], q, 0),
+        flow_for_queue(&b.dp.steer[1], 0, 0),
+    ) else {
+        r.check(
+            "fault-status-pidx-jump",
+            false,
+            format_args!("no flow reaches PF1 queue {q}"),
+        );
         return;
     };
-    let errors_before =
-        b.rx.rows()
-            .find(|row| row.0 == 1 && row.1 == target)
-            .map_or(0, |row| row.4.errors);
-    b.model.with(|c| c.faults().corrupt_next_completions(1, how));
-    let mut t = Tally::default();
-    inject(b, &mut t, steer, 1, flow, 100);
-    inject(b, &mut t, steer, 1, flow, 100);
-    let done = run_until(b, &mut t, WAIT_NS, |t| t.received == 1 && t.bad_completions == 1);
-    b.model.with(|c| c.faults().clear());
-    let errors =
-        b.rx.rows()
-            .find(|row| row.0 == 1 && row.1 == target)
-            .map_or(0, |row| row.4.errors)
-            - errors_before;
+    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.tally.reset();
+    b.model.with(|c| c.faults().cmpt_status_pidx_jump());
+    inject_tracked(b, 1, flow, 80);
+    let stopped = run_until(b, WAIT_NS, |b| b.dp.books[1][q].error.is_some());
+    let error = b.dp.books[1][q].error;
+    let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.rx.stats()) else {
+        return;
+    };
+    let polls = b.dp.books[1][q].polls;
+    let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
+    // More frames: to the stopped queue (the device may still write them into posted buffers, the
+    // driver reads nothing) and to a healthy one.
+    for _ in 0..3 {
+        inject_tracked(b, 1, flow, 80);
+        inject_tracked(b, 1, other, 80);
+    }
+    let healthy = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][0] == 3);
+    run_for(b, 5_000_000);
+    let p = &b.dp.pairs[1][q];
+    let still = p.rx.error() == error && p.rx.stats() == &before;
+    let violations = b.model.with(|c| c.violations().len());
+    let expected = Some(QueueError::CmptPidxOutOfRange {
+        pidx: usable + 7,
+        usable,
+    });
     r.check(
-        name,
-        done && errors == 1 && t.corrupt == 0,
+        "fault-status-pidx-jump",
+        stopped
+            && error == expected
+            && still
+            && b.dp.books[1][q].polls == polls
+            && healthy
+            && violations == 0
+            && census_holds(b),
         format_args!(
-            "corrupt_next_completions(1, {how:?}): PF1 queue {target} counted {errors} bad completion, \
-             the next frame arrived intact"
+            "cmpt_status_pidx_jump: PF1 queue {q} reported \"{}\" and stopped (no completion read or \
+             doorbell since); queue 0 kept delivering; no model violation; census exact",
+            Shown(error)
         ),
     );
+}
+
+/// The stopped queue of [`pidx_jump`] is torn down and built again over the spare slot storage
+/// and the spare recycle ring, with a fresh pool whose first page allocation the model refuses: the RX ring starts empty
+/// (`refill_alloc_failures`), no interrupt can come for it, and the tick's housekeeping schedules
+/// the poll that refills it. Then traffic flows again.
+fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let name = "fault-refill";
+    let q = PAIRS - 1;
+    let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
+    // Nothing of the old pool may be out: no page with the OS, none in TX flight.
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0 && b.dp.tx_in_flight() == 0);
+    let (Some((rx_slots, tx_slots)), Some(dev)) = (b.dp.spare.take(), b.devices[1].as_ref()) else {
+        r.skipped(name, "no spare slot storage or no PF1");
+        return;
+    };
+    if b.dp.pairs[1].len() != PAIRS {
+        r.skipped(name, "PF1's pairs are missing");
+        return;
+    }
+    let Some(old) = b.dp.pairs[1].pop() else {
+        return;
+    };
+    let book = &mut b.dp.books[1][q];
+    let mut done = Done::new(
+        &mut book.tx_os_done,
+        &mut book.tx_remote_done,
+        &mut b.dp.os_tx_live,
+    );
+    let (down, old_pool) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
+    // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
+    drop(old_pool);
+    b.model.with(|c| c.faults().fail_next_page_allocs(1));
+    let built = build_pair(
+        dev,
+        b.model.dma(),
+        q as u16,
+        rx_slots,
+        tx_slots,
+        &RINGS[TOTAL_PAIRS],
+    );
+    b.model.with(|c| c.faults().clear());
+    let pair = match built {
+        Ok(p) => p,
+        Err(e) => {
+            r.check(
+                name,
+                false,
+                format_args!("PF1 queue {q} could not be built again: {e}"),
+            );
+            return;
+        }
+    };
+    let (posted0, failures) = (pair.rx.posted(), pair.rx.stats().refill_alloc_failures);
+    // The pair goes back in its place (index q), with the spare recycle ring: the old ring's
+    // counters belong to the old pool.
+    let _ = b.dp.pairs[1].push(pair);
+    b.dp.homes[PAIRS + q] = &RINGS[TOTAL_PAIRS];
+    let book = &mut b.dp.books[1][q];
+    book.error = None;
+    book.rebuilt = true;
+    let polls_before = book.refill_polls;
+    let refilled = run_until(b, WAIT_NS, |b| {
+        b.dp.pairs[1].get(q).is_some_and(|p| p.rx.posted() == usable - 1)
+    });
+    let refill_polls = b.dp.books[1][q].refill_polls - polls_before;
+    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.tally.reset();
+    let mut sent = 0;
+    if let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) {
+        for _ in 0..16 {
+            sent += u32::from(inject_tracked(b, 1, flow, 120));
+        }
+    }
+    let delivered = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][q] == sent) && sent == 16;
+    r.check(
+        name,
+        down.is_ok()
+            && posted0 == 0
+            && failures == 1
+            && refilled
+            && refill_polls > 0
+            && delivered
+            && b.dp.tally.corrupt == 0
+            && census_holds(b),
+        format_args!(
+            "PF1 queue {q} torn down and started again with fail_next_page_allocs(1): {posted0} buffers \
+             posted, refill_alloc_failures {failures}; {refill_polls} housekeeping poll(s) refilled the ring \
+             to {} buffers; 16/16 frames delivered after",
+            usable - 1
+        ),
+    );
+}
+
+/// A queue error for a check line.
+struct Shown(Option<QueueError>);
+
+impl core::fmt::Display for Shown {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("no error"),
+        }
+    }
 }

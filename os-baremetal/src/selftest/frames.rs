@@ -35,8 +35,10 @@ pub const OVERSIZE: [usize; 3] = [1515, 1600, MAX_BUILD];
 /// Longest frame [`build`] makes.
 pub const MAX_BUILD: usize = 2000;
 
-const SRC_MAC: [u8; 6] = [0x00, 0x0A, 0x35, 0x01, 0x02, 0x03];
-const DST_MAC: [u8; 6] = [0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC];
+/// Source MAC address of every test frame (the far end of the wire).
+pub const SRC_MAC: [u8; 6] = [0x00, 0x0A, 0x35, 0x01, 0x02, 0x03];
+/// Destination MAC address of every test frame (the card's ports).
+pub const DST_MAC: [u8; 6] = [0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC];
 /// IEEE 802 local experimental ethertype.
 const ETHERTYPE_EXPERIMENTAL: u16 = 0x88B5;
 
@@ -137,4 +139,18 @@ pub fn build<'a>(f: &Flow, len: usize, id: u32, out: &'a mut [u8; MAX_BUILD]) ->
 pub fn id_of(frame: &[u8]) -> Option<u32> {
     let tail: [u8; 4] = frame.get(frame.len().checked_sub(4)?..)?.try_into().ok()?;
     Some(u32::from_le_bytes(tail))
+}
+
+/// Swaps the destination and source MAC addresses in place (what a reflecting XDP program does).
+pub fn swap_macs(frame: &mut [u8]) {
+    if let Some(head) = frame.get_mut(..12) {
+        let (dst, src) = head.split_at_mut(6);
+        dst.swap_with_slice(src);
+    }
+}
+
+/// Whether `frame` is a test frame with its MAC addresses swapped: one an XDP program sent back.
+#[must_use]
+pub fn is_swapped(frame: &[u8]) -> bool {
+    frame.get(..6) == Some(&SRC_MAC[..]) && frame.get(6..12) == Some(&DST_MAC[..])
 }

@@ -7,11 +7,15 @@
 //! |---|---|
 //! | [`platform`] | boot protocol, memory, heap, TSC calibration, delay, timer tick, IDT |
 //! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
-//! | [`queues`] | TX/RX queue context programming through `onic-core`, read back and torn down |
-//! | [`traffic`] | frames of many sizes and flows into both ports: steering, per-queue MSI-X vectors, NAPI polling with a budget, counters |
-//! | [`faults`] | the model's fault knobs seen through the image's HAL backend |
-//! | [`datapath`] | the driver datapath, RSS and XDP checks (to come with those parts of the core) |
-//! | [`teardown`] | queue and device teardown, DMA accounting, model violations, heap balance |
+//! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
+//! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
+//! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
+//! | [`verdicts`] | XDP-style pass, drop, TX and redirect through the core's `FrameSink` seam, with their counters |
+//! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
+//! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//!
+//! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
+//! [`xdp`] the programs and the frame sink.
 //!
 //! To add a check, call [`Runner::check`] from the group it belongs to (or add a group module and
 //! call it from [`run`]); the report and the verdict pick it up.
@@ -21,11 +25,13 @@ mod datapath;
 mod faults;
 mod frames;
 mod platform;
-mod probe;
 mod queues;
 mod report;
+mod rss;
 mod teardown;
 mod traffic;
+mod verdicts;
+mod xdp;
 
 use core::fmt;
 
@@ -47,7 +53,7 @@ pub struct Boot {
 }
 
 /// Most checks one run can record.
-const MAX_CHECKS: usize = 128;
+const MAX_CHECKS: usize = 160;
 
 /// One check's result.
 #[derive(Clone, Copy, Debug)]
@@ -123,30 +129,25 @@ pub type SimDevice<'c> = Device<Guarded<QdmaWindow<'c>>, Guarded<ShellWindow<'c>
 pub type SimDmaMem<'c> = Guarded<SimDma<'c>>;
 
 /// Queue pairs each PF brings up.
-pub const QUEUES: u16 = 8;
+pub const QUEUES: u16 = datapath::PAIRS as u16;
 /// The PCI functions the self-test drives.
 pub const PFS: [u8; 2] = [0, 1];
 
-/// Everything the groups share: the model and the two brought-up functions.
-pub struct Bench<'c> {
+/// Everything the groups share: the model, the two brought-up functions and their queue pairs
+/// (whose slot storage, borrowed for `'s`, lives outside).
+pub struct Bench<'c, 's> {
     /// The model.
     pub model: &'c Model<'c>,
     /// PF0 and PF1 once `bringup` succeeded.
     pub devices: [Option<SimDevice<'c>>; 2],
-    /// RX queues set up for traffic (function, probe).
-    pub rx: traffic::RxSet<'c>,
+    /// The queue pairs and the main loop's state.
+    pub dp: datapath::Datapath<'c, 's>,
 }
 
 /// The model's configuration: the stock shell (2 PFs, 2 ports, a cable between the ports), with
 /// unpoisoned pages left as the default poison so a stale read shows.
 fn card_config() -> CardConfig {
     CardConfig::default()
-}
-
-/// Absolute id of function `func`'s first queue.
-#[must_use]
-pub fn device_qbase(func: u8) -> u16 {
-    onic_core::Function::new(func).map_or(0, onic_core::Function::qbase)
 }
 
 /// Device configuration of `func`.
@@ -164,16 +165,21 @@ pub fn run(boot: &Boot) -> ExitCode {
     let card = Card::new(card_config());
     {
         let model = Model::new(&card);
+        let mut storage = datapath::Storage::new();
         let mut bench = Bench {
             model: &model,
             devices: [None, None],
-            rx: traffic::RxSet::new(),
+            dp: datapath::Datapath::new(
+                model.dma(),
+                [datapath::Steering::initial(), datapath::Steering::initial()],
+            ),
         };
         bringup::run(&mut r, &mut bench);
-        queues::run(&mut r, &mut bench);
+        queues::run(&mut r, &mut bench, &mut storage);
         traffic::run(&mut r, &mut bench);
+        rss::run(&mut r, &mut bench);
+        verdicts::run(&mut r, &mut bench);
         faults::run(&mut r, &mut bench);
-        datapath::run(&mut r, &mut bench);
         #[cfg(feature = "panic-check")]
         deliberate_panic(r.total());
         let summary = teardown::run(&mut r, &mut bench);

@@ -1,36 +1,112 @@
-//! Queue context programming through `onic-core`: TX queues set up, read back and torn down; the
-//! RX queues the traffic group uses set up and read back.
+//! Queue contexts through `onic-core`: bare TX queues set up, read back and torn down; then the
+//! queue pairs the datapath groups use, built from the slot storage and started through
+//! `Device`, their contexts read back and their RX rings checked full.
 
 use onic_core::qdma::context_read;
-use onic_core::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::{RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 
-use super::probe::RxProbe;
-use super::{Bench, Runner, SimDevice, QUEUES};
+use super::datapath::{buffer_bytes, build_pair, Pair, Storage, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
+use super::{Bench, Runner, SimDevice};
 use crate::time::TscDelay;
 
 /// TX queues each PF programs and tears down.
 const TX_QUEUES: u16 = 4;
-/// Ring-size index of the TX rings here (64 entries) and of the RX rings (128 entries).
-const TX_RING: u8 = 1;
-const RX_RING: u8 = 2;
-/// Buffer-size index per RX queue: 3520 (the driver's default), 2048, 512, 256, 3520, 1024, 512,
-/// 256 bytes, so frames up to 1514 bytes take one to six buffers.
-const RX_BUFFERS: [u8; QUEUES as usize] = [5, 4, 2, 1, 5, 3, 2, 1];
 
-pub fn run(r: &mut Runner, b: &mut Bench<'_>) {
-    r.group("queue contexts (onic-core init/teardown on the model)");
+pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Storage<'c>) {
+    r.group("queue contexts and queue pairs (onic-core on the model)");
     let dma = b.model.dma();
     for dev in b.devices.iter().flatten() {
         tx_queues(r, dev, dma);
     }
-    for dev in b.devices.iter().flatten() {
-        rx_queues(r, b.model, dev, &mut b.rx);
-    }
     if b.devices.iter().any(Option::is_none) {
-        r.skipped("queue-contexts", "a function did not come up");
+        r.skipped("queue-pairs", "a function did not come up");
+        return;
     }
+    let mut slots = storage.split();
+    for f in 0..2 {
+        let Some(dev) = b.devices[f].as_ref() else {
+            continue;
+        };
+        b.dp.steer[f].refresh(dev);
+        let name = if f == 0 { "pairs-pf0" } else { "pairs-pf1" };
+        let mut good = 0;
+        let mut failure = None;
+        for q in 0..PAIRS {
+            let Some((rx_slots, tx_slots)) = slots.next() else {
+                break;
+            };
+            match build_pair(dev, dma, q as u16, rx_slots, tx_slots, b.dp.homes[f * PAIRS + q]) {
+                Ok(pair) => {
+                    if pair_as_programmed(dev, &pair, q) {
+                        good += 1;
+                    }
+                    // At most PAIRS pairs per function.
+                    let _ = b.dp.pairs[f].push(pair);
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        let usable = RingSizeIdx::new(RX_RING).map_or(0, |r| r.usable());
+        match failure {
+            None => r.check(
+                name,
+                good == PAIRS,
+                format_args!(
+                    "{good}/{PAIRS} QueuePairs started through Device (RX buffers {}/{}/{}/{} bytes, \
+                     contexts read back as programmed, {} pages posted per RX ring, page census exact)",
+                    buffer_bytes(0),
+                    buffer_bytes(1),
+                    buffer_bytes(2),
+                    buffer_bytes(3),
+                    usable - 1
+                ),
+            ),
+            Some(e) => r.check(name, false, format_args!("a queue pair did not start: {e}")),
+        };
+    }
+    b.dp.spare = slots.next();
+}
+
+/// Reads pair `q`'s contexts back (SW H2C as the reference context; SW C2H, prefetch and CMPT
+/// with the values the pair gave) and checks that its RX ring is full and its pages accounted.
+fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> bool {
+    let func = dev.function().number();
+    let abs = dev.function().qbase() + q as u16;
+    let read = |sel| context_read(dev.qdma(), &mut TscDelay, sel, abs).ok();
+    let sw = |w: [u32; 8]| {
+        let mut c = [0; SwCtxt::WORDS];
+        c.copy_from_slice(&w[..SwCtxt::WORDS]);
+        SwCtxt::from_words(c)
+    };
+    let h2c = read(CtxtSel::SwH2c).map(sw);
+    let c2h = read(CtxtSel::SwC2h).map(sw);
+    let pf = read(CtxtSel::Pfch).map(|w| {
+        let mut c = [0; PfchCtxt::WORDS];
+        c.copy_from_slice(&w[..PfchCtxt::WORDS]);
+        PfchCtxt::from_words(c)
+    });
+    let cm = read(CtxtSel::Cmpt).map(|w| {
+        let mut c = [0; CmptCtxt::WORDS];
+        c.copy_from_slice(&w[..CmptCtxt::WORDS]);
+        CmptCtxt::from_words(c)
+    });
+    let want_h2c = SwCtxt::reference_h2c(func, pair.tx.ring_dma_addr(), TX_RING, q as u16);
+    let usable = RingSizeIdx::new(RX_RING).map_or(0, |r| r.usable());
+    let census = pair.page_counts().is_some_and(|c| {
+        c.total() == pair.pool.stats().live_pages() && c.in_rx_ring == u64::from(usable - 1)
+    });
+    h2c == Some(want_h2c)
+        && c2h.is_some_and(|c| c.qen() && c.func_id() == func && c.rngsz_idx() == RX_RING)
+        && pf.is_some_and(|c| c.valid() && c.bufsz_idx() == RX_BUFFERS[q])
+        && cm.is_some_and(|c| {
+            c.valid() && c.intr_en() && c.vec() == q as u16 && c.base_addr() == pair.rx.cmpt_ring_dma_addr()
+        })
+        && pair.rx.posted() == usable - 1
+        && census
 }
 
 fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>) {
@@ -96,77 +172,4 @@ fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>)
         ),
         Some(e) => r.check(name, false, format_args!("H2C queue setup failed: {e}")),
     };
-}
-
-fn rx_queues<'c>(
-    r: &mut Runner,
-    model: &crate::model::Model<'c>,
-    dev: &SimDevice<'c>,
-    set: &mut super::traffic::RxSet<'c>,
-) {
-    let func = dev.function().number();
-    let name = if func == 0 {
-        "rx-queues-pf0"
-    } else {
-        "rx-queues-pf1"
-    };
-    let mut matched = 0;
-    for (qid, &buf) in (0..QUEUES).zip(RX_BUFFERS.iter()) {
-        let (Ok(buf), Ok(ring)) = (BufSizeIdx::new(buf), RingSizeIdx::new(RX_RING)) else {
-            r.check(
-                name,
-                false,
-                format_args!("invalid buffer or ring index in the table"),
-            );
-            return;
-        };
-        let cfg = RxQueueConfig {
-            buf,
-            desc_ring: ring,
-            cmpt_ring: ring,
-            ..RxQueueConfig::new(qid)
-        };
-        let probe = match RxProbe::new(dev, model.dma(), cfg) {
-            Ok(p) => p,
-            Err(e) => {
-                r.check(name, false, format_args!("RX queue {qid}: {e}"));
-                return;
-            }
-        };
-        let abs = dev.function().qbase() + qid;
-        let read = |sel| context_read(dev.qdma(), &mut TscDelay, sel, abs).ok();
-        let sw = read(CtxtSel::SwC2h).map(|w| {
-            let mut c = [0; SwCtxt::WORDS];
-            c.copy_from_slice(&w[..SwCtxt::WORDS]);
-            SwCtxt::from_words(c)
-        });
-        let pf = read(CtxtSel::Pfch).map(|w| {
-            let mut c = [0; PfchCtxt::WORDS];
-            c.copy_from_slice(&w[..PfchCtxt::WORDS]);
-            PfchCtxt::from_words(c)
-        });
-        let cm = read(CtxtSel::Cmpt).map(|w| {
-            let mut c = [0; CmptCtxt::WORDS];
-            c.copy_from_slice(&w[..CmptCtxt::WORDS]);
-            CmptCtxt::from_words(c)
-        });
-        let ok = sw.is_some_and(|c| c.qen() && c.func_id() == func && c.rngsz_idx() == RX_RING)
-            && pf.is_some_and(|c| c.valid() && c.bufsz_idx() == buf.index())
-            && cm.is_some_and(|c| {
-                c.valid() && c.intr_en() && c.vec() == qid && c.base_addr() == probe.cmpt_addr()
-            });
-        if ok {
-            matched += 1;
-        }
-        set.push(probe);
-    }
-    r.check(
-        name,
-        matched == QUEUES,
-        format_args!(
-            "{matched}/{QUEUES} RX queues (C2H, prefetch, CMPT contexts) read back as programmed, \
-             buffers 256..3520 bytes, {} descriptors posted each",
-            RingSizeIdx::new(RX_RING).map_or(0, |r| r.usable() - 1)
-        ),
-    );
 }

@@ -1,23 +1,51 @@
-//! Teardown and the final accounting: queues, devices, DMA memory, violations, heap.
+//! The final accounting and teardown: the page census, the pools' statistics, the queue pairs
+//! (every TX queue first, so that redirected pages find their pools), the pools drained, the
+//! devices, the model's DMA bookkeeping and violations, the heap.
 
-use heapless::Vec;
+use heapless::Vec as HVec;
+use onic_core::pool::PoolStats;
 use onic_core::qdma::context_read;
+use onic_core::queue_pair::{PairStats, QueuePair};
 use onic_core::stats::{read_hw_counters, HW_COUNTERS};
-use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel};
+use onic_core::{QueueError, RxStats, TxStats};
+use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, SwCtxt};
 use onic_sim::{DmaStats, SimStats};
 
-use super::probe::QueueStats;
+use super::datapath::{buffer_bytes, run_until, Book, Done, TOTAL_PAIRS, WAIT_NS};
 use super::{Bench, Runner};
-use crate::irq;
+use crate::irq::{self, FUNCTIONS};
 use crate::time::TscDelay;
 
 /// Violations printed in full.
 const SHOW_VIOLATIONS: usize = 8;
 
+/// One pair as the report shows it.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// PF.
+    pub func: u8,
+    /// Queue (and MSI-X vector).
+    pub q: u16,
+    /// RX buffer bytes.
+    pub buf: u32,
+    /// RX queue counters.
+    pub rx: RxStats,
+    /// TX queue counters.
+    pub tx: TxStats,
+    /// Pair counters (XDP_TX, redirect).
+    pub pair: PairStats,
+    /// Pool counters.
+    pub pool: PoolStats,
+    /// The image's counters.
+    pub book: Book,
+    /// The queue's error state.
+    pub error: Option<QueueError>,
+}
+
 /// What the report shows, captured before teardown.
 pub struct Summary {
-    /// (function, qid, vector, buffer bytes, counters) per RX queue.
-    pub queues: Vec<(u8, u16, u16, u32, QueueStats), 16>,
+    /// One row per pair.
+    pub rows: HVec<Row, TOTAL_PAIRS>,
     /// Hardware counters per port (ethtool order).
     pub counters: [[u64; HW_COUNTERS]; 2],
     /// The model's own counters.
@@ -26,40 +54,145 @@ pub struct Summary {
     pub dma: DmaStats,
 }
 
-pub fn run(r: &mut Runner, b: &mut Bench<'_>) -> Summary {
-    r.group("teardown and accounting");
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
+    r.group("page accounting and teardown");
     let shell = b.model.shell();
-    let mut queues = Vec::new();
-    for row in b.rx.rows() {
-        let _ = queues.push(row);
+    b.dp.os.hold = false;
+    let quiet = run_until(b, WAIT_NS, |b| {
+        b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0 && !irq::napi_pending()
+    });
+
+    // Census: every pool page is somewhere the driver knows of, and the model agrees.
+    let mut off = 0;
+    let mut pool_live = 0;
+    let mut total = PoolStats::default();
+    let mut to_os = 0;
+    for (_, _, p) in b.dp.each() {
+        let s = p.pool.stats();
+        pool_live += s.live_pages();
+        to_os += p.rx.stats().to_os;
+        add(&mut total, &s);
+        if p.page_counts().is_none_or(|c| c.total() != s.live_pages()) {
+            off += 1;
+        }
+    }
+    let model_live = b.model.with(|c| c.dma_stats().live_pages) as u64;
+    r.check(
+        "page-census",
+        quiet && off == 0 && model_live == pool_live + u64::from(b.dp.os_tx_live),
+        format_args!(
+            "every pair's page_counts() adds up to its pool's live pages ({off} off); {pool_live} pool pages + \
+             {} OS TX buffers = the model's {model_live} live pages",
+            b.dp.os_tx_live
+        ),
+    );
+    r.check(
+        "pool-stats",
+        total.alloc.fast > 0
+            && total.alloc.slow > 0
+            && total.alloc.refill > 0
+            && total.recycle.cached > 0
+            && total.recycle.ring > 0
+            && total.hal_alloc_failures == 3
+            && total.os_returns == to_os,
+        format_args!(
+            "all pools: alloc.fast {} alloc.slow {} alloc.refill {}, recycle.cached {} recycle.ring {}, {} HAL \
+             failures, os_returns {} = pages passed to the OS {to_os}",
+            total.alloc.fast,
+            total.alloc.slow,
+            total.alloc.refill,
+            total.recycle.cached,
+            total.recycle.ring,
+            total.hal_alloc_failures,
+            total.os_returns
+        ),
+    );
+
+    let mut rows = HVec::new();
+    for (f, q, p) in b.dp.each() {
+        let _ = rows.push(Row {
+            func: f,
+            q: q as u16,
+            buf: buffer_bytes(q),
+            rx: *p.rx.stats(),
+            tx: *p.tx.stats(),
+            pair: *p.stats(),
+            pool: p.pool.stats(),
+            book: b.dp.books[usize::from(f)][q],
+            error: p.rx.error(),
+        });
     }
     let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let sim = b.model.with(|c| c.stats());
     irq::latch_statistics(false);
 
-    let probes = b.rx.take_all();
-    let total = probes.len();
-    let mut clean = 0;
-    for q in probes {
-        let Some(dev) = b.devices.get(usize::from(q.func)).and_then(Option::as_ref) else {
+    // Teardown: every TX queue first (a redirected page goes back to its pool's ring, and the pool
+    // must still be there to drain it), then the RX queues, then the pools.
+    let mut parts = HVec::<_, TOTAL_PAIRS>::new();
+    for f in 0..FUNCTIONS {
+        for (q, pair) in core::mem::take(&mut b.dp.pairs[f]).into_iter().enumerate() {
+            let QueuePair { rx, tx, pool, .. } = pair;
+            let _ = parts.push((f, q, rx, Some(tx), pool));
+        }
+    }
+    let mut tx_clean = 0;
+    let mut rx_clean = 0;
+    let mut drained = 0;
+    let count = parts.len();
+    for (f, q, _, tx, pool) in parts.iter_mut() {
+        let (Some(dev), Some(tx)) = (b.devices[*f].as_ref(), tx.take()) else {
             continue;
         };
-        let abs = dev.function().qbase() + q.cfg.qid;
-        if q.teardown(dev).is_ok() {
+        let book = &mut b.dp.books[*f][*q];
+        let mut done = Done::new(
+            &mut book.tx_os_done,
+            &mut book.tx_remote_done,
+            &mut b.dp.os_tx_live,
+        );
+        let abs = dev.function().qbase() + *q as u16;
+        if tx.teardown(dev, &mut TscDelay, pool, &mut done).is_ok() {
+            let qen = context_read(dev.qdma(), &mut TscDelay, CtxtSel::SwH2c, abs).map(|w| {
+                let mut c = [0; SwCtxt::WORDS];
+                c.copy_from_slice(&w[..SwCtxt::WORDS]);
+                SwCtxt::from_words(c).qen()
+            });
+            if qen == Ok(false) {
+                tx_clean += 1;
+            }
+        }
+    }
+    for (f, q, rx, _, mut pool) in parts {
+        let Some(dev) = b.devices[f].as_ref() else {
+            continue;
+        };
+        let abs = dev.function().qbase() + q as u16;
+        if rx.teardown(dev, &mut TscDelay, &mut pool).is_ok() {
             let valid = context_read(dev.qdma(), &mut TscDelay, CtxtSel::Cmpt, abs).map(|w| {
                 let mut c = [0; CmptCtxt::WORDS];
                 c.copy_from_slice(&w[..CmptCtxt::WORDS]);
                 CmptCtxt::from_words(c).valid()
             });
             if valid == Ok(false) {
-                clean += 1;
+                rx_clean += 1;
             }
+        }
+        pool.drain();
+        if pool.stats().live_pages() == 0 {
+            drained += 1;
         }
     }
     r.check(
-        "rx-teardown",
-        total > 0 && clean == total,
-        format_args!("{clean}/{total} RX queues invalidated through onic-core, rings and pages released"),
+        "pairs-teardown",
+        count == TOTAL_PAIRS && tx_clean == count && rx_clean == count && b.dp.os_tx_live == 0,
+        format_args!(
+            "{count} queue pairs: {tx_clean} TX and {rx_clean} RX queues invalidated through onic-core, every \
+             buffer back with its owner"
+        ),
+    );
+    r.check(
+        "pool-drain",
+        drained == count && rings_empty(),
+        format_args!("{drained}/{count} pools drained to zero live pages, their recycle rings empty"),
     );
 
     let mut down = 0;
@@ -103,11 +236,37 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_>) -> Summary {
     );
     drop(violations);
     Summary {
-        queues,
+        rows,
         counters,
         sim,
         dma,
     }
+}
+
+/// Whether every pool's recycle ring is empty.
+fn rings_empty() -> bool {
+    super::datapath::RINGS
+        .iter()
+        .all(onic_core::RecycleRing::is_empty)
+}
+
+/// Adds one pool's statistics to a total.
+pub fn add(t: &mut PoolStats, s: &PoolStats) {
+    t.alloc.fast += s.alloc.fast;
+    t.alloc.slow += s.alloc.slow;
+    t.alloc.slow_high_order += s.alloc.slow_high_order;
+    t.alloc.empty += s.alloc.empty;
+    t.alloc.refill += s.alloc.refill;
+    t.alloc.waive += s.alloc.waive;
+    t.recycle.cached += s.recycle.cached;
+    t.recycle.cache_full += s.recycle.cache_full;
+    t.recycle.ring += s.recycle.ring;
+    t.recycle.ring_full += s.recycle.ring_full;
+    t.recycle.released_refcnt += s.recycle.released_refcnt;
+    t.pages_from_hal += s.pages_from_hal;
+    t.pages_to_hal += s.pages_to_hal;
+    t.hal_alloc_failures += s.hal_alloc_failures;
+    t.os_returns += s.os_returns;
 }
 
 /// After the model is gone, the heap must be back where it was before the model was built.
@@ -117,7 +276,8 @@ pub fn heap_balance(r: &mut Runner, before: usize) {
         "heap-balance",
         s.in_use == before,
         format_args!(
-            "{} bytes in use after the model was dropped ({} before it was built, peak {} KiB, {} allocations)",
+            "{} bytes in use after the model and the slot storage were dropped ({} before, peak {} KiB, {} \
+             allocations)",
             s.in_use,
             before,
             s.peak / 1024,

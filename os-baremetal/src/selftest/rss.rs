@@ -1,0 +1,170 @@
+//! RSS through the driver: the state `Device` holds read back from the shell (`ethtool -x`),
+//! changes in the middle of a run (`ethtool -X equal 2`, a new key) that steer the frames sent
+//! after them, and refused requests that change nothing. Every frame's queue is checked against
+//! `IndirectionTable::queue_for(ShellHasher::hash_frame(frame).value)` of the receiving PF's
+//! current state.
+
+use onic_core::rss::{HashFunction, IndirectionTable, RssKey, ShellHasher};
+
+use super::datapath::PAIRS;
+use super::frames::{self, MAX_BUILD};
+use super::traffic::spread;
+use super::xdp::Program;
+use super::{Bench, Runner, SimDevice};
+
+/// Frames per traffic round of this group.
+const FRAMES: u32 = 64;
+/// The key set in the middle of the run: the Microsoft RSS verification key.
+const NEW_KEY: RssKey = RssKey::MICROSOFT;
+
+/// Whether the shell holds what the driver thinks it holds.
+fn read_back_matches(dev: &SimDevice<'_>) -> bool {
+    dev.rss_read_back()
+        .is_ok_and(|(t, k)| t == *dev.rss().table() && k == *dev.rss().key())
+}
+
+/// Sends a round of small frames (so that they fit every queue's buffer) from PF0 to PF1; returns
+/// (settled, frames per PF1 queue, misrouted, corrupt).
+fn round(b: &mut Bench<'_, '_>, seed: u32) -> (bool, [u32; PAIRS], u32, u32) {
+    b.dp.tally.reset();
+    let ok = spread(b, 0, FRAMES, |i| (seed + i * 3, 60 + (i as usize * 37) % 400));
+    let t = &b.dp.tally;
+    (ok && t.received == FRAMES, t.per_queue[1], t.misrouted, t.corrupt)
+}
+
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    r.group("RSS (ethtool -x/-X through Device, software shell hash)");
+    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
+        r.skipped("rss", "queue pairs or functions missing");
+        return;
+    }
+    b.dp.programs = [Program::Drop, Program::Drop];
+
+    let initial = b.devices.iter().flatten().all(|d| {
+        read_back_matches(d)
+            && *d.rss().table() == IndirectionTable::round_robin(PAIRS as u16)
+            && *d.rss().key() == RssKey::DEFAULT
+    });
+    r.check(
+        "rss-read-back",
+        initial,
+        format_args!(
+            "both PFs: the shell holds the table (entry k = k mod {PAIRS}) and the RTL reset key the driver \
+             reports"
+        ),
+    );
+
+    // ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
+    let changed = b.devices[1].as_mut().map(|d| d.rss_equal(2));
+    refresh(b, 1);
+    let (ok, per_queue, misrouted, corrupt) = round(b, 100);
+    let back = b.devices[1].as_ref().is_some_and(read_back_matches);
+    r.check(
+        "rss-equal-2",
+        matches!(changed, Some(Ok(p)) if p.table && !p.key)
+            && back
+            && ok
+            && misrouted == 0
+            && corrupt == 0
+            && per_queue[0] > 0
+            && per_queue[1] > 0
+            && per_queue[2..].iter().all(|&n| n == 0),
+        format_args!(
+            "rss_equal(2) on PF1 wrote the table only; the next {FRAMES} frames went to queues {per_queue:?} \
+             ({misrouted} off the prediction)"
+        ),
+    );
+
+    // A new key on PF1: the hash changes with it.
+    let old = ShellHasher::new(&RssKey::DEFAULT);
+    let changed = b.devices[1]
+        .as_mut()
+        .map(|d| d.rss_set(None, Some(NEW_KEY.as_bytes()), HashFunction::NoChange));
+    refresh(b, 1);
+    let moved = flows_moved(&old, &b.dp.steer[1].hasher, &b.dp.steer[1].table);
+    let (ok, per_queue, misrouted, corrupt) = round(b, 200);
+    let back = b.devices[1]
+        .as_ref()
+        .is_some_and(|d| read_back_matches(d) && *d.rss().key() == NEW_KEY);
+    r.check(
+        "rss-new-key",
+        matches!(changed, Some(Ok(p)) if p.key && !p.table)
+            && back
+            && ok
+            && misrouted == 0
+            && corrupt == 0
+            && moved > 0,
+        format_args!(
+            "rss_set(key) on PF1 wrote the key only; {moved} of 64 flows change queue under it; the next \
+             {FRAMES} frames went to queues {per_queue:?} ({misrouted} off the prediction)"
+        ),
+    );
+
+    // Refused requests change nothing, in the driver or in the shell.
+    let before = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
+    let refused = b.devices[1].as_mut().map(|d| {
+        let short_key = [0x11u8; 39];
+        let bad_table = [PAIRS as u16; 128];
+        [
+            d.rss_equal(0).is_err(),
+            d.rss_equal(PAIRS as u16 + 1).is_err(),
+            d.rss_set(None, Some(&short_key), HashFunction::NoChange).is_err(),
+            d.rss_set(Some(&bad_table), None, HashFunction::NoChange).is_err(),
+        ]
+    });
+    let after = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
+    let back = b.devices[1].as_ref().is_some_and(read_back_matches);
+    let (ok, per_queue, misrouted, _) = round(b, 300);
+    r.check(
+        "rss-refused",
+        refused.is_some_and(|r| r.iter().all(|&e| e))
+            && before.is_some()
+            && before == after
+            && back
+            && ok
+            && misrouted == 0
+            && per_queue[2..].iter().all(|&n| n == 0),
+        format_args!(
+            "equal 0, equal {}, a 39-byte key and a table naming queue {PAIRS} refused; table, key and \
+             shell unchanged, frames still follow them ({per_queue:?})",
+            PAIRS + 1
+        ),
+    );
+
+    // Back to the defaults for the groups that follow.
+    let restored = b.devices[1].as_mut().map(|d| {
+        d.rss_equal(PAIRS as u16).is_ok()
+            && d.rss_set(None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)
+                .is_ok()
+    });
+    refresh(b, 1);
+    let (ok, per_queue, misrouted, _) = round(b, 400);
+    r.check(
+        "rss-restore",
+        restored == Some(true)
+            && b.devices[1].as_ref().is_some_and(read_back_matches)
+            && ok
+            && misrouted == 0
+            && per_queue.iter().all(|&n| n > 0),
+        format_args!(
+            "equal {PAIRS} and the reset key back on PF1: frames on all queues again ({per_queue:?})"
+        ),
+    );
+}
+
+fn refresh(b: &mut Bench<'_, '_>, f: usize) {
+    if let Some(dev) = b.devices[f].as_ref() {
+        b.dp.steer[f].refresh(dev);
+    }
+}
+
+/// Of flows 0..64, how many the two hashers send to different queues of `table`.
+fn flows_moved(a: &ShellHasher, bh: &ShellHasher, table: &IndirectionTable) -> u32 {
+    let mut buf = [0u8; MAX_BUILD];
+    (0..64)
+        .filter(|&i| {
+            let f = frames::build(&frames::flow(i), 60, 0, &mut buf);
+            table.queue_for(a.hash_frame(f).value) != table.queue_for(bh.hash_frame(f).value)
+        })
+        .count() as u32
+}

@@ -1,0 +1,225 @@
+//! XDP-style verdicts through the core's `FrameSink` seam (see [`super::xdp`]): PF0 sends, PF1's
+//! program decides, and the counters of the core (`RxStats`, `PairStats`, the pools' statistics)
+//! and of the image (verdicts, TX completions, the wire) must say what happened.
+
+use onic_core::pool::PoolStats;
+use onic_core::queue_pair::PairStats;
+use onic_core::RxStats;
+
+use super::datapath::{run_until, Book, WAIT_NS};
+use super::traffic::spread;
+use super::xdp::Program;
+use super::{Bench, Runner};
+use crate::irq::FUNCTIONS;
+
+/// Frames per verdict.
+const FRAMES: u32 = 48;
+
+/// Sums of one PF's counters.
+#[derive(Clone, Copy, Default)]
+struct Sums {
+    rx: RxStats,
+    pair: PairStats,
+    pool: PoolStats,
+    tx_packets: u64,
+    tx_remote_done: u64,
+    tx_os_done: u64,
+    pass: u64,
+    drop: u64,
+    tx: u64,
+    redirect: u64,
+    redirect_failed: u64,
+    pool_in_flight: u64,
+}
+
+fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
+    let mut s = Sums::default();
+    for (f, q, p) in b.dp.each() {
+        if usize::from(f) != func {
+            continue;
+        }
+        let r = p.rx.stats();
+        s.rx.rx_packets += r.rx_packets;
+        s.rx.recycled += r.recycled;
+        s.rx.to_os += r.to_os;
+        s.rx.to_tx += r.to_tx;
+        let ps = p.stats();
+        s.pair.rx_xdp_tx += ps.rx_xdp_tx;
+        s.pair.rx_xdp_redirect += ps.rx_xdp_redirect;
+        s.pair.rx_xdp_tx_errors += ps.rx_xdp_tx_errors;
+        let pool = p.pool.stats();
+        s.pool.alloc.fast += pool.alloc.fast;
+        s.pool.alloc.slow += pool.alloc.slow;
+        s.pool.recycle.cached += pool.recycle.cached;
+        s.pool.recycle.cache_full += pool.recycle.cache_full;
+        s.pool.recycle.ring += pool.recycle.ring;
+        s.pool.pages_from_hal += pool.pages_from_hal;
+        s.pool.os_returns += pool.os_returns;
+        s.tx_packets += p.tx.stats().tx_packets;
+        s.pool_in_flight += p.tx.pool_pages_in_flight();
+        let book: &Book = &b.dp.books[func][q];
+        s.tx_remote_done += book.tx_remote_done;
+        s.tx_os_done += book.tx_os_done;
+        s.pass += book.verdicts.pass;
+        s.drop += book.verdicts.drop;
+        s.tx += book.verdicts.tx;
+        s.redirect += book.verdicts.redirect;
+        s.redirect_failed += book.verdicts.redirect_failed;
+    }
+    s
+}
+
+/// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
+/// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
+fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
+    b.dp.programs = programs;
+    b.dp.tally.reset();
+    let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));
+    sent && run_until(b, WAIT_NS, |b| {
+        b.dp.tally.returned >= returned && b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0
+    })
+}
+
+/// Every pair's page census adds up (each pool's pages are in its cache or ring, an RX slot, TX
+/// flight or with the OS, and nowhere else).
+pub fn census_holds(b: &Bench<'_, '_>) -> bool {
+    b.dp.each().all(|(_, _, p)| {
+        p.page_counts()
+            .is_some_and(|c| c.total() == p.pool.stats().live_pages())
+    })
+}
+
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    r.group("XDP verdicts (FrameSink / Verdict: pass, drop, TX, redirect)");
+    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
+        r.skipped("xdp", "queue pairs or functions missing");
+        return;
+    }
+    let n = u64::from(FRAMES);
+
+    // XDP_PASS: the OS holds the pages (the census counts them as with the OS), then gives them
+    // back, half straight into the pools and half through their recycle rings.
+    let before = sums(b, 1);
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    let (direct0, ring0) = (b.dp.os.returned_direct, b.dp.os.returned_ring);
+    b.dp.os.hold = true;
+    let ok = phase(b, [Program::Drop, Program::Pass], 1000, 0);
+    let held = b.dp.os.held();
+    let with_os: u64 =
+        b.dp.each()
+            .filter_map(|(_, _, p)| p.page_counts())
+            .map(|c| c.with_os)
+            .sum();
+    let census = census_holds(b);
+    b.dp.os.hold = false;
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    let after = sums(b, 1);
+    let (direct, ring) = (b.dp.os.returned_direct - direct0, b.dp.os.returned_ring - ring0);
+    r.check(
+        "xdp-pass",
+        ok && b.dp.tally.corrupt == 0
+            && after.pass - before.pass == n
+            && after.rx.to_os - before.rx.to_os == n
+            && held as u64 == n
+            && with_os == n
+            && census
+            && after.pool.os_returns - before.pool.os_returns == n
+            && direct > 0
+            && ring > 0,
+        format_args!(
+            "{n} frames to the OS (RxStats to_os +{}), {with_os} pages counted with the OS while held, all \
+             returned ({direct} into the pools, {ring} through their recycle rings; pool os_returns +{})",
+            after.rx.to_os - before.rx.to_os,
+            after.pool.os_returns - before.pool.os_returns
+        ),
+    );
+
+    // XDP_DROP: each page goes straight back to its pool's cache.
+    let before = sums(b, 1);
+    let ok = phase(b, [Program::Drop, Program::Drop], 2000, 0);
+    let after = sums(b, 1);
+    r.check(
+        "xdp-drop",
+        ok && after.drop - before.drop == n
+            && after.rx.recycled - before.rx.recycled == n
+            && after.rx.rx_packets - before.rx.rx_packets == n
+            && after.pool.recycle.cached + after.pool.recycle.cache_full
+                - before.pool.recycle.cached
+                - before.pool.recycle.cache_full
+                >= n,
+        format_args!(
+            "{n} frames dropped: RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
+             taken from the HAL meanwhile",
+            after.rx.recycled - before.rx.recycled,
+            after.pool.recycle.cached - before.pool.recycle.cached,
+            after.pool.alloc.fast - before.pool.alloc.fast,
+            after.pool.pages_from_hal - before.pool.pages_from_hal
+        ),
+    );
+
+    // XDP_TX: PF1 sends each frame back out of port 1 with its MAC addresses swapped; the cable
+    // brings it to PF0, which passes it.
+    let before = sums(b, 1);
+    let wire0 = b.dp.wire;
+    let ok = phase(b, [Program::Pass, Program::Reflect], 3000, FRAMES);
+    let after = sums(b, 1);
+    let left = b.dp.wire.swapped[1] - wire0.swapped[1];
+    let t = &b.dp.tally;
+    r.check(
+        "xdp-tx",
+        ok && after.pair.rx_xdp_tx - before.pair.rx_xdp_tx == n
+            && after.pair.rx_xdp_tx_errors == before.pair.rx_xdp_tx_errors
+            && after.rx.to_tx - before.rx.to_tx == n
+            && after.tx_packets - before.tx_packets == n
+            && after.pool_in_flight == 0
+            && left == n
+            && t.returned_to[0] == FRAMES
+            && t.corrupt == 0
+            && t.misrouted == 0
+            && after.pool.recycle.cached + after.pool.recycle.cache_full
+                - before.pool.recycle.cached
+                - before.pool.recycle.cache_full
+                >= n,
+        format_args!(
+            "{n} frames reflected: rx_xdp_tx +{}, rx_xdp_tx_errors +{}, PF1 tx_packets +{}; {left} left port 1 \
+             with swapped MACs and PF0 received {} of them intact; the pages came back to the pools' caches",
+            after.pair.rx_xdp_tx - before.pair.rx_xdp_tx,
+            after.pair.rx_xdp_tx_errors - before.pair.rx_xdp_tx_errors,
+            after.tx_packets - before.tx_packets,
+            t.returned_to[0]
+        ),
+    );
+
+    // Redirect: PF1 queues each frame on PF0's TX queue of the same index (xmit_remote); it leaves
+    // port 0, comes back over the cable to PF1 (passed this time), and PF0's TX completion returns
+    // the page to its PF1 pool through the pool's recycle ring.
+    let before = sums(b, 1);
+    let before0 = sums(b, 0);
+    let wire0 = b.dp.wire;
+    let ok = phase(b, [Program::Drop, Program::Redirect], 4000, FRAMES);
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    let after = sums(b, 1);
+    let after0 = sums(b, 0);
+    let left = b.dp.wire.swapped[0] - wire0.swapped[0];
+    let t = &b.dp.tally;
+    let ring_in = after.pool.recycle.ring - before.pool.recycle.ring;
+    r.check(
+        "xdp-redirect",
+        ok && after.pair.rx_xdp_redirect - before.pair.rx_xdp_redirect == n
+            && after.redirect - before.redirect == n
+            && after.redirect_failed == before.redirect_failed
+            && after0.tx_remote_done - before0.tx_remote_done == n
+            && left == n
+            && t.returned_to[1] == FRAMES
+            && t.corrupt == 0
+            && t.misrouted == 0
+            && ring_in >= n
+            && census_holds(b),
+        format_args!(
+            "{n} frames redirected to PF0's TX queues: rx_xdp_redirect +{}, PF0 remote completions +{}, {left} \
+             left port 0 and came back to PF1 intact; {ring_in} pages came home through the recycle rings",
+            after.pair.rx_xdp_redirect - before.pair.rx_xdp_redirect,
+            after0.tx_remote_done - before0.tx_remote_done
+        ),
+    );
+}
