@@ -8,7 +8,8 @@
 //!   through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
-//!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`).
+//!   `QueuePair::poll_xdp(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
+//!   the PF's attached XDP program (see [`super::xdp`]).
 //! - **Housekeeping.** The timer tick advances the model clock and asks the main loop for a
 //!   housekeeping round: TX reclaim for pairs that were not polled since the last round (a pair
 //!   that only transmits is never polled), a poll for a pair whose RX ring the pool could not
@@ -17,7 +18,7 @@
 //! - **The OS.** [`send`] is the OS transmit path: a frame in its own to-device page, queued with
 //!   `TxQueue::xmit_os`, waiting on flow control (a stopped queue wakes when a reclaim frees room).
 //!   [`Done`] is the `TxDone` that frees completed OS buffers and returns redirected pages to their
-//!   pool's recycle ring; both are counted per pair.
+//!   pool's recycle ring (`return_to_origin`); both are counted per pair.
 //!
 //! What the pairs do with received frames is decided in [`super::xdp`]; what the tests expect of
 //! each frame is tracked by [`Tally`].
@@ -26,17 +27,25 @@ use alloc::vec::Vec;
 
 use heapless::Vec as HVec;
 use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue_pair::QueuePair;
+use onic_core::qdma::Doorbells;
+use onic_core::queue_pair::{PairPoll, QueuePair};
 use onic_core::rss::{IndirectionTable, ShellHasher};
+use onic_core::rx::RxFrame;
 use onic_core::rx::{RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::xdp::{
+    return_to_origin, DevMap, FromXdpFrame, PassInfo, PassSink, RawXdpProgram, TxTarget, XdpContext,
+    XdpFrame, XdpRxq, XdpSlot,
+};
 use onic_core::{BufSizeIdx, QueueError, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
-use super::xdp::{self, Program, Verdicts};
+use super::xdp::{Program, Tapped};
 use super::{Bench, SimDevice, SimDmaMem};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
+use crate::model::Guarded;
 use crate::platform::idt;
 use crate::time::{self, TscDelay};
 
@@ -79,8 +88,9 @@ pub type Home = &'static RecycleRing;
 pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
 /// A queue pair.
 pub type Pair<'c, 's> = QueuePair<'s, SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>>;
-/// A TX queue of a pair.
-pub type Txq<'c, 's> = TxQueue<'s, SimDmaMem<'c>, DmaPage, Frame<'c>>;
+
+/// The doorbells of a PF as the image holds them.
+pub type Db<'x, 'c> = Doorbells<&'x Guarded<QdmaWindow<'c>>>;
 
 /// The buffer size of pair `q`'s RX queue in bytes.
 #[must_use]
@@ -103,43 +113,20 @@ pub enum Frame<'c> {
         /// The memory it was mapped in.
         dma: SimDmaMem<'c>,
     },
-    /// A redirected frame in a page of another pair's pool (mapped bidirectional).
-    Remote {
-        /// The page.
-        page: DmaPage,
-        /// Offset of the frame in the page.
-        offset: u16,
-        /// Frame length.
-        len: u16,
-        /// The recycle ring of the pool that owns the page.
-        home: Home,
-        /// The memory it was mapped in.
-        dma: SimDmaMem<'c>,
-    },
+    /// A frame another pair redirected here, in a page of that pair's pool (mapped
+    /// bidirectional); `origin` is the owner's global pair index.
+    Remote(XdpFrame<DmaPage>),
 }
 
-impl Frame<'_> {
-    fn parts(&mut self) -> (&mut DmaPage, usize, &mut u16, SimDmaMem<'_>, Direction) {
-        match self {
-            Self::Os { page, len, dma } => (page, 0, len, *dma, Direction::ToDevice),
-            Self::Remote {
-                page,
-                offset,
-                len,
-                dma,
-                ..
-            } => (page, usize::from(*offset), len, *dma, Direction::Bidirectional),
-        }
+impl FromXdpFrame<DmaPage> for Frame<'_> {
+    fn from_xdp(frame: XdpFrame<DmaPage>) -> Self {
+        Self::Remote(frame)
     }
 
-    /// The page, offset and length (for a redirected frame the target refused).
-    #[must_use]
-    pub fn into_parts(self) -> (DmaPage, u16, u16) {
+    fn into_xdp(self) -> Result<XdpFrame<DmaPage>, Self> {
         match self {
-            Self::Os { page, len, .. } => (page, 0, len),
-            Self::Remote {
-                page, offset, len, ..
-            } => (page, offset, len),
+            Self::Remote(f) => Ok(f),
+            os @ Self::Os { .. } => Err(os),
         }
     }
 }
@@ -148,48 +135,46 @@ impl TxFrame for Frame<'_> {
     fn dma_addr(&self) -> DmaAddr {
         match self {
             Self::Os { page, .. } => page.dma_addr(),
-            Self::Remote { page, offset, .. } => DmaAddr::new(page.dma_addr().get() + u64::from(*offset)),
+            Self::Remote(f) => f.dma_addr(),
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Self::Os { len, .. } | Self::Remote { len, .. } => usize::from(*len),
+            Self::Os { len, .. } => usize::from(*len),
+            Self::Remote(f) => usize::from(f.len),
         }
     }
 
     fn pad_to(&mut self, min_len: usize) -> bool {
-        let (page, start, len, dma, dir) = self.parts();
-        let old = usize::from(*len);
-        if start + min_len > PAGE_SIZE || min_len < old {
-            return false;
+        match self {
+            Self::Os { page, len, dma } => {
+                let old = usize::from(*len);
+                if min_len > PAGE_SIZE || min_len < old {
+                    return false;
+                }
+                page.bytes_mut()[old..min_len].fill(0);
+                dma.sync_for_device(page, old, min_len - old, Direction::ToDevice);
+                // CAST: min_len <= PAGE_SIZE (checked above).
+                *len = min_len as u16;
+                true
+            }
+            // The redirect path padded and synced it before it left its pool.
+            Self::Remote(f) => f.pad_to(min_len),
         }
-        page.bytes_mut()[start + old..start + min_len].fill(0);
-        dma.sync_for_device(page, start + old, min_len - old, dir);
-        // CAST: min_len <= PAGE_SIZE (checked above).
-        *len = min_len as u16;
-        true
     }
 }
 
 /// Gives a finished TX buffer back to its owner: an OS page is unmapped and freed, a redirected
-/// page goes back to its pool through the pool's recycle ring.
-fn free_frame(f: Frame<'_>, os_tx_live: &mut u32) {
+/// page goes back to its pool through the pool's recycle ring (`homes[origin]`).
+fn free_frame(f: Frame<'_>, os_tx_live: &mut u32, homes: &[Home; TOTAL_PAIRS], dma: SimDmaMem<'_>) {
     match f {
         Frame::Os { page, dma, .. } => {
             dma.free_page(dma.unmap_page(page, Direction::ToDevice));
             *os_tx_live = os_tx_live.saturating_sub(1);
         }
-        Frame::Remote {
-            page,
-            offset,
-            len,
-            home,
-            dma,
-        } => {
-            let dirty = (usize::from(offset) + usize::from(len))
-                .saturating_sub(onic_core::config::RX_HEADROOM as usize);
-            if let Err(page) = home.recycle(page, dirty) {
+        Frame::Remote(f) => {
+            if let Err(page) = return_to_origin(&homes[..], f) {
                 release_to_hal(&dma, Direction::Bidirectional, page);
             }
         }
@@ -197,32 +182,43 @@ fn free_frame(f: Frame<'_>, os_tx_live: &mut u32) {
 }
 
 /// Where a pair's completed TX buffers go; counts them on the pair's [`Book`].
-pub struct Done<'x> {
+pub struct Done<'x, 'c> {
     os_done: &'x mut u64,
     remote_done: &'x mut u64,
     os_tx_live: &'x mut u32,
+    homes: [Home; TOTAL_PAIRS],
+    dma: SimDmaMem<'c>,
 }
 
-impl<'x> Done<'x> {
-    /// Counts completed OS and redirected frames into the given counters.
-    pub fn new(os_done: &'x mut u64, remote_done: &'x mut u64, os_tx_live: &'x mut u32) -> Self {
+impl<'x, 'c> Done<'x, 'c> {
+    /// Counts completed OS and redirected frames into the given counters; redirected pages go
+    /// home through `dp`'s recycle rings.
+    pub fn new(
+        os_done: &'x mut u64,
+        remote_done: &'x mut u64,
+        os_tx_live: &'x mut u32,
+        homes: [Home; TOTAL_PAIRS],
+        dma: SimDmaMem<'c>,
+    ) -> Self {
         Self {
             os_done,
             remote_done,
             os_tx_live,
+            homes,
+            dma,
         }
     }
 }
 
-impl<'c> TxDone<Frame<'c>> for Done<'_> {
+impl<'c> TxDone<Frame<'c>> for Done<'_, '_> {
     fn os_done(&mut self, f: Frame<'c>) {
         *self.os_done += 1;
-        free_frame(f, self.os_tx_live);
+        free_frame(f, self.os_tx_live, &self.homes, self.dma);
     }
 
     fn remote_done(&mut self, f: Frame<'c>) {
         *self.remote_done += 1;
-        free_frame(f, self.os_tx_live);
+        free_frame(f, self.os_tx_live, &self.homes, self.dma);
     }
 }
 
@@ -243,8 +239,6 @@ pub struct Book {
     pub tx_os_done: u64,
     /// Redirected frames of other pairs the TX queue completed.
     pub tx_remote_done: u64,
-    /// What the XDP programs decided.
-    pub verdicts: Verdicts,
     /// The error a poll reported, if any (the pair is no longer polled).
     pub error: Option<QueueError>,
     /// Polls the housekeeping scheduled to refill a ring the pool could not fill.
@@ -550,8 +544,13 @@ pub struct Datapath<'c, 's> {
     pub pairs: [HVec<Pair<'c, 's>, PAIRS>; FUNCTIONS],
     /// The image's own counters per pair.
     pub books: [[Book; PAIRS]; FUNCTIONS],
-    /// The XDP program each PF runs.
-    pub programs: [Program; FUNCTIONS],
+    /// The XDP program slot of each PF (one program for all its RX queues).
+    pub slots: [XdpSlot<Program>; FUNCTIONS],
+    /// A program swap due under traffic: (PF, frames received first, program). The first poll of
+    /// that PF to start once the tally received that many frames attaches the program.
+    pub pending_swap: Option<(usize, u32, Program)>,
+    /// The last swap done that way: (frames received then, the program it replaced).
+    pub swapped: Option<(u32, Option<Program>)>,
     /// The OS side.
     pub os: Os,
     /// Expectations of the phase running.
@@ -572,7 +571,8 @@ pub struct Datapath<'c, 's> {
     pub spare: Option<Slots<'c, 's>>,
     /// The recycle ring of each pair's pool, by global pair index.
     pub homes: [Home; TOTAL_PAIRS],
-    dma: SimDmaMem<'c>,
+    /// The DMA memory of the pages.
+    pub dma: SimDmaMem<'c>,
 }
 
 impl<'c, 's> Datapath<'c, 's> {
@@ -581,7 +581,13 @@ impl<'c, 's> Datapath<'c, 's> {
         Self {
             pairs: [HVec::new(), HVec::new()],
             books: [[Book::default(); PAIRS]; FUNCTIONS],
-            programs: [Program::Drop, Program::Pass],
+            slots: [Program::Drop, Program::Pass].map(|p| {
+                let mut slot = XdpSlot::new();
+                slot.attach(p);
+                slot
+            }),
+            pending_swap: None,
+            swapped: None,
             os: Os::new(),
             tally: Tally::new(),
             steer,
@@ -594,6 +600,25 @@ impl<'c, 's> Datapath<'c, 's> {
             homes: core::array::from_fn(|i| &RINGS[i]),
             dma,
         }
+    }
+
+    /// Attaches `programs` to the PFs' slots (replacing what was attached).
+    pub fn set_programs(&mut self, programs: [Program; FUNCTIONS]) {
+        for (slot, p) in self.slots.iter_mut().zip(programs) {
+            slot.attach(p);
+        }
+    }
+
+    /// A `TxDone` counting into pair `q` of PF `f`'s book.
+    pub fn done(&mut self, f: usize, q: usize) -> Done<'_, 'c> {
+        let book = &mut self.books[f][q];
+        Done::new(
+            &mut book.tx_os_done,
+            &mut book.tx_remote_done,
+            &mut self.os_tx_live,
+            self.homes,
+            self.dma,
+        )
     }
 
     /// Whether both PFs have all their pairs.
@@ -693,11 +718,13 @@ pub fn build_pair<'c, 's>(
         Ok(()) => Ok(pair),
         Err(e) => {
             let (mut os_done, mut remote_done, mut os_tx_live) = (0, 0, 0);
-            let mut done = Done {
-                os_done: &mut os_done,
-                remote_done: &mut remote_done,
-                os_tx_live: &mut os_tx_live,
-            };
+            let mut done = Done::new(
+                &mut os_done,
+                &mut remote_done,
+                &mut os_tx_live,
+                core::array::from_fn(|i| &RINGS[i]),
+                dma,
+            );
             let _ = pair.teardown(dev, &mut TscDelay, &mut done);
             Err(e)
         }
@@ -753,8 +780,10 @@ pub fn service(b: &mut Bench<'_, '_>) -> bool {
     progress || polled || !interrupts.is_empty()
 }
 
-/// Polls pair `q` of PF `f` once (NAPI), with the PF's XDP program deciding each frame; the
-/// pair stays scheduled while the poll reports `more`. Returns whether it polled.
+/// Polls pair `q` of PF `f` once (NAPI) with `QueuePair::poll_xdp`, running the PF's attached
+/// program (behind the tally's tap) on each frame; redirects go to the other PF's TX queues
+/// through a `DevMap` of `TxTarget`s. The pair stays scheduled while the poll reports `more`.
+/// Returns whether it polled.
 fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let (Some(dev), Some(peer)) = (
         b.devices.get(f).and_then(Option::as_ref),
@@ -765,8 +794,16 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let db = dev.doorbells();
     let peer_db = peer.doorbells();
     let dp = &mut b.dp;
-    let program = dp.programs[f];
+    if let Some((pf, after, prog)) = dp.pending_swap {
+        if pf == f && dp.tally.received >= after {
+            // Between two polls: this one runs the new program from its first frame.
+            let old = dp.slots[f].attach(prog);
+            dp.swapped = Some((dp.tally.received, old));
+            dp.pending_swap = None;
+        }
+    }
     let dma = dp.dma;
+    let homes = dp.homes;
     let [p0, p1] = &mut dp.pairs;
     let (mine, other) = if f == 0 { (p0, p1) } else { (p1, p0) };
     let (Some(pair), Some(book)) = (mine.get_mut(q), dp.books[f].get_mut(q)) else {
@@ -776,7 +813,6 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
         return false;
     }
     let Book {
-        verdicts,
         tx_os_done,
         tx_remote_done,
         ..
@@ -785,29 +821,55 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let tally = &mut dp.tally;
     let (func, qid) = (f as u8, q as u16);
     let mut tap = |data: &[u8]| tally.on_frame(func, qid, steer, data);
-    let mut sink = xdp::Dispatch {
-        program,
-        origin: (f * PAIRS + q) as u8,
-        home: dp.homes[f * PAIRS + q],
-        tap: &mut tap,
-        os: &mut dp.os,
-        redirect: other.get_mut(q).map(|p| xdp::Redirect {
-            tx: &mut p.tx,
-            db: &peer_db,
-        }),
-        verdicts,
-        dma,
-    };
-    let mut done = Done {
-        os_done: tx_os_done,
-        remote_done: tx_remote_done,
-        os_tx_live: &mut dp.os_tx_live,
-    };
-    let out = pair.poll(BUDGET, &db, &mut sink, &mut done);
-    // The redirect target's batch ends with this poll: publish it on its own function.
-    if let Some(r) = sink.redirect {
-        r.tx.flush(r.db);
+    let origin = f * PAIRS + q;
+    let home = homes[origin];
+    let os = &mut dp.os;
+    // The redirect table: entry i is the other PF's TX queue i.
+    let mut targets: HVec<TxTarget<'_, '_, SimDmaMem<'_>, DmaPage, Frame<'_>, _>, PAIRS> = other
+        .iter_mut()
+        .map(|p| TxTarget::new(&mut p.tx, &peer_db))
+        .collect();
+    let mut table: DevMap<'_, DmaPage, PAIRS> = DevMap::new();
+    for (i, t) in targets.iter_mut().enumerate() {
+        // CAST: i < PAIRS, and the table has PAIRS entries.
+        let _ = table.insert(i as u32, t);
     }
+    let mut done = Done::new(tx_os_done, tx_remote_done, &mut dp.os_tx_live, homes, dma);
+    let rxq = XdpRxq {
+        queue_index: qid,
+        port: func,
+    };
+    // CAST: origin < TOTAL_PAIRS.
+    let (origin8, origin16) = (origin as u8, origin as u16);
+    let out = match dp.slots[f].program_mut() {
+        Some(prog) => {
+            let mut prog = Tapped { prog, tap: &mut tap };
+            let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                to_os(os, origin8, home, fr, dma)
+            };
+            xdp_poll(
+                pair,
+                &db,
+                Some(&mut prog),
+                &mut pass,
+                &mut table,
+                rxq,
+                origin16,
+                &mut done,
+            )
+        }
+        None => {
+            // No program: the core hands each frame straight to the OS; the tap looks at it there.
+            let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                let start = usize::from(fr.offset);
+                if let Some(data) = fr.page.bytes().get(start..start + usize::from(fr.len)) {
+                    tap(data);
+                }
+                to_os(os, origin8, home, fr, dma)
+            };
+            xdp_poll::<Program, _>(pair, &db, None, &mut pass, &mut table, rxq, origin16, &mut done)
+        }
+    };
     book.polls += 1;
     book.polled = true;
     if out.rx.done >= BUDGET {
@@ -822,6 +884,49 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     true
 }
 
+/// An XDP_PASS page handed to the OS, with the length of its bytes the CPU may have written.
+fn to_os(
+    os: &mut Os,
+    origin: u8,
+    home: Home,
+    fr: RxFrame<DmaPage>,
+    dma: SimDmaMem<'_>,
+) -> Result<(), RxFrame<DmaPage>> {
+    let dirty = (usize::from(fr.offset) + usize::from(fr.len))
+        .saturating_sub(onic_core::config::RX_HEADROOM as usize);
+    os.take(
+        origin,
+        home,
+        u16::try_from(dirty).unwrap_or(u16::MAX),
+        fr.page,
+        dma,
+    );
+    Ok(())
+}
+
+/// One `poll_xdp` of `pair` with the given program (if any), pass sink and redirect table.
+#[allow(clippy::too_many_arguments)]
+fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
+    pair: &mut Pair<'_, '_>,
+    db: &Db<'_, '_>,
+    prog: Option<&mut Prog>,
+    pass: &mut O,
+    table: &mut DevMap<'_, DmaPage, PAIRS>,
+    rxq: XdpRxq,
+    origin: u16,
+    done: &mut Done<'_, '_>,
+) -> PairPoll {
+    let mut ctx = XdpContext {
+        prog,
+        pass,
+        redirect: table,
+        rxq,
+        origin,
+        hasher: None,
+    };
+    pair.poll_xdp(BUDGET, db, &mut ctx, done)
+}
+
 /// The tick's deferred work (see the module docs).
 fn housekeeping(b: &mut Bench<'_, '_>) {
     let dp = &mut b.dp;
@@ -831,11 +936,13 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
             let book = &mut dp.books[f][q];
             let idle = !core::mem::take(&mut book.polled);
             if idle && pair.tx.in_flight() > 0 {
-                let mut done = Done {
-                    os_done: &mut book.tx_os_done,
-                    remote_done: &mut book.tx_remote_done,
-                    os_tx_live: &mut dp.os_tx_live,
-                };
+                let mut done = Done::new(
+                    &mut book.tx_os_done,
+                    &mut book.tx_remote_done,
+                    &mut dp.os_tx_live,
+                    dp.homes,
+                    dp.dma,
+                );
                 let r = pair.tx.reclaim(&mut pair.pool, &mut done);
                 book.hk_reclaims += 1;
                 book.hk_completed += u64::from(r.completed);
@@ -943,18 +1050,18 @@ pub fn send(b: &mut Bench<'_, '_>, f: usize, q: usize, data: &[u8], more: bool) 
     let frame = os_frame(b.dp.dma, data).ok_or(SendError::NoPage)?;
     b.dp.os_tx_live += 1;
     let Some(dev) = b.devices.get(f).and_then(Option::as_ref) else {
-        free_frame(frame, &mut b.dp.os_tx_live);
+        free_frame(frame, &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
         return Err(SendError::NoQueue);
     };
     let db = dev.doorbells();
     let Some(pair) = b.dp.pairs.get_mut(f).and_then(|p| p.get_mut(q)) else {
-        free_frame(frame, &mut b.dp.os_tx_live);
+        free_frame(frame, &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
         return Err(SendError::NoQueue);
     };
     match pair.tx.xmit_os(&db, frame, more) {
         Ok(()) => Ok(()),
         Err(e) => {
-            free_frame(e.into_inner(), &mut b.dp.os_tx_live);
+            free_frame(e.into_inner(), &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
             Err(SendError::Refused)
         }
     }
@@ -962,7 +1069,7 @@ pub fn send(b: &mut Bench<'_, '_>, f: usize, q: usize, data: &[u8], more: bool) 
 
 /// Frees an OS frame that was never queued.
 pub fn free_os_frame(b: &mut Bench<'_, '_>, frame: Frame<'_>) {
-    free_frame(frame, &mut b.dp.os_tx_live);
+    free_frame(frame, &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
 }
 
 /// Publishes whatever pair `q` of PF `f` has queued (the end of an xmit-more batch).

@@ -8,8 +8,8 @@ use onic_core::QueueError;
 use onic_sim::Corruption;
 
 use super::datapath::{
-    self, build_pair, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Done, Frame, PAIRS,
-    RINGS, TOTAL_PAIRS, WAIT_NS,
+    self, build_pair, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Frame, PAIRS, RINGS,
+    TOTAL_PAIRS, WAIT_NS,
 };
 use super::traffic::{counter, rx_stats};
 use super::verdicts::census_holds;
@@ -59,7 +59,7 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
         );
         return;
     };
-    b.dp.programs = [Program::Drop, Program::Pass];
+    b.dp.set_programs([Program::Drop, Program::Pass]);
     run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
     b.dp.os.hold = true;
     b.dp.tally.reset();
@@ -118,7 +118,7 @@ fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'st
         r.check(name, false, format_args!("no flow reaches PF1 queue {q}"));
         return;
     };
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
     b.dp.tally.reset();
     let before = rx_stats(b)[1][q];
     b.model.with(|c| c.faults().corrupt_next_completions(1, how));
@@ -151,7 +151,7 @@ fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'st
 /// writeback comes, a reclaim wakes the queue, the OS sends the rest, and every frame arrives.
 fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let q = 1;
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
     b.dp.tally.reset();
     let tx_before = match b.dp.pairs[0].get(q) {
         Some(p) => *p.tx.stats(),
@@ -270,7 +270,7 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
         );
         return;
     };
-    b.dp.programs = [Program::Drop, Program::Reflect];
+    b.dp.set_programs([Program::Drop, Program::Reflect]);
     b.dp.tally.reset();
     let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.stats()) else {
         return;
@@ -315,7 +315,7 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// Frames lost on the wire never arrive; a bad FCS is counted by the MAC and goes no further.
 fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let shell = b.model.shell();
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
     let lost_before = b.model.with(|c| c.stats().wire_dropped);
     b.model.with(|c| c.faults().drop_next_frames(3));
     b.dp.tally.reset();
@@ -372,7 +372,7 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
         );
         return;
     };
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
     b.dp.tally.reset();
     b.model.with(|c| c.faults().cmpt_status_pidx_jump());
     inject_tracked(b, 1, flow, 80);
@@ -436,12 +436,7 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let Some(old) = b.dp.pairs[1].pop() else {
         return;
     };
-    let book = &mut b.dp.books[1][q];
-    let mut done = Done::new(
-        &mut book.tx_os_done,
-        &mut book.tx_remote_done,
-        &mut b.dp.os_tx_live,
-    );
+    let mut done = b.dp.done(1, q);
     let (down, old_pool) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
     // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
     drop(old_pool);
@@ -479,7 +474,7 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
         b.dp.pairs[1].get(q).is_some_and(|p| p.rx.posted() == usable - 1)
     });
     let refill_polls = b.dp.books[1][q].refill_polls - polls_before;
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
     b.dp.tally.reset();
     let mut sent = 0;
     if let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) {

@@ -10,12 +10,12 @@
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
 //! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
-//! | [`verdicts`] | XDP-style pass, drop, TX and redirect through the core's `FrameSink` seam, with their counters |
+//! | [`verdicts`] | XDP programs through the core's XDP layer (`poll_xdp`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //!
 //! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
-//! [`xdp`] the programs and the frame sink.
+//! [`xdp`] the XDP programs.
 //!
 //! To add a check, call [`Runner::check`] from the group it belongs to (or add a group module and
 //! call it from [`run`]); the report and the verdict pick it up.

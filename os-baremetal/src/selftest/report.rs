@@ -102,7 +102,7 @@ fn rx_table(s: &Summary) {
             .and_then(|r| r.get(usize::from(row.q)))
             .map_or(0, |c| c.load(Ordering::Relaxed));
         let vec = irq::queue_vector(row.func, row.q).unwrap_or(0);
-        let (rx, v) = (&row.rx, &row.book.verdicts);
+        let rx = &row.rx;
         crate::println!(
             "  {:>2} {:>2} {:>#4x} {:>5} {:>5} {:>5} {:>4} {:>6} {:>8} | {:>3} {:>3} {:>5} {:>6} | {:>5} {:>5} \
              {:>4} {:>5} {:>5} | {}",
@@ -119,8 +119,8 @@ fn rx_table(s: &Summary) {
             rx.rx_bad_length,
             rx.rx_multi_buffer,
             rx.rx_no_page,
-            v.pass,
-            v.drop,
+            row.pair.rx_xdp_pass,
+            row.pair.rx_xdp_drop,
             row.pair.rx_xdp_tx,
             row.pair.rx_xdp_redirect,
             row.pair.rx_xdp_tx_errors,

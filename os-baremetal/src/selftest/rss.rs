@@ -38,7 +38,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         r.skipped("rss", "queue pairs or functions missing");
         return;
     }
-    b.dp.programs = [Program::Drop, Program::Drop];
+    b.dp.set_programs([Program::Drop, Program::Drop]);
 
     let initial = b.devices.iter().flatten().all(|d| {
         read_back_matches(d)

@@ -11,7 +11,7 @@ use onic_core::{QueueError, RxStats, TxStats};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, SwCtxt};
 use onic_sim::{DmaStats, SimStats};
 
-use super::datapath::{buffer_bytes, run_until, Book, Done, TOTAL_PAIRS, WAIT_NS};
+use super::datapath::{buffer_bytes, run_until, Book, TOTAL_PAIRS, WAIT_NS};
 use super::{Bench, Runner};
 use crate::irq::{self, FUNCTIONS};
 use crate::time::TscDelay;
@@ -143,12 +143,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
         let (Some(dev), Some(tx)) = (b.devices[*f].as_ref(), tx.take()) else {
             continue;
         };
-        let book = &mut b.dp.books[*f][*q];
-        let mut done = Done::new(
-            &mut book.tx_os_done,
-            &mut book.tx_remote_done,
-            &mut b.dp.os_tx_live,
-        );
+        let mut done = b.dp.done(*f, *q);
         let abs = dev.function().qbase() + *q as u16;
         if tx.teardown(dev, &mut TscDelay, pool, &mut done).is_ok() {
             let qen = context_read(dev.qdma(), &mut TscDelay, CtxtSel::SwH2c, abs).map(|w| {

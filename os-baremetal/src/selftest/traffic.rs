@@ -132,7 +132,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let raised_before = b.dp.raised;
     let ticks_before = irq::TICKS.load(Ordering::Relaxed);
     let violations_before = b.model.with(|c| c.violations().len());
-    b.dp.programs = [Program::Drop, Program::Pass];
+    b.dp.set_programs([Program::Drop, Program::Pass]);
 
     let mut spread_queues = [[0u32; PAIRS]; FUNCTIONS];
     let mut dirs = [Direction::default(), Direction::default()];

@@ -1,6 +1,7 @@
-//! XDP-style verdicts through the core's `FrameSink` seam (see [`super::xdp`]): PF0 sends, PF1's
-//! program decides, and the counters of the core (`RxStats`, `PairStats`, the pools' statistics)
-//! and of the image (verdicts, TX completions, the wire) must say what happened.
+//! XDP programs through the core's XDP layer (see [`super::xdp`]): PF0 sends, PF1's program
+//! decides in `QueuePair::poll_xdp`, and the counters of the core (`RxStats`, `PairStats`'s
+//! `rx_xdp_*`, the pools' statistics) and of the image (TX completions, the wire) must say what
+//! happened. Then PF1's program is swapped and detached between polls while frames arrive.
 
 use onic_core::pool::PoolStats;
 use onic_core::queue_pair::PairStats;
@@ -14,6 +15,8 @@ use crate::irq::FUNCTIONS;
 
 /// Frames per verdict.
 const FRAMES: u32 = 48;
+/// Frames the swap check lets arrive before it swaps PF1's program.
+const SWAP_AFTER: u32 = 16;
 
 /// Sums of one PF's counters.
 #[derive(Clone, Copy, Default)]
@@ -24,11 +27,6 @@ struct Sums {
     tx_packets: u64,
     tx_remote_done: u64,
     tx_os_done: u64,
-    pass: u64,
-    drop: u64,
-    tx: u64,
-    redirect: u64,
-    redirect_failed: u64,
     pool_in_flight: u64,
 }
 
@@ -47,6 +45,10 @@ fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
         s.pair.rx_xdp_tx += ps.rx_xdp_tx;
         s.pair.rx_xdp_redirect += ps.rx_xdp_redirect;
         s.pair.rx_xdp_tx_errors += ps.rx_xdp_tx_errors;
+        s.pair.rx_xdp_pass += ps.rx_xdp_pass;
+        s.pair.rx_xdp_drop += ps.rx_xdp_drop;
+        s.pair.rx_xdp_aborted += ps.rx_xdp_aborted;
+        s.pair.rx_xdp_redirect_errors += ps.rx_xdp_redirect_errors;
         let pool = p.pool.stats();
         s.pool.alloc.fast += pool.alloc.fast;
         s.pool.alloc.slow += pool.alloc.slow;
@@ -60,11 +62,6 @@ fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
         let book: &Book = &b.dp.books[func][q];
         s.tx_remote_done += book.tx_remote_done;
         s.tx_os_done += book.tx_os_done;
-        s.pass += book.verdicts.pass;
-        s.drop += book.verdicts.drop;
-        s.tx += book.verdicts.tx;
-        s.redirect += book.verdicts.redirect;
-        s.redirect_failed += book.verdicts.redirect_failed;
     }
     s
 }
@@ -72,7 +69,7 @@ fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
 /// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
 fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
-    b.dp.programs = programs;
+    b.dp.set_programs(programs);
     b.dp.tally.reset();
     let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));
     sent && run_until(b, WAIT_NS, |b| {
@@ -90,7 +87,7 @@ pub fn census_holds(b: &Bench<'_, '_>) -> bool {
 }
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("XDP verdicts (FrameSink / Verdict: pass, drop, TX, redirect)");
+    r.group("XDP (poll_xdp: pass, drop, TX, redirect through a devmap, swap, detach)");
     if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
         r.skipped("xdp", "queue pairs or functions missing");
         return;
@@ -118,7 +115,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.check(
         "xdp-pass",
         ok && b.dp.tally.corrupt == 0
-            && after.pass - before.pass == n
+            && after.pair.rx_xdp_pass - before.pair.rx_xdp_pass == n
             && after.rx.to_os - before.rx.to_os == n
             && held as u64 == n
             && with_os == n
@@ -127,8 +124,9 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && direct > 0
             && ring > 0,
         format_args!(
-            "{n} frames to the OS (RxStats to_os +{}), {with_os} pages counted with the OS while held, all \
+            "{n} frames to the OS (rx_xdp_pass +{}, RxStats to_os +{}), {with_os} pages counted with the OS while held, all \
              returned ({direct} into the pools, {ring} through their recycle rings; pool os_returns +{})",
+            after.pair.rx_xdp_pass - before.pair.rx_xdp_pass,
             after.rx.to_os - before.rx.to_os,
             after.pool.os_returns - before.pool.os_returns
         ),
@@ -140,7 +138,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let after = sums(b, 1);
     r.check(
         "xdp-drop",
-        ok && after.drop - before.drop == n
+        ok && after.pair.rx_xdp_drop - before.pair.rx_xdp_drop == n
             && after.rx.recycled - before.rx.recycled == n
             && after.rx.rx_packets - before.rx.rx_packets == n
             && after.pool.recycle.cached + after.pool.recycle.cache_full
@@ -148,8 +146,9 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
                 - before.pool.recycle.cache_full
                 >= n,
         format_args!(
-            "{n} frames dropped: RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
+            "{n} frames dropped: rx_xdp_drop +{}, RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
              taken from the HAL meanwhile",
+            after.pair.rx_xdp_drop - before.pair.rx_xdp_drop,
             after.rx.recycled - before.rx.recycled,
             after.pool.recycle.cached - before.pool.recycle.cached,
             after.pool.alloc.fast - before.pool.alloc.fast,
@@ -190,9 +189,9 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         ),
     );
 
-    // Redirect: PF1 queues each frame on PF0's TX queue of the same index (xmit_remote); it leaves
-    // port 0, comes back over the cable to PF1 (passed this time), and PF0's TX completion returns
-    // the page to its PF1 pool through the pool's recycle ring.
+    // Redirect: PF1's program names the devmap entry of its queue index, a TxTarget on PF0's TX
+    // queue of that index; the frame leaves port 0, comes back over the cable to PF1 (passed this
+    // time), and PF0's TX completion returns the page to its PF1 pool through return_to_origin.
     let before = sums(b, 1);
     let before0 = sums(b, 0);
     let wire0 = b.dp.wire;
@@ -206,8 +205,8 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.check(
         "xdp-redirect",
         ok && after.pair.rx_xdp_redirect - before.pair.rx_xdp_redirect == n
-            && after.redirect - before.redirect == n
-            && after.redirect_failed == before.redirect_failed
+            && after.pair.rx_xdp_redirect_errors == before.pair.rx_xdp_redirect_errors
+            && after.pair.rx_xdp_aborted == before.pair.rx_xdp_aborted
             && after0.tx_remote_done - before0.tx_remote_done == n
             && left == n
             && t.returned_to[1] == FRAMES
@@ -216,10 +215,101 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && ring_in >= n
             && census_holds(b),
         format_args!(
-            "{n} frames redirected to PF0's TX queues: rx_xdp_redirect +{}, PF0 remote completions +{}, {left} \
+            "{n} frames redirected through the devmap to PF0's TX queues: rx_xdp_redirect +{}, PF0 remote completions +{}, {left} \
              left port 0 and came back to PF1 intact; {ring_in} pages came home through the recycle rings",
             after.pair.rx_xdp_redirect - before.pair.rx_xdp_redirect,
             after0.tx_remote_done - before0.tx_remote_done
         ),
     );
+
+    swap(r, b);
+    detach(r, b);
+    b.dp.set_programs([Program::Drop, Program::Pass]);
+}
+
+/// PF1 runs XDP_PASS while PF0 sends; once [`SWAP_AFTER`] frames arrived, the next poll of PF1
+/// starts by swapping in XDP_DROP (`XdpSlot::attach`), with the rest of the frames still in the
+/// rings. Every frame meets exactly one of the two programs, none is lost, and no page is.
+fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
+    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
+    b.dp.set_programs([Program::Drop, Program::Pass]);
+    b.dp.tally.reset();
+    let before = sums(b, 1);
+    let changes = b.dp.slots[1].changes();
+    b.dp.swapped = None;
+    b.dp.pending_swap = Some((1, SWAP_AFTER, Program::Drop));
+    let sent = spread(b, 0, FRAMES, |i| (5000 + i, 60 + (i as usize * 37) % 400));
+    let ok = sent
+        && run_until(b, WAIT_NS, |b| {
+            b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
+        });
+    b.dp.pending_swap = None;
+    let (at_swap, old) = b.dp.swapped.unwrap_or((0, None));
+    let after = sums(b, 1);
+    let (pass, drop) = (
+        after.pair.rx_xdp_pass - before.pair.rx_xdp_pass,
+        after.pair.rx_xdp_drop - before.pair.rx_xdp_drop,
+    );
+    let t = &b.dp.tally;
+    r.check(
+        "xdp-swap",
+        ok && old == Some(Program::Pass)
+            && b.dp.slots[1].changes() - changes == 1
+            && pass + drop == n
+            && pass == u64::from(at_swap)
+            && pass > 0
+            && drop > 0
+            && after.rx.rx_packets - before.rx.rx_packets == n
+            && t.corrupt == 0
+            && t.misrouted == 0
+            && census_holds(b),
+        format_args!(
+            "XDP_PASS swapped for XDP_DROP after {at_swap} of {n} frames, between polls: rx_xdp_pass +{pass}, \
+             rx_xdp_drop +{drop}, every frame seen once, page census exact"
+        ),
+    );
+}
+
+/// With PF1's program detached (`XdpSlot::detach`), `poll_xdp` hands every frame to the OS as
+/// it is: no program runs and no XDP counter moves. A program attached again takes over at once.
+fn detach(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
+    let before = sums(b, 1);
+    let detached = b.dp.slots[1].detach();
+    let ok = phase_as_is(b, 6000);
+    let after = sums(b, 1);
+    let xdp = |s: &Sums| s.pair.rx_xdp_pass + s.pair.rx_xdp_drop + s.pair.rx_xdp_tx + s.pair.rx_xdp_redirect;
+    let attached_again = b.dp.slots[1].attach(Program::Drop).is_none();
+    let before2 = sums(b, 1);
+    let ok2 = phase_as_is(b, 7000);
+    let after2 = sums(b, 1);
+    r.check(
+        "xdp-detach",
+        ok && ok2
+            && detached == Some(Program::Drop)
+            && attached_again
+            && xdp(&after) == xdp(&before)
+            && after.rx.to_os - before.rx.to_os == n
+            && after2.pair.rx_xdp_drop - before2.pair.rx_xdp_drop == n
+            && b.dp.tally.corrupt == 0
+            && census_holds(b),
+        format_args!(
+            "detached: {n} frames to the OS untouched (RxStats to_os +{}, XDP counters +{}); attached again: \
+             rx_xdp_drop +{}",
+            after.rx.to_os - before.rx.to_os,
+            xdp(&after) - xdp(&before),
+            after2.pair.rx_xdp_drop - before2.pair.rx_xdp_drop
+        ),
+    );
+}
+
+/// PF0 sends [`FRAMES`] frames with the programs as they are attached; runs until they arrived,
+/// nothing is in flight and the OS gave every page back.
+fn phase_as_is(b: &mut Bench<'_, '_>, seed: u32) -> bool {
+    b.dp.tally.reset();
+    let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));
+    sent && run_until(b, WAIT_NS, |b| {
+        b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
+    })
 }
