@@ -49,7 +49,7 @@ finish() {
 	else
 		pass "kernel log free of WARN/BUG/Oops/Call Trace/page_pool leaks/model violations"
 	fi
-	echo "VM-TEST SUMMARY: $PASSES passed, $FAILS failed"
+	echo "VM-TEST SUMMARY: checks that passed $PASSES, checks that failed $FAILS"
 	if [ "$FAILS" = 0 ]; then
 		echo "VM-TEST PASS"
 		code=16

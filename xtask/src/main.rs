@@ -286,9 +286,16 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     let mut ran = 0;
     for (name, f) in steps {
         if only.is_none_or(|o| o == name) {
-            f()?;
+            if let Err(e) = f() {
+                // One line a CI log reader can take in at a glance: jobs, not individual tests.
+                println!("jobs: {ran} passed, 1 failed ({name})");
+                return Err(e);
+            }
             ran += 1;
         }
+    }
+    if ran > 0 {
+        println!("jobs: {ran} passed, 0 failed");
     }
     if ran == 0 {
         return Err(format!(
