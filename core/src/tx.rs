@@ -385,9 +385,10 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         more: bool,
         remote: bool,
     ) -> Result<(), TxError<F>> {
-        if let Err(e) = self.check_room(db) {
-            return Err(e.with(frame));
-        }
+        let free = match self.check_room(db) {
+            Ok(free) => free,
+            Err(e) => return Err(e.with(frame)),
+        };
         let mut len = frame.len();
         if len == 0 || len > TX_MAX_FRAME {
             self.stats.tx_bad_length += 1;
@@ -410,7 +411,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             TxBuf::Os(frame)
         };
         // CAST: `len` is at most TX_MAX_FRAME = u16::MAX (checked above).
-        self.post(db, addr, len as u16, buf, more);
+        self.post(db, addr, len as u16, buf, more, free);
         Ok(())
     }
 
@@ -428,9 +429,10 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         mut frame: PoolFrame<Pg>,
         more: bool,
     ) -> Result<(), TxError<PoolFrame<Pg>>> {
-        if let Err(e) = self.check_room(db) {
-            return Err(e.with(frame));
-        }
+        let free = match self.check_room(db) {
+            Ok(free) => free,
+            Err(e) => return Err(e.with(frame)),
+        };
         let off = usize::from(frame.offset);
         let mut len = usize::from(frame.len);
         let page_len = frame.page.bytes().len();
@@ -457,17 +459,20 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         };
         self.in_flight.pool += 1;
         // CAST: off + len <= page size (checked above).
-        self.post(db, addr, len as u16, TxBuf::Pool(frame), more);
+        self.post(db, addr, len as u16, TxBuf::Pool(frame), more, free);
         Ok(())
     }
 
     /// Refuses a frame when the queue is broken or full. A full ring first publishes what this
-    /// batch already queued: the caller gets control back and may not call again soon.
-    fn check_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<(), TxError<()>> {
+    /// batch already queued: the caller gets control back and may not call again soon. Returns
+    /// the free descriptors (at least one).
+    #[inline]
+    fn check_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<u16, TxError<()>> {
         if let Some(e) = self.error {
             return Err(TxError::Queue((), e));
         }
-        if self.free() == 0 {
+        let free = self.free();
+        if free == 0 {
             self.flush(db);
             self.stats.tx_busy += 1;
             if !self.stopped {
@@ -476,11 +481,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             }
             return Err(TxError::Full(()));
         }
-        Ok(())
+        Ok(free)
     }
 
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
-    /// more frames of the batch follow and the ring has room.
+    /// more frames of the batch follow and the ring has room. `free` is what
+    /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since).
+    #[inline]
     fn post<W: RegisterWindow>(
         &mut self,
         db: &Doorbells<W>,
@@ -488,6 +495,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         len: u16,
         buf: TxBuf<Pg, F>,
         more: bool,
+        free: u16,
     ) {
         let i = self.next_to_use;
         let slot = &mut self.slots[usize::from(i)];
@@ -499,7 +507,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         self.ring.write_u64(off + 8, w1);
         self.next_to_use = self.idx.next(i);
         self.stats.queued += 1;
-        if self.free() < self.thresholds.stop_below && !self.stopped {
+        // One descriptor fewer than before this frame: `free()` without recomputing it.
+        if free - 1 < self.thresholds.stop_below && !self.stopped {
             self.stopped = true;
             self.stats.stops += 1;
         }
@@ -545,12 +554,22 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             });
             return Reclaimed::default();
         }
+        // The clean index and the sent counters stay in registers during the loop.
         let mut n = 0u16;
-        while self.next_to_clean != cidx {
-            self.complete_slot(self.next_to_clean, pool, done, true);
-            self.next_to_clean = self.idx.next(self.next_to_clean);
+        let mut packets = 0u64;
+        let mut bytes = 0u64;
+        let mut clean = self.next_to_clean;
+        while clean != cidx {
+            if let Some(len) = self.complete_slot(clean, pool, done) {
+                packets += 1;
+                bytes += u64::from(len);
+            }
+            clean = self.idx.next(clean);
             n += 1;
         }
+        self.next_to_clean = clean;
+        self.stats.tx_packets += packets;
+        self.stats.tx_bytes += bytes;
         let woke = self.stopped && self.free() >= self.thresholds.wake_at;
         if woke {
             self.stopped = false;
@@ -559,20 +578,18 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         Reclaimed { completed: n, woke }
     }
 
+    /// Returns slot `i`'s buffer to its owner; returns the descriptor's length, `None` for an
+    /// empty slot (nothing to return).
+    #[inline(always)]
     fn complete_slot<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         i: u16,
         pool: &mut P,
         done: &mut C,
-        sent: bool,
-    ) {
+    ) -> Option<u16> {
         let slot = &mut self.slots[usize::from(i)];
         let len = slot.len;
-        let Some(buf) = slot.buf.take() else { return };
-        if sent {
-            self.stats.tx_packets += 1;
-            self.stats.tx_bytes += u64::from(len);
-        }
+        let buf = slot.buf.take()?;
         match buf {
             TxBuf::Pool(f) => {
                 self.in_flight.pool -= 1;
@@ -592,6 +609,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
                 done.remote_done(f);
             }
         }
+        Some(len)
     }
 
     /// Returns every buffer still on the ring to its owner without waiting for the device. Only
@@ -599,7 +617,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     /// longer read the buffers.
     pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
         while self.next_to_clean != self.next_to_use {
-            self.complete_slot(self.next_to_clean, pool, done, false);
+            // Not sent: returned to the owner without counting.
+            let _ = self.complete_slot(self.next_to_clean, pool, done);
             self.next_to_clean = self.idx.next(self.next_to_clean);
         }
         self.published = self.next_to_use;

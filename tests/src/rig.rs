@@ -613,9 +613,14 @@ impl<'a> TxRig<'a> {
         let db = Doorbells::new(self.latch);
         let batch = batch.max(1);
         let mut sent = 0;
+        let mut left_in_batch = batch;
         while sent < n {
             let Some(buf) = self.free.0.pop() else { break };
-            let more = (sent + 1) % batch != 0 && sent + 1 < n;
+            left_in_batch -= 1;
+            let more = left_in_batch != 0 && sent + 1 < n;
+            if left_in_batch == 0 {
+                left_in_batch = batch;
+            }
             match self.tx.xmit_os(&db, buf, more) {
                 Ok(()) => sent += 1,
                 Err(e) => {
