@@ -194,6 +194,34 @@ pub fn ensure_tools() -> Result<(), String> {
     Ok(())
 }
 
+/// Starts `cmd` (QEMU with its console on a piped stdout), echoes every console line as it comes,
+/// and waits at most `timeout`. Returns the exit code (`None`: killed at the timeout), the console
+/// lines and the wall time. Shared by the bare-metal image and the kernel VM test.
+pub(crate) fn run_echoing(
+    cmd: &mut Command,
+    timeout: Duration,
+) -> Result<(Option<i32>, Vec<String>, Duration), String> {
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+            println!("{line}");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let status = wait_with_timeout(&mut child, timeout)?;
+    let elapsed = start.elapsed();
+    let _ = reader.join();
+    Ok((status, rx.try_iter().collect(), elapsed))
+}
+
 /// Waits for `child` until `timeout`; kills it after that. `Ok(None)` means it was killed.
 fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Result<Option<i32>, String> {
     let start = Instant::now();
@@ -239,25 +267,7 @@ pub fn qemu(o: &Options) -> Result<ExitCode, String> {
         o.timeout.as_secs()
     );
     println!("---- console (COM1) ----");
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
-            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-            println!("{line}");
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let status = wait_with_timeout(&mut child, o.timeout)?;
-    let elapsed = start.elapsed();
-    let _ = reader.join();
-    let console: Vec<String> = rx.try_iter().collect();
+    let (status, console, elapsed) = run_echoing(&mut cmd, o.timeout)?;
     let _ = fs::write(&console_log, console.join("\n") + "\n");
     println!("---- end of console ----");
 

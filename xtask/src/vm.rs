@@ -8,11 +8,8 @@
 //! kernel panicked, a timeout) fails. The whole console, kernel log included, is printed.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::kmod::{self, Resolved};
@@ -202,21 +199,6 @@ fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
     Ok(img)
 }
 
-fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Result<Option<i32>, String> {
-    let start = Instant::now();
-    loop {
-        match child.try_wait().map_err(|e| format!("waiting for QEMU: {e}"))? {
-            Some(status) => return Ok(Some(status.code().unwrap_or(-1))),
-            None if start.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(None);
-            }
-            None => thread::sleep(Duration::from_millis(50)),
-        }
-    }
-}
-
 /// QEMU status for the guest's "a check failed" (0x11 written to isa-debug-exit).
 const STATUS_FAIL: i32 = 35;
 
@@ -259,27 +241,10 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
         timeout.as_secs()
     );
     println!("---- console ({}) ----", r.kernel.name);
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
-            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-            println!("{line}");
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let status = wait_with_timeout(&mut child, timeout)?;
-    let _ = reader.join();
-    let console: Vec<String> = rx.try_iter().collect();
+    let (status, console, elapsed) = crate::qemu::run_echoing(&mut cmd, timeout)?;
     let _ = fs::write(r.dir.join("console.log"), console.join("\n") + "\n");
     println!("---- end of console ({}) ----", r.kernel.name);
-    let secs = start.elapsed().as_secs_f64();
+    let secs = elapsed.as_secs_f64();
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
     if expect_fail {
         let failed = status == Some(STATUS_FAIL)
