@@ -4,11 +4,14 @@
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::cell::RefCell;
+use core::ptr::NonNull;
 
 use onic_hal::dma::RawRegion;
 use onic_hal::regs::shell::{DEFAULT_HASH_KEY_WORDS, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES};
 use onic_hal::window::UNMAPPED_READ;
-use onic_hal::{AddrLimit, DelayNs, Direction, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow};
+use onic_hal::{
+    AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
+};
 
 use crate::cmac::Port;
 use crate::config::{
@@ -330,7 +333,10 @@ impl Card {
     }
 
     /// Frees every DMA allocation still live (regions and pages), e.g. at the end of a test whose
-    /// driver leaked on purpose.
+    /// driver leaked on purpose, and ends every foreign mapping still live without touching the
+    /// foreign memory (it is not the model's). Their device addresses read as freed from then on.
+    /// Check [`Card::dma_stats`] first to see what was leaked (`live_regions`, `live_pages`,
+    /// `mapped_pages`, `live_foreign`); this call sets those counts to 0.
     ///
     /// # Safety
     ///
@@ -392,15 +398,80 @@ unsafe impl RegisterWindow for ShellWindow<'_> {
 /// Misuse (freeing an unknown region, freeing a mapped page, syncing an unmapped page...) is
 /// recorded as a [`Violation`]; the offending operation is not performed (memory that cannot be
 /// freed safely is leaked rather than released).
+///
+/// Besides the [`DmaMemory`] implementation, [`SimDma::map_foreign`] lets the device reach host
+/// memory the model did not allocate (an OS's packet buffers), as an IOMMU mapping does.
 #[derive(Clone, Copy, Debug)]
 pub struct SimDma<'a> {
     card: &'a Card,
 }
 
+impl SimDma<'_> {
+    /// Maps `len` bytes of host memory at `ptr` for the device (dir as the DMA API's).
+    ///
+    /// The device address comes from [`crate::dma::FOREIGN_MAP_BASE`] up, has the same offset
+    /// within its page as `ptr`, and is never handed out again. Device accesses are checked like
+    /// those to a page mapping: within the mapped length only, no device write to a
+    /// [`Direction::ToDevice`] mapping, no device read of a [`Direction::FromDevice`] one.
+    ///
+    /// # Errors
+    ///
+    /// [`DmaError::InvalidRequest`] for a zero length or a range that overflows the address space;
+    /// [`DmaError::OutOfMemory`] once the foreign device address range is used up.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay valid (not freed) until `unmap_foreign` of the returned address (or
+    /// [`Card::reclaim_all_dma`]): readable and initialized unless `dir` is
+    /// [`Direction::FromDevice`], writable through `ptr` unless `dir` is [`Direction::ToDevice`].
+    /// As with a real device, while a call on the card runs the CPU neither writes bytes the
+    /// device may read nor accesses bytes the device may write (no other thread does, and no
+    /// reference to them is held across the call).
+    pub unsafe fn map_foreign(
+        &self,
+        ptr: NonNull<u8>,
+        len: usize,
+        dir: Direction,
+    ) -> Result<DmaAddr, DmaError> {
+        // SAFETY: the caller keeps the bytes valid as `DmaState::map_foreign` requires, until the
+        // mapping is ended by `unmap_foreign` or `reclaim_all_dma`.
+        self.card.with(|s| unsafe { s.dma.map_foreign(ptr, len, dir) })
+    }
+
+    /// Ends a mapping made by map_foreign (`addr`, `len`, `dir` as returned/passed then).
+    ///
+    /// An `addr` that does not start a live foreign mapping, or a different `len` or `dir`, is
+    /// recorded as a [`Violation::HostDma`] (`NotMapped`, `LengthMismatch`, `DirectionMismatch`)
+    /// and the mapping, if any, stays live. Once unmapped, the device reaches nothing at `addr`
+    /// (an access is reported as freed), and the memory is the caller's again.
+    pub fn unmap_foreign(&self, addr: DmaAddr, len: usize, dir: Direction) {
+        self.card.with(|s| {
+            if let Some(v) = s.dma.unmap_foreign(addr, len, dir) {
+                s.violate(v);
+            }
+        });
+    }
+
+    /// Sync of part of a foreign mapping: `offset`/`len` relative to `addr` (the mapped address).
+    ///
+    /// `for_cpu` selects `sync_for_cpu` (true) or `sync_for_device` (false); both are counted in
+    /// [`DmaStats`]. Memory is plain host memory, so a sync moves no data; it is only checked (an
+    /// unknown address, a range past the mapping or a direction the mapping does not allow is a
+    /// [`Violation::HostDma`]).
+    pub fn sync_foreign(&self, addr: DmaAddr, offset: usize, len: usize, dir: Direction, for_cpu: bool) {
+        self.card.with(|s| {
+            if let Some(v) = s.dma.sync_foreign(addr, offset, len, dir, for_cpu) {
+                s.violate(v);
+            }
+        });
+    }
+}
+
 // SAFETY: regions and pages are fresh heap blocks (zeroed, 4 KiB aligned, page-sized multiples)
 // owned by the model until the driver returns the token, and the model never frees a block whose
-// token it has not been handed back; device addresses map exactly to those blocks; below-4-GiB
-// regions get addresses below 4 GiB. Memory is plain host memory, so syncs need no work.
+// token it has not been handed back; device addresses map exactly to those blocks (foreign
+// mappings use a separate address range no token carries); below-4-GiB regions get addresses
+// below 4 GiB. Memory is plain host memory, so syncs need no work.
 unsafe impl DmaMemory for SimDma<'_> {
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         let (ptr, addr) = self.card.with(|s| s.dma.alloc_coherent(len, limit))?;

@@ -177,14 +177,17 @@ pub enum HostDmaProblem {
     FreeWhileMapped,
     /// `map_page` of a page that is already mapped.
     DoubleMap,
-    /// `unmap_page` / sync of a page that is not mapped at the address the token carries.
+    /// `unmap_page` / sync of a page that is not mapped at the address the token carries, or
+    /// `unmap_foreign` / `sync_foreign` of an address that does not start a live foreign mapping.
     NotMapped,
-    /// `unmap_page` with a different direction than the mapping.
+    /// `unmap_page` / `unmap_foreign` with a different direction than the mapping.
     DirectionMismatch,
-    /// A sync whose range runs past the page.
+    /// A sync whose range runs past the page (or past a foreign mapping).
     SyncOutOfRange,
     /// A sync whose direction does not match the mapping's.
     SyncDirection,
+    /// `unmap_foreign` with a different length than the mapping.
+    LengthMismatch,
 }
 
 /// Something a driver did that the hardware would not accept, or that the model cannot carry out.
@@ -352,10 +355,14 @@ pub struct DmaStats {
     pub live_pages: usize,
     /// Packet pages currently mapped.
     pub mapped_pages: usize,
+    /// Foreign mappings (host memory the model did not allocate) currently live.
+    pub live_foreign: usize,
     /// Coherent regions allocated so far.
     pub regions_allocated: u64,
     /// Packet pages allocated so far.
     pub pages_allocated: u64,
+    /// Foreign mappings made so far.
+    pub foreign_mapped: u64,
     /// Page allocations refused (budget or fault knob).
     pub page_alloc_failures: u64,
     /// `sync_for_cpu` calls.

@@ -1,17 +1,19 @@
-//! The DMA memory model: coherent regions and packet pages backed by host memory, fake device
-//! addresses, and the translation every device-side access goes through.
+//! The DMA memory model: coherent regions and packet pages backed by host memory, foreign
+//! mappings of host memory the model did not allocate, fake device addresses, and the translation
+//! every device-side access goes through.
 //!
 //! Device addresses are never host pointers. Coherent regions below 4 GiB come from
-//! [`COHERENT_LOW_BASE`] up, coherent regions without a limit from [`COHERENT_HIGH_BASE`] up, and
-//! page mappings from [`PAGE_MAP_BASE`] up. No device address is ever handed out twice, so an
-//! access through a stale address always lands on a freed range and is reported as such.
+//! [`COHERENT_LOW_BASE`] up, coherent regions without a limit from [`COHERENT_HIGH_BASE`] up, page
+//! mappings from [`PAGE_MAP_BASE`] up and foreign mappings from [`FOREIGN_MAP_BASE`] up. No device
+//! address is ever handed out twice, so an access through a stale address always lands on a freed
+//! range and is reported as such.
 
 use alloc::collections::BTreeMap;
 
 use onic_hal::{AddrLimit, Direction, DmaAddr, PAGE_SIZE};
 
 use crate::config::{AccessProblem, DeviceAccess, DmaConfig, DmaStats, HostDmaProblem, Violation};
-use crate::mem::Block;
+use crate::mem::{Block, Foreign};
 
 /// First device address of coherent regions allocated with [`AddrLimit::Below4G`].
 pub const COHERENT_LOW_BASE: u64 = 0x1000_0000;
@@ -19,6 +21,11 @@ pub const COHERENT_LOW_BASE: u64 = 0x1000_0000;
 pub const COHERENT_HIGH_BASE: u64 = 0x80_0000_0000;
 /// First device address of packet page mappings.
 pub const PAGE_MAP_BASE: u64 = 0x1_0000_0000;
+/// First device address of foreign mappings (host memory the model did not allocate, see
+/// [`crate::SimDma::map_foreign`]). A mapping keeps its pointer's offset within the page and takes
+/// the whole pages it spans. The base sits far above the other ranges, since OS buffers are
+/// mapped per packet and the address space is never reused.
+pub const FOREIGN_MAP_BASE: u64 = 0x1000_0000_0000;
 
 /// A live coherent region.
 #[derive(Debug)]
@@ -39,6 +46,7 @@ struct Page {
 pub(crate) enum Target<'a> {
     Region(&'a Block, usize),
     Page(&'a Block, usize),
+    Foreign(&'a Foreign, usize),
 }
 
 /// State of the DMA memory model.
@@ -51,11 +59,15 @@ pub(crate) struct DmaState {
     pages: BTreeMap<usize, Page>,
     /// Page mappings: device address -> host address of the page.
     mappings: BTreeMap<u64, usize>,
+    /// Foreign mappings by device address (the first mapped byte, not the page).
+    foreign: BTreeMap<u64, Foreign>,
     /// Device ranges that were live once and are gone: start -> length.
     dead: BTreeMap<u64, u64>,
     next_low: u64,
     next_high: u64,
     next_map: u64,
+    /// Next free page of the foreign mapping range.
+    next_foreign: u64,
     pub(crate) stats: DmaStats,
     pub(crate) fail_page_allocs: u32,
 }
@@ -67,10 +79,12 @@ impl DmaState {
             regions: BTreeMap::new(),
             pages: BTreeMap::new(),
             mappings: BTreeMap::new(),
+            foreign: BTreeMap::new(),
             dead: BTreeMap::new(),
             next_low: COHERENT_LOW_BASE,
             next_high: COHERENT_HIGH_BASE,
             next_map: PAGE_MAP_BASE,
+            next_foreign: FOREIGN_MAP_BASE,
             stats: DmaStats::default(),
             fail_page_allocs: 0,
         }
@@ -287,6 +301,85 @@ impl DmaState {
         None
     }
 
+    /// Maps `len` bytes of host memory at `ptr` that the model did not allocate.
+    ///
+    /// # Safety
+    ///
+    /// The bytes meet the invariants of [`Foreign`] for `dir` until the mapping leaves the live
+    /// set (through [`DmaState::unmap_foreign`] or [`DmaState::reclaim_all`]).
+    pub(crate) unsafe fn map_foreign(
+        &mut self,
+        ptr: core::ptr::NonNull<u8>,
+        len: usize,
+        dir: Direction,
+    ) -> Result<DmaAddr, onic_hal::DmaError> {
+        use onic_hal::DmaError;
+        let host = ptr.as_ptr().addr();
+        if len == 0 || host.checked_add(len).is_none() {
+            return Err(DmaError::InvalidRequest);
+        }
+        let in_page = host % PAGE_SIZE;
+        let span = in_page
+            .checked_add(len)
+            .and_then(|n| n.checked_next_multiple_of(PAGE_SIZE))
+            .ok_or(DmaError::InvalidRequest)? as u64;
+        let next = self.next_foreign.checked_add(span).ok_or(DmaError::OutOfMemory)?;
+        let addr = self.next_foreign + in_page as u64;
+        self.next_foreign = next;
+        // SAFETY: the caller keeps the bytes valid for `dir` until the mapping is removed from
+        // `foreign`, which is when the `Foreign` value is dropped.
+        let mem = unsafe { Foreign::new(ptr, len, dir) };
+        self.foreign.insert(addr, mem);
+        self.stats.live_foreign += 1;
+        self.stats.foreign_mapped += 1;
+        Ok(DmaAddr::new(addr))
+    }
+
+    /// Ends a foreign mapping. A call that does not match a live mapping exactly (start address,
+    /// length, direction) changes nothing and returns the violation.
+    pub(crate) fn unmap_foreign(&mut self, addr: DmaAddr, len: usize, dir: Direction) -> Option<Violation> {
+        let problem = match self.foreign.get(&addr.get()) {
+            None => Some(HostDmaProblem::NotMapped),
+            Some(m) if m.len() != len => Some(HostDmaProblem::LengthMismatch),
+            Some(m) if m.dir() != dir => Some(HostDmaProblem::DirectionMismatch),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            return Some(Violation::HostDma { problem, addr });
+        }
+        let m = self.foreign.remove(&addr.get())?;
+        self.dead.insert(addr.get(), m.len() as u64);
+        self.stats.live_foreign -= 1;
+        None
+    }
+
+    /// Checks a sync call on part of a foreign mapping (`offset`/`len` relative to `addr`).
+    pub(crate) fn sync_foreign(
+        &mut self,
+        addr: DmaAddr,
+        offset: usize,
+        len: usize,
+        dir: Direction,
+        for_cpu: bool,
+    ) -> Option<Violation> {
+        if for_cpu {
+            self.stats.syncs_for_cpu += 1;
+        } else {
+            self.stats.syncs_for_device += 1;
+        }
+        let fail = |problem| Some(Violation::HostDma { problem, addr });
+        let Some(m) = self.foreign.get(&addr.get()) else {
+            return fail(HostDmaProblem::NotMapped);
+        };
+        if offset.checked_add(len).is_none_or(|end| end > m.len()) {
+            return fail(HostDmaProblem::SyncOutOfRange);
+        }
+        if m.dir() != dir && m.dir() != Direction::Bidirectional {
+            return fail(HostDmaProblem::SyncDirection);
+        }
+        None
+    }
+
     /// Resolves a device access of `len` bytes at `addr`.
     pub(crate) fn translate(
         &self,
@@ -334,6 +427,23 @@ impl DmaState {
                 return Ok(Target::Page(&page.block, off));
             }
         }
+        if let Some((&start, mem)) = self.foreign.range(..=addr).next_back() {
+            let off = (addr - start) as usize;
+            if off < mem.len() {
+                if end - start > mem.len() as u64 {
+                    return Err(fail(AccessProblem::OutOfRange));
+                }
+                let bad_dir = match mem.dir() {
+                    Direction::ToDevice => access.is_write(),
+                    Direction::FromDevice => !access.is_write(),
+                    Direction::Bidirectional => false,
+                };
+                if bad_dir {
+                    return Err(fail(AccessProblem::WrongDirection));
+                }
+                return Ok(Target::Foreign(mem, off));
+            }
+        }
         if let Some((&start, &dead_len)) = self.dead.range(..=addr).next_back() {
             if addr - start < dead_len {
                 return Err(fail(AccessProblem::Freed));
@@ -349,24 +459,25 @@ impl DmaState {
         out: &mut [u8],
         access: DeviceAccess,
     ) -> Result<(), Violation> {
-        let (block, off) = match self.translate(addr, out.len(), access)? {
-            Target::Region(b, o) | Target::Page(b, o) => (b, o),
+        // Translation checked the range and the direction, so the copy cannot fail.
+        match self.translate(addr, out.len(), access)? {
+            Target::Region(b, o) | Target::Page(b, o) => b.read(o, out),
+            Target::Foreign(m, o) => m.read(o, out),
         };
-        // Translation checked the range, so the copy cannot fail.
-        block.read(off, out);
         Ok(())
     }
 
     /// Device write of `data` at `addr`.
     pub(crate) fn device_write(&self, addr: u64, data: &[u8], access: DeviceAccess) -> Result<(), Violation> {
-        let (block, off) = match self.translate(addr, data.len(), access)? {
-            Target::Region(b, o) | Target::Page(b, o) => (b, o),
+        match self.translate(addr, data.len(), access)? {
+            Target::Region(b, o) | Target::Page(b, o) => b.write(o, data),
+            Target::Foreign(m, o) => m.write(o, data),
         };
-        block.write(off, data);
         Ok(())
     }
 
-    /// Frees every live allocation (see [`crate::Card::reclaim_all_dma`]).
+    /// Frees every live allocation and ends every foreign mapping, without touching the foreign
+    /// memory itself (see [`crate::Card::reclaim_all_dma`]).
     pub(crate) fn reclaim_all(&mut self) {
         for (addr, r) in core::mem::take(&mut self.regions) {
             self.dead.insert(addr, r.block.len() as u64);
@@ -379,8 +490,12 @@ impl DmaState {
             p.block.free();
         }
         self.mappings.clear();
+        for (addr, m) in core::mem::take(&mut self.foreign) {
+            self.dead.insert(addr, m.len() as u64);
+        }
         self.stats.live_regions = 0;
         self.stats.live_pages = 0;
         self.stats.mapped_pages = 0;
+        self.stats.live_foreign = 0;
     }
 }

@@ -6,11 +6,16 @@
 //! copy through raw pointers derived from the same allocation pointer and never create a
 //! reference into the memory. That keeps the two sides from asserting conflicting Rust aliasing
 //! claims over bytes the other side may be changing, which is what Miri checks.
+//!
+//! A [`Foreign`] is host memory the model did not allocate (an OS buffer mapped for the device,
+//! like an IOMMU mapping). The model never owns or frees it; it copies in and out through the
+//! caller's pointer in the same reference-free way, within the mapped length and only in the
+//! directions the mapping allows.
 
 use alloc::alloc::{alloc_zeroed, dealloc, Layout};
 use core::ptr::{self, NonNull};
 
-use onic_hal::PAGE_SIZE;
+use onic_hal::{Direction, PAGE_SIZE};
 
 /// One 4 KiB-aligned heap allocation owned by the model.
 ///
@@ -101,6 +106,73 @@ impl Block {
     }
 }
 
+/// Host bytes the model did not allocate, reached by the device through a foreign mapping.
+///
+/// # Invariants
+///
+/// From [`Foreign::new`] until the value is dropped, the `len` bytes at `ptr` are valid for reads
+/// unless `dir` is [`Direction::FromDevice`] (and then initialized), and valid for writes unless
+/// `dir` is [`Direction::ToDevice`]; nothing accesses them in a way that conflicts with a copy made
+/// here while a call on the model runs. `len > 0`. The value does not own the bytes: dropping it
+/// only ends the model's right to touch them.
+#[derive(Debug)]
+pub(crate) struct Foreign {
+    ptr: NonNull<u8>,
+    len: usize,
+    dir: Direction,
+}
+
+impl Foreign {
+    /// Wraps `len` bytes of someone else's memory at `ptr`, reachable in direction `dir`.
+    ///
+    /// # Safety
+    ///
+    /// The bytes satisfy the type invariants for as long as the returned value exists.
+    pub(crate) unsafe fn new(ptr: NonNull<u8>, len: usize, dir: Direction) -> Self {
+        Self { ptr, len, dir }
+    }
+
+    /// Mapped length in bytes (exactly what the caller mapped, not rounded).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Direction of the mapping.
+    pub(crate) fn dir(&self) -> Direction {
+        self.dir
+    }
+
+    fn in_bounds(&self, offset: usize, len: usize) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.len)
+    }
+
+    /// Copies `out.len()` bytes starting at `offset` into `out`. Returns `false` (and copies
+    /// nothing) if the range is outside the mapping or the mapping is device-write-only.
+    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> bool {
+        if self.dir == Direction::FromDevice || !self.in_bounds(offset, out.len()) {
+            return false;
+        }
+        // SAFETY: the source range is inside the `len` readable, initialized bytes (checked above,
+        // type invariant); `out` is a buffer the model owns, a Rust allocation the mapped bytes
+        // cannot overlap. No reference into the foreign bytes is created.
+        unsafe { ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
+        true
+    }
+
+    /// Copies `data` into the mapping at `offset`. Returns `false` (and writes nothing) if the
+    /// range is outside the mapping or the mapping is device-read-only.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> bool {
+        if self.dir == Direction::ToDevice || !self.in_bounds(offset, data.len()) {
+            return false;
+        }
+        // SAFETY: the destination range is inside the `len` writable bytes (checked above, type
+        // invariant) and `data` is a distinct buffer the model owns. No reference into the
+        // foreign bytes is created, so a CPU-side raw pointer to them stays usable.
+        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(offset), data.len()) };
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +194,37 @@ mod tests {
         assert_eq!(out, [0x5A; 4]);
         b.free();
         assert!(Block::alloc(0).is_none());
+    }
+
+    #[test]
+    fn foreign_bytes_respect_bounds_and_direction() {
+        let mut host = [0u8; 16];
+        let ptr = NonNull::new(host.as_mut_ptr()).unwrap();
+        // SAFETY: `host` is initialized, outlives every value made here, and is only touched
+        // through `ptr` until the last one is gone.
+        let wrap = |dir| unsafe { Foreign::new(ptr, 16, dir) };
+        let mut out = [0u8; 4];
+        {
+            let both = wrap(Direction::Bidirectional);
+            assert_eq!((both.len(), both.dir()), (16, Direction::Bidirectional));
+            assert!(both.write(12, &[1, 2, 3, 4]));
+            assert!(!both.write(13, &[1, 2, 3, 4]));
+            assert!(both.read(12, &mut out));
+            assert_eq!(out, [1, 2, 3, 4]);
+            assert!(!both.read(usize::MAX, &mut out));
+        }
+        {
+            let to_dev = wrap(Direction::ToDevice);
+            assert!(!to_dev.write(0, &[9]));
+            assert!(to_dev.read(8, &mut out));
+            assert_eq!(out, [0, 0, 0, 0]);
+        }
+        {
+            let from_dev = wrap(Direction::FromDevice);
+            assert!(!from_dev.read(0, &mut out));
+            assert!(from_dev.write(0, &[9]));
+        }
+        assert_eq!(host[..4], [9, 0, 0, 0]);
+        assert_eq!(host[12..], [1, 2, 3, 4]);
     }
 }
