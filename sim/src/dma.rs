@@ -499,3 +499,93 @@ impl DmaState {
         self.stats.live_foreign = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use core::ptr::NonNull;
+
+    use super::*;
+
+    const WRITE: DeviceAccess = DeviceAccess::C2hDataWrite;
+    const READ: DeviceAccess = DeviceAccess::H2cDataRead;
+
+    fn problem(r: Result<(), Violation>) -> Option<AccessProblem> {
+        match r {
+            Ok(()) => None,
+            Err(Violation::DeviceAccess { problem, .. }) => Some(problem),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn foreign_device_accesses_are_bounded_to_the_mapping() {
+        let mut host = [0u8; 64];
+        let base = host.as_mut_ptr();
+        let ptr = NonNull::new(base.wrapping_add(7)).unwrap();
+        let mut st = DmaState::new(DmaConfig::default());
+        // SAFETY: `host` outlives the mapping (unmapped below) and is only reached through `base`
+        // while it is live.
+        let at = unsafe { st.map_foreign(ptr, 40, Direction::Bidirectional) }
+            .unwrap()
+            .get();
+        assert_eq!(at % PAGE_SIZE as u64, ptr.as_ptr() as u64 % PAGE_SIZE as u64);
+        assert_eq!(problem(st.device_write(at + 36, &[1, 2, 3, 4], WRITE)), None);
+        assert_eq!(
+            problem(st.device_write(at + 37, &[1, 2, 3, 4], WRITE)),
+            Some(AccessProblem::OutOfRange)
+        );
+        // Bytes of the first page before the mapping were never mapped.
+        if at % PAGE_SIZE as u64 > 0 {
+            assert_eq!(
+                problem(st.device_write(at - 1, &[0], WRITE)),
+                Some(AccessProblem::Unmapped)
+            );
+        }
+        let mut out = [0u8; 5];
+        assert_eq!(problem(st.device_read(at + 35, &mut out, READ)), None);
+        assert_eq!(out, [0, 1, 2, 3, 4]);
+        assert_eq!(
+            st.unmap_foreign(DmaAddr::new(at), 40, Direction::Bidirectional),
+            None
+        );
+        assert_eq!(
+            problem(st.device_read(at, &mut out, READ)),
+            Some(AccessProblem::Freed)
+        );
+        assert_eq!(
+            problem(st.device_read(at + 39, &mut out[..1], READ)),
+            Some(AccessProblem::Freed)
+        );
+        assert_eq!(host[43..47], [1, 2, 3, 4]);
+        assert_eq!((st.stats.live_foreign, st.stats.foreign_mapped), (0, 1));
+    }
+
+    #[test]
+    fn foreign_addresses_take_whole_pages_and_stay_clear_of_other_ranges() {
+        let mut st = DmaState::new(DmaConfig::default());
+        // The pointers are never dereferenced: nothing accesses the mappings.
+        let fake = |addr: usize| NonNull::new(core::ptr::without_provenance_mut(addr)).unwrap();
+        let map = |st: &mut DmaState, addr: usize, len: usize| {
+            // SAFETY: no device access is made to these mappings, so the bytes are never touched.
+            unsafe { st.map_foreign(fake(addr), len, Direction::ToDevice) }.map(DmaAddr::get)
+        };
+        assert_eq!(map(&mut st, 0x5000, 1), Ok(FOREIGN_MAP_BASE));
+        assert_eq!(map(&mut st, 0x5FFF, 2), Ok(FOREIGN_MAP_BASE + 0x1FFF));
+        assert_eq!(map(&mut st, 0x6001, 0x2000), Ok(FOREIGN_MAP_BASE + 0x3001));
+        assert_eq!(map(&mut st, 0x7000, 4), Ok(FOREIGN_MAP_BASE + 0x6000));
+        assert_eq!(map(&mut st, 0x7000, 0), Err(onic_hal::DmaError::InvalidRequest));
+        assert_eq!(
+            map(&mut st, usize::MAX - 2, 4),
+            Err(onic_hal::DmaError::InvalidRequest)
+        );
+        assert_eq!(st.stats.live_foreign, 4);
+        st.reclaim_all();
+        assert_eq!((st.stats.live_foreign, st.stats.foreign_mapped), (0, 4));
+        assert_eq!(
+            problem(st.device_read(FOREIGN_MAP_BASE + 0x3001, &mut [0; 4], READ)),
+            Some(AccessProblem::Freed)
+        );
+        // Far from every other range, even after a very long run.
+        const { assert!(FOREIGN_MAP_BASE > COHERENT_HIGH_BASE + (1 << 40)) };
+    }
+}
