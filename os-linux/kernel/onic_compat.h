@@ -16,9 +16,18 @@
 #define ONIC_HAVE_RXFH_PARAM 1
 #endif
 
-/* net_device.xdp_features exists since 6.3 (advertised once the XDP datapath lands). */
+/* net_device.xdp_features and xdp_metadata_ops (the RX-metadata kfuncs; the hash callback
+ * with its type argument) exist since 6.3. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 #define ONIC_HAVE_XDP_FEATURES 1
+#define ONIC_HAVE_XDP_METADATA 1
+#endif
+
+/* The page_pool header was split into types and helpers in 6.6. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
 #endif
 
 /* netif_napi_add lost its weight argument in 6.1. */

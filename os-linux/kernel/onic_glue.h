@@ -9,6 +9,9 @@
 
 #include <linux/netdevice.h>
 #include <linux/types.h>
+#include <linux/u64_stats_sync.h>
+
+#include "onic_compat.h"
 
 #define ONIC_DRV_NAME "onic"
 /* Queue pairs a function may own (spec 1.3: qbase = function x 64). */
@@ -24,14 +27,33 @@ struct onic_qv {
 	int irq;		/* Linux IRQ number, or -1 (simulation: NAPI is scheduled by the model) */
 };
 
+/* Words of one queue's published counters (Rust: dp::QSTAT_WORDS). */
+#define ONIC_QSTAT_WORDS 35
+
+/* One queue's counters, written by the holder of its TX lock, read by anyone. */
+struct onic_qstats {
+	struct u64_stats_sync syncp;
+	u64_stats_t v[ONIC_QSTAT_WORDS];
+};
+
 /* The netdev's private area. */
 struct onic_ndev {
 	struct net_device *netdev;
 	void *port;		/* Rust: Box<Port> */
+	struct device *dma_dev;	/* the PCI function's device; NULL in simulation mode */
+	struct bpf_prog __rcu *xdp_prog;
+	bool xdp_xmit_ready;	/* ndo_xdp_xmit may reach the queues (set after open, cleared before stop) */
 	u16 max_queues;
 	u16 open_queues;	/* queue pairs started by the last open */
 	bool napi_added;
+	struct onic_qstats *qstats;	/* max_queues entries */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
+};
+
+/* Must match Rust's port::PollResult. */
+struct onic_poll_result {
+	u32 done;
+	bool more, tx_stopped, redirected;
 };
 
 /* Must match Rust's counters::LinkStats. */
@@ -53,16 +75,17 @@ void onic_rs_init(bool debug);
 const void *onic_rs_sim_new(void);
 void onic_rs_sim_free(const void *sim);
 void onic_rs_sim_tick(const void *sim, u64 elapsed_ns, void *cookie);
-void *onic_rs_port_new_sim(const void *sim, u8 func, u16 max_queues, u16 queues, int *err);
-void *onic_rs_port_new_pci(void *dev, u8 func, void __iomem *bar0, size_t bar0_len,
+void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, u8 func, u16 max_queues, u16 queues,
+			   int *err);
+void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, u8 func, void __iomem *bar0, size_t bar0_len,
 			   void __iomem *bar2, size_t bar2_len, u16 max_queues, u16 queues, int *err);
 void onic_rs_port_free(void *port);
 int onic_rs_open(const void *port);
 void onic_rs_stop(const void *port);
-int onic_rs_xmit(const void *port, u16 qid, const u8 *data, u32 len, bool more);
-u16 onic_rs_tx_reclaim(const void *port, u16 qid);
-int onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi);
-void onic_rs_rearm(const void *port, u16 qid);
+int onic_rs_xmit(const void *port, u16 qid, struct sk_buff *skb, bool more);
+void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi,
+		  struct bpf_prog *prog, struct onic_poll_result *out);
+int onic_rs_xdp_xmit(const void *port, u16 qid, struct xdp_frame **frames, int n, bool flush);
 void onic_rs_stats64(const void *port, struct onic_link_stats *out);
 bool onic_rs_link_up(const void *port);
 int onic_rs_sset_count(const void *port, u32 sset);
@@ -96,8 +119,32 @@ void onic_page_free(void *cpu);
 int onic_dma_map_page(void *dev, void *cpu, int dir, u64 *dma);
 void onic_dma_unmap_page(void *dev, u64 dma, int dir);
 void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu);
+int onic_dma_map_single(void *dev, u8 *cpu, size_t len, int dir, u64 *dma);
+void onic_dma_unmap_single(void *dev, u64 dma, size_t len, int dir);
+void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu);
 void onic_sim_irq(void *sim, u8 func, u16 vector);
-bool onic_rx_frame(struct napi_struct *napi, const u8 *data, u32 len);
+
+/* ---- datapath helpers the Rust side calls (os-linux/src/kernel/kos.rs), in onic_dp.c ---- */
+void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err);
+void onic_qmem_free(void *qmem);
+void *onic_pp_alloc(void *qmem, u8 **virt, u64 *dma);
+void onic_pp_put(void *qmem, void *page, u32 dirty, bool direct);
+void onic_pp_stats(void *qmem, u64 *out);
+void *onic_rx_build(struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 meta);
+void onic_rx_deliver(struct napi_struct *napi, void *skb, u16 qid, u32 hash, u8 kind);
+u8 *onic_skb_data(void *skb, size_t *len);
+void onic_skb_done(void *skb, int budget);
+u8 *onic_xdpf_data(void *frame, size_t *len);
+void onic_xdpf_return(void *frame, bool in_napi);
+u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 *off, u32 hash, u32 hash_type,
+		 bool has_hash);
+int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len);
+void onic_qstats_write(struct onic_ndev *nd, u16 qid, const u64 *v, size_t n);
+void onic_qstats_read(struct onic_ndev *nd, u16 qid, u64 *out, size_t n);
+void onic_synchronize_net(void);
+#ifdef ONIC_HAVE_XDP_METADATA
+extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
+#endif
 
 /* ---- onic_netdev.c ---- */
 struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 max_queues, u16 queues);

@@ -168,6 +168,29 @@ void onic_dma_unmap_page(void *dev, u64 dma, int dir)
 	dma_unmap_page(dev, dma, PAGE_SIZE, dir);
 }
 
+int onic_dma_map_single(void *dev, u8 *cpu, size_t len, int dir, u64 *dma)
+{
+	dma_addr_t a = dma_map_single(dev, cpu, len, dir);
+
+	if (dma_mapping_error(dev, a))
+		return -ENOMEM;
+	*dma = a;
+	return 0;
+}
+
+void onic_dma_unmap_single(void *dev, u64 dma, size_t len, int dir)
+{
+	dma_unmap_single(dev, dma, len, dir);
+}
+
+void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu)
+{
+	if (for_cpu)
+		dma_sync_single_range_for_cpu(dev, dma, off, len, dir);
+	else
+		dma_sync_single_range_for_device(dev, dma, off, len, dir);
+}
+
 void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
 {
 	if (for_cpu)
@@ -308,7 +331,7 @@ static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		err = -ENOMEM;
 		goto teardown;
 	}
-	op->nd->port = onic_rs_port_new_pci(&pdev->dev, func, op->bar0, op->bar0_len, op->bar2,
+	op->nd->port = onic_rs_port_new_pci(&pdev->dev, op->nd, func, op->bar0, op->bar0_len, op->bar2,
 					    ONIC_SHELL_LEN, op->queues, op->queues, &err);
 	if (!op->nd->port)
 		goto teardown;
@@ -434,7 +457,7 @@ static int onic_sim_create(void)
 			err = -ENOMEM;
 			goto fail;
 		}
-		s->nd[f]->port = onic_rs_port_new_sim(s->card, f, ONIC_SIM_MAX_QUEUES, q, &err);
+		s->nd[f]->port = onic_rs_port_new_sim(s->card, s->nd[f], f, ONIC_SIM_MAX_QUEUES, q, &err);
 		if (!s->nd[f]->port)
 			goto fail;
 		err = onic_ndev_register(s->nd[f]);

@@ -5,17 +5,19 @@
  * stop/wake, NAPI scheduling and completion, skb handling). The serialization each Rust call
  * relies on is named at the call.
  */
+#include <linux/bpf.h>
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
+#include <linux/filter.h>
 #include <linux/netdevice.h>
 #include <linux/random.h>
+#include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <net/xdp.h>
 
 #include "onic_compat.h"
 #include "onic_glue.h"
-
-/* Free TX slots at which a stopped TX queue is woken again. */
-#define ONIC_TX_WAKE_THRESHOLD 8
 
 /* Bounds the core also checks (Rust port::MIN_MTU / MAX_MTU: the shell's 1514-byte frames). */
 #define ONIC_MIN_MTU ETH_MIN_MTU
@@ -26,51 +28,36 @@ static struct onic_ndev *nd_of(struct net_device *netdev)
 	return netdev_priv(netdev);
 }
 
-/* ---------------------------------------------------------------- NAPI and RX */
-
-bool onic_rx_frame(struct napi_struct *napi, const u8 *data, u32 len)
-{
-	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
-	struct sk_buff *skb = napi_alloc_skb(napi, len);
-
-	if (!skb)
-		return false;
-	skb_put_data(skb, data, len);
-	skb->protocol = eth_type_trans(skb, napi->dev);
-	skb_record_rx_queue(skb, qv->qid);
-	napi_gro_receive(napi, skb);
-	return true;
-}
+/* ---------------------------------------------------------------- NAPI */
 
 static int onic_poll(struct napi_struct *napi, int budget)
 {
 	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
 	struct onic_ndev *nd = qv->nd;
 	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, qv->qid);
-	bool tx_waiting = false;
-	int done;
+	struct onic_poll_result r;
+	struct bpf_prog *prog;
 
-	/* TX completions raise no interrupt (spec 11.2): reclaim here, under the TX queue lock
-	 * (the Rust side's contract for this queue's TX ring). */
+	/* NAPI runs in an RCU read-side section: the program stays alive for this poll even if
+	 * ndo_bpf swaps it meanwhile (the old one is freed after a grace period). */
+	prog = rcu_dereference(nd->xdp_prog);
+	/* The queue pair's TX ring is shared by transmit, XDP_TX and the TX reclaim: the Rust side
+	 * owns the pair while this queue's TX lock is held (its contract for every datapath call). */
 	__netif_tx_lock(txq, smp_processor_id());
-	if (onic_rs_tx_reclaim(nd->port, qv->qid) >= ONIC_TX_WAKE_THRESHOLD) {
-		if (netif_tx_queue_stopped(txq))
-			netif_tx_wake_queue(txq);
-	} else if (netif_tx_queue_stopped(txq)) {
-		tx_waiting = true;
-	}
+	onic_rs_poll(nd->port, qv->qid, budget, napi, prog, &r);
+	if (!r.tx_stopped && netif_tx_queue_stopped(txq))
+		netif_tx_wake_queue(txq);
 	__netif_tx_unlock(txq);
-
+	/* After the lock is released: a redirect to this very port transmits on one of its queues. */
+	if (r.redirected)
+		xdp_do_flush();
 	if (!budget)
 		return 0;
-	/* This queue's NAPI context: the Rust side's contract for its RX ring. */
-	done = onic_rs_poll(nd->port, qv->qid, budget, napi);
-	if (done < budget && !tx_waiting) {
-		if (napi_complete_done(napi, done))
-			onic_rs_rearm(nd->port, qv->qid);
-		return done;
+	/* TX completions raise no interrupt (spec 11.2): while the ring is full, keep polling. */
+	if (r.done < budget && !r.more && !r.tx_stopped) {
+		napi_complete_done(napi, r.done);
+		return r.done;
 	}
-	/* Budget used up, or a stopped TX queue waits for the device: poll again. */
 	return budget;
 }
 
@@ -90,6 +77,7 @@ static int onic_open(struct net_device *netdev)
 	for (q = 0; q < n; q++)
 		napi_enable(&nd->qv[q].napi);
 	netif_tx_start_all_queues(netdev);
+	WRITE_ONCE(nd->xdp_xmit_ready, true);
 	if (onic_rs_link_up(nd->port))
 		netif_carrier_on(netdev);
 	/* An interrupt raised before napi_enable found NAPI disabled and was lost, while the
@@ -108,6 +96,10 @@ static int onic_stop(struct net_device *netdev)
 	u16 q;
 
 	netif_carrier_off(netdev);
+	/* Other devices' redirects (ndo_xdp_xmit) run in their NAPI polls, under RCU: after the
+	 * grace period none can reach the queues any more. */
+	WRITE_ONCE(nd->xdp_xmit_ready, false);
+	synchronize_net();
 	netif_tx_disable(netdev);
 	for (q = 0; q < nd->open_queues; q++)
 		napi_disable(&nd->qv[q].napi);
@@ -124,19 +116,20 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
 	int r;
 
-	/* STAND-IN: the Rust side copies the frame, so it needs it linear. */
+	/* One H2C descriptor per frame (spec 7.1): linear data, at least ETH_ZLEN bytes (the MAC
+	 * appends the FCS). skb_put_padto frees the skb when it fails. */
+	if (skb_put_padto(skb, ETH_ZLEN))
+		return NETDEV_TX_OK;
 	if (skb_linearize(skb)) {
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
-	/* The core holds this TX queue's lock: the Rust side's contract for the TX ring. */
-	r = onic_rs_xmit(nd->port, q, skb->data, skb->len, netdev_xmit_more());
+	/* The core holds this TX queue's lock: the Rust side's contract for the queue pair. */
+	r = onic_rs_xmit(nd->port, q, skb, netdev_xmit_more());
 	switch (r) {
 	case ONIC_XMIT_OK:
-		dev_consume_skb_any(skb);
 		return NETDEV_TX_OK;
 	case ONIC_XMIT_OK_STOP:
-		dev_consume_skb_any(skb);
 		netif_tx_stop_queue(txq);
 		/* The queue's NAPI reclaims and wakes it; make sure it runs. */
 		napi_schedule(&nd->qv[q].napi);
@@ -149,6 +142,59 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
+}
+
+/* XDP_SETUP_PROG: attach, detach or swap a program without touching the queues: the next poll
+ * of each queue runs whichever program it finds (spec 12.5; the reference driver resets the
+ * interface when the first program comes or the last one goes). The kernel's reference moves
+ * into the netdev; the one replaced is dropped after the polls that may still run it. */
+static int onic_bpf(struct net_device *netdev, struct netdev_bpf *bpf)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	struct bpf_prog *old;
+
+	switch (bpf->command) {
+	case XDP_SETUP_PROG:
+		/* RTNL held. Every frame fits one page (MTU at most 1500), so any MTU works. */
+		old = rcu_replace_pointer(nd->xdp_prog, bpf->prog, lockdep_rtnl_is_held());
+		if (old)
+			bpf_prog_put(old);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ndo_xdp_xmit: frames other devices (or this one) redirected here. The kernel's contract: the
+ * return value is how many of frames[] were taken, the rest stay the caller's to free. */
+static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **frames, u32 flags)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	int cpu = smp_processor_id();
+	struct netdev_queue *txq;
+	u16 nq, q;
+	int sent;
+
+	if (unlikely(flags & ~XDP_XMIT_FLAGS_MASK))
+		return -EINVAL;
+	nq = READ_ONCE(nd->open_queues);
+	if (!READ_ONCE(nd->xdp_xmit_ready) || !nq)
+		return -ENETDOWN;
+	q = cpu % nq;
+	txq = netdev_get_tx_queue(netdev, q);
+	/* A redirect to this port from its own poll on this CPU: that queue's lock is ours
+	 * already (the kernel flushes its bulk queue inside xdp_do_redirect when it fills up);
+	 * use the next queue, or refuse the frames when there is only one. */
+	if (READ_ONCE(txq->xmit_lock_owner) == cpu) {
+		if (nq == 1)
+			return 0;
+		q = (q + 1) % nq;
+		txq = netdev_get_tx_queue(netdev, q);
+	}
+	__netif_tx_lock(txq, cpu);
+	sent = onic_rs_xdp_xmit(nd->port, q, frames, n, flags & XDP_XMIT_FLUSH);
+	__netif_tx_unlock(txq);
+	return sent;
 }
 
 static void onic_get_stats64(struct net_device *netdev, struct rtnl_link_stats64 *s)
@@ -188,6 +234,8 @@ static const struct net_device_ops onic_netdev_ops = {
 	/* The shell has no MAC filter (spec 13.1): the address only lives in the netdev. */
 	.ndo_set_mac_address = eth_mac_addr,
 	.ndo_validate_addr = eth_validate_addr,
+	.ndo_bpf = onic_bpf,
+	.ndo_xdp_xmit = onic_xdp_xmit,
 };
 
 /* ---------------------------------------------------------------- ethtool_ops */
@@ -384,7 +432,15 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	strscpy(netdev->name, name, sizeof(netdev->name));
 	nd = netdev_priv(netdev);
 	nd->netdev = netdev;
+	nd->dma_dev = parent;
 	nd->max_queues = max_queues;
+	nd->qstats = kcalloc(max_queues, sizeof(*nd->qstats), GFP_KERNEL);
+	if (!nd->qstats) {
+		free_netdev(netdev);
+		return NULL;
+	}
+	for (q = 0; q < max_queues; q++)
+		u64_stats_init(&nd->qstats[q].syncp);
 	for (q = 0; q < max_queues; q++) {
 		nd->qv[q].nd = nd;
 		nd->qv[q].qid = q;
@@ -395,6 +451,12 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->min_mtu = ONIC_MIN_MTU;
 	netdev->max_mtu = ONIC_MAX_MTU;
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+#ifdef ONIC_HAVE_XDP_FEATURES
+	netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT | NETDEV_XDP_ACT_NDO_XMIT;
+#endif
+#ifdef ONIC_HAVE_XDP_METADATA
+	netdev->xdp_metadata_ops = &onic_xdp_metadata_ops;
+#endif
 	/* 00:0A:35 (the reference driver's OUI) and three random bytes, spec 13.1. */
 	get_random_bytes(mac + 3, 3);
 	eth_hw_addr_set(netdev, mac);
@@ -436,5 +498,6 @@ void onic_ndev_free(struct onic_ndev *nd)
 {
 	if (nd->port)
 		onic_rs_port_free(nd->port);
+	kfree(nd->qstats);
 	free_netdev(nd->netdev);
 }

@@ -17,6 +17,8 @@ pub const EINVAL: Errno = 22;
 pub const ERANGE: Errno = 34;
 /// Operation not supported.
 pub const EOPNOTSUPP: Errno = 95;
+/// Network is down.
+pub const ENETDOWN: Errno = 100;
 
 /// The errno for a driver-core error.
 #[must_use]

@@ -5,9 +5,12 @@
 //! owns the kernel objects and calls in here for every decision (see `os-linux/README.md`).
 //!
 //! - [`port`]: one PCI function's netdev state (bring-up, queues, transmit, poll, ethtool).
-//! - [`standin`]: STAND-IN copy-based rings until the core's datapath lands.
+//! - [`dp`]: the core's queue pair joined to the OS: page-pool pages, packets and redirected
+//!   frames on the TX ring, the XDP poll's sinks, published counters.
+//! - [`os`]: what the datapath needs from the OS (page pools, packets, XDP, statistics), as
+//!   traits the module implements over the kernel and host tests over plain memory.
 //! - [`simcard`]: simulation mode's backend, the model card behind a lock.
-//! - [`ethtool`], [`counters`]: string tables, statistics layout, per-queue counters.
+//! - [`ethtool`]: string sets, `ethtool -S` names, flow-hash fields.
 //! - `kernel` (feature `kernel` on a bare target only): heap, panic handler, printk logger, the
 //!   hardware backend over the kernel's MMIO/DMA API and the `extern "C"` entry points.
 //!
@@ -19,12 +22,12 @@
 
 extern crate alloc;
 
-pub mod counters;
+pub mod dp;
 pub mod errno;
 pub mod ethtool;
+pub mod os;
 pub mod port;
 pub mod simcard;
-pub mod standin;
 
 #[cfg(all(feature = "kernel", target_os = "none"))]
 mod kernel;

@@ -15,11 +15,16 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use onic_hal::dma::RawRegion;
-use onic_hal::{AddrLimit, DelayNs, Direction, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow};
+use onic_hal::{
+    AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
+};
 use onic_sim::{Card, CardConfig, Interrupt, Wire};
+
+use crate::os::PacketMap;
 
 /// A mutual-exclusion lock without data (the data sits next to it in [`SimCard`]).
 ///
@@ -63,7 +68,9 @@ pub struct SimCard<L: RawLock> {
 
 // SAFETY: the card is only reached through `with`, which holds the lock, so at most one thread
 // touches the model's state at a time. The model keeps no thread-bound state: its raw pointers
-// refer to heap blocks it owns, freed only through its own methods.
+// refer to heap blocks it owns, freed only through its own methods, or to memory the driver
+// mapped for it (`map_foreign`: page-pool pages, packet data), which the driver keeps valid on
+// any thread until it unmaps it.
 unsafe impl<L: RawLock> Sync for SimCard<L> {}
 // SAFETY: as above; moving the card moves the ownership of its heap blocks with it.
 unsafe impl<L: RawLock> Send for SimCard<L> {}
@@ -221,6 +228,31 @@ unsafe impl<L: RawLock> DmaMemory for SimDma<L> {
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
         self.card
             .with(|c| c.dma().sync_for_device(page, offset, len, dir));
+    }
+}
+
+// SAFETY: the model's foreign mappings give the device exactly the mapped bytes (bounds and
+// direction checked on every device access, addresses never reused), ended by `unmap_foreign`;
+// misuse is recorded as a violation, never undefined behaviour.
+unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
+    unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, dir: Direction) -> Option<DmaAddr> {
+        // SAFETY: forwarded contract: the bytes stay valid until unmapped.
+        self.card
+            .with(|c| unsafe { c.dma().map_foreign(cpu, len, dir) })
+            .ok()
+    }
+
+    fn unmap_single(&self, dma: DmaAddr, len: usize, dir: Direction) {
+        self.card.with(|c| c.dma().unmap_foreign(dma, len, dir));
+    }
+
+    fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, dir: Direction, for_cpu: bool) {
+        self.card
+            .with(|c| c.dma().sync_foreign(dma, offset, len, dir, for_cpu));
+    }
+
+    fn pool_maps_pages(&self) -> bool {
+        false
     }
 }
 

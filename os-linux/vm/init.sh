@@ -77,7 +77,40 @@ check "ethtool -i reports driver onic" sh -c 'ethtool -i onicsim0 | grep -qx "dr
 ethtool -S onicsim0 >/tmp/stats 2>&1
 sed -n '2,72p' /tmp/stats | sed 's/^ *//; s/:.*//' >/tmp/names71
 same "ethtool -S lists the reference driver's 71 names first, in order" /tmp/names71 /etc/onic/stats71.txt
-check "ethtool -S then lists per-queue counters" grep -q 'rx_queue_0_packets' /tmp/stats
+check "ethtool -S then lists per-queue counters" grep -q 'rx0_packets' /tmp/stats
+check "ethtool -S lists the page-pool counters" grep -q 'rx_pp_alloc_fast' /tmp/stats
+# stat NAME DEV [NETNS-PREFIX...]: the value of one ethtool -S entry.
+stat() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -S "$d" | sed -n "s/^ *$n: //p"
+}
+
+# ---- XDP_REDIRECT (both ports still in the first namespace, so the program can name the other
+# port by its index): ARP requests out of onicsim1 arrive at onicsim0, whose program redirects
+# each once to onicsim1 (ndo_xdp_xmit), which sends it back over the cable; the second arrival is
+# dropped by the program.
+check "ip link set onicsim0 up (redirect test)" $IP link set onicsim0 up
+check "ip link set onicsim1 up (redirect test)" $IP link set onicsim1 up
+I0=$(cat /sys/class/net/onicsim0/ifindex)
+I1=$(cat /sys/class/net/onicsim1/ifindex)
+check "onicsim1 is registered right after onicsim0 (ifindex $I0, $I1)" test "$I1" = $((I0 + 1))
+check "attach xdp_redirect.o natively (xdpdrv) on onicsim0" $IP link set dev onicsim0 xdpdrv obj /xdp/xdp_redirect.o sec xdp
+check "ip link shows the native XDP program" sh -c "$IP link show onicsim0 | grep -q 'xdp '"
+$IP addr add 198.51.100.2/24 dev onicsim1
+arping -c 5 -w 4 -I onicsim1 198.51.100.1 >/dev/null 2>&1
+$IP addr del 198.51.100.2/24 dev onicsim1
+sleep 1
+R0=$(stat rx_xdp_redirect onicsim0)
+X1=$(stat tx_xdp_xmit onicsim1)
+D0=$(stat rx_xdp_drop onicsim0)
+check "onicsim0 redirected the ARP requests (rx_xdp_redirect=$R0)" test "${R0:-0}" -ge 5
+check "onicsim1 sent them through ndo_xdp_xmit (tx_xdp_xmit=$X1)" test "${X1:-0}" -ge 5
+check "their second arrival was dropped by the program (rx_xdp_drop=$D0)" test "${D0:-0}" -ge 5
+check "detach xdp_redirect.o" $IP link set dev onicsim0 xdpdrv off
+$IP link set onicsim0 down
+$IP link set onicsim1 down
 
 # ---- each port in its own namespace, addresses, ping across the model's cable
 $IP netns add a
@@ -130,11 +163,27 @@ same "rejected -X left table and key unchanged" /tmp/x.before /tmp/x.after
 check "ethtool -n rx-flow-hash tcp4 reports IP and port fields" sh -c "$E -n onicsim0 rx-flow-hash tcp4 | grep -q 'L4 bytes 0 & 1'"
 check "ethtool -L combined 2 back" $E -L onicsim0 combined 2
 
-# ---- XDP programs (generic XDP for now: the native ndo_bpf arrives with the datapath)
-check "attach xdp_drop.o (xdpgeneric)" $IP -n a link set dev onicsim0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
-refuse "ping fails while XDP drops the replies" $A ping -c 2 -W 1 192.0.2.2
-check "detach XDP" $IP -n a link set dev onicsim0 xdpgeneric off
+# ---- native XDP (ndo_bpf): drop, swap without a reset, XDP_TX, detach
+check "attach xdp_drop.o natively (xdpdrv)" $IP -n a link set dev onicsim0 xdpdrv obj /xdp/xdp_drop.o sec xdp
+refuse "ping fails while XDP drops the replies" $A ping -c 3 -W 1 192.0.2.2
+D=$(stat rx_xdp_drop onicsim0 $A)
+check "rx_xdp_drop counts the dropped replies ($D)" test "${D:-0}" -ge 3
+check "swap in xdp_pass.o while attached (no detach, no reset)" $IP -n a -force link set dev onicsim0 xdpdrv obj /xdp/xdp_pass.o sec xdp
+check "ping works through xdp_pass" $A ping -c 2 -W 2 192.0.2.2
+P=$(stat rx_xdp_pass onicsim0 $A)
+check "rx_xdp_pass counts the passed frames ($P)" test "${P:-0}" -ge 2
+check "swap in xdp_tx.o (the ICMP echo responder)" $IP -n a -force link set dev onicsim0 xdpdrv obj /xdp/xdp_tx.o sec xdp
+T0=$(stat rx_xdp_tx onicsim0 $A)
+check "ping b -> a is answered by XDP_TX" $B ping -c 4 -W 2 192.0.2.1
+T1=$(stat rx_xdp_tx onicsim0 $A)
+check "rx_xdp_tx counts the reflected requests ($T0 -> $T1)" test $((T1 - T0)) -ge 4
+E=$(stat rx_xdp_tx_errors onicsim0 $A)
+check "no XDP_TX errors ($E)" test "${E:-1}" = 0
+check "detach XDP" $IP -n a link set dev onicsim0 xdpdrv off
 check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
+check "generic XDP still works too (xdpgeneric drop)" $IP -n a link set dev onicsim0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
+refuse "ping fails under generic XDP drop" $A ping -c 2 -W 1 192.0.2.2
+check "detach generic XDP" $IP -n a link set dev onicsim0 xdpgeneric off
 
 # ---- rmmod while traffic flows, then load/unload cycles
 (while :; do $A ping -c 1 -W 1 192.0.2.2 >/dev/null 2>&1; done) &

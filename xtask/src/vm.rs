@@ -22,14 +22,12 @@ pub const USAGE: &str =
 const STATUS_PASS: i32 = 33;
 const DEFAULT_TIMEOUT_S: u64 = 420;
 
-/// XDP programs: (object name, source, extra clang flags). The redirect program exists once per
-/// target interface index (`ip link` cannot fill maps); in the VM lo is 1, the ports 2 and 3.
-const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
+/// XDP programs: (object name, source, extra clang flags).
+const XDP_PROGRAMS: [(&str, &str, &str); 4] = [
     ("xdp_drop", "xdp_drop.c", ""),
     ("xdp_pass", "xdp_pass.c", ""),
     ("xdp_tx", "xdp_tx.c", ""),
-    ("xdp_redirect_2", "xdp_redirect.c", "-DONIC_REDIRECT_IFINDEX=2"),
-    ("xdp_redirect_3", "xdp_redirect.c", "-DONIC_REDIRECT_IFINDEX=3"),
+    ("xdp_redirect", "xdp_redirect.c", ""),
 ];
 
 /// Host programs copied into the initramfs with their shared libraries.
@@ -141,7 +139,7 @@ fn expected_stats() -> String {
     let mut s = String::new();
     let mut buf = [0u8; onic_linux::ethtool::ETH_GSTRING_LEN];
     for i in 0..onic_linux::ethtool::REFERENCE_STATS {
-        onic_linux::ethtool::stat_name(i, 0, 0, &mut buf);
+        onic_linux::ethtool::reference_name(i, &mut buf);
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         s.push_str(&String::from_utf8_lossy(&buf[..end]));
         s.push('\n');

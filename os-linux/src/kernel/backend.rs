@@ -45,7 +45,8 @@ unsafe impl Send for KRegs {}
 // SAFETY: as above.
 unsafe impl Sync for KRegs {}
 
-fn dir(d: Direction) -> core::ffi::c_int {
+/// The DMA API's direction value.
+pub fn dir(d: Direction) -> core::ffi::c_int {
     match d {
         Direction::ToDevice => ffi::DMA_TO_DEVICE,
         Direction::FromDevice => ffi::DMA_FROM_DEVICE,
@@ -69,6 +70,11 @@ impl KernelDma {
     /// as long as any copy of this handle or any memory from it lives.
     pub unsafe fn new(dev: NonNull<c_void>) -> Self {
         Self { dev }
+    }
+
+    /// The `struct device *`.
+    pub const fn dev(&self) -> NonNull<c_void> {
+        self.dev
     }
 }
 

@@ -14,15 +14,14 @@ use onic_hal::mmio::Mmio;
 
 use super::backend::{KDelay, KDma, KRegs, KernelDma};
 use super::ffi;
+use super::kos::{KOs, KPtr};
 use super::lock::KLock;
-use crate::counters::LinkStats;
 use crate::errno::{Errno, EINVAL};
 use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
-use crate::port::{Port, PortConfig, RSS_INDIR_SIZE, RSS_KEY_SIZE};
+use crate::port::{LinkStats, PollResult, Port, PortConfig, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
-use crate::standin::RxSink;
 
-type KPort = Port<KRegs, KDma, KDelay>;
+type KPort = Port<KRegs, KDma, KDelay, KOs>;
 type KSim = SimCard<KLock>;
 
 /// Ring-size index of simulation-mode rings: 64 entries keep the model's memory small.
@@ -66,11 +65,12 @@ pub unsafe extern "C" fn onic_rs_sim_free(sim: *const c_void) {
     // SAFETY: caller's contract: the pointer of an Arc from onic_rs_sim_new, given up here.
     let card = unsafe { Arc::from_raw(sim.cast::<KSim>()) };
     let (d, v) = card.with(|c| (c.dma_stats(), c.violations().len()));
-    if d.live_regions != 0 || d.live_pages != 0 {
+    if d.live_regions != 0 || d.live_pages != 0 || d.live_foreign != 0 {
         onic_hal::error!(
-            "onic: sim: driver leaked {} DMA regions and {} pages",
+            "onic: sim: driver leaked {} DMA regions, {} pages and {} packet mappings",
             d.live_regions,
-            d.live_pages
+            d.live_pages,
+            d.live_foreign
         );
     }
     if v != 0 {
@@ -118,15 +118,27 @@ fn config(func: u8, max_queues: u16, queues: u16, ring: u8) -> Result<PortConfig
     })
 }
 
+/// The OS services of netdev `nd`.
+///
+/// # Safety
+///
+/// `nd` is null or a `struct onic_ndev *` that outlives the port.
+unsafe fn kos(nd: *mut c_void) -> Result<KOs, Errno> {
+    // SAFETY: caller's contract.
+    NonNull::new(nd).map(|nd| unsafe { KOs::new(nd) }).ok_or(EINVAL)
+}
+
 /// Simulation mode: brings up PCI function `func` of the model card and returns its port (or
 /// null with `*err` set).
 ///
 /// # Safety
 ///
-/// `sim` is live; `err` is null or valid for a write.
+/// `sim` is live; `nd` is the function's netdev private area, which outlives the port; `err` is
+/// null or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_port_new_sim(
     sim: *const c_void,
+    nd: *mut c_void,
     func: u8,
     max_queues: u16,
     queues: u16,
@@ -143,6 +155,8 @@ pub unsafe extern "C" fn onic_rs_port_new_sim(
             KRegs::Sim(SimRegs::new(&card, SimBar::Shell)),
             KDma::Sim(SimDma::new(&card)),
             KDelay::Sim(SimDelay::new(&card)),
+            // SAFETY: caller's contract.
+            unsafe { kos(nd) }?,
             cfg,
         )
     });
@@ -154,11 +168,13 @@ pub unsafe extern "C" fn onic_rs_port_new_sim(
 ///
 /// # Safety
 ///
-/// `dev` is the function's `struct device *` (bound, DMA masks set); `bar0`/`bar2` are its
-/// ioremapped BAR0 and BAR2 of the given lengths. All stay valid until `onic_rs_port_free`.
+/// `dev` is the function's `struct device *` (bound, DMA masks set); `nd` its netdev's private
+/// area; `bar0`/`bar2` are its ioremapped BAR0 and BAR2 of the given lengths. All stay valid
+/// until `onic_rs_port_free`.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_port_new_pci(
     dev: *mut c_void,
+    nd: *mut c_void,
     func: u8,
     bar0: *mut u8,
     bar0_len: usize,
@@ -189,6 +205,8 @@ pub unsafe extern "C" fn onic_rs_port_new_pci(
             KRegs::Mmio(s),
             KDma::Kernel(dma),
             KDelay::Kernel,
+            // SAFETY: caller's contract.
+            unsafe { kos(nd) }?,
             cfg,
         )
     });
@@ -232,67 +250,88 @@ pub unsafe extern "C" fn onic_rs_stop(p: *const c_void) {
     unsafe { port(p).stop() };
 }
 
-/// ndo_start_xmit: 0 queued, 1 busy (ring full), 2 dropped.
+/// ndo_start_xmit: 0 queued, 1 busy (ring full; the skb is still the caller's), 2 dropped (the
+/// caller frees it), 3 queued and the queue must stop.
 ///
 /// # Safety
 ///
-/// TX queue `qid`'s lock held; port up; `data` valid for `len` bytes.
+/// TX queue `qid`'s lock held; `skb` is a live, linear packet of at least ETH_ZLEN bytes.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_xmit(
+pub unsafe extern "C" fn onic_rs_xmit(p: *const c_void, qid: u16, skb: *mut c_void, more: bool) -> i32 {
+    let Some(skb) = NonNull::new(skb) else {
+        return crate::port::XmitResult::Dropped as i32;
+    };
+    // SAFETY: live port, TX lock held.
+    unsafe { port(p).xmit(qid, skb, more) as i32 }
+}
+
+/// NAPI poll of queue pair `qid` with the attached program (null: none); the result goes to
+/// `*out`.
+///
+/// # Safety
+///
+/// Called from that queue's NAPI poll with its TX lock held; `napi` is its `struct napi_struct
+/// *`; `prog` is null or a program that stays alive during the call; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_poll(
     p: *const c_void,
     qid: u16,
-    data: *const u8,
-    len: u32,
-    more: bool,
+    budget: i32,
+    napi: *mut c_void,
+    prog: *mut c_void,
+    out: *mut PollResult,
+) {
+    let r = match NonNull::new(napi) {
+        // SAFETY: live port; the NAPI context and TX lock of this queue (caller's contract).
+        Some(napi) => unsafe {
+            port(p).poll(qid, u32::try_from(budget).unwrap_or(0), napi, NonNull::new(prog))
+        },
+        None => PollResult::default(),
+    };
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe { *out = r };
+}
+
+/// ndo_xdp_xmit on TX queue `qid`: how many of the `n` frames were queued (the rest are still the
+/// caller's), or a negative errno.
+///
+/// # Safety
+///
+/// TX queue `qid`'s lock held; `frames` holds `n` live `struct xdp_frame *`.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_xdp_xmit(
+    p: *const c_void,
+    qid: u16,
+    frames: *mut *mut c_void,
+    n: i32,
+    flush: bool,
 ) -> i32 {
-    // SAFETY: `data` is valid for `len` bytes (caller's contract).
-    let frame = unsafe { core::slice::from_raw_parts(data, len as usize) };
-    // SAFETY: live port, TX lock held.
-    unsafe { port(p).xmit(qid, frame, more) as i32 }
-}
-
-/// TX reclaim; returns the free slots afterwards.
-///
-/// # Safety
-///
-/// As `onic_rs_xmit` (TX queue lock held).
-#[no_mangle]
-pub unsafe extern "C" fn onic_rs_tx_reclaim(p: *const c_void, qid: u16) -> u16 {
-    // SAFETY: live port, TX lock held.
-    unsafe { port(p).tx_reclaim(qid) }
-}
-
-struct NapiSink(*mut c_void);
-
-impl RxSink for NapiSink {
-    fn frame(&mut self, frame: &[u8]) -> bool {
-        // SAFETY: the NAPI pointer is the live one of the running poll; the frame is valid.
-        unsafe { ffi::onic_rx_frame(self.0, frame.as_ptr(), frame.len() as u32) }
+    let n = usize::try_from(n).unwrap_or(0);
+    if frames.is_null() || n == 0 {
+        return 0;
     }
-}
-
-/// NAPI poll of RX queue `qid`; returns the work done.
-///
-/// # Safety
-///
-/// Called from that queue's NAPI poll, with `napi` its `struct napi_struct *`.
-#[no_mangle]
-pub unsafe extern "C" fn onic_rs_poll(p: *const c_void, qid: u16, budget: i32, napi: *mut c_void) -> i32 {
-    let budget = usize::try_from(budget).unwrap_or(0);
-    // SAFETY: live port, NAPI context of this queue.
-    let n = unsafe { port(p).poll(qid, budget, &mut NapiSink(napi)) };
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
-/// Re-arms queue `qid`'s interrupt after napi_complete_done.
-///
-/// # Safety
-///
-/// As `onic_rs_poll`.
-#[no_mangle]
-pub unsafe extern "C" fn onic_rs_rearm(p: *const c_void, qid: u16) {
-    // SAFETY: live port, NAPI context of this queue.
-    unsafe { port(p).rearm(qid) };
+    // SAFETY: `frames` holds `n` pointers (caller's contract); a null entry ends the batch.
+    let raw = unsafe { core::slice::from_raw_parts(frames.cast::<Option<KPtr>>(), n) };
+    let valid = raw.iter().take_while(|f| f.is_some()).count();
+    let mut list = [NonNull::dangling(); 16];
+    let mut sent = 0usize;
+    for chunk in raw[..valid].chunks(16) {
+        for (d, s) in list.iter_mut().zip(chunk) {
+            *d = s.unwrap_or(NonNull::dangling());
+        }
+        // SAFETY: live port, TX lock held; the frames are live.
+        match unsafe { port(p).xdp_xmit(qid, &list[..chunk.len()], flush) } {
+            Ok(k) => {
+                sent += k;
+                if k < chunk.len() {
+                    break;
+                }
+            }
+            Err(e) if sent == 0 => return neg(e),
+            Err(_) => break,
+        }
+    }
+    i32::try_from(sent).unwrap_or(i32::MAX)
 }
 
 /// ndo_get_stats64.
@@ -343,11 +382,17 @@ pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *
     if sset != ETH_SS_STATS {
         return;
     }
-    for i in 0..port.stats_count() {
-        // SAFETY: `buf` holds stats_count strings of ETH_GSTRING_LEN bytes (caller's contract).
-        let s = unsafe { &mut *buf.add(i * ETH_GSTRING_LEN).cast::<[u8; ETH_GSTRING_LEN]>() };
-        port.stat_name(i, s);
-    }
+    let n = port.stats_count();
+    let write = |i: usize, name: &[u8; ETH_GSTRING_LEN]| {
+        if i < n {
+            // SAFETY: `buf` holds stats_count strings of ETH_GSTRING_LEN bytes (caller's
+            // contract).
+            let s = unsafe { &mut *buf.add(i * ETH_GSTRING_LEN).cast::<[u8; ETH_GSTRING_LEN]>() };
+            *s = *name;
+        }
+    };
+    // SAFETY: control call (RTNL).
+    unsafe { port.stat_names(write) };
 }
 
 /// ethtool get_ethtool_stats: `data` holds `n` values.

@@ -56,10 +56,79 @@ extern "C" {
     /// `dma_sync_single_for_cpu` (`for_cpu`) or `_for_device`.
     pub fn onic_dma_sync(dev: *mut c_void, dma: u64, len: usize, dir: c_int, for_cpu: bool);
 
+    /// `dma_map_single`; 0 on success with the address in `*dma`.
+    pub fn onic_dma_map_single(
+        dev: *mut c_void,
+        cpu: *mut u8,
+        len: usize,
+        dir: c_int,
+        dma: *mut u64,
+    ) -> c_int;
+    /// `dma_unmap_single`.
+    pub fn onic_dma_unmap_single(dev: *mut c_void, dma: u64, len: usize, dir: c_int);
+    /// `dma_sync_single_range_for_cpu` (`for_cpu`) or `_for_device`.
+    pub fn onic_dma_sync_range(
+        dev: *mut c_void,
+        dma: u64,
+        offset: usize,
+        len: usize,
+        dir: c_int,
+        for_cpu: bool,
+    );
+
     /// A model interrupt for PCI function `func`, MSI-X vector `vector`: schedules that queue's
     /// NAPI (simulation mode).
     pub fn onic_sim_irq(sim: *mut c_void, func: u8, vector: u16);
-    /// Builds an skb from a copy of the frame and hands it to GRO on `napi`. False when no skb
-    /// could be allocated.
-    pub fn onic_rx_frame(napi: *mut c_void, data: *const u8, len: u32) -> bool;
+
+    /// Creates queue `qid`'s page_pool and registers its `xdp_rxq_info` with it (MEM_TYPE_PAGE_POOL);
+    /// null with `*err` set on failure.
+    pub fn onic_qmem_new(nd: *mut c_void, qid: u16, pages: u32, err: *mut c_int) -> *mut c_void;
+    /// Unregisters the queue and destroys its pool.
+    pub fn onic_qmem_free(qmem: *mut c_void);
+    /// `page_pool_dev_alloc_pages`: the `struct page *`, its address in `*virt` and, when the pool
+    /// maps pages, its device address in `*dma`.
+    pub fn onic_pp_alloc(qmem: *mut c_void, virt: *mut *mut u8, dma: *mut u64) -> *mut c_void;
+    /// `page_pool_put_page(pool, page, dirty, direct)`.
+    pub fn onic_pp_put(qmem: *mut c_void, page: *mut c_void, dirty: u32, direct: bool);
+    /// `page_pool_get_stats` into 11 values (zeros without CONFIG_PAGE_POOL_STATS).
+    pub fn onic_pp_stats(qmem: *mut c_void, out: *mut u64);
+    /// `napi_build_skb` over the page, data at `off`, `len` bytes, `meta` bytes of metadata,
+    /// marked for recycling; null when no skb could be had.
+    pub fn onic_rx_build(napi: *mut c_void, virt: *mut u8, off: u16, len: u16, meta: u8) -> *mut c_void;
+    /// `eth_type_trans`, `skb_record_rx_queue`, `skb_set_hash` (kind 2 L3, 3 L4, 0 none),
+    /// `napi_gro_receive`.
+    pub fn onic_rx_deliver(napi: *mut c_void, skb: *mut c_void, qid: u16, hash: u32, kind: u8);
+    /// A packet's linear data and length.
+    pub fn onic_skb_data(skb: *mut c_void, len: *mut usize) -> *mut u8;
+    /// `napi_consume_skb(skb, budget)`, or `dev_kfree_skb_any` for a negative budget.
+    pub fn onic_skb_done(skb: *mut c_void, budget: c_int);
+    /// An xdp_frame's data and length.
+    pub fn onic_xdpf_data(frame: *mut c_void, len: *mut usize) -> *mut u8;
+    /// `xdp_return_frame_rx_napi` or `xdp_return_frame`.
+    pub fn onic_xdpf_return(frame: *mut c_void, in_napi: bool);
+    /// `bpf_prog_run_xdp` over a kernel xdp_buff of the page; `off` = data_meta, data, data_end
+    /// (in and out); the hash is what the RX-metadata callback reports.
+    pub fn onic_xdp_run(
+        prog: *mut c_void,
+        qmem: *mut c_void,
+        hard_start: *mut u8,
+        off: *mut u32,
+        hash: u32,
+        hash_type: u32,
+        has_hash: bool,
+    ) -> u32;
+    /// `xdp_do_redirect` of the frame; 0 when the kernel took it.
+    pub fn onic_xdp_redirect(
+        prog: *mut c_void,
+        qmem: *mut c_void,
+        hard_start: *mut u8,
+        off: u16,
+        len: u16,
+    ) -> c_int;
+    /// Publishes a queue's counters (`u64_stats_update_begin/end`).
+    pub fn onic_qstats_write(nd: *mut c_void, qid: u16, v: *const u64, n: usize);
+    /// Reads a queue's counters (`u64_stats_fetch_begin/retry`).
+    pub fn onic_qstats_read(nd: *mut c_void, qid: u16, out: *mut u64, n: usize);
+    /// `synchronize_net`.
+    pub fn onic_synchronize_net();
 }

@@ -7,6 +7,7 @@ mod backend;
 mod entry;
 mod ffi;
 mod heap;
+mod kos;
 mod lock;
 mod panic;
 mod printk;

@@ -1,0 +1,241 @@
+//! The kernel's side of the datapath traits: [`Os`] over the helpers of `kernel/onic_dp.c`
+//! (page_pool, skbs, XDP, u64_stats), [`PacketMap`] over the DMA API on a card.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use onic_core::pool::{PoolAllocStats, PoolRecycleStats, PoolStats};
+use onic_core::xdp::{XdpBuff, XdpRxHash};
+use onic_hal::{Direction, DmaAddr};
+
+use super::backend::{dir, KDma, KernelDma};
+use super::ffi;
+use crate::errno::{Errno, ENOMEM};
+use crate::os::{Os, PacketMap, RawPoolPage, SkbHash};
+
+/// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
+const XDP_ABORTED: u32 = 0;
+
+/// A kernel object handed through the glue.
+pub type KPtr = NonNull<c_void>;
+
+/// The OS services of one netdev (`struct onic_ndev *`).
+#[derive(Clone, Copy)]
+pub struct KOs {
+    nd: KPtr,
+}
+
+impl KOs {
+    /// The services of the netdev whose private area is `nd`.
+    ///
+    /// # Safety
+    ///
+    /// `nd` is a `struct onic_ndev *` that outlives every port built with this value.
+    pub const unsafe fn new(nd: KPtr) -> Self {
+        Self { nd }
+    }
+}
+
+// SAFETY: the handles are kernel objects that any CPU may use under the serialization the port
+// documents.
+unsafe impl Send for KOs {}
+// SAFETY: as above.
+unsafe impl Sync for KOs {}
+
+impl Os for KOs {
+    type QMem = KPtr;
+    type Skb = KPtr;
+    type XdpFrame = KPtr;
+    type Prog = KPtr;
+    type Napi = KPtr;
+
+    fn qmem_new(&self, qid: u16, pages: u32) -> Result<KPtr, Errno> {
+        let mut err = 0;
+        // SAFETY: live netdev (constructor contract); `err` is a valid out pointer.
+        let m = unsafe { ffi::onic_qmem_new(self.nd.as_ptr(), qid, pages, &mut err) };
+        NonNull::new(m).ok_or(if err < 0 { -err } else { ENOMEM })
+    }
+
+    fn qmem_free(&self, mem: KPtr) {
+        // SAFETY: `mem` came from onic_qmem_new and is freed once (the port's contract).
+        unsafe { ffi::onic_qmem_free(mem.as_ptr()) };
+    }
+
+    fn pp_alloc(&self, mem: KPtr) -> Option<RawPoolPage> {
+        let mut virt = core::ptr::null_mut();
+        let mut dma = 0;
+        // SAFETY: live queue memory; valid out pointers; called from the pool's owner context.
+        let page = unsafe { ffi::onic_pp_alloc(mem.as_ptr(), &mut virt, &mut dma) };
+        Some(RawPoolPage {
+            handle: NonNull::new(page.cast())?,
+            virt: NonNull::new(virt)?,
+            dma: DmaAddr::new(dma),
+        })
+    }
+
+    fn pp_put(&self, mem: KPtr, page: NonNull<u8>, dirty: usize, direct: bool) {
+        let dirty = u32::try_from(dirty).unwrap_or(u32::MAX);
+        // SAFETY: a page of this pool that the driver gives up.
+        unsafe { ffi::onic_pp_put(mem.as_ptr(), page.as_ptr().cast(), dirty, direct) };
+    }
+
+    fn pp_stats(&self, mem: KPtr) -> PoolStats {
+        let mut v = [0u64; 11];
+        // SAFETY: live queue memory; `v` holds the 11 values the helper writes.
+        unsafe { ffi::onic_pp_stats(mem.as_ptr(), v.as_mut_ptr()) };
+        PoolStats {
+            alloc: PoolAllocStats {
+                fast: v[0],
+                slow: v[1],
+                slow_high_order: v[2],
+                empty: v[3],
+                refill: v[4],
+                waive: v[5],
+            },
+            recycle: PoolRecycleStats {
+                cached: v[6],
+                cache_full: v[7],
+                ring: v[8],
+                ring_full: v[9],
+                released_refcnt: v[10],
+            },
+            ..PoolStats::default()
+        }
+    }
+
+    fn rx_build(&self, napi: KPtr, virt: NonNull<u8>, offset: u16, len: u16, meta: u8) -> Option<KPtr> {
+        // SAFETY: the running poll's NAPI; a pool page the driver holds, frame inside it.
+        NonNull::new(unsafe { ffi::onic_rx_build(napi.as_ptr(), virt.as_ptr(), offset, len, meta) })
+    }
+
+    fn rx_deliver(&self, napi: KPtr, skb: KPtr, qid: u16, hash: Option<SkbHash>) {
+        let (value, kind) = hash.map_or((0, 0), |h| (h.value, h.kind));
+        // SAFETY: a packet built by rx_build in this poll, handed over once.
+        unsafe { ffi::onic_rx_deliver(napi.as_ptr(), skb.as_ptr(), qid, value, kind) };
+    }
+
+    fn skb_data(&self, skb: KPtr) -> (NonNull<u8>, usize) {
+        let mut len = 0;
+        // SAFETY: a live packet of the stack.
+        let p = unsafe { ffi::onic_skb_data(skb.as_ptr(), &mut len) };
+        (NonNull::new(p).unwrap_or(NonNull::dangling()), len)
+    }
+
+    fn skb_done(&self, skb: KPtr, napi_budget: Option<u32>) {
+        let budget = napi_budget.map_or(-1, |b| i32::try_from(b).unwrap_or(i32::MAX));
+        // SAFETY: a packet the ring owned, freed once.
+        unsafe { ffi::onic_skb_done(skb.as_ptr(), budget) };
+    }
+
+    fn xdpf_data(&self, frame: KPtr) -> (NonNull<u8>, usize) {
+        let mut len = 0;
+        // SAFETY: a live xdp_frame.
+        let p = unsafe { ffi::onic_xdpf_data(frame.as_ptr(), &mut len) };
+        (NonNull::new(p).unwrap_or(NonNull::dangling()), len)
+    }
+
+    fn xdpf_return(&self, frame: KPtr, in_napi: bool) {
+        // SAFETY: a frame the ring owned, returned once.
+        unsafe { ffi::onic_xdpf_return(frame.as_ptr(), in_napi) };
+    }
+
+    fn xdp_run(&self, prog: KPtr, mem: KPtr, buff: &mut XdpBuff<'_>, hash: Option<XdpRxHash>) -> u32 {
+        let (meta, data, end) = buff.offsets();
+        let (Ok(meta), Ok(data), Ok(end)) = (u32::try_from(meta), u32::try_from(data), u32::try_from(end))
+        else {
+            return XDP_ABORTED;
+        };
+        let mut off = [meta, data, end];
+        let page = buff.page_mut().as_mut_ptr();
+        let (h, t, has) = hash.map_or((0, 0, false), |h| (h.value, h.xdp_type, true));
+        // SAFETY: the program and queue memory are live for this poll; `page` is the whole page
+        // the buffer describes (the kernel's xdp_buff covers PAGE_SIZE from it); `off` holds the
+        // three offsets.
+        let act =
+            unsafe { ffi::onic_xdp_run(prog.as_ptr(), mem.as_ptr(), page, off.as_mut_ptr(), h, t, has) };
+        let [m, d, e] = off.map(|v| v as usize);
+        if buff.set_offsets(m, d, e).is_err() {
+            return XDP_ABORTED;
+        }
+        act
+    }
+
+    fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, offset: u16, len: u16) -> bool {
+        // SAFETY: called right after the program's run on this CPU (the kernel's redirect
+        // target is still set); the page is a pool page the driver holds.
+        unsafe { ffi::onic_xdp_redirect(prog.as_ptr(), mem.as_ptr(), page.virt.as_ptr(), offset, len) == 0 }
+    }
+
+    fn stats_publish(&self, qid: u16, words: &[u64]) {
+        // SAFETY: live netdev; `words` is valid for its length.
+        unsafe { ffi::onic_qstats_write(self.nd.as_ptr(), qid, words.as_ptr(), words.len()) };
+    }
+
+    fn stats_read(&self, qid: u16, out: &mut [u64]) {
+        // SAFETY: live netdev; `out` is valid for its length.
+        unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, out.as_mut_ptr(), out.len()) };
+    }
+
+    fn synchronize(&self) {
+        // SAFETY: called from process context (RTNL held).
+        unsafe { ffi::onic_synchronize_net() };
+    }
+}
+
+// SAFETY: dma_map_single / dma_unmap_single / dma_sync_single_range_* of the DMA API for the
+// bound device.
+unsafe impl PacketMap for KernelDma {
+    unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, d: Direction) -> Option<DmaAddr> {
+        let mut dma = 0;
+        // SAFETY: valid device; the bytes stay valid until unmapped (caller's contract).
+        let r = unsafe { ffi::onic_dma_map_single(self.dev().as_ptr(), cpu.as_ptr(), len, dir(d), &mut dma) };
+        (r == 0).then(|| DmaAddr::new(dma))
+    }
+
+    fn unmap_single(&self, dma: DmaAddr, len: usize, d: Direction) {
+        // SAFETY: a mapping made by map_single with these values.
+        unsafe { ffi::onic_dma_unmap_single(self.dev().as_ptr(), dma.get(), len, dir(d)) };
+    }
+
+    fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, d: Direction, for_cpu: bool) {
+        // SAFETY: a part of a live mapping.
+        unsafe { ffi::onic_dma_sync_range(self.dev().as_ptr(), dma.get(), offset, len, dir(d), for_cpu) };
+    }
+
+    fn pool_maps_pages(&self) -> bool {
+        true
+    }
+}
+
+// SAFETY: dispatches to the variants, which uphold the contract.
+unsafe impl PacketMap for KDma {
+    unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, d: Direction) -> Option<DmaAddr> {
+        match self {
+            // SAFETY: forwarded contract.
+            Self::Kernel(k) => unsafe { k.map_single(cpu, len, d) },
+            // SAFETY: forwarded contract.
+            Self::Sim(s) => unsafe { s.map_single(cpu, len, d) },
+        }
+    }
+
+    fn unmap_single(&self, dma: DmaAddr, len: usize, d: Direction) {
+        match self {
+            Self::Kernel(k) => k.unmap_single(dma, len, d),
+            Self::Sim(s) => s.unmap_single(dma, len, d),
+        }
+    }
+
+    fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, d: Direction, for_cpu: bool) {
+        match self {
+            Self::Kernel(k) => k.sync_single(dma, offset, len, d, for_cpu),
+            Self::Sim(s) => s.sync_single(dma, offset, len, d, for_cpu),
+        }
+    }
+
+    fn pool_maps_pages(&self) -> bool {
+        match self {
+            Self::Kernel(k) => k.pool_maps_pages(),
+            Self::Sim(s) => s.pool_maps_pages(),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! What the datapath needs from the operating system, as two traits: [`PacketMap`] (making
+//! memory the OS owns reachable by the device) and [`Os`] (page pools, packets, XDP programs,
+//! statistics publication).
+//!
+//! The kernel module implements both over the kernel's APIs (`src/kernel/`): `page_pool`,
+//! `sk_buff`, `xdp_frame`, `bpf_prog_run_xdp`, `xdp_do_redirect`, `u64_stats_sync`. Host tests
+//! implement them over plain memory, so the whole datapath of the shim (`src/dp.rs`,
+//! `src/port.rs`) runs in `cargo test` against the model card too.
+
+use core::ptr::NonNull;
+
+use onic_core::pool::PoolStats;
+use onic_core::xdp::{XdpBuff, XdpRxHash};
+use onic_hal::{Direction, DmaAddr};
+
+use crate::errno::Errno;
+
+/// Maps memory the OS owns (page-pool pages, packet data) for the device.
+///
+/// # Safety
+///
+/// `map_single` returns an address at which the device reaches exactly the `len` bytes at `cpu`
+/// (in direction `dir`) until `unmap_single` with the same address, length and direction; the
+/// syncs are the DMA API's for a part of such a mapping.
+pub unsafe trait PacketMap: 'static {
+    /// Maps `len` bytes at `cpu`. `None` when the mapping fails.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay valid until they are unmapped.
+    unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, dir: Direction) -> Option<DmaAddr>;
+    /// Ends a mapping made by `map_single`.
+    fn unmap_single(&self, dma: DmaAddr, len: usize, dir: Direction);
+    /// Hands `len` bytes at `offset` of a mapping to the CPU (`for_cpu`) or to the device.
+    fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, dir: Direction, for_cpu: bool);
+    /// Whether the OS page pool maps its pages for the device itself (the kernel DMA API on a
+    /// real card: `PP_FLAG_DMA_MAP`), or the datapath must map each page through `map_single`
+    /// while it holds it (the model, whose device addresses the kernel does not know).
+    fn pool_maps_pages(&self) -> bool;
+}
+
+/// A page of an OS page pool, as the pool hands it out.
+#[derive(Debug)]
+pub struct RawPoolPage {
+    /// The OS's handle of the page (`struct page *`).
+    pub handle: NonNull<u8>,
+    /// CPU address of the page's first byte (`page_address`); `PAGE_SIZE` bytes.
+    pub virt: NonNull<u8>,
+    /// Where the pool mapped it for the device (when [`PacketMap::pool_maps_pages`]).
+    pub dma: DmaAddr,
+}
+
+/// The RX hash as the OS packet gets it (`skb_set_hash`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkbHash {
+    /// The 32-bit hash.
+    pub value: u32,
+    /// Linux's `enum pkt_hash_types`: 2 = `PKT_HASH_TYPE_L3`, 3 = `PKT_HASH_TYPE_L4`.
+    pub kind: u8,
+}
+
+/// Operating-system services of one port's datapath. All methods are called under the
+/// serialization the port's entry points document; handles are plain values the OS gave out.
+pub trait Os: 'static {
+    /// An RX queue's OS memory: its page pool, and what XDP knows about the queue
+    /// (`xdp_rxq_info` registered with the page pool as its memory model).
+    type QMem: Copy;
+    /// A packet of the stack handed to transmit (`struct sk_buff *`).
+    type Skb: Copy;
+    /// A frame another device redirected to this one (`struct xdp_frame *`).
+    type XdpFrame: Copy;
+    /// An attached XDP program (`struct bpf_prog *`).
+    type Prog: Copy;
+    /// The NAPI context of the running poll (`struct napi_struct *`).
+    type Napi: Copy;
+
+    /// Creates queue `qid`'s page pool (`pages`: the RX ring's size) and registers the queue for
+    /// XDP with it as the memory model.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` and what the OS reports.
+    fn qmem_new(&self, qid: u16, pages: u32) -> Result<Self::QMem, Errno>;
+    /// Unregisters the queue and destroys its pool (pages still with the stack come back to the
+    /// pool later; the OS frees it when the last one does).
+    fn qmem_free(&self, mem: Self::QMem);
+    /// One page of the pool, or `None`.
+    fn pp_alloc(&self, mem: Self::QMem) -> Option<RawPoolPage>;
+    /// Gives a page back to its pool; `dirty` bytes after the RX headroom are synced for the
+    /// device when the pool maps pages; `direct`: from the pool's own NAPI context.
+    fn pp_put(&self, mem: Self::QMem, page: NonNull<u8>, dirty: usize, direct: bool);
+    /// The pool's statistics (Linux `page_pool_get_stats`), zero where the OS keeps none.
+    fn pp_stats(&self, mem: Self::QMem) -> PoolStats;
+
+    /// Builds a packet around a received frame in place (`build_skb` over the whole page, data at
+    /// `offset`, `len` bytes, `meta` bytes of XDP metadata before it), marked for recycling into
+    /// the page's pool. `None` when no packet could be allocated (the page stays the driver's).
+    fn rx_build(
+        &self,
+        napi: Self::Napi,
+        virt: NonNull<u8>,
+        offset: u16,
+        len: u16,
+        meta: u8,
+    ) -> Option<Self::Skb>;
+    /// Hands a built packet to the stack (GRO) with its queue and hash.
+    fn rx_deliver(&self, napi: Self::Napi, skb: Self::Skb, qid: u16, hash: Option<SkbHash>);
+
+    /// The linear data of a packet to transmit.
+    fn skb_data(&self, skb: Self::Skb) -> (NonNull<u8>, usize);
+    /// The device has sent a packet (or never will, at teardown): free it. `napi`: the budget of
+    /// the NAPI poll that completes it, if any.
+    fn skb_done(&self, skb: Self::Skb, napi_budget: Option<u32>);
+    /// The data of a redirected frame.
+    fn xdpf_data(&self, frame: Self::XdpFrame) -> (NonNull<u8>, usize);
+    /// Gives a redirected frame back to its owner (`xdp_return_frame`).
+    fn xdpf_return(&self, frame: Self::XdpFrame, in_napi: bool);
+
+    /// Runs `prog` on `buff` (a kernel `xdp_buff` over the same page and offsets, with the queue's
+    /// `xdp_rxq_info`, and `hash` for the RX-metadata hash callback) and writes the offsets the
+    /// program left back into `buff`. Returns the raw verdict.
+    fn xdp_run(
+        &self,
+        prog: Self::Prog,
+        mem: Self::QMem,
+        buff: &mut XdpBuff<'_>,
+        hash: Option<XdpRxHash>,
+    ) -> u32;
+    /// Carries out the program's REDIRECT for the frame at `offset`/`len` of the page
+    /// (`xdp_do_redirect`). `true`: the OS took the page (it comes back to the pool through
+    /// `xdp_return_frame`).
+    fn xdp_redirect(
+        &self,
+        prog: Self::Prog,
+        mem: Self::QMem,
+        page: &RawPoolPage,
+        offset: u16,
+        len: u16,
+    ) -> bool;
+
+    /// Publishes queue `qid`'s counters (the single writer: the holder of the queue's TX lock).
+    fn stats_publish(&self, qid: u16, words: &[u64]);
+    /// Reads queue `qid`'s published counters, consistently (`u64_stats_fetch_begin/retry`).
+    fn stats_read(&self, qid: u16, out: &mut [u64]);
+    /// Waits until every datapath call that started before has returned (`synchronize_net`).
+    fn synchronize(&self);
+}
