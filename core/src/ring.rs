@@ -183,6 +183,15 @@ mod tests {
     }
 
     #[test]
+    fn largest_ring_wraps_like_the_remainder() {
+        let r = Ring::new(u16::MAX).unwrap();
+        assert_eq!(r.add(u16::MAX - 1, 1), 0);
+        assert_eq!(r.add(u16::MAX - 1, u16::MAX), u16::MAX - 1);
+        assert_eq!(r.next(u16::MAX - 1), 0);
+        assert_eq!(r.distance(u16::MAX - 1, 0), 1);
+    }
+
+    #[test]
     fn color_flips() {
         assert!(Color::INITIAL.bit());
         assert_eq!(Color::INITIAL.flip().flip(), Color::INITIAL);
@@ -195,7 +204,9 @@ mod tests {
         fn add_and_distance_equal_the_remainder_formulas(len in 2u16.., i in 0u16.., n in 0u16..) {
             // The division-free paths must give exactly what the plain remainders give, for
             // in-range and out-of-range inputs alike (small values make in-range inputs likely).
-            for (i, n) in [(i, n), (i % len, n % len), (i % len, n % (len + 1)), (i % len, len)] {
+            // `len + 1` is taken in u32: `len` may be u16::MAX (the remainder still fits u16).
+            let n_wide = (u32::from(n) % (u32::from(len) + 1)) as u16;
+            for (i, n) in [(i, n), (i % len, n % len), (i % len, n_wide), (i % len, len)] {
                 let l = u32::from(len);
                 let r = Ring::new(len).unwrap();
                 proptest::prop_assert_eq!(u32::from(r.add(i, n)), (u32::from(i) + u32::from(n)) % l);

@@ -231,7 +231,10 @@ impl<K: Os, M: PacketMap> Done<'_, K, M> {
         item.unmap(self.map);
         match item {
             TxItem::Skb { skb, .. } => self.os.skb_done(skb, self.napi_budget),
-            TxItem::Xdp { frame, .. } => self.os.xdpf_return(frame, self.napi_budget.is_some()),
+            // Budget 0 is netpoll, which may run outside the NAPI context: no direct recycling.
+            TxItem::Xdp { frame, .. } => self
+                .os
+                .xdpf_return(frame, self.napi_budget.is_some_and(|b| b > 0)),
         }
     }
 }

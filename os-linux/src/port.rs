@@ -625,7 +625,9 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
             map: &self.dma,
             napi_budget: Some(budget),
         };
-        qp.pool.in_napi = true;
+        // Budget 0 is netpoll (TX reclaim only), which may run outside the NAPI context: the
+        // pool's direct recycling is for the queue's own NAPI poll only.
+        qp.pool.in_napi = budget > 0;
         let budget = usize::try_from(budget).unwrap_or(usize::MAX);
         let out = qp.poll_xdp(budget, &self.dev.doorbells(), &mut xdp, &mut done);
         qp.pool.in_napi = false;

@@ -181,6 +181,25 @@ E=$(stat rx_xdp_tx_errors onicsim0 $A)
 check "no XDP_TX errors ($E)" test "${E:-1}" = 0
 check "detach XDP" $IP -n a link set dev onicsim0 xdpdrv off
 check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
+
+# ---- the RX hash through the XDP RX-metadata kfunc (6.3+, xdp_metadata_ops.xmo_rx_hash): a
+# device-bound program (loaded by onic_xdp_hash with libbpf; iproute2 cannot) reads the hash of
+# UDP frames (traceroute's probes from b): the shell's hash, type XDP_RSS_TYPE_L4_IPV4_UDP (0x29)
+case $(uname -r) in
+6.1.* | 6.2.*)
+	echo "SKIP: RX-metadata hash (Linux $(uname -r) has no XDP RX-metadata kfuncs)"
+	;;
+*)
+	$A onic_xdp_hash onicsim0 /xdp/xdp_hash.o 4 >/tmp/hash 2>&1 &
+	HP=$!
+	sleep 1
+	$B traceroute -n -m 1 -q 3 -w 1 192.0.2.1 >/dev/null 2>&1
+	wait $HP
+	sed 's/^/    | /' /tmp/hash
+	check "a device-bound program reads the RX hash and its type through the kfunc" grep -Eq '^calls=[1-9][0-9]* errors=0 hash=0x[0-9a-f]{8} type=0x29$' /tmp/hash
+	check "the hash program detached itself" sh -c "! $IP -n a link show onicsim0 | grep -q 'xdp '"
+	;;
+esac
 check "generic XDP still works too (xdpgeneric drop)" $IP -n a link set dev onicsim0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
 refuse "ping fails under generic XDP drop" $A ping -c 2 -W 1 192.0.2.2
 check "detach generic XDP" $IP -n a link set dev onicsim0 xdpgeneric off

@@ -61,7 +61,7 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
 }
 
 /// Host packages the module build and the VM test need (Debian names).
-pub const HOST_PACKAGES: [&str; 13] = [
+pub const HOST_PACKAGES: [&str; 15] = [
     "build-essential", // make, gcc-12 (the headers' compiler)
     "bc",
     "libelf1", // objtool / modpost from linux-kbuild
@@ -69,7 +69,9 @@ pub const HOST_PACKAGES: [&str; 13] = [
     "clang",   // XDP programs
     "llvm",
     "lld",
-    "libbpf-dev",      // bpf_helpers.h
+    "libbpf-dev",      // bpf_helpers.h, libbpf.a for the device-bound XDP loader
+    "libelf-dev",      // libelf.a (the loader is linked statically)
+    "zlib1g-dev",      // libz.a
     "busybox-static",  // the initramfs userland
     "cpio",            // the initramfs archive
     "iproute2",        // ip (copied into the initramfs)

@@ -23,12 +23,17 @@ const STATUS_PASS: i32 = 33;
 const DEFAULT_TIMEOUT_S: u64 = 420;
 
 /// XDP programs: (object name, source, extra clang flags).
-const XDP_PROGRAMS: [(&str, &str, &str); 4] = [
+const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
     ("xdp_drop", "xdp_drop.c", ""),
     ("xdp_pass", "xdp_pass.c", ""),
     ("xdp_tx", "xdp_tx.c", ""),
     ("xdp_redirect", "xdp_redirect.c", ""),
+    ("xdp_hash", "xdp_hash.c", ""),
 ];
+
+/// The loader of the device-bound `xdp_hash.o` (iproute2 cannot load those), linked statically
+/// against libbpf so that the initramfs needs no libraries for it.
+const HASH_LOADER: &str = "onic_xdp_hash";
 
 /// Host programs copied into the initramfs with their shared libraries.
 const GUEST_TOOLS: [&str; 2] = ["ip", "ethtool"];
@@ -101,6 +106,12 @@ fn build_xdp() -> Result<PathBuf, String> {
             .arg(out.join(format!("{name}.o")));
         run(&format!("clang -target bpf {file} -> {name}.o"), c)?;
     }
+    let mut c = Command::new("gcc");
+    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+        .arg(out.join(HASH_LOADER))
+        .arg(src.join(format!("{HASH_LOADER}.c")))
+        .args(["-lbpf", "-lelf", "-lz"]);
+    run(&format!("gcc -static {HASH_LOADER}.c (libbpf)"), c)?;
     Ok(out)
 }
 
@@ -179,6 +190,7 @@ fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
         let f = format!("{name}.o");
         copy(&xdp.join(&f), &dir.join("xdp").join(&f))?;
     }
+    copy(&xdp.join(HASH_LOADER), &dir.join("bin").join(HASH_LOADER))?;
     fs::write(dir.join("etc/onic/stats71.txt"), expected_stats()).map_err(|e| format!("stats71: {e}"))?;
     let init = dir.join("init");
     copy(&root().join("os-linux/vm/init.sh"), &init)?;
