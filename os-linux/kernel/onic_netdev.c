@@ -118,9 +118,12 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 
 	/* One H2C descriptor per frame (spec 7.1): linear data, at least ETH_ZLEN bytes (the MAC
 	 * appends the FCS). skb_put_padto frees the skb when it fails. */
-	if (skb_put_padto(skb, ETH_ZLEN))
+	if (skb_put_padto(skb, ETH_ZLEN)) {
+		dev_core_stats_tx_dropped_inc(netdev);
 		return NETDEV_TX_OK;
+	}
 	if (skb_linearize(skb)) {
+		dev_core_stats_tx_dropped_inc(netdev);
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
@@ -139,6 +142,9 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 		napi_schedule(&nd->qv[q].napi);
 		return NETDEV_TX_BUSY;
 	default:
+		/* Not queued (mapping failed, bad length, queue down): the kernel's per-CPU core
+		 * counter, which get_stats64 readers see added to the driver's. */
+		dev_core_stats_tx_dropped_inc(netdev);
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}

@@ -893,7 +893,8 @@ pub struct LinkStats {
     pub tx_packets: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
-    /// Frames not sent (always 0: the glue counts its own drops).
+    /// Frames not sent (0 here: the glue counts the packets it drops in the kernel's per-CPU
+    /// core counter, which `dev_get_stats` adds).
     pub tx_dropped: u64,
     /// Frames refused for their length.
     pub tx_errors: u64,
