@@ -310,27 +310,19 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
     if frames.is_null() || n == 0 {
         return 0;
     }
-    // SAFETY: `frames` holds `n` pointers (caller's contract); a null entry ends the batch.
+    // SAFETY: `frames` holds `n` pointers (caller's contract); `Option<NonNull<_>>` has the
+    // layout of a pointer, null being `None`.
     let raw = unsafe { core::slice::from_raw_parts(frames.cast::<Option<KPtr>>(), n) };
+    // A null entry ends the batch.
     let valid = raw.iter().take_while(|f| f.is_some()).count();
-    let mut list = [NonNull::dangling(); 16];
-    let mut sent = 0usize;
-    for chunk in raw[..valid].chunks(16) {
-        for (d, s) in list.iter_mut().zip(chunk) {
-            *d = s.unwrap_or(NonNull::dangling());
-        }
-        // SAFETY: live port, TX lock held; the frames are live.
-        match unsafe { port(p).xdp_xmit(qid, &list[..chunk.len()], flush) } {
-            Ok(k) => {
-                sent += k;
-                if k < chunk.len() {
-                    break;
-                }
-            }
-            Err(e) if sent == 0 => return neg(e),
-            Err(_) => break,
-        }
-    }
+    // SAFETY: the first `valid` entries are `Some`, and `Some(NonNull)` has the same layout as
+    // `NonNull` (the niche is the null pointer).
+    let list = unsafe { core::slice::from_raw_parts(frames.cast::<KPtr>(), valid) };
+    // SAFETY: live port, TX lock held; the frames are live.
+    let sent = match unsafe { port(p).xdp_xmit(qid, list, flush) } {
+        Ok(k) => k,
+        Err(e) => return neg(e),
+    };
     i32::try_from(sent).unwrap_or(i32::MAX)
 }
 
