@@ -16,14 +16,13 @@
 //! independent, so these are throughput figures (as DPDK's are), not latencies.
 
 use std::hint::black_box;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
+use onic_tests::rss_inputs::{frames, tuples, Rng, INPUTS};
 
-const N: usize = 4096;
-const MASK: usize = N - 1;
+const MASK: usize = INPUTS - 1;
 const BATCH: usize = 32;
 const REP_MS: f64 = 200.0;
 const REPS: usize = 5;
@@ -64,76 +63,10 @@ fn fold(rx: RxHash) -> u32 {
     rx.value.wrapping_add(rx.kind as u32)
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn bytes<const L: usize>(&mut self) -> [u8; L] {
-        let mut b = [0u8; L];
-        for x in &mut b {
-            *x = (self.next() >> 56) as u8;
-        }
-        b
-    }
-}
-
-/// 64-byte untagged IPv4 frames (IHL 5, not fragmented) of protocol `proto`, random MACs,
-/// addresses and ports.
-fn frames(proto: u8, rng: &mut Rng) -> Vec<[u8; 64]> {
-    (0..N)
-        .map(|_| {
-            let mut f = [0u8; 64];
-            f[..12].copy_from_slice(&rng.bytes::<12>());
-            f[12] = 0x08;
-            f[14] = 0x45;
-            f[17] = 50;
-            f[22] = 64;
-            f[23] = proto;
-            f[26..38].copy_from_slice(&rng.bytes::<12>());
-            f
-        })
-        .collect()
-}
-
-type V4 = (Ipv4Addr, Ipv4Addr, u16, u16);
-type V6 = (Ipv6Addr, Ipv6Addr, u16, u16);
-
-fn tuples(rng: &mut Rng) -> (Vec<V4>, Vec<V6>) {
-    let v4 = (0..N)
-        .map(|_| {
-            let b = rng.bytes::<12>();
-            (
-                Ipv4Addr::new(b[0], b[1], b[2], b[3]),
-                Ipv4Addr::new(b[4], b[5], b[6], b[7]),
-                u16::from_be_bytes([b[8], b[9]]),
-                u16::from_be_bytes([b[10], b[11]]),
-            )
-        })
-        .collect();
-    let v6 = (0..N)
-        .map(|_| {
-            let p = rng.bytes::<4>();
-            (
-                Ipv6Addr::from(rng.bytes::<16>()),
-                Ipv6Addr::from(rng.bytes::<16>()),
-                u16::from_be_bytes([p[0], p[1]]),
-                u16::from_be_bytes([p[2], p[3]]),
-            )
-        })
-        .collect();
-    (v4, v6)
-}
-
 /// Runs every RSS figure; returns `(name, value, unit)` in a fixed order.
 pub fn run() -> Vec<(String, f64, &'static str)> {
     let mut out = Vec::new();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng(Rng::SEED);
 
     // The shell's hash, default (RTL reset) key.
     let key = RssKey::DEFAULT;

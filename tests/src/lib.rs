@@ -7,6 +7,7 @@ pub mod bench;
 pub mod datapath;
 pub mod hostdma;
 pub mod rig;
+pub mod rss_inputs;
 
 use onic_hal::recording::{Access, AccessKind};
 use onic_hal::Bar;
