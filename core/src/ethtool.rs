@@ -100,6 +100,8 @@ pub struct QueueCounters {
     pub pool: PoolStats,
 }
 
+crate::counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });
+
 /// The name of one `ethtool -S` entry; `Display` writes it (at most 31 bytes, so it fits
 /// `ETH_GSTRING_LEN`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,6 +305,18 @@ pub struct Stats64 {
     /// `stat_adapt_rx_drop`.
     pub rx_missed_errors: u64,
 }
+
+crate::counters_add_assign!(Stats64 {
+    rx_packets,
+    tx_packets,
+    rx_bytes,
+    tx_bytes,
+    rx_errors,
+    tx_errors,
+    rx_dropped,
+    tx_dropped,
+    rx_missed_errors,
+});
 
 impl Stats64 {
     /// Adds up the queues' counters; `adapter_rx_drops` is the adapter's RX drop counter
@@ -710,6 +724,32 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
+
+    #[test]
+    fn counter_structs_add_field_by_field_and_wrap() {
+        let mut a = QueueCounters::default();
+        a.rx.rx_packets = u64::MAX;
+        a.tx.tx_xdp_xmit = 2;
+        a.pair.rx_pass_refused = 3;
+        a.pool.recycle.released_refcnt = 4;
+        a.pool.os_returns = 5;
+        let mut b = a;
+        b.rx.rx_packets = 2;
+        a += b;
+        assert_eq!(a.rx.rx_packets, 1, "wraps instead of panicking");
+        assert_eq!(
+            (
+                a.tx.tx_xdp_xmit,
+                a.pair.rx_pass_refused,
+                a.pool.recycle.released_refcnt,
+                a.pool.os_returns
+            ),
+            (4, 6, 8, 10)
+        );
+        let mut s = Stats64::from_queues(&[a], 7);
+        s += Stats64::from_queues(&[b], 1);
+        assert_eq!((s.rx_packets, s.rx_missed_errors), (3, 8));
+    }
 
     fn counters(q: u64) -> QueueCounters {
         let mut c = QueueCounters::default();

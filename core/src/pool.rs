@@ -291,6 +291,28 @@ pub struct PoolStats {
     pub os_returns: u64,
 }
 
+crate::counters_add_assign!(PoolAllocStats {
+    fast,
+    slow,
+    slow_high_order,
+    empty,
+    refill,
+    waive,
+});
+crate::counters_add_assign!(PoolRecycleStats {
+    cached,
+    cache_full,
+    ring,
+    ring_full,
+    released_refcnt,
+});
+crate::counters_add_assign!(PoolStats {
+    pages_from_hal,
+    pages_to_hal,
+    hal_alloc_failures,
+    os_returns,
+} nested { alloc, recycle });
+
 impl PoolStats {
     /// Pages that exist because of this pool: taken from the HAL and not given back.
     #[must_use]

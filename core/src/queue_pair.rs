@@ -72,6 +72,18 @@ pub struct PairStats {
     pub rx_pass_refused: u64,
 }
 
+crate::counters_add_assign!(PairStats {
+    rx_xdp_tx,
+    rx_xdp_redirect,
+    rx_xdp_tx_errors,
+    rx_xdp_pass,
+    rx_xdp_drop,
+    rx_xdp_aborted,
+    rx_xdp_invalid,
+    rx_xdp_redirect_errors,
+    rx_pass_refused,
+});
+
 /// What a pair poll did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -143,6 +143,24 @@ pub struct RxStats {
     pub rearm_rechecks: u64,
 }
 
+crate::counters_add_assign!(RxStats {
+    rx_packets,
+    rx_bytes,
+    recycled,
+    to_os,
+    to_tx,
+    rx_cmpt_errors,
+    rx_bad_length,
+    rx_multi_buffer,
+    rx_no_page,
+    refill_alloc_failures,
+    cmpt_not_ready,
+    c2h_doorbells,
+    cmpt_doorbells,
+    rearms,
+    rearm_rechecks,
+});
+
 impl RxStats {
     /// All frames dropped by the queue itself (not by the sink).
     #[must_use]

@@ -151,6 +151,20 @@ pub struct TxStats {
     pub tx_xdp_xmit_errors: u64,
 }
 
+crate::counters_add_assign!(TxStats {
+    tx_packets,
+    tx_bytes,
+    queued,
+    tx_busy,
+    tx_bad_length,
+    padded,
+    stops,
+    wakes,
+    doorbells,
+    tx_xdp_xmit,
+    tx_xdp_xmit_errors,
+});
+
 /// Buffers in flight on a TX ring, by owner.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

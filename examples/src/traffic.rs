@@ -712,67 +712,12 @@ struct Report {
     failures: Vec<String>,
 }
 
-fn sum_rx(pairs: &[HPair<'_>]) -> RxStats {
-    let mut t = RxStats::default();
-    for p in pairs {
-        let s = p.rx.stats();
-        t.rx_packets += s.rx_packets;
-        t.rx_bytes += s.rx_bytes;
-        t.recycled += s.recycled;
-        t.to_os += s.to_os;
-        t.to_tx += s.to_tx;
-        t.rx_cmpt_errors += s.rx_cmpt_errors;
-        t.rx_bad_length += s.rx_bad_length;
-        t.rx_multi_buffer += s.rx_multi_buffer;
-        t.rx_no_page += s.rx_no_page;
-        t.refill_alloc_failures += s.refill_alloc_failures;
-        t.cmpt_not_ready += s.cmpt_not_ready;
-        t.c2h_doorbells += s.c2h_doorbells;
-        t.cmpt_doorbells += s.cmpt_doorbells;
-        t.rearms += s.rearms;
-        t.rearm_rechecks += s.rearm_rechecks;
-    }
-    t
-}
-
-fn sum_tx(pairs: &[HPair<'_>]) -> TxStats {
-    let mut t = TxStats::default();
-    for p in pairs {
-        let s = p.tx.stats();
-        t.tx_packets += s.tx_packets;
-        t.tx_bytes += s.tx_bytes;
-        t.queued += s.queued;
-        t.tx_busy += s.tx_busy;
-        t.tx_bad_length += s.tx_bad_length;
-        t.padded += s.padded;
-        t.stops += s.stops;
-        t.wakes += s.wakes;
-        t.doorbells += s.doorbells;
-    }
-    t
-}
-
-fn sum_pool(pairs: &[HPair<'_>]) -> PoolStats {
-    let mut t = PoolStats::default();
-    for p in pairs {
-        let s = p.pool.stats();
-        t.alloc.fast += s.alloc.fast;
-        t.alloc.slow += s.alloc.slow;
-        t.alloc.slow_high_order += s.alloc.slow_high_order;
-        t.alloc.empty += s.alloc.empty;
-        t.alloc.refill += s.alloc.refill;
-        t.alloc.waive += s.alloc.waive;
-        t.recycle.cached += s.recycle.cached;
-        t.recycle.cache_full += s.recycle.cache_full;
-        t.recycle.ring += s.recycle.ring;
-        t.recycle.ring_full += s.recycle.ring_full;
-        t.recycle.released_refcnt += s.recycle.released_refcnt;
-        t.pages_from_hal += s.pages_from_hal;
-        t.pages_to_hal += s.pages_to_hal;
-        t.hal_alloc_failures += s.hal_alloc_failures;
-        t.os_returns += s.os_returns;
-    }
-    t
+/// One counter struct summed over the pairs.
+fn sum<T: Default + std::ops::AddAssign>(pairs: &[HPair<'_>], get: impl Fn(&HPair<'_>) -> T) -> T {
+    pairs.iter().fold(T::default(), |mut t, p| {
+        t += get(p);
+        t
+    })
 }
 
 fn hw(card: &Card, port: u8) -> Vec<(&'static str, u64)> {
@@ -883,8 +828,8 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
 
     // Driver statistics.
     let _ = writeln!(s, "\ndriver statistics {:>36} {:>14}", "PF0", "PF1");
-    let rx: Vec<RxStats> = funcs.iter().map(|f| sum_rx(&f.pairs)).collect();
-    let tx: Vec<TxStats> = funcs.iter().map(|f| sum_tx(&f.pairs)).collect();
+    let rx: Vec<RxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.rx.stats())).collect();
+    let tx: Vec<TxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.tx.stats())).collect();
     let row = |s: &mut String, name: &str, a: u64, b: u64| {
         let _ = writeln!(s, "  {name:<38} {a:>14} {b:>14}");
     };
@@ -922,7 +867,7 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
         "\npage_pool statistics (all queues) {:>20} {:>14}",
         "PF0", "PF1"
     );
-    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum_pool(&f.pairs)).collect();
+    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum(&f.pairs, |p| p.pool.stats())).collect();
     for (name, get) in [
         (
             "alloc.fast",

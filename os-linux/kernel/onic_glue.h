@@ -60,6 +60,7 @@ struct onic_poll_result {
 struct onic_link_stats {
 	u64 rx_packets, rx_bytes, rx_dropped, rx_errors;
 	u64 tx_packets, tx_bytes, tx_dropped, tx_errors;
+	u64 rx_missed_errors;
 };
 
 /* Must match Rust's kernel::entry::OnicLayout. */

@@ -216,6 +216,7 @@ static void onic_get_stats64(struct net_device *netdev, struct rtnl_link_stats64
 	s->tx_bytes = ls.tx_bytes;
 	s->tx_dropped = ls.tx_dropped;
 	s->tx_errors = ls.tx_errors;
+	s->rx_missed_errors = ls.rx_missed_errors;
 }
 
 static int onic_change_mtu(struct net_device *netdev, int mtu)

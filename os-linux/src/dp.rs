@@ -379,14 +379,6 @@ macro_rules! words {
             debug_assert_eq!(i, QSTAT_WORDS);
             c
         }
-
-        /// Adds two snapshots field by field (a queue's history and its running pair).
-        #[must_use]
-        pub fn add(a: &QueueCounters, b: &QueueCounters) -> QueueCounters {
-            let mut c = *a;
-            $( c.$s.$f = a.$s.$f.wrapping_add(b.$s.$f); )*
-            c
-        }
     };
 }
 

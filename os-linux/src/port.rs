@@ -22,7 +22,7 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use onic_core::ethtool::{EthtoolStats, QueueCounters};
+use onic_core::ethtool::{adapter_rx_drops, EthtoolStats, QueueCounters, Stats64};
 use onic_core::rss::{RssKey, ShellHasher};
 use onic_core::stats::{link_up, read_hw_counters, HW_COUNTERS};
 use onic_core::tx::{TxError, TxSlot};
@@ -487,7 +487,7 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
             if let Err(e) = r {
                 onic_hal::warn!("onic: queue {} teardown: {}", qid, e);
             }
-            *base = dp::add(base, &now);
+            *base += now;
             let words = dp::to_words(base);
             // CAST: at most 64 queues.
             self.os.stats_publish(qid as u16, &words);
@@ -533,8 +533,9 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         // SAFETY: `base` changes only at stop, under RTNL with the datapath quiet; the datapath
         // (our caller) only reads it.
         let base = unsafe { &*q.base.get() };
-        self.os
-            .stats_publish(qid, &dp::to_words(&dp::add(base, &pair_counters(qp))));
+        let mut c = *base;
+        c += pair_counters(qp);
+        self.os.stats_publish(qid, &dp::to_words(&c));
     }
 
     /// Sends one packet of the stack on TX queue `qid`. `more` is the kernel's xmit_more hint:
@@ -682,20 +683,15 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         Ok(sent)
     }
 
-    /// Link statistics summed over the queues' published counters (`ndo_get_stats64`).
+    /// Link statistics (`ndo_get_stats64`): the core's `rtnl_link_stats64` view of the queues'
+    /// published counters, and the packet adapter's RX drops as missed frames.
     pub fn link_stats(&self) -> LinkStats {
-        let mut s = LinkStats::default();
+        let mut s = Stats64::default();
         for qid in 0..self.queues.len() {
-            let c = self.read_queue(qid);
-            s.rx_packets += c.rx.rx_packets;
-            s.rx_bytes += c.rx.rx_bytes;
-            s.rx_dropped += c.rx.rx_no_page + c.pair.rx_xdp_drop + c.pair.rx_pass_refused;
-            s.rx_errors += c.rx.rx_cmpt_errors + c.rx.rx_bad_length + c.rx.rx_multi_buffer;
-            s.tx_packets += c.tx.tx_packets;
-            s.tx_bytes += c.tx.tx_bytes;
-            s.tx_errors += c.tx.tx_bad_length;
+            s += Stats64::from_queues(core::slice::from_ref(&self.read_queue(qid)), 0);
         }
-        s
+        s.rx_missed_errors = adapter_rx_drops(self.dev.shell(), self.dev.function().port());
+        LinkStats::from(s)
     }
 
     fn read_queue(&self, qid: usize) -> QueueCounters {
@@ -876,16 +872,17 @@ fn pair_counters<K: Os, D: DmaMemory + PacketMap + Clone>(qp: &Pair<K, D>) -> Qu
     }
 }
 
-/// The netdev's link statistics (`rtnl_link_stats64` fields the driver fills); the C glue's
-/// `struct onic_link_stats` has the same layout.
+/// The netdev's link statistics (`rtnl_link_stats64` fields the driver fills, from the core's
+/// [`Stats64`]); the C glue's `struct onic_link_stats` has the same layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct LinkStats {
-    /// Frames received.
+    /// Frames received (whatever the XDP verdict).
     pub rx_packets: u64,
     /// Bytes received.
     pub rx_bytes: u64,
-    /// Frames dropped: no page, dropped by XDP, refused by the stack.
+    /// Good frames the driver could not keep (no page, too long, refused by the stack); XDP
+    /// drops are the program's decision and are counted in `ethtool -S` only.
     pub rx_dropped: u64,
     /// Completions with errors or impossible lengths.
     pub rx_errors: u64,
@@ -898,4 +895,22 @@ pub struct LinkStats {
     pub tx_dropped: u64,
     /// Frames refused for their length.
     pub tx_errors: u64,
+    /// Frames the packet adapter dropped before the driver saw them (`stat_adapt_rx_drop`).
+    pub rx_missed_errors: u64,
+}
+
+impl From<Stats64> for LinkStats {
+    fn from(s: Stats64) -> Self {
+        Self {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_dropped: s.rx_dropped,
+            rx_errors: s.rx_errors,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            tx_dropped: s.tx_dropped,
+            tx_errors: s.tx_errors,
+            rx_missed_errors: s.rx_missed_errors,
+        }
+    }
 }

@@ -196,7 +196,7 @@ fn pool_table(s: &Summary) {
     for row in &s.rows {
         pool_line(&format_args!("pf{} q{}", row.func, row.q), &row.pool);
         defmt::info!("pool pf{=u8} q{=u16}: {}", row.func, row.q, row.pool);
-        super::teardown::add(&mut total, &row.pool);
+        total += row.pool;
     }
     pool_line(&format_args!("total"), &total);
 }

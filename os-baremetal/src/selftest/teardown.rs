@@ -71,7 +71,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
         let s = p.pool.stats();
         pool_live += s.live_pages();
         to_os += p.rx.stats().to_os;
-        add(&mut total, &s);
+        total += s;
         if p.page_counts().is_none_or(|c| c.total() != s.live_pages()) {
             off += 1;
         }
@@ -243,25 +243,6 @@ fn rings_empty() -> bool {
     super::datapath::RINGS
         .iter()
         .all(onic_core::RecycleRing::is_empty)
-}
-
-/// Adds one pool's statistics to a total.
-pub fn add(t: &mut PoolStats, s: &PoolStats) {
-    t.alloc.fast += s.alloc.fast;
-    t.alloc.slow += s.alloc.slow;
-    t.alloc.slow_high_order += s.alloc.slow_high_order;
-    t.alloc.empty += s.alloc.empty;
-    t.alloc.refill += s.alloc.refill;
-    t.alloc.waive += s.alloc.waive;
-    t.recycle.cached += s.recycle.cached;
-    t.recycle.cache_full += s.recycle.cache_full;
-    t.recycle.ring += s.recycle.ring;
-    t.recycle.ring_full += s.recycle.ring_full;
-    t.recycle.released_refcnt += s.recycle.released_refcnt;
-    t.pages_from_hal += s.pages_from_hal;
-    t.pages_to_hal += s.pages_to_hal;
-    t.hal_alloc_failures += s.hal_alloc_failures;
-    t.os_returns += s.os_returns;
 }
 
 /// After the model is gone, the heap must be back where it was before the model was built.

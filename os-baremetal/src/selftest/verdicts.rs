@@ -36,27 +36,9 @@ fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
         if usize::from(f) != func {
             continue;
         }
-        let r = p.rx.stats();
-        s.rx.rx_packets += r.rx_packets;
-        s.rx.recycled += r.recycled;
-        s.rx.to_os += r.to_os;
-        s.rx.to_tx += r.to_tx;
-        let ps = p.stats();
-        s.pair.rx_xdp_tx += ps.rx_xdp_tx;
-        s.pair.rx_xdp_redirect += ps.rx_xdp_redirect;
-        s.pair.rx_xdp_tx_errors += ps.rx_xdp_tx_errors;
-        s.pair.rx_xdp_pass += ps.rx_xdp_pass;
-        s.pair.rx_xdp_drop += ps.rx_xdp_drop;
-        s.pair.rx_xdp_aborted += ps.rx_xdp_aborted;
-        s.pair.rx_xdp_redirect_errors += ps.rx_xdp_redirect_errors;
-        let pool = p.pool.stats();
-        s.pool.alloc.fast += pool.alloc.fast;
-        s.pool.alloc.slow += pool.alloc.slow;
-        s.pool.recycle.cached += pool.recycle.cached;
-        s.pool.recycle.cache_full += pool.recycle.cache_full;
-        s.pool.recycle.ring += pool.recycle.ring;
-        s.pool.pages_from_hal += pool.pages_from_hal;
-        s.pool.os_returns += pool.os_returns;
+        s.rx += *p.rx.stats();
+        s.pair += *p.stats();
+        s.pool += p.pool.stats();
         s.tx_packets += p.tx.stats().tx_packets;
         s.pool_in_flight += p.tx.pool_pages_in_flight();
         let book: &Book = &b.dp.books[func][q];
