@@ -185,9 +185,14 @@ impl Function {
 pub struct DeviceConfig {
     /// The PCI function.
     pub func: Function,
-    /// Queue pairs (TX = RX count, FMAP qmax, QCONF numq). MSI-X queue vectors are `0..queues`;
-    /// the user vector is `queues`, the master PF's error vector `queues + 1` (spec §11.1).
+    /// Queue pairs (TX = RX count). MSI-X queue vectors are `0..queues`; the user vector is
+    /// `queues`, the master PF's error vector `queues + 1` (spec §11.1).
     pub queues: u16,
+    /// TX (H2C) queues beyond the pairs, at queue ids `queues..queues + tx_only`: their own rings
+    /// for XDP_TX and for frames other devices redirect here, so that those never share a ring
+    /// with the OS stack's transmit. FMAP qmax and QCONF numq cover them ([`DeviceConfig::span`];
+    /// the reference driver has none, so its qmax is `queues`).
+    pub tx_only: u16,
     /// Enable RS-FEC on the CMACs (the reference driver's module parameter, default on).
     pub rs_fec: bool,
     /// SHELL_STATUS reads allowed while waiting for a CMAC reset, 1 ms apart.
@@ -217,12 +222,57 @@ impl DeviceConfig {
         Ok(Self {
             func,
             queues,
+            tx_only: 0,
             rs_fec: true,
             cmac_reset_polls: Self::CMAC_RESET_POLLS_DEFAULT,
         })
     }
 
-    /// Checks that `qid` is one of this function's queues.
+    /// The same configuration with `tx_only` TX-only queues after the pairs.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueCount`] when pairs and TX-only queues together exceed the function's
+    /// [`MAX_QUEUES_PER_FUNCTION`] queue ids.
+    pub const fn with_tx_only(self, tx_only: u16) -> Result<Self, ConfigError> {
+        let total = self.queues as u32 + tx_only as u32;
+        if total > MAX_QUEUES_PER_FUNCTION as u32 {
+            return Err(ConfigError::QueueCount {
+                // CAST: at most 2 x u16::MAX, saturated into the error's field.
+                requested: if total > u16::MAX as u32 {
+                    u16::MAX
+                } else {
+                    total as u16
+                },
+                max: MAX_QUEUES_PER_FUNCTION,
+            });
+        }
+        Ok(Self { tx_only, ..self })
+    }
+
+    /// Queue ids the function owns: the pairs and the TX-only queues (FMAP qmax, QCONF numq).
+    #[must_use]
+    pub const fn span(&self) -> u16 {
+        self.queues + self.tx_only
+    }
+
+    /// Checks that `qid` names a TX queue of this function (a pair's or a TX-only one).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueIndex`].
+    pub const fn check_tx_queue(&self, qid: u16) -> Result<(), ConfigError> {
+        if qid < self.span() {
+            Ok(())
+        } else {
+            Err(ConfigError::QueueIndex {
+                qid,
+                queues: self.span(),
+            })
+        }
+    }
+
+    /// Checks that `qid` is one of this function's queue pairs (RX queues exist for pairs only).
     ///
     /// # Errors
     ///

@@ -5,15 +5,16 @@
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
 
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
+use onic_hal::layout::ctxt::CtxtOp;
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
-use onic_hal::{DelayNs, DmaAddr, RegisterWindow};
+use onic_hal::{DelayNs, DmaAddr, RegisterWindow, SharedGuard, SharedLock, Unshared};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
 use crate::ethtool::{check_channels, Channels, ChannelsRequest, EthtoolError};
-use crate::qdma::{context_clear, context_invalidate, context_write, Doorbells};
+use crate::qdma::{context_command, Doorbells};
 use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
@@ -42,17 +43,35 @@ pub struct RssInfo {
 
 /// A brought-up PCI function: FMAP, QCONF and indirection table programmed, global CSRs (master
 /// PF) set, CMACs detected (and enabled on the master PF), error interrupt armed (master PF).
+///
+/// `L` is the card's lock around indirect context commands ([`SharedLock`]): [`Unshared`] where
+/// one context drives the whole card, the OS's per-card lock where several functions are driven
+/// at once (the Linux module).
 #[derive(Debug)]
-pub struct Device<Q, S> {
+pub struct Device<Q, S, L = Unshared> {
     qdma: Q,
     shell: S,
+    lock: L,
     cfg: DeviceConfig,
     cmacs: u8,
     rss: RssConfig,
 }
 
-impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
-    /// Brings up one PCI function (spec §13.1 steps 5-10).
+impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
+    /// Brings up one PCI function (spec §13.1 steps 5-10) of a card that no other context drives
+    /// at the same time; see [`Device::init_shared`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::init_shared`].
+    pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<Self> {
+        Self::init_shared(qdma, shell, Unshared, delay, cfg)
+    }
+}
+
+impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
+    /// Brings up one PCI function (spec §13.1 steps 5-10). `lock` is the card's context-command
+    /// lock, shared with the other functions of the card; it is taken around each command.
     ///
     /// # Errors
     ///
@@ -60,11 +79,18 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     /// [`Error::CmacResetTimeout`] if a CMAC stays in reset, [`Error::NoCmac`] if the function's
     /// own port is missing. On error, what was programmed is undone (QCONF and FMAP cleared, the
     /// error interrupt disarmed).
-    pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<Self> {
+    pub fn init_shared<D: DelayNs>(
+        qdma: Q,
+        shell: S,
+        lock: L,
+        delay: &mut D,
+        cfg: DeviceConfig,
+    ) -> Result<Self> {
         let rss = RssConfig::new(cfg.queues).map_err(Error::Rss)?;
         let mut dev = Self {
             qdma,
             shell,
+            lock,
             cfg,
             cmacs: 0,
             rss,
@@ -83,12 +109,13 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         let func = self.cfg.func;
         let f = func.number();
         // Step 5: FMAP clear, then write {qbase, qmax}; the command's qid field is the function.
-        context_clear(&self.qdma, delay, CtxtSel::Fmap, u16::from(f))?;
-        let fmap = FmapCtxt::new(func.qbase(), self.cfg.queues);
-        context_write(&self.qdma, delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
+        self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))?;
+        // Deviation: qmax and numq cover the function's TX-only queues too (DeviceConfig::span).
+        let fmap = FmapCtxt::new(func.qbase(), self.cfg.span());
+        self.context_write(delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
         // Step 6: the shell's QCONF must be set before any H2C doorbell (spec §14).
         self.shell
-            .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.queues));
+            .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
         // value (spec §9.2), so only the table is pending here.
         self.rss.program(&self.shell, f).map_err(Error::Rss)?;
@@ -228,7 +255,7 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
             self.qdma.write32(qdma::GLBL_ERR_INT, 0);
         }
         self.shell.write32(shell::qconf(f), 0);
-        context_clear(&self.qdma, delay, CtxtSel::Fmap, u16::from(f))
+        self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))
     }
 
     /// Tears the function down (spec §13.5) and hands the register windows back. Queues must
@@ -399,6 +426,32 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         self.cfg.func.qbase() + qid
     }
 
+    /// One indirect context command without data (CLEAR, INVALIDATE), under the card's lock.
+    fn context<D: DelayNs>(&self, delay: &mut D, op: CtxtOp, sel: CtxtSel, qid: u16) -> Result<()> {
+        let _held = SharedGuard::new(&self.lock);
+        context_command(
+            &self.qdma,
+            delay,
+            sel,
+            op,
+            qid,
+            &[0; onic_hal::regs::qdma::IND_CTXT_WORDS],
+        )
+    }
+
+    /// One context WRITE (data and mask registers, command, busy poll), under the card's lock:
+    /// another function's command cannot slip in between the data words and the command.
+    fn context_write<D: DelayNs>(
+        &self,
+        delay: &mut D,
+        sel: CtxtSel,
+        qid: u16,
+        data: &[u32; onic_hal::regs::qdma::IND_CTXT_WORDS],
+    ) -> Result<()> {
+        let _held = SharedGuard::new(&self.lock);
+        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data)
+    }
+
     /// Programs a TX (H2C) queue's contexts (spec §5.8): SW clear, SW write, HW clear, credit
     /// clear. On failure the queue's teardown list runs.
     ///
@@ -407,16 +460,16 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     /// [`ConfigError`] for a queue, vector or ring the function cannot use (nothing written);
     /// [`Error::ContextBusy`].
     pub fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
-        self.cfg.check_queue(q.qid)?;
+        self.cfg.check_tx_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
         check_ring_addr(ring)?;
         let abs = self.abs_qid(q.qid);
         let sw = SwCtxt::reference_h2c(self.cfg.func.number(), ring, q.ring.index(), q.vector);
         let r = (|| {
-            context_clear(&self.qdma, delay, CtxtSel::SwH2c, abs)?;
-            context_write(&self.qdma, delay, CtxtSel::SwH2c, abs, &sw.data_regs())?;
-            context_clear(&self.qdma, delay, CtxtSel::HwH2c, abs)?;
-            context_clear(&self.qdma, delay, CtxtSel::CrH2c, abs)
+            self.context(delay, CtxtOp::Clear, CtxtSel::SwH2c, abs)?;
+            self.context_write(delay, CtxtSel::SwH2c, abs, &sw.data_regs())?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::HwH2c, abs)?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::CrH2c, abs)
         })();
         if r.is_err() {
             let _ = self.teardown_tx_queue(delay, q.qid);
@@ -431,11 +484,11 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
     /// [`ConfigError::QueueIndex`]; [`Error::ContextBusy`] (the remaining contexts are still
     /// invalidated; the first error is returned).
     pub fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
-        self.cfg.check_queue(qid)?;
+        self.cfg.check_tx_queue(qid)?;
         let abs = self.abs_qid(qid);
         let mut first = Ok(());
         for sel in [CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c] {
-            let r = context_invalidate(&self.qdma, delay, sel, abs);
+            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
             if first.is_ok() {
                 first = r;
             }
@@ -477,14 +530,14 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
         let pfch = PfchCtxt::reference(q.buf.index());
         let cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
         let r = (|| {
-            context_clear(&self.qdma, delay, CtxtSel::SwC2h, abs)?;
-            context_write(&self.qdma, delay, CtxtSel::SwC2h, abs, &sw.data_regs())?;
-            context_clear(&self.qdma, delay, CtxtSel::HwC2h, abs)?;
-            context_clear(&self.qdma, delay, CtxtSel::CrC2h, abs)?;
-            context_clear(&self.qdma, delay, CtxtSel::Pfch, abs)?;
-            context_write(&self.qdma, delay, CtxtSel::Pfch, abs, &pfch.data_regs())?;
-            context_clear(&self.qdma, delay, CtxtSel::Cmpt, abs)?;
-            context_write(&self.qdma, delay, CtxtSel::Cmpt, abs, &cmpt.data_regs())
+            self.context(delay, CtxtOp::Clear, CtxtSel::SwC2h, abs)?;
+            self.context_write(delay, CtxtSel::SwC2h, abs, &sw.data_regs())?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::HwC2h, abs)?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::CrC2h, abs)?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::Pfch, abs)?;
+            self.context_write(delay, CtxtSel::Pfch, abs, &pfch.data_regs())?;
+            self.context(delay, CtxtOp::Clear, CtxtSel::Cmpt, abs)?;
+            self.context_write(delay, CtxtSel::Cmpt, abs, &cmpt.data_regs())
         })();
         if r.is_err() {
             let _ = self.teardown_rx_queue(delay, q.qid);
@@ -512,7 +565,7 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S> {
             CtxtSel::Pfch,
             CtxtSel::Cmpt,
         ] {
-            let r = context_invalidate(&self.qdma, delay, sel, abs);
+            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
             if first.is_ok() {
                 first = r;
             }

@@ -69,6 +69,14 @@ pub enum ConfigError {
         /// Usable entries.
         usable: u16,
     },
+    /// The completion ring is smaller than the C2H descriptor ring: the device could be handed
+    /// more descriptors than the completion ring can report (one completion per frame).
+    CmptRingTooSmall {
+        /// Usable completion-ring entries.
+        cmpt: u16,
+        /// Usable descriptor-ring entries.
+        desc: u16,
+    },
     /// The bookkeeping storage given to a queue has fewer slots than the ring has entries.
     SlotStorage {
         /// Slots needed (usable ring entries).
@@ -106,6 +114,10 @@ impl fmt::Display for ConfigError {
             Self::RingIndex { index, usable } => {
                 write!(f, "ring index {index} is not below the ring's {usable} usable entries")
             }
+            Self::CmptRingTooSmall { cmpt, desc } => write!(
+                f,
+                "completion ring of {cmpt} usable entries is smaller than the descriptor ring's {desc}"
+            ),
             Self::SlotStorage { needed, given } => {
                 write!(f, "queue needs {needed} bookkeeping slots, {given} given")
             }

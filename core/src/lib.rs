@@ -48,7 +48,9 @@ pub mod xdp;
 pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 pub use device::Device;
 pub use error::{ConfigError, Error, QueueError, Result};
-pub use pool::{PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats, RecycleRing};
+pub use pool::{
+    NoPage, NoPages, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats, RecycleRing,
+};
 pub use queue_pair::{FrameSink, PairStats, QueuePair, Verdict};
 pub use rx::{PollOutcome, RxFrame, RxOptions, RxOutcome, RxQueue, RxSink, RxStats};
 pub use tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot, TxStats};

@@ -100,6 +100,59 @@ pub trait PageProvider {
     }
 }
 
+/// The page type of a TX queue that never carries pool pages: a queue of the OS stack's packets,
+/// or of frames other devices redirected here. No value of it exists, so such a queue cannot be
+/// handed a page, and the code that would return one is unreachable by construction.
+#[derive(Debug)]
+pub enum NoPage {}
+
+impl PoolPage for NoPage {
+    fn dma_addr(&self) -> DmaAddr {
+        match *self {}
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match *self {}
+    }
+}
+
+/// The page provider of a TX queue that carries no pool pages ([`NoPage`]): it has none to give,
+/// and none can come back to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoPages;
+
+impl PageProvider for NoPages {
+    type Page = NoPage;
+
+    fn alloc_page(&mut self) -> Option<NoPage> {
+        None
+    }
+
+    fn recycle_direct(&mut self, page: NoPage, _dirty_len: usize) {
+        match page {}
+    }
+
+    fn release_page(&mut self, page: NoPage) {
+        match page {}
+    }
+
+    fn sync_for_cpu(&self, page: &NoPage, _offset: usize, _len: usize) {
+        match *page {}
+    }
+
+    fn sync_for_device(&self, page: &NoPage, _offset: usize, _len: usize) {
+        match *page {}
+    }
+
+    fn device_readable(&self) -> bool {
+        false
+    }
+}
+
 /// Capacity of a [`RecycleRing`] (the lock-free queue behind it indexes with 8 bits).
 pub const RECYCLE_RING_CAPACITY: usize = 128;
 

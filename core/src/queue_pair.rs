@@ -9,7 +9,7 @@
 //! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
 //! pool: when the device is done, it is recycled straight into the pool's cache.
 
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow};
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 use crate::device::Device;
 use crate::error::Result;
@@ -122,9 +122,9 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// # Errors
     ///
     /// As [`TxQueue::start`] and [`RxQueue::start`].
-    pub fn start<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs>(
+    pub fn start<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs>(
         &mut self,
-        dev: &Device<Q, S>,
+        dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
     ) -> Result<()> {
         self.tx.start(dev, delay)?;
@@ -178,9 +178,9 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// # Errors
     ///
     /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run.
-    pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs, C: TxDone<F>>(
+    pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs, C: TxDone<F>>(
         self,
-        dev: &Device<Q, S>,
+        dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
         done: &mut C,
     ) -> (Result<()>, P) {

@@ -14,7 +14,7 @@
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
 
 use crate::config::TxQueueConfig;
 use crate::device::Device;
@@ -286,9 +286,9 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     /// # Errors
     ///
     /// As [`Device::init_tx_queue`].
-    pub fn start<Q: RegisterWindow, S: RegisterWindow, Dl: DelayNs>(
+    pub fn start<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs>(
         &self,
-        dev: &Device<Q, S>,
+        dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
     ) -> Result<()> {
         dev.init_tx_queue(delay, &self.cfg, self.ring.dma_addr())
@@ -648,12 +648,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     pub fn teardown<
         Q: RegisterWindow,
         S: RegisterWindow,
+        Lk: SharedLock,
         Dl: DelayNs,
         P: PageProvider<Page = Pg>,
         C: TxDone<F>,
     >(
         mut self,
-        dev: &Device<Q, S>,
+        dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
         pool: &mut P,
         done: &mut C,

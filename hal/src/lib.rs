@@ -6,6 +6,7 @@
 //! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2).
 //! - [`dma`]: [`DmaAddr`], coherent regions for rings, streaming pages for packets.
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
+//! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
 //! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
@@ -25,6 +26,7 @@ pub mod fmt;
 
 pub mod dma;
 pub mod layout;
+pub mod lock;
 pub mod mmio;
 #[cfg(feature = "alloc")]
 pub mod recording;
@@ -35,6 +37,7 @@ pub use dma::{
     AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
 };
 pub use embedded_hal::delay::DelayNs;
+pub use lock::{SharedGuard, SharedLock, Unshared};
 pub use window::{Bar, RegisterWindow};
 
 #[doc(hidden)]

@@ -249,6 +249,18 @@ pub enum Violation {
         /// Absolute queue id of the blocked packet.
         qid: u16,
     },
+    /// A completion arrived for a completion ring the driver had not freed room in: every entry
+    /// up to the CIDX it last wrote is still unread. With the overflow check on (CMPT context
+    /// `ovf_chk_dis` = 0, spec §5.6) the QDMA flags the queue's completion context in error and
+    /// stops the queue; the frame is lost.
+    CmptOverflow {
+        /// Absolute queue id.
+        qid: u16,
+        /// The completion producer index.
+        pidx: u16,
+        /// The consumer index the driver last wrote.
+        cidx: u16,
+    },
     /// An RSS indirection entry is not below the function's QCONF numq (spec §14).
     IndirectionOutOfRange {
         /// PCI function.
@@ -293,6 +305,10 @@ impl fmt::Display for Violation {
                 "queue {qid} descriptor {index}: metadata {metadata:#x} does not equal length {len}"
             ),
             Self::H2cStalled { qid } => write!(f, "H2C stalled: no function's QCONF claims abs qid {qid}"),
+            Self::CmptOverflow { qid, pidx, cidx } => write!(
+                f,
+                "queue {qid}: completion ring overflow (pidx {pidx}, driver's cidx {cidx}); queue in error"
+            ),
             Self::IndirectionOutOfRange {
                 func,
                 entry,
@@ -335,7 +351,8 @@ pub struct SimStats {
     pub c2h_no_queue_dropped: u64,
     /// RX frames dropped for lack of C2H descriptors.
     pub c2h_no_desc_dropped: u64,
-    /// RX frames dropped because the completion ring was full.
+    /// RX frames dropped because the completion ring was full (each also a
+    /// [`Violation::CmptOverflow`] unless the overflow check is off).
     pub cmpt_full_dropped: u64,
     /// Completion entries written.
     pub completions: u64,

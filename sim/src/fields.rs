@@ -161,6 +161,8 @@ pub(crate) struct CmptCtxt {
     pub valid: bool,
     pub vec: u16,
     pub intr_aggr: bool,
+    /// W4\[2\]: the overflow check is off (the driver leaves it on, spec §5.6).
+    pub ovf_chk_dis: bool,
 }
 
 impl CmptCtxt {
@@ -182,7 +184,13 @@ impl CmptCtxt {
             valid: bit(w[3], 28),
             vec: bits(w[4], 14, 4) as u16,
             intr_aggr: bit(w[4], 15),
+            ovf_chk_dis: bit(w[4], 2),
         }
+    }
+
+    /// Sets the context's error field (W3 \[30:29\]).
+    pub(crate) fn set_err(w: &mut [u32; 8], err: u32) {
+        set_bits(&mut w[3], 30, 29, err);
     }
 
     pub(crate) fn set_pidx(w: &mut [u32; 8], pidx: u16) {

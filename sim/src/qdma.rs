@@ -597,6 +597,15 @@ impl State {
         }
         if (u32::from(cm.pidx) + 1) % cusable == u32::from(cm.cidx) {
             self.stats.cmpt_full_dropped += 1;
+            if !cm.ovf_chk_dis {
+                CmptCtxt::set_err(self.ctx_mut(sel::CMPT, qid), 1);
+                self.rt(qid).c2h_error = true;
+                self.violate(Violation::CmptOverflow {
+                    qid,
+                    pidx: cm.pidx,
+                    cidx: cm.cidx,
+                });
+            }
             return false;
         }
         // Data: one buffer per descriptor.
