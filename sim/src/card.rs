@@ -82,6 +82,9 @@ pub(crate) struct State {
     pub csr: BTreeMap<u32, u32>,
     pub ind_data: [u32; 8],
     pub ind_mask: [u32; 8],
+    /// The function that last wrote each DATA (0..8) and MASK (8..16) register: the registers
+    /// exist once per card, so a WRITE command issued by one function must find only its own.
+    pub ind_writer: [u8; 16],
     pub ind_cmd: u32,
     pub ctxt: BTreeMap<(u8, u16), [u32; 8]>,
     pub rt: BTreeMap<u16, QueueRt>,
@@ -114,6 +117,7 @@ impl State {
             csr: BTreeMap::new(),
             ind_data: [0; 8],
             ind_mask: [0; 8],
+            ind_writer: [0; 16],
             ind_cmd: 0,
             ctxt: BTreeMap::new(),
             rt: BTreeMap::new(),

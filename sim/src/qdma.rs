@@ -119,15 +119,17 @@ impl State {
         for i in 0..regs::IND_CTXT_WORDS {
             if offset == regs::ind_ctxt_data(i) {
                 self.ind_data[i] = value;
+                self.ind_writer[i] = func;
                 return;
             }
             if offset == regs::ind_ctxt_mask(i) {
                 self.ind_mask[i] = value;
+                self.ind_writer[8 + i] = func;
                 return;
             }
         }
         match offset {
-            regs::IND_CTXT_CMD => self.context_command(value),
+            regs::IND_CTXT_CMD => self.context_command(func, value),
             regs::C2H_PFCH_CACHE_DEPTH | regs::C2H_CMPL_COAL_BUF_DEPTH | regs::GLBL2_CHANNEL_QDMA_CAP => {
                 self.violate(reg_violation(offset, value, "write to a read-only register"));
             }
@@ -141,7 +143,7 @@ impl State {
     // ---------------------------------------------------------------------------------------
     // Indirect contexts (spec §5).
 
-    fn context_command(&mut self, value: u32) {
+    fn context_command(&mut self, func: u8, value: u32) {
         let cmd = CtxtCmd::decode(value);
         self.ind_cmd = value & !1;
         if cmd.reserved != 0 {
@@ -176,6 +178,14 @@ impl State {
                 self.ctxt.insert(key, [0; 8]);
             }
             op::WRITE => {
+                if self.ind_writer.iter().any(|&w| w != func) {
+                    // The hardware would program the context with the other function's words.
+                    self.violate(reg_violation(
+                        regs::IND_CTXT_CMD,
+                        value,
+                        "context WRITE with data or mask words another function wrote (commands interleaved)",
+                    ));
+                }
                 let old = self.ctx(cmd.sel, cmd.qid);
                 let mut new = [0u32; 8];
                 for i in 0..8 {

@@ -64,6 +64,36 @@ fn context_commands_clear_write_read_invalidate() {
 }
 
 #[test]
+fn context_commands_of_two_functions_must_not_interleave() {
+    let card = card();
+    init_globals(&card);
+    let (pf0, pf1) = (card.qdma(0), card.qdma(1));
+    // Zero words: a valid (empty) context, so only the interleaving can be wrong.
+    let write_words = |bar: &onic_sim::QdmaWindow<'_>| {
+        for i in 0..8 {
+            bar.write32(qdma::ind_ctxt_data(i), 0);
+            bar.write32(qdma::ind_ctxt_mask(i), u32::MAX);
+        }
+    };
+    // One function's whole sequence, then the other's: fine.
+    write_words(&pf0);
+    pf0.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7));
+    write_words(&pf1);
+    pf1.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (67 << 7));
+    assert_eq!(card.take_violations(), []);
+    // PF1 writes one data word between PF0's words and PF0's command: PF0's context would get
+    // PF1's word.
+    write_words(&pf0);
+    pf1.write32(qdma::ind_ctxt_data(2), 0);
+    pf0.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7));
+    let v = card.take_violations();
+    assert!(
+        matches!(v.as_slice(), [Violation::Register { reason, .. }] if reason.contains("interleaved")),
+        "{v:?}"
+    );
+}
+
+#[test]
 fn rings_above_4g_are_reported() {
     let card = card();
     ctxt_write(&card, SEL_SW_H2C, 0, &[0, 0x0011000D, 0x23456000, 1, 1]);
