@@ -442,7 +442,40 @@ impl SimDma<'_> {
         self.card.with(|s| unsafe { s.dma.map_foreign(ptr, len, dir) })
     }
 
-    /// Ends a mapping made by map_foreign (`addr`, `len`, `dir` as returned/passed then).
+    /// Makes `len` bytes of host memory at `ptr` reachable by the device at `addr`, an address
+    /// the OS's DMA API chose for them (so the model plays the device behind that API: `ptr` is
+    /// what the OS says the address reaches, a bounce buffer included). Checked and ended
+    /// ([`SimDma::unmap_foreign`]) like a [`SimDma::map_foreign`] mapping.
+    ///
+    /// # Errors
+    ///
+    /// [`DmaError::InvalidRequest`] for an empty or wrapping range, or one that overlaps a live
+    /// mapping (also recorded as [`Violation::HostDma`] `DoubleMap`).
+    ///
+    /// # Safety
+    ///
+    /// As [`SimDma::map_foreign`].
+    pub unsafe fn attach_foreign(
+        &self,
+        addr: DmaAddr,
+        ptr: NonNull<u8>,
+        len: usize,
+        dir: Direction,
+    ) -> Result<(), DmaError> {
+        self.card.with(|s| {
+            // SAFETY: forwarded contract.
+            match unsafe { s.dma.attach_foreign(addr, ptr, len, dir) } {
+                Ok(()) => Ok(()),
+                Err(v) => {
+                    s.violate(v);
+                    Err(DmaError::InvalidRequest)
+                }
+            }
+        })
+    }
+
+    /// Ends a mapping made by map_foreign or attach_foreign (`addr`, `len`, `dir` as
+    /// returned/passed then).
     ///
     /// An `addr` that does not start a live foreign mapping, or a different `len` or `dir`, is
     /// recorded as a [`Violation::HostDma`] (`NotMapped`, `LengthMismatch`, `DirectionMismatch`)

@@ -94,6 +94,30 @@ impl DmaState {
         self.cfg.rings_below_4g
     }
 
+    /// Records that the whole pages of `[start, start + len)` were live once and are gone, merged
+    /// with adjacent dead ranges, so the record stays small however many mappings come and go
+    /// (device ranges never share a page with another live range, so rounding is exact).
+    fn bury(&mut self, start: u64, len: u64) {
+        let page = PAGE_SIZE as u64;
+        let mut s = start - start % page;
+        let mut e = start.saturating_add(len).div_ceil(page).saturating_mul(page);
+        if let Some((&ps, &pl)) = self.dead.range(..=s).next_back() {
+            if ps.saturating_add(pl) >= s {
+                s = ps;
+                e = e.max(ps.saturating_add(pl));
+                self.dead.remove(&ps);
+            }
+        }
+        while let Some((&ns, &nl)) = self.dead.range(s..).next() {
+            if ns > e {
+                break;
+            }
+            e = e.max(ns.saturating_add(nl));
+            self.dead.remove(&ns);
+        }
+        self.dead.insert(s, e - s);
+    }
+
     /// Allocates a coherent region: (host pointer, device address, length).
     pub(crate) fn alloc_coherent(
         &mut self,
@@ -149,7 +173,7 @@ impl DmaState {
             });
         }
         let region = self.regions.remove(&addr.get())?;
-        self.dead.insert(addr.get(), region.block.len() as u64);
+        self.bury(addr.get(), region.block.len() as u64);
         region.block.free();
         self.stats.live_regions -= 1;
         None
@@ -195,7 +219,7 @@ impl DmaState {
                 addr: DmaAddr::new(iova),
             });
             self.mappings.remove(&iova);
-            self.dead.insert(iova, PAGE_SIZE as u64);
+            self.bury(iova, PAGE_SIZE as u64);
             self.stats.mapped_pages -= 1;
         }
         if let Some(page) = self.pages.remove(&key) {
@@ -252,7 +276,7 @@ impl DmaState {
         let mapped_dir = page.mapping.map(|(_, d)| d);
         page.mapping = None;
         self.mappings.remove(&addr.get());
-        self.dead.insert(addr.get(), PAGE_SIZE as u64);
+        self.bury(addr.get(), PAGE_SIZE as u64);
         self.stats.mapped_pages -= 1;
         if mapped_dir != Some(dir) {
             return Some(Violation::HostDma {
@@ -335,6 +359,68 @@ impl DmaState {
         Ok(DmaAddr::new(addr))
     }
 
+    /// Attaches `len` bytes of host memory at `ptr` as a foreign mapping at device address
+    /// `addr`, which the OS chose (its DMA API's address: the model is then the device behind
+    /// that API). Refused when the range is empty, wraps, or overlaps a live range of any kind.
+    ///
+    /// # Safety
+    ///
+    /// As [`DmaState::map_foreign`].
+    pub(crate) unsafe fn attach_foreign(
+        &mut self,
+        addr: DmaAddr,
+        ptr: core::ptr::NonNull<u8>,
+        len: usize,
+        dir: Direction,
+    ) -> Result<(), Violation> {
+        let start = addr.get();
+        let overlap = Violation::HostDma {
+            problem: HostDmaProblem::DoubleMap,
+            addr,
+        };
+        let Some(end) = start.checked_add(len as u64).filter(|_| len > 0) else {
+            return Err(overlap);
+        };
+        let live = |s: u64, l: u64| s < end && start < s.saturating_add(l);
+        let clash = self
+            .foreign
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&s, m)| live(s, m.len() as u64))
+            || self
+                .regions
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, r)| live(s, r.len as u64))
+            || self
+                .mappings
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, _)| live(s, PAGE_SIZE as u64));
+        if clash {
+            return Err(overlap);
+        }
+        // The OS reuses its addresses: whatever died here before is not this mapping.
+        // Dead ranges are disjoint and sorted: the ones that overlap are the last ones below `end`.
+        let stale: alloc::vec::Vec<u64> = self
+            .dead
+            .range(..end)
+            .rev()
+            .take_while(|(&s, &l)| s.saturating_add(l) > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in stale {
+            self.dead.remove(&s);
+        }
+        // SAFETY: the caller keeps the bytes valid for `dir` until the mapping is removed from
+        // `foreign`, which is when the `Foreign` value is dropped.
+        let mem = unsafe { Foreign::new(ptr, len, dir) };
+        self.foreign.insert(start, mem);
+        self.stats.live_foreign += 1;
+        self.stats.foreign_mapped += 1;
+        Ok(())
+    }
+
     /// Ends a foreign mapping. A call that does not match a live mapping exactly (start address,
     /// length, direction) changes nothing and returns the violation.
     pub(crate) fn unmap_foreign(&mut self, addr: DmaAddr, len: usize, dir: Direction) -> Option<Violation> {
@@ -348,7 +434,7 @@ impl DmaState {
             return Some(Violation::HostDma { problem, addr });
         }
         let m = self.foreign.remove(&addr.get())?;
-        self.dead.insert(addr.get(), m.len() as u64);
+        self.bury(addr.get(), m.len() as u64);
         self.stats.live_foreign -= 1;
         None
     }
@@ -480,18 +566,18 @@ impl DmaState {
     /// memory itself (see [`crate::Card::reclaim_all_dma`]).
     pub(crate) fn reclaim_all(&mut self) {
         for (addr, r) in core::mem::take(&mut self.regions) {
-            self.dead.insert(addr, r.block.len() as u64);
+            self.bury(addr, r.block.len() as u64);
             r.block.free();
         }
         for (_, p) in core::mem::take(&mut self.pages) {
             if let Some((iova, _)) = p.mapping {
-                self.dead.insert(iova, PAGE_SIZE as u64);
+                self.bury(iova, PAGE_SIZE as u64);
             }
             p.block.free();
         }
         self.mappings.clear();
         for (addr, m) in core::mem::take(&mut self.foreign) {
-            self.dead.insert(addr, m.len() as u64);
+            self.bury(addr, m.len() as u64);
         }
         self.stats.live_regions = 0;
         self.stats.live_pages = 0;
@@ -502,6 +588,7 @@ impl DmaState {
 
 #[cfg(test)]
 mod tests {
+    use alloc::vec::Vec;
     use core::ptr::NonNull;
 
     use super::*;
@@ -558,6 +645,67 @@ mod tests {
         );
         assert_eq!(host[43..47], [1, 2, 3, 4]);
         assert_eq!((st.stats.live_foreign, st.stats.foreign_mapped), (0, 1));
+    }
+
+    #[test]
+    fn attached_mappings_live_at_the_os_address_and_may_reuse_it() {
+        let mut host = [0u8; 64];
+        let ptr = NonNull::new(host.as_mut_ptr()).unwrap();
+        let mut st = DmaState::new(DmaConfig::default());
+        let at = DmaAddr::new(0x4321_0100);
+        // SAFETY: `host` outlives the mappings (detached below) and is only reached through them.
+        let attach =
+            |st: &mut DmaState, len| unsafe { st.attach_foreign(at, ptr, len, Direction::FromDevice) };
+        assert_eq!(attach(&mut st, 64), Ok(()));
+        assert_eq!(problem(st.device_write(at.get() + 60, &[9; 4], WRITE)), None);
+        assert_eq!(
+            problem(st.device_write(at.get() + 61, &[9; 4], WRITE)),
+            Some(AccessProblem::OutOfRange)
+        );
+        assert_eq!(
+            problem(st.device_read(at.get(), &mut [0; 4], READ)),
+            Some(AccessProblem::WrongDirection)
+        );
+        // The same or an overlapping range cannot be attached twice, nor an empty one.
+        assert!(matches!(
+            attach(&mut st, 8),
+            Err(Violation::HostDma {
+                problem: HostDmaProblem::DoubleMap,
+                ..
+            })
+        ));
+        assert!(attach(&mut st, 0).is_err());
+        assert_eq!(st.unmap_foreign(at, 64, Direction::FromDevice), None);
+        assert_eq!(
+            problem(st.device_write(at.get(), &[1], WRITE)),
+            Some(AccessProblem::Freed)
+        );
+        // The OS reuses its addresses.
+        assert_eq!(attach(&mut st, 32), Ok(()));
+        assert_eq!(problem(st.device_write(at.get(), &[1], WRITE)), None);
+        assert_eq!(st.unmap_foreign(at, 32, Direction::FromDevice), None);
+        assert_eq!(host[60..64], [9; 4]);
+        assert_eq!(host[0], 1);
+    }
+
+    #[test]
+    fn the_record_of_dead_ranges_stays_small() {
+        let mut st = DmaState::new(DmaConfig::default());
+        let fake = NonNull::new(core::ptr::without_provenance_mut(0x9000)).unwrap();
+        let mut addrs = Vec::new();
+        for _ in 0..1000 {
+            // SAFETY: nothing accesses these mappings.
+            addrs.push(unsafe { st.map_foreign(fake, 100, Direction::ToDevice) }.unwrap());
+        }
+        // Freed out of order: odd ones first, then even ones.
+        for a in addrs.iter().skip(1).step_by(2).chain(addrs.iter().step_by(2)) {
+            assert_eq!(st.unmap_foreign(*a, 100, Direction::ToDevice), None);
+        }
+        assert_eq!(st.dead.len(), 1);
+        assert_eq!(
+            problem(st.device_read(addrs[500].get(), &mut [0; 1], READ)),
+            Some(AccessProblem::Freed)
+        );
     }
 
     #[test]

@@ -79,7 +79,10 @@ fn context_commands_of_two_functions_must_not_interleave() {
     write_words(&pf0);
     pf0.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7));
     write_words(&pf1);
-    pf1.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (67 << 7));
+    pf1.write32(
+        qdma::IND_CTXT_CMD,
+        (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (67 << 7),
+    );
     assert_eq!(card.take_violations(), []);
     // PF1 writes one data word between PF0's words and PF0's command: PF0's context would get
     // PF1's word.
