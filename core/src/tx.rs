@@ -343,6 +343,21 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         self.error
     }
 
+    /// The driver's indices: next-to-clean (oldest descriptor whose buffer it holds) and
+    /// next-to-use (the producer index).
+    #[must_use]
+    pub const fn indices(&self) -> (u16, u16) {
+        (self.next_to_clean, self.next_to_use)
+    }
+
+    /// The consumer index in the device's status record, as it reads now (for diagnostics, e.g.
+    /// a TX timeout report; [`TxQueue::reclaim`] validates it before acting on it).
+    #[must_use]
+    pub fn device_cidx(&self) -> u16 {
+        let word = self.ring.read_u64(H2C_DESC_BYTES * usize::from(self.idx.len()));
+        onic_hal::layout::desc::WbStatus::from_word(word).cidx()
+    }
+
     /// The counters.
     #[must_use]
     pub const fn stats(&self) -> &TxStats {

@@ -30,6 +30,21 @@
 #include <net/page_pool.h>
 #endif
 
+/* The lockless queue stop/wake helpers: netif_txq_maybe_stop in both kernels (Debian's 6.1 has
+ * the backport); the BQL-reporting wake is netif_txq_completed_wake in 6.12, and the older
+ * netif_txq_maybe_wake (wake threshold exclusive) after netdev_tx_completed_queue in 6.1. */
+#include <net/netdev_queues.h>
+#ifdef netif_txq_completed_wake
+#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)		\
+	netif_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)
+#else
+#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)		\
+	({									\
+		netdev_tx_completed_queue(txq, pkts, bytes);			\
+		(pkts) ? netif_txq_maybe_wake(txq, get_desc, (start_thrs) - 1) : -1; \
+	})
+#endif
+
 /* netif_napi_add lost its weight argument in 6.1. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
 #define onic_napi_add(dev, napi, poll) netif_napi_add(dev, napi, poll)

@@ -24,11 +24,13 @@
 #define ONIC_RX_HEADROOM 256
 #define ONIC_RX_MAX_LEN (PAGE_SIZE - ONIC_RX_HEADROOM - 320)
 
-/* One RX queue's OS memory. */
+/* One RX queue's OS memory: a page_pool, or (rx_page_pool=0, the reference driver's old memory
+ * model, for comparisons) a page allocated and mapped per buffer and freed by whoever ends up
+ * with it. */
 struct onic_qmem {
-	struct page_pool *pp;
+	struct page_pool *pp;	/* NULL in the page-per-packet model */
+	struct device *dev;	/* the device the DMA API maps for; NULL: the model's own memory */
 	struct xdp_rxq_info rxq;
-	bool dma_mapped;	/* the pool maps its pages (a card), or the Rust side does (the model) */
 };
 
 /* The kernel xdp_buff of one program run, with what the RX-metadata callbacks report. */
@@ -52,32 +54,37 @@ void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err)
 	struct onic_qmem *m;
 	int e;
 
-	/* A card: the pool maps pages once and syncs what the CPU dirtied on recycling. The model:
-	 * its device addresses are not the kernel's, so the Rust side maps each page with it. */
+	/* With a DMA device (a card, or the model behind the DMA API) the pool maps pages once and
+	 * syncs what the CPU dirtied on recycling. The model's own memory: its device addresses are
+	 * not the kernel's, so the Rust side maps each page with it while it holds the page. */
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (nd->dma_dev) {
-		pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
-		pp.dev = nd->dma_dev;
-		m->dma_mapped = true;
-	}
-	m->pp = page_pool_create(&pp);
-	if (IS_ERR(m->pp)) {
-		*err = PTR_ERR(m->pp);
-		kfree(m);
-		return NULL;
+	m->dev = nd->dma_dev;
+	if (onic_rx_page_pool) {
+		if (m->dev) {
+			pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
+			pp.dev = m->dev;
+		}
+		m->pp = page_pool_create(&pp);
+		if (IS_ERR(m->pp)) {
+			*err = PTR_ERR(m->pp);
+			kfree(m);
+			return NULL;
+		}
 	}
 	e = xdp_rxq_info_reg(&m->rxq, nd->netdev, qid, nd->qv[qid].napi.napi_id);
 	if (!e) {
-		e = xdp_rxq_info_reg_mem_model(&m->rxq, MEM_TYPE_PAGE_POOL, m->pp);
+		e = m->pp ? xdp_rxq_info_reg_mem_model(&m->rxq, MEM_TYPE_PAGE_POOL, m->pp)
+			  : xdp_rxq_info_reg_mem_model(&m->rxq, MEM_TYPE_PAGE_SHARED, NULL);
 		if (e)
 			xdp_rxq_info_unreg(&m->rxq);
 	}
 	if (e) {
-		page_pool_destroy(m->pp);
+		if (m->pp)
+			page_pool_destroy(m->pp);
 		kfree(m);
 		*err = e;
 		return NULL;
@@ -92,27 +99,61 @@ void onic_qmem_free(void *qmem)
 	/* Unregistering drops the memory model's reference to the pool, destroying drops ours;
 	 * pages still with the stack return to it later and the last one frees it. */
 	xdp_rxq_info_unreg(&m->rxq);
-	page_pool_destroy(m->pp);
+	if (m->pp)
+		page_pool_destroy(m->pp);
 	kfree(m);
+}
+
+/* The page-per-packet model keeps a page's DMA address in page->private while the driver holds
+ * it mapped. */
+static void onic_page_unmap(struct onic_qmem *m, struct page *page)
+{
+	if (m->dev)
+		dma_unmap_page(m->dev, page_private(page), PAGE_SIZE, DMA_BIDIRECTIONAL);
+	set_page_private(page, 0);
 }
 
 void *onic_pp_alloc(void *qmem, u8 **virt, u64 *dma)
 {
 	struct onic_qmem *m = qmem;
-	struct page *page = page_pool_dev_alloc_pages(m->pp);
+	struct page *page;
+	dma_addr_t a = 0;
 
-	if (!page)
-		return NULL;
+	if (m->pp) {
+		page = page_pool_dev_alloc_pages(m->pp);
+		if (!page)
+			return NULL;
+		if (m->dev)
+			a = page_pool_get_dma_addr(page);
+	} else {
+		page = dev_alloc_page();
+		if (!page)
+			return NULL;
+		if (m->dev) {
+			a = dma_map_page(m->dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+			if (dma_mapping_error(m->dev, a)) {
+				put_page(page);
+				return NULL;
+			}
+		}
+		set_page_private(page, a);
+	}
 	*virt = page_address(page);
-	*dma = m->dma_mapped ? page_pool_get_dma_addr(page) : 0;
+	*dma = a;
 	return page;
 }
 
-void onic_pp_put(void *qmem, void *page, u32 dirty, bool direct)
+void onic_pp_put(void *qmem, void *p, u32 dirty, bool direct)
 {
 	struct onic_qmem *m = qmem;
+	struct page *page = p;
 
-	page_pool_put_page(m->pp, page, dirty, direct);
+	if (m->pp) {
+		page_pool_put_page(m->pp, page, dirty, direct);
+	} else {
+		onic_page_unmap(m, page);
+		put_page(page);
+	}
 }
 
 /* out[11]: alloc fast, slow, slow_high_order, empty, refill, waive; recycle cached,
@@ -123,7 +164,7 @@ void onic_pp_stats(void *qmem, u64 *out)
 	struct onic_qmem *m = qmem;
 	struct page_pool_stats s = {};
 
-	if (page_pool_get_stats(m->pp, &s)) {
+	if (m->pp && page_pool_get_stats(m->pp, &s)) {
 		out[0] = s.alloc_stats.fast;
 		out[1] = s.alloc_stats.slow;
 		out[2] = s.alloc_stats.slow_high_order;
@@ -141,8 +182,9 @@ void onic_pp_stats(void *qmem, u64 *out)
 	memset(out, 0, 11 * sizeof(u64));
 }
 
-void *onic_rx_build(struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 meta)
+void *onic_rx_build(void *qmem, struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 meta)
 {
+	struct onic_qmem *m = qmem;
 	struct sk_buff *skb = napi_build_skb(virt, PAGE_SIZE);
 
 	if (!skb)
@@ -151,8 +193,12 @@ void *onic_rx_build(struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 met
 	__skb_put(skb, len);
 	if (meta)
 		skb_metadata_set(skb, meta);
-	/* Freeing the skb gives the page back to its page_pool. */
-	skb_mark_for_recycle(skb);
+	if (m->pp)
+		/* Freeing the skb gives the page back to its page_pool. */
+		skb_mark_for_recycle(skb);
+	else
+		/* The stack frees the page with the skb; the driver's mapping ends here. */
+		onic_page_unmap(m, virt_to_page(virt));
 	return skb;
 }
 
@@ -192,12 +238,11 @@ u8 *onic_xdpf_data(void *f, size_t *len)
 	return xdpf->data;
 }
 
-void onic_xdpf_return(void *f, bool in_napi)
+/* Frames of other devices' pools: never the direct-recycling variant, which is only for the
+ * pool's own NAPI context. */
+void onic_xdpf_return(void *f)
 {
-	if (in_napi)
-		xdp_return_frame_rx_napi(f);
-	else
-		xdp_return_frame(f);
+	xdp_return_frame(f);
 }
 
 /* off[3]: data_meta, data, data_end as offsets from the page start, in and out. */
@@ -245,36 +290,42 @@ int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len)
 	struct onic_qmem *m = qmem;
 	struct xdp_buff xdp;
 
+	int err;
+
 	xdp_init_buff(&xdp, PAGE_SIZE, &m->rxq);
 	xdp_prepare_buff(&xdp, hard_start, off, len, false);
-	return xdp_do_redirect(m->rxq.dev, &xdp, prog);
+	err = xdp_do_redirect(m->rxq.dev, &xdp, prog);
+	if (!err && !m->pp)
+		/* The target owns the page now and maps it itself. */
+		onic_page_unmap(m, virt_to_page(hard_start));
+	return err;
 }
 
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, const u64 *v, size_t n)
+void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, const u64 *v, size_t n)
 {
 	struct onic_qstats *qs;
 	size_t i;
 
-	if (qid >= nd->max_queues || n != ONIC_QSTAT_WORDS)
+	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || n != ONIC_QSTAT_WORDS)
 		return;
-	qs = &nd->qstats[qid];
+	qs = &nd->qstats[block * nd->max_queues + qid];
 	u64_stats_update_begin(&qs->syncp);
 	for (i = 0; i < n; i++)
 		u64_stats_set(&qs->v[i], v[i]);
 	u64_stats_update_end(&qs->syncp);
 }
 
-void onic_qstats_read(struct onic_ndev *nd, u16 qid, u64 *out, size_t n)
+void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n)
 {
 	struct onic_qstats *qs;
 	unsigned int start;
 	size_t i;
 
-	if (qid >= nd->max_queues || n != ONIC_QSTAT_WORDS) {
+	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || n != ONIC_QSTAT_WORDS) {
 		memset(out, 0, n * sizeof(u64));
 		return;
 	}
-	qs = &nd->qstats[qid];
+	qs = &nd->qstats[block * nd->max_queues + qid];
 	do {
 		start = u64_stats_fetch_begin(&qs->syncp);
 		for (i = 0; i < n; i++)

@@ -7,30 +7,48 @@
 #ifndef ONIC_GLUE_H
 #define ONIC_GLUE_H
 
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/u64_stats_sync.h>
 
 #include "onic_compat.h"
 
 #define ONIC_DRV_NAME "onic"
-/* Queue pairs a function may own (spec 1.3: qbase = function x 64). */
-#define ONIC_MAX_QUEUES 64
-/* Simulation mode: queue pairs offered per port, and in use at load. */
+/* Queue indices a function may own: each uses three of its 64 H2C queue ids (spec 1.3: qbase =
+ * function x 64): the stack's TX ring, XDP_TX, redirect-in (Rust: queues::MAX_PORT_QUEUES). */
+#define ONIC_MAX_QUEUES 21
+/* Simulation mode: queue indices offered per port, and in use at load. */
 #define ONIC_SIM_MAX_QUEUES 8
 
-/* One queue vector: the NAPI instance of RX queue qid (and the reclaim of TX queue qid). */
+/* Module parameters (onic_main.c) the other files read. */
+extern bool onic_rx_page_pool;
+extern bool onic_xdp;
+extern unsigned int onic_tx_timer_us;
+
+/* One queue vector: the NAPI instance of queue index qid, which owns its RX and XDP_TX rings and
+ * reclaims its stack TX ring (under that queue's TX lock) and its redirect-in ring (under
+ * xmit_lock). os-linux/README.md has the locking rules. */
 struct onic_qv {
 	struct napi_struct napi;
 	struct onic_ndev *nd;
 	u16 qid;
 	int irq;		/* Linux IRQ number, or -1 (simulation: NAPI is scheduled by the model) */
+	spinlock_t xmit_lock;	/* the redirect-in ring: ndo_xdp_xmit and its reclaim */
+	/* Bounded-latency TX reclaim: TX completions raise no interrupt (spec 11.2), so while
+	 * frames are in flight this timer schedules the NAPI poll that reclaims them. */
+	struct hrtimer tx_timer;
+	unsigned long timer_armed;	/* bit 0: tx_timer is pending */
+	char irq_name[IFNAMSIZ + 8];
 };
 
-/* Words of one queue's published counters (Rust: dp::QSTAT_WORDS). */
+/* Words of one published counter block (Rust: dp::QSTAT_WORDS). */
 #define ONIC_QSTAT_WORDS 35
+/* Counter blocks per queue index, one per writer (Rust: os::StatBlock): NAPI, stack TX, xmit. */
+#define ONIC_QSTAT_BLOCKS 3
 
-/* One queue's counters, written by the holder of its TX lock, read by anyone. */
+/* One counter block, written by its single owner, read by anyone. */
 struct onic_qstats {
 	struct u64_stats_sync syncp;
 	u64_stats_t v[ONIC_QSTAT_WORDS];
@@ -40,20 +58,43 @@ struct onic_qstats {
 struct onic_ndev {
 	struct net_device *netdev;
 	void *port;		/* Rust: Box<Port> */
-	struct device *dma_dev;	/* the PCI function's device; NULL in simulation mode */
+	struct device *dma_dev;	/* the device the DMA API maps for; NULL: the model's own memory */
 	struct bpf_prog __rcu *xdp_prog;
 	bool xdp_xmit_ready;	/* ndo_xdp_xmit may reach the queues (set after open, cleared before stop) */
 	u16 max_queues;
-	u16 open_queues;	/* queue pairs started by the last open */
+	u16 open_queues;	/* queue indices started by the last open */
 	bool napi_added;
-	struct onic_qstats *qstats;	/* max_queues entries */
+	struct onic_qstats *qstats;	/* ONIC_QSTAT_BLOCKS x max_queues blocks */
+	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
+	struct work_struct reset_work;	/* TX timeout recovery (takes RTNL) */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
 
-/* Must match Rust's port::PollResult. */
+/* Must match Rust's datapath::PollResult. */
 struct onic_poll_result {
 	u32 done;
-	bool more, tx_stopped, redirected;
+	bool more, redirected, tx_pending;
+};
+
+/* Must match Rust's datapath::TxClean. */
+struct onic_tx_clean {
+	u64 bytes;
+	u32 packets, in_flight, free, wake_at;
+};
+
+/* Must match Rust's datapath::TxState. */
+struct onic_tx_state {
+	u16 next_to_clean, next_to_use, device_cidx, in_flight, free;
+	bool running, error;
+};
+
+/* Must match Rust's kernel::entry::PortParams. */
+struct onic_port_params {
+	struct mutex *card_lock;
+	struct device *dma_dev;
+	u16 max_queues, queues;
+	u8 func;
+	bool rs_fec;
 };
 
 /* Must match Rust's counters::LinkStats. */
@@ -76,14 +117,20 @@ void onic_rs_init(bool debug);
 const void *onic_rs_sim_new(void);
 void onic_rs_sim_free(const void *sim);
 void onic_rs_sim_tick(const void *sim, u64 elapsed_ns, void *cookie);
-void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, u8 func, u16 max_queues, u16 queues,
-			   int *err);
-void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, u8 func, void __iomem *bar0, size_t bar0_len,
-			   void __iomem *bar2, size_t bar2_len, u16 max_queues, u16 queues, int *err);
+void onic_rs_sim_set_link(const void *sim, u8 port, bool up);
+void onic_rs_sim_stall_tx(const void *sim, bool on);
+void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, const struct onic_port_params *p, int *err);
+void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, void __iomem *bar0, size_t bar0_len,
+			   void __iomem *bar2, size_t bar2_len, const struct onic_port_params *p, int *err);
 void onic_rs_port_free(void *port);
 int onic_rs_open(const void *port);
 void onic_rs_stop(const void *port);
-int onic_rs_xmit(const void *port, u16 qid, struct sk_buff *skb, bool more);
+int onic_rs_xmit(const void *port, u16 qid, struct sk_buff *skb, struct onic_tx_clean *done);
+void onic_rs_tx_flush(const void *port, u16 qid);
+u16 onic_rs_tx_free(const void *port, u16 qid);
+void onic_rs_tx_clean(const void *port, u16 qid, int budget, struct onic_tx_clean *out);
+u16 onic_rs_xmit_clean(const void *port, u16 qid);
+void onic_rs_tx_state(const void *port, u16 qid, struct onic_tx_state *out);
 void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi,
 		  struct bpf_prog *prog, struct onic_poll_result *out);
 int onic_rs_xdp_xmit(const void *port, u16 qid, struct xdp_frame **frames, int n, bool flush);
@@ -109,8 +156,10 @@ void onic_printk(int level, const u8 *msg, size_t len);
 void onic_rust_panic(const u8 *msg, size_t len);
 void *onic_lock_new(void);
 void onic_lock_free(void *lock);
-void onic_lock_bh(void *lock);
-void onic_unlock_bh(void *lock);
+void onic_lock(void *lock);
+void onic_unlock(void *lock);
+void onic_ctx_lock(struct mutex *lock);
+void onic_ctx_unlock(struct mutex *lock);
 void onic_udelay(u32 us);
 void onic_ndelay(u32 ns);
 void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);
@@ -123,6 +172,7 @@ void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu);
 int onic_dma_map_single(void *dev, u8 *cpu, size_t len, int dir, u64 *dma);
 void onic_dma_unmap_single(void *dev, u64 dma, size_t len, int dir);
 void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu);
+void *onic_dma_to_virt(struct device *dev, u64 dma);
 void onic_sim_irq(void *sim, u8 func, u16 vector);
 
 /* ---- datapath helpers the Rust side calls (os-linux/src/kernel/kos.rs), in onic_dp.c ---- */
@@ -131,17 +181,17 @@ void onic_qmem_free(void *qmem);
 void *onic_pp_alloc(void *qmem, u8 **virt, u64 *dma);
 void onic_pp_put(void *qmem, void *page, u32 dirty, bool direct);
 void onic_pp_stats(void *qmem, u64 *out);
-void *onic_rx_build(struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 meta);
+void *onic_rx_build(void *qmem, struct napi_struct *napi, u8 *virt, u16 off, u16 len, u8 meta);
 void onic_rx_deliver(struct napi_struct *napi, void *skb, u16 qid, u32 hash, u8 kind);
 u8 *onic_skb_data(void *skb, size_t *len);
 void onic_skb_done(void *skb, int budget);
 u8 *onic_xdpf_data(void *frame, size_t *len);
-void onic_xdpf_return(void *frame, bool in_napi);
+void onic_xdpf_return(void *frame);
 u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 *off, u32 hash, u32 hash_type,
 		 bool has_hash);
 int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len);
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, const u64 *v, size_t n);
-void onic_qstats_read(struct onic_ndev *nd, u16 qid, u64 *out, size_t n);
+void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, const u64 *v, size_t n);
+void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n);
 void onic_synchronize_net(void);
 #ifdef ONIC_HAVE_XDP_METADATA
 extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
@@ -149,6 +199,7 @@ extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
 
 /* ---- onic_netdev.c ---- */
 struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 max_queues, u16 queues);
+void onic_tx_timer_arm(struct onic_qv *qv);
 int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);

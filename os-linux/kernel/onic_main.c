@@ -7,6 +7,7 @@
  * and destroys kernel objects and forwards to it.
  */
 #include <linux/delay.h>
+#include <linux/dma-direct.h>
 #include <linux/dma-mapping.h>
 #include <linux/gfp.h>
 #include <linux/hrtimer.h>
@@ -14,6 +15,7 @@
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/platform_device.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 
@@ -31,6 +33,28 @@ MODULE_PARM_DESC(sim_queues, "Simulation mode: queue pairs per port at load (1-8
 static bool debug;
 module_param(debug, bool, 0444);
 MODULE_PARM_DESC(debug, "Log the driver core's debug messages");
+
+static bool rs_fec = true;
+module_param(rs_fec, bool, 0444);
+MODULE_PARM_DESC(rs_fec, "Enable RS-FEC on the CMACs (the reference driver's RS_FEC_ENABLED, default on)");
+
+bool onic_rx_page_pool = true;
+module_param_named(rx_page_pool, onic_rx_page_pool, bool, 0444);
+MODULE_PARM_DESC(rx_page_pool,
+		 "RX buffers from a page_pool per queue (default); 0: the reference driver's old model, a page allocated and mapped per packet");
+
+bool onic_xdp = true;
+module_param_named(xdp, onic_xdp, bool, 0444);
+MODULE_PARM_DESC(xdp, "Native XDP (ndo_bpf, ndo_xdp_xmit; default on); 0: generic XDP only");
+
+unsigned int onic_tx_timer_us = 100;
+module_param_named(tx_timer_us, onic_tx_timer_us, uint, 0444);
+MODULE_PARM_DESC(tx_timer_us, "Longest wait before frames left on a TX ring are reclaimed, in microseconds (default 100)");
+
+static bool sim_dma_api;
+module_param(sim_dma_api, bool, 0444);
+MODULE_PARM_DESC(sim_dma_api,
+		 "Simulation mode: allocate, map and sync through the kernel DMA API of a platform device per port; the model reaches memory only through the DMA addresses it returned");
 
 /* ---------------------------------------------------------------- helpers for the Rust side */
 
@@ -90,12 +114,20 @@ void onic_rust_panic(const u8 *msg, size_t len)
 	panic("onic: Rust panic: %.*s\n", (int)min_t(size_t, len, 512), msg);
 }
 
+/* The model card's lock, taken with interrupts off: the card is reached from process context,
+ * softirq context and netpoll (interrupts off). The flags live with the lock; only the holder
+ * touches them. */
+struct onic_irqlock {
+	spinlock_t lock;
+	unsigned long flags;
+};
+
 void *onic_lock_new(void)
 {
-	spinlock_t *l = kmalloc(sizeof(*l), onic_gfp());
+	struct onic_irqlock *l = kzalloc(sizeof(*l), onic_gfp());
 
 	if (l)
-		spin_lock_init(l);
+		spin_lock_init(&l->lock);
 	return l;
 }
 
@@ -104,14 +136,30 @@ void onic_lock_free(void *lock)
 	kfree(lock);
 }
 
-void onic_lock_bh(void *lock)
+void onic_lock(void *p)
 {
-	spin_lock_bh(lock);
+	struct onic_irqlock *l = p;
+	unsigned long flags;
+
+	spin_lock_irqsave(&l->lock, flags);
+	l->flags = flags;
 }
 
-void onic_unlock_bh(void *lock)
+void onic_unlock(void *p)
 {
-	spin_unlock_bh(lock);
+	struct onic_irqlock *l = p;
+
+	spin_unlock_irqrestore(&l->lock, l->flags);
+}
+
+void onic_ctx_lock(struct mutex *lock)
+{
+	mutex_lock(lock);
+}
+
+void onic_ctx_unlock(struct mutex *lock)
+{
+	mutex_unlock(lock);
 }
 
 void onic_udelay(u32 us)
@@ -191,6 +239,17 @@ void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bo
 		dma_sync_single_range_for_device(dev, dma, off, len, dir);
 }
 
+/* What device address dma of dev reaches under the direct mapping: the page, or the swiotlb
+ * bounce slot when the kernel bounces. Only memory the kernel maps is answered. */
+void *onic_dma_to_virt(struct device *dev, u64 dma)
+{
+	phys_addr_t phys = dma_to_phys(dev, dma);
+
+	if (!pfn_valid(PHYS_PFN(phys)))
+		return NULL;
+	return phys_to_virt(phys);
+}
+
 void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
 {
 	if (for_cpu)
@@ -221,13 +280,64 @@ MODULE_DEVICE_TABLE(pci, onic_pci_ids);
 /* BAR2 window the driver maps (spec 1.2: SHELL_START 0, SHELL_MAXLEN 4 MiB). */
 #define ONIC_SHELL_LEN 0x400000
 
+/* One card: the PCI functions of one slot share the QDMA's indirect context registers (spec 5.1),
+ * so they share one context-command lock. Cards are found by domain, bus and slot. */
+struct onic_card {
+	struct list_head node;
+	int domain;
+	unsigned int bus, slot;
+	unsigned int users;
+	struct mutex ctx_lock;
+};
+
+static LIST_HEAD(onic_cards);
+static DEFINE_MUTEX(onic_cards_lock);
+
+static struct onic_card *onic_card_get(struct pci_dev *pdev)
+{
+	int domain = pci_domain_nr(pdev->bus);
+	unsigned int bus = pdev->bus->number, slot = PCI_SLOT(pdev->devfn);
+	struct onic_card *c;
+
+	mutex_lock(&onic_cards_lock);
+	list_for_each_entry(c, &onic_cards, node)
+		if (c->domain == domain && c->bus == bus && c->slot == slot)
+			goto found;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		goto out;
+	c->domain = domain;
+	c->bus = bus;
+	c->slot = slot;
+	mutex_init(&c->ctx_lock);
+	list_add(&c->node, &onic_cards);
+found:
+	c->users++;
+out:
+	mutex_unlock(&onic_cards_lock);
+	return c;
+}
+
+static void onic_card_put(struct onic_card *c)
+{
+	mutex_lock(&onic_cards_lock);
+	if (!--c->users) {
+		list_del(&c->node);
+		mutex_destroy(&c->ctx_lock);
+		kfree(c);
+	}
+	mutex_unlock(&onic_cards_lock);
+}
+
 struct onic_pci {
 	struct onic_ndev *nd;
+	struct onic_card *card;
 	void __iomem *bar0, *bar2;
 	size_t bar0_len;
 	u16 queues;
 	int nvec;
 	bool registered;
+	char misc_name[2][IFNAMSIZ + 8];
 };
 
 static irqreturn_t onic_queue_irq(int irq, void *data)
@@ -253,6 +363,7 @@ static void onic_pci_free_irqs(struct pci_dev *pdev, struct onic_pci *op)
 
 	for (v = 0; v < op->queues; v++)
 		if (op->nd && op->nd->qv[v].irq >= 0) {
+			irq_update_affinity_hint(op->nd->qv[v].irq, NULL);
 			free_irq(op->nd->qv[v].irq, &op->nd->qv[v]);
 			op->nd->qv[v].irq = -1;
 		}
@@ -275,20 +386,58 @@ static void onic_pci_teardown(struct pci_dev *pdev, struct onic_pci *op)
 	pci_free_irq_vectors(pdev);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
+	if (op->card)
+		onic_card_put(op->card);
 	kfree(op);
+}
+
+/* Queue vector v: "<netdev name>-q<v>", affine to a CPU near the card (spread like the stack's
+ * own queue mapping); the misc vectors "<name>-user" and "<name>-err". */
+static int onic_pci_request_irqs(struct pci_dev *pdev, struct onic_pci *op, const char *name, int total)
+{
+	int node = dev_to_node(&pdev->dev);
+	int v, err;
+
+	for (v = 0; v < op->queues; v++) {
+		struct onic_qv *qv = &op->nd->qv[v];
+		int irq = pci_irq_vector(pdev, v);
+
+		snprintf(qv->irq_name, sizeof(qv->irq_name), "%s-q%d", name, v);
+		err = request_irq(irq, onic_queue_irq, 0, qv->irq_name, qv);
+		if (err)
+			return err;
+		qv->irq = irq;
+		irq_update_affinity_hint(irq, cpumask_of(cpumask_local_spread(v, node)));
+	}
+	for (v = op->queues; v < total; v++) {
+		char *n = op->misc_name[v - op->queues];
+
+		snprintf(n, sizeof(op->misc_name[0]), "%s-%s", name, v == op->queues ? "user" : "err");
+		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, n, pdev);
+		if (err)
+			return err;
+		op->nvec = v + 1;
+	}
+	return 0;
 }
 
 static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	u8 func = PCI_FUNC(pdev->devfn);
 	int misc = func == 0 ? 2 : 1; /* user vector, plus the error vector on the master PF (spec 11.1) */
+	struct onic_port_params params;
 	char name[IFNAMSIZ];
 	struct onic_pci *op;
-	int err, total, v;
+	int err, total;
 
 	op = kzalloc(sizeof(*op), GFP_KERNEL);
 	if (!op)
 		return -ENOMEM;
+	op->card = onic_card_get(pdev);
+	if (!op->card) {
+		kfree(op);
+		return -ENOMEM;
+	}
 	/* spec 1.4 */
 	err = pci_enable_device_mem(pdev);
 	if (err)
@@ -331,25 +480,20 @@ static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		err = -ENOMEM;
 		goto teardown;
 	}
-	op->nd->port = onic_rs_port_new_pci(&pdev->dev, op->nd, func, op->bar0, op->bar0_len, op->bar2,
-					    ONIC_SHELL_LEN, op->queues, op->queues, &err);
+	params = (struct onic_port_params){
+		.card_lock = &op->card->ctx_lock,
+		.max_queues = op->queues,
+		.queues = op->queues,
+		.func = func,
+		.rs_fec = rs_fec,
+	};
+	op->nd->port = onic_rs_port_new_pci(&pdev->dev, op->nd, op->bar0, op->bar0_len, op->bar2,
+					    ONIC_SHELL_LEN, &params, &err);
 	if (!op->nd->port)
 		goto teardown;
-
-	for (v = 0; v < op->queues; v++) {
-		struct onic_qv *qv = &op->nd->qv[v];
-
-		err = request_irq(pci_irq_vector(pdev, v), onic_queue_irq, 0, ONIC_DRV_NAME, qv);
-		if (err)
-			goto teardown;
-		qv->irq = pci_irq_vector(pdev, v);
-	}
-	for (v = op->queues; v < total; v++) {
-		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, ONIC_DRV_NAME, pdev);
-		if (err)
-			goto teardown;
-		op->nvec = v + 1;
-	}
+	err = onic_pci_request_irqs(pdev, op, name, total);
+	if (err)
+		goto teardown;
 
 	err = onic_ndev_register(op->nd);
 	if (err)
@@ -366,13 +510,25 @@ release:
 disable:
 	pci_disable_device(pdev);
 free_op:
+	onic_card_put(op->card);
 	kfree(op);
 	return err;
 }
 
 static void onic_pci_remove(struct pci_dev *pdev)
 {
-	onic_pci_teardown(pdev, pci_get_drvdata(pdev));
+	struct onic_pci *op = pci_get_drvdata(pdev);
+
+	if (op)
+		onic_pci_teardown(pdev, op);
+	pci_set_drvdata(pdev, NULL);
+}
+
+/* Reboot or kexec: the card must stop all DMA before the memory it points at is reused. The same
+ * path as remove: interface closed (queues invalidated), function released, bus mastering off. */
+static void onic_pci_shutdown(struct pci_dev *pdev)
+{
+	onic_pci_remove(pdev);
 }
 
 static struct pci_driver onic_pci_driver = {
@@ -380,6 +536,7 @@ static struct pci_driver onic_pci_driver = {
 	.id_table = onic_pci_ids,
 	.probe = onic_pci_probe,
 	.remove = onic_pci_remove,
+	.shutdown = onic_pci_shutdown,
 };
 
 /* ---------------------------------------------------------------- simulation mode */
@@ -393,11 +550,57 @@ struct onic_sim {
 	const void *card;		/* Rust: Arc<SimCard> */
 	struct onic_ndev *nd[ONIC_SIM_FUNCS];
 	bool registered[ONIC_SIM_FUNCS];
+	/* sim_dma_api: one platform device per function, whose DMA API the ports use. */
+	struct platform_device *pdev[ONIC_SIM_FUNCS];
+	struct mutex ctx_lock;		/* the card's context-command lock */
 	struct hrtimer engine;
 	u64 last_ns;
 };
 
 static struct onic_sim *onic_sim;
+/* Serializes the sim_link / sim_tx_stall setters with the card's creation and destruction. */
+static DEFINE_MUTEX(onic_sim_knobs);
+
+static uint sim_link = (1 << ONIC_SIM_FUNCS) - 1;
+static bool sim_tx_stall;
+
+/* Applies the knobs to the model (onic_sim_knobs held). */
+static void onic_sim_apply_knobs(struct onic_sim *s)
+{
+	int f;
+
+	for (f = 0; f < ONIC_SIM_FUNCS; f++)
+		onic_rs_sim_set_link(s->card, f, sim_link & (1u << f));
+	onic_rs_sim_stall_tx(s->card, sim_tx_stall);
+}
+
+static int onic_sim_knob_set(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	mutex_lock(&onic_sim_knobs);
+	err = kp->arg == &sim_link ? param_set_uint(val, kp) : param_set_bool(val, kp);
+	if (!err && onic_sim)
+		onic_sim_apply_knobs(onic_sim);
+	mutex_unlock(&onic_sim_knobs);
+	return err;
+}
+
+static const struct kernel_param_ops onic_sim_link_ops = {
+	.set = onic_sim_knob_set,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops onic_sim_stall_ops = {
+	.set = onic_sim_knob_set,
+	.get = param_get_bool,
+};
+
+module_param_cb(sim_link, &onic_sim_link_ops, &sim_link, 0644);
+MODULE_PARM_DESC(sim_link, "Simulation mode: bit f set = the link of port f is up (default 3); writable at run time");
+module_param_cb(sim_tx_stall, &onic_sim_stall_ops, &sim_tx_stall, 0644);
+MODULE_PARM_DESC(sim_tx_stall,
+		 "Simulation mode: the model stops writing TX status back (a hung H2C engine), for TX timeout tests; writable at run time");
 
 void onic_sim_irq(void *cookie, u8 func, u16 vector)
 {
@@ -432,44 +635,99 @@ static void onic_sim_destroy(struct onic_sim *s)
 			onic_ndev_free(s->nd[f]);
 	if (s->card)
 		onic_rs_sim_free(s->card);
+	for (f = 0; f < ONIC_SIM_FUNCS; f++)
+		if (s->pdev[f])
+			platform_device_unregister(s->pdev[f]);
+	mutex_destroy(&s->ctx_lock);
 	kfree(s);
+}
+
+/* sim_dma_api: a platform device with the card's DMA masks (spec 1.4: 64-bit streaming, 32-bit
+ * coherent), reached through dma-direct (and swiotlb when the kernel bounces). */
+static struct platform_device *onic_sim_dma_device(int f)
+{
+	struct platform_device_info info = {
+		.name = "onic-sim",
+		.id = f,
+		.dma_mask = DMA_BIT_MASK(64),
+	};
+	struct platform_device *pdev = platform_device_register_full(&info);
+
+	if (IS_ERR(pdev))
+		return pdev;
+	if (dma_set_coherent_mask(&pdev->dev, DMA_BIT_MASK(32))) {
+		platform_device_unregister(pdev);
+		return ERR_PTR(-EIO);
+	}
+	return pdev;
+}
+
+/* One function of the model card: its netdev and port. */
+static int onic_sim_add_port(struct onic_sim *s, int f, u16 q)
+{
+	struct onic_port_params params = {
+		.card_lock = &s->ctx_lock,
+		.max_queues = ONIC_SIM_MAX_QUEUES,
+		.queues = q,
+		.func = f,
+		.rs_fec = rs_fec,
+	};
+	struct device *dma_dev = NULL;
+	char name[IFNAMSIZ];
+	int err = -ENOMEM;
+
+	if (sim_dma_api) {
+		s->pdev[f] = onic_sim_dma_device(f);
+		if (IS_ERR(s->pdev[f])) {
+			err = PTR_ERR(s->pdev[f]);
+			s->pdev[f] = NULL;
+			return err;
+		}
+		dma_dev = &s->pdev[f]->dev;
+	}
+	snprintf(name, sizeof(name), "onicsim%d", f);
+	s->nd[f] = onic_ndev_alloc(dma_dev, name, ONIC_SIM_MAX_QUEUES, q);
+	if (!s->nd[f])
+		return -ENOMEM;
+	params.dma_dev = dma_dev;
+	s->nd[f]->port = onic_rs_port_new_sim(s->card, s->nd[f], &params, &err);
+	if (!s->nd[f]->port)
+		return err;
+	err = onic_ndev_register(s->nd[f]);
+	if (!err)
+		s->registered[f] = true;
+	return err;
 }
 
 /* The same path as a PCI probe, with the model as the HAL backend: one netdev per function. */
 static int onic_sim_create(void)
 {
 	struct onic_sim *s;
-	char name[IFNAMSIZ];
 	int f, err = -ENOMEM;
 	u16 q = clamp_t(uint, sim_queues, 1, ONIC_SIM_MAX_QUEUES);
 
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
+	mutex_init(&s->ctx_lock);
 	onic_hrtimer_setup(&s->engine, onic_sim_engine, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	s->card = onic_rs_sim_new();
 	if (!s->card)
 		goto fail;
 	for (f = 0; f < ONIC_SIM_FUNCS; f++) {
-		snprintf(name, sizeof(name), "onicsim%d", f);
-		s->nd[f] = onic_ndev_alloc(NULL, name, ONIC_SIM_MAX_QUEUES, q);
-		if (!s->nd[f]) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		s->nd[f]->port = onic_rs_port_new_sim(s->card, s->nd[f], f, ONIC_SIM_MAX_QUEUES, q, &err);
-		if (!s->nd[f]->port)
-			goto fail;
-		err = onic_ndev_register(s->nd[f]);
+		err = onic_sim_add_port(s, f, q);
 		if (err)
 			goto fail;
-		s->registered[f] = true;
 	}
+	mutex_lock(&onic_sim_knobs);
+	onic_sim_apply_knobs(s);
+	onic_sim = s;
+	mutex_unlock(&onic_sim_knobs);
 	s->last_ns = ktime_get_ns();
 	hrtimer_start(&s->engine, ns_to_ktime(ONIC_SIM_PERIOD_NS), HRTIMER_MODE_REL_SOFT);
-	onic_sim = s;
-	pr_info("onic: simulation mode: %s and %s on a model card, cable between them\n",
-		s->nd[0]->netdev->name, s->nd[1]->netdev->name);
+	pr_info("onic: simulation mode: %s and %s on a model card, cable between them%s\n",
+		s->nd[0]->netdev->name, s->nd[1]->netdev->name,
+		sim_dma_api ? ", memory through the kernel DMA API" : "");
 	return 0;
 fail:
 	onic_sim_destroy(s);
@@ -490,19 +748,27 @@ static int __init onic_init(void)
 	}
 	err = pci_register_driver(&onic_pci_driver);
 	if (err && onic_sim) {
-		onic_sim_destroy(onic_sim);
+		struct onic_sim *s = onic_sim;
+
+		mutex_lock(&onic_sim_knobs);
 		onic_sim = NULL;
+		mutex_unlock(&onic_sim_knobs);
+		onic_sim_destroy(s);
 	}
 	return err;
 }
 
 static void __exit onic_exit(void)
 {
+	struct onic_sim *s;
+
 	pci_unregister_driver(&onic_pci_driver);
-	if (onic_sim) {
-		onic_sim_destroy(onic_sim);
-		onic_sim = NULL;
-	}
+	mutex_lock(&onic_sim_knobs);
+	s = onic_sim;
+	onic_sim = NULL;
+	mutex_unlock(&onic_sim_knobs);
+	if (s)
+		onic_sim_destroy(s);
 }
 
 module_init(onic_init);

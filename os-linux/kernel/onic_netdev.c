@@ -28,37 +28,105 @@ static struct onic_ndev *nd_of(struct net_device *netdev)
 	return netdev_priv(netdev);
 }
 
+/* ---------------------------------------------------------------- TX completion timer */
+
+/* TX completions raise no interrupt on this device (spec 11.2). Whoever leaves frames on a TX ring
+ * (transmit, ndo_xdp_xmit, a poll that could not reclaim them all yet) arms the queue's timer;
+ * it schedules the queue's NAPI, which reclaims and re-arms while frames remain. Reclaim latency
+ * is therefore bounded by the period, whatever the RX traffic. */
+static enum hrtimer_restart onic_tx_timer_fn(struct hrtimer *t)
+{
+	struct onic_qv *qv = container_of(t, struct onic_qv, tx_timer);
+
+	clear_bit(0, &qv->timer_armed);
+	napi_schedule(&qv->napi);
+	return HRTIMER_NORESTART;
+}
+
+void onic_tx_timer_arm(struct onic_qv *qv)
+{
+	if (!test_and_set_bit(0, &qv->timer_armed))
+		hrtimer_start(&qv->tx_timer, ns_to_ktime((u64)onic_tx_timer_us * NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_SOFT);
+}
+
+static void onic_tx_timer_cancel(struct onic_qv *qv)
+{
+	hrtimer_cancel(&qv->tx_timer);
+	clear_bit(0, &qv->timer_armed);
+}
+
 /* ---------------------------------------------------------------- NAPI */
 
+/* Reclaims queue q's stack TX ring under its TX lock (the only other user is ndo_start_xmit):
+ * BQL completion and the race-free wake pattern. Returns whether frames are still in flight. */
+static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
+{
+	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
+	struct onic_tx_clean c;
+
+	/* Netpoll (budget 0) may run while this CPU holds the lock already, in transmit. */
+	if (!budget) {
+		if (!__netif_tx_trylock(txq))
+			return true;
+	} else {
+		__netif_tx_lock(txq, smp_processor_id());
+	}
+	onic_rs_tx_clean(nd->port, q, budget, &c);
+	onic_txq_completed_wake(txq, c.packets, c.bytes, onic_rs_tx_free(nd->port, q), c.wake_at);
+	__netif_tx_unlock(txq);
+	return c.in_flight > 0;
+}
+
+/* One poll of queue index q. Locks are held only around the two reclaims, never while frames go
+ * to the stack, to a redirect target or through xdp_do_flush (os-linux/README.md). */
 static int onic_poll(struct napi_struct *napi, int budget)
 {
 	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
 	struct onic_ndev *nd = qv->nd;
-	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, qv->qid);
 	struct onic_poll_result r;
-	struct bpf_prog *prog;
+	bool pending;
 
-	/* NAPI runs in an RCU read-side section: the program stays alive for this poll even if
-	 * ndo_bpf swaps it meanwhile (the old one is freed after a grace period). */
-	prog = rcu_dereference(nd->xdp_prog);
-	/* The queue pair's TX ring is shared by transmit, XDP_TX and the TX reclaim: the Rust side
-	 * owns the pair while this queue's TX lock is held (its contract for every datapath call). */
-	__netif_tx_lock(txq, smp_processor_id());
-	onic_rs_poll(nd->port, qv->qid, budget, napi, prog, &r);
-	if (!r.tx_stopped && netif_tx_queue_stopped(txq))
-		netif_tx_wake_queue(txq);
-	__netif_tx_unlock(txq);
-	/* After the lock is released: a redirect to this very port transmits on one of its queues. */
-	if (r.redirected)
-		xdp_do_flush();
+	pending = onic_poll_stack_tx(nd, qv->qid, budget);
 	if (!budget)
 		return 0;
-	/* TX completions raise no interrupt (spec 11.2): while the ring is full, keep polling. */
-	if (r.done < budget && !r.more && !r.tx_stopped) {
-		napi_complete_done(napi, r.done);
+	spin_lock(&qv->xmit_lock);
+	pending |= onic_rs_xmit_clean(nd->port, qv->qid) > 0;
+	spin_unlock(&qv->xmit_lock);
+	/* NAPI runs in an RCU read-side section: the program stays alive for this poll even if
+	 * ndo_bpf swaps it meanwhile (the old one is freed after a grace period). */
+	onic_rs_poll(nd->port, qv->qid, budget, napi, rcu_dereference(nd->xdp_prog), &r);
+	if (r.redirected)
+		xdp_do_flush();
+	pending |= r.tx_pending;
+	if (r.done < budget && !r.more) {
+		if (napi_complete_done(napi, r.done) && pending)
+			onic_tx_timer_arm(qv);
 		return r.done;
 	}
 	return budget;
+}
+
+/* ---------------------------------------------------------------- link */
+
+#define ONIC_LINK_POLL (HZ / 2)
+
+/* Carrier follows the CMAC's link state (spec 10.3), read every half second while the interface
+ * is up (the shell raises no link interrupt the driver uses). */
+static void onic_link_work(struct work_struct *w)
+{
+	struct onic_ndev *nd = container_of(to_delayed_work(w), struct onic_ndev, link_work);
+	struct net_device *netdev = nd->netdev;
+	bool up = onic_rs_link_up(nd->port);
+
+	if (up && !netif_carrier_ok(netdev)) {
+		netif_carrier_on(netdev);
+		netdev_info(netdev, "link up, 100 Gb/s\n");
+	} else if (!up && netif_carrier_ok(netdev)) {
+		netif_carrier_off(netdev);
+		netdev_info(netdev, "link down\n");
+	}
+	schedule_delayed_work(&nd->link_work, ONIC_LINK_POLL);
 }
 
 /* ---------------------------------------------------------------- net_device_ops */
@@ -74,12 +142,15 @@ static int onic_open(struct net_device *netdev)
 	if (err)
 		return err;
 	nd->open_queues = n;
-	for (q = 0; q < n; q++)
+	for (q = 0; q < n; q++) {
+		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
 		napi_enable(&nd->qv[q].napi);
+	}
 	netif_tx_start_all_queues(netdev);
 	WRITE_ONCE(nd->xdp_xmit_ready, true);
-	if (onic_rs_link_up(nd->port))
-		netif_carrier_on(netdev);
+	/* The first link check now: carrier is set before open returns if the link is up. */
+	netif_carrier_off(netdev);
+	mod_delayed_work(system_wq, &nd->link_work, 0);
 	/* An interrupt raised before napi_enable found NAPI disabled and was lost, while the
 	 * device's arm was consumed: poll every queue once, which re-arms it. */
 	for (q = 0; q < n; q++) {
@@ -95,17 +166,23 @@ static int onic_stop(struct net_device *netdev)
 	struct onic_ndev *nd = nd_of(netdev);
 	u16 q;
 
+	/* The link work takes no lock the caller holds (RTNL), so waiting for it is safe. */
+	cancel_delayed_work_sync(&nd->link_work);
 	netif_carrier_off(netdev);
 	/* Other devices' redirects (ndo_xdp_xmit) run in their NAPI polls, under RCU: after the
 	 * grace period none can reach the queues any more. */
 	WRITE_ONCE(nd->xdp_xmit_ready, false);
 	synchronize_net();
 	netif_tx_disable(netdev);
-	for (q = 0; q < nd->open_queues; q++)
+	for (q = 0; q < nd->open_queues; q++) {
 		napi_disable(&nd->qv[q].napi);
-	nd->open_queues = 0;
-	/* RTNL held, NAPI disabled, TX stopped. */
+		onic_tx_timer_cancel(&nd->qv[q]);
+	}
+	/* RTNL held, NAPI disabled, TX stopped, timers stopped. */
 	onic_rs_stop(nd->port);
+	for (q = 0; q < nd->open_queues; q++)
+		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
+	nd->open_queues = 0;
 	return 0;
 }
 
@@ -114,6 +191,8 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	struct onic_ndev *nd = nd_of(netdev);
 	u16 q = skb_get_queue_mapping(skb);
 	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
+	struct onic_tx_clean c;
+	unsigned int len;
 	int r;
 
 	/* One H2C descriptor per frame (spec 7.1): linear data, at least ETH_ZLEN bytes (the MAC
@@ -127,19 +206,25 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
-	/* The core holds this TX queue's lock: the Rust side's contract for the queue pair. */
-	r = onic_rs_xmit(nd->port, q, skb, netdev_xmit_more());
+	len = skb->len;
+	/* The core holds this TX queue's lock: the stack TX ring is ours. The Rust side reclaims
+	 * first (its counts complete BQL), then queues without a doorbell. */
+	r = onic_rs_xmit(nd->port, q, skb, &c);
+	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at);
 	switch (r) {
 	case ONIC_XMIT_OK:
-		return NETDEV_TX_OK;
 	case ONIC_XMIT_OK_STOP:
-		netif_tx_stop_queue(txq);
-		/* The queue's NAPI reclaims and wakes it; make sure it runs. */
-		napi_schedule(&nd->qv[q].napi);
+		/* BQL decides, with xmit_more, whether this is the end of a batch. */
+		if (__netdev_tx_sent_queue(txq, len, netdev_xmit_more()))
+			onic_rs_tx_flush(nd->port, q);
+		netif_txq_maybe_stop(txq, onic_rs_tx_free(nd->port, q), 1, c.wake_at);
+		onic_tx_timer_arm(&nd->qv[q]);
 		return NETDEV_TX_OK;
 	case ONIC_XMIT_BUSY:
+		/* Not reached while the stop above works; kept as the kernel's contract. */
+		onic_rs_tx_flush(nd->port, q);
 		netif_tx_stop_queue(txq);
-		napi_schedule(&nd->qv[q].napi);
+		onic_tx_timer_arm(&nd->qv[q]);
 		return NETDEV_TX_BUSY;
 	default:
 		/* Not queued (mapping failed, bad length, queue down): the kernel's per-CPU core
@@ -148,6 +233,41 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
+}
+
+/* The watchdog found TX queue q stopped for watchdog_timeo: report the ring and restart the
+ * interface from process context (the watchdog holds every TX lock, in softirq context). */
+static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	struct onic_tx_state st;
+
+	onic_rs_tx_state(nd->port, q, &st);
+	netdev_err(netdev,
+		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s; restarting\n",
+		   q, st.in_flight, st.free, st.next_to_clean, st.next_to_use, st.device_cidx,
+		   st.error ? ", ring in error" : "");
+	schedule_work(&nd->reset_work);
+}
+
+static void onic_reset_work(struct work_struct *w)
+{
+	struct onic_ndev *nd = container_of(w, struct onic_ndev, reset_work);
+	struct net_device *netdev = nd->netdev;
+	int err;
+
+	rtnl_lock();
+	if (netif_running(netdev)) {
+		onic_stop(netdev);
+		err = onic_open(netdev);
+		if (err) {
+			netdev_err(netdev, "restart after a TX timeout failed: %d\n", err);
+			dev_close(netdev);
+		} else {
+			netdev_info(netdev, "restarted after a TX timeout\n");
+		}
+	}
+	rtnl_unlock();
 }
 
 /* XDP_SETUP_PROG: attach, detach or swap a program without touching the queues: the next poll
@@ -172,13 +292,15 @@ static int onic_bpf(struct net_device *netdev, struct netdev_bpf *bpf)
 }
 
 /* ndo_xdp_xmit: frames other devices (or this one) redirected here. The kernel's contract: the
- * return value is how many of frames[] were taken, the rest stay the caller's to free. */
+ * return value is how many of frames[] were taken, the rest stay the caller's to free. They go
+ * on the redirect-in ring of queue index cpu % queues, under its xmit lock, never on the stack's
+ * rings; the queue's NAPI is kicked to reclaim them. May run inside this port's own NAPI poll
+ * (a redirect to self flushed from xdp_do_redirect), which holds no lock at that point. */
 static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **frames, u32 flags)
 {
 	struct onic_ndev *nd = nd_of(netdev);
-	int cpu = smp_processor_id();
-	struct netdev_queue *txq;
-	u16 nq, q;
+	struct onic_qv *qv;
+	u16 nq;
 	int sent;
 
 	if (unlikely(flags & ~XDP_XMIT_FLAGS_MASK))
@@ -186,20 +308,12 @@ static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **fr
 	nq = READ_ONCE(nd->open_queues);
 	if (!READ_ONCE(nd->xdp_xmit_ready) || !nq)
 		return -ENETDOWN;
-	q = cpu % nq;
-	txq = netdev_get_tx_queue(netdev, q);
-	/* A redirect to this port from its own poll on this CPU: that queue's lock is ours
-	 * already (the kernel flushes its bulk queue inside xdp_do_redirect when it fills up);
-	 * use the next queue, or refuse the frames when there is only one. */
-	if (READ_ONCE(txq->xmit_lock_owner) == cpu) {
-		if (nq == 1)
-			return 0;
-		q = (q + 1) % nq;
-		txq = netdev_get_tx_queue(netdev, q);
-	}
-	__netif_tx_lock(txq, cpu);
-	sent = onic_rs_xdp_xmit(nd->port, q, frames, n, flags & XDP_XMIT_FLUSH);
-	__netif_tx_unlock(txq);
+	qv = &nd->qv[smp_processor_id() % nq];
+	spin_lock(&qv->xmit_lock);
+	sent = onic_rs_xdp_xmit(nd->port, qv->qid, frames, n, flags & XDP_XMIT_FLUSH);
+	spin_unlock(&qv->xmit_lock);
+	if (sent > 0)
+		napi_schedule(&qv->napi);
 	return sent;
 }
 
@@ -232,17 +346,26 @@ static int onic_change_mtu(struct net_device *netdev, int mtu)
 	return 0;
 }
 
+#define ONIC_NETDEV_OPS							\
+	.ndo_open = onic_open,							\
+	.ndo_stop = onic_stop,							\
+	.ndo_start_xmit = onic_start_xmit,					\
+	.ndo_tx_timeout = onic_tx_timeout,					\
+	.ndo_get_stats64 = onic_get_stats64,					\
+	.ndo_change_mtu = onic_change_mtu,					\
+	/* The shell has no MAC filter (spec 13.1): the address lives in the netdev only. */ \
+	.ndo_set_mac_address = eth_mac_addr,					\
+	.ndo_validate_addr = eth_validate_addr
+
 static const struct net_device_ops onic_netdev_ops = {
-	.ndo_open = onic_open,
-	.ndo_stop = onic_stop,
-	.ndo_start_xmit = onic_start_xmit,
-	.ndo_get_stats64 = onic_get_stats64,
-	.ndo_change_mtu = onic_change_mtu,
-	/* The shell has no MAC filter (spec 13.1): the address only lives in the netdev. */
-	.ndo_set_mac_address = eth_mac_addr,
-	.ndo_validate_addr = eth_validate_addr,
+	ONIC_NETDEV_OPS,
 	.ndo_bpf = onic_bpf,
 	.ndo_xdp_xmit = onic_xdp_xmit,
+};
+
+/* xdp=0: no native XDP at all (only the kernel's generic XDP), for comparisons. */
+static const struct net_device_ops onic_netdev_ops_no_xdp = {
+	ONIC_NETDEV_OPS,
 };
 
 /* ---------------------------------------------------------------- ethtool_ops */
@@ -258,6 +381,25 @@ static void onic_get_drvinfo(struct net_device *netdev, struct ethtool_drvinfo *
 static u32 onic_get_link(struct net_device *netdev)
 {
 	return onic_rs_link_up(nd_of(netdev)->port);
+}
+
+static int onic_get_link_ksettings(struct net_device *netdev, struct ethtool_link_ksettings *ks)
+{
+	/* The CMAC runs 100GBASE-R4 over a QSFP28 cage; no autonegotiation (spec 10). */
+	ethtool_link_ksettings_zero_link_mode(ks, supported);
+	ethtool_link_ksettings_add_link_mode(ks, supported, 100000baseCR4_Full);
+	ethtool_link_ksettings_add_link_mode(ks, supported, FIBRE);
+	ethtool_link_ksettings_zero_link_mode(ks, advertising);
+	ks->base.port = PORT_FIBRE;
+	ks->base.autoneg = AUTONEG_DISABLE;
+	if (netif_running(netdev) && netif_carrier_ok(netdev)) {
+		ks->base.speed = SPEED_100000;
+		ks->base.duplex = DUPLEX_FULL;
+	} else {
+		ks->base.speed = SPEED_UNKNOWN;
+		ks->base.duplex = DUPLEX_UNKNOWN;
+	}
+	return 0;
 }
 
 static int onic_get_sset_count(struct net_device *netdev, int sset)
@@ -406,6 +548,7 @@ static int onic_set_ringparam(struct net_device *netdev, struct ethtool_ringpara
 static const struct ethtool_ops onic_ethtool_ops = {
 	.get_drvinfo = onic_get_drvinfo,
 	.get_link = onic_get_link,
+	.get_link_ksettings = onic_get_link_ksettings,
 	.get_sset_count = onic_get_sset_count,
 	.get_strings = onic_get_strings,
 	.get_ethtool_stats = onic_get_ethtool_stats,
@@ -441,28 +584,37 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	nd->netdev = netdev;
 	nd->dma_dev = parent;
 	nd->max_queues = max_queues;
-	nd->qstats = kcalloc(max_queues, sizeof(*nd->qstats), GFP_KERNEL);
+	nd->qstats = kcalloc(ONIC_QSTAT_BLOCKS * max_queues, sizeof(*nd->qstats), GFP_KERNEL);
 	if (!nd->qstats) {
 		free_netdev(netdev);
 		return NULL;
 	}
-	for (q = 0; q < max_queues; q++)
+	for (q = 0; q < ONIC_QSTAT_BLOCKS * max_queues; q++)
 		u64_stats_init(&nd->qstats[q].syncp);
 	for (q = 0; q < max_queues; q++) {
-		nd->qv[q].nd = nd;
-		nd->qv[q].qid = q;
-		nd->qv[q].irq = -1;
+		struct onic_qv *qv = &nd->qv[q];
+
+		qv->nd = nd;
+		qv->qid = q;
+		qv->irq = -1;
+		spin_lock_init(&qv->xmit_lock);
+		onic_hrtimer_setup(&qv->tx_timer, onic_tx_timer_fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	}
-	netdev->netdev_ops = &onic_netdev_ops;
+	INIT_DELAYED_WORK(&nd->link_work, onic_link_work);
+	INIT_WORK(&nd->reset_work, onic_reset_work);
+	netdev->netdev_ops = onic_xdp ? &onic_netdev_ops : &onic_netdev_ops_no_xdp;
+	netdev->watchdog_timeo = 5 * HZ;
 	netdev->ethtool_ops = &onic_ethtool_ops;
 	netdev->min_mtu = ONIC_MIN_MTU;
 	netdev->max_mtu = ONIC_MAX_MTU;
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 #ifdef ONIC_HAVE_XDP_FEATURES
-	netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT | NETDEV_XDP_ACT_NDO_XMIT;
+	if (onic_xdp)
+		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT | NETDEV_XDP_ACT_NDO_XMIT;
 #endif
 #ifdef ONIC_HAVE_XDP_METADATA
-	netdev->xdp_metadata_ops = &onic_xdp_metadata_ops;
+	if (onic_xdp)
+		netdev->xdp_metadata_ops = &onic_xdp_metadata_ops;
 #endif
 	/* 00:0A:35 (the reference driver's OUI) and three random bytes, spec 13.1. */
 	get_random_bytes(mac + 3, 3);
@@ -492,8 +644,11 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 {
 	u16 q;
 
-	if (registered)
+	if (registered) {
+		/* A pending restart takes RTNL; finish it before unregistering (no RTNL held here). */
+		cancel_work_sync(&nd->reset_work);
 		unregister_netdev(nd->netdev);
+	}
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)
 			netif_napi_del(&nd->qv[q].napi);

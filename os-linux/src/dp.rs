@@ -90,16 +90,8 @@ impl<K: Os, M: PacketMap> OsPool<K, M> {
         &self.map
     }
 
-    /// Ends the driver's own mapping of a page that leaves its custody (the model only; on a
-    /// card the pool's mapping stays with the page).
-    fn unmap_own(&self, page: &RawPoolPage) {
-        if !self.map.pool_maps_pages() {
-            self.map.unmap_single(page.dma, PAGE_SIZE, PAGE_DIR);
-        }
-    }
-
     fn put(&self, page: OsPage, dirty: usize) {
-        self.unmap_own(&page.raw);
+        self.map.release_page(page.raw.dma);
         self.os.pp_put(self.mem, page.raw.handle, dirty, self.in_napi);
     }
 }
@@ -109,15 +101,12 @@ impl<K: Os, M: PacketMap> PageProvider for OsPool<K, M> {
 
     fn alloc_page(&mut self) -> Option<OsPage> {
         let mut raw = self.os.pp_alloc(self.mem)?;
-        if !self.map.pool_maps_pages() {
-            // SAFETY: the page stays valid while the driver holds it, and it is unmapped before
-            // it goes back to the pool or on to the OS (`unmap_own`).
-            match unsafe { self.map.map_single(raw.virt, PAGE_SIZE, PAGE_DIR) } {
-                Some(dma) => raw.dma = dma,
-                None => {
-                    self.os.pp_put(self.mem, raw.handle, 0, self.in_napi);
-                    return None;
-                }
+        // The page is the driver's until `put`, a pass or a redirect releases it.
+        match self.map.hold_page(&raw) {
+            Some(dma) => raw.dma = dma,
+            None => {
+                self.os.pp_put(self.mem, raw.handle, 0, self.in_napi);
+                return None;
             }
         }
         Some(OsPage { raw })
@@ -231,10 +220,9 @@ impl<K: Os, M: PacketMap> Done<'_, K, M> {
         item.unmap(self.map);
         match item {
             TxItem::Skb { skb, .. } => self.os.skb_done(skb, self.napi_budget),
-            // Budget 0 is netpoll, which may run outside the NAPI context: no direct recycling.
-            TxItem::Xdp { frame, .. } => self
-                .os
-                .xdpf_return(frame, self.napi_budget.is_some_and(|b| b > 0)),
+            // A frame of another device's pool: never recycled directly, even from a NAPI poll
+            // (that pool's lockless cache belongs to its own NAPI context, maybe on another CPU).
+            TxItem::Xdp { frame, .. } => self.os.xdpf_return(frame),
         }
     }
 }
@@ -264,6 +252,8 @@ pub struct Pass<'a, K: Os, M: PacketMap> {
     pub map: &'a M,
     /// The running poll.
     pub napi: K::Napi,
+    /// The queue memory (the page's pool).
+    pub mem: K::QMem,
     /// The queue.
     pub qid: u16,
     /// The shell's hash with the key the shell holds.
@@ -277,13 +267,14 @@ impl<K: Os, M: PacketMap> PassSink<OsPage> for Pass<'_, K, M> {
             .unwrap_or_else(|| XdpRxHash::compute(self.hasher, frame.data()));
         let virt = frame.page.raw.virt;
         let meta = info.meta_len;
-        let Some(skb) = self.os.rx_build(self.napi, virt, frame.offset, frame.len, meta) else {
+        let Some(skb) = self
+            .os
+            .rx_build(self.mem, self.napi, virt, frame.offset, frame.len, meta)
+        else {
             return Err(frame);
         };
-        // The packet owns the page now; the driver's own mapping ends here.
-        if !self.map.pool_maps_pages() {
-            self.map.unmap_single(frame.page.raw.dma, PAGE_SIZE, PAGE_DIR);
-        }
+        // The packet owns the page now.
+        self.map.release_page(frame.page.raw.dma);
         self.os.rx_deliver(self.napi, skb, self.qid, skb_hash(hash));
         Ok(())
     }
@@ -320,11 +311,8 @@ impl<K: Os, M: PacketMap> RedirectTable<OsPage> for Redirect<'_, K, M> {
         {
             return Err(frame);
         }
-        // The OS owns the page now (the target maps it on its own); the driver's own mapping
-        // ends here. On a card the pool's mapping stays with the page.
-        if !self.map.pool_maps_pages() {
-            self.map.unmap_single(frame.page.raw.dma, PAGE_SIZE, PAGE_DIR);
-        }
+        // The OS owns the page now (the target maps it on its own).
+        self.map.release_page(frame.page.raw.dma);
 
         self.redirected = true;
         Ok(Redirected::Queued)

@@ -4,9 +4,13 @@
 //! shim over the kernel's netdev, NAPI and ethtool interfaces. The C glue in `os-linux/kernel/`
 //! owns the kernel objects and calls in here for every decision (see `os-linux/README.md`).
 //!
-//! - [`port`]: one PCI function's netdev state (bring-up, queues, transmit, poll, ethtool).
-//! - [`dp`]: the core's queue pair joined to the OS: page-pool pages, packets and redirected
-//!   frames on the TX ring, the XDP poll's sinks, published counters.
+//! - [`port`]: one PCI function's netdev state (bring-up, open/stop, RSS, ethtool, statistics).
+//! - [`datapath`]: the port's datapath entry points (transmit, NAPI poll, `ndo_xdp_xmit`, the
+//!   reclaims), each for the one context that owns the rings it touches.
+//! - [`queues`]: the four rings of a queue index (RX, XDP_TX, the stack's TX, redirect-in),
+//!   their H2C queue ids, start and teardown.
+//! - [`dp`]: the core's queues joined to the OS: page-pool pages, packets and redirected frames
+//!   on a TX ring, the XDP poll's sinks, published counters.
 //! - [`os`]: what the datapath needs from the OS (page pools, packets, XDP, statistics), as
 //!   traits the module implements over the kernel and host tests over plain memory.
 //! - [`simcard`]: simulation mode's backend, the model card behind a lock.
@@ -22,11 +26,13 @@
 
 extern crate alloc;
 
+pub mod datapath;
 pub mod dp;
 pub mod errno;
 pub mod ethtool;
 pub mod os;
 pub mod port;
+pub mod queues;
 pub mod simcard;
 
 #[cfg(all(feature = "kernel", target_os = "none"))]

@@ -33,10 +33,33 @@ pub unsafe trait PacketMap: 'static {
     fn unmap_single(&self, dma: DmaAddr, len: usize, dir: Direction);
     /// Hands `len` bytes at `offset` of a mapping to the CPU (`for_cpu`) or to the device.
     fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, dir: Direction, for_cpu: bool);
-    /// Whether the OS page pool maps its pages for the device itself (the kernel DMA API on a
-    /// real card: `PP_FLAG_DMA_MAP`), or the datapath must map each page through `map_single`
-    /// while it holds it (the model, whose device addresses the kernel does not know).
-    fn pool_maps_pages(&self) -> bool;
+    /// The driver takes a page from the OS page pool: returns the address at which the device
+    /// reaches it while the driver holds it (bidirectionally), or `None` when it cannot be
+    /// reached. With the kernel DMA API the pool mapped the page once (`PP_FLAG_DMA_MAP`) and
+    /// that mapping (`page.dma`) is the answer; the model makes the page reachable for as long as
+    /// the driver holds it.
+    fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr>;
+    /// The page held at `dma` leaves the driver (back to the pool, to the stack, to a redirect
+    /// target): the device must no longer reach it through the driver.
+    fn release_page(&self, dma: DmaAddr);
+}
+
+/// The independently published counter blocks of one queue index: each has exactly one writer,
+/// the context that owns the rings it counts (see `os-linux/README.md`, locking rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StatBlock {
+    /// RX, the XDP verdicts and the XDP_TX ring: the queue's NAPI context.
+    Napi = 0,
+    /// The stack's TX ring: the holder of the netdev TX queue's lock.
+    Stack = 1,
+    /// The ring of frames other devices redirect here: the holder of its xmit lock.
+    Xmit = 2,
+}
+
+impl StatBlock {
+    /// Every block, in index order.
+    pub const ALL: [Self; 3] = [Self::Napi, Self::Stack, Self::Xmit];
 }
 
 /// A page of an OS page pool, as the pool hands it out.
@@ -97,6 +120,7 @@ pub trait Os: 'static {
     /// the page's pool. `None` when no packet could be allocated (the page stays the driver's).
     fn rx_build(
         &self,
+        mem: Self::QMem,
         napi: Self::Napi,
         virt: NonNull<u8>,
         offset: u16,
@@ -113,8 +137,9 @@ pub trait Os: 'static {
     fn skb_done(&self, skb: Self::Skb, napi_budget: Option<u32>);
     /// The data of a redirected frame.
     fn xdpf_data(&self, frame: Self::XdpFrame) -> (NonNull<u8>, usize);
-    /// Gives a redirected frame back to its owner (`xdp_return_frame`).
-    fn xdpf_return(&self, frame: Self::XdpFrame, in_napi: bool);
+    /// Gives a redirected frame back to its owner (`xdp_return_frame`, never the direct
+    /// recycling variant: the frame's pool belongs to another NAPI context).
+    fn xdpf_return(&self, frame: Self::XdpFrame);
 
     /// Runs `prog` on `buff` (a kernel `xdp_buff` over the same page and offsets, with the queue's
     /// `xdp_rxq_info`, and `hash` for the RX-metadata hash callback) and writes the offsets the
@@ -138,10 +163,11 @@ pub trait Os: 'static {
         len: u16,
     ) -> bool;
 
-    /// Publishes queue `qid`'s counters (the single writer: the holder of the queue's TX lock).
-    fn stats_publish(&self, qid: u16, words: &[u64]);
-    /// Reads queue `qid`'s published counters, consistently (`u64_stats_fetch_begin/retry`).
-    fn stats_read(&self, qid: u16, out: &mut [u64]);
+    /// Publishes one counter block of queue `qid` (called only by that block's single writer).
+    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]);
+    /// Reads one published counter block of queue `qid`, consistently
+    /// (`u64_stats_fetch_begin/retry`).
+    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
     /// Waits until every datapath call that started before has returned (`synchronize_net`).
     fn synchronize(&self);
 }

@@ -6,15 +6,16 @@
 //!
 //! - *control* calls (`open`, `stop`, ethtool setters, `Drop`) run under RTNL, with NAPI disabled
 //!   and TX stopped whenever they touch the queues;
-//! - the *datapath* of queue `q` (`xmit`, `poll`, `xdp_xmit`) runs with TX queue `q`'s lock held
-//!   (`netif_tx_lock`; the glue takes it around the NAPI poll too, whose XDP_TX frames and TX
-//!   reclaim share the ring with transmit), so one context at a time owns the queue pair;
+//! - the *datapath* entry points of queue index `q` (`src/datapath.rs`) each touch the rings of
+//!   one owner only: the NAPI poll its RX and XDP_TX rings (no lock), transmit and the NAPI
+//!   reclaim the stack's TX ring (netdev TX queue `q`'s lock), `ndo_xdp_xmit` and its reclaim
+//!   the redirect-in ring (the queue's xmit lock); see `src/queues.rs`;
 //! - readers (`link_stats`, `ethtool_stats`, `link_up`) may run any time; they read what the
-//!   datapath published (`Os::stats_publish`), never the running pair.
+//!   datapath published (`Os::stats_publish`), never the running rings.
 //!
-//! The datapath is the core's [`QueuePair`] over the OS page pool ([`OsPool`]): RX pages come
-//! from the pool, become packets in place (`build_skb`, recycled by the stack into the pool),
-//! XDP runs on them where they lie, XDP_TX sends them from the same page.
+//! RX pages come from the OS page pool ([`crate::dp::OsPool`]), become packets in place
+//! (`build_skb`, recycled by the stack into the pool), XDP runs on them where they lie, XDP_TX
+//! sends them from the same page.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -25,17 +26,15 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use onic_core::ethtool::{adapter_rx_drops, EthtoolStats, QueueCounters, Stats64};
 use onic_core::rss::{RssKey, ShellHasher};
 use onic_core::stats::{link_up, read_hw_counters, HW_COUNTERS};
-use onic_core::tx::{TxError, TxSlot};
-use onic_core::xdp::{xdp_xmit, XdpContext, XdpRxq};
-use onic_core::TxQueueConfig;
-use onic_core::{Device, DeviceConfig, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue};
+use onic_core::{Device, DeviceConfig, RingSizeIdx};
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, INDIR_TABLE_ENTRIES};
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow};
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
-use crate::dp::{self, Done, OsPage, OsPool, OsProg, Pass, Redirect, TxItem, QSTAT_WORDS};
-use crate::errno::{self, Errno, EBUSY, EINVAL, ENETDOWN, ENOMEM};
+use crate::dp::{self, QSTAT_WORDS};
+use crate::errno::{self, Errno, EBUSY, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN};
-use crate::os::{Os, PacketMap};
+use crate::os::{Os, PacketMap, StatBlock};
+use crate::queues::{Queue, Rings, MAX_PORT_QUEUES};
 
 /// Smallest MTU the port accepts (`ETH_MIN_MTU`).
 pub const MIN_MTU: u32 = 68;
@@ -53,15 +52,13 @@ pub const RSS_KEY_SIZE: usize = HASH_KEY_WORDS * 4;
 /// ring-size table of the QDMA (spec §3.1) lists 64 .. 16384 slots.
 const RING_MIN_USABLE: u16 = 63;
 
-/// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
-const XMIT_CHUNK: usize = 16;
-
 /// Settings chosen at probe time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortConfig {
     /// PCI function (= port).
     pub func: u8,
-    /// Queue pairs the function may use (MSI-X queue vectors).
+    /// Queue indices the function may use (MSI-X queue vectors), at most
+    /// [`crate::queues::MAX_PORT_QUEUES`].
     pub max_queues: u16,
     /// Queue pairs in use at start.
     pub queues: u16,
@@ -69,68 +66,23 @@ pub struct PortConfig {
     pub tx_ring: RingSizeIdx,
     /// RX descriptor and completion ring size index.
     pub rx_ring: RingSizeIdx,
+    /// Enable RS-FEC on the CMACs (the master PF enables them, spec §10.2).
+    pub rs_fec: bool,
 }
 
-/// The core's queue pair as the port runs it.
-type Pair<K, D> = QueuePair<'static, D, OsPool<K, D>, TxItem<K>>;
-
-/// A running queue pair and the slot storage it borrows.
-struct Live<K: Os, D: DmaMemory + PacketMap + Clone> {
-    qp: Pair<K, D>,
-    rx_slots: NonNull<[Option<OsPage>]>,
-    tx_slots: NonNull<[TxSlot<OsPage, TxItem<K>>]>,
-}
-
-/// One queue pair's state.
-struct Queue<K: Os, D: DmaMemory + PacketMap + Clone> {
-    /// The running pair (datapath: the queue's TX lock; control: RTNL with the datapath quiet).
-    live: UnsafeCell<Option<Live<K, D>>>,
-    /// Counters of the pairs this queue ran before (written at stop, under RTNL).
-    base: UnsafeCell<QueueCounters>,
-    /// The page pool of the running pair, for its statistics (RTNL).
-    mem: UnsafeCell<Option<K::QMem>>,
-}
-
-/// What a transmit did, for the C glue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(i32)]
-pub enum XmitResult {
-    /// Queued; the packet is the ring's until its completion.
-    Ok = 0,
-    /// Ring full: stop the queue, return NETDEV_TX_BUSY (the packet is still the caller's).
-    Busy = 1,
-    /// Not queued (bad length, mapping failed, queue down): the caller frees and counts it.
-    Dropped = 2,
-    /// Queued, and the ring is now full: stop the queue until a reclaim frees slots.
-    OkStop = 3,
-}
-
-/// What one NAPI poll did, for the C glue.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct PollResult {
-    /// Frames consumed (NAPI work done).
-    pub done: u32,
-    /// Poll again without waiting for the interrupt (more completions are known).
-    pub more: bool,
-    /// The TX queue is still stopped (the ring is full): keep the netdev queue stopped.
-    pub tx_stopped: bool,
-    /// Frames were redirected: the glue calls `xdp_do_flush` after releasing the queue lock.
-    pub redirected: bool,
-}
-
-/// The Rust side of one netdev.
-pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os> {
-    dev: Device<R, R>,
-    dma: D,
-    os: K,
+/// The Rust side of one netdev. `C` is the card's context-command lock, shared with the other
+/// functions of the card.
+pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os, C: SharedLock> {
+    pub(crate) dev: Device<R, R, C>,
+    pub(crate) dma: D,
+    pub(crate) os: K,
     ctl: UnsafeCell<Ctl<L>>,
-    queues: Vec<Queue<K, D>>,
+    pub(crate) queues: Vec<Queue<K, D>>,
     /// The shell's hash under the key the shell holds, double-buffered: the datapath reads
     /// `hashers[active]`; `ethtool -X hkey` rebuilds the other one, switches, and waits for
     /// the datapath (`Os::synchronize`) before the old one may be rebuilt again.
-    hashers: [UnsafeCell<Box<ShellHasher>>; 2],
-    active: AtomicUsize,
+    pub(crate) hashers: [UnsafeCell<Box<ShellHasher>>; 2],
+    pub(crate) active: AtomicUsize,
 }
 
 /// Control-plane state, touched by control calls only.
@@ -150,12 +102,18 @@ unsafe impl<
         D: DmaMemory + PacketMap + Clone + Send + Sync,
         L: DelayNs + Send,
         K: Os + Sync,
-    > Sync for Port<R, D, L, K>
+        C: SharedLock + Sync,
+    > Sync for Port<R, D, L, K, C>
 {
 }
 // SAFETY: moving the port moves ownership of its rings, pages and handles.
-unsafe impl<R: RegisterWindow + Send, D: DmaMemory + PacketMap + Clone + Send, L: DelayNs + Send, K: Os + Send>
-    Send for Port<R, D, L, K>
+unsafe impl<
+        R: RegisterWindow + Send,
+        D: DmaMemory + PacketMap + Clone + Send,
+        L: DelayNs + Send,
+        K: Os + Send,
+        C: SharedLock + Send,
+    > Send for Port<R, D, L, K, C>
 {
 }
 
@@ -177,36 +135,53 @@ fn boxed_hasher() -> Option<Box<ShellHasher>> {
     }
 }
 
-impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Clone> Port<R, D, L, K> {
-    /// Brings the function up (spec §13.1 steps 5-10 through `Device::init`) and builds the
-    /// port's state. Nothing runs yet; `open` starts the queues.
+/// The register windows and lock a port's function is reached through.
+pub struct PortRegs<R, C> {
+    /// BAR0 (QDMA).
+    pub qdma: R,
+    /// BAR2 (shell).
+    pub shell: R,
+    /// The card's context-command lock.
+    pub lock: C,
+}
+
+impl<R, D, L, K, C> Port<R, D, L, K, C>
+where
+    R: RegisterWindow,
+    D: DmaMemory + PacketMap + Clone,
+    L: DelayNs,
+    K: Os + Clone,
+    C: SharedLock,
+{
+    /// Brings the function up (spec §13.1 steps 5-10 through `Device::init_shared`, with the
+    /// function's TX-only queue ids after its pairs) and builds the port's state. Nothing runs
+    /// yet; `open` starts the queues.
     ///
     /// # Errors
     ///
     /// `EINVAL` for a bad configuration, `ENODEV` when the function's CMAC is missing, `EIO` when
     /// the device does not respond, `ENOMEM`.
-    pub fn new(qdma: R, shell: R, dma: D, mut delay: L, os: K, cfg: PortConfig) -> Result<Self, Errno> {
-        if cfg.queues == 0 || cfg.queues > cfg.max_queues {
+    pub fn new(regs: PortRegs<R, C>, dma: D, mut delay: L, os: K, cfg: PortConfig) -> Result<Self, Errno> {
+        if cfg.queues == 0 || cfg.queues > cfg.max_queues || cfg.max_queues > MAX_PORT_QUEUES {
             return Err(EINVAL);
         }
-        let dcfg = DeviceConfig::new(cfg.func, cfg.max_queues).map_err(|_| EINVAL)?;
+        let mut dcfg = DeviceConfig::new(cfg.func, cfg.max_queues)
+            .and_then(|c| c.with_tx_only(2 * cfg.max_queues))
+            .map_err(|_| EINVAL)?;
+        dcfg.rs_fec = cfg.rs_fec;
         let (Some(h0), Some(h1)) = (boxed_hasher(), boxed_hasher()) else {
             return Err(ENOMEM);
         };
-        let dev = Device::init(qdma, shell, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
+        let PortRegs { qdma, shell, lock } = regs;
+        let dev =
+            Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
         let n = usize::from(cfg.max_queues);
         let mut queues = Vec::new();
         if queues.try_reserve_exact(n).is_err() {
             let _ = dev.teardown(&mut delay);
             return Err(ENOMEM);
         }
-        for _ in 0..n {
-            queues.push(Queue {
-                live: UnsafeCell::new(None),
-                base: UnsafeCell::new(QueueCounters::default()),
-                mem: UnsafeCell::new(None),
-            });
-        }
+        queues.resize_with(n, Queue::new);
         let port = Self {
             dev,
             dma,
@@ -274,9 +249,15 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         if ctl.up {
             return Ok(());
         }
-        for qid in 0..ctl.cfg.queues {
-            if let Err(e) = self.start_queue(ctl, qid) {
-                // SAFETY: control call with the datapath quiet (caller's contract).
+        let cfg = ctl.cfg;
+        for (q, queue) in (0..cfg.queues).zip(&self.queues) {
+            // SAFETY: control call with the datapath quiet (caller's contract).
+            let r = unsafe {
+                self.rings(ctl)
+                    .start_queue(queue, q, cfg.max_queues, cfg.tx_ring, cfg.rx_ring)
+            };
+            if let Err(e) = r {
+                // SAFETY: as above.
                 unsafe { self.stop_queues(ctl) };
                 return Err(e);
             }
@@ -288,67 +269,13 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         Ok(())
     }
 
-    fn start_queue(&self, ctl: &mut Ctl<L>, qid: u16) -> Result<(), Errno> {
-        let q = &self.queues[usize::from(qid)];
-        let mut txc = TxQueueConfig::new(qid);
-        txc.ring = ctl.cfg.tx_ring;
-        let mut rxc = RxQueueConfig::new(qid);
-        rxc.desc_ring = ctl.cfg.rx_ring;
-        rxc.cmpt_ring = ctl.cfg.rx_ring;
-        let mut rx_slots = Vec::new();
-        let mut tx_slots = Vec::new();
-        let n_rx = usize::from(rxc.desc_ring.entries());
-        let n_tx = usize::from(txc.ring.entries());
-        if rx_slots.try_reserve_exact(n_rx).is_err() || tx_slots.try_reserve_exact(n_tx).is_err() {
-            return Err(ENOMEM);
+    fn rings<'p>(&'p self, ctl: &'p mut Ctl<L>) -> Rings<'p, R, C, D, K, L> {
+        Rings {
+            dev: &self.dev,
+            dma: &self.dma,
+            os: &self.os,
+            delay: &mut ctl.delay,
         }
-        rx_slots.resize_with(n_rx, || None);
-        tx_slots.resize_with(n_tx, TxSlot::new);
-        let mem = self.os.qmem_new(qid, u32::from(rxc.desc_ring.entries()))?;
-        let (rx_ref, rx_ptr) = dp::leak_slice(rx_slots);
-        let (tx_ref, tx_ptr) = dp::leak_slice(tx_slots);
-        let free_all = |mem| {
-            self.os.qmem_free(mem);
-            // SAFETY: the references from leak_slice are gone (the queues that borrowed them
-            // were never built or have been dropped).
-            unsafe {
-                dp::unleak(rx_ptr);
-                dp::unleak(tx_ptr);
-            }
-        };
-        let rx = RxQueue::new(self.dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_ref);
-        let tx = TxQueue::new(self.dma.clone(), txc, tx_ref);
-        let (rx, tx) = match (rx, tx) {
-            (Ok(rx), Ok(tx)) => (rx, tx),
-            (rx, tx) => {
-                drop((rx, tx));
-                free_all(mem);
-                return Err(ENOMEM);
-            }
-        };
-        let pool = OsPool::new(self.os.clone(), mem, self.dma.clone());
-        let mut qp = QueuePair::new(rx, tx, pool);
-        if let Err(e) = qp.start(&self.dev, &mut ctl.delay) {
-            let mut done = Done {
-                os: &self.os,
-                map: &self.dma,
-                napi_budget: None,
-            };
-            let (_, pool) = qp.teardown(&self.dev, &mut ctl.delay, &mut done);
-            drop(pool);
-            free_all(mem);
-            return Err(errno::from_core(&e));
-        }
-        // SAFETY: control call with the datapath quiet: the cells are ours.
-        unsafe {
-            *q.live.get() = Some(Live {
-                qp,
-                rx_slots: rx_ptr,
-                tx_slots: tx_ptr,
-            });
-            *q.mem.get() = Some(mem);
-        }
-        Ok(())
     }
 
     /// Spreads the indirection table over the first `queues` queues (entry k = k mod queues, as
@@ -464,42 +391,9 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
     ///
     /// As [`Port::open`].
     unsafe fn stop_queues(&self, ctl: &mut Ctl<L>) {
-        for (qid, q) in self.queues.iter().enumerate() {
+        for (q, queue) in (0..).zip(&self.queues) {
             // SAFETY: no datapath call runs (caller's contract), so the cells are ours.
-            let (live, base, mem) = unsafe { (&mut *q.live.get(), &mut *q.base.get(), &mut *q.mem.get()) };
-            let Some(Live {
-                qp,
-                rx_slots,
-                tx_slots,
-            }) = live.take()
-            else {
-                continue;
-            };
-            let mut done = Done {
-                os: &self.os,
-                map: &self.dma,
-                napi_budget: None,
-            };
-            // The pair's counters join the queue's history, so the netdev's totals survive
-            // down/up (frames the teardown drains were never sent and are not counted).
-            let now = pair_counters(&qp);
-            let (r, pool) = qp.teardown(&self.dev, &mut ctl.delay, &mut done);
-            if let Err(e) = r {
-                onic_hal::warn!("onic: queue {} teardown: {}", qid, e);
-            }
-            *base += now;
-            let words = dp::to_words(base);
-            // CAST: at most 64 queues.
-            self.os.stats_publish(qid as u16, &words);
-            let m = pool.mem();
-            drop(pool);
-            *mem = None;
-            self.os.qmem_free(m);
-            // SAFETY: the queue pair that borrowed the slots is gone.
-            unsafe {
-                dp::unleak(rx_slots);
-                dp::unleak(tx_slots);
-            }
+            unsafe { self.rings(ctl).stop_queue(queue, q) };
         }
     }
 
@@ -513,176 +407,6 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         unsafe { self.ctl().up }
     }
 
-    /// The running pair of queue `qid`.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns the queue's datapath (its TX lock) and no other reference from this
-    /// method for the same queue is alive.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn live(&self, qid: u16) -> Option<&mut Live<K, D>> {
-        let q = self.queues.get(usize::from(qid))?;
-        // SAFETY: caller's contract: the one context that owns this queue's datapath.
-        unsafe { (*q.live.get()).as_mut() }
-    }
-
-    fn publish(&self, qid: u16, qp: &Pair<K, D>) {
-        let Some(q) = self.queues.get(usize::from(qid)) else {
-            return;
-        };
-        // SAFETY: `base` changes only at stop, under RTNL with the datapath quiet; the datapath
-        // (our caller) only reads it.
-        let base = unsafe { &*q.base.get() };
-        let mut c = *base;
-        c += pair_counters(qp);
-        self.os.stats_publish(qid, &dp::to_words(&c));
-    }
-
-    /// Sends one packet of the stack on TX queue `qid`. `more` is the kernel's xmit_more hint:
-    /// the doorbell waits for the last packet of a batch. On `Ok`/`OkStop` the packet belongs to
-    /// the ring until its completion frees it; otherwise it is still the caller's.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds TX queue `qid`'s lock; the packet is linear and at least `ETH_ZLEN` long.
-    pub unsafe fn xmit(&self, qid: u16, skb: K::Skb, more: bool) -> XmitResult {
-        // SAFETY: the TX lock of this queue makes us its only user (caller's contract).
-        let Some(live) = (unsafe { self.live(qid) }) else {
-            return XmitResult::Dropped;
-        };
-        let Some(item) = TxItem::map_skb(&self.os, &self.dma, skb) else {
-            return XmitResult::Dropped;
-        };
-        let qp = &mut live.qp;
-        let r = match qp.tx.xmit_os(&self.dev.doorbells(), item, more) {
-            Ok(()) if qp.tx.is_stopped() => XmitResult::OkStop,
-            Ok(()) => XmitResult::Ok,
-            Err(e) => {
-                let busy = matches!(e, TxError::Full(_));
-                e.into_inner().unmap(&self.dma);
-                if busy {
-                    XmitResult::Busy
-                } else {
-                    XmitResult::Dropped
-                }
-            }
-        };
-        if !more || r != XmitResult::Ok {
-            self.publish(qid, qp);
-        }
-        r
-    }
-
-    /// One NAPI poll of queue pair `qid`: TX reclaim, then up to `budget` received frames
-    /// through `prog` (if attached) or straight to the stack, XDP_TX on the pair's own ring.
-    ///
-    /// # Safety
-    ///
-    /// Called from queue `qid`'s NAPI poll with its TX lock held; `napi` is that poll's context.
-    pub unsafe fn poll(&self, qid: u16, budget: u32, napi: K::Napi, prog: Option<K::Prog>) -> PollResult {
-        // SAFETY: the NAPI context plus the TX lock make us the queue's only user.
-        let Some(live) = (unsafe { self.live(qid) }) else {
-            return PollResult::default();
-        };
-        let qp = &mut live.qp;
-        let mem = qp.pool.mem();
-        // Acquire: pairs with the release in `set_hash_key`; the hasher read is complete.
-        let active = self.active.load(Ordering::Acquire) & 1;
-        // SAFETY: the active hasher is not written while a poll may read it (`set_hash_key`
-        // rebuilds only the inactive one, and waits for running polls after each switch).
-        let hasher: &ShellHasher = unsafe { &*self.hashers[active].get() };
-        let mut pass = Pass {
-            os: &self.os,
-            map: &self.dma,
-            napi,
-            qid,
-            hasher,
-        };
-        let mut redirect = Redirect {
-            os: &self.os,
-            map: &self.dma,
-            prog,
-            mem,
-            redirected: false,
-        };
-        let mut program = prog.map(|prog| OsProg {
-            os: &self.os,
-            prog,
-            mem,
-        });
-        let mut xdp = XdpContext {
-            prog: program.as_mut(),
-            pass: &mut pass,
-            redirect: &mut redirect,
-            rxq: XdpRxq {
-                queue_index: qid,
-                port: self.dev.function().port(),
-            },
-            origin: qid,
-            hasher: Some(hasher),
-        };
-        let mut done = Done {
-            os: &self.os,
-            map: &self.dma,
-            napi_budget: Some(budget),
-        };
-        // Budget 0 is netpoll (TX reclaim only), which may run outside the NAPI context: the
-        // pool's direct recycling is for the queue's own NAPI poll only.
-        qp.pool.in_napi = budget > 0;
-        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-        let out = qp.poll_xdp(budget, &self.dev.doorbells(), &mut xdp, &mut done);
-        qp.pool.in_napi = false;
-        let redirected = redirect.redirected;
-        self.publish(qid, qp);
-        PollResult {
-            done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
-            more: out.rx.more,
-            tx_stopped: qp.tx.is_stopped(),
-            redirected,
-        }
-    }
-
-    /// `ndo_xdp_xmit`: queues frames other devices redirected here on TX queue `qid`, in order,
-    /// stopping at the first that does not fit. Returns how many were queued (the rest are still
-    /// the caller's), or `-ENETDOWN` when the queue is not running.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds TX queue `qid`'s lock.
-    pub unsafe fn xdp_xmit(&self, qid: u16, frames: &[K::XdpFrame], flush: bool) -> Result<usize, Errno> {
-        // SAFETY: the TX lock of this queue makes us its only user (caller's contract).
-        let Some(live) = (unsafe { self.live(qid) }) else {
-            return Err(ENETDOWN);
-        };
-        let qp = &mut live.qp;
-        let db = self.dev.doorbells();
-        let mut sent = 0;
-        'chunks: for chunk in frames.chunks(XMIT_CHUNK) {
-            let mut items: [Option<TxItem<K>>; XMIT_CHUNK] = Default::default();
-            let mut mapped = 0;
-            for (slot, &f) in items.iter_mut().zip(chunk) {
-                match TxItem::map_xdp(&self.os, &self.dma, f) {
-                    Some(item) => *slot = Some(item),
-                    None => break,
-                }
-                mapped += 1;
-            }
-            let n = xdp_xmit(&mut qp.tx, &db, &mut items[..mapped], false);
-            sent += n;
-            for item in items.iter_mut().skip(n).filter_map(Option::take) {
-                item.unmap(&self.dma);
-            }
-            if n < chunk.len() {
-                break 'chunks;
-            }
-        }
-        if flush {
-            qp.tx.flush(&db);
-        }
-        self.publish(qid, qp);
-        Ok(sent)
-    }
-
     /// Link statistics (`ndo_get_stats64`): the core's `rtnl_link_stats64` view of the queues'
     /// published counters, and the packet adapter's RX drops as missed frames.
     pub fn link_stats(&self) -> LinkStats {
@@ -694,11 +418,16 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         LinkStats::from(s)
     }
 
+    /// Queue index `qid`'s published counters: the sum of its blocks.
     fn read_queue(&self, qid: usize) -> QueueCounters {
-        let mut w = [0u64; QSTAT_WORDS];
-        // CAST: at most 64 queues.
-        self.os.stats_read(qid as u16, &mut w);
-        dp::from_words(&w)
+        let mut c = QueueCounters::default();
+        for block in StatBlock::ALL {
+            let mut w = [0u64; QSTAT_WORDS];
+            // CAST: at most 64 queues.
+            self.os.stats_read(qid as u16, block, &mut w);
+            c += dp::from_words(&w);
+        }
+        c
     }
 
     /// Whether the port's CMAC reports link up and aligned (spec §10.3).
@@ -859,16 +588,6 @@ impl<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os + Cl
         if let Err(e) = r {
             onic_hal::warn!("onic: teardown of the function failed: {}", e);
         }
-    }
-}
-
-/// A running pair's counters.
-fn pair_counters<K: Os, D: DmaMemory + PacketMap + Clone>(qp: &Pair<K, D>) -> QueueCounters {
-    QueueCounters {
-        rx: *qp.rx.stats(),
-        tx: *qp.tx.stats(),
-        pair: *qp.stats(),
-        pool: Default::default(),
     }
 }
 

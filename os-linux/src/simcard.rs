@@ -21,10 +21,11 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use onic_hal::dma::RawRegion;
 use onic_hal::{
     AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
+    SharedLock, PAGE_SIZE,
 };
 use onic_sim::{Card, CardConfig, Interrupt, Wire};
 
-use crate::os::PacketMap;
+use crate::os::{PacketMap, RawPoolPage};
 
 /// A mutual-exclusion lock without data (the data sits next to it in [`SimCard`]).
 ///
@@ -57,6 +58,22 @@ unsafe impl RawLock for SpinLock {
     }
     fn unlock(&self) {
         self.0.store(false, Ordering::Release);
+    }
+}
+
+/// The card's context-command lock for host tests and tools, a handle all functions share (the
+/// module uses a kernel mutex, `kernel::lock::KCardLock`).
+#[derive(Clone, Debug, Default)]
+pub struct SharedSpinLock(Arc<SpinLock>);
+
+// SAFETY: every clone locks the same `SpinLock`, which excludes all other holders with acquire and
+// release semantics.
+unsafe impl SharedLock for SharedSpinLock {
+    fn lock(&self) {
+        self.0.lock();
+    }
+    fn unlock(&self) {
+        self.0.unlock();
     }
 }
 
@@ -195,6 +212,27 @@ impl<L: RawLock> SimDma<L> {
     }
 }
 
+impl<L: RawLock> SimDma<L> {
+    /// Makes `len` bytes at `cpu` reachable by the model at `dma`, an address the OS's DMA API
+    /// gave out (see `onic_sim::SimDma::attach_foreign`). `false` (and a recorded violation) when
+    /// the range overlaps a live one.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay valid until [`SimDma::detach`]; `cpu` is what `dma` reaches.
+    pub unsafe fn attach(&self, dma: DmaAddr, cpu: NonNull<u8>, len: usize, dir: Direction) -> bool {
+        // SAFETY: forwarded contract.
+        self.card
+            .with(|c| unsafe { c.dma().attach_foreign(dma, cpu, len, dir) })
+            .is_ok()
+    }
+
+    /// Ends an attachment.
+    pub fn detach(&self, dma: DmaAddr, len: usize, dir: Direction) {
+        self.card.with(|c| c.dma().unmap_foreign(dma, len, dir));
+    }
+}
+
 impl<L: RawLock> Clone for SimDma<L> {
     fn clone(&self) -> Self {
         Self::new(&self.card)
@@ -251,8 +289,16 @@ unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
             .with(|c| c.dma().sync_foreign(dma, offset, len, dir, for_cpu));
     }
 
-    fn pool_maps_pages(&self) -> bool {
-        false
+    /// The model's addresses are not the kernel's: the page pool cannot map for it, so each
+    /// page is mapped with the model while the driver holds it.
+    fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
+        // SAFETY: the page stays valid while the driver holds it, and `release_page` unmaps it
+        // before it goes back to the pool or on to the OS.
+        unsafe { self.map_single(page.virt, PAGE_SIZE, Direction::Bidirectional) }
+    }
+
+    fn release_page(&self, dma: DmaAddr) {
+        self.unmap_single(dma, PAGE_SIZE, Direction::Bidirectional);
     }
 }
 

@@ -14,11 +14,12 @@ use onic_core::pool::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
 use onic_hal::DmaAddr;
+use onic_linux::datapath::{TxClean, XmitResult};
 use onic_linux::errno::Errno;
 use onic_linux::ethtool::ETH_SS_STATS;
-use onic_linux::os::{Os, RawPoolPage, SkbHash};
-use onic_linux::port::{Port, PortConfig, XmitResult};
-use onic_linux::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
+use onic_linux::os::{Os, RawPoolPage, SkbHash, StatBlock};
+use onic_linux::port::{Port, PortConfig, PortRegs};
+use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
 const PAGE: usize = 4096;
 
@@ -61,9 +62,9 @@ struct State {
 }
 
 /// The host stand-in for the kernel's services: one per netdev (`.1` is the port's published
-/// counters), the memory state shared by both ports of the test.
+/// counter blocks, by queue and block), the memory state shared by both ports of the test.
 #[derive(Clone, Default)]
-struct HostOs(Rc<RefCell<State>>, Rc<RefCell<Vec<[u64; 64]>>>);
+struct HostOs(Rc<RefCell<State>>, Rc<RefCell<Vec<[[u64; 64]; 3]>>>);
 
 impl HostOs {
     /// The services of another netdev over the same memory state.
@@ -169,7 +170,15 @@ impl Os for HostOs {
         st
     }
 
-    fn rx_build(&self, _: (), virt: NonNull<u8>, offset: u16, len: u16, _meta: u8) -> Option<usize> {
+    fn rx_build(
+        &self,
+        _mem: usize,
+        _: (),
+        virt: NonNull<u8>,
+        offset: u16,
+        len: u16,
+        _meta: u8,
+    ) -> Option<usize> {
         let mut s = self.0.borrow_mut();
         // The pool the page belongs to (the test's stack frees it into that pool).
         let pool = s.owner[&(virt.as_ptr() as usize)];
@@ -212,7 +221,7 @@ impl Os for HostOs {
         (NonNull::new(b.as_ptr().cast_mut()).unwrap(), b.len())
     }
 
-    fn xdpf_return(&self, frame: usize, _in_napi: bool) {
+    fn xdpf_return(&self, frame: usize) {
         let mut s = self.0.borrow_mut();
         assert!(!s.xdp_frames[frame].1, "frame returned twice");
         s.xdp_frames[frame].1 = true;
@@ -235,19 +244,19 @@ impl Os for HostOs {
         true
     }
 
-    fn stats_publish(&self, qid: u16, words: &[u64]) {
+    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
         let mut s = self.1.borrow_mut();
         let q = usize::from(qid);
         if s.len() <= q {
-            s.resize(q + 1, [0; 64]);
+            s.resize(q + 1, [[0; 64]; 3]);
         }
-        s[q][..words.len()].copy_from_slice(words);
+        s[q][block as usize][..words.len()].copy_from_slice(words);
     }
 
-    fn stats_read(&self, qid: u16, out: &mut [u64]) {
+    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
         let s = self.1.borrow();
         match s.get(usize::from(qid)) {
-            Some(w) => out.copy_from_slice(&w[..out.len()]),
+            Some(w) => out.copy_from_slice(&w[block as usize][..out.len()]),
             None => out.fill(0),
         }
     }
@@ -257,7 +266,7 @@ impl Os for HostOs {
     }
 }
 
-type SimPort = Port<SimRegs<SpinLock>, SimDma<SpinLock>, SimDelay<SpinLock>, HostOs>;
+type SimPort = Port<SimRegs<SpinLock>, SimDma<SpinLock>, SimDelay<SpinLock>, HostOs, SharedSpinLock>;
 
 fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> SimPort {
     let cfg = PortConfig {
@@ -266,16 +275,14 @@ fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> Si
         queues,
         tx_ring: RingSizeIdx::new(1).unwrap(),
         rx_ring: RingSizeIdx::new(1).unwrap(),
+        rs_fec: true,
     };
-    Port::new(
-        SimRegs::new(card, SimBar::Qdma(func)),
-        SimRegs::new(card, SimBar::Shell),
-        SimDma::new(card),
-        SimDelay::new(card),
-        os.clone(),
-        cfg,
-    )
-    .expect("port comes up")
+    let regs = PortRegs {
+        qdma: SimRegs::new(card, SimBar::Qdma(func)),
+        shell: SimRegs::new(card, SimBar::Shell),
+        lock: SharedSpinLock::default(),
+    };
+    Port::new(regs, SimDma::new(card), SimDelay::new(card), os.clone(), cfg).expect("port comes up")
 }
 
 /// An IPv4/UDP frame of `len` bytes, with `n` in the source port and the payload.
@@ -313,17 +320,25 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
     polls
 }
 
-/// Polls queue `q` of `p` once more (TX completions raise no interrupt).
-fn reclaim(card: &SimCard<SpinLock>, p: &SimPort, q: u16) {
+/// What the glue's NAPI poll does besides the RX poll: reclaim the stack TX ring and the
+/// redirect-in ring of queue `q` (TX completions raise no interrupt).
+fn reclaim(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> (TxClean, u16) {
     card.tick(10_000);
-    // SAFETY: single-threaded test.
-    let _ = unsafe { p.poll(q, 64, (), None) };
+    // SAFETY: single-threaded test: the rings' only user.
+    unsafe { (p.tx_clean(q, 64), p.xmit_clean(q)) }
 }
 
+/// Transmits like the glue: queued without a doorbell, flushed at the end of the batch.
 fn send(os: &HostOs, p: &SimPort, q: u16, f: &[u8], more: bool) -> XmitResult {
     let skb = os.tx_skb(f);
+    let mut done = TxClean::default();
     // SAFETY: single-threaded: the queue's only transmitter.
-    unsafe { p.xmit(q, skb, more) }
+    let r = unsafe { p.xmit(q, skb, &mut done) };
+    if !more {
+        // SAFETY: as above.
+        unsafe { p.tx_flush(q) };
+    }
+    r
 }
 
 fn finish(card: &Arc<SimCard<SpinLock>>, os: &HostOs, ports: Vec<SimPort>) {

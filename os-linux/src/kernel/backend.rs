@@ -179,6 +179,88 @@ unsafe impl DmaMemory for KernelDma {
     }
 }
 
+/// The model card behind the kernel's DMA API (simulation mode with `sim_dma_api=1`): every
+/// ring, page and packet is allocated, mapped and synced through the DMA API of a platform
+/// device exactly as on a card, and the model reaches it only through the DMA address the API
+/// returned, translated the way the direct mapping does (`phys_to_virt(dma_to_phys())`, which is
+/// the swiotlb bounce slot when the kernel bounces). Each mapping is attached to the model while
+/// it lives, so the model checks every device access against it.
+#[derive(Clone)]
+pub struct ApiDma {
+    api: KernelDma,
+    model: SimDma<KLock>,
+}
+
+impl ApiDma {
+    /// The DMA API of `api`'s device in front of `model`.
+    pub fn new(api: KernelDma, model: SimDma<KLock>) -> Self {
+        Self { api, model }
+    }
+
+    /// Attaches `len` bytes at device address `dma` to the model; `false` when the address is not
+    /// memory the kernel maps or the model refuses it.
+    pub fn attach_for(&self, dma: DmaAddr, len: usize, dir: Direction) -> bool {
+        // SAFETY: valid device (KernelDma's contract); a pure address translation.
+        let cpu = unsafe { ffi::onic_dma_to_virt(self.api.dev().as_ptr(), dma.get()) };
+        let Some(cpu) = NonNull::new(cpu) else {
+            return false;
+        };
+        // SAFETY: `cpu` is what `dma` reaches through the direct mapping; the mapping (or
+        // allocation) it belongs to stays live until `detach`, which runs before it ends.
+        unsafe { self.model.attach(dma, cpu, len, dir) }
+    }
+
+    /// Ends an attachment made by [`ApiDma::attach_for`].
+    pub fn detach_for(&self, dma: DmaAddr, len: usize, dir: Direction) {
+        self.model.detach(dma, len, dir);
+    }
+
+    /// The kernel side of the pair.
+    pub const fn api(&self) -> &KernelDma {
+        &self.api
+    }
+}
+
+// SAFETY: every allocation and mapping is the kernel DMA API's (KernelDma upholds the contract);
+// the model is only told about them (attached after they exist, detached before they end).
+unsafe impl DmaMemory for ApiDma {
+    fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
+        let region = self.api.alloc_coherent(len, limit)?;
+        if !self.attach_for(region.dma_addr(), region.len(), Direction::Bidirectional) {
+            self.api.free_coherent(region);
+            return Err(DmaError::MapFailed);
+        }
+        Ok(region)
+    }
+    fn free_coherent(&self, region: RawRegion) {
+        self.detach_for(region.dma_addr(), region.len(), Direction::Bidirectional);
+        self.api.free_coherent(region);
+    }
+    fn alloc_page(&self) -> Result<PageMem, DmaError> {
+        self.api.alloc_page()
+    }
+    fn free_page(&self, page: PageMem) {
+        self.api.free_page(page);
+    }
+    fn map_page(&self, page: PageMem, d: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
+        let p = self.api.map_page(page, d)?;
+        if !self.attach_for(p.dma_addr(), PAGE_SIZE, d) {
+            return Err((self.api.unmap_page(p, d), DmaError::MapFailed));
+        }
+        Ok(p)
+    }
+    fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
+        self.detach_for(page.dma_addr(), PAGE_SIZE, d);
+        self.api.unmap_page(page, d)
+    }
+    fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
+        self.api.sync_for_cpu(page, offset, len, d);
+    }
+    fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
+        self.api.sync_for_device(page, offset, len, d);
+    }
+}
+
 /// DMA memory of either kind.
 #[derive(Clone)]
 pub enum KDma {
@@ -186,6 +268,8 @@ pub enum KDma {
     Kernel(KernelDma),
     /// The model's memory.
     Sim(SimDma<KLock>),
+    /// The model behind the kernel DMA API of a platform device.
+    SimApi(ApiDma),
 }
 
 // SAFETY: both variants uphold the contract; this only dispatches.
@@ -194,48 +278,56 @@ unsafe impl DmaMemory for KDma {
         match self {
             Self::Kernel(k) => k.alloc_coherent(len, limit),
             Self::Sim(s) => s.alloc_coherent(len, limit),
+            Self::SimApi(a) => a.alloc_coherent(len, limit),
         }
     }
     fn free_coherent(&self, region: RawRegion) {
         match self {
             Self::Kernel(k) => k.free_coherent(region),
             Self::Sim(s) => s.free_coherent(region),
+            Self::SimApi(a) => a.free_coherent(region),
         }
     }
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
         match self {
             Self::Kernel(k) => k.alloc_page(),
             Self::Sim(s) => s.alloc_page(),
+            Self::SimApi(a) => a.alloc_page(),
         }
     }
     fn free_page(&self, page: PageMem) {
         match self {
             Self::Kernel(k) => k.free_page(page),
             Self::Sim(s) => s.free_page(page),
+            Self::SimApi(a) => a.free_page(page),
         }
     }
     fn map_page(&self, page: PageMem, d: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
         match self {
             Self::Kernel(k) => k.map_page(page, d),
             Self::Sim(s) => s.map_page(page, d),
+            Self::SimApi(a) => a.map_page(page, d),
         }
     }
     fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
         match self {
             Self::Kernel(k) => k.unmap_page(page, d),
             Self::Sim(s) => s.unmap_page(page, d),
+            Self::SimApi(a) => a.unmap_page(page, d),
         }
     }
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
         match self {
             Self::Kernel(k) => k.sync_for_cpu(page, offset, len, d),
             Self::Sim(s) => s.sync_for_cpu(page, offset, len, d),
+            Self::SimApi(a) => a.sync_for_cpu(page, offset, len, d),
         }
     }
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
         match self {
             Self::Kernel(k) => k.sync_for_device(page, offset, len, d),
             Self::Sim(s) => s.sync_for_device(page, offset, len, d),
+            Self::SimApi(a) => a.sync_for_device(page, offset, len, d),
         }
     }
 }

@@ -12,17 +12,36 @@ use core::ptr::NonNull;
 use onic_core::RingSizeIdx;
 use onic_hal::mmio::Mmio;
 
-use super::backend::{KDelay, KDma, KRegs, KernelDma};
+use super::backend::{ApiDma, KDelay, KDma, KRegs, KernelDma};
 use super::ffi;
 use super::kos::{KOs, KPtr};
-use super::lock::KLock;
+use super::lock::{KCardLock, KLock};
+use crate::datapath::{PollResult, TxClean, TxState, XmitResult};
 use crate::errno::{Errno, EINVAL};
 use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
-use crate::port::{LinkStats, PollResult, Port, PortConfig, RSS_INDIR_SIZE, RSS_KEY_SIZE};
+use crate::port::{LinkStats, Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
 
-type KPort = Port<KRegs, KDma, KDelay, KOs>;
+type KPort = Port<KRegs, KDma, KDelay, KOs, KCardLock>;
 type KSim = SimCard<KLock>;
+
+/// What the C glue chooses for a port (`struct onic_port_params`).
+#[repr(C)]
+pub struct PortParams {
+    /// The card's context-command mutex (`struct mutex *`), shared by its functions.
+    pub card_lock: *mut c_void,
+    /// Simulation mode: the platform device whose DMA API the model sits behind, or null for
+    /// the model's own memory. Unused on a card.
+    pub dma_dev: *mut c_void,
+    /// Queue indices the function may use (MSI-X queue vectors).
+    pub max_queues: u16,
+    /// Queue indices in use at start.
+    pub queues: u16,
+    /// PCI function.
+    pub func: u8,
+    /// Enable RS-FEC on the CMACs.
+    pub rs_fec: bool,
+}
 
 /// Ring-size index of simulation-mode rings: 64 entries keep the model's memory small.
 const SIM_RING_INDEX: u8 = 1;
@@ -94,6 +113,31 @@ pub unsafe extern "C" fn onic_rs_sim_tick(sim: *const c_void, elapsed_ns: u64, c
     }
 }
 
+/// Takes the model's port `port` link up or down (the `sim_link` module parameter).
+///
+/// # Safety
+///
+/// `sim` is live.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_set_link(sim: *const c_void, port: u8, up: bool) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    card.with(|c| c.set_link(port, up));
+}
+
+/// Stops or resumes the model's H2C status writebacks (the `sim_tx_stall` module parameter): the
+/// device sends frames but no longer reports them, as a hung engine would.
+///
+/// # Safety
+///
+/// `sim` is live.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_stall_tx(sim: *const c_void, on: bool) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    card.with(|c| c.faults().stall_h2c_writeback(on));
+}
+
 fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
     match r {
         Ok(p) => Box::into_raw(Box::new(p)).cast(),
@@ -107,15 +151,28 @@ fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
     }
 }
 
-fn config(func: u8, max_queues: u16, queues: u16, ring: u8) -> Result<PortConfig, Errno> {
-    let r = RingSizeIdx::new(ring).map_err(|_| EINVAL)?;
+fn config(p: &PortParams, tx_ring: u8, rx_ring: u8) -> Result<PortConfig, Errno> {
+    let idx = |i| RingSizeIdx::new(i).map_err(|_| EINVAL);
     Ok(PortConfig {
-        func,
-        max_queues,
-        queues,
-        tx_ring: r,
-        rx_ring: r,
+        func: p.func,
+        max_queues: p.max_queues,
+        queues: p.queues,
+        tx_ring: idx(tx_ring)?,
+        rx_ring: idx(rx_ring)?,
+        rs_fec: p.rs_fec,
     })
+}
+
+/// The card lock named by the parameters.
+///
+/// # Safety
+///
+/// `p.card_lock` is null or a mutex that outlives the port.
+unsafe fn card_lock(p: &PortParams) -> Result<KCardLock, Errno> {
+    // SAFETY: caller's contract.
+    NonNull::new(p.card_lock)
+        .map(|l| unsafe { KCardLock::new(l) })
+        .ok_or(EINVAL)
 }
 
 /// The OS services of netdev `nd`.
@@ -128,87 +185,98 @@ unsafe fn kos(nd: *mut c_void) -> Result<KOs, Errno> {
     NonNull::new(nd).map(|nd| unsafe { KOs::new(nd) }).ok_or(EINVAL)
 }
 
-/// Simulation mode: brings up PCI function `func` of the model card and returns its port (or
-/// null with `*err` set).
+/// Simulation mode: brings up PCI function `p.func` of the model card and returns its port (or
+/// null with `*err` set). With `p.dma_dev`, the port allocates and maps through that device's DMA
+/// API and the model reaches memory only through the addresses the API returned.
 ///
 /// # Safety
 ///
-/// `sim` is live; `nd` is the function's netdev private area, which outlives the port; `err` is
-/// null or valid for a write.
+/// `sim` is live; `nd` is the function's netdev private area, which outlives the port; `p` is
+/// valid, its lock and device (if any) outlive the port; `err` is null or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_port_new_sim(
     sim: *const c_void,
     nd: *mut c_void,
-    func: u8,
-    max_queues: u16,
-    queues: u16,
+    p: *const PortParams,
     err: *mut i32,
 ) -> *mut c_void {
+    // SAFETY: caller's contract.
+    let Some(p) = (unsafe { p.as_ref() }) else {
+        return finish(Err(EINVAL), err);
+    };
     // SAFETY: a live Arc pointer (caller's contract); take a new reference for the port.
     let card = unsafe {
         Arc::increment_strong_count(sim.cast::<KSim>());
         Arc::from_raw(sim.cast::<KSim>())
     };
-    let r = config(func, max_queues, queues, SIM_RING_INDEX).and_then(|cfg| {
-        Port::new(
-            KRegs::Sim(SimRegs::new(&card, SimBar::Qdma(func))),
-            KRegs::Sim(SimRegs::new(&card, SimBar::Shell)),
-            KDma::Sim(SimDma::new(&card)),
-            KDelay::Sim(SimDelay::new(&card)),
+    let model = SimDma::new(&card);
+    let dma = match NonNull::new(p.dma_dev) {
+        // SAFETY: the device outlives the port (caller's contract).
+        Some(dev) => KDma::SimApi(ApiDma::new(unsafe { KernelDma::new(dev) }, model)),
+        None => KDma::Sim(model),
+    };
+    let r = config(p, SIM_RING_INDEX, SIM_RING_INDEX).and_then(|cfg| {
+        let regs = PortRegs {
+            qdma: KRegs::Sim(SimRegs::new(&card, SimBar::Qdma(p.func))),
+            shell: KRegs::Sim(SimRegs::new(&card, SimBar::Shell)),
             // SAFETY: caller's contract.
-            unsafe { kos(nd) }?,
-            cfg,
-        )
+            lock: unsafe { card_lock(p) }?,
+        };
+        // SAFETY: caller's contract.
+        let os = unsafe { kos(nd) }?;
+        Port::new(regs, dma, KDelay::Sim(SimDelay::new(&card)), os, cfg)
     });
     finish(r, err)
 }
 
-/// A real card: brings up PCI function `func` over its mapped BARs and returns its port (or null
-/// with `*err` set).
+/// A real card: brings up PCI function `p.func` over its mapped BARs and returns its port (or
+/// null with `*err` set).
 ///
 /// # Safety
 ///
 /// `dev` is the function's `struct device *` (bound, DMA masks set); `nd` its netdev's private
-/// area; `bar0`/`bar2` are its ioremapped BAR0 and BAR2 of the given lengths. All stay valid
-/// until `onic_rs_port_free`.
+/// area; `bar0`/`bar2` are its ioremapped BAR0 and BAR2 of the given lengths; `p` is valid. All
+/// (and the lock) stay valid until `onic_rs_port_free`.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_port_new_pci(
     dev: *mut c_void,
     nd: *mut c_void,
-    func: u8,
     bar0: *mut u8,
     bar0_len: usize,
     bar2: *mut u8,
     bar2_len: usize,
-    max_queues: u16,
-    queues: u16,
+    p: *const PortParams,
     err: *mut i32,
 ) -> *mut c_void {
-    let (Some(dev), Some(b0), Some(b2)) = (NonNull::new(dev), NonNull::new(bar0), NonNull::new(bar2)) else {
+    // SAFETY: caller's contract.
+    let (Some(dev), Some(b0), Some(b2), Some(p)) = (
+        NonNull::new(dev),
+        NonNull::new(bar0),
+        NonNull::new(bar2),
+        unsafe { p.as_ref() },
+    ) else {
         return finish(Err(EINVAL), err);
     };
     let r = config(
-        func,
-        max_queues,
-        queues,
+        p,
+        onic_core::config::TX_RING_SIZE_INDEX_DEFAULT,
         onic_core::config::RX_RING_SIZE_INDEX_DEFAULT,
     )
-    .and_then(|mut cfg| {
-        cfg.tx_ring = RingSizeIdx::new(onic_core::config::TX_RING_SIZE_INDEX_DEFAULT).map_err(|_| EINVAL)?;
+    .and_then(|cfg| {
         // SAFETY: the mappings stay valid until the port is freed (caller's contract), and the
         // device reaches only memory handed to it through this port's DMA backend.
         let (q, s) = unsafe { (Mmio::new(b0, bar0_len), Mmio::new(b2, bar2_len)) };
+        let regs = PortRegs {
+            qdma: KRegs::Mmio(q),
+            shell: KRegs::Mmio(s),
+            // SAFETY: caller's contract.
+            lock: unsafe { card_lock(p) }?,
+        };
         // SAFETY: `dev` outlives the port (caller's contract).
         let dma = unsafe { KernelDma::new(dev) };
-        Port::new(
-            KRegs::Mmio(q),
-            KRegs::Mmio(s),
-            KDma::Kernel(dma),
-            KDelay::Kernel,
-            // SAFETY: caller's contract.
-            unsafe { kos(nd) }?,
-            cfg,
-        )
+        // SAFETY: caller's contract.
+        let os = unsafe { kos(nd) }?;
+        Port::new(regs, KDma::Kernel(dma), KDelay::Kernel, os, cfg)
     });
     finish(r, err)
 }
@@ -250,27 +318,97 @@ pub unsafe extern "C" fn onic_rs_stop(p: *const c_void) {
     unsafe { port(p).stop() };
 }
 
-/// ndo_start_xmit: 0 queued, 1 busy (ring full; the skb is still the caller's), 2 dropped (the
-/// caller frees it), 3 queued and the queue must stop.
+/// ndo_start_xmit: reclaims the stack TX ring (counts in `*done`, for BQL), then queues `skb`
+/// without a doorbell. Returns 0 queued, 1 busy (ring full; the skb is still the caller's), 2
+/// dropped (the caller frees it), 3 queued and published, and the queue must stop.
 ///
 /// # Safety
 ///
-/// TX queue `qid`'s lock held; `skb` is a live, linear packet of at least ETH_ZLEN bytes.
+/// TX queue `qid`'s lock held; `skb` is a live, linear packet of at least ETH_ZLEN bytes; `done`
+/// is valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_xmit(p: *const c_void, qid: u16, skb: *mut c_void, more: bool) -> i32 {
-    let Some(skb) = NonNull::new(skb) else {
-        return crate::port::XmitResult::Dropped as i32;
+pub unsafe extern "C" fn onic_rs_xmit(
+    p: *const c_void,
+    qid: u16,
+    skb: *mut c_void,
+    done: *mut TxClean,
+) -> i32 {
+    let mut d = TxClean::default();
+    let r = match NonNull::new(skb) {
+        // SAFETY: live port, TX lock held.
+        Some(skb) => unsafe { port(p).xmit(qid, skb, &mut d) },
+        None => XmitResult::Dropped,
     };
-    // SAFETY: live port, TX lock held.
-    unsafe { port(p).xmit(qid, skb, more) as i32 }
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe { *done = d };
+    r as i32
 }
 
-/// NAPI poll of queue pair `qid` with the attached program (null: none); the result goes to
-/// `*out`.
+/// Rings the stack TX ring's doorbell (end of a transmit batch).
 ///
 /// # Safety
 ///
-/// Called from that queue's NAPI poll with its TX lock held; `napi` is its `struct napi_struct
+/// TX queue `qid`'s lock held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_tx_flush(p: *const c_void, qid: u16) {
+    // SAFETY: live port, TX lock held.
+    unsafe { port(p).tx_flush(qid) };
+}
+
+/// Free descriptors of the stack TX ring.
+///
+/// # Safety
+///
+/// TX queue `qid`'s lock held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_tx_free(p: *const c_void, qid: u16) -> u16 {
+    // SAFETY: live port, TX lock held.
+    unsafe { port(p).tx_free(qid) }
+}
+
+/// Reclaims the stack TX ring from the queue's NAPI poll; the counts go to `*out`.
+///
+/// # Safety
+///
+/// TX queue `qid`'s lock held; called from that queue's NAPI poll; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_tx_clean(p: *const c_void, qid: u16, budget: i32, out: *mut TxClean) {
+    // SAFETY: live port, TX lock held.
+    let c = unsafe { port(p).tx_clean(qid, u32::try_from(budget).unwrap_or(0)) };
+    // SAFETY: valid out pointer.
+    unsafe { *out = c };
+}
+
+/// Reclaims the redirect-in ring `qid`; returns the frames still on it.
+///
+/// # Safety
+///
+/// Queue `qid`'s xmit lock held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_xmit_clean(p: *const c_void, qid: u16) -> u16 {
+    // SAFETY: live port, xmit lock held.
+    unsafe { port(p).xmit_clean(qid) }
+}
+
+/// The stack TX ring's state for a TX timeout report.
+///
+/// # Safety
+///
+/// TX queue `qid`'s lock held; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_tx_state(p: *const c_void, qid: u16, out: *mut TxState) {
+    // SAFETY: live port, TX lock held.
+    let st = unsafe { port(p).tx_state(qid) };
+    // SAFETY: valid out pointer.
+    unsafe { *out = st };
+}
+
+/// NAPI poll of queue index `qid`'s RX and XDP_TX rings with the attached program (null: none);
+/// the result goes to `*out`. No driver lock may be held.
+///
+/// # Safety
+///
+/// Called from that queue's NAPI poll with a budget above 0; `napi` is its `struct napi_struct
 /// *`; `prog` is null or a program that stays alive during the call; `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_poll(
@@ -281,23 +419,21 @@ pub unsafe extern "C" fn onic_rs_poll(
     prog: *mut c_void,
     out: *mut PollResult,
 ) {
-    let r = match NonNull::new(napi) {
-        // SAFETY: live port; the NAPI context and TX lock of this queue (caller's contract).
-        Some(napi) => unsafe {
-            port(p).poll(qid, u32::try_from(budget).unwrap_or(0), napi, NonNull::new(prog))
-        },
-        None => PollResult::default(),
+    let r = match (NonNull::new(napi), u32::try_from(budget)) {
+        // SAFETY: live port; the NAPI context of this queue (caller's contract).
+        (Some(napi), Ok(b)) if b > 0 => unsafe { port(p).poll(qid, b, napi, NonNull::new(prog)) },
+        _ => PollResult::default(),
     };
     // SAFETY: valid out pointer (caller's contract).
     unsafe { *out = r };
 }
 
-/// ndo_xdp_xmit on TX queue `qid`: how many of the `n` frames were queued (the rest are still the
-/// caller's), or a negative errno.
+/// ndo_xdp_xmit on the redirect-in ring `qid`: how many of the `n` frames were queued (the rest
+/// are still the caller's), or a negative errno.
 ///
 /// # Safety
 ///
-/// TX queue `qid`'s lock held; `frames` holds `n` live `struct xdp_frame *`.
+/// Queue `qid`'s xmit lock held; `frames` holds `n` live `struct xdp_frame *`.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_xdp_xmit(
     p: *const c_void,
@@ -318,7 +454,7 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
     // SAFETY: the first `valid` entries are `Some`, and `Some(NonNull)` has the same layout as
     // `NonNull` (the niche is the null pointer).
     let list = unsafe { core::slice::from_raw_parts(frames.cast::<KPtr>(), valid) };
-    // SAFETY: live port, TX lock held; the frames are live.
+    // SAFETY: live port, xmit lock held; the frames are live.
     let sent = match unsafe { port(p).xdp_xmit(qid, list, flush) } {
         Ok(k) => k,
         Err(e) => return neg(e),

@@ -31,10 +31,14 @@ extern "C" {
     pub fn onic_lock_new() -> *mut c_void;
     /// Frees a lock from `onic_lock_new`.
     pub fn onic_lock_free(lock: *mut c_void);
-    /// `spin_lock_bh`.
-    pub fn onic_lock_bh(lock: *mut c_void);
-    /// `spin_unlock_bh`.
-    pub fn onic_unlock_bh(lock: *mut c_void);
+    /// `spin_lock_irqsave` (the flags are kept with the lock).
+    pub fn onic_lock(lock: *mut c_void);
+    /// `spin_unlock_irqrestore`.
+    pub fn onic_unlock(lock: *mut c_void);
+    /// `mutex_lock` of a card's context-command mutex (process context only).
+    pub fn onic_ctx_lock(lock: *mut c_void);
+    /// `mutex_unlock`.
+    pub fn onic_ctx_unlock(lock: *mut c_void);
 
     /// Waits `us` microseconds (sleeps when the context allows it).
     pub fn onic_udelay(us: u32);
@@ -66,6 +70,10 @@ extern "C" {
     ) -> c_int;
     /// `dma_unmap_single`.
     pub fn onic_dma_unmap_single(dev: *mut c_void, dma: u64, len: usize, dir: c_int);
+    /// The CPU address of device address `dma` of `dev` under the direct DMA mapping
+    /// (`phys_to_virt(dma_to_phys())`: a swiotlb bounce slot when the kernel bounces), or null
+    /// when it is not memory the kernel maps.
+    pub fn onic_dma_to_virt(dev: *mut c_void, dma: u64) -> *mut u8;
     /// `dma_sync_single_range_for_cpu` (`for_cpu`) or `_for_device`.
     pub fn onic_dma_sync_range(
         dev: *mut c_void,
@@ -93,8 +101,16 @@ extern "C" {
     /// `page_pool_get_stats` into 11 values (zeros without CONFIG_PAGE_POOL_STATS).
     pub fn onic_pp_stats(qmem: *mut c_void, out: *mut u64);
     /// `napi_build_skb` over the page, data at `off`, `len` bytes, `meta` bytes of metadata,
-    /// marked for recycling; null when no skb could be had.
-    pub fn onic_rx_build(napi: *mut c_void, virt: *mut u8, off: u16, len: u16, meta: u8) -> *mut c_void;
+    /// marked for recycling into the queue's pool (or unmapped, page-per-packet model); null
+    /// when no skb could be had.
+    pub fn onic_rx_build(
+        qmem: *mut c_void,
+        napi: *mut c_void,
+        virt: *mut u8,
+        off: u16,
+        len: u16,
+        meta: u8,
+    ) -> *mut c_void;
     /// `eth_type_trans`, `skb_record_rx_queue`, `skb_set_hash` (kind 2 L3, 3 L4, 0 none),
     /// `napi_gro_receive`.
     pub fn onic_rx_deliver(napi: *mut c_void, skb: *mut c_void, qid: u16, hash: u32, kind: u8);
@@ -104,8 +120,8 @@ extern "C" {
     pub fn onic_skb_done(skb: *mut c_void, budget: c_int);
     /// An xdp_frame's data and length.
     pub fn onic_xdpf_data(frame: *mut c_void, len: *mut usize) -> *mut u8;
-    /// `xdp_return_frame_rx_napi` or `xdp_return_frame`.
-    pub fn onic_xdpf_return(frame: *mut c_void, in_napi: bool);
+    /// `xdp_return_frame`.
+    pub fn onic_xdpf_return(frame: *mut c_void);
     /// `bpf_prog_run_xdp` over a kernel xdp_buff of the page; `off` = data_meta, data, data_end
     /// (in and out); the hash is what the RX-metadata callback reports.
     pub fn onic_xdp_run(
@@ -125,10 +141,10 @@ extern "C" {
         off: u16,
         len: u16,
     ) -> c_int;
-    /// Publishes a queue's counters (`u64_stats_update_begin/end`).
-    pub fn onic_qstats_write(nd: *mut c_void, qid: u16, v: *const u64, n: usize);
-    /// Reads a queue's counters (`u64_stats_fetch_begin/retry`).
-    pub fn onic_qstats_read(nd: *mut c_void, qid: u16, out: *mut u64, n: usize);
+    /// Publishes counter block `block` of queue `qid` (`u64_stats_update_begin/end`).
+    pub fn onic_qstats_write(nd: *mut c_void, qid: u16, block: u8, v: *const u64, n: usize);
+    /// Reads counter block `block` of queue `qid` (`u64_stats_fetch_begin/retry`).
+    pub fn onic_qstats_read(nd: *mut c_void, qid: u16, block: u8, out: *mut u64, n: usize);
     /// `synchronize_net`.
     pub fn onic_synchronize_net();
 }

@@ -6,12 +6,12 @@ use core::ptr::NonNull;
 
 use onic_core::pool::{PoolAllocStats, PoolRecycleStats, PoolStats};
 use onic_core::xdp::{XdpBuff, XdpRxHash};
-use onic_hal::{Direction, DmaAddr};
+use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 
-use super::backend::{dir, KDma, KernelDma};
+use super::backend::{dir, ApiDma, KDma, KernelDma};
 use super::ffi;
 use crate::errno::{Errno, ENOMEM};
-use crate::os::{Os, PacketMap, RawPoolPage, SkbHash};
+use crate::os::{Os, PacketMap, RawPoolPage, SkbHash, StatBlock};
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
@@ -103,9 +103,20 @@ impl Os for KOs {
         }
     }
 
-    fn rx_build(&self, napi: KPtr, virt: NonNull<u8>, offset: u16, len: u16, meta: u8) -> Option<KPtr> {
-        // SAFETY: the running poll's NAPI; a pool page the driver holds, frame inside it.
-        NonNull::new(unsafe { ffi::onic_rx_build(napi.as_ptr(), virt.as_ptr(), offset, len, meta) })
+    fn rx_build(
+        &self,
+        mem: KPtr,
+        napi: KPtr,
+        virt: NonNull<u8>,
+        offset: u16,
+        len: u16,
+        meta: u8,
+    ) -> Option<KPtr> {
+        // SAFETY: the running poll's queue memory and NAPI; a pool page the driver holds, frame
+        // inside it.
+        NonNull::new(unsafe {
+            ffi::onic_rx_build(mem.as_ptr(), napi.as_ptr(), virt.as_ptr(), offset, len, meta)
+        })
     }
 
     fn rx_deliver(&self, napi: KPtr, skb: KPtr, qid: u16, hash: Option<SkbHash>) {
@@ -134,9 +145,9 @@ impl Os for KOs {
         (NonNull::new(p).unwrap_or(NonNull::dangling()), len)
     }
 
-    fn xdpf_return(&self, frame: KPtr, in_napi: bool) {
+    fn xdpf_return(&self, frame: KPtr) {
         // SAFETY: a frame the ring owned, returned once.
-        unsafe { ffi::onic_xdpf_return(frame.as_ptr(), in_napi) };
+        unsafe { ffi::onic_xdpf_return(frame.as_ptr()) };
     }
 
     fn xdp_run(&self, prog: KPtr, mem: KPtr, buff: &mut XdpBuff<'_>, hash: Option<XdpRxHash>) -> u32 {
@@ -166,14 +177,14 @@ impl Os for KOs {
         unsafe { ffi::onic_xdp_redirect(prog.as_ptr(), mem.as_ptr(), page.virt.as_ptr(), offset, len) == 0 }
     }
 
-    fn stats_publish(&self, qid: u16, words: &[u64]) {
+    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
         // SAFETY: live netdev; `words` is valid for its length.
-        unsafe { ffi::onic_qstats_write(self.nd.as_ptr(), qid, words.as_ptr(), words.len()) };
+        unsafe { ffi::onic_qstats_write(self.nd.as_ptr(), qid, block as u8, words.as_ptr(), words.len()) };
     }
 
-    fn stats_read(&self, qid: u16, out: &mut [u64]) {
+    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
         // SAFETY: live netdev; `out` is valid for its length.
-        unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, out.as_mut_ptr(), out.len()) };
+        unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, block as u8, out.as_mut_ptr(), out.len()) };
     }
 
     fn synchronize(&self) {
@@ -202,8 +213,45 @@ unsafe impl PacketMap for KernelDma {
         unsafe { ffi::onic_dma_sync_range(self.dev().as_ptr(), dma.get(), offset, len, dir(d), for_cpu) };
     }
 
-    fn pool_maps_pages(&self) -> bool {
-        true
+    /// The pool mapped the page once (`PP_FLAG_DMA_MAP`); that mapping is the device's.
+    fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
+        Some(page.dma)
+    }
+
+    fn release_page(&self, _dma: DmaAddr) {}
+}
+
+// SAFETY: the kernel DMA API's mappings (KernelDma), each attached to the model while it lives.
+unsafe impl PacketMap for ApiDma {
+    unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, d: Direction) -> Option<DmaAddr> {
+        // SAFETY: forwarded contract.
+        let dma = unsafe { self.api().map_single(cpu, len, d) }?;
+        if self.attach_for(dma, len, d) {
+            Some(dma)
+        } else {
+            self.api().unmap_single(dma, len, d);
+            None
+        }
+    }
+
+    fn unmap_single(&self, dma: DmaAddr, len: usize, d: Direction) {
+        self.detach_for(dma, len, d);
+        self.api().unmap_single(dma, len, d);
+    }
+
+    fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, d: Direction, for_cpu: bool) {
+        self.api().sync_single(dma, offset, len, d, for_cpu);
+    }
+
+    /// The pool mapped the page (`PP_FLAG_DMA_MAP`, the kernel's address); the model is told
+    /// about it while the driver holds the page.
+    fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
+        self.attach_for(page.dma, PAGE_SIZE, Direction::Bidirectional)
+            .then_some(page.dma)
+    }
+
+    fn release_page(&self, dma: DmaAddr) {
+        self.detach_for(dma, PAGE_SIZE, Direction::Bidirectional);
     }
 }
 
@@ -215,6 +263,8 @@ unsafe impl PacketMap for KDma {
             Self::Kernel(k) => unsafe { k.map_single(cpu, len, d) },
             // SAFETY: forwarded contract.
             Self::Sim(s) => unsafe { s.map_single(cpu, len, d) },
+            // SAFETY: forwarded contract.
+            Self::SimApi(a) => unsafe { a.map_single(cpu, len, d) },
         }
     }
 
@@ -222,6 +272,7 @@ unsafe impl PacketMap for KDma {
         match self {
             Self::Kernel(k) => k.unmap_single(dma, len, d),
             Self::Sim(s) => s.unmap_single(dma, len, d),
+            Self::SimApi(a) => a.unmap_single(dma, len, d),
         }
     }
 
@@ -229,13 +280,23 @@ unsafe impl PacketMap for KDma {
         match self {
             Self::Kernel(k) => k.sync_single(dma, offset, len, d, for_cpu),
             Self::Sim(s) => s.sync_single(dma, offset, len, d, for_cpu),
+            Self::SimApi(a) => a.sync_single(dma, offset, len, d, for_cpu),
         }
     }
 
-    fn pool_maps_pages(&self) -> bool {
+    fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
         match self {
-            Self::Kernel(k) => k.pool_maps_pages(),
-            Self::Sim(s) => s.pool_maps_pages(),
+            Self::Kernel(k) => k.hold_page(page),
+            Self::Sim(s) => s.hold_page(page),
+            Self::SimApi(a) => a.hold_page(page),
+        }
+    }
+
+    fn release_page(&self, dma: DmaAddr) {
+        match self {
+            Self::Kernel(k) => k.release_page(dma),
+            Self::Sim(s) => s.release_page(dma),
+            Self::SimApi(a) => a.release_page(dma),
         }
     }
 }

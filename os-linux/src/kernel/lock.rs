@@ -1,6 +1,6 @@
-//! A kernel spinlock, taken with bottom halves disabled, as the lock of the model card: the card
-//! is used from process context (probe, ethtool), from softirq context (NAPI, transmit, the
-//! engine timer), never from hard-IRQ context.
+//! The kernel locks the Rust side uses: a spinlock taken with interrupts disabled as the lock of
+//! the model card (the card is used from process context, from softirq context, and from the
+//! netpoll path, which runs with interrupts disabled), and the card's context-command mutex.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -27,16 +27,16 @@ impl Drop for KLock {
     }
 }
 
-// SAFETY: spin_lock_bh/spin_unlock_bh are the kernel's mutual exclusion with acquire/release
+// SAFETY: spin_lock_irqsave/spin_unlock_irqrestore are the kernel's mutual exclusion with acquire/release
 // semantics; the pointer is valid until drop.
 unsafe impl RawLock for KLock {
     fn lock(&self) {
         // SAFETY: valid lock (type invariant).
-        unsafe { ffi::onic_lock_bh(self.0.as_ptr()) };
+        unsafe { ffi::onic_lock(self.0.as_ptr()) };
     }
     fn unlock(&self) {
         // SAFETY: valid lock, held by this thread (RawLock contract of the caller).
-        unsafe { ffi::onic_unlock_bh(self.0.as_ptr()) };
+        unsafe { ffi::onic_unlock(self.0.as_ptr()) };
     }
 }
 
@@ -44,3 +44,37 @@ unsafe impl RawLock for KLock {
 unsafe impl Send for KLock {}
 // SAFETY: as above.
 unsafe impl Sync for KLock {}
+
+/// A card's context-command mutex, owned by the C glue (one per card, shared by the card's
+/// functions); borrowed for the life of the ports built with it.
+pub struct KCardLock(NonNull<c_void>);
+
+impl KCardLock {
+    /// The mutex at `lock`.
+    ///
+    /// # Safety
+    ///
+    /// `lock` is an initialized `struct mutex *` that outlives every use of this handle.
+    pub const unsafe fn new(lock: NonNull<c_void>) -> Self {
+        Self(lock)
+    }
+}
+
+// SAFETY: mutex_lock/mutex_unlock exclude every other holder of the same mutex, with acquire and
+// release semantics; the core takes it only from process context (probe, open, stop, remove,
+// the reset work), where sleeping is allowed, and never while holding it.
+unsafe impl onic_hal::SharedLock for KCardLock {
+    fn lock(&self) {
+        // SAFETY: valid mutex (constructor contract).
+        unsafe { ffi::onic_ctx_lock(self.0.as_ptr()) };
+    }
+    fn unlock(&self) {
+        // SAFETY: valid mutex, held by this thread (SharedLock contract).
+        unsafe { ffi::onic_ctx_unlock(self.0.as_ptr()) };
+    }
+}
+
+// SAFETY: a kernel mutex may be taken from any thread in process context.
+unsafe impl Send for KCardLock {}
+// SAFETY: as above.
+unsafe impl Sync for KCardLock {}

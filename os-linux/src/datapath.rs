@@ -1,0 +1,416 @@
+//! The port's datapath entry points. Each names the one context that may call it for a given
+//! queue index (its owner in the locking rules of `os-linux/README.md`); none of them calls out
+//! into code that could call the driver back while a ring of the port is borrowed, except the RX
+//! poll, which holds no lock and borrows only its own NAPI rings when it hands frames to the
+//! stack or to a redirect.
+
+use core::sync::atomic::Ordering;
+
+use onic_core::ethtool::QueueCounters;
+use onic_core::rss::ShellHasher;
+use onic_core::tx::{TxError, TxThresholds};
+use onic_core::xdp::{xdp_xmit, XdpContext, XdpRxq};
+use onic_core::NoPages;
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
+
+use crate::dp::{self, Done, OsProg, Pass, Redirect, TxItem};
+use crate::errno::{Errno, ENETDOWN};
+use crate::os::{Os, PacketMap, StatBlock};
+use crate::port::Port;
+use crate::queues::{napi_counters, tx_counters, NapiLive, TxLive};
+
+/// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
+const XMIT_CHUNK: usize = 16;
+
+/// What a transmit did, for the C glue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum XmitResult {
+    /// Queued (no doorbell yet: the glue flushes at the end of the batch); the packet is the
+    /// ring's until its completion.
+    Ok = 0,
+    /// Ring full: stop the queue, return NETDEV_TX_BUSY (the packet is still the caller's).
+    Busy = 1,
+    /// Not queued (bad length, mapping failed, queue down): the caller frees and counts it.
+    Dropped = 2,
+    /// Queued and published, and the ring is now full: stop the queue until a reclaim frees
+    /// slots.
+    OkStop = 3,
+}
+
+/// What a reclaim of the stack's TX ring did, for BQL and the queue state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TxClean {
+    /// Bytes of the packets completed (as posted: what BQL was told at transmit).
+    pub bytes: u64,
+    /// Packets completed.
+    pub packets: u32,
+    /// Packets still on the ring (a reclaim must follow within bounded time).
+    pub in_flight: u32,
+    /// Descriptors free now.
+    pub free: u32,
+    /// Free descriptors at which a stopped queue may be woken (the core's
+    /// [`TxThresholds::for_ring`]).
+    pub wake_at: u32,
+}
+
+/// What one NAPI poll did, for the C glue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct PollResult {
+    /// Frames consumed (NAPI work done).
+    pub done: u32,
+    /// Poll again without waiting for the interrupt (more completions are known).
+    pub more: bool,
+    /// Frames were redirected: the glue calls `xdp_do_flush`.
+    pub redirected: bool,
+    /// XDP_TX frames are still on the ring: their reclaim needs a later poll.
+    pub tx_pending: bool,
+}
+
+/// A TX ring's state, for a TX timeout report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TxState {
+    /// Oldest descriptor whose packet the driver holds.
+    pub next_to_clean: u16,
+    /// The producer index.
+    pub next_to_use: u16,
+    /// The consumer index the device last wrote back.
+    pub device_cidx: u16,
+    /// Packets on the ring.
+    pub in_flight: u16,
+    /// Descriptors free.
+    pub free: u16,
+    /// The ring is running.
+    pub running: bool,
+    /// The ring stopped on an inconsistent device index.
+    pub error: bool,
+}
+
+impl<R, D, L, K, C> Port<R, D, L, K, C>
+where
+    R: RegisterWindow,
+    D: DmaMemory + PacketMap + Clone,
+    L: DelayNs,
+    K: Os + Clone,
+    C: SharedLock,
+{
+    /// The NAPI rings of queue index `qid`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is queue `qid`'s NAPI context and holds no other reference from this method.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn napi(&self, qid: u16) -> Option<&mut NapiLive<K, D>> {
+        let q = self.queues.get(usize::from(qid))?;
+        // SAFETY: caller's contract: the one context that owns these rings.
+        unsafe { (*q.napi.get()).as_mut() }
+    }
+
+    /// The stack's TX ring of queue index `qid`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds netdev TX queue `qid`'s lock and no other reference from this method.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn stack(&self, qid: u16) -> Option<&mut TxLive<K, D>> {
+        let q = self.queues.get(usize::from(qid))?;
+        // SAFETY: caller's contract.
+        unsafe { (*q.stack.get()).as_mut() }
+    }
+
+    /// The redirect-in ring of queue index `qid`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds queue `qid`'s xmit lock and no other reference from this method.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn xmit_ring(&self, qid: u16) -> Option<&mut TxLive<K, D>> {
+        let q = self.queues.get(usize::from(qid))?;
+        // SAFETY: caller's contract.
+        unsafe { (*q.xmit.get()).as_mut() }
+    }
+
+    fn publish(&self, qid: u16, block: StatBlock, c: &QueueCounters) {
+        self.os.stats_publish(qid, block, &dp::to_words(c));
+    }
+
+    /// Sends one packet of the stack on TX ring `qid`, after reclaiming what the device has
+    /// completed there (`done` receives the counts, for BQL). No doorbell: the glue calls
+    /// [`Port::tx_flush`] at the end of the batch (xmit_more, BQL), except that a ring that
+    /// filled up is published at once. On `Ok`/`OkStop` the packet belongs to the ring until its
+    /// completion frees it; otherwise it is still the caller's.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds netdev TX queue `qid`'s lock; the packet is linear and at least
+    /// `ETH_ZLEN` long.
+    pub unsafe fn xmit(&self, qid: u16, skb: K::Skb, done: &mut TxClean) -> XmitResult {
+        // SAFETY: the TX lock of this queue makes us its only user (caller's contract).
+        let Some(live) = (unsafe { self.stack(qid) }) else {
+            return XmitResult::Dropped;
+        };
+        *done = self.reclaim_stack(live, None);
+        let Some(item) = TxItem::map_skb(&self.os, &self.dma, skb) else {
+            return XmitResult::Dropped;
+        };
+        let tx = &mut live.tx;
+        let r = match tx.xmit_os(&self.dev.doorbells(), item, true) {
+            Ok(()) if tx.is_stopped() => XmitResult::OkStop,
+            Ok(()) => XmitResult::Ok,
+            Err(e) => {
+                let busy = matches!(e, TxError::Full(_));
+                e.into_inner().unmap(&self.dma);
+                if busy {
+                    XmitResult::Busy
+                } else {
+                    XmitResult::Dropped
+                }
+            }
+        };
+        done.in_flight = u32::from(tx.in_flight());
+        done.free = u32::from(tx.free());
+        if r != XmitResult::Ok {
+            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
+        }
+        r
+    }
+
+    /// Rings the stack TX ring's doorbell for everything queued (end of a transmit batch).
+    ///
+    /// # Safety
+    ///
+    /// As [`Port::xmit`].
+    pub unsafe fn tx_flush(&self, qid: u16) {
+        // SAFETY: caller's contract.
+        if let Some(live) = unsafe { self.stack(qid) } {
+            live.tx.flush(&self.dev.doorbells());
+            self.publish(qid, StatBlock::Stack, &tx_counters(live.tx.stats()));
+        }
+    }
+
+    /// Free descriptors of the stack TX ring (the re-check after stopping the queue).
+    ///
+    /// # Safety
+    ///
+    /// As [`Port::xmit`].
+    pub unsafe fn tx_free(&self, qid: u16) -> u16 {
+        // SAFETY: caller's contract.
+        unsafe { self.stack(qid) }.map_or(0, |l| l.tx.free())
+    }
+
+    fn reclaim_stack(&self, live: &mut TxLive<K, D>, napi_budget: Option<u32>) -> TxClean {
+        let before = *live.tx.stats();
+        let mut done = Done {
+            os: &self.os,
+            map: &self.dma,
+            napi_budget,
+        };
+        live.tx.reclaim(&mut NoPages, &mut done);
+        let after = live.tx.stats();
+        TxClean {
+            bytes: after.tx_bytes.wrapping_sub(before.tx_bytes),
+            packets: u32::try_from(after.tx_packets.wrapping_sub(before.tx_packets)).unwrap_or(u32::MAX),
+            in_flight: u32::from(live.tx.in_flight()),
+            free: u32::from(live.tx.free()),
+            wake_at: u32::from(TxThresholds::for_ring(live.tx.config().ring.usable()).wake_at),
+        }
+    }
+
+    /// Reclaims the stack TX ring `qid` from the queue's NAPI poll (`budget` as NAPI gave it:
+    /// packets are freed with `napi_consume_skb`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds netdev TX queue `qid`'s lock.
+    pub unsafe fn tx_clean(&self, qid: u16, budget: u32) -> TxClean {
+        // SAFETY: caller's contract.
+        let Some(live) = (unsafe { self.stack(qid) }) else {
+            return TxClean::default();
+        };
+        let c = self.reclaim_stack(live, Some(budget));
+        if c.packets > 0 {
+            self.publish(qid, StatBlock::Stack, &tx_counters(live.tx.stats()));
+        }
+        c
+    }
+
+    /// Reclaims the redirect-in ring `qid`; returns the frames still on it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds queue `qid`'s xmit lock.
+    pub unsafe fn xmit_clean(&self, qid: u16) -> u16 {
+        // SAFETY: caller's contract.
+        let Some(live) = (unsafe { self.xmit_ring(qid) }) else {
+            return 0;
+        };
+        let mut done = Done {
+            os: &self.os,
+            map: &self.dma,
+            napi_budget: None,
+        };
+        if live.tx.reclaim(&mut NoPages, &mut done).completed > 0 {
+            self.publish(qid, StatBlock::Xmit, &tx_counters(live.tx.stats()));
+        }
+        live.tx.in_flight()
+    }
+
+    /// `ndo_xdp_xmit` on the redirect-in ring `qid`: reclaims it, then queues the frames in order,
+    /// stopping at the first that does not fit. Returns how many were queued (the rest are still
+    /// the caller's), or `ENETDOWN` when the ring is not running.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds queue `qid`'s xmit lock.
+    pub unsafe fn xdp_xmit(&self, qid: u16, frames: &[K::XdpFrame], flush: bool) -> Result<usize, Errno> {
+        // SAFETY: caller's contract.
+        let Some(live) = (unsafe { self.xmit_ring(qid) }) else {
+            return Err(ENETDOWN);
+        };
+        let tx = &mut live.tx;
+        let mut done = Done {
+            os: &self.os,
+            map: &self.dma,
+            napi_budget: None,
+        };
+        tx.reclaim(&mut NoPages, &mut done);
+        let db = self.dev.doorbells();
+        let mut sent = 0;
+        for chunk in frames.chunks(XMIT_CHUNK) {
+            let mut items: [Option<TxItem<K>>; XMIT_CHUNK] = Default::default();
+            let mut mapped = 0;
+            for (slot, &f) in items.iter_mut().zip(chunk) {
+                match TxItem::map_xdp(&self.os, &self.dma, f) {
+                    Some(item) => *slot = Some(item),
+                    None => break,
+                }
+                mapped += 1;
+            }
+            let n = xdp_xmit(tx, &db, &mut items[..mapped], false);
+            sent += n;
+            for item in items.iter_mut().skip(n).filter_map(Option::take) {
+                item.unmap(&self.dma);
+            }
+            if n < chunk.len() {
+                break;
+            }
+        }
+        if flush {
+            tx.flush(&db);
+        }
+        self.publish(qid, StatBlock::Xmit, &tx_counters(tx.stats()));
+        Ok(sent)
+    }
+
+    /// One NAPI poll of queue index `qid`'s own rings: the XDP_TX ring's reclaim, then up to
+    /// `budget` received frames through `prog` (if attached) or straight to the stack, XDP_TX on
+    /// the own ring. No lock is held: frames reach the stack (which may transmit on this port
+    /// from here) and redirect targets (which may be this port's `ndo_xdp_xmit`) while only
+    /// this context's rings are borrowed.
+    ///
+    /// # Safety
+    ///
+    /// Called from queue `qid`'s NAPI poll (budget > 0); `napi` is that poll's context.
+    pub unsafe fn poll(&self, qid: u16, budget: u32, napi: K::Napi, prog: Option<K::Prog>) -> PollResult {
+        // SAFETY: the NAPI context of this queue is the rings' only user.
+        let Some(live) = (unsafe { self.napi(qid) }) else {
+            return PollResult::default();
+        };
+        let qp = &mut live.qp;
+        let mem = qp.pool.mem();
+        // Acquire: pairs with the release in `set_hash_key`; the hasher read is complete.
+        let active = self.active.load(Ordering::Acquire) & 1;
+        // SAFETY: the active hasher is not written while a poll may read it (`set_hash_key`
+        // rebuilds only the inactive one, and waits for running polls after each switch).
+        let hasher: &ShellHasher = unsafe { &*self.hashers[active].get() };
+        let mut pass = Pass {
+            os: &self.os,
+            map: &self.dma,
+            napi,
+            mem,
+            qid,
+            hasher,
+        };
+        let mut redirect = Redirect {
+            os: &self.os,
+            map: &self.dma,
+            prog,
+            mem,
+            redirected: false,
+        };
+        let mut program = prog.map(|prog| OsProg {
+            os: &self.os,
+            prog,
+            mem,
+        });
+        let mut xdp = XdpContext {
+            prog: program.as_mut(),
+            pass: &mut pass,
+            redirect: &mut redirect,
+            rxq: XdpRxq {
+                queue_index: qid,
+                port: self.dev.function().port(),
+            },
+            origin: qid,
+            hasher: Some(hasher),
+        };
+        let mut done = Done {
+            os: &self.os,
+            map: &self.dma,
+            napi_budget: Some(budget),
+        };
+        qp.pool.in_napi = true;
+        let out = qp.poll_xdp(
+            usize::try_from(budget).unwrap_or(usize::MAX),
+            &self.dev.doorbells(),
+            &mut xdp,
+            &mut done,
+        );
+        qp.pool.in_napi = false;
+        let redirected = redirect.redirected;
+        self.publish_napi(qid, &napi_counters(qp));
+        PollResult {
+            done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
+            more: out.rx.more,
+            redirected,
+            tx_pending: qp.tx.in_flight() > 0,
+        }
+    }
+
+    /// Publishes the NAPI block: the index's history plus the running pair.
+    fn publish_napi(&self, qid: u16, now: &QueueCounters) {
+        let Some(q) = self.queues.get(usize::from(qid)) else {
+            return;
+        };
+        // SAFETY: `base` changes only at stop, under RTNL with NAPI disabled; the NAPI poll (our
+        // caller) only reads it.
+        let mut c = unsafe { *q.base.get() };
+        c += *now;
+        self.publish(qid, StatBlock::Napi, &c);
+    }
+
+    /// The stack TX ring's state, for a TX timeout report.
+    ///
+    /// # Safety
+    ///
+    /// As [`Port::xmit`] (the kernel's watchdog holds every TX queue lock).
+    pub unsafe fn tx_state(&self, qid: u16) -> TxState {
+        // SAFETY: caller's contract.
+        let Some(live) = (unsafe { self.stack(qid) }) else {
+            return TxState::default();
+        };
+        let (next_to_clean, next_to_use) = live.tx.indices();
+        TxState {
+            next_to_clean,
+            next_to_use,
+            device_cidx: live.tx.device_cidx(),
+            in_flight: live.tx.in_flight(),
+            free: live.tx.free(),
+            running: true,
+            error: live.tx.error().is_some(),
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! The rings behind one queue index of a port, and their start and teardown.
+//!
+//! Each queue index `q` (one MSI-X vector, one NAPI instance) owns four rings, each with exactly
+//! one owning context (the locking rules of `os-linux/README.md`):
+//!
+//! | ring | H2C / C2H queue id | owner |
+//! | --- | --- | --- |
+//! | RX (C2H + CMPT) and its page pool | `q` | NAPI `q` |
+//! | XDP_TX | `max + q` | NAPI `q` |
+//! | the stack's TX | `q` | whoever holds netdev TX queue `q`'s lock |
+//! | redirect-in (`ndo_xdp_xmit`) | `2 max + q` | whoever holds the queue's xmit lock |
+//!
+//! The first two form the core's [`QueuePair`]: XDP_TX frames go out of the pair's own ring, so
+//! the RX poll takes no lock at all and never shares a ring with the stack. `max` is the port's
+//! largest queue count ([`crate::port::PortConfig::max_queues`]), so the ids do not move when
+//! `ethtool -L` changes how many queue indices are in use.
+
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use onic_core::config::MAX_QUEUES_PER_FUNCTION;
+use onic_core::ethtool::QueueCounters;
+use onic_core::tx::TxSlot;
+use onic_core::{
+    Device, NoPage, NoPages, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
+    TxQueueConfig, TxStats,
+};
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
+
+use crate::dp::{self, Done, OsPage, OsPool, TxItem};
+use crate::errno::{self, Errno, ENOMEM};
+use crate::os::{Os, PacketMap, StatBlock};
+
+/// The TX rings of a queue index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxRole {
+    /// The stack's transmit (`ndo_start_xmit`).
+    Stack = 0,
+    /// XDP_TX of the queue's NAPI poll.
+    XdpTx = 1,
+    /// Frames other devices (or this one) redirected here (`ndo_xdp_xmit`).
+    Xmit = 2,
+}
+
+/// H2C queue ids per queue index.
+const TX_ROLES: u16 = 3;
+
+/// Queue indices a port may own: each uses three of the function's 64 H2C queue ids (spec §1.3).
+pub const MAX_PORT_QUEUES: u16 = MAX_QUEUES_PER_FUNCTION / TX_ROLES;
+
+impl TxRole {
+    /// The function-relative H2C queue id of this role's ring for queue index `q` of a port
+    /// owning `max` queue indices.
+    #[must_use]
+    pub const fn qid(self, max: u16, q: u16) -> u16 {
+        self as u16 * max + q
+    }
+}
+
+/// The NAPI context's rings: RX and XDP_TX with the page pool they share.
+pub(crate) type NapiPair<K, D> = QueuePair<'static, D, OsPool<K, D>, TxItem<K>>;
+/// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
+pub(crate) type TxRing<K, D> = TxQueue<'static, D, NoPage, TxItem<K>>;
+
+/// A running NAPI pair and the slot storage it borrows.
+pub(crate) struct NapiLive<K: Os, D: DmaMemory + PacketMap + Clone> {
+    pub(crate) qp: NapiPair<K, D>,
+    rx_slots: NonNull<[Option<OsPage>]>,
+    tx_slots: NonNull<[TxSlot<OsPage, TxItem<K>>]>,
+}
+
+/// A running TX-only ring and the slot storage it borrows.
+pub(crate) struct TxLive<K: Os, D: DmaMemory + PacketMap + Clone> {
+    pub(crate) tx: TxRing<K, D>,
+    slots: NonNull<[TxSlot<NoPage, TxItem<K>>]>,
+}
+
+/// One queue index's state. Each cell is reached only by its owner (module docs); control calls
+/// reach them all while the datapath is quiet (RTNL, NAPI disabled, TX stopped, `ndo_xdp_xmit`
+/// fenced off).
+pub(crate) struct Queue<K: Os, D: DmaMemory + PacketMap + Clone> {
+    pub(crate) napi: UnsafeCell<Option<NapiLive<K, D>>>,
+    pub(crate) stack: UnsafeCell<Option<TxLive<K, D>>>,
+    pub(crate) xmit: UnsafeCell<Option<TxLive<K, D>>>,
+    /// Counters of the rings this index ran before (written at stop; read by the NAPI poll,
+    /// which publishes them with its own block).
+    pub(crate) base: UnsafeCell<QueueCounters>,
+    /// The page pool of the running pair, for its statistics (control calls).
+    pub(crate) mem: UnsafeCell<Option<K::QMem>>,
+}
+
+impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
+    pub(crate) fn new() -> Self {
+        Self {
+            napi: UnsafeCell::new(None),
+            stack: UnsafeCell::new(None),
+            xmit: UnsafeCell::new(None),
+            base: UnsafeCell::new(QueueCounters::default()),
+            mem: UnsafeCell::new(None),
+        }
+    }
+}
+
+/// A slice of `n` slots on the heap, or `ENOMEM`.
+fn slots<T>(n: u16, mut fill: impl FnMut() -> T) -> Result<Vec<T>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(usize::from(n)).map_err(|_| ENOMEM)?;
+    v.resize_with(usize::from(n), &mut fill);
+    Ok(v)
+}
+
+/// A NAPI pair's counters, XDP_TX ring included.
+pub(crate) fn napi_counters<K: Os, D: DmaMemory + PacketMap + Clone>(qp: &NapiPair<K, D>) -> QueueCounters {
+    QueueCounters {
+        rx: *qp.rx.stats(),
+        tx: *qp.tx.stats(),
+        pair: *qp.stats(),
+        pool: Default::default(),
+    }
+}
+
+/// A TX-only ring's counters.
+pub(crate) fn tx_counters(stats: &TxStats) -> QueueCounters {
+    QueueCounters {
+        tx: *stats,
+        ..QueueCounters::default()
+    }
+}
+
+/// Where buffers go when a ring is torn down (outside any NAPI poll).
+fn teardown_done<'a, K: Os, D: PacketMap>(os: &'a K, map: &'a D) -> Done<'a, K, D> {
+    Done {
+        os,
+        map,
+        napi_budget: None,
+    }
+}
+
+/// What starting and stopping rings needs: the device, the memory, the OS and a delay.
+pub(crate) struct Rings<'p, R: RegisterWindow, C: SharedLock, D, K, L> {
+    pub(crate) dev: &'p Device<R, R, C>,
+    pub(crate) dma: &'p D,
+    pub(crate) os: &'p K,
+    pub(crate) delay: &'p mut L,
+}
+
+impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os + Clone, L: DelayNs>
+    Rings<'_, R, C, D, K, L>
+{
+    /// Builds and starts a TX-only ring on H2C queue `qid`, whose contexts name `vector`.
+    pub(crate) fn start_tx(
+        &mut self,
+        qid: u16,
+        vector: u16,
+        ring: RingSizeIdx,
+    ) -> Result<TxLive<K, D>, Errno> {
+        let cfg = TxQueueConfig { qid, ring, vector };
+        let (slots, ptr) = dp::leak_slice(slots(ring.entries(), TxSlot::new)?);
+        let tx = match TxQueue::new(self.dma.clone(), cfg, slots) {
+            Ok(tx) => tx,
+            Err(_) => {
+                // SAFETY: the queue that would have borrowed the slots was never built.
+                unsafe { dp::unleak(ptr) };
+                return Err(ENOMEM);
+            }
+        };
+        if let Err(e) = tx.start(self.dev, self.delay) {
+            let _ = tx.teardown(
+                self.dev,
+                self.delay,
+                &mut NoPages,
+                &mut teardown_done(self.os, self.dma),
+            );
+            // SAFETY: the queue that borrowed the slots is gone.
+            unsafe { dp::unleak(ptr) };
+            return Err(errno::from_core(&e));
+        }
+        Ok(TxLive { tx, slots: ptr })
+    }
+
+    /// Tears a TX-only ring down (every buffer back to its owner); returns its counters.
+    pub(crate) fn stop_tx(&mut self, live: TxLive<K, D>, q: u16) -> TxStats {
+        let TxLive { tx, slots } = live;
+        let stats = *tx.stats();
+        let mut done = teardown_done(self.os, self.dma);
+        if let Err(e) = tx.teardown(self.dev, self.delay, &mut NoPages, &mut done) {
+            onic_hal::warn!("onic: TX ring of queue {} teardown: {}", q, e);
+        }
+        // SAFETY: the queue that borrowed the slots is gone.
+        unsafe { dp::unleak(slots) };
+        stats
+    }
+
+    /// Builds and starts queue index `q`'s NAPI pair: its page pool, RX ring (filled from the
+    /// pool) and XDP_TX ring on H2C queue `xdp_qid`.
+    pub(crate) fn start_napi(
+        &mut self,
+        q: u16,
+        xdp_qid: u16,
+        tx_ring: RingSizeIdx,
+        rx_ring: RingSizeIdx,
+    ) -> Result<(NapiLive<K, D>, K::QMem), Errno> {
+        let mut rxc = RxQueueConfig::new(q);
+        rxc.desc_ring = rx_ring;
+        rxc.cmpt_ring = rx_ring;
+        let txc = TxQueueConfig {
+            qid: xdp_qid,
+            ring: tx_ring,
+            vector: q,
+        };
+        let rx_slots = slots(rx_ring.entries(), || None)?;
+        let tx_slots = slots(tx_ring.entries(), TxSlot::new)?;
+        let mem = self.os.qmem_new(q, u32::from(rx_ring.entries()))?;
+        let (rx_ref, rx_ptr) = dp::leak_slice(rx_slots);
+        let (tx_ref, tx_ptr) = dp::leak_slice(tx_slots);
+        let free_all = |os: &K, mem| {
+            os.qmem_free(mem);
+            // SAFETY: the queues that borrowed the slots were never built or are gone.
+            unsafe {
+                dp::unleak(rx_ptr);
+                dp::unleak(tx_ptr);
+            }
+        };
+        let rx = RxQueue::new(self.dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_ref);
+        let tx = TxQueue::new(self.dma.clone(), txc, tx_ref);
+        let (rx, tx) = match (rx, tx) {
+            (Ok(rx), Ok(tx)) => (rx, tx),
+            (rx, tx) => {
+                drop((rx, tx));
+                free_all(self.os, mem);
+                return Err(ENOMEM);
+            }
+        };
+        let pool = OsPool::new(self.os.clone(), mem, self.dma.clone());
+        let mut qp = QueuePair::new(rx, tx, pool);
+        if let Err(e) = qp.start(self.dev, self.delay) {
+            let mut done = teardown_done(self.os, self.dma);
+            let (_, pool) = qp.teardown(self.dev, self.delay, &mut done);
+            drop(pool);
+            free_all(self.os, mem);
+            return Err(errno::from_core(&e));
+        }
+        let live = NapiLive {
+            qp,
+            rx_slots: rx_ptr,
+            tx_slots: tx_ptr,
+        };
+        Ok((live, mem))
+    }
+
+    /// Tears a NAPI pair down (every page back to the pool, the pool destroyed); returns its
+    /// counters.
+    pub(crate) fn stop_napi(&mut self, live: NapiLive<K, D>, q: u16) -> QueueCounters {
+        let NapiLive {
+            qp,
+            rx_slots,
+            tx_slots,
+        } = live;
+        let now = napi_counters(&qp);
+        let mut done = teardown_done(self.os, self.dma);
+        let (r, pool) = qp.teardown(self.dev, self.delay, &mut done);
+        if let Err(e) = r {
+            onic_hal::warn!("onic: queue {} teardown: {}", q, e);
+        }
+        let mem = pool.mem();
+        drop(pool);
+        self.os.qmem_free(mem);
+        // SAFETY: the queues that borrowed the slots are gone.
+        unsafe {
+            dp::unleak(rx_slots);
+            dp::unleak(tx_slots);
+        }
+        now
+    }
+
+    /// Starts every ring of queue index `q` (TX-only rings first, then the NAPI pair) into its
+    /// cells; on failure, what was started is torn down again.
+    ///
+    /// # Safety
+    ///
+    /// Control call with the datapath quiet: the cells are the caller's.
+    pub(crate) unsafe fn start_queue(
+        &mut self,
+        queue: &Queue<K, D>,
+        q: u16,
+        max: u16,
+        tx_ring: RingSizeIdx,
+        rx_ring: RingSizeIdx,
+    ) -> Result<(), Errno> {
+        let stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
+        let xmit = match self.start_tx(TxRole::Xmit.qid(max, q), q, tx_ring) {
+            Ok(x) => x,
+            Err(e) => {
+                self.stop_tx(stack, q);
+                return Err(e);
+            }
+        };
+        let (napi, mem) = match self.start_napi(q, TxRole::XdpTx.qid(max, q), tx_ring, rx_ring) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stop_tx(stack, q);
+                self.stop_tx(xmit, q);
+                return Err(e);
+            }
+        };
+        // SAFETY: caller's contract.
+        unsafe {
+            *queue.stack.get() = Some(stack);
+            *queue.xmit.get() = Some(xmit);
+            *queue.napi.get() = Some(napi);
+            *queue.mem.get() = Some(mem);
+        }
+        Ok(())
+    }
+
+    /// Tears queue index `q`'s rings down; their counters join the index's history, which is
+    /// published as the NAPI block (the other blocks start again from zero), so the netdev's
+    /// totals survive down/up.
+    ///
+    /// # Safety
+    ///
+    /// As [`Rings::start_queue`].
+    pub(crate) unsafe fn stop_queue(&mut self, queue: &Queue<K, D>, q: u16) {
+        // SAFETY: caller's contract.
+        let (napi, stack, xmit, base, mem) = unsafe {
+            (
+                (*queue.napi.get()).take(),
+                (*queue.stack.get()).take(),
+                (*queue.xmit.get()).take(),
+                &mut *queue.base.get(),
+                &mut *queue.mem.get(),
+            )
+        };
+        if let Some(s) = stack {
+            *base += tx_counters(&self.stop_tx(s, q));
+        }
+        if let Some(x) = xmit {
+            *base += tx_counters(&self.stop_tx(x, q));
+        }
+        if let Some(n) = napi {
+            *base += self.stop_napi(n, q);
+        }
+        *mem = None;
+        self.os.stats_publish(q, StatBlock::Napi, &dp::to_words(base));
+        let zero = dp::to_words(&QueueCounters::default());
+        self.os.stats_publish(q, StatBlock::Stack, &zero);
+        self.os.stats_publish(q, StatBlock::Xmit, &zero);
+    }
+}
