@@ -29,6 +29,10 @@ pub struct Kernel {
     pub headers_meta: &'static str,
     /// Meta package depending on the matching image.
     pub image_meta: &'static str,
+    /// What the VM test adds to this kernel's command line: 6.12 runs the model behind the
+    /// kernel DMA API with every buffer bounced (`swiotlb=force`), where a missing or wrong sync
+    /// corrupts data.
+    pub vm_args: &'static str,
 }
 
 /// Debian 12's own kernel (6.1) and the 6.12 series Debian 12 also ships.
@@ -37,11 +41,13 @@ pub const KERNELS: [Kernel; 2] = [
         name: "6.1",
         headers_meta: "linux-headers-amd64",
         image_meta: "linux-image-amd64",
+        vm_args: "",
     },
     Kernel {
         name: "6.12",
         headers_meta: "linux-headers-6.12-amd64",
         image_meta: "linux-image-6.12-amd64",
+        vm_args: "swiotlb=force onic_sim_dma_api",
     },
 ];
 
@@ -61,7 +67,9 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
 }
 
 /// Host packages the module build and the VM test need (Debian names).
-pub const HOST_PACKAGES: [&str; 15] = [
+pub const HOST_PACKAGES: [&str; 17] = [
+    "iperf3",       // the VM test's load
+    "iputils-ping", // ping -f and payload patterns (busybox's ping has neither)
     "build-essential", // make, gcc-12 (the headers' compiler)
     "bc",
     "libelf1", // objtool / modpost from linux-kbuild

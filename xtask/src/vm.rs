@@ -20,7 +20,7 @@ pub const USAGE: &str =
 
 /// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
 const STATUS_PASS: i32 = 33;
-const DEFAULT_TIMEOUT_S: u64 = 420;
+const DEFAULT_TIMEOUT_S: u64 = 900;
 
 /// XDP programs: (object name, source, extra clang flags).
 const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
@@ -36,7 +36,11 @@ const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
 const HASH_LOADER: &str = "onic_xdp_hash";
 
 /// Host programs copied into the initramfs with their shared libraries.
-const GUEST_TOOLS: [&str; 2] = ["ip", "ethtool"];
+const GUEST_TOOLS: [&str; 4] = ["ip", "ethtool", "iperf3", "ping"];
+
+/// Kernel command line of every VM test boot: a soft lockup or a hung task panics the guest,
+/// which ends QEMU without a verdict (the run fails).
+const VM_CMDLINE: &str = "console=ttyS0 quiet panic=-1 rdinit=/init softlockup_panic=1 hung_task_panic=1";
 
 struct Options {
     kernel: String,
@@ -214,11 +218,10 @@ const STATUS_FAIL: i32 = 35;
 
 /// Boots one kernel with the initramfs; true when the guest's verdict is the expected one.
 fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
-    let append = if expect_fail {
-        "console=ttyS0 quiet panic=-1 rdinit=/init onic_vm_deliberate_fail"
-    } else {
-        "console=ttyS0 quiet panic=-1 rdinit=/init"
-    };
+    let mut append = format!("{VM_CMDLINE} {}", r.kernel.vm_args);
+    if expect_fail {
+        append.push_str(" onic_vm_deliberate_fail");
+    }
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args([
         "-m",
@@ -241,7 +244,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
     .arg(&r.vmlinuz)
     .arg("-initrd")
     .arg(initrd)
-    .args(["-append", append])
+    .args(["-append", append.trim()])
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
