@@ -16,6 +16,9 @@ ln -s /run /var/run
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# libxdp (xdp-loader, xdp-filter) keeps its dispatcher state in bpffs. `ip netns exec` mounts a
+# fresh sysfs over /sys, which hides this mount: the xdp-tools run under nsenter instead.
+mount -t bpf bpf /sys/fs/bpf
 
 KO=/lib/modules/onic.ko
 FAILS=0
@@ -138,6 +141,7 @@ $IP link set onicsim0 netns a
 $IP link set onicsim1 netns b
 A="$IP netns exec a"
 B="$IP netns exec b"
+NB="nsenter --net=/run/netns/b"
 $IP -n a link set lo up
 $IP -n b link set lo up
 $IP -n a addr add 192.0.2.1/24 dev onicsim0
@@ -330,6 +334,11 @@ check "under load: swap in xdp_tx.o" timeout 30 $IP -n b -force link set dev oni
 sleep 2
 check "under load: detach XDP" timeout 30 $IP -n b link set dev onicsim1 xdpdrv off
 sleep 2
+check "under load: xdp-loader loads xdp_pass.o and xdp_tx.o behind libxdp's dispatcher" sh -c \
+	"timeout 30 $NB xdp-loader load -m native onicsim1 /xdp/xdp_pass.o && timeout 30 $NB xdp-loader load -m native onicsim1 /xdp/xdp_tx.o && $NB xdp-loader status onicsim1 | grep -q xdp_dispatcher"
+sleep 2
+check "under load: xdp-loader unload --all" timeout 30 $NB xdp-loader unload onicsim1 --all
+sleep 2
 echo 2 >/sys/module/onic/parameters/sim_link
 sleep 3
 check "link down: onicsim0 has no carrier" sh -c "$A ethtool onicsim0 | grep -q 'Link detected: no' && $IP -n a link show onicsim0 | grep -q NO-CARRIER"
@@ -350,6 +359,16 @@ fi
 kill $SRV 2>/dev/null
 wait $SRV 2>/dev/null
 check "ping after the reconfiguration" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+
+# ---- xdp-filter (Debian's xdp-tools) in native mode: a dropped UDP port, TCP still passes
+check "xdp-filter load -m native onicsim1" timeout 30 $NB xdp-filter load -m native onicsim1
+check "xdp-filter port 5555" timeout 30 $NB xdp-filter port 5555
+timeout 20 $A iperf3 -c 192.0.2.2 -u -p 5555 -b 1M -t 2 --connect-timeout 2000 >/dev/null 2>&1
+iperf "iperf3 TCP through xdp-filter, 3 s" 30 -t 3
+$NB xdp-filter status >/tmp/out 2>&1
+H=$(awk '$1 == "5555" { print $NF }' /tmp/out)
+check "xdp-filter dropped the frames to port 5555 ($H hits)" test "${H:-0}" -gt 0
+check "xdp-filter unload" timeout 30 $NB xdp-filter unload onicsim1
 
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
 echo "onic-vm: fault window begins" >/dev/kmsg

@@ -67,9 +67,10 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
 }
 
 /// Host packages the module build and the VM test need (Debian names).
-pub const HOST_PACKAGES: [&str; 17] = [
-    "iperf3",       // the VM test's load
-    "iputils-ping", // ping -f and payload patterns (busybox's ping has neither)
+pub const HOST_PACKAGES: [&str; 18] = [
+    "iperf3",          // the VM test's load
+    "iputils-ping",    // ping -f and payload patterns (busybox's ping has neither)
+    "xdp-tools",       // xdp-loader, xdp-filter, xdp-bench (with libxdp's BPF objects)
     "build-essential", // make, gcc-12 (the headers' compiler)
     "bc",
     "libelf1", // objtool / modpost from linux-kbuild
@@ -174,6 +175,38 @@ pub struct Resolved {
     pub kdir: PathBuf,
     /// The kernel image.
     pub vmlinuz: PathBuf,
+}
+
+/// Extracts the module `rel` (a path under the image's `kernel/` tree, e.g. `net/core/pktgen.ko`)
+/// from the downloaded image package into `<dir>/modules`, decompressed; returns its path.
+pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
+    let out = r.dir.join("modules");
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let deb = fs::read_dir(r.dir.join("debs"))
+        .map_err(|e| format!("debs: {e}"))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("linux-image-{}_", r.abi)))
+        })
+        .ok_or_else(|| format!("linux-image-{}: download missing", r.abi))?;
+    let name = Path::new(rel)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("bad module path {rel}"))?
+        .to_string();
+    let sh = format!(
+        "dpkg-deb --fsys-tarfile '{deb}' | tar -x -O --wildcards './lib/modules/*/kernel/{rel}*' > '{o}.raw' && \
+         if xz -t '{o}.raw' 2>/dev/null; then xz -dc '{o}.raw' > '{o}'; else mv '{o}.raw' '{o}'; fi; rm -f '{o}.raw'; test -s '{o}'",
+        deb = deb.display(),
+        o = out.join(&name).display()
+    );
+    let mut c = Command::new("sh");
+    c.args(["-c", &sh]);
+    run(&format!("extract {rel} from linux-image-{}", r.abi), c)?;
+    Ok(out.join(name))
 }
 
 /// Resolves the ABI, downloads and unpacks headers (+ common part and kbuild) and the image.

@@ -4,6 +4,7 @@
 mod kmod;
 mod qemu;
 mod vm;
+mod vmbench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -315,15 +316,20 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Some("vm-bench") => match vmbench::vm_bench(&args[1..]) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Some("qemu") => match qemu::parse(&args[1..]).and_then(|o| qemu::qemu(&o)) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
-            vm::USAGE.trim_start_matches("usage: ")
+            vm::USAGE.trim_start_matches("usage: "),
+            vmbench::USAGE.trim_start_matches("usage: ")
         )),
     };
     match result {

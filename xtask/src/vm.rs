@@ -36,11 +36,23 @@ const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
 const HASH_LOADER: &str = "onic_xdp_hash";
 
 /// Host programs copied into the initramfs with their shared libraries.
-const GUEST_TOOLS: [&str; 4] = ["ip", "ethtool", "iperf3", "ping"];
+const GUEST_TOOLS: [&str; 7] = [
+    "ip",
+    "ethtool",
+    "iperf3",
+    "ping",
+    "xdp-loader",
+    "xdp-filter",
+    "xdp-bench",
+];
+
+/// Where libxdp looks for its BPF objects (the multi-program dispatcher, xdp-filter's programs):
+/// copied into the initramfs whole.
+const LIBXDP_OBJECTS: &str = "/usr/lib/x86_64-linux-gnu/bpf";
 
 /// Kernel command line of every VM test boot: a soft lockup or a hung task panics the guest,
 /// which ends QEMU without a verdict (the run fails).
-const VM_CMDLINE: &str = "console=ttyS0 quiet panic=-1 rdinit=/init softlockup_panic=1 hung_task_panic=1";
+pub const VM_CMDLINE: &str = "console=ttyS0 quiet panic=-1 rdinit=/init softlockup_panic=1 hung_task_panic=1";
 
 struct Options {
     kernel: String,
@@ -84,7 +96,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
 }
 
 /// Compiles the XDP programs (kernel independent) into `target/vm/xdp`.
-fn build_xdp() -> Result<PathBuf, String> {
+pub fn build_xdp() -> Result<PathBuf, String> {
     let out = kmod::vm_root().join("xdp");
     mkdir(&out)?;
     let src = root().join("os-linux/xdp");
@@ -162,8 +174,15 @@ fn expected_stats() -> String {
     s
 }
 
-/// Builds the initramfs for one kernel's module.
-fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
+/// Builds the initramfs for one kernel's module, with `init` as `/init` and `extra` files copied
+/// to the given paths inside it.
+pub fn initramfs(
+    r: &Resolved,
+    ko: &Path,
+    xdp: &Path,
+    init: &Path,
+    extra: &[(PathBuf, &str)],
+) -> Result<PathBuf, String> {
     let dir = r.dir.join("initramfs");
     let _ = fs::remove_dir_all(&dir);
     for d in [
@@ -189,6 +208,10 @@ fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
             copy(&real, &dir.join(lib.strip_prefix("/").unwrap_or(&lib)))?;
         }
     }
+    for entry in fs::read_dir(LIBXDP_OBJECTS).map_err(|e| format!("{LIBXDP_OBJECTS}: {e}"))? {
+        let p = entry.map_err(|e| format!("{LIBXDP_OBJECTS}: {e}"))?.path();
+        copy(&p, &dir.join(p.strip_prefix("/").unwrap_or(&p)))?;
+    }
     copy(ko, &dir.join("lib/modules/onic.ko"))?;
     for (name, _, _) in XDP_PROGRAMS {
         let f = format!("{name}.o");
@@ -196,8 +219,12 @@ fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
     }
     copy(&xdp.join(HASH_LOADER), &dir.join("bin").join(HASH_LOADER))?;
     fs::write(dir.join("etc/onic/stats71.txt"), expected_stats()).map_err(|e| format!("stats71: {e}"))?;
-    let init = dir.join("init");
-    copy(&root().join("os-linux/vm/init.sh"), &init)?;
+    for (from, to) in extra {
+        copy(from, &dir.join(to))?;
+    }
+    let init_path = dir.join("init");
+    copy(init, &init_path)?;
+    let init = init_path;
     let mut c = Command::new("chmod");
     c.arg("755").arg(&init);
     run("chmod /init", c)?;
@@ -216,12 +243,17 @@ fn initramfs(r: &Resolved, ko: &Path, xdp: &Path) -> Result<PathBuf, String> {
 /// QEMU status for the guest's "a check failed" (0x11 written to isa-debug-exit).
 const STATUS_FAIL: i32 = 35;
 
-/// Boots one kernel with the initramfs; true when the guest's verdict is the expected one.
-fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
-    let mut append = format!("{VM_CMDLINE} {}", r.kernel.vm_args);
-    if expect_fail {
-        append.push_str(" onic_vm_deliberate_fail");
-    }
+/// What a guest run left: QEMU's exit status (`None`: killed at the deadline), the console lines
+/// and the time it took.
+pub struct GuestRun {
+    pub status: Option<i32>,
+    pub console: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// Boots one kernel with the initramfs and `append` as its command line, echoing the console;
+/// the console is also written to `console.log` of the kernel's directory.
+pub fn run_guest(r: &Resolved, initrd: &Path, timeout: Duration, append: &str) -> Result<GuestRun, String> {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args([
         "-m",
@@ -244,7 +276,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
     .arg(&r.vmlinuz)
     .arg("-initrd")
     .arg(initrd)
-    .args(["-append", append.trim()])
+    .args(["-append", append])
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
@@ -257,6 +289,25 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
     let (status, console, elapsed) = crate::qemu::run_echoing(&mut cmd, timeout)?;
     let _ = fs::write(r.dir.join("console.log"), console.join("\n") + "\n");
     println!("---- end of console ({}) ----", r.kernel.name);
+    Ok(GuestRun {
+        status,
+        console,
+        elapsed,
+    })
+}
+
+/// Boots one kernel with the VM test's initramfs; true when the guest's verdict is the expected
+/// one.
+fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
+    let mut append = format!("{VM_CMDLINE} {}", r.kernel.vm_args);
+    if expect_fail {
+        append.push_str(" onic_vm_deliberate_fail");
+    }
+    let GuestRun {
+        status,
+        console,
+        elapsed,
+    } = run_guest(r, initrd, timeout, append.trim())?;
     let secs = elapsed.as_secs_f64();
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
     if expect_fail {
@@ -321,7 +372,7 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         let t = Instant::now();
         let r = kmod::fetch(k)?;
         let ko = kmod::build_module(&r, &obj)?;
-        let img = initramfs(&r, &ko, &xdp)?;
+        let img = initramfs(&r, &ko, &xdp, &root().join("os-linux/vm/init.sh"), &[])?;
         println!(
             "kernel {}: module and initramfs ready in {:.1} s",
             k.name,
