@@ -293,13 +293,13 @@ impl<H: Host> Run<'_, '_, H> {
                     kind: FaultKind::BadPc,
                 });
             };
-            self.executed += 1;
-            if self.executed > self.budget {
+            if self.executed == self.budget {
                 return Err(Fault {
                     pc,
                     kind: FaultKind::Budget { limit: self.budget },
                 });
             }
+            self.executed += 1;
             self.pc = pc + 1;
             let (d, s) = (usize::from(ins.dst), usize::from(ins.src));
             match ins.op & 7 {
