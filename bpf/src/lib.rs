@@ -313,8 +313,8 @@ impl<H> fmt::Debug for XdpEngine<H> {
 pub struct SimHost {
     /// Interface index of port 0.
     pub ifindex_base: u32,
-    /// (interface index, redirect target) pairs.
-    pub redirects: Vec<(u32, u32)>,
+    /// (ingress port or `None` for any, interface index, redirect target).
+    pub redirects: Vec<(Option<u8>, u32, u32)>,
     /// Redirect target of AF_XDP sockets (xskmap entries), if the host has a user sink.
     pub xsk_target: Option<u32>,
     /// CPUs: queue `q` runs on CPU `q % cpus`.
@@ -353,8 +353,11 @@ impl Host for SimHost {
         self.ifindex_base + u32::from(rxq.port)
     }
 
-    fn redirect_ifindex(&self, _: XdpRxq, ifindex: u32) -> Option<u32> {
-        self.redirects.iter().find(|r| r.0 == ifindex).map(|r| r.1)
+    fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        self.redirects
+            .iter()
+            .find(|r| r.0.is_none_or(|p| p == rxq.port) && r.1 == ifindex)
+            .map(|r| r.2)
     }
 
     fn redirect_xsk(&self, _: XdpRxq, _: u32) -> Option<u32> {

@@ -89,6 +89,24 @@ pub const fn map_value_addr(m: usize, off: u32) -> u64 {
     addr(MAP_BASE + m as u64, off)
 }
 
+/// An address as a person reads it: `packet+316`, `stack+4088`, `map 2+8`, or the raw number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shown(pub u64);
+
+impl core::fmt::Display for Shown {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let signed = |o: u32| o as i32;
+        match region(self.0) {
+            Region::Ctx(o) => write!(f, "ctx{:+}", signed(o)),
+            Region::Stack(o) => write!(f, "stack{:+}", signed(o)),
+            Region::Packet(o) => write!(f, "packet{:+}", signed(o)),
+            Region::MapHandle(m) => write!(f, "map handle {m}"),
+            Region::MapValue(m, o) => write!(f, "map {m}{:+}", signed(o)),
+            Region::None => write!(f, "{:#x}", self.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +126,11 @@ mod tests {
             Region::Packet(u32::MAX - 299)
         );
         assert_eq!(region(addr(STACK, 0)), Region::Stack(0));
+        assert_eq!(
+            std::format!("{}", Shown(addr(PACKET, 0).wrapping_sub(300))),
+            "packet-300"
+        );
+        assert_eq!(std::format!("{}", Shown(map_value_addr(2, 8))), "map 2+8");
+        assert_eq!(std::format!("{}", Shown(7)), "0x7");
     }
 }

@@ -60,10 +60,16 @@ impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::OutOfBounds { addr, size, region } => {
-                write!(f, "{size}-byte access at {addr:#x} outside the {region}")
+                write!(
+                    f,
+                    "{size}-byte access at {} outside the {region}",
+                    mem::Shown(*addr)
+                )
             }
-            Self::ReadOnly { addr } => write!(f, "store to read-only memory at {addr:#x}"),
-            Self::NotAnAddress { addr } => write!(f, "access through {addr:#x}, which is no pointer"),
+            Self::ReadOnly { addr } => write!(f, "store to read-only memory at {}", mem::Shown(*addr)),
+            Self::NotAnAddress { addr } => {
+                write!(f, "access through {}, which is no pointer", mem::Shown(*addr))
+            }
             Self::Budget { limit } => write!(f, "instruction budget of {limit} exhausted"),
             Self::CallDepth => write!(f, "more than {} nested calls", mem::MAX_FRAMES),
             Self::BadPc => f.write_str("jump outside the program"),

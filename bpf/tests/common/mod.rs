@@ -27,7 +27,7 @@ pub fn engine(name: &str, sec: Option<&str>) -> XdpEngine<SimHost> {
     let opts = LoadOptions::default();
     let loaded = onic_bpf::load(&object(name), sec, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut host = SimHost::new(opts.cpus, 1);
-    host.redirects.push((2, 0));
+    host.redirects.push((None, 2, 0));
     host.xsk_target = Some(1);
     XdpEngine::new(loaded, host, opts.budget)
 }
