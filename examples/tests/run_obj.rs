@@ -347,3 +347,56 @@ fn bad_objects_and_settings_are_refused_with_a_message() {
     let e = run_err(&["run", "--xdp-obj", &o("xdp_drop.o"), "--xdp", "pass"]);
     assert!(e.contains("cannot be used with"), "{e}");
 }
+
+/// The number after `label` in `text`.
+fn number_after(text: &str, label: &str) -> u64 {
+    let rest = text
+        .split(label)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{text}"));
+    rest.trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn traffic_mode_runs_objects_on_the_receiving_queues() {
+    let o = |n: &str| root().join("bpf/objects").join(n).to_str().unwrap().to_string();
+    let common = [
+        "--traffic",
+        "--packets",
+        "3000",
+        "--progress-ms",
+        "0",
+        "--proto",
+        "udp",
+    ];
+    let mut args = vec!["run", "--xdp-obj"];
+    let drop_udp = o("xdp_drop_udp.o");
+    args.push(&drop_udp);
+    args.extend(common);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    let dropped = number_after(&r, "), drop ");
+    assert!(dropped > 0 && dropped < 3000, "{r}");
+    assert_eq!(number_after(&r, "XDP: pass ") + dropped, 3000, "{r}");
+
+    let swap = o("xdp_swap.o");
+    let mut args = vec!["run", "--xdp-obj", &swap];
+    args.extend(common);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    // Every frame went back over the cable and reached the sending function.
+    assert_eq!(number_after(&r, "), tx "), 3000, "{r}");
+    assert!(r.contains("accounting: sent 3000 = received 3000 "), "{r}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", &swap, "--traffic", "--direction", "both"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs one direction"));
+}
