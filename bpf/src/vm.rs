@@ -482,8 +482,25 @@ impl<H: Host> Run<'_, '_, H> {
 
     /// Loads `size` bytes (1, 2, 4, 8) at `addr`, zero-extended.
     pub(crate) fn load(&mut self, addr: u64, size: usize) -> Result<u64, FaultKind> {
-        if let Region::Ctx(off) = mem::region(addr) {
-            return self.ctx_load(off, size);
+        // Fast paths read the value straight out of its slice; anything unusual (a packet access
+        // straddling the metadata, a bad address) takes the general path and its error.
+        let fast = match mem::region(addr) {
+            Region::Ctx(off) => return self.ctx_load(off, size),
+            Region::Stack(o) => get(&self.vm.stack, o as usize, size),
+            Region::Packet(o) => {
+                let (_, data, _) = self.buff.offsets();
+                (o as usize)
+                    .checked_sub(data)
+                    .and_then(|i| get(self.buff.data(), i, size))
+            }
+            Region::MapValue(mi, o) => self
+                .maps
+                .get(mi)
+                .and_then(|m| value_span(m, o, size).and_then(|r| get(m.storage(), r.start, size))),
+            _ => None,
+        };
+        if let Some(v) = fast {
+            return Ok(v);
         }
         let mut b = [0u8; 8];
         self.read(addr, &mut b[..size])?;
@@ -492,6 +509,25 @@ impl<H: Host> Run<'_, '_, H> {
 
     /// Stores the low `size` bytes of `v` at `addr`.
     pub(crate) fn store(&mut self, addr: u64, size: usize, v: u64) -> Result<(), FaultKind> {
+        let done = match mem::region(addr) {
+            Region::Stack(o) => {
+                let ok = put(&mut self.vm.stack, o as usize, size, v);
+                if ok {
+                    self.vm.stack_low = self.vm.stack_low.min(o as usize);
+                }
+                ok
+            }
+            Region::Packet(o) => {
+                let (_, data, _) = self.buff.offsets();
+                (o as usize)
+                    .checked_sub(data)
+                    .is_some_and(|i| put(self.buff.data_mut(), i, size, v))
+            }
+            _ => false,
+        };
+        if done {
+            return Ok(());
+        }
         let b = v.to_le_bytes();
         self.write(addr, &b[..size])
     }
@@ -567,6 +603,34 @@ impl<H: Host> Run<'_, '_, H> {
         }
         Ok(())
     }
+}
+
+/// `size` bytes at `o` of `b`, little-endian.
+#[inline]
+fn get(b: &[u8], o: usize, size: usize) -> Option<u64> {
+    let s = b.get(o..o.checked_add(size)?)?;
+    Some(match *s {
+        [a] => u64::from(a),
+        [a, b] => u64::from(u16::from_le_bytes([a, b])),
+        [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => return None,
+    })
+}
+
+/// Stores the low `size` bytes of `v` at `o` of `b`; false if it does not fit.
+#[inline]
+fn put(b: &mut [u8], o: usize, size: usize, v: u64) -> bool {
+    let Some(s) = o.checked_add(size).and_then(|e| b.get_mut(o..e)) else {
+        return false;
+    };
+    match size {
+        1 => s[0] = v as u8,
+        2 => s.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => s.copy_from_slice(&(v as u32).to_le_bytes()),
+        _ => s.copy_from_slice(&v.to_le_bytes()),
+    }
+    true
 }
 
 fn oob(addr: u64, size: usize, region: &'static str) -> FaultKind {
