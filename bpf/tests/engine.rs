@@ -353,3 +353,13 @@ fn maps_dump_as_json() {
     );
     assert!(j.contains("{\"key\": \"00000000000000000000000000000000\", \"value\": \"01000000000000003c00000000000000\"}"), "{j}");
 }
+
+#[test]
+fn objects_load_from_unaligned_buffers() {
+    // An object embedded with include_bytes! or cut out of a larger file has no alignment.
+    let obj = object("xdp_count.o");
+    let mut shifted = vec![0u8; obj.len() + 1];
+    shifted[1..].copy_from_slice(&obj);
+    let l = onic_bpf::load(&shifted[1..], None, &LoadOptions::default()).unwrap();
+    assert_eq!(l.program.name(), "xdp_count");
+}
