@@ -400,3 +400,102 @@ fn traffic_mode_runs_objects_on_the_receiving_queues() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs one direction"));
 }
+
+/// The order-free form of a capture, as `os-linux/vm/onic_replay digest` prints it: one
+/// "length fnv64" line per frame, sorted as strings.
+fn digest(path: &Path) -> String {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut lines = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let d = p.unwrap().data.into_owned();
+        let h = d.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+            (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3)
+        });
+        lines.push(format!("{} {h:016x}", d.len()));
+    }
+    lines.sort();
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The programs the kernel VM test replays (see `os-linux/vm/README.md`): object, program.
+const VM_PROGRAMS: [(&str, &str); 8] = [
+    ("xdp_pass.o", "xdp_pass"),
+    ("xdp_drop.o", "xdp_drop"),
+    ("xdp_swap.o", "xdp_swap"),
+    ("xdp_drop_udp.o", "xdp_drop_udp"),
+    ("xdp_tx.o", "xdp_tx"),
+    ("xdp_redirect.o", "xdp_redirect"),
+    ("xdp_count.o", "xdp_count"),
+    ("xdp_features.o", "xdp_features"),
+];
+
+/// The expected outputs of the kernel VM comparison (`os-linux/vm/expected/`) are what
+/// `onic run --xdp-obj` gives on the shared capture: the frames the stack receives (pass.pcap),
+/// the frames port 0 sends (tx-port0.pcap, which the cable brings to onicsim1), and for the flow
+/// counter its map. `ONIC_BLESS=1` rewrites them.
+#[test]
+fn vm_expected_outputs_are_what_onic_run_gives() {
+    let dir = root().join("os-linux/vm/expected");
+    let bless = std::env::var_os("ONIC_BLESS").is_some();
+    for (obj, prog) in VM_PROGRAMS {
+        let out = out_dir(&format!("vm-{prog}"));
+        let objp = root().join("bpf/objects").join(obj);
+        let json = out.join("maps.json");
+        std::fs::create_dir_all(&out).unwrap();
+        onic(&[
+            "run",
+            "--pcap",
+            shared().to_str().unwrap(),
+            "--xdp-obj",
+            objp.to_str().unwrap(),
+            "--sec",
+            prog,
+            "--dump-maps",
+            json.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ]);
+        let mut files = vec![
+            (format!("{prog}.pass.digest"), digest(&out.join("pass.pcap"))),
+            (
+                format!("{prog}.port0-out.digest"),
+                digest(&out.join("tx-port0.pcap")),
+            ),
+        ];
+        if prog == "xdp_count" {
+            let mut lines: Vec<String> = std::fs::read_to_string(&json)
+                .unwrap()
+                .lines()
+                .filter(|l| l.contains("\"key\": \""))
+                .map(|l| {
+                    let field = |n: &str| {
+                        l.split(&format!("\"{n}\": \""))
+                            .nth(1)
+                            .unwrap()
+                            .split('"')
+                            .next()
+                            .unwrap()
+                            .to_string()
+                    };
+                    format!("flows {} {}\n", field("key"), field("value"))
+                })
+                .collect();
+            lines.sort();
+            files.push(("xdp_count.flows.txt".into(), lines.concat()));
+        }
+        for (name, text) in files {
+            let path = dir.join(&name);
+            if bless {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &text).unwrap();
+            }
+            let committed =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                committed == text,
+                "{name}: onic run gives something else now (ONIC_BLESS=1 rewrites)"
+            );
+        }
+    }
+}
