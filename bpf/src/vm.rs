@@ -283,68 +283,78 @@ pub fn taken(op: u8, a: u64, b: u64, wide: bool) -> bool {
 }
 
 impl<H: Host> Run<'_, '_, H> {
-    fn fault(&self, kind: FaultKind) -> Fault {
-        Fault {
-            pc: self.pc.saturating_sub(1),
-            kind,
-        }
-    }
-
     fn go(&mut self) -> Result<u64, Fault> {
-        loop {
-            let pc = self.pc;
+        // The program counter and the count live in locals on the fast path; `self.pc` is
+        // brought up to date around what reads it (jumps, calls, faults).
+        let mut pc = self.pc;
+        let r = loop {
             let Some(&ins) = self.code.get(pc) else {
-                return Err(Fault {
+                break Err(Fault {
                     pc,
                     kind: FaultKind::BadPc,
                 });
             };
             if self.executed == self.budget {
-                return Err(Fault {
+                break Err(Fault {
                     pc,
                     kind: FaultKind::Budget { limit: self.budget },
                 });
             }
             self.executed += 1;
-            self.pc = pc + 1;
             let (d, s) = (usize::from(ins.dst), usize::from(ins.src));
             match ins.op & 7 {
-                class::ALU64 | class::ALU => {
+                class::ALU64 => {
                     let src = if ins.op & SRC_X != 0 {
                         self.regs[s]
                     } else {
                         ins.imm as i64 as u64
                     };
-                    self.regs[d] = if ins.op & 7 == class::ALU64 {
-                        alu64(ins.op, self.regs[d], src, ins.off, ins.imm)
+                    self.regs[d] = alu64(ins.op, self.regs[d], src, ins.off, ins.imm);
+                    pc += 1;
+                }
+                class::ALU => {
+                    let src = if ins.op & SRC_X != 0 {
+                        self.regs[s]
                     } else {
-                        alu32(ins.op, self.regs[d], src, ins.off, ins.imm)
+                        ins.imm as i64 as u64
                     };
+                    self.regs[d] = alu32(ins.op, self.regs[d], src, ins.off, ins.imm);
+                    pc += 1;
                 }
                 class::JMP | class::JMP32 => {
-                    if let Some(r0) = self.jump(ins).map_err(|k| self.fault(k))? {
-                        return Ok(r0);
+                    self.pc = pc + 1;
+                    match self.jump(ins) {
+                        Ok(Some(r0)) => break Ok(r0),
+                        Ok(None) => pc = self.pc,
+                        Err(k) => break Err(Fault { pc, kind: k }),
                     }
                 }
                 class::LDX => {
                     let addr = self.regs[s].wrapping_add(ins.off as i64 as u64);
                     let size = crate::insn::size_bytes(ins.op);
-                    let v = self.load(addr, size).map_err(|k| self.fault(k))?;
-                    self.regs[d] = if ins.op & 0xe0 == m::MEMSX {
-                        sign_extend(v, size)
-                    } else {
-                        v
-                    };
+                    match self.load(addr, size) {
+                        Ok(v) if ins.op & 0xe0 == m::MEMSX => self.regs[d] = sign_extend(v, size),
+                        Ok(v) => self.regs[d] = v,
+                        Err(k) => break Err(Fault { pc, kind: k }),
+                    }
+                    pc += 1;
                 }
-                class::ST | class::STX => self.store_insn(ins).map_err(|k| self.fault(k))?,
+                class::ST | class::STX => {
+                    if let Err(k) = self.store_insn(ins) {
+                        break Err(Fault { pc, kind: k });
+                    }
+                    pc += 1;
+                }
                 _ => {
                     // lddw (the only LD instruction validation lets through).
                     let hi = self.code.get(pc + 1).map_or(0, |n| n.imm as u32);
                     self.regs[d] = u64::from(ins.imm as u32) | (u64::from(hi) << 32);
-                    self.pc = pc + 2;
+                    pc += 2;
                 }
             }
-        }
+        };
+        self.pc = pc;
+        r
     }
 
     /// A jump, call or exit; `Some(r0)` when the program returns.
