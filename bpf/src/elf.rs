@@ -50,7 +50,7 @@ struct MapTable {
 pub struct Loaded {
     /// The program.
     pub program: Program,
-    /// Every map of the object, in the order of [`crate::Maps`].
+    /// Every map of the object, in the order of its sections and definitions.
     pub maps: Vec<Map>,
     /// Every program the object holds (XDP or not).
     pub programs: Vec<ProgramInfo>,

@@ -198,6 +198,8 @@ fn step_doc() -> Result<(), String> {
         "onic-core",
         "-p",
         "onic-sim",
+        "-p",
+        "onic-bpf",
         "--features",
         "onic-hal/alloc",
     ]);
