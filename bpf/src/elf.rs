@@ -250,7 +250,10 @@ fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Re
                 add(&mut t, def, idx, off, false, None)?;
             }
         } else if let Some(read_only) = is_data_section(name) {
-            let size = u32::try_from(sec.size()).map_err(|_| err(format!("section {name} is too large")))?;
+            let size = u32::try_from(sec.size())
+                .ok()
+                .filter(|&s| s as usize <= opts.max_map_bytes)
+                .ok_or_else(|| err(format!("section {name} is larger than the maps may take")))?;
             if size == 0 {
                 continue;
             }
@@ -425,10 +428,8 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
             .iter()
             .find(|sp| s.section() == SymbolSection::Section(sp.0))
         {
-            funcs.push((
-                base + (s.address() / INSN_SIZE as u64) as usize,
-                s.name().unwrap_or("?").to_owned(),
-            ));
+            let at = usize::try_from(s.address() / INSN_SIZE as u64).unwrap_or(usize::MAX);
+            funcs.push((base.saturating_add(at), s.name().unwrap_or("?").to_owned()));
         }
     }
     funcs.sort();

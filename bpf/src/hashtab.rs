@@ -93,7 +93,8 @@ impl HashTable {
     /// An empty table of `capacity` slots of `key_size`-byte keys.
     #[must_use]
     pub fn new(key_size: usize, capacity: usize, lru: bool) -> Self {
-        let index_len = (capacity.max(4) * 2).next_power_of_two();
+        // Callers keep `footprint` within their limit, so this neither overflows nor saturates.
+        let index_len = capacity.max(4).saturating_mul(2).next_power_of_two();
         Self {
             key_size,
             keys: vec![0; key_size * capacity],
@@ -110,8 +111,16 @@ impl HashTable {
     /// Bytes this table allocates for `capacity` slots (for the load-time memory limit).
     #[must_use]
     pub fn footprint(key_size: usize, capacity: usize) -> usize {
-        let index_len = (capacity.max(4) * 2).next_power_of_two();
-        key_size * capacity + capacity * 13 + index_len * 4
+        // Saturating: a hostile definition must fail the limit, not overflow past it.
+        let index_len = capacity
+            .max(4)
+            .saturating_mul(2)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX);
+        key_size
+            .saturating_mul(capacity)
+            .saturating_add(capacity.saturating_mul(13))
+            .saturating_add(index_len.saturating_mul(4))
     }
 
     /// Live entries.

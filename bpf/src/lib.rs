@@ -202,7 +202,7 @@ impl<H: Host> XdpEngine<H> {
     pub fn with_program(program: Program, maps: Vec<Map>, host: H, budget: u64) -> Self {
         let scratch = maps
             .iter()
-            .map(|m| (m.def().key_size + m.def().value_size) as usize)
+            .map(|m| (m.def().key_size as usize).saturating_add(m.def().value_size as usize))
             .max()
             .unwrap_or(0);
         Self {

@@ -200,9 +200,11 @@ impl Map {
         let bytes = n
             .checked_mul(copies)
             .and_then(|x| x.checked_mul(def.value_size as usize));
-        // Program addresses carry offsets below 2 GiB (see `mem::BIAS`).
-        if bytes.is_none_or(|b| b >= crate::mem::BIAS as usize) {
-            return Err("values take 2 GiB or more".into());
+        // Program addresses carry offsets below 2 GiB (see `mem::BIAS`); the table must fit too.
+        if bytes.is_none_or(|b| b >= crate::mem::BIAS as usize)
+            || Self::footprint(&def, cpus) >= crate::mem::BIAS as usize
+        {
+            return Err("the map would take 2 GiB or more".into());
         }
         let table = def
             .map_type

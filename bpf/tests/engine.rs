@@ -363,3 +363,23 @@ fn objects_load_from_unaligned_buffers() {
     let l = onic_bpf::load(&shifted[1..], None, &LoadOptions::default()).unwrap();
     assert_eq!(l.program.name(), "xdp_count");
 }
+
+#[test]
+fn huge_map_definitions_are_refused_before_allocating() {
+    let def = |t, v, n| onic_bpf::MapDef {
+        name: "big".into(),
+        map_type: t,
+        key_size: 4,
+        value_size: v,
+        max_entries: n,
+        flags: 0,
+        read_only: false,
+    };
+    for (t, v, n) in [
+        (MapType::Array, u32::MAX, 2),
+        (MapType::Hash, 1, u32::MAX),
+        (MapType::PercpuArray, 1 << 20, 1 << 12),
+    ] {
+        assert!(onic_bpf::Map::new(def(t, v, n), 64).is_err(), "{t:?}");
+    }
+}
