@@ -14,6 +14,7 @@ mod rss;
 mod run;
 mod trace;
 mod traffic;
+mod xdp_obj;
 mod xdp_progs;
 
 /// onic: the OpenNIC driver's command-line tool.
@@ -30,7 +31,7 @@ enum Command {
     /// other through the driver (every frame checked; rates, per-queue and statistics tables), or
     /// with --pcap/--xdp replay a capture through the driver and an XDP program and write what the
     /// OS received, what left each port and what was dropped as pcap files.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Print the register accesses the driver makes for a scenario (recording bus).
     Trace(trace::TraceArgs),
     /// Compute the shell's RSS hash, standard Toeplitz, or show how flows spread over queues.

@@ -6,6 +6,7 @@
 //! | `pass.pcap` | frames the OS received (XDP_PASS, or every frame without a program) |
 //! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
+//! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
 //!
 //! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1), each with
 //! `--queues` queue pairs over which the shell's RSS spreads the frames; the wire is open, so a
@@ -25,8 +26,8 @@ use onic_core::rss::ShellHasher;
 use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::xdp::{
-    return_to_origin, DevMap, PassInfo, RawXdpProgram, TxTarget, XdpAction, XdpBuff, XdpContext, XdpFrame,
-    XdpRxq,
+    return_to_origin, DevMap, PassInfo, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction,
+    XdpBuff, XdpContext, XdpFrame, XdpRxq,
 };
 use onic_core::Device;
 use onic_hal::{Direction, DmaPage};
@@ -34,6 +35,7 @@ use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
 use pcap_file::DataLink;
 
+use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
 use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
 
 /// Frames injected before the driver polls.
@@ -75,12 +77,14 @@ pub struct ReplayOpts {
     /// Print every `ethtool -S` entry, zeros included.
     #[arg(long)]
     pub all_stats: bool,
+    #[command(flatten)]
+    pub obj: ObjOpts,
 }
 
 impl ReplayOpts {
     /// Whether the options ask for replay mode.
     pub fn wanted(&self) -> bool {
-        self.pcap.is_some() || self.xdp.is_some()
+        self.pcap.is_some() || self.xdp.is_some() || (self.obj.xdp_obj.is_some() && !self.obj.traffic)
     }
 }
 
@@ -113,7 +117,7 @@ impl TxDone<XdpFrame<DmaPage>> for Done<'_, '_> {
 
 /// Records frames the program dropped, then hands its verdict on.
 struct DropRecorder<'p> {
-    prog: &'p mut Builtin,
+    prog: &'p mut Prog,
     dropped: &'p mut Vec<Vec<u8>>,
 }
 
@@ -136,6 +140,28 @@ struct Outputs {
     pass: Vec<(Duration, Vec<u8>)>,
     egress: [Vec<(Duration, Vec<u8>)>; 2],
     dropped: Vec<(Duration, Vec<u8>)>,
+    xsk: Vec<(Duration, Vec<u8>)>,
+}
+
+/// The run's user sink (an AF_XDP socket in copy mode): keeps a copy of every frame.
+struct XskSink<'o> {
+    frames: &'o mut Vec<(Duration, Vec<u8>)>,
+    ts: Duration,
+}
+
+impl RedirectTarget<DmaPage> for XskSink<'_> {
+    fn enqueue(&mut self, f: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
+        let start = usize::from(f.offset);
+        let bytes = f
+            .page
+            .bytes()
+            .get(start..start + usize::from(f.len))
+            .unwrap_or(&[]);
+        self.frames.push((self.ts, bytes.to_vec()));
+        Ok(Redirected::Copied(f))
+    }
+
+    fn flush(&mut self) {}
 }
 
 /// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`.
@@ -202,6 +228,10 @@ fn poll_pair(
     ts: Duration,
     dma: SimDma<'_>,
 ) -> bool {
+    let Outputs {
+        pass: passed, xsk, ..
+    } = out;
+    let mut sink = XskSink { frames: xsk, ts };
     let (a, b) = ports.split_at_mut(1);
     let (me, other) = if f == 0 {
         (&mut a[0], &mut b[0])
@@ -213,11 +243,12 @@ fn poll_pair(
     let other_db = other.dev.doorbells();
     let nq_other = other.pairs.len();
     let mut target = TxTarget::new(&mut other.pairs[q % nq_other].tx, &other_db);
-    let mut map: DevMap<'_, DmaPage, 1> = DevMap::new();
+    let mut map: DevMap<'_, DmaPage, 2> = DevMap::new();
     let _ = map.insert(OTHER_PORT, &mut target);
+    let _ = map.insert(XSK_SINK, &mut sink);
     let mut os_pages: Vec<(DmaPage, usize)> = Vec::new();
     let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
-        out.pass.push((ts, fr.data().to_vec()));
+        passed.push((ts, fr.data().to_vec()));
         os_pages.push((fr.page, usize::from(fr.offset) + usize::from(fr.len)));
         Ok(())
     };
@@ -248,12 +279,15 @@ fn poll_pair(
 fn drain(
     card: &Card,
     ports: &mut [PortRig<'_>],
-    prog: &mut Option<Builtin>,
+    prog: &mut Option<Prog>,
     rings: &[&'static RecycleRing],
     hasher: &ShellHasher,
     out: &mut Outputs,
     ts: Duration,
 ) -> Result<(), String> {
+    if let Some(p) = prog.as_mut() {
+        p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
+    }
     for _ in 0..100_000 {
         card.run_until_idle();
         card.advance_time(2_000);
@@ -403,11 +437,14 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     if !(1..=64).contains(&queues) {
         return Err(format!("--queues {queues}: 1..=64"));
     }
-    let mut prog = args
-        .xdp
-        .as_deref()
-        .map(|n| Builtin::by_name(n, args.udp_port))
-        .transpose()?;
+    let mut prog = match (&args.obj.xdp_obj, args.xdp.as_deref()) {
+        (Some(path), _) => Some(Prog::Object(
+            Box::new(crate::xdp_obj::load(&args.obj, path)?),
+            path.clone(),
+        )),
+        (None, Some(n)) => Some(Prog::Builtin(Builtin::by_name(n, args.udp_port)?)),
+        (None, None) => None,
+    };
     let frames = match &args.pcap {
         Some(p) => read_capture(p)?,
         None => sample_frames(args.frames)
@@ -460,12 +497,15 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         source,
         args.port,
         queues,
-        args.xdp.as_deref().unwrap_or("none")
+        prog.as_ref().map_or_else(
+            || "none".to_string(),
+            |p| p.describe(args.xdp.as_deref().unwrap_or(""))
+        )
     );
     for (p, rig) in ports.iter().enumerate() {
         print_stats(p, rig, args.all_stats);
     }
-    if let Some(Builtin::Count(flows)) = &prog {
+    if let Some(Prog::Builtin(Builtin::Count(flows))) = &prog {
         println!("flows counted by the program (frames, bytes):");
         for (flow, (n, bytes)) in flows {
             match flow {
@@ -476,12 +516,18 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
             }
         }
     }
-    let files = [
+    if let Some(Prog::Object(e, _)) = &prog {
+        crate::xdp_obj::report(e, args.obj.dump_maps.as_deref())?;
+    }
+    let mut files = vec![
         ("pass.pcap", &out.pass, "received by the OS"),
         ("tx-port0.pcap", &out.egress[0], "sent out of port 0"),
         ("tx-port1.pcap", &out.egress[1], "sent out of port 1"),
         ("drop.pcap", &out.dropped, "dropped by the program"),
     ];
+    if matches!(prog, Some(Prog::Object(..))) {
+        files.push(("xsk.pcap", &out.xsk, "redirected to the AF_XDP socket (xskmap)"));
+    }
     println!("output in {}:", args.out_dir.display());
     for (name, frames, what) in files {
         write_capture(&args.out_dir.join(name), frames)?;
@@ -507,6 +553,11 @@ pub struct SampleArgs {
     /// Frames to write.
     #[arg(long, default_value_t = 1000)]
     frames: usize,
+    /// Which mix: `default` (DNS, other UDP, TCP, ARP) or `xdp` (the default mix plus ICMP echo
+    /// requests and replies, IPv4 headers with options, runt IPv4 frames: something for each
+    /// program of os-linux/xdp).
+    #[arg(long, default_value = "default", value_parser = ["default", "xdp"])]
+    mix: String,
 }
 
 /// An Ethernet + IPv4 frame with the given protocol and 4 bytes of ports, padded to `len`.
@@ -576,8 +627,62 @@ pub fn sample_frames(n: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// An ICMP echo request (type 8) or reply (type 0) with a correct checksum and `payload` bytes.
+fn icmp_frame(src: [u8; 4], dst: [u8; 4], kind: u8, seq: u16, payload: usize) -> Vec<u8> {
+    let mut f = ipv4_frame(src, dst, 1, 0, 0, 42 + payload);
+    f[34..42].copy_from_slice(&[kind, 0, 0, 0, 0x4f, 0x4e, (seq >> 8) as u8, seq as u8]);
+    for (i, b) in f[42..].iter_mut().enumerate() {
+        *b = (i as u16 ^ seq) as u8;
+    }
+    let mut sum: u32 = f[34..]
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    f[36..38].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f
+}
+
+/// The `xdp` mix: half of the frames from the default mix, the others ICMP echo requests and
+/// replies, DNS behind a 24-byte IPv4 header, and IPv4 headers claiming 60 bytes in a 60-byte
+/// frame (no room for ports).
+pub fn xdp_sample_frames(n: usize) -> Vec<Vec<u8>> {
+    let base = sample_frames(n);
+    (0..n)
+        .map(|i| {
+            let client = [192, 0, 2, 1 + (i % 5) as u8];
+            match i % 6 {
+                1 => icmp_frame(client, [192, 0, 2, 100], 8, i as u16, 16 + (i % 3) * 40),
+                3 => icmp_frame(client, [192, 0, 2, 100], 0, i as u16, 24),
+                4 => {
+                    // 24-byte IPv4 header (one option word): the ports move 4 bytes on.
+                    let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 0, 0, 70);
+                    f[14] = 0x46;
+                    f[38..40].copy_from_slice(&(40000 + i as u16).to_be_bytes());
+                    f[40..42].copy_from_slice(&53u16.to_be_bytes());
+                    f
+                }
+                5 if i % 4 == 1 => {
+                    // The header length points at the frame's end: no room for ports.
+                    let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 7, 53, 60);
+                    f[14] = 0x4f;
+                    f
+                }
+                _ => base[i].clone(),
+            }
+        })
+        .collect()
+}
+
 pub fn sample(args: &SampleArgs) -> Result<(), String> {
-    let frames: Vec<(Duration, Vec<u8>)> = sample_frames(args.frames)
+    let mix = if args.mix == "xdp" {
+        xdp_sample_frames(args.frames)
+    } else {
+        sample_frames(args.frames)
+    };
+    let frames: Vec<(Duration, Vec<u8>)> = mix
         .into_iter()
         .enumerate()
         .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))

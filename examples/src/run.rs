@@ -24,6 +24,6 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.replay.wanted() {
         replay::run(&args.replay, args.traffic.queues)
     } else {
-        traffic::run(&args.traffic)
+        traffic::run(&args.traffic, &args.replay.obj)
     }
 }

@@ -26,22 +26,38 @@
 //!
 //! # What happens to received frames
 //!
-//! [`RxAction`] decides; today the only action is the OS path (check, count, hand the page to the
-//! "OS", which gives it back to the pool after the poll). The XDP programs of issue #5 are meant to
-//! slot in there as a `--xdp <program>` flag.
+//! Without a program, every frame is checked, counted and handed to the "OS", which gives the page
+//! back to the pool after the poll. With `--xdp-obj FILE.o --traffic`, the receiving function's
+//! queues run the object's program through the core's XDP poll (`poll_xdp`): passed frames are
+//! checked and counted as before (a frame the program changed is counted as changed, not
+//! corrupt), dropped and aborted ones are counted by the driver, XDP_TX sends frames back out of
+//! the receiving port (across the cable to the sending function, which receives them without a
+//! program), XDP_REDIRECT out of the other port (across the cable back to the receiving port,
+//! where the program meets them again: a program that redirects everything makes them circle,
+//! and the run stops with an error once the program has run four times per frame sent), an
+//! xskmap entry hands them to a user sink. The accounting then reads: sent = received (both
+//! functions) + XDP drops + user sink + driver drops + model drops.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use onic_bpf::{SimHost, XdpEngine};
 use onic_core::config::{DeviceConfig, RingSizeIdx};
+use onic_core::pool::release_to_hal;
 use onic_core::pool::{PageCounts, PoolStats, RecycleRing};
+use onic_core::queue_pair::PairPoll;
 use onic_core::queue_pair::{FrameSink, Verdict};
+use onic_core::rss::ShellHasher;
 use onic_core::rx::{RxFrame, RxStats};
 use onic_core::stats::read_hw_counters;
 use onic_core::tx::{TxDone, TxError, TxStats};
-use onic_core::xdp::XdpFrame;
+use onic_core::xdp::{
+    return_to_origin, DevMap, PassInfo, RedirectTarget, Redirected, TxTarget, XdpContext, XdpFrame, XdpRxq,
+};
+
+use crate::xdp_obj::ObjOpts;
 use onic_core::Device;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
@@ -127,14 +143,6 @@ pub struct TrafficArgs {
     /// Host milliseconds between progress lines on stderr (0: none).
     #[arg(long, default_value_t = 500)]
     pub progress_ms: u64,
-}
-
-/// What the RX side does with a frame that passed the byte check. `--xdp <program>` (issue #5)
-/// adds variants here; the sink below already speaks the driver's verdicts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RxAction {
-    /// Hand the page to the OS (XDP_PASS), which returns it to the pool after the poll.
-    ToOs,
 }
 
 /// How frame sizes are chosen.
@@ -333,47 +341,188 @@ struct QueueRx {
     packets: u64,
     bytes: u64,
     corrupt: u64,
+    /// Passed frames an XDP program changed (not counted as corrupt).
+    changed: u64,
 }
 
-/// The run's RX sink for one queue: checks every frame, counts it, and applies the [`RxAction`].
+/// The run's RX sink for one queue: checks every frame, counts it, and hands it to the OS.
 struct Sink<'x> {
     flows: &'x [Flow],
     ramp: &'x [u8],
     count: &'x mut QueueRx,
     os: &'x mut Vec<(DmaPage, usize)>,
-    action: RxAction,
 }
 
-impl FrameSink<DmaPage> for Sink<'_> {
-    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
+impl Sink<'_> {
+    /// Checks and counts a frame the OS takes; `changed` counts a mismatch as the program's doing.
+    fn take(&mut self, f: &RxFrame<DmaPage>, changed: bool) {
         let len = usize::from(f.len);
         if check_frame(f.data(), self.flows, self.ramp).is_some() {
             self.count.packets += 1;
             self.count.bytes += len as u64;
+        } else if changed {
+            self.count.changed += 1;
         } else {
             self.count.corrupt += 1;
-        }
-        match self.action {
-            RxAction::ToOs => {
-                self.os.push((f.page, len));
-                Verdict::Pass
-            }
         }
     }
 }
 
-/// Completed OS frames: their pages go back on the sending function's free list.
-struct OsDone<'x> {
-    free: &'x mut Vec<DmaPage>,
+impl FrameSink<DmaPage> for Sink<'_> {
+    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
+        self.take(&f, false);
+        self.os.push((f.page, usize::from(f.len)));
+        Verdict::Pass
+    }
 }
 
-impl<'c> TxDone<HFrame<'c>> for OsDone<'_> {
-    fn os_done(&mut self, f: HFrame<'c>) {
-        // Traffic mode queues no XDP frames; should one appear, its page is kept, not lost.
-        match f {
-            HFrame::Os { page, .. } | HFrame::Peer { page, .. } | HFrame::Xdp(XdpFrame { page, .. }) => {
-                self.free.push(page);
+/// What the NAPI polls of one tick share.
+struct RxCtx<'x, 'c> {
+    flows: &'x [Flow],
+    ramp: &'x [u8],
+    budget: usize,
+    rings: &'x [&'static RecycleRing],
+    dma: SimDma<'c>,
+    prog: Option<&'x mut XdpEngine<SimHost>>,
+    /// Functions whose queues run the program.
+    receivers: &'x [bool],
+    hasher: &'x ShellHasher,
+    /// Frames the program sent to the user sink (xskmap).
+    xsk: &'x mut u64,
+    os: &'x mut Vec<(DmaPage, usize)>,
+}
+
+/// The user sink of traffic mode: counts the frames, copies nothing.
+struct XskCount<'x>(&'x mut u64);
+
+impl RedirectTarget<DmaPage> for XskCount<'_> {
+    fn enqueue(&mut self, f: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
+        *self.0 += 1;
+        Ok(Redirected::Copied(f))
+    }
+
+    fn flush(&mut self) {}
+}
+
+/// Polls queue `q` of function `fi` once: through the program if the function is a receiver and
+/// a program is attached, else the plain path.
+fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
+    let (a, b) = funcs.split_at_mut(1);
+    let (me, other) = if fi == 0 {
+        (&mut a[0], &mut b[0])
+    } else {
+        (&mut b[0], &mut a[0])
+    };
+    let db = me.dev.doorbells();
+    let mut done = OsDone {
+        free: &mut me.os_free,
+        rings: rx.rings,
+        dma: rx.dma,
+    };
+    let mut sink = Sink {
+        flows: rx.flows,
+        ramp: rx.ramp,
+        count: &mut me.rx[q],
+        os: rx.os,
+    };
+    let pair = &mut me.pairs[q];
+    let prog = rx.prog.as_deref_mut().filter(|_| rx.receivers[fi]);
+    let Some(prog) = prog else {
+        return pair.poll(rx.budget, &db, &mut sink, &mut done);
+    };
+    let other_db = other.dev.doorbells();
+    let nq = other.pairs.len();
+    let mut target = TxTarget::new(&mut other.pairs[q % nq].tx, &other_db);
+    let mut user = XskCount(rx.xsk);
+    let mut map: DevMap<'_, DmaPage, 2> = DevMap::new();
+    let _ = map.insert(crate::xdp_progs::OTHER_PORT, &mut target);
+    let _ = map.insert(crate::xdp_obj::XSK_SINK, &mut user);
+    let mut pass = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+        sink.take(&f, true);
+        let end = usize::from(f.offset) + usize::from(f.len);
+        sink.os.push((
+            f.page,
+            end.saturating_sub(onic_core::config::RX_HEADROOM as usize),
+        ));
+        Ok(())
+    };
+    let mut ctx = XdpContext {
+        prog: Some(prog),
+        pass: &mut pass,
+        redirect: &mut map,
+        rxq: XdpRxq {
+            queue_index: q as u16,
+            port: fi as u8,
+        },
+        origin: (fi * nq + q) as u16,
+        hasher: Some(rx.hasher),
+    };
+    pair.poll_xdp(rx.budget, &db, &mut ctx, &mut done)
+}
+
+/// One round of NAPI: every scheduled queue polled until it caught up; returns whether anything
+/// is still moving.
+fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool, String> {
+    let mut busy = false;
+    for fi in 0..funcs.len() {
+        for q in 0..funcs[fi].pairs.len() {
+            if !funcs[fi].napi[q] {
+                // The bounded-latency reclaim of a TX queue no one transmits on (XDP_TX frames
+                // of a receiving queue whose interrupts stopped).
+                let f = &mut funcs[fi];
+                let pair = &mut f.pairs[q];
+                if pair.tx.in_flight() > 0 {
+                    let mut done = OsDone {
+                        free: &mut f.os_free,
+                        rings: rx.rings,
+                        dma: rx.dma,
+                    };
+                    pair.tx.reclaim(&mut pair.pool, &mut done);
+                }
+                busy |= pair.tx.in_flight() > 0;
+                continue;
             }
+            let mut caught_up = false;
+            for _ in 0..1024 {
+                let out = poll_queue(funcs, fi, q, rx);
+                let pair = &mut funcs[fi].pairs[q];
+                for (p, len) in rx.os.drain(..) {
+                    pair.pool.return_from_os(p, len);
+                }
+                if let Some(e) = out.rx.error {
+                    return Err(format!("RX queue {q}: {e:?}"));
+                }
+                busy |= out.rx.done > 0 || out.tx.completed > 0;
+                if out.rx.armed && !out.rx.more {
+                    caught_up = true;
+                    break;
+                }
+            }
+            // NAPI complete: wait for the next interrupt.
+            funcs[fi].napi[q] = !caught_up;
+            busy |= !caught_up || funcs[fi].pairs[q].tx.in_flight() > 0;
+        }
+    }
+    Ok(busy)
+}
+
+/// Completed OS frames: their pages go back on the sending function's free list; redirected
+/// frames go back to the pool they came from.
+struct OsDone<'x, 'c> {
+    free: &'x mut Vec<DmaPage>,
+    rings: &'x [&'static RecycleRing],
+    dma: SimDma<'c>,
+}
+
+impl<'c> TxDone<HFrame<'c>> for OsDone<'_, 'c> {
+    fn os_done(&mut self, f: HFrame<'c>) {
+        match f {
+            HFrame::Xdp(x) => {
+                if let Err(page) = return_to_origin(self.rings, x) {
+                    release_to_hal(&self.dma, onic_hal::Direction::Bidirectional, page);
+                }
+            }
+            HFrame::Os { page, .. } | HFrame::Peer { page, .. } => self.free.push(page),
         }
     }
 
@@ -417,8 +566,15 @@ struct Totals {
     virt_ns: u64,
 }
 
-pub fn run(args: &TrafficArgs) -> Result<(), String> {
+pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     let sizes = parse_sizes(args)?;
+    let mut prog = match &obj.xdp_obj {
+        Some(_) if args.direction == Way::Both => {
+            return Err("--xdp-obj in traffic mode needs one direction (0to1 or 1to0): with both, frames a program sends back would meet it again".into())
+        }
+        Some(p) => Some(crate::xdp_obj::load(obj, p)?),
+        None => None,
+    };
     if !(1..=onic_core::config::MAX_QUEUES_PER_FUNCTION).contains(&args.queues) {
         return Err(format!("--queues {}: 1..=64", args.queues));
     }
@@ -447,7 +603,9 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
     };
     let flows = make_flows(args.flows, args.proto, args.seed);
     let ramp = ramp();
-    let action = RxAction::ToOs;
+    let hasher = ShellHasher::default();
+    let mut xsk_frames = 0u64;
+    let mut rings: Vec<&'static RecycleRing> = Vec::new();
 
     println!(
         "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue pairs each, rings of {} entries, budget {}",
@@ -492,7 +650,8 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
             .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
         let pairs = (0..args.queues)
             .map(|q| {
-                let r: &RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+                let r: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+                rings.push(r);
                 start_pair(&card, &dev, q, &setup, r)
             })
             .collect();
@@ -522,6 +681,10 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
         done_ns: 0,
     })
     .collect();
+    // With a program, it runs on the queues of the functions that receive a stream.
+    let receivers: Vec<bool> = (0..2)
+        .map(|f| prog.is_some() && streams.iter().any(|s| s.to == f))
+        .collect();
 
     let dma = card.dma();
     let mut rng = Rng(args.seed | 1);
@@ -546,6 +709,8 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
             for pair in &mut func.pairs {
                 let mut done = OsDone {
                     free: &mut func.os_free,
+                    rings: &rings,
+                    dma,
                 };
                 pair.tx.reclaim(&mut pair.pool, &mut done);
             }
@@ -622,42 +787,24 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
                 *n = true;
             }
         }
-        for func in &mut funcs {
-            let db = func.dev.doorbells();
-            for (q, pair) in func.pairs.iter_mut().enumerate() {
-                if !func.napi[q] {
-                    busy |= pair.tx.in_flight() > 0;
-                    continue;
-                }
-                let mut caught_up = false;
-                for _ in 0..1024 {
-                    let mut sink = Sink {
-                        flows: &flows,
-                        ramp: &ramp,
-                        count: &mut func.rx[q],
-                        os: &mut os_pages,
-                        action,
-                    };
-                    let mut done = OsDone {
-                        free: &mut func.os_free,
-                    };
-                    let out = pair.poll(args.budget, &db, &mut sink, &mut done);
-                    for (p, len) in os_pages.drain(..) {
-                        pair.pool.return_from_os(p, len);
-                    }
-                    if let Some(e) = out.rx.error {
-                        return Err(format!("RX queue {q}: {e:?}"));
-                    }
-                    busy |= out.rx.done > 0 || out.tx.completed > 0;
-                    if out.rx.armed && !out.rx.more {
-                        caught_up = true;
-                        break;
-                    }
-                }
-                // NAPI complete: wait for the next interrupt.
-                func.napi[q] = !caught_up;
-                busy |= !caught_up || pair.tx.in_flight() > 0;
-            }
+        let mut rx = RxCtx {
+            flows: &flows,
+            ramp: &ramp,
+            budget: args.budget,
+            rings: &rings,
+            dma,
+            prog: prog.as_mut(),
+            receivers: &receivers,
+            hasher: &hasher,
+            xsk: &mut xsk_frames,
+            os: &mut os_pages,
+        };
+        busy |= napi_round(&mut funcs, &mut rx)?;
+        if prog
+            .as_ref()
+            .is_some_and(|p| p.stats().runs > 4 * total_quota + 4096)
+        {
+            return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
         }
         if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
             last_progress = Instant::now();
@@ -691,9 +838,14 @@ pub fn run(args: &TrafficArgs) -> Result<(), String> {
         host: start.elapsed(),
         virt_ns: streams.iter().map(|s| s.done_ns).max().unwrap_or(0),
     };
-    let report = report(&card, &funcs, &streams, &totals);
+    let xdp = prog.as_ref().map(|_| xsk_frames);
+    let report = report(&card, &funcs, &streams, &totals, xdp);
     print!("{}", report.text);
-    let teardown = teardown(&card, funcs);
+    if let Some(e) = &prog {
+        println!();
+        crate::xdp_obj::report(e, obj.dump_maps.as_deref())?;
+    }
+    let teardown = teardown(&card, funcs, &rings);
     print!("{}", teardown.text);
     let mut failures = report.failures;
     failures.extend(teardown.failures);
@@ -731,7 +883,7 @@ fn hw(card: &Card, port: u8) -> Vec<(&'static str, u64)> {
 }
 
 #[allow(clippy::too_many_lines)]
-fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Report {
+fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: Option<u64>) -> Report {
     let mut s = String::new();
     let mut failures = Vec::new();
     let host_s = t.host.as_secs_f64();
@@ -926,6 +1078,8 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
     let received: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
     let corrupt: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.corrupt).sum();
     let driver_drops: u64 = rx.iter().map(RxStats::rx_dropped).sum();
+    let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, xsk);
+    let _ = write!(s, "{xdp_line}");
     let _ = writeln!(s, "\nframe accounting");
     let _ = writeln!(
         s,
@@ -940,10 +1094,11 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
         mac_drops,
         tx_drops
     );
-    let accounted = received + corrupt + driver_drops + model_drops;
+    let accounted = received + corrupt + xdp_out + driver_drops + model_drops;
     let _ = writeln!(
         s,
-        "accounting: sent {sent} = received {received} + corrupt {corrupt} + driver drops {driver_drops} + model drops {model_drops}: {}",
+        "accounting: sent {sent} = received {received} + corrupt {corrupt}{} + driver drops {driver_drops} + model drops {model_drops}: {}",
+        if xsk.is_some() { format!(" + changed/dropped/user sink {xdp_out}") } else { String::new() },
         if accounted == sent { "OK" } else { "MISMATCH" }
     );
     if accounted != sent {
@@ -956,8 +1111,11 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
         failures.push(format!("{corrupt} frames arrived with wrong bytes"));
     }
     let tx_done: u64 = tx.iter().map(|t| t.tx_packets).sum();
-    if tx_done != sent {
-        failures.push(format!("the TX queues completed {tx_done} of {sent} frames"));
+    if tx_done != sent + resent {
+        failures.push(format!(
+            "the TX queues completed {tx_done} of {} frames",
+            sent + resent
+        ));
     }
 
     // Page accounting.
@@ -1020,9 +1178,31 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) -> Re
     Report { text: s, failures }
 }
 
+/// With a program: a line of XDP totals, the frames the program took out of the stream (changed,
+/// dropped or aborted, given to the user sink), and the frames it sent back out (XDP_TX and
+/// redirects to the other port, which the TX queues also complete).
+fn xdp_accounting(funcs: &[Func<'_>], xsk: Option<u64>) -> (String, u64, u64) {
+    let Some(xsk) = xsk else {
+        return (String::new(), 0, 0);
+    };
+    let x = funcs
+        .iter()
+        .fold(onic_core::queue_pair::PairStats::default(), |mut t, f| {
+            t += sum(&f.pairs, |p| *p.stats());
+            t
+        });
+    let changed: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.changed).sum();
+    let resent = (x.rx_xdp_tx - x.rx_xdp_tx_errors) + (x.rx_xdp_redirect - xsk);
+    let line = format!(
+        "  XDP: pass {} (changed by the program {changed}), drop {} (aborted {}, invalid {}), tx {} (errors {}), redirect {} (errors {}, to the user sink {xsk})\n",
+        x.rx_xdp_pass, x.rx_xdp_drop, x.rx_xdp_aborted, x.rx_xdp_invalid, x.rx_xdp_tx, x.rx_xdp_tx_errors, x.rx_xdp_redirect, x.rx_xdp_redirect_errors
+    );
+    (line, changed + x.rx_xdp_drop + xsk, resent)
+}
+
 /// Tears everything down (all TX queues first, then RX, then the devices) and checks that the
 /// model has no page, mapping or ring left and saw no violation.
-fn teardown(card: &Card, funcs: Vec<Func<'_>>) -> Report {
+fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleRing]) -> Report {
     let mut failures = Vec::new();
     let mut delay = card.delay();
     let dma: SimDma<'_> = card.dma();
@@ -1031,7 +1211,11 @@ fn teardown(card: &Card, funcs: Vec<Func<'_>>) -> Report {
         let mut rxs = Vec::new();
         for pair in f.pairs {
             let onic_core::QueuePair { rx, tx, mut pool, .. } = pair;
-            let mut done = OsDone { free: &mut f.os_free };
+            let mut done = OsDone {
+                free: &mut f.os_free,
+                rings,
+                dma,
+            };
             if let Err(e) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
                 failures.push(format!("TX teardown: {e:?}"));
             }

@@ -20,6 +20,14 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("redirect", "send every frame out of the other port"),
     ("drop-udp", "drop UDP datagrams to --udp-port, pass the rest"),
     ("count", "count frames and bytes per flow, pass everything"),
+    (
+        "icmp-echo",
+        "answer IPv4 ICMP echo requests in place (XDP_TX), pass the rest",
+    ),
+    (
+        "arp-bounce",
+        "redirect ARP frames once to the next port, marked; drop marked ones",
+    ),
 ];
 
 /// XDP_PASS.
@@ -71,6 +79,47 @@ pub fn drop_udp_to(x: &XdpBuff<'_>, port: u16) -> XdpAction {
     }
 }
 
+/// Turns an IPv4 ICMP echo request (20-byte IP header) into its reply in place and sends it
+/// back (XDP_TX): MACs and addresses exchanged, type 8 -> 0, the checksum adjusted for the type
+/// change (RFC 1624) with the same 16-bit arithmetic as `os-linux/xdp/xdp_tx.c`, which reads the
+/// field in the machine's (little-endian) order. Everything else passes.
+pub fn icmp_echo(x: &mut XdpBuff<'_>) -> XdpAction {
+    let d = x.data_mut();
+    if d.len() < 42 || d[12..14] != [0x08, 0x00] || d[14] & 0x0f != 5 || d[23] != 1 || d[34] != 8 {
+        return XdpAction::Pass;
+    }
+    for i in 0..6 {
+        d.swap(i, i + 6);
+    }
+    for i in 26..30 {
+        d.swap(i, i + 4);
+    }
+    d[34] = 0;
+    let sum = u32::from(u16::from_le_bytes([d[36], d[37]])) + u32::from(0x0800u16.swap_bytes());
+    let folded = (sum + (sum >> 16)) as u16;
+    d[36..38].copy_from_slice(&folded.to_le_bytes());
+    XdpAction::Tx
+}
+
+/// Mark of a frame [`arp_bounce`] redirected (the byte after the Ethernet header).
+pub const BOUNCE_MARK: u8 = 0xee;
+
+/// The twin of `os-linux/xdp/xdp_redirect.c`: an ARP frame is marked and redirected to the port
+/// after the one it came in on (port 0 -> port 1; port 1 has no next port, so the redirect
+/// fails); a marked ARP frame is dropped; everything else passes.
+pub fn arp_bounce(x: &mut XdpBuff<'_>) -> XdpAction {
+    let port = x.ingress_port();
+    let d = x.data_mut();
+    if d.len() < 15 || d[12..14] != [0x08, 0x06] {
+        return XdpAction::Pass;
+    }
+    if d[14] == BOUNCE_MARK {
+        return XdpAction::Drop;
+    }
+    d[14] = BOUNCE_MARK;
+    x.redirect(if port == 0 { OTHER_PORT } else { u32::MAX })
+}
+
 /// A built-in program, ready to attach.
 #[derive(Debug)]
 pub enum Builtin {
@@ -86,6 +135,10 @@ pub enum Builtin {
     DropUdp(u16),
     /// Frames and bytes per flow (`None`: not IPv4); passes everything.
     Count(BTreeMap<Option<Flow>, (u64, u64)>),
+    /// [`icmp_echo`].
+    IcmpEcho,
+    /// [`arp_bounce`].
+    ArpBounce,
 }
 
 impl Builtin {
@@ -102,6 +155,8 @@ impl Builtin {
             "redirect" => Self::Redirect,
             "drop-udp" => Self::DropUdp(udp_port),
             "count" => Self::Count(BTreeMap::new()),
+            "icmp-echo" => Self::IcmpEcho,
+            "arp-bounce" => Self::ArpBounce,
             _ => {
                 let known: Vec<&str> = PROGRAMS.iter().map(|p| p.0).collect();
                 return Err(format!(
@@ -121,6 +176,8 @@ impl XdpProgram for Builtin {
             Self::Tx => swap_macs_and_tx(x),
             Self::Redirect => redirect_other_port(x),
             Self::DropUdp(port) => drop_udp_to(x, *port),
+            Self::IcmpEcho => icmp_echo(x),
+            Self::ArpBounce => arp_bounce(x),
             Self::Count(flows) => {
                 let e = flows.entry(ipv4_flow(x.data())).or_default();
                 e.0 += 1;

@@ -1,6 +1,7 @@
 //! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
 //! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image.
 
+mod bpf;
 mod kmod;
 mod qemu;
 mod vm;
@@ -20,7 +21,7 @@ const NO_STD_TARGETS: [&str; 4] = [
 ];
 
 /// The crates that must stay `no_std`.
-const NO_STD_CRATES: [&str; 2] = ["onic-hal", "onic-core"];
+const NO_STD_CRATES: [&str; 3] = ["onic-hal", "onic-core", "onic-bpf"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -198,6 +199,8 @@ fn step_doc() -> Result<(), String> {
         "onic-core",
         "-p",
         "onic-sim",
+        "-p",
+        "onic-bpf",
         "--features",
         "onic-hal/alloc",
     ]);
@@ -312,6 +315,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
         Some("kmod") => kmod::kmod(&args[1..]),
+        Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -326,7 +330,7 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: ")

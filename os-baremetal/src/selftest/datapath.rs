@@ -42,7 +42,7 @@ use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
-use super::xdp::{Program, Tapped};
+use super::xdp::{Dispatch, Program};
 use super::{Bench, SimDevice, SimDmaMem};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Guarded;
@@ -546,6 +546,8 @@ pub struct Datapath<'c, 's> {
     pub books: [[Book; PAIRS]; FUNCTIONS],
     /// The XDP program slot of each PF (one program for all its RX queues).
     pub slots: [XdpSlot<Program>; FUNCTIONS],
+    /// The embedded objects, loaded by the `bpf` group ([`Program::Object`] indexes them).
+    pub engines: alloc::vec::Vec<super::bpf::Engine>,
     /// A program swap due under traffic: (PF, frames received first, program). The first poll of
     /// that PF to start once the tally received that many frames attaches the program.
     pub pending_swap: Option<(usize, u32, Program)>,
@@ -588,6 +590,7 @@ impl<'c, 's> Datapath<'c, 's> {
             }),
             pending_swap: None,
             swapped: None,
+            engines: alloc::vec::Vec::new(),
             os: Os::new(),
             tally: Tally::new(),
             steer,
@@ -841,9 +844,15 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     };
     // CAST: origin < TOTAL_PAIRS.
     let (origin8, origin16) = (origin as u8, origin as u16);
+    let engines = &mut dp.engines;
     let out = match dp.slots[f].program_mut() {
         Some(prog) => {
-            let mut prog = Tapped { prog, tap: &mut tap };
+            let hash = matches!(prog, Program::Object(_));
+            let mut prog = Dispatch {
+                prog: *prog,
+                engines,
+                tap: &mut tap,
+            };
             let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
                 to_os(os, origin8, home, fr, dma)
             };
@@ -856,6 +865,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
                 rxq,
                 origin16,
                 &mut done,
+                hash,
             )
         }
         None => {
@@ -867,7 +877,9 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
                 }
                 to_os(os, origin8, home, fr, dma)
             };
-            xdp_poll::<Program, _>(pair, &db, None, &mut pass, &mut table, rxq, origin16, &mut done)
+            xdp_poll::<Dispatch<'_, fn(&[u8])>, _>(
+                pair, &db, None, &mut pass, &mut table, rxq, origin16, &mut done, false,
+            )
         }
     };
     book.polls += 1;
@@ -904,6 +916,10 @@ fn to_os(
     Ok(())
 }
 
+/// The shell hash with its default key, as the card computes it.
+static HASHER: onic_core::rss::ShellHasher =
+    onic_core::rss::ShellHasher::new(&onic_core::rss::RssKey::DEFAULT);
+
 /// One `poll_xdp` of `pair` with the given program (if any), pass sink and redirect table.
 #[allow(clippy::too_many_arguments)]
 fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
@@ -915,6 +931,7 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
     rxq: XdpRxq,
     origin: u16,
     done: &mut Done<'_, '_>,
+    hash: bool,
 ) -> PairPoll {
     let mut ctx = XdpContext {
         prog,
@@ -922,7 +939,8 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
         redirect: table,
         rxq,
         origin,
-        hasher: None,
+        // The shell's hash, for the RX-hash kfunc of the embedded objects.
+        hasher: hash.then_some(&HASHER),
     };
     pair.poll_xdp(BUDGET, db, &mut ctx, done)
 }

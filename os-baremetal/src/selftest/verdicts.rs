@@ -14,15 +14,15 @@ use super::{Bench, Runner};
 use crate::irq::FUNCTIONS;
 
 /// Frames per verdict.
-const FRAMES: u32 = 48;
+pub(super) const FRAMES: u32 = 48;
 /// Frames the swap check lets arrive before it swaps PF1's program.
 const SWAP_AFTER: u32 = 16;
 
 /// Sums of one PF's counters.
 #[derive(Clone, Copy, Default)]
-struct Sums {
+pub(super) struct Sums {
     rx: RxStats,
-    pair: PairStats,
+    pub(super) pair: PairStats,
     pool: PoolStats,
     tx_packets: u64,
     tx_remote_done: u64,
@@ -30,7 +30,7 @@ struct Sums {
     pool_in_flight: u64,
 }
 
-fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
+pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
     let mut s = Sums::default();
     for (f, q, p) in b.dp.each() {
         if usize::from(f) != func {
@@ -50,7 +50,7 @@ fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
 
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
 /// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
-fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
+pub(super) fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
     b.dp.set_programs(programs);
     b.dp.tally.reset();
     let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));

@@ -1,8 +1,9 @@
 //! The self-test's XDP programs, run through the core's XDP layer (`onic_core::xdp`).
 //!
-//! - [`Program`] is an `XdpProgram` (static dispatch): pass, drop, reflect (XDP_TX) or redirect.
-//!   Each PF has an `XdpSlot<Program>`; the self-test attaches, swaps and detaches programs
-//!   between polls, under traffic.
+//! - [`Program`] names a program: pass, drop, reflect (XDP_TX), redirect (native Rust), or one of
+//!   the clang-built objects of `os-linux/xdp` embedded in the image and run by the `onic-bpf`
+//!   engine ([`super::bpf`]). Each PF has an `XdpSlot<Program>`; the self-test attaches, swaps
+//!   and detaches programs between polls, under traffic. [`Dispatch`] runs the attached one.
 //! - [`Tapped`] wraps the attached program for one poll so that the self-test's tap sees each
 //!   frame before the program does.
 //! - Each poll is a `QueuePair::poll_xdp`: XDP_PASS pages go to the image's OS through a
@@ -12,8 +13,9 @@
 //!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame::Remote`]) and comes back
 //!   to its pool through `return_to_origin` when the target queue completes it.
 
-use onic_core::xdp::{XdpAction, XdpBuff, XdpProgram};
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 
+use super::bpf::Engine;
 use super::frames;
 
 /// The programs the self-test runs.
@@ -30,11 +32,15 @@ pub enum Program {
     /// swapped (XDP_REDIRECT to the redirect-table entry of the frame's own queue index);
     /// anything else, such as those same frames coming back in over the cable, is passed.
     Redirect,
+    /// The embedded object with this index in [`super::bpf::OBJECTS`], run by the engine.
+    Object(u8),
 }
 
-impl XdpProgram for Program {
-    fn run(&mut self, xdp: &mut XdpBuff<'_>) -> XdpAction {
-        match *self {
+impl Program {
+    /// Runs a native program; an object is run by [`Dispatch`] and aborts here.
+    fn run_native(self, xdp: &mut XdpBuff<'_>) -> XdpAction {
+        match self {
+            Self::Object(_) => XdpAction::Aborted,
             Self::Pass => XdpAction::Pass,
             Self::Drop => XdpAction::Drop,
             Self::Reflect | Self::Redirect => {
@@ -43,7 +49,7 @@ impl XdpProgram for Program {
                     return XdpAction::Pass;
                 }
                 frames::swap_macs(data);
-                if *self == Self::Reflect {
+                if self == Self::Reflect {
                     XdpAction::Tx
                 } else {
                     let target = u32::from(xdp.rxq().queue_index);
@@ -54,17 +60,26 @@ impl XdpProgram for Program {
     }
 }
 
-/// A program with the self-test's tap in front of it.
-pub struct Tapped<'x, P, T> {
+/// The attached program with the engines that run objects, and the self-test's tap in front.
+pub struct Dispatch<'x, T> {
     /// The attached program.
-    pub prog: &'x mut P,
+    pub prog: Program,
+    /// The loaded objects, by index.
+    pub engines: &'x mut [Engine],
     /// Sees every frame before the program.
     pub tap: &'x mut T,
 }
 
-impl<P: XdpProgram, T: FnMut(&[u8])> XdpProgram for Tapped<'_, P, T> {
-    fn run(&mut self, xdp: &mut XdpBuff<'_>) -> XdpAction {
+impl<T: FnMut(&[u8])> RawXdpProgram for Dispatch<'_, T> {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
         (self.tap)(xdp.data());
-        self.prog.run(xdp)
+        match self.prog {
+            Program::Object(i) => match self.engines.get_mut(usize::from(i)) {
+                Some(e) => e.run(xdp),
+                // An object that failed to load: the frame is aborted (and counted).
+                None => XdpAction::Aborted.raw(),
+            },
+            p => p.run_native(xdp).raw(),
+        }
     }
 }

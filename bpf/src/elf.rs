@@ -1,0 +1,542 @@
+//! Loading a clang `-target bpf` object: its programs (one per function of each code section;
+//! subprograms in `.text`), its maps (BTF-defined in `.maps`, legacy in `maps`, global data in
+//! `.rodata*`, `.data*`, `.bss*`), and the relocations that tie the code to them.
+//!
+//! The ELF container is read with the `object` crate; everything BPF-specific is done here, in the
+//! way libbpf interprets such objects: a program's image is its section followed by `.text`; a
+//! `call` relocation targets `symbol offset / 8 + imm + 1` in the symbol's section; an `lddw`
+//! relocation against a map symbol becomes the map's handle, against a global-data symbol the
+//! address of `symbol offset + imm` in that map's value.
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use object::read::elf::ElfFile64;
+use object::{LittleEndian, Object as _, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+use object::{SectionIndex, SectionKind, SymbolKind, SymbolSection};
+
+use crate::btf::{self, Btf};
+use crate::insn::{self, Insn, INSN_SIZE};
+use crate::maps::{Map, MapDef, MapType};
+use crate::mem;
+use crate::program::{Program, ProgramInfo};
+use crate::{LoadError, LoadOptions};
+
+/// `R_BPF_64_64`: the 64-bit immediate of an `lddw`.
+const R_BPF_64_64: u32 = 1;
+/// `R_BPF_64_32`: the 32-bit immediate of a `call`.
+const R_BPF_64_32: u32 = 10;
+/// Bytes of the legacy `struct bpf_map_def` fields the engine reads.
+const LEGACY_DEF_LEN: u64 = 20;
+
+type Elf<'a> = ElfFile64<'a, LittleEndian>;
+
+fn err(msg: impl Into<String>) -> LoadError {
+    LoadError::new(msg)
+}
+
+/// What the object's sections and symbols say about its maps.
+struct MapTable {
+    maps: Vec<Map>,
+    /// (section, offset of the definition or start of data, map index, global data?).
+    places: Vec<(SectionIndex, u64, usize, bool)>,
+}
+
+/// A loaded object: the chosen program and the object's maps.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The program.
+    pub program: Program,
+    /// Every map of the object, in the order of its sections and definitions.
+    pub maps: Vec<Map>,
+    /// Every program the object holds (XDP or not).
+    pub programs: Vec<ProgramInfo>,
+}
+
+fn parse(data: &[u8]) -> Result<Elf<'_>, LoadError> {
+    let file = Elf::parse(data).map_err(|e| err(format!("not a 64-bit little-endian ELF object: {e}")))?;
+    if file.architecture() != object::Architecture::Bpf {
+        return Err(err(format!(
+            "not a BPF object (machine {:?}); build it with clang -target bpf",
+            file.architecture()
+        )));
+    }
+    Ok(file)
+}
+
+fn is_xdp_section(name: &str) -> bool {
+    name == "xdp" || name.starts_with("xdp/") || name.starts_with("xdp.") || name.starts_with("xdp_")
+}
+
+fn is_data_section(name: &str) -> Option<bool> {
+    for (prefix, ro) in [(".rodata", true), (".data", false), (".bss", false)] {
+        if name == prefix || name.strip_prefix(prefix).is_some_and(|r| r.starts_with('.')) {
+            return Some(ro);
+        }
+    }
+    None
+}
+
+/// Lists the programs of an object.
+///
+/// # Errors
+///
+/// A malformed object.
+pub fn list_programs(data: &[u8]) -> Result<Vec<ProgramInfo>, LoadError> {
+    programs(&parse(data)?)
+}
+
+fn programs(file: &Elf<'_>) -> Result<Vec<ProgramInfo>, LoadError> {
+    let mut out = Vec::new();
+    for sec in file.sections() {
+        let name = sec.name().map_err(|e| err(format!("section name: {e}")))?;
+        if sec.kind() != SectionKind::Text || name == ".text" || sec.size() == 0 {
+            continue;
+        }
+        let mut funcs: Vec<ProgramInfo> = file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.section() == SymbolSection::Section(sec.index()))
+            .filter_map(|s| {
+                Some(ProgramInfo {
+                    name: s.name().ok()?.to_owned(),
+                    section: name.to_owned(),
+                    offset: s.address(),
+                    is_xdp: is_xdp_section(name),
+                })
+            })
+            .collect();
+        if funcs.is_empty() {
+            funcs.push(ProgramInfo {
+                name: name.to_owned(),
+                section: name.to_owned(),
+                offset: 0,
+                is_xdp: is_xdp_section(name),
+            });
+        }
+        funcs.sort_by_key(|p| p.offset);
+        out.extend(funcs);
+    }
+    Ok(out)
+}
+
+fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p ProgramInfo, LoadError> {
+    let names = |v: &[&ProgramInfo]| -> String {
+        v.iter()
+            .map(|p| format!("{} (section {})", p.name, p.section))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let all: Vec<&ProgramInfo> = progs.iter().collect();
+    let found: Vec<&ProgramInfo> = match select {
+        None => progs.iter().filter(|p| p.is_xdp).collect(),
+        Some(s) => progs.iter().filter(|p| p.section == s || p.name == s).collect(),
+    };
+    match (found.as_slice(), select) {
+        ([one], _) if one.is_xdp => Ok(one),
+        ([one], _) => Err(err(format!(
+            "{} in section '{}' is not an XDP program (XDP sections are named xdp, xdp/..., xdp.frags)",
+            one.name, one.section
+        ))),
+        ([], None) => Err(err(format!(
+            "the object holds no XDP program (programs: {})",
+            names(&all)
+        ))),
+        ([], Some(s)) => Err(err(format!(
+            "no program or section '{s}' (programs: {})",
+            names(&all)
+        ))),
+        (many, _) => Err(err(format!(
+            "{} programs match; choose one by function name with --sec: {}",
+            many.len(),
+            names(many)
+        ))),
+    }
+}
+
+/// Loads program `select` (a section or function name; `None`: the only XDP program) of an
+/// object, with all of the object's maps.
+///
+/// # Errors
+///
+/// Anything the engine cannot run, with a message that says what and where.
+pub fn load(data: &[u8], select: Option<&str>, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let file = parse(data)?;
+    let progs = programs(&file)?;
+    let chosen = choose(&progs, select)?.clone();
+    let btf_data = section_data(&file, ".BTF")?;
+    let btf = btf_data.map(Btf::parse).transpose().map_err(err)?;
+    let table = collect_maps(&file, btf.as_ref(), opts)?;
+    refuse_core_relocs(&file, btf.as_ref(), &chosen.section)?;
+    let program = link(&file, &table, &chosen)?;
+    crate::validate::validate(&program)?;
+    Ok(Loaded {
+        program,
+        maps: table.maps,
+        programs: progs,
+    })
+}
+
+fn section_data<'a>(file: &Elf<'a>, name: &str) -> Result<Option<&'a [u8]>, LoadError> {
+    match file.section_by_name(name) {
+        Some(s) => s
+            .data()
+            .map(Some)
+            .map_err(|e| err(format!("section {name}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+fn refuse_core_relocs(file: &Elf<'_>, btf: Option<&Btf<'_>>, sec: &str) -> Result<(), LoadError> {
+    let (Some(ext), Some(btf)) = (section_data(file, ".BTF.ext")?, btf) else {
+        return Ok(());
+    };
+    for s in [sec, ".text"] {
+        if btf::has_core_relocs(ext, btf, s).map_err(err)? {
+            return Err(err(format!(
+                "section {s} has CO-RE relocations (BPF_CORE_READ, vmlinux.h types); the engine has no kernel types to relocate against"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn u32_at(b: &[u8], off: u64) -> Option<u32> {
+    let o = usize::try_from(off).ok()?;
+    let s = b.get(o..o.checked_add(4)?)?;
+    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Result<MapTable, LoadError> {
+    let mut t = MapTable {
+        maps: Vec::new(),
+        places: Vec::new(),
+    };
+    let mut bytes = 0usize;
+    let mut add = |t: &mut MapTable, def: MapDef, sec, off, data: bool, init: Option<&[u8]>| {
+        let name = def.name.clone();
+        bytes = bytes.saturating_add(Map::footprint(&def, opts.cpus));
+        if bytes > opts.max_map_bytes {
+            return Err(err(format!(
+                "map {name}: the object's maps need more than {} bytes (LoadOptions::max_map_bytes)",
+                opts.max_map_bytes
+            )));
+        }
+        let mut m = Map::new(def, opts.cpus).map_err(|e| err(format!("map {name}: {e}")))?;
+        if let Some(init) = init {
+            m.host_set(&0u32.to_le_bytes(), init)
+                .map_err(|e| err(format!("map {name}: {e}")))?;
+        }
+        t.places.push((sec, off, t.maps.len(), data));
+        t.maps.push(m);
+        Ok(())
+    };
+    for sec in file.sections() {
+        let name = sec.name().map_err(|e| err(format!("section name: {e}")))?;
+        let idx = sec.index();
+        if name == ".maps" {
+            let btf = btf.ok_or_else(|| err("the object has a .maps section but no .BTF to describe it"))?;
+            for (var, ty) in btf.datasec_vars(".maps").map_err(err)? {
+                let def = btf_map_def(btf, var, ty)?;
+                let off = symbol_in(file, idx, var)?;
+                add(&mut t, def, idx, off, false, None)?;
+            }
+        } else if name == "maps" {
+            let data = sec.data().map_err(|e| err(format!("section maps: {e}")))?;
+            for (var, off) in legacy_symbols(file, idx, data.len() as u64)? {
+                let def = legacy_map_def(data, &var, off)?;
+                add(&mut t, def, idx, off, false, None)?;
+            }
+        } else if let Some(read_only) = is_data_section(name) {
+            let size = u32::try_from(sec.size())
+                .ok()
+                .filter(|&s| s as usize <= opts.max_map_bytes)
+                .ok_or_else(|| err(format!("section {name} is larger than the maps may take")))?;
+            if size == 0 {
+                continue;
+            }
+            let init: Vec<u8> = if sec.kind() == SectionKind::UninitializedData {
+                vec![0; size as usize]
+            } else {
+                sec.data()
+                    .map_err(|e| err(format!("section {name}: {e}")))?
+                    .to_vec()
+            };
+            let def = MapDef {
+                name: name.to_owned(),
+                map_type: MapType::Array,
+                key_size: 4,
+                value_size: size,
+                max_entries: 1,
+                flags: 0,
+                read_only,
+            };
+            add(&mut t, def, idx, 0, true, Some(&init))?;
+        }
+    }
+    if t.maps.len() > mem::MAX_MAPS {
+        return Err(err(format!(
+            "the object has {} maps; at most {} are supported",
+            t.maps.len(),
+            mem::MAX_MAPS
+        )));
+    }
+    Ok(t)
+}
+
+fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
+    let f = btf.map_fields(ty).map_err(|e| err(format!("map {var}: {e}")))?;
+    let raw = f.map_type.ok_or_else(|| err(format!("map {var}: no type")))?;
+    let map_type = MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(var, raw)))?;
+    let (key_size, value_size) = match (f.key_size, f.value_size) {
+        (Some(k), Some(v)) => (k, v),
+        // Devmaps and xskmaps may leave sizes out: 4-byte keys and values.
+        (None, None) if map_type.is_redirect() => (4, 4),
+        _ => return Err(err(format!("map {var}: key and value sizes are missing"))),
+    };
+    Ok(MapDef {
+        name: var.to_owned(),
+        map_type,
+        key_size,
+        value_size,
+        max_entries: f
+            .max_entries
+            .ok_or_else(|| err(format!("map {var}: no max_entries")))?,
+        flags: f.flags.unwrap_or(0),
+        read_only: false,
+    })
+}
+
+fn unsupported_map(name: &str, raw: u32) -> String {
+    format!(
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, devmap, devmap_hash, xskmap)"
+    )
+}
+
+fn symbol_in(file: &Elf<'_>, sec: SectionIndex, name: &str) -> Result<u64, LoadError> {
+    file.symbols()
+        .find(|s| s.section() == SymbolSection::Section(sec) && s.name() == Ok(name))
+        .map(|s| s.address())
+        .ok_or_else(|| err(format!("map {name}: no symbol in .maps")))
+}
+
+fn legacy_symbols(file: &Elf<'_>, sec: SectionIndex, len: u64) -> Result<Vec<(String, u64)>, LoadError> {
+    let mut syms: Vec<(String, u64)> = file
+        .symbols()
+        .filter(|s| s.section() == SymbolSection::Section(sec) && s.kind() != SymbolKind::Section)
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
+        .collect();
+    syms.sort_by_key(|s| s.1);
+    let n = syms.len() as u64;
+    if n == 0 || len / n < LEGACY_DEF_LEN {
+        return Err(err("section maps: definitions shorter than struct bpf_map_def"));
+    }
+    Ok(syms)
+}
+
+fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError> {
+    let field = |i: u64| {
+        u32_at(data, off + 4 * i).ok_or_else(|| err(format!("map {name}: definition out of bounds")))
+    };
+    let raw = field(0)?;
+    Ok(MapDef {
+        name: name.to_owned(),
+        map_type: MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(name, raw)))?,
+        key_size: field(1)?,
+        value_size: field(2)?,
+        max_entries: field(3)?,
+        flags: field(4)?,
+        read_only: false,
+    })
+}
+
+/// One code section placed in a program image.
+struct Part<'a> {
+    index: SectionIndex,
+    base: usize,
+    insns: Vec<Insn>,
+    sec: object::read::elf::ElfSection64<'a, 'a, LittleEndian>,
+}
+
+fn code_part<'a>(file: &'a Elf<'a>, index: SectionIndex, base: usize) -> Result<Part<'a>, LoadError> {
+    let sec = file
+        .section_by_index(index)
+        .map_err(|e| err(format!("section {}: {e}", index.0)))?;
+    let name = sec.name().unwrap_or("?");
+    let data = sec.data().map_err(|e| err(format!("section {name}: {e}")))?;
+    if data.len() % INSN_SIZE != 0 {
+        return Err(err(format!(
+            "section {name}: size {} is not a whole number of instructions",
+            data.len()
+        )));
+    }
+    Ok(Part {
+        index,
+        base,
+        insns: Insn::decode_all(data),
+        sec,
+    })
+}
+
+fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result<Program, LoadError> {
+    let sec = file
+        .section_by_name(&chosen.section)
+        .ok_or_else(|| err(format!("section {} vanished", chosen.section)))?;
+    let mut parts = vec![code_part(file, sec.index(), 0)?];
+    if let Some(text) = file.section_by_name(".text").filter(|t| t.size() > 0) {
+        let base = parts[0].insns.len();
+        parts.push(code_part(file, text.index(), base)?);
+    }
+    let mut code: Vec<Insn> = parts.iter().flat_map(|p| p.insns.iter().copied()).collect();
+    let spans: Vec<(SectionIndex, usize, usize)> =
+        parts.iter().map(|p| (p.index, p.base, p.insns.len())).collect();
+    for part in &parts {
+        let sname = part.sec.name().unwrap_or("?");
+        for (off, rel) in part.sec.relocations() {
+            let i = usize::try_from(off / INSN_SIZE as u64).unwrap_or(usize::MAX);
+            if off % INSN_SIZE as u64 != 0 || i >= part.insns.len() {
+                return Err(err(format!(
+                    "section {sname}: relocation at byte {off} is not on an instruction"
+                )));
+            }
+            let RelocationFlags::Elf { r_type } = rel.flags() else {
+                return Err(err(format!("section {sname}: relocation of an unknown kind")));
+            };
+            let RelocationTarget::Symbol(si) = rel.target() else {
+                return Err(err(format!("section {sname}: relocation without a symbol")));
+            };
+            let sym = file
+                .symbol_by_index(si)
+                .map_err(|e| err(format!("section {sname}: relocation symbol: {e}")))?;
+            let at = part.base + i;
+            let ctx = Reloc {
+                r_type,
+                at,
+                sym_name: sym.name().unwrap_or("?"),
+                sym_sec: sym.section(),
+                sym_off: sym.address(),
+                where_: sname,
+            };
+            apply(&mut code, &ctx, table, &spans)?;
+        }
+    }
+    let mut funcs: Vec<(usize, String)> = Vec::new();
+    for s in file.symbols().filter(|s| s.kind() == SymbolKind::Text) {
+        if let Some(&(_, base, _)) = spans
+            .iter()
+            .find(|sp| s.section() == SymbolSection::Section(sp.0))
+        {
+            let at = usize::try_from(s.address() / INSN_SIZE as u64).unwrap_or(usize::MAX);
+            funcs.push((base.saturating_add(at), s.name().unwrap_or("?").to_owned()));
+        }
+    }
+    funcs.sort();
+    let entry = usize::try_from(chosen.offset / INSN_SIZE as u64).unwrap_or(usize::MAX);
+    Ok(Program::new(chosen.clone(), code, entry, funcs))
+}
+
+/// One relocation, resolved to the image.
+struct Reloc<'s> {
+    r_type: u32,
+    at: usize,
+    sym_name: &'s str,
+    sym_sec: SymbolSection,
+    sym_off: u64,
+    where_: &'s str,
+}
+
+fn apply(
+    code: &mut [Insn],
+    r: &Reloc<'_>,
+    table: &MapTable,
+    spans: &[(SectionIndex, usize, usize)],
+) -> Result<(), LoadError> {
+    let ins = code[r.at];
+    let here = format!("section {}, instruction {}", r.where_, r.at);
+    match (r.r_type, ins.op) {
+        (R_BPF_64_64, insn::LDDW) => {
+            let value = map_reference(r, ins, table).map_err(|e| err(format!("{here}: {e}")))?;
+            let next = code
+                .get_mut(r.at + 1)
+                .ok_or_else(|| err(format!("{here}: lddw without its second half")))?;
+            next.imm = (value >> 32) as i32;
+            let first = &mut code[r.at];
+            first.imm = value as u32 as i32;
+            first.src = 0;
+            Ok(())
+        }
+        (R_BPF_64_32, insn::CALL) => {
+            if r.sym_sec == SymbolSection::Undefined {
+                let id = insn::kfunc::by_name(r.sym_name).ok_or_else(|| {
+                    err(format!(
+                        "{here}: call to kernel function {} is not supported (supported kfuncs: bpf_xdp_metadata_rx_hash)",
+                        r.sym_name
+                    ))
+                })?;
+                code[r.at].src = insn::pseudo::KFUNC_CALL;
+                code[r.at].imm = id;
+                return Ok(());
+            }
+            let SymbolSection::Section(si) = r.sym_sec else {
+                return Err(err(format!(
+                    "{here}: call to symbol {} outside any section",
+                    r.sym_name
+                )));
+            };
+            let &(_, base, len) = spans.iter().find(|s| s.0 == si).ok_or_else(|| {
+                err(format!(
+                    "{here}: call to {} in a section that is not this program's or .text",
+                    r.sym_name
+                ))
+            })?;
+            let target = (r.sym_off / INSN_SIZE as u64) as i64 + i64::from(ins.imm) + 1;
+            if target < 0 || target as usize >= len {
+                return Err(err(format!("{here}: call target outside its section")));
+            }
+            let rel = (base as i64 + target) - (r.at as i64 + 1);
+            code[r.at].imm = i32::try_from(rel).map_err(|_| err(format!("{here}: call too far")))?;
+            code[r.at].src = insn::pseudo::CALL;
+            Ok(())
+        }
+        _ => Err(err(format!(
+            "{here}: relocation type {} on opcode {:#04x} (symbol {}) is not supported",
+            r.r_type, ins.op, r.sym_name
+        ))),
+    }
+}
+
+/// The 64-bit value an `lddw` of symbol `r` loads: a map handle or a global-data address.
+fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, String> {
+    let SymbolSection::Section(si) = r.sym_sec else {
+        return Err(format!(
+            "{} is an extern variable (__kconfig, __ksym); the engine has no kernel to resolve it",
+            r.sym_name
+        ));
+    };
+    let data = table.places.iter().find(|p| p.0 == si && p.3);
+    if let Some(&(_, _, m, _)) = data {
+        let off = r.sym_off.wrapping_add(i64::from(ins.imm) as u64);
+        let size = u64::from(table.maps[m].def().value_size);
+        if off > size {
+            return Err(format!(
+                "{} + {} lies outside its data section",
+                r.sym_name, ins.imm
+            ));
+        }
+        return Ok(mem::map_value_addr(m, off as u32));
+    }
+    let m = table
+        .places
+        .iter()
+        .find(|p| p.0 == si && !p.3 && p.1 == r.sym_off)
+        .map(|p| p.2)
+        .ok_or_else(|| {
+            format!(
+                "{} is neither a map nor global data (function pointers such as bpf_loop callbacks are not supported)",
+                r.sym_name
+            )
+        })?;
+    Ok(mem::map_handle(m))
+}

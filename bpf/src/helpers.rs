@@ -1,0 +1,222 @@
+//! The helpers and the kfunc, each with the kernel's calling convention (arguments in r1-r5,
+//! result in r0) and its return values. Pointers the program passes are read and written through
+//! the interpreter's checked accessors; a bad pointer is a fault, a bad value (unknown flags, a
+//! missing map entry) is the kernel's error return.
+
+use onic_core::xdp::XdpAction;
+
+use crate::insn::{helper as h, kfunc};
+use crate::maps::errno;
+use crate::mem::{self, Region};
+use crate::vm::{FaultKind, Run};
+use crate::Host;
+
+const EINVAL: i64 = -errno::EINVAL;
+/// `ENODATA`: no RX hash for this frame.
+const ENODATA: i64 = -61;
+/// Low bits of `bpf_redirect_map`'s flags: the verdict when the key has no entry.
+const REDIRECT_MISS_MASK: u64 = 0x7;
+/// Most bytes `bpf_trace_printk` formats.
+const PRINTK_MAX: usize = 256;
+
+fn bad(helper: &'static str, why: &'static str) -> FaultKind {
+    FaultKind::HelperArg { helper, why }
+}
+
+/// A 64-bit register holding a negative errno.
+const fn neg(e: i64) -> u64 {
+    e as u64
+}
+
+impl<H: Host> Run<'_, '_, H> {
+    /// Calls helper `id` (validated at load).
+    pub(crate) fn helper(&mut self, id: i32) -> Result<u64, FaultKind> {
+        let r = self.regs;
+        match id {
+            h::MAP_LOOKUP_ELEM => self.map_lookup(r[1], r[2]),
+            h::MAP_UPDATE_ELEM => self.map_update(r[1], r[2], r[3], r[4]),
+            h::MAP_DELETE_ELEM => self.map_delete(r[1], r[2]),
+            h::KTIME_GET_NS => Ok(self.host.ktime_ns()),
+            h::GET_PRANDOM_U32 => Ok(u64::from(self.host.random_u32())),
+            h::GET_SMP_PROCESSOR_ID => Ok(self.cpu as u64),
+            h::TRACE_PRINTK => self.trace_printk(r[1], r[2], [r[3], r[4], r[5]]),
+            h::REDIRECT => Ok(self.redirect(r[1] as u32, r[2])),
+            h::REDIRECT_MAP => self.redirect_map(r[1], r[2], r[3]),
+            h::CSUM_DIFF => self.csum_diff(r[1], r[2], r[3], r[4], r[5]),
+            h::XDP_ADJUST_HEAD | h::XDP_ADJUST_TAIL | h::XDP_ADJUST_META => self.adjust(id, r[1], r[2]),
+            _ => Err(bad("call", "helper not provided")),
+        }
+    }
+
+    /// Calls kfunc `id` (validated at load).
+    pub(crate) fn kfunc(&mut self, id: i32) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_xdp_metadata_rx_hash";
+        if id != kfunc::XDP_METADATA_RX_HASH {
+            return Err(bad("kfunc", "not provided"));
+        }
+        if self.regs[1] != mem::addr(mem::CTX, 0) {
+            return Err(bad(NAME, "the first argument is not the context"));
+        }
+        let (hash_at, type_at) = (self.regs[2], self.regs[3]);
+        match self.buff.rx_hash() {
+            Ok(hash) => {
+                self.store(hash_at, 4, u64::from(hash.value))?;
+                self.store(type_at, 4, u64::from(hash.xdp_type))?;
+                Ok(0)
+            }
+            Err(_) => Ok(neg(ENODATA)),
+        }
+    }
+
+    fn map_index(&self, handle: u64, helper: &'static str) -> Result<usize, FaultKind> {
+        match mem::region(handle) {
+            Region::MapHandle(m) if m < self.maps.len() => Ok(m),
+            _ => Err(bad(helper, "the first argument is not a map")),
+        }
+    }
+
+    /// Copies `len` bytes of program memory at `addr` into the scratch area at `at`.
+    fn fetch(&mut self, addr: u64, at: usize, len: usize, helper: &'static str) -> Result<(), FaultKind> {
+        let mut scratch = core::mem::take(&mut self.vm.scratch);
+        let r = match scratch.get_mut(at..at + len) {
+            Some(s) => self.read(addr, s),
+            None => Err(bad(helper, "argument larger than the engine's scratch area")),
+        };
+        self.vm.scratch = scratch;
+        r
+    }
+
+    fn map_lookup(&mut self, map: u64, key: u64) -> Result<u64, FaultKind> {
+        let m = self.map_index(map, "bpf_map_lookup_elem")?;
+        let ks = self.maps[m].def().key_size as usize;
+        self.fetch(key, 0, ks, "bpf_map_lookup_elem")?;
+        let cpu = self.cpu;
+        let found = self.maps[m].lookup(&self.vm.scratch[..ks], cpu);
+        Ok(found.map_or(0, |off| mem::map_value_addr(m, off as u32)))
+    }
+
+    fn map_update(&mut self, map: u64, key: u64, value: u64, flags: u64) -> Result<u64, FaultKind> {
+        let m = self.map_index(map, "bpf_map_update_elem")?;
+        let (ks, vs) = {
+            let d = self.maps[m].def();
+            (d.key_size as usize, d.value_size as usize)
+        };
+        self.fetch(key, 0, ks, "bpf_map_update_elem")?;
+        self.fetch(value, ks, vs, "bpf_map_update_elem")?;
+        let cpu = self.cpu;
+        let (k, v) = self.vm.scratch.split_at(ks);
+        Ok(self.maps[m].update(k, &v[..vs], flags, cpu) as u64)
+    }
+
+    fn map_delete(&mut self, map: u64, key: u64) -> Result<u64, FaultKind> {
+        let m = self.map_index(map, "bpf_map_delete_elem")?;
+        let ks = self.maps[m].def().key_size as usize;
+        self.fetch(key, 0, ks, "bpf_map_delete_elem")?;
+        Ok(self.maps[m].delete(&self.vm.scratch[..ks]) as u64)
+    }
+
+    /// `bpf_redirect(ifindex, flags)`: XDP_REDIRECT to the host's target for `ifindex`; an
+    /// interface the host does not know gets a target no table has, so the redirect fails in
+    /// the driver and is counted there, as in the kernel.
+    fn redirect(&mut self, ifindex: u32, flags: u64) -> u64 {
+        if flags != 0 {
+            return u64::from(XdpAction::Aborted.raw());
+        }
+        let rxq = self.buff.rxq();
+        let target = self.host.redirect_ifindex(rxq, ifindex).unwrap_or(u32::MAX);
+        u64::from(self.buff.redirect(target).raw())
+    }
+
+    fn redirect_map(&mut self, map: u64, key: u64, flags: u64) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_redirect_map";
+        let m = self.map_index(map, NAME)?;
+        let t = self.maps[m].def().map_type;
+        if !t.is_redirect() {
+            return Err(bad(NAME, "the map is no devmap or xskmap"));
+        }
+        if flags & !REDIRECT_MISS_MASK != 0 {
+            // BPF_F_BROADCAST / BPF_F_EXCLUDE_INGRESS: multicast needs frame clones.
+            return Err(bad(NAME, "broadcast flags are not supported"));
+        }
+        let key32 = key as u32;
+        let rxq = self.buff.rxq();
+        let entry = self.maps[m].redirect_entry(&key32.to_le_bytes());
+        let target = match (entry, t) {
+            (None, _) => return Ok(flags & REDIRECT_MISS_MASK),
+            (Some(_), crate::MapType::XskMap) => self.host.redirect_xsk(rxq, key32),
+            (Some(ifindex), _) => self.host.redirect_ifindex(rxq, ifindex),
+        };
+        Ok(u64::from(self.buff.redirect(target.unwrap_or(u32::MAX)).raw()))
+    }
+
+    fn adjust(&mut self, id: i32, ctx: u64, delta: u64) -> Result<u64, FaultKind> {
+        if ctx != mem::addr(mem::CTX, 0) {
+            return Err(bad("bpf_xdp_adjust_*", "the first argument is not the context"));
+        }
+        // The delta is an int.
+        let d = delta as u32 as i32 as isize;
+        let r = match id {
+            h::XDP_ADJUST_HEAD => self.buff.adjust_head(d),
+            h::XDP_ADJUST_TAIL => self.buff.adjust_tail(d),
+            _ => self.buff.adjust_meta(d),
+        };
+        Ok(match r {
+            Ok(()) => 0,
+            Err(e) => i64::from(e.errno()) as u64,
+        })
+    }
+
+    /// `bpf_csum_diff(from, from_size, to, to_size, seed)`: the one's-complement sum of `seed`,
+    /// the complement of each 32-bit word of `from` and each word of `to`, folded to 32 bits
+    /// (words read in the machine's byte order, as the kernel's `csum_partial` does on x86).
+    fn csum_diff(
+        &mut self,
+        from: u64,
+        from_len: u64,
+        to: u64,
+        to_len: u64,
+        seed: u64,
+    ) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_csum_diff";
+        if !from_len.is_multiple_of(4) || !to_len.is_multiple_of(4) || from_len > 512 || to_len > 512 {
+            return Ok(neg(EINVAL));
+        }
+        let mut sum = seed & 0xffff_ffff;
+        for (base, len, invert) in [(from, from_len, true), (to, to_len, false)] {
+            for i in (0..len).step_by(4) {
+                let w = self
+                    .load(base.wrapping_add(i), 4)
+                    .map_err(|_| bad(NAME, "buffer outside program memory"))?;
+                sum += if invert { !w & 0xffff_ffff } else { w };
+            }
+        }
+        while sum >> 32 != 0 {
+            sum = (sum & 0xffff_ffff) + (sum >> 32);
+        }
+        Ok(sum)
+    }
+
+    fn trace_printk(&mut self, fmt: u64, len: u64, args: [u64; 3]) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_trace_printk";
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len == 0 || len > PRINTK_MAX {
+            return Ok(neg(EINVAL));
+        }
+        let mut f = [0u8; PRINTK_MAX];
+        self.read(fmt, &mut f[..len])
+            .map_err(|_| bad(NAME, "format outside program memory"))?;
+        let f = &f[..len];
+        let end = f.iter().position(|&c| c == 0).unwrap_or(len);
+        let mut out = alloc::string::String::new();
+        match crate::printk::format(&f[..end], args, &mut out, |addr, buf| {
+            self.read(addr, buf).is_ok()
+        }) {
+            Ok(()) => {
+                let line = out.trim_end_matches('\n');
+                self.host.log(line);
+                Ok(out.len() as u64)
+            }
+            Err(()) => Ok(neg(EINVAL)),
+        }
+    }
+}

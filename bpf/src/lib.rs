@@ -1,0 +1,389 @@
+//! # onic-bpf
+//!
+//! An eBPF engine for XDP programs built with `clang -O2 -target bpf`: it loads the object, creates
+//! its maps, and runs the chosen program on the frames of the driver core's XDP path
+//! ([`onic_core::xdp`]) through the same [`RawXdpProgram`] seam the Linux module uses for kernel
+//! programs, so the verdicts drive the core's dispatch unchanged. `no_std` + `alloc`: the host
+//! tools and the bare-metal image run the same code.
+//!
+//! ```text
+//! let loaded = onic_bpf::load(&elf_bytes, Some("xdp"), &LoadOptions::default())?;
+//! let mut prog = XdpEngine::new(loaded, host);   // a RawXdpProgram
+//! // attach it to an XdpContext, poll_xdp as with any program; prog.maps() afterwards
+//! ```
+//!
+//! ## Pieces
+//!
+//! - [`load`] ([`elf`], [`btf`]): sections, programs (several per object, chosen by section or
+//!   function name), BTF-defined maps (`.maps`), legacy maps (`maps`), global data (`.rodata`,
+//!   `.data`, `.bss` as one-entry arrays), `lddw` and `call` relocations, bpf-to-bpf calls into
+//!   `.text`, the RX-hash kfunc. Anything else (other helpers, map types, relocations, CO-RE,
+//!   `__ksym`/`__kconfig` externs) is refused at load with a message saying what and where.
+//! - [`validate`]: every instruction checked before the first run.
+//! - [`vm`]: the interpreter for what clang emits today: ALU32/ALU64, JMP/JMP32, `-mcpu=v1..v3`
+//!   plus the v4 additions (sign-extending loads and moves, signed division, byte swaps, `gotol`),
+//!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
+//!   frames of 512 bytes.
+//! - [`mem`]: the address space. There is no verifier: every load and store is checked at run
+//!   time against its region (packet `data_meta..data_end`, stack, one map value, the context's
+//!   fields), and a budget bounds the instructions of one run. A fault ends the run with
+//!   XDP_ABORTED, counts in [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line
+//!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
+//!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
+//!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
+//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, devmap,
+//!   devmap_hash, xskmap, with the kernel's update flags and errors; storage allocated at load.
+//! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
+//!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
+//!   `xdp_adjust_head`/`tail`/`meta` (the core's [`XdpBuff`] with Linux's bounds), `ktime_get_ns`,
+//!   `get_prandom_u32`, `get_smp_processor_id`, `csum_diff`, `trace_printk` (to [`Host::log`]);
+//!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
+//!
+//! ## What was taken and what was written
+//!
+//! Taken: the `object` crate (no_std, no alloc needed) reads the ELF container: section headers,
+//! symbols, relocation entries. It is the ELF reader the Rust toolchain itself uses, and it returns
+//! errors rather than panicking on malformed files.
+//!
+//! Written here: everything BPF-specific. `aya-obj` was considered for the object model, but it
+//! prepares objects for the kernel's `bpf()` syscall (file descriptors in relocations, CO-RE against
+//! kernel BTF) and brings more than a loader for an engine needs; the BTF subset for map
+//! definitions is small. `rbpf` was considered for the interpreter, but its memory model hands the
+//! program host pointers and checks them against a list of regions inside `unsafe` code; a tagged
+//! address space ([`mem`]) needs no `unsafe` at all, and gives the maps, stack, context and packet
+//! each its own bounds. There is no JIT: an interpreter keeps the crate free of `unsafe`, and
+//! `onic bench xdp` shows what the interpretation costs.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod btf;
+pub mod elf;
+mod hashtab;
+mod helpers;
+pub mod insn;
+pub mod maps;
+pub mod mem;
+pub mod printk;
+pub mod program;
+pub mod validate;
+pub mod vm;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
+
+pub use elf::{list_programs, load, Loaded};
+pub use maps::{Map, MapDef, MapType};
+pub use program::{Program, ProgramInfo};
+pub use vm::{Fault, FaultKind, Vm};
+
+/// Why an object or program cannot be loaded. The message names what and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    msg: String,
+}
+
+impl LoadError {
+    /// An error with this message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        Self { msg: msg.into() }
+    }
+
+    /// The message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.msg
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// Limits and sizes chosen at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// CPUs the per-CPU maps keep a value for.
+    pub cpus: u32,
+    /// Most bytes all maps of an object may take.
+    pub max_map_bytes: usize,
+    /// Most instructions one run may execute.
+    pub budget: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            cpus: 4,
+            max_map_bytes: 64 << 20,
+            budget: 1_000_000,
+        }
+    }
+}
+
+/// What the engine asks of the system it runs in.
+pub trait Host {
+    /// `ctx->ingress_ifindex` for a frame of `rxq` (default: port + 1).
+    fn ingress_ifindex(&self, rxq: XdpRxq) -> u32 {
+        u32::from(rxq.port) + 1
+    }
+
+    /// The redirect target (the index the core's redirect table knows) of interface `ifindex`,
+    /// for `bpf_redirect` and devmap entries; `None`: no such interface here.
+    fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32>;
+
+    /// The redirect target of the AF_XDP socket an xskmap holds for `queue`.
+    fn redirect_xsk(&self, rxq: XdpRxq, queue: u32) -> Option<u32>;
+
+    /// The CPU a frame of `rxq` is processed on (for per-CPU maps and
+    /// `bpf_get_smp_processor_id`); must be below [`LoadOptions::cpus`] to get its own copy.
+    fn cpu(&self, rxq: XdpRxq) -> u32 {
+        u32::from(rxq.queue_index)
+    }
+
+    /// Nanoseconds of a monotonic clock (`bpf_ktime_get_ns`).
+    fn ktime_ns(&mut self) -> u64;
+
+    /// A pseudo-random number (`bpf_get_prandom_u32`).
+    fn random_u32(&mut self) -> u32;
+
+    /// One log line: `bpf_trace_printk` output and fault reports.
+    fn log(&mut self, line: &str);
+}
+
+/// Counters of an engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Runs.
+    pub runs: u64,
+    /// Runs that faulted (verdict XDP_ABORTED): the driver's `rx_xdp_fault`.
+    pub faults: u64,
+    /// Instructions executed in all.
+    pub insns: u64,
+    /// Verdicts returned, by raw value (aborted, drop, pass, tx, redirect); faults count as
+    /// aborted.
+    pub verdicts: [u64; 5],
+    /// Returns that are no verdict (the core counts them as `rx_xdp_invalid`).
+    pub invalid: u64,
+}
+
+/// Most fault lines logged one by one; after that, one line per power of two.
+const FAULT_LOG_LINES: u64 = 16;
+
+/// A loaded program, its maps and its host: an XDP program for the core.
+pub struct XdpEngine<H> {
+    program: Program,
+    maps: Vec<Map>,
+    vm: Vm,
+    host: H,
+    stats: EngineStats,
+}
+
+impl<H: Host> XdpEngine<H> {
+    /// An engine for `loaded`, with an instruction budget of `budget` per run.
+    #[must_use]
+    pub fn new(loaded: Loaded, host: H, budget: u64) -> Self {
+        Self::with_program(loaded.program, loaded.maps, host, budget)
+    }
+
+    /// An engine for a program and maps assembled by hand (tests, the fuzzer).
+    #[must_use]
+    pub fn with_program(program: Program, maps: Vec<Map>, host: H, budget: u64) -> Self {
+        let scratch = maps
+            .iter()
+            .map(|m| (m.def().key_size as usize).saturating_add(m.def().value_size as usize))
+            .max()
+            .unwrap_or(0);
+        Self {
+            program,
+            maps,
+            vm: Vm::new(budget, scratch),
+            host,
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// The program.
+    #[must_use]
+    pub const fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The maps.
+    #[must_use]
+    pub fn maps(&self) -> &[Map] {
+        &self.maps
+    }
+
+    /// The maps, for the host to set entries (`--map`).
+    pub fn maps_mut(&mut self) -> &mut [Map] {
+        &mut self.maps
+    }
+
+    /// Map `name`.
+    pub fn map_mut(&mut self, name: &str) -> Option<&mut Map> {
+        self.maps.iter_mut().find(|m| m.def().name == name)
+    }
+
+    /// The host.
+    pub fn host_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+
+    /// The host.
+    #[must_use]
+    pub const fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The counters.
+    #[must_use]
+    pub const fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Runs the program on one buffer and returns its raw verdict (XDP_ABORTED after a fault).
+    pub fn run(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        let (r, executed) = self.vm.run(&self.program, &mut self.maps, &mut self.host, xdp);
+        self.stats.runs += 1;
+        self.stats.insns += executed;
+        let raw = match r {
+            // The verdict is the low 32 bits of r0 (the kernel's `u32` return).
+            Ok(r0) => r0 as u32,
+            Err(fault) => {
+                self.stats.faults += 1;
+                let n = self.stats.faults;
+                if n <= FAULT_LOG_LINES || n.is_power_of_two() {
+                    let line = self.describe(&fault, n);
+                    self.host.log(&line);
+                }
+                XdpAction::Aborted.raw()
+            }
+        };
+        match self.stats.verdicts.get_mut(raw as usize) {
+            Some(c) => *c += 1,
+            None => self.stats.invalid += 1,
+        }
+        raw
+    }
+
+    fn describe(&self, fault: &Fault, n: u64) -> String {
+        let (func, off) = self.program.locate(fault.pc);
+        format!(
+            "onic-bpf: {} faulted at instruction {} ({}+{off}): {}; XDP_ABORTED (fault {n})",
+            self.program.name(),
+            fault.pc,
+            func.unwrap_or("?"),
+            fault.kind
+        )
+    }
+}
+
+impl<H: Host> RawXdpProgram for XdpEngine<H> {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        self.run(xdp)
+    }
+}
+
+impl<H> fmt::Debug for XdpEngine<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XdpEngine")
+            .field("program", &self.program.name())
+            .field("maps", &self.maps.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A host for tools and tests: ports have interface indexes `ifindex_base + port`, redirect
+/// targets come from a table, time is set by the caller (e.g. the model's virtual clock), random
+/// numbers come from a seeded xorshift, log lines are kept (up to [`SimHost::MAX_LINES`]).
+#[derive(Clone, Debug)]
+pub struct SimHost {
+    /// Interface index of port 0.
+    pub ifindex_base: u32,
+    /// (ingress port or `None` for any, interface index, redirect target).
+    pub redirects: Vec<(Option<u8>, u32, u32)>,
+    /// Redirect target of AF_XDP sockets (xskmap entries), if the host has a user sink.
+    pub xsk_target: Option<u32>,
+    /// CPUs: queue `q` runs on CPU `q % cpus`.
+    pub cpus: u32,
+    /// What `bpf_ktime_get_ns` returns.
+    pub now_ns: u64,
+    rng: u64,
+    /// Log lines.
+    pub lines: Vec<String>,
+    /// Lines dropped after the first [`SimHost::MAX_LINES`].
+    pub lines_dropped: u64,
+}
+
+impl SimHost {
+    /// Most log lines kept.
+    pub const MAX_LINES: usize = 10_000;
+
+    /// A host with port 0 at interface index 1, no redirect targets, `cpus` CPUs.
+    #[must_use]
+    pub fn new(cpus: u32, seed: u64) -> Self {
+        Self {
+            ifindex_base: 1,
+            redirects: Vec::new(),
+            xsk_target: None,
+            cpus: cpus.max(1),
+            now_ns: 0,
+            rng: seed | 1,
+            lines: Vec::new(),
+            lines_dropped: 0,
+        }
+    }
+}
+
+impl Host for SimHost {
+    fn ingress_ifindex(&self, rxq: XdpRxq) -> u32 {
+        self.ifindex_base + u32::from(rxq.port)
+    }
+
+    fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        self.redirects
+            .iter()
+            .find(|r| r.0.is_none_or(|p| p == rxq.port) && r.1 == ifindex)
+            .map(|r| r.2)
+    }
+
+    fn redirect_xsk(&self, _: XdpRxq, _: u32) -> Option<u32> {
+        self.xsk_target
+    }
+
+    fn cpu(&self, rxq: XdpRxq) -> u32 {
+        u32::from(rxq.queue_index) % self.cpus
+    }
+
+    fn ktime_ns(&mut self) -> u64 {
+        self.now_ns
+    }
+
+    fn random_u32(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 16) as u32
+    }
+
+    fn log(&mut self, line: &str) {
+        if self.lines.len() < Self::MAX_LINES {
+            self.lines.push(line.into());
+        } else {
+            self.lines_dropped += 1;
+        }
+    }
+}

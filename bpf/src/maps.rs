@@ -1,0 +1,606 @@
+//! Maps: the types XDP programs use, their storage (allocated once at load), the operations the
+//! helpers perform from the program side, and the host side (`--map` settings, dumps).
+//!
+//! Every value has a fixed place in its map's value storage: slot `s`, CPU copy `c` lies at byte
+//! `(s * copies + c) * value_size`. A program's pointer to a value is that offset in the map's
+//! address region, so a pointer stays valid (and checked) after the entry is deleted, as in the
+//! kernel, where a deleted element's memory stays readable until a grace period ends.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::hashtab::{HashTable, Inserted};
+
+/// Errno values the map helpers return (negated).
+pub mod errno {
+    #![allow(missing_docs)]
+    pub const ENOENT: i64 = 2;
+    pub const E2BIG: i64 = 7;
+    pub const EEXIST: i64 = 17;
+    pub const EINVAL: i64 = 22;
+    pub const EOPNOTSUPP: i64 = 95;
+}
+
+/// `bpf_map_update_elem` flags.
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+
+/// The map types the engine provides (`enum bpf_map_type` numbers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapType {
+    /// `BPF_MAP_TYPE_HASH` (1).
+    Hash,
+    /// `BPF_MAP_TYPE_ARRAY` (2).
+    Array,
+    /// `BPF_MAP_TYPE_PERCPU_HASH` (5).
+    PercpuHash,
+    /// `BPF_MAP_TYPE_PERCPU_ARRAY` (6).
+    PercpuArray,
+    /// `BPF_MAP_TYPE_LRU_HASH` (9).
+    LruHash,
+    /// `BPF_MAP_TYPE_LRU_PERCPU_HASH` (10).
+    LruPercpuHash,
+    /// `BPF_MAP_TYPE_DEVMAP` (14): interface indexes, redirect targets.
+    DevMap,
+    /// `BPF_MAP_TYPE_XSKMAP` (17): AF_XDP sockets by RX queue, onto the host's user sink.
+    XskMap,
+    /// `BPF_MAP_TYPE_DEVMAP_HASH` (25).
+    DevMapHash,
+}
+
+impl MapType {
+    /// The type for a kernel map type number.
+    #[must_use]
+    pub const fn from_raw(t: u32) -> Option<Self> {
+        Some(match t {
+            1 => Self::Hash,
+            2 => Self::Array,
+            5 => Self::PercpuHash,
+            6 => Self::PercpuArray,
+            9 => Self::LruHash,
+            10 => Self::LruPercpuHash,
+            14 => Self::DevMap,
+            17 => Self::XskMap,
+            25 => Self::DevMapHash,
+            _ => return None,
+        })
+    }
+
+    /// The kernel's name without the prefix, lower case (`hash`, `percpu_array`, ...).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Hash => "hash",
+            Self::Array => "array",
+            Self::PercpuHash => "percpu_hash",
+            Self::PercpuArray => "percpu_array",
+            Self::LruHash => "lru_hash",
+            Self::LruPercpuHash => "lru_percpu_hash",
+            Self::DevMap => "devmap",
+            Self::XskMap => "xskmap",
+            Self::DevMapHash => "devmap_hash",
+        }
+    }
+
+    /// One value per CPU.
+    #[must_use]
+    pub const fn is_percpu(self) -> bool {
+        matches!(self, Self::PercpuHash | Self::PercpuArray | Self::LruPercpuHash)
+    }
+
+    const fn is_hash(self) -> bool {
+        matches!(
+            self,
+            Self::Hash | Self::PercpuHash | Self::LruHash | Self::LruPercpuHash | Self::DevMapHash
+        )
+    }
+
+    const fn is_lru(self) -> bool {
+        matches!(self, Self::LruHash | Self::LruPercpuHash)
+    }
+
+    /// Entries exist only once set (devmaps and xskmaps), unlike array slots.
+    const fn is_sparse_array(self) -> bool {
+        matches!(self, Self::DevMap | Self::XskMap)
+    }
+
+    /// Maps that only the host fills (a program may look them up and redirect through them).
+    #[must_use]
+    pub const fn is_redirect(self) -> bool {
+        matches!(self, Self::DevMap | Self::XskMap | Self::DevMapHash)
+    }
+}
+
+/// What a map is, as the object declares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDef {
+    /// Name (the variable's name; `.rodata`, `.data`, `.bss` for global data).
+    pub name: String,
+    /// Type.
+    pub map_type: MapType,
+    /// Key bytes.
+    pub key_size: u32,
+    /// Value bytes (one CPU's copy).
+    pub value_size: u32,
+    /// Entries.
+    pub max_entries: u32,
+    /// `map_flags` as declared.
+    pub flags: u32,
+    /// Program stores into values fault (`.rodata`).
+    pub read_only: bool,
+}
+
+/// One map with its storage.
+#[derive(Debug)]
+pub struct Map {
+    def: MapDef,
+    copies: usize,
+    values: Vec<u8>,
+    /// Hash types.
+    table: Option<HashTable>,
+    /// Devmaps and xskmaps: which slots are set.
+    present: Vec<bool>,
+}
+
+/// Why a map definition is refused.
+fn check_def(d: &MapDef) -> Result<(), String> {
+    let t = d.map_type;
+    if d.max_entries == 0 || d.value_size == 0 || d.key_size == 0 {
+        return Err("key size, value size and max_entries must be positive".into());
+    }
+    if !t.is_hash() && d.key_size != 4 {
+        return Err(format!(
+            "a {} map needs 4-byte keys, not {}",
+            t.name(),
+            d.key_size
+        ));
+    }
+    if t.is_redirect() && !(d.value_size == 4 || (d.value_size == 8 && t != MapType::XskMap)) {
+        return Err(format!(
+            "a {} map needs 4-byte values (8 with a program fd)",
+            t.name()
+        ));
+    }
+    if d.key_size > 512 {
+        return Err(format!("key size {} is above 512 bytes", d.key_size));
+    }
+    Ok(())
+}
+
+impl Map {
+    /// Bytes the map needs with `cpus` CPUs.
+    #[must_use]
+    pub fn footprint(d: &MapDef, cpus: u32) -> usize {
+        let copies = if d.map_type.is_percpu() { cpus as usize } else { 1 };
+        let n = d.max_entries as usize;
+        let vals = n.saturating_mul(copies).saturating_mul(d.value_size as usize);
+        let tab = if d.map_type.is_hash() {
+            HashTable::footprint(d.key_size as usize, n)
+        } else {
+            n
+        };
+        vals.saturating_add(tab)
+    }
+
+    /// Creates the map (values zeroed), for `cpus` CPUs.
+    ///
+    /// # Errors
+    ///
+    /// A definition the engine cannot hold.
+    pub fn new(def: MapDef, cpus: u32) -> Result<Self, String> {
+        check_def(&def)?;
+        let copies = if def.map_type.is_percpu() {
+            cpus.max(1) as usize
+        } else {
+            1
+        };
+        let n = def.max_entries as usize;
+        let bytes = n
+            .checked_mul(copies)
+            .and_then(|x| x.checked_mul(def.value_size as usize));
+        // Program addresses carry offsets below 2 GiB (see `mem::BIAS`); the table must fit too.
+        if bytes.is_none_or(|b| b >= crate::mem::BIAS as usize)
+            || Self::footprint(&def, cpus) >= crate::mem::BIAS as usize
+        {
+            return Err("the map would take 2 GiB or more".into());
+        }
+        let table = def
+            .map_type
+            .is_hash()
+            .then(|| HashTable::new(def.key_size as usize, n, def.map_type.is_lru()));
+        let present = if def.map_type.is_sparse_array() {
+            vec![false; n]
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            values: vec![0; n * copies * def.value_size as usize],
+            def,
+            copies,
+            table,
+            present,
+        })
+    }
+
+    /// The definition.
+    #[must_use]
+    pub const fn def(&self) -> &MapDef {
+        &self.def
+    }
+
+    /// Live entries (set slots of devmaps and xskmaps; every slot of an array).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match &self.table {
+            Some(t) => t.len(),
+            None if self.present.is_empty() => self.def.max_entries as usize,
+            None => self.present.iter().filter(|p| **p).count(),
+        }
+    }
+
+    /// Whether the map has no entry.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value storage, for checked program access (see the module docs for the layout).
+    #[must_use]
+    pub fn storage(&self) -> &[u8] {
+        &self.values
+    }
+
+    /// The value storage, writable.
+    pub fn storage_mut(&mut self) -> &mut [u8] {
+        &mut self.values
+    }
+
+    fn value_off(&self, slot: u32, cpu: usize) -> usize {
+        (slot as usize * self.copies + cpu.min(self.copies - 1)) * self.def.value_size as usize
+    }
+
+    fn array_slot(&self, key: &[u8]) -> Option<u32> {
+        let k = u32::from_le_bytes(key.try_into().ok()?);
+        (k < self.def.max_entries).then_some(k)
+    }
+
+    /// The slot of `key` for a program's lookup (an LRU map marks it as used).
+    fn find_slot(&mut self, key: &[u8]) -> Option<u32> {
+        match self.table.as_mut() {
+            Some(t) => t.find(key),
+            None => {
+                let s = self.array_slot(key)?;
+                let absent = self.present.get(s as usize).is_some_and(|p| !p);
+                (!absent).then_some(s)
+            }
+        }
+    }
+
+    /// `bpf_map_lookup_elem` from a program on CPU `cpu`: the offset of the value in the storage.
+    pub fn lookup(&mut self, key: &[u8], cpu: usize) -> Option<usize> {
+        let s = self.find_slot(key)?;
+        Some(self.value_off(s, cpu))
+    }
+
+    /// `bpf_map_update_elem` from a program: sets CPU `cpu`'s copy (a new entry of a per-CPU
+    /// map has its other copies zeroed). Returns 0 or a negative errno.
+    pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
+        if self.def.map_type.is_redirect() {
+            return -errno::EOPNOTSUPP;
+        }
+        self.store(key, value, flags, Some(cpu))
+    }
+
+    /// Stores `value` under `key`: into CPU `cpu`'s copy, or every copy for `None`.
+    fn store(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: Option<usize>) -> i64 {
+        if flags > BPF_EXIST || value.len() != self.def.value_size as usize {
+            return -errno::EINVAL;
+        }
+        let slot = match self.table.as_mut() {
+            Some(t) => {
+                let exists = t.peek(key).is_some();
+                if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
+                    return if exists { -errno::EEXIST } else { -errno::ENOENT };
+                }
+                match t.insert(key) {
+                    Some(Inserted::Existing(s)) => s,
+                    Some(Inserted::New(s) | Inserted::Evicted(s)) => {
+                        let (a, n) = (self.value_off(s, 0), self.value_size_all());
+                        self.values[a..a + n].fill(0);
+                        s
+                    }
+                    None => return -errno::E2BIG,
+                }
+            }
+            None => {
+                let Some(s) = self.array_slot(key) else {
+                    return -errno::E2BIG;
+                };
+                let present = self.present.get(s as usize).copied().unwrap_or(true);
+                if flags == BPF_NOEXIST && present {
+                    return -errno::EEXIST;
+                }
+                if flags == BPF_EXIST && !present {
+                    return -errno::ENOENT;
+                }
+                if let Some(p) = self.present.get_mut(s as usize) {
+                    *p = true;
+                }
+                s
+            }
+        };
+        let cpus = match cpu {
+            Some(c) => c.min(self.copies - 1)..c.min(self.copies - 1) + 1,
+            None => 0..self.copies,
+        };
+        for c in cpus {
+            let a = self.value_off(slot, c);
+            self.values[a..a + value.len()].copy_from_slice(value);
+        }
+        0
+    }
+
+    fn value_size_all(&self) -> usize {
+        self.copies * self.def.value_size as usize
+    }
+
+    /// `bpf_map_delete_elem` from a program: 0 or a negative errno.
+    pub fn delete(&mut self, key: &[u8]) -> i64 {
+        if self.def.map_type.is_redirect() {
+            return -errno::EOPNOTSUPP;
+        }
+        match self.table.as_mut() {
+            Some(t) => match t.remove(key) {
+                Some(_) => 0,
+                None => -errno::ENOENT,
+            },
+            None => -errno::EINVAL,
+        }
+    }
+
+    /// The interface index (devmaps) or socket value (xskmap) stored under `key`, for
+    /// `bpf_redirect_map`.
+    pub fn redirect_entry(&mut self, key: &[u8]) -> Option<u32> {
+        let s = self.find_slot(key)?;
+        let a = self.value_off(s, 0);
+        let v = self.values.get(a..a + 4)?;
+        Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+    }
+
+    /// Host side: sets `key` to `value` in every CPU's copy (`--map`, initial global data).
+    ///
+    /// # Errors
+    ///
+    /// Wrong sizes, an index beyond an array, a full hash map.
+    pub fn host_set(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        if key.len() != self.def.key_size as usize || value.len() != self.def.value_size as usize {
+            return Err(format!(
+                "map {}: keys are {} bytes and values {} bytes",
+                self.def.name, self.def.key_size, self.def.value_size
+            ));
+        }
+        match self.store(key, value, 0, None) {
+            0 => Ok(()),
+            e => Err(format!("map {}: update failed (errno {})", self.def.name, -e)),
+        }
+    }
+
+    /// Host side: the copies (one per CPU) of `key`'s value, without touching the LRU order.
+    #[must_use]
+    pub fn host_get(&self, key: &[u8]) -> Option<Vec<&[u8]>> {
+        let slot = match &self.table {
+            Some(t) => t.peek(key)?,
+            None => {
+                let s = self.array_slot(key)?;
+                if self.present.get(s as usize).is_some_and(|p| !p) {
+                    return None;
+                }
+                s
+            }
+        };
+        Some(self.copies_of(slot))
+    }
+
+    fn copies_of(&self, slot: u32) -> Vec<&[u8]> {
+        let vs = self.def.value_size as usize;
+        (0..self.copies)
+            .map(|c| {
+                let a = self.value_off(slot, c);
+                &self.values[a..a + vs]
+            })
+            .collect()
+    }
+
+    /// Every entry, sorted by key bytes: (key, one value per CPU).
+    #[must_use]
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<&[u8]>)> {
+        let mut out: Vec<(Vec<u8>, Vec<&[u8]>)> = match &self.table {
+            Some(t) => t.iter().map(|(s, k)| (k.to_vec(), self.copies_of(s))).collect(),
+            None => (0..self.def.max_entries)
+                .filter(|&s| self.present.get(s as usize).copied().unwrap_or(true))
+                .map(|s| (s.to_le_bytes().to_vec(), self.copies_of(s)))
+                .collect(),
+        };
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}
+
+/// Parses a key or value for a map with `size`-byte keys or values: a number (decimal or
+/// `0x`-hex, stored little-endian; sizes up to 8 bytes) or `hex:` followed by exactly `size`
+/// bytes in hex.
+///
+/// # Errors
+///
+/// What is wrong with the text.
+pub fn parse_bytes(text: &str, size: usize) -> Result<Vec<u8>, String> {
+    if let Some(h) = text.strip_prefix("hex:") {
+        let digits: Vec<u8> = h.bytes().filter(|b| !matches!(b, b'_' | b' ')).collect();
+        if digits.len() != 2 * size {
+            return Err(format!("'{text}': expected {size} bytes in hex"));
+        }
+        return digits
+            .chunks(2)
+            .map(|p| {
+                let s = core::str::from_utf8(p).map_err(|_| format!("'{text}': not hex"))?;
+                u8::from_str_radix(s, 16).map_err(|_| format!("'{text}': not hex"))
+            })
+            .collect();
+    }
+    if size > 8 {
+        return Err(format!(
+            "'{text}': {size}-byte keys/values are written as hex:<{size} bytes>"
+        ));
+    }
+    let (digits, radix) = match text.strip_prefix("0x") {
+        Some(h) => (h, 16),
+        None => (text, 10),
+    };
+    let v = u64::from_str_radix(digits, radix).map_err(|_| format!("'{text}': not a number"))?;
+    if size < 8 && v >> (8 * size) != 0 {
+        return Err(format!("'{text}' does not fit in {size} bytes"));
+    }
+    Ok(v.to_le_bytes()[..size].to_vec())
+}
+
+/// Writes bytes as a JSON value: a number for 1, 2, 4 and 8 bytes (little-endian), a hex string
+/// otherwise.
+pub fn json_bytes(out: &mut String, b: &[u8]) {
+    use core::fmt::Write;
+    if matches!(b.len(), 1 | 2 | 4 | 8) {
+        let mut v = [0u8; 8];
+        v[..b.len()].copy_from_slice(b);
+        let _ = write!(out, "{}", u64::from_le_bytes(v));
+    } else {
+        out.push('"');
+        for x in b {
+            let _ = write!(out, "{x:02x}");
+        }
+        out.push('"');
+    }
+}
+
+/// A JSON document of every map and its entries: `{"maps": [{"name", "type", "key_size",
+/// "value_size", "max_entries", "entries": [{"key", "value"}]}]}`; per-CPU maps give `"values"`,
+/// one per CPU.
+#[must_use]
+pub fn to_json(maps: &[Map]) -> String {
+    use core::fmt::Write;
+    let mut s = String::from("{\"maps\": [");
+    for (i, m) in maps.iter().enumerate() {
+        let d = m.def();
+        let _ = write!(
+            s,
+            "{}\n  {{\"name\": \"{}\", \"type\": \"{}\", \"key_size\": {}, \"value_size\": {}, \"max_entries\": {}, \"entries\": [",
+            if i > 0 { "," } else { "" },
+            d.name.escape_default(),
+            d.map_type.name(),
+            d.key_size,
+            d.value_size,
+            d.max_entries
+        );
+        for (j, (k, vs)) in m.entries().iter().enumerate() {
+            s.push_str(if j > 0 {
+                ",\n    {\"key\": "
+            } else {
+                "\n    {\"key\": "
+            });
+            json_bytes(&mut s, k);
+            if d.map_type.is_percpu() {
+                s.push_str(", \"values\": [");
+                for (c, v) in vs.iter().enumerate() {
+                    if c > 0 {
+                        s.push_str(", ");
+                    }
+                    json_bytes(&mut s, v);
+                }
+                s.push_str("]}");
+            } else {
+                s.push_str(", \"value\": ");
+                json_bytes(&mut s, vs.first().copied().unwrap_or(&[]));
+                s.push('}');
+            }
+        }
+        s.push_str("]}");
+    }
+    s.push_str("\n]}\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(t: MapType, k: u32, v: u32, n: u32) -> MapDef {
+        MapDef {
+            name: "m".into(),
+            map_type: t,
+            key_size: k,
+            value_size: v,
+            max_entries: n,
+            flags: 0,
+            read_only: false,
+        }
+    }
+
+    #[test]
+    fn array_semantics() {
+        let mut m = Map::new(def(MapType::Array, 4, 8, 4), 2).unwrap();
+        assert_eq!(m.lookup(&3u32.to_le_bytes(), 0), Some(24));
+        assert_eq!(m.lookup(&4u32.to_le_bytes(), 0), None);
+        assert_eq!(m.update(&1u32.to_le_bytes(), &[1; 8], 1, 0), -errno::EEXIST);
+        assert_eq!(m.update(&9u32.to_le_bytes(), &[1; 8], 0, 0), -errno::E2BIG);
+        assert_eq!(m.update(&1u32.to_le_bytes(), &[1; 8], 0, 0), 0);
+        assert_eq!(m.delete(&1u32.to_le_bytes()), -errno::EINVAL);
+        assert_eq!(m.host_get(&1u32.to_le_bytes()).unwrap(), [&[1u8; 8][..]]);
+        assert!(Map::new(def(MapType::Array, 8, 8, 4), 1).is_err());
+    }
+
+    #[test]
+    fn percpu_hash_keeps_one_copy_per_cpu() {
+        let mut m = Map::new(def(MapType::PercpuHash, 2, 4, 2), 3).unwrap();
+        assert_eq!(m.update(&[1, 0], &[7; 4], 0, 2), 0);
+        let v = m.host_get(&[1, 0]).unwrap();
+        assert_eq!(v, [&[0u8; 4][..], &[0; 4], &[7; 4]]);
+        assert_eq!(m.lookup(&[1, 0], 2), Some(8));
+        assert_eq!(m.update(&[1, 0], &[1; 4], 1, 0), -errno::EEXIST);
+        assert_eq!(m.update(&[2, 0], &[1; 4], 2, 0), -errno::ENOENT);
+        assert_eq!(m.update(&[2, 0], &[1; 4], 0, 0), 0);
+        assert_eq!(m.update(&[3, 0], &[1; 4], 0, 0), -errno::E2BIG);
+        assert_eq!(m.delete(&[1, 0]), 0);
+        assert_eq!(m.delete(&[1, 0]), -errno::ENOENT);
+        // A recycled slot starts from zero in every copy.
+        assert_eq!(m.update(&[3, 0], &[5; 4], 0, 0), 0);
+        assert_eq!(m.host_get(&[3, 0]).unwrap()[2], [0; 4]);
+    }
+
+    #[test]
+    fn devmap_entries_exist_once_set_and_programs_cannot_change_them() {
+        let mut m = Map::new(def(MapType::DevMap, 4, 4, 4), 1).unwrap();
+        assert_eq!(m.redirect_entry(&0u32.to_le_bytes()), None);
+        m.host_set(&0u32.to_le_bytes(), &2u32.to_le_bytes()).unwrap();
+        assert_eq!(m.redirect_entry(&0u32.to_le_bytes()), Some(2));
+        assert_eq!(m.update(&1u32.to_le_bytes(), &[0; 4], 0, 0), -errno::EOPNOTSUPP);
+        assert_eq!(m.entries().len(), 1);
+        assert!(Map::new(def(MapType::XskMap, 4, 8, 4), 1).is_err());
+    }
+
+    #[test]
+    fn text_forms() {
+        assert_eq!(parse_bytes("258", 4).unwrap(), [2, 1, 0, 0]);
+        assert_eq!(parse_bytes("0xff", 1).unwrap(), [255]);
+        assert!(parse_bytes("256", 1).is_err());
+        assert_eq!(parse_bytes("hex:0a00_0001", 4).unwrap(), [10, 0, 0, 1]);
+        assert!(parse_bytes("hex:0a", 4).is_err());
+        assert!(parse_bytes("12", 16).is_err());
+        let mut m = Map::new(def(MapType::Hash, 4, 16, 4), 1).unwrap();
+        m.host_set(&[1, 0, 0, 0], &[0xab; 16]).unwrap();
+        let j = to_json(core::slice::from_ref(&m));
+        assert!(
+            j.contains("{\"key\": 1, \"value\": \"abababababababababababababababab\"}"),
+            "{j}"
+        );
+    }
+}

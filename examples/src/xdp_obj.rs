@@ -1,0 +1,199 @@
+//! `onic run --xdp-obj FILE.o`: a clang-built XDP object run by the `onic-bpf` engine in place of
+//! a built-in program. The object's maps can be set before the run (`--map NAME:KEY=VALUE`) and
+//! are printed, or written as JSON, after it (`--dump-maps`).
+//!
+//! What the program sees of the model: port `p` is interface `p + 1` (`ctx->ingress_ifindex`,
+//! `bpf_redirect`, devmap values); redirecting to the other port's interface sends the frame out
+//! of that port (redirect target [`OTHER_PORT`]), an AF_XDP socket in an xskmap is the run's user
+//! sink (target [`XSK_SINK`], written to `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
+//! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
+//! printed after the run.
+
+use std::path::{Path, PathBuf};
+
+use onic_bpf::{LoadOptions, SimHost, XdpEngine};
+use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpProgram};
+
+use crate::xdp_progs::{Builtin, OTHER_PORT};
+
+/// Redirect target number of the user sink (AF_XDP-like) in `onic run`'s redirect table.
+pub const XSK_SINK: u32 = 1;
+/// CPUs the per-CPU maps keep values for.
+pub const CPUS: u32 = 4;
+/// Interface index of port 0.
+pub const IFINDEX_BASE: u32 = 1;
+
+/// Options of `onic run` for object programs.
+#[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "XDP objects (--xdp-obj)")]
+pub struct ObjOpts {
+    /// A clang-built XDP object (clang -O2 -g -target bpf -c prog.c -o prog.o) to run instead of a
+    /// built-in program.
+    #[arg(long, conflicts_with = "xdp")]
+    pub xdp_obj: Option<PathBuf>,
+    /// The program of the object to run: a section (xdp, xdp/foo) or function name [default:
+    /// the object's only XDP program].
+    #[arg(long, requires = "xdp_obj")]
+    pub sec: Option<String>,
+    /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
+    /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
+    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1).
+    #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
+    pub maps: Vec<String>,
+    /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", requires = "xdp_obj")]
+    pub dump_maps: Option<PathBuf>,
+    /// With --xdp-obj, run traffic mode (the program on the receiving function's RX queues)
+    /// instead of replaying the sample mix.
+    #[arg(long, requires = "xdp_obj", conflicts_with = "pcap")]
+    pub traffic: bool,
+    /// Most instructions one run of the program may execute before it is aborted.
+    #[arg(long, default_value_t = 1_000_000, requires = "xdp_obj")]
+    pub insn_budget: u64,
+}
+
+/// The program `onic run` attaches: built in, or an object run by the engine.
+pub enum Prog {
+    /// A built-in program.
+    Builtin(Builtin),
+    /// An object.
+    Object(Box<XdpEngine<SimHost>>, PathBuf),
+}
+
+impl RawXdpProgram for Prog {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        match self {
+            Self::Builtin(b) => b.run(xdp).raw(),
+            Self::Object(e, _) => e.run(xdp),
+        }
+    }
+}
+
+impl Prog {
+    /// Sets the time `bpf_ktime_get_ns` reports.
+    pub fn set_time(&mut self, ns: u64) {
+        if let Self::Object(e, _) = self {
+            e.host_mut().now_ns = ns;
+        }
+    }
+
+    /// The name to print.
+    pub fn describe(&self, builtin: &str) -> String {
+        match self {
+            Self::Builtin(_) => builtin.to_string(),
+            Self::Object(e, path) => format!(
+                "{} (section {}) of {}, onic-bpf interpreter",
+                e.program().name(),
+                e.program().info().section,
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Loads the object of `o` with its `--map` settings.
+///
+/// # Errors
+///
+/// The loader's refusal, a bad `--map`.
+pub fn load(o: &ObjOpts, path: &Path) -> Result<XdpEngine<SimHost>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let opts = LoadOptions {
+        cpus: CPUS,
+        budget: o.insn_budget.max(1),
+        ..LoadOptions::default()
+    };
+    let loaded =
+        onic_bpf::load(&bytes, o.sec.as_deref(), &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut host = SimHost::new(CPUS, 0x5eed);
+    host.ifindex_base = IFINDEX_BASE;
+    // From port 0, interface 2 (port 1) is the other port, and the other way round.
+    host.redirects = vec![
+        (Some(0), IFINDEX_BASE + 1, OTHER_PORT),
+        (Some(1), IFINDEX_BASE, OTHER_PORT),
+    ];
+    host.xsk_target = Some(XSK_SINK);
+    let mut e = XdpEngine::new(loaded, host, opts.budget);
+    for m in &o.maps {
+        set_map(&mut e, m)?;
+    }
+    Ok(e)
+}
+
+fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
+    let bad = || format!("--map {spec}: expected NAME:KEY=VALUE");
+    let (name, kv) = spec.split_once(':').ok_or_else(bad)?;
+    let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+    let names: Vec<String> = e.maps().iter().map(|m| m.def().name.clone()).collect();
+    let map = e
+        .map_mut(name)
+        .ok_or_else(|| format!("--map {spec}: no map '{name}' (maps: {})", names.join(", ")))?;
+    let d = map.def().clone();
+    let key =
+        onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
+    let value = onic_bpf::maps::parse_bytes(v, d.value_size as usize)
+        .map_err(|m| format!("--map {spec}: value {m}"))?;
+    map.host_set(&key, &value)
+        .map_err(|m| format!("--map {spec}: {m}"))
+}
+
+/// Prints what the engine counted, its log, and the maps; writes the JSON dump.
+///
+/// # Errors
+///
+/// The dump file cannot be written.
+pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String> {
+    let s = e.stats();
+    println!(
+        "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
+        s.runs,
+        s.insns,
+        s.insns as f64 / s.runs.max(1) as f64,
+        s.verdicts[0],
+        s.verdicts[1],
+        s.verdicts[2],
+        s.verdicts[3],
+        s.verdicts[4],
+        s.invalid
+    );
+    println!(
+        "     rx_xdp_fault: {}          <- runs the engine aborted (also in rx_xdp_aborted)",
+        s.faults
+    );
+    let h = e.host();
+    if !h.lines.is_empty() {
+        println!(
+            "program log ({} lines{}):",
+            h.lines.len(),
+            if h.lines_dropped > 0 { ", more dropped" } else { "" }
+        );
+        for l in h.lines.iter().take(20) {
+            println!("  {l}");
+        }
+        if h.lines.len() > 20 {
+            println!("  ... {} more", h.lines.len() - 20);
+        }
+    }
+    for m in e.maps() {
+        let d = m.def();
+        println!(
+            "map {}: {} ({} entries of {}, key {} B, value {} B)",
+            d.name,
+            d.map_type.name(),
+            m.len(),
+            d.max_entries,
+            d.key_size,
+            d.value_size
+        );
+    }
+    if let Some(path) = dump {
+        let json = onic_bpf::maps::to_json(e.maps());
+        if path == Path::new("-") {
+            print!("{json}");
+        } else {
+            std::fs::write(path, json).map_err(|err| format!("{}: {err}", path.display()))?;
+            println!("maps written as JSON to {}", path.display());
+        }
+    }
+    Ok(())
+}

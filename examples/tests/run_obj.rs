@@ -1,0 +1,501 @@
+//! `onic run --xdp-obj`: the clang-built objects of `os-linux/xdp` (prebuilt in `bpf/objects/`)
+//! against their built-in Rust twins on the shared capture `tests/data/xdp-shared.pcap`, frame
+//! for frame: the same output captures byte for byte, the same XDP counters, and for the flow
+//! counter the same per-flow counts in the object's map as in the built-in program's table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn shared() -> PathBuf {
+    root().join("tests/data/xdp-shared.pcap")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("run-obj")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Runs `onic run` with `args`; returns its standard output (fails the test on an error).
+fn onic(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "onic {args:?} failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The XDP counter lines of a run's statistics (rx_xdp_*, per queue and summed).
+fn xdp_counters(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("_xdp_") && !l.starts_with("rx_xdp_fault"))
+        .map(str::to_string)
+        .collect()
+}
+
+const CAPTURES: [&str; 4] = ["pass.pcap", "tx-port0.pcap", "tx-port1.pcap", "drop.pcap"];
+
+/// Replays the shared capture through built-in `builtin` and object `obj` (with `extra` options)
+/// and compares everything that came out.
+fn same_as_builtin(builtin: &str, obj: &str, extra: &[&str]) -> (String, String) {
+    let pcap = shared();
+    let (b, o) = (
+        out_dir(&format!("{builtin}-builtin")),
+        out_dir(&format!("{builtin}-obj")),
+    );
+    let rb = onic(&[
+        "run",
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--xdp",
+        builtin,
+        "--out-dir",
+        b.to_str().unwrap(),
+    ]);
+    let objp = root().join("bpf/objects").join(obj);
+    let mut args = vec![
+        "run",
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--xdp-obj",
+        objp.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out-dir", o.to_str().unwrap()]);
+    let ro = onic(&args);
+    for f in CAPTURES {
+        let (x, y) = (
+            std::fs::read(b.join(f)).unwrap(),
+            std::fs::read(o.join(f)).unwrap(),
+        );
+        assert!(
+            x == y,
+            "{builtin} vs {obj}: {f} differs ({} vs {} bytes)",
+            x.len(),
+            y.len()
+        );
+    }
+    assert_eq!(
+        xdp_counters(&rb),
+        xdp_counters(&ro),
+        "{builtin} vs {obj}: XDP counters"
+    );
+    assert!(!xdp_counters(&rb).is_empty());
+    assert!(ro.contains("rx_xdp_fault: 0 "), "{obj} faulted:\n{ro}");
+    (rb, ro)
+}
+
+/// Frames in a capture.
+fn frames(path: &Path) -> usize {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut n = 0;
+    while let Some(p) = r.next_packet() {
+        p.unwrap();
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn the_shared_capture_is_the_generated_xdp_mix() {
+    let tmp = out_dir("mix");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let fresh = tmp.join("mix.pcap");
+    onic(&[
+        "pcap-sample",
+        "--mix",
+        "xdp",
+        "--frames",
+        "300",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read(fresh).unwrap() == std::fs::read(shared()).unwrap());
+}
+
+#[test]
+fn pass_drop_swap_redirect_match_their_builtins() {
+    same_as_builtin("pass", "xdp_pass.o", &[]);
+    same_as_builtin("drop", "xdp_drop.o", &[]);
+    same_as_builtin("tx", "xdp_swap.o", &[]);
+    let (_, ro) = same_as_builtin(
+        "redirect",
+        "xdp_redirect_map.o",
+        &["--sec", "xdp_redirect_map", "--map", "tx_port:0=2"],
+    );
+    assert!(ro.contains("map tx_port: devmap (1 entries of 4"), "{ro}");
+    assert_eq!(
+        frames(&out_dir_existing("redirect-obj").join("tx-port1.pcap")),
+        300
+    );
+}
+
+fn out_dir_existing(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("run-obj")
+        .join(name)
+}
+
+#[test]
+fn the_vm_programs_match_their_builtins() {
+    same_as_builtin("drop-udp", "xdp_drop_udp.o", &[]);
+    same_as_builtin("icmp-echo", "xdp_tx.o", &[]);
+    same_as_builtin("arp-bounce", "xdp_redirect.o", &[]);
+    assert_eq!(frames(&out_dir_existing("drop-udp-obj").join("drop.pcap")), 100);
+    assert_eq!(
+        frames(&out_dir_existing("icmp-echo-obj").join("tx-port0.pcap")),
+        50
+    );
+    assert_eq!(
+        frames(&out_dir_existing("arp-bounce-obj").join("tx-port1.pcap")),
+        25
+    );
+}
+
+/// The built-in count's table as (key hex, packets, bytes), keys laid out as xdp_count.c's.
+fn builtin_flows(report: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut m = BTreeMap::new();
+    for l in report.lines().map(str::trim) {
+        let Some((flow, counts)) = l.split_once(": ") else {
+            continue;
+        };
+        let Some((n, rest)) = counts.split_once(" frames, ") else {
+            continue;
+        };
+        let bytes: u64 = rest.trim_end_matches(" bytes").parse().unwrap();
+        let key = if flow == "not IPv4" {
+            "0".repeat(32)
+        } else {
+            // "a.b.c.d:sp -> e.f.g.h:dp proto p"
+            let (s, rest) = flow.split_once(" -> ").unwrap();
+            let (d, proto) = rest.split_once(" proto ").unwrap();
+            let addr = |t: &str| -> (Vec<u8>, u16) {
+                let (ip, port) = t.rsplit_once(':').unwrap();
+                (
+                    ip.split('.').map(|x| x.parse().unwrap()).collect(),
+                    port.parse().unwrap(),
+                )
+            };
+            let ((sa, sp), (da, dp)) = (addr(s), addr(d));
+            let mut k = Vec::new();
+            k.extend(sa);
+            k.extend(da);
+            k.extend([proto.parse::<u8>().unwrap(), 0]);
+            k.extend(sp.to_le_bytes());
+            k.extend(dp.to_le_bytes());
+            k.extend([0, 0]);
+            k.iter().map(|b| format!("{b:02x}")).collect()
+        };
+        *m.entry(key).or_insert((0, 0)) = (n.parse().unwrap(), bytes);
+    }
+    m
+}
+
+/// The object's map from the JSON dump: key hex -> (packets, bytes).
+fn object_flows(json: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut m = BTreeMap::new();
+    for l in json.lines().filter(|l| l.contains("\"key\": \"")) {
+        let field = |name: &str| {
+            l.split(&format!("\"{name}\": \""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let v = field("value");
+        let le = |h: &str| {
+            u64::from_str_radix(
+                &h.as_bytes()
+                    .chunks(2)
+                    .rev()
+                    .map(|c| std::str::from_utf8(c).unwrap())
+                    .collect::<String>(),
+                16,
+            )
+            .unwrap()
+        };
+        m.insert(field("key"), (le(&v[..16]), le(&v[16..])));
+    }
+    m
+}
+
+#[test]
+fn the_flow_counter_map_matches_the_builtin_table() {
+    let dir = out_dir("count-json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("maps.json");
+    let (rb, _) = same_as_builtin("count", "xdp_count.o", &["--dump-maps", json.to_str().unwrap()]);
+    let b = builtin_flows(&rb);
+    let o = object_flows(&std::fs::read_to_string(&json).unwrap());
+    assert!(b.len() > 20, "{rb}");
+    assert_eq!(b, o);
+    assert_eq!(o.values().map(|v| v.0).sum::<u64>(), 300);
+}
+
+#[test]
+fn features_object_runs_with_its_maps_and_log() {
+    let dir = out_dir("features");
+    let obj = root().join("bpf/objects/xdp_features.o");
+    let r = onic(&[
+        "run",
+        "--pcap",
+        shared().to_str().unwrap(),
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--queues",
+        "2",
+        "--dump-maps",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.contains("program log (1 lines):"), "{r}");
+    assert!(r.contains("first frame: "), "{r}");
+    assert!(
+        r.contains("\"name\": \"per_cpu\", \"type\": \"percpu_array\""),
+        "{r}"
+    );
+    assert!(r.contains("\"name\": \".rodata\""), "{r}");
+    // 25 ARP frames dropped; every frame longer than 128 bytes lost 4.
+    assert_eq!(frames(&dir.join("drop.pcap")), 25);
+    assert_eq!(frames(&dir.join("pass.pcap")), 275);
+    assert!(r.contains("rx_xdp_fault: 0 "), "{r}");
+}
+
+#[test]
+fn faults_are_aborted_counted_and_logged() {
+    let dir = out_dir("faults");
+    let obj = root().join("bpf/objects/faults.o");
+    let r = onic(&[
+        "run",
+        "--pcap",
+        shared().to_str().unwrap(),
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "xdp/null",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.contains("rx_xdp_fault: 300 "), "{r}");
+    let aborted: u64 = r
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("rx") && l.contains("_xdp_aborted: "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(aborted, 300, "{r}");
+    assert!(r.contains("null_deref faulted at instruction"), "{r}");
+    assert_eq!(frames(&dir.join("drop.pcap")), 300);
+}
+
+#[test]
+fn bad_objects_and_settings_are_refused_with_a_message() {
+    let run_err = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let o = |n: &str| root().join("bpf/objects").join(n).to_str().unwrap().to_string();
+    let e = run_err(&["run", "--xdp-obj", &o("refused.o"), "--sec", "xdp/helper"]);
+    assert!(
+        e.contains("bpf_xdp_get_buff_len") && e.contains("is not provided"),
+        "{e}"
+    );
+    let e = run_err(&[
+        "run",
+        "--xdp-obj",
+        &o("xdp_redirect_map.o"),
+        "--sec",
+        "xdp",
+        "--map",
+        "nope:0=1",
+    ]);
+    assert!(e.contains("no map 'nope' (maps: tx_port, xsks)"), "{e}");
+    let e = run_err(&[
+        "run",
+        "--xdp-obj",
+        &o("xdp_redirect_map.o"),
+        "--sec",
+        "xdp",
+        "--map",
+        "tx_port:9=1",
+    ]);
+    assert!(e.contains("--map tx_port:9=1"), "{e}");
+    let e = run_err(&["run", "--xdp-obj", &o("xdp_drop.o"), "--xdp", "pass"]);
+    assert!(e.contains("cannot be used with"), "{e}");
+}
+
+/// The number after `label` in `text`.
+fn number_after(text: &str, label: &str) -> u64 {
+    let rest = text
+        .split(label)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{text}"));
+    rest.trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn traffic_mode_runs_objects_on_the_receiving_queues() {
+    let o = |n: &str| root().join("bpf/objects").join(n).to_str().unwrap().to_string();
+    let common = [
+        "--traffic",
+        "--packets",
+        "3000",
+        "--progress-ms",
+        "0",
+        "--proto",
+        "udp",
+    ];
+    let mut args = vec!["run", "--xdp-obj"];
+    let drop_udp = o("xdp_drop_udp.o");
+    args.push(&drop_udp);
+    args.extend(common);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    let dropped = number_after(&r, "), drop ");
+    assert!(dropped > 0 && dropped < 3000, "{r}");
+    assert_eq!(number_after(&r, "XDP: pass ") + dropped, 3000, "{r}");
+
+    let swap = o("xdp_swap.o");
+    let mut args = vec!["run", "--xdp-obj", &swap];
+    args.extend(common);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    // Every frame went back over the cable and reached the sending function.
+    assert_eq!(number_after(&r, "), tx "), 3000, "{r}");
+    assert!(r.contains("accounting: sent 3000 = received 3000 "), "{r}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", &swap, "--traffic", "--direction", "both"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs one direction"));
+}
+
+/// The order-free form of a capture, as `os-linux/vm/onic_replay digest` prints it: one
+/// "length fnv64" line per frame, sorted as strings.
+fn digest(path: &Path) -> String {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut lines = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let d = p.unwrap().data.into_owned();
+        let h = d.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+            (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3)
+        });
+        lines.push(format!("{} {h:016x}", d.len()));
+    }
+    lines.sort();
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The programs the kernel VM test replays (see `os-linux/vm/README.md`): object, program.
+const VM_PROGRAMS: [(&str, &str); 8] = [
+    ("xdp_pass.o", "xdp_pass"),
+    ("xdp_drop.o", "xdp_drop"),
+    ("xdp_swap.o", "xdp_swap"),
+    ("xdp_drop_udp.o", "xdp_drop_udp"),
+    ("xdp_tx.o", "xdp_tx"),
+    ("xdp_redirect.o", "xdp_redirect"),
+    ("xdp_count.o", "xdp_count"),
+    ("xdp_features.o", "xdp_features"),
+];
+
+/// The expected outputs of the kernel VM comparison (`os-linux/vm/expected/`) are what
+/// `onic run --xdp-obj` gives on the shared capture: the frames the stack receives (pass.pcap),
+/// the frames port 0 sends (tx-port0.pcap, which the cable brings to onicsim1), and for the flow
+/// counter its map. `ONIC_BLESS=1` rewrites them.
+#[test]
+fn vm_expected_outputs_are_what_onic_run_gives() {
+    let dir = root().join("os-linux/vm/expected");
+    let bless = std::env::var_os("ONIC_BLESS").is_some();
+    for (obj, prog) in VM_PROGRAMS {
+        let out = out_dir(&format!("vm-{prog}"));
+        let objp = root().join("bpf/objects").join(obj);
+        let json = out.join("maps.json");
+        std::fs::create_dir_all(&out).unwrap();
+        onic(&[
+            "run",
+            "--pcap",
+            shared().to_str().unwrap(),
+            "--xdp-obj",
+            objp.to_str().unwrap(),
+            "--sec",
+            prog,
+            "--dump-maps",
+            json.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ]);
+        let mut files = vec![
+            (format!("{prog}.pass.digest"), digest(&out.join("pass.pcap"))),
+            (
+                format!("{prog}.port0-out.digest"),
+                digest(&out.join("tx-port0.pcap")),
+            ),
+        ];
+        if prog == "xdp_count" {
+            let mut lines: Vec<String> = std::fs::read_to_string(&json)
+                .unwrap()
+                .lines()
+                .filter(|l| l.contains("\"key\": \""))
+                .map(|l| {
+                    let field = |n: &str| {
+                        l.split(&format!("\"{n}\": \""))
+                            .nth(1)
+                            .unwrap()
+                            .split('"')
+                            .next()
+                            .unwrap()
+                            .to_string()
+                    };
+                    format!("flows {} {}\n", field("key"), field("value"))
+                })
+                .collect();
+            lines.sort();
+            files.push(("xdp_count.flows.txt".into(), lines.concat()));
+        }
+        for (name, text) in files {
+            let path = dir.join(&name);
+            if bless {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &text).unwrap();
+            }
+            let committed =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                committed == text,
+                "{name}: onic run gives something else now (ONIC_BLESS=1 rewrites)"
+            );
+        }
+    }
+}
