@@ -31,17 +31,18 @@
 #endif
 
 /* The lockless queue stop/wake helpers: netif_txq_maybe_stop in both kernels (Debian's 6.1 has
- * the backport); the BQL-reporting wake is netif_txq_completed_wake in 6.12, and the older
- * netif_txq_maybe_wake (wake threshold exclusive) after netdev_tx_completed_queue in 6.1. */
+ * the backport); the BQL-reporting wake is __netif_txq_completed_wake in 6.12, and the older
+ * __netif_txq_maybe_wake (wake threshold exclusive) after netdev_tx_completed_queue in 6.1.
+ * down_cond: the interface is going down, the queue must stay stopped. */
 #include <net/netdev_queues.h>
 #ifdef netif_txq_completed_wake
-#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)		\
-	netif_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)
+#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs, down_cond)	\
+	__netif_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs, down_cond)
 #else
-#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs)		\
+#define onic_txq_completed_wake(txq, pkts, bytes, get_desc, start_thrs, down_cond)	\
 	({									\
 		netdev_tx_completed_queue(txq, pkts, bytes);			\
-		(pkts) ? netif_txq_maybe_wake(txq, get_desc, (start_thrs) - 1) : -1; \
+		(pkts) ? __netif_txq_maybe_wake(txq, get_desc, (start_thrs) - 1, down_cond) : -1; \
 	})
 #endif
 

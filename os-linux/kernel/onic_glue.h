@@ -61,6 +61,7 @@ struct onic_ndev {
 	struct device *dma_dev;	/* the device the DMA API maps for; NULL: the model's own memory */
 	struct bpf_prog __rcu *xdp_prog;
 	bool xdp_xmit_ready;	/* ndo_xdp_xmit may reach the queues (set after open, cleared before stop) */
+	bool down;		/* stop has begun: no TX queue may be woken (cleared by open) */
 	u16 max_queues;
 	u16 open_queues;	/* queue indices started by the last open */
 	bool napi_added;

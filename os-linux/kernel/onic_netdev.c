@@ -73,7 +73,8 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 		__netif_tx_lock(txq, smp_processor_id());
 	}
 	onic_rs_tx_clean(nd->port, q, budget, &c);
-	onic_txq_completed_wake(txq, c.packets, c.bytes, onic_rs_tx_free(nd->port, q), c.wake_at);
+	onic_txq_completed_wake(txq, c.packets, c.bytes, onic_rs_tx_free(nd->port, q), c.wake_at,
+				READ_ONCE(nd->down));
 	__netif_tx_unlock(txq);
 	return c.in_flight > 0;
 }
@@ -146,6 +147,7 @@ static int onic_open(struct net_device *netdev)
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
 		napi_enable(&nd->qv[q].napi);
 	}
+	WRITE_ONCE(nd->down, false);
 	netif_tx_start_all_queues(netdev);
 	WRITE_ONCE(nd->xdp_xmit_ready, true);
 	/* The first link check now: carrier is set before open returns if the link is up. */
@@ -173,6 +175,11 @@ static int onic_stop(struct net_device *netdev)
 	 * grace period none can reach the queues any more. */
 	WRITE_ONCE(nd->xdp_xmit_ready, false);
 	synchronize_net();
+	/* A NAPI poll still running may reclaim and would wake a queue netif_tx_disable just
+	 * stopped, letting transmit reach rings that are being torn down (and BQL count frames
+	 * its reset then forgets). The flag is read under the same TX lock netif_tx_disable
+	 * takes, so every wake after that sees it. */
+	WRITE_ONCE(nd->down, true);
 	netif_tx_disable(netdev);
 	for (q = 0; q < nd->open_queues; q++) {
 		napi_disable(&nd->qv[q].napi);
@@ -210,7 +217,7 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	/* The core holds this TX queue's lock: the stack TX ring is ours. The Rust side reclaims
 	 * first (its counts complete BQL), then queues without a doorbell. */
 	r = onic_rs_xmit(nd->port, q, skb, &c);
-	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at);
+	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at, READ_ONCE(nd->down));
 	switch (r) {
 	case ONIC_XMIT_OK:
 	case ONIC_XMIT_OK_STOP:
@@ -600,6 +607,7 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 		spin_lock_init(&qv->xmit_lock);
 		onic_hrtimer_setup(&qv->tx_timer, onic_tx_timer_fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	}
+	nd->down = true;
 	INIT_DELAYED_WORK(&nd->link_work, onic_link_work);
 	INIT_WORK(&nd->reset_work, onic_reset_work);
 	netdev->netdev_ops = onic_xdp ? &onic_netdev_ops : &onic_netdev_ops_no_xdp;

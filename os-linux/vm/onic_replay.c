@@ -168,9 +168,14 @@ static int packet_socket(const char *ifname, int *ifindex)
 {
 	struct sockaddr_ll sll = { 0 };
 	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	int rcvbuf = 16 << 20;
 
 	if (fd < 0)
 		die("socket(AF_PACKET)");
+	/* Room for the whole capture even when this process is not scheduled for a while (the
+	 * socket would drop what does not fit, and the comparison would miss frames). */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		die("SO_RCVBUFFORCE");
 	*ifindex = if_nametoindex(ifname);
 	if (!*ifindex)
 		die(ifname);
@@ -350,8 +355,8 @@ static int run(int argc, char **argv)
 			usleep(1000);
 		}
 		/* A little at a time, so no ring on the way overflows. */
-		if (i % 16 == 15)
-			usleep(2000);
+		if (i % 8 == 7)
+			usleep(4000);
 		drain(rx, &pass);
 		drain(tx, &out0);
 	}

@@ -35,6 +35,23 @@ const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
 /// against libbpf so that the initramfs needs no libraries for it.
 const HASH_LOADER: &str = "onic_xdp_hash";
 
+/// Replays a capture through an XDP object attached to a netdev and records what came out, for
+/// the comparison with `onic run --xdp-obj` (`os-linux/vm/README.md`).
+const REPLAY_TOOL: &str = "onic_replay";
+
+/// The objects the VM replays the shared capture through (the prebuilt ones of `bpf/objects`,
+/// which `onic run` loads too).
+pub const REPLAY_OBJECTS: [&str; 8] = [
+    "xdp_pass",
+    "xdp_drop",
+    "xdp_swap",
+    "xdp_drop_udp",
+    "xdp_tx",
+    "xdp_redirect",
+    "xdp_count",
+    "xdp_features",
+];
+
 /// Host programs copied into the initramfs with their shared libraries.
 const GUEST_TOOLS: [&str; 7] = [
     "ip",
@@ -52,7 +69,7 @@ const LIBXDP_OBJECTS: &str = "/usr/lib/x86_64-linux-gnu/bpf";
 
 /// Kernel command line of every VM test boot: a soft lockup or a hung task panics the guest,
 /// which ends QEMU without a verdict (the run fails).
-pub const VM_CMDLINE: &str = "console=ttyS0 quiet panic=-1 rdinit=/init softlockup_panic=1 hung_task_panic=1";
+pub const VM_CMDLINE: &str = "console=ttyS0 quiet panic=-1 rdinit=/init softlockup_panic=1 hung_task_panic=1 softlockup_all_cpu_backtrace=1";
 
 struct Options {
     kernel: String,
@@ -128,6 +145,12 @@ pub fn build_xdp() -> Result<PathBuf, String> {
         .arg(src.join(format!("{HASH_LOADER}.c")))
         .args(["-lbpf", "-lelf", "-lz"]);
     run(&format!("gcc -static {HASH_LOADER}.c (libbpf)"), c)?;
+    let mut c = Command::new("gcc");
+    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+        .arg(out.join(REPLAY_TOOL))
+        .arg(root().join(format!("os-linux/vm/{REPLAY_TOOL}.c")))
+        .args(["-lbpf", "-lelf", "-lz"]);
+    run(&format!("gcc -static {REPLAY_TOOL}.c (libbpf)"), c)?;
     Ok(out)
 }
 
@@ -218,6 +241,22 @@ pub fn initramfs(
         copy(&xdp.join(&f), &dir.join("xdp").join(&f))?;
     }
     copy(&xdp.join(HASH_LOADER), &dir.join("bin").join(HASH_LOADER))?;
+    copy(&xdp.join(REPLAY_TOOL), &dir.join("bin").join(REPLAY_TOOL))?;
+    for name in REPLAY_OBJECTS {
+        let f = format!("{name}.o");
+        copy(&root().join("bpf/objects").join(&f), &dir.join("replay").join(&f))?;
+    }
+    copy(
+        &root().join("tests/data/xdp-shared.pcap"),
+        &dir.join("replay/xdp-shared.pcap"),
+    )?;
+    let expected = root().join("os-linux/vm/expected");
+    for entry in fs::read_dir(&expected).map_err(|e| format!("{}: {e}", expected.display()))? {
+        let p = entry.map_err(|e| format!("{}: {e}", expected.display()))?.path();
+        if let Some(n) = p.file_name() {
+            copy(&p, &dir.join("replay/expected").join(n))?;
+        }
+    }
     fs::write(dir.join("etc/onic/stats71.txt"), expected_stats()).map_err(|e| format!("stats71: {e}"))?;
     for (from, to) in extra {
         copy(from, &dir.join(to))?;
