@@ -37,6 +37,17 @@ pub trait TxFrame {
     fn dma_addr(&self) -> DmaAddr;
     /// Frame length in bytes.
     fn len(&self) -> usize;
+    /// Bytes of the owner's buffer the device may read from [`TxFrame::dma_addr`] on: what is
+    /// mapped from the frame's first byte to the end of the buffer. The queue never posts a
+    /// descriptor longer than this (a frame, or its padding to [`ETH_ZLEN`], that would run past
+    /// it is refused with [`TxError::BeyondBuffer`]).
+    ///
+    /// The default is the frame's own length, which is right for an owner that maps exactly the
+    /// frame's bytes (a `dma_map_single` of the packet data) and never grows the frame in
+    /// [`TxFrame::pad_to`]. An owner whose frame sits in a larger buffer (a page) says how large.
+    fn buffer_len(&self) -> usize {
+        self.len()
+    }
     /// Whether the frame is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -110,6 +121,10 @@ pub enum TxError<B> {
     Full(B),
     /// Length 0, longer than [`TX_MAX_FRAME`], or too short and not paddable.
     BadLength(B),
+    /// The descriptor would make the device read past the end of the buffer the frame's owner
+    /// gave (the frame, its padding, or its offset in the page runs past it, or its device
+    /// address range wraps).
+    BeyondBuffer(B),
     /// The queue is in its error state.
     Queue(B, QueueError),
 }
@@ -118,7 +133,7 @@ impl<B> TxError<B> {
     /// The buffer that was not queued.
     pub fn into_inner(self) -> B {
         match self {
-            Self::Full(b) | Self::BadLength(b) | Self::Queue(b, _) => b,
+            Self::Full(b) | Self::BadLength(b) | Self::BeyondBuffer(b) | Self::Queue(b, _) => b,
         }
     }
 }
@@ -135,7 +150,8 @@ pub struct TxStats {
     pub queued: u64,
     /// Frames refused because the ring was full.
     pub tx_busy: u64,
-    /// Frames refused for their length.
+    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable,
+    /// or running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
     pub tx_bad_length: u64,
     /// Frames padded to [`ETH_ZLEN`].
     pub padded: u64,
@@ -418,19 +434,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             Ok(free) => free,
             Err(e) => return Err(e.with(frame)),
         };
-        let mut len = frame.len();
-        if len == 0 || len > TX_MAX_FRAME {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BadLength(frame));
-        }
-        if len < ETH_ZLEN {
-            if !frame.pad_to(ETH_ZLEN) {
+        let len = match self.frame_len(&mut frame) {
+            Ok(len) => len,
+            Err(e) => {
                 self.stats.tx_bad_length += 1;
-                return Err(TxError::BadLength(frame));
+                return Err(e.with(frame));
             }
-            self.stats.padded += 1;
-            len = ETH_ZLEN;
-        }
+        };
         let addr = frame.dma_addr();
         let buf = if remote {
             self.in_flight.remote += 1;
@@ -439,9 +449,32 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             self.in_flight.os += 1;
             TxBuf::Os(frame)
         };
-        // CAST: `len` is at most TX_MAX_FRAME = u16::MAX (checked above).
-        self.post(db, addr, len as u16, buf, more, free);
+        self.post(db, addr, len, buf, more, free);
         Ok(())
+    }
+
+    /// The length of the descriptor for an OS or remote frame, after the length rules: 1 to
+    /// [`TX_MAX_FRAME`] bytes, padded to [`ETH_ZLEN`], and neither the frame nor its padding past
+    /// the end of the owner's buffer (nor past the end of the device address space).
+    fn frame_len(&mut self, frame: &mut F) -> Result<u16, TxError<()>> {
+        let room = frame.buffer_len();
+        let len = frame.len();
+        if len == 0 || len > TX_MAX_FRAME {
+            return Err(TxError::BadLength(()));
+        }
+        let want = len.max(ETH_ZLEN);
+        // CAST: usize to u64 is lossless on every supported target.
+        if want > room || frame.dma_addr().checked_add(want as u64 - 1).is_none() {
+            return Err(TxError::BeyondBuffer(()));
+        }
+        if len < ETH_ZLEN {
+            if !frame.pad_to(ETH_ZLEN) {
+                return Err(TxError::BadLength(()));
+            }
+            self.stats.padded += 1;
+        }
+        // CAST: `want` is at most TX_MAX_FRAME = u16::MAX (checked above).
+        Ok(want as u16)
     }
 
     /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
@@ -463,32 +496,34 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             Err(e) => return Err(e.with(frame)),
         };
         let off = usize::from(frame.offset);
-        let mut len = usize::from(frame.len);
+        let len = usize::from(frame.len);
         let page_len = frame.page.bytes().len();
-        if len == 0 || off + len > page_len {
+        if len == 0 {
             self.stats.tx_bad_length += 1;
             return Err(TxError::BadLength(frame));
         }
+        let want = len.max(ETH_ZLEN);
+        // CAST: usize to u64 is lossless on every supported target.
+        let addr = frame.page.dma_addr().checked_add(off as u64);
+        let Some(addr) = addr.filter(|a| off + want <= page_len && a.checked_add(want as u64 - 1).is_some())
+        else {
+            self.stats.tx_bad_length += 1;
+            return Err(TxError::BeyondBuffer(frame));
+        };
         if len < ETH_ZLEN {
-            let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) else {
-                self.stats.tx_bad_length += 1;
-                return Err(TxError::BadLength(frame));
-            };
-            pad.fill(0);
+            // In the page: checked above.
+            if let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) {
+                pad.fill(0);
+            }
             self.stats.padded += 1;
-            len = ETH_ZLEN;
             // CAST: ETH_ZLEN fits u16.
             frame.len = ETH_ZLEN as u16;
         }
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
-        pool.sync_for_device(&frame.page, off, len);
-        let Some(addr) = frame.page.dma_addr().checked_add(off as u64) else {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BadLength(frame));
-        };
+        pool.sync_for_device(&frame.page, off, want);
         self.in_flight.pool += 1;
-        // CAST: off + len <= page size (checked above).
-        self.post(db, addr, len as u16, TxBuf::Pool(frame), more, free);
+        // CAST: off + want <= page size (checked above), and a frame length is a u16.
+        self.post(db, addr, want as u16, TxBuf::Pool(frame), more, free);
         Ok(())
     }
 
@@ -686,6 +721,7 @@ impl TxError<()> {
         match self {
             Self::Full(()) => TxError::Full(b),
             Self::BadLength(()) => TxError::BadLength(b),
+            Self::BeyondBuffer(()) => TxError::BeyondBuffer(b),
             Self::Queue((), e) => TxError::Queue(b, e),
         }
     }
@@ -749,6 +785,9 @@ mod tests {
         }
         fn len(&self) -> usize {
             self.len
+        }
+        fn buffer_len(&self) -> usize {
+            PAGE_SIZE
         }
         fn pad_to(&mut self, min_len: usize) -> bool {
             if min_len > PAGE_SIZE {

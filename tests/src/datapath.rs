@@ -253,6 +253,14 @@ impl TxFrame for HFrame<'_> {
         }
     }
 
+    fn buffer_len(&self) -> usize {
+        match self {
+            Self::Os { .. } => PAGE_SIZE,
+            Self::Peer { offset, .. } => PAGE_SIZE.saturating_sub(*offset),
+            Self::Xdp(f) => f.buffer_len(),
+        }
+    }
+
     fn pad_to(&mut self, min_len: usize) -> bool {
         let (page, start, len, dma, dir) = match self {
             Self::Xdp(f) => return f.pad_to(min_len),

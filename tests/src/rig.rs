@@ -486,6 +486,8 @@ pub fn test_frame(len: usize) -> Vec<u8> {
 pub struct OsBuf {
     addr: DmaAddr,
     len: usize,
+    /// Bytes of the page from `addr` on that belong to this buffer.
+    room: usize,
 }
 
 impl TxFrame for OsBuf {
@@ -495,6 +497,10 @@ impl TxFrame for OsBuf {
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    fn buffer_len(&self) -> usize {
+        self.room
     }
 
     fn pad_to(&mut self, min_len: usize) -> bool {
@@ -593,6 +599,7 @@ impl<'a> TxRig<'a> {
             free.push(OsBuf {
                 addr: DmaAddr::new(page.get() + off as u64),
                 len: frame.len(),
+                room: 4096 / per_page,
             });
         }
         Ok(Self {
