@@ -30,6 +30,13 @@ pub const ETH_ZLEN: usize = 60;
 /// Largest frame one H2C descriptor can carry (the 16-bit length field).
 pub const TX_MAX_FRAME: usize = u16::MAX as usize;
 
+/// Reclaims in a row that may find a stopped queue without progress before it gives up
+/// ([`TxQueue::set_stall_limit`]). A stopped queue is reclaimed by its owner's polls (it cannot
+/// take frames), which may spin; the bound is high because a link the peer pauses legitimately
+/// holds the ring for a while. An OS with a transmit watchdog of its own (Linux:
+/// `ndo_tx_timeout`) may switch this off and call [`TxQueue::restart`] when the watchdog fires.
+pub const TX_STALL_RECLAIMS_DEFAULT: u32 = 100_000;
+
 /// A frame owned by someone else than the RX pool (an OS packet, a frame of another device),
 /// already mapped for the device by its owner.
 pub trait TxFrame {
@@ -165,6 +172,15 @@ pub struct TxStats {
     pub tx_xdp_xmit: u64,
     /// Frames `xdp_xmit` did not queue (left with their owner).
     pub tx_xdp_xmit_errors: u64,
+    /// Reclaims that found the queue stopped, buffers in flight and no progress.
+    pub stall_reclaims: u64,
+    /// Times the queue entered its error state.
+    pub queue_errors: u64,
+    /// Restarts ([`TxQueue::restart`]).
+    pub restarts: u64,
+    /// Buffers a restart handed back to their owners without the device having reported them
+    /// sent (dropped).
+    pub tx_aborted: u64,
 }
 
 crate::counters_add_assign!(TxStats {
@@ -179,6 +195,10 @@ crate::counters_add_assign!(TxStats {
     doorbells,
     tx_xdp_xmit,
     tx_xdp_xmit_errors,
+    stall_reclaims,
+    queue_errors,
+    restarts,
+    tx_aborted,
 });
 
 /// Buffers in flight on a TX ring, by owner.
@@ -242,6 +262,9 @@ pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
     thresholds: TxThresholds,
     in_flight: TxInFlight,
     error: Option<QueueError>,
+    /// Reclaims in a row that found the queue stopped and the device not moving.
+    stalled: u32,
+    stall_limit: u32,
     stats: TxStats,
 }
 
@@ -282,6 +305,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             thresholds: TxThresholds::for_ring(usable),
             in_flight: TxInFlight::default(),
             error: None,
+            stalled: 0,
+            stall_limit: TX_STALL_RECLAIMS_DEFAULT,
             stats: TxStats::default(),
         })
     }
@@ -295,6 +320,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             stop_below,
             wake_at: t.wake_at.clamp(stop_below, max),
         };
+    }
+
+    /// Sets how many reclaims in a row may find the queue stopped, with buffers in flight and the
+    /// device's consumer index not moving, before the queue enters its error state
+    /// ([`QueueError::H2cStalled`]); 0 never gives up. Default [`TX_STALL_RECLAIMS_DEFAULT`].
+    pub fn set_stall_limit(&mut self, reclaims: u32) {
+        self.stall_limit = reclaims;
     }
 
     /// Programs the queue's contexts (spec §5.8). No doorbell: the ring is empty.
@@ -611,13 +643,18 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         // it: order the status read before the slot accesses.
         fence(Ordering::Acquire);
         if !self.idx.within(self.next_to_clean, self.next_to_use, cidx) {
-            self.error = Some(QueueError::H2cCidx {
+            self.fail(QueueError::H2cCidx {
                 cidx,
                 clean: self.next_to_clean,
                 next_to_use: self.next_to_use,
             });
             return Reclaimed::default();
         }
+        if cidx == self.next_to_clean {
+            self.no_progress(cidx);
+            return Reclaimed::default();
+        }
+        self.stalled = 0;
         // The clean index and the sent counters stay in registers during the loop.
         let mut n = 0u16;
         let mut packets = 0u64;
@@ -640,6 +677,32 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             self.stats.wakes += 1;
         }
         Reclaimed { completed: n, woke }
+    }
+
+    /// A reclaim found buffers in flight and the device's consumer index where it was. While the
+    /// queue is stopped (the OS waits for room, its polls reclaim) that counts towards the stall
+    /// limit; the queue enters its error state when it is reached.
+    fn no_progress(&mut self, cidx: u16) {
+        if !self.stopped {
+            self.stalled = 0;
+            return;
+        }
+        self.stats.stall_reclaims += 1;
+        self.stalled = self.stalled.saturating_add(1);
+        if self.stall_limit != 0 && self.stalled >= self.stall_limit {
+            self.fail(QueueError::H2cStalled {
+                cidx,
+                in_flight: self.in_flight(),
+                reclaims: self.stalled,
+            });
+        }
+    }
+
+    /// Enters the error state: counted, logged; the queue touches nothing more until restarted.
+    fn fail(&mut self, e: QueueError) {
+        self.stats.queue_errors += 1;
+        onic_hal::error!("onic: TX queue {} stopped: {}", self.cfg.qid, e);
+        self.error = Some(e);
     }
 
     /// Returns slot `i`'s buffer to its owner; returns the descriptor's length, `None` for an
@@ -687,6 +750,63 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         }
         self.published = self.next_to_use;
         self.stopped = false;
+    }
+
+    /// Restarts the queue, from any state (the way out of the error state): a last reclaim (unless
+    /// the queue is in its error state), the contexts invalidated so the device no longer reads the
+    /// ring, every buffer still on it handed back to its owner (counted as `tx_aborted`: the device
+    /// never said it sent them), the ring cleared, the indices from 0, flow control reset (the
+    /// queue is no longer stopped: the OS may wake its queue), and the contexts programmed again
+    /// as by [`TxQueue::start`].
+    ///
+    /// Context: process context of the queue's owner, with nothing else using the queue (Linux:
+    /// NAPI disabled for the pair and the netdev TX queue stopped and locked out, e.g. from a work
+    /// item scheduled by `ndo_tx_timeout`, which itself runs in softirq context and must not wait
+    /// here). It waits on context commands (through `delay`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_tx_queue`]: the device may still read the buffers, so they stay on
+    /// the ring and the queue is left in [`QueueError::Restart`]; call again or tear it down. As
+    /// [`TxQueue::start`]: the buffers were returned, the contexts are not programmed
+    /// ([`QueueError::Restart`] too).
+    pub fn restart<
+        Q: RegisterWindow,
+        S: RegisterWindow,
+        Lk: SharedLock,
+        Dl: DelayNs,
+        P: PageProvider<Page = Pg>,
+        C: TxDone<F>,
+    >(
+        &mut self,
+        dev: &Device<Q, S, Lk>,
+        delay: &mut Dl,
+        pool: &mut P,
+        done: &mut C,
+    ) -> Result<()> {
+        self.reclaim(pool, done);
+        if let Err(e) = dev.teardown_tx_queue(delay, self.cfg.qid) {
+            self.fail(QueueError::Restart);
+            return Err(e);
+        }
+        self.stats.tx_aborted += u64::from(self.in_flight());
+        self.drain(pool, done);
+        for off in (0..self.ring.len()).step_by(8) {
+            self.ring.write_u64(off, 0);
+        }
+        self.next_to_use = 0;
+        self.next_to_clean = 0;
+        self.published = 0;
+        self.stopped = false;
+        self.error = None;
+        self.stalled = 0;
+        self.stats.restarts += 1;
+        onic_hal::info!("onic: TX queue {} restarted", self.cfg.qid);
+        let r = self.start(dev, delay);
+        if r.is_err() {
+            self.fail(QueueError::Restart);
+        }
+        r
     }
 
     /// Tears the queue down (spec §13.4): a last reclaim, the contexts invalidated, every
@@ -1020,6 +1140,60 @@ mod tests {
         }
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
         assert_eq!(done.os.len(), 3);
+        done.free();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_restart_hands_every_buffer_back_and_the_queue_sends_again() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        tx.set_stall_limit(3);
+        card.faults().stall_h2c_writeback(true);
+        let mut n = 0u8;
+        while !tx.is_stopped() {
+            tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, n)), true)
+                .unwrap();
+            n += 1;
+        }
+        assert_eq!(n, 62);
+        card.run_until_idle();
+        let mut done = Done::default();
+        for _ in 0..3 {
+            tx.reclaim(&mut pool, &mut done);
+        }
+        assert_eq!(
+            tx.error(),
+            Some(QueueError::H2cStalled {
+                cidx: 0,
+                in_flight: 62,
+                reclaims: 3
+            })
+        );
+        assert_eq!(tx.stats().stall_reclaims, 3);
+        card.faults().stall_h2c_writeback(false);
+        tx.restart(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        assert_eq!(done.os.len(), 62);
+        assert_eq!(
+            (tx.error(), tx.in_flight(), tx.is_stopped(), tx.stats().tx_aborted),
+            (None, 0, false, 62)
+        );
+        done.free();
+        let _ = card.take_egress(0);
+        tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, 9)), false)
+            .unwrap();
+        card.run_until_idle();
+        assert_eq!(card.take_egress(0), [frame(64, 9)]);
+        assert_eq!(tx.reclaim(&mut pool, &mut done).completed, 1);
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
         done.free();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);

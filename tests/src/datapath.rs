@@ -97,6 +97,9 @@ pub struct Setup {
     pub bulk: usize,
     /// Sink policy.
     pub policy: Policy,
+    /// Whether RX queues compare the device's C2H consumer index with theirs
+    /// ([`RxOptions::check_c2h_status`]).
+    pub c2h_status_check: bool,
 }
 
 impl Default for Setup {
@@ -119,6 +122,7 @@ impl Setup {
             wire: Wire::Open,
             bulk: 64,
             policy: drop_all,
+            c2h_status_check: true,
         }
     }
 
@@ -182,6 +186,13 @@ impl Setup {
     #[must_use]
     pub fn policy(mut self, p: Policy) -> Self {
         self.policy = p;
+        self
+    }
+
+    /// Whether RX queues check the device's C2H consumer index.
+    #[must_use]
+    pub fn c2h_status_check(mut self, on: bool) -> Self {
+        self.c2h_status_check = on;
         self
     }
 
@@ -518,6 +529,7 @@ pub fn start_pair<'c>(
     );
     let opts = RxOptions {
         max_frame_len: setup.max_frame_len as u32,
+        check_c2h_status: setup.c2h_status_check,
         ..RxOptions::for_queue(&rxc)
     };
     let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
@@ -887,6 +899,19 @@ impl<'c> Harness<'c> {
     ///
     /// When it does not hold.
     pub fn check_pages(&self) {
+        self.check_census();
+        for p in self.pairs() {
+            assert!(p.rx.error().is_none() && p.tx.error().is_none());
+        }
+    }
+
+    /// The page-accounting invariant of [`Harness::check_pages`], for queues in any state (a
+    /// queue in its error state keeps its pages until it is restarted or torn down).
+    ///
+    /// # Panics
+    ///
+    /// When it does not hold.
+    pub fn check_census(&self) {
         let c = self.page_counts();
         let live = self.live_pool_pages();
         assert_eq!(c.total(), live, "page census {c:?} vs {live} live pool pages");
@@ -896,9 +921,24 @@ impl<'c> Harness<'c> {
             live + self.os_tx_live as u64,
             "model live pages vs pool pages + OS TX buffers"
         );
-        for p in self.pairs() {
-            assert!(p.rx.error().is_none() && p.tx.error().is_none());
-        }
+    }
+
+    /// Restarts pair `q` of function `func` (both queues), as an OS does from process context
+    /// once it sees the pair in its error state; OS TX buffers handed back are freed, redirected
+    /// pages go home.
+    ///
+    /// # Errors
+    ///
+    /// As [`QueuePair::restart`].
+    pub fn restart(&mut self, func: usize, q: usize) -> onic_core::Result<()> {
+        let mut delay = self.card.delay();
+        let Func { dev, pairs } = &mut self.funcs[func];
+        let mut done = Done {
+            rings: &self.rings,
+            os_tx_live: &mut self.os_tx_live,
+            dma: self.card.dma(),
+        };
+        pairs[q].restart(dev, &mut delay, &mut done)
     }
 
     /// Settles and polls every pair (budget 64) until nothing is pending anywhere.

@@ -402,6 +402,15 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 self.dma.device_write_u64(at, st.to_word()),
                 "status slot in live memory"
             );
+            // The C2H ring's own status record (wbk_en, spec §7.4): how far the device consumed.
+            let mut st = WbStatus::default();
+            st.set_pidx(c2h_pidx);
+            st.set_cidx(d.desc_cidx);
+            let at = DmaAddr::new(d.desc_base + C2H_DESC_BYTES as u64 * u64::from(d.usable));
+            assert!(
+                self.dma.device_write_u64(at, st.to_word()),
+                "C2H status slot in live memory"
+            );
             total += n;
         }
         total
