@@ -194,15 +194,16 @@ pub enum QueueError {
     /// A restart could not invalidate or program the queue's contexts; restart again or tear
     /// the queue down.
     Restart,
-    /// The H2C status record names a consumer index that is not between the driver's clean and
-    /// use indices.
+    /// The H2C status record names a consumer index that is not between the driver's
+    /// next-to-clean index and the producer index it published (the device cannot have consumed
+    /// a descriptor it was never told about).
     H2cCidx {
         /// The index the device wrote.
         cidx: u16,
         /// Next descriptor to clean.
         clean: u16,
-        /// Next descriptor to use.
-        next_to_use: u16,
+        /// The producer index last written to the doorbell.
+        published: u16,
     },
 }
 
@@ -241,10 +242,10 @@ impl fmt::Display for QueueError {
             Self::H2cCidx {
                 cidx,
                 clean,
-                next_to_use,
+                published,
             } => write!(
                 f,
-                "H2C status cidx {cidx} is not between next-to-clean {clean} and next-to-use {next_to_use}"
+                "H2C status cidx {cidx} is not between next-to-clean {clean} and the published producer index {published}"
             ),
         }
     }

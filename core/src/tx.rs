@@ -626,7 +626,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
 
     /// Returns the buffers the device is done with to their owners, as far as the H2C status
     /// record says (spec §7.4, §8.2). A consumer index in the record that is not between
-    /// next-to-clean and next-to-use puts the queue in its error state.
+    /// next-to-clean and the published producer index puts the queue in its error state.
     pub fn reclaim<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         pool: &mut P,
@@ -642,11 +642,11 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         // Everything done with a buffer below happens after the device said it is done reading
         // it: order the status read before the slot accesses.
         fence(Ordering::Acquire);
-        if !self.idx.within(self.next_to_clean, self.next_to_use, cidx) {
+        if !self.idx.within(self.next_to_clean, self.published, cidx) {
             self.fail(QueueError::H2cCidx {
                 cidx,
                 clean: self.next_to_clean,
-                next_to_use: self.next_to_use,
+                published: self.published,
             });
             return Reclaimed::default();
         }
@@ -1127,7 +1127,7 @@ mod tests {
         let err = QueueError::H2cCidx {
             cidx: 10,
             clean: 0,
-            next_to_use: 3,
+            published: 3,
         };
         assert_eq!(tx.error(), Some(err));
         assert!(done.os.is_empty());

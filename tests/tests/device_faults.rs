@@ -352,7 +352,7 @@ fn an_arbitrary_tx_writeback_index_stops_the_queue_and_a_restart_recovers() {
         Some(QueueError::H2cCidx {
             cidx: 40,
             clean: 0,
-            next_to_use: 10
+            published: 10
         })
     );
     h.check_census();
@@ -426,5 +426,55 @@ fn a_restart_of_a_healthy_busy_pair_loses_no_page() {
     card.faults().stall_h2c_writeback(false);
     h.return_os_pages(usize::MAX);
     h.check_pages();
+    h.teardown();
+}
+
+#[test]
+fn a_tx_writeback_index_past_what_was_published_is_a_lie() {
+    // Descriptors queued with xmit-more and not yet published: the device cannot have consumed
+    // them, so a writeback naming them is refused rather than freeing buffers the device would
+    // read later.
+    let setup = Setup::new().ring_size_idx(1);
+    let card = setup.card();
+    let mut h = Harness::new(&card, &setup);
+    let dma = card.dma();
+    let func = &mut h.funcs[0];
+    let db = func.dev.doorbells();
+    for i in 0..4u8 {
+        let mut page = dma
+            .map_page(dma.alloc_page().unwrap(), Direction::ToDevice)
+            .unwrap();
+        page.bytes_mut()[..64].fill(i);
+        func.pairs[0]
+            .tx
+            .xmit_os(&db, HFrame::Os { page, len: 64, dma }, true)
+            .unwrap();
+    }
+    h.os_tx_live += 4;
+    assert!(h.funcs[0].pairs[0].tx.has_unpublished());
+    let ring = h.funcs[0].pairs[0].tx.ring_dma_addr();
+    let mut st = WbStatus::default();
+    st.set_cidx(2);
+    card.faults()
+        .device_write(
+            DmaAddr::new(ring.get() + (H2C_DESC_BYTES * 63) as u64),
+            &st.to_word().to_le_bytes(),
+        )
+        .unwrap();
+    h.reclaim(0, 0);
+    assert_eq!(
+        h.funcs[0].pairs[0].tx.error(),
+        Some(QueueError::H2cCidx {
+            cidx: 2,
+            clean: 0,
+            published: 0
+        })
+    );
+    assert_eq!(h.os_tx_live, 4, "no buffer was handed back on the lie");
+    h.restart(0, 0).expect("restart");
+    assert_eq!(h.os_tx_live, 0);
+    h.settle();
+    // Nothing the device was never told about was ever read.
+    assert_eq!(card.take_egress(0).len(), 0);
     h.teardown();
 }
