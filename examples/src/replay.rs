@@ -13,11 +13,11 @@
 //! frame sent out of a port is captured, not looped back. Output frames carry the timestamp of the
 //! last input frame replayed before they came out.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use onic_cli::pcap;
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::ethtool::{EthtoolStats, QueueCounters, Stats64};
 use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
@@ -32,8 +32,6 @@ use onic_core::xdp::{
 use onic_core::Device;
 use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
-use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
-use pcap_file::DataLink;
 
 use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
 use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
@@ -315,34 +313,7 @@ fn drain(
 }
 
 fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut reader = PcapReader::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
-    if reader.header().datalink != DataLink::ETHERNET {
-        return Err(format!(
-            "{}: link type {:?}, only Ethernet captures can be replayed",
-            path.display(),
-            reader.header().datalink
-        ));
-    }
-    let mut frames = Vec::new();
-    while let Some(p) = reader.next_packet() {
-        let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
-        frames.push((p.timestamp, p.data.into_owned()));
-    }
-    Ok(frames)
-}
-
-fn write_capture(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), String> {
-    let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut w = PcapWriter::new(BufWriter::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
-    for (ts, data) in frames {
-        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        w.write_packet(&PcapPacket::new(*ts, len, data))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    w.into_writer()
-        .flush()
-        .map_err(|e| format!("{}: {e}", path.display()))
+    Ok(pcap::read(path)?.into_iter().map(|r| (r.ts, r.data)).collect())
 }
 
 /// Tears every queue and both functions down; returns the pages still live in the model
@@ -530,7 +501,7 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     }
     println!("output in {}:", args.out_dir.display());
     for (name, frames, what) in files {
-        write_capture(&args.out_dir.join(name), frames)?;
+        pcap::write(&args.out_dir.join(name), frames)?;
         println!("  {name:<14} {:>8} frames {what}", frames.len());
     }
     println!(
@@ -687,7 +658,7 @@ pub fn sample(args: &SampleArgs) -> Result<(), String> {
         .enumerate()
         .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))
         .collect();
-    write_capture(&args.out, &frames)?;
+    pcap::write(&args.out, &frames)?;
     println!("wrote {} frames to {}", frames.len(), args.out.display());
     Ok(())
 }
