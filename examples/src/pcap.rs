@@ -10,7 +10,8 @@
 //! - a snapshot length of 0 (some writers leave it unset) or above 262144 bytes (libpcap's
 //!   largest) means 262144;
 //! - a record whose captured length is above the snapshot length, whose header or data is cut
-//!   short by the end of the file, is an error naming the record and its byte offset;
+//!   short by the end of the file, or whose timestamp fraction is a second or more, is an error
+//!   naming the record and its byte offset;
 //! - the original length is kept as information only (a record may have been cut by the
 //!   snapshot length).
 
@@ -84,6 +85,17 @@ pub enum PcapError {
         /// The snapshot length in effect.
         snaplen: u32,
     },
+    /// A timestamp fraction of a second or more.
+    Timestamp {
+        /// Record number (from 1).
+        index: usize,
+        /// Byte offset of the record.
+        offset: usize,
+        /// The fraction field.
+        frac: u32,
+        /// Its unit: "microseconds" or "nanoseconds".
+        unit: &'static str,
+    },
     /// Record data cut short by the end of the file.
     RecordData {
         /// Record number (from 1).
@@ -131,6 +143,15 @@ impl fmt::Display for PcapError {
             } => write!(
                 f,
                 "record {index} at byte {offset}: captured length {incl_len} is above the snapshot length {snaplen}"
+            ),
+            Self::Timestamp {
+                index,
+                offset,
+                frac,
+                unit,
+            } => write!(
+                f,
+                "record {index} at byte {offset}: timestamp fraction {frac} {unit} is not below one second"
             ),
             Self::RecordData {
                 index,
@@ -228,6 +249,18 @@ pub fn parse(data: &[u8]) -> Result<Vec<Record>, PcapError> {
         else {
             return Err(PcapError::RecordHeader { index, offset: at });
         };
+        if u64::from(frac) * fmt.frac_ns >= 1_000_000_000 {
+            return Err(PcapError::Timestamp {
+                index,
+                offset: at,
+                frac,
+                unit: if fmt.frac_ns == 1 {
+                    "nanoseconds"
+                } else {
+                    "microseconds"
+                },
+            });
+        }
         if incl_len > fmt.snaplen {
             return Err(PcapError::CapLen {
                 index,
@@ -415,6 +448,12 @@ mod tests {
         );
         f.truncate(30);
         assert_eq!(parse(&f), Err(PcapError::RecordHeader { index: 1, offset: 24 }));
+        let mut f = header(LE_US, 2, 0, 1);
+        record(&mut f, 0, 1_000_000, &[1]);
+        assert!(matches!(
+            parse(&f),
+            Err(PcapError::Timestamp { frac: 1_000_000, .. })
+        ));
     }
 
     #[test]
