@@ -56,7 +56,9 @@ pub enum ConfigError {
         /// Vectors available.
         available: u16,
     },
-    /// A ring's DMA address does not meet the hardware's alignment or 4 GiB limit.
+    /// A ring's DMA address is not 4 KiB aligned (the completion context keeps no low 12 address
+    /// bits, spec §5.6). Rings are allocated below 4 GiB by the queues themselves; this check does
+    /// not look at that.
     RingAddress {
         /// The address given.
         addr: u64,
@@ -109,7 +111,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "MSI-X vector {vector} is not below the {available} vectors available")
             }
             Self::RingAddress { addr } => {
-                write!(f, "ring address {addr:#x} is not 4 KiB aligned or not below 4 GiB")
+                write!(f, "ring address {addr:#x} is not aligned to 4 KiB")
             }
             Self::RingIndex { index, usable } => {
                 write!(f, "ring index {index} is not below the ring's {usable} usable entries")

@@ -364,34 +364,32 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     let counters: Vec<QueueCounters> = rig.pairs.iter().map(Pair::counters).collect();
     let shell = rig.dev.shell();
     let stats = EthtoolStats::read(shell, port as u8, &counters);
-    println!("NIC statistics (port {port}, ethtool -S):");
+    outln!("NIC statistics (port {port}, ethtool -S):");
     let mut hidden = 0;
     for (name, value) in stats.iter() {
         if all || value != 0 {
-            println!("     {name}: {value}");
+            outln!("     {name}: {value}");
         } else {
             hidden += 1;
         }
     }
     if hidden > 0 {
-        println!("     ({hidden} more entries are 0; --all-stats shows them)");
+        outln!("     ({hidden} more entries are 0; --all-stats shows them)");
     }
     let s64 = Stats64::from_queues(&counters, onic_core::ethtool::adapter_rx_drops(shell, port as u8));
-    println!(
+    outln!(
         "  stats64: rx_packets {} rx_bytes {} tx_packets {} tx_bytes {} rx_dropped {} rx_errors {} rx_missed_errors {}",
         s64.rx_packets, s64.rx_bytes, s64.tx_packets, s64.tx_bytes, s64.rx_dropped, s64.rx_errors, s64.rx_missed_errors
     );
     let total: u64 = counters.iter().map(|c| c.rx.rx_packets).sum();
-    println!(
-        "  queue  rx_packets    rx_bytes   to_os  xdp_drop  xdp_tx  xdp_redirect  tx_packets  rss_share"
-    );
+    outln!("  queue  rx_packets    rx_bytes   to_os  xdp_drop  xdp_tx  xdp_redirect  tx_packets  rss_share");
     for (q, c) in counters.iter().enumerate() {
         let share = if total == 0 {
             0.0
         } else {
             100.0 * c.rx.rx_packets as f64 / total as f64
         };
-        println!(
+        outln!(
             "  {q:>5}  {:>10}  {:>10}  {:>6}  {:>8}  {:>6}  {:>12}  {:>10}  {share:>8.1}%",
             c.rx.rx_packets,
             c.rx.rx_bytes,
@@ -404,10 +402,60 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     }
 }
 
+/// Most frames of the generated sample mix (`--frames`, `onic pcap-sample --frames`).
+const MAX_SAMPLE_FRAMES: usize = 100_000_000;
+/// Largest frame of the sample mix.
+const SAMPLE_FRAME_MAX: u64 = 1514;
+/// Host bytes a frame held in memory costs besides its data (vector, timestamp, record).
+const FRAME_OVERHEAD: u64 = 64;
+
+/// Checks the options of a replay before anything runs: queue and frame counts, the output
+/// directory, and the memory the queues and the frames (input and output copies) need.
+fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
+    use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
+    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
+    in_range("--queues", queues, 1, max_q, "queue pairs per port")?;
+    let (what, frame_bytes) = match &args.pcap {
+        Some(p) => {
+            let len = std::fs::metadata(p)
+                .map_err(|e| format!("{}: cannot read: {e}", p.display()))?
+                .len();
+            // The file, its records (at least 16 bytes each in the file) and the outputs.
+            (format!("--pcap {}", p.display()), len.saturating_mul(6))
+        }
+        None => {
+            in_range(
+                "--frames",
+                args.frames,
+                1,
+                MAX_SAMPLE_FRAMES,
+                "frames of the sample mix",
+            )?;
+            // CAST: at most 1e8.
+            let n = args.frames as u64;
+            (
+                format!("--frames {n}"),
+                2 * n * (SAMPLE_FRAME_MAX + FRAME_OVERHEAD),
+            )
+        }
+    };
+    limits::writable_dir(&args.out_dir, "--out-dir")?;
+    let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
+    let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
+    let need = BASE_BYTES + pages * HOST_BYTES_PER_PAGE + frame_bytes;
+    limits::check_memory(
+        &format!("--queues {queues} with {what}"),
+        need,
+        &format!(
+            "{pages} pages of the model at {} KiB each, and the frames",
+            HOST_BYTES_PER_PAGE / 1024
+        ),
+        limits::mem_available(),
+    )
+}
+
 pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
-    if !(1..=64).contains(&queues) {
-        return Err(format!("--queues {queues}: 1..=64"));
-    }
+    check(args, queues)?;
     let mut prog = match (&args.obj.xdp_obj, args.xdp.as_deref()) {
         (Some(path), _) => Some(Prog::Object(
             Box::new(crate::xdp_obj::load(&args.obj, path)?),
@@ -428,7 +476,6 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         Some(p) => p.display().to_string(),
         None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
     };
-    std::fs::create_dir_all(&args.out_dir).map_err(|e| format!("{}: {e}", args.out_dir.display()))?;
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     cc.ports = 2;
@@ -447,7 +494,7 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         }
         drain(&card, &mut ports, &mut prog, &rings, &hasher, &mut out, ts)?;
         if progress {
-            eprint!(
+            errout!(
                 "\rreplayed {} of {} frames",
                 (i * BATCH + batch.len()),
                 frames.len()
@@ -455,14 +502,14 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         }
     }
     if progress {
-        eprintln!();
+        errln!();
     }
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
         .map(|p| p.rx.stats().rx_packets)
         .sum();
-    println!(
+    outln!(
         "replayed {} frames from {} into port {} ({} queue pairs per port, XDP program: {})",
         frames.len(),
         source,
@@ -477,13 +524,13 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         print_stats(p, rig, args.all_stats);
     }
     if let Some(Prog::Builtin(Builtin::Count(flows))) = &prog {
-        println!("flows counted by the program (frames, bytes):");
+        outln!("flows counted by the program (frames, bytes):");
         for (flow, (n, bytes)) in flows {
             match flow {
                 Some((s, d, proto, sp, dp)) => {
-                    println!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
+                    outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
                 }
-                None => println!("  not IPv4: {n} frames, {bytes} bytes"),
+                None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
             }
         }
     }
@@ -499,20 +546,20 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     if matches!(prog, Some(Prog::Object(..))) {
         files.push(("xsk.pcap", &out.xsk, "redirected to the AF_XDP socket (xskmap)"));
     }
-    println!("output in {}:", args.out_dir.display());
+    outln!("output in {}:", args.out_dir.display());
     for (name, frames, what) in files {
         pcap::write(&args.out_dir.join(name), frames)?;
-        println!("  {name:<14} {:>8} frames {what}", frames.len());
+        outln!("  {name:<14} {:>8} frames {what}", frames.len());
     }
-    println!(
+    outln!(
         "  (frames the shell or the driver dropped before the program: {})",
-        frames.len() as u64 - seen
+        (frames.len() as u64).saturating_sub(seen)
     );
     let live = teardown(&card, ports, &rings)?;
     if live != 0 {
         return Err(format!("{live} pages still live after teardown"));
     }
-    println!("page accounting: every page returned after teardown");
+    outln!("page accounting: every page returned after teardown");
     Ok(())
 }
 
@@ -648,6 +695,7 @@ pub fn xdp_sample_frames(n: usize) -> Vec<Vec<u8>> {
 }
 
 pub fn sample(args: &SampleArgs) -> Result<(), String> {
+    onic_cli::limits::in_range("--frames", args.frames, 1, MAX_SAMPLE_FRAMES, "frames to write")?;
     let mix = if args.mix == "xdp" {
         xdp_sample_frames(args.frames)
     } else {
@@ -659,6 +707,6 @@ pub fn sample(args: &SampleArgs) -> Result<(), String> {
         .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))
         .collect();
     pcap::write(&args.out, &frames)?;
-    println!("wrote {} frames to {}", frames.len(), args.out.display());
+    outln!("wrote {} frames to {}", frames.len(), args.out.display());
     Ok(())
 }

@@ -87,7 +87,7 @@ pub fn run(args: &RssArgs) -> Result<(), String> {
             let frame = parse_hex(frame).map_err(|e| format!("--frame: {e}"))?;
             let key = shell_key(key.as_deref())?;
             let rx = ShellHasher::new(&key).hash_frame(&frame);
-            println!(
+            outln!(
                 "hash=0x{:08x} index={} type={}",
                 rx.value,
                 rx.table_index(),
@@ -102,7 +102,7 @@ pub fn run(args: &RssArgs) -> Result<(), String> {
             };
             let input = parse_hex(input).map_err(|e| format!("--input: {e}"))?;
             let t = Toeplitz::new(&key).map_err(|e| format!("--key: {e}"))?;
-            println!("0x{:08x}", t.hash(&input));
+            outln!("0x{:08x}", t.hash(&input));
             Ok(())
         }
         RssCommand::Spread(a) => spread(a),
@@ -159,7 +159,16 @@ impl Rng {
     }
 }
 
+/// Most flows `onic rss spread` generates (each is kept in a set to count distinct flows).
+const MAX_FLOWS: u32 = 10_000_000;
+
 fn spread(a: &SpreadArgs) -> Result<(), String> {
+    use onic_cli::limits::in_range;
+    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
+    in_range("--queues", a.queues, 1, max_q, "RX queues of a function")?;
+    if a.pcap.is_none() {
+        in_range("--flows", a.flows, 1, MAX_FLOWS, "flows to generate")?;
+    }
     let mut cfg = RssConfig::new(a.queues).map_err(|e| format!("--queues: {e}"))?;
     let key = shell_key(a.key.as_deref())?;
     cfg.set(None, Some(key.as_bytes()), HashFunction::NoChange)
@@ -310,7 +319,7 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
             cfg.table().entries()[0]
         );
     }
-    print!("{out}");
+    out!("{out}");
     Ok(())
 }
 

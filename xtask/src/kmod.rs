@@ -644,6 +644,8 @@ mod lock_tests {
             assert!(lock_held(held), "{held}");
         }
         assert!(!lock_held("E: Unable to locate package nosuchpackage"));
-        assert!(!lock_held("E: Failed to fetch http://deb.debian.org/ 404 Not Found"));
+        assert!(!lock_held(
+            "E: Failed to fetch http://deb.debian.org/ 404 Not Found"
+        ));
     }
 }
