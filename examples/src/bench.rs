@@ -14,10 +14,11 @@ const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp"
 pub struct BenchArgs {
     /// Groups to run (all when none is given): rx, tx, pool, scaling, compare, rss, xdp.
     groups: Vec<String>,
-    /// Wall time of one repetition, in milliseconds (datapath groups).
+    /// Wall time of one repetition, in milliseconds (datapath groups; 1..=60000).
     #[arg(long, default_value_t = 20)]
     rep_ms: u64,
-    /// Repetitions per figure; the fastest is printed, the median in a comment (datapath groups).
+    /// Repetitions per figure (1..=1000); the fastest is printed, the median in a comment
+    /// (datapath groups).
     #[arg(long, default_value_t = 5)]
     reps: usize,
 }

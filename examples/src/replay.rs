@@ -58,7 +58,7 @@ pub struct ReplayOpts {
     /// sample mix (the frames of `onic pcap-sample`).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Frames of the generated sample mix when no `--pcap` is given.
+    /// Frames of the generated sample mix when no `--pcap` is given (1..=100000000).
     #[arg(long, default_value_t = 2000)]
     pub frames: usize,
     /// Port the capture comes in on.
@@ -66,7 +66,8 @@ pub struct ReplayOpts {
     pub port: u8,
     #[arg(long, help = program_help())]
     pub xdp: Option<String>,
-    /// Directory for the output captures (created if missing).
+    /// Directory for the output captures (created if missing; checked writable before the
+    /// replay).
     #[arg(long, default_value = "onic-run-out")]
     pub out_dir: PathBuf,
     /// UDP destination port dropped by `--xdp drop-udp`.

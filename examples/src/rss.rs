@@ -44,7 +44,7 @@ enum RssCommand {
 /// Arguments of `onic rss spread`.
 #[derive(clap::Args)]
 struct SpreadArgs {
-    /// Number of RX queues of the function; the table defaults to entry k = k % queues.
+    /// Number of RX queues of the function (1..=64); the table defaults to entry k = k % queues.
     #[arg(long, default_value_t = 4)]
     queues: u16,
     /// Table as `ethtool -X equal N`.
@@ -62,7 +62,8 @@ struct SpreadArgs {
     /// Read frames from a classic pcap file (Ethernet) instead of generating flows.
     #[arg(long)]
     pcap: Option<PathBuf>,
-    /// Number of flows to generate (random IPv4 TCP and UDP 4-tuples, one frame each).
+    /// Number of flows to generate (random IPv4 TCP and UDP 4-tuples, one frame each;
+    /// 1..=10000000).
     #[arg(long, default_value_t = 10_000)]
     flows: u32,
     /// Seed of the flow generator.

@@ -106,20 +106,20 @@ pub struct TrafficArgs {
     /// Random frame sizes `MIN..MAX` on the wire (inclusive), instead of --sizes.
     #[arg(long, value_name = "MIN..MAX")]
     pub size_range: Option<String>,
-    /// Flows: distinct IPv4 5-tuples; frame k belongs to flow k % N.
+    /// Flows: distinct IPv4 5-tuples (1..=65535); frame k belongs to flow k % N.
     #[arg(long, default_value_t = 256)]
     pub flows: u32,
     /// Protocol of the flows.
     #[arg(long, value_enum, default_value_t = Proto::Mixed)]
     pub proto: Proto,
-    /// Target rate per direction in frames per virtual second [default: 100 GbE line rate for the
-    /// mean frame size].
+    /// Target rate per direction in frames per virtual second, 1..=1e10 [default: 100 GbE line
+    /// rate for the mean frame size].
     #[arg(long)]
     pub rate_pps: Option<f64>,
-    /// Frames to send per direction [default: 200000, unless --seconds is given].
+    /// Frames to send per direction, 1..=1e10 [default: 200000, unless --seconds is given].
     #[arg(long, conflicts_with = "seconds")]
     pub packets: Option<u64>,
-    /// Virtual seconds to send for (frames = rate x seconds).
+    /// Virtual seconds to send for, above 0 and at most 3600 (frames = rate x seconds).
     #[arg(long)]
     pub seconds: Option<f64>,
     /// Direction of the traffic.
@@ -131,10 +131,11 @@ pub struct TrafficArgs {
     /// Entries of every descriptor and completion ring (a size of the QDMA ring-size table).
     #[arg(long, default_value_t = 1024)]
     pub ring: u16,
-    /// Poll budget (completions per RX poll).
+    /// Poll budget (completions per RX poll, 1..=16384).
     #[arg(long, default_value_t = 64)]
     pub budget: usize,
-    /// Virtual nanoseconds per tick of the run loop.
+    /// Virtual nanoseconds per tick of the run loop (1..=1000000000); a run may take at most 1e9
+    /// ticks of sending.
     #[arg(long, default_value_t = 1000)]
     pub tick_ns: u64,
     /// Seed of the flow generator and of --size-range.
