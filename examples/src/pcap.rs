@@ -28,6 +28,8 @@ pub const RECORD_HEADER_LEN: usize = 16;
 pub const LINKTYPE_ETHERNET: u32 = 1;
 /// The largest snapshot length (libpcap's `MAXIMUM_SNAPLEN`); no record is longer.
 pub const MAX_SNAPLEN: u32 = 262_144;
+/// The snapshot length the writer records (the usual 65535; frames here are far shorter).
+pub const WRITE_SNAPLEN: u32 = 65_535;
 
 /// One record of a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -301,7 +303,8 @@ pub fn read(path: &Path) -> Result<Vec<Record>, String> {
     parse(&data).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Encodes records as a little-endian microsecond pcap file (link type Ethernet).
+/// Encodes records as a little-endian microsecond pcap file, version 2.4, snapshot length
+/// [`WRITE_SNAPLEN`], link type Ethernet (the layout most writers produce).
 #[must_use]
 pub fn encode(frames: &[(Duration, Vec<u8>)]) -> Vec<u8> {
     let mut out =
@@ -310,12 +313,13 @@ pub fn encode(frames: &[(Duration, Vec<u8>)]) -> Vec<u8> {
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(&4u16.to_le_bytes());
     out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&MAX_SNAPLEN.to_le_bytes());
+    out.extend_from_slice(&WRITE_SNAPLEN.to_le_bytes());
     out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
     for (ts, data) in frames {
         // Seconds past 2106 do not fit the field; such timestamps are not produced here.
         let sec = u32::try_from(ts.as_secs()).unwrap_or(u32::MAX);
-        let len = u32::try_from(data.len().min(MAX_SNAPLEN as usize)).unwrap_or(MAX_SNAPLEN);
+        // A frame longer than the snapshot length is cut to it, as a capture would be.
+        let len = u32::try_from(data.len().min(WRITE_SNAPLEN as usize)).unwrap_or(WRITE_SNAPLEN);
         out.extend_from_slice(&sec.to_le_bytes());
         out.extend_from_slice(&ts.subsec_micros().to_le_bytes());
         out.extend_from_slice(&len.to_le_bytes());
