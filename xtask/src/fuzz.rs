@@ -4,7 +4,7 @@
 //! Targets are the files of `fuzz/fuzz_targets/` (each also a `[[bin]]` of `fuzz/Cargo.toml`), so
 //! a new target takes part without a change here. Every run reads the committed seeds
 //! (`fuzz/corpus/TARGET/`) and writes what it finds new into a working corpus under
-//! `fuzz/target/` (never into the repository); a crash, a leak, a timeout or an assertion of the
+//! `fuzz/target/` (never into the repository; the CI job uses its own, emptied first); a crash, a leak, a timeout or an assertion of the
 //! target (page census, teardown) fails the run, and libFuzzer leaves the input in
 //! `fuzz/artifacts/TARGET/`.
 
@@ -84,11 +84,25 @@ fn executions(log: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs `target` for `seconds`; the working corpus is fresh when `fresh` (CI), kept across runs
-/// otherwise.
-fn run_target(target: &str, seconds: u64, fresh: bool) -> Result<Outcome, String> {
+/// Where a run writes the inputs it finds: the CI job's own directory (emptied first), or the
+/// working corpus kept across `cargo xtask fuzz` runs (emptied with `--fresh`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Ci,
+    Kept,
+    Fresh,
+}
+
+/// Runs `target` for `seconds` with the working corpus `work` says.
+fn run_target(target: &str, seconds: u64, work_kind: Work) -> Result<Outcome, String> {
     let dir = fuzz_dir();
-    let work = dir.join("target").join("corpus").join(target);
+    let sub = if work_kind == Work::Ci {
+        "corpus-ci"
+    } else {
+        "corpus"
+    };
+    let work = dir.join("target").join(sub).join(target);
+    let fresh = work_kind != Work::Kept;
     if fresh {
         let _ = fs::remove_dir_all(&work);
     }
@@ -143,7 +157,7 @@ fn count(dir: &Path) -> usize {
 
 /// Builds every target, then runs each of `targets` for `seconds`, one at a time; prints one line
 /// per target (executions, time, corpus entries).
-fn run_all(targets: &[String], seconds: u64, fresh: bool) -> Result<(), String> {
+fn run_all(targets: &[String], seconds: u64, work: Work) -> Result<(), String> {
     ensure_cargo_fuzz()?;
     let mut c = cargo_fuzz();
     c.arg("build").arg("--fuzz-dir").arg(fuzz_dir());
@@ -151,7 +165,7 @@ fn run_all(targets: &[String], seconds: u64, fresh: bool) -> Result<(), String> 
     let mut total = 0;
     for t in targets {
         println!("==> fuzz {t} for {seconds} s");
-        let o = run_target(t, seconds, fresh)?;
+        let o = run_target(t, seconds, work)?;
         total += o.executions;
         println!(
             "<== fuzz {t}: ok, {} executions in {:.1} s ({:.0}/s), no crash, no leak; corpus {} inputs",
@@ -165,9 +179,10 @@ fn run_all(targets: &[String], seconds: u64, fresh: bool) -> Result<(), String> 
     Ok(())
 }
 
-/// The CI job: every target for [`CI_SECONDS`], fresh working corpora.
+/// The CI job: every target for [`CI_SECONDS`], from the seeds alone (its own working corpora,
+/// emptied first; the ones `cargo xtask fuzz` keeps are left alone).
 pub fn ci_job() -> Result<(), String> {
-    run_all(&targets()?, CI_SECONDS, true)
+    run_all(&targets()?, CI_SECONDS, Work::Ci)
 }
 
 /// `cargo xtask fuzz [TARGET|all] [--time N] [--fresh]`.
@@ -199,5 +214,5 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
         Some(t) if all.iter().any(|a| a == t) => vec![t.to_string()],
         Some(t) => return Err(format!("no fuzz target {t:?}; targets: {}", all.join(", "))),
     };
-    run_all(&chosen, seconds, fresh)
+    run_all(&chosen, seconds, if fresh { Work::Fresh } else { Work::Kept })
 }
