@@ -56,7 +56,9 @@ pub enum ConfigError {
         /// Vectors available.
         available: u16,
     },
-    /// A ring's DMA address does not meet the hardware's alignment or 4 GiB limit.
+    /// A ring's DMA address is not 4 KiB aligned (the completion context keeps no low 12 address
+    /// bits, spec §5.6). Rings are allocated below 4 GiB by the queues themselves; this check does
+    /// not look at that.
     RingAddress {
         /// The address given.
         addr: u64,
@@ -109,7 +111,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "MSI-X vector {vector} is not below the {available} vectors available")
             }
             Self::RingAddress { addr } => {
-                write!(f, "ring address {addr:#x} is not 4 KiB aligned or not below 4 GiB")
+                write!(f, "ring address {addr:#x} is not aligned to 4 KiB")
             }
             Self::RingIndex { index, usable } => {
                 write!(f, "ring index {index} is not below the ring's {usable} usable entries")
@@ -127,9 +129,11 @@ impl fmt::Display for ConfigError {
 
 impl core::error::Error for ConfigError {}
 
-/// A queue found the device's view of a ring inconsistent with its own and stopped using the ring.
-/// The queue touches nothing more (no descriptor, no buffer, no doorbell) until it is torn down;
-/// teardown still returns every page and buffer it holds.
+/// A queue found the device's view of a ring inconsistent with its own, or the device stopped
+/// making progress while claiming work, and stopped using the ring. The queue touches nothing
+/// more (no descriptor, no buffer, no doorbell) until it is restarted ([`crate::RxQueue::restart`],
+/// [`crate::TxQueue::restart`], [`crate::QueuePair::restart`]) or torn down; both return every
+/// page and buffer it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -148,15 +152,60 @@ pub enum QueueError {
         /// Descriptors posted.
         posted: u16,
     },
-    /// The H2C status record names a consumer index that is not between the driver's clean and
-    /// use indices.
+    /// The completion status record reported entries up to `pidx`, but the entry at `cidx`
+    /// never got the expected color (a device whose color does not flip) in `polls` polls.
+    CmptNotVisible {
+        /// The entry waited for.
+        cidx: u16,
+        /// The producer index the status record reported.
+        pidx: u16,
+        /// Polls in a row that found it so.
+        polls: u16,
+    },
+    /// The entry at `cidx` carries the expected color, but the completion status record never
+    /// reported it in `polls` polls (a status record that does not move).
+    CmptUnreported {
+        /// The entry.
+        cidx: u16,
+        /// Polls in a row that found it so.
+        polls: u16,
+    },
+    /// With every reported completion consumed, the device's C2H consumer index (its
+    /// descriptor-ring status record) stayed at `device` while the completions accounted for
+    /// descriptors up to `driver`, for `polls` polls: the RX ring is out of step (a completion
+    /// length that does not match the descriptors the frame used, or a device dropping for lack
+    /// of descriptors while the driver has many posted).
+    C2hOutOfStep {
+        /// The device's consumer index.
+        device: u16,
+        /// The driver's (the oldest posted descriptor).
+        driver: u16,
+        /// Polls in a row that found it so.
+        polls: u16,
+    },
+    /// The TX queue was stopped with `in_flight` descriptors on the ring and the H2C status
+    /// record's consumer index stayed at `cidx` for `reclaims` reclaims (a stalled writeback).
+    H2cStalled {
+        /// The consumer index the device reports.
+        cidx: u16,
+        /// Descriptors in flight.
+        in_flight: u16,
+        /// Reclaims in a row that found no progress.
+        reclaims: u32,
+    },
+    /// A restart could not invalidate or program the queue's contexts; restart again or tear
+    /// the queue down.
+    Restart,
+    /// The H2C status record names a consumer index that is not between the driver's
+    /// next-to-clean index and the producer index it published (the device cannot have consumed
+    /// a descriptor it was never told about).
     H2cCidx {
         /// The index the device wrote.
         cidx: u16,
         /// Next descriptor to clean.
         clean: u16,
-        /// Next descriptor to use.
-        next_to_use: u16,
+        /// The producer index last written to the doorbell.
+        published: u16,
     },
 }
 
@@ -171,13 +220,34 @@ impl fmt::Display for QueueError {
                 f,
                 "a completion needs {needed} C2H descriptors, only {posted} were posted"
             ),
+            Self::CmptNotVisible { cidx, pidx, polls } => write!(
+                f,
+                "completion entry {cidx} never got the expected color although the status record reports entries up to {pidx} ({polls} polls)"
+            ),
+            Self::CmptUnreported { cidx, polls } => write!(
+                f,
+                "completion entry {cidx} is new but the status record never reported it ({polls} polls)"
+            ),
+            Self::C2hOutOfStep { device, driver, polls } => write!(
+                f,
+                "RX ring out of step: the device's C2H consumer index is {device}, the completions account for descriptors up to {driver} ({polls} polls)"
+            ),
+            Self::H2cStalled {
+                cidx,
+                in_flight,
+                reclaims,
+            } => write!(
+                f,
+                "H2C writeback stalled at cidx {cidx} with {in_flight} descriptors in flight and the queue stopped ({reclaims} reclaims)"
+            ),
+            Self::Restart => write!(f, "the queue's contexts could not be reprogrammed by a restart"),
             Self::H2cCidx {
                 cidx,
                 clean,
-                next_to_use,
+                published,
             } => write!(
                 f,
-                "H2C status cidx {cidx} is not between next-to-clean {clean} and next-to-use {next_to_use}"
+                "H2C status cidx {cidx} is not between next-to-clean {clean} and the published producer index {published}"
             ),
         }
     }

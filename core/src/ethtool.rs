@@ -296,10 +296,11 @@ pub struct Stats64 {
     /// Frames refused for their length on transmit.
     pub tx_errors: u64,
     /// Good frames the driver could not keep: no replacement page, longer than one buffer, the
-    /// OS refused the packet. (XDP drops are the program's decision and are not counted here,
+    /// OS refused the packet, lost in the completion ring when the queue was restarted. (XDP drops are the program's decision and are not counted here,
     /// as in Linux drivers; they are in `ethtool -S`.)
     pub rx_dropped: u64,
-    /// Always 0: the core drops no TX frame, every refusal hands the frame back to its owner.
+    /// Frames a TX queue restart handed back to their owners unsent (`tx_aborted`); a refusal
+    /// is not a drop, it hands the frame back to its owner.
     pub tx_dropped: u64,
     /// Frames the packet adapter dropped before the driver saw them (no C2H descriptor, ...):
     /// `stat_adapt_rx_drop`.
@@ -333,8 +334,10 @@ impl Stats64 {
             s.tx_packets += c.tx.tx_packets;
             s.tx_bytes += c.tx.tx_bytes;
             s.rx_errors += c.rx.rx_cmpt_errors + c.rx.rx_bad_length;
-            s.rx_dropped += c.rx.rx_no_page + c.rx.rx_multi_buffer + c.pair.rx_pass_refused;
+            s.rx_dropped +=
+                c.rx.rx_no_page + c.rx.rx_multi_buffer + c.pair.rx_pass_refused + c.rx.rx_abandoned;
             s.tx_errors += c.tx.tx_bad_length;
+            s.tx_dropped += c.tx.tx_aborted;
         }
         s
     }

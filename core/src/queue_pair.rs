@@ -12,7 +12,7 @@
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 use crate::device::Device;
-use crate::error::Result;
+use crate::error::{QueueError, Result};
 use crate::pool::{PageCounts, PagePool, PageProvider};
 use crate::qdma::Doorbells;
 use crate::rx::{PollOutcome, RxFrame, RxOutcome, RxQueue, RxSink};
@@ -170,6 +170,37 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     #[must_use]
     pub const fn stats(&self) -> &PairStats {
         &self.stats
+    }
+
+    /// The error state of the pair's queues (RX first), if either is in one: the pair needs
+    /// [`QueuePair::restart`]. A poll of a pair whose RX queue is in its error state reports it
+    /// in [`PollOutcome::error`] and neither `more` nor `armed`; a TX queue in its error state
+    /// takes no frames ([`crate::tx::TxError::Queue`]) and reclaims nothing.
+    #[must_use]
+    pub const fn error(&self) -> Option<QueueError> {
+        match self.rx.error() {
+            Some(e) => Some(e),
+            None => self.tx.error(),
+        }
+    }
+
+    /// Restarts both queues (TX first, so that its pool pages are back before the RX ring is
+    /// refilled): see [`TxQueue::restart`] and [`RxQueue::restart`] for what happens to every
+    /// buffer and page, and for the context it must be called from (process context, the pair's
+    /// polling stopped and its TX queue not in use).
+    ///
+    /// # Errors
+    ///
+    /// The first error of the two restarts; both always run.
+    pub fn restart<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs, C: TxDone<F>>(
+        &mut self,
+        dev: &Device<Q, S, Lk>,
+        delay: &mut Dl,
+        done: &mut C,
+    ) -> Result<()> {
+        let t = self.tx.restart(dev, delay, &mut self.pool, done);
+        let r = self.rx.restart(dev, delay, &mut self.pool);
+        t.and(r)
     }
 
     /// Tears both queues down and returns every page to the pool (TX first: its pool pages go

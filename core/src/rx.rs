@@ -16,6 +16,23 @@
 //!   posted buffers can hold make a counted drop;
 //! - a completion needing more descriptors than were posted puts the queue in its error state.
 //!
+//! # A device that stops making sense
+//!
+//! Some lies cannot be seen in one value, only in a queue that stops moving while the device
+//! claims there is work: completions the status record reports whose entry never gets the
+//! expected color, entries of the expected color the status record never reports, or a device
+//! whose C2H consumer index (its descriptor-ring status record, spec §7.4) disagrees with the
+//! descriptors the completions accounted for once everything reported has been consumed (the
+//! ring is out of step: a completion length that did not match the descriptors the frame used,
+//! or a device dropping for lack of descriptors while the driver has many posted). A poll that
+//! ends in such a state without consuming anything asks to be polled again (the device may be
+//! about to make its writes visible); after [`RxOptions::stall_polls`] such polls in a row the
+//! queue enters its error state, counts and logs it, and reports neither `more` nor `armed`.
+//!
+//! A queue in its error state touches nothing until [`RxQueue::restart`] (or teardown):
+//! contexts invalidated, every page back in the pool, rings cleared, indices and color from the
+//! start, ring refilled, contexts programmed again.
+//!
 //! # Buffers
 //!
 //! Each slot holds one page; its descriptor points [`RX_HEADROOM`] bytes in, and the device writes
@@ -50,6 +67,13 @@ pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
 
 /// Most descriptors handed back per refill batch.
 pub const REFILL_BATCH_MAX: u16 = 32;
+
+/// Polls in a row that may end without progress while the device claims work before the queue
+/// gives up ([`RxOptions::stall_polls`]). A poll that finds nothing it can consume costs a few
+/// hundred nanoseconds at least (status and entry reads, a doorbell), so this spans far more
+/// than the time a working device needs to make a reported write visible, and bounds a polling
+/// loop over a broken one.
+pub const RX_STALL_POLLS_DEFAULT: u16 = 1000;
 
 /// A received frame: the page it is in, where it starts and how long it is.
 #[derive(Debug)]
@@ -141,6 +165,16 @@ pub struct RxStats {
     pub rearms: u64,
     /// Re-arms after which the status record already showed new completions.
     pub rearm_rechecks: u64,
+    /// Polls that ended without progress while the device claimed work (not-yet-visible
+    /// entries, entries the status record does not report, a device consumer index out of step).
+    pub stall_polls: u64,
+    /// Times the queue entered its error state.
+    pub queue_errors: u64,
+    /// Restarts ([`RxQueue::restart`]).
+    pub restarts: u64,
+    /// Completions the device had written but the queue had not consumed when it was restarted:
+    /// frames lost with the restart (dropped).
+    pub rx_abandoned: u64,
 }
 
 crate::counters_add_assign!(RxStats {
@@ -159,13 +193,17 @@ crate::counters_add_assign!(RxStats {
     cmpt_doorbells,
     rearms,
     rearm_rechecks,
+    stall_polls,
+    queue_errors,
+    restarts,
+    rx_abandoned,
 });
 
 impl RxStats {
     /// All frames dropped by the queue itself (not by the sink).
     #[must_use]
     pub const fn rx_dropped(&self) -> u64 {
-        self.rx_cmpt_errors + self.rx_bad_length + self.rx_multi_buffer + self.rx_no_page
+        self.rx_cmpt_errors + self.rx_bad_length + self.rx_multi_buffer + self.rx_no_page + self.rx_abandoned
     }
 }
 
@@ -179,6 +217,13 @@ pub struct RxOptions {
     pub max_frame_len: u32,
     /// Descriptors handed back per C2H PIDX doorbell.
     pub refill_batch: u16,
+    /// Polls in a row that may end without progress while the device claims work before the
+    /// queue enters its error state (0: never).
+    pub stall_polls: u16,
+    /// Compare the device's C2H consumer index (the descriptor ring's status record, written by
+    /// the device with `wbk_en`, spec §5.2, §7.4) with the driver's once a poll has consumed
+    /// everything reported. Off for a device that does not write that record.
+    pub check_c2h_status: bool,
 }
 
 impl RxOptions {
@@ -195,6 +240,8 @@ impl RxOptions {
         Self {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             refill_batch: if batch < 1 { 1 } else { batch },
+            stall_polls: RX_STALL_POLLS_DEFAULT,
+            check_c2h_status: true,
         }
     }
 }
@@ -207,11 +254,39 @@ pub struct PollOutcome {
     pub done: usize,
     /// The poll caught up and re-armed the queue interrupt (NAPI: complete).
     pub armed: bool,
-    /// Poll again soon: the budget ran out, entries were not yet visible, or completions arrived
-    /// while re-arming.
+    /// Poll again soon: the budget ran out, entries were not yet visible, completions arrived
+    /// while re-arming, or the device claims work the poll could not find yet. Never set when
+    /// `error` is: a queue in its error state does not ask to be polled.
     pub more: bool,
-    /// The queue is in its error state.
+    /// The queue is in its error state (it needs [`RxQueue::restart`]).
     pub error: Option<QueueError>,
+}
+
+/// Why a poll that consumed nothing thinks the device claims work.
+#[derive(Clone, Copy)]
+enum Claim {
+    /// The status record reports completions up to `pidx`; the entry at `cidx` lacks the
+    /// expected color.
+    NotVisible { cidx: u16, pidx: u16 },
+    /// The entry at `cidx` has the expected color, the status record does not report it.
+    Unreported { cidx: u16 },
+    /// Everything reported is consumed, but the device's C2H consumer index is `device`, not the
+    /// driver's `driver`.
+    OutOfStep { device: u16, driver: u16 },
+}
+
+impl Claim {
+    const fn error(self, polls: u16) -> QueueError {
+        match self {
+            Self::NotVisible { cidx, pidx } => QueueError::CmptNotVisible { cidx, pidx, polls },
+            Self::Unreported { cidx } => QueueError::CmptUnreported { cidx, polls },
+            Self::OutOfStep { device, driver } => QueueError::C2hOutOfStep {
+                device,
+                driver,
+                polls,
+            },
+        }
+    }
 }
 
 /// Counts of the frames one poll delivered, kept in registers during the poll and added to the
@@ -267,6 +342,8 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     color: Color,
     started: bool,
     error: Option<QueueError>,
+    /// Polls in a row that ended without progress while the device claimed work.
+    stalled: u16,
     stats: RxStats,
 }
 
@@ -337,6 +414,7 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
             color: Color::INITIAL,
             started: false,
             error: None,
+            stalled: 0,
             stats: RxStats::default(),
         })
     }
@@ -487,7 +565,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
                 self.cmpt_cidx = cidx;
                 self.color = color;
                 self.stats.add(tally);
-                self.error = Some(e);
+                self.fail(e);
                 return self.outcome(done, false, false);
             }
             if self.deficit() >= self.opts.refill_batch {
@@ -501,6 +579,9 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         self.cmpt_cidx = cidx;
         self.color = color;
         self.stats.add(tally);
+        if done > 0 {
+            self.stalled = 0;
+        }
         let armed = self.cmpt_cidx == pidx && !not_ready && done < budget;
         if armed || self.cmpt_cidx != self.cmpt_acked {
             // Caught up: give the consumed entries back and re-arm. Otherwise give them back
@@ -517,8 +598,26 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             let more = self.status_pidx_quiet().is_some_and(|p| p != self.cmpt_cidx);
             if more {
                 self.stats.rearm_rechecks += 1;
+                return self.outcome(done, true, true);
             }
-            return self.outcome(done, true, more);
+            // Caught up with everything the device reported: does it claim anything else?
+            let Some(claim) = self.idle_claim() else {
+                self.stalled = 0;
+                return self.outcome(done, true, false);
+            };
+            if done == 0 && self.stall(claim) {
+                return self.outcome(done, false, false);
+            }
+            return self.outcome(done, true, true);
+        }
+        if not_ready && done == 0 {
+            let claim = Claim::NotVisible {
+                cidx: self.cmpt_cidx,
+                pidx,
+            };
+            if self.stall(claim) {
+                return self.outcome(0, false, false);
+            }
         }
         self.outcome(done, false, true)
     }
@@ -534,10 +633,51 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     fn outcome(&self, done: usize, armed: bool, more: bool) -> PollOutcome {
         PollOutcome {
             done,
-            armed,
-            more,
+            armed: armed && self.error.is_none(),
+            more: more && self.error.is_none(),
             error: self.error,
         }
+    }
+
+    /// Enters the error state: counted, logged; the queue touches nothing more until restarted.
+    fn fail(&mut self, e: QueueError) {
+        self.stats.queue_errors += 1;
+        onic_hal::error!("onic: RX queue {} stopped: {}", self.cfg.qid, e);
+        self.error = Some(e);
+    }
+
+    /// Counts a poll that made no progress while the device claims work; enters the error state
+    /// (and returns `true`) once [`RxOptions::stall_polls`] such polls came in a row.
+    fn stall(&mut self, claim: Claim) -> bool {
+        self.stats.stall_polls += 1;
+        self.stalled = self.stalled.saturating_add(1);
+        if self.opts.stall_polls == 0 || self.stalled < self.opts.stall_polls {
+            return false;
+        }
+        self.fail(claim.error(self.stalled));
+        true
+    }
+
+    /// After a poll consumed everything the status record reported: whether the device claims
+    /// more anyway. An entry of the expected color at the consumer index is a completion the
+    /// record does not report; a C2H consumer index (from the descriptor ring's status record)
+    /// other than the driver's means the device consumed descriptors no consumed completion
+    /// accounts for, or the completions claimed descriptors the device never used.
+    fn idle_claim(&self) -> Option<Claim> {
+        let off = self.cmpt_stride * usize::from(self.cmpt_cidx);
+        let entry = CmptEntry::from_word(self.cmpt.read_u64(off));
+        if Color::from_bit(entry.color()) == self.color {
+            return Some(Claim::Unreported { cidx: self.cmpt_cidx });
+        }
+        if !self.opts.check_c2h_status || !self.started {
+            return None;
+        }
+        let rec = WbStatus::from_word(self.desc.read_u64(C2H_DESC_BYTES * usize::from(self.didx.len())));
+        let device = rec.cidx();
+        (device != self.head).then_some(Claim::OutOfStep {
+            device,
+            driver: self.head,
+        })
     }
 
     /// The completion status record's producer index, validated; an index outside the ring
@@ -547,7 +687,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         if self.cring.contains(pidx) {
             Some(pidx)
         } else {
-            self.error = Some(QueueError::CmptPidxOutOfRange {
+            self.fail(QueueError::CmptPidxOutOfRange {
                 pidx,
                 usable: self.cring.len(),
             });
@@ -716,6 +856,81 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         r
     }
 
+    /// Restarts the queue, from any state (the way out of the error state): its contexts are
+    /// invalidated so the device no longer uses the rings, every page in the ring goes back to
+    /// `pool`, completions the device wrote and the queue never consumed are counted as
+    /// `rx_abandoned`, both rings are cleared, the indices and the expected color start over, and
+    /// the queue is filled and programmed again as by [`RxQueue::start`].
+    ///
+    /// Context: process context of the queue's owner, with its polling stopped (Linux: NAPI
+    /// disabled for the pair; the card-wide context-command serialization applies as for
+    /// `start`). It waits on context commands (through `delay`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_rx_queue`]: the device may still use the ring, so the pages stay in
+    /// it and the queue is left in [`QueueError::Restart`]; call again or tear it down. As
+    /// [`RxQueue::start`]: the pages were returned and the ring refilled, but the contexts are
+    /// not programmed ([`QueueError::Restart`] too).
+    pub fn restart<
+        Q: RegisterWindow,
+        S: RegisterWindow,
+        Lk: SharedLock,
+        Dl: DelayNs,
+        P: PageProvider<Page = Pg>,
+    >(
+        &mut self,
+        dev: &Device<Q, S, Lk>,
+        delay: &mut Dl,
+        pool: &mut P,
+    ) -> Result<()> {
+        if let Err(e) = dev.teardown_rx_queue(delay, self.cfg.qid) {
+            self.fail(QueueError::Restart);
+            return Err(e);
+        }
+        self.stats.rx_abandoned += u64::from(self.unconsumed());
+        self.drain(pool);
+        zero(&self.desc);
+        zero(&self.cmpt);
+        self.head = 0;
+        self.tail = 0;
+        self.cmpt_cidx = 0;
+        self.cmpt_acked = 0;
+        self.color = Color::INITIAL;
+        self.error = None;
+        self.stalled = 0;
+        self.stats.restarts += 1;
+        onic_hal::info!("onic: RX queue {} restarted", self.cfg.qid);
+        let r = self.start(dev, delay, pool);
+        if r.is_err() {
+            self.fail(QueueError::Restart);
+        }
+        r
+    }
+
+    /// Completions the device wrote that the queue has not consumed: as many as the status
+    /// record reports (when its index is valid), or as many entries in a row carry the expected
+    /// color, whichever is more.
+    fn unconsumed(&self) -> u16 {
+        let reported = self
+            .status_pidx_quiet()
+            .map_or(0, |p| self.cring.distance(self.cmpt_cidx, p));
+        let mut visible = 0;
+        let (mut i, mut color) = (self.cmpt_cidx, self.color);
+        while visible < self.cring.len() {
+            let entry = CmptEntry::from_word(self.cmpt.read_u64(self.cmpt_stride * usize::from(i)));
+            if Color::from_bit(entry.color()) != color {
+                break;
+            }
+            visible += 1;
+            i = self.cring.next(i);
+            if i == 0 {
+                color = color.flip();
+            }
+        }
+        reported.max(visible)
+    }
+
     /// The configuration.
     #[must_use]
     pub const fn config(&self) -> &RxQueueConfig {
@@ -768,6 +983,13 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     #[must_use]
     pub const fn stats(&self) -> &RxStats {
         &self.stats
+    }
+}
+
+/// Clears a ring (descriptors, entries and the status record).
+fn zero<D: DmaMemory>(ring: &CoherentRegion<D>) {
+    for off in (0..ring.len()).step_by(8) {
+        ring.write_u64(off, 0);
     }
 }
 
@@ -1233,6 +1455,67 @@ mod tests {
         assert_eq!(got, [small]);
         assert_eq!(rx.stats().rx_multi_buffer, 1);
         assert_eq!(rx.posted(), 62 - 4);
+        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_restart_returns_every_page_and_counts_what_was_left() {
+        let card = testutil::card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card, 64);
+        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let cfg = small_cfg();
+        let opts = RxOptions {
+            stall_polls: 4,
+            ..RxOptions::for_queue(&cfg)
+        };
+        let mut rx = RxQueue::new(card.dma(), cfg, opts, &mut slots).unwrap();
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        // The status record stops moving; two frames land in the ring unreported.
+        card.faults().freeze_cmpt_status(true);
+        card.inject(0, &frame(80, 1));
+        card.inject(0, &frame(81, 2));
+        settle(&card);
+        let mut got = Vec::new();
+        for i in 1..=4u16 {
+            let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+            if i < 4 {
+                assert_eq!((out.done, out.armed, out.more, out.error), (0, true, true, None));
+            } else {
+                let e = QueueError::CmptUnreported { cidx: 0, polls: 4 };
+                assert_eq!(
+                    out,
+                    PollOutcome {
+                        error: Some(e),
+                        ..PollOutcome::default()
+                    }
+                );
+            }
+        }
+        assert!(got.is_empty());
+        card.faults().freeze_cmpt_status(false);
+        let live = card.dma_stats().live_pages;
+        rx.restart(&dev, &mut delay, &mut pool).unwrap();
+        // The same pages went back to the pool and into the ring again: nothing new, nothing lost.
+        assert_eq!(card.dma_stats().live_pages, live);
+        assert_eq!((rx.posted(), rx.pages_in_ring()), (62, 62));
+        let s = rx.stats();
+        assert_eq!((s.rx_abandoned, s.restarts, s.queue_errors), (2, 1, 1));
+        assert_eq!(
+            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            live as u64
+        );
+        let f = frame(90, 3);
+        card.inject(0, &f);
+        settle(&card);
+        let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+        assert_eq!((out.done, out.armed, out.more, out.error), (1, true, false, None));
+        assert_eq!(got, [f]);
         rx.teardown(&dev, &mut delay, &mut pool).unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);

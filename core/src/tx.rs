@@ -30,6 +30,13 @@ pub const ETH_ZLEN: usize = 60;
 /// Largest frame one H2C descriptor can carry (the 16-bit length field).
 pub const TX_MAX_FRAME: usize = u16::MAX as usize;
 
+/// Reclaims in a row that may find a stopped queue without progress before it gives up
+/// ([`TxQueue::set_stall_limit`]). A stopped queue is reclaimed by its owner's polls (it cannot
+/// take frames), which may spin; the bound is high because a link the peer pauses legitimately
+/// holds the ring for a while. An OS with a transmit watchdog of its own (Linux:
+/// `ndo_tx_timeout`) may switch this off and call [`TxQueue::restart`] when the watchdog fires.
+pub const TX_STALL_RECLAIMS_DEFAULT: u32 = 100_000;
+
 /// A frame owned by someone else than the RX pool (an OS packet, a frame of another device),
 /// already mapped for the device by its owner.
 pub trait TxFrame {
@@ -37,6 +44,17 @@ pub trait TxFrame {
     fn dma_addr(&self) -> DmaAddr;
     /// Frame length in bytes.
     fn len(&self) -> usize;
+    /// Bytes of the owner's buffer the device may read from [`TxFrame::dma_addr`] on: what is
+    /// mapped from the frame's first byte to the end of the buffer. The queue never posts a
+    /// descriptor longer than this (a frame, or its padding to [`ETH_ZLEN`], that would run past
+    /// it is refused with [`TxError::BeyondBuffer`]).
+    ///
+    /// The default is the frame's own length, which is right for an owner that maps exactly the
+    /// frame's bytes (a `dma_map_single` of the packet data) and never grows the frame in
+    /// [`TxFrame::pad_to`]. An owner whose frame sits in a larger buffer (a page) says how large.
+    fn buffer_len(&self) -> usize {
+        self.len()
+    }
     /// Whether the frame is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -110,6 +128,10 @@ pub enum TxError<B> {
     Full(B),
     /// Length 0, longer than [`TX_MAX_FRAME`], or too short and not paddable.
     BadLength(B),
+    /// The descriptor would make the device read past the end of the buffer the frame's owner
+    /// gave (the frame, its padding, or its offset in the page runs past it, or its device
+    /// address range wraps).
+    BeyondBuffer(B),
     /// The queue is in its error state.
     Queue(B, QueueError),
 }
@@ -118,7 +140,7 @@ impl<B> TxError<B> {
     /// The buffer that was not queued.
     pub fn into_inner(self) -> B {
         match self {
-            Self::Full(b) | Self::BadLength(b) | Self::Queue(b, _) => b,
+            Self::Full(b) | Self::BadLength(b) | Self::BeyondBuffer(b) | Self::Queue(b, _) => b,
         }
     }
 }
@@ -135,7 +157,8 @@ pub struct TxStats {
     pub queued: u64,
     /// Frames refused because the ring was full.
     pub tx_busy: u64,
-    /// Frames refused for their length.
+    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable,
+    /// or running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
     pub tx_bad_length: u64,
     /// Frames padded to [`ETH_ZLEN`].
     pub padded: u64,
@@ -149,6 +172,15 @@ pub struct TxStats {
     pub tx_xdp_xmit: u64,
     /// Frames `xdp_xmit` did not queue (left with their owner).
     pub tx_xdp_xmit_errors: u64,
+    /// Reclaims that found the queue stopped, buffers in flight and no progress.
+    pub stall_reclaims: u64,
+    /// Times the queue entered its error state.
+    pub queue_errors: u64,
+    /// Restarts ([`TxQueue::restart`]).
+    pub restarts: u64,
+    /// Buffers a restart handed back to their owners without the device having reported them
+    /// sent (dropped).
+    pub tx_aborted: u64,
 }
 
 crate::counters_add_assign!(TxStats {
@@ -163,6 +195,10 @@ crate::counters_add_assign!(TxStats {
     doorbells,
     tx_xdp_xmit,
     tx_xdp_xmit_errors,
+    stall_reclaims,
+    queue_errors,
+    restarts,
+    tx_aborted,
 });
 
 /// Buffers in flight on a TX ring, by owner.
@@ -226,6 +262,9 @@ pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
     thresholds: TxThresholds,
     in_flight: TxInFlight,
     error: Option<QueueError>,
+    /// Reclaims in a row that found the queue stopped and the device not moving.
+    stalled: u32,
+    stall_limit: u32,
     stats: TxStats,
 }
 
@@ -266,6 +305,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             thresholds: TxThresholds::for_ring(usable),
             in_flight: TxInFlight::default(),
             error: None,
+            stalled: 0,
+            stall_limit: TX_STALL_RECLAIMS_DEFAULT,
             stats: TxStats::default(),
         })
     }
@@ -279,6 +320,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             stop_below,
             wake_at: t.wake_at.clamp(stop_below, max),
         };
+    }
+
+    /// Sets how many reclaims in a row may find the queue stopped, with buffers in flight and the
+    /// device's consumer index not moving, before the queue enters its error state
+    /// ([`QueueError::H2cStalled`]); 0 never gives up. Default [`TX_STALL_RECLAIMS_DEFAULT`].
+    pub fn set_stall_limit(&mut self, reclaims: u32) {
+        self.stall_limit = reclaims;
     }
 
     /// Programs the queue's contexts (spec §5.8). No doorbell: the ring is empty.
@@ -418,19 +466,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             Ok(free) => free,
             Err(e) => return Err(e.with(frame)),
         };
-        let mut len = frame.len();
-        if len == 0 || len > TX_MAX_FRAME {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BadLength(frame));
-        }
-        if len < ETH_ZLEN {
-            if !frame.pad_to(ETH_ZLEN) {
+        let len = match self.frame_len(&mut frame) {
+            Ok(len) => len,
+            Err(e) => {
                 self.stats.tx_bad_length += 1;
-                return Err(TxError::BadLength(frame));
+                return Err(e.with(frame));
             }
-            self.stats.padded += 1;
-            len = ETH_ZLEN;
-        }
+        };
         let addr = frame.dma_addr();
         let buf = if remote {
             self.in_flight.remote += 1;
@@ -439,9 +481,32 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             self.in_flight.os += 1;
             TxBuf::Os(frame)
         };
-        // CAST: `len` is at most TX_MAX_FRAME = u16::MAX (checked above).
-        self.post(db, addr, len as u16, buf, more, free);
+        self.post(db, addr, len, buf, more, free);
         Ok(())
+    }
+
+    /// The length of the descriptor for an OS or remote frame, after the length rules: 1 to
+    /// [`TX_MAX_FRAME`] bytes, padded to [`ETH_ZLEN`], and neither the frame nor its padding past
+    /// the end of the owner's buffer (nor past the end of the device address space).
+    fn frame_len(&mut self, frame: &mut F) -> Result<u16, TxError<()>> {
+        let room = frame.buffer_len();
+        let len = frame.len();
+        if len == 0 || len > TX_MAX_FRAME {
+            return Err(TxError::BadLength(()));
+        }
+        let want = len.max(ETH_ZLEN);
+        // CAST: usize to u64 is lossless on every supported target.
+        if want > room || frame.dma_addr().checked_add(want as u64 - 1).is_none() {
+            return Err(TxError::BeyondBuffer(()));
+        }
+        if len < ETH_ZLEN {
+            if !frame.pad_to(ETH_ZLEN) {
+                return Err(TxError::BadLength(()));
+            }
+            self.stats.padded += 1;
+        }
+        // CAST: `want` is at most TX_MAX_FRAME = u16::MAX (checked above).
+        Ok(want as u16)
     }
 
     /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
@@ -463,32 +528,34 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             Err(e) => return Err(e.with(frame)),
         };
         let off = usize::from(frame.offset);
-        let mut len = usize::from(frame.len);
+        let len = usize::from(frame.len);
         let page_len = frame.page.bytes().len();
-        if len == 0 || off + len > page_len {
+        if len == 0 {
             self.stats.tx_bad_length += 1;
             return Err(TxError::BadLength(frame));
         }
+        let want = len.max(ETH_ZLEN);
+        // CAST: usize to u64 is lossless on every supported target.
+        let addr = frame.page.dma_addr().checked_add(off as u64);
+        let Some(addr) = addr.filter(|a| off + want <= page_len && a.checked_add(want as u64 - 1).is_some())
+        else {
+            self.stats.tx_bad_length += 1;
+            return Err(TxError::BeyondBuffer(frame));
+        };
         if len < ETH_ZLEN {
-            let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) else {
-                self.stats.tx_bad_length += 1;
-                return Err(TxError::BadLength(frame));
-            };
-            pad.fill(0);
+            // In the page: checked above.
+            if let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) {
+                pad.fill(0);
+            }
             self.stats.padded += 1;
-            len = ETH_ZLEN;
             // CAST: ETH_ZLEN fits u16.
             frame.len = ETH_ZLEN as u16;
         }
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
-        pool.sync_for_device(&frame.page, off, len);
-        let Some(addr) = frame.page.dma_addr().checked_add(off as u64) else {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BadLength(frame));
-        };
+        pool.sync_for_device(&frame.page, off, want);
         self.in_flight.pool += 1;
-        // CAST: off + len <= page size (checked above).
-        self.post(db, addr, len as u16, TxBuf::Pool(frame), more, free);
+        // CAST: off + want <= page size (checked above), and a frame length is a u16.
+        self.post(db, addr, want as u16, TxBuf::Pool(frame), more, free);
         Ok(())
     }
 
@@ -559,7 +626,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
 
     /// Returns the buffers the device is done with to their owners, as far as the H2C status
     /// record says (spec §7.4, §8.2). A consumer index in the record that is not between
-    /// next-to-clean and next-to-use puts the queue in its error state.
+    /// next-to-clean and the published producer index puts the queue in its error state.
     pub fn reclaim<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         pool: &mut P,
@@ -575,14 +642,19 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         // Everything done with a buffer below happens after the device said it is done reading
         // it: order the status read before the slot accesses.
         fence(Ordering::Acquire);
-        if !self.idx.within(self.next_to_clean, self.next_to_use, cidx) {
-            self.error = Some(QueueError::H2cCidx {
+        if !self.idx.within(self.next_to_clean, self.published, cidx) {
+            self.fail(QueueError::H2cCidx {
                 cidx,
                 clean: self.next_to_clean,
-                next_to_use: self.next_to_use,
+                published: self.published,
             });
             return Reclaimed::default();
         }
+        if cidx == self.next_to_clean {
+            self.no_progress(cidx);
+            return Reclaimed::default();
+        }
+        self.stalled = 0;
         // The clean index and the sent counters stay in registers during the loop.
         let mut n = 0u16;
         let mut packets = 0u64;
@@ -605,6 +677,32 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             self.stats.wakes += 1;
         }
         Reclaimed { completed: n, woke }
+    }
+
+    /// A reclaim found buffers in flight and the device's consumer index where it was. While the
+    /// queue is stopped (the OS waits for room, its polls reclaim) that counts towards the stall
+    /// limit; the queue enters its error state when it is reached.
+    fn no_progress(&mut self, cidx: u16) {
+        if !self.stopped {
+            self.stalled = 0;
+            return;
+        }
+        self.stats.stall_reclaims += 1;
+        self.stalled = self.stalled.saturating_add(1);
+        if self.stall_limit != 0 && self.stalled >= self.stall_limit {
+            self.fail(QueueError::H2cStalled {
+                cidx,
+                in_flight: self.in_flight(),
+                reclaims: self.stalled,
+            });
+        }
+    }
+
+    /// Enters the error state: counted, logged; the queue touches nothing more until restarted.
+    fn fail(&mut self, e: QueueError) {
+        self.stats.queue_errors += 1;
+        onic_hal::error!("onic: TX queue {} stopped: {}", self.cfg.qid, e);
+        self.error = Some(e);
     }
 
     /// Returns slot `i`'s buffer to its owner; returns the descriptor's length, `None` for an
@@ -654,6 +752,63 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         self.stopped = false;
     }
 
+    /// Restarts the queue, from any state (the way out of the error state): a last reclaim (unless
+    /// the queue is in its error state), the contexts invalidated so the device no longer reads the
+    /// ring, every buffer still on it handed back to its owner (counted as `tx_aborted`: the device
+    /// never said it sent them), the ring cleared, the indices from 0, flow control reset (the
+    /// queue is no longer stopped: the OS may wake its queue), and the contexts programmed again
+    /// as by [`TxQueue::start`].
+    ///
+    /// Context: process context of the queue's owner, with nothing else using the queue (Linux:
+    /// NAPI disabled for the pair and the netdev TX queue stopped and locked out, e.g. from a work
+    /// item scheduled by `ndo_tx_timeout`, which itself runs in softirq context and must not wait
+    /// here). It waits on context commands (through `delay`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::teardown_tx_queue`]: the device may still read the buffers, so they stay on
+    /// the ring and the queue is left in [`QueueError::Restart`]; call again or tear it down. As
+    /// [`TxQueue::start`]: the buffers were returned, the contexts are not programmed
+    /// ([`QueueError::Restart`] too).
+    pub fn restart<
+        Q: RegisterWindow,
+        S: RegisterWindow,
+        Lk: SharedLock,
+        Dl: DelayNs,
+        P: PageProvider<Page = Pg>,
+        C: TxDone<F>,
+    >(
+        &mut self,
+        dev: &Device<Q, S, Lk>,
+        delay: &mut Dl,
+        pool: &mut P,
+        done: &mut C,
+    ) -> Result<()> {
+        self.reclaim(pool, done);
+        if let Err(e) = dev.teardown_tx_queue(delay, self.cfg.qid) {
+            self.fail(QueueError::Restart);
+            return Err(e);
+        }
+        self.stats.tx_aborted += u64::from(self.in_flight());
+        self.drain(pool, done);
+        for off in (0..self.ring.len()).step_by(8) {
+            self.ring.write_u64(off, 0);
+        }
+        self.next_to_use = 0;
+        self.next_to_clean = 0;
+        self.published = 0;
+        self.stopped = false;
+        self.error = None;
+        self.stalled = 0;
+        self.stats.restarts += 1;
+        onic_hal::info!("onic: TX queue {} restarted", self.cfg.qid);
+        let r = self.start(dev, delay);
+        if r.is_err() {
+            self.fail(QueueError::Restart);
+        }
+        r
+    }
+
     /// Tears the queue down (spec §13.4): a last reclaim, the contexts invalidated, every
     /// remaining buffer returned to its owner, the ring freed.
     ///
@@ -686,6 +841,7 @@ impl TxError<()> {
         match self {
             Self::Full(()) => TxError::Full(b),
             Self::BadLength(()) => TxError::BadLength(b),
+            Self::BeyondBuffer(()) => TxError::BeyondBuffer(b),
             Self::Queue((), e) => TxError::Queue(b, e),
         }
     }
@@ -749,6 +905,9 @@ mod tests {
         }
         fn len(&self) -> usize {
             self.len
+        }
+        fn buffer_len(&self) -> usize {
+            PAGE_SIZE
         }
         fn pad_to(&mut self, min_len: usize) -> bool {
             if min_len > PAGE_SIZE {
@@ -968,7 +1127,7 @@ mod tests {
         let err = QueueError::H2cCidx {
             cidx: 10,
             clean: 0,
-            next_to_use: 3,
+            published: 3,
         };
         assert_eq!(tx.error(), Some(err));
         assert!(done.os.is_empty());
@@ -981,6 +1140,60 @@ mod tests {
         }
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
         assert_eq!(done.os.len(), 3);
+        done.free();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_restart_hands_every_buffer_back_and_the_queue_sends_again() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        tx.set_stall_limit(3);
+        card.faults().stall_h2c_writeback(true);
+        let mut n = 0u8;
+        while !tx.is_stopped() {
+            tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, n)), true)
+                .unwrap();
+            n += 1;
+        }
+        assert_eq!(n, 62);
+        card.run_until_idle();
+        let mut done = Done::default();
+        for _ in 0..3 {
+            tx.reclaim(&mut pool, &mut done);
+        }
+        assert_eq!(
+            tx.error(),
+            Some(QueueError::H2cStalled {
+                cidx: 0,
+                in_flight: 62,
+                reclaims: 3
+            })
+        );
+        assert_eq!(tx.stats().stall_reclaims, 3);
+        card.faults().stall_h2c_writeback(false);
+        tx.restart(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        assert_eq!(done.os.len(), 62);
+        assert_eq!(
+            (tx.error(), tx.in_flight(), tx.is_stopped(), tx.stats().tx_aborted),
+            (None, 0, false, 62)
+        );
+        done.free();
+        let _ = card.take_egress(0);
+        tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, 9)), false)
+            .unwrap();
+        card.run_until_idle();
+        assert_eq!(card.take_egress(0), [frame(64, 9)]);
+        assert_eq!(tx.reclaim(&mut pool, &mut done).completed, 1);
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
         done.free();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);

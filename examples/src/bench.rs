@@ -14,20 +14,26 @@ const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp"
 pub struct BenchArgs {
     /// Groups to run (all when none is given): rx, tx, pool, scaling, compare, rss, xdp.
     groups: Vec<String>,
-    /// Wall time of one repetition, in milliseconds (datapath groups).
+    /// Wall time of one repetition, in milliseconds (datapath groups; 1..=60000).
     #[arg(long, default_value_t = 20)]
     rep_ms: u64,
-    /// Repetitions per figure; the fastest is printed, the median in a comment (datapath groups).
+    /// Repetitions per figure (1..=1000); the fastest is printed, the median in a comment
+    /// (datapath groups).
     #[arg(long, default_value_t = 5)]
     reps: usize,
 }
 
 fn print(figs: &[Figure]) {
     for f in figs {
-        println!("{} {:.3} {}", f.name, f.value, f.unit);
-        println!(
+        outln!("{} {:.3} {}", f.name, f.value, f.unit);
+        outln!(
             "# {} median {:.3} {} spread {:.1}% undisturbed {}/{}",
-            f.name, f.median, f.unit, f.spread_pct, f.clean.0, f.clean.1
+            f.name,
+            f.median,
+            f.unit,
+            f.spread_pct,
+            f.clean.0,
+            f.clean.1
         );
     }
 }
@@ -39,12 +45,21 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             GROUPS.join(", ")
         ));
     }
+    use onic_cli::limits::in_range;
+    in_range(
+        "--rep-ms",
+        args.rep_ms,
+        1,
+        60_000,
+        "milliseconds of wall time per repetition",
+    )?;
+    in_range("--reps", args.reps, 1, 1000, "repetitions per figure")?;
     let m = Method {
-        rep: Duration::from_millis(args.rep_ms.max(1)),
-        reps: args.reps.max(1),
+        rep: Duration::from_millis(args.rep_ms),
+        reps: args.reps,
     };
     let wanted = |g: &str| args.groups.is_empty() || args.groups.iter().any(|a| a == g);
-    println!(
+    outln!(
         "# method: best of {} undisturbed repetitions of ~{} ms wall time each; driver-only figures time only the driver's calls",
         m.reps, args.rep_ms
     );
@@ -64,17 +79,17 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let (figs, rows) = bench::compare(&m);
         print(&figs);
         for line in bench::compare_table(&rows).lines() {
-            println!("# {line}");
+            outln!("# {line}");
         }
     }
     if wanted("rss") {
         for (name, value, unit) in crate::bench_rss::run() {
-            println!("{name} {value:.3} {unit}");
+            outln!("{name} {value:.3} {unit}");
         }
     }
     if wanted("xdp") {
         for (name, value, unit) in crate::bench_xdp::run()? {
-            println!("{name} {value:.3} {unit}");
+            outln!("{name} {value:.3} {unit}");
         }
     }
     Ok(())

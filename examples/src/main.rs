@@ -2,6 +2,10 @@
 //! device model through the driver, or a capture through the driver and an XDP program), register
 //! traces of the driver's programming, RSS hashing, and benchmarks.
 
+// The output macros (`outln!`, `errln!`, ...) for every module of the tool.
+#[macro_use]
+extern crate onic_cli;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -54,7 +58,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("onic: {e}");
+            errln!("onic: {e}");
             ExitCode::FAILURE
         }
     }

@@ -13,11 +13,11 @@
 //! frame sent out of a port is captured, not looped back. Output frames carry the timestamp of the
 //! last input frame replayed before they came out.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use onic_cli::pcap;
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::ethtool::{EthtoolStats, QueueCounters, Stats64};
 use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
@@ -32,8 +32,6 @@ use onic_core::xdp::{
 use onic_core::Device;
 use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
-use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
-use pcap_file::DataLink;
 
 use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
 use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
@@ -60,7 +58,7 @@ pub struct ReplayOpts {
     /// sample mix (the frames of `onic pcap-sample`).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Frames of the generated sample mix when no `--pcap` is given.
+    /// Frames of the generated sample mix when no `--pcap` is given (1..=100000000).
     #[arg(long, default_value_t = 2000)]
     pub frames: usize,
     /// Port the capture comes in on.
@@ -68,7 +66,8 @@ pub struct ReplayOpts {
     pub port: u8,
     #[arg(long, help = program_help())]
     pub xdp: Option<String>,
-    /// Directory for the output captures (created if missing).
+    /// Directory for the output captures (created if missing; checked writable before the
+    /// replay).
     #[arg(long, default_value = "onic-run-out")]
     pub out_dir: PathBuf,
     /// UDP destination port dropped by `--xdp drop-udp`.
@@ -315,34 +314,7 @@ fn drain(
 }
 
 fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut reader = PcapReader::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
-    if reader.header().datalink != DataLink::ETHERNET {
-        return Err(format!(
-            "{}: link type {:?}, only Ethernet captures can be replayed",
-            path.display(),
-            reader.header().datalink
-        ));
-    }
-    let mut frames = Vec::new();
-    while let Some(p) = reader.next_packet() {
-        let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
-        frames.push((p.timestamp, p.data.into_owned()));
-    }
-    Ok(frames)
-}
-
-fn write_capture(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), String> {
-    let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut w = PcapWriter::new(BufWriter::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
-    for (ts, data) in frames {
-        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        w.write_packet(&PcapPacket::new(*ts, len, data))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    w.into_writer()
-        .flush()
-        .map_err(|e| format!("{}: {e}", path.display()))
+    Ok(pcap::read(path)?.into_iter().map(|r| (r.ts, r.data)).collect())
 }
 
 /// Tears every queue and both functions down; returns the pages still live in the model
@@ -393,34 +365,32 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     let counters: Vec<QueueCounters> = rig.pairs.iter().map(Pair::counters).collect();
     let shell = rig.dev.shell();
     let stats = EthtoolStats::read(shell, port as u8, &counters);
-    println!("NIC statistics (port {port}, ethtool -S):");
+    outln!("NIC statistics (port {port}, ethtool -S):");
     let mut hidden = 0;
     for (name, value) in stats.iter() {
         if all || value != 0 {
-            println!("     {name}: {value}");
+            outln!("     {name}: {value}");
         } else {
             hidden += 1;
         }
     }
     if hidden > 0 {
-        println!("     ({hidden} more entries are 0; --all-stats shows them)");
+        outln!("     ({hidden} more entries are 0; --all-stats shows them)");
     }
     let s64 = Stats64::from_queues(&counters, onic_core::ethtool::adapter_rx_drops(shell, port as u8));
-    println!(
+    outln!(
         "  stats64: rx_packets {} rx_bytes {} tx_packets {} tx_bytes {} rx_dropped {} rx_errors {} rx_missed_errors {}",
         s64.rx_packets, s64.rx_bytes, s64.tx_packets, s64.tx_bytes, s64.rx_dropped, s64.rx_errors, s64.rx_missed_errors
     );
     let total: u64 = counters.iter().map(|c| c.rx.rx_packets).sum();
-    println!(
-        "  queue  rx_packets    rx_bytes   to_os  xdp_drop  xdp_tx  xdp_redirect  tx_packets  rss_share"
-    );
+    outln!("  queue  rx_packets    rx_bytes   to_os  xdp_drop  xdp_tx  xdp_redirect  tx_packets  rss_share");
     for (q, c) in counters.iter().enumerate() {
         let share = if total == 0 {
             0.0
         } else {
             100.0 * c.rx.rx_packets as f64 / total as f64
         };
-        println!(
+        outln!(
             "  {q:>5}  {:>10}  {:>10}  {:>6}  {:>8}  {:>6}  {:>12}  {:>10}  {share:>8.1}%",
             c.rx.rx_packets,
             c.rx.rx_bytes,
@@ -433,10 +403,60 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     }
 }
 
+/// Most frames of the generated sample mix (`--frames`, `onic pcap-sample --frames`).
+const MAX_SAMPLE_FRAMES: usize = 100_000_000;
+/// Largest frame of the sample mix.
+const SAMPLE_FRAME_MAX: u64 = 1514;
+/// Host bytes a frame held in memory costs besides its data (vector, timestamp, record).
+const FRAME_OVERHEAD: u64 = 64;
+
+/// Checks the options of a replay before anything runs: queue and frame counts, the output
+/// directory, and the memory the queues and the frames (input and output copies) need.
+fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
+    use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
+    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
+    in_range("--queues", queues, 1, max_q, "queue pairs per port")?;
+    let (what, frame_bytes) = match &args.pcap {
+        Some(p) => {
+            let len = std::fs::metadata(p)
+                .map_err(|e| format!("{}: cannot read: {e}", p.display()))?
+                .len();
+            // The file, its records (at least 16 bytes each in the file) and the outputs.
+            (format!("--pcap {}", p.display()), len.saturating_mul(6))
+        }
+        None => {
+            in_range(
+                "--frames",
+                args.frames,
+                1,
+                MAX_SAMPLE_FRAMES,
+                "frames of the sample mix",
+            )?;
+            // CAST: at most 1e8.
+            let n = args.frames as u64;
+            (
+                format!("--frames {n}"),
+                2 * n * (SAMPLE_FRAME_MAX + FRAME_OVERHEAD),
+            )
+        }
+    };
+    limits::writable_dir(&args.out_dir, "--out-dir")?;
+    let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
+    let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
+    let need = BASE_BYTES + pages * HOST_BYTES_PER_PAGE + frame_bytes;
+    limits::check_memory(
+        &format!("--queues {queues} with {what}"),
+        need,
+        &format!(
+            "{pages} pages of the model at {} KiB each, and the frames",
+            HOST_BYTES_PER_PAGE / 1024
+        ),
+        limits::mem_available(),
+    )
+}
+
 pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
-    if !(1..=64).contains(&queues) {
-        return Err(format!("--queues {queues}: 1..=64"));
-    }
+    check(args, queues)?;
     let mut prog = match (&args.obj.xdp_obj, args.xdp.as_deref()) {
         (Some(path), _) => Some(Prog::Object(
             Box::new(crate::xdp_obj::load(&args.obj, path)?),
@@ -457,7 +477,6 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         Some(p) => p.display().to_string(),
         None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
     };
-    std::fs::create_dir_all(&args.out_dir).map_err(|e| format!("{}: {e}", args.out_dir.display()))?;
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     cc.ports = 2;
@@ -476,7 +495,7 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         }
         drain(&card, &mut ports, &mut prog, &rings, &hasher, &mut out, ts)?;
         if progress {
-            eprint!(
+            errout!(
                 "\rreplayed {} of {} frames",
                 (i * BATCH + batch.len()),
                 frames.len()
@@ -484,14 +503,14 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         }
     }
     if progress {
-        eprintln!();
+        errln!();
     }
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
         .map(|p| p.rx.stats().rx_packets)
         .sum();
-    println!(
+    outln!(
         "replayed {} frames from {} into port {} ({} queue pairs per port, XDP program: {})",
         frames.len(),
         source,
@@ -506,13 +525,13 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         print_stats(p, rig, args.all_stats);
     }
     if let Some(Prog::Builtin(Builtin::Count(flows))) = &prog {
-        println!("flows counted by the program (frames, bytes):");
+        outln!("flows counted by the program (frames, bytes):");
         for (flow, (n, bytes)) in flows {
             match flow {
                 Some((s, d, proto, sp, dp)) => {
-                    println!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
+                    outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
                 }
-                None => println!("  not IPv4: {n} frames, {bytes} bytes"),
+                None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
             }
         }
     }
@@ -528,20 +547,20 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     if matches!(prog, Some(Prog::Object(..))) {
         files.push(("xsk.pcap", &out.xsk, "redirected to the AF_XDP socket (xskmap)"));
     }
-    println!("output in {}:", args.out_dir.display());
+    outln!("output in {}:", args.out_dir.display());
     for (name, frames, what) in files {
-        write_capture(&args.out_dir.join(name), frames)?;
-        println!("  {name:<14} {:>8} frames {what}", frames.len());
+        pcap::write(&args.out_dir.join(name), frames)?;
+        outln!("  {name:<14} {:>8} frames {what}", frames.len());
     }
-    println!(
+    outln!(
         "  (frames the shell or the driver dropped before the program: {})",
-        frames.len() as u64 - seen
+        (frames.len() as u64).saturating_sub(seen)
     );
     let live = teardown(&card, ports, &rings)?;
     if live != 0 {
         return Err(format!("{live} pages still live after teardown"));
     }
-    println!("page accounting: every page returned after teardown");
+    outln!("page accounting: every page returned after teardown");
     Ok(())
 }
 
@@ -677,6 +696,7 @@ pub fn xdp_sample_frames(n: usize) -> Vec<Vec<u8>> {
 }
 
 pub fn sample(args: &SampleArgs) -> Result<(), String> {
+    onic_cli::limits::in_range("--frames", args.frames, 1, MAX_SAMPLE_FRAMES, "frames to write")?;
     let mix = if args.mix == "xdp" {
         xdp_sample_frames(args.frames)
     } else {
@@ -687,7 +707,7 @@ pub fn sample(args: &SampleArgs) -> Result<(), String> {
         .enumerate()
         .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))
         .collect();
-    write_capture(&args.out, &frames)?;
-    println!("wrote {} frames to {}", frames.len(), args.out.display());
+    pcap::write(&args.out, &frames)?;
+    outln!("wrote {} frames to {}", frames.len(), args.out.display());
     Ok(())
 }

@@ -44,7 +44,7 @@ enum RssCommand {
 /// Arguments of `onic rss spread`.
 #[derive(clap::Args)]
 struct SpreadArgs {
-    /// Number of RX queues of the function; the table defaults to entry k = k % queues.
+    /// Number of RX queues of the function (1..=64); the table defaults to entry k = k % queues.
     #[arg(long, default_value_t = 4)]
     queues: u16,
     /// Table as `ethtool -X equal N`.
@@ -62,7 +62,8 @@ struct SpreadArgs {
     /// Read frames from a classic pcap file (Ethernet) instead of generating flows.
     #[arg(long)]
     pcap: Option<PathBuf>,
-    /// Number of flows to generate (random IPv4 TCP and UDP 4-tuples, one frame each).
+    /// Number of flows to generate (random IPv4 TCP and UDP 4-tuples, one frame each;
+    /// 1..=10000000).
     #[arg(long, default_value_t = 10_000)]
     flows: u32,
     /// Seed of the flow generator.
@@ -87,7 +88,7 @@ pub fn run(args: &RssArgs) -> Result<(), String> {
             let frame = parse_hex(frame).map_err(|e| format!("--frame: {e}"))?;
             let key = shell_key(key.as_deref())?;
             let rx = ShellHasher::new(&key).hash_frame(&frame);
-            println!(
+            outln!(
                 "hash=0x{:08x} index={} type={}",
                 rx.value,
                 rx.table_index(),
@@ -102,7 +103,7 @@ pub fn run(args: &RssArgs) -> Result<(), String> {
             };
             let input = parse_hex(input).map_err(|e| format!("--input: {e}"))?;
             let t = Toeplitz::new(&key).map_err(|e| format!("--key: {e}"))?;
-            println!("0x{:08x}", t.hash(&input));
+            outln!("0x{:08x}", t.hash(&input));
             Ok(())
         }
         RssCommand::Spread(a) => spread(a),
@@ -159,7 +160,16 @@ impl Rng {
     }
 }
 
+/// Most flows `onic rss spread` generates (each is kept in a set to count distinct flows).
+const MAX_FLOWS: u32 = 10_000_000;
+
 fn spread(a: &SpreadArgs) -> Result<(), String> {
+    use onic_cli::limits::in_range;
+    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
+    in_range("--queues", a.queues, 1, max_q, "RX queues of a function")?;
+    if a.pcap.is_none() {
+        in_range("--flows", a.flows, 1, MAX_FLOWS, "flows to generate")?;
+    }
     let mut cfg = RssConfig::new(a.queues).map_err(|e| format!("--queues: {e}"))?;
     let key = shell_key(a.key.as_deref())?;
     cfg.set(None, Some(key.as_bytes()), HashFunction::NoChange)
@@ -195,7 +205,7 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
     let mut zero_hash = 0u64;
     let source;
     if let Some(path) = &a.pcap {
-        let frames = pcap::read_ethernet_frames(path)?;
+        let frames: Vec<Vec<u8>> = onic_cli::pcap::read(path)?.into_iter().map(|r| r.data).collect();
         source = format!("{} frames from {}", frames.len(), path.display());
         for f in &frames {
             let t = ShellTuple::parse(f);
@@ -310,59 +320,8 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
             cfg.table().entries()[0]
         );
     }
-    print!("{out}");
+    out!("{out}");
     Ok(())
-}
-
-/// A reader for classic pcap files (not pcapng), enough to feed `spread`.
-mod pcap {
-    use std::path::Path;
-
-    /// Link type of Ethernet captures.
-    const LINKTYPE_ETHERNET: u32 = 1;
-
-    /// The captured bytes of every record of an Ethernet pcap file.
-    pub fn read_ethernet_frames(path: &Path) -> Result<Vec<Vec<u8>>, String> {
-        let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        parse(&data).map_err(|e| format!("{}: {e}", path.display()))
-    }
-
-    pub fn parse(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-        let header = data.get(..24).ok_or("shorter than a pcap file header")?;
-        let magic = [header[0], header[1], header[2], header[3]];
-        // Microsecond (a1b2c3d4) or nanosecond (a1b23c4d) timestamps, in either byte order.
-        let big_endian = match magic {
-            [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => false,
-            [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => true,
-            [0x0a, 0x0d, 0x0d, 0x0a] => {
-                return Err("pcapng is not supported; convert with `editcap -F pcap`".into())
-            }
-            _ => return Err("not a pcap file (unknown magic number)".into()),
-        };
-        let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-            let w: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-            Some(if big_endian {
-                u32::from_be_bytes(w)
-            } else {
-                u32::from_le_bytes(w)
-            })
-        };
-        let linktype = u32_at(header, 20).ok_or("truncated header")? & 0x0FFF_FFFF;
-        if linktype != LINKTYPE_ETHERNET {
-            return Err(format!("link type {linktype} is not Ethernet (1)"));
-        }
-        let mut frames = Vec::new();
-        let mut at = 24;
-        while at < data.len() {
-            let incl = u32_at(data, at + 8).ok_or(format!("record header cut short at byte {at}"))? as usize;
-            let body = data.get(at + 16..at + 16 + incl).ok_or(format!(
-                "record at byte {at} claims {incl} bytes past the end of the file"
-            ))?;
-            frames.push(body.to_vec());
-            at += 16 + incl;
-        }
-        Ok(frames)
-    }
 }
 
 #[cfg(test)]
@@ -387,28 +346,5 @@ mod tests {
             .map(|b| format!("{b:02x}"))
             .collect();
         assert_eq!(shell_key(Some(&hex)), Ok(RssKey::MICROSOFT));
-    }
-
-    #[test]
-    fn pcap_reader() {
-        // Little-endian microsecond pcap with two records of 3 and 2 bytes.
-        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
-        f.extend_from_slice(&[0; 8]);
-        f.extend_from_slice(&65535u32.to_le_bytes());
-        f.extend_from_slice(&1u32.to_le_bytes());
-        for body in [&[1u8, 2, 3][..], &[4, 5]] {
-            f.extend_from_slice(&[0; 8]);
-            f.extend_from_slice(&(body.len() as u32).to_le_bytes());
-            f.extend_from_slice(&(body.len() as u32).to_le_bytes());
-            f.extend_from_slice(body);
-        }
-        assert_eq!(pcap::parse(&f), Ok(vec![vec![1, 2, 3], vec![4, 5]]));
-        f.truncate(f.len() - 1);
-        assert!(pcap::parse(&f).is_err());
-        assert!(pcap::parse(&[
-            0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        ])
-        .unwrap_err()
-        .contains("pcapng"));
     }
 }

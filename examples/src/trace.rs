@@ -346,6 +346,6 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
 }
 
 pub fn run(args: &TraceArgs) -> Result<(), String> {
-    print!("{}", trace(args)?);
+    out!("{}", trace(args)?);
     Ok(())
 }

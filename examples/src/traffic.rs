@@ -106,20 +106,20 @@ pub struct TrafficArgs {
     /// Random frame sizes `MIN..MAX` on the wire (inclusive), instead of --sizes.
     #[arg(long, value_name = "MIN..MAX")]
     pub size_range: Option<String>,
-    /// Flows: distinct IPv4 5-tuples; frame k belongs to flow k % N.
+    /// Flows: distinct IPv4 5-tuples (1..=65535); frame k belongs to flow k % N.
     #[arg(long, default_value_t = 256)]
     pub flows: u32,
     /// Protocol of the flows.
     #[arg(long, value_enum, default_value_t = Proto::Mixed)]
     pub proto: Proto,
-    /// Target rate per direction in frames per virtual second [default: 100 GbE line rate for the
-    /// mean frame size].
+    /// Target rate per direction in frames per virtual second, 1..=1e10 [default: 100 GbE line
+    /// rate for the mean frame size].
     #[arg(long)]
     pub rate_pps: Option<f64>,
-    /// Frames to send per direction [default: 200000, unless --seconds is given].
+    /// Frames to send per direction, 1..=1e10 [default: 200000, unless --seconds is given].
     #[arg(long, conflicts_with = "seconds")]
     pub packets: Option<u64>,
-    /// Virtual seconds to send for (frames = rate x seconds).
+    /// Virtual seconds to send for, above 0 and at most 3600 (frames = rate x seconds).
     #[arg(long)]
     pub seconds: Option<f64>,
     /// Direction of the traffic.
@@ -131,10 +131,11 @@ pub struct TrafficArgs {
     /// Entries of every descriptor and completion ring (a size of the QDMA ring-size table).
     #[arg(long, default_value_t = 1024)]
     pub ring: u16,
-    /// Poll budget (completions per RX poll).
+    /// Poll budget (completions per RX poll, 1..=16384).
     #[arg(long, default_value_t = 64)]
     pub budget: usize,
-    /// Virtual nanoseconds per tick of the run loop.
+    /// Virtual nanoseconds per tick of the run loop (1..=1000000000); a run may take at most 1e9
+    /// ticks of sending.
     #[arg(long, default_value_t = 1000)]
     pub tick_ns: u64,
     /// Seed of the flow generator and of --size-range.
@@ -566,8 +567,137 @@ struct Totals {
     virt_ns: u64,
 }
 
-pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
+/// Largest `--tick-ns`: one virtual second per tick.
+const MAX_TICK_NS: u64 = 1_000_000_000;
+/// `--rate-pps` range: at least one frame per virtual second, at most far beyond any port.
+const RATE_PPS: (f64, f64) = (1.0, 1e10);
+/// Largest `--seconds` of virtual time.
+const MAX_SECONDS: f64 = 3600.0;
+/// Largest `--packets`.
+const MAX_PACKETS: u64 = 10_000_000_000;
+/// Most ticks the sending period may take (each costs host time, whatever happens in it).
+const MAX_TICKS: u64 = 1_000_000_000;
+/// Ticks the run may take after the sending period to drain.
+const DRAIN_TICKS: u64 = 1_000_000;
+
+/// What a run will do, from its checked options.
+#[derive(Debug)]
+struct Plan {
+    sizes: Sizes,
+    ring: RingSizeIdx,
+    rate: f64,
+    quota: u64,
+    /// Ticks of the sending period.
+    ticks: u64,
+}
+
+/// Checks every numeric option up front and works out the run: frames, rate, ticks, and the
+/// memory it needs against what the machine has.
+fn plan(args: &TrafficArgs) -> Result<Plan, String> {
+    use onic_cli::limits::in_range;
     let sizes = parse_sizes(args)?;
+    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
+    in_range("--queues", args.queues, 1, max_q, "queue pairs per function")?;
+    in_range("--flows", args.flows, 1, u32::from(u16::MAX), "distinct 5-tuples")?;
+    let ring = RingSizeIdx::for_entries(args.ring).ok_or_else(|| {
+        format!(
+            "--ring {}: not a size of the QDMA ring-size table (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 3072, 4096, 6144, 8192, 12288, 16384)",
+            args.ring
+        )
+    })?;
+    in_range(
+        "--tick-ns",
+        args.tick_ns,
+        1,
+        MAX_TICK_NS,
+        "virtual nanoseconds per tick",
+    )?;
+    in_range("--budget", args.budget, 1, 16384, "completions per poll")?;
+    let line_pps = LINE_BPS / (8.0 * (sizes.mean() + WIRE_OVERHEAD));
+    let rate = args.rate_pps.unwrap_or(line_pps);
+    if !(rate.is_finite() && (RATE_PPS.0..=RATE_PPS.1).contains(&rate)) {
+        return Err(format!(
+            "--rate-pps {rate}: outside {}..={:e} (frames per virtual second)",
+            RATE_PPS.0, RATE_PPS.1
+        ));
+    }
+    let quota = match (args.packets, args.seconds) {
+        (Some(p), _) => in_range("--packets", p, 1, MAX_PACKETS, "frames per direction")?,
+        (None, Some(s)) => {
+            if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) {
+                return Err(format!(
+                    "--seconds {s}: outside 0..={MAX_SECONDS} (virtual seconds, above 0)"
+                ));
+            }
+            // CAST: at most 1e10 x 3600, far below u64::MAX.
+            ((rate * s).round() as u64).max(1)
+        }
+        (None, None) => 200_000,
+    };
+    // CAST: quota <= 3.6e13 and rate >= 1, so the product stays far below u64::MAX.
+    let send_ns = (quota as f64 / rate * 1e9).ceil();
+    let ticks = (send_ns / args.tick_ns as f64).ceil();
+    if ticks > MAX_TICKS as f64 {
+        return Err(format!(
+            "{quota} frames at {rate} frames per virtual second take {:.3e} ticks of --tick-ns {}; at most {MAX_TICKS}: raise --tick-ns or --rate-pps, or send fewer frames",
+            ticks, args.tick_ns
+        ));
+    }
+    check_memory(args, ring, rate)?;
+    // CAST: ticks <= MAX_TICKS (checked above).
+    Ok(Plan {
+        sizes,
+        ring,
+        rate,
+        quota,
+        ticks: ticks as u64,
+    })
+}
+
+/// Refuses a run whose pages would not fit the machine.
+fn check_memory(args: &TrafficArgs, ring: RingSizeIdx, rate: f64) -> Result<(), String> {
+    let (need, detail) = memory_need(args, ring, rate);
+    let way = match args.direction {
+        Way::ZeroToOne => "0to1",
+        Way::OneToZero => "1to0",
+        Way::Both => "both",
+    };
+    onic_cli::limits::check_memory(
+        &format!("--queues {} --ring {} --direction {way}", args.queues, args.ring),
+        need,
+        &detail,
+        onic_cli::limits::mem_available(),
+    )
+}
+
+/// Host memory a run needs, and how that figure was made: every RX ring full of pages plus what
+/// each pool may cache, on both functions, and the OS's TX buffers of each sending function
+/// (frames due in a tick, at most a ring's worth per queue).
+fn memory_need(args: &TrafficArgs, ring: RingSizeIdx, rate: f64) -> (u64, String) {
+    use onic_cli::limits::{BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
+    let q = u64::from(args.queues);
+    let usable = u64::from(ring.usable());
+    let senders = if args.direction == Way::Both { 2 } else { 1 };
+    let rx_pages = 2 * q * (usable + POOL_EXTRA_PAGES);
+    // CAST: a checked rate of at most 1e10 frames per second, ticks of at most 1 s.
+    let per_tick = (rate * args.tick_ns as f64 / 1e9).ceil() as u64;
+    let tx_pages = senders * q * usable.min(per_tick / q + 64);
+    let need = BASE_BYTES + (rx_pages + tx_pages) * HOST_BYTES_PER_PAGE;
+    let detail = format!(
+        "{rx_pages} RX and {tx_pages} TX pages of the model at {} KiB each",
+        HOST_BYTES_PER_PAGE / 1024
+    );
+    (need, detail)
+}
+
+pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
+    let Plan {
+        sizes,
+        ring,
+        rate,
+        quota,
+        ticks: send_ticks,
+    } = plan(args)?;
     let mut prog = match &obj.xdp_obj {
         Some(_) if args.direction == Way::Both => {
             return Err("--xdp-obj in traffic mode needs one direction (0to1 or 1to0): with both, frames a program sends back would meet it again".into())
@@ -575,45 +705,19 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         Some(p) => Some(crate::xdp_obj::load(obj, p)?),
         None => None,
     };
-    if !(1..=onic_core::config::MAX_QUEUES_PER_FUNCTION).contains(&args.queues) {
-        return Err(format!("--queues {}: 1..=64", args.queues));
-    }
-    if args.flows == 0 || args.flows > u32::from(u16::MAX) {
-        return Err("--flows: 1..=65535".into());
-    }
-    let ring = RingSizeIdx::for_entries(args.ring).ok_or_else(|| {
-        format!(
-            "--ring {}: not a size of the QDMA ring-size table (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 3072, 4096, 6144, 8192, 12288, 16384)",
-            args.ring
-        )
-    })?;
-    if args.tick_ns == 0 || args.budget == 0 {
-        return Err("--tick-ns and --budget must be positive".into());
-    }
-    let line_pps = LINE_BPS / (8.0 * (sizes.mean() + WIRE_OVERHEAD));
-    let rate = args.rate_pps.unwrap_or(line_pps);
-    if !(rate.is_finite() && rate > 0.0) {
-        return Err("--rate-pps must be positive".into());
-    }
-    let quota = match (args.packets, args.seconds) {
-        (Some(p), _) => p,
-        (None, Some(s)) if s > 0.0 => (rate * s).round() as u64,
-        (None, Some(_)) => return Err("--seconds must be positive".into()),
-        (None, None) => 200_000,
-    };
     let flows = make_flows(args.flows, args.proto, args.seed);
     let ramp = ramp();
     let hasher = ShellHasher::default();
     let mut xsk_frames = 0u64;
     let mut rings: Vec<&'static RecycleRing> = Vec::new();
 
-    println!(
+    outln!(
         "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue pairs each, rings of {} entries, budget {}",
         args.queues,
         ring.entries(),
         args.budget
     );
-    println!(
+    outln!(
         "  traffic: {} frames per direction ({}), sizes {} (wire bytes), {} flows ({}), rate {:.3} Mpps per direction in virtual time{}, tick {} ns",
         quota,
         match args.direction {
@@ -632,7 +736,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         if args.rate_pps.is_none() { " (100 GbE line rate)" } else { "" },
         args.tick_ns
     );
-    println!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
+    outln!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
 
     let mut cc = CardConfig::default();
     cc.wire = Wire::Cable;
@@ -696,7 +800,8 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     let mut quiet_ticks = 0;
     loop {
         tick += 1;
-        let now_ns = tick * args.tick_ns;
+        // At most MAX_TICKS + DRAIN_TICKS ticks of at most MAX_TICK_NS: no overflow.
+        let now_ns = tick.saturating_mul(args.tick_ns);
         // 1. The OS of each sending function transmits what the rate makes due by the end of this
         //    tick (the TX queues reclaim first, as the transmit path does).
         let mut sending = false;
@@ -811,7 +916,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
             let sent: u64 = streams.iter().map(|s| s.sent).sum();
             let recv: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
             let host = start.elapsed().as_secs_f64();
-            eprint!(
+            errout!(
                 "\r  progress: {:5.1}% sent {sent}/{total_quota}, received {recv}, {:.3} Mpps host, virtual {:.3} ms   ",
                 100.0 * sent as f64 / total_quota.max(1) as f64,
                 recv as f64 / host / 1e6,
@@ -827,12 +932,15 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         } else {
             quiet_ticks = 0;
         }
-        if tick > 1 << 40 {
-            return Err("the run did not finish".into());
+        if tick > send_ticks + DRAIN_TICKS {
+            return Err(format!(
+                "the run did not finish within {} ticks ({send_ticks} of sending, {DRAIN_TICKS} to drain)",
+                send_ticks + DRAIN_TICKS
+            ));
         }
     }
     if args.progress_ms > 0 && start.elapsed() >= Duration::from_millis(args.progress_ms) {
-        eprintln!();
+        errln!();
     }
     let totals = Totals {
         host: start.elapsed(),
@@ -840,20 +948,20 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     };
     let xdp = prog.as_ref().map(|_| xsk_frames);
     let report = report(&card, &funcs, &streams, &totals, xdp);
-    print!("{}", report.text);
+    out!("{}", report.text);
     if let Some(e) = &prog {
-        println!();
+        outln!();
         crate::xdp_obj::report(e, obj.dump_maps.as_deref())?;
     }
     let teardown = teardown(&card, funcs, &rings);
-    print!("{}", teardown.text);
+    out!("{}", teardown.text);
     let mut failures = report.failures;
     failures.extend(teardown.failures);
     if failures.is_empty() {
-        println!("result: OK (every frame accounted for, every byte checked, every page back)");
+        outln!("result: OK (every frame accounted for, every byte checked, every page back)");
         Ok(())
     } else {
-        println!("result: FAILED");
+        outln!("result: FAILED");
         Err(failures.join("; "))
     }
 }
@@ -1058,7 +1166,10 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
     // Frame accounting.
     let model = card.stats();
     let mac_drops: u64 = (0..2)
-        .map(|p| card.cmac_counter(p, "stat_rx_total_pkts") - card.cmac_counter(p, "stat_rx_total_good_pkts"))
+        .map(|p| {
+            card.cmac_counter(p, "stat_rx_total_pkts")
+                .saturating_sub(card.cmac_counter(p, "stat_rx_total_good_pkts"))
+        })
         .sum();
     let adapter = |port: u8, name: &str| -> u64 {
         let h = if port == 0 { &h0 } else { &h1 };
@@ -1278,6 +1389,65 @@ mod tests {
             f[last] ^= 1;
             assert_eq!(check_frame(&f, &flows, &ramp), None);
         }
+    }
+
+    fn args() -> TrafficArgs {
+        TrafficArgs {
+            sizes: vec![64, 512, 1518],
+            size_range: None,
+            flows: 256,
+            proto: Proto::Mixed,
+            rate_pps: None,
+            packets: None,
+            seconds: None,
+            direction: Way::ZeroToOne,
+            queues: 4,
+            ring: 1024,
+            budget: 64,
+            tick_ns: 1000,
+            seed: 1,
+            progress_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_memory_of_a_run_is_estimated_and_checked() {
+        // The case: 64 pairs, 16384-entry rings, both directions: about 17 GB.
+        let a = TrafficArgs {
+            queues: 64,
+            ring: 16384,
+            direction: Way::Both,
+            ..args()
+        };
+        let ring = RingSizeIdx::for_entries(16384).unwrap();
+        let (need, detail) = memory_need(&a, ring, 17e6);
+        assert!(
+            (17_000_000_000..18_000_000_000).contains(&need),
+            "{need} {detail}"
+        );
+        let e = onic_cli::limits::check_memory("x", need, &detail, Some(8_000_000_000)).unwrap_err();
+        assert!(e.contains("17.") && e.contains("8.0 GB available"), "{e}");
+        // The default run needs well under 200 MB (measured: about 75 MB).
+        let (small, _) = memory_need(&args(), RingSizeIdx::for_entries(1024).unwrap(), 17e6);
+        assert!(small < 200_000_000, "{small}");
+    }
+
+    #[test]
+    fn a_run_is_planned_within_its_bounds() {
+        let p = plan(&args()).unwrap();
+        assert_eq!(p.quota, 200_000);
+        assert!(p.ticks > 0 && p.ticks < 20_000);
+        let slow = TrafficArgs {
+            rate_pps: Some(1.0),
+            packets: Some(10),
+            ..args()
+        };
+        assert_eq!(plan(&slow).unwrap().ticks, 10_000_000);
+        let forever = TrafficArgs {
+            rate_pps: Some(1.0),
+            ..args()
+        };
+        assert!(plan(&forever).unwrap_err().contains("ticks"));
     }
 
     #[test]

@@ -144,7 +144,7 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
 /// The dump file cannot be written.
 pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String> {
     let s = e.stats();
-    println!(
+    outln!(
         "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
         s.runs,
         s.insns,
@@ -156,27 +156,27 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String>
         s.verdicts[4],
         s.invalid
     );
-    println!(
+    outln!(
         "     rx_xdp_fault: {}          <- runs the engine aborted (also in rx_xdp_aborted)",
         s.faults
     );
     let h = e.host();
     if !h.lines.is_empty() {
-        println!(
+        outln!(
             "program log ({} lines{}):",
             h.lines.len(),
             if h.lines_dropped > 0 { ", more dropped" } else { "" }
         );
         for l in h.lines.iter().take(20) {
-            println!("  {l}");
+            outln!("  {l}");
         }
         if h.lines.len() > 20 {
-            println!("  ... {} more", h.lines.len() - 20);
+            outln!("  ... {} more", h.lines.len() - 20);
         }
     }
     for m in e.maps() {
         let d = m.def();
-        println!(
+        outln!(
             "map {}: {} ({} entries of {}, key {} B, value {} B)",
             d.name,
             d.map_type.name(),
@@ -189,10 +189,10 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String>
     if let Some(path) = dump {
         let json = onic_bpf::maps::to_json(e.maps());
         if path == Path::new("-") {
-            print!("{json}");
+            out!("{json}");
         } else {
             std::fs::write(path, json).map_err(|err| format!("{}: {err}", path.display()))?;
-            println!("maps written as JSON to {}", path.display());
+            outln!("maps written as JSON to {}", path.display());
         }
     }
     Ok(())

@@ -643,6 +643,42 @@ impl Faults<'_> {
         self.card.with(|s| s.faults.cmpt_pidx_jump = true);
     }
 
+    /// The next completion entries (of any queue, in the order they are written) report these
+    /// lengths instead of the length of their frame; the data is written as usual (one buffer per
+    /// descriptor, as many descriptors as the real frame needs). Replaces lengths still pending.
+    pub fn override_completion_lengths(&self, lens: &[u16]) {
+        self.card
+            .with(|s| s.faults.len_override = lens.iter().copied().collect());
+    }
+
+    /// While on, completion rings keep their color bit when their producer index wraps to 0, so
+    /// every entry of the second lap carries the first lap's color.
+    pub fn freeze_cmpt_color(&self, on: bool) {
+        self.card.with(|s| s.faults.freeze_color = on);
+    }
+
+    /// While on, completion status records are not written (neither on a trigger nor on a CMPT
+    /// CIDX doorbell with stat_en): the producer index the driver reads stays where it was, while
+    /// entries keep being written.
+    pub fn freeze_cmpt_status(&self, on: bool) {
+        self.card.with(|s| s.faults.freeze_cmpt_status = on);
+    }
+
+    /// The device writes `data` at device address `addr`, as a DMA write of its own (an arbitrary
+    /// completion entry, a status record with any index...). The write is checked like every
+    /// device access: it must fall inside memory the device may write.
+    ///
+    /// # Errors
+    ///
+    /// The violation the write would be (it is not performed and not recorded: it is the test's
+    /// mistake, not the driver's).
+    pub fn device_write(&self, addr: DmaAddr, data: &[u8]) -> Result<(), Violation> {
+        self.card.with(|s| {
+            s.dma
+                .device_write(addr.get(), data, crate::config::DeviceAccess::FaultWrite)
+        })
+    }
+
     /// The next `n` page allocations fail with `OutOfMemory`.
     pub fn fail_next_page_allocs(&self, n: u32) {
         self.card.with(|s| s.dma.fail_page_allocs = n);

@@ -1,6 +1,7 @@
 //! Configuration of a model card, the things it reports (violations, interrupts, statistics) and
 //! the fault knobs.
 
+use alloc::collections::VecDeque;
 use core::fmt;
 
 use onic_hal::{Bar, DmaAddr};
@@ -143,6 +144,9 @@ pub enum DeviceAccess {
     CmptEntryWrite,
     /// Completion ring status record write.
     CmptStatusWrite,
+    /// A write made through the [`crate::Faults::device_write`] knob (a device writing whatever
+    /// it likes).
+    FaultWrite,
 }
 
 impl DeviceAccess {
@@ -399,6 +403,12 @@ pub(crate) struct FaultState {
     pub stall_h2c_wb: bool,
     pub cmpt_pidx_jump: bool,
     pub fail_page_allocs: u32,
+    /// Lengths the next completion entries report instead of the frame's (oldest first).
+    pub len_override: VecDeque<u16>,
+    /// Completion rings keep their color when their producer index wraps.
+    pub freeze_color: bool,
+    /// Completion status records are not written.
+    pub freeze_cmpt_status: bool,
 }
 
 /// A small deterministic xorshift64* generator for fault rates.

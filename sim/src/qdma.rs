@@ -645,7 +645,7 @@ impl State {
         }
         // Completion entry.
         self.pkt_id = self.pkt_id.wrapping_add(1);
-        let mut len = frame.len() as u16;
+        let mut len = self.faults.len_override.pop_front().unwrap_or(frame.len() as u16);
         let mut err = false;
         if self.faults.corrupt_next > 0 {
             self.faults.corrupt_next -= 1;
@@ -666,9 +666,10 @@ impl State {
             self.violate(v);
         }
         let pidx = ((u32::from(cm.pidx) + 1) % cusable) as u16;
+        let flip = pidx == 0 && !self.faults.freeze_color;
         let w = self.ctx_mut(sel::CMPT, qid);
         CmptCtxt::set_pidx(w, pidx);
-        if pidx == 0 {
+        if flip {
             CmptCtxt::set_color(w, !cm.color);
         }
         self.stats.completions += 1;
@@ -759,6 +760,9 @@ impl State {
     }
 
     fn write_cmpt_status(&mut self, qid: u16) {
+        if self.faults.freeze_cmpt_status {
+            return;
+        }
         let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
         let Some(size) = self.ring_size(cm.rngsz_idx) else {
             return;

@@ -15,8 +15,10 @@
 //! h.teardown(); // every page and ring back, no violation
 //! ```
 //!
-//! Storage the queues borrow (slot arrays, recycle rings) is leaked: it must outlive the queues,
-//! which live in the harness itself, and a test process is short.
+//! Storage the queues borrow (slot arrays, recycle rings) lives on the heap outside the borrow
+//! checker's view (the queues live in the harness itself) and is freed by
+//! [`Harness::teardown`] once every queue and pool that borrowed it is gone; a harness dropped
+//! without teardown (a failed test) leaks it. [`start_pair`] on its own leaks its storage.
 
 use std::collections::BTreeSet;
 
@@ -97,6 +99,11 @@ pub struct Setup {
     pub bulk: usize,
     /// Sink policy.
     pub policy: Policy,
+    /// Whether RX queues compare the device's C2H consumer index with theirs
+    /// ([`RxOptions::check_c2h_status`]).
+    pub c2h_status_check: bool,
+    /// Polls without progress before an RX queue gives up ([`RxOptions::stall_polls`]).
+    pub stall_polls: u16,
 }
 
 impl Default for Setup {
@@ -119,6 +126,8 @@ impl Setup {
             wire: Wire::Open,
             bulk: 64,
             policy: drop_all,
+            c2h_status_check: true,
+            stall_polls: onic_core::rx::RX_STALL_POLLS_DEFAULT,
         }
     }
 
@@ -182,6 +191,20 @@ impl Setup {
     #[must_use]
     pub fn policy(mut self, p: Policy) -> Self {
         self.policy = p;
+        self
+    }
+
+    /// Polls without progress before an RX queue gives up.
+    #[must_use]
+    pub fn stall_polls(mut self, n: u16) -> Self {
+        self.stall_polls = n;
+        self
+    }
+
+    /// Whether RX queues check the device's C2H consumer index.
+    #[must_use]
+    pub fn c2h_status_check(mut self, on: bool) -> Self {
+        self.c2h_status_check = on;
         self
     }
 
@@ -250,6 +273,14 @@ impl TxFrame for HFrame<'_> {
         match self {
             Self::Os { len, .. } | Self::Peer { len, .. } => *len,
             Self::Xdp(f) => TxFrame::len(f),
+        }
+    }
+
+    fn buffer_len(&self) -> usize {
+        match self {
+            Self::Os { .. } => PAGE_SIZE,
+            Self::Peer { offset, .. } => PAGE_SIZE.saturating_sub(*offset),
+            Self::Xdp(f) => f.buffer_len(),
         }
     }
 
@@ -463,10 +494,15 @@ pub fn frame_id(data: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// RX slot storage of one pair.
+type RxSlots = [Option<DmaPage>];
+/// TX slot storage of one pair.
+type TxSlots<'c> = [TxSlot<DmaPage, HFrame<'c>>];
+
 /// Builds and starts queue pair `q` of `dev` as `setup` says: rings of `setup.ring_size_idx`, a pool
 /// mapping pages `Bidirectional` (XDP_TX may send them back out) with `ring` as its recycle ring.
-/// The slot storage the queues borrow is leaked (it must outlive them; a test or a tool run is
-/// one short process).
+/// The slot storage the queues borrow is leaked (it must outlive them; a tool run is one short
+/// process).
 ///
 /// # Panics
 ///
@@ -477,6 +513,22 @@ pub fn start_pair<'c>(
     q: u16,
     setup: &Setup,
     ring: &'c RecycleRing,
+) -> HPair<'c> {
+    let usable = usize::from(RingSizeIdx::new(setup.ring_size_idx).expect("ring size").usable());
+    let rx_slots: &'c mut RxSlots = Box::leak((0..usable).map(|_| None).collect());
+    let tx_slots: &'c mut TxSlots<'c> = Box::leak((0..usable).map(|_| TxSlot::new()).collect());
+    build_pair(card, dev, q, setup, ring, rx_slots, tx_slots)
+}
+
+/// [`start_pair`] on storage the caller provides (one slot per usable ring entry).
+fn build_pair<'c>(
+    card: &'c Card,
+    dev: &HDevice<'c>,
+    q: u16,
+    setup: &Setup,
+    ring: &'c RecycleRing,
+    rx_slots: &'c mut RxSlots,
+    tx_slots: &'c mut TxSlots<'c>,
 ) -> HPair<'c> {
     let mut delay = card.delay();
     let size = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
@@ -491,15 +543,6 @@ pub fn start_pair<'c>(
         ring: size,
         ..TxQueueConfig::new(q)
     };
-    let usable = usize::from(size.usable());
-    let rx_slots: &'c mut [Option<DmaPage>] =
-        Box::leak((0..usable).map(|_| None).collect::<Vec<_>>().into_boxed_slice());
-    let tx_slots: &'c mut [TxSlot<DmaPage, HFrame<'c>>] = Box::leak(
-        (0..usable)
-            .map(|_| TxSlot::new())
-            .collect::<Vec<_>>()
-            .into_boxed_slice(),
-    );
     let pool = PagePool::new(
         card.dma(),
         PoolConfig {
@@ -510,6 +553,8 @@ pub fn start_pair<'c>(
     );
     let opts = RxOptions {
         max_frame_len: setup.max_frame_len as u32,
+        check_c2h_status: setup.c2h_status_check,
+        stall_polls: setup.stall_polls,
         ..RxOptions::for_queue(&rxc)
     };
     let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
@@ -517,6 +562,52 @@ pub fn start_pair<'c>(
     let mut pair = QueuePair::new(rx, tx, pool);
     pair.start(dev, &mut delay).expect("start pair");
     pair
+}
+
+/// Heap storage the harness's queues and pools borrow, as raw pointers from `Box::into_raw`.
+/// Invariant: each pointer is live and the only access to its memory is the one reference the
+/// harness handed to a queue or pool (or kept in [`Harness::rings`]).
+#[derive(Default)]
+struct Storage<'c> {
+    rx: Vec<*mut RxSlots>,
+    tx: Vec<*mut TxSlots<'c>>,
+    rings: Vec<*mut RecycleRing>,
+}
+
+impl<'c> Storage<'c> {
+    /// Storage for one pair with `usable` slots per queue, and its recycle ring.
+    fn pair(&mut self, usable: usize) -> (&'c mut RxSlots, &'c mut TxSlots<'c>, &'static RecycleRing) {
+        let rx = Box::into_raw((0..usable).map(|_| None).collect::<Box<RxSlots>>());
+        let tx = Box::into_raw((0..usable).map(|_| TxSlot::new()).collect::<Box<TxSlots<'c>>>());
+        let ring = Box::into_raw(Box::new(RecycleRing::new()));
+        self.rx.push(rx);
+        self.tx.push(tx);
+        self.rings.push(ring);
+        // SAFETY: fresh allocations, live until `free`; these are the only references made from
+        // the pointers, and `free` runs only once everything that holds them is gone.
+        unsafe { (&mut *rx, &mut *tx, &*ring) }
+    }
+
+    /// Frees everything.
+    ///
+    /// # Safety
+    ///
+    /// No reference handed out by [`Storage::pair`] is used afterwards: the queues, pools and
+    /// ring lists that held them are gone.
+    unsafe fn free(self) {
+        for p in self.rx {
+            // SAFETY: from Box::into_raw, freed once; no reference is left (caller's promise).
+            drop(unsafe { Box::from_raw(p) });
+        }
+        for p in self.tx {
+            // SAFETY: as above.
+            drop(unsafe { Box::from_raw(p) });
+        }
+        for p in self.rings {
+            // SAFETY: as above.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 /// The harness.
@@ -548,6 +639,7 @@ pub struct Harness<'c> {
     /// Metadata of the last frame passed by [`Harness::poll_xdp`].
     pub last_pass_info: Option<PassInfo>,
     next_id: u64,
+    storage: Storage<'c>,
 }
 
 impl<'c> Harness<'c> {
@@ -561,14 +653,16 @@ impl<'c> Harness<'c> {
         let mut delay = card.delay();
         let mut funcs = Vec::new();
         let mut rings = Vec::new();
+        let mut storage = Storage::default();
+        let usable = usize::from(RingSizeIdx::new(setup.ring_size_idx).expect("ring size").usable());
         for f in 0..setup.functions {
             let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
             let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
             let mut pairs = Vec::new();
             for q in 0..setup.queues {
-                let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
+                let (rx, tx, rr) = storage.pair(usable);
                 rings.push(rr);
-                pairs.push(start_pair(card, &dev, q, setup, rr));
+                pairs.push(build_pair(card, &dev, q, setup, rr, rx, tx));
             }
             funcs.push(Func { dev, pairs });
         }
@@ -588,6 +682,7 @@ impl<'c> Harness<'c> {
             user_sink: CopySink::default(),
             last_pass_info: None,
             next_id: 1,
+            storage,
         }
     }
 
@@ -879,6 +974,19 @@ impl<'c> Harness<'c> {
     ///
     /// When it does not hold.
     pub fn check_pages(&self) {
+        self.check_census();
+        for p in self.pairs() {
+            assert!(p.rx.error().is_none() && p.tx.error().is_none());
+        }
+    }
+
+    /// The page-accounting invariant of [`Harness::check_pages`], for queues in any state (a
+    /// queue in its error state keeps its pages until it is restarted or torn down).
+    ///
+    /// # Panics
+    ///
+    /// When it does not hold.
+    pub fn check_census(&self) {
         let c = self.page_counts();
         let live = self.live_pool_pages();
         assert_eq!(c.total(), live, "page census {c:?} vs {live} live pool pages");
@@ -888,9 +996,24 @@ impl<'c> Harness<'c> {
             live + self.os_tx_live as u64,
             "model live pages vs pool pages + OS TX buffers"
         );
-        for p in self.pairs() {
-            assert!(p.rx.error().is_none() && p.tx.error().is_none());
-        }
+    }
+
+    /// Restarts pair `q` of function `func` (both queues), as an OS does from process context
+    /// once it sees the pair in its error state; OS TX buffers handed back are freed, redirected
+    /// pages go home.
+    ///
+    /// # Errors
+    ///
+    /// As [`QueuePair::restart`].
+    pub fn restart(&mut self, func: usize, q: usize) -> onic_core::Result<()> {
+        let mut delay = self.card.delay();
+        let Func { dev, pairs } = &mut self.funcs[func];
+        let mut done = Done {
+            rings: &self.rings,
+            os_tx_live: &mut self.os_tx_live,
+            dma: self.card.dma(),
+        };
+        pairs[q].restart(dev, &mut delay, &mut done)
     }
 
     /// Settles and polls every pair (budget 64) until nothing is pending anywhere.
@@ -1042,5 +1165,11 @@ impl<'c> Harness<'c> {
         let s = self.card.dma_stats();
         assert_eq!((s.live_pages, s.mapped_pages, s.live_regions), (0, 0, 0), "leak");
         assert_eq!(self.card.violations(), []);
+        drop(rings);
+        self.rings.clear();
+        let storage = core::mem::take(&mut self.storage);
+        // SAFETY: every queue and pool was consumed above and both lists of ring references are
+        // gone; the frames the OS held were given back first.
+        unsafe { storage.free() };
     }
 }

@@ -402,6 +402,15 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 self.dma.device_write_u64(at, st.to_word()),
                 "status slot in live memory"
             );
+            // The C2H ring's own status record (wbk_en, spec §7.4): how far the device consumed.
+            let mut st = WbStatus::default();
+            st.set_pidx(c2h_pidx);
+            st.set_cidx(d.desc_cidx);
+            let at = DmaAddr::new(d.desc_base + C2H_DESC_BYTES as u64 * u64::from(d.usable));
+            assert!(
+                self.dma.device_write_u64(at, st.to_word()),
+                "C2H status slot in live memory"
+            );
             total += n;
         }
         total
@@ -486,6 +495,8 @@ pub fn test_frame(len: usize) -> Vec<u8> {
 pub struct OsBuf {
     addr: DmaAddr,
     len: usize,
+    /// Bytes of the page from `addr` on that belong to this buffer.
+    room: usize,
 }
 
 impl TxFrame for OsBuf {
@@ -495,6 +506,10 @@ impl TxFrame for OsBuf {
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    fn buffer_len(&self) -> usize {
+        self.room
     }
 
     fn pad_to(&mut self, min_len: usize) -> bool {
@@ -593,6 +608,7 @@ impl<'a> TxRig<'a> {
             free.push(OsBuf {
                 addr: DmaAddr::new(page.get() + off as u64),
                 len: frame.len(),
+                room: 4096 / per_page,
             });
         }
         Ok(Self {

@@ -16,7 +16,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::{cargo, root, run};
 
@@ -125,17 +125,84 @@ pub fn ensure_host_packages() -> Result<(), String> {
         return Ok(());
     }
     apt_update()?;
-    let mut c = Command::new("apt-get");
-    c.env("DEBIAN_FRONTEND", "noninteractive")
-        .args(["install", "-y", "-q", "--no-install-recommends"])
-        .args(&missing);
-    run(&format!("apt-get install {}", missing.join(" ")), c)
+    run_waiting_for_lock(&format!("apt-get install {}", missing.join(" ")), || {
+        let mut c = apt_get();
+        c.args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(&missing);
+        c
+    })
 }
 
 fn apt_update() -> Result<(), String> {
+    run_waiting_for_lock("apt-get update", || {
+        let mut c = apt_get();
+        c.args(["update", "-q"]);
+        c
+    })
+}
+
+/// How long a package-manager command waits for another one (unattended-upgrades, a second
+/// apt-get) to release its locks before giving up.
+const APT_LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// Pause between two attempts while a lock is held.
+const APT_LOCK_RETRY: Duration = Duration::from_secs(10);
+
+/// `apt-get`, non-interactive, waiting up to [`APT_LOCK_WAIT`] for dpkg's frontend lock.
+fn apt_get() -> Command {
     let mut c = Command::new("apt-get");
-    c.args(["update", "-q"]);
-    run("apt-get update", c)
+    c.env("DEBIAN_FRONTEND", "noninteractive")
+        .arg("-o")
+        .arg(format!("DPkg::Lock::Timeout={}", APT_LOCK_WAIT.as_secs()));
+    c
+}
+
+/// Whether a package manager's error output says another process holds a lock it needs.
+fn lock_held(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    [
+        "could not get lock",
+        "unable to acquire",
+        "unable to lock",
+        "is locked by another process",
+    ]
+    .iter()
+    .any(|m| s.contains(m))
+}
+
+/// Runs a package-manager command as [`run`] does; while it fails because another process holds
+/// an apt or dpkg lock (the lists lock of `apt-get update` is not covered by
+/// `DPkg::Lock::Timeout`), waits and tries again, for up to [`APT_LOCK_WAIT`] in all.
+fn run_waiting_for_lock(step: &str, make: impl Fn() -> Command) -> Result<(), String> {
+    let deadline = Instant::now() + APT_LOCK_WAIT;
+    loop {
+        let start = Instant::now();
+        println!("==> {step}");
+        let out = make()
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("{step}: cannot start: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprint!("{stderr}");
+        let ok = out.status.success();
+        println!(
+            "<== {step}: {} in {:.1} s",
+            if ok { "ok" } else { "FAILED" },
+            start.elapsed().as_secs_f64()
+        );
+        if ok {
+            return Ok(());
+        }
+        if !lock_held(&stderr) || Instant::now() >= deadline {
+            return Err(format!("{step} failed ({})", out.status));
+        }
+        println!(
+            "    another package manager holds a lock; trying again in {} s",
+            APT_LOCK_RETRY.as_secs()
+        );
+        std::thread::sleep(APT_LOCK_RETRY);
+    }
 }
 
 /// The `Depends:` of a package, as apt-cache prints them.
@@ -248,9 +315,11 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
     let all: Vec<String> = pkgs.iter().cloned().chain([image.clone()]).collect();
     let wanted: Vec<&String> = all.iter().filter(|p| have(p).is_none()).collect();
     if !wanted.is_empty() {
-        let mut c = Command::new("apt-get");
-        c.current_dir(&debs).arg("download").args(&wanted);
-        run(&format!("apt-get download ({} packages)", wanted.len()), c)?;
+        run_waiting_for_lock(&format!("apt-get download ({} packages)", wanted.len()), || {
+            let mut c = apt_get();
+            c.current_dir(&debs).arg("download").args(&wanted);
+            c
+        })?;
     }
 
     let stamp = rootfs.join(format!(".unpacked-{abi}"));
@@ -558,4 +627,25 @@ pub fn parse_kernel(args: &[String]) -> Result<String, String> {
         }
     }
     Ok(which)
+}
+
+#[cfg(test)]
+mod lock_tests {
+    use super::lock_held;
+
+    #[test]
+    fn apt_and_dpkg_lock_messages_are_recognized() {
+        for held in [
+            "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)\nE: Unable to lock directory /var/lib/apt/lists/",
+            "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 77 (unattended-upgr)",
+            "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?",
+            "debconf: DbDriver \"config\": /var/cache/debconf/config.dat is locked by another process: Resource temporarily unavailable",
+        ] {
+            assert!(lock_held(held), "{held}");
+        }
+        assert!(!lock_held("E: Unable to locate package nosuchpackage"));
+        assert!(!lock_held(
+            "E: Failed to fetch http://deb.debian.org/ 404 Not Found"
+        ));
+    }
 }

@@ -1,7 +1,9 @@
 //! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
-//! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image.
+//! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image;
+//! `cargo xtask fuzz` runs the fuzz targets.
 
 mod bpf;
+mod fuzz;
 mod kmod;
 mod qemu;
 mod vm;
@@ -111,6 +113,18 @@ fn cargo_nightly() -> Command {
     }
     c.arg(format!("+{MIRI_TOOLCHAIN}"));
     c
+}
+
+/// Makes sure the nightly toolchain is there (installs it with rustup if not).
+fn ensure_nightly() -> Result<(), String> {
+    let mut probe = cargo_nightly();
+    probe.arg("--version");
+    if probe.output().is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    let mut c = Command::new("rustup");
+    c.args(["toolchain", "install", MIRI_TOOLCHAIN, "--profile", "minimal"]);
+    run("rustup toolchain install nightly", c)
 }
 
 /// Makes sure the nightly toolchain with Miri is there (installs it with rustup if not) and its
@@ -274,7 +288,7 @@ fn step_kmod_clippy() -> Result<(), String> {
 }
 
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 10] = [
+    let steps: [Job; 11] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
@@ -283,6 +297,9 @@ fn ci(only: Option<&str>) -> Result<(), String> {
         ("doc", step_doc),
         ("qemu", step_qemu),
         ("miri", step_miri),
+        // Every fuzz target for a bounded time (cargo-fuzz on nightly; crashes, leaks and census
+        // mismatches fail it).
+        ("fuzz", fuzz::ci_job),
         ("kmod-clippy", step_kmod_clippy),
         // The kernel module in Debian's 6.1 and 6.12 under QEMU (installs its packages as root).
         ("vm-test", vm::ci_job),
@@ -303,7 +320,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri, kmod-clippy, vm-test",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri, fuzz, kmod-clippy, vm-test",
             only.unwrap_or_default()
         ));
     }
@@ -316,6 +333,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(args.get(1).map(String::as_str)),
         Some("kmod") => kmod::kmod(&args[1..]),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -329,11 +347,12 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         _ => Err(format!(
-            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}",
+            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
-            vmbench::USAGE.trim_start_matches("usage: ")
+            vmbench::USAGE.trim_start_matches("usage: "),
+            fuzz::USAGE.trim_start_matches("usage: ")
         )),
     };
     match result {

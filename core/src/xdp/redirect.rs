@@ -47,6 +47,16 @@ impl<Pg: PoolPage> TxFrame for XdpFrame<Pg> {
         usize::from(self.len)
     }
 
+    /// The rest of the page from the frame's offset (0 when the offset is past the page or its
+    /// device address does not exist).
+    fn buffer_len(&self) -> usize {
+        let base = self.page.dma_addr();
+        if base.checked_add(u64::from(self.offset)).is_none() {
+            return 0;
+        }
+        self.page.bytes().len().saturating_sub(usize::from(self.offset))
+    }
+
     /// Redirected frames are padded (and synced) before they leave their pool's context, so
     /// there is nothing to do; a frame still too short is refused.
     fn pad_to(&mut self, min_len: usize) -> bool {

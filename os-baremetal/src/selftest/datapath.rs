@@ -146,6 +146,13 @@ impl TxFrame for Frame<'_> {
         }
     }
 
+    fn buffer_len(&self) -> usize {
+        match self {
+            Self::Os { .. } => PAGE_SIZE,
+            Self::Remote(f) => f.buffer_len(),
+        }
+    }
+
     fn pad_to(&mut self, min_len: usize) -> bool {
         match self {
             Self::Os { page, len, dma } => {

@@ -1,0 +1,231 @@
+//! Bad input to the `onic` tool, as a hostile tester would give it: every numeric option out of
+//! its range, combinations that need more memory than any machine, broken captures, an output
+//! directory that cannot be written, a reader that goes away. Each is refused up front with a
+//! message that says what was checked, never a panic, never a run that does not end.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `onic ARGS`; returns (success, stdout, stderr), and fails the test on a panic or a run
+/// longer than a minute (every case here must be refused at once).
+fn onic(args: &[&str]) -> (bool, String, String) {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(args)
+        .output()
+        .expect("run onic");
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{args:?} took {:?}",
+        start.elapsed()
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+/// `onic ARGS` must fail with a one-line message starting `onic: ` and containing `want`.
+fn refused(args: &[&str], want: &str) {
+    let (ok, out, err) = onic(args);
+    assert!(!ok, "{args:?} should be refused:\n{out}");
+    assert!(err.starts_with("onic: "), "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: expected {want:?} in:\n{err}");
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("bad_inputs")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn numeric_options_are_range_checked_up_front() {
+    for (args, want) in [
+        (
+            &["run", "--tick-ns", "18446744073709551615"][..],
+            "--tick-ns 18446744073709551615: outside 1..=1000000000",
+        ),
+        (&["run", "--tick-ns", "0"], "--tick-ns 0: outside"),
+        (
+            &["run", "--seconds", "1e30"],
+            "--seconds 1000000000000000000000000000000: outside",
+        ),
+        (&["run", "--seconds", "inf"], "--seconds inf: outside"),
+        (&["run", "--seconds", "NaN"], "--seconds NaN: outside"),
+        (&["run", "--seconds=-1"], "--seconds -1: outside"),
+        (
+            &["run", "--rate-pps", "1e-9"],
+            "--rate-pps 0.000000001: outside 1..=",
+        ),
+        (&["run", "--rate-pps", "inf"], "--rate-pps inf: outside"),
+        (
+            &["run", "--rate-pps", "1", "--packets", "200000"],
+            "take 2.000e11 ticks",
+        ),
+        (&["run", "--packets", "0"], "--packets 0: outside 1..="),
+        (
+            &["run", "--packets", "18446744073709551615"],
+            "--packets 18446744073709551615: outside",
+        ),
+        (&["run", "--budget", "0"], "--budget 0: outside 1..=16384"),
+        (&["run", "--flows", "0"], "--flows 0: outside 1..=65535"),
+        (&["run", "--flows", "70000"], "--flows 70000: outside"),
+        (&["run", "--queues", "65"], "--queues 65: outside 1..=64"),
+        (&["run", "--queues", "0"], "--queues 0: outside"),
+        (&["run", "--ring", "1000"], "--ring 1000: not a size"),
+        (
+            &["run", "--xdp", "pass", "--queues", "65"],
+            "--queues 65: outside 1..=64",
+        ),
+        (&["run", "--xdp", "pass", "--frames", "0"], "--frames 0: outside"),
+        (
+            &["run", "--xdp", "pass", "--frames", "18446744073709551615"],
+            "--frames 18446744073709551615: outside",
+        ),
+        (
+            &["pcap-sample", "/dev/null", "--frames", "0"],
+            "--frames 0: outside",
+        ),
+        (
+            &["rss", "spread", "--queues", "65"],
+            "--queues 65: outside 1..=64",
+        ),
+        (
+            &["rss", "spread", "--queues", "65535"],
+            "--queues 65535: outside 1..=64",
+        ),
+        (&["rss", "spread", "--flows", "0"], "--flows 0: outside 1..="),
+        (
+            &["rss", "spread", "--flows", "4294967295"],
+            "--flows 4294967295: outside",
+        ),
+        (&["bench", "--reps", "0"], "--reps 0: outside 1..=1000"),
+        (
+            &["bench", "--rep-ms", "18446744073709551615"],
+            "--rep-ms 18446744073709551615: outside",
+        ),
+    ] {
+        refused(args, want);
+    }
+}
+
+#[test]
+fn ring_addresses_are_reported_for_what_is_checked() {
+    refused(
+        &["trace", "tx-init", "--ring", "0x10000010"],
+        "ring address 0x10000010 is not aligned to 4 KiB",
+    );
+}
+
+#[test]
+fn captures_are_read_by_one_reader_with_one_set_of_messages() {
+    let d = scratch("captures");
+    let pcapng = d.join("x.pcapng");
+    std::fs::write(
+        &pcapng,
+        [0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a].repeat(3),
+    )
+    .unwrap();
+    let mut zero_snaplen = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    zero_snaplen.extend_from_slice(&[0; 12]);
+    zero_snaplen.extend_from_slice(&1u32.to_le_bytes());
+    let mut too_long = zero_snaplen.clone();
+    too_long[16..20].copy_from_slice(&64u32.to_le_bytes());
+    for f in [&mut zero_snaplen, &mut too_long] {
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&100u32.to_le_bytes());
+        f.extend_from_slice(&100u32.to_le_bytes());
+        f.extend_from_slice(&[0x11; 100]);
+    }
+    let zero = d.join("zero.pcap");
+    let long = d.join("long.pcap");
+    std::fs::write(&zero, &zero_snaplen).unwrap();
+    std::fs::write(&long, &too_long).unwrap();
+    let out_dir = d.join("out");
+    for (file, want) in [
+        (
+            &pcapng,
+            "a pcapng file; only classic pcap is read (convert it with `editcap -F pcap IN OUT`)",
+        ),
+        (
+            &long,
+            "record 1 at byte 24: captured length 100 is above the snapshot length 64",
+        ),
+    ] {
+        let f = file.to_str().unwrap();
+        let msg = format!("{f}: {want}");
+        refused(&["rss", "spread", "--pcap", f], &msg);
+        refused(
+            &["run", "--pcap", f, "--out-dir", out_dir.to_str().unwrap()],
+            &msg,
+        );
+    }
+    // A snapshot length of 0 means "not set": the record is read, by both subcommands.
+    let z = zero.to_str().unwrap();
+    let (ok, out, err) = onic(&["rss", "spread", "--pcap", z]);
+    assert!(ok && out.contains("1 frames from"), "{out}{err}");
+    let (ok, out, err) = onic(&["run", "--pcap", z, "--out-dir", out_dir.to_str().unwrap()]);
+    assert!(ok && out.contains("replayed 1 frames"), "{out}{err}");
+}
+
+#[test]
+fn an_unwritable_output_directory_is_found_before_the_replay() {
+    let d = scratch("outdir");
+    let file = d.join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("out");
+    let (ok, out, err) = onic(&["run", "--xdp", "pass", "--out-dir", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.starts_with("onic: --out-dir "), "{err}");
+    assert!(!out.contains("replayed"), "the replay ran first:\n{out}");
+}
+
+#[test]
+fn a_write_failure_says_write() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    refused(
+        &["pcap-sample", "/dev/full", "--frames", "10"],
+        "/dev/full: cannot write:",
+    );
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_quietly() {
+    // `onic run ... | head -1`: read one line, close the pipe.
+    for args in [
+        &["run", "--packets", "2000", "--progress-ms", "0"][..],
+        &["run", "--xdp", "pass", "--frames", "200", "--out-dir"],
+        &["trace", "init"],
+    ] {
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        if args.last().is_some_and(|a| a == "--out-dir") {
+            args.push(scratch("pipe").to_str().unwrap().to_string());
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty());
+        // The reader is gone: the stdout handle was dropped with the BufReader.
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(out.status.success(), "{args:?}: {:?}\n{err}", out.status);
+    }
+}
