@@ -41,6 +41,7 @@ struct onic_qv {
 	struct hrtimer tx_timer;
 	unsigned long timer_armed;	/* bit 0: tx_timer is pending */
 	char irq_name[IFNAMSIZ + 8];
+	bool quiet;		/* a restart owns the redirect-in ring (read under xmit_lock) */
 };
 
 /* Words of one published counter block (Rust: dp::QSTAT_WORDS). */
@@ -67,20 +68,22 @@ struct onic_ndev {
 	bool napi_added;
 	struct onic_qstats *qstats;	/* ONIC_QSTAT_BLOCKS x max_queues blocks */
 	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
-	struct work_struct reset_work;	/* TX timeout recovery (takes RTNL) */
+	struct work_struct reset_work;	/* queue restarts (takes RTNL) */
+	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
 
 /* Must match Rust's datapath::PollResult. */
 struct onic_poll_result {
 	u32 done;
-	bool more, redirected, tx_pending;
+	bool more, redirected, tx_pending, error;
 };
 
 /* Must match Rust's datapath::TxClean. */
 struct onic_tx_clean {
 	u64 bytes;
 	u32 packets, in_flight, free, wake_at;
+	bool error;
 };
 
 /* Must match Rust's datapath::TxState. */
@@ -120,6 +123,7 @@ void onic_rs_sim_free(const void *sim);
 void onic_rs_sim_tick(const void *sim, u64 elapsed_ns, void *cookie);
 void onic_rs_sim_set_link(const void *sim, u8 port, bool up);
 void onic_rs_sim_stall_tx(const void *sim, bool on);
+void onic_rs_sim_freeze_cmpt(const void *sim, bool on);
 void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, const struct onic_port_params *p, int *err);
 void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, void __iomem *bar0, size_t bar0_len,
 			   void __iomem *bar2, size_t bar2_len, const struct onic_port_params *p, int *err);
@@ -130,7 +134,8 @@ int onic_rs_xmit(const void *port, u16 qid, struct sk_buff *skb, struct onic_tx_
 void onic_rs_tx_flush(const void *port, u16 qid);
 u16 onic_rs_tx_free(const void *port, u16 qid);
 void onic_rs_tx_clean(const void *port, u16 qid, int budget, struct onic_tx_clean *out);
-u16 onic_rs_xmit_clean(const void *port, u16 qid);
+void onic_rs_xmit_clean(const void *port, u16 qid, struct onic_tx_clean *out);
+int onic_rs_restart_queue(const void *port, u16 qid);
 void onic_rs_tx_state(const void *port, u16 qid, struct onic_tx_state *out);
 void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi,
 		  struct bpf_prog *prog, struct onic_poll_result *out);

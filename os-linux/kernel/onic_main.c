@@ -563,6 +563,7 @@ static DEFINE_MUTEX(onic_sim_knobs);
 
 static uint sim_link = (1 << ONIC_SIM_FUNCS) - 1;
 static bool sim_tx_stall;
+static bool sim_cmpt_freeze;
 
 /* Applies the knobs to the model (onic_sim_knobs held). */
 static void onic_sim_apply_knobs(struct onic_sim *s)
@@ -572,6 +573,7 @@ static void onic_sim_apply_knobs(struct onic_sim *s)
 	for (f = 0; f < ONIC_SIM_FUNCS; f++)
 		onic_rs_sim_set_link(s->card, f, sim_link & (1u << f));
 	onic_rs_sim_stall_tx(s->card, sim_tx_stall);
+	onic_rs_sim_freeze_cmpt(s->card, sim_cmpt_freeze);
 }
 
 static int onic_sim_knob_set(const char *val, const struct kernel_param *kp)
@@ -591,16 +593,19 @@ static const struct kernel_param_ops onic_sim_link_ops = {
 	.get = param_get_uint,
 };
 
-static const struct kernel_param_ops onic_sim_stall_ops = {
+static const struct kernel_param_ops onic_sim_bool_ops = {
 	.set = onic_sim_knob_set,
 	.get = param_get_bool,
 };
 
 module_param_cb(sim_link, &onic_sim_link_ops, &sim_link, 0644);
 MODULE_PARM_DESC(sim_link, "Simulation mode: bit f set = the link of port f is up (default 3); writable at run time");
-module_param_cb(sim_tx_stall, &onic_sim_stall_ops, &sim_tx_stall, 0644);
+module_param_cb(sim_tx_stall, &onic_sim_bool_ops, &sim_tx_stall, 0644);
 MODULE_PARM_DESC(sim_tx_stall,
 		 "Simulation mode: the model stops writing TX status back (a hung H2C engine), for TX timeout tests; writable at run time");
+module_param_cb(sim_cmpt_freeze, &onic_sim_bool_ops, &sim_cmpt_freeze, 0644);
+MODULE_PARM_DESC(sim_cmpt_freeze,
+		 "Simulation mode: completion rings keep their color across a wrap (a broken device), for RX recovery tests; writable at run time");
 
 void onic_sim_irq(void *cookie, u8 func, u16 vector)
 {

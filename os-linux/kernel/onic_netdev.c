@@ -56,6 +56,18 @@ static void onic_tx_timer_cancel(struct onic_qv *qv)
 	clear_bit(0, &qv->timer_armed);
 }
 
+/* ---------------------------------------------------------------- recovery */
+
+/* A ring of queue q found the device's view of it impossible or stalled (the core's error
+ * state): the queue asks for nothing more until a restart, which needs process context. */
+static void onic_queue_failed(struct onic_ndev *nd, u16 q, const char *why)
+{
+	if (!test_and_set_bit(q, &nd->failed)) {
+		netdev_err(nd->netdev, "queue %u: %s; restarting the queue\n", q, why);
+		schedule_work(&nd->reset_work);
+	}
+}
+
 /* ---------------------------------------------------------------- NAPI */
 
 /* Reclaims queue q's stack TX ring under its TX lock (the only other user is ndo_start_xmit):
@@ -76,6 +88,8 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 	onic_txq_completed_wake(txq, c.packets, c.bytes, onic_rs_tx_free(nd->port, q), c.wake_at,
 				READ_ONCE(nd->down));
 	__netif_tx_unlock(txq);
+	if (c.error)
+		onic_queue_failed(nd, q, "TX ring error");
 	return c.in_flight > 0;
 }
 
@@ -86,19 +100,25 @@ static int onic_poll(struct napi_struct *napi, int budget)
 	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
 	struct onic_ndev *nd = qv->nd;
 	struct onic_poll_result r;
+	struct onic_tx_clean xc;
 	bool pending;
 
 	pending = onic_poll_stack_tx(nd, qv->qid, budget);
 	if (!budget)
 		return 0;
 	spin_lock(&qv->xmit_lock);
-	pending |= onic_rs_xmit_clean(nd->port, qv->qid) > 0;
+	onic_rs_xmit_clean(nd->port, qv->qid, &xc);
 	spin_unlock(&qv->xmit_lock);
+	pending |= xc.in_flight > 0;
+	if (xc.error)
+		onic_queue_failed(nd, qv->qid, "redirect-in ring error");
 	/* NAPI runs in an RCU read-side section: the program stays alive for this poll even if
 	 * ndo_bpf swaps it meanwhile (the old one is freed after a grace period). */
 	onic_rs_poll(nd->port, qv->qid, budget, napi, rcu_dereference(nd->xdp_prog), &r);
 	if (r.redirected)
 		xdp_do_flush();
+	if (r.error)
+		onic_queue_failed(nd, qv->qid, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
 	if (r.done < budget && !r.more) {
 		if (napi_complete_done(napi, r.done) && pending)
@@ -142,6 +162,8 @@ static int onic_open(struct net_device *netdev)
 	err = onic_rs_open(nd->port);
 	if (err)
 		return err;
+	/* Fresh rings: restarts asked for the old ones are moot. */
+	nd->failed = 0;
 	nd->open_queues = n;
 	for (q = 0; q < n; q++) {
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
@@ -218,6 +240,8 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	 * first (its counts complete BQL), then queues without a doorbell. */
 	r = onic_rs_xmit(nd->port, q, skb, &c);
 	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at, READ_ONCE(nd->down));
+	if (c.error)
+		onic_queue_failed(nd, q, "TX ring error");
 	switch (r) {
 	case ONIC_XMIT_OK:
 	case ONIC_XMIT_OK_STOP:
@@ -243,7 +267,7 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 }
 
 /* The watchdog found TX queue q stopped for watchdog_timeo: report the ring and restart the
- * interface from process context (the watchdog holds every TX lock, in softirq context). */
+ * queue from process context (the watchdog holds every TX lock, in softirq context). */
 static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 {
 	struct onic_ndev *nd = nd_of(netdev);
@@ -251,28 +275,64 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 
 	onic_rs_tx_state(nd->port, q, &st);
 	netdev_err(netdev,
-		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s; restarting\n",
+		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s\n",
 		   q, st.in_flight, st.free, st.next_to_clean, st.next_to_use, st.device_cidx,
 		   st.error ? ", ring in error" : "");
-	schedule_work(&nd->reset_work);
+	onic_queue_failed(nd, q, "TX timeout");
+}
+
+/* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
+ * are quiesced, the core's restarts return every buffer and page and program the contexts
+ * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
+ * and closed if even that fails. */
+static void onic_restart_queue(struct onic_ndev *nd, u16 q)
+{
+	struct net_device *netdev = nd->netdev;
+	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
+	struct onic_qv *qv = &nd->qv[q];
+	int err;
+
+	napi_disable(&qv->napi);
+	onic_tx_timer_cancel(qv);
+	spin_lock_bh(&qv->xmit_lock);
+	WRITE_ONCE(qv->quiet, true);
+	spin_unlock_bh(&qv->xmit_lock);
+	__netif_tx_lock_bh(txq);
+	netif_tx_stop_queue(txq);
+	__netif_tx_unlock_bh(txq);
+	err = onic_rs_restart_queue(nd->port, q);
+	netdev_tx_reset_queue(txq);
+	WRITE_ONCE(qv->quiet, false);
+	netif_tx_wake_queue(txq);
+	napi_enable(&qv->napi);
+	local_bh_disable();
+	napi_schedule(&qv->napi);
+	local_bh_enable();
+	if (!err) {
+		netdev_info(netdev, "queue %u restarted\n", q);
+		return;
+	}
+	netdev_err(netdev, "queue %u: restart failed (%d); restarting the interface\n", q, err);
+	onic_stop(netdev);
+	err = onic_open(netdev);
+	if (err) {
+		netdev_err(netdev, "interface restart failed: %d\n", err);
+		dev_close(netdev);
+	}
 }
 
 static void onic_reset_work(struct work_struct *w)
 {
 	struct onic_ndev *nd = container_of(w, struct onic_ndev, reset_work);
-	struct net_device *netdev = nd->netdev;
-	int err;
+	u16 q;
 
 	rtnl_lock();
-	if (netif_running(netdev)) {
-		onic_stop(netdev);
-		err = onic_open(netdev);
-		if (err) {
-			netdev_err(netdev, "restart after a TX timeout failed: %d\n", err);
-			dev_close(netdev);
-		} else {
-			netdev_info(netdev, "restarted after a TX timeout\n");
-		}
+	for (q = 0; q < nd->max_queues; q++) {
+		if (!test_and_clear_bit(q, &nd->failed))
+			continue;
+		/* A queue that stop/open replaced meanwhile starts fresh. */
+		if (netif_running(nd->netdev) && q < nd->open_queues)
+			onic_restart_queue(nd, q);
 	}
 	rtnl_unlock();
 }
@@ -317,7 +377,9 @@ static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **fr
 		return -ENETDOWN;
 	qv = &nd->qv[smp_processor_id() % nq];
 	spin_lock(&qv->xmit_lock);
-	sent = onic_rs_xdp_xmit(nd->port, qv->qid, frames, n, flags & XDP_XMIT_FLUSH);
+	/* A restart of the queue owns the ring: the frames stay the caller's. */
+	sent = READ_ONCE(qv->quiet) ? -ENETDOWN
+				   : onic_rs_xdp_xmit(nd->port, qv->qid, frames, n, flags & XDP_XMIT_FLUSH);
 	spin_unlock(&qv->xmit_lock);
 	if (sent > 0)
 		napi_schedule(&qv->napi);

@@ -53,6 +53,9 @@ pub struct TxClean {
     /// Free descriptors at which a stopped queue may be woken (the core's
     /// [`TxThresholds::for_ring`]).
     pub wake_at: u32,
+    /// The ring is in its error state (a device index it cannot trust, or stalled): the queue
+    /// needs [`Port::restart_queue`].
+    pub error: bool,
 }
 
 /// What one NAPI poll did, for the C glue.
@@ -67,6 +70,9 @@ pub struct PollResult {
     pub redirected: bool,
     /// XDP_TX frames are still on the ring: their reclaim needs a later poll.
     pub tx_pending: bool,
+    /// The RX or XDP_TX ring is in its error state: the poll asks for nothing more and the
+    /// queue needs [`Port::restart_queue`].
+    pub error: bool,
 }
 
 /// A TX ring's state, for a TX timeout report.
@@ -201,6 +207,7 @@ where
         unsafe { self.stack(qid) }.map_or(0, |l| l.tx.free())
     }
 
+    /// Reclaims a TX-only ring (the stack's or the redirect-in one) and says what it did.
     fn reclaim_stack(&self, live: &mut TxLive<K, D>, napi_budget: Option<u32>) -> TxClean {
         let before = *live.tx.stats();
         let mut done = Done {
@@ -216,6 +223,7 @@ where
             in_flight: u32::from(live.tx.in_flight()),
             free: u32::from(live.tx.free()),
             wake_at: u32::from(TxThresholds::for_ring(live.tx.config().ring.usable()).wake_at),
+            error: live.tx.error().is_some(),
         }
     }
 
@@ -237,25 +245,22 @@ where
         c
     }
 
-    /// Reclaims the redirect-in ring `qid`; returns the frames still on it.
+    /// Reclaims the redirect-in ring `qid` (frames still on it in `in_flight`, its error state
+    /// in `error`).
     ///
     /// # Safety
     ///
     /// The caller holds queue `qid`'s xmit lock.
-    pub unsafe fn xmit_clean(&self, qid: u16) -> u16 {
+    pub unsafe fn xmit_clean(&self, qid: u16) -> TxClean {
         // SAFETY: caller's contract.
         let Some(live) = (unsafe { self.xmit_ring(qid) }) else {
-            return 0;
+            return TxClean::default();
         };
-        let mut done = Done {
-            os: &self.os,
-            map: &self.dma,
-            napi_budget: None,
-        };
-        if live.tx.reclaim(&mut NoPages, &mut done).completed > 0 {
+        let c = self.reclaim_stack(live, None);
+        if c.packets > 0 {
             self.publish(qid, StatBlock::Xmit, &tx_counters(live.tx.stats()));
         }
-        live.tx.in_flight()
+        c
     }
 
     /// `ndo_xdp_xmit` on the redirect-in ring `qid`: reclaims it, then queues the frames in order,
@@ -377,6 +382,7 @@ where
             more: out.rx.more,
             redirected,
             tx_pending: qp.tx.in_flight() > 0,
+            error: qp.error().is_some(),
         }
     }
 

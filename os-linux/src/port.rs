@@ -397,6 +397,30 @@ where
         }
     }
 
+    /// Restarts queue index `q`'s rings in place: the recovery from a ring in its error state or
+    /// a TX timeout (each ring's buffers and pages back to their owners, contexts programmed
+    /// again, counters kept).
+    ///
+    /// # Safety
+    ///
+    /// Control call (RTNL, process context), with queue `q` quiesced: its NAPI disabled, its
+    /// netdev TX queue stopped, `ndo_xdp_xmit` kept off its redirect-in ring.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a queue index that is not running; `EIO` when the device did not take a
+    /// context command (the rings keep their buffers; retry, or stop the interface).
+    pub unsafe fn restart_queue(&self, q: u16) -> Result<(), Errno> {
+        // SAFETY: control call (caller's contract).
+        let ctl = unsafe { self.ctl() };
+        if !ctl.up || q >= ctl.cfg.queues {
+            return Err(EINVAL);
+        }
+        let queue = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
+        // SAFETY: caller's contract: the queue is quiesced.
+        unsafe { self.rings(ctl).restart_queue(queue, q) }
+    }
+
     /// Whether the interface is up.
     ///
     /// # Safety

@@ -288,7 +288,10 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
     ) -> Result<(), Errno> {
-        let stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
+        let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
+        // The stack's ring has the kernel's watchdog (ndo_tx_timeout) for a stalled device; the
+        // core's own stall limit is for the rings nobody else watches.
+        stack.tx.set_stall_limit(0);
         let xmit = match self.start_tx(TxRole::Xmit.qid(max, q), q, tx_ring) {
             Ok(x) => x,
             Err(e) => {
@@ -312,6 +315,46 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
             *queue.mem.get() = Some(mem);
         }
         Ok(())
+    }
+
+    /// Restarts every ring of queue index `q` in place (the core's restarts: each ring's buffers
+    /// and pages back to their owners, contexts programmed again, counters kept): the recovery
+    /// from a ring in its error state or a TX timeout.
+    ///
+    /// # Safety
+    ///
+    /// Process context; no context uses the rings: NAPI `q` disabled, netdev TX queue `q`
+    /// stopped, `ndo_xdp_xmit` kept off the redirect-in ring.
+    ///
+    /// # Errors
+    ///
+    /// The first failure (`EIO`: the device did not take a context command); every ring is tried.
+    pub(crate) unsafe fn restart_queue(&mut self, queue: &Queue<K, D>, q: u16) -> Result<(), Errno> {
+        let mut done = teardown_done(self.os, self.dma);
+        let mut first = Ok(());
+        let mut note = |r: onic_core::Result<()>| {
+            if let (Err(e), Ok(())) = (&r, &first) {
+                first = Err(errno::from_core(e));
+            }
+        };
+        // SAFETY: caller's contract: the cells are ours.
+        let (napi, stack, xmit) = unsafe {
+            (
+                &mut *queue.napi.get(),
+                &mut *queue.stack.get(),
+                &mut *queue.xmit.get(),
+            )
+        };
+        for tx in [stack, xmit].into_iter().flatten() {
+            note(tx.tx.restart(self.dev, self.delay, &mut NoPages, &mut done));
+        }
+        if let Some(n) = napi {
+            note(n.qp.restart(self.dev, self.delay, &mut done));
+        }
+        if let Err(e) = first {
+            onic_hal::error!("onic: restart of queue {} failed: errno {}", q, e);
+        }
+        first
     }
 
     /// Tears queue index `q`'s rings down; their counters join the index's history, which is

@@ -322,7 +322,7 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
 
 /// What the glue's NAPI poll does besides the RX poll: reclaim the stack TX ring and the
 /// redirect-in ring of queue `q` (TX completions raise no interrupt).
-fn reclaim(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> (TxClean, u16) {
+fn reclaim(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> (TxClean, TxClean) {
     card.tick(10_000);
     // SAFETY: single-threaded test: the rings' only user.
     unsafe { (p.tx_clean(q, 64), p.xmit_clean(q)) }

@@ -138,6 +138,20 @@ pub unsafe extern "C" fn onic_rs_sim_stall_tx(sim: *const c_void, on: bool) {
     card.with(|c| c.faults().stall_h2c_writeback(on));
 }
 
+/// Freezes or thaws the color bit of the model's completion rings (the `sim_cmpt_freeze` module
+/// parameter): after a wrap the driver finds entries the status says are there but whose color
+/// never flips, as from a broken device; the RX queue must detect it and be restarted.
+///
+/// # Safety
+///
+/// `sim` is live.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_freeze_cmpt(sim: *const c_void, on: bool) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    card.with(|c| c.faults().freeze_cmpt_color(on));
+}
+
 fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
     match r {
         Ok(p) => Box::into_raw(Box::new(p)).cast(),
@@ -379,15 +393,17 @@ pub unsafe extern "C" fn onic_rs_tx_clean(p: *const c_void, qid: u16, budget: i3
     unsafe { *out = c };
 }
 
-/// Reclaims the redirect-in ring `qid`; returns the frames still on it.
+/// Reclaims the redirect-in ring `qid`; what it did goes to `*out`.
 ///
 /// # Safety
 ///
-/// Queue `qid`'s xmit lock held.
+/// Queue `qid`'s xmit lock held; `out` valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_xmit_clean(p: *const c_void, qid: u16) -> u16 {
+pub unsafe extern "C" fn onic_rs_xmit_clean(p: *const c_void, qid: u16, out: *mut TxClean) {
     // SAFETY: live port, xmit lock held.
-    unsafe { port(p).xmit_clean(qid) }
+    let c = unsafe { port(p).xmit_clean(qid) };
+    // SAFETY: valid out pointer.
+    unsafe { *out = c };
 }
 
 /// The stack TX ring's state for a TX timeout report.
@@ -401,6 +417,21 @@ pub unsafe extern "C" fn onic_rs_tx_state(p: *const c_void, qid: u16, out: *mut 
     let st = unsafe { port(p).tx_state(qid) };
     // SAFETY: valid out pointer.
     unsafe { *out = st };
+}
+
+/// Restarts queue index `qid`'s rings in place: 0 or a negative errno.
+///
+/// # Safety
+///
+/// RTNL held, process context; NAPI `qid` disabled, netdev TX queue `qid` stopped,
+/// `ndo_xdp_xmit` kept off its redirect-in ring.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i32 {
+    // SAFETY: live port; control call with the queue quiesced (caller's contract).
+    match unsafe { port(p).restart_queue(qid) } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
 }
 
 /// NAPI poll of queue index `qid`'s RX and XDP_TX rings with the attached program (null: none);
