@@ -35,7 +35,8 @@ if grep -qw onic_sim_dma_api /proc/cmdline; then SIMARGS="sim=1 sim_dma_api=1"; 
 # patched jump, whatever the driver does. One timestamping socket open for the whole run keeps
 # the key on, so the test's pings never patch kernel text.
 /usr/sbin/ip link set lo up
-/usr/bin/ping -q -i 3600 127.0.0.1 >/dev/null 2>&1 &
+# (in a subshell: not a job of this shell, which `wait`s for its own jobs)
+(/usr/bin/ping -q -i 3600 127.0.0.1 >/dev/null 2>&1 &)
 # A task blocked this long is a hang: the kernel panics (hung_task_panic=1 on the command line)
 # and the run fails.
 echo 30 >/proc/sys/kernel/hung_task_timeout_secs
