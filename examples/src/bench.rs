@@ -21,19 +21,29 @@ pub struct BenchArgs {
     /// (datapath groups).
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Run every datapath workload exactly this many rounds (1..=1000000000), once (no
+    /// calibration, no repetitions): the work is then the same on every machine, for instruction
+    /// counts under `valgrind --tool=callgrind`.
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Run only the figures whose names contain this (datapath groups), e.g.
+    /// `--only rx_drop_driver_only`.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 fn print(figs: &[Figure]) {
     for f in figs {
         outln!("{} {:.3} {}", f.name, f.value, f.unit);
         outln!(
-            "# {} median {:.3} {} spread {:.1}% undisturbed {}/{}",
+            "# {} median {:.3} {} spread {:.1}% undisturbed {}/{} ops {}",
             f.name,
             f.median,
             f.unit,
             f.spread_pct,
             f.clean.0,
-            f.clean.1
+            f.clean.1,
+            f.ops
         );
     }
 }
@@ -54,9 +64,15 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "milliseconds of wall time per repetition",
     )?;
     in_range("--reps", args.reps, 1, 1000, "repetitions per figure")?;
+    if let Some(r) = args.rounds {
+        in_range("--rounds", r, 1, 1_000_000_000, "rounds of each workload")?;
+    }
     let m = Method {
         rep: Duration::from_millis(args.rep_ms),
         reps: args.reps,
+        rounds: args.rounds,
+        // Lives as long as the run; leaked once.
+        only: args.only.clone().map(|o| &*Box::leak(o.into_boxed_str())),
     };
     let wanted = |g: &str| args.groups.is_empty() || args.groups.iter().any(|a| a == g);
     outln!(
