@@ -82,6 +82,16 @@ pub trait PageProvider {
     /// the device.
     fn recycle_direct(&mut self, page: Self::Page, dirty_len: usize);
 
+    /// Takes a page back for reuse and hands a page out again at once: what the RX path does
+    /// when a frame was dropped or copied and its ring slot needs a page (the same call as
+    /// [`PageProvider::recycle_direct`] followed by [`PageProvider::alloc_page`]). A recycling
+    /// provider may return the same page, synced for the device as `recycle_direct` would sync
+    /// it, without the round trip through its cache; `None` as for `alloc_page`.
+    fn reuse(&mut self, page: Self::Page, dirty_len: usize) -> Option<Self::Page> {
+        self.recycle_direct(page, dirty_len);
+        self.alloc_page()
+    }
+
     /// Takes a page back that must not be reused (Linux: a page still referenced elsewhere); it is
     /// unmapped and returned to the allocator.
     fn release_page(&mut self, page: Self::Page);
@@ -325,6 +335,11 @@ pub struct PoolRecycleStats {
     pub released_refcnt: u64,
 }
 
+/// Pages recycled and handed out again in one step ([`PageProvider::reuse`]); counted once and
+/// reported as both a cached recycle and a fast allocation, which is what the step amounts to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Reused(u64);
+
 /// Everything a [`PagePool`] counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -449,6 +464,7 @@ pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     cache: heapless::Vec<DmaPage, CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
     stats: PoolStats,
+    reused: Reused,
 }
 
 impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
@@ -462,6 +478,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
             cache: heapless::Vec::new(),
             ring,
             stats: PoolStats::default(),
+            reused: Reused(0),
         }
     }
 
@@ -622,6 +639,8 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     #[must_use]
     pub fn stats(&self) -> PoolStats {
         let mut s = self.stats;
+        s.alloc.fast += self.reused.0;
+        s.recycle.cached += self.reused.0;
         if let Some(ring) = self.ring {
             let pushed = ring.pushed.load(Ordering::Relaxed);
             let full = ring.full.load(Ordering::Relaxed);
@@ -676,6 +695,15 @@ impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
     #[inline]
     fn recycle_direct(&mut self, page: DmaPage, dirty_len: usize) {
         self.recycle(page, dirty_len);
+    }
+
+    /// The page itself, synced for the device over `dirty_len` bytes: recycling it into the
+    /// cache and taking it straight back out would give the same page.
+    #[inline]
+    fn reuse(&mut self, page: DmaPage, dirty_len: usize) -> Option<DmaPage> {
+        self.sync_dirty(&page, dirty_len);
+        self.reused.0 += 1;
+        Some(page)
     }
 
     fn release_page(&mut self, page: DmaPage) {
