@@ -104,8 +104,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         }
     }
     if wanted("xdp") {
-        for (name, value, unit) in crate::bench_xdp::run()? {
-            outln!("{name} {value:.3} {unit}");
+        print(&onic_tests::bench_xdp::xdp(&m));
+        // The figures with the model in the loop and the object path: not with a selection or a
+        // fixed number of rounds (they run their own loops).
+        if m.only.is_none() && m.rounds.is_none() {
+            for (name, value, unit) in crate::bench_xdp::run()? {
+                outln!("{name} {value:.3} {unit}");
+            }
         }
     }
     Ok(())

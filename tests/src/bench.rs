@@ -39,8 +39,8 @@ use onic_sim::{Card, CardConfig, SimDma, Wire};
 use crate::datapath::{start_pair, HFrame, HPair, Setup};
 use crate::hostdma::HostDma;
 use crate::rig::{
-    host_pool, test_frame, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig,
-    TxSlots,
+    host_pool, test_frame, xdp_pool, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots,
+    TxRig, TxSlots,
 };
 
 /// The benchmark groups, in the order `onic bench` runs them.
@@ -101,6 +101,15 @@ pub struct Sample {
     pub attempts: usize,
     /// Operations (packets, pages, hashes) of the fastest repetition.
     pub ops: u64,
+}
+
+impl Sample {
+    /// The timed wall time of the fastest repetition ([`Sample::best`] times [`Sample::ops`]):
+    /// what a criterion `iter_custom` returns.
+    #[must_use]
+    pub fn total(&self) -> Duration {
+        Duration::from_secs_f64(self.best * self.ops as f64 / 1e9)
+    }
 }
 
 /// One figure: `name value unit`, with the median and spread of the repetitions.
@@ -246,7 +255,8 @@ pub fn measure(m: &Method, mut kernel: impl FnMut(u64) -> (Duration, u64)) -> Sa
     }
 }
 
-/// Rounds of an RX rig: the device side produces, the polls are timed.
+/// Rounds of an RX rig: the device side produces ([`RxRigConfig::round`] frames per queue), the
+/// polls are timed.
 fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
     rig: &mut RxRig<'_, P>,
     sink: &mut S,
@@ -256,7 +266,7 @@ fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
     let mut timed = Duration::ZERO;
     let mut pkts = 0u64;
     for _ in 0..rounds {
-        let n = rig.produce(usize::MAX);
+        let n = rig.produce(rig.config().round);
         let t = Instant::now();
         let got = rig.poll_all(sink);
         timed += t.elapsed().saturating_sub(overhead);
@@ -271,7 +281,8 @@ fn drop_sink<P: PageProvider<Page = DmaPage>>(f: RxFrame<DmaPage>, _: &mut P) ->
     RxOutcome::Recycle(f)
 }
 
-/// Nanoseconds per packet of the driver-only RX drop path for `cfg` with the page pool.
+/// Nanoseconds per packet of the driver-only RX drop path for `cfg` with the page pool (the
+/// XDP rigs' pool when `cfg.xdp`).
 ///
 /// # Panics
 ///
@@ -280,7 +291,14 @@ pub fn rx_drop_driver_only(m: &Method, cfg: RxRigConfig) -> Sample {
     let dma = HostDma::new();
     let latch = DoorbellLatch::new();
     let mut slots = RxSlots::new(&cfg);
-    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, r| {
+        if cfg.xdp {
+            xdp_pool(d, r)
+        } else {
+            host_pool(d)
+        }
+    })
+    .expect("rx rig");
     let overhead = timer_overhead();
     let mut sink = drop_sink::<HostPool<'_>>;
     let s = measure(m, |rounds| rx_rounds(&mut rig, &mut sink, rounds, overhead));
@@ -303,7 +321,7 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
     let dma = HostDma::new();
     let latch = DoorbellLatch::new();
     let mut slots = RxSlots::new(&cfg);
-    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rx rig");
     let overhead = timer_overhead();
     let os: RefCell<Vec<(DmaPage, usize)>> = RefCell::new(Vec::with_capacity(256));
     let mut seen = 0u64;
@@ -336,7 +354,10 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
     });
     assert!(seen > 0);
     for q in &rig.queues {
-        let c = q.pool.page_counts(q.rx.pages_in_ring(), 0, q.rx.stats().to_os);
+        let c = q
+            .pair
+            .pool
+            .page_counts(q.pair.rx.pages_in_ring(), 0, q.pair.rx.stats().to_os);
         assert_eq!(c.map(|c| c.with_os), Some(0), "every page came back from the OS");
     }
     drop(rig.finish());
@@ -656,7 +677,7 @@ pub fn compare_size(m: &Method, size: usize) -> CompareRow {
     let latch = DoorbellLatch::new();
     let baseline = {
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d| {
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| {
             PagePerPacket::new(d, Direction::FromDevice)
         })
         .expect("rx rig");
@@ -667,7 +688,7 @@ pub fn compare_size(m: &Method, size: usize) -> CompareRow {
     let latch = DoorbellLatch::new();
     let pool = {
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rx rig");
         let s = copy_rounds(m, &mut rig);
         drop(rig.finish());
         s
