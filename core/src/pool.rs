@@ -453,6 +453,144 @@ impl PoolConfig {
     }
 }
 
+/// The pool's LIFO cache: `slots[..len]` hold pages, `slots[len..]` are empty. Kept as slots of
+/// `Option` (the same size as a page token) so that a burst of pages moves in or out as one slice
+/// swap with a [`PageBurst`], which keeps the same invariant.
+struct Cache<const N: usize> {
+    slots: [Option<DmaPage>; N],
+    len: usize,
+}
+
+impl<const N: usize> Cache<N> {
+    const fn new() -> Self {
+        Self {
+            slots: [const { None }; N],
+            len: 0,
+        }
+    }
+
+    const fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<DmaPage> {
+        let i = self.len.checked_sub(1)?;
+        self.len = i;
+        self.slots.get_mut(i)?.take()
+    }
+
+    #[inline]
+    fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(page);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(page),
+        }
+    }
+
+    /// Moves up to `room.len()` pages into `room` (empty slots); returns how many.
+    #[inline]
+    fn take_into(&mut self, room: &mut [Option<DmaPage>]) -> usize {
+        let n = room.len().min(self.len);
+        let from = self.len - n;
+        // Pages for empty slots: both sides keep their invariant.
+        room[..n].swap_with_slice(&mut self.slots[from..self.len]);
+        self.len = from;
+        n
+    }
+
+    /// Moves the pages of `full` (all `Some`) into the cache, as many as fit; returns how many
+    /// (the first ones of `full`, which are left empty).
+    #[inline]
+    fn put_from(&mut self, full: &mut [Option<DmaPage>]) -> usize {
+        let n = full.len().min(N - self.len);
+        let at = self.len;
+        self.slots[at..at + n].swap_with_slice(&mut full[..n]);
+        self.len = at + n;
+        n
+    }
+}
+
+/// A burst of pages taken from a [`PagePool`] or given back to it in one call
+/// ([`PagePool::alloc_bulk`], [`PagePool::recycle_bulk`]), for a caller that handles pages 32 at
+/// a time (an RX refill, a TX reclaim, a benchmark). Holds up to `N` pages, in order; pages move
+/// between a burst and the pool's cache as one slice swap, with no per-page bookkeeping beyond the
+/// DMA sync a recycled page needs.
+pub struct PageBurst<const N: usize> {
+    slots: [Option<DmaPage>; N],
+    len: usize,
+}
+
+impl<const N: usize> PageBurst<N> {
+    /// An empty burst.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            slots: [const { None }; N],
+            len: 0,
+        }
+    }
+
+    /// Pages held.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the burst holds no page.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The last page, taken out.
+    pub fn pop(&mut self) -> Option<DmaPage> {
+        let i = self.len.checked_sub(1)?;
+        let p = self.slots.get_mut(i)?.take();
+        self.len = i;
+        p
+    }
+
+    /// Adds a page at the end.
+    ///
+    /// # Errors
+    ///
+    /// The page comes back when the burst is full.
+    pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(page);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(page),
+        }
+    }
+
+    /// The pages, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &DmaPage> {
+        self.slots[..self.len].iter().flatten()
+    }
+}
+
+impl<const N: usize> Default for PageBurst<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for PageBurst<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PageBurst")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A page pool: pages mapped once, a context-local cache, a cross-context recycle ring, bulk
 /// refill from the HAL. No allocation; `CACHE` pages of cache are inline.
 ///
@@ -461,7 +599,7 @@ impl PoolConfig {
 pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     dma: D,
     cfg: PoolConfig,
-    cache: heapless::Vec<DmaPage, CACHE>,
+    cache: Cache<CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
     stats: PoolStats,
     reused: Reused,
@@ -475,7 +613,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         Self {
             dma,
             cfg: PoolConfig { bulk, ..cfg },
-            cache: heapless::Vec::new(),
+            cache: Cache::new(),
             ring,
             stats: PoolStats::default(),
             reused: Reused(0),
@@ -615,6 +753,49 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
                 self.release_to_hal(page);
             }
         }
+    }
+
+    /// Takes pages until `burst` is full: from the cache as one slice move; when the cache runs
+    /// dry, one page as [`PagePool::alloc`] takes it (which refills the cache from the recycle
+    /// ring or the HAL), then the cache again. Returns the pages added; fewer than the room only
+    /// when no page could be had.
+    pub fn alloc_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>) -> usize {
+        let before = burst.len;
+        loop {
+            let n = self.cache.take_into(&mut burst.slots[burst.len..]);
+            burst.len += n;
+            self.stats.alloc.fast += n as u64;
+            if burst.len >= N {
+                break;
+            }
+            let Some(p) = self.alloc_refill() else { break };
+            if let Err(p) = burst.push(p) {
+                // Cannot happen (checked the length); never drop a page.
+                self.recycle(p, 0);
+                break;
+            }
+        }
+        burst.len - before
+    }
+
+    /// Gives every page of `burst` back for reuse, each synced for the device over `dirty_len`
+    /// bytes as [`PagePool::recycle`] syncs it: into the cache as one slice move, the pages that
+    /// do not fit one at a time as [`PagePool::recycle`] handles a full cache. Leaves `burst`
+    /// empty.
+    pub fn recycle_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>, dirty_len: usize) {
+        let full = &mut burst.slots[..burst.len];
+        for p in full.iter().flatten() {
+            self.sync_dirty(p, dirty_len);
+        }
+        let n = self.cache.put_from(full);
+        self.stats.recycle.cached += n as u64;
+        for slot in &mut full[n..] {
+            if let Some(p) = slot.take() {
+                // Already synced.
+                self.recycle_spill(p);
+            }
+        }
+        burst.len = 0;
     }
 
     /// The OS (running in the owning context) is done with a page the RX path handed it.
@@ -858,6 +1039,67 @@ mod tests {
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bulk_alloc_and_recycle_move_whole_bursts() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 8> = PagePool::new(card.dma(), PoolConfig { bulk: 8, ..cfg() }, None);
+        let mut burst: PageBurst<5> = PageBurst::new();
+        // An empty cache: one slow call brings 8 pages, 5 go into the burst.
+        assert_eq!(pool.alloc_bulk(&mut burst), 5);
+        assert_eq!(burst.len(), 5);
+        assert_eq!(pool.stats().pages_from_hal, 8);
+        assert_eq!(pool.available(), 3);
+        // Full: nothing more is taken.
+        assert_eq!(pool.alloc_bulk(&mut burst), 0);
+        let addrs: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        pool.recycle_bulk(&mut burst, 100);
+        assert!(burst.is_empty());
+        assert_eq!(pool.available(), 8);
+        // Each page was synced over its 100 dirty bytes.
+        assert_eq!(card.dma_stats().syncs_for_device, 5);
+        assert_eq!(pool.stats().recycle.cached, 5);
+        // Taken again: the same pages come back out.
+        assert_eq!(pool.alloc_bulk(&mut burst), 5);
+        let mut again: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        let mut want = addrs.clone();
+        again.sort_unstable_by_key(|a| a.get());
+        want.sort_unstable_by_key(|a| a.get());
+        assert_eq!(again, want);
+        // A second burst: 3 pages from the cache, then a slow call of 8 (one page returned, 7
+        // cached), then one more from the cache.
+        let mut other: PageBurst<5> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut other), 5);
+        assert_eq!(pool.stats().pages_from_hal, 16);
+        assert_eq!(pool.available(), 6);
+        // Both back into a cache of 8: what does not fit spills (no ring: back to the HAL).
+        pool.recycle_bulk(&mut burst, 0);
+        assert_eq!(pool.stats().recycle.cache_full, 3);
+        pool.recycle_bulk(&mut other, 0);
+        assert_eq!(pool.stats().recycle.cache_full, 8);
+        assert_eq!(pool.available(), 8);
+        assert_eq!(pool.stats().live_pages(), 8);
+        assert_eq!(pool.page_counts(0, 0, 0).unwrap().in_pool, 8);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bulk_alloc_stops_when_no_page_can_be_had() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
+        let mut burst: PageBurst<6> = PageBurst::new();
+        card.faults().fail_next_page_allocs(1);
+        assert_eq!(pool.alloc_bulk(&mut burst), 0);
+        assert_eq!(pool.stats().hal_alloc_failures, 1);
+        // Two slow calls of 4 pages: 6 in the burst, 2 cached.
+        assert_eq!(pool.alloc_bulk(&mut burst), 6);
+        assert_eq!(pool.available(), 2);
+        pool.recycle_bulk(&mut burst, 0);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
     }
 
     #[test]

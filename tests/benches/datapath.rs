@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use onic_core::pool::PageProvider;
+use onic_core::pool::{PageBurst, PageProvider};
 use onic_core::rx::{RxFrame, RxOutcome};
 use onic_hal::{Direction, DmaPage};
 use onic_tests::bench::{
@@ -136,17 +136,11 @@ fn bench_pool(c: &mut Criterion) {
     });
     g.throughput(Throughput::Elements(32));
     g.bench_function("alloc_recycle_burst32", |b| {
-        let mut held: [Option<DmaPage>; 32] = Default::default();
+        let mut burst: PageBurst<32> = PageBurst::new();
         b.iter(|| {
-            for h in &mut held {
-                *h = pool.alloc();
-            }
-            black_box(&mut held);
-            for h in &mut held {
-                if let Some(p) = h.take() {
-                    pool.recycle(p, 64);
-                }
-            }
+            pool.alloc_bulk(&mut burst);
+            black_box(&mut burst);
+            pool.recycle_bulk(&mut burst, 64);
         });
     });
     let mut base = PagePerPacket::new(&dma, Direction::FromDevice);

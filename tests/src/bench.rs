@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx};
-use onic_core::pool::{PageProvider, RecycleRing};
+use onic_core::pool::{PageBurst, PageProvider, RecycleRing};
 use onic_core::queue_pair::Verdict;
 use onic_core::rx::{RxFrame, RxOutcome, RxSink};
 use onic_core::tx::TxDone;
@@ -553,25 +553,20 @@ pub fn pool_single(m: &Method) -> Sample {
     })
 }
 
-/// Nanoseconds per page: 32 allocations, then 32 recycles (64 dirty bytes each).
+/// Nanoseconds per page: a burst of 32 pages taken with [`onic_core::PagePool::alloc_bulk`], then
+/// given back with [`onic_core::PagePool::recycle_bulk`] (64 dirty bytes each).
 #[must_use]
 pub fn pool_burst32(m: &Method) -> Sample {
     let dma = HostDma::new();
     let mut pool = host_pool(&dma);
     warm(&mut pool);
-    let mut held: [Option<DmaPage>; 32] = Default::default();
+    let mut burst: PageBurst<32> = PageBurst::new();
     measure(m, |rounds| {
         let t = Instant::now();
         for _ in 0..rounds * (POOL_ROUND / 32) {
-            for h in &mut held {
-                *h = pool.alloc();
-            }
-            black_box(&mut held);
-            for h in &mut held {
-                if let Some(p) = h.take() {
-                    pool.recycle(p, 64);
-                }
-            }
+            pool.alloc_bulk(&mut burst);
+            black_box(&mut burst);
+            pool.recycle_bulk(&mut burst, 64);
         }
         (t.elapsed(), rounds * POOL_ROUND)
     })
