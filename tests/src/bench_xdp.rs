@@ -20,7 +20,7 @@
 //!   port's), flushed once per poll; the target's reclaim after the polls returns the pages
 //!   through their pool's recycle ring, from which the pool's cache refills;
 //! - DROP with the RX hash: as DROP, with the shell hash and its type computed for every frame
-//!   and read by the program.
+//!   and read by the program, once by `onic-core`'s table path and once by `onic-accel`.
 //!
 //! Rounds are one NAPI budget (64 frames): the redirected pages of one round must fit the pool's
 //! recycle ring (128 pages), as they do when completions keep up with a NAPI poll. The RX drop
@@ -29,7 +29,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use onic_core::rss::ShellHasher;
+use onic_accel::{AccelHasher, Backend};
+use onic_core::rss::{RssKey, RxHasher, ShellHasher};
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 
 use crate::bench::{measure, rx_drop_driver_only, timer_overhead, Figure, Method, Sample, COMPARE_SIZES};
@@ -50,17 +51,22 @@ pub enum XdpPath {
     Tx,
     /// XDP_REDIRECT to the target.
     Redirect,
-    /// XDP_DROP after reading the RX hash, computed for every frame.
+    /// XDP_DROP after reading the RX hash, computed for every frame by the table path
+    /// (`onic_core::rss::ShellHasher`).
     DropWithHash,
+    /// The same with the hash from `onic-accel`'s carry-less multiplication (its `Clmul` backend
+    /// where the CPU has PCLMULQDQ, else the backend it chooses).
+    DropWithHashAccel,
 }
 
 /// The paths, with the names their figures carry.
-pub const XDP_PATHS: [(&str, XdpPath); 5] = [
+pub const XDP_PATHS: [(&str, XdpPath); 6] = [
     ("drop", XdpPath::Drop),
     ("pass", XdpPath::Pass),
     ("tx", XdpPath::Tx),
     ("redirect", XdpPath::Redirect),
     ("drop_rx_hash", XdpPath::DropWithHash),
+    ("drop_rx_hash_clmul", XdpPath::DropWithHashAccel),
 ];
 
 /// The rig settings of the XDP figures at `wire_len` bytes on the wire (FCS included).
@@ -79,7 +85,7 @@ pub fn xdp_rig_config(wire_len: usize, xdp: bool) -> RxRigConfig {
 fn xdp_rounds<'a, Prog: RawXdpProgram>(
     rig: &mut RxRig<'a, HostPool<'a>>,
     prog: &mut Prog,
-    hasher: Option<&ShellHasher>,
+    hasher: Option<&dyn RxHasher>,
     rounds: u64,
     overhead: Duration,
 ) -> (Duration, u64) {
@@ -120,6 +126,7 @@ pub fn xdp_driver_only(m: &Method, path: XdpPath, wire_len: usize) -> Sample {
     let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, xdp_pool).expect("xdp rig");
     let overhead = timer_overhead();
     let hasher = ShellHasher::default();
+    let accel = AccelHasher::with_backend(&RssKey::DEFAULT, Backend::Clmul).unwrap_or_default();
     let s = match path {
         XdpPath::Drop => {
             let mut p = |_: &mut XdpBuff<'_>| XdpAction::Drop;
@@ -140,12 +147,17 @@ pub fn xdp_driver_only(m: &Method, path: XdpPath, wire_len: usize) -> Sample {
             let mut p = |x: &mut XdpBuff<'_>| x.redirect(0);
             measure(m, |r| xdp_rounds(&mut rig, &mut p, None, r, overhead))
         }
-        XdpPath::DropWithHash => {
+        XdpPath::DropWithHash | XdpPath::DropWithHashAccel => {
             let mut p = |x: &mut XdpBuff<'_>| {
                 black_box(x.rx_hash().map(|h| h.value).unwrap_or(0));
                 XdpAction::Drop
             };
-            measure(m, |r| xdp_rounds(&mut rig, &mut p, Some(&hasher), r, overhead))
+            let h: &dyn RxHasher = if path == XdpPath::DropWithHash {
+                &hasher
+            } else {
+                &accel
+            };
+            measure(m, |r| xdp_rounds(&mut rig, &mut p, Some(h), r, overhead))
         }
     };
     check_verdicts(&rig, path);
@@ -171,7 +183,7 @@ fn check_verdicts<'a>(rig: &RxRig<'a, HostPool<'a>>, path: XdpPath) {
             "{path:?}: every verdict carried out"
         );
         let taken = match path {
-            XdpPath::Drop | XdpPath::DropWithHash => s.rx_xdp_drop,
+            XdpPath::Drop | XdpPath::DropWithHash | XdpPath::DropWithHashAccel => s.rx_xdp_drop,
             XdpPath::Pass => s.rx_xdp_pass,
             XdpPath::Tx => s.rx_xdp_tx,
             XdpPath::Redirect => s.rx_xdp_redirect,

@@ -21,7 +21,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig}
 use onic_core::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, RecycleRing};
 use onic_core::qdma::Doorbells;
 use onic_core::queue_pair::QueuePair;
-use onic_core::rss::ShellHasher;
+use onic_core::rss::RxHasher;
 use onic_core::rx::{PollOutcome, RxFrame, RxOptions, RxQueue, RxSink};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{
@@ -569,7 +569,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
     pub fn poll_xdp_all<Prog: RawXdpProgram>(
         &mut self,
         prog: &mut Prog,
-        hasher: Option<&ShellHasher>,
+        hasher: Option<&dyn RxHasher>,
     ) -> usize {
         let db = Doorbells::new(self.latch);
         let Self {

@@ -22,8 +22,9 @@ const NO_STD_TARGETS: [&str; 4] = [
     "thumbv7em-none-eabihf",
 ];
 
-/// The crates that must stay `no_std`.
-const NO_STD_CRATES: [&str; 3] = ["onic-hal", "onic-core", "onic-bpf"];
+/// The crates that must stay `no_std` (`onic-accel` falls back to the table path where its
+/// multiplication backends do not exist).
+const NO_STD_CRATES: [&str; 4] = ["onic-hal", "onic-core", "onic-accel", "onic-bpf"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
