@@ -1,10 +1,12 @@
 //! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
 //! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image;
-//! `cargo xtask fuzz` runs the fuzz targets.
+//! `cargo xtask fuzz` runs the fuzz targets; `cargo xtask bench-peers` compares `onic bench` with
+//! the DPDK peers side by side.
 
 mod bpf;
 mod fuzz;
 mod kmod;
+mod peers;
 mod qemu;
 mod vm;
 mod vmbench;
@@ -335,6 +337,7 @@ fn main() -> ExitCode {
         Some("kmod") => kmod::kmod(&args[1..]),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("bench-peers") => peers::bench_peers(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -349,11 +352,12 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),
-            fuzz::USAGE.trim_start_matches("usage: ")
+            fuzz::USAGE.trim_start_matches("usage: "),
+            peers::USAGE.trim_start_matches("usage: ")
         )),
     };
     match result {
