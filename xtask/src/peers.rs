@@ -110,10 +110,10 @@ const LINE_RATE: [(&str, &str, f64, &str); 2] = [
 
 /// The `onic bench` invocations giving our side of the comparisons.
 const OURS: [&[&str]; 4] = [
-    &["rx", "--only", "rx_drop_driver_only"],
-    &["pool", "--only", "pool_alloc_recycle"],
-    &["rss"],
-    &["xdp", "--only", "_64B"],
+    &["bench", "rx", "--only", "rx_drop_driver_only"],
+    &["bench", "pool", "--only", "pool_alloc_recycle"],
+    &["bench", "rss"],
+    &["bench", "xdp", "--only", "_64B"],
 ];
 
 pub fn bench_peers(args: &[String]) -> Result<(), String> {
