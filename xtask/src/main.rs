@@ -215,6 +215,8 @@ fn step_doc() -> Result<(), String> {
         "-p",
         "onic-core",
         "-p",
+        "onic-accel",
+        "-p",
         "onic-sim",
         "-p",
         "onic-bpf",
