@@ -903,19 +903,15 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         };
         if slot.is_none() {
             // The page left (to the OS, a TX ring, or a provider with nothing to give back):
-            // the spare takes its slot, and the pool gives the next spare now (if it has none,
-            // the next frame asks again).
+            // the spare takes its slot. The next frame asks the pool for the next spare, so a
+            // frame is dropped exactly when no replacement page can be had for it.
             *slot = self.spare.take();
-            self.spare = pool.alloc_page();
-            if self.spare.is_none() {
-                self.pages -= 1;
-            }
+            self.pages -= 1;
         }
     }
 
-    /// Gets the spare page from `pool` after it had none; `false` if it still has none.
-    #[cold]
-    #[inline(never)]
+    /// Gets the spare page from `pool`; `false` if it has none.
+    #[inline]
     fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
         self.spare = pool.alloc_page();
         if self.spare.is_some() {
@@ -1444,9 +1440,9 @@ mod tests {
         assert_eq!(rx.stats().to_os, 1);
         assert_eq!(os.len(), 1);
         assert_eq!(os[0].bytes()[256..256 + 91], frame(91, 2)[..]);
-        // 62 posted pages + 1 that went to the OS: the spare took its slot and the pool gave the
-        // next spare, so the queue holds 62 pages in slots and the spare.
-        assert_eq!(rx.pages_in_ring(), 63);
+        // 62 posted pages + 1 that went to the OS: the spare took its slot (the next frame asks
+        // for the next spare), so the ring still has 62 pages.
+        assert_eq!(rx.pages_in_ring(), 62);
         let counts = pool.page_counts(rx.pages_in_ring(), 0, rx.stats().to_os).unwrap();
         assert_eq!(counts.with_os, 1);
         for p in os {
