@@ -49,7 +49,8 @@ pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig,
 pub use device::Device;
 pub use error::{ConfigError, Error, QueueError, Result};
 pub use pool::{
-    NoPage, NoPages, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats, RecycleRing,
+    NoPage, NoPages, PageBurst, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats,
+    RecycleRing,
 };
 pub use queue_pair::{FrameSink, PairStats, QueuePair, Verdict};
 pub use rx::{PollOutcome, RxFrame, RxOptions, RxOutcome, RxQueue, RxSink, RxStats};

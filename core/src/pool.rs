@@ -82,6 +82,16 @@ pub trait PageProvider {
     /// the device.
     fn recycle_direct(&mut self, page: Self::Page, dirty_len: usize);
 
+    /// Takes a page back for reuse and hands a page out again at once: what the RX path does
+    /// when a frame was dropped or copied and its ring slot needs a page (the same call as
+    /// [`PageProvider::recycle_direct`] followed by [`PageProvider::alloc_page`]). A recycling
+    /// provider may return the same page, synced for the device as `recycle_direct` would sync
+    /// it, without the round trip through its cache; `None` as for `alloc_page`.
+    fn reuse(&mut self, page: Self::Page, dirty_len: usize) -> Option<Self::Page> {
+        self.recycle_direct(page, dirty_len);
+        self.alloc_page()
+    }
+
     /// Takes a page back that must not be reused (Linux: a page still referenced elsewhere); it is
     /// unmapped and returned to the allocator.
     fn release_page(&mut self, page: Self::Page);
@@ -325,6 +335,11 @@ pub struct PoolRecycleStats {
     pub released_refcnt: u64,
 }
 
+/// Pages recycled and handed out again in one step ([`PageProvider::reuse`]); counted once and
+/// reported as both a cached recycle and a fast allocation, which is what the step amounts to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Reused(u64);
+
 /// Everything a [`PagePool`] counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -438,6 +453,144 @@ impl PoolConfig {
     }
 }
 
+/// The pool's LIFO cache: `slots[..len]` hold pages, `slots[len..]` are empty. Kept as slots of
+/// `Option` (the same size as a page token) so that a burst of pages moves in or out as one slice
+/// swap with a [`PageBurst`], which keeps the same invariant.
+struct Cache<const N: usize> {
+    slots: [Option<DmaPage>; N],
+    len: usize,
+}
+
+impl<const N: usize> Cache<N> {
+    const fn new() -> Self {
+        Self {
+            slots: [const { None }; N],
+            len: 0,
+        }
+    }
+
+    const fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<DmaPage> {
+        let i = self.len.checked_sub(1)?;
+        self.len = i;
+        self.slots.get_mut(i)?.take()
+    }
+
+    #[inline]
+    fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(page);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(page),
+        }
+    }
+
+    /// Moves up to `room.len()` pages into `room` (empty slots); returns how many.
+    #[inline]
+    fn take_into(&mut self, room: &mut [Option<DmaPage>]) -> usize {
+        let n = room.len().min(self.len);
+        let from = self.len - n;
+        // Pages for empty slots: both sides keep their invariant.
+        room[..n].swap_with_slice(&mut self.slots[from..self.len]);
+        self.len = from;
+        n
+    }
+
+    /// Moves the pages of `full` (all `Some`) into the cache, as many as fit; returns how many
+    /// (the first ones of `full`, which are left empty).
+    #[inline]
+    fn put_from(&mut self, full: &mut [Option<DmaPage>]) -> usize {
+        let n = full.len().min(N - self.len);
+        let at = self.len;
+        self.slots[at..at + n].swap_with_slice(&mut full[..n]);
+        self.len = at + n;
+        n
+    }
+}
+
+/// A burst of pages taken from a [`PagePool`] or given back to it in one call
+/// ([`PagePool::alloc_bulk`], [`PagePool::recycle_bulk`]), for a caller that handles pages 32 at
+/// a time (an RX refill, a TX reclaim, a benchmark). Holds up to `N` pages, in order; pages move
+/// between a burst and the pool's cache as one slice swap, with no per-page bookkeeping beyond the
+/// DMA sync a recycled page needs.
+pub struct PageBurst<const N: usize> {
+    slots: [Option<DmaPage>; N],
+    len: usize,
+}
+
+impl<const N: usize> PageBurst<N> {
+    /// An empty burst.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            slots: [const { None }; N],
+            len: 0,
+        }
+    }
+
+    /// Pages held.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the burst holds no page.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The last page, taken out.
+    pub fn pop(&mut self) -> Option<DmaPage> {
+        let i = self.len.checked_sub(1)?;
+        let p = self.slots.get_mut(i)?.take();
+        self.len = i;
+        p
+    }
+
+    /// Adds a page at the end.
+    ///
+    /// # Errors
+    ///
+    /// The page comes back when the burst is full.
+    pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(page);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(page),
+        }
+    }
+
+    /// The pages, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &DmaPage> {
+        self.slots[..self.len].iter().flatten()
+    }
+}
+
+impl<const N: usize> Default for PageBurst<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for PageBurst<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PageBurst")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A page pool: pages mapped once, a context-local cache, a cross-context recycle ring, bulk
 /// refill from the HAL. No allocation; `CACHE` pages of cache are inline.
 ///
@@ -446,9 +599,10 @@ impl PoolConfig {
 pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     dma: D,
     cfg: PoolConfig,
-    cache: heapless::Vec<DmaPage, CACHE>,
+    cache: Cache<CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
     stats: PoolStats,
+    reused: Reused,
 }
 
 impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
@@ -459,9 +613,10 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         Self {
             dma,
             cfg: PoolConfig { bulk, ..cfg },
-            cache: heapless::Vec::new(),
+            cache: Cache::new(),
             ring,
             stats: PoolStats::default(),
+            reused: Reused(0),
         }
     }
 
@@ -600,6 +755,49 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         }
     }
 
+    /// Takes pages until `burst` is full: from the cache as one slice move; when the cache runs
+    /// dry, one page as [`PagePool::alloc`] takes it (which refills the cache from the recycle
+    /// ring or the HAL), then the cache again. Returns the pages added; fewer than the room only
+    /// when no page could be had.
+    pub fn alloc_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>) -> usize {
+        let before = burst.len;
+        loop {
+            let n = self.cache.take_into(&mut burst.slots[burst.len..]);
+            burst.len += n;
+            self.stats.alloc.fast += n as u64;
+            if burst.len >= N {
+                break;
+            }
+            let Some(p) = self.alloc_refill() else { break };
+            if let Err(p) = burst.push(p) {
+                // Cannot happen (checked the length); never drop a page.
+                self.recycle(p, 0);
+                break;
+            }
+        }
+        burst.len - before
+    }
+
+    /// Gives every page of `burst` back for reuse, each synced for the device over `dirty_len`
+    /// bytes as [`PagePool::recycle`] syncs it: into the cache as one slice move, the pages that
+    /// do not fit one at a time as [`PagePool::recycle`] handles a full cache. Leaves `burst`
+    /// empty.
+    pub fn recycle_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>, dirty_len: usize) {
+        let full = &mut burst.slots[..burst.len];
+        for p in full.iter().flatten() {
+            self.sync_dirty(p, dirty_len);
+        }
+        let n = self.cache.put_from(full);
+        self.stats.recycle.cached += n as u64;
+        for slot in &mut full[n..] {
+            if let Some(p) = slot.take() {
+                // Already synced.
+                self.recycle_spill(p);
+            }
+        }
+        burst.len = 0;
+    }
+
     /// The OS (running in the owning context) is done with a page the RX path handed it.
     pub fn return_from_os(&mut self, page: DmaPage, dirty_len: usize) {
         self.stats.os_returns += 1;
@@ -622,6 +820,8 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     #[must_use]
     pub fn stats(&self) -> PoolStats {
         let mut s = self.stats;
+        s.alloc.fast += self.reused.0;
+        s.recycle.cached += self.reused.0;
         if let Some(ring) = self.ring {
             let pushed = ring.pushed.load(Ordering::Relaxed);
             let full = ring.full.load(Ordering::Relaxed);
@@ -676,6 +876,15 @@ impl<D: DmaMemory, const CACHE: usize> PageProvider for PagePool<'_, D, CACHE> {
     #[inline]
     fn recycle_direct(&mut self, page: DmaPage, dirty_len: usize) {
         self.recycle(page, dirty_len);
+    }
+
+    /// The page itself, synced for the device over `dirty_len` bytes: recycling it into the
+    /// cache and taking it straight back out would give the same page.
+    #[inline]
+    fn reuse(&mut self, page: DmaPage, dirty_len: usize) -> Option<DmaPage> {
+        self.sync_dirty(&page, dirty_len);
+        self.reused.0 += 1;
+        Some(page)
     }
 
     fn release_page(&mut self, page: DmaPage) {
@@ -830,6 +1039,67 @@ mod tests {
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bulk_alloc_and_recycle_move_whole_bursts() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 8> = PagePool::new(card.dma(), PoolConfig { bulk: 8, ..cfg() }, None);
+        let mut burst: PageBurst<5> = PageBurst::new();
+        // An empty cache: one slow call brings 8 pages, 5 go into the burst.
+        assert_eq!(pool.alloc_bulk(&mut burst), 5);
+        assert_eq!(burst.len(), 5);
+        assert_eq!(pool.stats().pages_from_hal, 8);
+        assert_eq!(pool.available(), 3);
+        // Full: nothing more is taken.
+        assert_eq!(pool.alloc_bulk(&mut burst), 0);
+        let addrs: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        pool.recycle_bulk(&mut burst, 100);
+        assert!(burst.is_empty());
+        assert_eq!(pool.available(), 8);
+        // Each page was synced over its 100 dirty bytes.
+        assert_eq!(card.dma_stats().syncs_for_device, 5);
+        assert_eq!(pool.stats().recycle.cached, 5);
+        // Taken again: the same pages come back out.
+        assert_eq!(pool.alloc_bulk(&mut burst), 5);
+        let mut again: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        let mut want = addrs.clone();
+        again.sort_unstable_by_key(|a| a.get());
+        want.sort_unstable_by_key(|a| a.get());
+        assert_eq!(again, want);
+        // A second burst: 3 pages from the cache, then a slow call of 8 (one page returned, 7
+        // cached), then one more from the cache.
+        let mut other: PageBurst<5> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut other), 5);
+        assert_eq!(pool.stats().pages_from_hal, 16);
+        assert_eq!(pool.available(), 6);
+        // Both back into a cache of 8: what does not fit spills (no ring: back to the HAL).
+        pool.recycle_bulk(&mut burst, 0);
+        assert_eq!(pool.stats().recycle.cache_full, 3);
+        pool.recycle_bulk(&mut other, 0);
+        assert_eq!(pool.stats().recycle.cache_full, 8);
+        assert_eq!(pool.available(), 8);
+        assert_eq!(pool.stats().live_pages(), 8);
+        assert_eq!(pool.page_counts(0, 0, 0).unwrap().in_pool, 8);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn miri_bulk_alloc_stops_when_no_page_can_be_had() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
+        let mut burst: PageBurst<6> = PageBurst::new();
+        card.faults().fail_next_page_allocs(1);
+        assert_eq!(pool.alloc_bulk(&mut burst), 0);
+        assert_eq!(pool.stats().hal_alloc_failures, 1);
+        // Two slow calls of 4 pages: 6 in the burst, 2 cached.
+        assert_eq!(pool.alloc_bulk(&mut burst), 6);
+        assert_eq!(pool.available(), 2);
+        pool.recycle_bulk(&mut burst, 0);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
     }
 
     #[test]

@@ -42,9 +42,11 @@
 //!
 //! # Refill
 //!
-//! A received page leaves its slot only when a replacement page is there to take its place; when
-//! the pool has none, the frame is dropped and counted and its own page stays in the slot, so the
-//! ring never loses a buffer. Slots are handed back to the device in batches (one C2H PIDX
+//! A received page leaves its slot only when a replacement page is there to take its place (the
+//! queue keeps one spare page for that); when the pool has none, the frame is dropped and counted
+//! and its own page stays in the slot, so the ring never loses a buffer. A page whose frame was
+//! dropped or copied stays in its slot ([`PageProvider::reuse`]) and the spare waits for the next
+//! frame, so the drop path makes no round trip through the pool. Slots are handed back to the device in batches (one C2H PIDX
 //! doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
 //! 256 of them to the device, every page in the ring is posted: the pages are allocated anyway,
 //! and a device with the whole ring available absorbs longer bursts before it drops for lack of
@@ -125,6 +127,7 @@ pub trait RxSink<P: PageProvider> {
 }
 
 impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> RxOutcome<P::Page>> RxSink<P> for T {
+    #[inline]
     fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
         self(frame, pool)
     }
@@ -333,7 +336,9 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     tail: u16,
     /// Descriptors posted (between head and tail).
     posted: u16,
-    /// Slots holding a page.
+    /// A page ready to replace the next received page that leaves its slot.
+    spare: Option<Pg>,
+    /// Pages held: in slots, plus the spare.
     pages: u32,
     /// Next completion entry to read.
     cmpt_cidx: u16,
@@ -408,6 +413,7 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
             head: 0,
             tail: 0,
             posted: 0,
+            spare: None,
             pages: 0,
             cmpt_cidx: 0,
             cmpt_acked: 0,
@@ -456,12 +462,38 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// Posts pages into every free slot (up to all but one, so that "full" differs from "empty"),
     /// without a doorbell. Returns the descriptors posted in total.
     fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
-        // Indices in locals: the slot and descriptor writes below cannot change them.
         let target = self.didx.len() - 1;
-        let mut tail = self.tail;
-        let mut posted = self.posted;
-        while posted < target {
-            let slot = &mut self.slots[usize::from(tail)];
+        while self.posted < target {
+            // A run of slots up to the end of the ring, written with one bounds check.
+            let tail = self.tail;
+            let run = (target - self.posted)
+                .min(self.didx.len() - tail)
+                .min(REFILL_BATCH_MAX);
+            let mut words = [0u64; REFILL_BATCH_MAX as usize];
+            let n = self.stage(tail, &mut words[..usize::from(run)], pool);
+            // CAST: n <= run, a u16.
+            let n16 = n as u16;
+            self.desc
+                .write_u64s(C2H_DESC_BYTES * usize::from(tail), C2H_DESC_BYTES, &words[..n]);
+            self.tail = self.didx.add(tail, n16);
+            self.posted += n16;
+            if n16 < run {
+                break;
+            }
+        }
+        self.posted
+    }
+
+    /// The descriptors of `words.len()` slots from `tail` (which do not cross the end of the ring),
+    /// each slot given a page from `pool` if it has none; returns how many are ready (all but
+    /// those from the first slot left without a page).
+    #[inline]
+    fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, words: &mut [u64], pool: &mut P) -> usize {
+        let start = usize::from(tail);
+        let Some(slots) = self.slots.get_mut(start..start + words.len()) else {
+            return 0;
+        };
+        for (i, (slot, w)) in slots.iter_mut().zip(words.iter_mut()).enumerate() {
             if slot.is_none() {
                 match pool.alloc_page() {
                     Some(p) => {
@@ -470,7 +502,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
                     }
                     None => {
                         self.stats.refill_alloc_failures += 1;
-                        break;
+                        return i;
                     }
                 }
             }
@@ -478,16 +510,11 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
                 .as_ref()
                 .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))
             else {
-                break;
+                return i;
             };
-            self.desc
-                .write_u64(C2H_DESC_BYTES * usize::from(tail), C2hDesc::new(addr).to_word());
-            tail = self.didx.next(tail);
-            posted += 1;
+            *w = C2hDesc::new(addr).to_word();
         }
-        self.tail = tail;
-        self.posted = posted;
-        posted
+        words.len()
     }
 
     /// Posts what can be posted and, if anything was, hands it to the device with one doorbell.
@@ -545,28 +572,47 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         let mut cidx = self.cmpt_cidx;
         let mut color = self.color;
         let mut tally = Tally::default();
+        let mut words = [0u64; REFILL_BATCH_MAX as usize];
         while done < budget && cidx != pidx {
-            let off = self.cmpt_stride * usize::from(cidx);
-            let entry = CmptEntry::from_word(self.cmpt.read_u64(off));
-            if Color::from_bit(entry.color()) != color {
-                self.stats.cmpt_not_ready += 1;
-                not_ready = true;
-                break;
-            }
-            // The entry is the device's; everything it describes (the frame data) is read after
-            // it.
+            // A batch of entries: read and checked for their color first, then handled.
+            let n = self.batch_len(cidx, pidx, budget - done);
+            let ready = self.read_batch(cidx, color, &mut words[..n]);
+            // The entries are the device's; everything they describe (the frame data) is read
+            // after them.
             fence(Ordering::Acquire);
-            cidx = self.cring.next(cidx);
-            if cidx == 0 {
+            let mut taken = 0u16;
+            let mut failed = None;
+            for &word in &words[..ready] {
+                taken += 1;
+                match self.complete(CmptEntry::from_word(word), pool, sink, &mut tally) {
+                    Ok(true) => {}
+                    // The general path may have taken several descriptors: check for a refill
+                    // before going on.
+                    Ok(false) => break,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            // A batch never crosses the end of the ring: reaching it wraps to 0 and flips the
+            // color.
+            cidx = self.cring.add(cidx, taken);
+            if cidx == 0 && taken > 0 {
                 color = color.flip();
             }
-            done += 1;
-            if let Err(e) = self.complete(entry, pool, sink, &mut tally) {
+            done += usize::from(taken);
+            if let Some(e) = failed {
                 self.cmpt_cidx = cidx;
                 self.color = color;
                 self.stats.add(tally);
                 self.fail(e);
                 return self.outcome(done, false, false);
+            }
+            if usize::from(taken) == ready && ready < n {
+                self.stats.cmpt_not_ready += 1;
+                not_ready = true;
+                break;
             }
             if self.deficit() >= self.opts.refill_batch {
                 // Every descriptor handed back may come back as a completion before the next
@@ -707,29 +753,58 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         WbStatus::from_word(self.cmpt.read_u64(off))
     }
 
+    /// Entries of the next batch from `cidx`: up to the producer index `pidx`, `budget`, the end
+    /// of the ring (where the color flips), [`REFILL_BATCH_MAX`], and the next refill (the
+    /// descriptors still to consume before the deficit reaches the refill batch; at least one).
+    #[inline]
+    fn batch_len(&self, cidx: u16, pidx: u16, budget: usize) -> usize {
+        let to_refill = self.opts.refill_batch.saturating_sub(self.deficit()).max(1);
+        let n = self
+            .cring
+            .distance(cidx, pidx)
+            .min(self.cring.len() - cidx)
+            .min(to_refill)
+            .min(REFILL_BATCH_MAX);
+        usize::from(n).min(budget)
+    }
+
+    /// Reads `words.len()` completion entries from `cidx` (which do not cross the end of the
+    /// ring); returns how many carry `color`, the ones before the first that does not (not yet
+    /// visible).
+    #[inline]
+    fn read_batch(&self, cidx: u16, color: Color, words: &mut [u64]) -> usize {
+        let stride = self.cmpt_stride;
+        self.cmpt.read_u64s(stride * usize::from(cidx), stride, words);
+        words
+            .iter()
+            .position(|&w| Color::from_bit(CmptEntry::from_word(w).color()) != color)
+            .unwrap_or(words.len())
+    }
+
     /// Handles one completion entry: validation, descriptor accounting, delivery or drop.
+    /// Returns `true` for a good single-buffer frame (exactly one descriptor taken).
     ///
     /// The common case is tested first, with the same checks folded into one comparison: no
     /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
     /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
     /// every check of the general path below, which handles everything else.
-    #[inline]
+    #[inline(always)]
     fn complete<P: PageProvider<Page = Pg>, S: RxSink<P>>(
         &mut self,
         entry: CmptEntry,
         pool: &mut P,
         sink: &mut S,
         tally: &mut Tally,
-    ) -> Result<(), QueueError> {
+    ) -> Result<bool, QueueError> {
         let len = u32::from(entry.pkt_len());
         if !entry.err() && self.posted > 0 && len.wrapping_sub(1) < self.single_limit {
             let first = self.head;
             self.head = self.didx.next(first);
             self.posted -= 1;
             self.deliver(first, len, pool, sink, tally);
-            return Ok(());
+            return Ok(true);
         }
-        self.complete_general(entry, pool, sink, tally)
+        self.complete_general(entry, pool, sink, tally).map(|()| false)
     }
 
     /// [`RxQueue::complete`] for anything but a good single-buffer frame.
@@ -778,9 +853,12 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         Ok(())
     }
 
-    /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`, with a fresh
-    /// page taking its place in the slot; without one the frame is dropped and its page stays.
-    #[inline]
+    /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
+    /// its place must be at hand first (the spare); without one the frame is dropped and its page
+    /// stays. A frame the sink gives back leaves its page in the slot (through
+    /// [`PageProvider::reuse`], which syncs what was written), so the spare is only used up when
+    /// the page goes elsewhere. Always inlined: it is the body of the RX loop.
+    #[inline(always)]
     fn deliver<P: PageProvider<Page = Pg>, S: RxSink<P>>(
         &mut self,
         first: u16,
@@ -789,13 +867,13 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         sink: &mut S,
         tally: &mut Tally,
     ) {
-        let Some(fresh) = pool.alloc_page() else {
+        if self.spare.is_none() && !self.take_spare(pool) {
             self.stats.rx_no_page += 1;
             return;
-        };
-        let Some(page) = self.slots[usize::from(first)].replace(fresh) else {
-            // Unreachable (a posted slot always holds a page); the slot has one now.
-            self.pages += 1;
+        }
+        let slot = &mut self.slots[usize::from(first)];
+        let Some(page) = slot.take() else {
+            // Unreachable (a posted slot always holds a page); the next refill fills it.
             return;
         };
         // Only the bytes the device wrote are handed to the CPU.
@@ -808,20 +886,46 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             offset: RX_HEADROOM as u16,
             len: len as u16,
         };
-        match sink.receive(frame, pool) {
+        *slot = match sink.receive(frame, pool) {
             RxOutcome::Recycle(f) => {
                 tally.recycled += 1;
                 let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);
-                pool.recycle_direct(f.page, end.max(len as usize));
+                pool.reuse(f.page, end.max(len as usize))
             }
-            RxOutcome::ToOs => tally.to_os += 1,
-            RxOutcome::ToTx => tally.to_tx += 1,
+            RxOutcome::ToOs => {
+                tally.to_os += 1;
+                None
+            }
+            RxOutcome::ToTx => {
+                tally.to_tx += 1;
+                None
+            }
+        };
+        if slot.is_none() {
+            // The page left (to the OS, a TX ring, or a provider with nothing to give back):
+            // the spare takes its slot. The next frame asks the pool for the next spare, so a
+            // frame is dropped exactly when no replacement page can be had for it.
+            *slot = self.spare.take();
+            self.pages -= 1;
         }
+    }
+
+    /// Gets the spare page from `pool`; `false` if it has none.
+    #[inline]
+    fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
+        self.spare = pool.alloc_page();
+        if self.spare.is_some() {
+            self.pages += 1;
+        }
+        self.spare.is_some()
     }
 
     /// Returns every page in the ring to `pool`. Only for a queue whose contexts are invalidated
     /// (or a device that is gone): the device must no longer write the pages.
     pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+        if let Some(p) = self.spare.take() {
+            pool.recycle_direct(p, 0);
+        }
         for slot in self.slots.iter_mut().take(usize::from(self.didx.len())) {
             if let Some(p) = slot.take() {
                 pool.recycle_direct(p, 0);
@@ -961,7 +1065,8 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         self.cmpt.dma_addr()
     }
 
-    /// Pages held in ring slots (posted, or waiting for the next refill).
+    /// Pages held in ring slots (posted, or waiting for the next refill), and the spare page that
+    /// replaces the next received page leaving its slot.
     #[must_use]
     pub const fn pages_in_ring(&self) -> u64 {
         self.pages as u64
@@ -1095,9 +1200,10 @@ mod tests {
         assert_eq!(card.dma_stats().syncs_for_cpu, syncs + 3);
         assert_eq!(rx.stats().rx_packets, 3);
         assert_eq!(rx.stats().rx_bytes, 60 + 160 + 260);
-        // Each received page was replaced in its slot: the ring still holds 62 pages, 59 of them
-        // posted (3 free descriptors are below the refill batch of 7, so not yet handed back).
-        assert_eq!(rx.pages_in_ring(), 62);
+        // Each received page went back into its slot: the ring still holds 62 pages, 59 of them
+        // posted (3 free descriptors are below the refill batch of 7, so not yet handed back),
+        // and the queue holds the spare page it took before the first delivery.
+        assert_eq!(rx.pages_in_ring(), 63);
         assert_eq!(rx.posted(), 59);
         let counts = pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap();
         assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
@@ -1334,7 +1440,8 @@ mod tests {
         assert_eq!(rx.stats().to_os, 1);
         assert_eq!(os.len(), 1);
         assert_eq!(os[0].bytes()[256..256 + 91], frame(91, 2)[..]);
-        // 62 posted pages + 1 that went to the OS; the ring still has 62 pages.
+        // 62 posted pages + 1 that went to the OS: the spare took its slot (the next frame asks
+        // for the next spare), so the ring still has 62 pages.
         assert_eq!(rx.pages_in_ring(), 62);
         let counts = pool.page_counts(rx.pages_in_ring(), 0, rx.stats().to_os).unwrap();
         assert_eq!(counts.with_os, 1);

@@ -21,19 +21,37 @@ pub struct BenchArgs {
     /// (datapath groups).
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Run every datapath workload exactly this many rounds (1..=1000000000), once (no
+    /// calibration, no repetitions): the work is then the same on every machine, for instruction
+    /// counts under `valgrind --tool=callgrind`.
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Run only the figures whose names contain this (datapath groups), e.g.
+    /// `--only rx_drop_driver_only`.
+    #[arg(long)]
+    only: Option<String>,
+    /// Write SVG charts of the measured tables into this directory (see `docs/benchmarks.md`).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<std::path::PathBuf>,
+    /// With --plot: also chart the `figure ours peer ratio` lines of this file (written by
+    /// `cargo xtask bench-peers`).
+    #[arg(long, value_name = "FILE", requires = "plot")]
+    peers: Option<std::path::PathBuf>,
 }
 
-fn print(figs: &[Figure]) {
+fn print(figs: &[Figure], all: &mut crate::plot::Figures) {
     for f in figs {
+        all.insert(f.name.clone(), f.value);
         outln!("{} {:.3} {}", f.name, f.value, f.unit);
         outln!(
-            "# {} median {:.3} {} spread {:.1}% undisturbed {}/{}",
+            "# {} median {:.3} {} spread {:.1}% undisturbed {}/{} ops {}",
             f.name,
             f.median,
             f.unit,
             f.spread_pct,
             f.clean.0,
-            f.clean.1
+            f.clean.1,
+            f.ops
         );
     }
 }
@@ -54,30 +72,37 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "milliseconds of wall time per repetition",
     )?;
     in_range("--reps", args.reps, 1, 1000, "repetitions per figure")?;
+    if let Some(r) = args.rounds {
+        in_range("--rounds", r, 1, 1_000_000_000, "rounds of each workload")?;
+    }
     let m = Method {
         rep: Duration::from_millis(args.rep_ms),
         reps: args.reps,
+        rounds: args.rounds,
+        // Lives as long as the run; leaked once.
+        only: args.only.clone().map(|o| &*Box::leak(o.into_boxed_str())),
     };
     let wanted = |g: &str| args.groups.is_empty() || args.groups.iter().any(|a| a == g);
+    let mut all = crate::plot::Figures::new();
     outln!(
         "# method: best of {} undisturbed repetitions of ~{} ms wall time each; driver-only figures time only the driver's calls",
         m.reps, args.rep_ms
     );
     if wanted("rx") {
-        print(&bench::rx(&m));
+        print(&bench::rx(&m), &mut all);
     }
     if wanted("tx") {
-        print(&bench::tx(&m));
+        print(&bench::tx(&m), &mut all);
     }
     if wanted("pool") {
-        print(&bench::pool(&m));
+        print(&bench::pool(&m), &mut all);
     }
     if wanted("scaling") {
-        print(&bench::scaling(&m));
+        print(&bench::scaling(&m), &mut all);
     }
     if wanted("compare") {
         let (figs, rows) = bench::compare(&m);
-        print(&figs);
+        print(&figs, &mut all);
         for line in bench::compare_table(&rows).lines() {
             outln!("# {line}");
         }
@@ -85,11 +110,26 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if wanted("rss") {
         for (name, value, unit) in crate::bench_rss::run() {
             outln!("{name} {value:.3} {unit}");
+            all.insert(name, value);
         }
     }
     if wanted("xdp") {
-        for (name, value, unit) in crate::bench_xdp::run()? {
-            outln!("{name} {value:.3} {unit}");
+        print(&onic_tests::bench_xdp::xdp(&m), &mut all);
+        // The figures with the model in the loop and the object path: not with a selection or a
+        // fixed number of rounds (they run their own loops).
+        if m.only.is_none() && m.rounds.is_none() {
+            for (name, value, unit) in crate::bench_xdp::run()? {
+                outln!("{name} {value:.3} {unit}");
+            }
+        }
+    }
+    if let Some(dir) = &args.plot {
+        let peers = match &args.peers {
+            Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
+            None => None,
+        };
+        for f in crate::plot::write_all(dir, &all, peers.as_deref())? {
+            outln!("# plot: {}", dir.join(f).display());
         }
     }
     Ok(())

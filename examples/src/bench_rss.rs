@@ -1,4 +1,5 @@
-//! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference.
+//! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference, and
+//! the shell hash through `onic-accel` (carry-less multiplication where the CPU has it).
 //!
 //! Method (the same as the DPDK peer's `peer_bench.h`, so figures compare side by side):
 //! 1. calibrate: double the iteration count until one run takes at least 20 ms;
@@ -18,6 +19,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use onic_accel::{AccelHasher, Backend};
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
 use onic_tests::rss_inputs::{frames, tuples, Rng, INPUTS};
@@ -71,6 +73,16 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
     // The shell's hash, default (RTL reset) key.
     let key = RssKey::DEFAULT;
     let h = ShellHasher::new(&key);
+    // `onic-accel` on every backend this CPU runs (the one it chooses by itself is named in a
+    // comment line).
+    println!(
+        "# onic-accel chooses the {} backend on this CPU",
+        AccelHasher::new(&key).backend().name()
+    );
+    let backends: Vec<(&str, AccelHasher)> = [Backend::Table, Backend::Clmul, Backend::ClmulGfni]
+        .into_iter()
+        .filter_map(|b| Some((b.name(), AccelHasher::with_backend(&key, b)?)))
+        .collect();
     for (name, proto) in [("ipv4_tcp", 6u8), ("ipv4_udp", 17)] {
         let fr = frames(proto, &mut rng);
         let ptrs: Vec<&[u8]> = fr.iter().map(|f| &f[..]).collect();
@@ -102,6 +114,19 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
             }
             u64::from(acc)
         });
+        let accel = |hasher: &AccelHasher| {
+            measure(1, |iters| {
+                let fr = black_box(&fr);
+                let mut acc = 0u32;
+                for i in 0..iters as usize {
+                    acc = acc.wrapping_add(fold(hasher.hash_frame(&fr[i & MASK])));
+                }
+                u64::from(acc)
+            })
+        };
+        for (backend, h) in &backends {
+            out.push((format!("rss_shell_{name}_accel_{backend}"), accel(h), UNIT));
+        }
         out.push((format!("rss_shell_{name}_table"), table, UNIT));
         out.push((format!("rss_shell_{name}_table_batch32"), batch, UNIT));
         out.push((format!("rss_shell_{name}_reference"), reference, UNIT));

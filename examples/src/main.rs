@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod bench_xdp;
+mod plot;
 mod replay;
 mod rss;
 mod run;

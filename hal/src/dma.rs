@@ -445,6 +445,59 @@ impl<D: DmaMemory> CoherentRegion<D> {
         // SAFETY: as in `read_u64`.
         unsafe { p.cast::<u64>().write_volatile(value.to_le()) };
     }
+
+    /// The start of `count` 8-byte entries `stride` bytes apart from `offset`, after one check
+    /// that all of them are aligned and inside the region.
+    fn run_at(&self, offset: usize, stride: usize, count: usize) -> *mut u8 {
+        let raw = self.raw();
+        let end = count
+            .checked_sub(1)
+            .and_then(|last| stride.checked_mul(last))
+            .and_then(|span| span.checked_add(offset))
+            .and_then(|last_at| last_at.checked_add(8));
+        assert!(
+            offset.is_multiple_of(8) && stride.is_multiple_of(8) && end.is_none_or(|end| end <= raw.len),
+            "coherent access of {count} entries of 8 bytes every {stride} bytes from {offset:#x} outside a \
+             region of {:#x} bytes",
+            raw.len
+        );
+        raw.cpu.as_ptr()
+    }
+
+    /// Reads `out.len()` little-endian `u64`s at `offset`, `offset + stride`, ... (all 8-byte
+    /// aligned), with one bounds check for the whole run: the batch form of
+    /// [`read_u64`](Self::read_u64) for a ring's entries.
+    ///
+    /// # Panics
+    ///
+    /// If an access would be misaligned or outside the region (a driver bug).
+    pub fn read_u64s(&self, offset: usize, stride: usize, out: &mut [u64]) {
+        let base = self.run_at(offset, stride, out.len());
+        for (i, o) in out.iter_mut().enumerate() {
+            // SAFETY: `run_at` checked that every entry `offset + i * stride` (i < out.len()) is
+            // 8-byte aligned and ends inside the region, so the pointer stays in the allocation;
+            // the memory is valid for volatile access for the life of the token.
+            *o = u64::from_le(unsafe { base.add(offset + i * stride).cast::<u64>().read_volatile() });
+        }
+    }
+
+    /// Writes `values` little-endian at `offset`, `offset + stride`, ... (all 8-byte aligned),
+    /// with one bounds check for the whole run: the batch form of [`write_u64`](Self::write_u64).
+    ///
+    /// # Panics
+    ///
+    /// As [`read_u64s`](Self::read_u64s).
+    pub fn write_u64s(&self, offset: usize, stride: usize, values: &[u64]) {
+        let base = self.run_at(offset, stride, values.len());
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: as in `read_u64s`.
+            unsafe {
+                base.add(offset + i * stride)
+                    .cast::<u64>()
+                    .write_volatile(v.to_le())
+            };
+        }
+    }
 }
 
 impl<D: DmaMemory> Drop for CoherentRegion<D> {

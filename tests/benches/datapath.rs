@@ -1,8 +1,9 @@
 //! Criterion benches of the datapath, kernel for kernel the workloads of `onic bench`
 //! (`onic_tests::bench`): the driver-only RX drop and to-OS paths, the TX path, the page pool,
 //! queue and ring-size scaling, and the page-per-packet baseline against the pool at the
-//! comparison's frame sizes. Driver-only benches time only the driver's calls (the device side
-//! runs between timed regions, see `onic_tests::rig`).
+//! comparison's frame sizes, and the driver-only XDP verdict paths (`onic_tests::bench_xdp`) beside
+//! the RX drop path of the same rig. Driver-only benches time only the driver's calls (the device
+//! side runs between timed regions, see `onic_tests::rig`).
 //!
 //! Run: `cargo bench -p onic-tests --bench datapath` (a group: append its name, e.g. `-- pool`).
 
@@ -12,10 +13,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use onic_core::pool::PageProvider;
+use onic_core::pool::{PageBurst, PageProvider};
 use onic_core::rx::{RxFrame, RxOutcome};
 use onic_hal::{Direction, DmaPage};
-use onic_tests::bench::{ring_sizes, timer_overhead, COMPARE_SIZES, SCALING_QUEUES};
+use onic_tests::bench::{
+    ring_sizes, rx_drop_driver_only, timer_overhead, Method, COMPARE_SIZES, SCALING_QUEUES,
+};
+use onic_tests::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
 use onic_tests::hostdma::HostDma;
 use onic_tests::rig::{
     host_pool, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots,
@@ -56,7 +60,7 @@ fn drop_bench(c: &mut Criterion, group: &str, id: BenchmarkId, cfg: RxRigConfig)
     let dma = HostDma::new();
     let latch = DoorbellLatch::new();
     let mut slots = RxSlots::new(&cfg);
-    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rig");
+    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rig");
     let overhead = timer_overhead();
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(round_packets(&cfg)));
@@ -132,17 +136,11 @@ fn bench_pool(c: &mut Criterion) {
     });
     g.throughput(Throughput::Elements(32));
     g.bench_function("alloc_recycle_burst32", |b| {
-        let mut held: [Option<DmaPage>; 32] = Default::default();
+        let mut burst: PageBurst<32> = PageBurst::new();
         b.iter(|| {
-            for h in &mut held {
-                *h = pool.alloc();
-            }
-            black_box(&mut held);
-            for h in &mut held {
-                if let Some(p) = h.take() {
-                    pool.recycle(p, 64);
-                }
-            }
+            pool.alloc_bulk(&mut burst);
+            black_box(&mut burst);
+            pool.recycle_bulk(&mut burst, 64);
         });
     });
     let mut base = PagePerPacket::new(&dma, Direction::FromDevice);
@@ -214,7 +212,7 @@ fn bench_compare(c: &mut Criterion) {
         {
             let latch = DoorbellLatch::new();
             let mut slots = RxSlots::new(&cfg);
-            let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d| {
+            let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| {
                 PagePerPacket::new(d, Direction::FromDevice)
             })
             .expect("rig");
@@ -224,7 +222,7 @@ fn bench_compare(c: &mut Criterion) {
         {
             let latch = DoorbellLatch::new();
             let mut slots = RxSlots::new(&cfg);
-            let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rig");
+            let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rig");
             copy_bench(&mut g, BenchmarkId::new("pool", size), &mut rig);
             drop(rig.finish());
         }
@@ -232,9 +230,35 @@ fn bench_compare(c: &mut Criterion) {
     g.finish();
 }
 
+/// The XDP verdict paths at 64 and 1518 bytes, each figure from the same workload as `onic bench
+/// xdp` (criterion's iteration count is the number of rounds).
+fn bench_xdp(c: &mut Criterion) {
+    let mut g = c.benchmark_group("xdp");
+    g.throughput(Throughput::Elements(XDP_ROUND as u64));
+    for size in [64, 1518] {
+        g.bench_function(BenchmarkId::new("rx_drop_no_xdp", size), |b| {
+            b.iter_custom(|iters| rx_drop_driver_only(&rounds(iters), xdp_rig_config(size, false)).total())
+        });
+        for (name, path) in XDP_PATHS {
+            g.bench_function(BenchmarkId::new(name, size), |b| {
+                b.iter_custom(|iters| xdp_driver_only(&rounds(iters), path, size).total())
+            });
+        }
+    }
+    g.finish();
+}
+
+/// A method running exactly `iters` rounds once.
+fn rounds(iters: u64) -> Method {
+    Method {
+        rounds: Some(iters),
+        ..Method::default()
+    }
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_rx, bench_tx, bench_pool, bench_scaling, bench_compare
+    targets = bench_rx, bench_tx, bench_pool, bench_scaling, bench_compare, bench_xdp
 }
 criterion_main!(benches);

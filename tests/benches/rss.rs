@@ -1,5 +1,6 @@
 //! RSS hash throughput: the shell hash per IPv4 TCP/UDP frame and Toeplitz per IPv4 / IPv6
-//! 4-tuple, table-driven beside the bit-serial reference, one at a time and in batches of 32.
+//! 4-tuple, table-driven beside the bit-serial reference, one at a time and in batches of 32, and
+//! the shell hash by `onic-accel`'s carry-less multiplication where the CPU has it.
 //!
 //! Inputs are the 4096 pseudo-random frames or tuples of `onic_tests::rss_inputs` (the same as
 //! `onic bench rss`), visited in order, so nothing is hoisted out of the loop; consecutive hashes
@@ -12,6 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use onic_accel::{AccelHasher, Backend};
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
 use onic_tests::rss_inputs::{frames, tuples, Rng, INPUTS};
@@ -101,6 +103,19 @@ fn bench_shell(c: &mut Criterion) {
             },
             |i| each(i, reference),
         );
+        // onic-accel's carry-less multiplication, where this CPU has it.
+        if let Some(clmul) = AccelHasher::with_backend(&key, Backend::Clmul) {
+            let mut g = c.benchmark_group(format!("shell_hash/{name}"));
+            g.throughput(Throughput::Elements(1));
+            g.bench_function("accel_clmul", |b| {
+                let mut i = 0;
+                b.iter(|| {
+                    i = (i + 1) & MASK;
+                    clmul.hash_frame(&fr[black_box(i)]).value
+                });
+            });
+            g.finish();
+        }
     }
 }
 

@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx};
-use onic_core::pool::{PageProvider, RecycleRing};
+use onic_core::pool::{PageBurst, PageProvider, RecycleRing};
 use onic_core::queue_pair::Verdict;
 use onic_core::rx::{RxFrame, RxOutcome, RxSink};
 use onic_core::tx::TxDone;
@@ -39,8 +39,8 @@ use onic_sim::{Card, CardConfig, SimDma, Wire};
 use crate::datapath::{start_pair, HFrame, HPair, Setup};
 use crate::hostdma::HostDma;
 use crate::rig::{
-    host_pool, test_frame, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig,
-    TxSlots,
+    host_pool, test_frame, xdp_pool, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots,
+    TxRig, TxSlots,
 };
 
 /// The benchmark groups, in the order `onic bench` runs them.
@@ -59,6 +59,12 @@ pub struct Method {
     pub rep: Duration,
     /// Repetitions; the fastest and the median are reported.
     pub reps: usize,
+    /// Run each workload exactly this many rounds, once, with no calibration and no repetition:
+    /// for counting instructions (`valgrind --tool=callgrind`), where the work must not depend
+    /// on how fast the machine happens to be.
+    pub rounds: Option<u64>,
+    /// Run only the workloads whose figure names contain this (all when `None`).
+    pub only: Option<&'static str>,
 }
 
 impl Default for Method {
@@ -66,7 +72,17 @@ impl Default for Method {
         Self {
             rep: Duration::from_millis(20),
             reps: 5,
+            rounds: None,
+            only: None,
         }
+    }
+}
+
+impl Method {
+    /// Whether the workload behind figure `name` is to run ([`Method::only`]).
+    #[must_use]
+    pub fn wants(&self, name: &str) -> bool {
+        self.only.is_none_or(|o| name.contains(o))
     }
 }
 
@@ -83,6 +99,17 @@ pub struct Sample {
     pub clean: usize,
     /// Repetitions run in all.
     pub attempts: usize,
+    /// Operations (packets, pages, hashes) of the fastest repetition.
+    pub ops: u64,
+}
+
+impl Sample {
+    /// The timed wall time of the fastest repetition ([`Sample::best`] times [`Sample::ops`]):
+    /// what a criterion `iter_custom` returns.
+    #[must_use]
+    pub fn total(&self) -> Duration {
+        Duration::from_secs_f64(self.best * self.ops as f64 / 1e9)
+    }
 }
 
 /// One figure: `name value unit`, with the median and spread of the repetitions.
@@ -100,6 +127,8 @@ pub struct Figure {
     pub spread_pct: f64,
     /// Undisturbed repetitions / repetitions run.
     pub clean: (usize, usize),
+    /// Operations timed in the fastest repetition (packets, pages, hashes).
+    pub ops: u64,
 }
 
 impl Figure {
@@ -113,6 +142,7 @@ impl Figure {
             median: s.median,
             spread_pct: 100.0 * (s.worst - s.best) / s.median,
             clean: (s.clean, s.attempts),
+            ops: s.ops,
         }
     }
 
@@ -126,6 +156,7 @@ impl Figure {
             median: 1e3 / s.median,
             spread_pct: 100.0 * (s.worst - s.best) / s.median,
             clean: (s.clean, s.attempts),
+            ops: s.ops,
         }
     }
 }
@@ -163,6 +194,18 @@ pub const CLEAN_WAIT_SHARE: f64 = 0.01;
 /// repeated, up to eight times [`Method::reps`] attempts in all. If too few clean repetitions come
 /// out, the least disturbed ones fill in and [`Sample::clean`] says how many were clean.
 pub fn measure(m: &Method, mut kernel: impl FnMut(u64) -> (Duration, u64)) -> Sample {
+    if let Some(rounds) = m.rounds {
+        let (timed, ops) = kernel(rounds.max(1));
+        let ns = timed.as_nanos() as f64 / ops.max(1) as f64;
+        return Sample {
+            best: ns,
+            median: ns,
+            worst: ns,
+            clean: 1,
+            attempts: 1,
+            ops,
+        };
+    }
     let mut rounds = 1u64;
     let wall = loop {
         let t = Instant::now();
@@ -175,9 +218,10 @@ pub fn measure(m: &Method, mut kernel: impl FnMut(u64) -> (Duration, u64)) -> Sa
     };
     let rounds = ((rounds as f64) * m.rep.as_secs_f64() / wall.as_secs_f64().max(1e-9)).max(1.0) as u64;
     let reps = m.reps.max(1);
-    // (ns per op, share of the repetition spent waiting for a CPU)
-    let mut clean: Vec<f64> = Vec::new();
-    let mut disturbed: Vec<(f64, f64)> = Vec::new();
+    // (ns per op, operations), and for disturbed ones the share of the repetition spent waiting
+    // for a CPU
+    let mut clean: Vec<(f64, u64)> = Vec::new();
+    let mut disturbed: Vec<((f64, u64), f64)> = Vec::new();
     let mut attempts = 0;
     while clean.len() < reps && attempts < 8 * reps {
         attempts += 1;
@@ -191,26 +235,28 @@ pub fn measure(m: &Method, mut kernel: impl FnMut(u64) -> (Duration, u64)) -> Sa
         };
         let ns = timed.as_nanos() as f64 / ops.max(1) as f64;
         if waited <= CLEAN_WAIT_SHARE {
-            clean.push(ns);
+            clean.push((ns, ops));
         } else {
-            disturbed.push((ns, waited));
+            disturbed.push(((ns, ops), waited));
         }
     }
     let n_clean = clean.len();
     disturbed.sort_by(|a, b| a.1.total_cmp(&b.1));
     let mut v = clean;
     v.extend(disturbed.iter().take(reps.saturating_sub(n_clean)).map(|d| d.0));
-    v.sort_by(f64::total_cmp);
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
     Sample {
-        best: v[0],
-        median: v[v.len() / 2],
-        worst: v[v.len() - 1],
+        best: v[0].0,
+        median: v[v.len() / 2].0,
+        worst: v[v.len() - 1].0,
         clean: n_clean,
         attempts,
+        ops: v[0].1,
     }
 }
 
-/// Rounds of an RX rig: the device side produces, the polls are timed.
+/// Rounds of an RX rig: the device side produces ([`RxRigConfig::round`] frames per queue), the
+/// polls are timed.
 fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
     rig: &mut RxRig<'_, P>,
     sink: &mut S,
@@ -220,7 +266,7 @@ fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
     let mut timed = Duration::ZERO;
     let mut pkts = 0u64;
     for _ in 0..rounds {
-        let n = rig.produce(usize::MAX);
+        let n = rig.produce(rig.config().round);
         let t = Instant::now();
         let got = rig.poll_all(sink);
         timed += t.elapsed().saturating_sub(overhead);
@@ -235,7 +281,8 @@ fn drop_sink<P: PageProvider<Page = DmaPage>>(f: RxFrame<DmaPage>, _: &mut P) ->
     RxOutcome::Recycle(f)
 }
 
-/// Nanoseconds per packet of the driver-only RX drop path for `cfg` with the page pool.
+/// Nanoseconds per packet of the driver-only RX drop path for `cfg` with the page pool (the
+/// XDP rigs' pool when `cfg.xdp`).
 ///
 /// # Panics
 ///
@@ -244,7 +291,14 @@ pub fn rx_drop_driver_only(m: &Method, cfg: RxRigConfig) -> Sample {
     let dma = HostDma::new();
     let latch = DoorbellLatch::new();
     let mut slots = RxSlots::new(&cfg);
-    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, r| {
+        if cfg.xdp {
+            xdp_pool(d, r)
+        } else {
+            host_pool(d)
+        }
+    })
+    .expect("rx rig");
     let overhead = timer_overhead();
     let mut sink = drop_sink::<HostPool<'_>>;
     let s = measure(m, |rounds| rx_rounds(&mut rig, &mut sink, rounds, overhead));
@@ -267,7 +321,7 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
     let dma = HostDma::new();
     let latch = DoorbellLatch::new();
     let mut slots = RxSlots::new(&cfg);
-    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+    let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rx rig");
     let overhead = timer_overhead();
     let os: RefCell<Vec<(DmaPage, usize)>> = RefCell::new(Vec::with_capacity(256));
     let mut seen = 0u64;
@@ -300,7 +354,10 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
     });
     assert!(seen > 0);
     for q in &rig.queues {
-        let c = q.pool.page_counts(q.rx.pages_in_ring(), 0, q.rx.stats().to_os);
+        let c = q
+            .pair
+            .pool
+            .page_counts(q.pair.rx.pages_in_ring(), 0, q.pair.rx.stats().to_os);
         assert_eq!(c.map(|c| c.with_os), Some(0), "every page came back from the OS");
     }
     drop(rig.finish());
@@ -496,25 +553,20 @@ pub fn pool_single(m: &Method) -> Sample {
     })
 }
 
-/// Nanoseconds per page: 32 allocations, then 32 recycles (64 dirty bytes each).
+/// Nanoseconds per page: a burst of 32 pages taken with [`onic_core::PagePool::alloc_bulk`], then
+/// given back with [`onic_core::PagePool::recycle_bulk`] (64 dirty bytes each).
 #[must_use]
 pub fn pool_burst32(m: &Method) -> Sample {
     let dma = HostDma::new();
     let mut pool = host_pool(&dma);
     warm(&mut pool);
-    let mut held: [Option<DmaPage>; 32] = Default::default();
+    let mut burst: PageBurst<32> = PageBurst::new();
     measure(m, |rounds| {
         let t = Instant::now();
         for _ in 0..rounds * (POOL_ROUND / 32) {
-            for h in &mut held {
-                *h = pool.alloc();
-            }
-            black_box(&mut held);
-            for h in &mut held {
-                if let Some(p) = h.take() {
-                    pool.recycle(p, 64);
-                }
-            }
+            pool.alloc_bulk(&mut burst);
+            black_box(&mut burst);
+            pool.recycle_bulk(&mut burst, 64);
         }
         (t.elapsed(), rounds * POOL_ROUND)
     })
@@ -620,7 +672,7 @@ pub fn compare_size(m: &Method, size: usize) -> CompareRow {
     let latch = DoorbellLatch::new();
     let baseline = {
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d| {
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| {
             PagePerPacket::new(d, Direction::FromDevice)
         })
         .expect("rx rig");
@@ -631,7 +683,7 @@ pub fn compare_size(m: &Method, size: usize) -> CompareRow {
     let latch = DoorbellLatch::new();
     let pool = {
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).expect("rx rig");
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).expect("rx rig");
         let s = copy_rounds(m, &mut rig);
         drop(rig.finish());
         s
@@ -640,44 +692,56 @@ pub fn compare_size(m: &Method, size: usize) -> CompareRow {
     CompareRow { size, baseline, pool }
 }
 
+/// Pushes a packet-rate figure `name` (Mpps) and its cost `name_per_packet` (ns/packet).
+fn rate_and_cost(out: &mut Vec<Figure>, name: &str, s: Sample) {
+    out.push(Figure::mops(name, "Mpps", s));
+    out.push(Figure::ns(format!("{name}_per_packet"), "ns/packet", s));
+}
+
+/// Runs `work` and pushes its figures when [`Method::wants`] figure `name`.
+fn rate_if(m: &Method, out: &mut Vec<Figure>, name: &str, work: impl FnOnce(&Method) -> Sample) {
+    if m.wants(name) {
+        rate_and_cost(out, name, work(m));
+    }
+}
+
 /// Group `rx`.
 #[must_use]
 pub fn rx(m: &Method) -> Vec<Figure> {
-    let drop = rx_drop_driver_only(m, RxRigConfig::new());
-    let os = rx_to_os_driver_only(m);
-    let model = rx_drop_driver_model(m);
-    vec![
-        Figure::mops("rx_drop_driver_only", "Mpps", drop),
-        Figure::ns("rx_drop_driver_only_per_packet", "ns/packet", drop),
-        Figure::mops("rx_to_os_driver_only", "Mpps", os),
-        Figure::ns("rx_to_os_driver_only_per_packet", "ns/packet", os),
-        Figure::mops("rx_drop_driver_model", "Mpps", model),
-        Figure::ns("rx_drop_driver_model_per_packet", "ns/packet", model),
-    ]
+    let mut out = Vec::new();
+    rate_if(m, &mut out, "rx_drop_driver_only", |m| {
+        rx_drop_driver_only(m, RxRigConfig::new())
+    });
+    rate_if(m, &mut out, "rx_to_os_driver_only", rx_to_os_driver_only);
+    rate_if(m, &mut out, "rx_drop_driver_model", rx_drop_driver_model);
+    out
 }
 
 /// Group `tx`.
 #[must_use]
 pub fn tx(m: &Method) -> Vec<Figure> {
-    let only = tx_driver_only(m);
-    let model = tx_driver_model(m);
-    vec![
-        Figure::mops("tx_driver_only", "Mpps", only),
-        Figure::ns("tx_driver_only_per_packet", "ns/packet", only),
-        Figure::mops("tx_driver_model", "Mpps", model),
-        Figure::ns("tx_driver_model_per_packet", "ns/packet", model),
-    ]
+    let mut out = Vec::new();
+    rate_if(m, &mut out, "tx_driver_only", tx_driver_only);
+    rate_if(m, &mut out, "tx_driver_model", tx_driver_model);
+    out
 }
+
+/// A workload giving one sample.
+type Workload = fn(&Method) -> Sample;
 
 /// Group `pool`.
 #[must_use]
 pub fn pool(m: &Method) -> Vec<Figure> {
-    vec![
-        Figure::ns("pool_alloc_recycle_single", "ns/page", pool_single(m)),
-        Figure::ns("pool_alloc_recycle_burst32", "ns/page", pool_burst32(m)),
-        Figure::ns("pool_alloc_ring_recycle_burst32", "ns/page", pool_ring_burst32(m)),
-        Figure::ns("baseline_page_alloc_map_unmap_free", "ns/page", baseline_page(m)),
-    ]
+    let work: [(&str, Workload); 4] = [
+        ("pool_alloc_recycle_single", pool_single),
+        ("pool_alloc_recycle_burst32", pool_burst32),
+        ("pool_alloc_ring_recycle_burst32", pool_ring_burst32),
+        ("baseline_page_alloc_map_unmap_free", baseline_page),
+    ];
+    work.iter()
+        .filter(|(name, _)| m.wants(name))
+        .map(|(name, f)| Figure::ns(*name, "ns/page", f(m)))
+        .collect()
 }
 
 /// The distinct ring sizes of the QDMA ring-size table, smallest first, with their indices.
@@ -699,6 +763,9 @@ pub fn ring_sizes() -> Vec<(u32, RingSizeIdx)> {
 pub fn scaling(m: &Method) -> Vec<Figure> {
     let mut out = Vec::new();
     for q in SCALING_QUEUES {
+        if !m.wants(&format!("scaling_queues_{q}")) {
+            continue;
+        }
         let s = rx_drop_driver_only(
             m,
             RxRigConfig {
@@ -709,6 +776,9 @@ pub fn scaling(m: &Method) -> Vec<Figure> {
         out.push(Figure::ns(format!("scaling_queues_{q}"), "ns/packet", s));
     }
     for (n, ring) in ring_sizes() {
+        if !m.wants(&format!("scaling_ring_{n}")) {
+            continue;
+        }
         let s = rx_drop_driver_only(
             m,
             RxRigConfig {
@@ -724,7 +794,11 @@ pub fn scaling(m: &Method) -> Vec<Figure> {
 /// Group `compare`: [`compare_size`] for every size of [`COMPARE_SIZES`], as figures.
 #[must_use]
 pub fn compare(m: &Method) -> (Vec<Figure>, Vec<CompareRow>) {
-    let rows: Vec<CompareRow> = COMPARE_SIZES.iter().map(|&s| compare_size(m, s)).collect();
+    let rows: Vec<CompareRow> = COMPARE_SIZES
+        .iter()
+        .filter(|&&s| m.wants(&format!("compare_pool_{s}")))
+        .map(|&s| compare_size(m, s))
+        .collect();
     let mut out = Vec::new();
     for r in &rows {
         out.push(Figure::mops(
@@ -779,6 +853,7 @@ mod tests {
         let m = Method {
             rep: Duration::from_millis(1),
             reps: 1,
+            ..Method::default()
         };
         for s in [
             rx_drop_driver_only(&m, RxRigConfig::new()),

@@ -4,6 +4,7 @@
 //! (`onic bench`, `cargo bench -p onic-tests`).
 
 pub mod bench;
+pub mod bench_xdp;
 pub mod datapath;
 pub mod hostdma;
 pub mod rig;

@@ -18,10 +18,15 @@ use std::cell::Cell;
 use std::sync::atomic::{fence, Ordering};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::pool::{PagePool, PageProvider, PoolConfig};
+use onic_core::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, RecycleRing};
 use onic_core::qdma::Doorbells;
-use onic_core::rx::{PollOutcome, RxOptions, RxQueue, RxSink};
+use onic_core::queue_pair::QueuePair;
+use onic_core::rss::RxHasher;
+use onic_core::rx::{PollOutcome, RxFrame, RxOptions, RxQueue, RxSink};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::xdp::{
+    return_to_origin, DevMap, PassInfo, RawXdpProgram, TxTarget, XdpContext, XdpFrame, XdpRxq,
+};
 use onic_core::Device;
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
@@ -173,20 +178,35 @@ impl<D: DmaMemory> PageProvider for PagePerPacket<D> {
 }
 
 /// The page pool type of the rigs.
-pub type HostPool<'a> = PagePool<'static, &'a HostDma>;
+pub type HostPool<'a> = PagePool<'a, &'a HostDma>;
+
+/// The C2H buffer size of the rigs' RX queues (the driver's default).
+fn rig_buf_bytes() -> u32 {
+    onic_core::config::BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT)
+        .map_or(onic_core::config::RX_BUFFER_ROOM, |b| b.bytes())
+}
 
 /// A pool for RX queues of the default buffer size, mapping `FromDevice`.
 #[must_use]
 pub fn host_pool(dma: &HostDma) -> HostPool<'_> {
-    let buf = onic_core::config::BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT)
-        .map_or(onic_core::config::RX_BUFFER_ROOM, |b| b.bytes());
-    PagePool::new(dma, PoolConfig::rx(Direction::FromDevice, buf), None)
+    PagePool::new(dma, PoolConfig::rx(Direction::FromDevice, rig_buf_bytes()), None)
+}
+
+/// A pool for the XDP rigs: pages mapped both ways (XDP_TX and redirect send them out), and a
+/// recycle ring through which redirected pages come back from the target's TX completions.
+#[must_use]
+pub fn xdp_pool<'a>(dma: &'a HostDma, ring: &'a RecycleRing) -> HostPool<'a> {
+    PagePool::new(
+        dma,
+        PoolConfig::rx(Direction::Bidirectional, rig_buf_bytes()),
+        Some(ring),
+    )
 }
 
 /// Settings of an [`RxRig`].
 #[derive(Clone, Copy, Debug)]
 pub struct RxRigConfig {
-    /// RX queues (1..=64), polled round-robin by one context.
+    /// RX queues (1..=64), polled round-robin by one context (at most 63 with `xdp`).
     pub queues: u16,
     /// Size of both the descriptor and the completion ring.
     pub ring: RingSizeIdx,
@@ -197,10 +217,17 @@ pub struct RxRigConfig {
     /// Whether the device side writes the frame's bytes into the page (needed when a sink reads
     /// them; the drop path does not).
     pub write_data: bool,
+    /// Whether the queues' TX queues (XDP_TX) and a redirect target (one more TX queue of the
+    /// function, standing for another port's) are started, for [`RxRig::poll_xdp_all`].
+    pub xdp: bool,
+    /// Frames the device side completes per queue in one round of a benchmark (as many as the
+    /// ring allows when larger).
+    pub round: usize,
 }
 
 impl RxRigConfig {
-    /// One queue, 1024-entry rings, budget 64, 60-byte frames, no data written.
+    /// One queue, 1024-entry rings, budget 64, 60-byte frames, no data written, no XDP, rounds as
+    /// large as the ring allows.
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -210,6 +237,8 @@ impl RxRigConfig {
             budget: 64,
             frame_len: 60,
             write_data: false,
+            xdp: false,
+            round: usize::MAX,
         }
     }
 }
@@ -220,20 +249,36 @@ impl Default for RxRigConfig {
     }
 }
 
-/// Slot storage the RX queues of a rig borrow (one page slot per usable descriptor).
+/// The frames of the rigs' TX queues: redirected frames (XDP_TX frames are pool frames).
+pub type RigFrame = XdpFrame<DmaPage>;
+
+/// TX slot storage of one queue.
+type RigTxSlots = Vec<TxSlot<DmaPage, RigFrame>>;
+
+/// Storage the queues of a rig borrow: page slots per usable RX descriptor, TX slots per pair and
+/// for the redirect target, and each pool's recycle ring.
 #[derive(Debug)]
-pub struct RxSlots(Vec<Vec<Option<DmaPage>>>);
+pub struct RxSlots {
+    rx: Vec<Vec<Option<DmaPage>>>,
+    tx: Vec<RigTxSlots>,
+    target: RigTxSlots,
+    rings: Vec<RecycleRing>,
+}
 
 impl RxSlots {
     /// Storage for `cfg`.
     #[must_use]
     pub fn new(cfg: &RxRigConfig) -> Self {
         let usable = usize::from(cfg.ring.usable());
-        Self(
-            (0..cfg.queues)
+        let tx_slots = || (0..usable).map(|_| TxSlot::new()).collect::<RigTxSlots>();
+        Self {
+            rx: (0..cfg.queues)
                 .map(|_| (0..usable).map(|_| None).collect())
                 .collect(),
-        )
+            tx: (0..cfg.queues).map(|_| tx_slots()).collect(),
+            target: tx_slots(),
+            rings: (0..cfg.queues).map(|_| RecycleRing::new()).collect(),
+        }
     }
 }
 
@@ -259,12 +304,14 @@ impl RxDeviceSide {
     }
 }
 
-/// One RX queue of a rig, with its page provider.
+/// The queue pair of a rig queue: its RX queue, its TX queue (started for XDP only) and its page
+/// provider.
+pub type RigPair<'a, P> = QueuePair<'a, &'a HostDma, P, RigFrame>;
+
+/// One queue of a rig.
 pub struct RigRxQueue<'a, P: PageProvider<Page = DmaPage>> {
-    /// The driver's queue.
-    pub rx: RxQueue<'a, &'a HostDma, DmaPage>,
-    /// Its page provider.
-    pub pool: P,
+    /// The driver's queues and page provider.
+    pub pair: RigPair<'a, P>,
     dev: RxDeviceSide,
     /// Caught up in the current [`RxRig::poll_all`].
     caught_up: bool,
@@ -272,18 +319,26 @@ pub struct RigRxQueue<'a, P: PageProvider<Page = DmaPage>> {
 
 /// A driver-only RX rig: `queues` RX queues of one function over [`HostDma`], their contexts
 /// programmed through the recording bus, their doorbells latched; the device side writes
-/// completions straight into the completion rings.
+/// completions straight into the completion rings. With [`RxRigConfig::xdp`], each queue's TX
+/// queue and a redirect target are started too.
 pub struct RxRig<'a, P: PageProvider<Page = DmaPage>> {
     dma: &'a HostDma,
     latch: &'a DoorbellLatch,
     /// The queues.
     pub queues: Vec<RigRxQueue<'a, P>>,
+    /// The redirect target: a TX queue of the function standing for another port's.
+    pub target: TxQueue<'a, &'a HostDma, DmaPage, RigFrame>,
+    /// The recycle ring of each queue's pool, by queue index (the redirect origin).
+    rings: Vec<&'a RecycleRing>,
     cfg: RxRigConfig,
     frame: Vec<u8>,
+    /// Pages the OS holds during one XDP poll (PASS).
+    os: Vec<(DmaPage, usize)>,
 }
 
 impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
-    /// Builds and starts the queues; `make_pool` gives each queue its page provider.
+    /// Builds and starts the queues; `make_pool` gives each queue its page provider (and may
+    /// give it the queue's recycle ring).
     ///
     /// # Errors
     ///
@@ -293,24 +348,24 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         latch: &'a DoorbellLatch,
         slots: &'a mut RxSlots,
         cfg: RxRigConfig,
-        mut make_pool: impl FnMut(&'a HostDma) -> P,
+        mut make_pool: impl FnMut(&'a HostDma, &'a RecycleRing) -> P,
     ) -> Result<Self, String> {
         let rec = Recorder::opennic();
-        let dcfg = DeviceConfig::new(0, cfg.queues).map_err(|e| format!("{e:?}"))?;
+        let functions = cfg.queues + u16::from(cfg.xdp);
+        let dcfg = DeviceConfig::new(0, functions).map_err(|e| format!("{e:?}"))?;
         let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
             .map_err(|e| format!("device init: {e:?}"))?;
+        let RxSlots {
+            rx,
+            tx,
+            target,
+            rings,
+        } = slots;
+        let rings: Vec<&'a RecycleRing> = rings.iter().collect();
         let mut queues = Vec::new();
-        for (q, slots) in (0..cfg.queues).zip(slots.0.iter_mut()) {
-            let rxc = RxQueueConfig {
-                desc_ring: cfg.ring,
-                cmpt_ring: cfg.ring,
-                ..RxQueueConfig::new(q)
-            };
-            let opts = RxOptions::for_queue(&rxc);
-            let mut rx = RxQueue::new(dma, rxc, opts, slots).map_err(|e| format!("rx queue: {e:?}"))?;
-            let mut pool = make_pool(dma);
-            rx.start(&dev, &mut NoDelay, &mut pool)
-                .map_err(|e| format!("rx start: {e:?}"))?;
+        for (q, (rx_slots, tx_slots)) in (0..cfg.queues).zip(rx.iter_mut().zip(tx.iter_mut())) {
+            let pool = make_pool(dma, rings[usize::from(q)]);
+            let pair = start_rig_pair(dma, &dev, &cfg, q, (rx_slots, tx_slots), pool)?;
             // The bring-up's doorbells went to the recording bus: copy them to the latch.
             for off in [qdma::dmap_sel_c2h_dsc_pidx(q), qdma::dmap_sel_cmpt_cidx(q)] {
                 latch.preset(off, rec.peek(Bar::Qdma, off));
@@ -318,27 +373,36 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             let dev_side = RxDeviceSide {
                 qid: q,
                 usable: cfg.ring.usable(),
-                desc_base: rx.desc_ring_dma_addr().get(),
-                cmpt_base: rx.cmpt_ring_dma_addr().get(),
-                cmpt_stride: rxc.cmpt_entry.bytes() as u64,
+                desc_base: pair.rx.desc_ring_dma_addr().get(),
+                cmpt_base: pair.rx.cmpt_ring_dma_addr().get(),
+                cmpt_stride: pair.rx.config().cmpt_entry.bytes() as u64,
                 desc_cidx: 0,
                 cmpt_pidx: 0,
                 color: true,
                 pkt_id: 0,
             };
             queues.push(RigRxQueue {
-                rx,
-                pool,
+                pair,
                 dev: dev_side,
                 caught_up: false,
             });
+        }
+        let target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target)
+            .map_err(|e| format!("tx queue: {e:?}"))?;
+        if cfg.xdp {
+            target
+                .start(&dev, &mut NoDelay)
+                .map_err(|e| format!("tx start: {e:?}"))?;
         }
         Ok(Self {
             dma,
             latch,
             queues,
+            target,
+            rings,
             cfg,
             frame: test_frame(usize::from(cfg.frame_len)),
+            os: Vec::with_capacity(cfg.budget),
         })
     }
 
@@ -428,11 +492,14 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
     }
 
     /// As [`RxRig::poll_all`], running `after` on the queue's provider after each poll (the OS
-    /// giving back the pages of the frames it was handed, for example).
+    /// giving back the pages of the frames it was handed, for example). Never inlined: its
+    /// instructions are what `valgrind --tool=callgrind --toggle-collect` counts for the RX
+    /// workloads (see `docs/benchmarks.md`).
     ///
     /// # Panics
     ///
     /// As [`RxRig::poll_all`].
+    #[inline(never)]
     pub fn poll_all_then<S: RxSink<P>>(&mut self, sink: &mut S, mut after: impl FnMut(&mut P)) -> usize {
         let db = Doorbells::new(self.latch);
         let budget = self.cfg.budget;
@@ -446,8 +513,8 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 if q.caught_up {
                     continue;
                 }
-                let out: PollOutcome = q.rx.poll(budget, &db, &mut q.pool, sink);
-                after(&mut q.pool);
+                let out: PollOutcome = q.pair.rx.poll(budget, &db, &mut q.pair.pool, sink);
+                after(&mut q.pair.pool);
                 assert!(out.error.is_none(), "RX queue error: {:?}", out.error);
                 total += out.done;
                 if out.armed && !out.more {
@@ -461,14 +528,194 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
 
     /// Returns every page in the rings to the providers (the queues' teardown without the
     /// register writes) and hands the providers back.
-    pub fn finish(self) -> Vec<P> {
+    pub fn finish(mut self) -> Vec<P> {
+        let mut done = RigDone {
+            rings: &self.rings,
+            dma: self.dma,
+        };
+        if let Some(q) = self.queues.first_mut() {
+            // Only redirected frames are on the target: they go back through their rings.
+            self.target.drain(&mut q.pair.pool, &mut done);
+        }
         self.queues
             .into_iter()
-            .map(|mut q| {
-                q.rx.drain(&mut q.pool);
-                q.pool
+            .map(|q| {
+                let mut pair = q.pair;
+                let mut pool = pair.pool;
+                pair.tx.drain(&mut pool, &mut done);
+                pair.rx.drain(&mut pool);
+                pool
             })
             .collect()
+    }
+}
+
+/// The XDP side of a rig built with [`RxRigConfig::xdp`] and the rigs' XDP pools
+/// ([`xdp_pool`]).
+impl<'a> RxRig<'a, HostPool<'a>> {
+    /// Driver side (what an XDP benchmark times): polls every queue pair with
+    /// [`QueuePair::poll_xdp`] running `prog` (static dispatch; the RX hash computed by `hasher`
+    /// for each frame when given) until each caught up and re-armed, then reclaims the redirect
+    /// target's TX completions. PASS frames go to the OS, which gives their pages back after each
+    /// poll (`return_from_os`, the owning context's path); REDIRECT frames go to the target,
+    /// whose completions return their pages through the pools' recycle rings; TX frames go out
+    /// on the pair's own TX queue, reclaimed by the pair's next poll. Returns the completions
+    /// consumed. Never inlined: its instructions are what callgrind counts for the XDP workloads.
+    ///
+    /// # Panics
+    ///
+    /// If a queue enters its error state (the rig wrote something wrong).
+    #[inline(never)]
+    pub fn poll_xdp_all<Prog: RawXdpProgram>(
+        &mut self,
+        prog: &mut Prog,
+        hasher: Option<&dyn RxHasher>,
+    ) -> usize {
+        let db = Doorbells::new(self.latch);
+        let Self {
+            queues,
+            target,
+            rings,
+            dma,
+            cfg,
+            os,
+            ..
+        } = self;
+        let mut done = RigDone { rings, dma };
+        let mut total = 0;
+        {
+            let mut to_target = TxTarget::new(target, &db);
+            let mut map: DevMap<'_, DmaPage, 1> = DevMap::new();
+            let _ = map.insert(0, &mut to_target);
+            for q in queues.iter_mut() {
+                q.caught_up = false;
+            }
+            let mut busy = queues.len();
+            while busy > 0 {
+                for (i, q) in queues.iter_mut().enumerate().filter(|(_, q)| !q.caught_up) {
+                    let mut pass = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                        os.push((f.page, usize::from(f.len)));
+                        Ok(())
+                    };
+                    // CAST: at most 63 queues.
+                    let mut ctx = XdpContext {
+                        prog: Some(&mut *prog),
+                        pass: &mut pass,
+                        redirect: &mut map,
+                        rxq: XdpRxq {
+                            queue_index: i as u16,
+                            port: 0,
+                        },
+                        origin: i as u16,
+                        hasher,
+                    };
+                    let out = q.pair.poll_xdp(cfg.budget, &db, &mut ctx, &mut done);
+                    for (page, len) in os.drain(..) {
+                        q.pair.pool.return_from_os(page, len);
+                    }
+                    assert!(out.rx.error.is_none(), "RX queue error: {:?}", out.rx.error);
+                    total += out.rx.done;
+                    if out.rx.armed && !out.rx.more {
+                        q.caught_up = true;
+                        busy -= 1;
+                    }
+                }
+            }
+        }
+        if let Some(q) = queues.first_mut() {
+            target.reclaim(&mut q.pair.pool, &mut done);
+        }
+        total
+    }
+
+    /// Device side (not timed): everything published on the pairs' TX queues and the redirect
+    /// target has been sent (their status records say so).
+    pub fn complete_tx(&mut self) {
+        let usable = self.cfg.ring.usable();
+        for (q, rq) in (0..).zip(&self.queues) {
+            complete_h2c(self.dma, self.latch, q, rq.pair.tx.ring_dma_addr(), usable);
+        }
+        complete_h2c(
+            self.dma,
+            self.latch,
+            self.cfg.queues,
+            self.target.ring_dma_addr(),
+            usable,
+        );
+    }
+}
+
+/// The TX configuration of queue `qid` of a rig (rings as large as the RX rings).
+fn rig_tx_config(cfg: &RxRigConfig, qid: u16) -> TxQueueConfig {
+    TxQueueConfig {
+        ring: cfg.ring,
+        ..TxQueueConfig::new(qid)
+    }
+}
+
+/// Builds queue pair `q` of a rig and starts its RX queue (and its TX queue for XDP).
+fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
+    dma: &'a HostDma,
+    dev: &Device<onic_hal::recording::RecordingWindow<'_>, onic_hal::recording::RecordingWindow<'_>>,
+    cfg: &RxRigConfig,
+    q: u16,
+    (rx_slots, tx_slots): (&'a mut [Option<DmaPage>], &'a mut [TxSlot<DmaPage, RigFrame>]),
+    pool: P,
+) -> Result<RigPair<'a, P>, String> {
+    let rxc = RxQueueConfig {
+        desc_ring: cfg.ring,
+        cmpt_ring: cfg.ring,
+        ..RxQueueConfig::new(q)
+    };
+    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), rx_slots)
+        .map_err(|e| format!("rx queue: {e:?}"))?;
+    let tx = TxQueue::new(dma, rig_tx_config(cfg, q), tx_slots).map_err(|e| format!("tx queue: {e:?}"))?;
+    let mut pair = QueuePair::new(rx, tx, pool);
+    if cfg.xdp {
+        pair.tx
+            .start(dev, &mut NoDelay)
+            .map_err(|e| format!("tx start: {e:?}"))?;
+    }
+    pair.rx
+        .start(dev, &mut NoDelay, &mut pair.pool)
+        .map_err(|e| format!("rx start: {e:?}"))?;
+    Ok(pair)
+}
+
+/// Device side of a TX queue (not timed): everything published to the H2C ring of `qid` at
+/// `ring` (`usable` entries) has been sent; writes the status record's consumer index.
+///
+/// # Panics
+///
+/// If the ring is not live memory (a driver bug).
+fn complete_h2c(dma: &HostDma, latch: &DoorbellLatch, qid: u16, ring: DmaAddr, usable: u16) {
+    let pidx = (latch.latched(qdma::dmap_sel_h2c_dsc_pidx(qid)) & 0xFFFF) as u16;
+    let mut st = WbStatus::default();
+    st.set_pidx(pidx);
+    st.set_cidx(pidx);
+    let at = DmaAddr::new(ring.get() + H2C_DESC_BYTES as u64 * u64::from(usable));
+    assert!(
+        dma.device_write_u64(at, st.to_word()),
+        "H2C status slot in live memory"
+    );
+}
+
+/// Where the rigs' TX completions go: redirected frames back to their pool's recycle ring (to
+/// the HAL if it is full).
+struct RigDone<'r, 'a> {
+    rings: &'r [&'a RecycleRing],
+    dma: &'a HostDma,
+}
+
+impl TxDone<RigFrame> for RigDone<'_, '_> {
+    fn os_done(&mut self, frame: RigFrame) {
+        self.remote_done(frame);
+    }
+
+    fn remote_done(&mut self, frame: RigFrame) {
+        if let Err(page) = return_to_origin(self.rings, frame) {
+            release_to_hal(self.dma, Direction::Bidirectional, page);
+        }
     }
 }
 
@@ -656,15 +903,7 @@ impl<'a> TxRig<'a> {
     ///
     /// If the ring is not live memory (a driver bug).
     pub fn complete(&mut self) {
-        let pidx = (self.latch.latched(qdma::dmap_sel_h2c_dsc_pidx(0)) & 0xFFFF) as u16;
-        let mut st = WbStatus::default();
-        st.set_pidx(pidx);
-        st.set_cidx(pidx);
-        let at = DmaAddr::new(self.tx.ring_dma_addr().get() + H2C_DESC_BYTES as u64 * u64::from(self.usable));
-        assert!(
-            self.dma.device_write_u64(at, st.to_word()),
-            "H2C status slot in live memory"
-        );
+        complete_h2c(self.dma, self.latch, 0, self.tx.ring_dma_addr(), self.usable);
     }
 
     /// Driver side: returns completed buffers to the OS. Returns how many.
@@ -700,7 +939,7 @@ mod tests {
             ..RxRigConfig::new()
         };
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, host_pool).unwrap();
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| host_pool(d)).unwrap();
         let want = test_frame(100);
         let mut got = 0;
         for _ in 0..10 {
@@ -717,12 +956,16 @@ mod tests {
         assert!(got > 4 * 63);
         for q in &rig.queues {
             assert_eq!(
-                q.rx.stats().rx_packets + q.rx.stats().rx_dropped(),
-                q.rx.stats().recycled
+                q.pair.rx.stats().rx_packets + q.pair.rx.stats().rx_dropped(),
+                q.pair.rx.stats().recycled
             );
             assert_eq!(
-                q.pool.page_counts(q.rx.pages_in_ring(), 0, 0).unwrap().total(),
-                q.pool.stats().live_pages()
+                q.pair
+                    .pool
+                    .page_counts(q.pair.rx.pages_in_ring(), 0, 0)
+                    .unwrap()
+                    .total(),
+                q.pair.pool.stats().live_pages()
             );
         }
         drop(rig.finish());
@@ -738,7 +981,7 @@ mod tests {
             ..RxRigConfig::new()
         };
         let mut slots = RxSlots::new(&cfg);
-        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d| {
+        let mut rig = RxRig::new(&dma, &latch, &mut slots, cfg, |d, _| {
             PagePerPacket::new(d, Direction::FromDevice)
         })
         .unwrap();
@@ -746,8 +989,9 @@ mod tests {
         let n = rig.produce(100);
         let mut sink = |f: RxFrame<DmaPage>, _: &mut PagePerPacket<&HostDma>| RxOutcome::Recycle(f);
         assert_eq!(rig.poll_all(&mut sink), n);
-        // One fresh page per frame (and one for the ring's last empty slot, filled by the refill).
-        assert!((n as u64..=n as u64 + 1).contains(&(dma.stats().pages_allocated - before)));
+        // One fresh page per frame (and one for the ring's last empty slot, filled by the refill,
+        // and the RX queue's spare page).
+        assert!((n as u64..=n as u64 + 2).contains(&(dma.stats().pages_allocated - before)));
         let pools = rig.finish();
         assert_eq!(pools[0].live(), 0);
         assert_eq!(dma.stats().live_pages, 0);

@@ -1,10 +1,12 @@
 //! `cargo xtask`: project automation. `cargo xtask ci` is the project's whole test suite, the one
 //! command the README and `.ci/run` name; `cargo xtask qemu` boots the bare-metal image;
-//! `cargo xtask fuzz` runs the fuzz targets.
+//! `cargo xtask fuzz` runs the fuzz targets; `cargo xtask bench-peers` compares `onic bench` with
+//! the DPDK peers side by side.
 
 mod bpf;
 mod fuzz;
 mod kmod;
+mod peers;
 mod qemu;
 mod vm;
 mod vmbench;
@@ -22,8 +24,9 @@ const NO_STD_TARGETS: [&str; 4] = [
     "thumbv7em-none-eabihf",
 ];
 
-/// The crates that must stay `no_std`.
-const NO_STD_CRATES: [&str; 3] = ["onic-hal", "onic-core", "onic-bpf"];
+/// The crates that must stay `no_std` (`onic-accel` falls back to the table path where its
+/// multiplication backends do not exist).
+const NO_STD_CRATES: [&str; 4] = ["onic-hal", "onic-core", "onic-accel", "onic-bpf"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -212,6 +215,8 @@ fn step_doc() -> Result<(), String> {
         "-p",
         "onic-core",
         "-p",
+        "onic-accel",
+        "-p",
         "onic-sim",
         "-p",
         "onic-bpf",
@@ -334,6 +339,7 @@ fn main() -> ExitCode {
         Some("kmod") => kmod::kmod(&args[1..]),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("bench-peers") => peers::bench_peers(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -348,11 +354,12 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),
-            fuzz::USAGE.trim_start_matches("usage: ")
+            fuzz::USAGE.trim_start_matches("usage: "),
+            peers::USAGE.trim_start_matches("usage: ")
         )),
     };
     match result {

@@ -42,7 +42,7 @@ pub mod shell_hash;
 pub mod table;
 pub mod toeplitz;
 
-pub use shell_hash::{shell_hash_reference, ShellHasher, ShellTuple};
+pub use shell_hash::{ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple};
 pub use table::{read_back, HashFunction, IndirectionTable, RssConfig, RssParts};
 pub use toeplitz::{toeplitz_reference, Toeplitz};
 
@@ -309,6 +309,33 @@ pub struct RxHash {
     pub value: u32,
     /// What the value covers.
     pub kind: RssHashType,
+}
+
+/// The shell's RX hash of a received frame and the IPv4 protocol it was parsed with (0 when not
+/// IPv4): what the RX path hands an XDP program or the OS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FrameHash {
+    /// The hash and what it covers.
+    pub hash: RxHash,
+    /// The IPv4 protocol ([`ShellTuple::protocol`]), for [`RssHashType::xdp_rss_type_for`].
+    pub protocol: u8,
+}
+
+/// Something that computes the shell's RX hash of received frames, bit for bit as the RTL does:
+/// [`ShellHasher`] (table-driven, portable, the reference every other implementation is checked
+/// against), or an accelerated implementation from another crate (`onic-accel`: carry-less
+/// multiply) that the RX path takes through this trait.
+pub trait RxHasher {
+    /// The hash of `frame` (bytes from the destination MAC on), with its protocol.
+    fn frame_hash(&self, frame: &[u8]) -> FrameHash;
+}
+
+impl RxHasher for ShellHasher {
+    #[inline]
+    fn frame_hash(&self, frame: &[u8]) -> FrameHash {
+        self.hash_frame_with_protocol(frame)
+    }
 }
 
 impl RxHash {

@@ -91,6 +91,19 @@ const fn has_flow_l4_bytes(protocol: u8) -> bool {
     )
 }
 
+/// The hash type the shell's input gives for an IPv4 header of version 4 and IHL ≥ 5 whose 4 L4
+/// bytes lie inside the frame: `L4Ipv4` for an unfragmented packet (`flags_fragment`, bytes 6-7
+/// of the header, has neither MF nor an offset) of a protocol whose first 4 bytes identify a flow,
+/// else `None`. For implementations that parse the common case themselves (`onic-accel`).
+#[must_use]
+pub const fn ipv4_hash_type(protocol: u8, flags_fragment: u16) -> RssHashType {
+    if flags_fragment & 0x3FFF != 0 {
+        RssHashType::None
+    } else {
+        KIND_BY_PROTOCOL[protocol as usize]
+    }
+}
+
 /// The hash type of an unfragmented IPv4 packet with IHL ≥ 5 whose L4 bytes are all present, by
 /// protocol.
 const KIND_BY_PROTOCOL: [RssHashType; 256] = {
@@ -209,12 +222,7 @@ impl ShellTuple {
                 .get(ip..ip + IPV4_MIN_HDR + 4)
                 .map(<&[u8; IPV4_MIN_HDR + 4]>::try_from)
             {
-                let fragment = (u16::from_be_bytes([h[6], h[7]]) & 0x3FFF) != 0;
-                let kind = if fragment {
-                    RssHashType::None
-                } else {
-                    KIND_BY_PROTOCOL[usize::from(h[9])]
-                };
+                let kind = ipv4_hash_type(h[9], u16::from_be_bytes([h[6], h[7]]));
                 return Parsed::Done(f(&Self {
                     bytes: [
                         h[9], h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19], h[20], h[21], h[22],
@@ -445,6 +453,16 @@ impl ShellHasher {
     pub fn hash_frame(&self, frame: &[u8]) -> RxHash {
         // The hash of the all-zero input is 0: no window is XORed in.
         ShellTuple::visit(frame, RxHash::default(), |t| self.hash_tuple(t))
+    }
+
+    /// Parses and hashes one frame, with the IPv4 protocol the hash type depends on.
+    #[inline]
+    #[must_use]
+    pub fn hash_frame_with_protocol(&self, frame: &[u8]) -> super::FrameHash {
+        ShellTuple::visit(frame, super::FrameHash::default(), |t| super::FrameHash {
+            hash: self.hash_tuple(t),
+            protocol: t.protocol(),
+        })
     }
 
     /// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold; returns that count.

@@ -15,7 +15,7 @@
 //! changes nothing.
 
 use crate::config::{RX_HEADROOM, RX_TAILROOM};
-use crate::rss::{RssHashType, ShellHasher, ShellTuple};
+use crate::rss::{FrameHash, RssHashType, RxHasher};
 
 /// Headroom in front of every received frame (`XDP_PACKET_HEADROOM`, 256 bytes).
 pub const XDP_PACKET_HEADROOM: usize = RX_HEADROOM as usize;
@@ -86,13 +86,13 @@ pub struct XdpRxHash {
 impl XdpRxHash {
     /// The hash of a frame as the shell computed it on reception (from the bytes as received).
     #[must_use]
-    pub fn compute(hasher: &ShellHasher, frame: &[u8]) -> Self {
-        let tuple = ShellTuple::parse(frame);
-        let h = hasher.hash_tuple(&tuple);
+    #[inline]
+    pub fn compute<H: RxHasher + ?Sized>(hasher: &H, frame: &[u8]) -> Self {
+        let FrameHash { hash, protocol } = hasher.frame_hash(frame);
         Self {
-            value: h.value,
-            kind: h.kind,
-            xdp_type: h.kind.xdp_rss_type_for(tuple.protocol()),
+            value: hash.value,
+            kind: hash.kind,
+            xdp_type: hash.kind.xdp_rss_type_for(protocol),
         }
     }
 }
@@ -513,7 +513,7 @@ mod tests {
 
     #[test]
     fn rx_hash_reports_the_shell_value_and_type() {
-        let hasher = ShellHasher::default();
+        let hasher = crate::rss::ShellHasher::default();
         let mut frame = [0u8; 64];
         frame[12] = 0x08; // IPv4
         frame[14] = 0x45;

@@ -10,7 +10,7 @@ use crate::config::RX_HEADROOM;
 use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
 use crate::queue_pair::{PairPoll, PairStats, QueuePair};
-use crate::rss::ShellHasher;
+use crate::rss::RxHasher;
 use crate::rx::{RxFrame, RxOutcome, RxSink};
 use crate::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
 
@@ -58,8 +58,9 @@ pub struct XdpContext<'x, Prog: ?Sized, O, R> {
     /// This pair's pool index, recorded in redirected frames so their pages find the way back.
     pub origin: u16,
     /// Computes the RX hash each frame is given when a program runs (`None`: no hash; the
-    /// program's [`XdpBuff::rx_hash`] reports no data).
-    pub hasher: Option<&'x ShellHasher>,
+    /// program's [`XdpBuff::rx_hash`] reports no data): a [`crate::rss::ShellHasher`], or an
+    /// accelerated [`RxHasher`].
+    pub hasher: Option<&'x dyn RxHasher>,
 }
 
 impl<Prog: ?Sized, O, R> core::fmt::Debug for XdpContext<'_, Prog, O, R> {
@@ -138,7 +139,7 @@ struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, O, R> {
     redirect: &'r mut R,
     rxq: XdpRxq,
     origin: u16,
-    hasher: Option<&'r ShellHasher>,
+    hasher: Option<&'r dyn RxHasher>,
     redirected: bool,
 }
 

@@ -29,7 +29,7 @@ use heapless::Vec as HVec;
 use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
 use onic_core::qdma::Doorbells;
 use onic_core::queue_pair::{PairPoll, QueuePair};
-use onic_core::rss::{IndirectionTable, ShellHasher};
+use onic_core::rss::{IndirectionTable, RxHasher, ShellHasher};
 use onic_core::rx::RxFrame;
 use onic_core::rx::{RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
@@ -947,7 +947,7 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
         rxq,
         origin,
         // The shell's hash, for the RX-hash kfunc of the embedded objects.
-        hasher: hash.then_some(&HASHER),
+        hasher: hash.then_some(&HASHER as &dyn RxHasher),
     };
     pair.poll_xdp(BUDGET, db, &mut ctx, done)
 }

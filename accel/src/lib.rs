@@ -1,0 +1,230 @@
+//! The shell's RX hash (spec §9.4), accelerated: the same value as `onic-core`'s table-driven
+//! [`ShellHasher`], computed by carry-less multiplication where the CPU has it.
+//!
+//! # Why a multiplication
+//!
+//! The shell's hash XORs, for every set bit `j` of its input `X`, the 32 key bits starting at bit
+//! `j` (see `onic_core::rss::shell_hash`). Bit `t` of the hash is therefore the parity of
+//! `X_j · K_(j+t)` over all `j`: a correlation of the input with the key, which is a carry-less
+//! product of the bit-reversed input with the key. [`AccelHasher`] splits the 104 input bits
+//! (protocol, addresses, L4 bytes) into four chunks of at most 32 bits; chunk `c`, bit-reversed,
+//! multiplied by the 64 key bits from bit `32 c + 4`, has the chunk's share of hash bit `t` at
+//! product bit `31 + t`. Four 64 × 64-bit multiplications, XORed, and a shift give the hash.
+//!
+//! # Backends, chosen at run time
+//!
+//! - [`Backend::Clmul`] (x86-64 with PCLMULQDQ and SSSE3): one 16-byte load picks the 13 input
+//!   bytes of an untagged IPv4 frame with a 20-byte header out of the frame, a byte shuffle puts
+//!   them in reverse order, two nibble lookups reverse the bits of each byte, four `pclmulqdq`.
+//! - [`Backend::ClmulGfni`] (also GFNI): the bit reversal is one `gf2p8affineqb`.
+//! - [`Backend::Table`]: `onic-core`'s [`ShellHasher`], on every other CPU and architecture, and
+//!   on x86-64 targets built without SSE (`x86_64-unknown-none`: a kernel or bare-metal image that
+//!   may not have enabled the SSE registers).
+//!
+//! Every backend falls back to the table path for frames outside the common case (VLAN tags, IP
+//! options, non-IPv4, short buffers), so the result is bit-exact with [`ShellHasher`] for every
+//! input; the property tests in `tests/` check that against the table path and the bit-serial
+//! reference.
+//!
+//! # `unsafe`
+//!
+//! The intrinsics are the only `unsafe` of the datapath crates: calling a function compiled for
+//! CPU features the build does not assume. Each call site states why the features are there (the
+//! backend is only chosen after the CPU reported them). The Linux module does not use this crate
+//! (see `os-linux/README.md`, "SIMD in the module").
+
+#![no_std]
+#![deny(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+use onic_core::rss::{FrameHash, RssKey, RxHash, RxHasher, ShellHasher};
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod x86;
+
+/// How an [`AccelHasher`] computes the hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// `onic-core`'s table path (13 lookups).
+    Table,
+    /// Carry-less multiplication (x86-64: PCLMULQDQ, SSSE3).
+    Clmul,
+    /// Carry-less multiplication with the bit reversal by GFNI (x86-64: PCLMULQDQ, SSSE3, GFNI).
+    ClmulGfni,
+}
+
+impl Backend {
+    /// Short name: `table`, `clmul` or `clmul+gfni`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Table => "table",
+            Self::Clmul => "clmul",
+            Self::ClmulGfni => "clmul+gfni",
+        }
+    }
+
+    /// The backend for this CPU: [`Backend::ClmulGfni`] where the CPU has GFNI (and PCLMULQDQ),
+    /// else the table path.
+    ///
+    /// A CPU with PCLMULQDQ but no GFNI gets the table path on purpose: those are the older
+    /// cores (e.g. AMD Zen 2/3, Intel before Ice Lake) where PCLMULQDQ issues at most every
+    /// second cycle, so the four products take longer than the table's 13 loads (measured on a
+    /// Zen 3 guest, `docs/benchmarks.md`). [`AccelHasher::with_backend`] still gives
+    /// [`Backend::Clmul`] there.
+    #[must_use]
+    pub fn detect() -> Self {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            let f = x86::Features::detect();
+            if f.clmul && f.gfni {
+                return Self::ClmulGfni;
+            }
+        }
+        Self::Table
+    }
+
+    /// Whether this CPU runs the backend.
+    #[must_use]
+    pub fn available(self) -> bool {
+        match self {
+            Self::Table => true,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            Self::Clmul => x86::Features::detect().clmul,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            Self::ClmulGfni => {
+                let f = x86::Features::detect();
+                f.clmul && f.gfni
+            }
+            #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+            Self::Clmul | Self::ClmulGfni => false,
+        }
+    }
+}
+
+/// 64 key bits starting at bit `j` of the little-endian key integer (bits past the key are 0).
+const fn key_bits64(key: &[u8; 40], j: usize) -> u64 {
+    let mut acc: u128 = 0;
+    let mut n = 0;
+    while n < 9 {
+        let i = j / 8 + n;
+        if i < key.len() {
+            acc |= (key[i] as u128) << (8 * n);
+        }
+        n += 1;
+    }
+    (acc >> (j % 8)) as u64
+}
+
+/// The key segments the multiplications use: for input chunk `c`, the 64 key bits from bit
+/// `32 c + 4` (the input's first 4 bits are the VLAN nibble, always 0).
+const fn key_segments(key: &RssKey) -> [u64; 4] {
+    let k = key.as_bytes();
+    [
+        key_bits64(k, 4),
+        key_bits64(k, 36),
+        key_bits64(k, 68),
+        key_bits64(k, 100),
+    ]
+}
+
+/// The shell's hash for one key, by the fastest backend the CPU has (see the crate docs).
+#[derive(Clone)]
+pub struct AccelHasher {
+    table: ShellHasher,
+    segments: [u64; 4],
+    backend: Backend,
+}
+
+impl AccelHasher {
+    /// A hasher for `key` on the backend [`Backend::detect`] chooses for this CPU.
+    #[must_use]
+    pub fn new(key: &RssKey) -> Self {
+        Self {
+            table: ShellHasher::new(key),
+            segments: key_segments(key),
+            backend: Backend::detect(),
+        }
+    }
+
+    /// A hasher for `key` on `backend`; `None` if this CPU does not run it.
+    #[must_use]
+    pub fn with_backend(key: &RssKey, backend: Backend) -> Option<Self> {
+        backend.available().then(|| Self {
+            table: ShellHasher::new(key),
+            segments: key_segments(key),
+            backend,
+        })
+    }
+
+    /// The backend in use.
+    #[must_use]
+    pub const fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The key.
+    #[must_use]
+    pub const fn key(&self) -> &RssKey {
+        self.table.key()
+    }
+
+    /// Another key, same backend.
+    pub fn rekey(&mut self, key: &RssKey) {
+        self.table.rekey(key);
+        self.segments = key_segments(key);
+    }
+
+    /// The hash of one frame (bytes from the destination MAC on) and its protocol.
+    #[inline]
+    #[must_use]
+    pub fn hash_frame_with_protocol(&self, frame: &[u8]) -> FrameHash {
+        if self.backend == Backend::Table {
+            return self.table.hash_frame_with_protocol(frame);
+        }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if let Some(h) = x86::hash_common(frame, &self.segments, self.backend == Backend::ClmulGfni) {
+            return h;
+        }
+        self.hash_by_table(frame)
+    }
+
+    /// The table path for the frames a multiplication backend leaves (out of line, so that the
+    /// fast path stays small).
+    #[inline(never)]
+    fn hash_by_table(&self, frame: &[u8]) -> FrameHash {
+        self.table.hash_frame_with_protocol(frame)
+    }
+
+    /// The hash of one frame.
+    #[inline]
+    #[must_use]
+    pub fn hash_frame(&self, frame: &[u8]) -> RxHash {
+        self.hash_frame_with_protocol(frame).hash
+    }
+}
+
+impl RxHasher for AccelHasher {
+    #[inline]
+    fn frame_hash(&self, frame: &[u8]) -> FrameHash {
+        self.hash_frame_with_protocol(frame)
+    }
+}
+
+impl Default for AccelHasher {
+    /// A hasher for the RTL reset key.
+    fn default() -> Self {
+        Self::new(&RssKey::DEFAULT)
+    }
+}
+
+impl core::fmt::Debug for AccelHasher {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AccelHasher")
+            .field("backend", &self.backend)
+            .field("key", self.key())
+            .finish_non_exhaustive()
+    }
+}

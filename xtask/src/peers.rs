@@ -1,0 +1,331 @@
+//! `cargo xtask bench-peers`: the DPDK peers of `shared/bench-peers/` and the matching `onic
+//! bench` figures in one run, interleaved, with one `figure ours peer ratio` line per comparison.
+//!
+//! What it does:
+//!
+//! 1. installs what the peers need when it is missing (Debian's DPDK 22.11 packages, `gcc`,
+//!    `pkg-config`), waiting for the apt lock when another install holds it;
+//! 2. builds `onic` (release);
+//! 3. copies `shared/bench-peers/` into `target/bench-peers/` (the scripts write beside
+//!    themselves) and, `--runs` times, runs the peers (`run.sh` with `PEER_RUNS=1`) and then the
+//!    matching `onic bench` figures, so that both sides see the same machine state;
+//! 4. prints the median of the runs of each side and their ratio, with the goal of issue 14, and
+//!    writes the same lines to `target/bench-peers/ratios.txt` (what `onic bench --plot
+//!    DIR --peers FILE` draws).
+//!
+//! The machine's load is reported by `run.sh` (its `# load` lines are passed through) and by
+//! `onic bench` (undisturbed repetitions per figure).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{cargo, root, run};
+
+pub const USAGE: &str = "usage: cargo xtask bench-peers [--runs N] (default 3)";
+
+/// Debian packages the peers need, and a command each provides.
+const PACKAGES: [&str; 5] = ["dpdk", "dpdk-dev", "libdpdk-dev", "pkg-config", "gcc"];
+
+/// One comparison: our figure, the peer's, and what the ratio should be.
+struct Pair {
+    name: &'static str,
+    ours: &'static str,
+    /// The peer figures to use, the first one the run produced.
+    peers: &'static [&'static str],
+    /// Units (ours and the peer's are the same).
+    unit: &'static str,
+    /// The goal for ours / peer.
+    goal: Goal,
+}
+
+#[derive(Clone, Copy)]
+enum Goal {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+/// The comparisons of issue 14, and the absolute goals against line rate.
+const PAIRS: [Pair; 6] = [
+    Pair {
+        name: "rx_drop_64B_vs_testpmd_rxonly",
+        ours: "rx_drop_driver_only",
+        peers: &["testpmd_rxonly_null_64b"],
+        unit: "Mpps",
+        goal: Goal::AtLeast(2.4),
+    },
+    Pair {
+        name: "pool_single_vs_mempool_c256_single",
+        ours: "pool_alloc_recycle_single",
+        peers: &["mempool_c256_single"],
+        unit: "ns/page",
+        goal: Goal::AtMost(0.5),
+    },
+    Pair {
+        name: "pool_burst32_vs_mempool_c256_bulk32",
+        ours: "pool_alloc_recycle_burst32",
+        peers: &["mempool_c256_bulk32"],
+        unit: "ns/page",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_ipv4_udp_vs_toeplitz_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_table",
+        peers: &["rss_gfni_ipv4_l4", "rss_softrss_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_clmul_ipv4_udp_vs_toeplitz_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_accel_clmul",
+        peers: &["rss_gfni_ipv4_l4", "rss_softrss_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "toeplitz_ipv4_l4_vs_toeplitz_ipv4_l4",
+        ours: "rss_toeplitz_ipv4_l4_table",
+        peers: &["rss_gfni_ipv4_l4", "rss_softrss_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+];
+
+/// Absolute goals (no peer): ours against line rate.
+const LINE_RATE: [(&str, &str, f64, &str); 2] = [
+    (
+        "xdp_drop_64B_vs_100GbE_line_rate",
+        "xdp_driver_only_drop_64B",
+        148.8,
+        "Mpps",
+    ),
+    (
+        "xdp_tx_64B_vs_goal_100Mpps",
+        "xdp_driver_only_tx_64B",
+        100.0,
+        "Mpps",
+    ),
+];
+
+/// The `onic bench` invocations giving our side of the comparisons.
+const OURS: [&[&str]; 4] = [
+    &["bench", "rx", "--only", "rx_drop_driver_only"],
+    &["bench", "pool", "--only", "pool_alloc_recycle"],
+    &["bench", "rss"],
+    &["bench", "xdp", "--only", "_64B"],
+];
+
+pub fn bench_peers(args: &[String]) -> Result<(), String> {
+    let runs = match args {
+        [] => 3,
+        [flag, n] if flag == "--runs" => n.parse::<usize>().map_err(|_| USAGE.to_string())?.max(1),
+        _ => return Err(USAGE.into()),
+    };
+    ensure_packages()?;
+    let mut c = cargo();
+    c.args(["build", "--release", "-p", "onic-cli"]);
+    run("cargo build --release -p onic-cli", c)?;
+    let dir = copy_peers()?;
+    let onic = root().join("target/release/onic");
+    let mut peer: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut ours: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in 1..=runs {
+        println!("==> run {r}/{runs}: DPDK peers");
+        let out = capture(peer_command(&dir))?;
+        collect(&out, &mut peer, true);
+        println!("==> run {r}/{runs}: onic bench");
+        for a in OURS {
+            let mut c = Command::new(&onic);
+            c.args(a);
+            collect(&capture(c)?, &mut ours, false);
+        }
+    }
+    let lines = report(&peer, &ours);
+    std::fs::write(dir.join("ratios.txt"), lines.join("\n") + "\n")
+        .map_err(|e| format!("write ratios.txt: {e}"))?;
+    println!(
+        "# figure ours peer ratio (medians of {runs} interleaved runs; written to {})",
+        dir.join("ratios.txt").display()
+    );
+    for l in lines {
+        println!("{l}");
+    }
+    Ok(())
+}
+
+/// `run.sh` for one process-level run of the peers, with a bounded wait for a quiet machine.
+fn peer_command(dir: &Path) -> Command {
+    let mut c = Command::new("bash");
+    c.arg(dir.join("run.sh")).current_dir(dir);
+    c.env("PEER_RUNS", "1");
+    c.env("PEER_ONLY", "rss mempool testpmd");
+    for (k, v) in [("PEER_QUIET_WAIT", "30"), ("PEER_STEP_RETRIES", "1")] {
+        if std::env::var_os(k).is_none() {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
+/// Runs `c`, passes its `#` commentary (machine, load) through, returns its standard output.
+fn capture(mut c: Command) -> Result<String, String> {
+    let out = c.output().map_err(|e| format!("{c:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{c:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("# load") || l.starts_with("# cpu") || l.contains("undisturbed"))
+    {
+        println!("  {l}");
+    }
+    Ok(text)
+}
+
+/// Adds every `name value unit` line of `text` to `into`; for the peers only ns/op and Mpps lines
+/// (each micro-benchmark prints its figure twice, as ns/op and Mops/s).
+fn collect(text: &str, into: &mut BTreeMap<String, Vec<f64>>, peer: bool) {
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let [name, value, unit] = f[..] else { continue };
+        if peer && unit == "Mops/s" {
+            continue;
+        }
+        if let Ok(v) = value.parse::<f64>() {
+            into.entry(name.to_string()).or_default().push(v);
+        }
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len() / 2).copied()
+}
+
+/// `figure ours peer ratio` lines, each with the units, the peer used and the goal.
+fn report(peer: &BTreeMap<String, Vec<f64>>, ours: &BTreeMap<String, Vec<f64>>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for p in &PAIRS {
+        let mine = ours.get(p.ours).and_then(|v| median(v));
+        let theirs = p
+            .peers
+            .iter()
+            .find_map(|n| peer.get(*n).and_then(|v| median(v)).map(|m| (*n, m)));
+        match (mine, theirs) {
+            (Some(o), Some((pn, t))) => {
+                let ratio = o / t;
+                let (met, goal) = match p.goal {
+                    Goal::AtLeast(g) => (ratio >= g, format!(">= {g}")),
+                    Goal::AtMost(g) => (ratio <= g, format!("<= {g}")),
+                };
+                lines.push(format!(
+                    "{} {o:.3} {t:.3} {ratio:.3} # {}; ours {} vs peer {pn}; goal ratio {goal}: {}",
+                    p.name,
+                    p.unit,
+                    p.ours,
+                    if met { "met" } else { "not met" }
+                ));
+            }
+            _ => lines.push(format!(
+                "# {}: missing ({} or {})",
+                p.name,
+                p.ours,
+                p.peers.join("/")
+            )),
+        }
+    }
+    for (name, fig, goal, unit) in LINE_RATE {
+        if let Some(o) = ours.get(fig).and_then(|v| median(v)) {
+            let ratio = o / goal;
+            lines.push(format!(
+                "{name} {o:.3} {goal:.3} {ratio:.3} # {unit}; ours {fig} vs the goal itself: {}",
+                if ratio >= 1.0 { "met" } else { "not met" }
+            ));
+        }
+    }
+    lines
+}
+
+/// `shared/bench-peers/` (beside the repository, where the workplace and CI put `shared/`),
+/// copied fresh into `target/bench-peers/`.
+fn copy_peers() -> Result<PathBuf, String> {
+    let src = root().join("../shared/bench-peers");
+    if !src.join("run.sh").exists() {
+        return Err(format!(
+            "{} not found (the project's shared/ folder)",
+            src.display()
+        ));
+    }
+    let dst = root().join("target/bench-peers");
+    std::fs::create_dir_all(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+    let entries = std::fs::read_dir(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_file() {
+            let to = dst.join(e.file_name());
+            std::fs::copy(&p, &to).map_err(|err| format!("copy {}: {err}", p.display()))?;
+        }
+    }
+    Ok(dst)
+}
+
+/// Whether the peers' tools are installed.
+fn have_tools() -> bool {
+    let ok = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    ok("pkg-config", &["--exists", "libdpdk"])
+        && ok("sh", &["-c", "command -v dpdk-testpmd && command -v gcc"])
+}
+
+/// Installs [`PACKAGES`] when the tools are missing. apt waits up to 15 minutes for the dpkg lock
+/// (another install in progress); the package lists are refreshed first, retried while their lock
+/// is held.
+fn ensure_packages() -> Result<(), String> {
+    if have_tools() {
+        return Ok(());
+    }
+    let mut updated = false;
+    for attempt in 0..30 {
+        let mut c = Command::new("apt-get");
+        c.args(["-o", "DPkg::Lock::Timeout=900", "update"]);
+        if run("apt-get update", c).is_ok() {
+            updated = true;
+            break;
+        }
+        println!(
+            "apt-get update failed (attempt {}), lock held? waiting 20 s",
+            attempt + 1
+        );
+        std::thread::sleep(Duration::from_secs(20));
+    }
+    if !updated {
+        return Err("apt-get update kept failing".into());
+    }
+    let mut c = Command::new("apt-get");
+    c.env("DEBIAN_FRONTEND", "noninteractive");
+    c.args([
+        "-o",
+        "DPkg::Lock::Timeout=900",
+        "install",
+        "-y",
+        "--no-install-recommends",
+    ]);
+    c.args(PACKAGES);
+    run(&format!("apt-get install {}", PACKAGES.join(" ")), c)?;
+    if have_tools() {
+        Ok(())
+    } else {
+        Err("DPDK installed but pkg-config, dpdk-testpmd or gcc still missing".into())
+    }
+}
