@@ -4,6 +4,7 @@
 //! the DPDK peers side by side.
 
 mod bpf;
+mod ffi;
 mod fuzz;
 mod kmod;
 mod peers;
