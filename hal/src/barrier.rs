@@ -36,7 +36,9 @@
 //! - Under Miri, which cannot run inline assembly, both are a sequentially consistent fence.
 //!
 //! [`BARRIERS`] lists the instructions per target; the assembly below is generated from the
-//! same macros, so the table cannot drift from the code, and a test pins the table.
+//! same macros, so the table cannot drift from the code, and a test pins the table. The no_std
+//! job of `cargo xtask ci` also disassembles this crate's builds for aarch64, riscv64 and
+//! `thumbv7em` (`llvm-objdump`) and fails unless these instructions are in them.
 
 /// The barrier instructions of one target, as written in the assembly (empty: compiler barrier
 /// only).
