@@ -4,7 +4,7 @@
 //! This file is the one definition. The C declarations the glue uses (`onic_ffi.h`) are
 //! generated from it by cbindgen at every module build (`cargo xtask kmod`, configured by
 //! `os-linux/cbindgen.toml`), and [`C_LAYOUTS`] gives the C side compile-time checks of each
-//! struct's size, alignment and field offsets as rustc laid them out (`onic_ffi_layout.h`, from
+//! struct's size, alignment, field offsets and field widths as rustc laid them out (`onic_ffi_layout.h`, from
 //! `cargo run -p onic-linux --example c_layout`): a C declaration that drifts from these fails
 //! the module build instead of corrupting memory at run time. Nothing here may use a type
 //! cbindgen cannot express; kernel types stay on the C side as `void *`.
