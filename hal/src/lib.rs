@@ -10,6 +10,7 @@
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
 //! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
+//! - [`barrier`]: the per-architecture barriers that give MMIO Linux's `writel`/`readl` ordering.
 //! - backends: [`mmio::Mmio`] for real hardware, `recording::Recorder` (feature `alloc`) for
 //!   register traces; the behavioral model of the card lives in the `onic-sim` crate.
 //!
@@ -24,6 +25,7 @@ extern crate alloc;
 
 pub mod fmt;
 
+pub mod barrier;
 pub mod dma;
 pub mod layout;
 pub mod lock;

@@ -3,10 +3,9 @@
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::sync::atomic::{fence, Ordering};
-
 use volatile_register::RW;
 
+use crate::barrier;
 use crate::window::{RegisterWindow, UNMAPPED_READ};
 
 /// A mapped BAR seen as an array of 32-bit registers.
@@ -52,19 +51,24 @@ impl<'a> Mmio<'a> {
 }
 
 // SAFETY: one volatile access per call at the checked offset (out-of-window or misaligned offsets
-// never reach memory), and a release fence orders earlier DMA-memory writes before each register
-// write.
+// never reach memory); `barrier::before_write` orders earlier DMA-memory writes before each
+// register write, and `barrier::after_read` later DMA-memory reads after each register read, with
+// the instruction Linux's `writel`/`readl` use on the target.
 unsafe impl RegisterWindow for Mmio<'_> {
     fn read32(&self, offset: u32) -> u32 {
         match self.reg(offset) {
-            Some(r) => r.read(),
+            Some(r) => {
+                let v = r.read();
+                barrier::after_read(v);
+                v
+            }
             None => UNMAPPED_READ,
         }
     }
 
     fn write32(&self, offset: u32, value: u32) {
         if let Some(r) = self.reg(offset) {
-            fence(Ordering::Release);
+            barrier::before_write();
             // SAFETY: `r` is a register inside the mapped BAR (see `reg`); what the write makes the
             // device do is covered by the contract of `Mmio::new`.
             unsafe { r.write(value) };

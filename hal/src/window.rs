@@ -41,7 +41,9 @@ pub const UNMAPPED_READ: u32 = 0xDEAD_BEEF;
 /// - an access whose `offset` is not 4-byte aligned or lies outside the window does not reach
 ///   anything: a read returns [`UNMAPPED_READ`] and a write is dropped;
 /// - `write32` orders all earlier writes to DMA memory made by this CPU before the register write
-///   becomes visible to the device (a release barrier, as Linux's `writel` does).
+///   becomes visible to the device, and `read32` orders the register read before this CPU's later
+///   reads of DMA memory, as Linux's `writel` and `readl` do (for real MMIO, the instructions of
+///   [`crate::barrier`]).
 pub unsafe trait RegisterWindow {
     /// Reads the 32-bit register at byte `offset`.
     fn read32(&self, offset: u32) -> u32;

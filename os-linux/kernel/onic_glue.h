@@ -15,10 +15,14 @@
 
 #include "onic_compat.h"
 
+/* The structs and constants shared with the Rust side (ONIC_MAX_QUEUES, ONIC_QSTAT_WORDS,
+ * ONIC_QSTAT_BLOCKS, enum onic_xmit, struct onic_poll_result, ...), generated at every module
+ * build from their one definition, os-linux/src/abi.rs (cargo xtask kmod, cbindgen), and
+ * compile-time checks that each struct's size, alignment and field offsets are rustc's. */
+#include "onic_ffi.h"
+#include "onic_ffi_layout.h"
+
 #define ONIC_DRV_NAME "onic"
-/* Queue indices a function may own: each uses three of its 64 H2C queue ids (spec 1.3: qbase =
- * function x 64): the stack's TX ring, XDP_TX, redirect-in (Rust: queues::MAX_PORT_QUEUES). */
-#define ONIC_MAX_QUEUES 21
 /* Simulation mode: queue indices offered per port, and in use at load. */
 #define ONIC_SIM_MAX_QUEUES 8
 
@@ -44,11 +48,6 @@ struct onic_qv {
 	bool quiet;		/* a restart owns the redirect-in ring (read under xmit_lock) */
 };
 
-/* Words of one published counter block (Rust: dp::QSTAT_WORDS). */
-#define ONIC_QSTAT_WORDS 35
-/* Counter blocks per queue index, one per writer (Rust: os::StatBlock): NAPI, stack TX, xmit. */
-#define ONIC_QSTAT_BLOCKS 3
-
 /* One counter block, written by its single owner, read by anyone. */
 struct onic_qstats {
 	struct u64_stats_sync syncp;
@@ -72,49 +71,6 @@ struct onic_ndev {
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
-
-/* Must match Rust's datapath::PollResult. */
-struct onic_poll_result {
-	u32 done;
-	bool more, redirected, tx_pending, error;
-};
-
-/* Must match Rust's datapath::TxClean. */
-struct onic_tx_clean {
-	u64 bytes;
-	u32 packets, in_flight, free, wake_at;
-	bool error;
-};
-
-/* Must match Rust's datapath::TxState. */
-struct onic_tx_state {
-	u16 next_to_clean, next_to_use, device_cidx, in_flight, free;
-	bool running, error;
-};
-
-/* Must match Rust's kernel::entry::PortParams. */
-struct onic_port_params {
-	struct mutex *card_lock;
-	struct device *dma_dev;
-	u16 max_queues, queues;
-	u8 func;
-	bool rs_fec;
-};
-
-/* Must match Rust's counters::LinkStats. */
-struct onic_link_stats {
-	u64 rx_packets, rx_bytes, rx_dropped, rx_errors;
-	u64 tx_packets, tx_bytes, tx_dropped, tx_errors;
-	u64 rx_missed_errors;
-};
-
-/* Must match Rust's kernel::entry::OnicLayout. */
-struct onic_layout {
-	u32 max_queues, queues, tx_ring, rx_ring, max_ring;
-};
-
-/* Results of onic_rs_xmit (Rust's port::XmitResult). */
-enum onic_xmit { ONIC_XMIT_OK = 0, ONIC_XMIT_BUSY = 1, ONIC_XMIT_DROPPED = 2, ONIC_XMIT_OK_STOP = 3 };
 
 /* ---- Rust entry points (os-linux/src/kernel/entry.rs) ---- */
 void onic_rs_init(bool debug);

@@ -338,9 +338,7 @@ impl<K: Os> RawXdpProgram for OsProg<'_, K> {
     }
 }
 
-/// Words of a queue's published counters: RX, TX and pair counters (the pool's statistics are
-/// the OS's, read from the pool).
-pub const QSTAT_WORDS: usize = 15 + 11 + 9;
+pub use crate::abi::QSTAT_WORDS;
 
 macro_rules! words {
     ($($s:ident . $f:ident),* $(,)?) => {

@@ -4,6 +4,8 @@
 //! shim over the kernel's netdev, NAPI and ethtool interfaces. The C glue in `os-linux/kernel/`
 //! owns the kernel objects and calls in here for every decision (see `os-linux/README.md`).
 //!
+//! - [`abi`]: the structs and constants shared with the C glue, the one definition its header
+//!   is generated from.
 //! - [`port`]: one PCI function's netdev state (bring-up, open/stop, RSS, ethtool, statistics).
 //! - [`datapath`]: the port's datapath entry points (transmit, NAPI poll, `ndo_xdp_xmit`, the
 //!   reclaims), each for the one context that owns the rings it touches.
@@ -26,6 +28,7 @@
 
 extern crate alloc;
 
+pub mod abi;
 pub mod datapath;
 pub mod dp;
 pub mod errno;

@@ -30,6 +30,7 @@ use onic_core::{Device, DeviceConfig, RingSizeIdx};
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, INDIR_TABLE_ENTRIES};
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
+pub use crate::abi::LinkStats;
 use crate::dp::{self, QSTAT_WORDS};
 use crate::errno::{self, Errno, EBUSY, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN};
@@ -613,33 +614,6 @@ where
             onic_hal::warn!("onic: teardown of the function failed: {}", e);
         }
     }
-}
-
-/// The netdev's link statistics (`rtnl_link_stats64` fields the driver fills, from the core's
-/// [`Stats64`]); the C glue's `struct onic_link_stats` has the same layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct LinkStats {
-    /// Frames received (whatever the XDP verdict).
-    pub rx_packets: u64,
-    /// Bytes received.
-    pub rx_bytes: u64,
-    /// Good frames the driver could not keep (no page, too long, refused by the stack); XDP
-    /// drops are the program's decision and are counted in `ethtool -S` only.
-    pub rx_dropped: u64,
-    /// Completions with errors or impossible lengths.
-    pub rx_errors: u64,
-    /// Frames sent.
-    pub tx_packets: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Frames not sent (0 here: the glue counts the packets it drops in the kernel's per-CPU
-    /// core counter, which `dev_get_stats` adds).
-    pub tx_dropped: u64,
-    /// Frames refused for their length.
-    pub tx_errors: u64,
-    /// Frames the packet adapter dropped before the driver saw them (`stat_adapt_rx_drop`).
-    pub rx_missed_errors: u64,
 }
 
 impl From<Stats64> for LinkStats {

@@ -8,7 +8,10 @@
 //!    (`apt-cache depends`), downloaded with `apt-get download` and unpacked with `dpkg -x` into
 //!    `target/vm/<kernel>/root` (nothing is installed: the 6.12 headers package would drag the
 //!    kernel image onto the host).
-//! 3. Kbuild in a per-kernel copy of `os-linux/kernel/`, then the checks: no GOT relocations in
+//! 3. The C declarations of the structs and constants shared with the Rust side, generated from
+//!    `os-linux/src/abi.rs` into the build directory (cbindgen, plus `static_assert`s of rustc's
+//!    layout; see `ffi.rs`).
+//! 4. Kbuild in a per-kernel copy of `os-linux/kernel/`, then the checks: no GOT relocations in
 //!    the Rust object, only relocation types the module loader accepts in `onic.ko`, no modpost
 //!    error (unresolved symbols), no warning at all in the build output (objtool included), and
 //!    objtool really ran over the Rust code.
@@ -504,6 +507,7 @@ pub fn build_module(r: &Resolved, rust_obj: &Path) -> Result<PathBuf, String> {
             .map_err(|e2| format!("{}: {e2}", e.path().display()))?;
     }
     fs::copy(rust_obj, build.join("onic_rust.bin")).map_err(|e| format!("{}: {e}", rust_obj.display()))?;
+    crate::ffi::generate_headers(&build)?;
 
     let start = Instant::now();
     println!("==> kbuild onic.ko for {} ({})", r.kernel.name, r.abi);

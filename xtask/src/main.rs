@@ -4,6 +4,7 @@
 //! the DPDK peers side by side.
 
 mod bpf;
+mod ffi;
 mod fuzz;
 mod kmod;
 mod peers;
@@ -88,7 +89,55 @@ fn step_no_std() -> Result<(), String> {
             &format!("no_std build of {} for {target}", NO_STD_CRATES.join(", ")),
             c,
         )?;
+        check_mmio_barriers(target)?;
     }
+    Ok(())
+}
+
+/// The MMIO barrier instructions `onic-hal` must contain per target (the table of
+/// `hal/src/barrier.rs`; x86_64 has compiler barriers only).
+const MMIO_BARRIERS: [(&str, [&str; 2]); 3] = [
+    ("aarch64-unknown-none", ["dmb oshst", "dmb oshld"]),
+    ("riscv64gc-unknown-none-elf", ["fence w,o", "fence i,ir"]),
+    ("thumbv7em-none-eabihf", ["dmb sy", "dmb sy"]),
+];
+
+/// Disassembles the no_std build of `onic-hal` for `target` (`llvm-objdump`) and checks that the
+/// barriers of its MMIO backend are the instructions its table names.
+fn check_mmio_barriers(target: &str) -> Result<(), String> {
+    let Some((_, want)) = MMIO_BARRIERS.iter().find(|(t, _)| *t == target) else {
+        return Ok(());
+    };
+    let rlib = kmod::target_dir().join(target).join("debug/libonic_hal.rlib");
+    let out = Command::new("llvm-objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&rlib)
+        .output()
+        .map_err(|e| format!("llvm-objdump (package llvm): {e}"))?;
+    if !out.status.success() {
+        return Err(format!("llvm-objdump -d {} failed", rlib.display()));
+    }
+    // "fence\tw, o" -> "fence w,o"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let insns: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(_, i)| i))
+        .map(|i| {
+            i.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace(", ", ",")
+        })
+        .collect();
+    for w in want {
+        if !insns.iter().any(|i| i == w) {
+            return Err(format!("{}: no `{w}` in the MMIO backend", rlib.display()));
+        }
+    }
+    println!(
+        "MMIO barriers of onic-hal for {target}: {} present",
+        want.join(", ")
+    );
     Ok(())
 }
 

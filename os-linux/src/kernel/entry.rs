@@ -16,32 +16,14 @@ use super::backend::{ApiDma, KDelay, KDma, KRegs, KernelDma};
 use super::ffi;
 use super::kos::{KOs, KPtr};
 use super::lock::{KCardLock, KLock};
-use crate::datapath::{PollResult, TxClean, TxState, XmitResult};
+use crate::abi::{LinkStats, OnicLayout, PollResult, PortParams, TxClean, TxState, XmitResult};
 use crate::errno::{Errno, EINVAL};
 use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
-use crate::port::{LinkStats, Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
+use crate::port::{Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
 
 type KPort = Port<KRegs, KDma, KDelay, KOs, KCardLock>;
 type KSim = SimCard<KLock>;
-
-/// What the C glue chooses for a port (`struct onic_port_params`).
-#[repr(C)]
-pub struct PortParams {
-    /// The card's context-command mutex (`struct mutex *`), shared by its functions.
-    pub card_lock: *mut c_void,
-    /// Simulation mode: the platform device whose DMA API the model sits behind, or null for
-    /// the model's own memory. Unused on a card.
-    pub dma_dev: *mut c_void,
-    /// Queue indices the function may use (MSI-X queue vectors).
-    pub max_queues: u16,
-    /// Queue indices in use at start.
-    pub queues: u16,
-    /// PCI function.
-    pub func: u8,
-    /// Enable RS-FEC on the CMACs.
-    pub rs_fec: bool,
-}
 
 /// Ring-size index of simulation-mode rings: 64 entries keep the model's memory small.
 const SIM_RING_INDEX: u8 = 1;
@@ -618,21 +600,6 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
         Ok(()) => 0,
         Err(e) => neg(e),
     }
-}
-
-/// Current and maximum queue pairs and ring sizes (usable entries), for ethtool -l / -g.
-#[repr(C)]
-pub struct OnicLayout {
-    /// Queue pairs the function may use.
-    pub max_queues: u32,
-    /// Queue pairs in use.
-    pub queues: u32,
-    /// TX ring entries usable.
-    pub tx_ring: u32,
-    /// RX ring entries usable.
-    pub rx_ring: u32,
-    /// Largest ring the QDMA's table offers (usable entries).
-    pub max_ring: u32,
 }
 
 /// ethtool get_channels / get_ringparam.
