@@ -69,7 +69,8 @@ pub struct RawPoolPage {
     pub handle: NonNull<u8>,
     /// CPU address of the page's first byte (`page_address`); `PAGE_SIZE` bytes.
     pub virt: NonNull<u8>,
-    /// Where the pool mapped it for the device (when [`PacketMap::pool_maps_pages`]).
+    /// Where the device reaches it while the driver holds it (see [`PacketMap::hold_page`]; with the
+    /// kernel DMA API, the mapping the pool made once).
     pub dma: DmaAddr,
 }
 

@@ -269,6 +269,8 @@ fn step_doc() -> Result<(), String> {
         "onic-sim",
         "-p",
         "onic-bpf",
+        "-p",
+        "onic-linux",
         "--features",
         "onic-hal/alloc",
     ]);
