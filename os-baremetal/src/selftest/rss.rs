@@ -39,7 +39,15 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         return;
     }
     b.dp.set_programs([Program::Drop, Program::Drop]);
+    initial_state(r, b);
+    equal_2(r, b);
+    new_key(r, b);
+    refused(r, b);
+    restore(r, b);
+}
 
+/// Both PFs start with the round-robin table and the RTL reset key, and the shell holds them.
+fn initial_state(r: &mut Runner, b: &Bench<'_, '_>) {
     let initial = b.devices.iter().flatten().all(|d| {
         read_back_matches(d)
             && *d.rss().table() == IndirectionTable::round_robin(PAIRS as u16)
@@ -53,8 +61,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              reports"
         ),
     );
+}
 
-    // ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
+/// ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
+fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let changed = b.devices[1].as_mut().map(|d| d.rss_equal(2));
     refresh(b, 1);
     let (ok, per_queue, misrouted, corrupt) = round(b, 100);
@@ -74,8 +84,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              ({misrouted} off the prediction)"
         ),
     );
+}
 
-    // A new key on PF1: the hash changes with it.
+/// A new key on PF1: the hash changes with it.
+fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let old = ShellHasher::new(&RssKey::DEFAULT);
     let changed = b.devices[1]
         .as_mut()
@@ -99,8 +111,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              {FRAMES} frames went to queues {per_queue:?} ({misrouted} off the prediction)"
         ),
     );
+}
 
-    // Refused requests change nothing, in the driver or in the shell.
+/// Refused requests change nothing, in the driver or in the shell.
+fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let before = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
     let refused = b.devices[1].as_mut().map(|d| {
         let short_key = [0x11u8; 39];
@@ -130,8 +144,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             PAIRS + 1
         ),
     );
+}
 
-    // Back to the defaults for the groups that follow.
+/// Back to the defaults for the groups that follow.
+fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let restored = b.devices[1].as_mut().map(|d| {
         d.rss_equal(PAIRS as u16).is_ok()
             && d.rss_set(None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)
