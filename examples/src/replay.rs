@@ -457,14 +457,7 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
 
 pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     check(args, queues)?;
-    let mut prog = match (&args.obj.xdp_obj, args.xdp.as_deref()) {
-        (Some(path), _) => Some(Prog::Object(
-            Box::new(crate::xdp_obj::load(&args.obj, path)?),
-            path.clone(),
-        )),
-        (None, Some(n)) => Some(Prog::Builtin(Builtin::by_name(n, args.udp_port)?)),
-        (None, None) => None,
-    };
+    let mut prog = program(args)?;
     let frames = match &args.pcap {
         Some(p) => read_capture(p)?,
         None => sample_frames(args.frames)
@@ -484,27 +477,8 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     let card = Card::new(cc);
     let mut rings = Vec::new();
     let mut ports = bring_up(&card, queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
-    let hasher = ShellHasher::default();
     let mut out = Outputs::default();
-    let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
-    let mut ts = Duration::ZERO;
-    for (i, batch) in frames.chunks(BATCH).enumerate() {
-        for (t, data) in batch {
-            card.inject(args.port, data);
-            ts = *t;
-        }
-        drain(&card, &mut ports, &mut prog, &rings, &hasher, &mut out, ts)?;
-        if progress {
-            errout!(
-                "\rreplayed {} of {} frames",
-                (i * BATCH + batch.len()),
-                frames.len()
-            );
-        }
-    }
-    if progress {
-        errln!();
-    }
+    replay(&card, &mut ports, &mut prog, &rings, &mut out, &frames, args.port)?;
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
@@ -524,20 +498,89 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     for (p, rig) in ports.iter().enumerate() {
         print_stats(p, rig, args.all_stats);
     }
-    if let Some(Prog::Builtin(Builtin::Count(flows))) = &prog {
-        outln!("flows counted by the program (frames, bytes):");
-        for (flow, (n, bytes)) in flows {
-            match flow {
-                Some((s, d, proto, sp, dp)) => {
-                    outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
-                }
-                None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
-            }
+    print_program(prog.as_ref(), args)?;
+    write_outputs(args, prog.as_ref(), &out)?;
+    outln!(
+        "  (frames the shell or the driver dropped before the program: {})",
+        (frames.len() as u64).saturating_sub(seen)
+    );
+    let live = teardown(&card, ports, &rings)?;
+    if live != 0 {
+        return Err(format!("{live} pages still live after teardown"));
+    }
+    outln!("page accounting: every page returned after teardown");
+    Ok(())
+}
+
+/// The program the options name: an object (`--xdp-obj`), a built-in (`--xdp`), or none.
+fn program(args: &ReplayOpts) -> Result<Option<Prog>, String> {
+    Ok(match (&args.obj.xdp_obj, args.xdp.as_deref()) {
+        (Some(path), _) => Some(Prog::Object(
+            Box::new(crate::xdp_obj::load(&args.obj, path)?),
+            path.clone(),
+        )),
+        (None, Some(n)) => Some(Prog::Builtin(Builtin::by_name(n, args.udp_port)?)),
+        (None, None) => None,
+    })
+}
+
+/// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
+/// before the next; a progress line on a terminal for long captures.
+fn replay(
+    card: &Card,
+    ports: &mut [PortRig<'_>],
+    prog: &mut Option<Prog>,
+    rings: &[&'static RecycleRing],
+    out: &mut Outputs,
+    frames: &[(Duration, Vec<u8>)],
+    port: u8,
+) -> Result<(), String> {
+    let hasher = ShellHasher::default();
+    let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
+    let mut ts = Duration::ZERO;
+    for (i, batch) in frames.chunks(BATCH).enumerate() {
+        for (t, data) in batch {
+            card.inject(port, data);
+            ts = *t;
+        }
+        drain(card, ports, prog, rings, &hasher, out, ts)?;
+        if progress {
+            errout!(
+                "\rreplayed {} of {} frames",
+                (i * BATCH + batch.len()),
+                frames.len()
+            );
         }
     }
-    if let Some(Prog::Object(e, _)) = &prog {
-        crate::xdp_obj::report(e, args.obj.dump_maps.as_deref())?;
+    if progress {
+        errln!();
     }
+    Ok(())
+}
+
+/// What the program itself reports: the flows the built-in counter counted, or an object's
+/// statistics and maps.
+fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
+    match prog {
+        Some(Prog::Builtin(Builtin::Count(flows))) => {
+            outln!("flows counted by the program (frames, bytes):");
+            for (flow, (n, bytes)) in flows {
+                match flow {
+                    Some((s, d, proto, sp, dp)) => {
+                        outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
+                    }
+                    None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
+                }
+            }
+            Ok(())
+        }
+        Some(Prog::Object(e, _)) => crate::xdp_obj::report(e, args.obj.dump_maps.as_deref()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes the output captures into `--out-dir` and lists them.
+fn write_outputs(args: &ReplayOpts, prog: Option<&Prog>, out: &Outputs) -> Result<(), String> {
     let mut files = vec![
         ("pass.pcap", &out.pass, "received by the OS"),
         ("tx-port0.pcap", &out.egress[0], "sent out of port 0"),
@@ -552,15 +595,6 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         pcap::write(&args.out_dir.join(name), frames)?;
         outln!("  {name:<14} {:>8} frames {what}", frames.len());
     }
-    outln!(
-        "  (frames the shell or the driver dropped before the program: {})",
-        (frames.len() as u64).saturating_sub(seen)
-    );
-    let live = teardown(&card, ports, &rings)?;
-    if live != 0 {
-        return Err(format!("{live} pages still live after teardown"));
-    }
-    outln!("page accounting: every page returned after teardown");
     Ok(())
 }
 
