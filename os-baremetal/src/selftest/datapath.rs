@@ -1176,3 +1176,13 @@ pub fn flow_to_pf1_queue(r: &mut Runner, b: &Bench<'_, '_>, q: usize, name: &'st
     }
     flow
 }
+
+/// Whether both functions are up with all their pairs, for a group that needs them; if not, its
+/// check `name` is reported as not run.
+pub fn ready(r: &mut Runner, b: &Bench<'_, '_>, name: &'static str) -> bool {
+    let ready = b.dp.ready() && b.devices.iter().all(Option::is_some);
+    if !ready {
+        r.skipped(name, "queue pairs or functions missing");
+    }
+    ready
+}

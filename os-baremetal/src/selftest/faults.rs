@@ -5,7 +5,7 @@ use heapless::Vec as HVec;
 use onic_core::stats::read_hw_counters;
 use onic_core::tx::TxError;
 use onic_core::QueueError;
-use onic_sim::Corruption;
+use onic_sim::{Card, Corruption};
 
 use super::datapath::{
     self, build_pair, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame,
@@ -23,8 +23,7 @@ const XDP_FULL_FRAMES: u32 = 70;
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("faults (the model's knobs against the datapath)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("faults", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "faults") {
         return;
     }
     page_alloc(r, b);
@@ -320,19 +319,15 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Frames lost on the wire never arrive; a bad FCS is counted by the MAC and goes no further.
 fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let shell = b.model.shell();
     b.dp.set_programs([Program::Drop, Program::Drop]);
-    let lost_before = b.model.with(|c| c.stats().wire_dropped);
-    b.model.with(|c| c.faults().drop_next_frames(3));
-    b.dp.tally.reset();
-    let flow = flow_for_queue(&b.dp.steer[1], 2, 0).unwrap_or(0);
-    for _ in 0..5 {
-        inject_tracked(b, 1, flow, 128);
-    }
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == 2);
-    run_for(b, 5_000_000);
-    let lost = b.model.with(|c| c.stats().wire_dropped) - lost_before;
-    b.model.with(|c| c.faults().clear());
+    let lost = through_fault(
+        b,
+        (1, 2),
+        (5, 128),
+        2,
+        |c| c.faults().drop_next_frames(3),
+        |b| b.model.with(|c| c.stats().wire_dropped),
+    );
     r.check(
         "fault-wire-drop",
         b.dp.tally.received == 2 && lost == 3,
@@ -341,17 +336,14 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.dp.tally.received
         ),
     );
-
-    let fcs_before = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs");
-    b.model.with(|c| c.faults().bad_fcs_next_frames(1));
-    b.dp.tally.reset();
-    let flow = flow_for_queue(&b.dp.steer[0], 1, 0).unwrap_or(0);
-    inject_tracked(b, 0, flow, 300);
-    inject_tracked(b, 0, flow, 300);
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == 1);
-    run_for(b, 5_000_000);
-    let fcs = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs") - fcs_before;
-    b.model.with(|c| c.faults().clear());
+    let fcs = through_fault(
+        b,
+        (0, 1),
+        (2, 300),
+        1,
+        |c| c.faults().bad_fcs_next_frames(1),
+        |b| counter(&read_hw_counters(&b.model.shell(), 0), "stat_rx_bad_fcs"),
+    );
     r.check(
         "fault-bad-fcs",
         b.dp.tally.received == 1 && fcs == 1,
@@ -360,6 +352,32 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.dp.tally.received
         ),
     );
+}
+
+/// With the fault `arm` sets, `frames.0` tracked frames of `frames.1` bytes come in on port
+/// `to.0` (a flow its function steers to queue `to.1`); the loop runs until `arrive` of them
+/// arrived and 5 ms more, then the fault is cleared. Returns how far `count` moved meanwhile.
+fn through_fault(
+    b: &mut Bench<'_, '_>,
+    to: (u8, usize),
+    frames: (u32, usize),
+    arrive: u32,
+    arm: impl FnOnce(&Card),
+    count: impl Fn(&Bench<'_, '_>) -> u64,
+) -> u64 {
+    let (port, q) = to;
+    let before = count(b);
+    b.model.with(arm);
+    b.dp.tally.reset();
+    let flow = flow_for_queue(&b.dp.steer[usize::from(port)], q, 0).unwrap_or(0);
+    for _ in 0..frames.0 {
+        inject_tracked(b, port, flow, frames.1);
+    }
+    run_until(b, WAIT_NS, |b| b.dp.tally.received == arrive);
+    run_for(b, 5_000_000);
+    let moved = count(b) - before;
+    b.model.with(|c| c.faults().clear());
+    moved
 }
 
 /// A completion status record whose producer index lies beyond the ring: the queue reports its

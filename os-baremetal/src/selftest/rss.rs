@@ -6,7 +6,7 @@
 
 use onic_core::rss::{HashFunction, IndirectionTable, RssKey, ShellHasher};
 
-use super::datapath::PAIRS;
+use super::datapath::{self, PAIRS};
 use super::frames::{self, MAX_BUILD};
 use super::traffic::spread;
 use super::xdp::Program;
@@ -34,8 +34,7 @@ fn round(b: &mut Bench<'_, '_>, seed: u32) -> (bool, [u32; PAIRS], u32, u32) {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("RSS (ethtool -x/-X through Device, software shell hash)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("rss", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "rss") {
         return;
     }
     b.dp.set_programs([Program::Drop, Program::Drop]);

@@ -133,8 +133,7 @@ struct Before {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("traffic across the wire (onic-core queue pairs, MSI-X vectors, NAPI)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("wire-traffic", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "wire-traffic") {
         return;
     }
     let before = Before {

@@ -7,7 +7,7 @@ use onic_core::pool::PoolStats;
 use onic_core::queue_pair::PairStats;
 use onic_core::RxStats;
 
-use super::datapath::{run_until, Book, WAIT_NS};
+use super::datapath::{self, run_until, Book, WAIT_NS};
 use super::traffic::spread;
 use super::xdp::Program;
 use super::{Bench, Runner};
@@ -81,8 +81,7 @@ pub fn census_holds(b: &Bench<'_, '_>) -> bool {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("XDP (poll_xdp: pass, drop, TX, redirect through a devmap, swap, detach)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("xdp", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "xdp") {
         return;
     }
     xdp_pass(r, b);
