@@ -214,19 +214,30 @@ pub(crate) fn bring_up<'c>(
     Ok(ports)
 }
 
+/// What a poll needs besides the pair: the pools' recycle rings, the shell's hash, the time
+/// stamp of what comes out, and the DMA memory.
+struct PollEnv<'a, 'c> {
+    rings: &'a [&'static RecycleRing],
+    hasher: &'a ShellHasher,
+    ts: Duration,
+    dma: SimDma<'c>,
+}
+
 /// Polls pair `q` of port `f` once through the XDP path; returns whether it still has work.
-#[allow(clippy::too_many_arguments)]
 fn poll_pair(
     ports: &mut [PortRig<'_>],
     f: usize,
     q: usize,
     prog: Option<&mut DropRecorder<'_>>,
-    rings: &[&'static RecycleRing],
-    hasher: &ShellHasher,
     out: &mut Outputs,
-    ts: Duration,
-    dma: SimDma<'_>,
+    env: &PollEnv<'_, '_>,
 ) -> bool {
+    let PollEnv {
+        rings,
+        hasher,
+        ts,
+        dma,
+    } = *env;
     let Outputs {
         pass: passed, xsk, ..
     } = out;
@@ -271,46 +282,6 @@ fn poll_pair(
         pair.pool.return_from_os(page, end.saturating_sub(256));
     }
     !r.rx.armed || r.rx.more || r.rx.done > 0 || r.tx.completed > 0 || pair.tx.in_flight() > 0
-}
-
-/// Lets the model deliver, then polls every pair until nothing is pending.
-#[allow(clippy::too_many_arguments)]
-fn drain(
-    card: &Card,
-    ports: &mut [PortRig<'_>],
-    prog: &mut Option<Prog>,
-    rings: &[&'static RecycleRing],
-    hasher: &ShellHasher,
-    out: &mut Outputs,
-    ts: Duration,
-) -> Result<(), String> {
-    if let Some(p) = prog.as_mut() {
-        p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
-    }
-    for _ in 0..100_000 {
-        card.run_until_idle();
-        card.advance_time(2_000);
-        card.run_until_idle();
-        for (p, e) in out.egress.iter_mut().enumerate() {
-            e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
-        }
-        let mut busy = false;
-        for f in 0..ports.len() {
-            for q in 0..ports[f].pairs.len() {
-                let mut dropped = Vec::new();
-                let mut rec = prog.as_mut().map(|p| DropRecorder {
-                    prog: p,
-                    dropped: &mut dropped,
-                });
-                busy |= poll_pair(ports, f, q, rec.as_mut(), rings, hasher, out, ts, card.dma());
-                out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
-            }
-        }
-        if !busy {
-            return Ok(());
-        }
-    }
-    Err("the datapath did not quiesce".into())
 }
 
 fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
@@ -478,7 +449,15 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     let mut rings = Vec::new();
     let mut ports = bring_up(&card, queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
     let mut out = Outputs::default();
-    replay(&card, &mut ports, &mut prog, &rings, &mut out, &frames, args.port)?;
+    Replay {
+        card: &card,
+        ports: &mut ports,
+        prog: &mut prog,
+        rings: &rings,
+        hasher: ShellHasher::default(),
+        out: &mut out,
+    }
+    .frames(&frames, args.port)?;
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
@@ -524,38 +503,80 @@ fn program(args: &ReplayOpts) -> Result<Option<Prog>, String> {
     })
 }
 
-/// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
-/// before the next; a progress line on a terminal for long captures.
-fn replay(
-    card: &Card,
-    ports: &mut [PortRig<'_>],
-    prog: &mut Option<Prog>,
-    rings: &[&'static RecycleRing],
-    out: &mut Outputs,
-    frames: &[(Duration, Vec<u8>)],
-    port: u8,
-) -> Result<(), String> {
-    let hasher = ShellHasher::default();
-    let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
-    let mut ts = Duration::ZERO;
-    for (i, batch) in frames.chunks(BATCH).enumerate() {
-        for (t, data) in batch {
-            card.inject(port, data);
-            ts = *t;
+/// A replay in progress: the card, both ports, the program and what came out so far.
+struct Replay<'r, 'c> {
+    card: &'c Card,
+    ports: &'r mut [PortRig<'c>],
+    prog: &'r mut Option<Prog>,
+    rings: &'r [&'static RecycleRing],
+    hasher: ShellHasher,
+    out: &'r mut Outputs,
+}
+
+impl Replay<'_, '_> {
+    /// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
+    /// before the next; a progress line on a terminal for long captures.
+    fn frames(&mut self, frames: &[(Duration, Vec<u8>)], port: u8) -> Result<(), String> {
+        let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
+        let mut ts = Duration::ZERO;
+        for (i, batch) in frames.chunks(BATCH).enumerate() {
+            for (t, data) in batch {
+                self.card.inject(port, data);
+                ts = *t;
+            }
+            self.drain(ts)?;
+            if progress {
+                errout!(
+                    "\rreplayed {} of {} frames",
+                    (i * BATCH + batch.len()),
+                    frames.len()
+                );
+            }
         }
-        drain(card, ports, prog, rings, &hasher, out, ts)?;
         if progress {
-            errout!(
-                "\rreplayed {} of {} frames",
-                (i * BATCH + batch.len()),
-                frames.len()
-            );
+            errln!();
         }
+        Ok(())
     }
-    if progress {
-        errln!();
+
+    /// Lets the model deliver, then polls every pair until nothing is pending; what comes out
+    /// is stamped `ts`.
+    fn drain(&mut self, ts: Duration) -> Result<(), String> {
+        let card = self.card;
+        if let Some(p) = self.prog.as_mut() {
+            p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
+        }
+        for _ in 0..100_000 {
+            card.run_until_idle();
+            card.advance_time(2_000);
+            card.run_until_idle();
+            for (p, e) in self.out.egress.iter_mut().enumerate() {
+                e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
+            }
+            let mut busy = false;
+            for f in 0..self.ports.len() {
+                for q in 0..self.ports[f].pairs.len() {
+                    let mut dropped = Vec::new();
+                    let mut rec = self.prog.as_mut().map(|p| DropRecorder {
+                        prog: p,
+                        dropped: &mut dropped,
+                    });
+                    let env = PollEnv {
+                        rings: self.rings,
+                        hasher: &self.hasher,
+                        ts,
+                        dma: card.dma(),
+                    };
+                    busy |= poll_pair(self.ports, f, q, rec.as_mut(), self.out, &env);
+                    self.out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
+                }
+            }
+            if !busy {
+                return Ok(());
+            }
+        }
+        Err("the datapath did not quiesce".into())
     }
-    Ok(())
 }
 
 /// What the program itself reports: the flows the built-in counter counted, or an object's
