@@ -34,7 +34,7 @@ use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
 use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
-use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
+use crate::xdp_progs::{this_and_other, Builtin, OTHER_PORT, PROGRAMS};
 
 /// Frames injected before the driver polls.
 const BATCH: usize = 256;
@@ -242,12 +242,7 @@ fn poll_pair(
         pass: passed, xsk, ..
     } = out;
     let mut sink = XskSink { frames: xsk, ts };
-    let (a, b) = ports.split_at_mut(1);
-    let (me, other) = if f == 0 {
-        (&mut a[0], &mut b[0])
-    } else {
-        (&mut b[0], &mut a[0])
-    };
+    let (me, other) = this_and_other(ports, f);
     let PortRig { dev, pairs } = me;
     let db = dev.doorbells();
     let other_db = other.dev.doorbells();

@@ -59,6 +59,7 @@ use onic_core::xdp::{
 
 use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
+use crate::xdp_progs::this_and_other;
 use onic_core::Device;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
@@ -397,12 +398,7 @@ impl RedirectTarget<DmaPage> for XskCount<'_> {
 /// Polls queue `q` of function `fi` once: through the program if the function is a receiver and
 /// a program is attached, else the plain path.
 fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
-    let (a, b) = funcs.split_at_mut(1);
-    let (me, other) = if fi == 0 {
-        (&mut a[0], &mut b[0])
-    } else {
-        (&mut b[0], &mut a[0])
-    };
+    let (me, other) = this_and_other(funcs, fi);
     let db = me.dev.doorbells();
     let mut done = OsDone {
         free: &mut me.os_free,
