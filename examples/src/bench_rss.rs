@@ -65,16 +65,34 @@ fn fold(rx: RxHash) -> u32 {
     rx.value.wrapping_add(rx.kind as u32)
 }
 
+/// `iters` values of `one(i)` folded with a wrapping add into a result the optimiser has to
+/// compute (see the module docs).
+fn sum_of(iters: u64, mut one: impl FnMut(usize) -> u32) -> u64 {
+    let mut acc = 0u32;
+    for i in 0..iters as usize {
+        acc = acc.wrapping_add(one(i));
+    }
+    u64::from(acc)
+}
+
+/// Figures as `(name, value, unit)`.
+type Figures = Vec<(String, f64, &'static str)>;
+
 /// Runs every RSS figure; returns `(name, value, unit)` in a fixed order.
-pub fn run() -> Vec<(String, f64, &'static str)> {
+pub fn run() -> Figures {
     let mut out = Vec::new();
     let mut rng = Rng(Rng::SEED);
+    shell_figures(&mut out, &mut rng);
+    toeplitz_figures(&mut out, &mut rng);
+    out
+}
 
-    // The shell's hash, default (RTL reset) key.
+/// The shell's hash with the default (RTL reset) key: per frame, a batch of 32 at a time, the
+/// bit-serial reference, and `onic-accel` on every backend this CPU runs (the one it chooses by
+/// itself is named in a comment line).
+fn shell_figures(out: &mut Figures, rng: &mut Rng) {
     let key = RssKey::DEFAULT;
     let h = ShellHasher::new(&key);
-    // `onic-accel` on every backend this CPU runs (the one it chooses by itself is named in a
-    // comment line).
     println!(
         "# onic-accel chooses the {} backend on this CPU",
         AccelHasher::new(&key).backend().name()
@@ -84,44 +102,30 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
         .filter_map(|b| Some((b.name(), AccelHasher::with_backend(&key, b)?)))
         .collect();
     for (name, proto) in [("ipv4_tcp", 6u8), ("ipv4_udp", 17)] {
-        let fr = frames(proto, &mut rng);
+        let fr = frames(proto, rng);
         let ptrs: Vec<&[u8]> = fr.iter().map(|f| &f[..]).collect();
         let table = measure(1, |iters| {
             let fr = black_box(&fr);
-            let mut acc = 0u32;
-            for i in 0..iters as usize {
-                acc = acc.wrapping_add(fold(h.hash_frame(&fr[i & MASK])));
-            }
-            u64::from(acc)
+            sum_of(iters, |i| fold(h.hash_frame(&fr[i & MASK])))
         });
         let batch = measure(BATCH, |iters| {
             let ptrs = black_box(&ptrs);
             let mut res = [RxHash::default(); BATCH];
-            let mut acc = 0u32;
-            for i in 0..iters as usize {
+            sum_of(iters, |i| {
                 let at = (i * BATCH) & MASK;
                 h.hash_frames(&ptrs[at..at + BATCH], &mut res);
                 black_box(&mut res);
-                acc = acc.wrapping_add(fold(res[0]));
-            }
-            u64::from(acc)
+                fold(res[0])
+            })
         });
         let reference = measure(1, |iters| {
             let fr = black_box(&fr);
-            let mut acc = 0u32;
-            for i in 0..iters as usize {
-                acc = acc.wrapping_add(shell_hash_reference(&key, &fr[i & MASK]));
-            }
-            u64::from(acc)
+            sum_of(iters, |i| shell_hash_reference(&key, &fr[i & MASK]))
         });
         let accel = |hasher: &AccelHasher| {
             measure(1, |iters| {
                 let fr = black_box(&fr);
-                let mut acc = 0u32;
-                for i in 0..iters as usize {
-                    acc = acc.wrapping_add(fold(hasher.hash_frame(&fr[i & MASK])));
-                }
-                u64::from(acc)
+                sum_of(iters, |i| fold(hasher.hash_frame(&fr[i & MASK])))
             })
         };
         for (backend, h) in &backends {
@@ -131,70 +135,78 @@ pub fn run() -> Vec<(String, f64, &'static str)> {
         out.push((format!("rss_shell_{name}_table_batch32"), batch, UNIT));
         out.push((format!("rss_shell_{name}_reference"), reference, UNIT));
     }
+}
 
-    // Standard Toeplitz, Microsoft key (as the DPDK peer).
+/// Standard Toeplitz with the Microsoft key (as the DPDK peer): IPv4 addresses alone, then
+/// IPv4 and IPv6 4-tuples.
+fn toeplitz_figures(out: &mut Figures, rng: &mut Rng) {
     let mk = RssKey::MICROSOFT;
     let t = Toeplitz::new(mk.as_bytes()).expect("the Microsoft key is 40 bytes");
-    let (v4, v6) = tuples(&mut rng);
+    let (v4, v6) = tuples(rng);
     let v4_l3 = measure(1, |iters| {
         let v = black_box(&v4);
-        let mut acc = 0u32;
-        for i in 0..iters as usize {
+        sum_of(iters, |i| {
             let (s, d, _, _) = v[i & MASK];
-            acc = acc.wrapping_add(t.hash_ipv4(s, d));
-        }
-        u64::from(acc)
+            t.hash_ipv4(s, d)
+        })
     });
     out.push(("rss_toeplitz_ipv4_l3_table".into(), v4_l3, UNIT));
-    macro_rules! toeplitz_figures {
-        ($name:literal, $set:expr, $hash:ident, $input:ident) => {{
-            let set = &$set;
-            let table = measure(1, |iters| {
-                let v = black_box(set);
-                let mut acc = 0u32;
-                for i in 0..iters as usize {
-                    let (s, d, sp, dp) = v[i & MASK];
-                    acc = acc.wrapping_add(t.$hash(s, d, sp, dp));
-                }
-                u64::from(acc)
-            });
-            let batch = measure(BATCH, |iters| {
-                let v = black_box(set);
-                let mut res = [0u32; BATCH];
-                let mut acc = 0u32;
-                for i in 0..iters as usize {
-                    let at = (i * BATCH) & MASK;
-                    for (r, &(s, d, sp, dp)) in res.iter_mut().zip(&v[at..at + BATCH]) {
-                        *r = t.$hash(s, d, sp, dp);
-                    }
-                    black_box(&mut res);
-                    acc = acc.wrapping_add(res[0]);
-                }
-                u64::from(acc)
-            });
-            let reference = measure(1, |iters| {
-                let v = black_box(set);
-                let mut acc = 0u32;
-                for i in 0..iters as usize {
-                    let (s, d, sp, dp) = v[i & MASK];
-                    acc = acc.wrapping_add(toeplitz_reference(mk.as_bytes(), &$input(s, d, sp, dp)));
-                }
-                u64::from(acc)
-            });
-            out.push((concat!("rss_toeplitz_", $name, "_table").to_string(), table, UNIT));
-            out.push((
-                concat!("rss_toeplitz_", $name, "_table_batch32").to_string(),
-                batch,
-                UNIT,
-            ));
-            out.push((
-                concat!("rss_toeplitz_", $name, "_reference").to_string(),
-                reference,
-                UNIT,
-            ));
-        }};
-    }
-    toeplitz_figures!("ipv4_l4", v4, hash_ipv4_ports, ipv4_ports_input);
-    toeplitz_figures!("ipv6_l4", v6, hash_ipv6_ports, ipv6_ports_input);
-    out
+    let key = mk.as_bytes();
+    tuple_figures(
+        out,
+        "ipv4_l4",
+        &v4,
+        key,
+        |s, d, sp, dp| t.hash_ipv4_ports(s, d, sp, dp),
+        ipv4_ports_input,
+    );
+    tuple_figures(
+        out,
+        "ipv6_l4",
+        &v6,
+        key,
+        |s, d, sp, dp| t.hash_ipv6_ports(s, d, sp, dp),
+        ipv6_ports_input,
+    );
+}
+
+/// The Toeplitz figures of one set of 4-tuples: `hash` one at a time, 32 at a time, and the
+/// bit-serial reference over the input `input` lays out.
+fn tuple_figures<A: Copy, I: AsRef<[u8]>>(
+    out: &mut Figures,
+    name: &str,
+    set: &[(A, A, u16, u16)],
+    key: &[u8],
+    hash: impl Fn(A, A, u16, u16) -> u32,
+    input: impl Fn(A, A, u16, u16) -> I,
+) {
+    let table = measure(1, |iters| {
+        let v = black_box(set);
+        sum_of(iters, |i| {
+            let (s, d, sp, dp) = v[i & MASK];
+            hash(s, d, sp, dp)
+        })
+    });
+    let batch = measure(BATCH, |iters| {
+        let v = black_box(set);
+        let mut res = [0u32; BATCH];
+        sum_of(iters, |i| {
+            let at = (i * BATCH) & MASK;
+            for (r, &(s, d, sp, dp)) in res.iter_mut().zip(&v[at..at + BATCH]) {
+                *r = hash(s, d, sp, dp);
+            }
+            black_box(&mut res);
+            res[0]
+        })
+    });
+    let reference = measure(1, |iters| {
+        let v = black_box(set);
+        sum_of(iters, |i| {
+            let (s, d, sp, dp) = v[i & MASK];
+            toeplitz_reference(key, input(s, d, sp, dp).as_ref())
+        })
+    });
+    out.push((format!("rss_toeplitz_{name}_table"), table, UNIT));
+    out.push((format!("rss_toeplitz_{name}_table_batch32"), batch, UNIT));
+    out.push((format!("rss_toeplitz_{name}_reference"), reference, UNIT));
 }

@@ -15,6 +15,7 @@ mod bench_rss;
 mod bench_xdp;
 mod plot;
 mod replay;
+mod rng;
 mod rss;
 mod run;
 mod trace;

@@ -34,7 +34,7 @@ use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
 use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
-use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
+use crate::xdp_progs::{this_and_other, Builtin, OTHER_PORT, PROGRAMS};
 
 /// Frames injected before the driver polls.
 const BATCH: usize = 256;
@@ -214,29 +214,35 @@ pub(crate) fn bring_up<'c>(
     Ok(ports)
 }
 
+/// What a poll needs besides the pair: the pools' recycle rings, the shell's hash, the time
+/// stamp of what comes out, and the DMA memory.
+struct PollEnv<'a, 'c> {
+    rings: &'a [&'static RecycleRing],
+    hasher: &'a ShellHasher,
+    ts: Duration,
+    dma: SimDma<'c>,
+}
+
 /// Polls pair `q` of port `f` once through the XDP path; returns whether it still has work.
-#[allow(clippy::too_many_arguments)]
 fn poll_pair(
     ports: &mut [PortRig<'_>],
     f: usize,
     q: usize,
     prog: Option<&mut DropRecorder<'_>>,
-    rings: &[&'static RecycleRing],
-    hasher: &ShellHasher,
     out: &mut Outputs,
-    ts: Duration,
-    dma: SimDma<'_>,
+    env: &PollEnv<'_, '_>,
 ) -> bool {
+    let PollEnv {
+        rings,
+        hasher,
+        ts,
+        dma,
+    } = *env;
     let Outputs {
         pass: passed, xsk, ..
     } = out;
     let mut sink = XskSink { frames: xsk, ts };
-    let (a, b) = ports.split_at_mut(1);
-    let (me, other) = if f == 0 {
-        (&mut a[0], &mut b[0])
-    } else {
-        (&mut b[0], &mut a[0])
-    };
+    let (me, other) = this_and_other(ports, f);
     let PortRig { dev, pairs } = me;
     let db = dev.doorbells();
     let other_db = other.dev.doorbells();
@@ -271,46 +277,6 @@ fn poll_pair(
         pair.pool.return_from_os(page, end.saturating_sub(256));
     }
     !r.rx.armed || r.rx.more || r.rx.done > 0 || r.tx.completed > 0 || pair.tx.in_flight() > 0
-}
-
-/// Lets the model deliver, then polls every pair until nothing is pending.
-#[allow(clippy::too_many_arguments)]
-fn drain(
-    card: &Card,
-    ports: &mut [PortRig<'_>],
-    prog: &mut Option<Prog>,
-    rings: &[&'static RecycleRing],
-    hasher: &ShellHasher,
-    out: &mut Outputs,
-    ts: Duration,
-) -> Result<(), String> {
-    if let Some(p) = prog.as_mut() {
-        p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
-    }
-    for _ in 0..100_000 {
-        card.run_until_idle();
-        card.advance_time(2_000);
-        card.run_until_idle();
-        for (p, e) in out.egress.iter_mut().enumerate() {
-            e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
-        }
-        let mut busy = false;
-        for f in 0..ports.len() {
-            for q in 0..ports[f].pairs.len() {
-                let mut dropped = Vec::new();
-                let mut rec = prog.as_mut().map(|p| DropRecorder {
-                    prog: p,
-                    dropped: &mut dropped,
-                });
-                busy |= poll_pair(ports, f, q, rec.as_mut(), rings, hasher, out, ts, card.dma());
-                out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
-            }
-        }
-        if !busy {
-            return Ok(());
-        }
-    }
-    Err("the datapath did not quiesce".into())
 }
 
 fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
@@ -457,14 +423,7 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
 
 pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     check(args, queues)?;
-    let mut prog = match (&args.obj.xdp_obj, args.xdp.as_deref()) {
-        (Some(path), _) => Some(Prog::Object(
-            Box::new(crate::xdp_obj::load(&args.obj, path)?),
-            path.clone(),
-        )),
-        (None, Some(n)) => Some(Prog::Builtin(Builtin::by_name(n, args.udp_port)?)),
-        (None, None) => None,
-    };
+    let mut prog = program(args)?;
     let frames = match &args.pcap {
         Some(p) => read_capture(p)?,
         None => sample_frames(args.frames)
@@ -484,27 +443,16 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     let card = Card::new(cc);
     let mut rings = Vec::new();
     let mut ports = bring_up(&card, queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
-    let hasher = ShellHasher::default();
     let mut out = Outputs::default();
-    let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
-    let mut ts = Duration::ZERO;
-    for (i, batch) in frames.chunks(BATCH).enumerate() {
-        for (t, data) in batch {
-            card.inject(args.port, data);
-            ts = *t;
-        }
-        drain(&card, &mut ports, &mut prog, &rings, &hasher, &mut out, ts)?;
-        if progress {
-            errout!(
-                "\rreplayed {} of {} frames",
-                (i * BATCH + batch.len()),
-                frames.len()
-            );
-        }
+    Replay {
+        card: &card,
+        ports: &mut ports,
+        prog: &mut prog,
+        rings: &rings,
+        hasher: ShellHasher::default(),
+        out: &mut out,
     }
-    if progress {
-        errln!();
-    }
+    .frames(&frames, args.port)?;
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
@@ -524,20 +472,131 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     for (p, rig) in ports.iter().enumerate() {
         print_stats(p, rig, args.all_stats);
     }
-    if let Some(Prog::Builtin(Builtin::Count(flows))) = &prog {
-        outln!("flows counted by the program (frames, bytes):");
-        for (flow, (n, bytes)) in flows {
-            match flow {
-                Some((s, d, proto, sp, dp)) => {
-                    outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
-                }
-                None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
+    print_program(prog.as_ref(), args)?;
+    write_outputs(args, prog.as_ref(), &out)?;
+    outln!(
+        "  (frames the shell or the driver dropped before the program: {})",
+        (frames.len() as u64).saturating_sub(seen)
+    );
+    let live = teardown(&card, ports, &rings)?;
+    if live != 0 {
+        return Err(format!("{live} pages still live after teardown"));
+    }
+    outln!("page accounting: every page returned after teardown");
+    Ok(())
+}
+
+/// The program the options name: an object (`--xdp-obj`), a built-in (`--xdp`), or none.
+fn program(args: &ReplayOpts) -> Result<Option<Prog>, String> {
+    Ok(match (&args.obj.xdp_obj, args.xdp.as_deref()) {
+        (Some(path), _) => Some(Prog::Object(
+            Box::new(crate::xdp_obj::load(&args.obj, path)?),
+            path.clone(),
+        )),
+        (None, Some(n)) => Some(Prog::Builtin(Builtin::by_name(n, args.udp_port)?)),
+        (None, None) => None,
+    })
+}
+
+/// A replay in progress: the card, both ports, the program and what came out so far.
+struct Replay<'r, 'c> {
+    card: &'c Card,
+    ports: &'r mut [PortRig<'c>],
+    prog: &'r mut Option<Prog>,
+    rings: &'r [&'static RecycleRing],
+    hasher: ShellHasher,
+    out: &'r mut Outputs,
+}
+
+impl Replay<'_, '_> {
+    /// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
+    /// before the next; a progress line on a terminal for long captures.
+    fn frames(&mut self, frames: &[(Duration, Vec<u8>)], port: u8) -> Result<(), String> {
+        let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
+        let mut ts = Duration::ZERO;
+        for (i, batch) in frames.chunks(BATCH).enumerate() {
+            for (t, data) in batch {
+                self.card.inject(port, data);
+                ts = *t;
+            }
+            self.drain(ts)?;
+            if progress {
+                errout!(
+                    "\rreplayed {} of {} frames",
+                    (i * BATCH + batch.len()),
+                    frames.len()
+                );
             }
         }
+        if progress {
+            errln!();
+        }
+        Ok(())
     }
-    if let Some(Prog::Object(e, _)) = &prog {
-        crate::xdp_obj::report(e, args.obj.dump_maps.as_deref())?;
+
+    /// Lets the model deliver, then polls every pair until nothing is pending; what comes out
+    /// is stamped `ts`.
+    fn drain(&mut self, ts: Duration) -> Result<(), String> {
+        let card = self.card;
+        if let Some(p) = self.prog.as_mut() {
+            p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
+        }
+        for _ in 0..100_000 {
+            card.run_until_idle();
+            card.advance_time(2_000);
+            card.run_until_idle();
+            for (p, e) in self.out.egress.iter_mut().enumerate() {
+                e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
+            }
+            let mut busy = false;
+            for f in 0..self.ports.len() {
+                for q in 0..self.ports[f].pairs.len() {
+                    let mut dropped = Vec::new();
+                    let mut rec = self.prog.as_mut().map(|p| DropRecorder {
+                        prog: p,
+                        dropped: &mut dropped,
+                    });
+                    let env = PollEnv {
+                        rings: self.rings,
+                        hasher: &self.hasher,
+                        ts,
+                        dma: card.dma(),
+                    };
+                    busy |= poll_pair(self.ports, f, q, rec.as_mut(), self.out, &env);
+                    self.out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
+                }
+            }
+            if !busy {
+                return Ok(());
+            }
+        }
+        Err("the datapath did not quiesce".into())
     }
+}
+
+/// What the program itself reports: the flows the built-in counter counted, or an object's
+/// statistics and maps.
+fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
+    match prog {
+        Some(Prog::Builtin(Builtin::Count(flows))) => {
+            outln!("flows counted by the program (frames, bytes):");
+            for (flow, (n, bytes)) in flows {
+                match flow {
+                    Some((s, d, proto, sp, dp)) => {
+                        outln!("  {s}:{sp} -> {d}:{dp} proto {proto}: {n} frames, {bytes} bytes")
+                    }
+                    None => outln!("  not IPv4: {n} frames, {bytes} bytes"),
+                }
+            }
+            Ok(())
+        }
+        Some(Prog::Object(e, _)) => crate::xdp_obj::report(e, args.obj.dump_maps.as_deref()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes the output captures into `--out-dir` and lists them.
+fn write_outputs(args: &ReplayOpts, prog: Option<&Prog>, out: &Outputs) -> Result<(), String> {
     let mut files = vec![
         ("pass.pcap", &out.pass, "received by the OS"),
         ("tx-port0.pcap", &out.egress[0], "sent out of port 0"),
@@ -552,15 +611,6 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
         pcap::write(&args.out_dir.join(name), frames)?;
         outln!("  {name:<14} {:>8} frames {what}", frames.len());
     }
-    outln!(
-        "  (frames the shell or the driver dropped before the program: {})",
-        (frames.len() as u64).saturating_sub(seen)
-    );
-    let live = teardown(&card, ports, &rings)?;
-    if live != 0 {
-        return Err(format!("{live} pages still live after teardown"));
-    }
-    outln!("page accounting: every page returned after teardown");
     Ok(())
 }
 

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
+use crate::rng::Rng;
 use onic_core::rss::{
-    HashFunction, RssConfig, RssKey, ShellHasher, ShellTuple, Toeplitz, KEY_LEN, TABLE_LEN,
+    HashFunction, RssConfig, RssKey, RxHash, ShellHasher, ShellTuple, Toeplitz, KEY_LEN, TABLE_LEN,
 };
 
 /// Arguments of `onic rss`.
@@ -145,21 +146,6 @@ fn shell_key(hex: Option<&str>) -> Result<RssKey, String> {
     }
 }
 
-/// xorshift64*: small, seeded, good enough to draw addresses and ports.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// Most flows `onic rss spread` generates (each is kept in a set to count distinct flows).
 const MAX_FLOWS: u32 = 10_000_000;
 
@@ -170,6 +156,41 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
     if a.pcap.is_none() {
         in_range("--flows", a.flows, 1, MAX_FLOWS, "flows to generate")?;
     }
+    let (cfg, key, table_desc) = table(a)?;
+    let hasher = ShellHasher::new(&key);
+    let key_desc = if key == RssKey::DEFAULT {
+        "RTL reset key".to_string()
+    } else {
+        format!("{key:?}")
+    };
+    let mut counts = Counts::new(usize::from(a.queues));
+    let mut count = |t: ShellTuple| counts.add(&t, hasher.hash_tuple(&t), &cfg);
+    let source = if let Some(path) = &a.pcap {
+        let frames: Vec<Vec<u8>> = onic_cli::pcap::read(path)?.into_iter().map(|r| r.data).collect();
+        for f in &frames {
+            count(ShellTuple::parse(f));
+        }
+        format!("{} frames from {}", frames.len(), path.display())
+    } else {
+        generate(a, count)
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "table: {TABLE_LEN} entries over {} RX queues ({table_desc})",
+        a.queues
+    );
+    let _ = writeln!(out, "key:   {key_desc}");
+    let _ = writeln!(out, "input: {source}");
+    let _ = writeln!(out);
+    counts.write(&mut out, &cfg);
+    out!("{out}");
+    Ok(())
+}
+
+/// The RSS configuration the options describe (queues, key, and the table built like
+/// `ethtool -X`), with the key and the table's description.
+fn table(a: &SpreadArgs) -> Result<(RssConfig, RssKey, String), String> {
     let mut cfg = RssConfig::new(a.queues).map_err(|e| format!("--queues: {e}"))?;
     let key = shell_key(a.key.as_deref())?;
     cfg.set(None, Some(key.as_bytes()), HashFunction::NoChange)
@@ -190,138 +211,135 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
     } else {
         format!("default, entry k = k % {}", a.queues)
     };
-    let hasher = ShellHasher::new(&key);
-    let key_desc = if key == RssKey::DEFAULT {
-        "RTL reset key".to_string()
-    } else {
-        format!("{key:?}")
+    Ok((cfg, key, table_desc))
+}
+
+/// Hands `count` the generated flows (`--flows` random IPv4 4-tuples of `--proto`); returns
+/// what they were.
+fn generate(a: &SpreadArgs, mut count: impl FnMut(ShellTuple)) -> String {
+    let mut rng = Rng::new(a.seed);
+    let (label, mix) = match a.proto {
+        Proto::Tcp => ("TCP", [6u8, 6]),
+        Proto::Udp => ("UDP", [17, 17]),
+        Proto::Mixed => ("TCP and UDP", [6, 17]),
     };
+    for i in 0..a.flows {
+        let r = rng.next();
+        let s = rng.next();
+        let protocol = mix[(i % 2) as usize];
+        count(ShellTuple::ipv4(
+            protocol,
+            Ipv4Addr::from((r >> 32) as u32),
+            Ipv4Addr::from(r as u32),
+            (s >> 48) as u16,
+            (s >> 32) as u16,
+        ));
+    }
+    format!("{} generated IPv4 {label} flows (seed {})", a.flows, a.seed)
+}
 
-    // Per queue: packets, distinct flows. Per type: packets.
-    let q = usize::from(a.queues);
-    let mut packets = vec![0u64; q];
-    let mut flows: Vec<HashSet<[u8; 13]>> = vec![HashSet::new(); q];
-    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut zero_hash = 0u64;
-    let source;
-    if let Some(path) = &a.pcap {
-        let frames: Vec<Vec<u8>> = onic_cli::pcap::read(path)?.into_iter().map(|r| r.data).collect();
-        source = format!("{} frames from {}", frames.len(), path.display());
-        for f in &frames {
-            let t = ShellTuple::parse(f);
-            let rx = hasher.hash_tuple(&t);
-            let queue = usize::from(cfg.queue_for(rx.value));
-            packets[queue] += 1;
-            flows[queue].insert(*t.as_bytes());
-            *kinds.entry(rx.kind.name()).or_default() += 1;
-            zero_hash += u64::from(rx.value == 0);
+/// What the spread counts: per queue, packets and distinct flows; per hash type, packets.
+struct Counts {
+    packets: Vec<u64>,
+    flows: Vec<HashSet<[u8; 13]>>,
+    kinds: BTreeMap<&'static str, u64>,
+    /// Inputs that hashed to 0.
+    zero_hash: u64,
+}
+
+impl Counts {
+    fn new(queues: usize) -> Self {
+        Self {
+            packets: vec![0; queues],
+            flows: vec![HashSet::new(); queues],
+            kinds: BTreeMap::new(),
+            zero_hash: 0,
         }
-    } else {
-        let mut rng = Rng::new(a.seed);
-        let (label, mix) = match a.proto {
-            Proto::Tcp => ("TCP", [6u8, 6]),
-            Proto::Udp => ("UDP", [17, 17]),
-            Proto::Mixed => ("TCP and UDP", [6, 17]),
-        };
-        source = format!("{} generated IPv4 {label} flows (seed {})", a.flows, a.seed);
-        for i in 0..a.flows {
-            let r = rng.next();
-            let s = rng.next();
-            let protocol = mix[(i % 2) as usize];
-            let t = ShellTuple::ipv4(
-                protocol,
-                Ipv4Addr::from((r >> 32) as u32),
-                Ipv4Addr::from(r as u32),
-                (s >> 48) as u16,
-                (s >> 32) as u16,
+    }
+
+    /// Counts tuple `t`, whose hash is `rx`, on the queue `cfg` sends it to.
+    fn add(&mut self, t: &ShellTuple, rx: RxHash, cfg: &RssConfig) {
+        let queue = usize::from(cfg.queue_for(rx.value));
+        self.packets[queue] += 1;
+        self.flows[queue].insert(*t.as_bytes());
+        *self.kinds.entry(rx.kind.name()).or_default() += 1;
+        self.zero_hash += u64::from(rx.value == 0);
+    }
+
+    /// The per-queue table against what the table's entries lead to expect, the balance, and
+    /// the hash types.
+    fn write(&self, out: &mut String, cfg: &RssConfig) {
+        let q = self.packets.len();
+        let packets = &self.packets;
+        let mut entries = vec![0usize; q];
+        for &e in cfg.table().entries() {
+            entries[usize::from(e)] += 1;
+        }
+        let total: u64 = packets.iter().sum();
+        let _ = writeln!(
+            out,
+            "{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9}  ",
+            "queue", "entries", "expected", "packets", "flows", "share", "vs expect"
+        );
+        let mut chi2 = 0.0;
+        let mut dof = 0u32;
+        for i in 0..q {
+            let expected = entries[i] as f64 / TABLE_LEN as f64;
+            let share = if total > 0 {
+                packets[i] as f64 / total as f64
+            } else {
+                0.0
+            };
+            let dev = if expected > 0.0 {
+                format!("{:+.1}%", 100.0 * (share - expected) / expected)
+            } else if packets[i] > 0 {
+                "unexpected".to_string()
+            } else {
+                "-".to_string()
+            };
+            if expected > 0.0 && total > 0 {
+                let e = expected * total as f64;
+                chi2 += (packets[i] as f64 - e).powi(2) / e;
+                dof += 1;
+            }
+            let bar = "#".repeat((share * 50.0).round() as usize);
+            let _ = writeln!(
+                out,
+                "{:>5} {:>7} {:>8.2}% {:>9} {:>8} {:>8.2}% {:>9}  {bar}",
+                i,
+                entries[i],
+                100.0 * expected,
+                packets[i],
+                self.flows[i].len(),
+                100.0 * share,
+                dev
             );
-            let rx = hasher.hash_tuple(&t);
-            let queue = usize::from(cfg.queue_for(rx.value));
-            packets[queue] += 1;
-            flows[queue].insert(*t.as_bytes());
-            *kinds.entry(rx.kind.name()).or_default() += 1;
-            zero_hash += u64::from(rx.value == 0);
+        }
+        let _ = writeln!(out);
+        if total > 0 && dof > 1 {
+            let used: Vec<f64> = (0..q)
+                .filter(|&i| entries[i] > 0)
+                .map(|i| packets[i] as f64 / (entries[i] as f64 / TABLE_LEN as f64 * total as f64))
+                .collect();
+            let max = used.iter().copied().fold(f64::MIN, f64::max);
+            let min = used.iter().copied().fold(f64::MAX, f64::min);
+            let _ = writeln!(
+                out,
+                "balance: busiest queue {max:.3}x its expected load, idlest {min:.3}x; chi-square {chi2:.1} on {} degrees of freedom",
+                dof - 1
+            );
+        }
+        let kinds: Vec<String> = self.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(out, "hash types: {}", kinds.join(", "));
+        if self.zero_hash > 0 {
+            let _ = writeln!(
+                out,
+                "{} frames hashed to 0 (non-IPv4: IPv6, ARP, ...) and all went to entry 0, queue {}",
+                self.zero_hash,
+                cfg.table().entries()[0]
+            );
         }
     }
-
-    let mut entries = vec![0usize; q];
-    for &e in cfg.table().entries() {
-        entries[usize::from(e)] += 1;
-    }
-    let total: u64 = packets.iter().sum();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "table: {TABLE_LEN} entries over {} RX queues ({table_desc})",
-        a.queues
-    );
-    let _ = writeln!(out, "key:   {key_desc}");
-    let _ = writeln!(out, "input: {source}");
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9}  ",
-        "queue", "entries", "expected", "packets", "flows", "share", "vs expect"
-    );
-    let mut chi2 = 0.0;
-    let mut dof = 0u32;
-    for i in 0..q {
-        let expected = entries[i] as f64 / TABLE_LEN as f64;
-        let share = if total > 0 {
-            packets[i] as f64 / total as f64
-        } else {
-            0.0
-        };
-        let dev = if expected > 0.0 {
-            format!("{:+.1}%", 100.0 * (share - expected) / expected)
-        } else if packets[i] > 0 {
-            "unexpected".to_string()
-        } else {
-            "-".to_string()
-        };
-        if expected > 0.0 && total > 0 {
-            let e = expected * total as f64;
-            chi2 += (packets[i] as f64 - e).powi(2) / e;
-            dof += 1;
-        }
-        let bar = "#".repeat((share * 50.0).round() as usize);
-        let _ = writeln!(
-            out,
-            "{:>5} {:>7} {:>8.2}% {:>9} {:>8} {:>8.2}% {:>9}  {bar}",
-            i,
-            entries[i],
-            100.0 * expected,
-            packets[i],
-            flows[i].len(),
-            100.0 * share,
-            dev
-        );
-    }
-    let _ = writeln!(out);
-    if total > 0 && dof > 1 {
-        let used: Vec<f64> = (0..q)
-            .filter(|&i| entries[i] > 0)
-            .map(|i| packets[i] as f64 / (entries[i] as f64 / TABLE_LEN as f64 * total as f64))
-            .collect();
-        let max = used.iter().copied().fold(f64::MIN, f64::max);
-        let min = used.iter().copied().fold(f64::MAX, f64::min);
-        let _ = writeln!(
-            out,
-            "balance: busiest queue {max:.3}x its expected load, idlest {min:.3}x; chi-square {chi2:.1} on {} degrees of freedom",
-            dof - 1
-        );
-    }
-    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    let _ = writeln!(out, "hash types: {}", kinds.join(", "));
-    if zero_hash > 0 {
-        let _ = writeln!(
-            out,
-            "{zero_hash} frames hashed to 0 (non-IPv4: IPv6, ARP, ...) and all went to entry 0, queue {}",
-            cfg.table().entries()[0]
-        );
-    }
-    out!("{out}");
-    Ok(())
 }
 
 #[cfg(test)]

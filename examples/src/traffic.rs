@@ -57,7 +57,9 @@ use onic_core::xdp::{
     return_to_origin, DevMap, PassInfo, RedirectTarget, Redirected, TxTarget, XdpContext, XdpFrame, XdpRxq,
 };
 
+use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
+use crate::xdp_progs::this_and_other;
 use onic_core::Device;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
@@ -205,18 +207,6 @@ fn parse_sizes(args: &TrafficArgs) -> Result<Sizes, String> {
     ))
 }
 
-/// xorshift64*, for flows and random sizes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// One generated 5-tuple.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
@@ -228,7 +218,7 @@ struct Flow {
 }
 
 fn make_flows(n: u32, proto: Proto, seed: u64) -> Vec<Flow> {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(seed);
     (0..n)
         .map(|i| {
             let r = rng.next();
@@ -408,12 +398,7 @@ impl RedirectTarget<DmaPage> for XskCount<'_> {
 /// Polls queue `q` of function `fi` once: through the program if the function is a receiver and
 /// a program is attached, else the plain path.
 fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
-    let (a, b) = funcs.split_at_mut(1);
-    let (me, other) = if fi == 0 {
-        (&mut a[0], &mut b[0])
-    } else {
-        (&mut b[0], &mut a[0])
-    };
+    let (me, other) = this_and_other(funcs, fi);
     let db = me.dev.doorbells();
     let mut done = OsDone {
         free: &mut me.os_free,
@@ -691,57 +676,89 @@ fn memory_need(args: &TrafficArgs, ring: RingSizeIdx, rate: f64) -> (u64, String
 }
 
 pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
-    let Plan {
-        sizes,
-        ring,
-        rate,
-        quota,
-        ticks: send_ticks,
-    } = plan(args)?;
-    let mut prog = match &obj.xdp_obj {
+    let plan = plan(args)?;
+    let prog = match &obj.xdp_obj {
         Some(_) if args.direction == Way::Both => {
             return Err("--xdp-obj in traffic mode needs one direction (0to1 or 1to0): with both, frames a program sends back would meet it again".into())
         }
         Some(p) => Some(crate::xdp_obj::load(obj, p)?),
         None => None,
     };
-    let flows = make_flows(args.flows, args.proto, args.seed);
-    let ramp = ramp();
-    let hasher = ShellHasher::default();
-    let mut xsk_frames = 0u64;
+    announce(args, &plan);
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Cable;
+    cc.capture_egress = false;
+    let card = Card::new(cc);
     let mut rings: Vec<&'static RecycleRing> = Vec::new();
+    let funcs = bring_up(&card, args, plan.ring, &mut rings)?;
+    let streams = streams(args.direction, plan.quota);
+    // With a program, it runs on the queues of the functions that receive a stream.
+    let receivers: Vec<bool> = (0..2)
+        .map(|f| prog.is_some() && streams.iter().any(|s| s.to == f))
+        .collect();
+    let mut run = Run {
+        args,
+        card: &card,
+        dma: card.dma(),
+        send_ticks: plan.ticks,
+        gen: Generator {
+            flows: make_flows(args.flows, args.proto, args.seed),
+            ramp: ramp(),
+            rng: Rng::from_state(args.seed | 1),
+            sizes: plan.sizes,
+            rate: plan.rate,
+        },
+        funcs,
+        streams,
+        rings,
+        prog,
+        receivers,
+        hasher: ShellHasher::default(),
+        xsk_frames: 0,
+        os_pages: Vec::new(),
+    };
+    let totals = run.drive()?;
+    run.finish(&totals, obj)
+}
 
+/// The lines that say what the run will do.
+fn announce(args: &TrafficArgs, plan: &Plan) {
     outln!(
         "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue pairs each, rings of {} entries, budget {}",
         args.queues,
-        ring.entries(),
+        plan.ring.entries(),
         args.budget
     );
     outln!(
         "  traffic: {} frames per direction ({}), sizes {} (wire bytes), {} flows ({}), rate {:.3} Mpps per direction in virtual time{}, tick {} ns",
-        quota,
+        plan.quota,
         match args.direction {
             Way::ZeroToOne => "port 0 -> port 1",
             Way::OneToZero => "port 1 -> port 0",
             Way::Both => "both ways",
         },
-        sizes.describe(),
+        plan.sizes.describe(),
         args.flows,
         match args.proto {
             Proto::Udp => "UDP",
             Proto::Tcp => "TCP",
             Proto::Mixed => "UDP and TCP",
         },
-        rate / 1e6,
+        plan.rate / 1e6,
         if args.rate_pps.is_none() { " (100 GbE line rate)" } else { "" },
         args.tick_ns
     );
     outln!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
+}
 
-    let mut cc = CardConfig::default();
-    cc.wire = Wire::Cable;
-    cc.capture_egress = false;
-    let card = Card::new(cc);
+/// Brings up PF0 and PF1 with `--queues` started pairs each; every pair's pool gets its own
+/// recycle ring, added to `rings`.
+fn bring_up<'c>(
+    card: &'c Card,
+    args: &TrafficArgs,
+    ring: RingSizeIdx,
+    rings: &mut Vec<&'static RecycleRing>,
+) -> Result<Vec<Func<'c>>, String> {
     let setup = Setup::new()
         .functions(2)
         .queues(args.queues)
@@ -756,7 +773,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
             .map(|q| {
                 let r: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
                 rings.push(r);
-                start_pair(&card, &dev, q, &setup, r)
+                start_pair(card, &dev, q, &setup, r)
             })
             .collect();
         funcs.push(Func {
@@ -770,7 +787,12 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
             napi: vec![true; usize::from(args.queues)],
         });
     }
-    let mut streams: Vec<Stream> = match args.direction {
+    Ok(funcs)
+}
+
+/// The streams `--direction` asks for, `quota` frames each.
+fn streams(way: Way, quota: u64) -> Vec<Stream> {
+    match way {
         Way::ZeroToOne => vec![(0, 1)],
         Way::OneToZero => vec![(1, 0)],
         Way::Both => vec![(0, 1), (1, 0)],
@@ -784,108 +806,204 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         bytes: 0,
         done_ns: 0,
     })
-    .collect();
-    // With a program, it runs on the queues of the functions that receive a stream.
-    let receivers: Vec<bool> = (0..2)
-        .map(|f| prog.is_some() && streams.iter().any(|s| s.to == f))
-        .collect();
+    .collect()
+}
 
-    let dma = card.dma();
-    let mut rng = Rng(args.seed | 1);
-    let mut os_pages: Vec<(DmaPage, usize)> = Vec::new();
-    let start = Instant::now();
-    let mut last_progress = start;
-    let total_quota: u64 = streams.iter().map(|s| s.quota).sum();
-    let mut tick: u64 = 0;
-    let mut quiet_ticks = 0;
-    loop {
-        tick += 1;
-        // At most MAX_TICKS + DRAIN_TICKS ticks of at most MAX_TICK_NS: no overflow.
-        let now_ns = tick.saturating_mul(args.tick_ns);
-        // 1. The OS of each sending function transmits what the rate makes due by the end of this
-        //    tick (the TX queues reclaim first, as the transmit path does).
-        let mut sending = false;
-        for s in &mut streams {
-            let due = ((rate * now_ns as f64 / 1e9) as u64).min(s.quota);
-            if s.sent < s.quota {
-                sending = true;
+/// What the sending side needs to make frames: the flows, the payload ramp, the sizes and the
+/// rate.
+struct Generator {
+    flows: Vec<Flow>,
+    ramp: Vec<u8>,
+    /// Draws random sizes (`--size-range`).
+    rng: Rng,
+    sizes: Sizes,
+    rate: f64,
+}
+
+impl Generator {
+    /// The OS of `s`'s sending function transmits what the rate makes due by `now_ns` (its TX
+    /// queues reclaim first, as the transmit path does); returns whether the stream still had
+    /// frames to send when the tick began.
+    fn send_due<'c>(
+        &mut self,
+        s: &mut Stream,
+        func: &mut Func<'c>,
+        rings: &[&'static RecycleRing],
+        dma: SimDma<'c>,
+        now_ns: u64,
+    ) -> Result<bool, String> {
+        let due = ((self.rate * now_ns as f64 / 1e9) as u64).min(s.quota);
+        let sending = s.sent < s.quota;
+        for pair in &mut func.pairs {
+            let mut done = OsDone {
+                free: &mut func.os_free,
+                rings,
+                dma,
+            };
+            pair.tx.reclaim(&mut pair.pool, &mut done);
+        }
+        let db = func.dev.doorbells();
+        while s.sent < due {
+            let k = s.sent;
+            let flow_id = (k % self.flows.len() as u64) as u16;
+            let q = usize::from(flow_id) % func.pairs.len();
+            if func.pairs[q].tx.free() == 0 {
+                func.tx_busy[q] += 1;
+                break;
             }
-            let func = &mut funcs[s.from];
-            for pair in &mut func.pairs {
-                let mut done = OsDone {
-                    free: &mut func.os_free,
-                    rings: &rings,
-                    dma,
-                };
-                pair.tx.reclaim(&mut pair.pool, &mut done);
-            }
-            let db = func.dev.doorbells();
-            while s.sent < due {
-                let k = s.sent;
-                let flow_id = (k % u64::from(args.flows)) as u16;
-                let q = usize::from(flow_id) % func.pairs.len();
-                if func.pairs[q].tx.free() == 0 {
+            let len = self.size(k) - onic_sim::FCS_LEN;
+            let mut page = os_page(&mut func.os_free, &mut func.os_pages, dma)?;
+            build_frame(
+                &mut page.bytes_mut()[..len],
+                &self.flows[usize::from(flow_id)],
+                flow_id,
+                k as u32,
+                s.from as u8,
+                &self.ramp,
+            );
+            dma.sync_for_device(&page, 0, len, onic_hal::Direction::ToDevice);
+            let frame = HFrame::Os { page, len, dma };
+            match func.pairs[q].tx.xmit_os(&db, frame, true) {
+                Ok(()) => {
+                    s.sent += 1;
+                    s.bytes += len as u64;
+                    s.done_ns = now_ns;
+                }
+                Err(e) => {
+                    let busy = matches!(e, TxError::Full(_));
+                    let (HFrame::Os { page, .. }
+                    | HFrame::Peer { page, .. }
+                    | HFrame::Xdp(XdpFrame { page, .. })) = e.into_inner();
+                    func.os_free.push(page);
+                    if !busy {
+                        return Err("the driver refused a frame of the generator".into());
+                    }
                     func.tx_busy[q] += 1;
                     break;
                 }
-                let size = match &sizes {
-                    Sizes::List(v) => v[(k % v.len() as u64) as usize],
-                    Sizes::Range(a, b) => a + (rng.next() % (b - a + 1) as u64) as usize,
-                };
-                let len = size - onic_sim::FCS_LEN;
-                let mut page = match func.os_free.pop() {
-                    Some(p) => p,
-                    None => {
-                        func.os_pages += 1;
-                        let mem = dma.alloc_page().map_err(|e| format!("OS TX buffer: {e:?}"))?;
-                        dma.map_page(mem, onic_hal::Direction::ToDevice)
-                            .map_err(|(_, e)| format!("OS TX buffer: {e:?}"))?
-                    }
-                };
-                build_frame(
-                    &mut page.bytes_mut()[..len],
-                    &flows[usize::from(flow_id)],
-                    flow_id,
-                    k as u32,
-                    s.from as u8,
-                    &ramp,
-                );
-                dma.sync_for_device(&page, 0, len, onic_hal::Direction::ToDevice);
-                let frame = HFrame::Os { page, len, dma };
-                match func.pairs[q].tx.xmit_os(&db, frame, true) {
-                    Ok(()) => {
-                        s.sent += 1;
-                        s.bytes += len as u64;
-                        s.done_ns = now_ns;
-                    }
-                    Err(e) => {
-                        let busy = matches!(e, TxError::Full(_));
-                        let (HFrame::Os { page, .. }
-                        | HFrame::Peer { page, .. }
-                        | HFrame::Xdp(XdpFrame { page, .. })) = e.into_inner();
-                        func.os_free.push(page);
-                        if !busy {
-                            return Err("the driver refused a frame of the generator".into());
-                        }
-                        func.tx_busy[q] += 1;
-                        break;
-                    }
-                }
-            }
-            for pair in &mut func.pairs {
-                pair.tx.flush(&db);
             }
         }
+        for pair in &mut func.pairs {
+            pair.tx.flush(&db);
+        }
+        Ok(sending)
+    }
+
+    /// The wire size of frame `k`.
+    fn size(&mut self, k: u64) -> usize {
+        match &self.sizes {
+            Sizes::List(v) => v[(k % v.len() as u64) as usize],
+            Sizes::Range(a, b) => a + (self.rng.next() % (b - a + 1) as u64) as usize,
+        }
+    }
+}
+
+/// A to-device page for the OS to write a frame into: one off `free`, or a new one (counted in
+/// `allocated`).
+fn os_page(free: &mut Vec<DmaPage>, allocated: &mut u64, dma: SimDma<'_>) -> Result<DmaPage, String> {
+    if let Some(p) = free.pop() {
+        return Ok(p);
+    }
+    *allocated += 1;
+    let mem = dma.alloc_page().map_err(|e| format!("OS TX buffer: {e:?}"))?;
+    dma.map_page(mem, onic_hal::Direction::ToDevice)
+        .map_err(|(_, e)| format!("OS TX buffer: {e:?}"))
+}
+
+/// A run in progress: the card, both functions, the streams and the receiving side's state.
+struct Run<'x, 'c> {
+    args: &'x TrafficArgs,
+    card: &'c Card,
+    dma: SimDma<'c>,
+    /// Ticks of the sending period.
+    send_ticks: u64,
+    gen: Generator,
+    funcs: Vec<Func<'c>>,
+    streams: Vec<Stream>,
+    rings: Vec<&'static RecycleRing>,
+    prog: Option<XdpEngine<SimHost>>,
+    /// Functions whose queues run the program.
+    receivers: Vec<bool>,
+    hasher: ShellHasher,
+    /// Frames the program sent to the user sink (xskmap).
+    xsk_frames: u64,
+    /// Pages the OS holds until the poll that passed them ends.
+    os_pages: Vec<(DmaPage, usize)>,
+}
+
+impl Run<'_, '_> {
+    /// Runs ticks until every stream has sent its quota and the datapath has been quiet for
+    /// three ticks.
+    fn drive(&mut self) -> Result<Totals, String> {
+        let args = self.args;
+        let start = Instant::now();
+        let mut last_progress = start;
+        let total_quota: u64 = self.streams.iter().map(|s| s.quota).sum();
+        let mut tick: u64 = 0;
+        let mut quiet_ticks = 0;
+        loop {
+            tick += 1;
+            // At most MAX_TICKS + DRAIN_TICKS ticks of at most MAX_TICK_NS: no overflow.
+            let now_ns = tick.saturating_mul(args.tick_ns);
+            let (sending, busy) = self.tick(now_ns)?;
+            if self
+                .prog
+                .as_ref()
+                .is_some_and(|p| p.stats().runs > 4 * total_quota + 4096)
+            {
+                return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
+            }
+            if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
+                last_progress = Instant::now();
+                self.progress(start, total_quota, now_ns);
+            }
+            if !sending && !busy {
+                quiet_ticks += 1;
+                if quiet_ticks >= 3 {
+                    break;
+                }
+            } else {
+                quiet_ticks = 0;
+            }
+            if tick > self.send_ticks + DRAIN_TICKS {
+                return Err(format!(
+                    "the run did not finish within {} ticks ({} of sending, {DRAIN_TICKS} to drain)",
+                    self.send_ticks + DRAIN_TICKS,
+                    self.send_ticks
+                ));
+            }
+        }
+        if args.progress_ms > 0 && start.elapsed() >= Duration::from_millis(args.progress_ms) {
+            errln!();
+        }
+        Ok(Totals {
+            host: start.elapsed(),
+            virt_ns: self.streams.iter().map(|s| s.done_ns).max().unwrap_or(0),
+        })
+    }
+
+    /// One tick: the senders transmit, the card works and its clock moves, interrupts schedule
+    /// NAPI polls and the scheduled queues are polled. Returns (a stream was still sending,
+    /// anything still moving).
+    fn tick(&mut self, now_ns: u64) -> Result<(bool, bool), String> {
+        // 1. The OS of each sending function transmits what the rate makes due by the end of this
+        //    tick.
+        let mut sending = false;
+        for s in &mut self.streams {
+            sending |= self
+                .gen
+                .send_due(s, &mut self.funcs[s.from], &self.rings, self.dma, now_ns)?;
+        }
         // 2. The card works, its clock moves by one tick (completion timers fire).
-        card.run_until_idle();
-        card.advance_time(args.tick_ns);
-        card.run_until_idle();
+        self.card.run_until_idle();
+        self.card.advance_time(self.args.tick_ns);
+        self.card.run_until_idle();
         // 3. Interrupts schedule their queue's NAPI poll (MSI-X vector = queue index); a scheduled
         //    queue is polled until it has caught up and re-armed. The OS gives the pages back after
         //    each poll.
-        let mut busy = false;
-        for irq in card.take_interrupts() {
-            if let Some(n) = funcs
+        for irq in self.card.take_interrupts() {
+            if let Some(n) = self
+                .funcs
                 .get_mut(usize::from(irq.func))
                 .and_then(|f| f.napi.get_mut(usize::from(irq.vector)))
             {
@@ -893,76 +1011,60 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
             }
         }
         let mut rx = RxCtx {
-            flows: &flows,
-            ramp: &ramp,
-            budget: args.budget,
-            rings: &rings,
-            dma,
-            prog: prog.as_mut(),
-            receivers: &receivers,
-            hasher: &hasher,
-            xsk: &mut xsk_frames,
-            os: &mut os_pages,
+            flows: &self.gen.flows,
+            ramp: &self.gen.ramp,
+            budget: self.args.budget,
+            rings: &self.rings,
+            dma: self.dma,
+            prog: self.prog.as_mut(),
+            receivers: &self.receivers,
+            hasher: &self.hasher,
+            xsk: &mut self.xsk_frames,
+            os: &mut self.os_pages,
         };
-        busy |= napi_round(&mut funcs, &mut rx)?;
-        if prog
-            .as_ref()
-            .is_some_and(|p| p.stats().runs > 4 * total_quota + 4096)
-        {
-            return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
+        let busy = napi_round(&mut self.funcs, &mut rx)?;
+        Ok((sending, busy))
+    }
+
+    /// A progress line on stderr.
+    fn progress(&self, start: Instant, total_quota: u64, now_ns: u64) {
+        let sent: u64 = self.streams.iter().map(|s| s.sent).sum();
+        let recv: u64 = self
+            .funcs
+            .iter()
+            .flat_map(|f| f.rx.iter())
+            .map(|r| r.packets)
+            .sum();
+        let host = start.elapsed().as_secs_f64();
+        errout!(
+            "\r  progress: {:5.1}% sent {sent}/{total_quota}, received {recv}, {:.3} Mpps host, virtual {:.3} ms   ",
+            100.0 * sent as f64 / total_quota.max(1) as f64,
+            recv as f64 / host / 1e6,
+            now_ns as f64 / 1e6
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    /// Prints the report and the program's, tears everything down and gives the verdict.
+    fn finish(self, totals: &Totals, obj: &ObjOpts) -> Result<(), String> {
+        let xdp = self.prog.as_ref().map(|_| self.xsk_frames);
+        let report = report(self.card, &self.funcs, &self.streams, totals, xdp);
+        out!("{}", report.text);
+        if let Some(e) = &self.prog {
+            outln!();
+            crate::xdp_obj::report(e, obj.dump_maps.as_deref())?;
         }
-        if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
-            last_progress = Instant::now();
-            let sent: u64 = streams.iter().map(|s| s.sent).sum();
-            let recv: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
-            let host = start.elapsed().as_secs_f64();
-            errout!(
-                "\r  progress: {:5.1}% sent {sent}/{total_quota}, received {recv}, {:.3} Mpps host, virtual {:.3} ms   ",
-                100.0 * sent as f64 / total_quota.max(1) as f64,
-                recv as f64 / host / 1e6,
-                now_ns as f64 / 1e6
-            );
-            let _ = std::io::stderr().flush();
-        }
-        if !sending && !busy {
-            quiet_ticks += 1;
-            if quiet_ticks >= 3 {
-                break;
-            }
+        let teardown = teardown(self.card, self.funcs, &self.rings);
+        out!("{}", teardown.text);
+        let mut failures = report.failures;
+        failures.extend(teardown.failures);
+        if failures.is_empty() {
+            outln!("result: OK (every frame accounted for, every byte checked, every page back)");
+            Ok(())
         } else {
-            quiet_ticks = 0;
+            outln!("result: FAILED");
+            Err(failures.join("; "))
         }
-        if tick > send_ticks + DRAIN_TICKS {
-            return Err(format!(
-                "the run did not finish within {} ticks ({send_ticks} of sending, {DRAIN_TICKS} to drain)",
-                send_ticks + DRAIN_TICKS
-            ));
-        }
-    }
-    if args.progress_ms > 0 && start.elapsed() >= Duration::from_millis(args.progress_ms) {
-        errln!();
-    }
-    let totals = Totals {
-        host: start.elapsed(),
-        virt_ns: streams.iter().map(|s| s.done_ns).max().unwrap_or(0),
-    };
-    let xdp = prog.as_ref().map(|_| xsk_frames);
-    let report = report(&card, &funcs, &streams, &totals, xdp);
-    out!("{}", report.text);
-    if let Some(e) = &prog {
-        outln!();
-        crate::xdp_obj::report(e, obj.dump_maps.as_deref())?;
-    }
-    let teardown = teardown(&card, funcs, &rings);
-    out!("{}", teardown.text);
-    let mut failures = report.failures;
-    failures.extend(teardown.failures);
-    if failures.is_empty() {
-        outln!("result: OK (every frame accounted for, every byte checked, every page back)");
-        Ok(())
-    } else {
-        outln!("result: FAILED");
-        Err(failures.join("; "))
     }
 }
 
@@ -990,14 +1092,119 @@ fn hw(card: &Card, port: u8) -> Vec<(&'static str, u64)> {
         .collect()
 }
 
-#[allow(clippy::too_many_lines)]
+/// A named counter of a statistics struct.
+type Field<T> = (&'static str, fn(&T) -> u64);
+
+/// One line of a two-column table: a name, then the value of PF0 (port 0) and of PF1 (port 1).
+fn row(s: &mut String, name: &str, a: u64, b: u64) {
+    let _ = writeln!(s, "  {name:<38} {a:>14} {b:>14}");
+}
+
+/// A row per named field of `T`, for the two functions' values.
+fn rows<T>(s: &mut String, fields: &[Field<T>], v: &[T]) {
+    for (name, get) in fields {
+        row(s, name, get(&v[0]), get(&v[1]));
+    }
+}
+
+/// The driver's RX statistics the report shows.
+const RX_ROWS: &[Field<RxStats>] = &[
+    ("rx_packets", |r| r.rx_packets),
+    ("rx_bytes", |r| r.rx_bytes),
+    ("rx_dropped", RxStats::rx_dropped),
+    ("rx_to_os", |r| r.to_os),
+    ("rx_recycled", |r| r.recycled),
+    ("rx_no_page", |r| r.rx_no_page),
+    ("rx_refill_alloc_failures", |r| r.refill_alloc_failures),
+    ("rx_cmpt_not_ready", |r| r.cmpt_not_ready),
+    ("rx_c2h_doorbells", |r| r.c2h_doorbells),
+    ("rx_cmpt_doorbells", |r| r.cmpt_doorbells),
+    ("rx_rearms", |r| r.rearms),
+    ("rx_rearm_rechecks", |r| r.rearm_rechecks),
+];
+
+/// The driver's TX statistics the report shows.
+const TX_ROWS: &[Field<TxStats>] = &[
+    ("tx_packets", |r| r.tx_packets),
+    ("tx_bytes", |r| r.tx_bytes),
+    ("tx_queued", |r| r.queued),
+    ("tx_busy", |r| r.tx_busy),
+    ("tx_stops", |r| r.stops),
+    ("tx_wakes", |r| r.wakes),
+    ("tx_doorbells", |r| r.doorbells),
+];
+
+/// The page pools' statistics the report shows.
+const POOL_ROWS: &[Field<PoolStats>] = &[
+    ("alloc.fast", |p| p.alloc.fast),
+    ("alloc.slow", |p| p.alloc.slow),
+    ("alloc.slow_high_order", |p| p.alloc.slow_high_order),
+    ("alloc.empty", |p| p.alloc.empty),
+    ("alloc.refill", |p| p.alloc.refill),
+    ("alloc.waive", |p| p.alloc.waive),
+    ("recycle.cached", |p| p.recycle.cached),
+    ("recycle.cache_full", |p| p.recycle.cache_full),
+    ("recycle.ring", |p| p.recycle.ring),
+    ("recycle.ring_full", |p| p.recycle.ring_full),
+    ("recycle.released_refcnt", |p| p.recycle.released_refcnt),
+    ("pages_from_hal", |p| p.pages_from_hal),
+    ("pages_to_hal", |p| p.pages_to_hal),
+    ("os_returns", |p| p.os_returns),
+];
+
+/// Where the pages of one function's pools are.
+const PAGE_ROWS: &[Field<PageCounts>] = &[
+    ("in_pool", |c| c.in_pool),
+    ("in_rx_ring", |c| c.in_rx_ring),
+    ("in_tx_flight", |c| c.in_tx_flight),
+    ("with_os", |c| c.with_os),
+    ("total", PageCounts::total),
+];
+
+/// The report of a run: rates, per-queue tables, the driver's, the pools' and the MACs'
+/// statistics, and the frame and page accounting with the checks that failed.
 fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: Option<u64>) -> Report {
-    let mut s = String::new();
-    let mut failures = Vec::new();
+    let mut r = Report {
+        text: String::new(),
+        failures: Vec::new(),
+    };
+    throughput(&mut r.text, funcs, streams, t);
+    for st in streams {
+        per_queue(&mut r.text, &funcs[st.to], &funcs[st.from], st);
+    }
+    let _ = writeln!(r.text, "\ndriver statistics {:>36} {:>14}", "PF0", "PF1");
+    let rx: Vec<RxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.rx.stats())).collect();
+    let tx: Vec<TxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.tx.stats())).collect();
+    rows(&mut r.text, RX_ROWS, &rx);
+    rows(&mut r.text, TX_ROWS, &tx);
+    let _ = writeln!(
+        r.text,
+        "\npage_pool statistics (all queues) {:>20} {:>14}",
+        "PF0", "PF1"
+    );
+    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum(&f.pairs, |p| p.pool.stats())).collect();
+    rows(&mut r.text, POOL_ROWS, &pools);
+    // CMAC and adapter counters, read through the driver's statistics path.
+    let _ = writeln!(
+        r.text,
+        "\nCMAC and adapter counters (read through the driver, non-zero) {:>6} {:>14}",
+        "port 0", "port 1"
+    );
+    let hws = [hw(card, 0), hw(card, 1)];
+    for ((name, a), (_, b)) in hws[0].iter().zip(&hws[1]) {
+        if *a != 0 || *b != 0 {
+            row(&mut r.text, name, *a, *b);
+        }
+    }
+    frame_accounting(&mut r, card, funcs, streams, (&rx, &tx), &hws, xsk);
+    page_accounting(&mut r, card, funcs, &pools);
+    r
+}
+
+/// Rates per direction, in virtual and in host time.
+fn throughput(s: &mut String, funcs: &[Func<'_>], streams: &[Stream], t: &Totals) {
     let host_s = t.host.as_secs_f64();
     let virt_s = t.virt_ns as f64 / 1e9;
-
-    // Throughput.
     let _ = writeln!(s, "\nthroughput");
     let _ = writeln!(
         s,
@@ -1036,134 +1243,67 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
         host_s,
         virt_s * 1e3
     );
+}
 
-    // Per-queue tables of the receiving functions.
-    for st in streams {
-        let f = &funcs[st.to];
-        let tx = &funcs[st.from];
-        let total: u64 = f.rx.iter().map(|r| r.packets).sum();
-        let _ = writeln!(
-            s,
-            "\nper-queue: PF{} RX (port {}) <- PF{} TX (port {})",
-            st.to, st.to, st.from, st.from
-        );
-        let _ = writeln!(
-            s,
-            "  {:>5} {:>10} {:>12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
-            "queue",
-            "rx_packets",
-            "rx_bytes",
-            "rss_%",
-            "drop_err",
-            "drop_len",
-            "drop_mb",
-            "drop_np",
-            "corrupt",
-            "tx_packets",
-            "tx_busy"
-        );
-        for (q, (pair, r)) in f.pairs.iter().zip(&f.rx).enumerate() {
-            let rs = pair.rx.stats();
-            let _ = writeln!(
-                s,
-                "  {:>5} {:>10} {:>12} {:>7.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
-                q,
-                r.packets,
-                r.bytes,
-                100.0 * r.packets as f64 / total.max(1) as f64,
-                rs.rx_cmpt_errors,
-                rs.rx_bad_length,
-                rs.rx_multi_buffer,
-                rs.rx_no_page,
-                r.corrupt,
-                tx.pairs[q].tx.stats().tx_packets,
-                tx.tx_busy[q]
-            );
-        }
-        let _ = writeln!(
-            s,
-            "  (drop_err: completion error bit, drop_len: bad length, drop_mb: multi-buffer frame, drop_np: no replacement page; rss_%: share of the port's frames; tx_busy: frames the generator had to hold back for a full TX ring)"
-        );
-    }
-
-    // Driver statistics.
-    let _ = writeln!(s, "\ndriver statistics {:>36} {:>14}", "PF0", "PF1");
-    let rx: Vec<RxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.rx.stats())).collect();
-    let tx: Vec<TxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.tx.stats())).collect();
-    let row = |s: &mut String, name: &str, a: u64, b: u64| {
-        let _ = writeln!(s, "  {name:<38} {a:>14} {b:>14}");
-    };
-    for (name, get) in [
-        ("rx_packets", (|r: &RxStats| r.rx_packets) as fn(&RxStats) -> u64),
-        ("rx_bytes", |r| r.rx_bytes),
-        ("rx_dropped", RxStats::rx_dropped),
-        ("rx_to_os", |r| r.to_os),
-        ("rx_recycled", |r| r.recycled),
-        ("rx_no_page", |r| r.rx_no_page),
-        ("rx_refill_alloc_failures", |r| r.refill_alloc_failures),
-        ("rx_cmpt_not_ready", |r| r.cmpt_not_ready),
-        ("rx_c2h_doorbells", |r| r.c2h_doorbells),
-        ("rx_cmpt_doorbells", |r| r.cmpt_doorbells),
-        ("rx_rearms", |r| r.rearms),
-        ("rx_rearm_rechecks", |r| r.rearm_rechecks),
-    ] {
-        row(&mut s, name, get(&rx[0]), get(&rx[1]));
-    }
-    for (name, get) in [
-        ("tx_packets", (|r: &TxStats| r.tx_packets) as fn(&TxStats) -> u64),
-        ("tx_bytes", |r| r.tx_bytes),
-        ("tx_queued", |r| r.queued),
-        ("tx_busy", |r| r.tx_busy),
-        ("tx_stops", |r| r.stops),
-        ("tx_wakes", |r| r.wakes),
-        ("tx_doorbells", |r| r.doorbells),
-    ] {
-        row(&mut s, name, get(&tx[0]), get(&tx[1]));
-    }
-
-    // Page pools.
+/// The per-queue table of stream `st`'s receiving function `f` (and its sender `tx`).
+fn per_queue(s: &mut String, f: &Func<'_>, tx: &Func<'_>, st: &Stream) {
+    let total: u64 = f.rx.iter().map(|r| r.packets).sum();
     let _ = writeln!(
         s,
-        "\npage_pool statistics (all queues) {:>20} {:>14}",
-        "PF0", "PF1"
+        "\nper-queue: PF{} RX (port {}) <- PF{} TX (port {})",
+        st.to, st.to, st.from, st.from
     );
-    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum(&f.pairs, |p| p.pool.stats())).collect();
-    for (name, get) in [
-        (
-            "alloc.fast",
-            (|p: &PoolStats| p.alloc.fast) as fn(&PoolStats) -> u64,
-        ),
-        ("alloc.slow", |p| p.alloc.slow),
-        ("alloc.slow_high_order", |p| p.alloc.slow_high_order),
-        ("alloc.empty", |p| p.alloc.empty),
-        ("alloc.refill", |p| p.alloc.refill),
-        ("alloc.waive", |p| p.alloc.waive),
-        ("recycle.cached", |p| p.recycle.cached),
-        ("recycle.cache_full", |p| p.recycle.cache_full),
-        ("recycle.ring", |p| p.recycle.ring),
-        ("recycle.ring_full", |p| p.recycle.ring_full),
-        ("recycle.released_refcnt", |p| p.recycle.released_refcnt),
-        ("pages_from_hal", |p| p.pages_from_hal),
-        ("pages_to_hal", |p| p.pages_to_hal),
-        ("os_returns", |p| p.os_returns),
-    ] {
-        row(&mut s, name, get(&pools[0]), get(&pools[1]));
-    }
-
-    // CMAC and adapter counters, read through the driver's statistics path.
     let _ = writeln!(
         s,
-        "\nCMAC and adapter counters (read through the driver, non-zero) {:>6} {:>14}",
-        "port 0", "port 1"
+        "  {:>5} {:>10} {:>12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
+        "queue",
+        "rx_packets",
+        "rx_bytes",
+        "rss_%",
+        "drop_err",
+        "drop_len",
+        "drop_mb",
+        "drop_np",
+        "corrupt",
+        "tx_packets",
+        "tx_busy"
     );
-    let (h0, h1) = (hw(card, 0), hw(card, 1));
-    for ((name, a), (_, b)) in h0.iter().zip(&h1) {
-        if *a != 0 || *b != 0 {
-            row(&mut s, name, *a, *b);
-        }
+    for (q, (pair, r)) in f.pairs.iter().zip(&f.rx).enumerate() {
+        let rs = pair.rx.stats();
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>10} {:>12} {:>7.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
+            q,
+            r.packets,
+            r.bytes,
+            100.0 * r.packets as f64 / total.max(1) as f64,
+            rs.rx_cmpt_errors,
+            rs.rx_bad_length,
+            rs.rx_multi_buffer,
+            rs.rx_no_page,
+            r.corrupt,
+            tx.pairs[q].tx.stats().tx_packets,
+            tx.tx_busy[q]
+        );
     }
+    let _ = writeln!(
+        s,
+        "  (drop_err: completion error bit, drop_len: bad length, drop_mb: multi-buffer frame, drop_np: no replacement page; rss_%: share of the port's frames; tx_busy: frames the generator had to hold back for a full TX ring)"
+    );
+}
 
-    // Frame accounting.
+/// Where every frame sent went: received, corrupt, taken by the program, dropped by the driver
+/// or by the model; the TX queues completed every frame they were given.
+fn frame_accounting(
+    r: &mut Report,
+    card: &Card,
+    funcs: &[Func<'_>],
+    streams: &[Stream],
+    stats: (&[RxStats], &[TxStats]),
+    hws: &[Vec<(&'static str, u64)>; 2],
+    xsk: Option<u64>,
+) {
+    let (rx, tx) = stats;
     let model = card.stats();
     let mac_drops: u64 = (0..2)
         .map(|p| {
@@ -1171,9 +1311,8 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
                 .saturating_sub(card.cmac_counter(p, "stat_rx_total_good_pkts"))
         })
         .sum();
-    let adapter = |port: u8, name: &str| -> u64 {
-        let h = if port == 0 { &h0 } else { &h1 };
-        h.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+    let adapter = |port: usize, name: &str| -> u64 {
+        hws[port].iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
     };
     let tx_drops = adapter(0, "stat_adapt_tx_drop") + adapter(1, "stat_adapt_tx_drop");
     let model_drops = model.c2h_no_desc_dropped
@@ -1190,10 +1329,10 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
     let corrupt: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.corrupt).sum();
     let driver_drops: u64 = rx.iter().map(RxStats::rx_dropped).sum();
     let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, xsk);
-    let _ = write!(s, "{xdp_line}");
-    let _ = writeln!(s, "\nframe accounting");
+    let _ = write!(r.text, "{xdp_line}");
+    let _ = writeln!(r.text, "\nframe accounting");
     let _ = writeln!(
-        s,
+        r.text,
         "  model drops: no descriptor {}, completion ring full {}, queue not valid {}, wire {}, link down {}, RX disabled {}, TX disabled {}, MAC {}, TX adapter {}",
         model.c2h_no_desc_dropped,
         model.cmpt_full_dropped,
@@ -1207,30 +1346,34 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
     );
     let accounted = received + corrupt + xdp_out + driver_drops + model_drops;
     let _ = writeln!(
-        s,
+        r.text,
         "accounting: sent {sent} = received {received} + corrupt {corrupt}{} + driver drops {driver_drops} + model drops {model_drops}: {}",
         if xsk.is_some() { format!(" + changed/dropped/user sink {xdp_out}") } else { String::new() },
         if accounted == sent { "OK" } else { "MISMATCH" }
     );
     if accounted != sent {
-        failures.push(format!(
+        r.failures.push(format!(
             "{} frames unaccounted for (sent {sent}, accounted {accounted})",
             sent as i128 - accounted as i128
         ));
     }
     if corrupt > 0 {
-        failures.push(format!("{corrupt} frames arrived with wrong bytes"));
+        r.failures
+            .push(format!("{corrupt} frames arrived with wrong bytes"));
     }
     let tx_done: u64 = tx.iter().map(|t| t.tx_packets).sum();
     if tx_done != sent + resent {
-        failures.push(format!(
+        r.failures.push(format!(
             "the TX queues completed {tx_done} of {} frames",
             sent + resent
         ));
     }
+}
 
-    // Page accounting.
-    let _ = writeln!(s, "\npage accounting {:>38} {:>14}", "PF0", "PF1");
+/// Where every page is: each function's pools by their census, and the model's live pages
+/// against the pools' and the OS's.
+fn page_accounting(r: &mut Report, card: &Card, funcs: &[Func<'_>], pools: &[PoolStats]) {
+    let _ = writeln!(r.text, "\npage accounting {:>38} {:>14}", "PF0", "PF1");
     let mut counts = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
         let mut c = PageCounts::default();
@@ -1242,27 +1385,20 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
             }
         }
         if !ok {
-            failures.push(format!("PF{i}: a pool's page census does not add up"));
+            r.failures
+                .push(format!("PF{i}: a pool's page census does not add up"));
         }
         counts.push((c, pools[i].live_pages(), f.os_pages));
     }
-    for (name, get) in [
-        ("in_pool", (|c: &PageCounts| c.in_pool) as fn(&PageCounts) -> u64),
-        ("in_rx_ring", |c| c.in_rx_ring),
-        ("in_tx_flight", |c| c.in_tx_flight),
-        ("with_os", |c| c.with_os),
-        ("total", PageCounts::total),
-    ] {
-        row(&mut s, name, get(&counts[0].0), get(&counts[1].0));
-    }
+    rows(&mut r.text, PAGE_ROWS, &[counts[0].0, counts[1].0]);
     row(
-        &mut s,
+        &mut r.text,
         "pool pages live (taken from the HAL)",
         counts[0].1,
         counts[1].1,
     );
     row(
-        &mut s,
+        &mut r.text,
         "OS TX buffers (own pages, not pooled)",
         counts[0].2,
         counts[1].2,
@@ -1271,7 +1407,7 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
     let expect: u64 = counts.iter().map(|c| c.1 + c.2).sum();
     let census_ok = counts.iter().all(|c| c.0.total() == c.1);
     let _ = writeln!(
-        s,
+        r.text,
         "  model: {live} live pages = pool pages {} + OS TX buffers {}: {}",
         counts[0].1 + counts[1].1,
         counts[0].2 + counts[1].2,
@@ -1282,11 +1418,10 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
         }
     );
     if live != expect || !census_ok {
-        failures.push(format!(
+        r.failures.push(format!(
             "page accounting: model {live} live pages, driver accounts for {expect}"
         ));
     }
-    Report { text: s, failures }
 }
 
 /// With a program: a line of XDP totals, the frames the program took out of the stream (changed,

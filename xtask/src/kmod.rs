@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{cargo, root, run};
+use crate::{cargo, root, run, run_sh};
 
 /// A Debian kernel the module is built and tested for. The only place kernel package names
 /// appear: the ABI (e.g. `6.1.0-57-amd64`) is resolved from these meta packages at run time.
@@ -252,15 +252,7 @@ pub struct Resolved {
 pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
     let out = r.dir.join("modules");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let deb = fs::read_dir(r.dir.join("debs"))
-        .map_err(|e| format!("debs: {e}"))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("linux-image-{}_", r.abi)))
-        })
+    let deb = downloaded(&r.dir.join("debs"), &format!("linux-image-{}", r.abi))
         .ok_or_else(|| format!("linux-image-{}: download missing", r.abi))?;
     let name = Path::new(rel)
         .file_name()
@@ -273,15 +265,54 @@ pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
         deb = deb.display(),
         o = out.join(&name).display()
     );
-    let mut c = Command::new("sh");
-    c.args(["-c", &sh]);
-    run(&format!("extract {rel} from linux-image-{}", r.abi), c)?;
+    run_sh(&format!("extract {rel} from linux-image-{}", r.abi), &sh)?;
     Ok(out.join(name))
 }
 
 /// Resolves the ABI, downloads and unpacks headers (+ common part and kbuild) and the image.
 pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
     let start = Instant::now();
+    let (abi, image, pkgs) = packages(k)?;
+    let dir = vm_root().join(k.name);
+    let debs = dir.join("debs");
+    let rootfs = dir.join("root");
+    fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+    let all: Vec<String> = pkgs.iter().cloned().chain([image.clone()]).collect();
+    let wanted: Vec<&String> = all.iter().filter(|p| downloaded(&debs, p).is_none()).collect();
+    if !wanted.is_empty() {
+        run_waiting_for_lock(&format!("apt-get download ({} packages)", wanted.len()), || {
+            let mut c = apt_get();
+            c.current_dir(&debs).arg("download").args(&wanted);
+            c
+        })?;
+    }
+    let stamp = rootfs.join(format!(".unpacked-{abi}"));
+    if !stamp.exists() {
+        unpack(&debs, &rootfs, &abi, &pkgs, &image)?;
+        fs::write(&stamp, "").map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    let kdir = rootfs.join(format!("usr/src/linux-headers-{abi}"));
+    let vmlinuz = rootfs.join(format!("boot/vmlinuz-{abi}"));
+    check_unpacked(&abi, &kdir, &vmlinuz)?;
+    println!(
+        "kernel {}: {abi} (headers {}, image {}) ready in {:.1} s",
+        k.name,
+        kdir.display(),
+        vmlinuz.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(Resolved {
+        kernel: k,
+        abi,
+        dir,
+        kdir,
+        vmlinuz,
+    })
+}
+
+/// The packages of kernel `k`: its ABI, the image package, and the header packages (the
+/// flavour's, and the common part and kbuild it depends on).
+fn packages(k: &Kernel) -> Result<(String, String, Vec<String>), String> {
     let headers = resolve(k.headers_meta, "linux-headers-")?;
     let abi = headers.trim_start_matches("linux-headers-").to_string();
     if !abi.starts_with(k.name) {
@@ -303,60 +334,52 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
             .into_iter()
             .filter(|d| d.starts_with("linux-headers-") || d.starts_with("linux-kbuild-")),
     );
-    let dir = vm_root().join(k.name);
-    let debs = dir.join("debs");
-    let rootfs = dir.join("root");
-    fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+    Ok((abi, image, pkgs))
+}
 
-    let have = |p: &str| -> Option<PathBuf> {
-        fs::read_dir(&debs).ok()?.flatten().map(|e| e.path()).find(|f| {
-            f.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{p}_")) && n.ends_with(".deb"))
-        })
-    };
-    let all: Vec<String> = pkgs.iter().cloned().chain([image.clone()]).collect();
-    let wanted: Vec<&String> = all.iter().filter(|p| have(p).is_none()).collect();
-    if !wanted.is_empty() {
-        run_waiting_for_lock(&format!("apt-get download ({} packages)", wanted.len()), || {
-            let mut c = apt_get();
-            c.current_dir(&debs).arg("download").args(&wanted);
-            c
-        })?;
+/// The downloaded `.deb` of package `pkg` in `debs`, if there is one.
+fn downloaded(debs: &Path, pkg: &str) -> Option<PathBuf> {
+    fs::read_dir(debs).ok()?.flatten().map(|e| e.path()).find(|f| {
+        f.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb"))
+    })
+}
+
+/// Unpacks the header packages `pkgs` and the kernel of package `image` into a fresh `rootfs`,
+/// and points the headers' Makefile at the common tree there.
+fn unpack(debs: &Path, rootfs: &Path, abi: &str, pkgs: &[String], image: &str) -> Result<(), String> {
+    let _ = fs::remove_dir_all(rootfs);
+    fs::create_dir_all(rootfs).map_err(|e| format!("{}: {e}", rootfs.display()))?;
+    for p in pkgs {
+        let deb = downloaded(debs, p).ok_or_else(|| format!("{p}: download missing"))?;
+        let mut c = Command::new("dpkg");
+        c.arg("-x").arg(&deb).arg(rootfs);
+        run(&format!("dpkg -x {p}"), c)?;
     }
-
-    let stamp = rootfs.join(format!(".unpacked-{abi}"));
-    if !stamp.exists() {
-        let _ = fs::remove_dir_all(&rootfs);
-        fs::create_dir_all(&rootfs).map_err(|e| format!("{}: {e}", rootfs.display()))?;
-        for p in &pkgs {
-            let deb = have(p).ok_or_else(|| format!("{p}: download missing"))?;
-            let mut c = Command::new("dpkg");
-            c.arg("-x").arg(&deb).arg(&rootfs);
-            run(&format!("dpkg -x {p}"), c)?;
-        }
-        // Only the kernel itself from the image package (not its modules).
-        let deb = have(&image).ok_or_else(|| format!("{image}: download missing"))?;
-        let sh = format!(
+    // Only the kernel itself from the image package (not its modules).
+    let deb = downloaded(debs, image).ok_or_else(|| format!("{image}: download missing"))?;
+    run_sh(
+        &format!("unpack the kernel of {image}"),
+        &format!(
             "dpkg-deb --fsys-tarfile '{}' | tar -x -C '{}' --wildcards './boot/vmlinuz-*'",
             deb.display(),
             rootfs.display()
-        );
-        let mut c = Command::new("sh");
-        c.args(["-c", &sh]);
-        run(&format!("unpack the kernel of {image}"), c)?;
-        // The flavour's Makefile includes the common tree by absolute path; point it into ours.
-        let mk = rootfs.join(format!("usr/src/linux-headers-{abi}/Makefile"));
-        let text = fs::read_to_string(&mk).map_err(|e| format!("{}: {e}", mk.display()))?;
-        let fixed = text.replace(
-            "include /usr/src/",
-            &format!("include {}/usr/src/", rootfs.display()),
-        );
-        fs::write(&mk, fixed).map_err(|e| format!("{}: {e}", mk.display()))?;
-        fs::write(&stamp, "").map_err(|e| format!("{}: {e}", stamp.display()))?;
-    }
-    let kdir = rootfs.join(format!("usr/src/linux-headers-{abi}"));
-    let vmlinuz = rootfs.join(format!("boot/vmlinuz-{abi}"));
+        ),
+    )?;
+    // The flavour's Makefile includes the common tree by absolute path; point it into ours.
+    let mk = rootfs.join(format!("usr/src/linux-headers-{abi}/Makefile"));
+    let text = fs::read_to_string(&mk).map_err(|e| format!("{}: {e}", mk.display()))?;
+    let fixed = text.replace(
+        "include /usr/src/",
+        &format!("include {}/usr/src/", rootfs.display()),
+    );
+    fs::write(&mk, fixed).map_err(|e| format!("{}: {e}", mk.display()))
+}
+
+/// The unpacked kernel is usable: a `.config` and an image, and functions padded as the Rust
+/// object is built.
+fn check_unpacked(abi: &str, kdir: &Path, vmlinuz: &Path) -> Result<(), String> {
     let config = fs::read_to_string(kdir.join(".config"))
         .map_err(|e| format!("{abi}: no kernel .config after unpacking: {e}"))?;
     if !vmlinuz.exists() {
@@ -372,20 +395,7 @@ pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
             ));
         }
     }
-    println!(
-        "kernel {}: {abi} (headers {}, image {}) ready in {:.1} s",
-        k.name,
-        kdir.display(),
-        vmlinuz.display(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(Resolved {
-        kernel: k,
-        abi,
-        dir,
-        kdir,
-        vmlinuz,
-    })
+    Ok(())
 }
 
 /// Bytes of NOP padding in front of every Rust function, as kernels with `CONFIG_CALL_PADDING`

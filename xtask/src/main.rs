@@ -42,6 +42,13 @@ fn cargo() -> Command {
     c
 }
 
+/// Runs `script` with `sh -c` as step `step` (see [`run`]).
+fn run_sh(step: &str, script: &str) -> Result<(), String> {
+    let mut c = Command::new("sh");
+    c.args(["-c", script]);
+    run(step, c)
+}
+
 fn run(step: &str, mut cmd: Command) -> Result<(), String> {
     let start = Instant::now();
     println!("==> {step}");

@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::kmod::{self, Resolved};
-use crate::{root, run};
+use crate::{root, run, run_sh};
 
 pub const USAGE: &str =
     "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--timeout SECONDS] [--expect-fail]";
@@ -273,9 +273,7 @@ pub fn initramfs(
         dir.display(),
         img.display()
     );
-    let mut c = Command::new("sh");
-    c.args(["-c", &sh]);
-    run(&format!("initramfs for {}", r.kernel.name), c)?;
+    run_sh(&format!("initramfs for {}", r.kernel.name), &sh)?;
     Ok(img)
 }
 

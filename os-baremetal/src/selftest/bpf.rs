@@ -15,6 +15,7 @@ use alloc::vec::Vec;
 use onic_bpf::{EngineStats, Host, LoadOptions, XdpEngine};
 use onic_core::xdp::XdpRxq;
 
+use super::datapath;
 use super::frames::{self, Kind};
 use super::verdicts::{phase, sums, FRAMES};
 use super::xdp::Program;
@@ -163,8 +164,7 @@ fn specific(b: &Bench<'_, '_>, i: usize, seed: u32, e: &EngineStats) -> bool {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("XDP objects (os-linux/xdp built by clang, run by onic-bpf through poll_xdp)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("bpf", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "bpf") {
         return;
     }
     let loaded = load_all(b);

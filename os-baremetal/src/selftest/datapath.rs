@@ -43,7 +43,7 @@ use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
 use super::xdp::{Dispatch, Program};
-use super::{Bench, SimDevice, SimDmaMem};
+use super::{Bench, Runner, SimDevice, SimDmaMem};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Guarded;
 use crate::platform::idt;
@@ -254,6 +254,24 @@ pub struct Book {
     pub rebuilt: bool,
     /// Polled since the last housekeeping round.
     polled: bool,
+}
+
+impl Book {
+    /// Counts a poll of pair `q` of PF `f` by what it reported: a poll that reports an error
+    /// takes the pair out of service; one that has more to do schedules itself again.
+    fn record_poll(&mut self, out: &PairPoll, f: usize, q: usize) {
+        self.polls += 1;
+        self.polled = true;
+        if out.rx.done >= BUDGET {
+            self.exhausted += 1;
+        }
+        if let Some(e) = out.rx.error {
+            self.error = Some(e);
+        } else if out.rx.more {
+            self.repolls += 1;
+            irq::reschedule_napi(f, q);
+        }
+    }
 }
 
 /// The pages and buffers the "OS" holds.
@@ -619,6 +637,18 @@ impl<'c, 's> Datapath<'c, 's> {
         }
     }
 
+    /// Attaches the pending swap's program to PF `f`'s slot once its frame count is reached; a
+    /// poll calls this before it starts, so the new program runs from the poll's first frame.
+    fn swap_if_due(&mut self, f: usize) {
+        if let Some((pf, after, prog)) = self.pending_swap {
+            if pf == f && self.tally.received >= after {
+                let old = self.slots[f].attach(prog);
+                self.swapped = Some((self.tally.received, old));
+                self.pending_swap = None;
+            }
+        }
+    }
+
     /// A `TxDone` counting into pair `q` of PF `f`'s book.
     pub fn done(&mut self, f: usize, q: usize) -> Done<'_, 'c> {
         let book = &mut self.books[f][q];
@@ -804,14 +834,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let db = dev.doorbells();
     let peer_db = peer.doorbells();
     let dp = &mut b.dp;
-    if let Some((pf, after, prog)) = dp.pending_swap {
-        if pf == f && dp.tally.received >= after {
-            // Between two polls: this one runs the new program from its first frame.
-            let old = dp.slots[f].attach(prog);
-            dp.swapped = Some((dp.tally.received, old));
-            dp.pending_swap = None;
-        }
-    }
+    dp.swap_if_due(f);
     let dma = dp.dma;
     let homes = dp.homes;
     let [p0, p1] = &mut dp.pairs;
@@ -889,17 +912,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
             )
         }
     };
-    book.polls += 1;
-    book.polled = true;
-    if out.rx.done >= BUDGET {
-        book.exhausted += 1;
-    }
-    if let Some(e) = out.rx.error {
-        book.error = Some(e);
-    } else if out.rx.more {
-        book.repolls += 1;
-        irq::reschedule_napi(f, q);
-    }
+    book.record_poll(&out, f, q);
     true
 }
 
@@ -1153,4 +1166,23 @@ pub fn flow_for_queue(steer: &Steering, q: usize, skip: u32) -> Option<u32> {
         let f = frames::flow(i);
         f.kind != frames::Kind::NonIp && usize::from(steer.queue(frames::build(&f, 60, 0, &mut buf))) == q
     })
+}
+
+/// A flow PF1's current steering sends to its queue `q`; without one, check `name` fails.
+pub fn flow_to_pf1_queue(r: &mut Runner, b: &Bench<'_, '_>, q: usize, name: &'static str) -> Option<u32> {
+    let flow = flow_for_queue(&b.dp.steer[1], q, 0);
+    if flow.is_none() {
+        r.check(name, false, format_args!("no flow reaches PF1 queue {q}"));
+    }
+    flow
+}
+
+/// Whether both functions are up with all their pairs, for a group that needs them; if not, its
+/// check `name` is reported as not run.
+pub fn ready(r: &mut Runner, b: &Bench<'_, '_>, name: &'static str) -> bool {
+    let ready = b.dp.ready() && b.devices.iter().all(Option::is_some);
+    if !ready {
+        r.skipped(name, "queue pairs or functions missing");
+    }
+    ready
 }

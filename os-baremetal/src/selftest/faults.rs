@@ -5,11 +5,11 @@ use heapless::Vec as HVec;
 use onic_core::stats::read_hw_counters;
 use onic_core::tx::TxError;
 use onic_core::QueueError;
-use onic_sim::Corruption;
+use onic_sim::{Card, Corruption};
 
 use super::datapath::{
-    self, build_pair, flow_for_queue, inject_tracked, os_frame, run_for, run_until, Frame, PAIRS, RINGS,
-    TOTAL_PAIRS, WAIT_NS,
+    self, build_pair, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame,
+    PAIRS, RINGS, TOTAL_PAIRS, WAIT_NS,
 };
 use super::traffic::{counter, rx_stats};
 use super::verdicts::census_holds;
@@ -23,8 +23,7 @@ const XDP_FULL_FRAMES: u32 = 70;
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("faults (the model's knobs against the datapath)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("faults", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "faults") {
         return;
     }
     page_alloc(r, b);
@@ -51,12 +50,7 @@ fn seen(b: &Bench<'_, '_>, q: usize) -> u64 {
 /// ring keeps every buffer and traffic goes on.
 fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let q = 0;
-    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
-        r.check(
-            "fault-page-alloc",
-            false,
-            format_args!("no flow reaches PF1 queue {q}"),
-        );
+    let Some(flow) = flow_to_pf1_queue(r, b, q, "fault-page-alloc") else {
         return;
     };
     b.dp.set_programs([Program::Drop, Program::Pass]);
@@ -114,8 +108,7 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// A corrupted completion is a counted drop; the next frame arrives intact.
 fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'static str) {
     let q = 1;
-    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
-        r.check(name, false, format_args!("no flow reaches PF1 queue {q}"));
+    let Some(flow) = flow_to_pf1_queue(r, b, q, name) else {
         return;
     };
     b.dp.set_programs([Program::Drop, Program::Drop]);
@@ -160,30 +153,7 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let done_before = b.dp.books[0][q].tx_os_done;
     let wire_before = b.dp.wire.out[0];
     b.model.with(|c| c.faults().stall_h2c_writeback(true));
-    let mut backlog: HVec<Frame<'_>, { STALL_FRAMES as usize }> = HVec::new();
-    let mut queued = 0;
-    for i in 0..STALL_FRAMES {
-        let mut buf = [0u8; super::frames::MAX_BUILD];
-        let len = 60 + (i as usize * 29) % 450;
-        let Some(n) = b.dp.tally.add(i * 11, len, 1, &b.dp.steer[1], &mut buf) else {
-            break;
-        };
-        let Some(frame) = os_frame(b.model.dma(), &buf[..n]) else {
-            break;
-        };
-        b.dp.os_tx_live += 1;
-        let refused = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
-            (Some(dev), Some(p)) if backlog.is_empty() => p.tx.xmit_os(&dev.doorbells(), frame, true).err(),
-            _ => Some(TxError::Full(frame)),
-        };
-        match refused {
-            None => queued += 1,
-            // The OS keeps what the stopped queue refused (its qdisc).
-            Some(e) => {
-                let _ = backlog.push(e.into_inner());
-            }
-        }
-    }
+    let (queued, backlog) = fill_stalled(b, q);
     datapath::flush(b, 0, q);
     // The device sends what was queued, but no writeback tells the driver: the frames arrive,
     // and the housekeeping rounds that follow reclaim nothing.
@@ -201,29 +171,7 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let woke = run_until(b, WAIT_NS, |b| {
         b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
     });
-    let mut resent = 0;
-    let total_backlog = backlog.len();
-    for (i, frame) in backlog.into_iter().enumerate() {
-        let more = i + 1 < total_backlog;
-        // A queue that stops again is waited for (the tick's reclaim wakes it).
-        if b.dp.pairs[0].get(q).is_some_and(|p| p.tx.is_stopped()) {
-            datapath::flush(b, 0, q);
-            run_until(b, WAIT_NS, |b| {
-                b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
-            });
-        }
-        let res = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
-            (Some(dev), Some(p)) => {
-                p.tx.xmit_os(&dev.doorbells(), frame, more)
-                    .map_err(TxError::into_inner)
-            }
-            _ => Err(frame),
-        };
-        match res {
-            Ok(()) => resent += 1,
-            Err(frame) => datapath::free_os_frame(b, frame),
-        }
-    }
+    let resent = resend(b, q, backlog);
     datapath::flush(b, 0, q);
     let settled = datapath::settle(b);
     let tx = b.dp.pairs[0].get(q).map_or(tx_before, |p| *p.tx.stats());
@@ -258,16 +206,73 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
+/// What the OS holds back for a stopped queue (its qdisc).
+type Backlog<'c> = HVec<Frame<'c>, { STALL_FRAMES as usize }>;
+
+/// The OS queues [`STALL_FRAMES`] frames on PF0's TX queue `q` until it stops; it keeps what the
+/// queue refused. Returns how many were queued, and the frames kept.
+fn fill_stalled<'c>(b: &mut Bench<'c, '_>, q: usize) -> (u32, Backlog<'c>) {
+    let mut backlog: Backlog<'c> = HVec::new();
+    let mut queued = 0;
+    for i in 0..STALL_FRAMES {
+        let mut buf = [0u8; super::frames::MAX_BUILD];
+        let len = 60 + (i as usize * 29) % 450;
+        let Some(n) = b.dp.tally.add(i * 11, len, 1, &b.dp.steer[1], &mut buf) else {
+            break;
+        };
+        let Some(frame) = os_frame(b.model.dma(), &buf[..n]) else {
+            break;
+        };
+        b.dp.os_tx_live += 1;
+        let refused = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
+            (Some(dev), Some(p)) if backlog.is_empty() => p.tx.xmit_os(&dev.doorbells(), frame, true).err(),
+            _ => Some(TxError::Full(frame)),
+        };
+        match refused {
+            None => queued += 1,
+            // The OS keeps what the stopped queue refused (its qdisc).
+            Some(e) => {
+                let _ = backlog.push(e.into_inner());
+            }
+        }
+    }
+    (queued, backlog)
+}
+
+/// The OS sends the frames it kept, waiting whenever the queue stops again; returns how many the
+/// queue took (the rest are freed).
+fn resend<'c>(b: &mut Bench<'c, '_>, q: usize, backlog: Backlog<'c>) -> usize {
+    let mut resent = 0;
+    let total_backlog = backlog.len();
+    for (i, frame) in backlog.into_iter().enumerate() {
+        let more = i + 1 < total_backlog;
+        // A queue that stops again is waited for (the tick's reclaim wakes it).
+        if b.dp.pairs[0].get(q).is_some_and(|p| p.tx.is_stopped()) {
+            datapath::flush(b, 0, q);
+            run_until(b, WAIT_NS, |b| {
+                b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
+            });
+        }
+        let res = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
+            (Some(dev), Some(p)) => {
+                p.tx.xmit_os(&dev.doorbells(), frame, more)
+                    .map_err(TxError::into_inner)
+            }
+            _ => Err(frame),
+        };
+        match res {
+            Ok(()) => resent += 1,
+            Err(frame) => datapath::free_os_frame(b, frame),
+        }
+    }
+    resent
+}
+
 /// XDP_TX onto a TX ring the device does not report progress on: once the ring is full, the
 /// frames are counted as rx_xdp_tx_errors and their pages recycled, not leaked.
 fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let q = 2;
-    let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) else {
-        r.check(
-            "xdp-tx-ring-full",
-            false,
-            format_args!("no flow reaches PF1 queue {q}"),
-        );
+    let Some(flow) = flow_to_pf1_queue(r, b, q, "xdp-tx-ring-full") else {
         return;
     };
     b.dp.set_programs([Program::Drop, Program::Reflect]);
@@ -314,19 +319,15 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Frames lost on the wire never arrive; a bad FCS is counted by the MAC and goes no further.
 fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let shell = b.model.shell();
     b.dp.set_programs([Program::Drop, Program::Drop]);
-    let lost_before = b.model.with(|c| c.stats().wire_dropped);
-    b.model.with(|c| c.faults().drop_next_frames(3));
-    b.dp.tally.reset();
-    let flow = flow_for_queue(&b.dp.steer[1], 2, 0).unwrap_or(0);
-    for _ in 0..5 {
-        inject_tracked(b, 1, flow, 128);
-    }
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == 2);
-    run_for(b, 5_000_000);
-    let lost = b.model.with(|c| c.stats().wire_dropped) - lost_before;
-    b.model.with(|c| c.faults().clear());
+    let lost = through_fault(
+        b,
+        (1, 2),
+        (5, 128),
+        2,
+        |c| c.faults().drop_next_frames(3),
+        |b| b.model.with(|c| c.stats().wire_dropped),
+    );
     r.check(
         "fault-wire-drop",
         b.dp.tally.received == 2 && lost == 3,
@@ -335,17 +336,14 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.dp.tally.received
         ),
     );
-
-    let fcs_before = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs");
-    b.model.with(|c| c.faults().bad_fcs_next_frames(1));
-    b.dp.tally.reset();
-    let flow = flow_for_queue(&b.dp.steer[0], 1, 0).unwrap_or(0);
-    inject_tracked(b, 0, flow, 300);
-    inject_tracked(b, 0, flow, 300);
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == 1);
-    run_for(b, 5_000_000);
-    let fcs = counter(&read_hw_counters(&shell, 0), "stat_rx_bad_fcs") - fcs_before;
-    b.model.with(|c| c.faults().clear());
+    let fcs = through_fault(
+        b,
+        (0, 1),
+        (2, 300),
+        1,
+        |c| c.faults().bad_fcs_next_frames(1),
+        |b| counter(&read_hw_counters(&b.model.shell(), 0), "stat_rx_bad_fcs"),
+    );
     r.check(
         "fault-bad-fcs",
         b.dp.tally.received == 1 && fcs == 1,
@@ -354,6 +352,32 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.dp.tally.received
         ),
     );
+}
+
+/// With the fault `arm` sets, `frames.0` tracked frames of `frames.1` bytes come in on port
+/// `to.0` (a flow its function steers to queue `to.1`); the loop runs until `arrive` of them
+/// arrived and 5 ms more, then the fault is cleared. Returns how far `count` moved meanwhile.
+fn through_fault(
+    b: &mut Bench<'_, '_>,
+    to: (u8, usize),
+    frames: (u32, usize),
+    arrive: u32,
+    arm: impl FnOnce(&Card),
+    count: impl Fn(&Bench<'_, '_>) -> u64,
+) -> u64 {
+    let (port, q) = to;
+    let before = count(b);
+    b.model.with(arm);
+    b.dp.tally.reset();
+    let flow = flow_for_queue(&b.dp.steer[usize::from(port)], q, 0).unwrap_or(0);
+    for _ in 0..frames.0 {
+        inject_tracked(b, port, flow, frames.1);
+    }
+    run_until(b, WAIT_NS, |b| b.dp.tally.received == arrive);
+    run_for(b, 5_000_000);
+    let moved = count(b) - before;
+    b.model.with(|c| c.faults().clear());
+    moved
 }
 
 /// A completion status record whose producer index lies beyond the ring: the queue reports its

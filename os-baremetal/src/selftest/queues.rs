@@ -76,24 +76,11 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
 fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> bool {
     let func = dev.function().number();
     let abs = dev.function().qbase() + q as u16;
-    let read = |sel| context_read(dev.qdma(), &mut TscDelay, sel, abs).ok();
-    let sw = |w: [u32; 8]| {
-        let mut c = [0; SwCtxt::WORDS];
-        c.copy_from_slice(&w[..SwCtxt::WORDS]);
-        SwCtxt::from_words(c)
-    };
-    let h2c = read(CtxtSel::SwH2c).map(sw);
-    let c2h = read(CtxtSel::SwC2h).map(sw);
-    let pf = read(CtxtSel::Pfch).map(|w| {
-        let mut c = [0; PfchCtxt::WORDS];
-        c.copy_from_slice(&w[..PfchCtxt::WORDS]);
-        PfchCtxt::from_words(c)
-    });
-    let cm = read(CtxtSel::Cmpt).map(|w| {
-        let mut c = [0; CmptCtxt::WORDS];
-        c.copy_from_slice(&w[..CmptCtxt::WORDS]);
-        CmptCtxt::from_words(c)
-    });
+    let read = |sel| read_context(dev, sel, abs, SwCtxt::from_words);
+    let h2c = read(CtxtSel::SwH2c);
+    let c2h = read(CtxtSel::SwC2h);
+    let pf = read_context(dev, CtxtSel::Pfch, abs, PfchCtxt::from_words);
+    let cm = read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words);
     let want_h2c = SwCtxt::reference_h2c(func, pair.tx.ring_dma_addr(), TX_RING, q as u16);
     let usable = RingSizeIdx::new(RX_RING).map_or(0, |r| r.usable());
     let census = pair.page_counts().is_some_and(|c| {
@@ -107,6 +94,26 @@ fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> boo
         })
         && pair.rx.posted() == usable - 1
         && census
+}
+
+/// Context `sel` of absolute queue `abs` as the device holds it, decoded by `decode` (a context
+/// layout's `from_words`); `None` if the read failed.
+pub fn read_context<T, const N: usize>(
+    dev: &SimDevice<'_>,
+    sel: CtxtSel,
+    abs: u16,
+    decode: fn([u32; N]) -> T,
+) -> Option<T> {
+    let words = context_read(dev.qdma(), &mut TscDelay, sel, abs).ok()?;
+    let mut c = [0; N];
+    c.copy_from_slice(&words[..N]);
+    Some(decode(c))
+}
+
+/// Whether the H2C software context of absolute queue `abs` still reads as enabled (`true` too
+/// when it cannot be read).
+pub fn h2c_enabled(dev: &SimDevice<'_>, abs: u16) -> bool {
+    read_context(dev, CtxtSel::SwH2c, abs, SwCtxt::from_words).is_none_or(|c| c.qen())
 }
 
 fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>) {
@@ -137,22 +144,11 @@ fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>)
         programmed += 1;
         let abs = dev.function().qbase() + qid;
         let want = SwCtxt::reference_h2c(func, ring.dma_addr(), TX_RING, qid);
-        if let Ok(words) = context_read(dev.qdma(), &mut TscDelay, CtxtSel::SwH2c, abs) {
-            let mut got = [0; SwCtxt::WORDS];
-            got.copy_from_slice(&words[..SwCtxt::WORDS]);
-            if SwCtxt::from_words(got) == want {
-                matched += 1;
-            }
+        if read_context(dev, CtxtSel::SwH2c, abs, SwCtxt::from_words) == Some(want) {
+            matched += 1;
         }
-        if dev.teardown_tx_queue(&mut TscDelay, qid).is_ok() {
-            let qen = context_read(dev.qdma(), &mut TscDelay, CtxtSel::SwH2c, abs).map(|w| {
-                let mut got = [0; SwCtxt::WORDS];
-                got.copy_from_slice(&w[..SwCtxt::WORDS]);
-                SwCtxt::from_words(got).qen()
-            });
-            if qen == Ok(false) {
-                invalidated += 1;
-            }
+        if dev.teardown_tx_queue(&mut TscDelay, qid).is_ok() && !h2c_enabled(dev, abs) {
+            invalidated += 1;
         }
     }
     let name = if func == 0 {

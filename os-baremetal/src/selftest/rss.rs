@@ -6,7 +6,7 @@
 
 use onic_core::rss::{HashFunction, IndirectionTable, RssKey, ShellHasher};
 
-use super::datapath::PAIRS;
+use super::datapath::{self, PAIRS};
 use super::frames::{self, MAX_BUILD};
 use super::traffic::spread;
 use super::xdp::Program;
@@ -34,12 +34,19 @@ fn round(b: &mut Bench<'_, '_>, seed: u32) -> (bool, [u32; PAIRS], u32, u32) {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("RSS (ethtool -x/-X through Device, software shell hash)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("rss", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "rss") {
         return;
     }
     b.dp.set_programs([Program::Drop, Program::Drop]);
+    initial_state(r, b);
+    equal_2(r, b);
+    new_key(r, b);
+    refused(r, b);
+    restore(r, b);
+}
 
+/// Both PFs start with the round-robin table and the RTL reset key, and the shell holds them.
+fn initial_state(r: &mut Runner, b: &Bench<'_, '_>) {
     let initial = b.devices.iter().flatten().all(|d| {
         read_back_matches(d)
             && *d.rss().table() == IndirectionTable::round_robin(PAIRS as u16)
@@ -53,8 +60,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              reports"
         ),
     );
+}
 
-    // ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
+/// ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
+fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let changed = b.devices[1].as_mut().map(|d| d.rss_equal(2));
     refresh(b, 1);
     let (ok, per_queue, misrouted, corrupt) = round(b, 100);
@@ -74,8 +83,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              ({misrouted} off the prediction)"
         ),
     );
+}
 
-    // A new key on PF1: the hash changes with it.
+/// A new key on PF1: the hash changes with it.
+fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let old = ShellHasher::new(&RssKey::DEFAULT);
     let changed = b.devices[1]
         .as_mut()
@@ -99,8 +110,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
              {FRAMES} frames went to queues {per_queue:?} ({misrouted} off the prediction)"
         ),
     );
+}
 
-    // Refused requests change nothing, in the driver or in the shell.
+/// Refused requests change nothing, in the driver or in the shell.
+fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let before = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
     let refused = b.devices[1].as_mut().map(|d| {
         let short_key = [0x11u8; 39];
@@ -130,8 +143,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             PAIRS + 1
         ),
     );
+}
 
-    // Back to the defaults for the groups that follow.
+/// Back to the defaults for the groups that follow.
+fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let restored = b.devices[1].as_mut().map(|d| {
         d.rss_equal(PAIRS as u16).is_ok()
             && d.rss_set(None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)

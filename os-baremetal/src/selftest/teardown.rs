@@ -4,14 +4,14 @@
 
 use heapless::Vec as HVec;
 use onic_core::pool::PoolStats;
-use onic_core::qdma::context_read;
 use onic_core::queue_pair::{PairStats, QueuePair};
 use onic_core::stats::{read_hw_counters, HW_COUNTERS};
 use onic_core::{QueueError, RxStats, TxStats};
-use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, SwCtxt};
+use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel};
 use onic_sim::{DmaStats, SimStats};
 
 use super::datapath::{buffer_bytes, run_until, Book, TOTAL_PAIRS, WAIT_NS};
+use super::queues::{h2c_enabled, read_context};
 use super::{Bench, Runner};
 use crate::irq::{self, FUNCTIONS};
 use crate::time::TscDelay;
@@ -56,13 +56,39 @@ pub struct Summary {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
     r.group("page accounting and teardown");
-    let shell = b.model.shell();
     b.dp.os.hold = false;
     let quiet = run_until(b, WAIT_NS, |b| {
         b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0 && !irq::napi_pending()
     });
+    census(r, b, quiet);
+    let rows = rows(b);
+    let shell = b.model.shell();
+    let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
+    let sim = b.model.with(|c| c.stats());
+    irq::latch_statistics(false);
+    teardown_pairs(r, b);
+    teardown_devices(r, b);
+    let dma = b.model.with(|c| c.dma_stats());
+    r.check(
+        "dma-accounting",
+        dma.live_regions == 0 && dma.live_pages == 0 && dma.mapped_pages == 0,
+        format_args!(
+            "{} regions and {} pages allocated in all; {} regions, {} pages, {} mappings left",
+            dma.regions_allocated, dma.pages_allocated, dma.live_regions, dma.live_pages, dma.mapped_pages
+        ),
+    );
+    violations(r, b);
+    Summary {
+        rows,
+        counters,
+        sim,
+        dma,
+    }
+}
 
-    // Census: every pool page is somewhere the driver knows of, and the model agrees.
+/// Census: every pool page is somewhere the driver knows of, and the model agrees; the pools'
+/// statistics show every path taken.
+fn census(r: &mut Runner, b: &Bench<'_, '_>, quiet: bool) {
     let mut off = 0;
     let mut pool_live = 0;
     let mut total = PoolStats::default();
@@ -107,7 +133,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
             total.os_returns
         ),
     );
+}
 
+/// One row per pair for the report, captured before teardown.
+fn rows(b: &Bench<'_, '_>) -> HVec<Row, TOTAL_PAIRS> {
     let mut rows = HVec::new();
     for (f, q, p) in b.dp.each() {
         let _ = rows.push(Row {
@@ -122,12 +151,12 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
             error: p.rx.error(),
         });
     }
-    let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
-    let sim = b.model.with(|c| c.stats());
-    irq::latch_statistics(false);
+    rows
+}
 
-    // Teardown: every TX queue first (a redirected page goes back to its pool's ring, and the pool
-    // must still be there to drain it), then the RX queues, then the pools.
+/// Every TX queue first (a redirected page goes back to its pool's ring, and the pool must still
+/// be there to drain it), then the RX queues, then the pools.
+fn teardown_pairs(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let mut parts = HVec::<_, TOTAL_PAIRS>::new();
     for f in 0..FUNCTIONS {
         for (q, pair) in core::mem::take(&mut b.dp.pairs[f]).into_iter().enumerate() {
@@ -145,15 +174,8 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
         };
         let mut done = b.dp.done(*f, *q);
         let abs = dev.function().qbase() + *q as u16;
-        if tx.teardown(dev, &mut TscDelay, pool, &mut done).is_ok() {
-            let qen = context_read(dev.qdma(), &mut TscDelay, CtxtSel::SwH2c, abs).map(|w| {
-                let mut c = [0; SwCtxt::WORDS];
-                c.copy_from_slice(&w[..SwCtxt::WORDS]);
-                SwCtxt::from_words(c).qen()
-            });
-            if qen == Ok(false) {
-                tx_clean += 1;
-            }
+        if tx.teardown(dev, &mut TscDelay, pool, &mut done).is_ok() && !h2c_enabled(dev, abs) {
+            tx_clean += 1;
         }
     }
     for (f, q, rx, _, mut pool) in parts {
@@ -161,15 +183,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
             continue;
         };
         let abs = dev.function().qbase() + q as u16;
-        if rx.teardown(dev, &mut TscDelay, &mut pool).is_ok() {
-            let valid = context_read(dev.qdma(), &mut TscDelay, CtxtSel::Cmpt, abs).map(|w| {
-                let mut c = [0; CmptCtxt::WORDS];
-                c.copy_from_slice(&w[..CmptCtxt::WORDS]);
-                CmptCtxt::from_words(c).valid()
-            });
-            if valid == Ok(false) {
-                rx_clean += 1;
-            }
+        if rx.teardown(dev, &mut TscDelay, &mut pool).is_ok()
+            && read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words).is_some_and(|c| !c.valid())
+        {
+            rx_clean += 1;
         }
         pool.drain();
         if pool.stats().live_pages() == 0 {
@@ -189,7 +206,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
         drained == count && rings_empty(),
         format_args!("{drained}/{count} pools drained to zero live pages, their recycle rings empty"),
     );
+}
 
+/// The functions, PF1 first, then the master PF0.
+fn teardown_devices(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let mut down = 0;
     let mut up = 0;
     for slot in b.devices.iter_mut().rev() {
@@ -206,17 +226,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
         up == 2 && down == 2,
         format_args!("{down}/{up} functions torn down (PF1, then the master PF0)"),
     );
+}
 
-    let dma = b.model.with(|c| c.dma_stats());
-    r.check(
-        "dma-accounting",
-        dma.live_regions == 0 && dma.live_pages == 0 && dma.mapped_pages == 0,
-        format_args!(
-            "{} regions and {} pages allocated in all; {} regions, {} pages, {} mappings left",
-            dma.regions_allocated, dma.pages_allocated, dma.live_regions, dma.live_pages, dma.mapped_pages
-        ),
-    );
-
+/// The driver mistakes the model caught over the whole run, the first few in full.
+fn violations(r: &mut Runner, b: &Bench<'_, '_>) {
     let violations = b.model.with(|c| c.violations());
     for v in violations.iter().take(SHOW_VIOLATIONS) {
         crate::println!("    violation: {}", v);
@@ -229,13 +242,6 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) -> Summary {
             violations.len()
         ),
     );
-    drop(violations);
-    Summary {
-        rows,
-        counters,
-        sim,
-        dma,
-    }
 }
 
 /// Whether every pool's recycle ring is empty.

@@ -10,7 +10,9 @@ use onic_core::stats::read_hw_counters;
 use onic_core::RxStats;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 
-use super::datapath::{self, buffer_bytes, run_for, run_until, settle, Book, PAIRS, WAIT_NS};
+use super::datapath::{
+    self, buffer_bytes, flow_to_pf1_queue, run_for, run_until, settle, Book, PAIRS, WAIT_NS,
+};
 use super::frames::{self, MAX_BUILD, OVERSIZE, SIZES};
 use super::xdp::Program;
 use super::{Bench, Runner};
@@ -121,19 +123,36 @@ fn direction(b: &mut Bench<'_, '_>, from: usize) -> Direction {
     d
 }
 
+/// What the interrupt and clock checks compare against: taken before any traffic of this group.
+struct Before {
+    irqs: [[u32; MSIX_VECTORS]; FUNCTIONS],
+    raised: [[u32; MSIX_VECTORS]; FUNCTIONS],
+    ticks: u64,
+    violations: usize,
+}
+
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("traffic across the wire (onic-core queue pairs, MSI-X vectors, NAPI)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("wire-traffic", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "wire-traffic") {
         return;
     }
-    let shell = b.model.shell();
-    let irqs_before = snapshot_irqs();
-    let raised_before = b.dp.raised;
-    let ticks_before = irq::TICKS.load(Ordering::Relaxed);
-    let violations_before = b.model.with(|c| c.violations().len());
+    let before = Before {
+        irqs: snapshot_irqs(),
+        raised: b.dp.raised,
+        ticks: irq::TICKS.load(Ordering::Relaxed),
+        violations: b.model.with(|c| c.violations().len()),
+    };
     b.dp.set_programs([Program::Drop, Program::Pass]);
+    spread_both_ways(r, b, before.violations);
+    napi_budget(r, b);
+    interrupts_and_clock(r, b, &before);
+    oversize(r, b);
+    hw_counters(r, b);
+}
 
+/// The spread phase, PF0 to PF1 then back: delivery, steering, integrity, frames beyond their
+/// buffer, TX completions and the RSS spread over every queue.
+fn spread_both_ways(r: &mut Runner, b: &mut Bench<'_, '_>, violations_before: usize) {
     let mut spread_queues = [[0u32; PAIRS]; FUNCTIONS];
     let mut dirs = [Direction::default(), Direction::default()];
     for from in 0..FUNCTIONS {
@@ -225,24 +244,24 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             spread_queues[1]
         ),
     );
+}
 
-    napi_budget(r, b);
-
+/// Every queue interrupt on its own vector, the timer ticking under traffic, and the model's
+/// clock moved by the timer alone.
+fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
     // Per-queue vectors: each interrupt the model raised arrived on its own IDT vector.
     let irqs_after = snapshot_irqs();
     let mut handled_total = 0;
     let mut mismatched = 0;
     let mut silent = 0;
-    for f in 0..FUNCTIONS {
-        for v in 0..PAIRS {
-            let handled = irqs_after[f][v] - irqs_before[f][v];
-            handled_total += handled;
-            if handled != b.dp.raised[f][v] - raised_before[f][v] {
-                mismatched += 1;
-            }
-            if handled == 0 {
-                silent += 1;
-            }
+    for (f, v) in (0..FUNCTIONS).flat_map(|f| (0..PAIRS).map(move |v| (f, v))) {
+        let handled = irqs_after[f][v] - before.irqs[f][v];
+        handled_total += handled;
+        if handled != b.dp.raised[f][v] - before.raised[f][v] {
+            mismatched += 1;
+        }
+        if handled == 0 {
+            silent += 1;
         }
     }
     let unexpected = irq::UNEXPECTED.load(Ordering::Relaxed);
@@ -256,7 +275,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.dp.unrouted
         ),
     );
-    let ticks = irq::TICKS.load(Ordering::Relaxed) - ticks_before;
+    let ticks = irq::TICKS.load(Ordering::Relaxed) - before.ticks;
     r.check(
         "timer-during-traffic",
         ticks > 0,
@@ -279,8 +298,11 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             ticks_ns / 1000
         ),
     );
+}
 
-    // Oversize frames stop at the MAC.
+/// Oversize frames stop at the MAC.
+fn oversize(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let shell = b.model.shell();
     let counters_before = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let rx_before = rx_stats(b);
     for port in 0..2u8 {
@@ -314,8 +336,11 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             OVERSIZE
         ),
     );
+}
 
-    // The hardware counters agree with the driver's, per port.
+/// The hardware counters agree with the driver's, per port.
+fn hw_counters(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let shell = b.model.shell();
     run_until(b, WAIT_NS, |b| b.dp.tx_in_flight() == 0);
     let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let mut lines_ok = true;
@@ -347,12 +372,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
 fn napi_budget(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let target = 1;
     b.dp.tally.reset();
-    let Some(flow) = datapath::flow_for_queue(&b.dp.steer[1], target, 0) else {
-        r.check(
-            "napi-budget",
-            false,
-            format_args!("no flow reaches PF1 queue {target}"),
-        );
+    let Some(flow) = flow_to_pf1_queue(r, b, target, "napi-budget") else {
         return;
     };
     let before = b.dp.books[1][target];

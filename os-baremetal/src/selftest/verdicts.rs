@@ -7,7 +7,7 @@ use onic_core::pool::PoolStats;
 use onic_core::queue_pair::PairStats;
 use onic_core::RxStats;
 
-use super::datapath::{run_until, Book, WAIT_NS};
+use super::datapath::{self, run_until, Book, WAIT_NS};
 use super::traffic::spread;
 use super::xdp::Program;
 use super::{Bench, Runner};
@@ -48,15 +48,26 @@ pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
     s
 }
 
+/// Pages that went back into the pools' caches (or found them full).
+fn cached(s: &Sums) -> u64 {
+    s.pool.recycle.cached + s.pool.recycle.cache_full
+}
+
+/// PF0 sends [`FRAMES`] small frames (they fit every buffer) with a fresh tally, the flows
+/// numbered from `seed`. Returns whether every chunk settled.
+fn send_round(b: &mut Bench<'_, '_>, seed: u32) -> bool {
+    b.dp.tally.reset();
+    spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440))
+}
+
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
 /// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
 pub(super) fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
     b.dp.set_programs(programs);
-    b.dp.tally.reset();
-    let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));
-    sent && run_until(b, WAIT_NS, |b| {
-        b.dp.tally.returned >= returned && b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0
-    })
+    send_round(b, seed)
+        && run_until(b, WAIT_NS, |b| {
+            b.dp.tally.returned >= returned && b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0
+        })
 }
 
 /// Every pair's page census adds up (each pool's pages are in its cache or ring, an RX slot, TX
@@ -70,14 +81,22 @@ pub fn census_holds(b: &Bench<'_, '_>) -> bool {
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("XDP (poll_xdp: pass, drop, TX, redirect through a devmap, swap, detach)");
-    if !b.dp.ready() || b.devices.iter().any(Option::is_none) {
-        r.skipped("xdp", "queue pairs or functions missing");
+    if !datapath::ready(r, b, "xdp") {
         return;
     }
-    let n = u64::from(FRAMES);
+    xdp_pass(r, b);
+    xdp_drop(r, b);
+    xdp_tx(r, b);
+    xdp_redirect(r, b);
+    swap(r, b);
+    detach(r, b);
+    b.dp.set_programs([Program::Drop, Program::Pass]);
+}
 
-    // XDP_PASS: the OS holds the pages (the census counts them as with the OS), then gives them
-    // back, half straight into the pools and half through their recycle rings.
+/// XDP_PASS: the OS holds the pages (the census counts them as with the OS), then gives them
+/// back, half straight into the pools and half through their recycle rings.
+fn xdp_pass(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
     let before = sums(b, 1);
     run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
     let (direct0, ring0) = (b.dp.os.returned_direct, b.dp.os.returned_ring);
@@ -113,8 +132,11 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             after.pool.os_returns - before.pool.os_returns
         ),
     );
+}
 
-    // XDP_DROP: each page goes straight back to its pool's cache.
+/// XDP_DROP: each page goes straight back to its pool's cache.
+fn xdp_drop(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
     let before = sums(b, 1);
     let ok = phase(b, [Program::Drop, Program::Drop], 2000, 0);
     let after = sums(b, 1);
@@ -123,10 +145,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         ok && after.pair.rx_xdp_drop - before.pair.rx_xdp_drop == n
             && after.rx.recycled - before.rx.recycled == n
             && after.rx.rx_packets - before.rx.rx_packets == n
-            && after.pool.recycle.cached + after.pool.recycle.cache_full
-                - before.pool.recycle.cached
-                - before.pool.recycle.cache_full
-                >= n,
+            && cached(&after) - cached(&before) >= n,
         format_args!(
             "{n} frames dropped: rx_xdp_drop +{}, RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
              taken from the HAL meanwhile",
@@ -137,9 +156,12 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             after.pool.pages_from_hal - before.pool.pages_from_hal
         ),
     );
+}
 
-    // XDP_TX: PF1 sends each frame back out of port 1 with its MAC addresses swapped; the cable
-    // brings it to PF0, which passes it.
+/// XDP_TX: PF1 sends each frame back out of port 1 with its MAC addresses swapped; the cable
+/// brings it to PF0, which passes it.
+fn xdp_tx(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
     let before = sums(b, 1);
     let wire0 = b.dp.wire;
     let ok = phase(b, [Program::Pass, Program::Reflect], 3000, FRAMES);
@@ -157,10 +179,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && t.returned_to[0] == FRAMES
             && t.corrupt == 0
             && t.misrouted == 0
-            && after.pool.recycle.cached + after.pool.recycle.cache_full
-                - before.pool.recycle.cached
-                - before.pool.recycle.cache_full
-                >= n,
+            && cached(&after) - cached(&before) >= n,
         format_args!(
             "{n} frames reflected: rx_xdp_tx +{}, rx_xdp_tx_errors +{}, PF1 tx_packets +{}; {left} left port 1 \
              with swapped MACs and PF0 received {} of them intact; the pages came back to the pools' caches",
@@ -170,10 +189,13 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             t.returned_to[0]
         ),
     );
+}
 
-    // Redirect: PF1's program names the devmap entry of its queue index, a TxTarget on PF0's TX
-    // queue of that index; the frame leaves port 0, comes back over the cable to PF1 (passed this
-    // time), and PF0's TX completion returns the page to its PF1 pool through return_to_origin.
+/// Redirect: PF1's program names the devmap entry of its queue index, a TxTarget on PF0's TX
+/// queue of that index; the frame leaves port 0, comes back over the cable to PF1 (passed this
+/// time), and PF0's TX completion returns the page to its PF1 pool through return_to_origin.
+fn xdp_redirect(r: &mut Runner, b: &mut Bench<'_, '_>) {
+    let n = u64::from(FRAMES);
     let before = sums(b, 1);
     let before0 = sums(b, 0);
     let wire0 = b.dp.wire;
@@ -203,10 +225,6 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
             after0.tx_remote_done - before0.tx_remote_done
         ),
     );
-
-    swap(r, b);
-    detach(r, b);
-    b.dp.set_programs([Program::Drop, Program::Pass]);
 }
 
 /// PF1 runs XDP_PASS while PF0 sends; once [`SWAP_AFTER`] frames arrived, the next poll of PF1
@@ -289,9 +307,8 @@ fn detach(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// PF0 sends [`FRAMES`] frames with the programs as they are attached; runs until they arrived,
 /// nothing is in flight and the OS gave every page back.
 fn phase_as_is(b: &mut Bench<'_, '_>, seed: u32) -> bool {
-    b.dp.tally.reset();
-    let sent = spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440));
-    sent && run_until(b, WAIT_NS, |b| {
-        b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
-    })
+    send_round(b, seed)
+        && run_until(b, WAIT_NS, |b| {
+            b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
+        })
 }
