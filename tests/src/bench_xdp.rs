@@ -1,6 +1,6 @@
 //! The driver-only XDP workloads of `onic bench xdp` (and of the criterion bench `datapath`,
 //! group `xdp`): the RX path with a native program attached, through
-//! [`onic_core::QueuePair::poll_xdp`], beside the plain RX drop path of the same rig.
+//! [`onic_core::QueuePair::poll`], beside the plain RX drop path of the same rig.
 //!
 //! # Method
 //!
