@@ -328,3 +328,209 @@ impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, P
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use onic_hal::{Direction, DmaAddr, DmaPage};
+    use onic_sim::{Card, CardConfig, SimDma, Wire};
+
+    use super::*;
+    use crate::config::{RingSizeIdx, RxQueueConfig, TxQueueConfig};
+    use crate::pool::{PagePool, PoolConfig};
+    use crate::rx::RxOptions;
+    use crate::testutil;
+    use crate::tx::TxSlot;
+
+    /// The pairs here send no OS frames: only pool pages (XDP_TX) go out.
+    #[derive(Debug)]
+    struct NoOsFrame;
+
+    impl TxFrame for NoOsFrame {
+        fn dma_addr(&self) -> DmaAddr {
+            DmaAddr::new(0)
+        }
+        fn len(&self) -> usize {
+            0
+        }
+        fn pad_to(&mut self, _: usize) -> bool {
+            false
+        }
+    }
+
+    struct NoDone;
+
+    impl TxDone<NoOsFrame> for NoDone {
+        fn os_done(&mut self, _: NoOsFrame) {}
+        fn remote_done(&mut self, _: NoOsFrame) {}
+    }
+
+    type Pool<'c> = PagePool<'static, SimDma<'c>, 16>;
+    type Pair<'a, 'c> = QueuePair<'a, SimDma<'c>, Pool<'c>, NoOsFrame>;
+
+    fn open_card() -> Card {
+        let mut c = CardConfig::default();
+        c.wire = Wire::Open;
+        Card::new(c)
+    }
+
+    fn rx_cfg() -> RxQueueConfig {
+        RxQueueConfig {
+            desc_ring: RingSizeIdx::new(1).unwrap(),
+            cmpt_ring: RingSizeIdx::new(1).unwrap(),
+            ..RxQueueConfig::new(0)
+        }
+    }
+
+    fn pair<'a, 'c>(
+        card: &'c Card,
+        dir: Direction,
+        rx_slots: &'a mut [Option<DmaPage>],
+        tx_slots: &'a mut [TxSlot<DmaPage, NoOsFrame>],
+    ) -> Pair<'a, 'c> {
+        let cfg = rx_cfg();
+        let rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), rx_slots).unwrap();
+        let tx_cfg = TxQueueConfig {
+            ring: RingSizeIdx::new(1).unwrap(),
+            ..TxQueueConfig::new(0)
+        };
+        let tx = TxQueue::new(card.dma(), tx_cfg, tx_slots).unwrap();
+        let pool = PagePool::new(card.dma(), PoolConfig::rx(dir, cfg.buf.bytes()), None);
+        QueuePair::new(rx, tx, pool)
+    }
+
+    fn frame(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
+    }
+
+    fn settle(card: &Card) {
+        card.run_until_idle();
+        card.advance_time(2_000);
+        card.run_until_idle();
+    }
+
+    /// Polls once with no program: `sink` takes every frame.
+    fn poll_plain<S: RxSink<DmaPage>>(
+        p: &mut Pair<'_, '_>,
+        dev: &Device<onic_sim::QdmaWindow<'_>, onic_sim::ShellWindow<'_>>,
+        sink: &mut S,
+    ) -> PairPoll {
+        #[cfg(feature = "xdp")]
+        let mut ctx = crate::xdp::RxContext {
+            prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
+            sink,
+            redirect: &mut crate::xdp::NoRedirect,
+            rxq: XdpRxq::default(),
+            origin: 0,
+            hasher: None,
+        };
+        #[cfg(not(feature = "xdp"))]
+        let mut ctx = RxContext {
+            sink,
+            rxq: XdpRxq::default(),
+        };
+        p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone)
+    }
+
+    #[test]
+    fn without_a_program_every_frame_goes_to_the_sink() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut p = pair(&card, Direction::FromDevice, &mut rx_slots, &mut tx_slots);
+        p.start(&dev, &mut delay).unwrap();
+        let frames: Vec<Vec<u8>> = (0..6).map(|i| frame(60 + i, i as u8)).collect();
+        for f in &frames {
+            card.inject(0, f);
+        }
+        settle(&card);
+        // The sink keeps every other frame's page and gives the rest back.
+        let mut got = Vec::new();
+        let mut kept = Vec::new();
+        let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> {
+            got.push(f.data().to_vec());
+            if got.len() % 2 == 1 {
+                kept.push((f.page, usize::from(f.len)));
+                Ok(())
+            } else {
+                Err(f)
+            }
+        };
+        let out = poll_plain(&mut p, &dev, &mut sink);
+        assert_eq!(out.rx.done, 6);
+        assert_eq!(got, frames);
+        let s = *p.stats();
+        assert_eq!(s.rx_pass_refused, 3);
+        assert_eq!(
+            PairStats {
+                rx_pass_refused: 0,
+                ..s
+            },
+            PairStats::default(),
+            "no XDP counter moves without a program"
+        );
+        assert_eq!((p.rx.stats().to_os, p.rx.stats().recycled), (3, 3));
+        for (page, len) in kept {
+            p.pool.return_from_os(page, len);
+        }
+        let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+        r.unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    /// XDP_TX needs pages the device may read: with a pool mapped from-device only, the frame is
+    /// recycled and counted; with a bidirectional one it goes out.
+    #[cfg(feature = "xdp")]
+    #[test]
+    fn xdp_tx_checks_that_the_device_may_read_the_page() {
+        use crate::xdp::{NoRedirect, XdpAction, XdpBuff};
+
+        for (dir, sent) in [(Direction::FromDevice, false), (Direction::Bidirectional, true)] {
+            let card = open_card();
+            let dev = testutil::device(&card, 1);
+            let mut delay = card.delay();
+            let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+            let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
+            let mut p = pair(&card, dir, &mut rx_slots, &mut tx_slots);
+            p.start(&dev, &mut delay).unwrap();
+            let f = frame(64, 7);
+            card.inject(0, &f);
+            settle(&card);
+            let mut tx_all = |_: &mut XdpBuff<'_>| XdpAction::Tx;
+            let mut refuse =
+                |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> { Err(f) };
+            let mut ctx = crate::xdp::RxContext {
+                prog: Some(&mut tx_all),
+                sink: &mut refuse,
+                redirect: &mut NoRedirect,
+                rxq: XdpRxq::default(),
+                origin: 0,
+                hasher: None,
+            };
+            let out = p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+            assert_eq!(out.rx.done, 1);
+            let s = *p.stats();
+            assert_eq!(s.rx_xdp_tx, 1);
+            assert_eq!(
+                (s.rx_xdp_tx_errors, s.rx_xdp_drop),
+                if sent { (0, 0) } else { (1, 1) }
+            );
+            card.run_until_idle();
+            let egress = card.take_egress(0);
+            assert_eq!(egress, if sent { std::vec![f] } else { Vec::new() });
+            // The TX completion gives the page back to the pool.
+            p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+            assert_eq!(p.tx.pool_pages_in_flight(), 0);
+            let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+            r.unwrap();
+            drop(pool);
+            assert_eq!(card.dma_stats().live_pages, 0);
+            assert_eq!(card.violations(), []);
+        }
+    }
+}
