@@ -14,7 +14,6 @@ use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 use crate::device::Device;
 use crate::error::{QueueError, Result};
 use crate::pool::{PageCounts, PagePool, PageProvider};
-#[cfg(not(feature = "xdp"))]
 use crate::qdma::Doorbells;
 use crate::rss::{FrameHash, RssHashType, RxHasher};
 use crate::rx::{Handled, PollOutcome, RxFrame, RxQueue};
@@ -223,14 +222,26 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
         done: &mut C,
     ) -> PairPoll {
         let tx = self.tx.reclaim(&mut self.pool, done);
+        let rx = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+        PairPoll { tx, rx }
+    }
+
+    /// The RX half of a poll without a program: up to `budget` frames, each handed to `sink` as
+    /// received; the only per-frame decision is whether the sink kept the page.
+    pub(crate) fn rx_to_sink<W: RegisterWindow, S: RxSink<P::Page>>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        sink: &mut S,
+        rxq: XdpRxq,
+    ) -> PollOutcome {
         let info = PassInfo {
-            rxq: ctx.rxq,
+            rxq,
             ..PassInfo::default()
         };
-        let (sink, stats) = (&mut *ctx.sink, &mut self.stats);
+        let stats = &mut self.stats;
         let mut handler = |f: RxFrame<P::Page>, _: &mut P| pass_up(sink, stats, f, info);
-        let rx = self.rx.poll(budget, db, &mut self.pool, &mut handler);
-        PairPoll { tx, rx }
+        self.rx.poll(budget, db, &mut self.pool, &mut handler)
     }
 
     /// The queues, the pool and the counters, borrowed separately (for the XDP poll).

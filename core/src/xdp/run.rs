@@ -75,13 +75,21 @@ impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
         R: RedirectTable<P::Page>,
         C: TxDone<F>,
     {
+        let reclaimed = self.tx.reclaim(&mut self.pool, done);
+        // The program is looked at once per poll: without one, the loop is the plain one.
+        let Some(prog) = ctx.prog.as_deref_mut() else {
+            let out = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+            return PairPoll {
+                tx: reclaimed,
+                rx: out,
+            };
+        };
         let (rx, tx, pool, stats) = self.parts_mut();
-        let reclaimed = tx.reclaim(pool, done);
         let mut runner = Runner {
             tx,
             db,
             stats,
-            prog: ctx.prog.as_deref_mut(),
+            prog,
             sink: &mut *ctx.sink,
             redirect: &mut *ctx.redirect,
             rxq: ctx.rxq,
@@ -102,12 +110,12 @@ impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
     }
 }
 
-/// The frame handler of a poll.
+/// The frame handler of a poll with a program.
 struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, S, R> {
     tx: &'r mut TxQueue<'a, D, Pg, F>,
     db: &'r Doorbells<W>,
     stats: &'r mut PairStats,
-    prog: Option<&'r mut Prog>,
+    prog: &'r mut Prog,
     sink: &'r mut S,
     redirect: &'r mut R,
     rxq: XdpRxq,
@@ -138,14 +146,6 @@ where
     R: RedirectTable<P::Page>,
 {
     fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
-        let Some(prog) = self.prog.as_deref_mut() else {
-            // No program: the frame goes up untouched, with no per-frame XDP work.
-            let info = PassInfo {
-                rxq: self.rxq,
-                ..PassInfo::default()
-            };
-            return pass_up(self.sink, self.stats, frame, info);
-        };
         let RxFrame {
             mut page,
             offset,
@@ -156,7 +156,7 @@ where
             let bytes = page.bytes().get(start..start + usize::from(len)).unwrap_or(&[]);
             XdpRxHash::compute(h, bytes)
         });
-        let ran = run_program(prog, &mut page, offset, len, self.rxq, hash);
+        let ran = run_program(self.prog, &mut page, offset, len, self.rxq, hash);
         let Some(ran) = ran else {
             // The frame does not fit the buffer layout (a page provider with odd pages).
             self.stats.rx_xdp_aborted += 1;
