@@ -244,7 +244,7 @@ pub enum HFrame<'c> {
         /// Its DMA memory.
         dma: SimDma<'c>,
     },
-    /// A redirected frame ([`Harness::poll_xdp`]), or one queued by `xdp_xmit`.
+    /// A redirected frame ([`Harness::poll_with`]), or one queued by `xdp_xmit`.
     Xdp(XdpFrame<DmaPage>),
 }
 
@@ -395,7 +395,7 @@ impl RedirectTarget<DmaPage> for CopySink {
     }
 }
 
-/// Redirect target numbers of [`Harness::poll_xdp`].
+/// Redirect target numbers of [`Harness::poll_with`].
 pub mod targets {
     /// The same queue index on the other function, i.e. out of the other port.
     pub const OTHER_PORT: u32 = 0;
@@ -617,9 +617,9 @@ pub struct Harness<'c> {
     pub os_tx_refused: u64,
     /// OS frames queued.
     pub os_tx_queued: u64,
-    /// The user redirect target of [`Harness::poll_xdp`] (capacity 0 until a test sets one).
+    /// The user redirect target of [`Harness::poll_with`] (capacity 0 until a test sets one).
     pub user_sink: CopySink,
-    /// Metadata of the last frame passed by [`Harness::poll_xdp`].
+    /// Metadata of the last frame passed by [`Harness::poll_with`].
     pub last_pass_info: Option<PassInfo>,
     next_id: u64,
     storage: Storage<'c>,
@@ -710,17 +710,17 @@ impl<'c> Harness<'c> {
     }
 
     /// Polls pair `q` of function `func` once, running the setup's policy as the XDP program
-    /// (see [`Harness::poll_xdp`]).
+    /// (see [`Harness::poll_with`]).
     pub fn poll(&mut self, func: usize, q: usize, budget: usize) -> PairPoll {
         let mut prog = PolicyProgram(self.setup.policy);
-        self.poll_xdp(func, q, budget, Some(&mut prog))
+        self.poll_with(func, q, budget, Some(&mut prog))
     }
 
     /// Polls pair `q` of function `func` once, running `prog` (none: every
     /// frame goes to the OS). PASS pages go to the OS list; the redirect table has the targets of
     /// [`targets`]: the other port's queue `q`, the next queue of this function, the
     /// [`CopySink`]. The RX hash is computed with the default key.
-    pub fn poll_xdp(
+    pub fn poll_with(
         &mut self,
         func: usize,
         q: usize,
@@ -811,7 +811,7 @@ impl<'c> Harness<'c> {
             let mut busy = false;
             for f in 0..self.funcs.len() {
                 for q in 0..self.funcs[f].pairs.len() {
-                    let out = self.poll_xdp(f, q, 64, Some(&mut *prog));
+                    let out = self.poll_with(f, q, 64, Some(&mut *prog));
                     busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
                     busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
                 }

@@ -216,7 +216,7 @@ pub struct RxRigConfig {
     /// them; the drop path does not).
     pub write_data: bool,
     /// Whether the queues' TX queues (XDP_TX) and a redirect target (one more TX queue of the
-    /// function, standing for another port's) are started, for [`RxRig::poll_xdp_all`].
+    /// function, standing for another port's) are started, for [`RxRig::poll_all_with`].
     pub xdp: bool,
     /// Frames the device side completes per queue in one round of a benchmark (as many as the
     /// ring allows when larger).
@@ -581,7 +581,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
     ///
     /// If a queue enters its error state (the rig wrote something wrong).
     #[inline(never)]
-    pub fn poll_xdp_all<Prog: RawXdpProgram>(
+    pub fn poll_all_with<Prog: RawXdpProgram>(
         &mut self,
         prog: &mut Prog,
         hasher: Option<&dyn RxHasher>,
