@@ -212,7 +212,7 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
 
     /// One poll of the pair without the `xdp` feature: reclaim the TX queue, then hand up to
     /// `budget` received frames to `ctx.sink` (a refusal recycles the page, `rx_pass_refused`).
-    /// With the feature, the poll of [`crate::xdp`] runs the attached program first.
+    /// With the feature, the poll also runs the attached XDP program, if any.
     #[cfg(not(feature = "xdp"))]
     pub fn poll<W: RegisterWindow, S: RxSink<P::Page>, C: TxDone<F>>(
         &mut self,
