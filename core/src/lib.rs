@@ -52,6 +52,10 @@ pub use pool::{
     NoPage, NoPages, PageBurst, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, PoolStats,
     RecycleRing,
 };
-pub use queue_pair::{FrameSink, PairStats, QueuePair, Verdict};
-pub use rx::{PollOutcome, RxFrame, RxOptions, RxOutcome, RxQueue, RxSink, RxStats};
+#[cfg(not(feature = "xdp"))]
+pub use queue_pair::RxContext;
+pub use queue_pair::{PairStats, PassInfo, QueuePair, RxSink, XdpRxHash, XdpRxq};
+pub use rx::{PollOutcome, RxFrame, RxOptions, RxQueue, RxStats};
 pub use tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot, TxStats};
+#[cfg(feature = "xdp")]
+pub use xdp::RxContext;

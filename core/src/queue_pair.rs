@@ -15,32 +15,111 @@ use crate::device::Device;
 use crate::error::{QueueError, Result};
 use crate::pool::{PageCounts, PagePool, PageProvider};
 use crate::qdma::Doorbells;
-use crate::rx::{PollOutcome, RxFrame, RxOutcome, RxQueue, RxSink};
-use crate::tx::{PoolFrame, Reclaimed, TxDone, TxFrame, TxQueue};
+use crate::rss::{FrameHash, RssHashType, RxHasher};
+use crate::rx::{Handled, PollOutcome, RxFrame, RxQueue};
+use crate::tx::{Reclaimed, TxDone, TxFrame, TxQueue};
 
-/// What a frame sink decided for a received frame (the XDP verdicts that concern buffers).
-#[derive(Debug)]
-pub enum Verdict<Pg> {
-    /// Drop it: the page is recycled.
-    Drop(RxFrame<Pg>),
-    /// The sink passed the page on to the OS (it keeps it).
-    Pass,
-    /// Send it back out on the pair's TX queue (XDP_TX).
-    Tx(RxFrame<Pg>),
-    /// The sink queued the page on another TX queue or device (XDP_REDIRECT); that queue's
-    /// completion gives it back to this pool (through its [`crate::pool::RecycleRing`]).
-    Redirected,
+/// The RX hash of a frame as the XDP `rx_hash` metadata reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct XdpRxHash {
+    /// The shell's 32-bit hash (the value that chose the RX queue).
+    pub value: u32,
+    /// What it covers.
+    pub kind: RssHashType,
+    /// Linux's `enum xdp_rss_hash_type` for it.
+    pub xdp_type: u32,
 }
 
-/// Where a queue pair's received frames go.
-pub trait FrameSink<Pg> {
-    /// Decides what becomes of one frame.
-    fn frame(&mut self, frame: RxFrame<Pg>) -> Verdict<Pg>;
+impl XdpRxHash {
+    /// The hash of a frame as the shell computed it on reception (from the bytes as received).
+    #[must_use]
+    #[inline]
+    pub fn compute<H: RxHasher + ?Sized>(hasher: &H, frame: &[u8]) -> Self {
+        let FrameHash { hash, protocol } = hasher.frame_hash(frame);
+        Self {
+            value: hash.value,
+            kind: hash.kind,
+            xdp_type: hash.kind.xdp_rss_type_for(protocol),
+        }
+    }
 }
 
-impl<Pg, T: FnMut(RxFrame<Pg>) -> Verdict<Pg>> FrameSink<Pg> for T {
-    fn frame(&mut self, frame: RxFrame<Pg>) -> Verdict<Pg> {
-        self(frame)
+/// Where a frame came from: the RX queue and the port (Linux's `xdp_rxq_info`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct XdpRxq {
+    /// Function-relative RX queue index.
+    pub queue_index: u16,
+    /// Ingress port (CMAC) number.
+    pub port: u8,
+}
+
+/// What the OS learns with a passed frame besides the frame itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PassInfo {
+    /// Bytes of metadata the program left just before the frame (Linux: `skb_metadata_set`).
+    pub meta_len: u8,
+    /// The queue and port the frame came in on.
+    pub rxq: XdpRxq,
+    /// The RX hash, when the context computes hashes and a program ran.
+    pub hash: Option<XdpRxHash>,
+}
+
+/// Where the frames a poll passes up go (every frame without a program, XDP_PASS frames with
+/// one): the OS (build an skb around the page, hand it to the stack), a test, or the `onic run`
+/// tool writing a capture.
+pub trait RxSink<Pg> {
+    /// Takes a frame; the OS owns the page from here on and gives it back through the pool.
+    ///
+    /// # Errors
+    ///
+    /// The frame comes back when the sink does not keep the page (the OS has no memory for a
+    /// packet, or the sink copied what it needed); it is recycled and counted as
+    /// `rx_pass_refused`.
+    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> core::result::Result<(), RxFrame<Pg>>;
+}
+
+impl<Pg, T: FnMut(RxFrame<Pg>, PassInfo) -> core::result::Result<(), RxFrame<Pg>>> RxSink<Pg> for T {
+    #[inline]
+    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> core::result::Result<(), RxFrame<Pg>> {
+        self(frame, info)
+    }
+}
+
+/// Hands a frame to the sink: the no-program branch of a poll, and XDP_PASS.
+#[inline]
+pub(crate) fn pass_up<Pg, S: RxSink<Pg>>(
+    sink: &mut S,
+    stats: &mut PairStats,
+    frame: RxFrame<Pg>,
+    info: PassInfo,
+) -> Handled<Pg> {
+    match sink.pass(frame, info) {
+        Ok(()) => Handled::ToOs,
+        Err(f) => {
+            stats.rx_pass_refused += 1;
+            Handled::Recycle(f)
+        }
+    }
+}
+
+/// What one poll needs besides the pair, without the `xdp` feature: where the frames go.
+#[cfg(not(feature = "xdp"))]
+pub struct RxContext<'x, S> {
+    /// Where every frame goes.
+    pub sink: &'x mut S,
+    /// The queue and port (reported to the sink with each frame).
+    pub rxq: XdpRxq,
+}
+
+#[cfg(not(feature = "xdp"))]
+impl<S> core::fmt::Debug for RxContext<'_, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RxContext")
+            .field("rxq", &self.rxq)
+            .finish_non_exhaustive()
     }
 }
 
@@ -48,18 +127,18 @@ impl<Pg, T: FnMut(RxFrame<Pg>) -> Verdict<Pg>> FrameSink<Pg> for T {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PairStats {
-    /// Frames the sink sent back out (XDP_TX), queued or not.
+    /// Frames the program sent back out (XDP_TX), queued or not.
     pub rx_xdp_tx: u64,
-    /// Frames the sink redirected to another TX queue.
+    /// Frames the program redirected to another TX queue or target.
     pub rx_xdp_redirect: u64,
     /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
     /// and they count as drops. Deviation: the reference driver leaks the page here (spec §15
     /// item 13).
     pub rx_xdp_tx_errors: u64,
-    /// Frames the program passed to the OS ([`QueuePair::poll_xdp`]).
+    /// Frames the program passed to the OS ([`QueuePair::poll`]).
     pub rx_xdp_pass: u64,
     /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
-    /// failed TX and failed redirects ([`QueuePair::poll_xdp`]).
+    /// failed TX and failed redirects ([`QueuePair::poll`]).
     pub rx_xdp_drop: u64,
     /// ABORTED verdicts (also in `rx_xdp_drop`).
     pub rx_xdp_aborted: u64,
@@ -68,7 +147,7 @@ pub struct PairStats {
     pub rx_xdp_invalid: u64,
     /// Redirects the target refused or that had no target (also in `rx_xdp_drop`).
     pub rx_xdp_redirect_errors: u64,
-    /// Frames the OS sink refused on PASS; their pages were recycled.
+    /// Frames the sink gave back ([`RxSink::pass`] failed); their pages were recycled.
     pub rx_pass_refused: u64,
 }
 
@@ -131,25 +210,38 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
         self.rx.start(dev, delay, &mut self.pool)
     }
 
-    /// One poll of the pair: reclaim the TX queue, consume up to `budget` completions, and ring
-    /// the TX doorbell once for the XDP_TX frames of this poll.
-    pub fn poll<W: RegisterWindow, S: FrameSink<P::Page>, C: TxDone<F>>(
+    /// One poll of the pair without the `xdp` feature: reclaim the TX queue, then hand up to
+    /// `budget` received frames to `ctx.sink` (a refusal recycles the page, `rx_pass_refused`).
+    /// With the feature, the poll also runs the attached XDP program, if any.
+    #[cfg(not(feature = "xdp"))]
+    pub fn poll<W: RegisterWindow, S: RxSink<P::Page>, C: TxDone<F>>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        ctx: &mut RxContext<'_, S>,
+        done: &mut C,
+    ) -> PairPoll {
+        let tx = self.tx.reclaim(&mut self.pool, done);
+        let rx = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+        PairPoll { tx, rx }
+    }
+
+    /// The RX half of a poll without a program: up to `budget` frames, each handed to `sink` as
+    /// received; the only per-frame decision is whether the sink kept the page.
+    pub(crate) fn rx_to_sink<W: RegisterWindow, S: RxSink<P::Page>>(
         &mut self,
         budget: usize,
         db: &Doorbells<W>,
         sink: &mut S,
-        done: &mut C,
-    ) -> PairPoll {
-        let tx = self.tx.reclaim(&mut self.pool, done);
-        let mut adapter = XdpTxAdapter {
-            tx: &mut self.tx,
-            db,
-            sink,
-            stats: &mut self.stats,
+        rxq: XdpRxq,
+    ) -> PollOutcome {
+        let info = PassInfo {
+            rxq,
+            ..PassInfo::default()
         };
-        let rx = self.rx.poll(budget, db, &mut self.pool, &mut adapter);
-        self.tx.flush(db);
-        PairPoll { tx, rx }
+        let stats = &mut self.stats;
+        let mut handler = |f: RxFrame<P::Page>, _: &mut P| pass_up(sink, stats, f, info);
+        self.rx.poll(budget, db, &mut self.pool, &mut handler)
     }
 
     /// The queues, the pool and the counters, borrowed separately (for the XDP poll).
@@ -248,46 +340,208 @@ impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, P
     }
 }
 
-/// Turns a [`FrameSink`]'s verdicts into RX outcomes, queuing XDP_TX frames on the pair's TX queue.
-struct XdpTxAdapter<'q, 'a, D: DmaMemory, Pg, F, W, S> {
-    tx: &'q mut TxQueue<'a, D, Pg, F>,
-    db: &'q Doorbells<W>,
-    sink: &'q mut S,
-    stats: &'q mut PairStats,
-}
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
 
-impl<D: DmaMemory, P: PageProvider, F: TxFrame, W: RegisterWindow, S: FrameSink<P::Page>> RxSink<P>
-    for XdpTxAdapter<'_, '_, D, P::Page, F, W, S>
-{
-    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
-        match self.sink.frame(frame) {
-            Verdict::Drop(f) => RxOutcome::Recycle(f),
-            Verdict::Pass => RxOutcome::ToOs,
-            Verdict::Redirected => {
-                self.stats.rx_xdp_redirect += 1;
-                RxOutcome::ToTx
+    use onic_hal::{Direction, DmaAddr, DmaPage};
+    use onic_sim::{Card, CardConfig, SimDma, Wire};
+
+    use super::*;
+    use crate::config::{RingSizeIdx, RxQueueConfig, TxQueueConfig};
+    use crate::pool::{PagePool, PoolConfig};
+    use crate::rx::RxOptions;
+    use crate::testutil;
+    use crate::tx::TxSlot;
+
+    /// The pairs here send no OS frames: only pool pages (XDP_TX) go out.
+    #[derive(Debug)]
+    struct NoOsFrame;
+
+    impl TxFrame for NoOsFrame {
+        fn dma_addr(&self) -> DmaAddr {
+            DmaAddr::new(0)
+        }
+        fn len(&self) -> usize {
+            0
+        }
+        fn pad_to(&mut self, _: usize) -> bool {
+            false
+        }
+    }
+
+    struct NoDone;
+
+    impl TxDone<NoOsFrame> for NoDone {
+        fn os_done(&mut self, _: NoOsFrame) {}
+        fn remote_done(&mut self, _: NoOsFrame) {}
+    }
+
+    type Pool<'c> = PagePool<'static, SimDma<'c>, 16>;
+    type Pair<'a, 'c> = QueuePair<'a, SimDma<'c>, Pool<'c>, NoOsFrame>;
+
+    fn open_card() -> Card {
+        let mut c = CardConfig::default();
+        c.wire = Wire::Open;
+        Card::new(c)
+    }
+
+    fn rx_cfg() -> RxQueueConfig {
+        RxQueueConfig {
+            desc_ring: RingSizeIdx::new(1).unwrap(),
+            cmpt_ring: RingSizeIdx::new(1).unwrap(),
+            ..RxQueueConfig::new(0)
+        }
+    }
+
+    fn pair<'a, 'c>(
+        card: &'c Card,
+        dir: Direction,
+        rx_slots: &'a mut [Option<DmaPage>],
+        tx_slots: &'a mut [TxSlot<DmaPage, NoOsFrame>],
+    ) -> Pair<'a, 'c> {
+        let cfg = rx_cfg();
+        let rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), rx_slots).unwrap();
+        let tx_cfg = TxQueueConfig {
+            ring: RingSizeIdx::new(1).unwrap(),
+            ..TxQueueConfig::new(0)
+        };
+        let tx = TxQueue::new(card.dma(), tx_cfg, tx_slots).unwrap();
+        let pool = PagePool::new(card.dma(), PoolConfig::rx(dir, cfg.buf.bytes()), None);
+        QueuePair::new(rx, tx, pool)
+    }
+
+    fn frame(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
+    }
+
+    fn settle(card: &Card) {
+        card.run_until_idle();
+        card.advance_time(2_000);
+        card.run_until_idle();
+    }
+
+    /// Polls once with no program: `sink` takes every frame.
+    fn poll_plain<S: RxSink<DmaPage>>(
+        p: &mut Pair<'_, '_>,
+        dev: &Device<onic_sim::QdmaWindow<'_>, onic_sim::ShellWindow<'_>>,
+        sink: &mut S,
+    ) -> PairPoll {
+        #[cfg(feature = "xdp")]
+        let mut ctx = crate::xdp::RxContext {
+            prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
+            sink,
+            redirect: &mut crate::xdp::NoRedirect,
+            rxq: XdpRxq::default(),
+            origin: 0,
+            hasher: None,
+        };
+        #[cfg(not(feature = "xdp"))]
+        let mut ctx = RxContext {
+            sink,
+            rxq: XdpRxq::default(),
+        };
+        p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone)
+    }
+
+    #[test]
+    fn without_a_program_every_frame_goes_to_the_sink() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut p = pair(&card, Direction::FromDevice, &mut rx_slots, &mut tx_slots);
+        p.start(&dev, &mut delay).unwrap();
+        let frames: Vec<Vec<u8>> = (0..6).map(|i| frame(60 + i, i as u8)).collect();
+        for f in &frames {
+            card.inject(0, f);
+        }
+        settle(&card);
+        // The sink keeps every other frame's page and gives the rest back.
+        let mut got = Vec::new();
+        let mut kept = Vec::new();
+        let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> {
+            got.push(f.data().to_vec());
+            if got.len() % 2 == 1 {
+                kept.push((f.page, usize::from(f.len)));
+                Ok(())
+            } else {
+                Err(f)
             }
-            Verdict::Tx(f) => {
-                self.stats.rx_xdp_tx += 1;
-                let pf = PoolFrame {
-                    page: f.page,
-                    offset: f.offset,
-                    len: f.len,
-                };
-                // `more`: the pair rings the doorbell once after the poll.
-                match self.tx.xmit_pool(self.db, pool, pf, true) {
-                    Ok(()) => RxOutcome::ToTx,
-                    Err(e) => {
-                        self.stats.rx_xdp_tx_errors += 1;
-                        let pf = e.into_inner();
-                        RxOutcome::Recycle(RxFrame {
-                            page: pf.page,
-                            offset: pf.offset,
-                            len: pf.len,
-                        })
-                    }
-                }
-            }
+        };
+        let out = poll_plain(&mut p, &dev, &mut sink);
+        assert_eq!(out.rx.done, 6);
+        assert_eq!(got, frames);
+        let s = *p.stats();
+        assert_eq!(s.rx_pass_refused, 3);
+        assert_eq!(
+            PairStats {
+                rx_pass_refused: 0,
+                ..s
+            },
+            PairStats::default(),
+            "no XDP counter moves without a program"
+        );
+        assert_eq!((p.rx.stats().to_os, p.rx.stats().recycled), (3, 3));
+        for (page, len) in kept {
+            p.pool.return_from_os(page, len);
+        }
+        let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+        r.unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    /// XDP_TX needs pages the device may read: with a pool mapped from-device only, the frame is
+    /// recycled and counted; with a bidirectional one it goes out.
+    #[cfg(feature = "xdp")]
+    #[test]
+    fn xdp_tx_checks_that_the_device_may_read_the_page() {
+        use crate::xdp::{NoRedirect, XdpAction, XdpBuff};
+
+        for (dir, sent) in [(Direction::FromDevice, false), (Direction::Bidirectional, true)] {
+            let card = open_card();
+            let dev = testutil::device(&card, 1);
+            let mut delay = card.delay();
+            let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+            let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
+            let mut p = pair(&card, dir, &mut rx_slots, &mut tx_slots);
+            p.start(&dev, &mut delay).unwrap();
+            let f = frame(64, 7);
+            card.inject(0, &f);
+            settle(&card);
+            let mut tx_all = |_: &mut XdpBuff<'_>| XdpAction::Tx;
+            let mut refuse =
+                |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> { Err(f) };
+            let mut ctx = crate::xdp::RxContext {
+                prog: Some(&mut tx_all),
+                sink: &mut refuse,
+                redirect: &mut NoRedirect,
+                rxq: XdpRxq::default(),
+                origin: 0,
+                hasher: None,
+            };
+            let out = p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+            assert_eq!(out.rx.done, 1);
+            let s = *p.stats();
+            assert_eq!(s.rx_xdp_tx, 1);
+            assert_eq!(
+                (s.rx_xdp_tx_errors, s.rx_xdp_drop),
+                if sent { (0, 0) } else { (1, 1) }
+            );
+            card.run_until_idle();
+            let egress = card.take_egress(0);
+            assert_eq!(egress, if sent { std::vec![f] } else { Vec::new() });
+            // The TX completion gives the page back to the pool.
+            p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+            assert_eq!(p.tx.pool_pages_in_flight(), 0);
+            let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+            r.unwrap();
+            drop(pool);
+            assert_eq!(card.dma_stats().live_pages, 0);
+            assert_eq!(card.violations(), []);
         }
     }
 }

@@ -107,28 +107,28 @@ impl<Pg: PoolPage> RxFrame<Pg> {
     }
 }
 
-/// What became of a frame handed to an [`RxSink`].
+/// What became of a frame handed to a [`FrameHandler`].
 #[derive(Debug)]
-pub enum RxOutcome<Pg> {
-    /// The sink is done with it (XDP_DROP, or it copied the data): recycle the page.
+pub(crate) enum Handled<Pg> {
+    /// The handler is done with it (XDP_DROP, or the OS copied the data): recycle the page.
     Recycle(RxFrame<Pg>),
     /// The page went to the OS (XDP_PASS); it comes back through the pool.
     ToOs,
     /// The page was queued on a TX ring (XDP_TX, redirect) or taken by another redirect target;
     /// the TX queue (or that target, through the pool's recycle ring) returns it.
+    #[cfg(feature = "xdp")]
     ToTx,
 }
 
-/// Where received frames go: an XDP dispatcher, an OS shim, a test.
-pub trait RxSink<P: PageProvider> {
-    /// Takes one frame. `pool` is the queue's page provider (for XDP_TX syncs, or to recycle
-    /// pages of earlier frames).
-    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page>;
+/// What a queue pair's poll hands each received frame to (the pair's dispatcher, or a test).
+pub(crate) trait FrameHandler<P: PageProvider> {
+    /// Takes one frame. `pool` is the queue's page provider (for XDP_TX syncs).
+    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page>;
 }
 
-impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> RxOutcome<P::Page>> RxSink<P> for T {
+impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> Handled<P::Page>> FrameHandler<P> for T {
     #[inline]
-    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
+    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
         self(frame, pool)
     }
 }
@@ -543,7 +543,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// the device rewrite it, and if it shows new completions the caller is told to poll again at
     /// once instead of waiting for the interrupt (which the device raises anyway, so nothing is
     /// lost if the second read is stale).
-    pub fn poll<W: RegisterWindow, P: PageProvider<Page = Pg>, S: RxSink<P>>(
+    pub(crate) fn poll<W: RegisterWindow, P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
         budget: usize,
         db: &Doorbells<W>,
@@ -789,7 +789,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
     /// every check of the general path below, which handles everything else.
     #[inline(always)]
-    fn complete<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+    fn complete<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
         entry: CmptEntry,
         pool: &mut P,
@@ -809,7 +809,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
 
     /// [`RxQueue::complete`] for anything but a good single-buffer frame.
     #[inline(never)]
-    fn complete_general<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+    fn complete_general<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
         entry: CmptEntry,
         pool: &mut P,
@@ -859,7 +859,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// [`PageProvider::reuse`], which syncs what was written), so the spare is only used up when
     /// the page goes elsewhere. Always inlined: it is the body of the RX loop.
     #[inline(always)]
-    fn deliver<P: PageProvider<Page = Pg>, S: RxSink<P>>(
+    fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
         first: u16,
         len: u32,
@@ -886,17 +886,18 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             offset: RX_HEADROOM as u16,
             len: len as u16,
         };
-        *slot = match sink.receive(frame, pool) {
-            RxOutcome::Recycle(f) => {
+        *slot = match sink.handle(frame, pool) {
+            Handled::Recycle(f) => {
                 tally.recycled += 1;
                 let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);
                 pool.reuse(f.page, end.max(len as usize))
             }
-            RxOutcome::ToOs => {
+            Handled::ToOs => {
                 tally.to_os += 1;
                 None
             }
-            RxOutcome::ToTx => {
+            #[cfg(feature = "xdp")]
+            Handled::ToTx => {
                 tally.to_tx += 1;
                 None
             }
@@ -1158,10 +1159,10 @@ mod tests {
 
     fn copy_sink(
         out: &mut Vec<Vec<u8>>,
-    ) -> impl FnMut(RxFrame<DmaPage>, &mut Pool<'_>) -> RxOutcome<DmaPage> + '_ {
+    ) -> impl FnMut(RxFrame<DmaPage>, &mut Pool<'_>) -> Handled<DmaPage> + '_ {
         |f, _| {
             out.push(f.data().to_vec());
-            RxOutcome::Recycle(f)
+            Handled::Recycle(f)
         }
     }
 
@@ -1302,7 +1303,7 @@ mod tests {
                 card.inject(0, &frame(64, injected as u8));
                 injected += 1;
                 card.run_until_idle();
-                RxOutcome::Recycle(f)
+                Handled::Recycle(f)
             };
             rx.poll(64, &db, &mut pool, &mut sink);
             settle(&card);
@@ -1315,7 +1316,7 @@ mod tests {
                 &mut pool,
                 &mut |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
                     received += 1;
-                    RxOutcome::Recycle(f)
+                    Handled::Recycle(f)
                 },
             );
         }
@@ -1432,7 +1433,7 @@ mod tests {
         card.faults().fail_next_page_allocs(1);
         let mut sink = |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
             os.push(f.page);
-            RxOutcome::ToOs
+            Handled::ToOs
         };
         let out = rx.poll(64, &db, &mut pool, &mut sink);
         assert_eq!(out.done, 2);
@@ -1510,7 +1511,7 @@ mod tests {
                 card.run_until_idle();
             }
             n += 1;
-            RxOutcome::Recycle(f)
+            Handled::Recycle(f)
         };
         let out = rx.poll(64, &db, &mut pool, &mut sink);
         // The poll caught up with what it knew and armed; the armed doorbell made the device

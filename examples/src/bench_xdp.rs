@@ -1,5 +1,5 @@
-//! `onic bench xdp`: the RX path's cost per frame without XDP, with XDP but no program, and with a
-//! program that passes everything, at 64, 250, 500, 1000 and 1518 bytes; and each verdict's path
+//! `onic bench xdp`: the RX path's cost per frame with no program attached and with a program that
+//! passes everything, at 64, 250, 500, 1000 and 1518 bytes; and each verdict's path
 //! (drop, pass, tx, redirect) at 64 bytes. Figures are Mpps per core.
 //!
 //! Method: both ports of the model are brought up with one queue pair each (1024-entry rings).
@@ -15,11 +15,10 @@
 //! bursts (not timed). Each figure is the best of 5 repetitions of `ONIC_BENCH_XDP_BURSTS` bursts
 //! (default 160, i.e. 10240 frames), to filter out other work on the shared machine.
 //!
-//! The three columns run the same receive code: "no XDP support" is `QueuePair::poll` with a
-//! plain frame sink handing every page to the OS (the code a core built without the `xdp` feature
-//! runs); "no program" is `QueuePair::poll_xdp` with no program attached; "pass program" attaches
-//! a native program returning XDP_PASS (static dispatch, no RX hash). Sizes are on the wire,
-//! including the 4-byte FCS the shell strips (a 64-byte frame is 60 bytes in memory).
+//! Both columns run the same receive code, `QueuePair::poll`: "no program" with no program
+//! attached (every page handed to the OS); "pass program" attaches a native program returning
+//! XDP_PASS (static dispatch, no RX hash). Sizes are on the wire, including the 4-byte FCS the
+//! shell strips (a 64-byte frame is 60 bytes in memory).
 //!
 //! The object path: the same verdicts from the clang-built objects of `os-linux/xdp` (prebuilt in
 //! `bpf/objects/`: xdp_drop, xdp_pass, xdp_swap, xdp_redirect_map with `tx_port[0]` = port 1,
@@ -29,10 +28,10 @@
 
 use std::time::{Duration, Instant};
 
-use onic_core::queue_pair::Verdict;
 use onic_core::rss::ShellHasher;
 use onic_core::rx::RxFrame;
-use onic_core::xdp::{DevMap, PassInfo, TxTarget, XdpAction, XdpBuff, XdpContext, XdpRxq};
+use onic_core::xdp::{DevMap, TxTarget, XdpAction, XdpBuff};
+use onic_core::{PassInfo, RxContext, XdpRxq};
 use onic_hal::DmaPage;
 use onic_sim::{Card, CardConfig, Wire};
 
@@ -50,13 +49,11 @@ const UNIT: &str = "Mpps";
 /// How the receiving pair is polled.
 #[derive(Clone, Copy)]
 enum Path {
-    /// `QueuePair::poll` with a plain pass-to-OS sink.
-    NoXdp,
-    /// `QueuePair::poll_xdp` without a program.
+    /// `QueuePair::poll` without a program.
     XdpNoProgram,
-    /// `QueuePair::poll_xdp` with this program.
+    /// `QueuePair::poll` with this program.
     Program(fn(&mut XdpBuff<'_>) -> XdpAction, bool),
-    /// `QueuePair::poll_xdp` with `Bench::progs[i]` (a built-in program with state, or an object).
+    /// `QueuePair::poll` with `Bench::progs[i]` (a built-in program with state, or an object).
     Held(usize),
 }
 
@@ -141,44 +138,33 @@ impl Bench<'_> {
         let mut idle = 0;
         let start = Instant::now();
         while got < BURST && idle < 4 {
-            let n = match path {
-                Path::NoXdp => {
-                    let mut sink = |f: RxFrame<DmaPage>| {
-                        os.push((f.page, usize::from(f.len)));
-                        Verdict::Pass
-                    };
-                    pair.poll(64, &db, &mut sink, &mut done).rx.done
-                }
-                Path::XdpNoProgram | Path::Program(..) | Path::Held(_) => {
-                    let mut to_os = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
-                        os.push((f.page, usize::from(f.len)));
-                        Ok(())
-                    };
-                    let mut native = match path {
-                        Path::Program(p, _) => Some(p),
-                        _ => None,
-                    };
-                    let held = match path {
-                        Path::Held(i) => self.progs.get_mut(i),
-                        _ => None,
-                    };
-                    let prog: Option<&mut dyn RawXdpProgram> = match held {
-                        Some(h) => Some(h),
-                        None => native.as_mut().map(|p| p as &mut dyn RawXdpProgram),
-                    };
-                    // Objects get the RX hash, as a driver offering the kfunc computes it.
-                    let hash = matches!(path, Path::Program(_, true) | Path::Held(_));
-                    let mut ctx = XdpContext {
-                        prog,
-                        pass: &mut to_os,
-                        redirect: &mut map,
-                        rxq: XdpRxq::default(),
-                        origin: 0,
-                        hasher: hash.then_some(&self.hasher),
-                    };
-                    pair.poll_xdp(64, &db, &mut ctx, &mut done).rx.done
-                }
+            let mut to_os = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                os.push((f.page, usize::from(f.len)));
+                Ok(())
             };
+            let mut native = match path {
+                Path::Program(p, _) => Some(p),
+                _ => None,
+            };
+            let held = match path {
+                Path::Held(i) => self.progs.get_mut(i),
+                _ => None,
+            };
+            let prog: Option<&mut dyn RawXdpProgram> = match held {
+                Some(h) => Some(h),
+                None => native.as_mut().map(|p| p as &mut dyn RawXdpProgram),
+            };
+            // Objects get the RX hash, as a driver offering the kfunc computes it.
+            let hash = matches!(path, Path::Program(_, true) | Path::Held(_));
+            let mut ctx = RxContext {
+                prog,
+                sink: &mut to_os,
+                redirect: &mut map,
+                rxq: XdpRxq::default(),
+                origin: 0,
+                hasher: hash.then_some(&self.hasher),
+            };
+            let n = pair.poll(64, &db, &mut ctx, &mut done).rx.done;
             got += n;
             idle = if n == 0 { idle + 1 } else { 0 };
         }
@@ -298,10 +284,9 @@ pub fn run() -> Result<Vec<(String, f64, &'static str)>, String> {
     let mpps = |ns: f64| 1e3 / ns;
     let mut out = Vec::new();
     // Warm the pools and caches once.
-    b.ns_per_frame(Path::NoXdp, 64, 4);
+    b.ns_per_frame(Path::XdpNoProgram, 64, 4);
     for size in SIZES {
         for (name, path) in [
-            ("no_xdp", Path::NoXdp),
             ("xdp_no_prog", Path::XdpNoProgram),
             ("xdp_pass_prog", Path::Program(pass, false)),
         ] {

@@ -26,10 +26,10 @@ use onic_core::rss::ShellHasher;
 use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::xdp::{
-    return_to_origin, DevMap, PassInfo, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction,
-    XdpBuff, XdpContext, XdpFrame, XdpRxq,
+    return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff,
+    XdpFrame,
 };
-use onic_core::Device;
+use onic_core::{Device, PassInfo, RxContext, XdpRxq};
 use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
@@ -258,9 +258,9 @@ fn poll_pair(
         Ok(())
     };
     let origin = f * pairs.len() + q;
-    let mut ctx = XdpContext {
+    let mut ctx = RxContext {
         prog: prog.map(|p| p as &mut dyn RawXdpProgram),
-        pass: &mut pass,
+        sink: &mut pass,
         redirect: &mut map,
         rxq: XdpRxq {
             queue_index: q as u16,
@@ -271,7 +271,7 @@ fn poll_pair(
     };
     let mut done = Done { rings, dma };
     let pair = &mut pairs[q];
-    let r = pair.poll_xdp(64, &db, &mut ctx, &mut done);
+    let r = pair.poll(64, &db, &mut ctx, &mut done);
     // The "OS" is done with the passed frames once they are copied: their pages go home.
     for (page, end) in os_pages {
         pair.pool.return_from_os(page, end.saturating_sub(256));

@@ -28,7 +28,7 @@
 //!
 //! Without a program, every frame is checked, counted and handed to the "OS", which gives the page
 //! back to the pool after the poll. With `--xdp-obj FILE.o --traffic`, the receiving function's
-//! queues run the object's program through the core's XDP poll (`poll_xdp`): passed frames are
+//! queues run the object's program through the pair's poll (`QueuePair::poll`): passed frames are
 //! checked and counted as before (a frame the program changed is counted as changed, not
 //! corrupt), dropped and aborted ones are counted by the driver, XDP_TX sends frames back out of
 //! the receiving port (across the cable to the sending function, which receives them without a
@@ -48,19 +48,18 @@ use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::pool::release_to_hal;
 use onic_core::pool::{PageCounts, PoolStats, RecycleRing};
 use onic_core::queue_pair::PairPoll;
-use onic_core::queue_pair::{FrameSink, Verdict};
 use onic_core::rss::ShellHasher;
 use onic_core::rx::{RxFrame, RxStats};
 use onic_core::stats::read_hw_counters;
 use onic_core::tx::{TxDone, TxError, TxStats};
 use onic_core::xdp::{
-    return_to_origin, DevMap, PassInfo, RedirectTarget, Redirected, TxTarget, XdpContext, XdpFrame, XdpRxq,
+    return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame,
 };
 
 use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
 use crate::xdp_progs::this_and_other;
-use onic_core::Device;
+use onic_core::{Device, PassInfo, RxContext, XdpRxq};
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
@@ -359,14 +358,6 @@ impl Sink<'_> {
     }
 }
 
-impl FrameSink<DmaPage> for Sink<'_> {
-    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
-        self.take(&f, false);
-        self.os.push((f.page, usize::from(f.len)));
-        Verdict::Pass
-    }
-}
-
 /// What the NAPI polls of one tick share.
 struct RxCtx<'x, 'c> {
     flows: &'x [Flow],
@@ -395,8 +386,8 @@ impl RedirectTarget<DmaPage> for XskCount<'_> {
     fn flush(&mut self) {}
 }
 
-/// Polls queue `q` of function `fi` once: through the program if the function is a receiver and
-/// a program is attached, else the plain path.
+/// Polls queue `q` of function `fi` once, running the program if the function is a receiver and
+/// a program is attached.
 fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
     let (me, other) = this_and_other(funcs, fi);
     let db = me.dev.doorbells();
@@ -413,9 +404,8 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
     };
     let pair = &mut me.pairs[q];
     let prog = rx.prog.as_deref_mut().filter(|_| rx.receivers[fi]);
-    let Some(prog) = prog else {
-        return pair.poll(rx.budget, &db, &mut sink, &mut done);
-    };
+    // A program may have rewritten the frame.
+    let changed = prog.is_some();
     let other_db = other.dev.doorbells();
     let nq = other.pairs.len();
     let mut target = TxTarget::new(&mut other.pairs[q % nq].tx, &other_db);
@@ -424,7 +414,7 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
     let _ = map.insert(crate::xdp_progs::OTHER_PORT, &mut target);
     let _ = map.insert(crate::xdp_obj::XSK_SINK, &mut user);
     let mut pass = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
-        sink.take(&f, true);
+        sink.take(&f, changed);
         let end = usize::from(f.offset) + usize::from(f.len);
         sink.os.push((
             f.page,
@@ -432,9 +422,9 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
         ));
         Ok(())
     };
-    let mut ctx = XdpContext {
-        prog: Some(prog),
-        pass: &mut pass,
+    let mut ctx = RxContext {
+        prog: prog.map(|p| p as &mut dyn RawXdpProgram),
+        sink: &mut pass,
         redirect: &mut map,
         rxq: XdpRxq {
             queue_index: q as u16,
@@ -443,7 +433,7 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
         origin: (fi * nq + q) as u16,
         hasher: Some(rx.hasher),
     };
-    pair.poll_xdp(rx.budget, &db, &mut ctx, &mut done)
+    pair.poll(rx.budget, &db, &mut ctx, &mut done)
 }
 
 /// One round of NAPI: every scheduled queue polled until it caught up; returns whether anything

@@ -9,8 +9,9 @@ use core::sync::atomic::Ordering;
 use onic_core::ethtool::QueueCounters;
 use onic_core::rss::ShellHasher;
 use onic_core::tx::{TxError, TxThresholds};
-use onic_core::xdp::{xdp_xmit, XdpContext, XdpRxq};
+use onic_core::xdp::{xdp_xmit, XdpRxq};
 use onic_core::NoPages;
+use onic_core::RxContext;
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::{PollResult, TxClean, TxState, XmitResult};
@@ -279,9 +280,9 @@ where
             prog,
             mem,
         });
-        let mut xdp = XdpContext {
+        let mut ctx = RxContext {
             prog: program.as_mut(),
-            pass: &mut pass,
+            sink: &mut pass,
             redirect: &mut redirect,
             rxq: XdpRxq {
                 queue_index: qid,
@@ -296,10 +297,10 @@ where
             napi_budget: Some(budget),
         };
         qp.pool.in_napi = true;
-        let out = qp.poll_xdp(
+        let out = qp.poll(
             usize::try_from(budget).unwrap_or(usize::MAX),
             &self.dev.doorbells(),
-            &mut xdp,
+            &mut ctx,
             &mut done,
         );
         qp.pool.in_napi = false;

@@ -15,9 +15,8 @@ use onic_core::queue_pair::PairStats;
 use onic_core::rss::{RssHashType, ShellHasher};
 use onic_core::rx::{RxFrame, RxStats};
 use onic_core::tx::{TxDone, TxFrame, TxStats};
-use onic_core::xdp::{
-    PassInfo, PassSink, RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame, XdpRxHash,
-};
+use onic_core::xdp::{RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame, XdpRxHash};
+use onic_core::{PassInfo, RxSink};
 use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 
 use crate::os::{Os, PacketMap, RawPoolPage, SkbHash};
@@ -260,7 +259,7 @@ pub struct Pass<'a, K: Os, M: PacketMap> {
     pub hasher: &'a ShellHasher,
 }
 
-impl<K: Os, M: PacketMap> PassSink<OsPage> for Pass<'_, K, M> {
+impl<K: Os, M: PacketMap> RxSink<OsPage> for Pass<'_, K, M> {
     fn pass(&mut self, frame: RxFrame<OsPage>, info: PassInfo) -> Result<(), RxFrame<OsPage>> {
         let hash = info
             .hash

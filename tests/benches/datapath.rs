@@ -14,16 +14,15 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use onic_core::pool::{PageBurst, PageProvider};
-use onic_core::rx::{RxFrame, RxOutcome};
+use onic_core::rx::RxFrame;
+use onic_core::PassInfo;
 use onic_hal::{Direction, DmaPage};
 use onic_tests::bench::{
     ring_sizes, rx_drop_driver_only, timer_overhead, Method, COMPARE_SIZES, SCALING_QUEUES,
 };
 use onic_tests::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
 use onic_tests::hostdma::HostDma;
-use onic_tests::rig::{
-    host_pool, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots,
-};
+use onic_tests::rig::{host_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots};
 
 fn config() -> Criterion {
     Criterion::default()
@@ -37,7 +36,7 @@ fn rx_iters<P: PageProvider<Page = DmaPage>>(
     rig: &mut RxRig<'_, P>,
     iters: u64,
     overhead: Duration,
-    sink: &mut impl onic_core::rx::RxSink<P>,
+    sink: &mut impl onic_core::RxSink<DmaPage>,
 ) -> Duration {
     let mut timed = Duration::ZERO;
     for _ in 0..iters {
@@ -66,12 +65,12 @@ fn drop_bench(c: &mut Criterion, group: &str, id: BenchmarkId, cfg: RxRigConfig)
     g.throughput(Throughput::Elements(round_packets(&cfg)));
     g.bench_function(id, |b| {
         b.iter_custom(|iters| {
-            rx_iters(
-                &mut rig,
-                iters,
-                overhead,
-                &mut |f: RxFrame<DmaPage>, _: &mut HostPool<'_>| RxOutcome::Recycle(f),
-            )
+            rx_iters(&mut rig, iters, overhead, &mut |f: RxFrame<DmaPage>,
+                                                      _: PassInfo|
+             -> Result<
+                (),
+                RxFrame<DmaPage>,
+            > { Err(f) })
         });
     });
     g.finish();
@@ -189,12 +188,13 @@ fn copy_bench<P: PageProvider<Page = DmaPage>>(
     let mut buf = vec![0u8; 4096];
     g.bench_function(id, |b| {
         b.iter_custom(|iters| {
-            rx_iters(rig, iters, overhead, &mut |f: RxFrame<DmaPage>, _: &mut P| {
+            let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
                 let d = f.data();
                 buf[..d.len()].copy_from_slice(d);
                 black_box(&mut buf);
-                RxOutcome::Recycle(f)
-            })
+                Err(f)
+            };
+            rx_iters(rig, iters, overhead, &mut sink)
         });
     });
 }

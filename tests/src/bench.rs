@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::pool::{PageBurst, PageProvider, RecycleRing};
-use onic_core::queue_pair::Verdict;
-use onic_core::rx::{RxFrame, RxOutcome, RxSink};
+use onic_core::rx::RxFrame;
 use onic_core::tx::TxDone;
-use onic_core::Device;
+use onic_core::xdp::{NoRedirect, RawXdpProgram};
+use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
@@ -39,8 +39,8 @@ use onic_sim::{Card, CardConfig, SimDma, Wire};
 use crate::datapath::{start_pair, HFrame, HPair, Setup};
 use crate::hostdma::HostDma;
 use crate::rig::{
-    host_pool, test_frame, xdp_pool, DoorbellLatch, HostPool, PagePerPacket, RxRig, RxRigConfig, RxSlots,
-    TxRig, TxSlots,
+    host_pool, test_frame, xdp_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig,
+    TxSlots,
 };
 
 /// The benchmark groups, in the order `onic bench` runs them.
@@ -257,7 +257,7 @@ pub fn measure(m: &Method, mut kernel: impl FnMut(u64) -> (Duration, u64)) -> Sa
 
 /// Rounds of an RX rig: the device side produces ([`RxRigConfig::round`] frames per queue), the
 /// polls are timed.
-fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
+fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<DmaPage>>(
     rig: &mut RxRig<'_, P>,
     sink: &mut S,
     rounds: u64,
@@ -276,9 +276,10 @@ fn rx_rounds<P: PageProvider<Page = DmaPage>, S: RxSink<P>>(
     (timed, pkts)
 }
 
-/// The XDP_DROP-like sink: the page goes straight back to the pool, the data is not read.
-fn drop_sink<P: PageProvider<Page = DmaPage>>(f: RxFrame<DmaPage>, _: &mut P) -> RxOutcome<DmaPage> {
-    RxOutcome::Recycle(f)
+/// The dropping sink: every frame is given back unread, and its page is recycled.
+#[allow(clippy::unnecessary_wraps)] // the signature of a sink
+fn drop_sink(f: RxFrame<DmaPage>, _: PassInfo) -> Result<(), RxFrame<DmaPage>> {
+    Err(f)
 }
 
 /// Nanoseconds per packet of the driver-only RX drop path for `cfg` with the page pool (the
@@ -300,7 +301,7 @@ pub fn rx_drop_driver_only(m: &Method, cfg: RxRigConfig) -> Sample {
     })
     .expect("rx rig");
     let overhead = timer_overhead();
-    let mut sink = drop_sink::<HostPool<'_>>;
+    let mut sink = drop_sink;
     let s = measure(m, |rounds| rx_rounds(&mut rig, &mut sink, rounds, overhead));
     drop(rig.finish());
     s
@@ -332,13 +333,13 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
             let n = rig.produce(usize::MAX);
             let t = Instant::now();
             let got = rig.poll_all_then(
-                &mut |f: RxFrame<DmaPage>, _: &mut HostPool<'_>| {
+                &mut |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
                     let d = f.data();
                     if d.get(12..14) == Some(&[0x08, 0x00]) && d.get(23) == Some(&17) {
                         seen += 1;
                     }
                     os.borrow_mut().push((f.page, usize::from(f.len)));
-                    RxOutcome::ToOs
+                    Ok(())
                 },
                 |pool| {
                     for (p, len) in os.borrow_mut().drain(..) {
@@ -429,7 +430,15 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
             card.advance_time(2_000);
             card.run_until_idle();
             loop {
-                let out = pair.poll(64, &db, &mut |f| Verdict::Drop(f), &mut free);
+                let mut ctx = RxContext {
+                    prog: None::<&mut dyn RawXdpProgram>,
+                    sink: &mut drop_sink,
+                    redirect: &mut NoRedirect,
+                    rxq: XdpRxq::default(),
+                    origin: 0,
+                    hasher: None,
+                };
+                let out = pair.poll(64, &db, &mut ctx, &mut free);
                 pkts += out.rx.done as u64;
                 if out.rx.armed && !out.rx.more {
                     break;
@@ -634,11 +643,11 @@ pub fn baseline_page(m: &Method) -> Sample {
 fn copy_rounds<P: PageProvider<Page = DmaPage>>(m: &Method, rig: &mut RxRig<'_, P>) -> Sample {
     let overhead = timer_overhead();
     let mut buf = vec![0u8; PAGE_SIZE];
-    let mut sink = |f: RxFrame<DmaPage>, _: &mut P| {
+    let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
         let d = f.data();
         buf[..d.len()].copy_from_slice(d);
         black_box(&mut buf);
-        RxOutcome::Recycle(f)
+        Err(f)
     };
     measure(m, |rounds| rx_rounds(rig, &mut sink, rounds, overhead))
 }

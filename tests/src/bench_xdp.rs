@@ -1,6 +1,6 @@
 //! The driver-only XDP workloads of `onic bench xdp` (and of the criterion bench `datapath`,
 //! group `xdp`): the RX path with a native program attached, through
-//! [`onic_core::QueuePair::poll_xdp`], beside the plain RX drop path of the same rig.
+//! [`onic_core::QueuePair::poll`], beside the plain RX drop path of the same rig.
 //!
 //! # Method
 //!
@@ -8,7 +8,7 @@
 //! [`RxRigConfig::xdp`] completes [`XDP_ROUND`] frames per round (the frame bytes written into
 //! the pages, so that programs and the hash read real headers) and, after the round, writes the
 //! TX status records as if everything queued had been sent; neither is timed. What is timed is
-//! [`RxRig::poll_xdp_all`]: the polls until the queue caught up and re-armed, with everything the
+//! [`RxRig::poll_all_with`]: the polls until the queue caught up and re-armed, with everything the
 //! verdicts cost the driver on this core:
 //!
 //! - DROP: the program, the page back into its slot;
@@ -94,7 +94,7 @@ fn xdp_rounds<'a, Prog: RawXdpProgram>(
     for _ in 0..rounds {
         let n = rig.produce(XDP_ROUND);
         let t = Instant::now();
-        let got = rig.poll_xdp_all(prog, hasher);
+        let got = rig.poll_all_with(prog, hasher);
         timed += t.elapsed().saturating_sub(overhead);
         rig.complete_tx();
         assert_eq!(got, n, "the driver consumed what the device completed");

@@ -20,18 +20,19 @@
 //! [`Harness::teardown`] once every queue and pool that borrowed it is gone; a harness dropped
 //! without teardown (a failed test) leaks it. [`start_pair`] on its own leaks its storage.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue_pair::{FrameSink, PairPoll, QueuePair, Verdict};
+use onic_core::queue_pair::{PairPoll, QueuePair};
 use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{
-    return_to_origin, DevMap, FromXdpFrame, PassInfo, RawXdpProgram, RedirectTarget, Redirected, TxTarget,
-    XdpBuff, XdpContext, XdpFrame, XdpRxq,
+    return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction,
+    XdpBuff, XdpFrame, XdpProgram,
 };
-use onic_core::Device;
+use onic_core::{Device, PassInfo, RxContext, XdpRxq};
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
@@ -42,7 +43,7 @@ pub const ID_OFFSET: usize = 14 + 20 + 4;
 /// Shortest harness frame (ETH_ZLEN).
 pub const MIN_FRAME: usize = 60;
 
-/// What the sink does with a frame.
+/// What the policy of [`Harness::poll`] decides for a frame (as an XDP verdict).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Copy the id and drop (XDP_DROP).
@@ -230,7 +231,7 @@ pub enum HFrame<'c> {
         /// Its DMA memory.
         dma: SimDma<'c>,
     },
-    /// A redirected frame in a page of pool `origin`.
+    /// A frame at `offset` in a page of pool `origin`, handed to a TX queue as a remote frame.
     Peer {
         /// The page.
         page: DmaPage,
@@ -243,7 +244,7 @@ pub enum HFrame<'c> {
         /// Its DMA memory.
         dma: SimDma<'c>,
     },
-    /// A frame redirected by the XDP path ([`Harness::poll_xdp`]), or queued by `xdp_xmit`.
+    /// A redirected frame ([`Harness::poll_with`]), or one queued by `xdp_xmit`.
     Xdp(XdpFrame<DmaPage>),
 }
 
@@ -394,7 +395,7 @@ impl RedirectTarget<DmaPage> for CopySink {
     }
 }
 
-/// Redirect target numbers of [`Harness::poll_xdp`].
+/// Redirect target numbers of [`Harness::poll_with`].
 pub mod targets {
     /// The same queue index on the other function, i.e. out of the other port.
     pub const OTHER_PORT: u32 = 0;
@@ -404,85 +405,67 @@ pub mod targets {
     pub const USER_SINK: u32 = 2;
 }
 
-/// Wraps a program to record the id of every frame it sees (for [`Harness::check_delivery`]).
+/// Wraps a program to record the id of every frame it sees (for [`Harness::check_delivery`])
+/// and of every frame it sends back out with XDP_TX (for [`Harness::sent_back`]).
 struct Recorder<'p, 'd> {
     inner: &'p mut dyn RawXdpProgram,
     ids: &'d mut Vec<u64>,
+    sent: &'d RefCell<Vec<u64>>,
 }
 
 impl RawXdpProgram for Recorder<'_, '_> {
     fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
-        self.ids.push(frame_id(xdp.data()));
-        self.inner.run_raw(xdp)
+        let id = frame_id(xdp.data());
+        self.ids.push(id);
+        let raw = self.inner.run_raw(xdp);
+        if raw == XdpAction::Tx.raw() {
+            self.sent.borrow_mut().push(id);
+        }
+        raw
     }
 }
 
-/// The sink of one pair poll.
-struct Sink<'x, 'c> {
-    policy: Policy,
-    delivered: &'x mut Vec<u64>,
-    os_pages: &'x mut Vec<(usize, DmaPage)>,
-    sent_back: &'x mut Vec<u64>,
-    origin: usize,
-    redirect: Option<(&'x mut TxQueue<'c, SimDma<'c>, DmaPage, HFrame<'c>>, usize)>,
-    db: &'x onic_core::qdma::Doorbells<&'x QdmaWindow<'c>>,
-    dma: SimDma<'c>,
+/// The program of [`Harness::poll`]: the setup's policy as XDP verdicts; REDIRECT goes to the
+/// next queue pair of the same function ([`targets::NEXT_QUEUE`]).
+struct PolicyProgram(Policy);
+
+impl XdpProgram for PolicyProgram {
+    fn run(&mut self, xdp: &mut XdpBuff<'_>) -> XdpAction {
+        match (self.0)(frame_id(xdp.data())) {
+            Action::Drop => XdpAction::Drop,
+            Action::Pass => XdpAction::Pass,
+            Action::Tx => XdpAction::Tx,
+            Action::Redirect => xdp.redirect(targets::NEXT_QUEUE),
+        }
+    }
 }
 
-impl<'c> FrameSink<DmaPage> for Sink<'_, 'c> {
-    fn frame(&mut self, f: RxFrame<DmaPage>) -> Verdict<DmaPage> {
-        let id = frame_id(f.data());
-        self.delivered.push(id);
-        match (self.policy)(id) {
-            Action::Drop => Verdict::Drop(f),
-            Action::Pass => {
-                self.os_pages.push((self.origin, f.page));
-                Verdict::Pass
-            }
-            Action::Tx => {
-                self.sent_back.push(id);
-                Verdict::Tx(f)
-            }
-            Action::Redirect => {
-                let Some((tx, _)) = self.redirect.as_mut() else {
-                    return Verdict::Drop(f);
-                };
-                let hf = HFrame::Peer {
-                    page: f.page,
-                    offset: usize::from(f.offset),
-                    len: usize::from(f.len),
-                    origin: self.origin,
-                    dma: self.dma,
-                };
-                // The page was synced for the CPU; the device reads it now.
-                if let HFrame::Peer {
-                    page, offset, len, ..
-                } = &hf
-                {
-                    self.dma
-                        .sync_for_device(page, *offset, *len, Direction::Bidirectional);
-                }
-                match tx.xmit_remote(self.db, hf, true) {
-                    Ok(()) => {
-                        self.sent_back.push(id);
-                        Verdict::Redirected
-                    }
-                    Err(e) => {
-                        let HFrame::Peer {
-                            page, offset, len, ..
-                        } = e.into_inner()
-                        else {
-                            unreachable!()
-                        };
-                        Verdict::Drop(RxFrame {
-                            page,
-                            offset: offset as u16,
-                            len: len as u16,
-                        })
-                    }
-                }
-            }
+/// A redirect target that records the id of every frame it takes (for
+/// [`Harness::sent_back`]).
+struct Recorded<'t, 's> {
+    inner: &'t mut dyn RedirectTarget<DmaPage>,
+    ids: &'s RefCell<Vec<u64>>,
+}
+
+impl RedirectTarget<DmaPage> for Recorded<'_, '_> {
+    fn enqueue(&mut self, frame: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
+        let start = usize::from(frame.offset);
+        let id = frame_id(
+            frame
+                .page
+                .bytes()
+                .get(start..start + usize::from(frame.len))
+                .unwrap_or(&[]),
+        );
+        let out = self.inner.enqueue(frame);
+        if out.is_ok() {
+            self.ids.borrow_mut().push(id);
         }
+        out
+    }
+
+    fn flush(&mut self) {
+        self.inner.flush();
     }
 }
 
@@ -634,9 +617,9 @@ pub struct Harness<'c> {
     pub os_tx_refused: u64,
     /// OS frames queued.
     pub os_tx_queued: u64,
-    /// The user redirect target of [`Harness::poll_xdp`] (capacity 0 until a test sets one).
+    /// The user redirect target of [`Harness::poll_with`] (capacity 0 until a test sets one).
     pub user_sink: CopySink,
-    /// Metadata of the last frame passed by [`Harness::poll_xdp`].
+    /// Metadata of the last frame passed by [`Harness::poll_with`].
     pub last_pass_info: Option<PassInfo>,
     next_id: u64,
     storage: Storage<'c>,
@@ -726,50 +709,18 @@ impl<'c> Harness<'c> {
         func * usize::from(self.setup.queues) + q
     }
 
-    /// Polls pair `q` of function `func` once.
+    /// Polls pair `q` of function `func` once, running the setup's policy as the XDP program
+    /// (see [`Harness::poll_with`]).
     pub fn poll(&mut self, func: usize, q: usize, budget: usize) -> PairPoll {
-        let origin = self.global(func, q);
-        let n = self.funcs[func].pairs.len();
-        let Func { dev, pairs } = &mut self.funcs[func];
-        let db = dev.doorbells();
-        let target = (q + 1) % n;
-        let (pair, other) = if target == q {
-            (&mut pairs[q], None)
-        } else if target > q {
-            let (a, b) = pairs.split_at_mut(target);
-            (&mut a[q], Some(&mut b[0]))
-        } else {
-            let (a, b) = pairs.split_at_mut(q);
-            (&mut b[0], Some(&mut a[target]))
-        };
-        let mut sink = Sink {
-            policy: self.setup.policy,
-            delivered: &mut self.delivered,
-            os_pages: &mut self.os_pages,
-            sent_back: &mut self.sent_back,
-            origin,
-            redirect: other.map(|p| (&mut p.tx, target)),
-            db: &db,
-            dma: self.card.dma(),
-        };
-        let mut done = Done {
-            rings: &self.rings,
-            os_tx_live: &mut self.os_tx_live,
-            dma: self.card.dma(),
-        };
-        let out = pair.poll(budget, &db, &mut sink, &mut done);
-        // The redirect target's batch ends with this poll: publish it.
-        if let Some((tx, _)) = sink.redirect {
-            tx.flush(&db);
-        }
-        out
+        let mut prog = PolicyProgram(self.setup.policy);
+        self.poll_with(func, q, budget, Some(&mut prog))
     }
 
-    /// Polls pair `q` of function `func` once through the XDP path, running `prog` (none: every
+    /// Polls pair `q` of function `func` once, running `prog` (none: every
     /// frame goes to the OS). PASS pages go to the OS list; the redirect table has the targets of
     /// [`targets`]: the other port's queue `q`, the next queue of this function, the
     /// [`CopySink`]. The RX hash is computed with the default key.
-    pub fn poll_xdp(
+    pub fn poll_with(
         &mut self,
         func: usize,
         q: usize,
@@ -794,6 +745,9 @@ impl<'c> Harness<'c> {
         let mut queue_target = next_queue
             .and_then(|i| flat[i].take())
             .map(|p| TxTarget::new(&mut p.tx, &dbs[func]));
+        let sent = RefCell::new(std::mem::take(&mut self.sent_back));
+        let mut port_target = port_target.as_mut().map(|t| Recorded { inner: t, ids: &sent });
+        let mut queue_target = queue_target.as_mut().map(|t| Recorded { inner: t, ids: &sent });
         let mut map: DevMap<'_, DmaPage, 3> = DevMap::new();
         if let Some(t) = port_target.as_mut() {
             let _ = map.insert(targets::OTHER_PORT, t);
@@ -818,13 +772,15 @@ impl<'c> Harness<'c> {
             os_pages.push((me, f.page));
             Ok(())
         };
-        let mut recorder = prog
-            .zip(prog_ids.take())
-            .map(|(inner, ids)| Recorder { inner, ids });
+        let mut recorder = prog.zip(prog_ids.take()).map(|(inner, ids)| Recorder {
+            inner,
+            ids,
+            sent: &sent,
+        });
         let hasher = onic_core::rss::ShellHasher::default();
-        let mut ctx = XdpContext {
+        let mut ctx = RxContext {
             prog: recorder.as_mut().map(|r| r as &mut dyn RawXdpProgram),
-            pass: &mut pass,
+            sink: &mut pass,
             redirect: &mut map,
             rxq: XdpRxq {
                 queue_index: q as u16,
@@ -838,7 +794,9 @@ impl<'c> Harness<'c> {
             os_tx_live: &mut self.os_tx_live,
             dma: self.card.dma(),
         };
-        pair.poll_xdp(budget, &dbs[func], &mut ctx, &mut done)
+        let out = pair.poll(budget, &dbs[func], &mut ctx, &mut done);
+        self.sent_back = sent.into_inner();
+        out
     }
 
     /// Settles and polls every pair through the XDP path with `prog` until nothing is pending,
@@ -853,7 +811,7 @@ impl<'c> Harness<'c> {
             let mut busy = false;
             for f in 0..self.funcs.len() {
                 for q in 0..self.funcs[f].pairs.len() {
-                    let out = self.poll_xdp(f, q, 64, Some(&mut *prog));
+                    let out = self.poll_with(f, q, 64, Some(&mut *prog));
                     busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
                     busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
                 }

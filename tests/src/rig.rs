@@ -22,12 +22,10 @@ use onic_core::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, Recycl
 use onic_core::qdma::Doorbells;
 use onic_core::queue_pair::QueuePair;
 use onic_core::rss::RxHasher;
-use onic_core::rx::{PollOutcome, RxFrame, RxOptions, RxQueue, RxSink};
+use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
-use onic_core::xdp::{
-    return_to_origin, DevMap, PassInfo, RawXdpProgram, TxTarget, XdpContext, XdpFrame, XdpRxq,
-};
-use onic_core::Device;
+use onic_core::xdp::{return_to_origin, DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
+use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
@@ -218,7 +216,7 @@ pub struct RxRigConfig {
     /// them; the drop path does not).
     pub write_data: bool,
     /// Whether the queues' TX queues (XDP_TX) and a redirect target (one more TX queue of the
-    /// function, standing for another port's) are started, for [`RxRig::poll_xdp_all`].
+    /// function, standing for another port's) are started, for [`RxRig::poll_all_with`].
     pub xdp: bool,
     /// Frames the device side completes per queue in one round of a benchmark (as many as the
     /// ring allows when larger).
@@ -487,7 +485,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
     /// # Panics
     ///
     /// If a queue enters its error state (the rig wrote something wrong).
-    pub fn poll_all<S: RxSink<P>>(&mut self, sink: &mut S) -> usize {
+    pub fn poll_all<S: RxSink<DmaPage>>(&mut self, sink: &mut S) -> usize {
         self.poll_all_then(sink, |_| {})
     }
 
@@ -500,20 +498,37 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
     ///
     /// As [`RxRig::poll_all`].
     #[inline(never)]
-    pub fn poll_all_then<S: RxSink<P>>(&mut self, sink: &mut S, mut after: impl FnMut(&mut P)) -> usize {
+    pub fn poll_all_then<S: RxSink<DmaPage>>(
+        &mut self,
+        sink: &mut S,
+        mut after: impl FnMut(&mut P),
+    ) -> usize {
         let db = Doorbells::new(self.latch);
         let budget = self.cfg.budget;
+        let mut done = RigDone {
+            rings: &self.rings,
+            dma: self.dma,
+        };
         let mut total = 0;
         let mut busy = self.queues.len();
         for q in &mut self.queues {
             q.caught_up = false;
         }
         while busy > 0 {
-            for q in &mut self.queues {
-                if q.caught_up {
-                    continue;
-                }
-                let out: PollOutcome = q.pair.rx.poll(budget, &db, &mut q.pair.pool, sink);
+            for (i, q) in self.queues.iter_mut().enumerate().filter(|(_, q)| !q.caught_up) {
+                // CAST: at most 64 queues.
+                let mut ctx = RxContext {
+                    prog: None::<&mut dyn RawXdpProgram>,
+                    sink: &mut *sink,
+                    redirect: &mut NoRedirect,
+                    rxq: XdpRxq {
+                        queue_index: i as u16,
+                        port: 0,
+                    },
+                    origin: i as u16,
+                    hasher: None,
+                };
+                let out = q.pair.poll(budget, &db, &mut ctx, &mut done).rx;
                 after(&mut q.pair.pool);
                 assert!(out.error.is_none(), "RX queue error: {:?}", out.error);
                 total += out.done;
@@ -554,7 +569,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
 /// ([`xdp_pool`]).
 impl<'a> RxRig<'a, HostPool<'a>> {
     /// Driver side (what an XDP benchmark times): polls every queue pair with
-    /// [`QueuePair::poll_xdp`] running `prog` (static dispatch; the RX hash computed by `hasher`
+    /// [`QueuePair::poll`] running `prog` (static dispatch; the RX hash computed by `hasher`
     /// for each frame when given) until each caught up and re-armed, then reclaims the redirect
     /// target's TX completions. PASS frames go to the OS, which gives their pages back after each
     /// poll (`return_from_os`, the owning context's path); REDIRECT frames go to the target,
@@ -566,7 +581,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
     ///
     /// If a queue enters its error state (the rig wrote something wrong).
     #[inline(never)]
-    pub fn poll_xdp_all<Prog: RawXdpProgram>(
+    pub fn poll_all_with<Prog: RawXdpProgram>(
         &mut self,
         prog: &mut Prog,
         hasher: Option<&dyn RxHasher>,
@@ -593,14 +608,14 @@ impl<'a> RxRig<'a, HostPool<'a>> {
             let mut busy = queues.len();
             while busy > 0 {
                 for (i, q) in queues.iter_mut().enumerate().filter(|(_, q)| !q.caught_up) {
-                    let mut pass = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+                    let mut to_os = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
                         os.push((f.page, usize::from(f.len)));
                         Ok(())
                     };
                     // CAST: at most 63 queues.
-                    let mut ctx = XdpContext {
+                    let mut ctx = RxContext {
                         prog: Some(&mut *prog),
-                        pass: &mut pass,
+                        sink: &mut to_os,
                         redirect: &mut map,
                         rxq: XdpRxq {
                             queue_index: i as u16,
@@ -609,7 +624,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
                         origin: i as u16,
                         hasher,
                     };
-                    let out = q.pair.poll_xdp(cfg.budget, &db, &mut ctx, &mut done);
+                    let out = q.pair.poll(cfg.budget, &db, &mut ctx, &mut done);
                     for (page, len) in os.drain(..) {
                         q.pair.pool.return_from_os(page, len);
                     }
@@ -923,8 +938,6 @@ impl<'a> TxRig<'a> {
 
 #[cfg(test)]
 mod tests {
-    use onic_core::rx::{RxFrame, RxOutcome};
-
     use super::*;
 
     #[test]
@@ -945,10 +958,10 @@ mod tests {
         for _ in 0..10 {
             let n = rig.produce(usize::MAX);
             assert!(n > 0);
-            let mut sink = |f: RxFrame<DmaPage>, _: &mut HostPool<'_>| {
+            let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
                 assert_eq!(f.data(), &want[..]);
                 got += 1;
-                RxOutcome::Recycle(f)
+                Err(f)
             };
             assert_eq!(rig.poll_all(&mut sink), n);
         }
@@ -987,7 +1000,7 @@ mod tests {
         .unwrap();
         let before = dma.stats().pages_allocated;
         let n = rig.produce(100);
-        let mut sink = |f: RxFrame<DmaPage>, _: &mut PagePerPacket<&HostDma>| RxOutcome::Recycle(f);
+        let mut sink = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> { Err(f) };
         assert_eq!(rig.poll_all(&mut sink), n);
         // One fresh page per frame (and one for the ring's last empty slot, filled by the refill,
         // and the RX queue's spare page).

@@ -83,7 +83,7 @@ fn no_program_passes_frames_untouched_with_no_xdp_counts() {
     for _ in 0..4 {
         h.settle();
         for q in 0..2 {
-            h.poll_xdp(0, q, 64, None);
+            h.poll_with(0, q, 64, None);
             h.check_pages();
         }
     }
@@ -106,7 +106,7 @@ fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
     let ids = inject_burst(&mut h, 0, 30, 80);
     h.settle();
     let doorbells = h.funcs[0].pairs[0].tx.stats().doorbells;
-    let out = h.poll_xdp(0, 0, 64, Some(&mut swap_macs_and_tx));
+    let out = h.poll_with(0, 0, 64, Some(&mut swap_macs_and_tx));
     assert_eq!(out.rx.done, 30);
     let p = &h.funcs[0].pairs[0];
     assert_eq!(p.stats().rx_xdp_tx, 30);
@@ -141,7 +141,7 @@ fn xdp_tx_on_a_tiny_ring_with_delayed_reclaim_loses_no_page() {
     for _ in 0..2 {
         inject_burst(&mut h, 0, 50, 100);
         h.settle();
-        h.poll_xdp(0, 0, 64, Some(&mut swap_macs_and_tx));
+        h.poll_with(0, 0, 64, Some(&mut swap_macs_and_tx));
         h.check_pages();
     }
     let p = &h.funcs[0].pairs[0];
@@ -411,7 +411,7 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         // rings meet the new program.
         for f in 0..2 {
             for q in 0..2 {
-                h.poll_xdp(f, q, 5, slot.program_mut().map(|p| p.as_mut() as _));
+                h.poll_with(f, q, 5, slot.program_mut().map(|p| p.as_mut() as _));
                 h.check_pages();
             }
         }
@@ -425,7 +425,7 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         }
         for f in 0..2 {
             for q in 0..2 {
-                h.poll_xdp(f, q, 64, slot.program_mut().map(|p| p.as_mut() as _));
+                h.poll_with(f, q, 64, slot.program_mut().map(|p| p.as_mut() as _));
                 h.check_pages();
             }
         }

@@ -15,7 +15,7 @@
 //! changes nothing.
 
 use crate::config::{RX_HEADROOM, RX_TAILROOM};
-use crate::rss::{FrameHash, RssHashType, RxHasher};
+pub use crate::queue_pair::{XdpRxHash, XdpRxq};
 
 /// Headroom in front of every received frame (`XDP_PACKET_HEADROOM`, 256 bytes).
 pub const XDP_PACKET_HEADROOM: usize = RX_HEADROOM as usize;
@@ -69,42 +69,6 @@ impl core::fmt::Display for XdpError {
             Self::NoData => "no RX hash for this frame",
         })
     }
-}
-
-/// The RX hash of a frame as the XDP `rx_hash` metadata reports it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct XdpRxHash {
-    /// The shell's 32-bit hash (the value that chose the RX queue).
-    pub value: u32,
-    /// What it covers.
-    pub kind: RssHashType,
-    /// Linux's `enum xdp_rss_hash_type` for it.
-    pub xdp_type: u32,
-}
-
-impl XdpRxHash {
-    /// The hash of a frame as the shell computed it on reception (from the bytes as received).
-    #[must_use]
-    #[inline]
-    pub fn compute<H: RxHasher + ?Sized>(hasher: &H, frame: &[u8]) -> Self {
-        let FrameHash { hash, protocol } = hasher.frame_hash(frame);
-        Self {
-            value: hash.value,
-            kind: hash.kind,
-            xdp_type: hash.kind.xdp_rss_type_for(protocol),
-        }
-    }
-}
-
-/// Where a frame came from: the RX queue and the port (Linux's `xdp_rxq_info`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct XdpRxq {
-    /// Function-relative RX queue index.
-    pub queue_index: u16,
-    /// Ingress port (CMAC) number.
-    pub port: u8,
 }
 
 /// An XDP buffer: a view of one received frame in its page, for the duration of a program run.
@@ -385,6 +349,7 @@ impl<'a> XdpBuff<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rss::RssHashType;
 
     fn page() -> [u8; 4096] {
         let mut p = [0xAAu8; 4096];

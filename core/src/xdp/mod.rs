@@ -11,8 +11,8 @@
 //!   [`RawXdpProgram`].
 //! - [`XdpAction`]: the verdicts, with Linux's values. A raw value that is none of them is
 //!   handled like [`XdpAction::Aborted`] and counted as an exception (`rx_xdp_invalid`).
-//! - [`crate::QueuePair::poll_xdp`]: a poll that runs the program on every frame: PASS hands
-//!   the page to a [`PassSink`] (the OS), DROP and ABORTED recycle it, TX queues it on the pair's
+//! - [`crate::QueuePair::poll`]: the poll of a pair, which runs the program on every frame: PASS
+//!   hands the page to a [`crate::RxSink`] (the OS), DROP and ABORTED recycle it, TX queues it on the pair's
 //!   own TX queue (same page, no copy, one doorbell per poll), REDIRECT hands it to a
 //!   [`RedirectTable`] flushed at the end of the poll.
 //! - [`RedirectTable`] / [`RedirectTarget`]: where redirected frames go: [`TxTarget`] (a TX queue
@@ -24,8 +24,8 @@
 //!
 //! # Costs
 //!
-//! With no program attached, [`crate::QueuePair::poll_xdp`] hands each frame straight to the
-//! [`PassSink`]: one branch per frame, no hash, no buffer view. Pages are mapped bidirectionally
+//! With no program attached, [`crate::QueuePair::poll`] hands each frame straight to the
+//! [`crate::RxSink`]: one branch per frame, no hash, no buffer view. Pages are mapped bidirectionally
 //! once (the pool's setting), so attaching a program needs no re-mapping and no queue restart.
 
 mod buff;
@@ -41,7 +41,7 @@ pub use redirect::{
     return_to_origin, DevMap, FromXdpFrame, NoRedirect, RedirectTable, RedirectTarget, Redirected, TxTarget,
     XdpFrame,
 };
-pub use run::{PassInfo, PassSink, XdpContext};
+pub use run::RxContext;
 pub use xmit::xdp_xmit;
 
 /// What a program decided for a frame. The discriminants are Linux's `enum xdp_action`.

@@ -1,5 +1,5 @@
-//! The XDP poll of a queue pair: every frame through the attached program, verdicts carried out
-//! on the pair's own rings, redirects flushed once at the end.
+//! The poll of a queue pair: every frame through the attached program (if any), verdicts carried
+//! out on the pair's own rings, redirects flushed once at the end.
 
 use onic_hal::{DmaMemory, RegisterWindow};
 
@@ -9,48 +9,18 @@ use super::{RawXdpProgram, XdpAction};
 use crate::config::RX_HEADROOM;
 use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
-use crate::queue_pair::{PairPoll, PairStats, QueuePair};
+use crate::queue_pair::{pass_up, PairPoll, PairStats, PassInfo, QueuePair, RxSink};
 use crate::rss::RxHasher;
-use crate::rx::{RxFrame, RxOutcome, RxSink};
+use crate::rx::{FrameHandler, Handled, RxFrame};
 use crate::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
 
-/// What the OS learns with a passed frame besides the frame itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct PassInfo {
-    /// Bytes of metadata the program left just before the frame (Linux: `skb_metadata_set`).
-    pub meta_len: u8,
-    /// The queue and port the frame came in on.
-    pub rxq: XdpRxq,
-    /// The RX hash, when the context computes hashes and a program ran.
-    pub hash: Option<XdpRxHash>,
-}
-
-/// Where XDP_PASS frames go: the OS (build an skb around the page, hand it to the stack), or a
-/// test, or the `onic run` tool writing a capture.
-pub trait PassSink<Pg> {
-    /// Takes a frame; the OS owns the page from here on and gives it back through the pool.
-    ///
-    /// # Errors
-    ///
-    /// The frame comes back when the OS cannot take it (no memory for a packet); it is recycled
-    /// and counted as `rx_pass_refused`.
-    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> Result<(), RxFrame<Pg>>;
-}
-
-impl<Pg, T: FnMut(RxFrame<Pg>, PassInfo) -> Result<(), RxFrame<Pg>>> PassSink<Pg> for T {
-    fn pass(&mut self, frame: RxFrame<Pg>, info: PassInfo) -> Result<(), RxFrame<Pg>> {
-        self(frame, info)
-    }
-}
-
-/// What one XDP poll needs besides the pair: the program (if any), where PASS and REDIRECT
+/// What one poll needs besides the pair: the program (if any), where passed and redirected
 /// frames go, and what the program may ask about a frame.
-pub struct XdpContext<'x, Prog: ?Sized, O, R> {
-    /// The attached program; `None` hands every frame to `pass` untouched.
+pub struct RxContext<'x, Prog: ?Sized, S, R> {
+    /// The attached program; `None` hands every frame to `sink` untouched.
     pub prog: Option<&'x mut Prog>,
-    /// Where XDP_PASS frames go.
-    pub pass: &'x mut O,
+    /// Where the frames go that no program ran on, and XDP_PASS frames.
+    pub sink: &'x mut S,
     /// Where XDP_REDIRECT frames go.
     pub redirect: &'x mut R,
     /// The queue and port (Linux `xdp_rxq_info`).
@@ -63,9 +33,9 @@ pub struct XdpContext<'x, Prog: ?Sized, O, R> {
     pub hasher: Option<&'x dyn RxHasher>,
 }
 
-impl<Prog: ?Sized, O, R> core::fmt::Debug for XdpContext<'_, Prog, O, R> {
+impl<Prog: ?Sized, S, R> core::fmt::Debug for RxContext<'_, Prog, S, R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("XdpContext")
+        f.debug_struct("RxContext")
             .field("attached", &self.prog.is_some())
             .field("rxq", &self.rxq)
             .field("origin", &self.origin)
@@ -74,53 +44,64 @@ impl<Prog: ?Sized, O, R> core::fmt::Debug for XdpContext<'_, Prog, O, R> {
 }
 
 impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
-    /// One XDP poll of the pair: reclaim the TX queue, run the program on up to `budget`
-    /// received frames and carry out each verdict, then ring the TX doorbell once for this poll's
-    /// XDP_TX frames and flush the redirect table if anything was redirected.
+    /// One poll of the pair: reclaim the TX queue, take up to `budget` received frames, then ring
+    /// the TX doorbell once for this poll's XDP_TX frames and flush the redirect table if
+    /// anything was redirected.
     ///
-    /// - PASS: the page goes to `xdp.pass` (a refusal recycles it, `rx_pass_refused`).
+    /// Without a program (`ctx.prog` is `None`) every frame goes to `ctx.sink` untouched: one
+    /// branch per frame, no hash, no buffer view. With one, each verdict is carried out:
+    ///
+    /// - PASS: the page goes to `ctx.sink` (a refusal recycles it, `rx_pass_refused`).
     /// - DROP, ABORTED, a raw verdict that is no [`XdpAction`]: the page is recycled
     ///   (`rx_xdp_drop`; also `rx_xdp_aborted` or `rx_xdp_invalid`).
     /// - TX: the same page is queued on the pair's TX queue and returns to the pool when the TX
     ///   completion says so; on a full ring it is recycled at once (`rx_xdp_tx_errors`).
-    /// - REDIRECT: the frame is padded, synced for the device and handed to `xdp.redirect`; a
+    /// - REDIRECT: the frame is padded, synced for the device and handed to `ctx.redirect`; a
     ///   refusal recycles it (`rx_xdp_redirect_errors`).
     ///
     /// TX and REDIRECT need pages the device may read ([`PageProvider::device_readable`]);
     /// otherwise they fail like a full ring.
-    pub fn poll_xdp<W, Prog, O, R, C>(
+    pub fn poll<W, Prog, S, R, C>(
         &mut self,
         budget: usize,
         db: &Doorbells<W>,
-        xdp: &mut XdpContext<'_, Prog, O, R>,
+        ctx: &mut RxContext<'_, Prog, S, R>,
         done: &mut C,
     ) -> PairPoll
     where
         W: RegisterWindow,
         Prog: RawXdpProgram + ?Sized,
-        O: PassSink<P::Page>,
+        S: RxSink<P::Page>,
         R: RedirectTable<P::Page>,
         C: TxDone<F>,
     {
+        let reclaimed = self.tx.reclaim(&mut self.pool, done);
+        // The program is looked at once per poll: without one, the loop is the plain one.
+        let Some(prog) = ctx.prog.as_deref_mut() else {
+            let out = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+            return PairPoll {
+                tx: reclaimed,
+                rx: out,
+            };
+        };
         let (rx, tx, pool, stats) = self.parts_mut();
-        let reclaimed = tx.reclaim(pool, done);
         let mut runner = Runner {
             tx,
             db,
             stats,
-            prog: xdp.prog.as_deref_mut(),
-            pass: &mut *xdp.pass,
-            redirect: &mut *xdp.redirect,
-            rxq: xdp.rxq,
-            origin: xdp.origin,
-            hasher: xdp.hasher,
+            prog,
+            sink: &mut *ctx.sink,
+            redirect: &mut *ctx.redirect,
+            rxq: ctx.rxq,
+            origin: ctx.origin,
+            hasher: ctx.hasher,
             redirected: false,
         };
         let out = rx.poll(budget, db, pool, &mut runner);
         let redirected = runner.redirected;
         tx.flush(db);
         if redirected {
-            xdp.redirect.flush();
+            ctx.redirect.flush();
         }
         PairPoll {
             tx: reclaimed,
@@ -129,13 +110,13 @@ impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
     }
 }
 
-/// The RX sink of an XDP poll.
-struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, O, R> {
+/// The frame handler of a poll with a program.
+struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, S, R> {
     tx: &'r mut TxQueue<'a, D, Pg, F>,
     db: &'r Doorbells<W>,
     stats: &'r mut PairStats,
-    prog: Option<&'r mut Prog>,
-    pass: &'r mut O,
+    prog: &'r mut Prog,
+    sink: &'r mut S,
     redirect: &'r mut R,
     rxq: XdpRxq,
     origin: u16,
@@ -154,31 +135,17 @@ struct Ran {
     high_water: usize,
 }
 
-impl<D, P, F, W, Prog, O, R> RxSink<P> for Runner<'_, '_, D, P::Page, F, W, Prog, O, R>
+impl<D, P, F, W, Prog, S, R> FrameHandler<P> for Runner<'_, '_, D, P::Page, F, W, Prog, S, R>
 where
     D: DmaMemory,
     P: PageProvider,
     F: TxFrame,
     W: RegisterWindow,
     Prog: RawXdpProgram + ?Sized,
-    O: PassSink<P::Page>,
+    S: RxSink<P::Page>,
     R: RedirectTable<P::Page>,
 {
-    fn receive(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> RxOutcome<P::Page> {
-        let Some(prog) = self.prog.as_deref_mut() else {
-            // No program: the frame goes up untouched, with no per-frame XDP work.
-            let info = PassInfo {
-                rxq: self.rxq,
-                ..PassInfo::default()
-            };
-            return match self.pass.pass(frame, info) {
-                Ok(()) => RxOutcome::ToOs,
-                Err(f) => {
-                    self.stats.rx_pass_refused += 1;
-                    RxOutcome::Recycle(f)
-                }
-            };
-        };
+    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
         let RxFrame {
             mut page,
             offset,
@@ -189,12 +156,12 @@ where
             let bytes = page.bytes().get(start..start + usize::from(len)).unwrap_or(&[]);
             XdpRxHash::compute(h, bytes)
         });
-        let ran = run_program(prog, &mut page, offset, len, self.rxq, hash);
+        let ran = run_program(self.prog, &mut page, offset, len, self.rxq, hash);
         let Some(ran) = ran else {
             // The frame does not fit the buffer layout (a page provider with odd pages).
             self.stats.rx_xdp_aborted += 1;
             self.stats.rx_xdp_drop += 1;
-            return RxOutcome::Recycle(RxFrame { page, offset, len });
+            return Handled::Recycle(RxFrame { page, offset, len });
         };
         let frame = RxFrame {
             page,
@@ -209,12 +176,9 @@ where
                     rxq: self.rxq,
                     hash,
                 };
-                match self.pass.pass(frame, info) {
-                    Ok(()) => RxOutcome::ToOs,
-                    Err(f) => {
-                        self.stats.rx_pass_refused += 1;
-                        recycle(f, ran.high_water)
-                    }
+                match pass_up(self.sink, self.stats, frame, info) {
+                    Handled::Recycle(f) => recycle(f, ran.high_water),
+                    kept => kept,
                 }
             }
             Some(XdpAction::Drop) => self.discard(frame, ran.high_water),
@@ -259,20 +223,20 @@ fn run_program<Pg: PoolPage, Prog: RawXdpProgram + ?Sized>(
 
 /// A frame to recycle, stretched so that the pool syncs every byte the CPU may have written
 /// (the program may have grown the frame and trimmed it again).
-fn recycle<Pg>(f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+fn recycle<Pg>(f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
     let end = usize::from(f.offset) + usize::from(f.len);
     let len = high_water.max(end).saturating_sub(RX_HEADROOM as usize);
-    RxOutcome::Recycle(RxFrame {
+    Handled::Recycle(RxFrame {
         page: f.page,
         offset: RX_HEADROOM as u16,
         len: u16::try_from(len).unwrap_or(u16::MAX),
     })
 }
 
-impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O, R>
-    Runner<'_, '_, D, Pg, F, W, Prog, O, R>
+impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, S, R>
+    Runner<'_, '_, D, Pg, F, W, Prog, S, R>
 {
-    fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+    fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
         self.stats.rx_xdp_drop += 1;
         recycle(f, high_water)
     }
@@ -291,7 +255,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O,
         f: RxFrame<Pg>,
         high_water: usize,
         pool: &mut P,
-    ) -> RxOutcome<Pg> {
+    ) -> Handled<Pg> {
         self.stats.rx_xdp_tx += 1;
         if !pool.device_readable() {
             self.stats.rx_xdp_tx_errors += 1;
@@ -305,7 +269,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O,
         };
         // `more`: the doorbell is rung once, after the poll.
         match self.tx.xmit_pool(self.db, pool, pf, true) {
-            Ok(()) => RxOutcome::ToTx,
+            Ok(()) => Handled::ToTx,
             Err(e) => {
                 // Deviation: the reference driver leaks the page here (spec §15 item 13).
                 self.stats.rx_xdp_tx_errors += 1;
@@ -328,7 +292,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O,
         target: Option<u32>,
         high_water: usize,
         pool: &mut P,
-    ) -> RxOutcome<Pg>
+    ) -> Handled<Pg>
     where
         R: RedirectTable<Pg>,
     {
@@ -360,7 +324,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O,
             Ok(Redirected::Queued) => {
                 self.stats.rx_xdp_redirect += 1;
                 self.redirected = true;
-                RxOutcome::ToTx
+                Handled::ToTx
             }
             Ok(Redirected::Copied(xf)) => {
                 self.stats.rx_xdp_redirect += 1;
@@ -385,7 +349,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, O,
         }
     }
 
-    fn redirect_failed(&mut self, f: RxFrame<Pg>, high_water: usize) -> RxOutcome<Pg> {
+    fn redirect_failed(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
         self.stats.rx_xdp_redirect_errors += 1;
         self.discard(f, high_water)
     }

@@ -1,6 +1,6 @@
 //! The clang-built XDP objects of `os-linux/xdp` (prebuilt in `bpf/objects/`, embedded in the image
 //! at build time), loaded by the `onic-bpf` engine and attached to PF1 as programs like any other:
-//! each runs through the core's `poll_xdp`, so its verdicts drive the same dispatch as the native
+//! each runs through the core's `QueuePair::poll`, so its verdicts drive the same dispatch as the native
 //! programs of [`super::verdicts`]. For every object the engine's verdict counts are printed and
 //! sent over defmt, and must agree with the core's `rx_xdp_*` counters; where the traffic makes
 //! the answer known (pass, drop, swap, the ICMP responder, the flow counter, the RX-hash kfunc,
@@ -163,7 +163,7 @@ fn specific(b: &Bench<'_, '_>, i: usize, seed: u32, e: &EngineStats) -> bool {
 }
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("XDP objects (os-linux/xdp built by clang, run by onic-bpf through poll_xdp)");
+    r.group("XDP objects (os-linux/xdp built by clang, run by onic-bpf through QueuePair::poll)");
     if !datapath::ready(r, b, "bpf") {
         return;
     }

@@ -8,7 +8,7 @@
 //!   through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
-//!   `QueuePair::poll_xdp(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
+//!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
 //!   the PF's attached XDP program (see [`super::xdp`]).
 //! - **Housekeeping.** The timer tick advances the model clock and asks the main loop for a
 //!   housekeeping round: TX reclaim for pairs that were not polled since the last round (a pair
@@ -34,10 +34,11 @@ use onic_core::rx::RxFrame;
 use onic_core::rx::{RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{
-    return_to_origin, DevMap, FromXdpFrame, PassInfo, PassSink, RawXdpProgram, TxTarget, XdpContext,
-    XdpFrame, XdpRxq, XdpSlot,
+    return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, TxTarget, XdpFrame, XdpRxq, XdpSlot,
 };
-use onic_core::{BufSizeIdx, QueueError, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::{
+    BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxQueueConfig, RxSink, TxQueueConfig,
+};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
@@ -820,7 +821,7 @@ pub fn service(b: &mut Bench<'_, '_>) -> bool {
     progress || polled || !interrupts.is_empty()
 }
 
-/// Polls pair `q` of PF `f` once (NAPI) with `QueuePair::poll_xdp`, running the PF's attached
+/// Polls pair `q` of PF `f` once (NAPI) with `QueuePair::poll`, running the PF's attached
 /// program (behind the tally's tap) on each frame; redirects go to the other PF's TX queues
 /// through a `DevMap` of `TxTarget`s. The pair stays scheduled while the poll reports `more`.
 /// Returns whether it polled.
@@ -940,29 +941,29 @@ fn to_os(
 static HASHER: onic_core::rss::ShellHasher =
     onic_core::rss::ShellHasher::new(&onic_core::rss::RssKey::DEFAULT);
 
-/// One `poll_xdp` of `pair` with the given program (if any), pass sink and redirect table.
+/// One `QueuePair::poll` of `pair` with the given program (if any), sink and redirect table.
 #[allow(clippy::too_many_arguments)]
-fn xdp_poll<Prog: RawXdpProgram + ?Sized, O: PassSink<DmaPage>>(
+fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
     pair: &mut Pair<'_, '_>,
     db: &Db<'_, '_>,
     prog: Option<&mut Prog>,
-    pass: &mut O,
+    sink: &mut S,
     table: &mut DevMap<'_, DmaPage, PAIRS>,
     rxq: XdpRxq,
     origin: u16,
     done: &mut Done<'_, '_>,
     hash: bool,
 ) -> PairPoll {
-    let mut ctx = XdpContext {
+    let mut ctx = RxContext {
         prog,
-        pass,
+        sink,
         redirect: table,
         rxq,
         origin,
         // The shell's hash, for the RX-hash kfunc of the embedded objects.
         hasher: hash.then_some(&HASHER as &dyn RxHasher),
     };
-    pair.poll_xdp(BUDGET, db, &mut ctx, done)
+    pair.poll(BUDGET, db, &mut ctx, done)
 }
 
 /// The tick's deferred work (see the module docs).

@@ -10,8 +10,8 @@
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
 //! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
-//! | [`verdicts`] | XDP programs through the core's XDP layer (`poll_xdp`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
-//! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `poll_xdp`: verdict counts, agreement with the core's counters, each object's own result |
+//! | [`verdicts`] | XDP programs through the core's XDP layer (`QueuePair::poll`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
+//! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `QueuePair::poll`: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //!

@@ -1,5 +1,5 @@
 //! XDP programs through the core's XDP layer (see [`super::xdp`]): PF0 sends, PF1's program
-//! decides in `QueuePair::poll_xdp`, and the counters of the core (`RxStats`, `PairStats`'s
+//! decides in `QueuePair::poll`, and the counters of the core (`RxStats`, `PairStats`'s
 //! `rx_xdp_*`, the pools' statistics) and of the image (TX completions, the wire) must say what
 //! happened. Then PF1's program is swapped and detached between polls while frames arrive.
 
@@ -80,7 +80,7 @@ pub fn census_holds(b: &Bench<'_, '_>) -> bool {
 }
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("XDP (poll_xdp: pass, drop, TX, redirect through a devmap, swap, detach)");
+    r.group("XDP (QueuePair::poll: pass, drop, TX, redirect through a devmap, swap, detach)");
     if !datapath::ready(r, b, "xdp") {
         return;
     }
@@ -271,7 +271,7 @@ fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// With PF1's program detached (`XdpSlot::detach`), `poll_xdp` hands every frame to the OS as
+/// With PF1's program detached (`XdpSlot::detach`), `QueuePair::poll` hands every frame to the OS as
 /// it is: no program runs and no XDP counter moves. A program attached again takes over at once.
 fn detach(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let n = u64::from(FRAMES);

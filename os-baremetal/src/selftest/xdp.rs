@@ -6,8 +6,8 @@
 //!   and detaches programs between polls, under traffic. [`Dispatch`] runs the attached one.
 //! - [`Tapped`] wraps the attached program for one poll so that the self-test's tap sees each
 //!   frame before the program does.
-//! - Each poll is a `QueuePair::poll_xdp`: XDP_PASS pages go to the image's OS through a
-//!   `PassSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
+//! - Each poll is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
+//!   `RxSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
 //!   TX queue (one doorbell per poll), and redirects go through a `DevMap` whose entries are
 //!   `TxTarget`s on the other PF's TX queues (entry `i` = queue `i`), flushed once per poll. A
 //!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame::Remote`]) and comes back
