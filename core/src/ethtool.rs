@@ -672,6 +672,10 @@ pub mod flow {
     /// `ETHER_FLOW`.
     pub const ETHER: u32 = 0x12;
 
+    /// `FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS`: flags ethtool may set on a flow type; they do not
+    /// change which fields are hashed.
+    pub const FLAGS: u32 = 0x8000_0000 | 0x4000_0000 | 0x2000_0000;
+
     /// `RXH_L3_PROTO`: the IP protocol.
     pub const RXH_L3_PROTO: u64 = 1 << 3;
     /// `RXH_IP_SRC`.
@@ -688,14 +692,14 @@ pub mod flow {
 /// for every IPv4 frame, whatever its protocol, the protocol number, the source and destination
 /// addresses and the 4 bytes after the IPv4 header (spec §9.4; for TCP/UDP/SCTP those are the
 /// ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
-/// (value 0, table entry 0).
+/// (value 0, table entry 0). The flag bits of [`flow::FLAGS`] are ignored.
 ///
 /// # Errors
 ///
 /// [`EthtoolError::FlowType`] for a value ethtool does not define.
 pub const fn rx_flow_hash(flow_type: u32) -> Result<u64, EthtoolError> {
     use flow::*;
-    match flow_type {
+    match flow_type & !FLAGS {
         TCP_V4 | UDP_V4 | SCTP_V4 | AH_ESP_V4 | AH_V4 | ESP_V4 | IPV4_USER | IPV4 => {
             Ok(RXH_L3_PROTO | RXH_IP_SRC | RXH_IP_DST | RXH_L4_B_0_1 | RXH_L4_B_2_3)
         }
@@ -935,6 +939,7 @@ mod tests {
             | flow::RXH_L4_B_2_3;
         assert_eq!(rx_flow_hash(flow::UDP_V4), Ok(v4));
         assert_eq!(rx_flow_hash(flow::IPV4), Ok(v4));
+        assert_eq!(rx_flow_hash(flow::UDP_V4 | 0x8000_0000), Ok(v4));
         assert_eq!(rx_flow_hash(flow::TCP_V6), Ok(0));
         assert_eq!(rx_flow_hash(0x77), Err(EthtoolError::FlowType(0x77)));
         assert_eq!(set_rx_flow_hash(flow::TCP_V4, v4), Ok(()));

@@ -707,7 +707,7 @@ proptest! {
 // ethtool semantics and validation
 
 fn snapshot(c: &RssConfig) -> RssConfig {
-    c.clone()
+    *c
 }
 
 #[test]

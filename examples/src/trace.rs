@@ -315,7 +315,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             key,
             hfunc,
         } => {
-            let mut device = bring_up(&rec, dev)?;
+            let device = bring_up(&rec, dev)?;
             let hfunc = match hfunc.as_str() {
                 "toeplitz" => HashFunction::Toeplitz,
                 "no-change" => HashFunction::NoChange,
@@ -339,7 +339,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
         }
         Scenario::Stats { dev } => {
             let device = bring_up(&rec, dev)?;
-            onic_core::stats::read_hw_counters(device.shell(), device.function().port());
+            device.hw_counters();
         }
     }
     Ok(rec.log_text())

@@ -55,7 +55,7 @@ type Dev<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 
 /// The shell holds what the state says, and the table only names queue pairs in use.
 fn check(dev: &Dev<'_>) {
-    let rss: &RssConfig = dev.rss();
+    let rss: RssConfig = dev.rss();
     let (table, key) = dev.rss_read_back().expect("read back");
     assert_eq!(&table, rss.table(), "indirection table in the shell");
     assert_eq!(&key, rss.key(), "key in the shell");
@@ -66,7 +66,7 @@ fn check(dev: &Dev<'_>) {
 }
 
 fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
-    let before = (dev.rss().clone(), dev.channels());
+    let before = (dev.rss(), dev.channels());
     let net_before = *net;
     let refused = match op {
         Op::Set { indir, key, hfunc } => {
@@ -128,7 +128,7 @@ fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
         Op::ReadFlowHash(t) => ethtool::rx_flow_hash(t).is_err(),
     };
     if refused {
-        assert_eq!(dev.rss(), &before.0, "a refused request changed the RSS state");
+        assert_eq!(dev.rss(), before.0, "a refused request changed the RSS state");
         assert_eq!(dev.channels(), before.1, "a refused request changed the channels");
         assert_eq!(*net, net_before, "a refused request changed the settings");
     }

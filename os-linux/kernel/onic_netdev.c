@@ -19,7 +19,8 @@
 #include "onic_compat.h"
 #include "onic_glue.h"
 
-/* Bounds the core also checks (Rust port::MIN_MTU / MAX_MTU: the shell's 1514-byte frames). */
+/* Bounds the core checks (onic_core::ethtool::MIN_MTU, NetSettings::max_mtu: the shell's
+ * 1514-byte frames). */
 #define ONIC_MIN_MTU ETH_MIN_MTU
 #define ONIC_MAX_MTU 1500
 

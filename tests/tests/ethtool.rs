@@ -31,7 +31,7 @@ fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
     let dev = recorded(&rec, 1, 8);
     rec.take_log();
     let qs = [QueueCounters::default(); 8];
-    let s = EthtoolStats::read(dev.shell(), 1, &qs);
+    let s = EthtoolStats::new(dev.hw_counters(), &qs);
     // One TICK, then every counter in full: the recording bus answers each read with a pattern
     // of its own address, so the high words show up in the values.
     assert_eq!(rec.log()[0].to_string(), "W 2 0x0000c2b0 0x00000001");
@@ -109,10 +109,10 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
 #[test]
 fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     let rec = Recorder::opennic();
-    let mut dev = recorded(&rec, 0, 8);
+    let dev = recorded(&rec, 0, 8);
     assert_eq!(dev.channels().max_combined, 8);
     assert_eq!(dev.channels().combined, 8);
-    let before = dev.rss().clone();
+    let before = dev.rss();
     rec.take_log();
     let req = |combined| ChannelsRequest {
         combined,
@@ -136,12 +136,12 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     assert!(dev.rss_equal(9).is_err());
     assert!(dev.rss_weights(&[0, 0]).is_err());
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
-    assert_eq!(dev.rss(), &before);
+    assert_eq!(dev.rss(), before);
     // A user-set table naming queue 7 keeps -L from going below 8 pairs.
     let mut table = [0u16; 128];
     table[5] = 7;
     dev.rss_set(Some(&table), None, HashFunction::NoChange).unwrap();
-    let before = dev.rss().clone();
+    let before = dev.rss();
     rec.take_log();
     assert_eq!(
         dev.set_channels(req(4)),
@@ -151,7 +151,7 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
         }))
     );
     assert!(rec.log().is_empty());
-    assert_eq!(dev.rss(), &before);
+    assert_eq!(dev.rss(), before);
     // Going back to a default table, -L 4 spreads it over 4 pairs.
     dev.rss_reset().unwrap();
     dev.set_channels(req(4)).unwrap();

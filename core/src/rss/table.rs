@@ -326,7 +326,7 @@ pub fn read_back<W: RegisterWindow + ?Sized>(
 /// assert_eq!(cfg.table().entries()[1], 1);
 /// # Ok::<(), onic_core::rss::RssError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RssConfig {
     table: IndirectionTable,

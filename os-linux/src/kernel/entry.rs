@@ -609,27 +609,12 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
 /// Live port; RTNL held; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut OnicLayout) {
-    // SAFETY: live port; control call.
-    let c = unsafe { port(p).config() };
-    let max_ring = onic_hal::regs::qdma::tables::RING_SIZES
-        .iter()
-        .max()
-        .copied()
-        .unwrap_or(0)
-        .saturating_sub(1);
-    // SAFETY: valid out pointer (caller's contract).
-    unsafe {
-        *out = OnicLayout {
-            max_queues: u32::from(c.max_queues),
-            queues: u32::from(c.queues),
-            tx_ring: u32::from(c.tx_ring.usable()),
-            rx_ring: u32::from(c.rx_ring.usable()),
-            max_ring,
-        };
-    }
+    // SAFETY: live port; control call; valid out pointer (caller's contract).
+    unsafe { *out = port(p).layout() };
 }
 
-/// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or -EINVAL.
+/// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or a negative
+/// errno.
 ///
 /// # Safety
 ///
@@ -642,12 +627,8 @@ pub unsafe extern "C" fn onic_rs_check_layout(
     rx_ring: u32,
 ) -> i32 {
     // SAFETY: live port; control call.
-    let c = unsafe { port(p).config() };
-    if queues == 0 || queues > u32::from(c.max_queues) {
-        return neg(EINVAL);
-    }
-    match KPort::ring_indices(tx_ring, rx_ring) {
-        Ok(_) => 0,
+    match unsafe { port(p).check_layout(queues, tx_ring, rx_ring) } {
+        Ok(()) => 0,
         Err(e) => neg(e),
     }
 }
@@ -664,11 +645,8 @@ pub unsafe extern "C" fn onic_rs_set_layout(
     tx_ring: u32,
     rx_ring: u32,
 ) -> i32 {
-    let (Ok(q), Ok((t, r))) = (u16::try_from(queues), KPort::ring_indices(tx_ring, rx_ring)) else {
-        return neg(EINVAL);
-    };
     // SAFETY: live port; control call; interface down.
-    match unsafe { port(p).reconfigure(q, t, r) } {
+    match unsafe { port(p).reconfigure(queues, tx_ring, rx_ring) } {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
