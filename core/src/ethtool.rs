@@ -399,21 +399,6 @@ pub enum EthtoolError {
     FlowType(u32),
 }
 
-impl EthtoolError {
-    /// The negative errno a Linux `ethtool_ops` callback returns for this refusal.
-    #[must_use]
-    pub const fn errno(&self) -> i32 {
-        match self {
-            Self::Rss(_)
-            | Self::Channels { .. }
-            | Self::RingSize { .. }
-            | Self::Mtu { .. }
-            | Self::FlowType(_) => -22,
-            Self::ChannelsNotCombined | Self::RingKind | Self::FlowHashFixed { .. } => -95, // EOPNOTSUPP
-        }
-    }
-}
-
 impl fmt::Display for EthtoolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -949,14 +934,6 @@ mod tests {
                 flow_type: flow::TCP_V4,
                 requested: 0x30
             })
-        );
-        assert_eq!(
-            EthtoolError::FlowHashFixed {
-                flow_type: 1,
-                requested: 0
-            }
-            .errno(),
-            -95
         );
     }
 }

@@ -53,3 +53,22 @@ pub const fn from_dma(e: onic_hal::DmaError) -> Errno {
         onic_hal::DmaError::OutOfMemory | onic_hal::DmaError::MapFailed => ENOMEM,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethtool_refusals_are_einval_or_eopnotsupp() {
+        let fixed = EthtoolError::FlowHashFixed {
+            flow_type: 1,
+            requested: 0,
+        };
+        assert_eq!(from_ethtool(&fixed), EOPNOTSUPP);
+        assert_eq!(from_ethtool(&EthtoolError::ChannelsNotCombined), EOPNOTSUPP);
+        assert_eq!(from_ethtool(&EthtoolError::RingSize { requested: 100 }), EINVAL);
+        assert_eq!(from_ethtool(&EthtoolError::FlowType(0x77)), EINVAL);
+        let rss = onic_core::Error::Rss(onic_core::rss::RssError::NoQueues);
+        assert_eq!(from_core(&rss), EINVAL);
+    }
+}
