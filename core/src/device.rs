@@ -24,25 +24,10 @@ use crate::stats::HW_COUNTERS;
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
 /// has streaming H2C errors at bit 16 (spec §15 item 2). Both are set, so H2C errors are reported
 /// whichever map the instance follows, and the reference driver's bit stays enabled.
-pub const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
+pub(crate) const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
 
 /// Interval between two SHELL_STATUS reads while a CMAC is in reset, in microseconds (1 ms).
-pub const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
-
-/// What `ethtool -x` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct RssInfo {
-    /// The indirection table (128 entries, `ETHTOOL_GRXFHINDIR` size).
-    pub table: IndirectionTable,
-    /// The key (40 bytes).
-    pub key: RssKey,
-    /// The hash function reported (Toeplitz; the shell's is a Toeplitz-like XOR hash, spec
-    /// §9.4).
-    pub hfunc: HashFunction,
-    /// RX rings the table spreads over (`ETHTOOL_GRXRINGS`).
-    pub rx_queues: u16,
-}
+pub(crate) const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
 
 /// A brought-up PCI function: FMAP, QCONF and indirection table programmed, global CSRs (master
 /// PF) set, CMACs detected (and enabled on the master PF), error interrupt armed (master PF).
@@ -435,22 +420,6 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         next.mark_programmed();
         self.rss.set(next);
         Ok(parts)
-    }
-
-    /// `ethtool -x`: the indirection table size, key size, hash function, and the table and key
-    /// as the shell holds them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Rss`] (cannot happen for a validated function).
-    pub fn rss_info(&self) -> Result<RssInfo> {
-        let (table, key) = self.rss_read_back()?;
-        Ok(RssInfo {
-            table,
-            key,
-            hfunc: HashFunction::Toeplitz,
-            rx_queues: self.rss.get().rx_queues(),
-        })
     }
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds

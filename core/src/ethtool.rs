@@ -148,16 +148,11 @@ pub struct EthtoolStats<'q> {
 }
 
 impl<'q> EthtoolStats<'q> {
-    /// The view over counters already read (`hw` from [`crate::stats::read_hw_counters`]).
+    /// The view over counters already read (`hw` from [`crate::Device::hw_counters`] or
+    /// [`crate::stats::read_hw_counters`]).
     #[must_use]
     pub const fn new(hw: [u64; HW_COUNTERS], queues: &'q [QueueCounters]) -> Self {
         Self { hw, queues }
-    }
-
-    /// Reads the port's hardware counters (TICK, then each counter in full) and takes the
-    /// queues' snapshots.
-    pub fn read<W: RegisterWindow>(shell: &W, port: u8, queues: &'q [QueueCounters]) -> Self {
-        Self::new(crate::stats::read_hw_counters(shell, port), queues)
     }
 
     /// Number of entries (`ethtool --show-stats` count, Linux `get_sset_count`).
@@ -180,8 +175,7 @@ impl<'q> EthtoolStats<'q> {
     }
 
     /// The seven XDP counters of the reference driver's list, in its order.
-    #[must_use]
-    pub fn xdp_totals(&self) -> [u64; 7] {
+    fn xdp_totals(&self) -> [u64; 7] {
         [
             self.sum(|c| c.pair.rx_xdp_redirect),
             self.sum(|c| c.pair.rx_xdp_pass),
@@ -345,14 +339,8 @@ impl Stats64 {
 
 /// The packet adapter's RX drop counter of `port` (64 bits, read without tearing; no TICK
 /// needed, the adapter's counters run free).
-pub fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
+pub(crate) fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
     crate::stats::read_u64_untorn(shell, cmac::adapter_base(port) + cmac::adapter::RX_DROP_PKTS)
-}
-
-/// ethtool's link state (`ethtool eth0`, "Link detected"): the carrier is on and the CMAC reports
-/// RX up and aligned (STAT_RX_STATUS read twice, spec §10.3).
-pub fn link_detected<W: RegisterWindow>(carrier: bool, shell: &W, port: u8) -> bool {
-    carrier && crate::stats::link_up(shell, port)
 }
 
 /// Why an ethtool request was refused. Nothing was changed.
@@ -478,7 +466,7 @@ pub fn check_channels(req: ChannelsRequest, max: u16) -> Result<u16, EthtoolErro
 /// # Errors
 ///
 /// [`EthtoolError::RingSize`] when the table has no such entry.
-pub fn ring_for(descriptors: u32) -> Result<RingSizeIdx, EthtoolError> {
+fn ring_for(descriptors: u32) -> Result<RingSizeIdx, EthtoolError> {
     let err = EthtoolError::RingSize {
         requested: descriptors,
     };
@@ -519,7 +507,7 @@ pub struct RingRequest {
 pub const MIN_MTU: u32 = 68;
 /// Ethernet header bytes between the MTU and the frame length (the shell's frame length has no
 /// FCS).
-pub const ETH_HEADER: u32 = 14;
+const ETH_HEADER: u32 = 14;
 
 /// The settings `ethtool -G` and MTU changes act on, validated as a whole; the OS shim recreates
 /// the queues with them (rings) or just applies them (MTU).

@@ -91,6 +91,16 @@ pub const fn rx_flow_hash_fields(flow_type: u32) -> u64 {
     }
 }
 
+/// `ethtool -N <dev> rx-flow-hash <type> <fields>` (ETHTOOL_SRXFH): the core's rule (accepted
+/// only if it asks for exactly what the shell hashes), as an errno.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for other fields, `EINVAL` for a flow type ethtool does not define.
+pub fn set_rx_flow_hash(flow_type: u32, fields: u64) -> Result<(), Errno> {
+    onic_core::ethtool::set_rx_flow_hash(flow_type, fields).map_err(|e| crate::errno::from_ethtool(&e))
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -138,6 +148,9 @@ mod tests {
         assert_eq!(rx_flow_hash_fields(0x02 | 0x8000_0000), 0xF8);
         assert_eq!(rx_flow_hash_fields(0x05), 0); // tcp6: the shell hashes it to 0
         assert_eq!(rx_flow_hash_fields(0x12), 0); // ether
+        assert_eq!(set_rx_flow_hash(0x01 | 0x8000_0000, 0xF8), Ok(()));
+        assert_eq!(set_rx_flow_hash(0x01, 0x30), Err(EOPNOTSUPP));
+        assert_eq!(set_rx_flow_hash(0x77, 0xF8), Err(crate::errno::EINVAL));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use onic_core::ethtool::{
-    check_channels, ChannelsRequest, EthtoolStats, NetSettings, QueueCounters, RingRequest, Stats64,
+    check_channels, ChannelsRequest, EthtoolStats, NetSettings, QueueCounters, RingRequest, Stats64, MIN_MTU,
 };
 use onic_core::rss::{HashFunction, RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
 use onic_core::rx::DEFAULT_MAX_FRAME_LEN;
@@ -540,6 +540,17 @@ where
         // SAFETY: forwarded contract.
         let ctl = unsafe { self.ctl() };
         ctl.net.set_mtu(mtu).map_err(|e| errno::from_ethtool(&e))
+    }
+
+    /// The MTU bounds the core accepts (`netdev->min_mtu`, `max_mtu`).
+    ///
+    /// # Safety
+    ///
+    /// Control call.
+    pub unsafe fn mtu_range(&self) -> (u32, u32) {
+        // SAFETY: forwarded contract.
+        let net = unsafe { &self.ctl().net };
+        (MIN_MTU, net.max_mtu())
     }
 
     /// Checks a new layout (`ethtool -L combined queues`, `-G tx tx_ring rx rx_ring`, usable

@@ -577,6 +577,7 @@ fn ring_sizes_and_reconfiguration_are_checked() {
         assert_eq!(a.change_mtu(9000), Err(EINVAL));
         assert_eq!(a.change_mtu(67), Err(EINVAL));
         a.change_mtu(1400).unwrap();
+        assert_eq!(a.mtu_range(), (68, 1500));
     }
     finish(&card, &os, vec![a]);
 }

@@ -4,8 +4,7 @@
 
 use onic_core::config::DeviceConfig;
 use onic_core::ethtool::{
-    adapter_rx_drops, c_driver_stat_name, link_detected, ChannelsRequest, EthtoolError, EthtoolStats,
-    QueueCounters, Stats64,
+    c_driver_stat_name, ChannelsRequest, EthtoolError, EthtoolStats, QueueCounters, Stats64,
 };
 use onic_core::rss::{HashFunction, RssError};
 use onic_core::xdp::{XdpAction, XdpBuff};
@@ -66,8 +65,8 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     }
     h.settle();
     let qs: Vec<QueueCounters> = h.pairs().map(|p| p.counters()).collect();
-    let shell = card.shell();
-    let s = EthtoolStats::read(&shell, 0, &qs);
+    let dev = &h.funcs[0].dev;
+    let s = EthtoolStats::new(dev.hw_counters(), &qs);
     let sum = |f: fn(&QueueCounters) -> u64| qs.iter().map(f).sum::<u64>();
     assert_eq!(s.get("rx_xdp_drop"), Some(20 + 20));
     assert_eq!(s.get("rx_xdp_pass"), Some(20));
@@ -89,7 +88,7 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     assert_eq!(s.get("stat_tx_total_good_pkts"), Some(20));
     assert_eq!(s.get("tx0_packets").unwrap() + s.get("tx1_packets").unwrap(), 20);
     assert!(s.get("rx_pp_alloc_fast").unwrap() > 0);
-    let drops = adapter_rx_drops(&shell, 0);
+    let drops = dev.adapter_rx_drops();
     assert_eq!(drops, s.get("stat_adapt_rx_drop").unwrap());
     assert!(drops > 0);
     let st = Stats64::from_queues(&qs, drops);
@@ -97,10 +96,9 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     assert_eq!(st.tx_packets, 20);
     assert_eq!(st.rx_missed_errors, drops);
     assert_eq!(st.rx_missed_errors, card.stats().c2h_no_desc_dropped);
-    assert!(link_detected(true, &shell, 0));
-    assert!(!link_detected(false, &shell, 0));
+    assert!(dev.link_up());
     card.set_link(0, false);
-    assert!(!link_detected(true, &shell, 0));
+    assert!(!dev.link_up());
     card.set_link(0, true);
     h.drain_xdp(&mut prog);
     h.teardown();
@@ -156,8 +154,7 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     dev.rss_reset().unwrap();
     dev.set_channels(req(4)).unwrap();
     assert_eq!(dev.channels().combined, 4);
-    let info = dev.rss_info().unwrap();
-    assert_eq!(info.rx_queues, 4);
-    assert_eq!(info.table.max_entry(), 3);
-    assert_eq!(info.hfunc, HashFunction::Toeplitz);
+    let (table, _) = dev.rss_read_back().unwrap();
+    assert_eq!(dev.rss().rx_queues(), 4);
+    assert_eq!(table.max_entry(), 3);
 }

@@ -563,6 +563,23 @@ pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
     }
 }
 
+/// The MTU bounds of the port (`netdev->min_mtu`, `max_mtu`), set before the netdev is
+/// registered.
+///
+/// # Safety
+///
+/// Live port; `min` and `max` valid for a write; RTNL held or the netdev not registered yet.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_mtu_range(p: *const c_void, min: *mut u32, max: *mut u32) {
+    // SAFETY: live port; control call (caller's contract).
+    let (lo, hi) = unsafe { port(p).mtu_range() };
+    // SAFETY: valid out pointers (caller's contract).
+    unsafe {
+        *min = lo;
+        *max = hi;
+    }
+}
+
 /// ethtool get_rxfh: table (RSS_INDIR_SIZE entries) and key (RSS_KEY_SIZE bytes), each optional.
 ///
 /// # Safety
@@ -656,4 +673,14 @@ pub unsafe extern "C" fn onic_rs_set_layout(
 #[no_mangle]
 pub extern "C" fn onic_rs_rx_flow_hash(flow_type: u32) -> u64 {
     crate::ethtool::rx_flow_hash_fields(flow_type)
+}
+
+/// ethtool set_rxnfc ETHTOOL_SRXFH: 0 when `fields` is exactly what the shell hashes for
+/// `flow_type` (nothing to change), else a negative errno.
+#[no_mangle]
+pub extern "C" fn onic_rs_set_rx_flow_hash(flow_type: u32, fields: u64) -> i32 {
+    match crate::ethtool::set_rx_flow_hash(flow_type, fields) {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
 }
