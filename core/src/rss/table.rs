@@ -233,7 +233,7 @@ fn check_function(func: u8) -> Result<(), RssError> {
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub fn write_table<W: RegisterWindow + ?Sized>(
+pub(crate) fn write_table<W: RegisterWindow + ?Sized>(
     shell: &W,
     func: u8,
     table: &IndirectionTable,
@@ -250,7 +250,11 @@ pub fn write_table<W: RegisterWindow + ?Sized>(
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub fn write_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8, key: &RssKey) -> Result<(), RssError> {
+pub(crate) fn write_key<W: RegisterWindow + ?Sized>(
+    shell: &W,
+    func: u8,
+    key: &RssKey,
+) -> Result<(), RssError> {
     check_function(func)?;
     for (k, &w) in key.to_register_words().iter().enumerate() {
         shell.write32(shell::hash_key(func, k), w);
@@ -263,7 +267,10 @@ pub fn write_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8, key: &RssKey) 
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_table<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<IndirectionTable, RssError> {
+pub(crate) fn read_table<W: RegisterWindow + ?Sized>(
+    shell: &W,
+    func: u8,
+) -> Result<IndirectionTable, RssError> {
     check_function(func)?;
     let mut e = [0u16; TABLE_LEN];
     for (k, entry) in e.iter_mut().enumerate() {
@@ -278,7 +285,7 @@ pub fn read_table<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<Ind
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKey, RssError> {
+pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKey, RssError> {
     check_function(func)?;
     let mut words = [0u32; HASH_KEY_WORDS];
     for (k, w) in words.iter_mut().enumerate() {
@@ -292,7 +299,7 @@ pub fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKe
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_back<W: RegisterWindow + ?Sized>(
+pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
     shell: &W,
     func: u8,
 ) -> Result<(IndirectionTable, RssKey), RssError> {
@@ -304,23 +311,16 @@ pub fn read_back<W: RegisterWindow + ?Sized>(
 /// The RSS state of one PCI function: indirection table, key and RX queue count, with the ethtool
 /// operations on them, and what is still to be written to the shell.
 ///
-/// A driver keeps one per function:
+/// [`crate::Device`] keeps one per function and writes what a change leaves pending to the shell
+/// ([`crate::Device::rss_set`] and its siblings); the state alone can be tried out:
 ///
 /// ```
 /// use onic_core::rss::{HashFunction, RssConfig};
-/// use onic_hal::recording::Recorder;
-/// use onic_hal::Bar;
 ///
-/// let rec = Recorder::new();
-/// let shell = rec.window(Bar::Shell);
-/// // Probe: default table (k % 4) to be written, RTL reset key kept (spec §9.2).
+/// // Probe: default table (k % 4), RTL reset key kept (spec §9.2).
 /// let mut cfg = RssConfig::new(4)?;
-/// cfg.program(&shell, 0)?; // writes the 128 entries only
-/// cfg.mark_programmed();
 /// // ethtool -X eth0 equal 2
 /// cfg.equal(2)?;
-/// cfg.program(&shell, 0)?;
-/// cfg.mark_programmed();
 /// // A refused request changes nothing.
 /// assert!(cfg.set(Some(&[9; 128]), None, HashFunction::NoChange).is_err());
 /// assert_eq!(cfg.table().entries()[1], 1);
@@ -358,27 +358,6 @@ impl RssConfig {
         })
     }
 
-    /// A state adopted from known contents (for example [`read_back`] after a driver reload), with
-    /// nothing pending. The table counts as user-set unless it is the default `k % rx_queues`.
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::NoQueues`], or [`RssError::QueueOutOfRange`] when the table names a queue at or
-    /// above `rx_queues`.
-    pub fn from_parts(table: IndirectionTable, key: RssKey, rx_queues: u16) -> Result<Self, RssError> {
-        if rx_queues == 0 {
-            return Err(RssError::NoQueues);
-        }
-        table.check_queues(rx_queues)?;
-        Ok(Self {
-            table,
-            key,
-            rx_queues,
-            table_user_set: table != IndirectionTable::round_robin(rx_queues),
-            pending: RssParts::NONE,
-        })
-    }
-
     /// The indirection table.
     #[must_use]
     pub const fn table(&self) -> &IndirectionTable {
@@ -395,18 +374,6 @@ impl RssConfig {
     #[must_use]
     pub const fn rx_queues(&self) -> u16 {
         self.rx_queues
-    }
-
-    /// The hash function ethtool reports: always Toeplitz (spec §9.2).
-    #[must_use]
-    pub const fn hash_function(&self) -> HashFunction {
-        HashFunction::Toeplitz
-    }
-
-    /// Whether the table was set by the user rather than being the default.
-    #[must_use]
-    pub const fn table_user_set(&self) -> bool {
-        self.table_user_set
     }
 
     /// The function-relative queue for a hash.
@@ -528,14 +495,8 @@ impl RssConfig {
         RssParts::TABLE
     }
 
-    /// The parts changed or requested since creation or the last [`RssConfig::mark_programmed`].
-    #[must_use]
-    pub const fn pending(&self) -> RssParts {
-        self.pending
-    }
-
     /// Forgets the pending parts, once they have been programmed.
-    pub fn mark_programmed(&mut self) {
+    pub(crate) fn mark_programmed(&mut self) {
         self.pending = RssParts::NONE;
     }
 
@@ -545,19 +506,13 @@ impl RssConfig {
     /// # Errors
     ///
     /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program<W: RegisterWindow + ?Sized>(&self, shell: &W, func: u8) -> Result<RssParts, RssError> {
+    pub(crate) fn program<W: RegisterWindow + ?Sized>(
+        &self,
+        shell: &W,
+        func: u8,
+    ) -> Result<RssParts, RssError> {
         self.program_parts(shell, func, self.pending)?;
         Ok(self.pending)
-    }
-
-    /// Writes the whole state (table, then key) to function `func`, pending or not: for a function
-    /// whose registers may hold anything (after a shell reset, or another driver).
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program_all<W: RegisterWindow + ?Sized>(&self, shell: &W, func: u8) -> Result<(), RssError> {
-        self.program_parts(shell, func, RssParts::ALL)
     }
 
     /// Writes the given parts to function `func`: table first, then key.
@@ -565,7 +520,7 @@ impl RssConfig {
     /// # Errors
     ///
     /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program_parts<W: RegisterWindow + ?Sized>(
+    fn program_parts<W: RegisterWindow + ?Sized>(
         &self,
         shell: &W,
         func: u8,
@@ -580,19 +535,10 @@ impl RssConfig {
         }
         Ok(())
     }
-
-    /// `ethtool -x`: table and key as function `func` holds them; see [`read_back`].
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing read).
-    pub fn read_back<W: RegisterWindow + ?Sized>(
-        shell: &W,
-        func: u8,
-    ) -> Result<(IndirectionTable, RssKey), RssError> {
-        read_back(shell, func)
-    }
 }
+
+#[cfg(test)]
+mod ethtool_tests;
 
 #[cfg(test)]
 mod tests {
