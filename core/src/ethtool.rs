@@ -315,7 +315,7 @@ crate::counters_add_assign!(Stats64 {
 
 impl Stats64 {
     /// Adds up the queues' counters; `adapter_rx_drops` is the adapter's RX drop counter
-    /// ([`adapter_rx_drops`]).
+    /// ([`crate::Device::adapter_rx_drops`]).
     #[must_use]
     pub fn from_queues(queues: &[QueueCounters], adapter_rx_drops: u64) -> Self {
         let mut s = Self {
