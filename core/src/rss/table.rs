@@ -39,12 +39,6 @@ impl IndirectionTable {
         Self(e)
     }
 
-    /// A table from its entries, unchecked against any queue count.
-    #[must_use]
-    pub const fn from_entries(entries: [u16; TABLE_LEN]) -> Self {
-        Self(entries)
-    }
-
     /// A table from a slice of exactly 128 entries, unchecked against any queue count.
     ///
     /// # Errors
@@ -64,7 +58,7 @@ impl IndirectionTable {
     ///
     /// [`RssError::WeightsAllZero`] when the weights sum to 0 (or none are given),
     /// [`RssError::WeightSumTooLarge`] when they sum to more than 128 (ethtool's limit).
-    pub fn weighted(weights: &[u32]) -> Result<Self, RssError> {
+    pub(crate) fn weighted(weights: &[u32]) -> Result<Self, RssError> {
         let sum: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         if sum == 0 {
             return Err(RssError::WeightsAllZero);
@@ -106,7 +100,7 @@ impl IndirectionTable {
 
     /// The highest queue index in the table.
     #[must_use]
-    pub fn max_entry(&self) -> u16 {
+    pub(crate) fn max_entry(&self) -> u16 {
         self.0.iter().copied().max().unwrap_or(0)
     }
 
@@ -115,7 +109,7 @@ impl IndirectionTable {
     /// # Errors
     ///
     /// [`RssError::QueueOutOfRange`] for the first entry that does not.
-    pub fn check_queues(&self, rx_queues: u16) -> Result<(), RssError> {
+    pub(crate) fn check_queues(&self, rx_queues: u16) -> Result<(), RssError> {
         match self.0.iter().position(|&q| q >= rx_queues) {
             None => Ok(()),
             Some(index) => Err(RssError::QueueOutOfRange {
@@ -158,16 +152,6 @@ impl HashFunction {
             0 => Self::NoChange,
             Self::ETH_RSS_HASH_TOP => Self::Toeplitz,
             other => Self::Other(other),
-        }
-    }
-
-    /// ethtool's `hfunc` bits.
-    #[must_use]
-    pub const fn to_ethtool(self) -> u8 {
-        match self {
-            Self::NoChange => 0,
-            Self::Toeplitz => Self::ETH_RSS_HASH_TOP,
-            Self::Other(h) => h,
         }
     }
 }
@@ -372,7 +356,7 @@ impl RssConfig {
 
     /// The number of RX queues (`ethtool` "rx rings").
     #[must_use]
-    pub const fn rx_queues(&self) -> u16 {
+    pub(crate) const fn rx_queues(&self) -> u16 {
         self.rx_queues
     }
 
@@ -447,7 +431,8 @@ impl RssConfig {
         Ok(self.commit_table(IndirectionTable::round_robin(n), true))
     }
 
-    /// `ethtool -X ... weight w0 w1 ...`: see [`IndirectionTable::weighted`].
+    /// `ethtool -X ... weight w0 w1 ...`: queue `j` gets a share of the 128 entries proportional
+    /// to `weights[j]`, in contiguous runs from queue 0 up, as ethtool fills the table.
     ///
     /// # Errors
     ///
@@ -461,7 +446,7 @@ impl RssConfig {
     }
 
     /// `ethtool -X ... default`: entry `k` = `k % rx_queues`, following later queue-count changes.
-    pub fn reset_table(&mut self) -> RssParts {
+    pub(crate) fn reset_table(&mut self) -> RssParts {
         self.commit_table(IndirectionTable::round_robin(self.rx_queues), false)
     }
 
@@ -472,7 +457,7 @@ impl RssConfig {
     ///
     /// [`RssError::NoQueues`] for 0, [`RssError::QueuesInUse`] when a user-set table names a queue
     /// that would disappear; the state is then unchanged.
-    pub fn set_rx_queues(&mut self, rx_queues: u16) -> Result<RssParts, RssError> {
+    pub(crate) fn set_rx_queues(&mut self, rx_queues: u16) -> Result<RssParts, RssError> {
         if rx_queues == 0 {
             return Err(RssError::NoQueues);
         }
@@ -579,6 +564,5 @@ mod tests {
         assert_eq!(HashFunction::from_ethtool(0), HashFunction::NoChange);
         assert_eq!(HashFunction::from_ethtool(1), HashFunction::Toeplitz);
         assert_eq!(HashFunction::from_ethtool(2), HashFunction::Other(2));
-        assert_eq!(HashFunction::Other(4).to_ethtool(), 4);
     }
 }

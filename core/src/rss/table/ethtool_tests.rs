@@ -265,7 +265,7 @@ fn both_parts_table_first_then_key_on_pf1() {
     )
     .unwrap();
     c.program(&shell, 1).unwrap();
-    let mut want = table_writes(0x2400, &IndirectionTable::from_entries([1; 128]));
+    let mut want = table_writes(0x2400, &super::IndirectionTable([1; 128]));
     want.extend(key_writes(0x2600, &RssKey::MICROSOFT));
     assert_eq!(rec.take_log(), want);
     // Nothing pending: nothing written.
