@@ -3,7 +3,7 @@
 //! the interpreter's checked accessors; a bad pointer is a fault, a bad value (unknown flags, a
 //! missing map entry) is the kernel's error return.
 
-use onic_core::xdp::XdpAction;
+use onic_core::xdp::{XdpAction, XdpError};
 
 use crate::insn::{helper as h, kfunc};
 use crate::maps::errno;
@@ -13,7 +13,7 @@ use crate::Host;
 
 const EINVAL: i64 = -errno::EINVAL;
 /// `ENODATA`: no RX hash for this frame.
-const ENODATA: i64 = -61;
+const ENODATA: i64 = -errno::ENODATA;
 /// Low bits of `bpf_redirect_map`'s flags: the verdict when the key has no entry.
 const REDIRECT_MISS_MASK: u64 = 0x7;
 /// Most bytes `bpf_trace_printk` formats.
@@ -26,6 +26,15 @@ fn bad(helper: &'static str, why: &'static str) -> FaultKind {
 /// A 64-bit register holding a negative errno.
 const fn neg(e: i64) -> u64 {
     e as u64
+}
+
+/// The negative errno the kernel's XDP helpers return for a refusal of the core's buffer.
+const fn xdp_errno(e: XdpError) -> i64 {
+    match e {
+        XdpError::OutOfBounds => EINVAL,
+        XdpError::MetaLength => -errno::EACCES,
+        XdpError::NoData => ENODATA,
+    }
 }
 
 impl<H: Host> Run<'_, '_, H> {
@@ -162,7 +171,7 @@ impl<H: Host> Run<'_, '_, H> {
         };
         Ok(match r {
             Ok(()) => 0,
-            Err(e) => i64::from(e.errno()) as u64,
+            Err(e) => neg(xdp_errno(e)),
         })
     }
 

@@ -19,7 +19,9 @@ pub mod errno {
     pub const ENOENT: i64 = 2;
     pub const E2BIG: i64 = 7;
     pub const EEXIST: i64 = 17;
+    pub const EACCES: i64 = 13;
     pub const EINVAL: i64 = 22;
+    pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
 }
 

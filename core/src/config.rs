@@ -157,7 +157,7 @@ impl Function {
     /// Whether this is the master PF (function 0), which programs the global CSRs, enables the
     /// CMACs and owns the error interrupt.
     #[must_use]
-    pub const fn is_master(self) -> bool {
+    pub(crate) const fn is_master(self) -> bool {
         self.0 == 0
     }
 
@@ -201,7 +201,7 @@ pub struct DeviceConfig {
 
 impl DeviceConfig {
     /// Default number of 1 ms polls for a CMAC reset (the reference driver waits forever).
-    pub const CMAC_RESET_POLLS_DEFAULT: u32 = 1000;
+    pub(crate) const CMAC_RESET_POLLS_DEFAULT: u32 = 1000;
 
     /// Validates a device configuration with the reference driver's defaults for the rest.
     ///
@@ -261,7 +261,7 @@ impl DeviceConfig {
     /// # Errors
     ///
     /// [`ConfigError::QueueIndex`].
-    pub const fn check_tx_queue(&self, qid: u16) -> Result<(), ConfigError> {
+    pub(crate) const fn check_tx_queue(&self, qid: u16) -> Result<(), ConfigError> {
         if qid < self.span() {
             Ok(())
         } else {
@@ -293,7 +293,7 @@ impl DeviceConfig {
     /// # Errors
     ///
     /// [`ConfigError::Vector`].
-    pub const fn check_vector(&self, vector: u16) -> Result<(), ConfigError> {
+    pub(crate) const fn check_vector(&self, vector: u16) -> Result<(), ConfigError> {
         if vector < self.queues {
             Ok(())
         } else {

@@ -4,11 +4,13 @@
 //! The order of register accesses follows the reference driver exactly, except for the documented
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
 
+use core::cell::Cell;
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
 use onic_hal::layout::ctxt::CtxtOp;
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
+
 use onic_hal::{DelayNs, DmaAddr, RegisterWindow, SharedGuard, SharedLock, Unshared};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
@@ -16,30 +18,16 @@ use crate::error::{ConfigError, Error, Result};
 use crate::ethtool::{check_channels, Channels, ChannelsRequest, EthtoolError};
 use crate::qdma::{context_command, Doorbells};
 use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
+use crate::stats::HW_COUNTERS;
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
 /// has streaming H2C errors at bit 16 (spec §15 item 2). Both are set, so H2C errors are reported
 /// whichever map the instance follows, and the reference driver's bit stays enabled.
-pub const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
+pub(crate) const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
 
 /// Interval between two SHELL_STATUS reads while a CMAC is in reset, in microseconds (1 ms).
-pub const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
-
-/// What `ethtool -x` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct RssInfo {
-    /// The indirection table (128 entries, `ETHTOOL_GRXFHINDIR` size).
-    pub table: IndirectionTable,
-    /// The key (40 bytes).
-    pub key: RssKey,
-    /// The hash function reported (Toeplitz; the shell's is a Toeplitz-like XOR hash, spec
-    /// §9.4).
-    pub hfunc: HashFunction,
-    /// RX rings the table spreads over (`ETHTOOL_GRXRINGS`).
-    pub rx_queues: u16,
-}
+pub(crate) const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
 
 /// A brought-up PCI function: FMAP, QCONF and indirection table programmed, global CSRs (master
 /// PF) set, CMACs detected (and enabled on the master PF), error interrupt armed (master PF).
@@ -47,6 +35,12 @@ pub struct RssInfo {
 /// `L` is the card's lock around indirect context commands ([`SharedLock`]): [`Unshared`] where
 /// one context drives the whole card, the OS's per-card lock where several functions are driven
 /// at once (the Linux module).
+///
+/// Every method takes `&self`: the queue methods are called from the datapath's owners while the
+/// control plane changes RSS and channels. The RSS state sits in a [`Cell`], so a `Device` is
+/// `Send` but not `Sync`: whoever shares one between contexts (the Linux shim) serializes the
+/// control calls ([`Device::rss_set`], [`Device::set_channels`], ...) itself; the other methods
+/// do not touch that state.
 #[derive(Debug)]
 pub struct Device<Q, S, L = Unshared> {
     qdma: Q,
@@ -54,7 +48,19 @@ pub struct Device<Q, S, L = Unshared> {
     lock: L,
     cfg: DeviceConfig,
     cmacs: u8,
-    rss: RssConfig,
+    rss: Cell<RssConfig>,
+}
+
+/// The register windows behind a [`Device`], for tools and tests that look at (or poke) the
+/// hardware below the driver: the `onic trace` tool, register-sequence tests. Enabled by the
+/// `raw-registers` feature; drivers change the device only through [`Device`]'s methods.
+#[cfg(feature = "raw-registers")]
+#[derive(Debug)]
+pub struct RawRegisters<'d, Q, S> {
+    /// The QDMA BAR (BAR0).
+    pub qdma: &'d Q,
+    /// The shell BAR (BAR2).
+    pub shell: &'d S,
 }
 
 impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
@@ -93,7 +99,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             lock,
             cfg,
             cmacs: 0,
-            rss,
+            rss: Cell::new(rss),
         };
         match dev.bring_up(delay) {
             Ok(()) => Ok(dev),
@@ -118,8 +124,9 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
         // value (spec §9.2), so only the table is pending here.
-        self.rss.program(&self.shell, f).map_err(Error::Rss)?;
-        self.rss.mark_programmed();
+        let rss = self.rss.get_mut();
+        rss.program(&self.shell, f).map_err(Error::Rss)?;
+        rss.mark_programmed();
         // Step 8: global CSRs, master PF only.
         if func.is_master() {
             self.init_global_csrs();
@@ -288,14 +295,14 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         self.cmacs
     }
 
-    /// The QDMA BAR.
-    pub const fn qdma(&self) -> &Q {
-        &self.qdma
-    }
-
-    /// The shell BAR.
-    pub const fn shell(&self) -> &S {
-        &self.shell
+    /// The register windows, below the driver (feature `raw-registers`): for the trace tool and
+    /// register-level tests only.
+    #[cfg(feature = "raw-registers")]
+    pub const fn raw_registers(&self) -> RawRegisters<'_, Q, S> {
+        RawRegisters {
+            qdma: &self.qdma,
+            shell: &self.shell,
+        }
     }
 
     /// The queue doorbells of this function.
@@ -303,10 +310,28 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Doorbells::new(&self.qdma)
     }
 
+    /// The hardware counters of the function's port, in the order of
+    /// [`crate::stats::read_hw_counters`] (TICK, then each counter in full).
+    pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
+        crate::stats::read_hw_counters(&self.shell, self.cfg.func.port())
+    }
+
+    /// The packet adapter's RX drop counter of the function's port (frames dropped before the
+    /// driver saw them).
+    pub fn adapter_rx_drops(&self) -> u64 {
+        crate::ethtool::adapter_rx_drops(&self.shell, self.cfg.func.port())
+    }
+
+    /// Whether the function's CMAC reports RX up and aligned (spec §10.3; ethtool's "Link
+    /// detected" when the carrier is on).
+    pub fn link_up(&self) -> bool {
+        crate::stats::link_up(&self.shell, self.cfg.func.port())
+    }
+
     /// The function's RSS state (indirection table, key, RX queue count) as last programmed.
     #[must_use]
-    pub const fn rss(&self) -> &RssConfig {
-        &self.rss
+    pub fn rss(&self) -> RssConfig {
+        self.rss.get()
     }
 
     /// `ethtool -X`: validates every part first, then writes what was given (table entries, then
@@ -317,7 +342,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// [`Error::Rss`] for a bad table, key or hash function; nothing is written and the state is
     /// unchanged.
     pub fn rss_set(
-        &mut self,
+        &self,
         indir: Option<&[u16]>,
         key: Option<&[u8]>,
         hfunc: HashFunction,
@@ -330,7 +355,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// # Errors
     ///
     /// As [`Device::rss_set`].
-    pub fn rss_equal(&mut self, n: u16) -> Result<RssParts> {
+    pub fn rss_equal(&self, n: u16) -> Result<RssParts> {
         self.rss_apply(|rss| rss.equal(n))
     }
 
@@ -339,7 +364,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// # Errors
     ///
     /// As [`Device::rss_set`].
-    pub fn rss_weights(&mut self, weights: &[u32]) -> Result<RssParts> {
+    pub fn rss_weights(&self, weights: &[u32]) -> Result<RssParts> {
         self.rss_apply(|rss| rss.weights(weights))
     }
 
@@ -349,31 +374,32 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// # Errors
     ///
     /// As [`Device::rss_set`].
-    pub fn rss_reset(&mut self) -> Result<RssParts> {
+    pub fn rss_reset(&self) -> Result<RssParts> {
         self.rss_apply(|rss| Ok(rss.reset_table()))
     }
 
-    /// Validates a change on the state (which leaves it untouched on error), then programs the
-    /// pending parts.
+    /// Validates a change on a copy of the state, programs the pending parts, and only then
+    /// keeps the copy: a refused change leaves the state as it was.
     fn rss_apply(
-        &mut self,
+        &self,
         change: impl FnOnce(&mut RssConfig) -> Result<RssParts, RssError>,
     ) -> Result<RssParts> {
-        change(&mut self.rss).map_err(Error::Rss)?;
-        let parts = self
-            .rss
+        let mut next = self.rss.get();
+        change(&mut next).map_err(Error::Rss)?;
+        let parts = next
             .program(&self.shell, self.cfg.func.number())
             .map_err(Error::Rss)?;
-        self.rss.mark_programmed();
+        next.mark_programmed();
+        self.rss.set(next);
         Ok(parts)
     }
 
     /// `ethtool -l`: queue pairs the function owns and queue pairs in use.
     #[must_use]
-    pub const fn channels(&self) -> Channels {
+    pub fn channels(&self) -> Channels {
         Channels {
             max_combined: self.cfg.queues,
-            combined: self.rss.rx_queues(),
+            combined: self.rss.get().rx_queues(),
         }
     }
 
@@ -386,30 +412,14 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     ///
     /// [`EthtoolError::ChannelsNotCombined`], [`EthtoolError::Channels`],
     /// [`EthtoolError::Rss`]; nothing is written and the state is unchanged.
-    pub fn set_channels(&mut self, req: ChannelsRequest) -> Result<RssParts, EthtoolError> {
+    pub fn set_channels(&self, req: ChannelsRequest) -> Result<RssParts, EthtoolError> {
         let n = check_channels(req, self.cfg.queues)?;
-        let mut next = self.rss.clone();
+        let mut next = self.rss.get();
         next.set_rx_queues(n)?;
         let parts = next.program(&self.shell, self.cfg.func.number())?;
         next.mark_programmed();
-        self.rss = next;
+        self.rss.set(next);
         Ok(parts)
-    }
-
-    /// `ethtool -x`: the indirection table size, key size, hash function, and the table and key
-    /// as the shell holds them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Rss`] (cannot happen for a validated function).
-    pub fn rss_info(&self) -> Result<RssInfo> {
-        let (table, key) = self.rss_read_back()?;
-        Ok(RssInfo {
-            table,
-            key,
-            hfunc: HashFunction::Toeplitz,
-            rx_queues: self.rss.rx_queues(),
-        })
     }
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds

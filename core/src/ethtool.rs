@@ -148,16 +148,11 @@ pub struct EthtoolStats<'q> {
 }
 
 impl<'q> EthtoolStats<'q> {
-    /// The view over counters already read (`hw` from [`crate::stats::read_hw_counters`]).
+    /// The view over counters already read (`hw` from [`crate::Device::hw_counters`] or
+    /// [`crate::stats::read_hw_counters`]).
     #[must_use]
     pub const fn new(hw: [u64; HW_COUNTERS], queues: &'q [QueueCounters]) -> Self {
         Self { hw, queues }
-    }
-
-    /// Reads the port's hardware counters (TICK, then each counter in full) and takes the
-    /// queues' snapshots.
-    pub fn read<W: RegisterWindow>(shell: &W, port: u8, queues: &'q [QueueCounters]) -> Self {
-        Self::new(crate::stats::read_hw_counters(shell, port), queues)
     }
 
     /// Number of entries (`ethtool --show-stats` count, Linux `get_sset_count`).
@@ -180,8 +175,7 @@ impl<'q> EthtoolStats<'q> {
     }
 
     /// The seven XDP counters of the reference driver's list, in its order.
-    #[must_use]
-    pub fn xdp_totals(&self) -> [u64; 7] {
+    fn xdp_totals(&self) -> [u64; 7] {
         [
             self.sum(|c| c.pair.rx_xdp_redirect),
             self.sum(|c| c.pair.rx_xdp_pass),
@@ -321,7 +315,7 @@ crate::counters_add_assign!(Stats64 {
 
 impl Stats64 {
     /// Adds up the queues' counters; `adapter_rx_drops` is the adapter's RX drop counter
-    /// ([`adapter_rx_drops`]).
+    /// ([`crate::Device::adapter_rx_drops`]).
     #[must_use]
     pub fn from_queues(queues: &[QueueCounters], adapter_rx_drops: u64) -> Self {
         let mut s = Self {
@@ -345,14 +339,8 @@ impl Stats64 {
 
 /// The packet adapter's RX drop counter of `port` (64 bits, read without tearing; no TICK
 /// needed, the adapter's counters run free).
-pub fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
+pub(crate) fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
     crate::stats::read_u64_untorn(shell, cmac::adapter_base(port) + cmac::adapter::RX_DROP_PKTS)
-}
-
-/// ethtool's link state (`ethtool eth0`, "Link detected"): the carrier is on and the CMAC reports
-/// RX up and aligned (STAT_RX_STATUS read twice, spec §10.3).
-pub fn link_detected<W: RegisterWindow>(carrier: bool, shell: &W, port: u8) -> bool {
-    carrier && crate::stats::link_up(shell, port)
 }
 
 /// Why an ethtool request was refused. Nothing was changed.
@@ -397,21 +385,6 @@ pub enum EthtoolError {
     },
     /// A flow type ethtool does not define.
     FlowType(u32),
-}
-
-impl EthtoolError {
-    /// The negative errno a Linux `ethtool_ops` callback returns for this refusal.
-    #[must_use]
-    pub const fn errno(&self) -> i32 {
-        match self {
-            Self::Rss(_)
-            | Self::Channels { .. }
-            | Self::RingSize { .. }
-            | Self::Mtu { .. }
-            | Self::FlowType(_) => -22,
-            Self::ChannelsNotCombined | Self::RingKind | Self::FlowHashFixed { .. } => -95, // EOPNOTSUPP
-        }
-    }
 }
 
 impl fmt::Display for EthtoolError {
@@ -493,7 +466,7 @@ pub fn check_channels(req: ChannelsRequest, max: u16) -> Result<u16, EthtoolErro
 /// # Errors
 ///
 /// [`EthtoolError::RingSize`] when the table has no such entry.
-pub fn ring_for(descriptors: u32) -> Result<RingSizeIdx, EthtoolError> {
+fn ring_for(descriptors: u32) -> Result<RingSizeIdx, EthtoolError> {
     let err = EthtoolError::RingSize {
         requested: descriptors,
     };
@@ -534,7 +507,7 @@ pub struct RingRequest {
 pub const MIN_MTU: u32 = 68;
 /// Ethernet header bytes between the MTU and the frame length (the shell's frame length has no
 /// FCS).
-pub const ETH_HEADER: u32 = 14;
+const ETH_HEADER: u32 = 14;
 
 /// The settings `ethtool -G` and MTU changes act on, validated as a whole; the OS shim recreates
 /// the queues with them (rings) or just applies them (MTU).
@@ -672,6 +645,10 @@ pub mod flow {
     /// `ETHER_FLOW`.
     pub const ETHER: u32 = 0x12;
 
+    /// `FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS`: flags ethtool may set on a flow type; they do not
+    /// change which fields are hashed.
+    pub const FLAGS: u32 = 0x8000_0000 | 0x4000_0000 | 0x2000_0000;
+
     /// `RXH_L3_PROTO`: the IP protocol.
     pub const RXH_L3_PROTO: u64 = 1 << 3;
     /// `RXH_IP_SRC`.
@@ -688,14 +665,14 @@ pub mod flow {
 /// for every IPv4 frame, whatever its protocol, the protocol number, the source and destination
 /// addresses and the 4 bytes after the IPv4 header (spec §9.4; for TCP/UDP/SCTP those are the
 /// ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
-/// (value 0, table entry 0).
+/// (value 0, table entry 0). The flag bits of [`flow::FLAGS`] are ignored.
 ///
 /// # Errors
 ///
 /// [`EthtoolError::FlowType`] for a value ethtool does not define.
 pub const fn rx_flow_hash(flow_type: u32) -> Result<u64, EthtoolError> {
     use flow::*;
-    match flow_type {
+    match flow_type & !FLAGS {
         TCP_V4 | UDP_V4 | SCTP_V4 | AH_ESP_V4 | AH_V4 | ESP_V4 | IPV4_USER | IPV4 => {
             Ok(RXH_L3_PROTO | RXH_IP_SRC | RXH_IP_DST | RXH_L4_B_0_1 | RXH_L4_B_2_3)
         }
@@ -935,6 +912,7 @@ mod tests {
             | flow::RXH_L4_B_2_3;
         assert_eq!(rx_flow_hash(flow::UDP_V4), Ok(v4));
         assert_eq!(rx_flow_hash(flow::IPV4), Ok(v4));
+        assert_eq!(rx_flow_hash(flow::UDP_V4 | 0x8000_0000), Ok(v4));
         assert_eq!(rx_flow_hash(flow::TCP_V6), Ok(0));
         assert_eq!(rx_flow_hash(0x77), Err(EthtoolError::FlowType(0x77)));
         assert_eq!(set_rx_flow_hash(flow::TCP_V4, v4), Ok(()));
@@ -944,14 +922,6 @@ mod tests {
                 flow_type: flow::TCP_V4,
                 requested: 0x30
             })
-        );
-        assert_eq!(
-            EthtoolError::FlowHashFixed {
-                flow_type: 1,
-                requested: 0
-            }
-            .errno(),
-            -95
         );
     }
 }

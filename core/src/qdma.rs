@@ -1,4 +1,5 @@
-//! QDMA register programming: indirect contexts and queue doorbells (spec §5, §6).
+//! QDMA register programming: indirect contexts (crate-private: [`crate::Device`] programs them)
+//! and queue doorbells (spec §5, §6).
 
 use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
 use onic_hal::layout::doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb};
@@ -8,9 +9,9 @@ use onic_hal::{DelayNs, RegisterWindow};
 use crate::error::{Error, Result};
 
 /// Reads of IND_CTXT_CMD before a busy command is given up (spec §5.1: about 500 ms).
-pub const CTXT_POLL_LIMIT: u32 = 5000;
+pub(crate) const CTXT_POLL_LIMIT: u32 = 5000;
 /// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
-pub const CTXT_POLL_INTERVAL_US: u32 = 100;
+pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
 
 /// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
 /// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
@@ -18,7 +19,7 @@ pub const CTXT_POLL_INTERVAL_US: u32 = 100;
 /// # Errors
 ///
 /// [`Error::ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
-pub fn context_command<W: RegisterWindow, D: DelayNs>(
+pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,
     sel: CtxtSel,
@@ -50,61 +51,14 @@ pub fn context_command<W: RegisterWindow, D: DelayNs>(
     Err(Error::ContextBusy { command })
 }
 
-/// Clears a context (no DATA/MASK writes).
+/// Reads a context's 8 DATA words: a register-level look below the driver, for the bare-metal
+/// self-test and tools (feature `raw-registers`, with [`crate::Device::raw_registers`]'s QDMA
+/// window). It does not take the card's context-command lock.
 ///
 /// # Errors
 ///
-/// As [`context_command`].
-pub fn context_clear<W: RegisterWindow, D: DelayNs>(
-    bar0: &W,
-    delay: &mut D,
-    sel: CtxtSel,
-    qid: u16,
-) -> Result<()> {
-    context_command(bar0, delay, sel, CtxtOp::Clear, qid, &[0; qdma::IND_CTXT_WORDS])
-}
-
-/// Invalidates a context (no DATA/MASK writes).
-///
-/// # Errors
-///
-/// As [`context_command`].
-pub fn context_invalidate<W: RegisterWindow, D: DelayNs>(
-    bar0: &W,
-    delay: &mut D,
-    sel: CtxtSel,
-    qid: u16,
-) -> Result<()> {
-    context_command(
-        bar0,
-        delay,
-        sel,
-        CtxtOp::Invalidate,
-        qid,
-        &[0; qdma::IND_CTXT_WORDS],
-    )
-}
-
-/// Writes a context from its 8 DATA words.
-///
-/// # Errors
-///
-/// As [`context_command`].
-pub fn context_write<W: RegisterWindow, D: DelayNs>(
-    bar0: &W,
-    delay: &mut D,
-    sel: CtxtSel,
-    qid: u16,
-    data: &[u32; qdma::IND_CTXT_WORDS],
-) -> Result<()> {
-    context_command(bar0, delay, sel, CtxtOp::Write, qid, data)
-}
-
-/// Reads a context's 8 DATA words.
-///
-/// # Errors
-///
-/// As [`context_command`].
+/// [`Error::ContextBusy`] when the command stays busy.
+#[cfg(feature = "raw-registers")]
 pub fn context_read<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,

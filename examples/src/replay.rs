@@ -329,8 +329,7 @@ pub(crate) fn teardown(
 
 fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     let counters: Vec<QueueCounters> = rig.pairs.iter().map(Pair::counters).collect();
-    let shell = rig.dev.shell();
-    let stats = EthtoolStats::read(shell, port as u8, &counters);
+    let stats = EthtoolStats::new(rig.dev.hw_counters(), &counters);
     outln!("NIC statistics (port {port}, ethtool -S):");
     let mut hidden = 0;
     for (name, value) in stats.iter() {
@@ -343,7 +342,7 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     if hidden > 0 {
         outln!("     ({hidden} more entries are 0; --all-stats shows them)");
     }
-    let s64 = Stats64::from_queues(&counters, onic_core::ethtool::adapter_rx_drops(shell, port as u8));
+    let s64 = Stats64::from_queues(&counters, rig.dev.adapter_rx_drops());
     outln!(
         "  stats64: rx_packets {} rx_bytes {} tx_packets {} tx_bytes {} rx_dropped {} rx_errors {} rx_missed_errors {}",
         s64.rx_packets, s64.rx_bytes, s64.tx_packets, s64.tx_bytes, s64.rx_dropped, s64.rx_errors, s64.rx_missed_errors

@@ -151,14 +151,17 @@ enum Scenario {
         #[command(flatten)]
         dev: DeviceOpts,
         /// All 128 table entries, comma separated (function-relative queue indices).
-        #[arg(long, value_delimiter = ',', conflicts_with_all = ["equal", "weights"])]
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["equal", "weights", "default"])]
         table: Option<Vec<u16>>,
         /// Spread over the first N queues (`equal N`).
-        #[arg(long, conflicts_with = "weights")]
+        #[arg(long, conflicts_with_all = ["weights", "default"])]
         equal: Option<u16>,
         /// Spread by weights (`weight w0 w1 ...`), comma separated.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', conflicts_with = "default")]
         weights: Option<Vec<u32>>,
+        /// Back to the default table, entry k = k mod queues in use (`ethtool -X default`).
+        #[arg(long)]
+        default: bool,
         /// The 40-byte key as 80 hex digits (colons allowed, as ethtool prints it).
         #[arg(long)]
         key: Option<String>,
@@ -312,10 +315,11 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             table,
             equal,
             weights,
+            default,
             key,
             hfunc,
         } => {
-            let mut device = bring_up(&rec, dev)?;
+            let device = bring_up(&rec, dev)?;
             let hfunc = match hfunc.as_str() {
                 "toeplitz" => HashFunction::Toeplitz,
                 "no-change" => HashFunction::NoChange,
@@ -323,6 +327,9 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             };
             let key = key.as_deref().map(crate::rss::parse_hex).transpose()?;
             let r = match (table, equal, weights) {
+                _ if *default => device
+                    .rss_set(None, key.as_deref(), hfunc)
+                    .and_then(|_| device.rss_reset()),
                 (_, Some(n), _) => device
                     .rss_set(None, key.as_deref(), hfunc)
                     .and_then(|_| device.rss_equal(*n)),
@@ -339,7 +346,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
         }
         Scenario::Stats { dev } => {
             let device = bring_up(&rec, dev)?;
-            onic_core::stats::read_hw_counters(device.shell(), device.function().port());
+            device.hw_counters();
         }
     }
     Ok(rec.log_text())

@@ -113,6 +113,12 @@ fn rss_scenarios() {
     assert!(ok);
     assert_eq!(out.lines().count(), 128);
     assert!(out.starts_with("W 2 0x00002400 0x00000000\nW 2 0x00002404 0x00000001\nW 2 0x00002408 0x00000002\nW 2 0x0000240c 0x00000000\n"));
+    let (ok, out, err) = onic(&["trace", "rss-set", "--default"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 128);
+    assert!(out.starts_with("W 2 0x00001400 0x00000000\nW 2 0x00001404 0x00000001\n"));
+    let (ok, _, _) = onic(&["trace", "rss-set", "--default", "--equal", "2"]);
+    assert!(!ok, "--default conflicts with --equal");
     let (ok, out, err) = onic(&["trace", "rss-set", "--equal", "9"]);
     assert!(!ok && out.is_empty(), "{out}");
     assert!(err.contains("equal"), "{err}");

@@ -102,12 +102,14 @@ int onic_rs_sset_count(const void *port, u32 sset);
 void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
 void onic_rs_get_stats(const void *port, u64 *data, size_t n);
 int onic_rs_change_mtu(const void *port, u32 mtu);
+void onic_rs_mtu_range(const void *port, unsigned int *min, unsigned int *max);
 void onic_rs_rss_get(const void *port, u32 *indir, u8 *key);
 int onic_rs_rss_set(const void *port, const u32 *indir, const u8 *key);
 void onic_rs_get_layout(const void *port, struct onic_layout *out);
 int onic_rs_check_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
 int onic_rs_set_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
 u64 onic_rs_rx_flow_hash(u32 flow_type);
+int onic_rs_set_rx_flow_hash(u32 flow_type, u64 fields);
 
 /* ---- C helpers the Rust side calls (os-linux/src/kernel/ffi.rs), in onic_main.c ---- */
 void *onic_kmalloc(size_t size);

@@ -19,10 +19,6 @@
 #include "onic_compat.h"
 #include "onic_glue.h"
 
-/* Bounds the core also checks (Rust port::MIN_MTU / MAX_MTU: the shell's 1514-byte frames). */
-#define ONIC_MIN_MTU ETH_MIN_MTU
-#define ONIC_MAX_MTU 1500
-
 static struct onic_ndev *nd_of(struct net_device *netdev)
 {
 	return netdev_priv(netdev);
@@ -500,6 +496,15 @@ static int onic_get_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd, 
 	}
 }
 
+/* ethtool -N rx-flow-hash: the shell's hash input is fixed in the RTL, so only a request for
+ * exactly the fields it hashes is accepted (the core's rule), anything else -EOPNOTSUPP. */
+static int onic_set_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd)
+{
+	if (cmd->cmd != ETHTOOL_SRXFH)
+		return -EOPNOTSUPP;
+	return onic_rs_set_rx_flow_hash(cmd->flow_type, cmd->data);
+}
+
 static u32 onic_get_rxfh_indir_size(struct net_device *netdev)
 {
 	return 128; /* Rust port::RSS_INDIR_SIZE, spec 9.1 */
@@ -622,6 +627,7 @@ static const struct ethtool_ops onic_ethtool_ops = {
 	.get_strings = onic_get_strings,
 	.get_ethtool_stats = onic_get_ethtool_stats,
 	.get_rxnfc = onic_get_rxnfc,
+	.set_rxnfc = onic_set_rxnfc,
 	.get_rxfh_indir_size = onic_get_rxfh_indir_size,
 	.get_rxfh_key_size = onic_get_rxfh_key_size,
 	.get_rxfh = onic_get_rxfh,
@@ -675,8 +681,6 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->netdev_ops = onic_xdp ? &onic_netdev_ops : &onic_netdev_ops_no_xdp;
 	netdev->watchdog_timeo = 5 * HZ;
 	netdev->ethtool_ops = &onic_ethtool_ops;
-	netdev->min_mtu = ONIC_MIN_MTU;
-	netdev->max_mtu = ONIC_MAX_MTU;
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 #ifdef ONIC_HAVE_XDP_FEATURES
 	if (onic_xdp)
@@ -699,6 +703,8 @@ int onic_ndev_register(struct onic_ndev *nd)
 	u16 q;
 	int err;
 
+	/* The MTU bounds are the core's (a frame fits one C2H buffer and the shell's largest frame). */
+	onic_rs_mtu_range(nd->port, &nd->netdev->min_mtu, &nd->netdev->max_mtu);
 	for (q = 0; q < nd->max_queues; q++)
 		onic_napi_add(nd->netdev, &nd->qv[q].napi, onic_poll);
 	nd->napi_added = true;

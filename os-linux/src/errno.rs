@@ -1,5 +1,7 @@
 //! Kernel error numbers the shim returns to the C glue (negated there, as the kernel expects).
 
+use onic_core::ethtool::EthtoolError;
+
 /// A positive Linux error number.
 pub type Errno = i32;
 
@@ -20,13 +22,26 @@ pub const EOPNOTSUPP: Errno = 95;
 /// Network is down.
 pub const ENETDOWN: Errno = 100;
 
-/// The errno for a driver-core error.
+/// The errno for a driver-core error: a refused value (configuration, RSS request) is
+/// `EINVAL`, a missing port `ENODEV`, anything the device did or did not do `EIO`.
 #[must_use]
 pub fn from_core(e: &onic_core::Error) -> Errno {
     match e {
-        onic_core::Error::Config(_) => EINVAL,
+        onic_core::Error::Config(_) | onic_core::Error::Rss(_) => EINVAL,
         onic_core::Error::NoCmac { .. } => ENODEV,
         _ => EIO,
+    }
+}
+
+/// The errno an `ethtool_ops` callback returns for a request the core refused: a value out of
+/// range is `EINVAL`, a kind of request the device cannot honour at all `EOPNOTSUPP`.
+#[must_use]
+pub const fn from_ethtool(e: &EthtoolError) -> Errno {
+    match e {
+        EthtoolError::ChannelsNotCombined | EthtoolError::RingKind | EthtoolError::FlowHashFixed { .. } => {
+            EOPNOTSUPP
+        }
+        _ => EINVAL,
     }
 }
 
@@ -36,5 +51,24 @@ pub const fn from_dma(e: onic_hal::DmaError) -> Errno {
     match e {
         onic_hal::DmaError::InvalidRequest => EINVAL,
         onic_hal::DmaError::OutOfMemory | onic_hal::DmaError::MapFailed => ENOMEM,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethtool_refusals_are_einval_or_eopnotsupp() {
+        let fixed = EthtoolError::FlowHashFixed {
+            flow_type: 1,
+            requested: 0,
+        };
+        assert_eq!(from_ethtool(&fixed), EOPNOTSUPP);
+        assert_eq!(from_ethtool(&EthtoolError::ChannelsNotCombined), EOPNOTSUPP);
+        assert_eq!(from_ethtool(&EthtoolError::RingSize { requested: 100 }), EINVAL);
+        assert_eq!(from_ethtool(&EthtoolError::FlowType(0x77)), EINVAL);
+        let rss = onic_core::Error::Rss(onic_core::rss::RssError::NoQueues);
+        assert_eq!(from_core(&rss), EINVAL);
     }
 }

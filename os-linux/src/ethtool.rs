@@ -80,33 +80,25 @@ pub fn reference_name(index: usize, out: &mut [u8; ETH_GSTRING_LEN]) -> bool {
     }
 }
 
-/// `ethtool -n <dev> rx-flow-hash <type>` (ETHTOOL_GRXFH): which fields the shell's RSS hash
-/// really covers for a flow type (spec §9.4). For (VLAN-)IPv4 it takes the protocol, both
-/// addresses and the first four bytes after the IP header, whatever the protocol; anything that is
-/// not IPv4 hashes to 0, so nothing is reported for it.
+/// `ethtool -n <dev> rx-flow-hash <type>` (ETHTOOL_GRXFH): the `RXH_*` fields the shell's RSS
+/// hash really covers for a flow type, as the core states them
+/// ([`onic_core::ethtool::rx_flow_hash`]); nothing for a flow type ethtool does not define.
 #[must_use]
 pub const fn rx_flow_hash_fields(flow_type: u32) -> u64 {
-    // Flow types of the UAPI (<linux/ethtool.h>) without the FLOW_EXT / FLOW_MAC_EXT / FLOW_RSS
-    // flags.
-    const TCP_V4_FLOW: u32 = 0x01;
-    const UDP_V4_FLOW: u32 = 0x02;
-    const SCTP_V4_FLOW: u32 = 0x03;
-    const AH_ESP_V4_FLOW: u32 = 0x04;
-    const AH_V4_FLOW: u32 = 0x09;
-    const ESP_V4_FLOW: u32 = 0x0a;
-    const IPV4_USER_FLOW: u32 = 0x0d;
-    const IPV4_FLOW: u32 = 0x10;
-    const FLOW_FLAGS: u32 = 0x8000_0000 | 0x4000_0000 | 0x2000_0000;
-    const RXH_L3_PROTO: u64 = 1 << 3;
-    const RXH_IP_SRC: u64 = 1 << 4;
-    const RXH_IP_DST: u64 = 1 << 5;
-    const RXH_L4_B_0_1: u64 = 1 << 6;
-    const RXH_L4_B_2_3: u64 = 1 << 7;
-    match flow_type & !FLOW_FLAGS {
-        TCP_V4_FLOW | UDP_V4_FLOW | SCTP_V4_FLOW | AH_ESP_V4_FLOW | AH_V4_FLOW | ESP_V4_FLOW
-        | IPV4_USER_FLOW | IPV4_FLOW => RXH_L3_PROTO | RXH_IP_SRC | RXH_IP_DST | RXH_L4_B_0_1 | RXH_L4_B_2_3,
-        _ => 0,
+    match onic_core::ethtool::rx_flow_hash(flow_type) {
+        Ok(fields) => fields,
+        Err(_) => 0,
     }
+}
+
+/// `ethtool -N <dev> rx-flow-hash <type> <fields>` (ETHTOOL_SRXFH): the core's rule (accepted
+/// only if it asks for exactly what the shell hashes), as an errno.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for other fields, `EINVAL` for a flow type ethtool does not define.
+pub fn set_rx_flow_hash(flow_type: u32, fields: u64) -> Result<(), Errno> {
+    onic_core::ethtool::set_rx_flow_hash(flow_type, fields).map_err(|e| crate::errno::from_ethtool(&e))
 }
 
 #[cfg(test)]
@@ -156,6 +148,9 @@ mod tests {
         assert_eq!(rx_flow_hash_fields(0x02 | 0x8000_0000), 0xF8);
         assert_eq!(rx_flow_hash_fields(0x05), 0); // tcp6: the shell hashes it to 0
         assert_eq!(rx_flow_hash_fields(0x12), 0); // ether
+        assert_eq!(set_rx_flow_hash(0x01 | 0x8000_0000, 0xF8), Ok(()));
+        assert_eq!(set_rx_flow_hash(0x01, 0x30), Err(EOPNOTSUPP));
+        assert_eq!(set_rx_flow_hash(0x77, 0xF8), Err(crate::errno::EINVAL));
     }
 
     #[test]

@@ -23,35 +23,27 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use onic_core::ethtool::{adapter_rx_drops, EthtoolStats, QueueCounters, Stats64};
-use onic_core::rss::{RssKey, ShellHasher};
-use onic_core::stats::{link_up, read_hw_counters, HW_COUNTERS};
-use onic_core::{Device, DeviceConfig, RingSizeIdx};
-use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, INDIR_TABLE_ENTRIES};
+use onic_core::ethtool::{
+    check_channels, ChannelsRequest, EthtoolStats, NetSettings, QueueCounters, RingRequest, Stats64, MIN_MTU,
+};
+use onic_core::rss::{HashFunction, RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
+use onic_core::rx::DEFAULT_MAX_FRAME_LEN;
+use onic_core::stats::HW_COUNTERS;
+use onic_core::{Device, DeviceConfig, RingSizeIdx, RxQueueConfig};
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::LinkStats;
+use crate::abi::OnicLayout;
 use crate::dp::{self, QSTAT_WORDS};
 use crate::errno::{self, Errno, EBUSY, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN};
 use crate::os::{Os, PacketMap, StatBlock};
 use crate::queues::{Queue, Rings, MAX_PORT_QUEUES};
 
-/// Smallest MTU the port accepts (`ETH_MIN_MTU`).
-pub const MIN_MTU: u32 = 68;
-/// Largest MTU: the stock shell passes frames up to 1514 bytes (spec §14), i.e. 1500 + header.
-pub const MAX_MTU: u32 = 1500;
-/// Ethernet header length.
-pub const ETH_HLEN: u32 = 14;
-
 /// Entries of the shell's RSS indirection table (`ethtool -x` indirection size).
-pub const RSS_INDIR_SIZE: usize = INDIR_TABLE_ENTRIES;
+pub const RSS_INDIR_SIZE: usize = TABLE_LEN;
 /// Bytes of the shell's RSS hash key (`ethtool -x` key size).
-pub const RSS_KEY_SIZE: usize = HASH_KEY_WORDS * 4;
-
-/// Ring sizes the port offers for `ethtool -G` (entries usable, i.e. table size - 1): the
-/// ring-size table of the QDMA (spec §3.1) lists 64 .. 16384 slots.
-const RING_MIN_USABLE: u16 = 63;
+pub const RSS_KEY_SIZE: usize = KEY_LEN;
 
 /// Settings chosen at probe time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,18 +78,20 @@ pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs,
     pub(crate) active: AtomicUsize,
 }
 
-/// Control-plane state, touched by control calls only.
+/// Control-plane state, touched by control calls only. The queue pairs in use and the RSS
+/// state are the device's ([`Device::channels`], [`Device::rss`]); the ring sizes and the MTU are
+/// `net`'s.
 struct Ctl<L> {
     delay: L,
-    cfg: PortConfig,
-    mtu: u32,
+    net: NetSettings,
     up: bool,
-    /// Set by `ethtool -X`: the table is the user's and survives queue-count changes.
-    indir_user: bool,
 }
 
 // SAFETY: the cells are only reached under the serialization documented on each entry point
-// (control under RTNL, one context per queue); the backends and OS handles are thread-safe.
+// (control under RTNL, one context per queue); the backends and OS handles are thread-safe. The
+// device's RSS state (a `Cell`, which makes `Device` not `Sync`) is touched by its control
+// methods only, which run under RTNL; the datapath calls only methods that leave it alone
+// (doorbells, function).
 unsafe impl<
         R: RegisterWindow + Sync,
         D: DmaMemory + PacketMap + Clone + Send + Sync,
@@ -178,32 +172,58 @@ where
             Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
         let n = usize::from(cfg.max_queues);
         let mut queues = Vec::new();
-        if queues.try_reserve_exact(n).is_err() {
-            let _ = dev.teardown(&mut delay);
-            return Err(ENOMEM);
-        }
+        let ready = queues
+            .try_reserve_exact(n)
+            .map_err(|_| ENOMEM)
+            .and_then(|()| Self::adopt(&dev, cfg.queues));
+        let key = match ready {
+            Ok(key) => key,
+            Err(e) => {
+                let _ = dev.teardown(&mut delay);
+                return Err(e);
+            }
+        };
         queues.resize_with(n, Queue::new);
+        let net = NetSettings::new(
+            cfg.rx_ring,
+            cfg.tx_ring,
+            RxQueueConfig::new(0).buf,
+            DEFAULT_MAX_FRAME_LEN,
+        );
         let port = Self {
             dev,
             dma,
             os,
             ctl: UnsafeCell::new(Ctl {
                 delay,
-                cfg,
-                mtu: MAX_MTU,
+                net,
                 up: false,
-                indir_user: false,
             }),
             queues,
             hashers: [UnsafeCell::new(h0), UnsafeCell::new(h1)],
             active: AtomicUsize::new(0),
         };
-        // The hash key the shell holds now (the RTL's reset key unless someone changed it).
-        let mut key = [0u8; RSS_KEY_SIZE];
-        port.rss_get(None, Some(&mut key));
         // SAFETY: nothing else can reach the port yet.
-        unsafe { (*port.hashers[0].get()).rekey(&RssKey::new(key)) };
+        unsafe { (*port.hashers[0].get()).rekey(&key) };
         Ok(port)
+    }
+
+    /// Makes a freshly brought-up device's state the port's: `queues` pairs in use, and the
+    /// hash key the shell holds now (the RTL's reset key unless an earlier driver changed it),
+    /// which is returned.
+    fn adopt(dev: &Device<R, R, C>, queues: u16) -> Result<RssKey, Errno> {
+        let combined = u32::from(queues);
+        dev.set_channels(ChannelsRequest {
+            combined,
+            ..ChannelsRequest::default()
+        })
+        .map_err(|e| errno::from_ethtool(&e))?;
+        let (_, key) = dev.rss_read_back().map_err(|e| errno::from_core(&e))?;
+        if key != *dev.rss().key() {
+            dev.rss_set(None, Some(key.as_bytes()), HashFunction::NoChange)
+                .map_err(|e| errno::from_core(&e))?;
+        }
+        Ok(key)
     }
 
     /// The control state.
@@ -218,14 +238,22 @@ where
         unsafe { &mut *self.ctl.get() }
     }
 
-    /// The configuration.
+    /// `ethtool -l` and `-g`: queue pairs (owned, in use) and ring sizes (largest, current).
     ///
     /// # Safety
     ///
     /// Control call.
-    pub unsafe fn config(&self) -> PortConfig {
+    pub unsafe fn layout(&self) -> OnicLayout {
+        let ch = self.dev.channels();
         // SAFETY: forwarded contract.
-        unsafe { self.ctl().cfg }
+        let rings = unsafe { self.ctl() }.net.rings();
+        OnicLayout {
+            max_queues: u32::from(ch.max_combined),
+            queues: u32::from(ch.combined),
+            tx_ring: rings.tx,
+            rx_ring: rings.rx,
+            max_ring: rings.rx_max,
+        }
     }
 
     /// The PCI function.
@@ -250,21 +278,19 @@ where
         if ctl.up {
             return Ok(());
         }
-        let cfg = ctl.cfg;
-        for (q, queue) in (0..cfg.queues).zip(&self.queues) {
+        let ch = self.dev.channels();
+        let (rx_ring, tx_ring) = ctl.net.ring_sizes();
+        for (q, queue) in (0..ch.combined).zip(&self.queues) {
             // SAFETY: control call with the datapath quiet (caller's contract).
             let r = unsafe {
                 self.rings(ctl)
-                    .start_queue(queue, q, cfg.max_queues, cfg.tx_ring, cfg.rx_ring)
+                    .start_queue(queue, q, ch.max_combined, tx_ring, rx_ring)
             };
             if let Err(e) = r {
                 // SAFETY: as above.
                 unsafe { self.stop_queues(ctl) };
                 return Err(e);
             }
-        }
-        if !ctl.indir_user {
-            self.write_default_indir(ctl.cfg.queues);
         }
         ctl.up = true;
         Ok(())
@@ -279,37 +305,25 @@ where
         }
     }
 
-    /// Spreads the indirection table over the first `queues` queues (entry k = k mod queues, as
-    /// the reference driver's probe does for all its queues, spec §9.2).
-    fn write_default_indir(&self, queues: u16) {
-        let f = self.func();
-        for k in 0..RSS_INDIR_SIZE {
-            self.dev
-                .shell()
-                .write32(shell::indir_table(f, k), k as u32 % u32::from(queues.max(1)));
-        }
-    }
-
-    /// `ethtool -x`: the indirection table and the hash key as the shell holds them (table reads
-    /// first, then key reads, spec §9.2; the table's upper half is masked off).
+    /// `ethtool -x`: the indirection table and the hash key as the shell holds them (the core's
+    /// read-back, spec §9.2).
     pub fn rss_get(&self, indir: Option<&mut [u32; RSS_INDIR_SIZE]>, key: Option<&mut [u8; RSS_KEY_SIZE]>) {
-        let f = self.func();
-        let sh = self.dev.shell();
+        let Ok((table, k)) = self.dev.rss_read_back() else {
+            return;
+        };
         if let Some(t) = indir {
-            for (k, e) in t.iter_mut().enumerate() {
-                *e = sh.read32(shell::indir_table(f, k)) & INDIR_ENTRY_MASK;
+            for (out, &e) in t.iter_mut().zip(table.entries()) {
+                *out = u32::from(e);
             }
         }
         if let Some(key) = key {
-            for (k, chunk) in key.chunks_exact_mut(4).enumerate() {
-                chunk.copy_from_slice(&sh.read32(shell::hash_key(f, k)).to_le_bytes());
-            }
+            *key = *k.as_bytes();
         }
     }
 
-    /// `ethtool -X`: validates everything first (every entry below the queues in use), then writes
-    /// the whole table, then the key (byte 4k in bits 7..0 of word k, spec §9.2). Nothing is
-    /// written when anything is invalid.
+    /// `ethtool -X`: the core validates everything first (every entry below the queue pairs in
+    /// use), then writes the table, then the key; nothing is written when anything is invalid.
+    /// A table set here is the user's: it survives queue-count changes that keep its queues.
     ///
     /// # Safety
     ///
@@ -323,43 +337,27 @@ where
         indir: Option<&[u32; RSS_INDIR_SIZE]>,
         key: Option<&[u8; RSS_KEY_SIZE]>,
     ) -> Result<(), Errno> {
-        // SAFETY: forwarded contract.
-        let ctl = unsafe { self.ctl() };
-        if let Some(t) = indir {
-            if t.iter().any(|&e| e >= u32::from(ctl.cfg.queues)) {
-                return Err(EINVAL);
+        let table = match indir {
+            Some(t) => {
+                let mut out = [0u16; RSS_INDIR_SIZE];
+                for (o, &e) in out.iter_mut().zip(t) {
+                    *o = u16::try_from(e).map_err(|_| EINVAL)?;
+                }
+                Some(out)
             }
-        }
-        let f = self.func();
-        let sh = self.dev.shell();
-        if let Some(t) = indir {
-            for (k, &e) in t.iter().enumerate() {
-                sh.write32(shell::indir_table(f, k), e);
-            }
-            ctl.indir_user = true;
-        }
+            None => None,
+        };
+        self.dev
+            .rss_set(
+                table.as_ref().map(|t| &t[..]),
+                key.map(|k| &k[..]),
+                HashFunction::NoChange,
+            )
+            .map_err(|e| errno::from_core(&e))?;
         if let Some(key) = key {
-            for (k, chunk) in key.chunks_exact(4).enumerate() {
-                sh.write32(
-                    shell::hash_key(f, k),
-                    u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
-                );
-            }
             self.set_hash_key(&RssKey::new(*key));
         }
         Ok(())
-    }
-
-    /// `ethtool -X default`: back to the even spread over the queues in use.
-    ///
-    /// # Safety
-    ///
-    /// Control call.
-    pub unsafe fn rss_reset(&self) {
-        // SAFETY: forwarded contract.
-        let ctl = unsafe { self.ctl() };
-        ctl.indir_user = false;
-        self.write_default_indir(ctl.cfg.queues);
     }
 
     /// Makes the datapath's software hash follow a new key: the inactive hasher is rebuilt, made
@@ -414,7 +412,7 @@ where
     pub unsafe fn restart_queue(&self, q: u16) -> Result<(), Errno> {
         // SAFETY: control call (caller's contract).
         let ctl = unsafe { self.ctl() };
-        if !ctl.up || q >= ctl.cfg.queues {
+        if !ctl.up || q >= self.dev.channels().combined {
             return Err(EINVAL);
         }
         let queue = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
@@ -439,7 +437,7 @@ where
         for qid in 0..self.queues.len() {
             s += Stats64::from_queues(core::slice::from_ref(&self.read_queue(qid)), 0);
         }
-        s.rx_missed_errors = adapter_rx_drops(self.dev.shell(), self.dev.function().port());
+        s.rx_missed_errors = self.dev.adapter_rx_drops();
         LinkStats::from(s)
     }
 
@@ -457,7 +455,7 @@ where
 
     /// Whether the port's CMAC reports link up and aligned (spec §10.3).
     pub fn link_up(&self) -> bool {
-        link_up(self.dev.shell(), self.dev.function().port())
+        self.dev.link_up()
     }
 
     /// Number of entries of `ethtool -S` (every queue the function owns is listed, so the count
@@ -524,13 +522,12 @@ where
         let Ok(v) = (unsafe { self.snapshots() }) else {
             return;
         };
-        let hw = read_hw_counters(self.dev.shell(), self.dev.function().port());
+        let hw = self.dev.hw_counters();
         EthtoolStats::new(hw, &v).fill(out);
     }
 
-    /// Validates a new MTU. A frame always fits one RX page (3520 bytes after headroom and
-    /// tailroom), with or without XDP; the bound is the shell's, which passes at most 1514-byte
-    /// frames (spec §14).
+    /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the
+    /// shell's largest frame, spec §14).
     ///
     /// # Safety
     ///
@@ -538,35 +535,47 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` outside [`MIN_MTU`]..=[`MAX_MTU`].
+    /// `EINVAL` outside the core's bounds.
     pub unsafe fn change_mtu(&self, mtu: u32) -> Result<(), Errno> {
-        if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
-            return Err(EINVAL);
-        }
         // SAFETY: forwarded contract.
-        unsafe { self.ctl().mtu = mtu };
-        Ok(())
+        let ctl = unsafe { self.ctl() };
+        ctl.net.set_mtu(mtu).map_err(|e| errno::from_ethtool(&e))
     }
 
-    /// `ethtool -G` validation: ring sizes must be entries of the QDMA ring-size table (usable
-    /// count = table value - 1). Returns the (TX, RX) size indices. Does not apply them.
+    /// The MTU bounds the core accepts (`netdev->min_mtu`, `max_mtu`).
+    ///
+    /// # Safety
+    ///
+    /// Control call.
+    pub unsafe fn mtu_range(&self) -> (u32, u32) {
+        // SAFETY: forwarded contract.
+        let net = unsafe { &self.ctl().net };
+        (MIN_MTU, net.max_mtu())
+    }
+
+    /// Checks a new layout (`ethtool -L combined queues`, `-G tx tx_ring rx rx_ring`, usable
+    /// entries) against the core's rules without applying it.
+    ///
+    /// # Safety
+    ///
+    /// Control call.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a size that is not in the table.
-    pub fn ring_indices(tx_usable: u32, rx_usable: u32) -> Result<(RingSizeIdx, RingSizeIdx), Errno> {
-        let idx = |usable: u32| {
-            let entries = u16::try_from(usable.checked_add(1).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
-            if entries <= RING_MIN_USABLE {
-                return Err(EINVAL);
-            }
-            RingSizeIdx::for_entries(entries).ok_or(EINVAL)
-        };
-        Ok((idx(tx_usable)?, idx(rx_usable)?))
+    /// `EINVAL` for a queue count outside 1..=max or a ring size not in the QDMA's table.
+    pub unsafe fn check_layout(&self, queues: u32, tx_ring: u32, rx_ring: u32) -> Result<(), Errno> {
+        // SAFETY: forwarded contract.
+        let mut net = unsafe { self.ctl() }.net;
+        check_channels(channels(queues), self.dev.channels().max_combined)
+            .map_err(|e| errno::from_ethtool(&e))?;
+        net.set_rings(rings(tx_ring, rx_ring))
+            .map_err(|e| errno::from_ethtool(&e))?;
+        Ok(())
     }
 
-    /// Changes settings that need the queues rebuilt (ring sizes, queue count). Must be called
-    /// with the interface down.
+    /// Applies a new layout (queue pairs in use, usable ring entries); the queues are rebuilt
+    /// with it at the next `open`. The core checks it first, including that a table set by
+    /// `ethtool -X` names no queue that would go away; nothing changes on a refusal.
     ///
     /// # Safety
     ///
@@ -574,32 +583,21 @@ where
     ///
     /// # Errors
     ///
-    /// `EBUSY` if the interface is up, `EINVAL` for a queue count outside 1..=max.
-    pub unsafe fn reconfigure(
-        &self,
-        queues: u16,
-        tx_ring: RingSizeIdx,
-        rx_ring: RingSizeIdx,
-    ) -> Result<(), Errno> {
+    /// `EBUSY` if the interface is up, `EINVAL` as [`Port::check_layout`] or for an RSS table
+    /// naming a queue that would go away.
+    pub unsafe fn reconfigure(&self, queues: u32, tx_ring: u32, rx_ring: u32) -> Result<(), Errno> {
         // SAFETY: forwarded contract.
         let ctl = unsafe { self.ctl() };
         if ctl.up {
             return Err(EBUSY);
         }
-        if queues == 0 || queues > ctl.cfg.max_queues {
-            return Err(EINVAL);
-        }
-        if ctl.indir_user && queues < ctl.cfg.queues {
-            // A user table may name the queues that would go away.
-            let mut t = [0u32; RSS_INDIR_SIZE];
-            self.rss_get(Some(&mut t), None);
-            if t.iter().any(|&e| e >= u32::from(queues)) {
-                return Err(EINVAL);
-            }
-        }
-        ctl.cfg.queues = queues;
-        ctl.cfg.tx_ring = tx_ring;
-        ctl.cfg.rx_ring = rx_ring;
+        let mut net = ctl.net;
+        net.set_rings(rings(tx_ring, rx_ring))
+            .map_err(|e| errno::from_ethtool(&e))?;
+        self.dev
+            .set_channels(channels(queues))
+            .map_err(|e| errno::from_ethtool(&e))?;
+        ctl.net = net;
         Ok(())
     }
 
@@ -613,6 +611,23 @@ where
         if let Err(e) = r {
             onic_hal::warn!("onic: teardown of the function failed: {}", e);
         }
+    }
+}
+
+/// An `ethtool -L combined queues` request.
+fn channels(queues: u32) -> ChannelsRequest {
+    ChannelsRequest {
+        combined: queues,
+        ..ChannelsRequest::default()
+    }
+}
+
+/// An `ethtool -G` request for the RX and TX rings.
+fn rings(tx: u32, rx: u32) -> RingRequest {
+    RingRequest {
+        rx,
+        tx,
+        ..RingRequest::default()
     }
 }
 

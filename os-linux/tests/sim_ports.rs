@@ -542,28 +542,42 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
 
 #[test]
 fn ring_sizes_and_reconfiguration_are_checked() {
-    assert_eq!(
-        SimPort::ring_indices(63, 1023).map(|(t, r)| (t.index(), r.index())),
-        Ok((1, 8))
-    );
-    assert!(SimPort::ring_indices(100, 1023).is_err());
-    assert!(SimPort::ring_indices(u32::MAX, 1023).is_err());
+    use onic_linux::errno::{EBUSY, EINVAL};
     let card = SimCard::new(SpinLock::default(), sim_config());
     let os = HostOs::default();
     let a = port(&card, &os, 0, 1);
-    let r = RingSizeIdx::new(2).unwrap();
+    let r = RingSizeIdx::new(2).unwrap().usable().into();
     // SAFETY: single-threaded test.
     unsafe {
-        assert_eq!(a.reconfigure(9, r, r), Err(onic_linux::errno::EINVAL));
-        assert_eq!(a.reconfigure(0, r, r), Err(onic_linux::errno::EINVAL));
+        // Ring sizes must be entries of the QDMA's table (usable = entries - 1).
+        assert_eq!(a.check_layout(1, 63, 1023), Ok(()));
+        assert_eq!(a.check_layout(1, 100, 1023), Err(EINVAL));
+        assert_eq!(a.check_layout(1, u32::MAX, 1023), Err(EINVAL));
+        assert_eq!(a.check_layout(9, 63, 1023), Err(EINVAL));
+        assert_eq!(a.reconfigure(9, r, r), Err(EINVAL));
+        assert_eq!(a.reconfigure(0, r, r), Err(EINVAL));
+        assert_eq!(a.reconfigure(1, 100, r), Err(EINVAL));
         a.open().unwrap();
-        assert_eq!(a.reconfigure(4, r, r), Err(onic_linux::errno::EBUSY));
+        assert_eq!(a.reconfigure(4, r, r), Err(EBUSY));
         a.stop();
         a.reconfigure(4, r, r).unwrap();
-        assert_eq!(a.config().queues, 4);
+        let l = a.layout();
+        assert_eq!((l.max_queues, l.queues, l.tx_ring, l.rx_ring), (8, 4, r, r));
+        // A table set by ethtool -X keeps its queues: fewer pairs are refused, nothing changes.
+        let mut table = [0u32; 128];
+        table[5] = 3;
+        a.rss_set(Some(&table), None).unwrap();
+        assert_eq!(a.reconfigure(2, r, r), Err(EINVAL));
+        assert_eq!(a.layout().queues, 4);
+        assert_eq!(a.rss_set(Some(&[4; 128]), None), Err(EINVAL));
+        let mut back = [9u32; 128];
+        a.rss_get(Some(&mut back), None);
+        assert_eq!(back, table);
         a.open().unwrap();
-        assert_eq!(a.change_mtu(9000), Err(onic_linux::errno::EINVAL));
+        assert_eq!(a.change_mtu(9000), Err(EINVAL));
+        assert_eq!(a.change_mtu(67), Err(EINVAL));
         a.change_mtu(1400).unwrap();
+        assert_eq!(a.mtu_range(), (68, 1500));
     }
     finish(&card, &os, vec![a]);
 }

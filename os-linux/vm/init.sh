@@ -232,6 +232,15 @@ same "rejected -L left the channels unchanged" /tmp/l.before /tmp/l.after
 same "rejected -G left the rings unchanged" /tmp/g.before /tmp/g.after
 same "rejected -X left table and key unchanged" /tmp/x.before /tmp/x.after
 check "ethtool -n rx-flow-hash tcp4 reports IP and port fields" sh -c "$E -n onicsim0 rx-flow-hash tcp4 | grep -q 'L4 bytes 0 & 1'"
+# The shell's hash input is fixed: asking for exactly it is accepted, anything else refused.
+check "ethtool -N rx-flow-hash tcp4 tsdfn (what the shell hashes) is accepted" $E -N onicsim0 rx-flow-hash tcp4 tsdfn
+# (ethtool prints the refusal but exits 0, so the message is what is checked)
+check "ethtool -N rx-flow-hash tcp4 sd (other fields) is rejected" sh -c "$E -N onicsim0 rx-flow-hash tcp4 sd 2>&1 | grep -q 'Operation not supported'"
+# MTU bounds come from the core: the shell's 1514-byte frames, ETH_MIN_MTU.
+refuse "MTU 1501 is rejected" $A $IP link set dev onicsim0 mtu 1501
+refuse "MTU 67 is rejected" $A $IP link set dev onicsim0 mtu 67
+check "MTU 1400" $A $IP link set dev onicsim0 mtu 1400
+check "MTU back to 1500" $A $IP link set dev onicsim0 mtu 1500
 check "ethtool -L combined 2 back" $E -L onicsim0 combined 2
 
 # ---- native XDP (ndo_bpf): drop, swap without a reset, XDP_TX, detach

@@ -475,7 +475,7 @@ fn statistics_read_latches_then_reads_full_counters() {
     let rec = Recorder::opennic();
     let dev = init(&rec, 1, 8).unwrap();
     rec.take_log();
-    let v = onic_core::stats::read_hw_counters(dev.shell(), 1);
+    let v = dev.hw_counters();
     let log = rec.log();
     // TICK on CMAC1, then 59 counters × (low, high), then 5 adapter counters × (high, low, high).
     assert_eq!(log[0].to_string(), "W 2 0x0000c2b0 0x00000001");
@@ -517,7 +517,7 @@ const MS_KEY: [u8; 40] = [
 fn rss_set_writes_table_then_key_in_spec_order() {
     use onic_core::rss::HashFunction;
     let rec = Recorder::opennic();
-    let mut dev = init(&rec, 0, 8).unwrap();
+    let dev = init(&rec, 0, 8).unwrap();
     rec.take_log();
     let table: Vec<u16> = (0..128).map(|k| (127 - k) % 8).collect();
     dev.rss_set(Some(&table), Some(&MS_KEY), HashFunction::Toeplitz)
@@ -574,9 +574,9 @@ fn rss_get_reads_table_then_key_and_masks_stale_bits() {
 fn rss_requests_that_fail_validation_touch_nothing() {
     use onic_core::rss::{HashFunction, RssError};
     let rec = Recorder::opennic();
-    let mut dev = init(&rec, 0, 4).unwrap();
+    let dev = init(&rec, 0, 4).unwrap();
     rec.take_log();
-    let before = dev.rss().clone();
+    let before = dev.rss();
     let mut bad = vec![0u16; 128];
     bad[77] = 4;
     assert_eq!(
@@ -608,5 +608,5 @@ fn rss_requests_that_fail_validation_touch_nothing() {
         Err(Error::Rss(RssError::WeightsAllZero))
     ));
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
-    assert_eq!(dev.rss(), &before);
+    assert_eq!(dev.rss(), before);
 }

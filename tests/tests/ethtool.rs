@@ -4,8 +4,7 @@
 
 use onic_core::config::DeviceConfig;
 use onic_core::ethtool::{
-    adapter_rx_drops, c_driver_stat_name, link_detected, ChannelsRequest, EthtoolError, EthtoolStats,
-    QueueCounters, Stats64,
+    c_driver_stat_name, ChannelsRequest, EthtoolError, EthtoolStats, QueueCounters, Stats64,
 };
 use onic_core::rss::{HashFunction, RssError};
 use onic_core::xdp::{XdpAction, XdpBuff};
@@ -31,7 +30,7 @@ fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
     let dev = recorded(&rec, 1, 8);
     rec.take_log();
     let qs = [QueueCounters::default(); 8];
-    let s = EthtoolStats::read(dev.shell(), 1, &qs);
+    let s = EthtoolStats::new(dev.hw_counters(), &qs);
     // One TICK, then every counter in full: the recording bus answers each read with a pattern
     // of its own address, so the high words show up in the values.
     assert_eq!(rec.log()[0].to_string(), "W 2 0x0000c2b0 0x00000001");
@@ -66,8 +65,8 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     }
     h.settle();
     let qs: Vec<QueueCounters> = h.pairs().map(|p| p.counters()).collect();
-    let shell = card.shell();
-    let s = EthtoolStats::read(&shell, 0, &qs);
+    let dev = &h.funcs[0].dev;
+    let s = EthtoolStats::new(dev.hw_counters(), &qs);
     let sum = |f: fn(&QueueCounters) -> u64| qs.iter().map(f).sum::<u64>();
     assert_eq!(s.get("rx_xdp_drop"), Some(20 + 20));
     assert_eq!(s.get("rx_xdp_pass"), Some(20));
@@ -89,7 +88,7 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     assert_eq!(s.get("stat_tx_total_good_pkts"), Some(20));
     assert_eq!(s.get("tx0_packets").unwrap() + s.get("tx1_packets").unwrap(), 20);
     assert!(s.get("rx_pp_alloc_fast").unwrap() > 0);
-    let drops = adapter_rx_drops(&shell, 0);
+    let drops = dev.adapter_rx_drops();
     assert_eq!(drops, s.get("stat_adapt_rx_drop").unwrap());
     assert!(drops > 0);
     let st = Stats64::from_queues(&qs, drops);
@@ -97,10 +96,9 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     assert_eq!(st.tx_packets, 20);
     assert_eq!(st.rx_missed_errors, drops);
     assert_eq!(st.rx_missed_errors, card.stats().c2h_no_desc_dropped);
-    assert!(link_detected(true, &shell, 0));
-    assert!(!link_detected(false, &shell, 0));
+    assert!(dev.link_up());
     card.set_link(0, false);
-    assert!(!link_detected(true, &shell, 0));
+    assert!(!dev.link_up());
     card.set_link(0, true);
     h.drain_xdp(&mut prog);
     h.teardown();
@@ -109,10 +107,10 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
 #[test]
 fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     let rec = Recorder::opennic();
-    let mut dev = recorded(&rec, 0, 8);
+    let dev = recorded(&rec, 0, 8);
     assert_eq!(dev.channels().max_combined, 8);
     assert_eq!(dev.channels().combined, 8);
-    let before = dev.rss().clone();
+    let before = dev.rss();
     rec.take_log();
     let req = |combined| ChannelsRequest {
         combined,
@@ -136,12 +134,12 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     assert!(dev.rss_equal(9).is_err());
     assert!(dev.rss_weights(&[0, 0]).is_err());
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
-    assert_eq!(dev.rss(), &before);
+    assert_eq!(dev.rss(), before);
     // A user-set table naming queue 7 keeps -L from going below 8 pairs.
     let mut table = [0u16; 128];
     table[5] = 7;
     dev.rss_set(Some(&table), None, HashFunction::NoChange).unwrap();
-    let before = dev.rss().clone();
+    let before = dev.rss();
     rec.take_log();
     assert_eq!(
         dev.set_channels(req(4)),
@@ -151,13 +149,11 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
         }))
     );
     assert!(rec.log().is_empty());
-    assert_eq!(dev.rss(), &before);
+    assert_eq!(dev.rss(), before);
     // Going back to a default table, -L 4 spreads it over 4 pairs.
     dev.rss_reset().unwrap();
     dev.set_channels(req(4)).unwrap();
     assert_eq!(dev.channels().combined, 4);
-    let info = dev.rss_info().unwrap();
-    assert_eq!(info.rx_queues, 4);
-    assert_eq!(info.table.max_entry(), 3);
-    assert_eq!(info.hfunc, HashFunction::Toeplitz);
+    let (table, _) = dev.rss_read_back().unwrap();
+    assert_eq!(table.entries().iter().max(), Some(&3));
 }

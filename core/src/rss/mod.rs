@@ -43,7 +43,8 @@ pub mod table;
 pub mod toeplitz;
 
 pub use shell_hash::{ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple};
-pub use table::{read_back, HashFunction, IndirectionTable, RssConfig, RssParts};
+pub(crate) use table::read_back;
+pub use table::{HashFunction, IndirectionTable, RssConfig, RssParts};
 pub use toeplitz::{toeplitz_reference, Toeplitz};
 
 /// Length of the shell's RSS key in bytes (10 registers of 32 bits, spec §9.1).

@@ -4,8 +4,8 @@
 //! [`RssConfig`] validates every request completely before it changes anything: a refused request
 //! leaves table, key, queue count and pending writes as they were. (The C driver checks each entry
 //! just before writing it, so a bad entry `k` leaves entries `0..k` already written, spec §9.2; here
-//! nothing reaches the registers unless the whole request is valid.) The register layer
-//! ([`write_table`], [`write_key`], [`read_back`]) follows spec §9.2: 128 table entries from entry 0
+//! nothing reaches the registers unless the whole request is valid.) The register layer (crate
+//! private, reached through [`crate::Device`]) follows spec §9.2: 128 table entries from entry 0
 //! up, each written as the plain queue index, then the 10 key words from word 0 up; reads in the same
 //! order, table entries masked with 0xFFFF because the RTL leaves the upper half stale.
 
@@ -39,12 +39,6 @@ impl IndirectionTable {
         Self(e)
     }
 
-    /// A table from its entries, unchecked against any queue count.
-    #[must_use]
-    pub const fn from_entries(entries: [u16; TABLE_LEN]) -> Self {
-        Self(entries)
-    }
-
     /// A table from a slice of exactly 128 entries, unchecked against any queue count.
     ///
     /// # Errors
@@ -64,7 +58,7 @@ impl IndirectionTable {
     ///
     /// [`RssError::WeightsAllZero`] when the weights sum to 0 (or none are given),
     /// [`RssError::WeightSumTooLarge`] when they sum to more than 128 (ethtool's limit).
-    pub fn weighted(weights: &[u32]) -> Result<Self, RssError> {
+    pub(crate) fn weighted(weights: &[u32]) -> Result<Self, RssError> {
         let sum: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         if sum == 0 {
             return Err(RssError::WeightsAllZero);
@@ -106,7 +100,7 @@ impl IndirectionTable {
 
     /// The highest queue index in the table.
     #[must_use]
-    pub fn max_entry(&self) -> u16 {
+    pub(crate) fn max_entry(&self) -> u16 {
         self.0.iter().copied().max().unwrap_or(0)
     }
 
@@ -115,7 +109,7 @@ impl IndirectionTable {
     /// # Errors
     ///
     /// [`RssError::QueueOutOfRange`] for the first entry that does not.
-    pub fn check_queues(&self, rx_queues: u16) -> Result<(), RssError> {
+    pub(crate) fn check_queues(&self, rx_queues: u16) -> Result<(), RssError> {
         match self.0.iter().position(|&q| q >= rx_queues) {
             None => Ok(()),
             Some(index) => Err(RssError::QueueOutOfRange {
@@ -158,16 +152,6 @@ impl HashFunction {
             0 => Self::NoChange,
             Self::ETH_RSS_HASH_TOP => Self::Toeplitz,
             other => Self::Other(other),
-        }
-    }
-
-    /// ethtool's `hfunc` bits.
-    #[must_use]
-    pub const fn to_ethtool(self) -> u8 {
-        match self {
-            Self::NoChange => 0,
-            Self::Toeplitz => Self::ETH_RSS_HASH_TOP,
-            Self::Other(h) => h,
         }
     }
 }
@@ -233,7 +217,7 @@ fn check_function(func: u8) -> Result<(), RssError> {
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub fn write_table<W: RegisterWindow + ?Sized>(
+pub(crate) fn write_table<W: RegisterWindow + ?Sized>(
     shell: &W,
     func: u8,
     table: &IndirectionTable,
@@ -250,7 +234,11 @@ pub fn write_table<W: RegisterWindow + ?Sized>(
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub fn write_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8, key: &RssKey) -> Result<(), RssError> {
+pub(crate) fn write_key<W: RegisterWindow + ?Sized>(
+    shell: &W,
+    func: u8,
+    key: &RssKey,
+) -> Result<(), RssError> {
     check_function(func)?;
     for (k, &w) in key.to_register_words().iter().enumerate() {
         shell.write32(shell::hash_key(func, k), w);
@@ -263,7 +251,10 @@ pub fn write_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8, key: &RssKey) 
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_table<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<IndirectionTable, RssError> {
+pub(crate) fn read_table<W: RegisterWindow + ?Sized>(
+    shell: &W,
+    func: u8,
+) -> Result<IndirectionTable, RssError> {
     check_function(func)?;
     let mut e = [0u16; TABLE_LEN];
     for (k, entry) in e.iter_mut().enumerate() {
@@ -278,7 +269,7 @@ pub fn read_table<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<Ind
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKey, RssError> {
+pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKey, RssError> {
     check_function(func)?;
     let mut words = [0u32; HASH_KEY_WORDS];
     for (k, w) in words.iter_mut().enumerate() {
@@ -292,7 +283,7 @@ pub fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKe
 /// # Errors
 ///
 /// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub fn read_back<W: RegisterWindow + ?Sized>(
+pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
     shell: &W,
     func: u8,
 ) -> Result<(IndirectionTable, RssKey), RssError> {
@@ -304,29 +295,22 @@ pub fn read_back<W: RegisterWindow + ?Sized>(
 /// The RSS state of one PCI function: indirection table, key and RX queue count, with the ethtool
 /// operations on them, and what is still to be written to the shell.
 ///
-/// A driver keeps one per function:
+/// [`crate::Device`] keeps one per function and writes what a change leaves pending to the shell
+/// ([`crate::Device::rss_set`] and its siblings); the state alone can be tried out:
 ///
 /// ```
 /// use onic_core::rss::{HashFunction, RssConfig};
-/// use onic_hal::recording::Recorder;
-/// use onic_hal::Bar;
 ///
-/// let rec = Recorder::new();
-/// let shell = rec.window(Bar::Shell);
-/// // Probe: default table (k % 4) to be written, RTL reset key kept (spec §9.2).
+/// // Probe: default table (k % 4), RTL reset key kept (spec §9.2).
 /// let mut cfg = RssConfig::new(4)?;
-/// cfg.program(&shell, 0)?; // writes the 128 entries only
-/// cfg.mark_programmed();
 /// // ethtool -X eth0 equal 2
 /// cfg.equal(2)?;
-/// cfg.program(&shell, 0)?;
-/// cfg.mark_programmed();
 /// // A refused request changes nothing.
 /// assert!(cfg.set(Some(&[9; 128]), None, HashFunction::NoChange).is_err());
 /// assert_eq!(cfg.table().entries()[1], 1);
 /// # Ok::<(), onic_core::rss::RssError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RssConfig {
     table: IndirectionTable,
@@ -358,27 +342,6 @@ impl RssConfig {
         })
     }
 
-    /// A state adopted from known contents (for example [`read_back`] after a driver reload), with
-    /// nothing pending. The table counts as user-set unless it is the default `k % rx_queues`.
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::NoQueues`], or [`RssError::QueueOutOfRange`] when the table names a queue at or
-    /// above `rx_queues`.
-    pub fn from_parts(table: IndirectionTable, key: RssKey, rx_queues: u16) -> Result<Self, RssError> {
-        if rx_queues == 0 {
-            return Err(RssError::NoQueues);
-        }
-        table.check_queues(rx_queues)?;
-        Ok(Self {
-            table,
-            key,
-            rx_queues,
-            table_user_set: table != IndirectionTable::round_robin(rx_queues),
-            pending: RssParts::NONE,
-        })
-    }
-
     /// The indirection table.
     #[must_use]
     pub const fn table(&self) -> &IndirectionTable {
@@ -393,20 +356,8 @@ impl RssConfig {
 
     /// The number of RX queues (`ethtool` "rx rings").
     #[must_use]
-    pub const fn rx_queues(&self) -> u16 {
+    pub(crate) const fn rx_queues(&self) -> u16 {
         self.rx_queues
-    }
-
-    /// The hash function ethtool reports: always Toeplitz (spec §9.2).
-    #[must_use]
-    pub const fn hash_function(&self) -> HashFunction {
-        HashFunction::Toeplitz
-    }
-
-    /// Whether the table was set by the user rather than being the default.
-    #[must_use]
-    pub const fn table_user_set(&self) -> bool {
-        self.table_user_set
     }
 
     /// The function-relative queue for a hash.
@@ -480,7 +431,8 @@ impl RssConfig {
         Ok(self.commit_table(IndirectionTable::round_robin(n), true))
     }
 
-    /// `ethtool -X ... weight w0 w1 ...`: see [`IndirectionTable::weighted`].
+    /// `ethtool -X ... weight w0 w1 ...`: queue `j` gets a share of the 128 entries proportional
+    /// to `weights[j]`, in contiguous runs from queue 0 up, as ethtool fills the table.
     ///
     /// # Errors
     ///
@@ -494,7 +446,7 @@ impl RssConfig {
     }
 
     /// `ethtool -X ... default`: entry `k` = `k % rx_queues`, following later queue-count changes.
-    pub fn reset_table(&mut self) -> RssParts {
+    pub(crate) fn reset_table(&mut self) -> RssParts {
         self.commit_table(IndirectionTable::round_robin(self.rx_queues), false)
     }
 
@@ -505,7 +457,7 @@ impl RssConfig {
     ///
     /// [`RssError::NoQueues`] for 0, [`RssError::QueuesInUse`] when a user-set table names a queue
     /// that would disappear; the state is then unchanged.
-    pub fn set_rx_queues(&mut self, rx_queues: u16) -> Result<RssParts, RssError> {
+    pub(crate) fn set_rx_queues(&mut self, rx_queues: u16) -> Result<RssParts, RssError> {
         if rx_queues == 0 {
             return Err(RssError::NoQueues);
         }
@@ -528,14 +480,8 @@ impl RssConfig {
         RssParts::TABLE
     }
 
-    /// The parts changed or requested since creation or the last [`RssConfig::mark_programmed`].
-    #[must_use]
-    pub const fn pending(&self) -> RssParts {
-        self.pending
-    }
-
     /// Forgets the pending parts, once they have been programmed.
-    pub fn mark_programmed(&mut self) {
+    pub(crate) fn mark_programmed(&mut self) {
         self.pending = RssParts::NONE;
     }
 
@@ -545,19 +491,13 @@ impl RssConfig {
     /// # Errors
     ///
     /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program<W: RegisterWindow + ?Sized>(&self, shell: &W, func: u8) -> Result<RssParts, RssError> {
+    pub(crate) fn program<W: RegisterWindow + ?Sized>(
+        &self,
+        shell: &W,
+        func: u8,
+    ) -> Result<RssParts, RssError> {
         self.program_parts(shell, func, self.pending)?;
         Ok(self.pending)
-    }
-
-    /// Writes the whole state (table, then key) to function `func`, pending or not: for a function
-    /// whose registers may hold anything (after a shell reset, or another driver).
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program_all<W: RegisterWindow + ?Sized>(&self, shell: &W, func: u8) -> Result<(), RssError> {
-        self.program_parts(shell, func, RssParts::ALL)
     }
 
     /// Writes the given parts to function `func`: table first, then key.
@@ -565,7 +505,7 @@ impl RssConfig {
     /// # Errors
     ///
     /// [`RssError::InvalidFunction`] (nothing written).
-    pub fn program_parts<W: RegisterWindow + ?Sized>(
+    fn program_parts<W: RegisterWindow + ?Sized>(
         &self,
         shell: &W,
         func: u8,
@@ -580,19 +520,10 @@ impl RssConfig {
         }
         Ok(())
     }
-
-    /// `ethtool -x`: table and key as function `func` holds them; see [`read_back`].
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing read).
-    pub fn read_back<W: RegisterWindow + ?Sized>(
-        shell: &W,
-        func: u8,
-    ) -> Result<(IndirectionTable, RssKey), RssError> {
-        read_back(shell, func)
-    }
 }
+
+#[cfg(test)]
+mod ethtool_tests;
 
 #[cfg(test)]
 mod tests {
@@ -633,6 +564,5 @@ mod tests {
         assert_eq!(HashFunction::from_ethtool(0), HashFunction::NoChange);
         assert_eq!(HashFunction::from_ethtool(1), HashFunction::Toeplitz);
         assert_eq!(HashFunction::from_ethtool(2), HashFunction::Other(2));
-        assert_eq!(HashFunction::Other(4).to_ethtool(), 4);
     }
 }

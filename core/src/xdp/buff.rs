@@ -49,18 +49,6 @@ pub enum XdpError {
     NoData,
 }
 
-impl XdpError {
-    /// The negative errno a Linux helper returns for the same refusal.
-    #[must_use]
-    pub const fn errno(self) -> i32 {
-        match self {
-            Self::OutOfBounds => -22, // EINVAL
-            Self::MetaLength => -13,  // EACCES
-            Self::NoData => -61,      // ENODATA
-        }
-    }
-}
-
 impl core::fmt::Display for XdpError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
@@ -472,8 +460,6 @@ mod tests {
         assert_eq!(b.offsets(), (256, 256, 356));
         b.set_offsets(248, 256, 3776).unwrap();
         assert_eq!((b.meta_len(), b.len()), (8, 3520));
-        assert_eq!(XdpError::OutOfBounds.errno(), -22);
-        assert_eq!(XdpError::MetaLength.errno(), -13);
     }
 
     #[test]

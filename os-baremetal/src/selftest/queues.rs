@@ -104,7 +104,7 @@ pub fn read_context<T, const N: usize>(
     abs: u16,
     decode: fn([u32; N]) -> T,
 ) -> Option<T> {
-    let words = context_read(dev.qdma(), &mut TscDelay, sel, abs).ok()?;
+    let words = context_read(dev.raw_registers().qdma, &mut TscDelay, sel, abs).ok()?;
     let mut c = [0; N];
     c.copy_from_slice(&words[..N]);
     Some(decode(c))

@@ -563,6 +563,23 @@ pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
     }
 }
 
+/// The MTU bounds of the port (`netdev->min_mtu`, `max_mtu`), set before the netdev is
+/// registered.
+///
+/// # Safety
+///
+/// Live port; `min` and `max` valid for a write; RTNL held or the netdev not registered yet.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_mtu_range(p: *const c_void, min: *mut u32, max: *mut u32) {
+    // SAFETY: live port; control call (caller's contract).
+    let (lo, hi) = unsafe { port(p).mtu_range() };
+    // SAFETY: valid out pointers (caller's contract).
+    unsafe {
+        *min = lo;
+        *max = hi;
+    }
+}
+
 /// ethtool get_rxfh: table (RSS_INDIR_SIZE entries) and key (RSS_KEY_SIZE bytes), each optional.
 ///
 /// # Safety
@@ -609,27 +626,12 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
 /// Live port; RTNL held; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut OnicLayout) {
-    // SAFETY: live port; control call.
-    let c = unsafe { port(p).config() };
-    let max_ring = onic_hal::regs::qdma::tables::RING_SIZES
-        .iter()
-        .max()
-        .copied()
-        .unwrap_or(0)
-        .saturating_sub(1);
-    // SAFETY: valid out pointer (caller's contract).
-    unsafe {
-        *out = OnicLayout {
-            max_queues: u32::from(c.max_queues),
-            queues: u32::from(c.queues),
-            tx_ring: u32::from(c.tx_ring.usable()),
-            rx_ring: u32::from(c.rx_ring.usable()),
-            max_ring,
-        };
-    }
+    // SAFETY: live port; control call; valid out pointer (caller's contract).
+    unsafe { *out = port(p).layout() };
 }
 
-/// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or -EINVAL.
+/// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or a negative
+/// errno.
 ///
 /// # Safety
 ///
@@ -642,12 +644,8 @@ pub unsafe extern "C" fn onic_rs_check_layout(
     rx_ring: u32,
 ) -> i32 {
     // SAFETY: live port; control call.
-    let c = unsafe { port(p).config() };
-    if queues == 0 || queues > u32::from(c.max_queues) {
-        return neg(EINVAL);
-    }
-    match KPort::ring_indices(tx_ring, rx_ring) {
-        Ok(_) => 0,
+    match unsafe { port(p).check_layout(queues, tx_ring, rx_ring) } {
+        Ok(()) => 0,
         Err(e) => neg(e),
     }
 }
@@ -664,11 +662,8 @@ pub unsafe extern "C" fn onic_rs_set_layout(
     tx_ring: u32,
     rx_ring: u32,
 ) -> i32 {
-    let (Ok(q), Ok((t, r))) = (u16::try_from(queues), KPort::ring_indices(tx_ring, rx_ring)) else {
-        return neg(EINVAL);
-    };
     // SAFETY: live port; control call; interface down.
-    match unsafe { port(p).reconfigure(q, t, r) } {
+    match unsafe { port(p).reconfigure(queues, tx_ring, rx_ring) } {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -678,4 +673,14 @@ pub unsafe extern "C" fn onic_rs_set_layout(
 #[no_mangle]
 pub extern "C" fn onic_rs_rx_flow_hash(flow_type: u32) -> u64 {
     crate::ethtool::rx_flow_hash_fields(flow_type)
+}
+
+/// ethtool set_rxnfc ETHTOOL_SRXFH: 0 when `fields` is exactly what the shell hashes for
+/// `flow_type` (nothing to change), else a negative errno.
+#[no_mangle]
+pub extern "C" fn onic_rs_set_rx_flow_hash(flow_type: u32, fields: u64) -> i32 {
+    match crate::ethtool::set_rx_flow_hash(flow_type, fields) {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
 }
