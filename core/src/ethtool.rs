@@ -4,9 +4,9 @@
 //!
 //! # `ethtool -S`
 //!
-//! The list starts with the reference driver's 71 entries in its order (spec §10.5): the 59 CMAC
-//! counters latched by TICK, the 5 packet-adapter counters, then the 7 XDP counters summed over
-//! all queues. Hardware counters are read in full (48-bit CMAC, 64-bit adapter; the reference
+//! The list starts with the reference driver's 71 entries in its order (hardware.md §10.5): the 59
+//! CMAC counters latched by TICK, the 5 packet-adapter counters, then the 7 XDP counters summed
+//! over all queues. Hardware counters are read in full (48-bit CMAC, 64-bit adapter; the reference
 //! driver reports the low 32 bits only, see [`crate::stats::read_hw_counters`]). Then, following
 //! the conventions of Linux drivers:
 //!
@@ -350,7 +350,7 @@ pub fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
 }
 
 /// ethtool's link state (`ethtool eth0`, "Link detected"): the carrier is on and the CMAC reports
-/// RX up and aligned (STAT_RX_STATUS read twice, spec §10.3).
+/// RX up and aligned (STAT_RX_STATUS read twice, hardware.md §10.3).
 pub fn link_detected<W: RegisterWindow>(carrier: bool, shell: &W, port: u8) -> bool {
     carrier && crate::stats::link_up(shell, port)
 }
@@ -686,8 +686,8 @@ pub mod flow {
 
 /// What the shell hashes for a flow type (`ethtool -n eth0 rx-flow-hash udp4`), stated as it is:
 /// for every IPv4 frame, whatever its protocol, the protocol number, the source and destination
-/// addresses and the 4 bytes after the IPv4 header (spec §9.4; for TCP/UDP/SCTP those are the
-/// ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
+/// addresses and the 4 bytes after the IPv4 header (hardware.md §9.4; for TCP/UDP/SCTP those are
+/// the ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
 /// (value 0, table entry 0).
 ///
 /// # Errors

@@ -5,7 +5,7 @@
 //! - **Coherent regions** hold descriptor rings, completion rings and their status slots. Both sides
 //!   access them at any time, so every access goes through volatile reads and writes
 //!   ([`CoherentRegion`]). The QDMA needs them 4 KiB aligned, zeroed, and (for the completion ring
-//!   context) below 4 GiB on the reference design (spec §1.4, §5.6).
+//!   context) below 4 GiB on the reference design (hardware.md §1.4, §5.6).
 //! - **Streaming pages** hold packet data. A page is allocated once ([`DmaMemory::alloc_page`]),
 //!   mapped once ([`DmaMemory::map_page`]), recycled many times with explicit ownership hand-offs
 //!   ([`DmaMemory::sync_for_device`] before the device may touch it, [`DmaMemory::sync_for_cpu`]

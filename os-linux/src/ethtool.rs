@@ -1,8 +1,8 @@
 //! `ethtool` string sets and statistics layout.
 //!
 //! `ethtool -S` is the core's list ([`onic_core::ethtool::EthtoolStats`]): the reference driver's
-//! 71 names first, in its order (spec §10.5: 59 CMAC counters, 5 packet-adapter counters, 7 XDP
-//! totals), then `rx{q}_<name>` and `tx{q}_<name>` for every queue pair the function owns, then
+//! 71 names first, in its order (hardware.md §10.5: 59 CMAC counters, 5 packet-adapter counters, 7
+//! XDP totals), then `rx{q}_<name>` and `tx{q}_<name>` for every queue pair the function owns, then
 //! the page-pool counters with Linux's names (`rx_pp_alloc_fast`, ...), summed over the queues.
 
 use core::fmt::Write;
@@ -81,7 +81,7 @@ pub fn reference_name(index: usize, out: &mut [u8; ETH_GSTRING_LEN]) -> bool {
 }
 
 /// `ethtool -n <dev> rx-flow-hash <type>` (ETHTOOL_GRXFH): which fields the shell's RSS hash
-/// really covers for a flow type (spec §9.4). For (VLAN-)IPv4 it takes the protocol, both
+/// really covers for a flow type (hardware.md §9.4). For (VLAN-)IPv4 it takes the protocol, both
 /// addresses and the first four bytes after the IP header, whatever the protocol; anything that is
 /// not IPv4 hashes to 0, so nothing is reported for it.
 #[must_use]

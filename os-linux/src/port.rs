@@ -39,7 +39,8 @@ use crate::queues::{Queue, Rings, MAX_PORT_QUEUES};
 
 /// Smallest MTU the port accepts (`ETH_MIN_MTU`).
 pub const MIN_MTU: u32 = 68;
-/// Largest MTU: the stock shell passes frames up to 1514 bytes (spec §14), i.e. 1500 + header.
+/// Largest MTU: the stock shell passes frames up to 1514 bytes (hardware.md §14), i.e. 1500 +
+/// header.
 pub const MAX_MTU: u32 = 1500;
 /// Ethernet header length.
 pub const ETH_HLEN: u32 = 14;
@@ -50,7 +51,7 @@ pub const RSS_INDIR_SIZE: usize = INDIR_TABLE_ENTRIES;
 pub const RSS_KEY_SIZE: usize = HASH_KEY_WORDS * 4;
 
 /// Ring sizes the port offers for `ethtool -G` (entries usable, i.e. table size - 1): the
-/// ring-size table of the QDMA (spec §3.1) lists 64 .. 16384 slots.
+/// ring-size table of the QDMA (hardware.md §3.1) lists 64 .. 16384 slots.
 const RING_MIN_USABLE: u16 = 63;
 
 /// Settings chosen at probe time.
@@ -63,11 +64,11 @@ pub struct PortConfig {
     pub max_queues: u16,
     /// Queue pairs in use at start.
     pub queues: u16,
-    /// TX ring size index (spec §3.1 table).
+    /// TX ring size index (hardware.md §3.1 table).
     pub tx_ring: RingSizeIdx,
     /// RX descriptor and completion ring size index.
     pub rx_ring: RingSizeIdx,
-    /// Enable RS-FEC on the CMACs (the master PF enables them, spec §10.2).
+    /// Enable RS-FEC on the CMACs (the master PF enables them, hardware.md §10.2).
     pub rs_fec: bool,
 }
 
@@ -154,7 +155,7 @@ where
     K: Os + Clone,
     C: SharedLock,
 {
-    /// Brings the function up (spec §13.1 steps 5-10 through `Device::init_shared`, with the
+    /// Brings the function up (hardware.md §13.1 steps 5-10 through `Device::init_shared`, with the
     /// function's TX-only queue ids after its pairs) and builds the port's state. Nothing runs
     /// yet; `open` starts the queues.
     ///
@@ -233,7 +234,7 @@ where
         self.dev.function().number()
     }
 
-    /// Starts every queue pair in use (spec §13.2): the queue's page pool, TX ring, RX ring
+    /// Starts every queue pair in use (hardware.md §13.2): the queue's page pool, TX ring, RX ring
     /// filled from the pool, contexts, interrupt armed. On failure everything started is torn
     /// down again.
     ///
@@ -280,7 +281,7 @@ where
     }
 
     /// Spreads the indirection table over the first `queues` queues (entry k = k mod queues, as
-    /// the reference driver's probe does for all its queues, spec §9.2).
+    /// the reference driver's probe does for all its queues, hardware.md §9.2).
     fn write_default_indir(&self, queues: u16) {
         let f = self.func();
         for k in 0..RSS_INDIR_SIZE {
@@ -291,7 +292,7 @@ where
     }
 
     /// `ethtool -x`: the indirection table and the hash key as the shell holds them (table reads
-    /// first, then key reads, spec §9.2; the table's upper half is masked off).
+    /// first, then key reads, hardware.md §9.2; the table's upper half is masked off).
     pub fn rss_get(&self, indir: Option<&mut [u32; RSS_INDIR_SIZE]>, key: Option<&mut [u8; RSS_KEY_SIZE]>) {
         let f = self.func();
         let sh = self.dev.shell();
@@ -308,7 +309,7 @@ where
     }
 
     /// `ethtool -X`: validates everything first (every entry below the queues in use), then writes
-    /// the whole table, then the key (byte 4k in bits 7..0 of word k, spec §9.2). Nothing is
+    /// the whole table, then the key (byte 4k in bits 7..0 of word k, hardware.md §9.2). Nothing is
     /// written when anything is invalid.
     ///
     /// # Safety
@@ -375,7 +376,7 @@ where
         self.os.synchronize();
     }
 
-    /// Tears every queue down (spec §13.4).
+    /// Tears every queue down (hardware.md §13.4).
     ///
     /// # Safety
     ///
@@ -455,7 +456,7 @@ where
         c
     }
 
-    /// Whether the port's CMAC reports link up and aligned (spec §10.3).
+    /// Whether the port's CMAC reports link up and aligned (hardware.md §10.3).
     pub fn link_up(&self) -> bool {
         link_up(self.dev.shell(), self.dev.function().port())
     }
@@ -530,7 +531,7 @@ where
 
     /// Validates a new MTU. A frame always fits one RX page (3520 bytes after headroom and
     /// tailroom), with or without XDP; the bound is the shell's, which passes at most 1514-byte
-    /// frames (spec §14).
+    /// frames (hardware.md §14).
     ///
     /// # Safety
     ///
@@ -603,7 +604,7 @@ where
         Ok(())
     }
 
-    /// Takes the function down (spec §13.5); queues still running are torn down first.
+    /// Takes the function down (hardware.md §13.5); queues still running are torn down first.
     pub fn remove(self) {
         // SAFETY: `self` is owned, so no other call on this port can run.
         unsafe { self.stop() };

@@ -46,7 +46,8 @@ pub enum TxRole {
 /// H2C queue ids per queue index.
 const TX_ROLES: u16 = 3;
 
-/// Queue indices a port may own: each uses three of the function's 64 H2C queue ids (spec §1.3).
+/// Queue indices a port may own: each uses three of the function's 64 H2C queue ids
+/// (hardware.md §1.3).
 pub const MAX_PORT_QUEUES: u16 = MAX_QUEUES_PER_FUNCTION / TX_ROLES;
 
 impl TxRole {
