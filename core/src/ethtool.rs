@@ -769,6 +769,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn the_reference_list_comes_first_then_queues_then_pools() {
         let qs = [counters(0), counters(1)];
         let mut hw = [0u64; HW_COUNTERS];

@@ -1167,7 +1167,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_receive_sync_and_rearm() {
+    fn receive_sync_and_rearm() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1218,7 +1218,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_budget_and_color_across_wraps() {
+    fn budget_and_color_across_wraps() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1271,7 +1271,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_overload_never_overflows_the_completion_ring() {
+    fn overload_never_overflows_the_completion_ring() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1336,7 +1336,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bad_completions_are_counted_drops() {
+    fn bad_completions_are_counted_drops() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1378,7 +1378,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_status_pidx_beyond_the_ring_stops_the_queue() {
+    fn status_pidx_beyond_the_ring_stops_the_queue() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1414,7 +1414,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_no_replacement_page_drops_the_frame_and_keeps_the_ring() {
+    fn no_replacement_page_drops_the_frame_and_keeps_the_ring() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1456,7 +1456,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_completion_without_posted_descriptors_stops_the_queue() {
+    fn completion_without_posted_descriptors_stops_the_queue() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1489,7 +1489,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_completions_arriving_during_the_poll_are_caught_by_the_recheck() {
+    fn completions_arriving_during_the_poll_are_caught_by_the_recheck() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1527,7 +1527,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_sixteen_byte_completions_and_multi_buffer_drop() {
+    fn sixteen_byte_completions_and_multi_buffer_drop() {
         let card = onic_sim::Card::new({
             let mut c = onic_sim::CardConfig::default();
             c.max_frame_len = 9000;
@@ -1570,7 +1570,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_restart_returns_every_page_and_counts_what_was_left() {
+    fn restart_returns_every_page_and_counts_what_was_left() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();

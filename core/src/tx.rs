@@ -968,7 +968,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_one_doorbell_per_batch_and_reclaim() {
+    fn one_doorbell_per_batch_and_reclaim() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1014,7 +1014,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_full_ring_refuses_stops_and_wakes() {
+    fn full_ring_refuses_stops_and_wakes() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1061,7 +1061,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_short_frames_are_padded_and_pool_pages_recycled() {
+    fn short_frames_are_padded_and_pool_pages_recycled() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1103,7 +1103,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
+    fn bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1147,7 +1147,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_restart_hands_every_buffer_back_and_the_queue_sends_again() {
+    fn restart_hands_every_buffer_back_and_the_queue_sends_again() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();

@@ -576,6 +576,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn spec_udp_vector() {
         let h = ShellHasher::new(&RssKey::DEFAULT);
         let f = udp_frame();
@@ -601,6 +602,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn rekey_equals_new() {
         let mut h = ShellHasher::new(&RssKey::DEFAULT);
         h.rekey(&RssKey::MICROSOFT);
@@ -611,6 +613,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn batch_hashes_each_frame() {
         let h = ShellHasher::default();
         let a = udp_frame();
