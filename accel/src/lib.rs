@@ -1,5 +1,5 @@
-//! The shell's RX hash (spec §9.4), accelerated: the same value as `onic-core`'s table-driven
-//! [`ShellHasher`], computed by carry-less multiplication where the CPU has it.
+//! The shell's RX hash (hardware.md §9.4), accelerated: the same value as `onic-core`'s
+//! table-driven [`ShellHasher`], computed by carry-less multiplication where the CPU has it.
 //!
 //! # Why a multiplication
 //!

@@ -8,11 +8,11 @@ use onic_hal::PAGE_SIZE;
 use crate::error::ConfigError;
 
 /// Queues each function may own: the driver places function `f`'s queues at absolute queue ids
-/// `64 f ..` (spec §1.3, `ONIC_MAX_QUEUES`).
+/// `64 f ..` (hardware.md §1.3, `ONIC_MAX_QUEUES`).
 pub const MAX_QUEUES_PER_FUNCTION: u16 = 64;
 
 /// Headroom in front of every received frame, for XDP (`XDP_PACKET_HEADROOM`): the C2H descriptor
-/// points 256 bytes into its page (spec §12.1).
+/// points 256 bytes into its page (hardware.md §12.1).
 pub const RX_HEADROOM: u32 = 256;
 
 /// Room kept free at the end of each RX page: what an OS needs to build a packet around the page
@@ -23,11 +23,11 @@ pub const RX_TAILROOM: u32 = 320;
 /// Bytes of a page the device may write after the headroom and before the tailroom.
 pub const RX_BUFFER_ROOM: u32 = PAGE_SIZE as u32 - RX_HEADROOM - RX_TAILROOM;
 
-/// The C2H buffer-size table the driver programs (C2H_BUF_SZ, spec §3.1), with one deliberate
-/// change: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead of 3968, so
-/// that one page per descriptor can hold a full buffer behind the XDP headroom. The reference
-/// driver uses entry 8 (4096 bytes) with data at page offset 256, which lets the device write up
-/// to 256 bytes past the page (spec §15 item 9). See `docs/deviations.md`.
+/// The C2H buffer-size table the driver programs (C2H_BUF_SZ, hardware.md §3.1), with one
+/// deliberate change: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead
+/// of 3968, so that one page per descriptor can hold a full buffer behind the XDP headroom. The
+/// reference driver uses entry 8 (4096 bytes) with data at page offset 256, which lets the device
+/// write up to 256 bytes past the page (hardware.md §15 item 9). See `docs/deviations.md`.
 pub const C2H_BUF_SIZES: [u32; qdma::GLOBAL_TABLE_LEN] = {
     let mut t = qdma::tables::C2H_BUF_SIZES;
     t[RX_BUF_SIZE_INDEX_DEFAULT as usize] = RX_BUFFER_ROOM;
@@ -43,7 +43,7 @@ pub const TX_RING_SIZE_INDEX_DEFAULT: u8 = 0;
 /// entries, as the reference driver).
 pub const RX_RING_SIZE_INDEX_DEFAULT: u8 = 8;
 
-/// An index into the GLBL_RNG_SZ table (spec §3.1).
+/// An index into the GLBL_RNG_SZ table (hardware.md §3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RingSizeIdx(u8);
@@ -168,7 +168,7 @@ impl Function {
     }
 
     /// The CMAC port this function's traffic uses and whose statistics and link it reports:
-    /// CMAC 0 for function 0, CMAC 1 otherwise (spec §1.3).
+    /// CMAC 0 for function 0, CMAC 1 otherwise (hardware.md §1.3).
     #[must_use]
     pub const fn port(self) -> u8 {
         if self.0 == 0 {
@@ -186,7 +186,7 @@ pub struct DeviceConfig {
     /// The PCI function.
     pub func: Function,
     /// Queue pairs (TX = RX count). MSI-X queue vectors are `0..queues`; the user vector is
-    /// `queues`, the master PF's error vector `queues + 1` (spec §11.1).
+    /// `queues`, the master PF's error vector `queues + 1` (hardware.md §11.1).
     pub queues: u16,
     /// TX (H2C) queues beyond the pairs, at queue ids `queues..queues + tx_only`: their own rings
     /// for XDP_TX and for frames other devices redirect here, so that those never share a ring
@@ -313,7 +313,7 @@ pub struct TxQueueConfig {
     pub qid: u16,
     /// Descriptor ring size.
     pub ring: RingSizeIdx,
-    /// MSI-X vector recorded in the context (TX interrupts are off, spec §11.2).
+    /// MSI-X vector recorded in the context (TX interrupts are off, hardware.md §11.2).
     pub vector: u16,
 }
 

@@ -1,5 +1,5 @@
-//! Device bring-up and teardown for one PCI function (spec §3, §4, §10, §11, §13), and the
-//! per-queue context programming (spec §5.8).
+//! Device bring-up and teardown for one PCI function (hardware.md §3, §4, §10, §11, §13), and the
+//! per-queue context programming (hardware.md §5.8).
 //!
 //! The order of register accesses follows the reference driver exactly, except for the documented
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
@@ -22,7 +22,7 @@ use crate::stats::HW_COUNTERS;
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
-/// has streaming H2C errors at bit 16 (spec §15 item 2). Both are set, so H2C errors are reported
+/// has streaming H2C errors at bit 16 (hardware.md §15 item 2). Both are set, so H2C errors are reported
 /// whichever map the instance follows, and the reference driver's bit stays enabled.
 pub(crate) const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
 
@@ -64,8 +64,8 @@ pub struct RawRegisters<'d, Q, S> {
 }
 
 impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
-    /// Brings up one PCI function (spec §13.1 steps 5-10) of a card that no other context drives
-    /// at the same time; see [`Device::init_shared`].
+    /// Brings up one PCI function (hardware.md §13.1 steps 5-10) of a card that no other context
+    /// drives at the same time; see [`Device::init_shared`].
     ///
     /// # Errors
     ///
@@ -76,8 +76,9 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
 }
 
 impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
-    /// Brings up one PCI function (spec §13.1 steps 5-10). `lock` is the card's context-command
-    /// lock, shared with the other functions of the card; it is taken around each command.
+    /// Brings up one PCI function (hardware.md §13.1 steps 5-10). `lock` is the card's
+    /// context-command lock, shared with the other functions of the card; it is taken around each
+    /// command.
     ///
     /// # Errors
     ///
@@ -119,11 +120,11 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         // Deviation: qmax and numq cover the function's TX-only queues too (DeviceConfig::span).
         let fmap = FmapCtxt::new(func.qbase(), self.cfg.span());
         self.context_write(delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
-        // Step 6: the shell's QCONF must be set before any H2C doorbell (spec §14).
+        // Step 6: the shell's QCONF must be set before any H2C doorbell (hardware.md §14).
         self.shell
             .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
-        // value (spec §9.2), so only the table is pending here.
+        // value (hardware.md §9.2), so only the table is pending here.
         let rss = self.rss.get_mut();
         rss.program(&self.shell, f).map_err(Error::Rss)?;
         rss.mark_programmed();
@@ -159,8 +160,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Ok(())
     }
 
-    /// Global CSR programming of spec §3 (69 writes, 2 reads, in the reference driver's order).
-    /// Deviation: the C2H buffer-size table carries [`C2H_BUF_SIZES`].
+    /// Global CSR programming of hardware.md §3 (69 writes, 2 reads, in the reference driver's
+    /// order). Deviation: the C2H buffer-size table carries [`C2H_BUF_SIZES`].
     fn init_global_csrs(&self) {
         let q = &self.qdma;
         for (i, &v) in tables::RING_SIZES.iter().enumerate() {
@@ -185,7 +186,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     }
 
     /// Counts consecutive CMACs reporting version 0x301 from port 0; the master PF enables each
-    /// right after its version read (spec §10.1).
+    /// right after its version read (hardware.md §10.1).
     fn detect_cmacs<D: DelayNs>(&self, delay: &mut D) -> Result<u8> {
         let mut found = 0;
         for port in 0..cmac::MAX_PORTS {
@@ -200,7 +201,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Ok(found)
     }
 
-    /// The CMAC enable sequence of spec §10.2. Deviation: the reset wait is bounded by
+    /// The CMAC enable sequence of hardware.md §10.2. Deviation: the reset wait is bounded by
     /// [`DeviceConfig::cmac_reset_polls`] reads (the reference driver waits forever).
     fn enable_cmac<D: DelayNs>(&self, delay: &mut D, port: u8) -> Result<()> {
         let bit = shell::reset_bits::cmac(port);
@@ -235,8 +236,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Ok(())
     }
 
-    /// Error interrupt programming of spec §11.3: disarmed GLBL_ERR_INT, the seven leaf groups
-    /// (leaf mask write, GLBL_ERR_MASK read, GLBL_ERR_MASK write), then armed GLBL_ERR_INT.
+    /// Error interrupt programming of hardware.md §11.3: disarmed GLBL_ERR_INT, the seven leaf
+    /// groups (leaf mask write, GLBL_ERR_MASK read, GLBL_ERR_MASK write), then armed GLBL_ERR_INT.
     fn init_error_interrupt(&self, vector: u16) {
         let f = self.cfg.func.number();
         let q = &self.qdma;
@@ -254,8 +255,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         q.write32(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, true).bits());
     }
 
-    /// The register accesses of remove (spec §13.5): master PF disarms the error interrupt, QCONF
-    /// = 0, FMAP CLEAR.
+    /// The register accesses of remove (hardware.md §13.5): master PF disarms the error interrupt,
+    /// QCONF = 0, FMAP CLEAR.
     fn release<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
         let f = self.cfg.func.number();
         if self.cfg.func.is_master() {
@@ -265,7 +266,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))
     }
 
-    /// Tears the function down (spec §13.5) and hands the register windows back. Queues must
+    /// Tears the function down (hardware.md §13.5) and hands the register windows back. Queues must
     /// have been torn down first.
     ///
     /// # Errors
@@ -322,7 +323,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         crate::ethtool::adapter_rx_drops(&self.shell, self.cfg.func.port())
     }
 
-    /// Whether the function's CMAC reports RX up and aligned (spec §10.3; ethtool's "Link
+    /// Whether the function's CMAC reports RX up and aligned (hardware.md §10.3; ethtool's "Link
     /// detected" when the carrier is on).
     pub fn link_up(&self) -> bool {
         crate::stats::link_up(&self.shell, self.cfg.func.port())
@@ -335,7 +336,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     }
 
     /// `ethtool -X`: validates every part first, then writes what was given (table entries, then
-    /// key words, spec §9.2). Returns the parts written.
+    /// key words, hardware.md §9.2). Returns the parts written.
     ///
     /// # Errors
     ///
@@ -462,8 +463,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data)
     }
 
-    /// Programs a TX (H2C) queue's contexts (spec §5.8): SW clear, SW write, HW clear, credit
-    /// clear. On failure the queue's teardown list runs.
+    /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
+    /// credit clear. On failure the queue's teardown list runs.
     ///
     /// # Errors
     ///
@@ -487,7 +488,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         r
     }
 
-    /// Invalidates a TX queue's contexts: SW, HW, credit (spec §5.8).
+    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8).
     ///
     /// # Errors
     ///
@@ -506,10 +507,10 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         first
     }
 
-    /// Programs an RX queue's contexts (spec §5.8: SW C2H, HW, credit, prefetch, CMPT), then
+    /// Programs an RX queue's contexts (hardware.md §5.8: SW C2H, HW, credit, prefetch, CMPT), then
     /// hands `c2h_pidx` descriptors to the device (indices run `0..usable` and wrap, so at most
     /// `usable - 1` can be outstanding) and arms the completion interrupt with CMPT
-    /// CIDX = 0 (spec §13.2). On failure the queue's teardown list runs.
+    /// CIDX = 0 (hardware.md §13.2). On failure the queue's teardown list runs.
     ///
     /// # Errors
     ///
@@ -559,7 +560,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Ok(())
     }
 
-    /// Invalidates an RX queue's contexts: SW C2H, HW, credit, prefetch, CMPT (spec §5.8).
+    /// Invalidates an RX queue's contexts: SW C2H, HW, credit, prefetch, CMPT (hardware.md §5.8).
     ///
     /// # Errors
     ///
@@ -585,7 +586,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
 }
 
 /// Rings (descriptor and completion) must be 4 KiB aligned: the completion context does not even
-/// store the low 12 address bits (spec §5.6, §8.1).
+/// store the low 12 address bits (hardware.md §5.6, §8.1).
 fn check_ring_addr(addr: DmaAddr) -> Result<(), ConfigError> {
     if addr.is_aligned(onic_hal::PAGE_SIZE as u64) {
         Ok(())

@@ -57,8 +57,8 @@ pub enum ConfigError {
         available: u16,
     },
     /// A ring's DMA address is not 4 KiB aligned (the completion context keeps no low 12 address
-    /// bits, spec §5.6). Rings are allocated below 4 GiB by the queues themselves; this check does
-    /// not look at that.
+    /// bits, hardware.md §5.6). Rings are allocated below 4 GiB by the queues themselves; this
+    /// check does not look at that.
     RingAddress {
         /// The address given.
         addr: u64,

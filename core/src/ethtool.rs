@@ -4,9 +4,9 @@
 //!
 //! # `ethtool -S`
 //!
-//! The list starts with the reference driver's 71 entries in its order (spec §10.5): the 59 CMAC
-//! counters latched by TICK, the 5 packet-adapter counters, then the 7 XDP counters summed over
-//! all queues. Hardware counters are read in full (48-bit CMAC, 64-bit adapter; the reference
+//! The list starts with the reference driver's 71 entries in its order (hardware.md §10.5): the 59
+//! CMAC counters latched by TICK, the 5 packet-adapter counters, then the 7 XDP counters summed
+//! over all queues. Hardware counters are read in full (48-bit CMAC, 64-bit adapter; the reference
 //! driver reports the low 32 bits only, see [`crate::stats::read_hw_counters`]). Then, following
 //! the conventions of Linux drivers:
 //!
@@ -663,7 +663,7 @@ pub mod flow {
 
 /// What the shell hashes for a flow type (`ethtool -n eth0 rx-flow-hash udp4`), stated as it is:
 /// for every IPv4 frame, whatever its protocol, the protocol number, the source and destination
-/// addresses and the 4 bytes after the IPv4 header (spec §9.4; for TCP/UDP/SCTP those are the
+/// addresses and the 4 bytes after the IPv4 header (hardware.md §9.4; for TCP/UDP/SCTP those are the
 /// ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
 /// (value 0, table entry 0). The flag bits of [`flow::FLAGS`] are ignored.
 ///
@@ -746,6 +746,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn the_reference_list_comes_first_then_queues_then_pools() {
         let qs = [counters(0), counters(1)];
         let mut hw = [0u64; HW_COUNTERS];

@@ -938,7 +938,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_fast_slow_and_release_paths() {
+    fn fast_slow_and_release_paths() {
         let card = Card::new(CardConfig::default());
         let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
         let a = pool.alloc().unwrap();
@@ -976,7 +976,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_ring_recycling_from_another_context() {
+    fn ring_recycling_from_another_context() {
         let card = Card::new(CardConfig::default());
         let ring = RecycleRing::new();
         let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), Some(&ring));
@@ -1014,7 +1014,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_full_ring_hands_the_page_back() {
+    fn full_ring_hands_the_page_back() {
         let card = Card::new(CardConfig::default());
         let dma = card.dma();
         let ring: RecycleRing = RecycleRing::new();
@@ -1042,7 +1042,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bulk_alloc_and_recycle_move_whole_bursts() {
+    fn bulk_alloc_and_recycle_move_whole_bursts() {
         let card = Card::new(CardConfig::default());
         let mut pool: PagePool<'_, _, 8> = PagePool::new(card.dma(), PoolConfig { bulk: 8, ..cfg() }, None);
         let mut burst: PageBurst<5> = PageBurst::new();
@@ -1087,7 +1087,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bulk_alloc_stops_when_no_page_can_be_had() {
+    fn bulk_alloc_stops_when_no_page_can_be_had() {
         let card = Card::new(CardConfig::default());
         let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
         let mut burst: PageBurst<6> = PageBurst::new();
@@ -1103,7 +1103,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_allocation_failure_is_counted() {
+    fn allocation_failure_is_counted() {
         let card = Card::new(CardConfig::default());
         let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), None);
         card.faults().fail_next_page_allocs(1);

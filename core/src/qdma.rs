@@ -1,5 +1,5 @@
 //! QDMA register programming: indirect contexts (crate-private: [`crate::Device`] programs them)
-//! and queue doorbells (spec §5, §6).
+//! and queue doorbells (hardware.md §5, §6).
 
 use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
 use onic_hal::layout::doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb};
@@ -8,7 +8,7 @@ use onic_hal::{DelayNs, RegisterWindow};
 
 use crate::error::{Error, Result};
 
-/// Reads of IND_CTXT_CMD before a busy command is given up (spec §5.1: about 500 ms).
+/// Reads of IND_CTXT_CMD before a busy command is given up (hardware.md §5.1: about 500 ms).
 pub(crate) const CTXT_POLL_LIMIT: u32 = 5000;
 /// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
 pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
@@ -73,8 +73,8 @@ pub fn context_read<W: RegisterWindow, D: DelayNs>(
     Ok(out)
 }
 
-/// The queue doorbells of one function (BAR0, function-relative queue ids, spec §6). Writing a
-/// doorbell is the release point of a ring update: the [`RegisterWindow`] contract orders earlier
+/// The queue doorbells of one function (BAR0, function-relative queue ids, hardware.md §6). Writing
+/// a doorbell is the release point of a ring update: the [`RegisterWindow`] contract orders earlier
 /// DMA-memory writes before it.
 #[derive(Clone, Copy, Debug)]
 pub struct Doorbells<W> {

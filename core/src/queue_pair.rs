@@ -132,8 +132,8 @@ pub struct PairStats {
     /// Frames the program redirected to another TX queue or target.
     pub rx_xdp_redirect: u64,
     /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
-    /// and they count as drops. Deviation: the reference driver leaks the page here (spec §15
-    /// item 13).
+    /// and they count as drops. Deviation: the reference driver leaks the page here
+    /// (hardware.md §15 item 13).
     pub rx_xdp_tx_errors: u64,
     /// Frames the program passed to the OS ([`QueuePair::poll`]).
     pub rx_xdp_pass: u64,
@@ -196,7 +196,7 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     }
 
     /// Programs both queues' contexts (TX first, then RX with its ring filled), as the reference
-    /// driver's open does per queue (spec §13.2).
+    /// driver's open does per queue (hardware.md §13.2).
     ///
     /// # Errors
     ///

@@ -1,4 +1,4 @@
-//! Ring index arithmetic and the completion color (spec §8.2, §8.4).
+//! Ring index arithmetic and the completion color (hardware.md §8.2, §8.4).
 //!
 //! Every QDMA ring has `count` entries of which the last holds the status record, so indices run
 //! `0..usable` (`usable = count - 1`) and wrap modulo `usable`. The helpers here never produce an
@@ -112,8 +112,9 @@ impl Ring {
 
 /// The color (phase) bit of a completion ring. The device writes each entry with its current color
 /// and flips it every time its producer index wraps to 0; the driver expects color 1 on the first
-/// lap (the completion context's initial color, spec §5.6) and flips its expectation whenever its
-/// own consumer index wraps. An entry is new exactly when its color equals the expected one.
+/// lap (the completion context's initial color, hardware.md §5.6) and flips its expectation
+/// whenever its own consumer index wraps. An entry is new exactly when its color equals the
+/// expected one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Color(bool);

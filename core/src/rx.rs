@@ -1,5 +1,5 @@
 //! The receive queue: a C2H descriptor ring, its completion (CMPT) ring, and the pages behind the
-//! descriptors (spec §6, §7.2-7.4, §8.3-8.5, §12.1).
+//! descriptors (hardware.md §6, §7.2-§7.4, §8.3-§8.5, §12.1).
 //!
 //! # Ownership of the rings
 //!
@@ -11,7 +11,7 @@
 //!   error state and touches nothing more);
 //! - an entry between the driver's consumer index and that producer index must carry the expected
 //!   color, or it is treated as not yet visible (the device may write the status record before the
-//!   entry becomes visible when PCIe relaxed ordering is on, spec §1.4);
+//!   entry becomes visible when PCIe relaxed ordering is on, hardware.md §1.4);
 //! - the entry's error bit, a length of 0, a length above the largest frame or above what the
 //!   posted buffers can hold make a counted drop;
 //! - a completion needing more descriptors than were posted puts the queue in its error state.
@@ -21,8 +21,8 @@
 //! Some lies cannot be seen in one value, only in a queue that stops moving while the device
 //! claims there is work: completions the status record reports whose entry never gets the
 //! expected color, entries of the expected color the status record never reports, or a device
-//! whose C2H consumer index (its descriptor-ring status record, spec §7.4) disagrees with the
-//! descriptors the completions accounted for once everything reported has been consumed (the
+//! whose C2H consumer index (its descriptor-ring status record, hardware.md §7.4) disagrees with
+//! the descriptors the completions accounted for once everything reported has been consumed (the
 //! ring is out of step: a completion length that did not match the descriptors the frame used,
 //! or a device dropping for lack of descriptors while the driver has many posted). A poll that
 //! ends in such a state without consuming anything asks to be polled again (the device may be
@@ -64,7 +64,7 @@ use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
 use crate::ring::{Color, Ring};
 
-/// Largest frame the stock shell passes (spec §14: 1514 bytes without FCS).
+/// Largest frame the stock shell passes (hardware.md §14: 1514 bytes without FCS).
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
 
 /// Most descriptors handed back per refill batch.
@@ -214,8 +214,8 @@ impl RxStats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RxOptions {
-    /// Largest frame the shell can deliver (its build parameter; spec §14). Longer completions
-    /// are bad lengths. While it fits one buffer, every completion consumes exactly one
+    /// Largest frame the shell can deliver (its build parameter; hardware.md §14). Longer
+    /// completions are bad lengths. While it fits one buffer, every completion consumes exactly one
     /// descriptor, whatever length a faulty device reports.
     pub max_frame_len: u32,
     /// Descriptors handed back per C2H PIDX doorbell.
@@ -224,7 +224,7 @@ pub struct RxOptions {
     /// queue enters its error state (0: never).
     pub stall_polls: u16,
     /// Compare the device's C2H consumer index (the descriptor ring's status record, written by
-    /// the device with `wbk_en`, spec §5.2, §7.4) with the driver's once a poll has consumed
+    /// the device with `wbk_en`, hardware.md §5.2, §7.4) with the driver's once a poll has consumed
     /// everything reported. Off for a device that does not write that record.
     pub check_c2h_status: bool,
 }
@@ -428,8 +428,9 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
 
 impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// Fills the ring from `pool` and programs the queue's contexts; the C2H PIDX the device starts
-    /// with is the number of descriptors posted, and the completion interrupt is armed (spec
-    /// §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls refill it).
+    /// with is the number of descriptors posted, and the completion interrupt is armed
+    /// (hardware.md §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls
+    /// refill it).
     ///
     /// # Errors
     ///
@@ -633,7 +634,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             // Caught up: give the consumed entries back and re-arm. Otherwise give them back
             // without arming: the device can reuse them, and with status writeback on it
             // refreshes the status record for the next poll (the reference driver writes nothing
-            // here and can be left with a stale record, spec §15 item 10).
+            // here and can be left with a stale record, hardware.md §15 item 10).
             self.ack(db, self.cmpt_cidx, armed);
         }
         if self.deficit() >= self.opts.refill_batch || self.posted < self.opts.refill_batch {
@@ -938,7 +939,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         self.started = false;
     }
 
-    /// Tears the queue down (spec §13.4): contexts invalidated, then every page returned to
+    /// Tears the queue down (hardware.md §13.4): contexts invalidated, then every page returned to
     /// `pool`, the rings freed.
     ///
     /// # Errors
@@ -1167,7 +1168,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_receive_sync_and_rearm() {
+    fn receive_sync_and_rearm() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1218,7 +1219,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_budget_and_color_across_wraps() {
+    fn budget_and_color_across_wraps() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1271,7 +1272,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_overload_never_overflows_the_completion_ring() {
+    fn overload_never_overflows_the_completion_ring() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1336,7 +1337,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bad_completions_are_counted_drops() {
+    fn bad_completions_are_counted_drops() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1378,7 +1379,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_status_pidx_beyond_the_ring_stops_the_queue() {
+    fn status_pidx_beyond_the_ring_stops_the_queue() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1414,7 +1415,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_no_replacement_page_drops_the_frame_and_keeps_the_ring() {
+    fn no_replacement_page_drops_the_frame_and_keeps_the_ring() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1456,7 +1457,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_completion_without_posted_descriptors_stops_the_queue() {
+    fn completion_without_posted_descriptors_stops_the_queue() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1489,7 +1490,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_completions_arriving_during_the_poll_are_caught_by_the_recheck() {
+    fn completions_arriving_during_the_poll_are_caught_by_the_recheck() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1527,7 +1528,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_sixteen_byte_completions_and_multi_buffer_drop() {
+    fn sixteen_byte_completions_and_multi_buffer_drop() {
         let card = onic_sim::Card::new({
             let mut c = onic_sim::CardConfig::default();
             c.max_frame_len = 9000;
@@ -1570,7 +1571,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_restart_returns_every_page_and_counts_what_was_left() {
+    fn restart_returns_every_page_and_counts_what_was_left() {
         let card = testutil::card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();

@@ -1,5 +1,5 @@
 //! Hardware statistics: the CMAC counters latched by TICK and the packet-adapter counters
-//! (spec §10.4-10.6).
+//! (hardware.md §10.4-§10.6).
 
 use onic_hal::regs::cmac;
 use onic_hal::RegisterWindow;
@@ -46,7 +46,7 @@ pub(crate) fn read_u64_untorn<W: RegisterWindow>(w: &W, lo_offset: u32) -> u64 {
 }
 
 /// Link state of a port: STAT_RX_STATUS read twice, the second value must be exactly "up and
-/// aligned" (spec §10.3; the first read clears stale latched bits).
+/// aligned" (hardware.md §10.3; the first read clears stale latched bits).
 pub fn link_up<W: RegisterWindow>(shell: &W, port: u8) -> bool {
     let reg = cmac::cmac_base(port) + cmac::STAT_RX_STATUS;
     let _stale = shell.read32(reg);

@@ -1,4 +1,4 @@
-//! The transmit (H2C) queue (spec §6, §7.1, §7.4, §8.2).
+//! The transmit (H2C) queue (hardware.md §6, §7.1, §7.4, §8.2).
 //!
 //! One H2C stream descriptor per frame. The driver owns `next_to_use` (the producer index it
 //! publishes with the H2C PIDX doorbell) and `next_to_clean` (the oldest descriptor whose buffer
@@ -23,8 +23,8 @@ use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
 use crate::ring::Ring;
 
-/// Shortest frame handed to the MAC; shorter frames are zero-padded to it (ETH_ZLEN, spec §7.1;
-/// the MAC appends the FCS).
+/// Shortest frame handed to the MAC; shorter frames are zero-padded to it (ETH_ZLEN,
+/// hardware.md §7.1; the MAC appends the FCS).
 pub const ETH_ZLEN: usize = 60;
 
 /// Largest frame one H2C descriptor can carry (the 16-bit length field).
@@ -269,7 +269,7 @@ pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
 }
 
 impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
-    /// Allocates the ring (zeroed, below 4 GiB, spec §1.4) and takes `slots` as bookkeeping
+    /// Allocates the ring (zeroed, below 4 GiB, hardware.md §1.4) and takes `slots` as bookkeeping
     /// storage. The device learns about the queue in [`TxQueue::start`].
     ///
     /// # Errors
@@ -329,7 +329,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         self.stall_limit = reclaims;
     }
 
-    /// Programs the queue's contexts (spec §5.8). No doorbell: the ring is empty.
+    /// Programs the queue's contexts (hardware.md §5.8). No doorbell: the ring is empty.
     ///
     /// # Errors
     ///
@@ -625,7 +625,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     }
 
     /// Returns the buffers the device is done with to their owners, as far as the H2C status
-    /// record says (spec §7.4, §8.2). A consumer index in the record that is not between
+    /// record says (hardware.md §7.4, §8.2). A consumer index in the record that is not between
     /// next-to-clean and the published producer index puts the queue in its error state.
     pub fn reclaim<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
@@ -809,7 +809,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         r
     }
 
-    /// Tears the queue down (spec §13.4): a last reclaim, the contexts invalidated, every
+    /// Tears the queue down (hardware.md §13.4): a last reclaim, the contexts invalidated, every
     /// remaining buffer returned to its owner, the ring freed.
     ///
     /// # Errors
@@ -968,7 +968,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_one_doorbell_per_batch_and_reclaim() {
+    fn one_doorbell_per_batch_and_reclaim() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1014,7 +1014,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_full_ring_refuses_stops_and_wakes() {
+    fn full_ring_refuses_stops_and_wakes() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1061,7 +1061,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_short_frames_are_padded_and_pool_pages_recycled() {
+    fn short_frames_are_padded_and_pool_pages_recycled() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1103,7 +1103,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
+    fn bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1147,7 +1147,7 @@ mod tests {
     }
 
     #[test]
-    fn miri_restart_hands_every_buffer_back_and_the_queue_sends_again() {
+    fn restart_hands_every_buffer_back_and_the_queue_sends_again() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();

@@ -1,6 +1,6 @@
-//! RSS vectors and properties: the shell hash against spec §9.4 and an independent model, the
+//! RSS vectors and properties: the shell hash against hardware.md §9.4 and an independent model, the
 //! Microsoft Toeplitz vectors, table-driven == bit-serial reference for random keys and inputs.
-//! (The ethtool state rules and the register sequences of spec §9.2 are tested inside the crate,
+//! (The ethtool state rules and the register sequences of hardware.md §9.2 are tested inside the crate,
 //! `rss::table::ethtool_tests`: the programming is crate-private.)
 
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -84,7 +84,7 @@ fn shell(frame: &[u8]) -> RxHash {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Spec §9.4 vectors (default key)
+// hardware.md §9.4 vectors (default key)
 
 #[test]
 fn spec_ipv4_udp_untagged() {
@@ -209,7 +209,7 @@ fn ihl_below_5_zeroes_the_l4_bytes() {
     for ihl in 0..5 {
         let f = ipv4_frame(None, ihl, 17, [10, 0, 0, 1], [10, 0, 0, 2], 0, &ports(1234, 5678));
         let rx = shell(&f);
-        // Value from the independent model of spec §9.4: protocol and addresses only.
+        // Value from the independent model of hardware.md §9.4: protocol and addresses only.
         assert_eq!(rx.value, 0x89B00C8E, "ihl {ihl}");
         assert_eq!(rx.kind, RssHashType::L3Ipv4, "ihl {ihl}");
         assert_eq!(ShellTuple::parse(&f).l4_bytes(), [0; 4]);
@@ -573,7 +573,8 @@ fn microsoft_ipv6_vectors() {
 
 #[test]
 fn shell_hash_is_not_toeplitz() {
-    // The same IPv4 4-tuple under the same key gives different values: spec §9.4 is its own hash.
+    // The same IPv4 4-tuple under the same key gives different values: hardware.md §9.4 is its own
+    // hash.
     let f = ipv4_frame(
         None,
         5,

@@ -234,6 +234,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn module_docs_name_every_instruction() {
         let docs = include_str!("barrier.rs");
         for b in BARRIERS.iter().filter(|b| !b.before_write.is_empty()) {

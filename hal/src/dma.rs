@@ -5,7 +5,7 @@
 //! - **Coherent regions** hold descriptor rings, completion rings and their status slots. Both sides
 //!   access them at any time, so every access goes through volatile reads and writes
 //!   ([`CoherentRegion`]). The QDMA needs them 4 KiB aligned, zeroed, and (for the completion ring
-//!   context) below 4 GiB on the reference design (spec §1.4, §5.6).
+//!   context) below 4 GiB on the reference design (hardware.md §1.4, §5.6).
 //! - **Streaming pages** hold packet data. A page is allocated once ([`DmaMemory::alloc_page`]),
 //!   mapped once ([`DmaMemory::map_page`]), recycled many times with explicit ownership hand-offs
 //!   ([`DmaMemory::sync_for_device`] before the device may touch it, [`DmaMemory::sync_for_cpu`]
@@ -514,5 +514,244 @@ impl<D: DmaMemory> fmt::Debug for CoherentRegion<D> {
             .field("dma", &self.dma_addr())
             .field("len", &self.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use core::cell::{Cell, RefCell};
+    use std::alloc::{alloc_zeroed, dealloc, Layout};
+    use std::vec::Vec;
+
+    use super::*;
+
+    /// Host memory standing in for a device's DMA memory: zeroed 4 KiB-aligned heap blocks, and
+    /// device addresses handed out from a counter (the host has no IOMMU to ask). It remembers
+    /// every block it gave out, so a test can check that everything came back.
+    struct HostDma {
+        live: RefCell<Vec<(usize, usize)>>,
+        next_dma: Cell<u64>,
+        mapped: Cell<usize>,
+    }
+
+    impl HostDma {
+        fn new() -> Self {
+            Self {
+                live: RefCell::new(Vec::new()),
+                next_dma: Cell::new(0x10_0000),
+                mapped: Cell::new(0),
+            }
+        }
+
+        fn block(len: usize) -> Layout {
+            Layout::from_size_align(len, PAGE_SIZE).expect("valid layout")
+        }
+
+        fn take(&self, len: usize) -> Option<NonNull<u8>> {
+            // SAFETY: the layout has a non-zero size (callers reject zero lengths).
+            let p = NonNull::new(unsafe { alloc_zeroed(Self::block(len)) })?;
+            self.live.borrow_mut().push((p.as_ptr() as usize, len));
+            Some(p)
+        }
+
+        fn give_back(&self, p: NonNull<u8>) {
+            let mut live = self.live.borrow_mut();
+            let at = live
+                .iter()
+                .position(|&(a, _)| a == p.as_ptr() as usize)
+                .expect("block from this allocator");
+            let (_, len) = live.swap_remove(at);
+            // SAFETY: `p` came from `alloc_zeroed` with this layout (recorded in `live`) and is
+            // freed once, as the entry was just removed.
+            unsafe { dealloc(p.as_ptr(), Self::block(len)) };
+        }
+
+        fn outstanding(&self) -> usize {
+            self.live.borrow().len()
+        }
+    }
+
+    // SAFETY: blocks are fresh, zeroed, 4 KiB aligned and owned by the token until handed back;
+    // device addresses are unique per live block and respect the limit; the host is coherent, so
+    // the syncs have nothing to do.
+    unsafe impl DmaMemory for HostDma {
+        fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
+            if len == 0 {
+                return Err(DmaError::InvalidRequest);
+            }
+            let dma = DmaAddr::new(self.next_dma.get());
+            if limit == AddrLimit::Below4G && !dma.fits_below_4g(len as u64) {
+                return Err(DmaError::OutOfMemory);
+            }
+            let cpu = self.take(len).ok_or(DmaError::OutOfMemory)?;
+            self.next_dma
+                .set(dma.get() + len.next_multiple_of(PAGE_SIZE) as u64);
+            // SAFETY: see the impl's comment.
+            Ok(unsafe { RawRegion::from_raw(cpu, dma, len) })
+        }
+
+        fn free_coherent(&self, region: RawRegion) {
+            self.give_back(region.cpu_ptr());
+        }
+
+        fn alloc_page(&self) -> Result<PageMem, DmaError> {
+            let cpu = self.take(PAGE_SIZE).ok_or(DmaError::OutOfMemory)?;
+            // SAFETY: see the impl's comment.
+            Ok(unsafe { PageMem::from_raw(cpu) })
+        }
+
+        fn free_page(&self, page: PageMem) {
+            self.give_back(page.cpu_ptr());
+        }
+
+        fn map_page(&self, page: PageMem, _dir: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
+            let dma = DmaAddr::new(self.next_dma.get());
+            self.next_dma.set(dma.get() + PAGE_SIZE as u64);
+            self.mapped.set(self.mapped.get() + 1);
+            // SAFETY: the address is unique to this mapping until `unmap_page`.
+            Ok(unsafe { DmaPage::from_raw(page, dma) })
+        }
+
+        fn unmap_page(&self, page: DmaPage, _dir: Direction) -> PageMem {
+            self.mapped.set(self.mapped.get() - 1);
+            page.into_parts().0
+        }
+
+        fn sync_for_cpu(&self, _page: &DmaPage, _offset: usize, _len: usize, _dir: Direction) {}
+
+        fn sync_for_device(&self, _page: &DmaPage, _offset: usize, _len: usize, _dir: Direction) {}
+    }
+
+    /// The region's bytes as the device sees them (the host stand-in maps them one to one).
+    fn device_bytes<D: DmaMemory>(region: &CoherentRegion<D>, offset: usize, len: usize) -> Vec<u8> {
+        let raw = region.raw();
+        assert!(offset + len <= raw.len());
+        (0..len)
+            // SAFETY: inside the live region (checked above); volatile, as the driver side is.
+            .map(|i| unsafe { raw.cpu_ptr().as_ptr().add(offset + i).read_volatile() })
+            .collect()
+    }
+
+    #[test]
+    fn coherent_words_are_little_endian_in_device_memory() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, 2 * PAGE_SIZE, AddrLimit::Below4G).unwrap();
+        assert_eq!(region.len(), 2 * PAGE_SIZE);
+        assert!(region.dma_addr().is_aligned(PAGE_SIZE as u64));
+        assert_eq!(device_bytes(&region, 0, 64), [0; 64], "fresh regions are zeroed");
+
+        region.write_u32(4, 0x1122_3344);
+        region.write_u64(8, 0x0102_0304_0506_0708);
+        let last = 2 * PAGE_SIZE - 8;
+        region.write_u64(last, u64::MAX - 1);
+        assert_eq!(device_bytes(&region, 4, 4), [0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(device_bytes(&region, 8, 8), [8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(region.read_u32(4), 0x1122_3344);
+        assert_eq!(region.read_u64(8), 0x0102_0304_0506_0708);
+        assert_eq!(region.read_u64(last), u64::MAX - 1);
+        assert_eq!(region.read_u32(last), 0xFFFF_FFFE, "the low word comes first");
+    }
+
+    #[test]
+    fn strided_runs_touch_exactly_their_entries() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        // Sixteen-byte ring entries: the first word of each of the 256 entries, up to the last.
+        let values: Vec<u64> = (0..256u64).map(|i| i << 32 | i).collect();
+        region.write_u64s(0, 16, &values);
+        let mut back = [0u64; 256];
+        region.read_u64s(0, 16, &mut back);
+        assert_eq!(back[..], values[..]);
+        assert_eq!(
+            region.read_u64(8),
+            0,
+            "the second word of an entry stays untouched"
+        );
+        assert_eq!(region.read_u64(PAGE_SIZE - 16), 255 << 32 | 255);
+        // An empty run checks nothing and touches nothing.
+        region.read_u64s(PAGE_SIZE, 8, &mut []);
+        region.write_u64s(PAGE_SIZE, 8, &[]);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a region")]
+    fn a_word_past_the_end_panics() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        let _ = region.read_u32(PAGE_SIZE);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a region")]
+    fn a_misaligned_word_panics() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        region.write_u64(4, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a")]
+    fn a_run_whose_last_entry_crosses_the_end_panics() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        // Entries at 4072 and 4088: the second ends exactly at the end, which is fine.
+        region.read_u64s(PAGE_SIZE - 24, 16, &mut [0; 2]);
+        // Entries at 4080 and 4096: the second lies past the end.
+        region.read_u64s(PAGE_SIZE - 16, 16, &mut [0; 2]);
+    }
+
+    #[test]
+    fn regions_go_back_to_the_allocator_when_dropped() {
+        let dma = HostDma::new();
+        let a = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Below4G).unwrap();
+        let b = CoherentRegion::new(&dma, 3 * PAGE_SIZE, AddrLimit::Below4G).unwrap();
+        assert_ne!(a.dma_addr(), b.dma_addr());
+        assert_eq!(dma.outstanding(), 2);
+        drop(a);
+        assert_eq!(dma.outstanding(), 1);
+        drop(b);
+        assert_eq!(dma.outstanding(), 0);
+        assert_eq!(
+            CoherentRegion::new(&dma, 0, AddrLimit::Any).unwrap_err(),
+            DmaError::InvalidRequest
+        );
+    }
+
+    #[test]
+    fn a_page_is_written_by_the_device_and_read_by_the_cpu_on_another_thread() {
+        let dma = HostDma::new();
+        let mut page = dma
+            .map_page(dma.alloc_page().unwrap(), Direction::Bidirectional)
+            .unwrap();
+        assert!(page.bytes().iter().all(|&b| b == 0));
+        // The "device" writes a frame at offset 256 through the page's address.
+        let cpu = page.mem().cpu_ptr();
+        for i in 0..64 {
+            // SAFETY: offset 256 + i is inside the page this test owns, and no reference into
+            // the page is alive during these writes.
+            unsafe { cpu.as_ptr().add(256 + i).write_volatile(i as u8) };
+        }
+        dma.sync_for_cpu(&page, 256, 64, Direction::Bidirectional);
+        // The page moves to another thread, which reads the frame and writes an answer.
+        let mut page = std::thread::spawn(move || {
+            assert!(page.bytes()[256..320]
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == i as u8));
+            page.bytes_mut()[..4].copy_from_slice(&[0xDE, 0xAD, 0xBE, 0xEF]);
+            page
+        })
+        .join()
+        .unwrap();
+        assert_eq!(page.bytes()[..4], [0xDE, 0xAD, 0xBE, 0xEF]);
+        page.bytes_mut()[PAGE_SIZE - 1] = 7;
+        assert_eq!(page.bytes()[PAGE_SIZE - 1], 7);
+        dma.sync_for_device(&page, 0, 4, Direction::Bidirectional);
+        let mem = dma.unmap_page(page, Direction::Bidirectional);
+        assert_eq!(dma.mapped.get(), 0);
+        dma.free_page(mem);
+        assert_eq!(dma.outstanding(), 0);
     }
 }

@@ -14,8 +14,8 @@
 //! - backends: [`mmio::Mmio`] for real hardware, `recording::Recorder` (feature `alloc`) for
 //!   register traces; the behavioral model of the card lives in the `onic-sim` crate.
 //!
-//! Every fact comes from the project's hardware spec (`shared/spec/hardware.md`), section numbers
-//! cited as "spec §N".
+//! Every fact comes from the project's hardware reference, `docs/hardware.md` at the repository
+//! root, whose sections are cited as "hardware.md §N".
 
 #![no_std]
 #![deny(missing_docs)]

@@ -1,11 +1,11 @@
 //! Locks the OS provides for device state that several PCI functions of one card share.
 //!
-//! The QDMA's indirect context registers (IND_CTXT_DATA, IND_CTXT_MASK, IND_CTXT_CMD, spec §5.1)
-//! exist once per card, but every PCI function reaches them through its own BAR0. A command is a
-//! sequence of up to 18 register accesses; if two functions' sequences interleave, one function's
-//! command runs with the other's data words. The reference driver serialises every command with
-//! one global lock; here the OS hands the driver core one [`SharedLock`] per card, and the core
-//! takes it around each command sequence.
+//! The QDMA's indirect context registers (IND_CTXT_DATA, IND_CTXT_MASK, IND_CTXT_CMD,
+//! hardware.md §5.1) exist once per card, but every PCI function reaches them through its own BAR0.
+//! A command is a sequence of up to 18 register accesses; if two functions' sequences interleave,
+//! one function's command runs with the other's data words. The reference driver serialises every
+//! command with one global lock; here the OS hands the driver core one [`SharedLock`] per card, and
+//! the core takes it around each command sequence.
 
 /// A mutual-exclusion lock without data, shared by every function of one card.
 ///

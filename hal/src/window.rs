@@ -23,7 +23,7 @@ impl Bar {
     }
 }
 
-/// What a read of an unimplemented shell address returns (spec §2.1).
+/// What a read of an unimplemented shell address returns (hardware.md §2.1).
 pub const UNMAPPED_READ: u32 = 0xDEAD_BEEF;
 
 /// A window of 32-bit little-endian registers addressed by byte offset from the start of one BAR.

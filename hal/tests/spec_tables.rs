@@ -1,6 +1,7 @@
-//! Checks the register maps in `onic_hal::regs` against the tables of the hardware spec
-//! (`shared/spec/hardware.md`). Every expected value below is typed in from the spec, section by
-//! section, independently of the code under test; nothing is derived from the `regs` module.
+//! Checks the register maps in `onic_hal::regs` against the tables of the hardware reference
+//! (`docs/hardware.md`, whose section numbers the `§N` comments below cite). Every expected value
+//! below is typed in from those tables, section by section, independently of the code under test;
+//! nothing is derived from the `regs` module.
 
 use onic_hal::layout::{CtxtOp, CtxtSel, IndCtxtCmd};
 use onic_hal::regs::{cmac, qdma, shell};

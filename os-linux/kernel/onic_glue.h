@@ -40,7 +40,7 @@ struct onic_qv {
 	u16 qid;
 	int irq;		/* Linux IRQ number, or -1 (simulation: NAPI is scheduled by the model) */
 	spinlock_t xmit_lock;	/* the redirect-in ring: ndo_xdp_xmit and its reclaim */
-	/* Bounded-latency TX reclaim: TX completions raise no interrupt (spec 11.2), so while
+	/* Bounded-latency TX reclaim: TX completions raise no interrupt (hardware.md §11.2), so while
 	 * frames are in flight this timer schedules the NAPI poll that reclaims them. */
 	struct hrtimer tx_timer;
 	unsigned long timer_armed;	/* bit 0: tx_timer is pending */

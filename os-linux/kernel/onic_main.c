@@ -260,8 +260,8 @@ void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
 
 /* ---------------------------------------------------------------- PCI */
 
-/* spec 1.1: device ID 0x9<PF><gen><lanes>, Gen3 x1/x2/x4/x8/x16 and Gen4 x1/x2/x4/x8, PF0-PF3,
- * plus 0x6AA0. */
+/* hardware.md §1.1: device ID 0x9<PF><gen><lanes>, Gen3 x1/x2/x4/x8/x16 and Gen4 x1/x2/x4/x8,
+ * PF0-PF3, plus 0x6AA0. */
 #define ONIC_ID(id) { PCI_DEVICE(PCI_VENDOR_ID_XILINX, (id)) }
 #define ONIC_PF_IDS(pf)                                                               \
 	ONIC_ID(0x9031 + (pf) * 0x100), ONIC_ID(0x9032 + (pf) * 0x100),                   \
@@ -277,11 +277,12 @@ static const struct pci_device_id onic_pci_ids[] = {
 };
 MODULE_DEVICE_TABLE(pci, onic_pci_ids);
 
-/* BAR2 window the driver maps (spec 1.2: SHELL_START 0, SHELL_MAXLEN 4 MiB). */
+/* BAR2 window the driver maps (hardware.md §1.2: SHELL_START 0, SHELL_MAXLEN 4 MiB). */
 #define ONIC_SHELL_LEN 0x400000
 
-/* One card: the PCI functions of one slot share the QDMA's indirect context registers (spec 5.1),
- * so they share one context-command lock. Cards are found by domain, bus and slot. */
+/* One card: the PCI functions of one slot share the QDMA's indirect context registers
+ * (hardware.md §5.1), so they share one context-command lock. Cards are found by domain, bus and
+ * slot. */
 struct onic_card {
 	struct list_head node;
 	int domain;
@@ -344,7 +345,7 @@ static irqreturn_t onic_queue_irq(int irq, void *data)
 {
 	struct onic_qv *qv = data;
 
-	/* spec 11.2: the handler touches no register, it schedules the queue's NAPI. */
+	/* hardware.md §11.2: the handler touches no register, it schedules the queue's NAPI. */
 	napi_schedule_irqoff(&qv->napi);
 	return IRQ_HANDLED;
 }
@@ -377,7 +378,7 @@ static void onic_pci_teardown(struct pci_dev *pdev, struct onic_pci *op)
 	if (op->nd) {
 		onic_ndev_unregister(op->nd, op->registered);
 		onic_pci_free_irqs(pdev, op);
-		onic_ndev_free(op->nd); /* the function's register teardown (spec 13.5) */
+		onic_ndev_free(op->nd); /* the function's register teardown (hardware.md §13.5) */
 	}
 	if (op->bar2)
 		pci_iounmap(pdev, op->bar2);
@@ -424,7 +425,8 @@ static int onic_pci_request_irqs(struct pci_dev *pdev, struct onic_pci *op, cons
 static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	u8 func = PCI_FUNC(pdev->devfn);
-	int misc = func == 0 ? 2 : 1; /* user vector, plus the error vector on the master PF (spec 11.1) */
+	/* User vector, plus the error vector on the master PF (hardware.md §11.1). */
+	int misc = func == 0 ? 2 : 1;
 	struct onic_port_params params;
 	char name[IFNAMSIZ];
 	struct onic_pci *op;
@@ -438,7 +440,7 @@ static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		kfree(op);
 		return -ENOMEM;
 	}
-	/* spec 1.4 */
+	/* hardware.md §1.4 */
 	err = pci_enable_device_mem(pdev);
 	if (err)
 		goto free_op;
@@ -647,8 +649,8 @@ static void onic_sim_destroy(struct onic_sim *s)
 	kfree(s);
 }
 
-/* sim_dma_api: a platform device with the card's DMA masks (spec 1.4: 64-bit streaming, 32-bit
- * coherent), reached through dma-direct (and swiotlb when the kernel bounces). */
+/* sim_dma_api: a platform device with the card's DMA masks (hardware.md §1.4: 64-bit streaming,
+ * 32-bit coherent), reached through dma-direct (and swiotlb when the kernel bounces). */
 static struct platform_device *onic_sim_dma_device(int f)
 {
 	struct platform_device_info info = {

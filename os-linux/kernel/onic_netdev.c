@@ -26,10 +26,10 @@ static struct onic_ndev *nd_of(struct net_device *netdev)
 
 /* ---------------------------------------------------------------- TX completion timer */
 
-/* TX completions raise no interrupt on this device (spec 11.2). Whoever leaves frames on a TX ring
- * (transmit, ndo_xdp_xmit, a poll that could not reclaim them all yet) arms the queue's timer;
- * it schedules the queue's NAPI, which reclaims and re-arms while frames remain. Reclaim latency
- * is therefore bounded by the period, whatever the RX traffic. */
+/* TX completions raise no interrupt on this device (hardware.md §11.2). Whoever leaves frames on a
+ * TX ring (transmit, ndo_xdp_xmit, a poll that could not reclaim them all yet) arms the queue's
+ * timer; it schedules the queue's NAPI, which reclaims and re-arms while frames remain. Reclaim
+ * latency is therefore bounded by the period, whatever the RX traffic. */
 static enum hrtimer_restart onic_tx_timer_fn(struct hrtimer *t)
 {
 	struct onic_qv *qv = container_of(t, struct onic_qv, tx_timer);
@@ -128,8 +128,8 @@ static int onic_poll(struct napi_struct *napi, int budget)
 
 #define ONIC_LINK_POLL (HZ / 2)
 
-/* Carrier follows the CMAC's link state (spec 10.3), read every half second while the interface
- * is up (the shell raises no link interrupt the driver uses). */
+/* Carrier follows the CMAC's link state (hardware.md §10.3), read every half second while the
+ * interface is up (the shell raises no link interrupt the driver uses). */
 static void onic_link_work(struct work_struct *w)
 {
 	struct onic_ndev *nd = container_of(to_delayed_work(w), struct onic_ndev, link_work);
@@ -220,7 +220,7 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	unsigned int len;
 	int r;
 
-	/* One H2C descriptor per frame (spec 7.1): linear data, at least ETH_ZLEN bytes (the MAC
+	/* One H2C descriptor per frame (hardware.md §7.1): linear data, at least ETH_ZLEN bytes (the MAC
 	 * appends the FCS). skb_put_padto frees the skb when it fails. */
 	if (skb_put_padto(skb, ETH_ZLEN)) {
 		dev_core_stats_tx_dropped_inc(netdev);
@@ -334,7 +334,7 @@ static void onic_reset_work(struct work_struct *w)
 }
 
 /* XDP_SETUP_PROG: attach, detach or swap a program without touching the queues: the next poll
- * of each queue runs whichever program it finds (spec 12.5; the reference driver resets the
+ * of each queue runs whichever program it finds (hardware.md §12.5; the reference driver resets the
  * interface when the first program comes or the last one goes). The kernel's reference moves
  * into the netdev; the one replaced is dropped after the polls that may still run it. */
 static int onic_bpf(struct net_device *netdev, struct netdev_bpf *bpf)
@@ -418,7 +418,7 @@ static int onic_change_mtu(struct net_device *netdev, int mtu)
 	.ndo_tx_timeout = onic_tx_timeout,					\
 	.ndo_get_stats64 = onic_get_stats64,					\
 	.ndo_change_mtu = onic_change_mtu,					\
-	/* The shell has no MAC filter (spec 13.1): the address lives in the netdev only. */ \
+	/* The shell has no MAC filter (hardware.md §13.1): the address lives in the netdev only. */ \
 	.ndo_set_mac_address = eth_mac_addr,					\
 	.ndo_validate_addr = eth_validate_addr
 
@@ -450,7 +450,7 @@ static u32 onic_get_link(struct net_device *netdev)
 
 static int onic_get_link_ksettings(struct net_device *netdev, struct ethtool_link_ksettings *ks)
 {
-	/* The CMAC runs 100GBASE-R4 over a QSFP28 cage; no autonegotiation (spec 10). */
+	/* The CMAC runs 100GBASE-R4 over a QSFP28 cage; no autonegotiation (hardware.md §10). */
 	ethtool_link_ksettings_zero_link_mode(ks, supported);
 	ethtool_link_ksettings_add_link_mode(ks, supported, 100000baseCR4_Full);
 	ethtool_link_ksettings_add_link_mode(ks, supported, FIBRE);
@@ -507,12 +507,12 @@ static int onic_set_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd)
 
 static u32 onic_get_rxfh_indir_size(struct net_device *netdev)
 {
-	return 128; /* Rust port::RSS_INDIR_SIZE, spec 9.1 */
+	return 128; /* Rust port::RSS_INDIR_SIZE, hardware.md §9.1 */
 }
 
 static u32 onic_get_rxfh_key_size(struct net_device *netdev)
 {
-	return 40; /* Rust port::RSS_KEY_SIZE, spec 9.1 */
+	return 40; /* Rust port::RSS_KEY_SIZE, hardware.md §9.1 */
 }
 
 #ifdef ONIC_HAVE_RXFH_PARAM
@@ -690,7 +690,7 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	if (onic_xdp)
 		netdev->xdp_metadata_ops = &onic_xdp_metadata_ops;
 #endif
-	/* 00:0A:35 (the reference driver's OUI) and three random bytes, spec 13.1. */
+	/* 00:0A:35 (the reference driver's OUI) and three random bytes, hardware.md §13.1. */
 	get_random_bytes(mac + 3, 3);
 	eth_hw_addr_set(netdev, mac);
 	netif_set_real_num_tx_queues(netdev, queues);
@@ -731,7 +731,7 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 	nd->napi_added = false;
 }
 
-/* Frees the Rust port (the function's teardown, spec 13.5) and the netdev. */
+/* Frees the Rust port (the function's teardown, hardware.md §13.5) and the netdev. */
 void onic_ndev_free(struct onic_ndev *nd)
 {
 	if (nd->port)

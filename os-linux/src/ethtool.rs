@@ -1,8 +1,8 @@
 //! `ethtool` string sets and statistics layout.
 //!
 //! `ethtool -S` is the core's list ([`onic_core::ethtool::EthtoolStats`]): the reference driver's
-//! 71 names first, in its order (spec §10.5: 59 CMAC counters, 5 packet-adapter counters, 7 XDP
-//! totals), then `rx{q}_<name>` and `tx{q}_<name>` for every queue pair the function owns, then
+//! 71 names first, in its order (hardware.md §10.5: 59 CMAC counters, 5 packet-adapter counters, 7
+//! XDP totals), then `rx{q}_<name>` and `tx{q}_<name>` for every queue pair the function owns, then
 //! the page-pool counters with Linux's names (`rx_pp_alloc_fast`, ...), summed over the queues.
 
 use core::fmt::Write;

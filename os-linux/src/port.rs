@@ -55,11 +55,11 @@ pub struct PortConfig {
     pub max_queues: u16,
     /// Queue pairs in use at start.
     pub queues: u16,
-    /// TX ring size index (spec §3.1 table).
+    /// TX ring size index (hardware.md §3.1 table).
     pub tx_ring: RingSizeIdx,
     /// RX descriptor and completion ring size index.
     pub rx_ring: RingSizeIdx,
-    /// Enable RS-FEC on the CMACs (the master PF enables them, spec §10.2).
+    /// Enable RS-FEC on the CMACs (the master PF enables them, hardware.md §10.2).
     pub rs_fec: bool,
 }
 
@@ -148,7 +148,7 @@ where
     K: Os + Clone,
     C: SharedLock,
 {
-    /// Brings the function up (spec §13.1 steps 5-10 through `Device::init_shared`, with the
+    /// Brings the function up (hardware.md §13.1 steps 5-10 through `Device::init_shared`, with the
     /// function's TX-only queue ids after its pairs) and builds the port's state. Nothing runs
     /// yet; `open` starts the queues.
     ///
@@ -261,7 +261,7 @@ where
         self.dev.function().number()
     }
 
-    /// Starts every queue pair in use (spec §13.2): the queue's page pool, TX ring, RX ring
+    /// Starts every queue pair in use (hardware.md §13.2): the queue's page pool, TX ring, RX ring
     /// filled from the pool, contexts, interrupt armed. On failure everything started is torn
     /// down again.
     ///
@@ -306,7 +306,7 @@ where
     }
 
     /// `ethtool -x`: the indirection table and the hash key as the shell holds them (the core's
-    /// read-back, spec §9.2).
+    /// read-back, hardware.md §9.2).
     pub fn rss_get(&self, indir: Option<&mut [u32; RSS_INDIR_SIZE]>, key: Option<&mut [u8; RSS_KEY_SIZE]>) {
         let Ok((table, k)) = self.dev.rss_read_back() else {
             return;
@@ -373,7 +373,7 @@ where
         self.os.synchronize();
     }
 
-    /// Tears every queue down (spec §13.4).
+    /// Tears every queue down (hardware.md §13.4).
     ///
     /// # Safety
     ///
@@ -453,7 +453,7 @@ where
         c
     }
 
-    /// Whether the port's CMAC reports link up and aligned (spec §10.3).
+    /// Whether the port's CMAC reports link up and aligned (hardware.md §10.3).
     pub fn link_up(&self) -> bool {
         self.dev.link_up()
     }
@@ -527,7 +527,7 @@ where
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the
-    /// shell's largest frame, spec §14).
+    /// shell's largest frame, hardware.md §14).
     ///
     /// # Safety
     ///
@@ -601,7 +601,7 @@ where
         Ok(())
     }
 
-    /// Takes the function down (spec §13.5); queues still running are torn down first.
+    /// Takes the function down (hardware.md §13.5); queues still running are torn down first.
     pub fn remove(self) {
         // SAFETY: `self` is owned, so no other call on this port can run.
         unsafe { self.stop() };

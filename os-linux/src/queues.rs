@@ -46,7 +46,8 @@ pub enum TxRole {
 /// H2C queue ids per queue index.
 const TX_ROLES: u16 = 3;
 
-/// Queue indices a port may own: each uses three of the function's 64 H2C queue ids (spec §1.3).
+/// Queue indices a port may own: each uses three of the function's 64 H2C queue ids
+/// (hardware.md §1.3).
 pub const MAX_PORT_QUEUES: u16 = MAX_QUEUES_PER_FUNCTION / TX_ROLES;
 
 impl TxRole {
@@ -179,17 +180,25 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         Ok(TxLive { tx, slots: ptr })
     }
 
-    /// Tears a TX-only ring down (every buffer back to its owner); returns its counters.
-    pub(crate) fn stop_tx(&mut self, live: TxLive<K, D>, q: u16) -> TxStats {
-        let TxLive { tx, slots } = live;
+    /// Tears the TX-only ring in `cell` down (every buffer back to its owner) and empties the
+    /// cell; returns the ring's counters, or `None` if the cell was empty.
+    ///
+    /// The ring comes in through its cell, never by value: its queue borrows the slot storage
+    /// (`&'static mut`), and a reference inside a by-value argument stays protected for the whole
+    /// call, so freeing the storage before returning would deallocate memory under a live borrow
+    /// (undefined behaviour; Miri reports it). Taken out of the cell, the queue is a local that
+    /// `teardown` consumes before the storage is freed.
+    pub(crate) fn stop_tx(&mut self, cell: &mut Option<TxLive<K, D>>, q: u16) -> Option<TxStats> {
+        let TxLive { tx, slots } = cell.take()?;
         let stats = *tx.stats();
         let mut done = teardown_done(self.os, self.dma);
         if let Err(e) = tx.teardown(self.dev, self.delay, &mut NoPages, &mut done) {
             onic_hal::warn!("onic: TX ring of queue {} teardown: {}", q, e);
         }
-        // SAFETY: the queue that borrowed the slots is gone.
+        // SAFETY: the queue that borrowed the slots is gone (consumed by `teardown`), and no
+        // argument of this function holds a reference into them (see above).
         unsafe { dp::unleak(slots) };
-        stats
+        Some(stats)
     }
 
     /// Builds and starts queue index `q`'s NAPI pair: its page pool, RX ring (filled from the
@@ -249,14 +258,15 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         Ok((live, mem))
     }
 
-    /// Tears a NAPI pair down (every page back to the pool, the pool destroyed); returns its
-    /// counters.
-    pub(crate) fn stop_napi(&mut self, live: NapiLive<K, D>, q: u16) -> QueueCounters {
+    /// Tears the NAPI pair in `cell` down (every page back to the pool, the pool destroyed) and
+    /// empties the cell; returns the pair's counters, or `None` if the cell was empty. The pair
+    /// comes in through its cell for the reason given at [`Rings::stop_tx`].
+    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiLive<K, D>>, q: u16) -> Option<QueueCounters> {
         let NapiLive {
             qp,
             rx_slots,
             tx_slots,
-        } = live;
+        } = cell.take()?;
         let now = napi_counters(&qp);
         let mut done = teardown_done(self.os, self.dma);
         let (r, pool) = qp.teardown(self.dev, self.delay, &mut done);
@@ -266,12 +276,13 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         let mem = pool.mem();
         drop(pool);
         self.os.qmem_free(mem);
-        // SAFETY: the queues that borrowed the slots are gone.
+        // SAFETY: the queues that borrowed the slots are gone (consumed by `teardown`), and no
+        // argument of this function holds a reference into them (see `stop_tx`).
         unsafe {
             dp::unleak(rx_slots);
             dp::unleak(tx_slots);
         }
-        now
+        Some(now)
     }
 
     /// Starts every ring of queue index `q` (TX-only rings first, then the NAPI pair) into its
@@ -295,15 +306,15 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         let xmit = match self.start_tx(TxRole::Xmit.qid(max, q), q, tx_ring) {
             Ok(x) => x,
             Err(e) => {
-                self.stop_tx(stack, q);
+                self.stop_tx(&mut Some(stack), q);
                 return Err(e);
             }
         };
         let (napi, mem) = match self.start_napi(q, TxRole::XdpTx.qid(max, q), tx_ring, rx_ring) {
             Ok(n) => n,
             Err(e) => {
-                self.stop_tx(stack, q);
-                self.stop_tx(xmit, q);
+                self.stop_tx(&mut Some(stack), q);
+                self.stop_tx(&mut Some(xmit), q);
                 return Err(e);
             }
         };
@@ -368,21 +379,21 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         // SAFETY: caller's contract.
         let (napi, stack, xmit, base, mem) = unsafe {
             (
-                (*queue.napi.get()).take(),
-                (*queue.stack.get()).take(),
-                (*queue.xmit.get()).take(),
+                &mut *queue.napi.get(),
+                &mut *queue.stack.get(),
+                &mut *queue.xmit.get(),
                 &mut *queue.base.get(),
                 &mut *queue.mem.get(),
             )
         };
-        if let Some(s) = stack {
-            *base += tx_counters(&self.stop_tx(s, q));
+        if let Some(s) = self.stop_tx(stack, q) {
+            *base += tx_counters(&s);
         }
-        if let Some(x) = xmit {
-            *base += tx_counters(&self.stop_tx(x, q));
+        if let Some(x) = self.stop_tx(xmit, q) {
+            *base += tx_counters(&x);
         }
-        if let Some(n) = napi {
-            *base += self.stop_napi(n, q);
+        if let Some(n) = self.stop_napi(napi, q) {
+            *base += n;
         }
         *mem = None;
         self.os.stats_publish(q, StatBlock::Napi, &dp::to_words(base));

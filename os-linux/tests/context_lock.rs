@@ -82,11 +82,13 @@ fn race<L: SharedLock + Clone + Send + 'static>(lock: L, budget: Duration) -> us
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a wall-clock race of 20000 commands")]
 fn two_functions_program_contexts_concurrently_without_interleaving() {
     assert_eq!(race(SharedSpinLock::default(), Duration::from_secs(60)), 0);
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a wall-clock race of 20000 commands")]
 fn without_the_lock_the_commands_of_two_functions_interleave() {
     // The control: the same race with no lock shows what the lock prevents (on a machine with
     // one core, preemption inside a command sequence is what interleaves them, so allow time).

@@ -20,7 +20,7 @@ use crate::config::{
 use crate::dma::DmaState;
 
 /// Upper half of every indirection entry after reset: the RTL does not clear the upper bits of
-/// an entry on read (spec §2.3), so the model shows a pattern a driver must mask away.
+/// an entry on read (hardware.md §2.3), so the model shows a pattern a driver must mask away.
 pub(crate) const INDIR_STALE_PATTERN: u32 = 0xDEAD_0000;
 
 /// Per-queue state the engines keep besides the context words.
@@ -306,7 +306,8 @@ impl Card {
     }
 
     /// Takes the link of `port` up or down. A link that went down reads 0 in STAT_RX_STATUS once
-    /// even after it came back (the latch of spec §10.3). While down, nothing is sent or received.
+    /// even after it came back (the latch of hardware.md §10.3). While down, nothing is sent or
+    /// received.
     pub fn set_link(&self, port: u8, up: bool) {
         self.with(|s| {
             if let Some(p) = s.ports.get_mut(usize::from(port)) {
@@ -330,7 +331,7 @@ impl Card {
         self.with(|s| s.ports.get(usize::from(port)).map_or(0, |p| p.live.get(name)))
     }
 
-    /// The abs qid whose packet blocks the shell's H2C stream, if TX is stalled (spec §14).
+    /// The abs qid whose packet blocks the shell's H2C stream, if TX is stalled (hardware.md §14).
     #[must_use]
     pub fn h2c_stalled(&self) -> Option<u16> {
         self.with(|s| s.h2c_stall)

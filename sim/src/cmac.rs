@@ -1,10 +1,10 @@
 //! CMAC ports and packet adapters: enable bits, link status, statistics counters with the TICK
-//! latch (spec §10), and the adapters' free-running counters (spec §10.6).
+//! latch (hardware.md §10), and the adapters' free-running counters (hardware.md §10.6).
 //!
 //! Sizes on the wire: the MAC appends a 4-byte FCS, so a frame of `len` bytes counts as `len + 4`
 //! bytes in every CMAC counter and histogram bucket. The model does not pad short frames (the
-//! driver pads to 60 bytes, spec §7.1), so a frame under 60 bytes is a runt on the wire: TX counts it
-//! as `pkt_small`, the receiving MAC counts it as `pkt_small` + `undersize` and drops it.
+//! driver pads to 60 bytes, hardware.md §7.1), so a frame under 60 bytes is a runt on the wire: TX
+//! counts it as `pkt_small`, the receiving MAC counts it as `pkt_small` + `undersize` and drops it.
 
 use alloc::collections::BTreeMap;
 

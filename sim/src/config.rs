@@ -19,8 +19,8 @@ pub enum Wire {
     Open,
 }
 
-/// How the shell's SHELL_RESET/SHELL_STATUS handshake behaves (spec §2.2), so a driver's bounded
-/// wait can be tested.
+/// How the shell's SHELL_RESET/SHELL_STATUS handshake behaves (hardware.md §2.2), so a driver's
+/// bounded wait can be tested.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ResetBehavior {
     /// The reset is done before the next read of SHELL_STATUS.
@@ -45,7 +45,7 @@ pub struct DmaConfig {
     /// page the device never wrote sees an obvious pattern.
     pub page_poison: Option<u8>,
     /// Report a ring (descriptor or completion) whose base the driver programs at or above 4 GiB:
-    /// the reference platform gives the QDMA a 32-bit coherent mask (spec §1.4).
+    /// the reference platform gives the QDMA a 32-bit coherent mask (hardware.md §1.4).
     pub rings_below_4g: bool,
 }
 
@@ -75,11 +75,11 @@ pub struct CardConfig {
     pub max_queues_per_function: u16,
     /// Queues of the QDMA instance (the shell's NUM_QUEUE, 512 by default; abs qids are 11 bits).
     pub total_queues: u16,
-    /// Value read from C2H_PFCH_CACHE_DEPTH (spec §3.2).
+    /// Value read from C2H_PFCH_CACHE_DEPTH (hardware.md §3.2).
     pub pfch_cache_depth: u32,
-    /// Value read from C2H_CMPL_COAL_BUF_DEPTH (spec §3.2).
+    /// Value read from C2H_CMPL_COAL_BUF_DEPTH (hardware.md §3.2).
     pub cmpl_coal_buf_depth: u32,
-    /// Largest frame the shell passes, without FCS (spec §14: 1514 by default).
+    /// Largest frame the shell passes, without FCS (hardware.md §14: 1514 by default).
     pub max_frame_len: usize,
     /// DMA memory model settings.
     pub dma: DmaConfig,
@@ -236,7 +236,7 @@ pub enum Violation {
         /// Explanation.
         reason: &'static str,
     },
-    /// An H2C descriptor whose metadata\[15:0\] differs from its length (spec §7.1, §14).
+    /// An H2C descriptor whose metadata\[15:0\] differs from its length (hardware.md §7.1, §14).
     MetadataMismatch {
         /// Absolute queue id.
         qid: u16,
@@ -248,15 +248,15 @@ pub enum Violation {
         len: u16,
     },
     /// An H2C packet whose abs qid no function's QCONF claims: the shell's H2C stream stalls and
-    /// all TX stops until QCONF is fixed (spec §2.3, §14).
+    /// all TX stops until QCONF is fixed (hardware.md §2.3, §14).
     H2cStalled {
         /// Absolute queue id of the blocked packet.
         qid: u16,
     },
     /// A completion arrived for a completion ring the driver had not freed room in: every entry
     /// up to the CIDX it last wrote is still unread. With the overflow check on (CMPT context
-    /// `ovf_chk_dis` = 0, spec §5.6) the QDMA flags the queue's completion context in error and
-    /// stops the queue; the frame is lost.
+    /// `ovf_chk_dis` = 0, hardware.md §5.6) the QDMA flags the queue's completion context in error
+    /// and stops the queue; the frame is lost.
     CmptOverflow {
         /// Absolute queue id.
         qid: u16,
@@ -265,7 +265,7 @@ pub enum Violation {
         /// The consumer index the driver last wrote.
         cidx: u16,
     },
-    /// An RSS indirection entry is not below the function's QCONF numq (spec §14).
+    /// An RSS indirection entry is not below the function's QCONF numq (hardware.md §14).
     IndirectionOutOfRange {
         /// PCI function.
         func: u8,

@@ -1,5 +1,5 @@
 //! The model's own decoder for contexts, descriptors, doorbells and completion formats, written
-//! from the spec's tables (§5, §6, §7) independently of `onic-hal`'s layouts, so that a bit
+//! from the tables of hardware.md (§5, §6, §7) independently of `onic-hal`'s layouts, so that a bit
 //! position mistake on the driver side is not silently shared by the model.
 
 /// Bits `hi..=lo` of `w`.
@@ -21,7 +21,7 @@ pub(crate) fn set_bits(w: &mut u32, hi: u32, lo: u32, v: u32) {
     *w = (*w & !(mask << lo)) | ((v & mask) << lo);
 }
 
-/// Indirect context selectors (spec §5.1).
+/// Indirect context selectors (hardware.md §5.1).
 pub(crate) mod sel {
     pub const SW_C2H: u8 = 0;
     pub const SW_H2C: u8 = 1;
@@ -33,7 +33,7 @@ pub(crate) mod sel {
     pub const FMAP: u8 = 12;
 }
 
-/// Indirect context operations (spec §5.1).
+/// Indirect context operations (hardware.md §5.1).
 pub(crate) mod op {
     pub const CLEAR: u32 = 0;
     pub const WRITE: u32 = 1;
@@ -61,7 +61,7 @@ impl CtxtCmd {
     }
 }
 
-/// Software descriptor context (sel 0/1, spec §5.2).
+/// Software descriptor context (sel 0/1, hardware.md §5.2).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SwCtxt {
     pub pidx: u16,
@@ -104,7 +104,7 @@ impl SwCtxt {
     }
 }
 
-/// Hardware context (sel 2/3, spec §5.3): W0 [15:0] cidx, W1 [8] descriptors pending.
+/// Hardware context (sel 2/3, hardware.md §5.3): W0 [15:0] cidx, W1 [8] descriptors pending.
 pub(crate) mod hw {
     use super::{bits, set_bits};
 
@@ -121,7 +121,7 @@ pub(crate) mod hw {
     }
 }
 
-/// Prefetch context (sel 7, spec §5.5).
+/// Prefetch context (sel 7, hardware.md §5.5).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PfchCtxt {
     pub bypass: bool,
@@ -143,7 +143,7 @@ impl PfchCtxt {
     }
 }
 
-/// Completion context (sel 6, spec §5.6).
+/// Completion context (sel 6, hardware.md §5.6).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CmptCtxt {
     pub stat_en: bool,
@@ -161,7 +161,7 @@ pub(crate) struct CmptCtxt {
     pub valid: bool,
     pub vec: u16,
     pub intr_aggr: bool,
-    /// W4\[2\]: the overflow check is off (the driver leaves it on, spec §5.6).
+    /// W4\[2\]: the overflow check is off (the driver leaves it on, hardware.md §5.6).
     pub ovf_chk_dis: bool,
 }
 
@@ -217,7 +217,7 @@ impl CmptCtxt {
     }
 }
 
-/// FMAP context (sel 12, spec §4.2): W0 [10:0] qbase, W1 [11:0] qmax.
+/// FMAP context (sel 12, hardware.md §4.2): W0 [10:0] qbase, W1 [11:0] qmax.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fmap {
     pub qbase: u16,
@@ -233,7 +233,7 @@ impl Fmap {
     }
 }
 
-/// An H2C stream descriptor (spec §7.1): metadata, length, source address.
+/// An H2C stream descriptor (hardware.md §7.1): metadata, length, source address.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct H2cDesc {
     pub metadata: u32,
@@ -253,7 +253,7 @@ impl H2cDesc {
     }
 }
 
-/// Doorbell fields (spec §6).
+/// Doorbell fields (hardware.md §6).
 pub(crate) mod doorbell {
     use super::{bit, bits};
 
@@ -290,7 +290,7 @@ pub(crate) mod doorbell {
     }
 }
 
-/// The 8-byte completion entry the shell + IP write (spec §7.3): [1] color, [2] error,
+/// The 8-byte completion entry the shell + IP write (hardware.md §7.3): [1] color, [2] error,
 /// [26:16] abs qid, [47:32] length, [63:48] packet id.
 pub(crate) fn cmpt_entry(color: bool, err: bool, qid: u16, len: u16, pkt_id: u16) -> u64 {
     u64::from(color) << 1
@@ -300,12 +300,12 @@ pub(crate) fn cmpt_entry(color: bool, err: bool, qid: u16, len: u16, pkt_id: u16
         | u64::from(pkt_id) << 48
 }
 
-/// Descriptor ring status record (spec §7.4): [15:0] pidx, [31:16] cidx.
+/// Descriptor ring status record (hardware.md §7.4): [15:0] pidx, [31:16] cidx.
 pub(crate) fn desc_status(pidx: u16, cidx: u16) -> u64 {
     u64::from(pidx) | u64::from(cidx) << 16
 }
 
-/// Completion ring status record (spec §7.4): [15:0] pidx, [31:16] cidx, [32] color,
+/// Completion ring status record (hardware.md §7.4): [15:0] pidx, [31:16] cidx, [32] color,
 /// [34:33] interrupt state.
 pub(crate) fn cmpt_status(pidx: u16, cidx: u16, color: bool, intr_state: u32) -> u64 {
     u64::from(pidx) | u64::from(cidx) << 16 | u64::from(color) << 32 | u64::from(intr_state & 3) << 33
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn spec_worked_examples_decode() {
-        // spec §5.2: H2C on PF0, ring at 0x123456000, vector 1.
+        // hardware.md §5.2: H2C on PF0, ring at 0x123456000, vector 1.
         let h2c = SwCtxt::decode(&[0, 0x0011000D, 0x23456000, 1, 1, 0, 0, 0]);
         assert!(h2c.qen && h2c.wbi_chk && h2c.wbi_intvl_en && h2c.wbk_en && !h2c.is_mm);
         assert_eq!((h2c.rngsz_idx, h2c.desc_sz, h2c.base), (0, 1, 0x1_2345_6000));
@@ -328,7 +328,7 @@ mod tests {
             (1, 8, 0, 0x2_0000_0000)
         );
         assert!(c2h.qen && c2h.wbk_en && !c2h.wbi_chk);
-        // spec §5.6: PF0, CMPT ring at 0x300000000, vector 1.
+        // hardware.md §5.6: PF0, CMPT ring at 0x300000000, vector 1.
         let cmpt = CmptCtxt::decode(&[0x88000017, 0x0C000000, 0, 0x10000000, 0x10, 0, 0, 0]);
         assert!(cmpt.stat_en && cmpt.intr_en && cmpt.color && cmpt.valid);
         assert_eq!((cmpt.trig_mode, cmpt.rngsz_idx, cmpt.vec), (5, 8, 1));
@@ -336,19 +336,19 @@ mod tests {
             (cmpt.base, cmpt.desc_sz, cmpt.pidx, cmpt.cidx),
             (0x3_0000_0000, 0, 0, 0)
         );
-        // spec §5.5.
+        // hardware.md §5.5.
         let p = PfchCtxt::decode(&[0x08000010, 0x00002000, 0, 0, 0, 0, 0, 0]);
         assert!(p.valid && !p.bypass);
         assert_eq!(p.bufsz_idx, 8);
-        // spec §4.2: PF1 with 8 queues.
+        // hardware.md §4.2: PF1 with 8 queues.
         let f = Fmap::decode(&[0x40, 8, 0, 0, 0, 0, 0, 0]);
         assert_eq!((f.qbase, f.qmax), (64, 8));
-        // spec §5.1 command examples.
+        // hardware.md §5.1 command examples.
         let c = CtxtCmd::decode(0x22EC);
         assert_eq!((c.sel, c.op, c.qid, c.reserved), (6, 3, 69, 0));
         let c = CtxtCmd::decode(0xB8);
         assert_eq!((c.sel, c.op, c.qid), (12, 1, 1));
-        // spec §6: CMPT CIDX of queue 3 set to 42 with arm.
+        // hardware.md §6: CMPT CIDX of queue 3 set to 42 with arm.
         let d = doorbell::CmptCidx::decode(0x1D00002A);
         assert_eq!((d.cidx, d.trig_mode, d.counter_idx, d.timer_idx), (42, 5, 0, 0));
         assert!(d.stat_en && d.irq_arm);

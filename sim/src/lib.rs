@@ -3,8 +3,8 @@
 //! A behavioral model of the OpenNIC card (shell + QDMA + CMAC ports + a wire between the ports),
 //! `no_std` + `alloc`, implementing the `onic-hal` traits. It depends on `onic-hal` only, never on
 //! the driver core, so the model cannot borrow driver logic: descriptors, contexts, doorbells,
-//! completion entries and the shell's RSS hash are decoded here from the hardware spec
-//! (`shared/spec/hardware.md`, cited as "spec §N").
+//! completion entries and the shell's RSS hash are decoded here from the hardware reference
+//! (`docs/hardware.md`, cited as "hardware.md §N").
 //!
 //! ```
 //! use onic_hal::RegisterWindow;

@@ -141,7 +141,7 @@ impl State {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Indirect contexts (spec §5).
+    // Indirect contexts (hardware.md §5).
 
     fn context_command(&mut self, func: u8, value: u32) {
         let cmd = CtxtCmd::decode(value);
@@ -289,7 +289,7 @@ impl State {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Doorbells (spec §6).
+    // Doorbells (hardware.md §6).
 
     fn doorbell(&mut self, func: u8, offset: u32, value: u32) {
         let rel = offset - regs::DMAP_SEL_BASE;
@@ -372,7 +372,7 @@ impl State {
     // ---------------------------------------------------------------------------------------
     // H2C engine.
 
-    /// The function whose QCONF range claims `qid`, if any (spec §2.3).
+    /// The function whose QCONF range claims `qid`, if any (hardware.md §2.3).
     fn qconf_owner(&self, qid: u16) -> Option<u8> {
         self.funcs
             .iter()
@@ -678,7 +678,7 @@ impl State {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Completion triggers (spec §8.4, §8.5).
+    // Completion triggers (hardware.md §8.4, §8.5).
 
     fn on_completion(&mut self, qid: u16) {
         let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));

@@ -1,6 +1,6 @@
-//! The shell's RSS hash (spec §9.4), written out bit by bit from the spec rather than borrowed
-//! from the driver: a 108-bit input vector X built from the frame, and the XOR of the 32 key bits
-//! starting at every bit position j where X has a 1.
+//! The shell's RSS hash (hardware.md §9.4), written out bit by bit from the spec rather than
+//! borrowed from the driver: a 108-bit input vector X built from the frame, and the XOR of the 32
+//! key bits starting at every bit position j where X has a 1.
 
 use onic_hal::regs::shell::HASH_KEY_WORDS;
 
@@ -30,7 +30,8 @@ fn put(x: &mut u128, pos: u32, frame: &[u8], at: usize, n: usize) {
     }
 }
 
-/// The 108-bit input vector X of spec §9.4 for a frame (bytes from the first destination-MAC byte).
+/// The 108-bit input vector X of hardware.md §9.4 for a frame (bytes from the first destination-MAC
+/// byte).
 #[must_use]
 pub fn input_vector(frame: &[u8]) -> u128 {
     let mut x = 0u128;

@@ -14,7 +14,7 @@ use crate::config::{ResetBehavior, Violation, Wire};
 
 /// Value of the (read-only) build timestamp register.
 const BUILD_STAMP: u32 = 0x0101_0000;
-/// SHELL_STATUS / USER_STATUS bits that exist (0..9, spec §2.2).
+/// SHELL_STATUS / USER_STATUS bits that exist (0..9, hardware.md §2.2).
 const STATUS_BITS: u32 = 0x3FF;
 /// Size of a CMAC's register window.
 const CMAC_WINDOW: u32 = 0x2000;

@@ -457,7 +457,7 @@ fn doorbells_are_function_relative() {
 
 /// The reference driver's geometry and values: 4096-entry TX ring (index 0), 1024-entry RX and
 /// completion rings (index 8), 4 KiB buffers, C2H PIDX = 256 and CMPT CIDX = 0x1D000000 at open
-/// (spec §5.2, §5.6, §13.2). Only the 256 posted slots get pages.
+/// (hardware.md §5.2, §5.6, §13.2). Only the 256 posted slots get pages.
 #[test]
 fn reference_driver_geometry() {
     let card = ready_card();

@@ -36,7 +36,7 @@ fn context_commands_clear_write_read_invalidate() {
     // The spec's example ring is above 4 GiB; do not report it here.
     let card = card_with(|c| c.dma.rings_below_4g = false);
     init_globals(&card);
-    // Spec §5.2 worked example (C2H on PF1, abs qid 64).
+    // hardware.md §5.2 worked example (C2H on PF1, abs qid 64).
     let words = [0x00020000, 0x00108003, 0, 2, 0];
     ctxt_write(&card, SEL_SW_C2H, 64, &words);
     assert_eq!(
@@ -205,7 +205,7 @@ fn link_status_is_latched_low() {
     card.set_link(1, true);
     assert_eq!(bar2.read32(reg), cmac::STAT_RX_STATUS_UP);
     // A flap between two reads: the first read returns the latched "went down", the second the
-    // current state (why the driver reads twice, spec §10.3).
+    // current state (why the driver reads twice, hardware.md §10.3).
     card.set_link(1, false);
     card.set_link(1, true);
     assert_eq!(bar2.read32(reg), 0);

@@ -52,8 +52,8 @@ impl Expect {
     }
 
     /// An indirect context command that completes at once: the command write and one read of
-    /// IND_CTXT_CMD (spec §5.1 step 3). `data` = `Some(words)` for a WRITE, preceded by the 16
-    /// interleaved DATA/MASK writes.
+    /// IND_CTXT_CMD (hardware.md §5.1 step 3). `data` = `Some(words)` for a WRITE, preceded by the
+    /// 16 interleaved DATA/MASK writes.
     pub fn ctxt(&mut self, cmd: u32, data: Option<&[u32]>) -> &mut Self {
         if let Some(words) = data {
             for i in 0..8u32 {

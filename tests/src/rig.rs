@@ -464,7 +464,8 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 self.dma.device_write_u64(at, st.to_word()),
                 "status slot in live memory"
             );
-            // The C2H ring's own status record (wbk_en, spec §7.4): how far the device consumed.
+            // The C2H ring's own status record (wbk_en, hardware.md §7.4): how far the device
+            // consumed.
             let mut st = WbStatus::default();
             st.set_pidx(c2h_pidx);
             st.set_cidx(d.desc_cidx);

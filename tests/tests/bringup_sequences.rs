@@ -1,5 +1,5 @@
-//! The driver's register programming, pinned against sequences typed in from the hardware spec
-//! (`shared/spec/hardware.md`). Every number below comes from the spec's tables, not from the
+//! The driver's register programming, pinned against sequences typed in from the hardware reference
+//! (`docs/hardware.md`). Every number below comes from that page's tables, not from the
 //! driver's constants, so a wrong constant in `onic-hal` or a wrong order in `onic-core` fails
 //! here. Deviations from the reference driver (docs/deviations.md) are marked "deviation".
 
@@ -326,7 +326,8 @@ fn tx_queue_contexts_match_the_spec() {
     let dev = init(&rec, 0, 8).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
-    // Spec §5.2 worked example: H2C on PF0, ring at 0x123456000, vector 1 (queue 1 here, abs 1).
+    // hardware.md §5.2 worked example: H2C on PF0, ring at 0x123456000, vector 1 (queue 1 here, abs
+    // 1).
     let q = TxQueueConfig {
         qid: 1,
         ring: RingSizeIdx::new(0).unwrap(),
@@ -357,7 +358,7 @@ fn pf1_tx_queue_uses_absolute_ids_in_contexts() {
     rec.take_log();
     let d = &mut CountingDelay::default();
     dev.teardown_tx_queue(d, 5).unwrap();
-    // Spec §5.1: SW H2C invalidate of abs qid 69 (PF1 queue 5) = 0x60 + 2 + 69 * 128.
+    // hardware.md §5.1: SW H2C invalidate of abs qid 69 (PF1 queue 5) = 0x60 + 2 + 69 * 128.
     assert_eq!(rec.log()[0].to_string(), "W 0 0x00000844 0x000022e2");
 }
 
@@ -506,7 +507,7 @@ fn link_reads_status_twice() {
     assert!(!onic_core::stats::link_up(&rec.window(Bar::Shell), 0));
 }
 
-/// The key of spec §9.2's example (the common Microsoft key), in ethtool byte order.
+/// The key of hardware.md §9.2's example (the common Microsoft key), in ethtool byte order.
 const MS_KEY: [u8; 40] = [
     0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0,
     0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42,
@@ -542,7 +543,8 @@ fn rss_set_writes_table_then_key_in_spec_order() {
         e.w2(0x1600 + 4 * k as u32, *w);
     }
     assert_trace_eq(&rec.log(), &e.accesses);
-    // Key only: 10 writes; table only: 128 writes (spec §9.2: a part not supplied is skipped).
+    // Key only: 10 writes; table only: 128 writes (hardware.md §9.2: a part not supplied is
+    // skipped).
     rec.take_log();
     dev.rss_set(None, Some(&MS_KEY), HashFunction::NoChange).unwrap();
     assert_eq!(rec.take_log().len(), 10);
@@ -556,7 +558,7 @@ fn rss_set_writes_table_then_key_in_spec_order() {
 fn rss_get_reads_table_then_key_and_masks_stale_bits() {
     let rec = Recorder::opennic();
     let dev = init(&rec, 1, 4).unwrap();
-    // The upper half of an entry reads stale (spec §2.3): the driver must mask it.
+    // The upper half of an entry reads stale (hardware.md §2.3): the driver must mask it.
     rec.poke(Bar::Shell, 0x2404, 0xBEEF_0003);
     rec.take_log();
     let (table, key) = dev.rss_read_back().unwrap();

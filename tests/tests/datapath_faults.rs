@@ -183,7 +183,7 @@ fn stalled_tx_writeback_holds_buffers_until_it_catches_up() {
 fn xdp_tx_on_a_full_ring_recycles_the_page() {
     // Every frame is sent back out (XDP_TX) on a ring the device is not draining (stalled
     // writeback): once the TX ring is full, the pages are recycled and counted, not leaked
-    // (spec §15 item 13).
+    // (hardware.md §15 item 13).
     fn tx_all(_: u64) -> onic_tests::datapath::Action {
         onic_tests::datapath::Action::Tx
     }

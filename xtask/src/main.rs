@@ -151,15 +151,20 @@ fn check_mmio_barriers(target: &str) -> Result<(), String> {
 /// The toolchain Miri runs on (Miri is a nightly-only component).
 const MIRI_TOOLCHAIN: &str = "nightly";
 
-/// What Miri runs: the unit tests of the crates that touch DMA memory (the driver core's queues
-/// and pool against the model, the model's own memory blocks) and the model's DMA tests. The
-/// heavier property tests are `cfg_attr(miri, ignore)`; the DMA-touching tests never are.
-const MIRI_RUNS: [&[&str]; 3] = [
-    // The core's tests that touch DMA memory are named `miri_*`; the pure-arithmetic ones (RSS
-    // tables, property tests) gain nothing from Miri and would take most of its time.
-    &["-p", "onic-core", "--lib", "--", "miri_"],
+/// What Miri runs: the whole unit-test suites of the crates whose tests put host memory standing in
+/// for DMA memory or a BAR under the code that uses it (the HAL's regions, pages and MMIO backend;
+/// the core's queues and page pool against the model; the model's own memory blocks; the Linux
+/// module's datapath and backends over its host OS stand-in), the module's integration tests, and
+/// the model's DMA tests (its other integration tests drive whole workloads, too long for Miri).
+/// There is no name filter: a test that must not run under Miri (a pure computation Miri would
+/// spend minutes on, a wall-clock race) carries `#[cfg_attr(miri, ignore = "...")]` itself, so a
+/// new test runs under Miri unless it opts out.
+const MIRI_RUNS: [&[&str]; 5] = [
+    &["-p", "onic-hal", "--features", "alloc", "--lib"],
+    &["-p", "onic-core", "--lib"],
     &["-p", "onic-sim", "--lib"],
     &["-p", "onic-sim", "--test", "dma"],
+    &["-p", "onic-linux", "--tests"],
 ];
 
 /// `cargo +nightly ...` through the rustup proxy, with the variables the outer cargo exported for

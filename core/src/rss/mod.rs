@@ -1,18 +1,18 @@
 //! Receive-side scaling: the shell's own RX hash, standard Toeplitz, and the per-function
-//! indirection table and key (spec §9).
+//! indirection table and key (hardware.md §9).
 //!
 //! The OpenNIC shell picks the RX queue of a frame as `indirection[hash & 0x7F] + qbase`, where
-//! `hash` is the shell's own XOR hash (spec §9.4, *not* standard Toeplitz) over protocol, IPv4
-//! addresses and the 4 bytes after the IPv4 header. The completion entry does not carry the hash, so
-//! the driver recomputes it in software whenever it wants to hand an RX hash to the OS (Linux
-//! `skb->hash`, XDP `rx_hash` metadata) or predict the queue of a flow.
+//! `hash` is the shell's own XOR hash (hardware.md §9.4, *not* standard Toeplitz) over protocol,
+//! IPv4 addresses and the 4 bytes after the IPv4 header. The completion entry does not carry the
+//! hash, so the driver recomputes it in software whenever it wants to hand an RX hash to the OS
+//! (Linux `skb->hash`, XDP `rx_hash` metadata) or predict the queue of a flow.
 //!
 //! - [`shell_hash`]: [`ShellTuple`] (the parsed 108-bit input), [`ShellHasher`] (table-driven, one
 //!   per key) and [`shell_hash_reference`] (bit-serial, for tests).
 //! - [`toeplitz`]: the Microsoft RSS Toeplitz hash as other NICs compute it, [`Toeplitz`]
 //!   (table-driven) and [`toeplitz_reference`].
 //! - [`table`]: [`IndirectionTable`], [`RssConfig`] with ethtool `-X` semantics, and the register
-//!   programming and read-back of spec §9.2.
+//!   programming and read-back of hardware.md §9.2.
 //!
 //! # Calling it from the RX path without parsing twice
 //!
@@ -47,26 +47,28 @@ pub(crate) use table::read_back;
 pub use table::{HashFunction, IndirectionTable, RssConfig, RssParts};
 pub use toeplitz::{toeplitz_reference, Toeplitz};
 
-/// Length of the shell's RSS key in bytes (10 registers of 32 bits, spec §9.1).
+/// Length of the shell's RSS key in bytes (10 registers of 32 bits, hardware.md §9.1).
 pub const KEY_LEN: usize = 4 * HASH_KEY_WORDS;
 
-/// Number of entries of the shell's indirection table (spec §9.1).
+/// Number of entries of the shell's indirection table (hardware.md §9.1).
 pub const TABLE_LEN: usize = INDIR_TABLE_ENTRIES;
 
-/// Mask applied to a hash to index the indirection table: only the low 7 bits are used (spec §9.4).
+/// Mask applied to a hash to index the indirection table: only the low 7 bits are used
+/// (hardware.md §9.4).
 pub const TABLE_INDEX_MASK: u32 = (TABLE_LEN as u32) - 1;
 
 /// A 40-byte RSS key in ethtool byte order (the order `ethtool -X hkey` takes and `ethtool -x`
 /// prints).
 ///
-/// Register word `k` of the shell holds bytes `4k..4k+4` with byte `4k` in bits 7..0 (spec §9.2);
-/// [`RssKey::to_register_words`] and [`RssKey::from_register_words`] convert.
+/// Register word `k` of the shell holds bytes `4k..4k+4` with byte `4k` in bits 7..0
+/// (hardware.md §9.2); [`RssKey::to_register_words`] and [`RssKey::from_register_words`] convert.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RssKey([u8; KEY_LEN]);
 
 impl RssKey {
-    /// The key the shell's RTL holds after reset (spec §9.3). It is not the common Microsoft key.
+    /// The key the shell's RTL holds after reset (hardware.md §9.3). It is not the common Microsoft
+    /// key.
     pub const DEFAULT: RssKey = RssKey::from_register_words(DEFAULT_HASH_KEY_WORDS);
 
     /// The Microsoft RSS verification key (`6d 5a 56 da ...`), which many NICs use as their default
@@ -100,7 +102,7 @@ impl RssKey {
     }
 
     /// The key as the shell's 10 hash-key registers hold it: word `k` = bytes `4k..4k+4`,
-    /// little-endian (byte `4k` in bits 7..0), spec §9.2.
+    /// little-endian (byte `4k` in bits 7..0), hardware.md §9.2.
     #[must_use]
     pub const fn from_register_words(words: [u32; HASH_KEY_WORDS]) -> Self {
         let mut bytes = [0u8; KEY_LEN];
@@ -160,8 +162,8 @@ impl fmt::Debug for RssKey {
 /// `PKT_HASH_TYPE_*`, XDP `bpf_xdp_metadata_rx_hash` with `enum xdp_rss_hash_type`).
 ///
 /// The shell always hashes the 4 bytes after the IPv4 header, whatever the protocol, and also for
-/// fragments (spec §9.4). Those bytes identify a flow only for some protocols, so the type is
-/// decided as follows (see [`ShellTuple::parse`]):
+/// fragments (hardware.md §9.4). Those bytes identify a flow only for some protocols, so the type
+/// is decided as follows (see [`ShellTuple::parse`]):
 ///
 /// | Frame | Type | Why |
 /// | --- | --- | --- |
@@ -172,7 +174,7 @@ impl fmt::Debug for RssKey {
 /// | IPv4 ICMP, IGMP, GRE, any other protocol | [`None`](Self::None) | the 4 bytes are per-packet fields (ICMP checksum, lengths, ...) |
 /// | IPv4 frame cut short before the end of the fields the type needs | [`None`](Self::None) | missing bytes were hashed as 0 |
 /// | EtherType 0x0800 but IP version ≠ 4 | [`None`](Self::None) | the shell does not check the version; the value is not a flow hash |
-/// | non-IPv4 (IPv6, ARP, QinQ, ...) | [`None`](Self::None) | hash 0, or the tagged-non-IPv4 quirk of spec §9.4 |
+/// | non-IPv4 (IPv6, ARP, QinQ, ...) | [`None`](Self::None) | hash 0, or the tagged-non-IPv4 quirk of hardware.md §9.4 |
 ///
 /// `None` still comes with the value the shell computed (it decides the queue); it only says the
 /// value must not be used as a flow hash, so the OS computes its own.
@@ -455,7 +457,7 @@ mod tests {
 
     #[test]
     fn default_key_bytes_match_spec() {
-        // Spec §9.3, as ethtool key bytes.
+        // hardware.md §9.3, as ethtool key bytes.
         let expected = [
             0x17, 0x14, 0xe3, 0xd6, 0x7e, 0xc8, 0x6c, 0x37, 0xa6, 0xa7, 0x1b, 0x01, 0xbb, 0x91, 0x1b, 0xdc,
             0x24, 0xe2, 0x72, 0x78, 0x4b, 0x40, 0xd0, 0xbf, 0xb8, 0x74, 0x03, 0x26, 0x6f, 0x0f, 0x27, 0xd9,

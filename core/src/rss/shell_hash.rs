@@ -1,4 +1,4 @@
-//! The shell's RX hash, bit for bit (spec §9.4).
+//! The shell's RX hash, bit for bit (hardware.md §9.4).
 //!
 //! # The hash
 //!
@@ -26,7 +26,7 @@
 //!   `n` of byte 18 is 5 or more, the shell still hashes the 4 bytes at `18 + 4 n` as the L4
 //!   bytes, with protocol and addresses 0.
 //! - The VLAN nibble is 0: the RTL only leaks a neighbouring packet's nibble in when tagged
-//!   packets arrive back to back, which a software model cannot know (spec §9.4 quirk 2).
+//!   packets arrive back to back, which a software model cannot know (hardware.md §9.4 quirk 2).
 //!
 //! # Frames too short for a field
 //!
@@ -68,7 +68,7 @@ enum Parsed<R> {
     Done(R),
 }
 
-/// The shell's hash input for one frame (bits 4..107 of `X`, spec §9.4) and the hash type it
+/// The shell's hash input for one frame (bits 4..107 of `X`, hardware.md §9.4) and the hash type it
 /// gives.
 ///
 /// Parse a frame once with [`ShellTuple::parse`], or build the tuple from fields already parsed
@@ -272,8 +272,8 @@ impl ShellTuple {
         }))
     }
 
-    /// A tagged frame whose inner EtherType is not IPv4: the RTL quirk of spec §9.4. `None` when the
-    /// buffer ends before a byte it needs.
+    /// A tagged frame whose inner EtherType is not IPv4: the RTL quirk of hardware.md §9.4. `None`
+    /// when the buffer ends before a byte it needs.
     #[cold]
     fn parse_tagged_other(buf: &[u8]) -> Option<Self> {
         let nibble = usize::from(*buf.get(IP_TAGGED)? & 0x0F);
@@ -354,8 +354,8 @@ impl ShellTuple {
     }
 }
 
-/// 32 key bits starting at bit `j` of the little-endian key integer `K` (spec §9.4); key bits past
-/// the 320th are 0.
+/// 32 key bits starting at bit `j` of the little-endian key integer `K` (hardware.md §9.4); key
+/// bits past the 320th are 0.
 const fn key_window(key: &[u8; KEY_LEN], j: usize) -> u32 {
     // Five bytes from byte j/8 hold the 32 bits for any bit offset 0..7 within the first byte.
     let mut acc: u64 = 0;
@@ -512,7 +512,8 @@ pub fn shell_hash_reference(key: &RssKey, frame: &[u8]) -> u32 {
     hash
 }
 
-/// The 108-bit input `X` of spec §9.4, built field by field from the frame; missing bytes are 0.
+/// The 108-bit input `X` of hardware.md §9.4, built field by field from the frame; missing bytes
+/// are 0.
 fn reference_input(frame: &[u8]) -> u128 {
     let byte = |i: usize| frame.get(i).copied().unwrap_or(0);
     // Field byte `b` placed with its bit 0 at X bit `at`.
@@ -575,6 +576,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn spec_udp_vector() {
         let h = ShellHasher::new(&RssKey::DEFAULT);
         let f = udp_frame();
@@ -600,6 +602,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn rekey_equals_new() {
         let mut h = ShellHasher::new(&RssKey::DEFAULT);
         h.rekey(&RssKey::MICROSOFT);
@@ -610,6 +613,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "plain values only; slow under Miri")]
     fn batch_hashes_each_frame() {
         let h = ShellHasher::default();
         let a = udp_frame();

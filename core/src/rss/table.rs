@@ -1,11 +1,11 @@
 //! The indirection table and key of one PCI function, with ethtool `-X` / `-x` semantics, and their
-//! programming and read-back through the shell BAR (spec §9.1, §9.2).
+//! programming and read-back through the shell BAR (hardware.md §9.1, §9.2).
 //!
 //! [`RssConfig`] validates every request completely before it changes anything: a refused request
 //! leaves table, key, queue count and pending writes as they were. (The C driver checks each entry
-//! just before writing it, so a bad entry `k` leaves entries `0..k` already written, spec §9.2; here
+//! just before writing it, so a bad entry `k` leaves entries `0..k` already written, hardware.md §9.2; here
 //! nothing reaches the registers unless the whole request is valid.) The register layer (crate
-//! private, reached through [`crate::Device`]) follows spec §9.2: 128 table entries from entry 0
+//! private, reached through [`crate::Device`]) follows hardware.md §9.2: 128 table entries from entry 0
 //! up, each written as the plain queue index, then the 10 key words from word 0 up; reads in the same
 //! order, table entries masked with 0xFFFF because the RTL leaves the upper half stale.
 
@@ -15,7 +15,7 @@ use onic_hal::RegisterWindow;
 use super::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
 
 /// The 128-entry indirection table of one function: entry `hash & 0x7F` is the function-relative
-/// RX queue of a frame (spec §9.4).
+/// RX queue of a frame (hardware.md §9.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IndirectionTable([u16; TABLE_LEN]);
@@ -135,7 +135,7 @@ pub enum HashFunction {
     /// Keep the hash function (`ETH_RSS_HASH_NO_CHANGE`, 0).
     NoChange,
     /// Toeplitz (`ETH_RSS_HASH_TOP`, bit 0). The shell's hash is a Toeplitz-like XOR hash, not
-    /// standard Toeplitz (spec §9.4), but it is what the driver reports.
+    /// standard Toeplitz (hardware.md §9.4), but it is what the driver reports.
     Toeplitz,
     /// Any other ethtool `hfunc` bits (XOR, CRC32, ...): refused.
     Other(u8),
@@ -229,7 +229,7 @@ pub(crate) fn write_table<W: RegisterWindow + ?Sized>(
     Ok(())
 }
 
-/// Writes the 10 key words of function `func`, word 0 first, in the byte order of spec §9.2.
+/// Writes the 10 key words of function `func`, word 0 first, in the byte order of hardware.md §9.2.
 ///
 /// # Errors
 ///
@@ -278,7 +278,7 @@ pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Resul
     Ok(RssKey::from_register_words(words))
 }
 
-/// `ethtool -x`: reads table then key of function `func` (spec §9.2 order).
+/// `ethtool -x`: reads table then key of function `func` (hardware.md §9.2 order).
 ///
 /// # Errors
 ///
@@ -301,7 +301,7 @@ pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
 /// ```
 /// use onic_core::rss::{HashFunction, RssConfig};
 ///
-/// // Probe: default table (k % 4), RTL reset key kept (spec §9.2).
+/// // Probe: default table (k % 4), RTL reset key kept (hardware.md §9.2).
 /// let mut cfg = RssConfig::new(4)?;
 /// // ethtool -X eth0 equal 2
 /// cfg.equal(2)?;
@@ -324,7 +324,7 @@ pub struct RssConfig {
 impl RssConfig {
     /// The probe-time state for a function with `rx_queues` RX queues: table entry `k` =
     /// `k % rx_queues`, pending; key = the RTL reset key, not pending, since the driver does not
-    /// write it (spec §9.2).
+    /// write it (hardware.md §9.2).
     ///
     /// # Errors
     ///
@@ -485,8 +485,8 @@ impl RssConfig {
         self.pending = RssParts::NONE;
     }
 
-    /// Writes the pending parts to function `func` (table first, then key, spec §9.2) and returns
-    /// them. Call [`RssConfig::mark_programmed`] afterwards.
+    /// Writes the pending parts to function `func` (table first, then key, hardware.md §9.2) and
+    /// returns them. Call [`RssConfig::mark_programmed`] afterwards.
     ///
     /// # Errors
     ///

@@ -129,7 +129,7 @@ impl<P: XdpProgram + ?Sized> RawXdpProgram for P {
 /// A poll runs the program that is attached when it starts on every frame it takes; frames still
 /// in the completion ring meet whichever program the next poll finds. Nothing about the device or
 /// the pool changes, so a swap loses no frame and no page (the reference driver stops and reopens
-/// the interface when the first program is attached or the last one detached, spec §12.5).
+/// the interface when the first program is attached or the last one detached, hardware.md §12.5).
 #[derive(Debug, Default)]
 pub struct XdpSlot<P> {
     prog: Option<P>,

@@ -271,7 +271,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, S,
         match self.tx.xmit_pool(self.db, pool, pf, true) {
             Ok(()) => Handled::ToTx,
             Err(e) => {
-                // Deviation: the reference driver leaks the page here (spec §15 item 13).
+                // Deviation: the reference driver leaks the page here (hardware.md §15 item 13).
                 self.stats.rx_xdp_tx_errors += 1;
                 let pf = e.into_inner();
                 self.discard(

@@ -1,16 +1,17 @@
-//! Fields of the global QDMA registers whose values the driver computes (spec §3.2, §3.3, §11.3).
+//! Fields of the global QDMA registers whose values the driver computes (hardware.md §3.2, §3.3,
+//! §11.3).
 //!
 //! Only the master PF writes these. The offsets are in [`crate::regs::qdma`]. The exact hardware
 //! meaning of several encodings (max_dsc_fetch, the prefetch and coalescing fields) is defined in
 //! Xilinx PG302, not in the spec; the `reference` constructors reproduce the reference driver's
-//! values (spec §15 item 3).
+//! values (hardware.md §15 item 3).
 
 use bitfield::bitfield;
 
 use super::register_u32;
 
 bitfield! {
-    /// GLBL_DSC_CFG (BAR0 + 0x250), spec §3.2.
+    /// GLBL_DSC_CFG (BAR0 + 0x250), hardware.md §3.2.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct GlblDscCfg(u32);
@@ -40,7 +41,7 @@ impl GlblDscCfg {
 }
 
 bitfield! {
-    /// C2H_PFCH_CFG (BAR0 + 0xB08), spec §3.2.
+    /// C2H_PFCH_CFG (BAR0 + 0xB08), hardware.md §3.2.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct C2hPfchCfg(u32);
@@ -59,8 +60,8 @@ register_u32!(C2hPfchCfg);
 impl C2hPfchCfg {
     /// The reference driver's value for the prefetch cache depth `cache_depth` (D, read from
     /// C2H_PFCH_CACHE_DEPTH just before): fl_th = 256, num_pfch = 8, pfch_qcnt = D/2,
-    /// evt_qcnt_th = D/2 - 2, each field keeping the low bits that fit its width (spec §3.2).
-    /// D = 16 gives 0x0C201100, D = 64 gives 0x3C801100.
+    /// evt_qcnt_th = D/2 - 2, each field keeping the low bits that fit its width
+    /// (hardware.md §3.2). D = 16 gives 0x0C201100, D = 64 gives 0x3C801100.
     ///
     /// Defined for every D, without panic or overflow. For D < 4, D/2 - 2 is negative: it is
     /// computed in wrapping 32-bit arithmetic, as the reference driver's unsigned formula does, so
@@ -82,7 +83,7 @@ impl C2hPfchCfg {
 }
 
 bitfield! {
-    /// C2H_WB_COAL_CFG (BAR0 + 0xB50), spec §3.2.
+    /// C2H_WB_COAL_CFG (BAR0 + 0xB50), hardware.md §3.2.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct C2hWbCoalCfg(u32);
@@ -117,7 +118,7 @@ impl C2hWbCoalCfg {
 }
 
 bitfield! {
-    /// H2C_REQ_THROT (BAR0 + 0xE24), spec §3.2.
+    /// H2C_REQ_THROT (BAR0 + 0xE24), hardware.md §3.2.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct H2cReqThrot(u32);
@@ -148,8 +149,8 @@ impl H2cReqThrot {
 }
 
 bitfield! {
-    /// GLBL_ERR_INT (BAR0 + 0xB04), spec §3.3, §11.3: routes the QDMA error interrupt to an MSI-X
-    /// vector of a function.
+    /// GLBL_ERR_INT (BAR0 + 0xB04), hardware.md §3.3, §11.3: routes the QDMA error interrupt to an
+    /// MSI-X vector of a function.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct GlblErrInt(u32);
@@ -299,7 +300,7 @@ mod tests {
 
     #[test]
     fn glbl_err_int_spec_values() {
-        // Spec §11.3: PF0 with n = 8 queue vectors, error vector n + 1 = 9.
+        // hardware.md §11.3: PF0 with n = 8 queue vectors, error vector n + 1 = 9.
         assert_eq!(GlblErrInt::new(0, 9, false).bits(), 0x00009000);
         assert_eq!(GlblErrInt::new(0, 9, true).bits(), 0x01009000);
         assert_eq!(GlblErrInt::default().bits(), 0);

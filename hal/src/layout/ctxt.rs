@@ -1,4 +1,4 @@
-//! Indirect queue contexts and the IND_CTXT_CMD word (spec §4.2, §5).
+//! Indirect queue contexts and the IND_CTXT_CMD word (hardware.md §4.2, §5).
 //!
 //! A context is programmed through IND_CTXT_DATA\[0..7\] (its words, then zeros), all eight
 //! IND_CTXT_MASK registers set to 0xFFFFFFFF, and a command word ([`IndCtxtCmd`]); the register
@@ -71,7 +71,7 @@ macro_rules! ctxt_words {
 }
 
 code_enum! {
-    /// Context selector, the `sel` field of IND_CTXT_CMD (spec §5.1).
+    /// Context selector, the `sel` field of IND_CTXT_CMD (hardware.md §5.1).
     pub enum CtxtSel {
         /// 0: software descriptor context of a C2H (receive) ring.
         SwC2h = 0,
@@ -103,7 +103,7 @@ code_enum! {
 }
 
 code_enum! {
-    /// Context operation, the `op` field of IND_CTXT_CMD (spec §5.1).
+    /// Context operation, the `op` field of IND_CTXT_CMD (hardware.md §5.1).
     pub enum CtxtOp {
         /// 0: clear the context.
         Clear = 0,
@@ -117,7 +117,7 @@ code_enum! {
 }
 
 bitfield! {
-    /// IND_CTXT_CMD (BAR0 + 0x844), spec §5.1. Bits 31:18 are written as 0.
+    /// IND_CTXT_CMD (BAR0 + 0x844), hardware.md §5.1. Bits 31:18 are written as 0.
     ///
     /// `sel` and `op` decode to their enums; `op` has no undefined code, `sel` codes 13 to 15 decode
     /// to an [`UnknownCode`](super::UnknownCode) error.
@@ -150,7 +150,8 @@ impl IndCtxtCmd {
 }
 
 bitfield! {
-    /// Software descriptor context of an H2C or C2H ring (selector 1 / 0), 5 words, spec §5.2.
+    /// Software descriptor context of an H2C or C2H ring (selector 1 / 0), 5 words,
+    /// hardware.md §5.2.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct SwCtxt([u32; 5]);
@@ -248,8 +249,8 @@ impl SwCtxt {
 }
 
 bitfield! {
-    /// Hardware context of an H2C or C2H ring (selector 3 / 2), 2 words, spec §5.3. Read-only state
-    /// kept by the IP; the driver only clears and invalidates it.
+    /// Hardware context of an H2C or C2H ring (selector 3 / 2), 2 words, hardware.md §5.3.
+    /// Read-only state kept by the IP; the driver only clears and invalidates it.
     ///
     /// The spec describes these fields in prose only; the names are that prose in snake_case.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -273,8 +274,8 @@ bitfield! {
 ctxt_words!(HwCtxt, 2);
 
 bitfield! {
-    /// Credit context of an H2C or C2H ring (selector 5 / 4), 1 word, spec §5.4. The driver only
-    /// clears and invalidates it. The field name is the spec's prose in snake_case.
+    /// Credit context of an H2C or C2H ring (selector 5 / 4), 1 word, hardware.md §5.4. The driver
+    /// only clears and invalidates it. The field name is the spec's prose in snake_case.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct CreditCtxt([u32; 1]);
@@ -286,7 +287,7 @@ bitfield! {
 ctxt_words!(CreditCtxt, 1);
 
 bitfield! {
-    /// C2H prefetch context (selector 7), 2 words, spec §5.5.
+    /// C2H prefetch context (selector 7), 2 words, hardware.md §5.5.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct PfchCtxt([u32; 2]);
@@ -326,7 +327,7 @@ impl PfchCtxt {
 }
 
 bitfield! {
-    /// Completion (CMPT) ring context (selector 6), 5 words, spec §5.6.
+    /// Completion (CMPT) ring context (selector 6), 5 words, hardware.md §5.6.
     ///
     /// The ring base is stored without its low 12 bits: the ring must be 4 KiB aligned. Use
     /// [`base_addr`](Self::base_addr) / [`set_base_addr`](Self::set_base_addr) for the address;
@@ -423,7 +424,7 @@ impl CmptCtxt {
 }
 
 bitfield! {
-    /// Interrupt-coalescing (aggregation ring) context (selector 8), 3 words, spec §5.7. The
+    /// Interrupt-coalescing (aggregation ring) context (selector 8), 3 words, hardware.md §5.7. The
     /// reference driver does not use interrupt aggregation; this is here for completeness.
     ///
     /// The ring base is stored as a 4 KiB page number (`baddr_4k`, the address shifted right by
@@ -468,8 +469,8 @@ impl IntrCtxt {
 }
 
 bitfield! {
-    /// Function map context (selector 12), 2 words, spec §4.2: which absolute queues belong to a
-    /// function. The command's qid field carries the function number.
+    /// Function map context (selector 12), 2 words, hardware.md §4.2: which absolute queues belong
+    /// to a function. The command's qid field carries the function number.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct FmapCtxt([u32; 2]);
@@ -515,7 +516,7 @@ mod tests {
 
     #[test]
     fn sw_ctxt_spec_examples() {
-        // Spec §5.2: H2C on PF0, ring 0x0000000123456000, vector 1.
+        // hardware.md §5.2: H2C on PF0, ring 0x0000000123456000, vector 1.
         let h2c = SwCtxt::reference_h2c(0, DmaAddr::new(0x0000_0001_2345_6000), 0, 1);
         assert_eq!(
             h2c.words(),
@@ -609,7 +610,7 @@ mod tests {
 
     #[test]
     fn pfch_ctxt_spec_example() {
-        // Spec §5.5.
+        // hardware.md §5.5.
         let c = PfchCtxt::reference(8);
         assert_eq!(c.words(), [0x08000010, 0x00002000]);
         assert_eq!(c.data_regs(), [0x08000010, 0x00002000, 0, 0, 0, 0, 0, 0]);
@@ -657,7 +658,7 @@ mod tests {
 
     #[test]
     fn cmpt_ctxt_spec_examples() {
-        // Spec §5.6: PF0, ring 0x0000000300000000, vector 1.
+        // hardware.md §5.6: PF0, ring 0x0000000300000000, vector 1.
         let c = CmptCtxt::reference(0, DmaAddr::new(0x0000_0003_0000_0000), 8, CmptEntrySize::B8, 1);
         assert_eq!(
             c.words(),
@@ -790,7 +791,7 @@ mod tests {
 
     #[test]
     fn fmap_ctxt_spec_examples() {
-        // Spec §4.2: PF0 and PF1 with 8 queues each.
+        // hardware.md §4.2: PF0 and PF1 with 8 queues each.
         let pf0 = FmapCtxt::new(0, 8);
         assert_eq!(pf0.data_regs(), [0x00000000, 0x00000008, 0, 0, 0, 0, 0, 0]);
         let pf1 = FmapCtxt::new(64, 8);
@@ -808,12 +809,12 @@ mod tests {
     fn ind_ctxt_cmd_spec_examples() {
         use CtxtOp::{Clear, Invalidate, Write};
         let cmd = |sel, op, q| IndCtxtCmd::new(sel, op, q).bits();
-        // Spec §5.1 examples.
+        // hardware.md §5.1 examples.
         assert_eq!(cmd(CtxtSel::SwH2c, Invalidate, 5), 0x2E2);
         assert_eq!(cmd(CtxtSel::Cmpt, Invalidate, 69), 0x22EC);
         assert_eq!(cmd(CtxtSel::Fmap, Clear, 1), 0x98);
         assert_eq!(cmd(CtxtSel::Fmap, Write, 0), 0x38);
-        // Spec §4.2: PF0 CLEAR 0x18, WRITE 0x38; PF1 CLEAR 0x98, WRITE 0xB8.
+        // hardware.md §4.2: PF0 CLEAR 0x18, WRITE 0x38; PF1 CLEAR 0x98, WRITE 0xB8.
         assert_eq!(cmd(CtxtSel::Fmap, Clear, 0), 0x18);
         assert_eq!(cmd(CtxtSel::Fmap, Write, 1), 0xB8);
         // The §5.1 formulas, for a few absolute qids.

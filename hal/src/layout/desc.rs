@@ -1,4 +1,4 @@
-//! Descriptors, completion entries and status (writeback) records in ring memory (spec §7).
+//! Descriptors, completion entries and status (writeback) records in ring memory (hardware.md §7).
 //!
 //! H2C is the transmit direction, C2H the receive direction. All multi-byte fields are
 //! little-endian; the reference driver packs them as 64-bit words, and the `*_word(s)` methods use
@@ -10,18 +10,18 @@ use bitfield::bitfield;
 use super::code_enum;
 use crate::dma::DmaAddr;
 
-/// Size of an H2C stream descriptor in bytes (spec §7.1).
+/// Size of an H2C stream descriptor in bytes (hardware.md §7.1).
 pub const H2C_DESC_BYTES: usize = 16;
-/// Size of a C2H stream descriptor in bytes (spec §7.2).
+/// Size of a C2H stream descriptor in bytes (hardware.md §7.2).
 pub const C2H_DESC_BYTES: usize = 8;
 /// Size of the completion entries the shell writes and the reference driver configures (8 bytes,
-/// [`CmptEntrySize::B8`]; spec §7.3).
+/// [`CmptEntrySize::B8`]; hardware.md §7.3).
 pub const CMPT_ENTRY_BYTES: usize = CmptEntrySize::B8.bytes();
-/// Meaningful bytes of the status record in a ring's last slot (spec §7.4).
+/// Meaningful bytes of the status record in a ring's last slot (hardware.md §7.4).
 pub const WB_STATUS_BYTES: usize = 8;
 
 code_enum! {
-    /// Descriptor size code of the software descriptor context's `desc_sz` (spec §5.2).
+    /// Descriptor size code of the software descriptor context's `desc_sz` (hardware.md §5.2).
     pub enum DescSize {
         /// 8-byte descriptors (C2H stream).
         B8 = 0,
@@ -43,7 +43,7 @@ impl DescSize {
 }
 
 code_enum! {
-    /// Completion entry size code of the completion context's `desc_sz` (spec §5.6, §7.3).
+    /// Completion entry size code of the completion context's `desc_sz` (hardware.md §5.6, §7.3).
     pub enum CmptEntrySize {
         /// 8-byte entries: what the shell sends and the reference driver configures.
         B8 = 0,
@@ -65,7 +65,7 @@ impl CmptEntrySize {
 }
 
 bitfield! {
-    /// H2C stream descriptor, 16 bytes (spec §7.1). One descriptor carries one whole frame.
+    /// H2C stream descriptor, 16 bytes (hardware.md §7.1). One descriptor carries one whole frame.
     ///
     /// Bits 63:0 are word 0 (bytes 0-7), bits 127:64 are word 1 (bytes 8-15).
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -122,7 +122,7 @@ impl H2cDesc {
 }
 
 bitfield! {
-    /// C2H stream descriptor, 8 bytes (spec §7.2). The IP writes up to one C2H buffer size
+    /// C2H stream descriptor, 8 bytes (hardware.md §7.2). The IP writes up to one C2H buffer size
     /// (C2H_BUF_SZ\[bufsz_idx\]) starting at `dst_addr`.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -165,11 +165,13 @@ impl C2hDesc {
 }
 
 bitfield! {
-    /// The 8-byte completion entry the shell and the IP write for every received packet (spec §7.3).
+    /// The 8-byte completion entry the shell and the IP write for every received packet
+    /// (hardware.md §7.3).
     ///
     /// The spec defines only this 8-byte format (the shell always sends 8-byte user completions);
     /// with a larger [`CmptEntrySize`] this type describes nothing beyond what the spec says.
-    /// The color and error positions rely on the IP's default completion format (spec §15 item 4).
+    /// The color and error positions rely on the IP's default completion format (hardware.md §15
+    /// item 4).
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct CmptEntry(u64);
@@ -216,7 +218,8 @@ impl CmptEntry {
 
 bitfield! {
     /// Status (writeback) record the IP writes into the first 8 bytes of a ring's last slot
-    /// (spec §7.4). `color` and `intr_state` are defined for the completion ring's record only.
+    /// (hardware.md §7.4). `color` and `intr_state` are defined for the completion ring's record
+    /// only.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct WbStatus(u64);
@@ -263,7 +266,7 @@ mod tests {
 
     #[test]
     fn h2c_desc_matches_hand_built_bytes() {
-        // A 60-byte frame at 0x0000_0001_2345_6100 (spec §7.1: metadata = len = 60).
+        // A 60-byte frame at 0x0000_0001_2345_6100 (hardware.md §7.1: metadata = len = 60).
         let d = H2cDesc::new(DmaAddr::new(0x0000_0001_2345_6100), 60);
         let expected: [u8; 16] = [
             0x3C, 0x00, 0x00, 0x00, // metadata
@@ -347,7 +350,7 @@ mod tests {
 
     #[test]
     fn cmpt_entry_decodes_hand_built_bytes() {
-        // Color 1, no error, abs qid 69, 1514-byte packet, packet id 1 (spec §7.3).
+        // Color 1, no error, abs qid 69, 1514-byte packet, packet id 1 (hardware.md §7.3).
         let bytes = [0x02, 0x00, 0x45, 0x00, 0xEA, 0x05, 0x01, 0x00];
         let e = CmptEntry::from_bytes(&bytes);
         assert!(!e.user_bit());

@@ -1,4 +1,4 @@
-//! Queue doorbell register values (spec §6).
+//! Queue doorbell register values (hardware.md §6).
 //!
 //! The offsets are in [`crate::regs::qdma`] (`dmap_sel_*`, 16-byte stride per function-relative
 //! queue). Only the bits listed in the spec are ever set; every other bit stays 0.
@@ -9,7 +9,7 @@ use super::{code_enum, register_u32};
 
 code_enum! {
     /// Completion trigger mode: when the IP writes the completion status record and raises the
-    /// queue's interrupt (spec §5.6, §6).
+    /// queue's interrupt (hardware.md §5.6, §6).
     pub enum TrigMode {
         /// 0: no trigger.
         Off = 0,
@@ -27,7 +27,7 @@ code_enum! {
 }
 
 bitfield! {
-    /// H2C_DESC_PIDX doorbell: publishes the transmit ring's producer index (spec §6).
+    /// H2C_DESC_PIDX doorbell: publishes the transmit ring's producer index (hardware.md §6).
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct H2cPidxDb(u32);
@@ -51,7 +51,7 @@ impl H2cPidxDb {
 }
 
 bitfield! {
-    /// C2H_DESC_PIDX doorbell: hands receive descriptors up to `pidx` to the IP (spec §6).
+    /// C2H_DESC_PIDX doorbell: hands receive descriptors up to `pidx` to the IP (hardware.md §6).
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct C2hPidxDb(u32);
@@ -76,7 +76,7 @@ impl C2hPidxDb {
 
 bitfield! {
     /// CMPT_CIDX doorbell: returns completion entries up to `cidx` to the IP and sets the queue's
-    /// trigger (spec §6).
+    /// trigger (hardware.md §6).
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct CmptCidxDb(u32);
@@ -120,11 +120,12 @@ mod tests {
 
     #[test]
     fn spec_examples() {
-        // Spec §6: H2C PIDX of queue 3 set to 17, C2H PIDX set to 300, CMPT CIDX 42 with arm.
+        // hardware.md §6: H2C PIDX of queue 3 set to 17, C2H PIDX set to 300, CMPT CIDX 42 with
+        // arm.
         assert_eq!(H2cPidxDb::new(17, false).bits(), 0x00000011);
         assert_eq!(C2hPidxDb::new(300, false).bits(), 0x0000012C);
         assert_eq!(CmptCidxDb::reference(42, true).bits(), 0x1D00002A);
-        // Spec §5.8 / §13.2: queue init writes C2H PIDX = 256, CMPT CIDX = 0 armed.
+        // hardware.md §5.8 / §13.2: queue init writes C2H PIDX = 256, CMPT CIDX = 0 armed.
         assert_eq!(C2hPidxDb::new(256, false).bits(), 0x00000100);
         assert_eq!(CmptCidxDb::reference(0, true).bits(), 0x1D000000);
         // The same doorbell without arm.

@@ -1,9 +1,11 @@
 //! In-memory layouts and register-field layouts, bit for bit as in the hardware spec.
 //!
-//! - [`desc`]: H2C and C2H descriptors, completion entries and status (writeback) records (spec §7).
-//! - [`ctxt`]: the indirect queue contexts and the IND_CTXT_CMD word (spec §4.2, §5).
-//! - [`doorbell`]: the per-queue doorbell registers (spec §6).
-//! - [`csr`]: fields of the global QDMA registers the driver computes (spec §3.2, §3.3, §11.3).
+//! - [`desc`]: H2C and C2H descriptors, completion entries and status (writeback) records
+//!   (hardware.md §7).
+//! - [`ctxt`]: the indirect queue contexts and the IND_CTXT_CMD word (hardware.md §4.2, §5).
+//! - [`doorbell`]: the per-queue doorbell registers (hardware.md §6).
+//! - [`csr`]: fields of the global QDMA registers the driver computes (hardware.md §3.2, §3.3,
+//!   §11.3).
 //!
 //! Every type is a plain value (`Copy`, no references into device memory): the ring code reads a
 //! word from DMA memory or a register, decodes it here, and encodes values here before writing them.

@@ -1,4 +1,4 @@
-//! CMAC subsystems and packet adapters in the shell (BAR2), spec §10.
+//! CMAC subsystems and packet adapters in the shell (BAR2), hardware.md §10.
 //!
 //! Offsets in this module are relative to a CMAC base ([`cmac_base`]) or an adapter base
 //! ([`adapter_base`]); add the base to get a BAR2 offset.
@@ -54,7 +54,7 @@ pub const GT_LOOPBACK: u32 = 0x090;
 pub const USER_0: u32 = 0x0CC;
 /// STAT_TX_STATUS.
 pub const STAT_TX_STATUS: u32 = 0x200;
-/// STAT_RX_STATUS: latched; read twice, the second value counts (spec §10.3).
+/// STAT_RX_STATUS: latched; read twice, the second value counts (hardware.md §10.3).
 pub const STAT_RX_STATUS: u32 = 0x204;
 /// STAT_STATUS_1.
 pub const STAT_STATUS_1: u32 = 0x208;
@@ -85,7 +85,7 @@ pub struct ConfWrite {
     pub value: u32,
 }
 
-/// RS-FEC writes of the enable sequence (spec §10.2 steps 3-4), made when RS-FEC is enabled.
+/// RS-FEC writes of the enable sequence (hardware.md §10.2 steps 3-4), made when RS-FEC is enabled.
 pub const ENABLE_RSFEC: [ConfWrite; 2] = [
     ConfWrite {
         offset: RSFEC_CONF_ENABLE,
@@ -97,7 +97,7 @@ pub const ENABLE_RSFEC: [ConfWrite; 2] = [
     },
 ];
 
-/// The rest of the enable sequence (spec §10.2 steps 5-14), in order.
+/// The rest of the enable sequence (hardware.md §10.2 steps 5-14), in order.
 pub const ENABLE_MAC: [ConfWrite; 16] = [
     ConfWrite {
         offset: CONF_RX_1,
@@ -185,7 +185,7 @@ const fn c(name: &'static str, offset: u32) -> Counter {
     }
 }
 
-/// The 59 CMAC statistics in `ethtool -S` order (spec §10.5 entries 0-58).
+/// The 59 CMAC statistics in `ethtool -S` order (hardware.md §10.5 entries 0-58).
 pub const CMAC_STATS: [Counter; 59] = [
     c("stat_tx_total_pkts", 0x0500),
     c("stat_tx_total_good_pkts", 0x0508),
@@ -256,8 +256,8 @@ const fn a(name: &'static str, offset: u32) -> Counter {
     }
 }
 
-/// The 5 packet-adapter counters the reference driver reports (spec §10.5 entries 59-63), offsets
-/// relative to [`adapter_base`].
+/// The 5 packet-adapter counters the reference driver reports (hardware.md §10.5 entries 59-63),
+/// offsets relative to [`adapter_base`].
 pub const ADAPTER_STATS: [Counter; 5] = [
     a("stat_adapt_tx_sent", 0x000),
     a("stat_adapt_tx_drop", 0x010),
@@ -266,7 +266,7 @@ pub const ADAPTER_STATS: [Counter; 5] = [
     a("stat_adapt_rx_error", 0x040),
 ];
 
-/// The full packet-adapter block (spec §10.6): 64-bit free-running counters, low word first.
+/// The full packet-adapter block (hardware.md §10.6): 64-bit free-running counters, low word first.
 pub mod adapter {
     /// TX packets sent to the CMAC.
     pub const TX_SENT_PKTS: u32 = 0x000;
@@ -293,7 +293,7 @@ pub mod adapter {
 }
 
 /// Names of the driver's XDP software counters that follow the hardware counters in `ethtool -S`
-/// (spec §10.5 entries 64-70).
+/// (hardware.md §10.5 entries 64-70).
 pub const XDP_STAT_NAMES: [&str; 7] = [
     "rx_xdp_redirect",
     "rx_xdp_pass",

@@ -1,13 +1,13 @@
-//! QDMA IP configuration space (BAR0), spec §3, §5, §6, §11.
+//! QDMA IP configuration space (BAR0), hardware.md §3, §5, §6, §11.
 //!
 //! All registers are 32-bit; offsets are bytes from the start of BAR0.
 
-/// Number of entries in each of the global configuration tables (spec §3.1).
+/// Number of entries in each of the global configuration tables (hardware.md §3.1).
 pub const GLOBAL_TABLE_LEN: usize = 16;
 
 /// CONFIG_BLOCK_ID: \[31:16\] block identifier (identification only).
 pub const CONFIG_BLOCK_ID: u32 = 0x000;
-/// RAM_SBE_MASK: single-bit ECC error mask (spec §3.3).
+/// RAM_SBE_MASK: single-bit ECC error mask (hardware.md §3.3).
 pub const RAM_SBE_MASK: u32 = 0x0F0;
 /// RAM_SBE_STS: single-bit ECC error status.
 pub const RAM_SBE_STS: u32 = 0x0F4;
@@ -32,7 +32,7 @@ pub const GLBL_RNG_SZ_BASE: u32 = 0x204;
 
 /// GLBL_ERR_STAT: global error status.
 pub const GLBL_ERR_STAT: u32 = 0x248;
-/// GLBL_ERR_MASK: global error group enables (read-modify-write; spec §11.3).
+/// GLBL_ERR_MASK: global error group enables (read-modify-write; hardware.md §11.3).
 pub const GLBL_ERR_MASK: u32 = 0x24C;
 /// GLBL_DSC_CFG: writeback interval and descriptor fetch limit.
 pub const GLBL_DSC_CFG: u32 = 0x250;
@@ -48,7 +48,7 @@ pub const GLBL_TRQ_ERR_MSK: u32 = 0x268;
 pub const GLBL_INTERRUPT_CFG: u32 = 0x2C4;
 
 /// Legacy direct FMAP register of function `func` (\[10:0\] qbase, \[22:11\] qmax); not used, the
-/// indirect FMAP context is what counts (spec §4.2).
+/// indirect FMAP context is what counts (hardware.md §4.2).
 #[must_use]
 pub const fn glbl2_fmap(func: u8) -> u32 {
     0x400 + 4 * func as u32
@@ -141,7 +141,7 @@ pub const fn dmap_sel_cmpt_cidx(qid: u16) -> u32 {
     DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid as u32
 }
 
-/// Values of the global tables as the reference driver programs them (spec §3.1).
+/// Values of the global tables as the reference driver programs them (hardware.md §3.1).
 pub mod tables {
     use super::GLOBAL_TABLE_LEN;
 
@@ -163,8 +163,8 @@ pub mod tables {
     pub const C2H_INT_TIMER_TICK_VALUE: u32 = 25;
 }
 
-/// Error-mask programming of spec §11.3 (values from §3.3), in the order the driver writes them:
-/// (leaf mask register, value, GLBL_ERR_MASK group bit).
+/// Error-mask programming of hardware.md §11.3 (values from §3.3), in the order the driver writes
+/// them: (leaf mask register, value, GLBL_ERR_MASK group bit).
 pub mod errors {
     use super::{
         C2H_ERR_MASK, C2H_FATAL_ERR_MASK, GLBL_DSC_ERR_MSK, GLBL_TRQ_ERR_MSK, H2C_ERR_MASK, RAM_DBE_MASK,
@@ -182,7 +182,7 @@ pub mod errors {
     /// GLBL_ERR_MASK bit 8: streaming C2H errors (also C2H fatal errors).
     pub const GROUP_ST_C2H: u32 = 1 << 8;
     /// GLBL_ERR_MASK bit 11: streaming H2C errors, as the reference driver (and the QDMA 4.0 soft
-    /// IP's older access layer) use it; newer access layers use bit 16 (spec §15 item 2).
+    /// IP's older access layer) use it; newer access layers use bit 16 (hardware.md §15 item 2).
     pub const GROUP_ST_H2C_V4: u32 = 1 << 11;
     /// GLBL_ERR_MASK bit 16: streaming H2C errors in the newer access layers.
     pub const GROUP_ST_H2C_V5: u32 = 1 << 16;

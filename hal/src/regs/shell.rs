@@ -1,5 +1,5 @@
 //! Shell register space (BAR2): system configuration and the per-function QDMA subsystem blocks
-//! (spec §2). The CMAC subsystems and packet adapters are in [`super::cmac`].
+//! (hardware.md §2). The CMAC subsystems and packet adapters are in [`super::cmac`].
 
 /// BUILD_STATUS: build timestamp (RO).
 pub const BUILD_STATUS: u32 = 0x000;
@@ -16,7 +16,7 @@ pub const USER_RESET: u32 = 0x014;
 /// USER_STATUS: the same scheme for user-box blocks (RO).
 pub const USER_STATUS: u32 = 0x018;
 
-/// SHELL_RESET / SHELL_STATUS bits as wired at the shell top level (spec §2.2).
+/// SHELL_RESET / SHELL_STATUS bits as wired at the shell top level (hardware.md §2.2).
 pub mod reset_bits {
     /// QDMA subsystem #0.
     pub const QDMA0: u32 = 1 << 0;
@@ -61,7 +61,8 @@ pub const HASH_KEY_OFFSET: u32 = 0x600;
 pub const INDIR_TABLE_ENTRIES: usize = 128;
 /// Number of 32-bit hash key registers (40 bytes).
 pub const HASH_KEY_WORDS: usize = 10;
-/// Bits of an indirection entry that hold the queue index; the upper half reads stale (spec §2.3).
+/// Bits of an indirection entry that hold the queue index; the upper half reads stale
+/// (hardware.md §2.3).
 pub const INDIR_ENTRY_MASK: u32 = 0xFFFF;
 
 /// Base of function `func`'s QDMA subsystem block.
@@ -94,7 +95,7 @@ pub const fn qconf_value(qbase: u16, numq: u16) -> u32 {
     (qbase as u32) << 16 | numq as u32
 }
 
-/// The hash key the RTL holds after reset, as register words 0..9 (spec §9.3).
+/// The hash key the RTL holds after reset, as register words 0..9 (hardware.md §9.3).
 pub const DEFAULT_HASH_KEY_WORDS: [u32; HASH_KEY_WORDS] = [
     0xD6E31417, 0x376CC87E, 0x011BA7A6, 0xDC1B91BB, 0x7872E224, 0xBFD0404B, 0x260374B8, 0xD9270F6F,
     0x18DC4386, 0x7C9C37DE,

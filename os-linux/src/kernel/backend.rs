@@ -55,7 +55,7 @@ pub fn dir(d: Direction) -> core::ffi::c_int {
 }
 
 /// The kernel DMA API for one PCI device (`struct device *`). The device's coherent mask is 32
-/// bits (set at probe, spec §1.4), so every coherent allocation lies below 4 GiB.
+/// bits (set at probe, hardware.md §1.4), so every coherent allocation lies below 4 GiB.
 #[derive(Clone, Copy)]
 pub struct KernelDma {
     dev: NonNull<c_void>,

@@ -1,6 +1,6 @@
 //! A tiny test driver for the model, written from the spec (no onic-core): it programs contexts
-//! through the IND_CTXT registers as spec §5 describes, and posts descriptors as raw little-endian
-//! bytes in DMA memory.
+//! through the IND_CTXT registers as hardware.md §5 describes, and posts descriptors as raw
+//! little-endian bytes in DMA memory.
 
 #![allow(dead_code)]
 
@@ -61,7 +61,7 @@ pub fn ctxt_read(card: &Card, sel: u32, q: u32) -> [u32; 8] {
     core::array::from_fn(|i| bar0.read32(qdma::ind_ctxt_data(i)))
 }
 
-/// Spec §3 global CSR init with the reference tables.
+/// hardware.md §3 global CSR init with the reference tables.
 pub fn init_globals(card: &Card) {
     let bar0 = card.qdma(0);
     for i in 0..qdma::GLOBAL_TABLE_LEN {
@@ -86,7 +86,7 @@ pub fn setup_function(card: &Card, func: u8, qmax: u32) {
     }
 }
 
-/// Spec §10.2 enable sequence for every present CMAC.
+/// hardware.md §10.2 enable sequence for every present CMAC.
 pub fn enable_cmacs(card: &Card) {
     let bar2 = card.shell();
     for port in 0..2u8 {
@@ -370,7 +370,7 @@ impl<'a> RxQueue<'a> {
     }
 
     pub fn cmpt_doorbell(&self, arm: bool) {
-        // The doorbell carries the trigger settings too (spec §6); stat_en on.
+        // The doorbell carries the trigger settings too (hardware.md §6); stat_en on.
         let o = &self.opts;
         let v = self.cmpt_cidx
             | o.counter_idx << 16

@@ -1,5 +1,5 @@
 //! RSS state rules of ethtool (validation that leaves the state untouched) and the exact register
-//! sequences of spec §9.2 on the recording bus.
+//! sequences of hardware.md §9.2 on the recording bus.
 
 use std::string::ToString;
 use std::vec;
