@@ -22,8 +22,8 @@ use crate::stats::HW_COUNTERS;
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
-/// has streaming H2C errors at bit 16 (hardware.md §15 item 2). Both are set, so H2C errors are reported
-/// whichever map the instance follows, and the reference driver's bit stays enabled.
+/// has streaming H2C errors at bit 16 (hardware.md §15 item 2). Both are set, so H2C errors are
+/// reported whichever map the instance follows, and the reference driver's bit stays enabled.
 pub(crate) const H2C_ERR_GROUP_BITS: u32 = errors::GROUP_ST_H2C_V4 | errors::GROUP_ST_H2C_V5;
 
 /// Interval between two SHELL_STATUS reads while a CMAC is in reset, in microseconds (1 ms).

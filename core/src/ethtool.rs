@@ -663,8 +663,8 @@ pub mod flow {
 
 /// What the shell hashes for a flow type (`ethtool -n eth0 rx-flow-hash udp4`), stated as it is:
 /// for every IPv4 frame, whatever its protocol, the protocol number, the source and destination
-/// addresses and the 4 bytes after the IPv4 header (hardware.md §9.4; for TCP/UDP/SCTP those are the
-/// ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
+/// addresses and the 4 bytes after the IPv4 header (hardware.md §9.4; for TCP/UDP/SCTP those are
+/// the ports, for other protocols whatever lies there). IPv6 and non-IP frames are not hashed
 /// (value 0, table entry 0). The flag bits of [`flow::FLAGS`] are ignored.
 ///
 /// # Errors

@@ -3,11 +3,12 @@
 //!
 //! [`RssConfig`] validates every request completely before it changes anything: a refused request
 //! leaves table, key, queue count and pending writes as they were. (The C driver checks each entry
-//! just before writing it, so a bad entry `k` leaves entries `0..k` already written, hardware.md §9.2; here
-//! nothing reaches the registers unless the whole request is valid.) The register layer (crate
-//! private, reached through [`crate::Device`]) follows hardware.md §9.2: 128 table entries from entry 0
-//! up, each written as the plain queue index, then the 10 key words from word 0 up; reads in the same
-//! order, table entries masked with 0xFFFF because the RTL leaves the upper half stale.
+//! just before writing it, so a bad entry `k` leaves entries `0..k` already written,
+//! hardware.md §9.2; here nothing reaches the registers unless the whole request is valid.) The
+//! register layer (crate private, reached through [`crate::Device`]) follows hardware.md §9.2: 128
+//! table entries from entry 0 up, each written as the plain queue index, then the 10 key words from
+//! word 0 up; reads in the same order, table entries masked with 0xFFFF because the RTL leaves the
+//! upper half stale.
 
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, MAX_FUNCTIONS};
 use onic_hal::RegisterWindow;
