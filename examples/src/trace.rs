@@ -218,22 +218,14 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
     let d = &mut NoDelay;
     match &args.scenario {
         Scenario::Init { dev } => {
-            bring_up(
-                &rec,
-                &DeviceOpts {
-                    with_init: true,
-                    ..*dev
-                },
-            )?;
+            let opts = DeviceOpts {
+                with_init: true,
+                ..*dev
+            };
+            bring_up(&rec, &opts)?;
         }
         Scenario::Remove { dev } => {
-            let device = bring_up(
-                &rec,
-                &DeviceOpts {
-                    with_init: dev.with_init,
-                    ..*dev
-                },
-            )?;
+            let device = bring_up(&rec, dev)?;
             let (r, _, _) = device.teardown(d);
             r.map_err(|e| e.to_string())?;
         }
@@ -246,14 +238,15 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             teardown,
         } => {
             let device = bring_up(&rec, dev)?;
+            let ring_size = RingSizeIdx::new(*ring_size_idx).map_err(|e| e.to_string())?;
+            let vector = vector.unwrap_or(*qid);
             let q = TxQueueConfig {
                 qid: *qid,
-                ring: RingSizeIdx::new(*ring_size_idx).map_err(|e| e.to_string())?,
-                vector: vector.unwrap_or(*qid),
+                ring: ring_size,
+                vector,
             };
-            device
-                .init_tx_queue(d, &q, DmaAddr::new(*ring))
-                .map_err(|e| e.to_string())?;
+            let r = device.init_tx_queue(d, &q, DmaAddr::new(*ring));
+            r.map_err(|e| e.to_string())?;
             if *teardown {
                 device.teardown_tx_queue(d, *qid).map_err(|e| e.to_string())?;
             }
@@ -272,24 +265,16 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             teardown,
         } => {
             let device = bring_up(&rec, dev)?;
-            let q = RxQueueConfig {
-                qid: *qid,
-                buf: BufSizeIdx::new(*buf_size_idx).map_err(|e| e.to_string())?,
-                desc_ring: RingSizeIdx::new(*desc_ring_size_idx).map_err(|e| e.to_string())?,
-                cmpt_ring: RingSizeIdx::new(*cmpt_ring_size_idx).map_err(|e| e.to_string())?,
-                cmpt_entry: onic_core::config::cmpt_entry_size(*cmpt_entry_size)
-                    .map_err(|e| e.to_string())?,
-                vector: vector.unwrap_or(*qid),
-            };
-            device
-                .init_rx_queue(
-                    d,
-                    &q,
-                    DmaAddr::new(*desc_ring),
-                    DmaAddr::new(*cmpt_ring),
-                    *c2h_pidx,
-                )
-                .map_err(|e| e.to_string())?;
+            let q = rx_queue_config(
+                *qid,
+                *buf_size_idx,
+                (*desc_ring_size_idx, *cmpt_ring_size_idx),
+                *cmpt_entry_size,
+                vector.unwrap_or(*qid),
+            )?;
+            let (desc, cmpt) = (DmaAddr::new(*desc_ring), DmaAddr::new(*cmpt_ring));
+            let r = device.init_rx_queue(d, &q, desc, cmpt, *c2h_pidx);
+            r.map_err(|e| e.to_string())?;
             if *teardown {
                 device.teardown_rx_queue(d, *qid).map_err(|e| e.to_string())?;
             }
@@ -302,13 +287,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             no_arm,
         } => {
             let device = bring_up(&rec, dev)?;
-            device.config().check_queue(*qid).map_err(|e| e.to_string())?;
-            let db = device.doorbells();
-            match kind {
-                DoorbellKind::H2c => db.h2c_pidx(*qid, *index),
-                DoorbellKind::C2h => db.c2h_pidx(*qid, *index),
-                DoorbellKind::Cmpt => db.cmpt_cidx(*qid, *index, !*no_arm),
-            }
+            ring_doorbell(&device, *kind, *qid, *index, !*no_arm)?;
         }
         Scenario::RssSet {
             dev,
@@ -320,25 +299,8 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             hfunc,
         } => {
             let device = bring_up(&rec, dev)?;
-            let hfunc = match hfunc.as_str() {
-                "toeplitz" => HashFunction::Toeplitz,
-                "no-change" => HashFunction::NoChange,
-                other => HashFunction::Other(other.parse().unwrap_or(u8::MAX)),
-            };
-            let key = key.as_deref().map(crate::rss::parse_hex).transpose()?;
-            let r = match (table, equal, weights) {
-                _ if *default => device
-                    .rss_set(None, key.as_deref(), hfunc)
-                    .and_then(|_| device.rss_reset()),
-                (_, Some(n), _) => device
-                    .rss_set(None, key.as_deref(), hfunc)
-                    .and_then(|_| device.rss_equal(*n)),
-                (_, _, Some(w)) => device
-                    .rss_set(None, key.as_deref(), hfunc)
-                    .and_then(|_| device.rss_weights(w)),
-                (t, None, None) => device.rss_set(t.as_deref(), key.as_deref(), hfunc),
-            };
-            r.map_err(|e| e.to_string())?;
+            let spread = (table.as_deref(), *equal, weights.as_deref(), *default);
+            rss_set(&device, spread, key.as_deref(), hfunc)?;
         }
         Scenario::RssGet { dev } => {
             let device = bring_up(&rec, dev)?;
@@ -350,6 +312,75 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
         }
     }
     Ok(rec.log_text())
+}
+
+/// `ethtool -X`: the table (given, an equal spread, weights or the default), then key and hash
+/// function, through the device's one RSS control path.
+fn rss_set(
+    device: &RecDevice<'_>,
+    spread: RssSpread<'_>,
+    key: Option<&str>,
+    hfunc: &str,
+) -> Result<(), String> {
+    let (table, equal, weights, default) = spread;
+    let hfunc = match hfunc {
+        "toeplitz" => HashFunction::Toeplitz,
+        "no-change" => HashFunction::NoChange,
+        other => HashFunction::Other(other.parse().unwrap_or(u8::MAX)),
+    };
+    let key = key.map(crate::rss::parse_hex).transpose()?;
+    let r = match (table, equal, weights) {
+        _ if default => device
+            .rss_set(None, key.as_deref(), hfunc)
+            .and_then(|_| device.rss_reset()),
+        (_, Some(n), _) => device
+            .rss_set(None, key.as_deref(), hfunc)
+            .and_then(|_| device.rss_equal(n)),
+        (_, _, Some(w)) => device
+            .rss_set(None, key.as_deref(), hfunc)
+            .and_then(|_| device.rss_weights(w)),
+        (t, None, None) => device.rss_set(t, key.as_deref(), hfunc),
+    };
+    r.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// How `rss-set` asks for the table: explicit entries, `equal N`, weights, or the default.
+type RssSpread<'a> = (Option<&'a [u16]>, Option<u16>, Option<&'a [u32]>, bool);
+
+/// An RX queue's configuration from the command line's size indices (each checked).
+fn rx_queue_config(
+    qid: u16,
+    buf_size_idx: u8,
+    (desc_ring_size_idx, cmpt_ring_size_idx): (u8, u8),
+    cmpt_entry_size: u16,
+    vector: u16,
+) -> Result<RxQueueConfig, String> {
+    Ok(RxQueueConfig {
+        qid,
+        buf: BufSizeIdx::new(buf_size_idx).map_err(|e| e.to_string())?,
+        desc_ring: RingSizeIdx::new(desc_ring_size_idx).map_err(|e| e.to_string())?,
+        cmpt_ring: RingSizeIdx::new(cmpt_ring_size_idx).map_err(|e| e.to_string())?,
+        cmpt_entry: onic_core::config::cmpt_entry_size(cmpt_entry_size).map_err(|e| e.to_string())?,
+        vector,
+    })
+}
+
+/// One doorbell write of a queue the function owns.
+fn ring_doorbell(
+    device: &RecDevice<'_>,
+    kind: DoorbellKind,
+    qid: u16,
+    index: u16,
+    arm: bool,
+) -> Result<(), String> {
+    device.config().check_queue(qid).map_err(|e| e.to_string())?;
+    let db = device.doorbells();
+    match kind {
+        DoorbellKind::H2c => db.h2c_pidx(qid, index),
+        DoorbellKind::C2h => db.c2h_pidx(qid, index),
+        DoorbellKind::Cmpt => db.cmpt_cidx(qid, index, arm),
+    }
+    Ok(())
 }
 
 pub fn run(args: &TraceArgs) -> Result<(), String> {
