@@ -97,7 +97,7 @@ pub struct RxStats {
     pub stall_polls: u64,
     /// Times the queue entered its error state.
     pub queue_errors: u64,
-    /// Restarts ([`RxQueue::restart`]).
+    /// Restarts ([`RxQueue::restart`](crate::rx::RxQueue::restart)).
     pub restarts: u64,
     /// Completions the device had written but the queue had not consumed when it was restarted:
     /// frames lost with the restart (dropped).
@@ -146,10 +146,14 @@ pub struct TxStats {
     pub queued: u64,
     /// Frames refused because the ring was full.
     pub tx_busy: u64,
-    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable,
-    /// or running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
+    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable, or
+    /// running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
+    ///
+    /// [`TX_MAX_FRAME`]: crate::tx::TX_MAX_FRAME
+    /// [`TxError::BadLength`]: crate::tx::TxError::BadLength
+    /// [`TxError::BeyondBuffer`]: crate::tx::TxError::BeyondBuffer
     pub tx_bad_length: u64,
-    /// Frames padded to [`ETH_ZLEN`].
+    /// Frames padded to [`ETH_ZLEN`](crate::tx::ETH_ZLEN).
     pub padded: u64,
     /// Times the queue stopped (free descriptors fell below the stop threshold).
     pub stops: u64,
@@ -165,7 +169,7 @@ pub struct TxStats {
     pub stall_reclaims: u64,
     /// Times the queue entered its error state.
     pub queue_errors: u64,
-    /// Restarts ([`TxQueue::restart`]).
+    /// Restarts ([`TxQueue::restart`](crate::tx::TxQueue::restart)).
     pub restarts: u64,
     /// Buffers a restart handed back to their owners without the device having reported them
     /// sent (dropped).
@@ -202,10 +206,10 @@ pub struct PairStats {
     /// and they count as drops. Deviation: the reference driver leaks the page here
     /// (hardware.md §15 item 13).
     pub rx_xdp_tx_errors: u64,
-    /// Frames the program passed to the OS ([`QueuePair::poll`]).
+    /// Frames the program passed to the OS ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
     pub rx_xdp_pass: u64,
     /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
-    /// failed TX and failed redirects ([`QueuePair::poll`]).
+    /// failed TX and failed redirects ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
     pub rx_xdp_drop: u64,
     /// ABORTED verdicts (also in `rx_xdp_drop`).
     pub rx_xdp_aborted: u64,
@@ -215,6 +219,8 @@ pub struct PairStats {
     /// Redirects the target refused or that had no target (also in `rx_xdp_drop`).
     pub rx_xdp_redirect_errors: u64,
     /// Frames the sink gave back ([`RxSink::pass`] failed); their pages were recycled.
+    ///
+    /// [`RxSink::pass`]: crate::queue_pair::RxSink::pass
     pub rx_pass_refused: u64,
 }
 
