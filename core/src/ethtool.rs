@@ -25,12 +25,8 @@ use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::RegisterWindow;
 
 use crate::config::{BufSizeIdx, RingSizeIdx};
-use crate::pool::PoolStats;
-use crate::queue_pair::PairStats;
 use crate::rss::RssError;
-use crate::rx::RxStats;
-use crate::stats::HW_COUNTERS;
-use crate::tx::TxStats;
+use crate::stats::{QueueCounters, HW_COUNTERS};
 
 /// Entries of the reference driver's `ethtool -S` list (59 CMAC + 5 adapter + 7 XDP).
 pub const C_DRIVER_STATS: usize = HW_COUNTERS + XDP_STAT_NAMES.len();
@@ -85,22 +81,6 @@ pub const PAGE_POOL_STATS: [QueueStat; 11] = [
     ("rx_pp_recycle_ring_full", |c| c.pool.recycle.ring_full),
     ("rx_pp_recycle_released_ref", |c| c.pool.recycle.released_refcnt),
 ];
-
-/// A snapshot of one queue pair's counters (taken by its owner, read by whoever asks).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueueCounters {
-    /// The RX queue's.
-    pub rx: RxStats,
-    /// The TX queue's.
-    pub tx: TxStats,
-    /// The pair's (XDP verdicts).
-    pub pair: PairStats,
-    /// The pool's (zero for a provider that keeps none, such as the kernel's page pool, whose
-    /// statistics Linux reports itself).
-    pub pool: PoolStats,
-}
-
-crate::counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });
 
 /// The name of one `ethtool -S` entry; `Display` writes it (at most 31 bytes, so it fits
 /// `ETH_GSTRING_LEN`).

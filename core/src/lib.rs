@@ -54,8 +54,9 @@ pub use pool::{
 };
 #[cfg(not(feature = "xdp"))]
 pub use queue_pair::RxContext;
-pub use queue_pair::{PairStats, PassInfo, QueuePair, RxSink, XdpRxHash, XdpRxq};
-pub use rx::{PollOutcome, RxFrame, RxOptions, RxQueue, RxStats};
-pub use tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot, TxStats};
+pub use queue_pair::{PassInfo, QueuePair, RxSink, XdpRxHash, XdpRxq};
+pub use rx::{PollOutcome, RxFrame, RxOptions, RxQueue};
+pub use stats::{PairStats, QueueCounters, RxStats, TxStats};
+pub use tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot};
 #[cfg(feature = "xdp")]
 pub use xdp::RxContext;

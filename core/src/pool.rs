@@ -837,7 +837,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
 
     /// The census of this pool's pages, given what the queues report holding
     /// ([`crate::rx::RxQueue::pages_in_ring`], [`crate::tx::TxQueue::pool_pages_in_flight`]) and
-    /// how many pages the RX path handed to the OS (sum of [`crate::rx::RxStats::to_os`]).
+    /// how many pages the RX path handed to the OS (sum of [`crate::stats::RxStats::to_os`]).
     /// `None` if the parts do not add up (a page was lost or counted twice).
     #[must_use]
     pub fn page_counts(&self, in_rx_ring: u64, in_tx_flight: u64, to_os: u64) -> Option<PageCounts> {

@@ -17,6 +17,7 @@ use crate::pool::{PageCounts, PagePool, PageProvider};
 use crate::qdma::Doorbells;
 use crate::rss::{FrameHash, RssHashType, RxHasher};
 use crate::rx::{Handled, PollOutcome, RxFrame, RxQueue};
+use crate::stats::PairStats;
 use crate::tx::{Reclaimed, TxDone, TxFrame, TxQueue};
 
 /// The RX hash of a frame as the XDP `rx_hash` metadata reports it.
@@ -122,46 +123,6 @@ impl<S> core::fmt::Debug for RxContext<'_, S> {
             .finish_non_exhaustive()
     }
 }
-
-/// Counters of a pair beyond those of its queues.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct PairStats {
-    /// Frames the program sent back out (XDP_TX), queued or not.
-    pub rx_xdp_tx: u64,
-    /// Frames the program redirected to another TX queue or target.
-    pub rx_xdp_redirect: u64,
-    /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
-    /// and they count as drops. Deviation: the reference driver leaks the page here
-    /// (hardware.md §15 item 13).
-    pub rx_xdp_tx_errors: u64,
-    /// Frames the program passed to the OS ([`QueuePair::poll`]).
-    pub rx_xdp_pass: u64,
-    /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
-    /// failed TX and failed redirects ([`QueuePair::poll`]).
-    pub rx_xdp_drop: u64,
-    /// ABORTED verdicts (also in `rx_xdp_drop`).
-    pub rx_xdp_aborted: u64,
-    /// Raw verdicts that are no XDP action, handled like ABORTED (also in `rx_xdp_drop`): the
-    /// exception counter.
-    pub rx_xdp_invalid: u64,
-    /// Redirects the target refused or that had no target (also in `rx_xdp_drop`).
-    pub rx_xdp_redirect_errors: u64,
-    /// Frames the sink gave back ([`RxSink::pass`] failed); their pages were recycled.
-    pub rx_pass_refused: u64,
-}
-
-crate::counters_add_assign!(PairStats {
-    rx_xdp_tx,
-    rx_xdp_redirect,
-    rx_xdp_tx_errors,
-    rx_xdp_pass,
-    rx_xdp_drop,
-    rx_xdp_aborted,
-    rx_xdp_invalid,
-    rx_xdp_redirect_errors,
-    rx_pass_refused,
-});
 
 /// What a pair poll did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -318,8 +279,8 @@ impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, P
     /// A snapshot of every counter of the pair (queues, XDP verdicts, pool) for
     /// [`crate::ethtool::EthtoolStats`] and [`crate::ethtool::Stats64`].
     #[must_use]
-    pub fn counters(&self) -> crate::ethtool::QueueCounters {
-        crate::ethtool::QueueCounters {
+    pub fn counters(&self) -> crate::stats::QueueCounters {
+        crate::stats::QueueCounters {
             rx: *self.rx.stats(),
             tx: *self.tx.stats(),
             pair: self.stats,

@@ -63,6 +63,7 @@ use crate::error::{ConfigError, QueueError, Result};
 use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
 use crate::ring::{Color, Ring};
+use crate::stats::RxStats;
 
 /// Largest frame the stock shell passes (hardware.md §14: 1514 bytes without FCS).
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
@@ -130,83 +131,6 @@ impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> Handled<P::Page>> Fr
     #[inline]
     fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
         self(frame, pool)
-    }
-}
-
-/// Counters of an RX queue (names after `rtnl_link_stats64` where one applies).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct RxStats {
-    /// Frames handed to the sink.
-    pub rx_packets: u64,
-    /// Bytes of those frames.
-    pub rx_bytes: u64,
-    /// Frames the sink gave back for recycling.
-    pub recycled: u64,
-    /// Frames whose page the sink handed to the OS.
-    pub to_os: u64,
-    /// Frames whose page the sink queued for transmission.
-    pub to_tx: u64,
-    /// Completions with the error bit set (dropped).
-    pub rx_cmpt_errors: u64,
-    /// Completions with a length of 0, above the largest frame, or above what was posted
-    /// (dropped).
-    pub rx_bad_length: u64,
-    /// Frames spanning several buffers (dropped).
-    pub rx_multi_buffer: u64,
-    /// Frames dropped because no replacement page could be had (their page was reused).
-    pub rx_no_page: u64,
-    /// Refills that stopped because the pool had no page.
-    pub refill_alloc_failures: u64,
-    /// Completion entries reported by the status record but not yet visible (wrong color).
-    pub cmpt_not_ready: u64,
-    /// C2H PIDX doorbells written.
-    pub c2h_doorbells: u64,
-    /// CMPT CIDX doorbells written.
-    pub cmpt_doorbells: u64,
-    /// Polls that re-armed the interrupt.
-    pub rearms: u64,
-    /// Re-arms after which the status record already showed new completions.
-    pub rearm_rechecks: u64,
-    /// Polls that ended without progress while the device claimed work (not-yet-visible
-    /// entries, entries the status record does not report, a device consumer index out of step).
-    pub stall_polls: u64,
-    /// Times the queue entered its error state.
-    pub queue_errors: u64,
-    /// Restarts ([`RxQueue::restart`]).
-    pub restarts: u64,
-    /// Completions the device had written but the queue had not consumed when it was restarted:
-    /// frames lost with the restart (dropped).
-    pub rx_abandoned: u64,
-}
-
-crate::counters_add_assign!(RxStats {
-    rx_packets,
-    rx_bytes,
-    recycled,
-    to_os,
-    to_tx,
-    rx_cmpt_errors,
-    rx_bad_length,
-    rx_multi_buffer,
-    rx_no_page,
-    refill_alloc_failures,
-    cmpt_not_ready,
-    c2h_doorbells,
-    cmpt_doorbells,
-    rearms,
-    rearm_rechecks,
-    stall_polls,
-    queue_errors,
-    restarts,
-    rx_abandoned,
-});
-
-impl RxStats {
-    /// All frames dropped by the queue itself (not by the sink).
-    #[must_use]
-    pub const fn rx_dropped(&self) -> u64 {
-        self.rx_cmpt_errors + self.rx_bad_length + self.rx_multi_buffer + self.rx_no_page + self.rx_abandoned
     }
 }
 

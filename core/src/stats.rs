@@ -1,8 +1,12 @@
-//! Hardware statistics: the CMAC counters latched by TICK and the packet-adapter counters
-//! (hardware.md §10.4-§10.6).
+//! Statistics: the software counters of the queues (RX, TX, the pair's XDP verdicts) and their
+//! per-pair snapshot, and the hardware counters: the CMAC counters latched by TICK and the
+//! packet-adapter counters (hardware.md §10.4-§10.6). The counter types live here, apart from the
+//! queues that update them, so that the names and totals (`ethtool`) depend on the counters alone.
 
 use onic_hal::regs::cmac;
 use onic_hal::RegisterWindow;
+
+use crate::pool::PoolStats;
 
 /// Number of hardware counters in the reference driver's `ethtool -S` list (59 CMAC + 5 adapter).
 pub const HW_COUNTERS: usize = cmac::CMAC_STATS.len() + cmac::ADAPTER_STATS.len();
@@ -52,3 +56,198 @@ pub fn link_up<W: RegisterWindow>(shell: &W, port: u8) -> bool {
     let _stale = shell.read32(reg);
     shell.read32(reg) == cmac::STAT_RX_STATUS_UP
 }
+
+/// Counters of an RX queue (names after `rtnl_link_stats64` where one applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxStats {
+    /// Frames handed to the sink.
+    pub rx_packets: u64,
+    /// Bytes of those frames.
+    pub rx_bytes: u64,
+    /// Frames the sink gave back for recycling.
+    pub recycled: u64,
+    /// Frames whose page the sink handed to the OS.
+    pub to_os: u64,
+    /// Frames whose page the sink queued for transmission.
+    pub to_tx: u64,
+    /// Completions with the error bit set (dropped).
+    pub rx_cmpt_errors: u64,
+    /// Completions with a length of 0, above the largest frame, or above what was posted
+    /// (dropped).
+    pub rx_bad_length: u64,
+    /// Frames spanning several buffers (dropped).
+    pub rx_multi_buffer: u64,
+    /// Frames dropped because no replacement page could be had (their page was reused).
+    pub rx_no_page: u64,
+    /// Refills that stopped because the pool had no page.
+    pub refill_alloc_failures: u64,
+    /// Completion entries reported by the status record but not yet visible (wrong color).
+    pub cmpt_not_ready: u64,
+    /// C2H PIDX doorbells written.
+    pub c2h_doorbells: u64,
+    /// CMPT CIDX doorbells written.
+    pub cmpt_doorbells: u64,
+    /// Polls that re-armed the interrupt.
+    pub rearms: u64,
+    /// Re-arms after which the status record already showed new completions.
+    pub rearm_rechecks: u64,
+    /// Polls that ended without progress while the device claimed work (not-yet-visible
+    /// entries, entries the status record does not report, a device consumer index out of step).
+    pub stall_polls: u64,
+    /// Times the queue entered its error state.
+    pub queue_errors: u64,
+    /// Restarts ([`RxQueue::restart`](crate::rx::RxQueue::restart)).
+    pub restarts: u64,
+    /// Completions the device had written but the queue had not consumed when it was restarted:
+    /// frames lost with the restart (dropped).
+    pub rx_abandoned: u64,
+}
+
+crate::counters_add_assign!(RxStats {
+    rx_packets,
+    rx_bytes,
+    recycled,
+    to_os,
+    to_tx,
+    rx_cmpt_errors,
+    rx_bad_length,
+    rx_multi_buffer,
+    rx_no_page,
+    refill_alloc_failures,
+    cmpt_not_ready,
+    c2h_doorbells,
+    cmpt_doorbells,
+    rearms,
+    rearm_rechecks,
+    stall_polls,
+    queue_errors,
+    restarts,
+    rx_abandoned,
+});
+
+impl RxStats {
+    /// All frames dropped by the queue itself (not by the sink).
+    #[must_use]
+    pub const fn rx_dropped(&self) -> u64 {
+        self.rx_cmpt_errors + self.rx_bad_length + self.rx_multi_buffer + self.rx_no_page + self.rx_abandoned
+    }
+}
+
+/// Counters of a TX queue (names after `rtnl_link_stats64` where one applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxStats {
+    /// Frames the device completed.
+    pub tx_packets: u64,
+    /// Bytes of those frames (as posted, padding included).
+    pub tx_bytes: u64,
+    /// Frames queued on the ring.
+    pub queued: u64,
+    /// Frames refused because the ring was full.
+    pub tx_busy: u64,
+    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable, or
+    /// running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
+    ///
+    /// [`TX_MAX_FRAME`]: crate::tx::TX_MAX_FRAME
+    /// [`TxError::BadLength`]: crate::tx::TxError::BadLength
+    /// [`TxError::BeyondBuffer`]: crate::tx::TxError::BeyondBuffer
+    pub tx_bad_length: u64,
+    /// Frames padded to [`ETH_ZLEN`](crate::tx::ETH_ZLEN).
+    pub padded: u64,
+    /// Times the queue stopped (free descriptors fell below the stop threshold).
+    pub stops: u64,
+    /// Times it woke again after a reclaim.
+    pub wakes: u64,
+    /// H2C PIDX doorbells written.
+    pub doorbells: u64,
+    /// Frames of other devices queued through `xdp_xmit` (`ndo_xdp_xmit`).
+    pub tx_xdp_xmit: u64,
+    /// Frames `xdp_xmit` did not queue (left with their owner).
+    pub tx_xdp_xmit_errors: u64,
+    /// Reclaims that found the queue stopped, buffers in flight and no progress.
+    pub stall_reclaims: u64,
+    /// Times the queue entered its error state.
+    pub queue_errors: u64,
+    /// Restarts ([`TxQueue::restart`](crate::tx::TxQueue::restart)).
+    pub restarts: u64,
+    /// Buffers a restart handed back to their owners without the device having reported them
+    /// sent (dropped).
+    pub tx_aborted: u64,
+}
+
+crate::counters_add_assign!(TxStats {
+    tx_packets,
+    tx_bytes,
+    queued,
+    tx_busy,
+    tx_bad_length,
+    padded,
+    stops,
+    wakes,
+    doorbells,
+    tx_xdp_xmit,
+    tx_xdp_xmit_errors,
+    stall_reclaims,
+    queue_errors,
+    restarts,
+    tx_aborted,
+});
+
+/// Counters of a pair beyond those of its queues.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PairStats {
+    /// Frames the program sent back out (XDP_TX), queued or not.
+    pub rx_xdp_tx: u64,
+    /// Frames the program redirected to another TX queue or target.
+    pub rx_xdp_redirect: u64,
+    /// XDP_TX frames that could not be queued (ring full, bad length); their pages were recycled
+    /// and they count as drops. Deviation: the reference driver leaks the page here
+    /// (hardware.md §15 item 13).
+    pub rx_xdp_tx_errors: u64,
+    /// Frames the program passed to the OS ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
+    pub rx_xdp_pass: u64,
+    /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
+    /// failed TX and failed redirects ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
+    pub rx_xdp_drop: u64,
+    /// ABORTED verdicts (also in `rx_xdp_drop`).
+    pub rx_xdp_aborted: u64,
+    /// Raw verdicts that are no XDP action, handled like ABORTED (also in `rx_xdp_drop`): the
+    /// exception counter.
+    pub rx_xdp_invalid: u64,
+    /// Redirects the target refused or that had no target (also in `rx_xdp_drop`).
+    pub rx_xdp_redirect_errors: u64,
+    /// Frames the sink gave back ([`RxSink::pass`] failed); their pages were recycled.
+    ///
+    /// [`RxSink::pass`]: crate::queue_pair::RxSink::pass
+    pub rx_pass_refused: u64,
+}
+
+crate::counters_add_assign!(PairStats {
+    rx_xdp_tx,
+    rx_xdp_redirect,
+    rx_xdp_tx_errors,
+    rx_xdp_pass,
+    rx_xdp_drop,
+    rx_xdp_aborted,
+    rx_xdp_invalid,
+    rx_xdp_redirect_errors,
+    rx_pass_refused,
+});
+
+/// A snapshot of one queue pair's counters (taken by its owner, read by whoever asks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounters {
+    /// The RX queue's.
+    pub rx: RxStats,
+    /// The TX queue's.
+    pub tx: TxStats,
+    /// The pair's (XDP verdicts).
+    pub pair: PairStats,
+    /// The pool's (zero for a provider that keeps none, such as the kernel's page pool, whose
+    /// statistics Linux reports itself).
+    pub pool: PoolStats,
+}
+
+crate::counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });

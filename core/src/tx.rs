@@ -22,6 +22,7 @@ use crate::error::{ConfigError, QueueError, Result};
 use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
 use crate::ring::Ring;
+use crate::stats::TxStats;
 
 /// Shortest frame handed to the MAC; shorter frames are zero-padded to it (ETH_ZLEN,
 /// hardware.md §7.1; the MAC appends the FCS).
@@ -144,62 +145,6 @@ impl<B> TxError<B> {
         }
     }
 }
-
-/// Counters of a TX queue (names after `rtnl_link_stats64` where one applies).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct TxStats {
-    /// Frames the device completed.
-    pub tx_packets: u64,
-    /// Bytes of those frames (as posted, padding included).
-    pub tx_bytes: u64,
-    /// Frames queued on the ring.
-    pub queued: u64,
-    /// Frames refused because the ring was full.
-    pub tx_busy: u64,
-    /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable,
-    /// or running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
-    pub tx_bad_length: u64,
-    /// Frames padded to [`ETH_ZLEN`].
-    pub padded: u64,
-    /// Times the queue stopped (free descriptors fell below the stop threshold).
-    pub stops: u64,
-    /// Times it woke again after a reclaim.
-    pub wakes: u64,
-    /// H2C PIDX doorbells written.
-    pub doorbells: u64,
-    /// Frames of other devices queued through `xdp_xmit` (`ndo_xdp_xmit`).
-    pub tx_xdp_xmit: u64,
-    /// Frames `xdp_xmit` did not queue (left with their owner).
-    pub tx_xdp_xmit_errors: u64,
-    /// Reclaims that found the queue stopped, buffers in flight and no progress.
-    pub stall_reclaims: u64,
-    /// Times the queue entered its error state.
-    pub queue_errors: u64,
-    /// Restarts ([`TxQueue::restart`]).
-    pub restarts: u64,
-    /// Buffers a restart handed back to their owners without the device having reported them
-    /// sent (dropped).
-    pub tx_aborted: u64,
-}
-
-crate::counters_add_assign!(TxStats {
-    tx_packets,
-    tx_bytes,
-    queued,
-    tx_busy,
-    tx_bad_length,
-    padded,
-    stops,
-    wakes,
-    doorbells,
-    tx_xdp_xmit,
-    tx_xdp_xmit_errors,
-    stall_reclaims,
-    queue_errors,
-    restarts,
-    tx_aborted,
-});
 
 /// Buffers in flight on a TX ring, by owner.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

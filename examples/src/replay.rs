@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use onic_cli::pcap;
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::ethtool::{EthtoolStats, QueueCounters, Stats64};
+use onic_core::ethtool::{EthtoolStats, Stats64};
 use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
 use onic_core::queue_pair::QueuePair;
 use onic_core::rss::ShellHasher;
 use onic_core::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::stats::QueueCounters;
 use onic_core::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::xdp::{
     return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff,

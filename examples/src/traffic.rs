@@ -49,9 +49,10 @@ use onic_core::pool::release_to_hal;
 use onic_core::pool::{PageCounts, PoolStats, RecycleRing};
 use onic_core::queue_pair::PairPoll;
 use onic_core::rss::ShellHasher;
-use onic_core::rx::{RxFrame, RxStats};
+use onic_core::rx::RxFrame;
 use onic_core::stats::read_hw_counters;
-use onic_core::tx::{TxDone, TxError, TxStats};
+use onic_core::stats::{RxStats, TxStats};
+use onic_core::tx::{TxDone, TxError};
 use onic_core::xdp::{
     return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame,
 };
@@ -1423,7 +1424,7 @@ fn xdp_accounting(funcs: &[Func<'_>], xsk: Option<u64>) -> (String, u64, u64) {
     };
     let x = funcs
         .iter()
-        .fold(onic_core::queue_pair::PairStats::default(), |mut t, f| {
+        .fold(onic_core::stats::PairStats::default(), |mut t, f| {
             t += sum(&f.pairs, |p| *p.stats());
             t
         });

@@ -3,10 +3,9 @@
 //! change.
 
 use onic_core::config::DeviceConfig;
-use onic_core::ethtool::{
-    c_driver_stat_name, ChannelsRequest, EthtoolError, EthtoolStats, QueueCounters, Stats64,
-};
+use onic_core::ethtool::{c_driver_stat_name, ChannelsRequest, EthtoolError, EthtoolStats, Stats64};
 use onic_core::rss::{HashFunction, RssError};
+use onic_core::stats::QueueCounters;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{Device, Error};
 use onic_hal::recording::{Recorder, RecordingWindow};

@@ -9,9 +9,10 @@ use super::{RawXdpProgram, XdpAction};
 use crate::config::RX_HEADROOM;
 use crate::pool::{PageProvider, PoolPage};
 use crate::qdma::Doorbells;
-use crate::queue_pair::{pass_up, PairPoll, PairStats, PassInfo, QueuePair, RxSink};
+use crate::queue_pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
 use crate::rss::RxHasher;
 use crate::rx::{FrameHandler, Handled, RxFrame};
+use crate::stats::PairStats;
 use crate::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
 
 /// What one poll needs besides the pair: the program (if any), where passed and redirected

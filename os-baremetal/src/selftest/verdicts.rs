@@ -4,7 +4,7 @@
 //! happened. Then PF1's program is swapped and detached between polls while frames arrive.
 
 use onic_core::pool::PoolStats;
-use onic_core::queue_pair::PairStats;
+use onic_core::stats::PairStats;
 use onic_core::RxStats;
 
 use super::datapath::{self, run_until, Book, WAIT_NS};
