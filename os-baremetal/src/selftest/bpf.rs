@@ -12,78 +12,13 @@
 
 use alloc::vec::Vec;
 
-use onic_bpf::{EngineStats, Host, LoadOptions, XdpEngine};
-use onic_core::xdp::XdpRxq;
+use onic_bpf::{EngineStats, LoadOptions, XdpEngine};
 
 use super::datapath;
 use super::frames::{self, Kind};
 use super::verdicts::{phase, sums, FRAMES};
-use super::xdp::Program;
+use super::xdp::{BareHost, Program, OBJECTS};
 use super::{Bench, Runner};
-
-/// An engine as the image runs it.
-pub type Engine = XdpEngine<BareHost>;
-
-/// The objects, by name.
-pub const OBJECTS: [(&str, &[u8]); 9] = [
-    ("xdp_pass", include_bytes!("../../../bpf/objects/xdp_pass.o")),
-    ("xdp_drop", include_bytes!("../../../bpf/objects/xdp_drop.o")),
-    ("xdp_swap", include_bytes!("../../../bpf/objects/xdp_swap.o")),
-    ("xdp_tx", include_bytes!("../../../bpf/objects/xdp_tx.o")),
-    (
-        "xdp_redirect",
-        include_bytes!("../../../bpf/objects/xdp_redirect.o"),
-    ),
-    (
-        "xdp_drop_udp",
-        include_bytes!("../../../bpf/objects/xdp_drop_udp.o"),
-    ),
-    ("xdp_count", include_bytes!("../../../bpf/objects/xdp_count.o")),
-    ("xdp_hash", include_bytes!("../../../bpf/objects/xdp_hash.o")),
-    (
-        "xdp_features",
-        include_bytes!("../../../bpf/objects/xdp_features.o"),
-    ),
-];
-
-/// What the engine asks of the image: port `p` is interface `p + 1`; a redirect to the other
-/// port's interface takes the devmap entry of the frame's queue (the other PF's TX queue of that
-/// index); one CPU; time since boot; the log goes to the console and defmt.
-#[derive(Debug)]
-pub struct BareHost {
-    rng: u64,
-}
-
-impl Host for BareHost {
-    fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
-        let other = u32::from(rxq.port ^ 1) + 1;
-        (ifindex == other).then_some(u32::from(rxq.queue_index))
-    }
-
-    fn redirect_xsk(&self, _: XdpRxq, _: u32) -> Option<u32> {
-        None
-    }
-
-    fn cpu(&self, _: XdpRxq) -> u32 {
-        0
-    }
-
-    fn ktime_ns(&mut self) -> u64 {
-        crate::time::nanos_since_boot()
-    }
-
-    fn random_u32(&mut self) -> u32 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng >> 16) as u32
-    }
-
-    fn log(&mut self, line: &str) {
-        crate::println!("    bpf: {}", line);
-        defmt::info!("bpf: {=str}", line);
-    }
-}
 
 /// Loads every object; returns how many loaded (the others are reported and left out).
 fn load_all(b: &mut Bench<'_, '_>) -> usize {
@@ -95,10 +30,7 @@ fn load_all(b: &mut Bench<'_, '_>) -> usize {
     b.dp.engines.clear();
     for (name, bytes) in OBJECTS {
         match onic_bpf::load(bytes, None, &opts) {
-            Ok(l) => {
-                b.dp.engines
-                    .push(XdpEngine::new(l, BareHost { rng: 0x2545_f491 }, opts.budget))
-            }
+            Ok(l) => b.dp.engines.push(XdpEngine::new(l, BareHost::new(), opts.budget)),
             Err(e) => {
                 crate::println!("    {}: {}", name, e.message());
                 defmt::error!("bpf {=str}: {=str}", name, e.message());

@@ -573,7 +573,7 @@ pub struct Datapath<'c, 's> {
     /// The XDP program slot of each PF (one program for all its RX queues).
     pub slots: [XdpSlot<Program>; FUNCTIONS],
     /// The embedded objects, loaded by the `bpf` group ([`Program::Object`] indexes them).
-    pub engines: alloc::vec::Vec<super::bpf::Engine>,
+    pub engines: alloc::vec::Vec<super::xdp::Engine>,
     /// A program swap due under traffic: (PF, frames received first, program). The first poll of
     /// that PF to start once the tally received that many frames attaches the program.
     pub pending_swap: Option<(usize, u32, Program)>,

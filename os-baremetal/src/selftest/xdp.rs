@@ -13,9 +13,9 @@
 //!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame::Remote`]) and comes back
 //!   to its pool through `return_to_origin` when the target queue completes it.
 
-use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
+use onic_bpf::{Host, XdpEngine};
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
-use super::bpf::Engine;
 use super::frames;
 
 /// The programs the self-test runs.
@@ -32,7 +32,7 @@ pub enum Program {
     /// swapped (XDP_REDIRECT to the redirect-table entry of the frame's own queue index);
     /// anything else, such as those same frames coming back in over the cable, is passed.
     Redirect,
-    /// The embedded object with this index in [`super::bpf::OBJECTS`], run by the engine.
+    /// The embedded object with this index in [`OBJECTS`], run by the engine.
     Object(u8),
 }
 
@@ -81,5 +81,76 @@ impl<T: FnMut(&[u8])> RawXdpProgram for Dispatch<'_, T> {
             },
             p => p.run_native(xdp).raw(),
         }
+    }
+}
+
+/// An engine as the image runs it.
+pub type Engine = XdpEngine<BareHost>;
+
+/// The objects, by name.
+pub const OBJECTS: [(&str, &[u8]); 9] = [
+    ("xdp_pass", include_bytes!("../../../bpf/objects/xdp_pass.o")),
+    ("xdp_drop", include_bytes!("../../../bpf/objects/xdp_drop.o")),
+    ("xdp_swap", include_bytes!("../../../bpf/objects/xdp_swap.o")),
+    ("xdp_tx", include_bytes!("../../../bpf/objects/xdp_tx.o")),
+    (
+        "xdp_redirect",
+        include_bytes!("../../../bpf/objects/xdp_redirect.o"),
+    ),
+    (
+        "xdp_drop_udp",
+        include_bytes!("../../../bpf/objects/xdp_drop_udp.o"),
+    ),
+    ("xdp_count", include_bytes!("../../../bpf/objects/xdp_count.o")),
+    ("xdp_hash", include_bytes!("../../../bpf/objects/xdp_hash.o")),
+    (
+        "xdp_features",
+        include_bytes!("../../../bpf/objects/xdp_features.o"),
+    ),
+];
+
+/// What the engine asks of the image: port `p` is interface `p + 1`; a redirect to the other
+/// port's interface takes the devmap entry of the frame's queue (the other PF's TX queue of that
+/// index); one CPU; time since boot; the log goes to the console and defmt.
+#[derive(Debug)]
+pub struct BareHost {
+    rng: u64,
+}
+
+impl BareHost {
+    /// A host with a fixed seed for `bpf_get_prandom_u32`, so runs repeat.
+    pub const fn new() -> Self {
+        Self { rng: 0x2545_f491 }
+    }
+}
+
+impl Host for BareHost {
+    fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        let other = u32::from(rxq.port ^ 1) + 1;
+        (ifindex == other).then_some(u32::from(rxq.queue_index))
+    }
+
+    fn redirect_xsk(&self, _: XdpRxq, _: u32) -> Option<u32> {
+        None
+    }
+
+    fn cpu(&self, _: XdpRxq) -> u32 {
+        0
+    }
+
+    fn ktime_ns(&mut self) -> u64 {
+        crate::time::nanos_since_boot()
+    }
+
+    fn random_u32(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 16) as u32
+    }
+
+    fn log(&mut self, line: &str) {
+        crate::println!("    bpf: {}", line);
+        defmt::info!("bpf: {=str}", line);
     }
 }
