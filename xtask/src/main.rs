@@ -159,12 +159,17 @@ const MIRI_TOOLCHAIN: &str = "nightly";
 /// There is no name filter: a test that must not run under Miri (a pure computation Miri would
 /// spend minutes on, a wall-clock race) carries `#[cfg_attr(miri, ignore = "...")]` itself, so a
 /// new test runs under Miri unless it opts out.
-const MIRI_RUNS: [&[&str]; 5] = [
-    &["-p", "onic-hal", "--features", "alloc", "--lib"],
-    &["-p", "onic-core", "--lib"],
-    &["-p", "onic-sim", "--lib"],
-    &["-p", "onic-sim", "--test", "dma"],
-    &["-p", "onic-linux", "--tests"],
+///
+/// The runs are split into two lanes of about equal length (Miri interprets one thread at a time,
+/// so one process keeps one core busy); the lanes run side by side, each with its own target
+/// directory so that neither waits for the other's build lock.
+const MIRI_LANES: [&[&[&str]]; 2] = [
+    &[
+        &["-p", "onic-core", "--lib"],
+        &["-p", "onic-hal", "--features", "alloc", "--lib"],
+        &["-p", "onic-sim", "--test", "dma"],
+    ],
+    &[&["-p", "onic-linux", "--tests"], &["-p", "onic-sim", "--lib"]],
 ];
 
 /// `cargo +nightly ...` through the rustup proxy, with the variables the outer cargo exported for
@@ -215,16 +220,32 @@ fn ensure_miri() -> Result<(), String> {
     run("cargo +nightly miri setup", c)
 }
 
-fn step_miri() -> Result<(), String> {
-    ensure_miri()?;
-    for args in MIRI_RUNS {
+/// Runs one lane's Miri runs in order, in `target_dir`; stops at the first failure.
+fn miri_lane(runs: &[&[&str]], target_dir: &Path) -> Result<(), String> {
+    for args in runs {
         let mut c = cargo_nightly();
-        c.args(["miri", "test"]).args(args);
+        c.env("CARGO_TARGET_DIR", target_dir);
+        c.args(["miri", "test"]).args(*args);
         // Miri's defaults (Stacked Borrows, isolation on) are the strictest setting; MIRIFLAGS
         // from the caller pass through unchanged.
         run(&format!("cargo +nightly miri test {}", args.join(" ")), c)?;
     }
     Ok(())
+}
+
+fn step_miri() -> Result<(), String> {
+    ensure_miri()?;
+    let target = root().join("target");
+    let [first, second] = MIRI_LANES;
+    // The second lane runs on a thread of its own; its output interleaves with the first's, each
+    // run framed by the `==>`/`<==` lines `run` prints.
+    let second_dir = target.join("miri-lane-2");
+    let other = std::thread::spawn(move || miri_lane(second, &second_dir));
+    let a = miri_lane(first, &target);
+    let b = other
+        .join()
+        .unwrap_or_else(|_| Err("the second Miri lane panicked".to_string()));
+    a.and(b)
 }
 
 /// One CI job: its name and what it runs.
