@@ -11,7 +11,7 @@ use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
 
-use onic_hal::{DelayNs, DmaAddr, RegisterWindow, SharedGuard, SharedLock, Unshared};
+use onic_hal::{DelayNs, DmaAddr, RegisterAccess, RegisterWindow, SharedGuard, SharedLock, Unshared};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
@@ -122,7 +122,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         self.context_write(delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
         // Step 6: the shell's QCONF must be set before any H2C doorbell (hardware.md §14).
         self.shell
-            .write32(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
+            .write(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
         // value (hardware.md §9.2), so only the table is pending here.
         let rss = self.rss.get_mut();
@@ -165,24 +165,24 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     fn init_global_csrs(&self) {
         let q = &self.qdma;
         for (i, &v) in tables::RING_SIZES.iter().enumerate() {
-            q.write32(qdma::glbl_rng_sz(i), v);
+            q.write(qdma::glbl_rng_sz(i), v);
         }
         for (i, &v) in C2H_BUF_SIZES.iter().enumerate() {
-            q.write32(qdma::c2h_buf_sz(i), v);
+            q.write(qdma::c2h_buf_sz(i), v);
         }
-        q.write32(qdma::C2H_INT_TIMER_TICK, tables::C2H_INT_TIMER_TICK_VALUE);
+        q.write(qdma::C2H_INT_TIMER_TICK, tables::C2H_INT_TIMER_TICK_VALUE);
         for (i, &v) in tables::C2H_TIMER_COUNTS.iter().enumerate() {
-            q.write32(qdma::c2h_timer_cnt(i), v);
+            q.write(qdma::c2h_timer_cnt(i), v);
         }
         for (i, &v) in tables::C2H_COUNT_THRESHOLDS.iter().enumerate() {
-            q.write32(qdma::c2h_cnt_th(i), v);
+            q.write(qdma::c2h_cnt_th(i), v);
         }
-        q.write32(qdma::GLBL_DSC_CFG, GlblDscCfg::reference().bits());
-        let depth = q.read32(qdma::C2H_PFCH_CACHE_DEPTH);
-        q.write32(qdma::C2H_PFCH_CFG, C2hPfchCfg::reference(depth).bits());
-        let coal = q.read32(qdma::C2H_CMPL_COAL_BUF_DEPTH);
-        q.write32(qdma::C2H_WB_COAL_CFG, C2hWbCoalCfg::reference(coal).bits());
-        q.write32(qdma::H2C_REQ_THROT, H2cReqThrot::reference().bits());
+        q.write(qdma::GLBL_DSC_CFG, GlblDscCfg::reference());
+        let depth = q.read(qdma::C2H_PFCH_CACHE_DEPTH);
+        q.write(qdma::C2H_PFCH_CFG, C2hPfchCfg::reference(depth));
+        let coal = q.read(qdma::C2H_CMPL_COAL_BUF_DEPTH);
+        q.write(qdma::C2H_WB_COAL_CFG, C2hWbCoalCfg::reference(coal));
+        q.write(qdma::H2C_REQ_THROT, H2cReqThrot::reference());
     }
 
     /// Counts consecutive CMACs reporting version 0x301 from port 0; the master PF enables each
@@ -190,7 +190,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     fn detect_cmacs<D: DelayNs>(&self, delay: &mut D) -> Result<u8> {
         let mut found = 0;
         for port in 0..cmac::MAX_PORTS {
-            if self.shell.read32(cmac::cmac_base(port) + cmac::CORE_VERSION) != cmac::CORE_VERSION_EXPECTED {
+            if self.shell.read(cmac::CORE_VERSION.on(cmac::cmac_base(port))) != cmac::CORE_VERSION_EXPECTED {
                 break;
             }
             if self.cfg.func.is_master() {
@@ -205,10 +205,10 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// [`DeviceConfig::cmac_reset_polls`] reads (the reference driver waits forever).
     fn enable_cmac<D: DelayNs>(&self, delay: &mut D, port: u8) -> Result<()> {
         let bit = shell::reset_bits::cmac(port);
-        self.shell.write32(shell::SHELL_RESET, bit);
+        self.shell.write(shell::SHELL_RESET, bit);
         let mut done = false;
         for attempt in 0..self.cfg.cmac_reset_polls {
-            if self.shell.read32(shell::SHELL_STATUS) & bit != 0 {
+            if self.shell.read(shell::SHELL_STATUS) & bit != 0 {
                 done = true;
                 break;
             }
@@ -227,11 +227,11 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         let base = cmac::cmac_base(port);
         if self.cfg.rs_fec {
             for w in cmac::ENABLE_RSFEC {
-                self.shell.write32(base + w.offset, w.value);
+                self.shell.write(w.reg.on(base), w.value);
             }
         }
         for w in cmac::ENABLE_MAC {
-            self.shell.write32(base + w.offset, w.value);
+            self.shell.write(w.reg.on(base), w.value);
         }
         Ok(())
     }
@@ -241,18 +241,17 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     fn init_error_interrupt(&self, vector: u16) {
         let f = self.cfg.func.number();
         let q = &self.qdma;
-        q.write32(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, false).bits());
+        q.write(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, false));
         for g in errors::LEAF_GROUPS {
-            q.write32(g.mask_reg, g.mask_value);
+            q.write(g.mask_reg, g.mask_value);
             let bits = if g.group_bit == errors::GROUP_ST_H2C_V4 {
                 H2C_ERR_GROUP_BITS
             } else {
                 g.group_bit
             };
-            let cur = q.read32(qdma::GLBL_ERR_MASK);
-            q.write32(qdma::GLBL_ERR_MASK, cur | bits);
+            q.modify(qdma::GLBL_ERR_MASK, |cur| cur | bits);
         }
-        q.write32(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, true).bits());
+        q.write(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, true));
     }
 
     /// The register accesses of remove (hardware.md §13.5): master PF disarms the error interrupt,
@@ -260,9 +259,9 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     fn release<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
         let f = self.cfg.func.number();
         if self.cfg.func.is_master() {
-            self.qdma.write32(qdma::GLBL_ERR_INT, 0);
+            self.qdma.write(qdma::GLBL_ERR_INT, GlblErrInt::default());
         }
-        self.shell.write32(shell::qconf(f), 0);
+        self.shell.write(shell::qconf(f), 0);
         self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))
     }
 

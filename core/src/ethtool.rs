@@ -320,7 +320,7 @@ impl Stats64 {
 /// The packet adapter's RX drop counter of `port` (64 bits, read without tearing; no TICK
 /// needed, the adapter's counters run free).
 pub(crate) fn adapter_rx_drops<W: RegisterWindow>(shell: &W, port: u8) -> u64 {
-    crate::stats::read_u64_untorn(shell, cmac::adapter_base(port) + cmac::adapter::RX_DROP_PKTS)
+    crate::stats::read_u64_untorn(shell, cmac::adapter::RX_DROP_PKTS.on(cmac::adapter_base(port)))
 }
 
 /// Why an ethtool request was refused. Nothing was changed.

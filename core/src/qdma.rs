@@ -4,7 +4,7 @@
 use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
 use onic_hal::layout::doorbell::{C2hPidxDb, CmptCidxDb, H2cPidxDb};
 use onic_hal::regs::qdma;
-use onic_hal::{DelayNs, RegisterWindow};
+use onic_hal::{DelayNs, RegisterAccess, RegisterWindow};
 
 use crate::error::{Error, Result};
 
@@ -29,14 +29,14 @@ pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
 ) -> Result<()> {
     if op == CtxtOp::Write {
         for (i, &word) in data.iter().enumerate() {
-            bar0.write32(qdma::ind_ctxt_data(i), word);
-            bar0.write32(qdma::ind_ctxt_mask(i), u32::MAX);
+            bar0.write(qdma::ind_ctxt_data(i), word);
+            bar0.write(qdma::ind_ctxt_mask(i), u32::MAX);
         }
     }
-    let command = IndCtxtCmd::new(sel, op, qid).bits();
-    bar0.write32(qdma::IND_CTXT_CMD, command);
+    let command = IndCtxtCmd::new(sel, op, qid);
+    bar0.write(qdma::IND_CTXT_CMD, command);
     for attempt in 0..CTXT_POLL_LIMIT {
-        if !IndCtxtCmd::from_bits(bar0.read32(qdma::IND_CTXT_CMD)).busy() {
+        if !bar0.read(qdma::IND_CTXT_CMD).busy() {
             return Ok(());
         }
         if attempt + 1 < CTXT_POLL_LIMIT {
@@ -45,10 +45,12 @@ pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
     }
     onic_hal::error!(
         "onic: context command {:#x} still busy after {} reads",
-        command,
+        command.bits(),
         CTXT_POLL_LIMIT
     );
-    Err(Error::ContextBusy { command })
+    Err(Error::ContextBusy {
+        command: command.bits(),
+    })
 }
 
 /// Reads a context's 8 DATA words: a register-level look below the driver, for the bare-metal
@@ -68,7 +70,7 @@ pub fn context_read<W: RegisterWindow, D: DelayNs>(
     context_command(bar0, delay, sel, CtxtOp::Read, qid, &[0; qdma::IND_CTXT_WORDS])?;
     let mut out = [0; qdma::IND_CTXT_WORDS];
     for (i, w) in out.iter_mut().enumerate() {
-        *w = bar0.read32(qdma::ind_ctxt_data(i));
+        *w = bar0.read(qdma::ind_ctxt_data(i));
     }
     Ok(out)
 }
@@ -89,26 +91,20 @@ impl<W: RegisterWindow> Doorbells<W> {
 
     /// Publishes a new H2C (TX) producer index.
     pub fn h2c_pidx(&self, qid: u16, pidx: u16) {
-        self.bar0.write32(
-            qdma::dmap_sel_h2c_dsc_pidx(qid),
-            H2cPidxDb::new(pidx, false).bits(),
-        );
+        self.bar0
+            .write(qdma::dmap_sel_h2c_dsc_pidx(qid), H2cPidxDb::new(pidx, false));
     }
 
     /// Publishes a new C2H (RX descriptor) producer index.
     pub fn c2h_pidx(&self, qid: u16, pidx: u16) {
-        self.bar0.write32(
-            qdma::dmap_sel_c2h_dsc_pidx(qid),
-            C2hPidxDb::new(pidx, false).bits(),
-        );
+        self.bar0
+            .write(qdma::dmap_sel_c2h_dsc_pidx(qid), C2hPidxDb::new(pidx, false));
     }
 
     /// Publishes the completion consumer index with the driver's trigger settings (timer + count,
     /// status writeback on) and, with `arm`, re-arms the queue interrupt.
     pub fn cmpt_cidx(&self, qid: u16, cidx: u16, arm: bool) {
-        self.bar0.write32(
-            qdma::dmap_sel_cmpt_cidx(qid),
-            CmptCidxDb::reference(cidx, arm).bits(),
-        );
+        self.bar0
+            .write(qdma::dmap_sel_cmpt_cidx(qid), CmptCidxDb::reference(cidx, arm));
     }
 }

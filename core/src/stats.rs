@@ -4,7 +4,7 @@
 //! queues that update them, so that the names and totals (`ethtool`) depend on the counters alone.
 
 use onic_hal::regs::cmac;
-use onic_hal::RegisterWindow;
+use onic_hal::{Reg, RegisterAccess, RegisterWindow};
 
 use crate::pool::PoolStats;
 
@@ -23,11 +23,11 @@ const CMAC_HIGH_MASK: u32 = 0xFFFF;
 /// word moved in between, so the 64-bit value is never torn.
 pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUNTERS] {
     let base = cmac::cmac_base(port);
-    shell.write32(base + cmac::TICK, cmac::TICK_LATCH);
+    shell.write(cmac::TICK.on(base), cmac::TICK_LATCH);
     let mut out = [0u64; HW_COUNTERS];
     for (slot, c) in out.iter_mut().zip(cmac::CMAC_STATS.iter()) {
-        let lo = shell.read32(base + c.offset);
-        let hi = shell.read32(base + c.offset + 4) & CMAC_HIGH_MASK;
+        let lo = shell.read(c.low.on(base));
+        let hi = shell.read(c.high().on(base)) & CMAC_HIGH_MASK;
         *slot = u64::from(hi) << 32 | u64::from(lo);
     }
     let abase = cmac::adapter_base(port);
@@ -35,26 +35,27 @@ pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUN
         .iter_mut()
         .zip(cmac::ADAPTER_STATS.iter())
     {
-        *slot = read_u64_untorn(shell, abase + c.offset);
+        *slot = read_u64_untorn(shell, c.low.on(abase));
     }
     out
 }
 
-/// Reads a free-running 64-bit counter made of a low and a high register without tearing.
-pub(crate) fn read_u64_untorn<W: RegisterWindow>(w: &W, lo_offset: u32) -> u64 {
-    let hi1 = w.read32(lo_offset + 4);
-    let lo = w.read32(lo_offset);
-    let hi2 = w.read32(lo_offset + 4);
-    let lo = if hi1 == hi2 { lo } else { w.read32(lo_offset) };
+/// Reads a free-running 64-bit counter made of the low register `low` and the high register after
+/// it without tearing.
+pub(crate) fn read_u64_untorn<W: RegisterWindow>(w: &W, low: Reg<u32>) -> u64 {
+    let hi1 = w.read(low.next());
+    let lo = w.read(low);
+    let hi2 = w.read(low.next());
+    let lo = if hi1 == hi2 { lo } else { w.read(low) };
     u64::from(hi2) << 32 | u64::from(lo)
 }
 
 /// Link state of a port: STAT_RX_STATUS read twice, the second value must be exactly "up and
 /// aligned" (hardware.md §10.3; the first read clears stale latched bits).
 pub fn link_up<W: RegisterWindow>(shell: &W, port: u8) -> bool {
-    let reg = cmac::cmac_base(port) + cmac::STAT_RX_STATUS;
-    let _stale = shell.read32(reg);
-    shell.read32(reg) == cmac::STAT_RX_STATUS_UP
+    let reg = cmac::STAT_RX_STATUS.on(cmac::cmac_base(port));
+    let _stale = shell.read(reg);
+    shell.read(reg) == cmac::STAT_RX_STATUS_UP
 }
 
 /// Counters of an RX queue (names after `rtnl_link_stats64` where one applies).

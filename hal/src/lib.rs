@@ -3,7 +3,8 @@
 //! The hardware abstraction the OpenNIC driver core is written against, plus the hardware facts
 //! (register maps, in-memory layouts) that every part of the project shares.
 //!
-//! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2).
+//! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2), and
+//!   [`RegisterAccess`], typed reads and writes of the [`Reg`] handles of [`regs`].
 //! - [`dma`]: [`DmaAddr`], coherent regions for rings, streaming pages for packets.
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
@@ -40,7 +41,8 @@ pub use dma::{
 };
 pub use embedded_hal::delay::DelayNs;
 pub use lock::{SharedGuard, SharedLock, Unshared};
-pub use window::{Bar, RegisterWindow};
+pub use regs::{BlockReg, Reg, RegValue};
+pub use window::{Bar, RegisterAccess, RegisterWindow};
 
 #[doc(hidden)]
 pub mod __private {

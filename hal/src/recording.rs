@@ -126,29 +126,29 @@ pub fn opennic_presets() -> Vec<Preset> {
         Preset {
             name: "IND_CTXT_CMD reads back the command with the busy bit clear",
             bar: Bar::Qdma,
-            start: qdma::IND_CTXT_CMD,
-            end: qdma::IND_CTXT_CMD + 4,
+            start: qdma::IND_CTXT_CMD.offset(),
+            end: qdma::IND_CTXT_CMD.offset() + 4,
             value: PresetValue::WrittenWithCleared(1),
         },
         Preset {
             name: "C2H_PFCH_CACHE_DEPTH reads 16",
             bar: Bar::Qdma,
-            start: qdma::C2H_PFCH_CACHE_DEPTH,
-            end: qdma::C2H_PFCH_CACHE_DEPTH + 4,
+            start: qdma::C2H_PFCH_CACHE_DEPTH.offset(),
+            end: qdma::C2H_PFCH_CACHE_DEPTH.offset() + 4,
             value: PresetValue::Fixed(PRESET_PFCH_CACHE_DEPTH),
         },
         Preset {
             name: "C2H_CMPL_COAL_BUF_DEPTH reads 32",
             bar: Bar::Qdma,
-            start: qdma::C2H_CMPL_COAL_BUF_DEPTH,
-            end: qdma::C2H_CMPL_COAL_BUF_DEPTH + 4,
+            start: qdma::C2H_CMPL_COAL_BUF_DEPTH.offset(),
+            end: qdma::C2H_CMPL_COAL_BUF_DEPTH.offset() + 4,
             value: PresetValue::Fixed(PRESET_CMPL_COAL_BUF_DEPTH),
         },
         Preset {
             name: "SHELL_STATUS reads every reset done (QDMA0, CMAC0/1, adapter 0/1)",
             bar: Bar::Shell,
-            start: shell::SHELL_STATUS,
-            end: shell::SHELL_STATUS + 4,
+            start: shell::SHELL_STATUS.offset(),
+            end: shell::SHELL_STATUS.offset() + 4,
             value: PresetValue::Fixed(
                 shell::reset_bits::QDMA0
                     | shell::reset_bits::CMAC0
@@ -163,22 +163,26 @@ pub fn opennic_presets() -> Vec<Preset> {
         p.push(Preset {
             name: "CMAC CORE_VERSION reads 0x301 (both ports)",
             bar: Bar::Shell,
-            start: base + cmac::CORE_VERSION,
-            end: base + cmac::CORE_VERSION + 4,
+            start: cmac::CORE_VERSION.on(base).offset(),
+            end: cmac::CORE_VERSION.on(base).offset() + 4,
             value: PresetValue::Fixed(cmac::CORE_VERSION_EXPECTED),
         });
         p.push(Preset {
             name: "CMAC STAT_RX_STATUS reads 0x3 (link up, aligned)",
             bar: Bar::Shell,
-            start: base + cmac::STAT_RX_STATUS,
-            end: base + cmac::STAT_RX_STATUS + 4,
+            start: cmac::STAT_RX_STATUS.on(base).offset(),
+            end: cmac::STAT_RX_STATUS.on(base).offset() + 4,
             value: PresetValue::Fixed(cmac::STAT_RX_STATUS_UP),
         });
         p.push(Preset {
             name: "CMAC statistics read 0x5A000000 | BAR2 offset",
             bar: Bar::Shell,
-            start: base + cmac::CMAC_STATS[0].offset,
-            end: base + cmac::CMAC_STATS[cmac::CMAC_STATS.len() - 1].offset + 8,
+            start: cmac::CMAC_STATS[0].low.on(base).offset(),
+            end: cmac::CMAC_STATS[cmac::CMAC_STATS.len() - 1]
+                .high()
+                .on(base)
+                .offset()
+                + 4,
             value: PresetValue::OffsetPattern(STATS_PATTERN),
         });
         let ab = cmac::adapter_base(port);
@@ -326,6 +330,8 @@ unsafe impl RegisterWindow for RecordingWindow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::IndCtxtCmd;
+    use crate::window::RegisterAccess;
 
     #[test]
     fn logs_in_the_documented_format() {
@@ -344,11 +350,11 @@ mod tests {
         let r = Recorder::opennic();
         let q = r.window(Bar::Qdma);
         let s = r.window(Bar::Shell);
-        q.write32(qdma::IND_CTXT_CMD, 0x39);
-        assert_eq!(q.read32(qdma::IND_CTXT_CMD), 0x38);
-        assert_eq!(q.read32(qdma::C2H_PFCH_CACHE_DEPTH), 16);
-        assert_eq!(q.read32(qdma::C2H_CMPL_COAL_BUF_DEPTH), 32);
-        assert_eq!(s.read32(shell::SHELL_STATUS) & 0x110, 0x110);
+        q.write(qdma::IND_CTXT_CMD, IndCtxtCmd::from_bits(0x39));
+        assert_eq!(q.read(qdma::IND_CTXT_CMD).bits(), 0x38);
+        assert_eq!(q.read(qdma::C2H_PFCH_CACHE_DEPTH), 16);
+        assert_eq!(q.read(qdma::C2H_CMPL_COAL_BUF_DEPTH), 32);
+        assert_eq!(s.read(shell::SHELL_STATUS) & 0x110, 0x110);
         assert_eq!(s.read32(0x8024), 0x301);
         assert_eq!(s.read32(0xC024), 0x301);
         assert_eq!(s.read32(0xC204), 0x3);

@@ -3,7 +3,10 @@
 //! An OpenNIC function exposes two memory BARs that the driver uses: BAR0 holds the QDMA IP's
 //! configuration space (global CSRs, indirect context registers, queue doorbells) and BAR2 is an
 //! AXI-Lite window into the shell (system configuration, per-function QDMA subsystem blocks, CMACs,
-//! packet adapters). Each is reached through one [`RegisterWindow`].
+//! packet adapters). Each is reached through one [`RegisterWindow`]; the driver accesses the
+//! registers of [`crate::regs`] through [`RegisterAccess`], which every window has.
+
+use crate::regs::{Reg, RegValue};
 
 /// Which PCI BAR a window maps. The numbers are the BAR indices, used in register traces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -60,3 +63,27 @@ unsafe impl<T: RegisterWindow + ?Sized> RegisterWindow for &T {
         (**self).write32(offset, value);
     }
 }
+
+/// Typed access to the registers of [`crate::regs`]: every [`RegisterWindow`] has it.
+///
+/// `read` and `write` take a [`Reg<F>`] and a value of its contents type `F`, so a layout can only
+/// be written to the register it describes. Each call is exactly one `read32` or `write32`.
+pub trait RegisterAccess: RegisterWindow {
+    /// Reads `reg`.
+    fn read<F: RegValue>(&self, reg: Reg<F>) -> F {
+        F::from_bits(self.read32(reg.offset()))
+    }
+
+    /// Writes `value` to `reg`.
+    fn write<F: RegValue>(&self, reg: Reg<F>, value: F) {
+        self.write32(reg.offset(), value.bits());
+    }
+
+    /// Reads `reg`, then writes back what `change` makes of the value read.
+    fn modify<F: RegValue>(&self, reg: Reg<F>, change: impl FnOnce(F) -> F) {
+        let value = self.read(reg);
+        self.write(reg, change(value));
+    }
+}
+
+impl<W: RegisterWindow + ?Sized> RegisterAccess for W {}

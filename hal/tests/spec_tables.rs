@@ -5,6 +5,7 @@
 
 use onic_hal::layout::{CtxtOp, CtxtSel, IndCtxtCmd};
 use onic_hal::regs::{cmac, qdma, shell};
+use onic_hal::{BlockReg, Reg};
 
 // ------------------------------------------------------------------------------------------------
 // §1.2: BAR2 mapping.
@@ -43,13 +44,13 @@ fn s2_1_block_bases() {
 #[test]
 fn s2_2_system_configuration() {
     let table = [
-        (shell::BUILD_STATUS, 0x000),
-        (shell::SYSTEM_RESET, 0x004),
-        (shell::SYSTEM_STATUS, 0x008),
-        (shell::SHELL_RESET, 0x00C),
-        (shell::SHELL_STATUS, 0x010),
-        (shell::USER_RESET, 0x014),
-        (shell::USER_STATUS, 0x018),
+        (shell::BUILD_STATUS.offset(), 0x000),
+        (shell::SYSTEM_RESET.offset(), 0x004),
+        (shell::SYSTEM_STATUS.offset(), 0x008),
+        (shell::SHELL_RESET.offset(), 0x00C),
+        (shell::SHELL_STATUS.offset(), 0x010),
+        (shell::USER_RESET.offset(), 0x014),
+        (shell::USER_STATUS.offset(), 0x018),
     ];
     for (got, want) in table {
         assert_eq!(got, want);
@@ -71,33 +72,33 @@ fn s2_2_system_configuration() {
 
 #[test]
 fn s2_3_per_function_block() {
-    assert_eq!(shell::qconf(0), 0x1000);
-    assert_eq!(shell::qconf(1), 0x2000);
-    assert_eq!(shell::qconf(2), 0x3000);
-    assert_eq!(shell::qconf(3), 0x4000);
+    assert_eq!(shell::qconf(0).offset(), 0x1000);
+    assert_eq!(shell::qconf(1).offset(), 0x2000);
+    assert_eq!(shell::qconf(2).offset(), 0x3000);
+    assert_eq!(shell::qconf(3).offset(), 0x4000);
     assert_eq!(shell::QCONF_OFFSET, 0x000);
     assert_eq!(shell::INDIR_TABLE_OFFSET, 0x400);
     assert_eq!(shell::HASH_KEY_OFFSET, 0x600);
     assert_eq!(shell::INDIR_ENTRY_MASK, 0xFFFF);
     // Indirection table: 0x1400-0x15FC / 0x2400-0x25FC, 128 entries.
     assert_eq!(shell::INDIR_TABLE_ENTRIES, 128);
-    assert_eq!(shell::indir_table(0, 0), 0x1400);
-    assert_eq!(shell::indir_table(0, 127), 0x15FC);
-    assert_eq!(shell::indir_table(1, 0), 0x2400);
-    assert_eq!(shell::indir_table(1, 127), 0x25FC);
+    assert_eq!(shell::indir_table(0, 0).offset(), 0x1400);
+    assert_eq!(shell::indir_table(0, 127).offset(), 0x15FC);
+    assert_eq!(shell::indir_table(1, 0).offset(), 0x2400);
+    assert_eq!(shell::indir_table(1, 127).offset(), 0x25FC);
     for k in 0..128 {
-        assert_eq!(shell::indir_table(0, k), 0x1400 + 4 * k as u32);
-        assert_eq!(shell::indir_table(1, k), 0x2400 + 4 * k as u32);
+        assert_eq!(shell::indir_table(0, k).offset(), 0x1400 + 4 * k as u32);
+        assert_eq!(shell::indir_table(1, k).offset(), 0x2400 + 4 * k as u32);
     }
     // Hash key: 0x1600-0x1624 / 0x2600-0x2624, 10 words = 40 bytes.
     assert_eq!(shell::HASH_KEY_WORDS, 10);
-    assert_eq!(shell::hash_key(0, 0), 0x1600);
-    assert_eq!(shell::hash_key(0, 9), 0x1624);
-    assert_eq!(shell::hash_key(1, 0), 0x2600);
-    assert_eq!(shell::hash_key(1, 9), 0x2624);
+    assert_eq!(shell::hash_key(0, 0).offset(), 0x1600);
+    assert_eq!(shell::hash_key(0, 9).offset(), 0x1624);
+    assert_eq!(shell::hash_key(1, 0).offset(), 0x2600);
+    assert_eq!(shell::hash_key(1, 9).offset(), 0x2624);
     for k in 0..10 {
-        assert_eq!(shell::hash_key(0, k), 0x1600 + 4 * k as u32);
-        assert_eq!(shell::hash_key(1, k), 0x2600 + 4 * k as u32);
+        assert_eq!(shell::hash_key(0, k).offset(), 0x1600 + 4 * k as u32);
+        assert_eq!(shell::hash_key(1, k).offset(), 0x2600 + 4 * k as u32);
     }
 }
 
@@ -137,8 +138,7 @@ fn s9_3_default_hash_key() {
 #[test]
 fn s3_1_global_tables() {
     assert_eq!(qdma::GLOBAL_TABLE_LEN, 16);
-    assert_eq!(qdma::GLBL_RNG_SZ_BASE, 0x204);
-    type Table = fn(usize) -> u32;
+    type Table = fn(usize) -> Reg<u32>;
     let ranges: [(Table, u32, u32); 4] = [
         (qdma::glbl_rng_sz, 0x204, 0x240),
         (qdma::c2h_buf_sz, 0xAB0, 0xAEC),
@@ -146,10 +146,10 @@ fn s3_1_global_tables() {
         (qdma::c2h_cnt_th, 0xA40, 0xA7C),
     ];
     for (reg, first, last) in ranges {
-        assert_eq!(reg(0), first);
-        assert_eq!(reg(15), last);
+        assert_eq!(reg(0).offset(), first);
+        assert_eq!(reg(15).offset(), last);
         for i in 0..16 {
-            assert_eq!(reg(i), first + 4 * i as u32);
+            assert_eq!(reg(i).offset(), first + 4 * i as u32);
         }
     }
     assert_eq!(
@@ -181,14 +181,14 @@ fn s3_1_global_tables() {
 #[test]
 fn s3_2_single_registers() {
     let table = [
-        (qdma::C2H_INT_TIMER_TICK, 0xB0C),
-        (qdma::GLBL_DSC_CFG, 0x250),
-        (qdma::C2H_PFCH_CFG, 0xB08),
-        (qdma::C2H_WB_COAL_CFG, 0xB50),
-        (qdma::H2C_REQ_THROT, 0xE24),
-        (qdma::C2H_PFCH_CACHE_DEPTH, 0xBE0),
-        (qdma::C2H_CMPL_COAL_BUF_DEPTH, 0xBE4),
-        (qdma::GLBL_INTERRUPT_CFG, 0x2C4),
+        (qdma::C2H_INT_TIMER_TICK.offset(), 0xB0C),
+        (qdma::GLBL_DSC_CFG.offset(), 0x250),
+        (qdma::C2H_PFCH_CFG.offset(), 0xB08),
+        (qdma::C2H_WB_COAL_CFG.offset(), 0xB50),
+        (qdma::H2C_REQ_THROT.offset(), 0xE24),
+        (qdma::C2H_PFCH_CACHE_DEPTH.offset(), 0xBE0),
+        (qdma::C2H_CMPL_COAL_BUF_DEPTH.offset(), 0xBE4),
+        (qdma::GLBL_INTERRUPT_CFG.offset(), 0x2C4),
     ];
     for (got, want) in table {
         assert_eq!(got, want);
@@ -202,31 +202,31 @@ fn s3_2_single_registers() {
 #[test]
 fn s3_3_error_registers() {
     let table = [
-        (qdma::GLBL_ERR_INT, 0xB04),
-        (qdma::GLBL_ERR_MASK, 0x24C),
-        (qdma::GLBL_DSC_ERR_MSK, 0x258),
-        (qdma::GLBL_TRQ_ERR_MSK, 0x268),
-        (qdma::C2H_ERR_MASK, 0xAF4),
-        (qdma::C2H_FATAL_ERR_MASK, 0xAFC),
-        (qdma::H2C_ERR_MASK, 0xE04),
-        (qdma::RAM_SBE_MASK, 0x0F0),
-        (qdma::RAM_DBE_MASK, 0x0F8),
+        (qdma::GLBL_ERR_INT.offset(), 0xB04),
+        (qdma::GLBL_ERR_MASK.offset(), 0x24C),
+        (qdma::GLBL_DSC_ERR_MSK.offset(), 0x258),
+        (qdma::GLBL_TRQ_ERR_MSK.offset(), 0x268),
+        (qdma::C2H_ERR_MASK.offset(), 0xAF4),
+        (qdma::C2H_FATAL_ERR_MASK.offset(), 0xAFC),
+        (qdma::H2C_ERR_MASK.offset(), 0xE04),
+        (qdma::RAM_SBE_MASK.offset(), 0x0F0),
+        (qdma::RAM_DBE_MASK.offset(), 0x0F8),
         // Status counterparts.
-        (qdma::GLBL_ERR_STAT, 0x248),
-        (qdma::GLBL_DSC_ERR_STS, 0x254),
-        (qdma::GLBL_TRQ_ERR_STS, 0x264),
-        (qdma::C2H_ERR_STAT, 0xAF0),
-        (qdma::C2H_FATAL_ERR_STAT, 0xAF8),
-        (qdma::H2C_ERR_STAT, 0xE00),
-        (qdma::RAM_SBE_STS, 0x0F4),
-        (qdma::RAM_DBE_STS, 0x0FC),
-        (qdma::C2H_FIRST_ERR_QID, 0xB30),
-        (qdma::H2C_FIRST_ERR_QID, 0xE08),
+        (qdma::GLBL_ERR_STAT.offset(), 0x248),
+        (qdma::GLBL_DSC_ERR_STS.offset(), 0x254),
+        (qdma::GLBL_TRQ_ERR_STS.offset(), 0x264),
+        (qdma::C2H_ERR_STAT.offset(), 0xAF0),
+        (qdma::C2H_FATAL_ERR_STAT.offset(), 0xAF8),
+        (qdma::H2C_ERR_STAT.offset(), 0xE00),
+        (qdma::RAM_SBE_STS.offset(), 0x0F4),
+        (qdma::RAM_DBE_STS.offset(), 0x0FC),
+        (qdma::C2H_FIRST_ERR_QID.offset(), 0xB30),
+        (qdma::H2C_FIRST_ERR_QID.offset(), 0xE08),
         // Identification registers.
-        (qdma::CONFIG_BLOCK_ID, 0x000),
-        (qdma::GLBL2_ID, 0x100),
-        (qdma::GLBL2_CHANNEL_QDMA_CAP, 0x120),
-        (qdma::GLBL2_MISC_CAP, 0x134),
+        (qdma::CONFIG_BLOCK_ID.offset(), 0x000),
+        (qdma::GLBL2_ID.offset(), 0x100),
+        (qdma::GLBL2_CHANNEL_QDMA_CAP.offset(), 0x120),
+        (qdma::GLBL2_MISC_CAP.offset(), 0x134),
     ];
     for (got, want) in table {
         assert_eq!(got, want);
@@ -248,7 +248,10 @@ fn s11_3_error_mask_programming() {
     ];
     assert_eq!(LEAF_GROUPS.len(), expected.len());
     for (g, (reg, value, bit)) in LEAF_GROUPS.iter().zip(expected) {
-        assert_eq!((g.mask_reg, g.mask_value, g.group_bit), (reg, value, bit));
+        assert_eq!(
+            (g.mask_reg.offset(), g.mask_value, g.group_bit),
+            (reg, value, bit)
+        );
     }
     // Starting from 0, GLBL_ERR_MASK is written 0x004, 0x00C, 0x10C, 0x10C, 0x90C, 0x90D, 0x90F.
     let mut mask = 0;
@@ -275,7 +278,7 @@ fn s11_3_error_mask_programming() {
 
 #[test]
 fn s4_2_legacy_fmap_register() {
-    assert_eq!(qdma::glbl2_fmap(0), 0x400);
+    assert_eq!(qdma::glbl2_fmap(0).offset(), 0x400);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -284,14 +287,14 @@ fn s4_2_legacy_fmap_register() {
 #[test]
 fn s5_1_indirect_context_registers() {
     assert_eq!(qdma::IND_CTXT_WORDS, 8);
-    assert_eq!(qdma::ind_ctxt_data(0), 0x804);
-    assert_eq!(qdma::ind_ctxt_data(7), 0x820);
-    assert_eq!(qdma::ind_ctxt_mask(0), 0x824);
-    assert_eq!(qdma::ind_ctxt_mask(7), 0x840);
-    assert_eq!(qdma::IND_CTXT_CMD, 0x844);
+    assert_eq!(qdma::ind_ctxt_data(0).offset(), 0x804);
+    assert_eq!(qdma::ind_ctxt_data(7).offset(), 0x820);
+    assert_eq!(qdma::ind_ctxt_mask(0).offset(), 0x824);
+    assert_eq!(qdma::ind_ctxt_mask(7).offset(), 0x840);
+    assert_eq!(qdma::IND_CTXT_CMD.offset(), 0x844);
     // The interleaved WRITE order: 0x804, 0x824, 0x808, 0x828, ..., 0x820, 0x840.
     let order: Vec<u32> = (0..8)
-        .flat_map(|i| [qdma::ind_ctxt_data(i), qdma::ind_ctxt_mask(i)])
+        .flat_map(|i| [qdma::ind_ctxt_data(i).offset(), qdma::ind_ctxt_mask(i).offset()])
         .collect();
     let expected: Vec<u32> = (0..8u32).flat_map(|i| [0x804 + 4 * i, 0x824 + 4 * i]).collect();
     assert_eq!(order, expected);
@@ -315,19 +318,19 @@ fn s6_doorbells() {
     assert_eq!(qdma::DMAP_SEL_STRIDE, 16);
     for q in [0u16, 1, 3, 5, 7, 63, 511, 2047] {
         let q16 = 16 * u32::from(q);
-        assert_eq!(qdma::dmap_sel_int_cidx(q), 0x18000 + q16);
-        assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(q), 0x18004 + q16);
-        assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(q), 0x18008 + q16);
-        assert_eq!(qdma::dmap_sel_cmpt_cidx(q), 0x1800C + q16);
+        assert_eq!(qdma::dmap_sel_int_cidx(q).offset(), 0x18000 + q16);
+        assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(q).offset(), 0x18004 + q16);
+        assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(q).offset(), 0x18008 + q16);
+        assert_eq!(qdma::dmap_sel_cmpt_cidx(q).offset(), 0x1800C + q16);
     }
     // Queue 5 (of any PF): 0x18054 / 0x18058 / 0x1805C; queue 3: 0x18034 / 0x18038 / 0x1803C.
-    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(5), 0x18054);
-    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(5), 0x18058);
-    assert_eq!(qdma::dmap_sel_cmpt_cidx(5), 0x1805C);
-    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(3), 0x18034);
-    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(3), 0x18038);
-    assert_eq!(qdma::dmap_sel_cmpt_cidx(3), 0x1803C);
-    assert_eq!(qdma::dmap_sel_int_cidx(0), 0x18000);
+    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(5).offset(), 0x18054);
+    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(5).offset(), 0x18058);
+    assert_eq!(qdma::dmap_sel_cmpt_cidx(5).offset(), 0x1805C);
+    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(3).offset(), 0x18034);
+    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(3).offset(), 0x18038);
+    assert_eq!(qdma::dmap_sel_cmpt_cidx(3).offset(), 0x1803C);
+    assert_eq!(qdma::dmap_sel_int_cidx(0).offset(), 0x18000);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -336,44 +339,50 @@ fn s6_doorbells() {
 #[test]
 fn s10_cmac_registers() {
     let table = [
-        (cmac::GT_RESET, 0x000),
-        (cmac::RESET, 0x004),
-        (cmac::SWITCH_CORE_MODE, 0x008),
-        (cmac::CONF_TX_1, 0x00C),
-        (cmac::CONF_RX_1, 0x014),
-        (cmac::CORE_MODE, 0x020),
-        (cmac::CORE_VERSION, 0x024),
-        (cmac::CONF_TX_BIP_OVERRIDE, 0x02C),
-        (cmac::CONF_TX_FC_CTRL_1, 0x030),
-        (cmac::CONF_RX_FC_CTRL_1, 0x084),
-        (cmac::CONF_RX_FC_CTRL_2, 0x088),
-        (cmac::GT_LOOPBACK, 0x090),
-        (cmac::USER_0, 0x0CC),
-        (cmac::STAT_TX_STATUS, 0x200),
-        (cmac::STAT_RX_STATUS, 0x204),
-        (cmac::STAT_STATUS_1, 0x208),
-        (cmac::TICK, 0x2B0),
-        (cmac::STAT_CYCLE_COUNT, 0x2B8),
-        (cmac::RSFEC_CONF_IND_CORRECTION, 0x1000),
-        (cmac::RSFEC_STATUS, 0x1004),
-        (cmac::RSFEC_CONF_ENABLE, 0x107C),
+        (cmac::GT_RESET.offset(), 0x000),
+        (cmac::RESET.offset(), 0x004),
+        (cmac::SWITCH_CORE_MODE.offset(), 0x008),
+        (cmac::CONF_TX_1.offset(), 0x00C),
+        (cmac::CONF_RX_1.offset(), 0x014),
+        (cmac::CORE_MODE.offset(), 0x020),
+        (cmac::CORE_VERSION.offset(), 0x024),
+        (cmac::CONF_TX_BIP_OVERRIDE.offset(), 0x02C),
+        (cmac::CONF_TX_FC_CTRL_1.offset(), 0x030),
+        (cmac::CONF_RX_FC_CTRL_1.offset(), 0x084),
+        (cmac::CONF_RX_FC_CTRL_2.offset(), 0x088),
+        (cmac::GT_LOOPBACK.offset(), 0x090),
+        (cmac::USER_0.offset(), 0x0CC),
+        (cmac::STAT_TX_STATUS.offset(), 0x200),
+        (cmac::STAT_RX_STATUS.offset(), 0x204),
+        (cmac::STAT_STATUS_1.offset(), 0x208),
+        (cmac::TICK.offset(), 0x2B0),
+        (cmac::STAT_CYCLE_COUNT.offset(), 0x2B8),
+        (cmac::RSFEC_CONF_IND_CORRECTION.offset(), 0x1000),
+        (cmac::RSFEC_STATUS.offset(), 0x1004),
+        (cmac::RSFEC_CONF_ENABLE.offset(), 0x107C),
     ];
     for (got, want) in table {
         assert_eq!(got, want);
     }
-    assert_eq!(cmac::CONF_TX_FC_RFRH, [0x034, 0x038, 0x03C, 0x040, 0x044]);
-    assert_eq!(cmac::CONF_TX_FC_QNTA, [0x048, 0x04C, 0x050, 0x054, 0x058]);
+    assert_eq!(
+        cmac::CONF_TX_FC_RFRH.map(BlockReg::offset),
+        [0x034, 0x038, 0x03C, 0x040, 0x044]
+    );
+    assert_eq!(
+        cmac::CONF_TX_FC_QNTA.map(BlockReg::offset),
+        [0x048, 0x04C, 0x050, 0x054, 0x058]
+    );
     // §10.1: CORE_VERSION at 0x8024 / 0xC024 reads 0x301.
-    assert_eq!(cmac::cmac_base(0) + cmac::CORE_VERSION, 0x8024);
-    assert_eq!(cmac::cmac_base(1) + cmac::CORE_VERSION, 0xC024);
+    assert_eq!(cmac::CORE_VERSION.on(cmac::cmac_base(0)).offset(), 0x8024);
+    assert_eq!(cmac::CORE_VERSION.on(cmac::cmac_base(1)).offset(), 0xC024);
     assert_eq!(cmac::CORE_VERSION_EXPECTED, 0x00000301);
     // §10.3: link up = STAT_RX_STATUS == 0x3.
     assert_eq!(cmac::STAT_RX_STATUS_UP, 0x3);
-    assert_eq!(cmac::cmac_base(0) + cmac::STAT_RX_STATUS, 0x8204);
+    assert_eq!(cmac::STAT_RX_STATUS.on(cmac::cmac_base(0)).offset(), 0x8204);
     // §10.4: TICK = 1 at BAR2+0x82B0 / 0xC2B0.
     assert_eq!(cmac::TICK_LATCH, 1);
-    assert_eq!(cmac::cmac_base(0) + cmac::TICK, 0x82B0);
-    assert_eq!(cmac::cmac_base(1) + cmac::TICK, 0xC2B0);
+    assert_eq!(cmac::TICK.on(cmac::cmac_base(0)).offset(), 0x82B0);
+    assert_eq!(cmac::TICK.on(cmac::cmac_base(1)).offset(), 0xC2B0);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -405,7 +414,7 @@ fn enable_writes(with_rsfec: bool) -> Vec<(u32, u32)> {
     let rsfec = cmac::ENABLE_RSFEC.iter().filter(|_| with_rsfec);
     rsfec
         .chain(cmac::ENABLE_MAC.iter())
-        .map(|w| (w.offset, w.value))
+        .map(|w| (w.reg.offset(), w.value))
         .collect()
 }
 
@@ -435,8 +444,8 @@ fn s10_2_absolute_offsets() {
     assert_eq!(cmac1[..3], [0xD07C, 0xD000, 0xC014]);
     assert_eq!(cmac1.last(), Some(&0xC030));
     // Steps 1-2 use the shared system-configuration registers (absolute).
-    assert_eq!(shell::SHELL_RESET, 0x00C);
-    assert_eq!(shell::SHELL_STATUS, 0x010);
+    assert_eq!(shell::SHELL_RESET.offset(), 0x00C);
+    assert_eq!(shell::SHELL_STATUS.offset(), 0x010);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -522,9 +531,17 @@ fn s10_5_cmac_statistics() {
     {
         assert_eq!(i, index);
         assert_eq!(c.name, name, "entry {i}");
-        assert_eq!(c.offset, offset, "entry {i} ({name})");
-        assert_eq!(cmac::cmac_base(0) + c.offset, abs0, "entry {i} ({name}) on CMAC0");
-        assert_eq!(cmac::cmac_base(1) + c.offset, abs1, "entry {i} ({name}) on CMAC1");
+        assert_eq!(c.low.offset(), offset, "entry {i} ({name})");
+        assert_eq!(
+            c.low.on(cmac::cmac_base(0)).offset(),
+            abs0,
+            "entry {i} ({name}) on CMAC0"
+        );
+        assert_eq!(
+            c.low.on(cmac::cmac_base(1)).offset(),
+            abs1,
+            "entry {i} ({name}) on CMAC1"
+        );
         assert_eq!(c.bits, 48, "entry {i} ({name}): CMAC counters are 48 bits");
     }
 }
@@ -537,14 +554,14 @@ fn s10_5_adapter_statistics() {
     {
         assert_eq!(59 + i, index);
         assert_eq!(c.name, name, "entry {index}");
-        assert_eq!(c.offset, offset, "entry {index} ({name})");
+        assert_eq!(c.low.offset(), offset, "entry {index} ({name})");
         assert_eq!(
-            cmac::adapter_base(0) + c.offset,
+            c.low.on(cmac::adapter_base(0)).offset(),
             abs0,
             "entry {index} ({name}) on adapter 0"
         );
         assert_eq!(
-            cmac::adapter_base(1) + c.offset,
+            c.low.on(cmac::adapter_base(1)).offset(),
             abs1,
             "entry {index} ({name}) on adapter 1"
         );
@@ -601,12 +618,12 @@ fn s10_6_adapter_block() {
         (RX_ERR_BYTES, 0x048),
     ];
     for (got, want) in table {
-        assert_eq!(got, want);
+        assert_eq!(got.offset(), want);
     }
     // Ten 64-bit counters, low word then high word: the last high word is at 0x04C.
     assert_eq!(BLOCK_LEN, 0x050);
     // The reported adapter counters are the packet counters of this block.
-    let reported: Vec<u32> = cmac::ADAPTER_STATS.iter().map(|c| c.offset).collect();
+    let reported: Vec<BlockReg<u32>> = cmac::ADAPTER_STATS.iter().map(|c| c.low).collect();
     assert_eq!(
         reported,
         [

@@ -77,12 +77,17 @@ impl AdapterCounters {
 
     /// The 32-bit register at `offset` in the adapter block, `None` if unimplemented.
     pub(crate) fn read(&self, offset: u32) -> Option<u32> {
+        const TX_SENT_PKTS: u32 = adapter::TX_SENT_PKTS.offset();
+        const TX_DROP_PKTS: u32 = adapter::TX_DROP_PKTS.offset();
+        const RX_RECV_PKTS: u32 = adapter::RX_RECV_PKTS.offset();
+        const RX_DROP_PKTS: u32 = adapter::RX_DROP_PKTS.offset();
+        const RX_ERR_PKTS: u32 = adapter::RX_ERR_PKTS.offset();
         let pair = match offset & !0xF {
-            adapter::TX_SENT_PKTS => self.tx_sent,
-            adapter::TX_DROP_PKTS => self.tx_drop,
-            adapter::RX_RECV_PKTS => self.rx_recv,
-            adapter::RX_DROP_PKTS => self.rx_drop,
-            adapter::RX_ERR_PKTS => self.rx_err,
+            TX_SENT_PKTS => self.tx_sent,
+            TX_DROP_PKTS => self.tx_drop,
+            RX_RECV_PKTS => self.rx_recv,
+            RX_DROP_PKTS => self.rx_drop,
+            RX_ERR_PKTS => self.rx_err,
             _ => return None,
         };
         let v = if offset & 0x8 == 0 { pair.0 } else { pair.1 };
@@ -176,15 +181,15 @@ impl Port {
     }
 
     pub(crate) fn rx_enabled(&self) -> bool {
-        self.reg(regs::CONF_RX_1) & 1 == 1
+        self.reg(regs::CONF_RX_1.offset()) & 1 == 1
     }
 
     pub(crate) fn tx_enabled(&self) -> bool {
-        self.reg(regs::CONF_TX_1) & 1 == 1
+        self.reg(regs::CONF_TX_1.offset()) & 1 == 1
     }
 
     pub(crate) fn gt_loopback(&self) -> bool {
-        self.reg(regs::GT_LOOPBACK) & 1 == 1
+        self.reg(regs::GT_LOOPBACK.offset()) & 1 == 1
     }
 
     /// Resets the CMAC subsystem: configuration and statistics.
@@ -202,7 +207,7 @@ impl Port {
     /// Copies every live counter into the STAT_* registers (TICK).
     pub(crate) fn tick(&mut self) {
         for c in CMAC_STATS {
-            self.latched.insert(c.offset, self.live.get(c.name));
+            self.latched.insert(c.low.offset(), self.live.get(c.name));
         }
     }
 
@@ -212,10 +217,10 @@ impl Port {
             return Some(*v as u32);
         }
         let low = offset.checked_sub(4)?;
-        if CMAC_STATS.iter().any(|c| c.offset == low) {
+        if CMAC_STATS.iter().any(|c| c.low.offset() == low) {
             return Some((self.latched.get(&low).copied().unwrap_or(0) >> 32) as u32 & 0xFFFF);
         }
-        if CMAC_STATS.iter().any(|c| c.offset == offset) {
+        if CMAC_STATS.iter().any(|c| c.low.offset() == offset) {
             return Some(0);
         }
         None
@@ -342,7 +347,7 @@ mod tests {
         p.tick();
         for c in CMAC_STATS {
             assert_eq!(
-                p.read_stat(c.offset),
+                p.read_stat(c.low.offset()),
                 Some(p.live.get(c.name) as u32),
                 "{}",
                 c.name

@@ -7,13 +7,13 @@
 //! (`docs/hardware.md`, cited as "hardware.md §N").
 //!
 //! ```
-//! use onic_hal::RegisterWindow;
+//! use onic_hal::RegisterAccess;
 //! use onic_hal::regs::cmac;
 //! use onic_sim::{Card, CardConfig};
 //!
 //! let card = Card::new(CardConfig::default());
 //! let shell = card.shell();
-//! assert_eq!(shell.read32(cmac::cmac_base(0) + cmac::CORE_VERSION), cmac::CORE_VERSION_EXPECTED);
+//! assert_eq!(shell.read(cmac::CORE_VERSION.on(cmac::cmac_base(0))), cmac::CORE_VERSION_EXPECTED);
 //! card.inject(0, &[0u8; 60]); // arrives at port 0; dropped: the CMAC is not RX-enabled yet
 //! card.run_until_idle();
 //! assert_eq!(card.stats().rx_disabled_dropped, 1);

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use onic_hal::regs::qdma as regs;
 use onic_hal::regs::shell::INDIR_ENTRY_MASK;
-use onic_hal::{Bar, DmaAddr};
+use onic_hal::{Bar, DmaAddr, Reg};
 
 use crate::card::{QueueRt, State, UNMAPPED};
 use crate::config::{Corruption, DeviceAccess, Violation};
@@ -15,6 +15,21 @@ use crate::fields::{
     PfchCtxt, SwCtxt,
 };
 use crate::rss::shell_hash;
+
+/// Raw offsets of the registers the model decodes by value, taken from the `onic_hal::regs`
+/// handles.
+mod off {
+    use onic_hal::regs::qdma;
+
+    pub(super) const IND_CTXT_CMD: u32 = qdma::IND_CTXT_CMD.offset();
+    pub(super) const C2H_PFCH_CACHE_DEPTH: u32 = qdma::C2H_PFCH_CACHE_DEPTH.offset();
+    pub(super) const C2H_CMPL_COAL_BUF_DEPTH: u32 = qdma::C2H_CMPL_COAL_BUF_DEPTH.offset();
+    pub(super) const GLBL2_CHANNEL_QDMA_CAP: u32 = qdma::GLBL2_CHANNEL_QDMA_CAP.offset();
+    /// Doorbells within a queue's block.
+    pub(super) const DB_INT_CIDX: u32 = qdma::dmap_sel_int_cidx(0).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_H2C_PIDX: u32 = qdma::dmap_sel_h2c_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_C2H_PIDX: u32 = qdma::dmap_sel_c2h_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
+}
 
 /// Highest abs qid the 11-bit fields can name, plus one.
 const QID_SPACE: u32 = 2048;
@@ -40,7 +55,11 @@ impl State {
     // ---------------------------------------------------------------------------------------
     // Global tables as the driver programmed them.
 
-    fn csr(&self, offset: u32) -> u32 {
+    fn csr<F>(&self, reg: Reg<F>) -> u32 {
+        self.csr_at(reg.offset())
+    }
+
+    fn csr_at(&self, offset: u32) -> u32 {
         self.csr.get(&offset).copied().unwrap_or(0)
     }
 
@@ -88,20 +107,20 @@ impl State {
             return UNMAPPED;
         }
         for i in 0..regs::IND_CTXT_WORDS {
-            if offset == regs::ind_ctxt_data(i) {
+            if offset == regs::ind_ctxt_data(i).offset() {
                 return self.ind_data[i];
             }
-            if offset == regs::ind_ctxt_mask(i) {
+            if offset == regs::ind_ctxt_mask(i).offset() {
                 return self.ind_mask[i];
             }
         }
         match offset {
-            regs::IND_CTXT_CMD => self.ind_cmd & !1,
-            regs::C2H_PFCH_CACHE_DEPTH => self.cfg.pfch_cache_depth,
-            regs::C2H_CMPL_COAL_BUF_DEPTH => self.cfg.cmpl_coal_buf_depth,
-            regs::GLBL2_CHANNEL_QDMA_CAP => u32::from(self.cfg.total_queues),
+            off::IND_CTXT_CMD => self.ind_cmd & !1,
+            off::C2H_PFCH_CACHE_DEPTH => self.cfg.pfch_cache_depth,
+            off::C2H_CMPL_COAL_BUF_DEPTH => self.cfg.cmpl_coal_buf_depth,
+            off::GLBL2_CHANNEL_QDMA_CAP => u32::from(self.cfg.total_queues),
             o if o >= regs::DMAP_SEL_BASE => 0,
-            o => self.csr(o),
+            o => self.csr_at(o),
         }
     }
 
@@ -117,20 +136,20 @@ impl State {
             return self.violate(reg_violation(offset, value, "misaligned or outside BAR0"));
         }
         for i in 0..regs::IND_CTXT_WORDS {
-            if offset == regs::ind_ctxt_data(i) {
+            if offset == regs::ind_ctxt_data(i).offset() {
                 self.ind_data[i] = value;
                 self.ind_writer[i] = func;
                 return;
             }
-            if offset == regs::ind_ctxt_mask(i) {
+            if offset == regs::ind_ctxt_mask(i).offset() {
                 self.ind_mask[i] = value;
                 self.ind_writer[8 + i] = func;
                 return;
             }
         }
         match offset {
-            regs::IND_CTXT_CMD => self.context_command(func, value),
-            regs::C2H_PFCH_CACHE_DEPTH | regs::C2H_CMPL_COAL_BUF_DEPTH | regs::GLBL2_CHANNEL_QDMA_CAP => {
+            off::IND_CTXT_CMD => self.context_command(func, value),
+            off::C2H_PFCH_CACHE_DEPTH | off::C2H_CMPL_COAL_BUF_DEPTH | off::GLBL2_CHANNEL_QDMA_CAP => {
                 self.violate(reg_violation(offset, value, "write to a read-only register"));
             }
             o if o >= regs::DMAP_SEL_BASE => self.doorbell(func, o, value),
@@ -148,7 +167,7 @@ impl State {
         self.ind_cmd = value & !1;
         if cmd.reserved != 0 {
             return self.violate(reg_violation(
-                regs::IND_CTXT_CMD,
+                regs::IND_CTXT_CMD.offset(),
                 value,
                 "reserved bits set in IND_CTXT_CMD",
             ));
@@ -158,7 +177,7 @@ impl State {
             0..=sel::TIMER => u32::from(cmd.qid) < u32::from(self.cfg.total_queues),
             _ => {
                 return self.violate(reg_violation(
-                    regs::IND_CTXT_CMD,
+                    regs::IND_CTXT_CMD.offset(),
                     value,
                     "invalid context selector",
                 ));
@@ -170,7 +189,7 @@ impl State {
             } else {
                 "context of a queue beyond the QDMA's queues"
             };
-            return self.violate(reg_violation(regs::IND_CTXT_CMD, value, why));
+            return self.violate(reg_violation(regs::IND_CTXT_CMD.offset(), value, why));
         }
         let key = (cmd.sel, cmd.qid);
         match cmd.op {
@@ -181,7 +200,7 @@ impl State {
                 if self.ind_writer.iter().any(|&w| w != func) {
                     // The hardware would program the context with the other function's words.
                     self.violate(reg_violation(
-                        regs::IND_CTXT_CMD,
+                        regs::IND_CTXT_CMD.offset(),
                         value,
                         "context WRITE with data or mask words another function wrote (commands interleaved)",
                     ));
@@ -296,7 +315,7 @@ impl State {
         let qid = (rel / regs::DMAP_SEL_STRIDE) as u16;
         let kind = rel % regs::DMAP_SEL_STRIDE;
         let fmap = Fmap::decode(&self.ctx(sel::FMAP, u16::from(func)));
-        if kind == 0 {
+        if kind == off::DB_INT_CIDX {
             return self.violate(reg_violation(
                 offset,
                 value,
@@ -312,7 +331,7 @@ impl State {
         }
         let abs = (fmap.qbase + qid) & 0x7FF;
         match kind {
-            4 | 8 => {
+            off::DB_H2C_PIDX | off::DB_C2H_PIDX => {
                 let (pidx, _arm, reserved) = doorbell::pidx(value);
                 if reserved != 0 {
                     return self.violate(reg_violation(
@@ -321,7 +340,11 @@ impl State {
                         "reserved bits set in a PIDX doorbell",
                     ));
                 }
-                let s = if kind == 4 { sel::SW_H2C } else { sel::SW_C2H };
+                let s = if kind == off::DB_H2C_PIDX {
+                    sel::SW_H2C
+                } else {
+                    sel::SW_C2H
+                };
                 let sw = SwCtxt::decode(&self.ctx(s, abs));
                 if !sw.qen {
                     return self.violate(reg_violation(offset, value, "PIDX doorbell of a disabled queue"));

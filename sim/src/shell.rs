@@ -3,14 +3,32 @@
 
 use onic_hal::regs::cmac::{self as cmac_regs, adapter, adapter_base, cmac_base};
 use onic_hal::regs::shell::{
-    self as regs, reset_bits, HASH_KEY_OFFSET, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES, INDIR_TABLE_OFFSET,
-    QCONF_OFFSET, QDMA_FUNC_BASE, QDMA_FUNC_STRIDE, SHELL_END,
+    reset_bits, HASH_KEY_OFFSET, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES, INDIR_TABLE_OFFSET, QCONF_OFFSET,
+    QDMA_FUNC_BASE, QDMA_FUNC_STRIDE, SHELL_END,
 };
 use onic_hal::Bar;
 
 use crate::card::{Arrival, FuncBlock, State, UNMAPPED};
 use crate::cmac::{AdapterCounters, RxVerdict};
 use crate::config::{ResetBehavior, Violation, Wire};
+
+/// Raw offsets of the registers the model decodes by value, taken from the `onic_hal::regs`
+/// handles (system registers absolute, CMAC registers relative to the CMAC base).
+mod off {
+    use onic_hal::regs::{cmac, shell};
+
+    pub(super) const BUILD_STATUS: u32 = shell::BUILD_STATUS.offset();
+    pub(super) const SYSTEM_STATUS: u32 = shell::SYSTEM_STATUS.offset();
+    pub(super) const SHELL_STATUS: u32 = shell::SHELL_STATUS.offset();
+    pub(super) const USER_STATUS: u32 = shell::USER_STATUS.offset();
+    pub(super) const SYSTEM_RESET: u32 = shell::SYSTEM_RESET.offset();
+    pub(super) const SHELL_RESET: u32 = shell::SHELL_RESET.offset();
+    pub(super) const USER_RESET: u32 = shell::USER_RESET.offset();
+    pub(super) const CORE_VERSION: u32 = cmac::CORE_VERSION.offset();
+    pub(super) const STAT_RX_STATUS: u32 = cmac::STAT_RX_STATUS.offset();
+    pub(super) const STAT_TX_STATUS: u32 = cmac::STAT_TX_STATUS.offset();
+    pub(super) const TICK: u32 = cmac::TICK.offset();
+}
 
 /// Value of the (read-only) build timestamp register.
 const BUILD_STAMP: u32 = 0x0101_0000;
@@ -70,11 +88,11 @@ impl State {
     pub(crate) fn shell_read(&mut self, offset: u32) -> u32 {
         match self.decode_shell(offset) {
             Target::System(o) => match o {
-                regs::BUILD_STATUS => BUILD_STAMP,
-                regs::SYSTEM_STATUS => 1,
-                regs::SHELL_STATUS => self.shell_status_read(),
-                regs::USER_STATUS => STATUS_BITS,
-                regs::SYSTEM_RESET | regs::SHELL_RESET | regs::USER_RESET => 0,
+                off::BUILD_STATUS => BUILD_STAMP,
+                off::SYSTEM_STATUS => 1,
+                off::SHELL_STATUS => self.shell_status_read(),
+                off::USER_STATUS => STATUS_BITS,
+                off::SYSTEM_RESET | off::SHELL_RESET | off::USER_RESET => 0,
                 _ => UNMAPPED,
             },
             Target::Func(f, rel) => {
@@ -101,15 +119,15 @@ impl State {
     fn cmac_read(&mut self, p: usize, rel: u32) -> u32 {
         let port = &mut self.ports[p];
         match rel {
-            cmac_regs::CORE_VERSION => cmac_regs::CORE_VERSION_EXPECTED,
-            cmac_regs::STAT_RX_STATUS => {
+            off::CORE_VERSION => cmac_regs::CORE_VERSION_EXPECTED,
+            off::STAT_RX_STATUS => {
                 if core::mem::take(&mut port.link_down_latched) || !port.link_up {
                     0
                 } else {
                     cmac_regs::STAT_RX_STATUS_UP
                 }
             }
-            cmac_regs::STAT_TX_STATUS | cmac_regs::TICK => 0,
+            off::STAT_TX_STATUS | off::TICK => 0,
             r => port.read_stat(r).unwrap_or_else(|| port.reg(r)),
         }
     }
@@ -151,11 +169,11 @@ impl State {
     pub(crate) fn shell_write(&mut self, offset: u32, value: u32) {
         match self.decode_shell(offset) {
             Target::System(o) => match o {
-                regs::SYSTEM_RESET => {
+                off::SYSTEM_RESET => {
                     self.in_reset = STATUS_BITS;
                     self.complete_reset();
                 }
-                regs::SHELL_RESET => {
+                off::SHELL_RESET => {
                     self.in_reset |= value & STATUS_BITS;
                     match self.cfg.shell_reset {
                         ResetBehavior::Immediate | ResetBehavior::AfterReads(0) => self.complete_reset(),
@@ -163,7 +181,7 @@ impl State {
                         ResetBehavior::Never => {}
                     }
                 }
-                regs::USER_RESET => {}
+                off::USER_RESET => {}
                 _ => self.violate(reg_violation(
                     offset,
                     value,
@@ -204,12 +222,12 @@ impl State {
                 }
             }
             Target::Cmac(p, rel) => match rel {
-                cmac_regs::TICK => {
+                off::TICK => {
                     if value & cmac_regs::TICK_LATCH != 0 {
                         self.ports[p].tick();
                     }
                 }
-                cmac_regs::CORE_VERSION | cmac_regs::STAT_TX_STATUS | cmac_regs::STAT_RX_STATUS => {
+                off::CORE_VERSION | off::STAT_TX_STATUS | off::STAT_RX_STATUS => {
                     self.violate(reg_violation(offset, value, "write to a read-only CMAC register"));
                 }
                 r if self.ports[p].read_stat(r).is_some() => {

@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use common::*;
 use onic_hal::regs::shell;
 use onic_hal::{
-    AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, RegisterWindow, PAGE_SIZE,
+    AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, RegisterAccess, PAGE_SIZE,
 };
 use onic_sim::{dma, AccessProblem, Card, DeviceAccess, HostDmaProblem, SimDma, Violation, Wire};
 
@@ -188,7 +188,7 @@ impl HostBuf {
 /// Every received frame goes to function 0's queue 0, which completes each packet at once.
 fn steer_all_to_queue_0(card: &Card) -> RxQueue<'_> {
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write32(shell::indir_table(0, k), 0);
+        card.shell().write(shell::indir_table(0, k), 0);
     }
     RxQueue::with(
         card,

@@ -7,7 +7,7 @@ use common::*;
 use onic_hal::regs::cmac::{self, adapter, CMAC_STATS};
 use onic_hal::regs::{qdma, shell};
 use onic_hal::window::UNMAPPED_READ;
-use onic_hal::{DelayNs, RegisterWindow};
+use onic_hal::{DelayNs, RegValue, RegisterAccess, RegisterWindow};
 use onic_sim::{ResetBehavior, Violation, Wire};
 
 #[test]
@@ -17,15 +17,15 @@ fn global_csrs_and_depth_registers() {
         c.cmpl_coal_buf_depth = 48;
     });
     let bar0 = card.qdma(0);
-    assert_eq!(bar0.read32(qdma::C2H_PFCH_CACHE_DEPTH), 64);
-    assert_eq!(bar0.read32(qdma::C2H_CMPL_COAL_BUF_DEPTH), 48);
+    assert_eq!(bar0.read(qdma::C2H_PFCH_CACHE_DEPTH), 64);
+    assert_eq!(bar0.read(qdma::C2H_CMPL_COAL_BUF_DEPTH), 48);
     init_globals(&card);
-    assert_eq!(bar0.read32(qdma::glbl_rng_sz(8)), 1024);
+    assert_eq!(bar0.read(qdma::glbl_rng_sz(8)), 1024);
     // Global CSRs are shared between functions.
-    assert_eq!(card.qdma(1).read32(qdma::c2h_buf_sz(14)), 9018);
+    assert_eq!(card.qdma(1).read(qdma::c2h_buf_sz(14)), 9018);
     // Read-modify-write of GLBL_ERR_MASK works like a plain register.
-    bar0.write32(qdma::GLBL_ERR_MASK, bar0.read32(qdma::GLBL_ERR_MASK) | 0x4);
-    assert_eq!(bar0.read32(qdma::GLBL_ERR_MASK), 0x4);
+    bar0.modify(qdma::GLBL_ERR_MASK, |v| v | 0x4);
+    assert_eq!(bar0.read(qdma::GLBL_ERR_MASK), 0x4);
     assert_eq!(bar0.read32(3), UNMAPPED_READ);
     assert_eq!(card.qdma(3).read32(0), UNMAPPED_READ);
     assert_eq!(card.violations(), []);
@@ -46,8 +46,8 @@ fn context_commands_clear_write_read_invalidate() {
     // WRITE applies DATA under MASK.
     let bar0 = card.qdma(0);
     for i in 0..8 {
-        bar0.write32(qdma::ind_ctxt_data(i), 0xFFFF_FFFF);
-        bar0.write32(qdma::ind_ctxt_mask(i), if i == 4 { 0x7FF } else { 0 });
+        bar0.write(qdma::ind_ctxt_data(i), 0xFFFF_FFFF);
+        bar0.write(qdma::ind_ctxt_mask(i), if i == 4 { 0x7FF } else { 0 });
     }
     ctxt_cmd(&card, SEL_SW_C2H, OP_WRITE, 64);
     assert_eq!(ctxt_read(&card, SEL_SW_C2H, 64)[4], 0x7FF);
@@ -57,9 +57,12 @@ fn context_commands_clear_write_read_invalidate() {
     ctxt_cmd(&card, SEL_SW_C2H, OP_CLEAR, 64);
     assert_eq!(ctxt_read(&card, SEL_SW_C2H, 64), [0; 8]);
     // Bad commands are violations, not panics.
-    bar0.write32(qdma::IND_CTXT_CMD, 15 << 1);
-    bar0.write32(qdma::IND_CTXT_CMD, 1 << 20);
-    bar0.write32(qdma::IND_CTXT_CMD, (12 << 1) | (1 << 5) | (3 << 7));
+    bar0.write(qdma::IND_CTXT_CMD, RegValue::from_bits(15 << 1));
+    bar0.write(qdma::IND_CTXT_CMD, RegValue::from_bits(1 << 20));
+    bar0.write(
+        qdma::IND_CTXT_CMD,
+        RegValue::from_bits((12 << 1) | (1 << 5) | (3 << 7)),
+    );
     assert_eq!(card.take_violations().len(), 3);
 }
 
@@ -71,24 +74,30 @@ fn context_commands_of_two_functions_must_not_interleave() {
     // Zero words: a valid (empty) context, so only the interleaving can be wrong.
     let write_words = |bar: &onic_sim::QdmaWindow<'_>| {
         for i in 0..8 {
-            bar.write32(qdma::ind_ctxt_data(i), 0);
-            bar.write32(qdma::ind_ctxt_mask(i), u32::MAX);
+            bar.write(qdma::ind_ctxt_data(i), 0);
+            bar.write(qdma::ind_ctxt_mask(i), u32::MAX);
         }
     };
     // One function's whole sequence, then the other's: fine.
     write_words(&pf0);
-    pf0.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7));
-    write_words(&pf1);
-    pf1.write32(
+    pf0.write(
         qdma::IND_CTXT_CMD,
-        (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (67 << 7),
+        RegValue::from_bits((SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7)),
+    );
+    write_words(&pf1);
+    pf1.write(
+        qdma::IND_CTXT_CMD,
+        RegValue::from_bits((SEL_SW_H2C << 1) | (OP_WRITE << 5) | (67 << 7)),
     );
     assert_eq!(card.take_violations(), []);
     // PF1 writes one data word between PF0's words and PF0's command: PF0's context would get
     // PF1's word.
     write_words(&pf0);
-    pf1.write32(qdma::ind_ctxt_data(2), 0);
-    pf0.write32(qdma::IND_CTXT_CMD, (SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7));
+    pf1.write(qdma::ind_ctxt_data(2), 0);
+    pf0.write(
+        qdma::IND_CTXT_CMD,
+        RegValue::from_bits((SEL_SW_H2C << 1) | (OP_WRITE << 5) | (3 << 7)),
+    );
     let v = card.take_violations();
     assert!(
         matches!(v.as_slice(), [Violation::Register { reason, .. }] if reason.contains("interleaved")),
@@ -111,27 +120,24 @@ fn shell_registers_and_unmapped_reads() {
     let card = card_with(|c| c.functions = 2);
     let bar2 = card.shell();
     // Indirection entries: [15:0] stored, upper half stale.
-    bar2.write32(shell::indir_table(0, 5), 0x1234_0003);
-    let v = bar2.read32(shell::indir_table(0, 5));
+    bar2.write(shell::indir_table(0, 5), 0x1234_0003);
+    let v = bar2.read(shell::indir_table(0, 5));
     assert_eq!(v & shell::INDIR_ENTRY_MASK, 3);
     assert_ne!(v >> 16, 0x1234);
-    assert_ne!(bar2.read32(shell::indir_table(0, 6)) >> 16, 0);
+    assert_ne!(bar2.read(shell::indir_table(0, 6)) >> 16, 0);
     // Hash key: reset value, then read back.
     for k in 0..shell::HASH_KEY_WORDS {
-        assert_eq!(
-            bar2.read32(shell::hash_key(1, k)),
-            shell::DEFAULT_HASH_KEY_WORDS[k]
-        );
+        assert_eq!(bar2.read(shell::hash_key(1, k)), shell::DEFAULT_HASH_KEY_WORDS[k]);
     }
-    bar2.write32(shell::hash_key(1, 0), 0xDA565A6D);
-    assert_eq!(bar2.read32(shell::hash_key(1, 0)), 0xDA565A6D);
-    bar2.write32(shell::qconf(1), shell::qconf_value(64, 8));
-    assert_eq!(bar2.read32(shell::qconf(1)), 0x00400008);
+    bar2.write(shell::hash_key(1, 0), 0xDA565A6D);
+    assert_eq!(bar2.read(shell::hash_key(1, 0)), 0xDA565A6D);
+    bar2.write(shell::qconf(1), shell::qconf_value(64, 8));
+    assert_eq!(bar2.read(shell::qconf(1)), 0x00400008);
     // Unimplemented: per-function counters, subsystem block, functions 2-3, CMS, QSFP.
     for off in [
         0x1800,
         shell::QDMA_SUBSYS_OFFSET,
-        shell::qconf(2),
+        shell::qconf(2).offset(),
         0x30_0000,
         0xA000,
     ] {
@@ -144,9 +150,9 @@ fn shell_registers_and_unmapped_reads() {
 fn cmac_detection_follows_present_ports() {
     let card = card_with(|c| c.ports = 1);
     let bar2 = card.shell();
-    assert_eq!(bar2.read32(cmac::cmac_base(0) + cmac::CORE_VERSION), 0x301);
+    assert_eq!(bar2.read(cmac::CORE_VERSION.on(cmac::cmac_base(0))), 0x301);
     assert_eq!(
-        bar2.read32(cmac::cmac_base(1) + cmac::CORE_VERSION),
+        bar2.read(cmac::CORE_VERSION.on(cmac::cmac_base(1))),
         UNMAPPED_READ
     );
 }
@@ -156,20 +162,20 @@ fn shell_reset_knob() {
     let card = card();
     let bar2 = card.shell();
     let cmac0 = shell::reset_bits::CMAC0;
-    bar2.write32(shell::SHELL_RESET, cmac0);
-    assert_ne!(bar2.read32(shell::SHELL_STATUS) & cmac0, 0);
+    bar2.write(shell::SHELL_RESET, cmac0);
+    assert_ne!(bar2.read(shell::SHELL_STATUS) & cmac0, 0);
 
     card.set_shell_reset(ResetBehavior::AfterReads(3));
-    bar2.write32(shell::SHELL_RESET, cmac0);
+    bar2.write(shell::SHELL_RESET, cmac0);
     let reads: Vec<bool> = (0..5)
-        .map(|_| bar2.read32(shell::SHELL_STATUS) & cmac0 != 0)
+        .map(|_| bar2.read(shell::SHELL_STATUS) & cmac0 != 0)
         .collect();
     assert_eq!(reads, [false, false, false, true, true]);
 
     card.set_shell_reset(ResetBehavior::Never);
-    bar2.write32(shell::SHELL_RESET, shell::reset_bits::CMAC1);
+    bar2.write(shell::SHELL_RESET, shell::reset_bits::CMAC1);
     for _ in 0..100 {
-        let s = bar2.read32(shell::SHELL_STATUS);
+        let s = bar2.read(shell::SHELL_STATUS);
         assert_eq!(s & shell::reset_bits::CMAC1, 0);
         assert_ne!(s & cmac0, 0);
     }
@@ -181,7 +187,7 @@ fn cmac_reset_clears_enables_and_counters() {
     card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
     card.run_until_idle();
     assert_eq!(card.cmac_counter(0, "stat_rx_total_pkts"), 1);
-    card.shell().write32(shell::SHELL_RESET, shell::reset_bits::CMAC0);
+    card.shell().write(shell::SHELL_RESET, shell::reset_bits::CMAC0);
     assert_eq!(card.cmac_counter(0, "stat_rx_total_pkts"), 0);
     card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
     card.run_until_idle();
@@ -189,7 +195,7 @@ fn cmac_reset_clears_enables_and_counters() {
     // The adapter has its own reset bit.
     assert_eq!(adapter_counter(&card, 0, adapter::RX_RECV_PKTS), 1);
     card.shell()
-        .write32(shell::SHELL_RESET, shell::reset_bits::ADAPTER0);
+        .write(shell::SHELL_RESET, shell::reset_bits::ADAPTER0);
     assert_eq!(adapter_counter(&card, 0, adapter::RX_RECV_PKTS), 0);
 }
 
@@ -197,19 +203,19 @@ fn cmac_reset_clears_enables_and_counters() {
 fn link_status_is_latched_low() {
     let card = card();
     let bar2 = card.shell();
-    let reg = cmac::cmac_base(1) + cmac::STAT_RX_STATUS;
-    assert_eq!(bar2.read32(reg), cmac::STAT_RX_STATUS_UP);
+    let reg = cmac::STAT_RX_STATUS.on(cmac::cmac_base(1));
+    assert_eq!(bar2.read(reg), cmac::STAT_RX_STATUS_UP);
     card.set_link(1, false);
-    assert_eq!(bar2.read32(reg), 0);
-    assert_eq!(bar2.read32(reg), 0);
+    assert_eq!(bar2.read(reg), 0);
+    assert_eq!(bar2.read(reg), 0);
     card.set_link(1, true);
-    assert_eq!(bar2.read32(reg), cmac::STAT_RX_STATUS_UP);
+    assert_eq!(bar2.read(reg), cmac::STAT_RX_STATUS_UP);
     // A flap between two reads: the first read returns the latched "went down", the second the
     // current state (why the driver reads twice, hardware.md §10.3).
     card.set_link(1, false);
     card.set_link(1, true);
-    assert_eq!(bar2.read32(reg), 0);
-    assert_eq!(bar2.read32(reg), cmac::STAT_RX_STATUS_UP);
+    assert_eq!(bar2.read(reg), 0);
+    assert_eq!(bar2.read(reg), cmac::STAT_RX_STATUS_UP);
 }
 
 #[test]
@@ -244,7 +250,7 @@ fn tx_disabled_cmac_does_not_send() {
 #[test]
 fn gt_loopback_returns_tx_inside_the_port() {
     let card = ready_card();
-    card.shell().write32(cmac::cmac_base(0) + cmac::GT_LOOPBACK, 1);
+    card.shell().write(cmac::GT_LOOPBACK.on(cmac::cmac_base(0)), 1);
     let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
     tx.post(&frame(UNICAST, 0x0800, 60, 0));
     tx.doorbell();
@@ -257,9 +263,9 @@ fn gt_loopback_returns_tx_inside_the_port() {
 
 fn stat(card: &onic_sim::Card, port: u8, name: &str) -> u64 {
     let c = CMAC_STATS.iter().find(|c| c.name == name).unwrap();
-    let base = cmac::cmac_base(port) + c.offset;
+    let base = cmac::cmac_base(port);
     let bar2 = card.shell();
-    u64::from(bar2.read32(base)) | u64::from(bar2.read32(base + 4)) << 32
+    u64::from(bar2.read(c.low.on(base))) | u64::from(bar2.read(c.high().on(base))) << 32
 }
 
 #[test]
@@ -281,7 +287,7 @@ fn tick_latches_cmac_statistics() {
     // Nothing is visible before TICK.
     assert_eq!(stat(&card, 0, "stat_tx_total_pkts"), 0);
     card.shell()
-        .write32(cmac::cmac_base(0) + cmac::TICK, cmac::TICK_LATCH);
+        .write(cmac::TICK.on(cmac::cmac_base(0)), cmac::TICK_LATCH);
     assert_eq!(stat(&card, 0, "stat_tx_total_pkts"), 4);
     assert_eq!(stat(&card, 0, "stat_tx_total_good_pkts"), 4);
     assert_eq!(stat(&card, 0, "stat_tx_total_bytes"), 64 + 128 + 1518 + 64);
@@ -299,7 +305,7 @@ fn tick_latches_cmac_statistics() {
     card.run_until_idle();
     assert_eq!(stat(&card, 0, "stat_tx_total_pkts"), 4);
     card.shell()
-        .write32(cmac::cmac_base(0) + cmac::TICK, cmac::TICK_LATCH);
+        .write(cmac::TICK.on(cmac::cmac_base(0)), cmac::TICK_LATCH);
     assert_eq!(stat(&card, 0, "stat_tx_total_pkts"), 5);
     // The other port was not latched.
     assert_eq!(stat(&card, 1, "stat_tx_total_pkts"), 0);
@@ -318,7 +324,7 @@ fn rx_statistics_size_classes_and_errors() {
     pfc[15] = 1;
     card.inject(0, &pfc);
     card.run_until_idle();
-    card.shell().write32(cmac::cmac_base(0) + cmac::TICK, 1);
+    card.shell().write(cmac::TICK.on(cmac::cmac_base(0)), 1);
     assert_eq!(stat(&card, 0, "stat_rx_total_pkts"), 5);
     assert_eq!(stat(&card, 0, "stat_rx_total_good_pkts"), 3);
     assert_eq!(stat(&card, 0, "stat_rx_pkt_small"), 1);
@@ -342,8 +348,8 @@ fn adapter_counters_are_64_bit_low_high() {
     tx.doorbell();
     card.run_until_idle();
     assert_eq!(adapter_counter(&card, 0, adapter::TX_SENT_BYTES), 1000);
-    assert_eq!(adapter_counter(&card, 0, adapter::TX_SENT_BYTES + 4), 0);
-    assert_eq!(adapter_counter(&card, 0, 0x50), UNMAPPED_READ);
+    assert_eq!(adapter_counter(&card, 0, adapter::TX_SENT_BYTES.next()), 0);
+    assert_eq!(card.shell().read32(cmac::adapter_base(0) + 0x50), UNMAPPED_READ);
     tx.free();
 }
 
@@ -351,7 +357,7 @@ fn adapter_counters_are_64_bit_low_high() {
 fn sim_delay_advances_the_clock_and_runs_the_card() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write32(shell::indir_table(0, k), 0);
+        card.shell().write(shell::indir_table(0, k), 0);
     }
     let rx = RxQueue::new(&card, 0, 0);
     card.inject(0, &frame(UNICAST, 0x0800, 64, 0));

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use onic_hal::regs::{cmac, qdma, shell};
-use onic_hal::{AddrLimit, DmaMemory, RegisterWindow};
+use onic_hal::{AddrLimit, DmaMemory, RegisterAccess, RegisterWindow};
 use onic_sim::Wire;
 
 struct Rng(u64);
@@ -30,53 +30,53 @@ impl Rng {
 
 fn bar0_targets() -> Vec<u32> {
     let mut v = vec![
-        qdma::IND_CTXT_CMD,
-        qdma::GLBL_DSC_CFG,
-        qdma::C2H_INT_TIMER_TICK,
+        qdma::IND_CTXT_CMD.offset(),
+        qdma::GLBL_DSC_CFG.offset(),
+        qdma::C2H_INT_TIMER_TICK.offset(),
         0x1_FFFC,
         2,
     ];
     for i in 0..8 {
-        v.push(qdma::ind_ctxt_data(i));
-        v.push(qdma::ind_ctxt_mask(i));
+        v.push(qdma::ind_ctxt_data(i).offset());
+        v.push(qdma::ind_ctxt_mask(i).offset());
     }
     for i in 0..16 {
-        v.push(qdma::glbl_rng_sz(i));
-        v.push(qdma::c2h_buf_sz(i));
-        v.push(qdma::c2h_timer_cnt(i));
-        v.push(qdma::c2h_cnt_th(i));
+        v.push(qdma::glbl_rng_sz(i).offset());
+        v.push(qdma::c2h_buf_sz(i).offset());
+        v.push(qdma::c2h_timer_cnt(i).offset());
+        v.push(qdma::c2h_cnt_th(i).offset());
     }
     for q in 0..10 {
-        v.push(qdma::dmap_sel_int_cidx(q));
-        v.push(qdma::dmap_sel_h2c_dsc_pidx(q));
-        v.push(qdma::dmap_sel_c2h_dsc_pidx(q));
-        v.push(qdma::dmap_sel_cmpt_cidx(q));
+        v.push(qdma::dmap_sel_int_cidx(q).offset());
+        v.push(qdma::dmap_sel_h2c_dsc_pidx(q).offset());
+        v.push(qdma::dmap_sel_c2h_dsc_pidx(q).offset());
+        v.push(qdma::dmap_sel_cmpt_cidx(q).offset());
     }
     v
 }
 
 fn bar2_targets() -> Vec<u32> {
     let mut v = vec![
-        shell::SHELL_RESET,
-        shell::SYSTEM_RESET,
-        shell::SHELL_STATUS,
+        shell::SHELL_RESET.offset(),
+        shell::SYSTEM_RESET.offset(),
+        shell::SHELL_STATUS.offset(),
         0x3F_FFFC,
         0x40_0000,
     ];
     for f in 0..4 {
-        v.push(shell::qconf(f));
-        v.push(shell::indir_table(f, 0));
-        v.push(shell::indir_table(f, 102));
-        v.push(shell::hash_key(f, 3));
+        v.push(shell::qconf(f).offset());
+        v.push(shell::indir_table(f, 0).offset());
+        v.push(shell::indir_table(f, 102).offset());
+        v.push(shell::hash_key(f, 3).offset());
     }
     for p in 0..2 {
         let b = cmac::cmac_base(p);
         for off in [
-            cmac::CONF_RX_1,
-            cmac::CONF_TX_1,
-            cmac::TICK,
-            cmac::GT_LOOPBACK,
-            cmac::STAT_RX_STATUS,
+            cmac::CONF_RX_1.offset(),
+            cmac::CONF_TX_1.offset(),
+            cmac::TICK.offset(),
+            cmac::GT_LOOPBACK.offset(),
+            cmac::STAT_RX_STATUS.offset(),
             0x500,
         ] {
             v.push(b + off);
@@ -113,9 +113,9 @@ fn run(seed: u64, iterations: u32) {
             // Random writes disable the MACs and scramble tables; repair them now and then.
             enable_cmacs(&card);
             init_globals(&card);
-            card.shell().write32(shell::qconf(0), 8);
+            card.shell().write(shell::qconf(0), 8);
             for k in 0..shell::INDIR_TABLE_ENTRIES {
-                card.shell().write32(shell::indir_table(0, k), 1);
+                card.shell().write(shell::indir_table(0, k), 1);
             }
         }
         let value = match r.below(5) {

@@ -29,7 +29,7 @@ use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
-use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, RegisterWindow};
+use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Reg, RegValue, RegisterWindow};
 
 use crate::hostdma::HostDma;
 
@@ -74,16 +74,20 @@ impl DoorbellLatch {
         (rel % 4 == 0 && i < LATCH_QUEUES * 4).then_some(i)
     }
 
-    /// The last value written to the register at `offset` (0 if none).
+    /// The last value written to the doorbell `reg` (0 if none).
     #[must_use]
-    pub fn latched(&self, offset: u32) -> u32 {
+    pub fn latched<F: RegValue>(&self, reg: Reg<F>) -> F {
+        F::from_bits(self.latched_at(reg.offset()))
+    }
+
+    fn latched_at(&self, offset: u32) -> u32 {
         Self::slot(offset).map_or(0, |i| self.regs[i].get())
     }
 
     /// Sets a doorbell's value without counting a write (copying what the bring-up wrote).
-    pub fn preset(&self, offset: u32, value: u32) {
-        if let Some(i) = Self::slot(offset) {
-            self.regs[i].set(value);
+    pub fn preset<F: RegValue>(&self, reg: Reg<F>, value: F) {
+        if let Some(i) = Self::slot(reg.offset()) {
+            self.regs[i].set(value.bits());
         }
     }
 
@@ -100,7 +104,7 @@ impl DoorbellLatch {
 // thread afterwards).
 unsafe impl RegisterWindow for DoorbellLatch {
     fn read32(&self, offset: u32) -> u32 {
-        self.latched(offset)
+        self.latched_at(offset)
     }
 
     fn write32(&self, offset: u32, value: u32) {
@@ -365,9 +369,10 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             let pool = make_pool(dma, rings[usize::from(q)]);
             let pair = start_rig_pair(dma, &dev, &cfg, q, (rx_slots, tx_slots), pool)?;
             // The bring-up's doorbells went to the recording bus: copy them to the latch.
-            for off in [qdma::dmap_sel_c2h_dsc_pidx(q), qdma::dmap_sel_cmpt_cidx(q)] {
-                latch.preset(off, rec.peek(Bar::Qdma, off));
-            }
+            let c2h = qdma::dmap_sel_c2h_dsc_pidx(q);
+            latch.preset(c2h, RegValue::from_bits(rec.peek(Bar::Qdma, c2h.offset())));
+            let cmpt = qdma::dmap_sel_cmpt_cidx(q);
+            latch.preset(cmpt, RegValue::from_bits(rec.peek(Bar::Qdma, cmpt.offset())));
             let dev_side = RxDeviceSide {
                 qid: q,
                 usable: cfg.ring.usable(),
@@ -421,8 +426,8 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         let mut total = 0;
         for q in &mut self.queues {
             let d = &mut q.dev;
-            let c2h_pidx = (self.latch.latched(qdma::dmap_sel_c2h_dsc_pidx(d.qid)) & 0xFFFF) as u16;
-            let cmpt_cidx = (self.latch.latched(qdma::dmap_sel_cmpt_cidx(d.qid)) & 0xFFFF) as u16;
+            let c2h_pidx = self.latch.latched(qdma::dmap_sel_c2h_dsc_pidx(d.qid)).pidx();
+            let cmpt_cidx = self.latch.latched(qdma::dmap_sel_cmpt_cidx(d.qid)).cidx();
             let posted = d.distance(d.desc_cidx, c2h_pidx);
             let cmpt_free = d.usable - 1 - d.distance(cmpt_cidx, d.cmpt_pidx);
             let n = usize::from(posted.min(cmpt_free)).min(per_queue);
@@ -705,7 +710,7 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
 ///
 /// If the ring is not live memory (a driver bug).
 fn complete_h2c(dma: &HostDma, latch: &DoorbellLatch, qid: u16, ring: DmaAddr, usable: u16) {
-    let pidx = (latch.latched(qdma::dmap_sel_h2c_dsc_pidx(qid)) & 0xFFFF) as u16;
+    let pidx = latch.latched(qdma::dmap_sel_h2c_dsc_pidx(qid)).pidx();
     let mut st = WbStatus::default();
     st.set_pidx(pidx);
     st.set_cidx(pidx);

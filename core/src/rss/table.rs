@@ -11,7 +11,7 @@
 //! upper half stale.
 
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, MAX_FUNCTIONS};
-use onic_hal::RegisterWindow;
+use onic_hal::{RegisterAccess, RegisterWindow};
 
 use super::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
 
@@ -225,7 +225,7 @@ pub(crate) fn write_table<W: RegisterWindow + ?Sized>(
 ) -> Result<(), RssError> {
     check_function(func)?;
     for (k, &q) in table.entries().iter().enumerate() {
-        shell.write32(shell::indir_table(func, k), u32::from(q));
+        shell.write(shell::indir_table(func, k), u32::from(q));
     }
     Ok(())
 }
@@ -242,7 +242,7 @@ pub(crate) fn write_key<W: RegisterWindow + ?Sized>(
 ) -> Result<(), RssError> {
     check_function(func)?;
     for (k, &w) in key.to_register_words().iter().enumerate() {
-        shell.write32(shell::hash_key(func, k), w);
+        shell.write(shell::hash_key(func, k), w);
     }
     Ok(())
 }
@@ -260,7 +260,7 @@ pub(crate) fn read_table<W: RegisterWindow + ?Sized>(
     let mut e = [0u16; TABLE_LEN];
     for (k, entry) in e.iter_mut().enumerate() {
         // The mask keeps exactly 16 bits, so the narrowing cannot lose anything.
-        *entry = (shell.read32(shell::indir_table(func, k)) & INDIR_ENTRY_MASK) as u16;
+        *entry = (shell.read(shell::indir_table(func, k)) & INDIR_ENTRY_MASK) as u16;
     }
     Ok(IndirectionTable(e))
 }
@@ -274,7 +274,7 @@ pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Resul
     check_function(func)?;
     let mut words = [0u32; HASH_KEY_WORDS];
     for (k, w) in words.iter_mut().enumerate() {
-        *w = shell.read32(shell::hash_key(func, k));
+        *w = shell.read(shell::hash_key(func, k));
     }
     Ok(RssKey::from_register_words(words))
 }

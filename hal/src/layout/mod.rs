@@ -96,8 +96,8 @@ macro_rules! code_enum {
 }
 pub(crate) use code_enum;
 
-/// Declares the conversions of a register type whose storage is one `u32`: `from_bits`, `bits` and
-/// the two `From` impls.
+/// Declares the conversions of a register type whose storage is one `u32`: `from_bits`, `bits`,
+/// the two `From` impls and [`RegValue`](crate::regs::RegValue).
 macro_rules! register_u32 {
     ($name:ident) => {
         impl $name {
@@ -117,6 +117,15 @@ macro_rules! register_u32 {
         impl From<u32> for $name {
             fn from(bits: u32) -> Self {
                 Self(bits)
+            }
+        }
+
+        impl $crate::regs::RegValue for $name {
+            fn from_bits(bits: u32) -> Self {
+                Self(bits)
+            }
+            fn bits(self) -> u32 {
+                self.0
             }
         }
 

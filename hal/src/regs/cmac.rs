@@ -1,7 +1,10 @@
 //! CMAC subsystems and packet adapters in the shell (BAR2), hardware.md §10.
 //!
-//! Offsets in this module are relative to a CMAC base ([`cmac_base`]) or an adapter base
-//! ([`adapter_base`]); add the base to get a BAR2 offset.
+//! Registers in this module are [`BlockReg`]s, relative to a CMAC base ([`cmac_base`]) or an
+//! adapter base ([`adapter_base`]); [`BlockReg::on`] places one at a port's base, for example
+//! `CORE_VERSION.on(cmac_base(port))`.
+
+use super::BlockReg;
 
 /// Number of CMAC ports a shell can have.
 pub const MAX_PORTS: u8 = 2;
@@ -23,51 +26,63 @@ pub const fn adapter_base(port: u8) -> u32 {
 }
 
 /// GT_RESET.
-pub const GT_RESET: u32 = 0x000;
+pub const GT_RESET: BlockReg<u32> = BlockReg::at(0x000);
 /// RESET.
-pub const RESET: u32 = 0x004;
+pub const RESET: BlockReg<u32> = BlockReg::at(0x004);
 /// SWITCH_CORE_MODE.
-pub const SWITCH_CORE_MODE: u32 = 0x008;
+pub const SWITCH_CORE_MODE: BlockReg<u32> = BlockReg::at(0x008);
 /// CONF_TX_1: \[0\] ctl_tx_enable, \[4\] ctl_tx_send_rfi.
-pub const CONF_TX_1: u32 = 0x00C;
+pub const CONF_TX_1: BlockReg<u32> = BlockReg::at(0x00C);
 /// CONF_RX_1: \[0\] ctl_rx_enable.
-pub const CONF_RX_1: u32 = 0x014;
+pub const CONF_RX_1: BlockReg<u32> = BlockReg::at(0x014);
 /// CORE_MODE.
-pub const CORE_MODE: u32 = 0x020;
+pub const CORE_MODE: BlockReg<u32> = BlockReg::at(0x020);
 /// CORE_VERSION: reads [`CORE_VERSION_EXPECTED`] on the shell's CMAC.
-pub const CORE_VERSION: u32 = 0x024;
+pub const CORE_VERSION: BlockReg<u32> = BlockReg::at(0x024);
 /// CONF_TX_BIP_OVERRIDE.
-pub const CONF_TX_BIP_OVERRIDE: u32 = 0x02C;
+pub const CONF_TX_BIP_OVERRIDE: BlockReg<u32> = BlockReg::at(0x02C);
 /// CONF_TX_FC_CTRL_1: \[8:0\] TX pause enable.
-pub const CONF_TX_FC_CTRL_1: u32 = 0x030;
+pub const CONF_TX_FC_CTRL_1: BlockReg<u32> = BlockReg::at(0x030);
 /// CONF_TX_FC_RFRH_1..5: pause refresh timers, two per register (the fifth holds one).
-pub const CONF_TX_FC_RFRH: [u32; 5] = [0x034, 0x038, 0x03C, 0x040, 0x044];
+pub const CONF_TX_FC_RFRH: [BlockReg<u32>; 5] = [
+    BlockReg::at(0x034),
+    BlockReg::at(0x038),
+    BlockReg::at(0x03C),
+    BlockReg::at(0x040),
+    BlockReg::at(0x044),
+];
 /// CONF_TX_FC_QNTA_1..5: pause quanta, two per register (the fifth holds one).
-pub const CONF_TX_FC_QNTA: [u32; 5] = [0x048, 0x04C, 0x050, 0x054, 0x058];
+pub const CONF_TX_FC_QNTA: [BlockReg<u32>; 5] = [
+    BlockReg::at(0x048),
+    BlockReg::at(0x04C),
+    BlockReg::at(0x050),
+    BlockReg::at(0x054),
+    BlockReg::at(0x058),
+];
 /// CONF_RX_FC_CTRL_1: RX pause enables.
-pub const CONF_RX_FC_CTRL_1: u32 = 0x084;
+pub const CONF_RX_FC_CTRL_1: BlockReg<u32> = BlockReg::at(0x084);
 /// CONF_RX_FC_CTRL_2: RX pause check enables.
-pub const CONF_RX_FC_CTRL_2: u32 = 0x088;
+pub const CONF_RX_FC_CTRL_2: BlockReg<u32> = BlockReg::at(0x088);
 /// GT_LOOPBACK: 1 = near-end loopback (manual testing only).
-pub const GT_LOOPBACK: u32 = 0x090;
+pub const GT_LOOPBACK: BlockReg<u32> = BlockReg::at(0x090);
 /// USER_0.
-pub const USER_0: u32 = 0x0CC;
+pub const USER_0: BlockReg<u32> = BlockReg::at(0x0CC);
 /// STAT_TX_STATUS.
-pub const STAT_TX_STATUS: u32 = 0x200;
+pub const STAT_TX_STATUS: BlockReg<u32> = BlockReg::at(0x200);
 /// STAT_RX_STATUS: latched; read twice, the second value counts (hardware.md §10.3).
-pub const STAT_RX_STATUS: u32 = 0x204;
+pub const STAT_RX_STATUS: BlockReg<u32> = BlockReg::at(0x204);
 /// STAT_STATUS_1.
-pub const STAT_STATUS_1: u32 = 0x208;
+pub const STAT_STATUS_1: BlockReg<u32> = BlockReg::at(0x208);
 /// TICK: write 1 to latch every statistics counter (self-clearing).
-pub const TICK: u32 = 0x2B0;
+pub const TICK: BlockReg<u32> = BlockReg::at(0x2B0);
 /// STAT_CYCLE_COUNT.
-pub const STAT_CYCLE_COUNT: u32 = 0x2B8;
+pub const STAT_CYCLE_COUNT: BlockReg<u32> = BlockReg::at(0x2B8);
 /// RSFEC_CONF_IND_CORRECTION: \[0\] RX correction, \[1\] RX indication, \[2\] IEEE error indication.
-pub const RSFEC_CONF_IND_CORRECTION: u32 = 0x1000;
+pub const RSFEC_CONF_IND_CORRECTION: BlockReg<u32> = BlockReg::at(0x1000);
 /// RSFEC_STATUS.
-pub const RSFEC_STATUS: u32 = 0x1004;
+pub const RSFEC_STATUS: BlockReg<u32> = BlockReg::at(0x1004);
 /// RSFEC_CONF_ENABLE: \[0\] RX RS-FEC, \[1\] TX RS-FEC.
-pub const RSFEC_CONF_ENABLE: u32 = 0x107C;
+pub const RSFEC_CONF_ENABLE: BlockReg<u32> = BlockReg::at(0x107C);
 
 /// CORE_VERSION of the CMAC the shell instantiates.
 pub const CORE_VERSION_EXPECTED: u32 = 0x0000_0301;
@@ -79,8 +94,8 @@ pub const TICK_LATCH: u32 = 1;
 /// One register write of the CMAC enable sequence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfWrite {
-    /// Offset relative to the CMAC base.
-    pub offset: u32,
+    /// Register written (relative to the CMAC base).
+    pub reg: BlockReg<u32>,
     /// Value written.
     pub value: u32,
 }
@@ -88,11 +103,11 @@ pub struct ConfWrite {
 /// RS-FEC writes of the enable sequence (hardware.md §10.2 steps 3-4), made when RS-FEC is enabled.
 pub const ENABLE_RSFEC: [ConfWrite; 2] = [
     ConfWrite {
-        offset: RSFEC_CONF_ENABLE,
+        reg: RSFEC_CONF_ENABLE,
         value: 0x3,
     },
     ConfWrite {
-        offset: RSFEC_CONF_IND_CORRECTION,
+        reg: RSFEC_CONF_IND_CORRECTION,
         value: 0x7,
     },
 ];
@@ -100,87 +115,95 @@ pub const ENABLE_RSFEC: [ConfWrite; 2] = [
 /// The rest of the enable sequence (hardware.md §10.2 steps 5-14), in order.
 pub const ENABLE_MAC: [ConfWrite; 16] = [
     ConfWrite {
-        offset: CONF_RX_1,
+        reg: CONF_RX_1,
         value: 0x1,
     },
     ConfWrite {
-        offset: CONF_TX_1,
+        reg: CONF_TX_1,
         value: 0x10,
     },
     ConfWrite {
-        offset: CONF_TX_1,
+        reg: CONF_TX_1,
         value: 0x1,
     },
     ConfWrite {
-        offset: CONF_RX_FC_CTRL_1,
+        reg: CONF_RX_FC_CTRL_1,
         value: 0x00003DFF,
     },
     ConfWrite {
-        offset: CONF_RX_FC_CTRL_2,
+        reg: CONF_RX_FC_CTRL_2,
         value: 0x0001C631,
     },
     ConfWrite {
-        offset: CONF_TX_FC_QNTA[0],
+        reg: CONF_TX_FC_QNTA[0],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_QNTA[1],
+        reg: CONF_TX_FC_QNTA[1],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_QNTA[2],
+        reg: CONF_TX_FC_QNTA[2],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_QNTA[3],
+        reg: CONF_TX_FC_QNTA[3],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_QNTA[4],
+        reg: CONF_TX_FC_QNTA[4],
         value: 0x0000FFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_RFRH[0],
+        reg: CONF_TX_FC_RFRH[0],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_RFRH[1],
+        reg: CONF_TX_FC_RFRH[1],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_RFRH[2],
+        reg: CONF_TX_FC_RFRH[2],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_RFRH[3],
+        reg: CONF_TX_FC_RFRH[3],
         value: 0xFFFFFFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_RFRH[4],
+        reg: CONF_TX_FC_RFRH[4],
         value: 0x0000FFFF,
     },
     ConfWrite {
-        offset: CONF_TX_FC_CTRL_1,
+        reg: CONF_TX_FC_CTRL_1,
         value: 0x000001FF,
     },
 ];
 
-/// One statistics counter: its ethtool name and the offset of its low word (relative to the CMAC
-/// or adapter base). The high bits, where the hardware has them, are at `offset + 4`.
+/// One statistics counter: its ethtool name and its low word (relative to the CMAC or adapter
+/// base). The high bits, where the hardware has them, are in the next register ([`Counter::high`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counter {
     /// Name in `ethtool -S`, as the reference driver prints it.
     pub name: &'static str,
-    /// Offset of the low 32 bits.
-    pub offset: u32,
+    /// Register of the low 32 bits.
+    pub low: BlockReg<u32>,
     /// Width of the counter in bits (48 for CMAC counters, 64 for adapter counters).
     pub bits: u8,
+}
+
+impl Counter {
+    /// Register of the high bits, the one after the low word.
+    #[must_use]
+    pub const fn high(&self) -> BlockReg<u32> {
+        self.low.next()
+    }
 }
 
 const fn c(name: &'static str, offset: u32) -> Counter {
     Counter {
         name,
-        offset,
+        low: BlockReg::at(offset),
         bits: 48,
     }
 }
@@ -251,7 +274,7 @@ pub const CMAC_STATS: [Counter; 59] = [
 const fn a(name: &'static str, offset: u32) -> Counter {
     Counter {
         name,
-        offset,
+        low: BlockReg::at(offset),
         bits: 64,
     }
 }
@@ -268,26 +291,28 @@ pub const ADAPTER_STATS: [Counter; 5] = [
 
 /// The full packet-adapter block (hardware.md §10.6): 64-bit free-running counters, low word first.
 pub mod adapter {
+    use super::BlockReg;
+
     /// TX packets sent to the CMAC.
-    pub const TX_SENT_PKTS: u32 = 0x000;
+    pub const TX_SENT_PKTS: BlockReg<u32> = BlockReg::at(0x000);
     /// TX bytes sent.
-    pub const TX_SENT_BYTES: u32 = 0x008;
+    pub const TX_SENT_BYTES: BlockReg<u32> = BlockReg::at(0x008);
     /// TX packets dropped.
-    pub const TX_DROP_PKTS: u32 = 0x010;
+    pub const TX_DROP_PKTS: BlockReg<u32> = BlockReg::at(0x010);
     /// TX bytes dropped.
-    pub const TX_DROP_BYTES: u32 = 0x018;
+    pub const TX_DROP_BYTES: BlockReg<u32> = BlockReg::at(0x018);
     /// RX packets received from the CMAC.
-    pub const RX_RECV_PKTS: u32 = 0x020;
+    pub const RX_RECV_PKTS: BlockReg<u32> = BlockReg::at(0x020);
     /// RX bytes received.
-    pub const RX_RECV_BYTES: u32 = 0x028;
+    pub const RX_RECV_BYTES: BlockReg<u32> = BlockReg::at(0x028);
     /// RX packets dropped (no C2H buffer, ...).
-    pub const RX_DROP_PKTS: u32 = 0x030;
+    pub const RX_DROP_PKTS: BlockReg<u32> = BlockReg::at(0x030);
     /// RX bytes dropped.
-    pub const RX_DROP_BYTES: u32 = 0x038;
+    pub const RX_DROP_BYTES: BlockReg<u32> = BlockReg::at(0x038);
     /// RX packets marked with an error.
-    pub const RX_ERR_PKTS: u32 = 0x040;
+    pub const RX_ERR_PKTS: BlockReg<u32> = BlockReg::at(0x040);
     /// RX bytes marked with an error.
-    pub const RX_ERR_BYTES: u32 = 0x048;
+    pub const RX_ERR_BYTES: BlockReg<u32> = BlockReg::at(0x048);
     /// Size of the block in bytes.
     pub const BLOCK_LEN: u32 = 0x050;
 }

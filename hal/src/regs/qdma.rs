@@ -1,119 +1,124 @@
 //! QDMA IP configuration space (BAR0), hardware.md §3, §5, §6, §11.
 //!
-//! All registers are 32-bit; offsets are bytes from the start of BAR0.
+//! All registers are 32-bit; offsets are bytes from the start of BAR0. Each register is a
+//! [`Reg`] of its field layout from [`crate::layout`], or of `u32` where it has none.
+
+use super::Reg;
+use crate::layout::{
+    C2hPfchCfg, C2hPidxDb, C2hWbCoalCfg, CmptCidxDb, GlblDscCfg, GlblErrInt, H2cPidxDb, H2cReqThrot,
+    IndCtxtCmd,
+};
 
 /// Number of entries in each of the global configuration tables (hardware.md §3.1).
 pub const GLOBAL_TABLE_LEN: usize = 16;
 
 /// CONFIG_BLOCK_ID: \[31:16\] block identifier (identification only).
-pub const CONFIG_BLOCK_ID: u32 = 0x000;
+pub const CONFIG_BLOCK_ID: Reg<u32> = Reg::at(0x000);
 /// RAM_SBE_MASK: single-bit ECC error mask (hardware.md §3.3).
-pub const RAM_SBE_MASK: u32 = 0x0F0;
+pub const RAM_SBE_MASK: Reg<u32> = Reg::at(0x0F0);
 /// RAM_SBE_STS: single-bit ECC error status.
-pub const RAM_SBE_STS: u32 = 0x0F4;
+pub const RAM_SBE_STS: Reg<u32> = Reg::at(0x0F4);
 /// RAM_DBE_MASK: double-bit ECC error mask.
-pub const RAM_DBE_MASK: u32 = 0x0F8;
+pub const RAM_DBE_MASK: Reg<u32> = Reg::at(0x0F8);
 /// RAM_DBE_STS: double-bit ECC error status.
-pub const RAM_DBE_STS: u32 = 0x0FC;
+pub const RAM_DBE_STS: Reg<u32> = Reg::at(0x0FC);
 /// GLBL2_ID (identification only).
-pub const GLBL2_ID: u32 = 0x100;
+pub const GLBL2_ID: Reg<u32> = Reg::at(0x100);
 /// GLBL2_CHANNEL_QDMA_CAP: \[11:0\] maximum number of queues.
-pub const GLBL2_CHANNEL_QDMA_CAP: u32 = 0x120;
+pub const GLBL2_CHANNEL_QDMA_CAP: Reg<u32> = Reg::at(0x120);
 /// GLBL2_MISC_CAP (identification only).
-pub const GLBL2_MISC_CAP: u32 = 0x134;
+pub const GLBL2_MISC_CAP: Reg<u32> = Reg::at(0x134);
 
 /// GLBL_RNG_SZ\[i\]: descriptor/completion ring sizes in entries, status slot included.
 #[must_use]
-pub const fn glbl_rng_sz(i: usize) -> u32 {
-    0x204 + 4 * i as u32
+pub const fn glbl_rng_sz(i: usize) -> Reg<u32> {
+    Reg::at(0x204 + 4 * i as u32)
 }
-/// First GLBL_RNG_SZ register.
-pub const GLBL_RNG_SZ_BASE: u32 = 0x204;
 
 /// GLBL_ERR_STAT: global error status.
-pub const GLBL_ERR_STAT: u32 = 0x248;
+pub const GLBL_ERR_STAT: Reg<u32> = Reg::at(0x248);
 /// GLBL_ERR_MASK: global error group enables (read-modify-write; hardware.md §11.3).
-pub const GLBL_ERR_MASK: u32 = 0x24C;
+pub const GLBL_ERR_MASK: Reg<u32> = Reg::at(0x24C);
 /// GLBL_DSC_CFG: writeback interval and descriptor fetch limit.
-pub const GLBL_DSC_CFG: u32 = 0x250;
+pub const GLBL_DSC_CFG: Reg<GlblDscCfg> = Reg::at(0x250);
 /// GLBL_DSC_ERR_STS: descriptor error status.
-pub const GLBL_DSC_ERR_STS: u32 = 0x254;
+pub const GLBL_DSC_ERR_STS: Reg<u32> = Reg::at(0x254);
 /// GLBL_DSC_ERR_MSK: descriptor error mask.
-pub const GLBL_DSC_ERR_MSK: u32 = 0x258;
+pub const GLBL_DSC_ERR_MSK: Reg<u32> = Reg::at(0x258);
 /// GLBL_TRQ_ERR_STS: target-request error status.
-pub const GLBL_TRQ_ERR_STS: u32 = 0x264;
+pub const GLBL_TRQ_ERR_STS: Reg<u32> = Reg::at(0x264);
 /// GLBL_TRQ_ERR_MSK: target-request error mask.
-pub const GLBL_TRQ_ERR_MSK: u32 = 0x268;
+pub const GLBL_TRQ_ERR_MSK: Reg<u32> = Reg::at(0x268);
 /// GLBL_INTERRUPT_CFG: legacy INTx configuration (never written).
-pub const GLBL_INTERRUPT_CFG: u32 = 0x2C4;
+pub const GLBL_INTERRUPT_CFG: Reg<u32> = Reg::at(0x2C4);
 
 /// Legacy direct FMAP register of function `func` (\[10:0\] qbase, \[22:11\] qmax); not used, the
 /// indirect FMAP context is what counts (hardware.md §4.2).
 #[must_use]
-pub const fn glbl2_fmap(func: u8) -> u32 {
-    0x400 + 4 * func as u32
+pub const fn glbl2_fmap(func: u8) -> Reg<u32> {
+    Reg::at(0x400 + 4 * func as u32)
 }
 
 /// IND_CTXT_DATA\[i\], i = 0..7: context words W0..W7.
 #[must_use]
-pub const fn ind_ctxt_data(i: usize) -> u32 {
-    0x804 + 4 * i as u32
+pub const fn ind_ctxt_data(i: usize) -> Reg<u32> {
+    Reg::at(0x804 + 4 * i as u32)
 }
 /// IND_CTXT_MASK\[i\], i = 0..7: per-bit write enables for W0..W7.
 #[must_use]
-pub const fn ind_ctxt_mask(i: usize) -> u32 {
-    0x824 + 4 * i as u32
+pub const fn ind_ctxt_mask(i: usize) -> Reg<u32> {
+    Reg::at(0x824 + 4 * i as u32)
 }
 /// IND_CTXT_CMD: \[0\] busy, \[4:1\] sel, \[6:5\] op, \[17:7\] qid.
-pub const IND_CTXT_CMD: u32 = 0x844;
+pub const IND_CTXT_CMD: Reg<IndCtxtCmd> = Reg::at(0x844);
 /// Number of IND_CTXT_DATA / IND_CTXT_MASK registers.
 pub const IND_CTXT_WORDS: usize = 8;
 
 /// C2H_TIMER_CNT\[i\]: completion timer values in timer ticks.
 #[must_use]
-pub const fn c2h_timer_cnt(i: usize) -> u32 {
-    0xA00 + 4 * i as u32
+pub const fn c2h_timer_cnt(i: usize) -> Reg<u32> {
+    Reg::at(0xA00 + 4 * i as u32)
 }
 /// C2H_CNT_TH\[i\]: completion count thresholds.
 #[must_use]
-pub const fn c2h_cnt_th(i: usize) -> u32 {
-    0xA40 + 4 * i as u32
+pub const fn c2h_cnt_th(i: usize) -> Reg<u32> {
+    Reg::at(0xA40 + 4 * i as u32)
 }
 /// C2H_BUF_SZ\[i\]: C2H buffer sizes in bytes.
 #[must_use]
-pub const fn c2h_buf_sz(i: usize) -> u32 {
-    0xAB0 + 4 * i as u32
+pub const fn c2h_buf_sz(i: usize) -> Reg<u32> {
+    Reg::at(0xAB0 + 4 * i as u32)
 }
 /// C2H_ERR_STAT: streaming C2H error status.
-pub const C2H_ERR_STAT: u32 = 0xAF0;
+pub const C2H_ERR_STAT: Reg<u32> = Reg::at(0xAF0);
 /// C2H_ERR_MASK: streaming C2H error mask.
-pub const C2H_ERR_MASK: u32 = 0xAF4;
+pub const C2H_ERR_MASK: Reg<u32> = Reg::at(0xAF4);
 /// C2H_FATAL_ERR_STAT: C2H fatal error status.
-pub const C2H_FATAL_ERR_STAT: u32 = 0xAF8;
+pub const C2H_FATAL_ERR_STAT: Reg<u32> = Reg::at(0xAF8);
 /// C2H_FATAL_ERR_MASK: C2H fatal error mask.
-pub const C2H_FATAL_ERR_MASK: u32 = 0xAFC;
+pub const C2H_FATAL_ERR_MASK: Reg<u32> = Reg::at(0xAFC);
 /// GLBL_ERR_INT: \[7:0\] func, \[22:12\] vector, \[24\] arm.
-pub const GLBL_ERR_INT: u32 = 0xB04;
+pub const GLBL_ERR_INT: Reg<GlblErrInt> = Reg::at(0xB04);
 /// C2H_PFCH_CFG: prefetch configuration.
-pub const C2H_PFCH_CFG: u32 = 0xB08;
+pub const C2H_PFCH_CFG: Reg<C2hPfchCfg> = Reg::at(0xB08);
 /// C2H_INT_TIMER_TICK: timer tick length in user-clock cycles.
-pub const C2H_INT_TIMER_TICK: u32 = 0xB0C;
+pub const C2H_INT_TIMER_TICK: Reg<u32> = Reg::at(0xB0C);
 /// C2H_FIRST_ERR_QID: queue of the first C2H error.
-pub const C2H_FIRST_ERR_QID: u32 = 0xB30;
+pub const C2H_FIRST_ERR_QID: Reg<u32> = Reg::at(0xB30);
 /// C2H_WB_COAL_CFG: completion writeback coalescing configuration.
-pub const C2H_WB_COAL_CFG: u32 = 0xB50;
+pub const C2H_WB_COAL_CFG: Reg<C2hWbCoalCfg> = Reg::at(0xB50);
 /// C2H_PFCH_CACHE_DEPTH: prefetch cache depth (read-only, hardware specific).
-pub const C2H_PFCH_CACHE_DEPTH: u32 = 0xBE0;
+pub const C2H_PFCH_CACHE_DEPTH: Reg<u32> = Reg::at(0xBE0);
 /// C2H_CMPL_COAL_BUF_DEPTH: completion coalesce buffer depth (read-only, hardware specific).
-pub const C2H_CMPL_COAL_BUF_DEPTH: u32 = 0xBE4;
+pub const C2H_CMPL_COAL_BUF_DEPTH: Reg<u32> = Reg::at(0xBE4);
 /// H2C_ERR_STAT: streaming H2C error status.
-pub const H2C_ERR_STAT: u32 = 0xE00;
+pub const H2C_ERR_STAT: Reg<u32> = Reg::at(0xE00);
 /// H2C_ERR_MASK: streaming H2C error mask.
-pub const H2C_ERR_MASK: u32 = 0xE04;
+pub const H2C_ERR_MASK: Reg<u32> = Reg::at(0xE04);
 /// H2C_FIRST_ERR_QID: queue of the first H2C error.
-pub const H2C_FIRST_ERR_QID: u32 = 0xE08;
+pub const H2C_FIRST_ERR_QID: Reg<u32> = Reg::at(0xE08);
 /// H2C_REQ_THROT: H2C request and data throttling.
-pub const H2C_REQ_THROT: u32 = 0xE24;
+pub const H2C_REQ_THROT: Reg<H2cReqThrot> = Reg::at(0xE24);
 
 /// Start of the PF queue doorbell space; one 16-byte block per function-relative queue.
 pub const DMAP_SEL_BASE: u32 = 0x18000;
@@ -122,23 +127,23 @@ pub const DMAP_SEL_STRIDE: u32 = 16;
 
 /// INTR_CIDX doorbell of function-relative queue `qid` (not used: no interrupt aggregation).
 #[must_use]
-pub const fn dmap_sel_int_cidx(qid: u16) -> u32 {
-    DMAP_SEL_BASE + DMAP_SEL_STRIDE * qid as u32
+pub const fn dmap_sel_int_cidx(qid: u16) -> Reg<u32> {
+    Reg::at(DMAP_SEL_BASE + DMAP_SEL_STRIDE * qid as u32)
 }
 /// H2C_DESC_PIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_h2c_dsc_pidx(qid: u16) -> u32 {
-    DMAP_SEL_BASE + 0x4 + DMAP_SEL_STRIDE * qid as u32
+pub const fn dmap_sel_h2c_dsc_pidx(qid: u16) -> Reg<H2cPidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0x4 + DMAP_SEL_STRIDE * qid as u32)
 }
 /// C2H_DESC_PIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_c2h_dsc_pidx(qid: u16) -> u32 {
-    DMAP_SEL_BASE + 0x8 + DMAP_SEL_STRIDE * qid as u32
+pub const fn dmap_sel_c2h_dsc_pidx(qid: u16) -> Reg<C2hPidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0x8 + DMAP_SEL_STRIDE * qid as u32)
 }
 /// CMPT_CIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_cmpt_cidx(qid: u16) -> u32 {
-    DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid as u32
+pub const fn dmap_sel_cmpt_cidx(qid: u16) -> Reg<CmptCidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid as u32)
 }
 
 /// Values of the global tables as the reference driver programs them (hardware.md §3.1).
@@ -167,8 +172,8 @@ pub mod tables {
 /// them: (leaf mask register, value, GLBL_ERR_MASK group bit).
 pub mod errors {
     use super::{
-        C2H_ERR_MASK, C2H_FATAL_ERR_MASK, GLBL_DSC_ERR_MSK, GLBL_TRQ_ERR_MSK, H2C_ERR_MASK, RAM_DBE_MASK,
-        RAM_SBE_MASK,
+        Reg, C2H_ERR_MASK, C2H_FATAL_ERR_MASK, GLBL_DSC_ERR_MSK, GLBL_TRQ_ERR_MSK, H2C_ERR_MASK,
+        RAM_DBE_MASK, RAM_SBE_MASK,
     };
 
     /// GLBL_ERR_MASK bit 0: RAM single-bit errors.
@@ -190,8 +195,8 @@ pub mod errors {
     /// One leaf error group.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct LeafGroup {
-        /// Leaf mask register (BAR0 offset).
-        pub mask_reg: u32,
+        /// Leaf mask register.
+        pub mask_reg: Reg<u32>,
         /// Value written to the leaf mask register.
         pub mask_value: u32,
         /// GLBL_ERR_MASK bit enabling the group.

@@ -1,20 +1,22 @@
 //! Shell register space (BAR2): system configuration and the per-function QDMA subsystem blocks
 //! (hardware.md §2). The CMAC subsystems and packet adapters are in [`super::cmac`].
 
+use super::Reg;
+
 /// BUILD_STATUS: build timestamp (RO).
-pub const BUILD_STATUS: u32 = 0x000;
+pub const BUILD_STATUS: Reg<u32> = Reg::at(0x000);
 /// SYSTEM_RESET: any write resets every shell and user block (WO).
-pub const SYSTEM_RESET: u32 = 0x004;
+pub const SYSTEM_RESET: Reg<u32> = Reg::at(0x004);
 /// SYSTEM_STATUS: bit 0 = system reset done (RO).
-pub const SYSTEM_STATUS: u32 = 0x008;
+pub const SYSTEM_STATUS: Reg<u32> = Reg::at(0x008);
 /// SHELL_RESET: write 1 to a bit to reset that shell block; the bit self-clears (WO).
-pub const SHELL_RESET: u32 = 0x00C;
+pub const SHELL_RESET: Reg<u32> = Reg::at(0x00C);
 /// SHELL_STATUS: per-block "reset done"; a bit reads 0 while its block is in reset (RO).
-pub const SHELL_STATUS: u32 = 0x010;
+pub const SHELL_STATUS: Reg<u32> = Reg::at(0x010);
 /// USER_RESET: the same scheme for user-box blocks (WO).
-pub const USER_RESET: u32 = 0x014;
+pub const USER_RESET: Reg<u32> = Reg::at(0x014);
 /// USER_STATUS: the same scheme for user-box blocks (RO).
-pub const USER_STATUS: u32 = 0x018;
+pub const USER_STATUS: Reg<u32> = Reg::at(0x018);
 
 /// SHELL_RESET / SHELL_STATUS bits as wired at the shell top level (hardware.md §2.2).
 pub mod reset_bits {
@@ -73,20 +75,20 @@ pub const fn qdma_func_base(func: u8) -> u32 {
 
 /// QCONF of function `func`.
 #[must_use]
-pub const fn qconf(func: u8) -> u32 {
-    qdma_func_base(func) + QCONF_OFFSET
+pub const fn qconf(func: u8) -> Reg<u32> {
+    Reg::at(qdma_func_base(func) + QCONF_OFFSET)
 }
 
 /// Indirection table entry `k` (0..128) of function `func`.
 #[must_use]
-pub const fn indir_table(func: u8, k: usize) -> u32 {
-    qdma_func_base(func) + INDIR_TABLE_OFFSET + 4 * k as u32
+pub const fn indir_table(func: u8, k: usize) -> Reg<u32> {
+    Reg::at(qdma_func_base(func) + INDIR_TABLE_OFFSET + 4 * k as u32)
 }
 
 /// Hash key register `k` (0..10) of function `func`.
 #[must_use]
-pub const fn hash_key(func: u8, k: usize) -> u32 {
-    qdma_func_base(func) + HASH_KEY_OFFSET + 4 * k as u32
+pub const fn hash_key(func: u8, k: usize) -> Reg<u32> {
+    Reg::at(qdma_func_base(func) + HASH_KEY_OFFSET + 4 * k as u32)
 }
 
 /// QCONF value: `qbase << 16 | numq`.

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use onic_hal::regs::{cmac, qdma, shell};
-use onic_hal::{AddrLimit, CoherentRegion, Direction, DmaMemory, DmaPage, RegisterWindow, PAGE_SIZE};
+use onic_hal::{
+    AddrLimit, BlockReg, CoherentRegion, Direction, DmaMemory, DmaPage, RegValue, RegisterAccess, PAGE_SIZE,
+};
 use onic_sim::{Card, CardConfig, SimDma};
 
 pub const SEL_SW_C2H: u32 = 0;
@@ -41,16 +43,16 @@ pub fn card_with(f: impl FnOnce(&mut CardConfig)) -> Card {
 pub fn ctxt_cmd(card: &Card, sel: u32, op: u32, q: u32) -> u32 {
     let bar0 = card.qdma(0);
     let cmd = (sel << 1) | (op << 5) | (q << 7);
-    bar0.write32(qdma::IND_CTXT_CMD, cmd);
-    assert_eq!(bar0.read32(qdma::IND_CTXT_CMD) & 1, 0, "busy");
+    bar0.write(qdma::IND_CTXT_CMD, RegValue::from_bits(cmd));
+    assert_eq!(bar0.read(qdma::IND_CTXT_CMD).bits() & 1, 0, "busy");
     cmd
 }
 
 pub fn ctxt_write(card: &Card, sel: u32, q: u32, words: &[u32]) {
     let bar0 = card.qdma(0);
     for i in 0..qdma::IND_CTXT_WORDS {
-        bar0.write32(qdma::ind_ctxt_data(i), words.get(i).copied().unwrap_or(0));
-        bar0.write32(qdma::ind_ctxt_mask(i), 0xFFFF_FFFF);
+        bar0.write(qdma::ind_ctxt_data(i), words.get(i).copied().unwrap_or(0));
+        bar0.write(qdma::ind_ctxt_mask(i), 0xFFFF_FFFF);
     }
     ctxt_cmd(card, sel, OP_WRITE, q);
 }
@@ -58,20 +60,20 @@ pub fn ctxt_write(card: &Card, sel: u32, q: u32, words: &[u32]) {
 pub fn ctxt_read(card: &Card, sel: u32, q: u32) -> [u32; 8] {
     ctxt_cmd(card, sel, OP_READ, q);
     let bar0 = card.qdma(0);
-    core::array::from_fn(|i| bar0.read32(qdma::ind_ctxt_data(i)))
+    core::array::from_fn(|i| bar0.read(qdma::ind_ctxt_data(i)))
 }
 
 /// hardware.md §3 global CSR init with the reference tables.
 pub fn init_globals(card: &Card) {
     let bar0 = card.qdma(0);
     for i in 0..qdma::GLOBAL_TABLE_LEN {
-        bar0.write32(qdma::glbl_rng_sz(i), qdma::tables::RING_SIZES[i]);
-        bar0.write32(qdma::c2h_buf_sz(i), qdma::tables::C2H_BUF_SIZES[i]);
-        bar0.write32(qdma::c2h_timer_cnt(i), qdma::tables::C2H_TIMER_COUNTS[i]);
-        bar0.write32(qdma::c2h_cnt_th(i), qdma::tables::C2H_COUNT_THRESHOLDS[i]);
+        bar0.write(qdma::glbl_rng_sz(i), qdma::tables::RING_SIZES[i]);
+        bar0.write(qdma::c2h_buf_sz(i), qdma::tables::C2H_BUF_SIZES[i]);
+        bar0.write(qdma::c2h_timer_cnt(i), qdma::tables::C2H_TIMER_COUNTS[i]);
+        bar0.write(qdma::c2h_cnt_th(i), qdma::tables::C2H_COUNT_THRESHOLDS[i]);
     }
-    bar0.write32(qdma::C2H_INT_TIMER_TICK, qdma::tables::C2H_INT_TIMER_TICK_VALUE);
-    bar0.write32(qdma::GLBL_DSC_CFG, 0x30);
+    bar0.write(qdma::C2H_INT_TIMER_TICK, qdma::tables::C2H_INT_TIMER_TICK_VALUE);
+    bar0.write(qdma::GLBL_DSC_CFG, RegValue::from_bits(0x30));
 }
 
 /// FMAP + QCONF + indirection table (entry k = k mod qmax) for `func`, qbase = 64 x func.
@@ -80,9 +82,9 @@ pub fn setup_function(card: &Card, func: u8, qmax: u32) {
     ctxt_cmd(card, SEL_FMAP, OP_CLEAR, u32::from(func));
     ctxt_write(card, SEL_FMAP, u32::from(func), &[qbase, qmax]);
     let bar2 = card.shell();
-    bar2.write32(shell::qconf(func), (qbase << 16) | qmax);
+    bar2.write(shell::qconf(func), (qbase << 16) | qmax);
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        bar2.write32(shell::indir_table(func, k), k as u32 % qmax);
+        bar2.write(shell::indir_table(func, k), k as u32 % qmax);
     }
 }
 
@@ -91,13 +93,13 @@ pub fn enable_cmacs(card: &Card) {
     let bar2 = card.shell();
     for port in 0..2u8 {
         let base = cmac::cmac_base(port);
-        if bar2.read32(base + cmac::CORE_VERSION) != cmac::CORE_VERSION_EXPECTED {
+        if bar2.read(cmac::CORE_VERSION.on(base)) != cmac::CORE_VERSION_EXPECTED {
             break;
         }
-        bar2.write32(shell::SHELL_RESET, shell::reset_bits::cmac(port));
-        while bar2.read32(shell::SHELL_STATUS) & shell::reset_bits::cmac(port) == 0 {}
+        bar2.write(shell::SHELL_RESET, shell::reset_bits::cmac(port));
+        while bar2.read(shell::SHELL_STATUS) & shell::reset_bits::cmac(port) == 0 {}
         for w in cmac::ENABLE_RSFEC.iter().chain(cmac::ENABLE_MAC.iter()) {
-            bar2.write32(base + w.offset, w.value);
+            bar2.write(w.reg.on(base), w.value);
         }
     }
 }
@@ -117,8 +119,8 @@ pub fn ready_card() -> Card {
     ready_card_with(|_| {})
 }
 
-pub fn adapter_counter(card: &Card, port: u8, offset: u32) -> u32 {
-    card.shell().read32(cmac::adapter_base(port) + offset)
+pub fn adapter_counter(card: &Card, port: u8, reg: BlockReg<u32>) -> u32 {
+    card.shell().read(reg.on(cmac::adapter_base(port)))
 }
 
 /// A transmit (H2C) queue with 16-byte descriptors.
@@ -196,9 +198,10 @@ impl<'a> TxQueue<'a> {
     }
 
     pub fn doorbell(&self) {
-        self.card
-            .qdma(self.func)
-            .write32(qdma::dmap_sel_h2c_dsc_pidx(self.qid), self.pidx);
+        self.card.qdma(self.func).write(
+            qdma::dmap_sel_h2c_dsc_pidx(self.qid),
+            RegValue::from_bits(self.pidx),
+        );
     }
 
     /// (pidx, cidx) of the status record in the last slot.
@@ -366,7 +369,7 @@ impl<'a> RxQueue<'a> {
         self.desc_pidx = pidx;
         self.card
             .qdma(self.func)
-            .write32(qdma::dmap_sel_c2h_dsc_pidx(self.qid), pidx);
+            .write(qdma::dmap_sel_c2h_dsc_pidx(self.qid), RegValue::from_bits(pidx));
     }
 
     pub fn cmpt_doorbell(&self, arm: bool) {
@@ -380,7 +383,7 @@ impl<'a> RxQueue<'a> {
             | u32::from(arm) << 28;
         self.card
             .qdma(self.func)
-            .write32(qdma::dmap_sel_cmpt_cidx(self.qid), v);
+            .write(qdma::dmap_sel_cmpt_cidx(self.qid), RegValue::from_bits(v));
     }
 
     pub fn esize(&self) -> usize {

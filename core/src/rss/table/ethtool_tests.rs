@@ -6,7 +6,7 @@ use std::vec;
 use std::vec::Vec;
 
 use onic_hal::recording::{Access, Recorder};
-use onic_hal::{Bar, RegisterWindow};
+use onic_hal::{Bar, RegisterAccess};
 
 use super::{read_back, read_key, read_table, write_key, write_table};
 use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
@@ -327,6 +327,6 @@ fn default_key_is_the_reset_value_in_registers() {
     let rec = Recorder::new();
     let shell = rec.window(Bar::Shell);
     write_key(&shell, 0, &RssKey::DEFAULT).unwrap();
-    assert_eq!(shell.read32(0x1600), 0xD6E31417);
-    assert_eq!(shell.read32(0x1624), 0x7C9C37DE);
+    assert_eq!(shell.read(onic_hal::regs::shell::hash_key(0, 0)), 0xD6E31417);
+    assert_eq!(shell.read(onic_hal::regs::shell::hash_key(0, 9)), 0x7C9C37DE);
 }
