@@ -26,22 +26,6 @@ extern crate std;
 #[cfg(test)]
 mod testutil;
 
-/// `+=` for a struct of counters: every field added (wrapping: counters never panic). The struct
-/// is destructured, so a field added later without being listed here does not compile. Fields
-/// that are counter structs themselves are added with their own `+=`.
-macro_rules! counters_add_assign {
-    ($t:ident { $($f:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
-        impl core::ops::AddAssign for $t {
-            fn add_assign(&mut self, o: Self) {
-                let $t { $($f,)* $($($n,)*)? } = o;
-                $( self.$f = self.$f.wrapping_add($f); )*
-                $($( self.$n += $n; )*)?
-            }
-        }
-    };
-}
-pub(crate) use counters_add_assign;
-
 pub mod config;
 pub mod device;
 pub mod error;

@@ -2,6 +2,22 @@
 //! their per-pair snapshot. The counter types live here, apart from the queues and pools that
 //! update them, so that the names and totals (`ethtool`) depend on the counters alone.
 
+/// `+=` for a struct of counters: every field added (wrapping: counters never panic). The struct
+/// is destructured, so a field added later without being listed here does not compile. Fields
+/// that are counter structs themselves are added with their own `+=`.
+macro_rules! counters_add_assign {
+    ($t:ident { $($f:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
+        impl core::ops::AddAssign for $t {
+            fn add_assign(&mut self, o: Self) {
+                let $t { $($f,)* $($($n,)*)? } = o;
+                $( self.$f = self.$f.wrapping_add($f); )*
+                $($( self.$n += $n; )*)?
+            }
+        }
+    };
+}
+pub(crate) use counters_add_assign;
+
 /// Allocation statistics, named as Linux's `page_pool_alloc_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -59,7 +75,7 @@ pub struct PoolStats {
     pub os_returns: u64,
 }
 
-crate::counters_add_assign!(PoolAllocStats {
+counters_add_assign!(PoolAllocStats {
     fast,
     slow,
     slow_high_order,
@@ -67,14 +83,14 @@ crate::counters_add_assign!(PoolAllocStats {
     refill,
     waive,
 });
-crate::counters_add_assign!(PoolRecycleStats {
+counters_add_assign!(PoolRecycleStats {
     cached,
     cache_full,
     ring,
     ring_full,
     released_refcnt,
 });
-crate::counters_add_assign!(PoolStats {
+counters_add_assign!(PoolStats {
     pages_from_hal,
     pages_to_hal,
     hal_alloc_failures,
@@ -136,7 +152,7 @@ pub struct RxStats {
     pub rx_abandoned: u64,
 }
 
-crate::counters_add_assign!(RxStats {
+counters_add_assign!(RxStats {
     rx_packets,
     rx_bytes,
     recycled,
@@ -208,7 +224,7 @@ pub struct TxStats {
     pub tx_aborted: u64,
 }
 
-crate::counters_add_assign!(TxStats {
+counters_add_assign!(TxStats {
     tx_packets,
     tx_bytes,
     queued,
@@ -256,7 +272,7 @@ pub struct PairStats {
     pub rx_pass_refused: u64,
 }
 
-crate::counters_add_assign!(PairStats {
+counters_add_assign!(PairStats {
     rx_xdp_tx,
     rx_xdp_redirect,
     rx_xdp_tx_errors,
@@ -282,4 +298,4 @@ pub struct QueueCounters {
     pub pool: PoolStats,
 }
 
-crate::counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });
+counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });

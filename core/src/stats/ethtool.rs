@@ -22,7 +22,7 @@ use core::fmt;
 
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS, XDP_STAT_NAMES};
 
-use crate::stats::counters::QueueCounters;
+use crate::stats::counters::{counters_add_assign, QueueCounters};
 use crate::stats::hw::HW_COUNTERS;
 
 /// Entries of the reference driver's `ethtool -S` list (59 CMAC + 5 adapter + 7 XDP).
@@ -278,7 +278,7 @@ pub struct Stats64 {
     pub rx_missed_errors: u64,
 }
 
-crate::counters_add_assign!(Stats64 {
+counters_add_assign!(Stats64 {
     rx_packets,
     tx_packets,
     rx_bytes,
