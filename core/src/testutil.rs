@@ -10,8 +10,11 @@ pub(crate) fn card() -> Card {
     Card::new(CardConfig::default())
 }
 
+/// The device of a model card's function.
+pub(crate) type SimDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
+
 /// Brings up PF0 with `queues` queue pairs.
-pub(crate) fn device(card: &Card, queues: u16) -> Device<QdmaWindow<'_>, ShellWindow<'_>> {
+pub(crate) fn device(card: &Card, queues: u16) -> SimDevice<'_> {
     let cfg = DeviceConfig::new(0, queues).unwrap();
     let dev = Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg).unwrap();
     assert_eq!(card.violations(), []);

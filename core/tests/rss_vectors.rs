@@ -1,7 +1,7 @@
 //! RSS vectors and properties: the shell hash against hardware.md §9.4 and an independent model,
 //! the Microsoft Toeplitz vectors, table-driven == bit-serial reference for random keys and inputs.
 //! (The ethtool state rules and the register sequences of hardware.md §9.2 are tested inside the
-//! crate, `rss::table::ethtool_tests`: the programming is crate-private.)
+//! crate, `device::rss_control::ethtool_tests`: the programming is crate-private.)
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

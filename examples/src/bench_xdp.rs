@@ -28,8 +28,8 @@
 
 use std::time::{Duration, Instant};
 
+use onic_core::queue::rx::RxFrame;
 use onic_core::rss::ShellHasher;
-use onic_core::rx::RxFrame;
 use onic_core::xdp::{DevMap, TxTarget, XdpAction, XdpBuff};
 use onic_core::{PassInfo, RxContext, XdpRxq};
 use onic_hal::DmaPage;
@@ -112,7 +112,7 @@ fn frame(wire_len: usize) -> Vec<u8> {
 struct Bench<'c> {
     card: &'c Card,
     ports: Vec<PortRig<'c>>,
-    rings: Vec<&'static onic_core::pool::RecycleRing>,
+    rings: Vec<&'static onic_core::queue::pool::RecycleRing>,
     hasher: ShellHasher,
     progs: Vec<HeldProg>,
 }
@@ -273,7 +273,7 @@ pub fn run() -> Result<Vec<(String, f64, &'static str)>, String> {
     cc.wire = Wire::Open;
     let card = Card::new(cc);
     let mut rings = Vec::new();
-    let ports = bring_up(&card, 1, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let ports = bring_up(&card, 1, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
     let mut b = Bench {
         card: &card,
         ports,

@@ -15,7 +15,7 @@ pub const BASE_BYTES: u64 = 64 << 20;
 
 /// Pages a page pool may hold besides its ring: its cache and its recycle ring.
 pub const POOL_EXTRA_PAGES: u64 =
-    (onic_core::pool::POOL_CACHE_DEFAULT + onic_core::pool::RECYCLE_RING_CAPACITY) as u64;
+    (onic_core::queue::pool::POOL_CACHE_DEFAULT + onic_core::queue::pool::RECYCLE_RING_CAPACITY) as u64;
 
 /// Bytes as `12.3 GB` / `45.6 MB`.
 #[must_use]

@@ -19,13 +19,13 @@ use std::time::Duration;
 
 use onic_cli::pcap;
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::ethtool::{EthtoolStats, Stats64};
-use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue_pair::QueuePair;
+use onic_core::queue::pair::QueuePair;
+use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::queue::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::rss::ShellHasher;
-use onic_core::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::QueueCounters;
-use onic_core::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::xdp::{
     return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff,
     XdpFrame,
@@ -442,7 +442,12 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     cc.functions = 2;
     let card = Card::new(cc);
     let mut rings = Vec::new();
-    let mut ports = bring_up(&card, queues, onic_core::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let mut ports = bring_up(
+        &card,
+        queues,
+        onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN,
+        &mut rings,
+    )?;
     let mut out = Outputs::default();
     Replay {
         card: &card,

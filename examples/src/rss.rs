@@ -7,9 +7,8 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use crate::rng::Rng;
-use onic_core::rss::{
-    HashFunction, RssConfig, RssKey, RxHash, ShellHasher, ShellTuple, Toeplitz, KEY_LEN, TABLE_LEN,
-};
+use onic_core::device::rss_control::{HashFunction, RssConfig};
+use onic_core::rss::{RssKey, RxHash, ShellHasher, ShellTuple, Toeplitz, KEY_LEN, TABLE_LEN};
 
 /// Arguments of `onic rss`.
 #[derive(clap::Args)]

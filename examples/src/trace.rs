@@ -3,8 +3,8 @@
 
 use clap::{Args, Subcommand};
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::rss::HashFunction;
-use onic_core::Device;
+use onic_core::device::rss_control::HashFunction;
+use onic_core::{Device, QueueControl};
 use onic_hal::recording::{opennic_presets, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
 

@@ -45,14 +45,15 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use onic_bpf::{SimHost, XdpEngine};
 use onic_core::config::{DeviceConfig, RingSizeIdx};
-use onic_core::pool::release_to_hal;
-use onic_core::pool::{PageCounts, PoolStats, RecycleRing};
-use onic_core::queue_pair::PairPoll;
+use onic_core::queue::pair::PairPoll;
+use onic_core::queue::pool::release_to_hal;
+use onic_core::queue::pool::{PageCounts, RecycleRing};
+use onic_core::queue::rx::RxFrame;
+use onic_core::queue::tx::{TxDone, TxError};
 use onic_core::rss::ShellHasher;
-use onic_core::rx::RxFrame;
 use onic_core::stats::read_hw_counters;
+use onic_core::stats::PoolStats;
 use onic_core::stats::{RxStats, TxStats};
-use onic_core::tx::{TxDone, TxError};
 use onic_core::xdp::{
     return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame,
 };

@@ -9,8 +9,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use onic_core::ethtool::{self, ChannelsRequest, NetSettings, RingRequest};
-use onic_core::rss::{HashFunction, RssConfig};
+use onic_core::device::settings::{self, ChannelsRequest, NetSettings, RingRequest};
+use onic_core::device::rss_control::{HashFunction, RssConfig};
 use onic_core::{BufSizeIdx, Device, DeviceConfig, RingSizeIdx};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, Wire};
 
@@ -117,15 +117,15 @@ fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
         }
         Op::Mtu(mtu) => {
             let r = net.set_mtu(mtu);
-            assert_eq!(r.is_ok(), (ethtool::MIN_MTU..=net.max_mtu()).contains(&mtu));
+            assert_eq!(r.is_ok(), (settings::MIN_MTU..=net.max_mtu()).contains(&mtu));
             r.is_err()
         }
         Op::FlowHash { flow_type, fields } => {
-            let r = ethtool::set_rx_flow_hash(flow_type, fields);
-            assert_eq!(r.is_ok(), ethtool::rx_flow_hash(flow_type) == Ok(fields));
+            let r = settings::set_rx_flow_hash(flow_type, fields);
+            assert_eq!(r.is_ok(), settings::rx_flow_hash(flow_type) == Ok(fields));
             r.is_err()
         }
-        Op::ReadFlowHash(t) => ethtool::rx_flow_hash(t).is_err(),
+        Op::ReadFlowHash(t) => settings::rx_flow_hash(t).is_err(),
     };
     if refused {
         assert_eq!(dev.rss(), before.0, "a refused request changed the RSS state");

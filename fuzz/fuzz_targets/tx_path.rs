@@ -11,7 +11,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use onic_core::tx::{PoolFrame, TxError, ETH_ZLEN, TX_MAX_FRAME};
+use onic_core::queue::tx::{PoolFrame, TxError, ETH_ZLEN, TX_MAX_FRAME};
 use onic_core::xdp::{xdp_xmit, XdpFrame};
 use onic_hal::layout::desc::{WbStatus, H2C_DESC_BYTES};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};

@@ -157,7 +157,7 @@ void onic_pp_put(void *qmem, void *p, u32 dirty, bool direct)
 }
 
 /* out[11]: alloc fast, slow, slow_high_order, empty, refill, waive; recycle cached,
- * cache_full, ring, ring_full, released_refcnt (Rust: onic_core::pool::PoolStats). */
+ * cache_full, ring, ring_full, released_refcnt (Rust: onic_core::stats::PoolStats). */
 void onic_pp_stats(void *qmem, u64 *out)
 {
 #ifdef CONFIG_PAGE_POOL_STATS

@@ -59,7 +59,7 @@ pub struct TxClean {
     /// Descriptors free now.
     pub free: u32,
     /// Free descriptors at which a stopped queue may be woken (the core's
-    /// [`onic_core::tx::TxThresholds::for_ring`]).
+    /// [`onic_core::queue::tx::TxThresholds::for_ring`]).
     pub wake_at: u32,
     /// The ring is in its error state (a device index it cannot trust, or stalled): the queue
     /// needs [`crate::port::Port::restart_queue`].
@@ -104,7 +104,7 @@ pub struct TxState {
 }
 
 /// The netdev's link statistics (`rtnl_link_stats64` fields the driver fills, from the core's
-/// [`onic_core::ethtool::Stats64`]).
+/// [`onic_core::stats::ethtool::Stats64`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct LinkStats {

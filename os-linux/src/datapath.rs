@@ -6,9 +6,9 @@
 
 use core::sync::atomic::Ordering;
 
+use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
-use onic_core::tx::{TxError, TxThresholds};
 use onic_core::xdp::{xdp_xmit, XdpRxq};
 use onic_core::NoPages;
 use onic_core::RxContext;

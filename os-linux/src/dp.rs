@@ -9,11 +9,11 @@
 
 use core::ptr::NonNull;
 
-use onic_core::pool::{PageProvider, PoolPage};
+use onic_core::queue::pool::{PageProvider, PoolPage};
+use onic_core::queue::rx::RxFrame;
+use onic_core::queue::tx::{TxDone, TxFrame};
 use onic_core::rss::{RssHashType, ShellHasher};
-use onic_core::rx::RxFrame;
 use onic_core::stats::{PairStats, QueueCounters, RxStats, TxStats};
-use onic_core::tx::{TxDone, TxFrame};
 use onic_core::xdp::{RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame, XdpRxHash};
 use onic_core::{PassInfo, RxSink};
 use onic_hal::{Direction, DmaAddr, PAGE_SIZE};

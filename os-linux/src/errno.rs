@@ -1,6 +1,6 @@
 //! Kernel error numbers the shim returns to the C glue (negated there, as the kernel expects).
 
-use onic_core::ethtool::EthtoolError;
+use onic_core::device::settings::EthtoolError;
 
 /// A positive Linux error number.
 pub type Errno = i32;

@@ -1,13 +1,13 @@
 //! `ethtool` string sets and statistics layout.
 //!
-//! `ethtool -S` is the core's list ([`onic_core::ethtool::EthtoolStats`]): the reference driver's
+//! `ethtool -S` is the core's list ([`onic_core::stats::ethtool::EthtoolStats`]): the reference driver's
 //! 71 names first, in its order (hardware.md §10.5: 59 CMAC counters, 5 packet-adapter counters, 7
 //! XDP totals), then `rx{q}_<name>` and `tx{q}_<name>` for every queue pair the function owns, then
 //! the page-pool counters with Linux's names (`rx_pp_alloc_fast`, ...), summed over the queues.
 
 use core::fmt::Write;
 
-use onic_core::ethtool::{
+use onic_core::stats::ethtool::{
     c_driver_stat_name, StatName, C_DRIVER_STATS, PAGE_POOL_STATS, RX_QUEUE_STATS, TX_QUEUE_STATS,
 };
 
@@ -24,7 +24,7 @@ pub const REFERENCE_STATS: usize = C_DRIVER_STATS;
 
 /// Number of `ethtool -S` entries for a port listing `queues` queue pairs: the reference list,
 /// `rx{q}_*` and `tx{q}_*` per queue, then the page-pool counters (the core's layout,
-/// [`onic_core::ethtool`]).
+/// [`onic_core::stats::ethtool`]).
 #[must_use]
 pub const fn stats_count(queues: usize) -> usize {
     C_DRIVER_STATS + queues * (RX_QUEUE_STATS.len() + TX_QUEUE_STATS.len()) + PAGE_POOL_STATS.len()
@@ -82,10 +82,10 @@ pub fn reference_name(index: usize, out: &mut [u8; ETH_GSTRING_LEN]) -> bool {
 
 /// `ethtool -n <dev> rx-flow-hash <type>` (ETHTOOL_GRXFH): the `RXH_*` fields the shell's RSS
 /// hash really covers for a flow type, as the core states them
-/// ([`onic_core::ethtool::rx_flow_hash`]); nothing for a flow type ethtool does not define.
+/// ([`onic_core::device::settings::rx_flow_hash`]); nothing for a flow type ethtool does not define.
 #[must_use]
 pub const fn rx_flow_hash_fields(flow_type: u32) -> u64 {
-    match onic_core::ethtool::rx_flow_hash(flow_type) {
+    match onic_core::device::settings::rx_flow_hash(flow_type) {
         Ok(fields) => fields,
         Err(_) => 0,
     }
@@ -98,7 +98,8 @@ pub const fn rx_flow_hash_fields(flow_type: u32) -> u64 {
 ///
 /// `EOPNOTSUPP` for other fields, `EINVAL` for a flow type ethtool does not define.
 pub fn set_rx_flow_hash(flow_type: u32, fields: u64) -> Result<(), Errno> {
-    onic_core::ethtool::set_rx_flow_hash(flow_type, fields).map_err(|e| crate::errno::from_ethtool(&e))
+    onic_core::device::settings::set_rx_flow_hash(flow_type, fields)
+        .map_err(|e| crate::errno::from_ethtool(&e))
 }
 
 #[cfg(test)]

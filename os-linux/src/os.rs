@@ -9,7 +9,7 @@
 
 use core::ptr::NonNull;
 
-use onic_core::pool::PoolStats;
+use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_hal::{Direction, DmaAddr};
 

@@ -23,11 +23,11 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use onic_core::ethtool::{
-    check_channels, ChannelsRequest, EthtoolStats, NetSettings, RingRequest, Stats64, MIN_MTU,
-};
-use onic_core::rss::{HashFunction, RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
-use onic_core::rx::DEFAULT_MAX_FRAME_LEN;
+use onic_core::device::rss_control::HashFunction;
+use onic_core::device::settings::{check_channels, ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
+use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
+use onic_core::rss::{RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
+use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::{QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, RingSizeIdx, RxQueueConfig};
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};

@@ -20,8 +20,8 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 
 use onic_core::config::MAX_QUEUES_PER_FUNCTION;
+use onic_core::queue::tx::TxSlot;
 use onic_core::stats::QueueCounters;
-use onic_core::tx::TxSlot;
 use onic_core::{
     Device, NoPage, NoPages, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
     TxQueueConfig, TxStats,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use onic_core::{Device, DeviceConfig, RingSizeIdx, TxQueueConfig};
+use onic_core::{Device, DeviceConfig, QueueControl, RingSizeIdx, TxQueueConfig};
 use onic_hal::{DmaAddr, SharedLock, Unshared};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimRegs, SpinLock};
 use onic_sim::Violation;

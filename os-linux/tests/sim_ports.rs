@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use onic_core::pool::PoolStats;
+use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
 use onic_hal::DmaAddr;

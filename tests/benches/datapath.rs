@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use onic_core::pool::{PageBurst, PageProvider};
-use onic_core::rx::RxFrame;
+use onic_core::queue::pool::{PageBurst, PageProvider};
+use onic_core::queue::rx::RxFrame;
 use onic_core::PassInfo;
 use onic_hal::{Direction, DmaPage};
 use onic_tests::bench::{

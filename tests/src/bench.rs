@@ -27,9 +27,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx};
-use onic_core::pool::{PageBurst, PageProvider, RecycleRing};
-use onic_core::rx::RxFrame;
-use onic_core::tx::TxDone;
+use onic_core::queue::pool::{PageBurst, PageProvider, RecycleRing};
+use onic_core::queue::rx::RxFrame;
+use onic_core::queue::tx::TxDone;
 use onic_core::xdp::{NoRedirect, RawXdpProgram};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::regs::qdma::tables::RING_SIZES;

@@ -24,10 +24,10 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue_pair::{PairPoll, QueuePair};
-use onic_core::rx::{RxFrame, RxOptions, RxQueue};
-use onic_core::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
+use onic_core::queue::pair::{PairPoll, QueuePair};
+use onic_core::queue::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::queue::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{
     return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction,
     XdpBuff, XdpFrame, XdpProgram,
@@ -128,7 +128,7 @@ impl Setup {
             bulk: 64,
             policy: drop_all,
             c2h_status_check: true,
-            stall_polls: onic_core::rx::RX_STALL_POLLS_DEFAULT,
+            stall_polls: onic_core::queue::rx::RX_STALL_POLLS_DEFAULT,
         }
     }
 

@@ -18,12 +18,12 @@ use std::cell::Cell;
 use std::sync::atomic::{fence, Ordering};
 
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, RecycleRing};
-use onic_core::qdma::Doorbells;
-use onic_core::queue_pair::QueuePair;
+use onic_core::queue::doorbell::Doorbells;
+use onic_core::queue::pair::QueuePair;
+use onic_core::queue::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, RecycleRing};
+use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
-use onic_core::rx::{RxFrame, RxOptions, RxQueue};
-use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{return_to_origin, DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};

@@ -4,7 +4,7 @@
 //! here. Deviations from the reference driver (docs/deviations.md) are marked "deviation".
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::{ConfigError, Device, Error};
+use onic_core::{ConfigError, Device, Error, QueueControl};
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::recording::{Preset, PresetValue, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
@@ -516,7 +516,7 @@ const MS_KEY: [u8; 40] = [
 
 #[test]
 fn rss_set_writes_table_then_key_in_spec_order() {
-    use onic_core::rss::HashFunction;
+    use onic_core::device::rss_control::HashFunction;
     let rec = Recorder::opennic();
     let dev = init(&rec, 0, 8).unwrap();
     rec.take_log();
@@ -574,7 +574,8 @@ fn rss_get_reads_table_then_key_and_masks_stale_bits() {
 
 #[test]
 fn rss_requests_that_fail_validation_touch_nothing() {
-    use onic_core::rss::{HashFunction, RssError};
+    use onic_core::device::rss_control::HashFunction;
+    use onic_core::rss::RssError;
     let rec = Recorder::opennic();
     let dev = init(&rec, 0, 4).unwrap();
     rec.take_log();

@@ -2,7 +2,7 @@
 //! keeps (or, for a broken ring, stops) working, and no page is lost.
 
 use onic_core::error::QueueError;
-use onic_core::tx::TxError;
+use onic_core::queue::tx::TxError;
 use onic_sim::Corruption;
 use onic_tests::datapath::{drop_all, pass_all, Harness, Setup};
 

@@ -4,8 +4,8 @@
 //! census is checked at every step and after teardown.
 
 use onic_core::error::QueueError;
-use onic_core::rx::{PollOutcome, RX_STALL_POLLS_DEFAULT};
-use onic_core::tx::TxError;
+use onic_core::queue::rx::{PollOutcome, RX_STALL_POLLS_DEFAULT};
+use onic_core::queue::tx::TxError;
 use onic_hal::layout::desc::{WbStatus, H2C_DESC_BYTES};
 use onic_hal::{Direction, DmaAddr, DmaMemory};
 use onic_tests::datapath::{HFrame, Harness, Setup};

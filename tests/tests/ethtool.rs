@@ -3,8 +3,10 @@
 //! change.
 
 use onic_core::config::DeviceConfig;
-use onic_core::ethtool::{c_driver_stat_name, ChannelsRequest, EthtoolError, EthtoolStats, Stats64};
-use onic_core::rss::{HashFunction, RssError};
+use onic_core::device::rss_control::HashFunction;
+use onic_core::device::settings::{ChannelsRequest, EthtoolError};
+use onic_core::rss::RssError;
+use onic_core::stats::ethtool::{c_driver_stat_name, EthtoolStats, Stats64};
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{Device, Error};

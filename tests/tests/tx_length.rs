@@ -4,7 +4,7 @@
 //! back; the model checks every device read against the mappings, so a descriptor that slipped
 //! through would show up as a violation.
 
-use onic_core::tx::{PoolFrame, TxError, TX_MAX_FRAME};
+use onic_core::queue::tx::{PoolFrame, TxError, TX_MAX_FRAME};
 use onic_core::xdp::{xdp_xmit, XdpFrame};
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::SimDma;
@@ -232,7 +232,7 @@ fn the_default_buffer_length_is_the_frame_itself() {
         page: DmaPage,
         len: usize,
     }
-    impl onic_core::tx::TxFrame for Exact {
+    impl onic_core::queue::tx::TxFrame for Exact {
         fn dma_addr(&self) -> onic_hal::DmaAddr {
             self.page.dma_addr()
         }
@@ -244,7 +244,7 @@ fn the_default_buffer_length_is_the_frame_itself() {
         }
     }
     struct Back(Vec<Exact>);
-    impl onic_core::tx::TxDone<Exact> for Back {
+    impl onic_core::queue::tx::TxDone<Exact> for Back {
         fn os_done(&mut self, f: Exact) {
             self.0.push(f);
         }

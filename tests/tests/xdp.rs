@@ -4,8 +4,8 @@
 
 use std::cell::Cell;
 
-use onic_core::pool::PageCounts;
-use onic_core::rss::IndirectionTable;
+use onic_core::device::rss_control::IndirectionTable;
+use onic_core::queue::pool::PageCounts;
 use onic_core::xdp::{xdp_xmit, RawXdpProgram, XdpAction, XdpBuff, XdpFrame, XdpSlot};
 use onic_sim::Wire;
 use onic_tests::datapath::{frame_id, targets, HFrame, Harness, Setup};

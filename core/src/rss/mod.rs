@@ -1,5 +1,6 @@
-//! Receive-side scaling: the shell's own RX hash, standard Toeplitz, and the per-function
-//! indirection table and key (hardware.md §9).
+//! Receive-side scaling, the hashing side: the shell's own RX hash and standard Toeplitz
+//! (hardware.md §9). The per-function indirection table and key, and their programming, are device
+//! control: [`crate::device::rss_control`].
 //!
 //! The OpenNIC shell picks the RX queue of a frame as `indirection[hash & 0x7F] + qbase`, where
 //! `hash` is the shell's own XOR hash (hardware.md §9.4, *not* standard Toeplitz) over protocol,
@@ -11,13 +12,12 @@
 //!   per key) and [`shell_hash_reference`] (bit-serial, for tests).
 //! - [`toeplitz`]: the Microsoft RSS Toeplitz hash as other NICs compute it, [`Toeplitz`]
 //!   (table-driven) and [`toeplitz_reference`].
-//! - [`table`]: [`IndirectionTable`], [`RssConfig`] with ethtool `-X` semantics, and the register
-//!   programming and read-back of hardware.md §9.2.
 //!
 //! # Calling it from the RX path without parsing twice
 //!
 //! ```
-//! use onic_core::rss::{IndirectionTable, RssKey, ShellHasher, ShellTuple};
+//! use onic_core::device::rss_control::IndirectionTable;
+//! use onic_core::rss::{RssKey, ShellHasher, ShellTuple};
 //!
 //! // Once per key (13 KiB of tables; `const`-evaluable, so it can live in a `static`).
 //! static HASHER: ShellHasher = ShellHasher::new(&RssKey::DEFAULT);
@@ -39,12 +39,9 @@ use core::fmt;
 use onic_hal::regs::shell::{DEFAULT_HASH_KEY_WORDS, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES};
 
 pub mod shell_hash;
-pub mod table;
 pub mod toeplitz;
 
 pub use shell_hash::{ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple};
-pub(crate) use table::read_back;
-pub use table::{HashFunction, IndirectionTable, RssConfig, RssParts};
 pub use toeplitz::{toeplitz_reference, Toeplitz};
 
 /// Length of the shell's RSS key in bytes (10 registers of 32 bits, hardware.md §9.1).

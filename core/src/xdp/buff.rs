@@ -15,7 +15,7 @@
 //! changes nothing.
 
 use crate::config::{RX_HEADROOM, RX_TAILROOM};
-pub use crate::queue_pair::{XdpRxHash, XdpRxq};
+pub use crate::queue::pair::{XdpRxHash, XdpRxq};
 
 /// Headroom in front of every received frame (`XDP_PACKET_HEADROOM`, 256 bytes).
 pub const XDP_PACKET_HEADROOM: usize = RX_HEADROOM as usize;

@@ -9,9 +9,9 @@
 use onic_hal::{DmaAddr, DmaMemory, RegisterWindow};
 
 use crate::config::RX_HEADROOM;
-use crate::pool::{PoolPage, RecycleRing};
-use crate::qdma::Doorbells;
-use crate::tx::{TxFrame, TxQueue};
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pool::{PoolPage, RecycleRing};
+use crate::queue::tx::{TxFrame, TxQueue};
 
 /// A frame in a page of some pool, on its way to a redirect target.
 #[derive(Debug)]
@@ -280,7 +280,7 @@ impl<Pg, const N: usize> core::fmt::Debug for DevMap<'_, Pg, N> {
 /// # Errors
 ///
 /// The page comes back when the ring is full or `origin` names no ring; the caller then releases
-/// it to the HAL ([`crate::pool::release_to_hal`]).
+/// it to the HAL ([`crate::queue::pool::release_to_hal`]).
 pub fn return_to_origin<Pg>(rings: &[&RecycleRing<Pg>], frame: XdpFrame<Pg>) -> Result<(), Pg> {
     let dirty = frame.dirty_len();
     match rings.get(usize::from(frame.origin)) {

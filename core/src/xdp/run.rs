@@ -7,13 +7,13 @@ use super::buff::{XdpBuff, XdpRxHash, XdpRxq};
 use super::redirect::{RedirectTable, Redirected, XdpFrame};
 use super::{RawXdpProgram, XdpAction};
 use crate::config::RX_HEADROOM;
-use crate::pool::{PageProvider, PoolPage};
-use crate::qdma::Doorbells;
-use crate::queue_pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
+use crate::queue::pool::{PageProvider, PoolPage};
+use crate::queue::rx::{FrameHandler, Handled, RxFrame};
+use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
 use crate::rss::RxHasher;
-use crate::rx::{FrameHandler, Handled, RxFrame};
-use crate::stats::PairStats;
-use crate::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
+use crate::stats::counters::PairStats;
 
 /// What one poll needs besides the pair: the program (if any), where passed and redirected
 /// frames go, and what the program may ask about a frame.

@@ -2,9 +2,9 @@
 
 use onic_hal::{DmaMemory, RegisterWindow};
 
-use crate::pool::PoolPage;
-use crate::qdma::Doorbells;
-use crate::tx::{TxFrame, TxQueue};
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pool::PoolPage;
+use crate::queue::tx::{TxFrame, TxQueue};
 
 /// Queues a batch of frames owned by someone else (another device's redirected frames) on `tx`,
 /// with Linux's `ndo_xdp_xmit` contract:
@@ -12,7 +12,7 @@ use crate::tx::{TxFrame, TxQueue};
 /// - frames are taken in order and queuing stops at the first one that cannot be queued (ring
 ///   full, bad length, queue error);
 /// - the return value is how many were queued: `frames[..n]` are now the queue's (each comes
-///   back through [`crate::tx::TxDone::remote_done`] when the device is done), `frames[n..]` are
+///   back through [`crate::queue::tx::TxDone::remote_done`] when the device is done), `frames[n..]` are
 ///   untouched and still the caller's: nothing the caller owns is freed, so it can free them
 ///   itself (the reference driver frees frames it failed to send, which the kernel then frees
 ///   again);

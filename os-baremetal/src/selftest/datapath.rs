@@ -26,13 +26,14 @@
 use alloc::vec::Vec;
 
 use heapless::Vec as HVec;
-use onic_core::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
-use onic_core::qdma::Doorbells;
-use onic_core::queue_pair::{PairPoll, QueuePair};
-use onic_core::rss::{IndirectionTable, RxHasher, ShellHasher};
-use onic_core::rx::RxFrame;
-use onic_core::rx::{RxOptions, RxQueue};
-use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::device::rss_control::IndirectionTable;
+use onic_core::queue::doorbell::Doorbells;
+use onic_core::queue::pair::{PairPoll, QueuePair};
+use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue::rx::RxFrame;
+use onic_core::queue::rx::{RxOptions, RxQueue};
+use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::rss::{RxHasher, ShellHasher};
 use onic_core::xdp::{
     return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, TxTarget, XdpFrame, XdpRxq, XdpSlot,
 };

@@ -2,8 +2,8 @@
 //! and that nothing is lost, leaked or touched out of bounds.
 
 use heapless::Vec as HVec;
+use onic_core::queue::tx::TxError;
 use onic_core::stats::read_hw_counters;
-use onic_core::tx::TxError;
 use onic_core::QueueError;
 use onic_sim::{Card, Corruption};
 

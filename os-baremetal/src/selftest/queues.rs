@@ -2,8 +2,8 @@
 //! queue pairs the datapath groups use, built from the slot storage and started through
 //! `Device`, their contexts read back and their RX rings checked full.
 
-use onic_core::qdma::context_read;
-use onic_core::{RingSizeIdx, TxQueueConfig};
+use onic_core::device::contexts::context_read;
+use onic_core::{QueueControl, RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 

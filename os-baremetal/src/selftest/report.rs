@@ -2,7 +2,7 @@
 
 use core::sync::atomic::Ordering;
 
-use onic_core::pool::PoolStats;
+use onic_core::stats::PoolStats;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 
 use super::teardown::Summary;

@@ -4,7 +4,8 @@
 //! `IndirectionTable::queue_for(ShellHasher::hash_frame(frame).value)` of the receiving PF's
 //! current state.
 
-use onic_core::rss::{HashFunction, IndirectionTable, RssKey, ShellHasher};
+use onic_core::device::rss_control::{HashFunction, IndirectionTable};
+use onic_core::rss::{RssKey, ShellHasher};
 
 use super::datapath::{self, PAIRS};
 use super::frames::{self, MAX_BUILD};

@@ -3,9 +3,9 @@
 //! devices, the model's DMA bookkeeping and violations, the heap.
 
 use heapless::Vec as HVec;
-use onic_core::pool::PoolStats;
-use onic_core::queue_pair::QueuePair;
+use onic_core::queue::pair::QueuePair;
 use onic_core::stats::PairStats;
+use onic_core::stats::PoolStats;
 use onic_core::stats::{read_hw_counters, HW_COUNTERS};
 use onic_core::{QueueError, RxStats, TxStats};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel};

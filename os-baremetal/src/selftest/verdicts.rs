@@ -3,8 +3,8 @@
 //! `rx_xdp_*`, the pools' statistics) and of the image (TX completions, the wire) must say what
 //! happened. Then PF1's program is swapped and detached between polls while frames arrive.
 
-use onic_core::pool::PoolStats;
 use onic_core::stats::PairStats;
+use onic_core::stats::PoolStats;
 use onic_core::RxStats;
 
 use super::datapath::{self, run_until, Book, WAIT_NS};

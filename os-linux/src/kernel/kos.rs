@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use onic_core::pool::{PoolAllocStats, PoolRecycleStats, PoolStats};
+use onic_core::stats::{PoolAllocStats, PoolRecycleStats, PoolStats};
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 

@@ -55,15 +55,15 @@
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
 
 use crate::config::{RxQueueConfig, RX_HEADROOM};
-use crate::device::Device;
 use crate::error::{ConfigError, QueueError, Result};
-use crate::pool::{PageProvider, PoolPage};
-use crate::qdma::Doorbells;
-use crate::ring::{Color, Ring};
-use crate::stats::RxStats;
+use crate::queue::control::QueueControl;
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pool::{PageProvider, PoolPage};
+use crate::queue::ring::{Color, Ring};
+use crate::stats::counters::RxStats;
 
 /// Largest frame the stock shell passes (hardware.md §14: 1514 bytes without FCS).
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
@@ -358,17 +358,11 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     ///
     /// # Errors
     ///
-    /// As [`Device::init_rx_queue`]. The pages stay in the ring; [`RxQueue::teardown`] or
+    /// As [`QueueControl::init_rx_queue`]. The pages stay in the ring; [`RxQueue::teardown`] or
     /// [`RxQueue::drain`] returns them.
-    pub fn start<
-        Q: RegisterWindow,
-        S: RegisterWindow,
-        Lk: SharedLock,
-        Dl: DelayNs,
-        P: PageProvider<Page = Pg>,
-    >(
+    pub fn start<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>>(
         &mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
@@ -868,16 +862,10 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_rx_queue`]; the pages are returned in any case.
-    pub fn teardown<
-        Q: RegisterWindow,
-        S: RegisterWindow,
-        Lk: SharedLock,
-        Dl: DelayNs,
-        P: PageProvider<Page = Pg>,
-    >(
+    /// As [`QueueControl::teardown_rx_queue`]; the pages are returned in any case.
+    pub fn teardown<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>>(
         mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
@@ -898,19 +886,13 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_rx_queue`]: the device may still use the ring, so the pages stay in
+    /// As [`QueueControl::teardown_rx_queue`]: the device may still use the ring, so the pages stay in
     /// it and the queue is left in [`QueueError::Restart`]; call again or tear it down. As
     /// [`RxQueue::start`]: the pages were returned and the ring refilled, but the contexts are
     /// not programmed ([`QueueError::Restart`] too).
-    pub fn restart<
-        Q: RegisterWindow,
-        S: RegisterWindow,
-        Lk: SharedLock,
-        Dl: DelayNs,
-        P: PageProvider<Page = Pg>,
-    >(
+    pub fn restart<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>>(
         &mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
@@ -1047,7 +1029,7 @@ mod tests {
 
     use super::*;
     use crate::config::RingSizeIdx;
-    use crate::pool::{PagePool, PoolConfig};
+    use crate::queue::pool::{PagePool, PoolConfig};
     use crate::testutil;
 
     /// RX queue 0 of PF0 with 64-entry rings (63 usable): small enough for Miri.

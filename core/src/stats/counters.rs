@@ -1,61 +1,108 @@
-//! Statistics: the software counters of the queues (RX, TX, the pair's XDP verdicts) and their
-//! per-pair snapshot, and the hardware counters: the CMAC counters latched by TICK and the
-//! packet-adapter counters (hardware.md §10.4-§10.6). The counter types live here, apart from the
-//! queues that update them, so that the names and totals (`ethtool`) depend on the counters alone.
+//! The software counters of the queues (RX, TX, the pair's XDP verdicts), of the page pools, and
+//! their per-pair snapshot. The counter types live here, apart from the queues and pools that
+//! update them, so that the names and totals (`ethtool`) depend on the counters alone.
 
-use onic_hal::regs::cmac;
-use onic_hal::{Reg, RegisterAccess, RegisterWindow};
+/// `+=` for a struct of counters: every field added (wrapping: counters never panic). The struct
+/// is destructured, so a field added later without being listed here does not compile. Fields
+/// that are counter structs themselves are added with their own `+=`.
+macro_rules! counters_add_assign {
+    ($t:ident { $($f:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
+        impl core::ops::AddAssign for $t {
+            fn add_assign(&mut self, o: Self) {
+                let $t { $($f,)* $($($n,)*)? } = o;
+                $( self.$f = self.$f.wrapping_add($f); )*
+                $($( self.$n += $n; )*)?
+            }
+        }
+    };
+}
+pub(crate) use counters_add_assign;
 
-use crate::pool::PoolStats;
-
-/// Number of hardware counters in the reference driver's `ethtool -S` list (59 CMAC + 5 adapter).
-pub const HW_COUNTERS: usize = cmac::CMAC_STATS.len() + cmac::ADAPTER_STATS.len();
-
-/// Mask of the 16 meaningful bits of a CMAC counter's high register (counters are 48 bits).
-const CMAC_HIGH_MASK: u32 = 0xFFFF;
-
-/// Reads one port's hardware counters in `ethtool -S` order: a TICK write latches the CMAC
-/// counters, then each counter is read in full.
-///
-/// Deviation: the reference driver reads only the low 32 bits of each counter (64 reads). Here a
-/// CMAC counter is read as low word then high word (48 bits; both are latched by the TICK), and a
-/// free-running packet-adapter counter as high, low, high, taking the low word again if the high
-/// word moved in between, so the 64-bit value is never torn.
-pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUNTERS] {
-    let base = cmac::cmac_base(port);
-    shell.write(cmac::TICK.on(base), cmac::TICK_LATCH);
-    let mut out = [0u64; HW_COUNTERS];
-    for (slot, c) in out.iter_mut().zip(cmac::CMAC_STATS.iter()) {
-        let lo = shell.read(c.low.on(base));
-        let hi = shell.read(c.high().on(base)) & CMAC_HIGH_MASK;
-        *slot = u64::from(hi) << 32 | u64::from(lo);
-    }
-    let abase = cmac::adapter_base(port);
-    for (slot, c) in out[cmac::CMAC_STATS.len()..]
-        .iter_mut()
-        .zip(cmac::ADAPTER_STATS.iter())
-    {
-        *slot = read_u64_untorn(shell, c.low.on(abase));
-    }
-    out
+/// Allocation statistics, named as Linux's `page_pool_alloc_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolAllocStats {
+    /// Allocations served from the cache.
+    pub fast: u64,
+    /// Slow-path calls: bulk allocations from the HAL (one per call, however many pages).
+    pub slow: u64,
+    /// Slow-path calls for higher-order pages; always 0 (this pool only has order-0 pages).
+    pub slow_high_order: u64,
+    /// Times the cache and the recycle ring were both empty, forcing the slow path.
+    pub empty: u64,
+    /// Times the cache was refilled from the recycle ring.
+    pub refill: u64,
+    /// Pages taken from the ring that could not go into the cache (Linux: NUMA mismatch); always
+    /// 0 here, there is no NUMA placement.
+    pub waive: u64,
 }
 
-/// Reads a free-running 64-bit counter made of the low register `low` and the high register after
-/// it without tearing.
-pub(crate) fn read_u64_untorn<W: RegisterWindow>(w: &W, low: Reg<u32>) -> u64 {
-    let hi1 = w.read(low.next());
-    let lo = w.read(low);
-    let hi2 = w.read(low.next());
-    let lo = if hi1 == hi2 { lo } else { w.read(low) };
-    u64::from(hi2) << 32 | u64::from(lo)
+/// Recycling statistics, named as Linux's `page_pool_recycle_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolRecycleStats {
+    /// Pages recycled directly into the cache.
+    pub cached: u64,
+    /// Direct recycles that found the cache full (the page then went to the ring).
+    pub cache_full: u64,
+    /// Pages put into the recycle ring.
+    pub ring: u64,
+    /// Pages released to the HAL because the ring was full.
+    pub ring_full: u64,
+    /// Pages released to the HAL through [`PageProvider::release_page`] (Linux: still
+    /// referenced elsewhere, so not recyclable).
+    ///
+    /// [`PageProvider::release_page`]: crate::queue::pool::PageProvider::release_page
+    pub released_refcnt: u64,
 }
 
-/// Link state of a port: STAT_RX_STATUS read twice, the second value must be exactly "up and
-/// aligned" (hardware.md §10.3; the first read clears stale latched bits).
-pub fn link_up<W: RegisterWindow>(shell: &W, port: u8) -> bool {
-    let reg = cmac::STAT_RX_STATUS.on(cmac::cmac_base(port));
-    let _stale = shell.read(reg);
-    shell.read(reg) == cmac::STAT_RX_STATUS_UP
+/// Everything a [`PagePool`](crate::queue::pool::PagePool) counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PoolStats {
+    /// Allocation side.
+    pub alloc: PoolAllocStats,
+    /// Recycling side.
+    pub recycle: PoolRecycleStats,
+    /// Pages taken from the HAL (allocated and mapped) over the pool's life.
+    pub pages_from_hal: u64,
+    /// Pages given back to the HAL (unmapped and freed) over the pool's life, including those
+    /// released by other contexts on a full ring.
+    pub pages_to_hal: u64,
+    /// Slow-path allocations that got no page at all from the HAL.
+    pub hal_alloc_failures: u64,
+    /// Pages the OS gave back (directly or through the ring).
+    pub os_returns: u64,
+}
+
+counters_add_assign!(PoolAllocStats {
+    fast,
+    slow,
+    slow_high_order,
+    empty,
+    refill,
+    waive,
+});
+counters_add_assign!(PoolRecycleStats {
+    cached,
+    cache_full,
+    ring,
+    ring_full,
+    released_refcnt,
+});
+counters_add_assign!(PoolStats {
+    pages_from_hal,
+    pages_to_hal,
+    hal_alloc_failures,
+    os_returns,
+} nested { alloc, recycle });
+
+impl PoolStats {
+    /// Pages that exist because of this pool: taken from the HAL and not given back.
+    #[must_use]
+    pub const fn live_pages(&self) -> u64 {
+        self.pages_from_hal - self.pages_to_hal
+    }
 }
 
 /// Counters of an RX queue (names after `rtnl_link_stats64` where one applies).
@@ -98,14 +145,14 @@ pub struct RxStats {
     pub stall_polls: u64,
     /// Times the queue entered its error state.
     pub queue_errors: u64,
-    /// Restarts ([`RxQueue::restart`](crate::rx::RxQueue::restart)).
+    /// Restarts ([`RxQueue::restart`](crate::queue::rx::RxQueue::restart)).
     pub restarts: u64,
     /// Completions the device had written but the queue had not consumed when it was restarted:
     /// frames lost with the restart (dropped).
     pub rx_abandoned: u64,
 }
 
-crate::counters_add_assign!(RxStats {
+counters_add_assign!(RxStats {
     rx_packets,
     rx_bytes,
     recycled,
@@ -150,11 +197,11 @@ pub struct TxStats {
     /// Frames refused for their length: 0, above [`TX_MAX_FRAME`], too short and not paddable, or
     /// running past the buffer they are in ([`TxError::BadLength`], [`TxError::BeyondBuffer`]).
     ///
-    /// [`TX_MAX_FRAME`]: crate::tx::TX_MAX_FRAME
-    /// [`TxError::BadLength`]: crate::tx::TxError::BadLength
-    /// [`TxError::BeyondBuffer`]: crate::tx::TxError::BeyondBuffer
+    /// [`TX_MAX_FRAME`]: crate::queue::tx::TX_MAX_FRAME
+    /// [`TxError::BadLength`]: crate::queue::tx::TxError::BadLength
+    /// [`TxError::BeyondBuffer`]: crate::queue::tx::TxError::BeyondBuffer
     pub tx_bad_length: u64,
-    /// Frames padded to [`ETH_ZLEN`](crate::tx::ETH_ZLEN).
+    /// Frames padded to [`ETH_ZLEN`](crate::queue::tx::ETH_ZLEN).
     pub padded: u64,
     /// Times the queue stopped (free descriptors fell below the stop threshold).
     pub stops: u64,
@@ -170,14 +217,14 @@ pub struct TxStats {
     pub stall_reclaims: u64,
     /// Times the queue entered its error state.
     pub queue_errors: u64,
-    /// Restarts ([`TxQueue::restart`](crate::tx::TxQueue::restart)).
+    /// Restarts ([`TxQueue::restart`](crate::queue::tx::TxQueue::restart)).
     pub restarts: u64,
     /// Buffers a restart handed back to their owners without the device having reported them
     /// sent (dropped).
     pub tx_aborted: u64,
 }
 
-crate::counters_add_assign!(TxStats {
+counters_add_assign!(TxStats {
     tx_packets,
     tx_bytes,
     queued,
@@ -207,10 +254,10 @@ pub struct PairStats {
     /// and they count as drops. Deviation: the reference driver leaks the page here
     /// (hardware.md §15 item 13).
     pub rx_xdp_tx_errors: u64,
-    /// Frames the program passed to the OS ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
+    /// Frames the program passed to the OS ([`QueuePair::poll`](crate::queue::pair::QueuePair::poll)).
     pub rx_xdp_pass: u64,
     /// Frames the XDP path recycled instead of delivering: DROP, ABORTED, unknown verdicts,
-    /// failed TX and failed redirects ([`QueuePair::poll`](crate::queue_pair::QueuePair::poll)).
+    /// failed TX and failed redirects ([`QueuePair::poll`](crate::queue::pair::QueuePair::poll)).
     pub rx_xdp_drop: u64,
     /// ABORTED verdicts (also in `rx_xdp_drop`).
     pub rx_xdp_aborted: u64,
@@ -221,11 +268,11 @@ pub struct PairStats {
     pub rx_xdp_redirect_errors: u64,
     /// Frames the sink gave back ([`RxSink::pass`] failed); their pages were recycled.
     ///
-    /// [`RxSink::pass`]: crate::queue_pair::RxSink::pass
+    /// [`RxSink::pass`]: crate::queue::pair::RxSink::pass
     pub rx_pass_refused: u64,
 }
 
-crate::counters_add_assign!(PairStats {
+counters_add_assign!(PairStats {
     rx_xdp_tx,
     rx_xdp_redirect,
     rx_xdp_tx_errors,
@@ -251,4 +298,4 @@ pub struct QueueCounters {
     pub pool: PoolStats,
 }
 
-crate::counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });
+counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });

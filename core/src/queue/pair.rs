@@ -9,16 +9,16 @@
 //! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
 //! pool: when the device is done, it is recycled straight into the pool's cache.
 
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
+use onic_hal::{DelayNs, DmaMemory, RegisterWindow};
 
-use crate::device::Device;
 use crate::error::{QueueError, Result};
-use crate::pool::{PageCounts, PagePool, PageProvider};
-use crate::qdma::Doorbells;
+use crate::queue::control::QueueControl;
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pool::{PageCounts, PagePool, PageProvider};
+use crate::queue::rx::{Handled, PollOutcome, RxFrame, RxQueue};
+use crate::queue::tx::{Reclaimed, TxDone, TxFrame, TxQueue};
 use crate::rss::{FrameHash, RssHashType, RxHasher};
-use crate::rx::{Handled, PollOutcome, RxFrame, RxQueue};
-use crate::stats::PairStats;
-use crate::tx::{Reclaimed, TxDone, TxFrame, TxQueue};
+use crate::stats::counters::PairStats;
 
 /// The RX hash of a frame as the XDP `rx_hash` metadata reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -162,11 +162,7 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// # Errors
     ///
     /// As [`TxQueue::start`] and [`RxQueue::start`].
-    pub fn start<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs>(
-        &mut self,
-        dev: &Device<Q, S, Lk>,
-        delay: &mut Dl,
-    ) -> Result<()> {
+    pub fn start<Ctl: QueueControl, Dl: DelayNs>(&mut self, dev: &Ctl, delay: &mut Dl) -> Result<()> {
         self.tx.start(dev, delay)?;
         self.rx.start(dev, delay, &mut self.pool)
     }
@@ -228,7 +224,7 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// The error state of the pair's queues (RX first), if either is in one: the pair needs
     /// [`QueuePair::restart`]. A poll of a pair whose RX queue is in its error state reports it
     /// in [`PollOutcome::error`] and neither `more` nor `armed`; a TX queue in its error state
-    /// takes no frames ([`crate::tx::TxError::Queue`]) and reclaims nothing.
+    /// takes no frames ([`crate::queue::tx::TxError::Queue`]) and reclaims nothing.
     #[must_use]
     pub const fn error(&self) -> Option<QueueError> {
         match self.rx.error() {
@@ -245,9 +241,9 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// # Errors
     ///
     /// The first error of the two restarts; both always run.
-    pub fn restart<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs, C: TxDone<F>>(
+    pub fn restart<Ctl: QueueControl, Dl: DelayNs, C: TxDone<F>>(
         &mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         done: &mut C,
     ) -> Result<()> {
@@ -262,9 +258,9 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     /// # Errors
     ///
     /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run.
-    pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs, C: TxDone<F>>(
+    pub fn teardown<Ctl: QueueControl, Dl: DelayNs, C: TxDone<F>>(
         self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         done: &mut C,
     ) -> (Result<()>, P) {
@@ -277,10 +273,10 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
 
 impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, PagePool<'_, D2, C>, F> {
     /// A snapshot of every counter of the pair (queues, XDP verdicts, pool) for
-    /// [`crate::ethtool::EthtoolStats`] and [`crate::ethtool::Stats64`].
+    /// [`crate::stats::ethtool::EthtoolStats`] and [`crate::stats::ethtool::Stats64`].
     #[must_use]
-    pub fn counters(&self) -> crate::stats::QueueCounters {
-        crate::stats::QueueCounters {
+    pub fn counters(&self) -> crate::stats::counters::QueueCounters {
+        crate::stats::counters::QueueCounters {
             rx: *self.rx.stats(),
             tx: *self.tx.stats(),
             pair: self.stats,
@@ -310,10 +306,10 @@ mod tests {
 
     use super::*;
     use crate::config::{RingSizeIdx, RxQueueConfig, TxQueueConfig};
-    use crate::pool::{PagePool, PoolConfig};
-    use crate::rx::RxOptions;
+    use crate::queue::pool::{PagePool, PoolConfig};
+    use crate::queue::rx::RxOptions;
+    use crate::queue::tx::TxSlot;
     use crate::testutil;
-    use crate::tx::TxSlot;
 
     /// The pairs here send no OS frames: only pool pages (XDP_TX) go out.
     #[derive(Debug)]
@@ -385,7 +381,7 @@ mod tests {
     /// Polls once with no program: `sink` takes every frame.
     fn poll_plain<S: RxSink<DmaPage>>(
         p: &mut Pair<'_, '_>,
-        dev: &Device<onic_sim::QdmaWindow<'_>, onic_sim::ShellWindow<'_>>,
+        dev: &testutil::SimDevice<'_>,
         sink: &mut S,
     ) -> PairPoll {
         #[cfg(feature = "xdp")]

@@ -1,5 +1,7 @@
-//! Device bring-up and teardown for one PCI function (hardware.md §3, §4, §10, §11, §13), and the
-//! per-queue context programming (hardware.md §5.8).
+//! Device control of one PCI function: bring-up and teardown (hardware.md §3, §4, §10, §11, §13)
+//! and the per-queue context programming (hardware.md §5.8, as [`QueueControl`]), here; the QDMA
+//! context commands in [`contexts`]; the indirection table and key in [`rss_control`]; the settings
+//! ethtool changes (channels, rings, MTU, flow hash) in [`settings`].
 //!
 //! The order of register accesses follows the reference driver exactly, except for the documented
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
@@ -15,10 +17,18 @@ use onic_hal::{DelayNs, DmaAddr, RegisterAccess, RegisterWindow, SharedGuard, Sh
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
-use crate::ethtool::{check_channels, Channels, ChannelsRequest, EthtoolError};
-use crate::qdma::{context_command, Doorbells};
-use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
-use crate::stats::HW_COUNTERS;
+use crate::queue::control::QueueControl;
+use crate::queue::doorbell::Doorbells;
+use crate::rss::{RssError, RssKey};
+use crate::stats::hw::{self, HW_COUNTERS};
+
+pub mod contexts;
+pub mod rss_control;
+pub mod settings;
+
+use contexts::context_command;
+use rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
+use settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
@@ -311,21 +321,21 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     }
 
     /// The hardware counters of the function's port, in the order of
-    /// [`crate::stats::read_hw_counters`] (TICK, then each counter in full).
+    /// [`crate::stats::hw::read_hw_counters`] (TICK, then each counter in full).
     pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
-        crate::stats::read_hw_counters(&self.shell, self.cfg.func.port())
+        hw::read_hw_counters(&self.shell, self.cfg.func.port())
     }
 
     /// The packet adapter's RX drop counter of the function's port (frames dropped before the
     /// driver saw them).
     pub fn adapter_rx_drops(&self) -> u64 {
-        crate::ethtool::adapter_rx_drops(&self.shell, self.cfg.func.port())
+        hw::adapter_rx_drops(&self.shell, self.cfg.func.port())
     }
 
     /// Whether the function's CMAC reports RX up and aligned (hardware.md §10.3; ethtool's "Link
     /// detected" when the carrier is on).
     pub fn link_up(&self) -> bool {
-        crate::stats::link_up(&self.shell, self.cfg.func.port())
+        hw::link_up(&self.shell, self.cfg.func.port())
     }
 
     /// The function's RSS state (indirection table, key, RX queue count) as last programmed.
@@ -429,7 +439,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     ///
     /// [`Error::Rss`] (cannot happen for a validated function).
     pub fn rss_read_back(&self) -> Result<(IndirectionTable, RssKey)> {
-        crate::rss::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
+        rss_control::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
     }
 
     fn abs_qid(&self, qid: u16) -> u16 {
@@ -461,15 +471,11 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         let _held = SharedGuard::new(&self.lock);
         context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data)
     }
+}
 
-    /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
-    /// credit clear. On failure the queue's teardown list runs.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] for a queue, vector or ring the function cannot use (nothing written);
-    /// [`Error::ContextBusy`].
-    pub fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
+/// The queues' contexts, programmed under the card's context-command serialization.
+impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Device<Q, S, L> {
+    fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
         self.cfg.check_tx_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
         check_ring_addr(ring)?;
@@ -487,13 +493,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         r
     }
 
-    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::QueueIndex`]; [`Error::ContextBusy`] (the remaining contexts are still
-    /// invalidated; the first error is returned).
-    pub fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
         self.cfg.check_tx_queue(qid)?;
         let abs = self.abs_qid(qid);
         let mut first = Ok(());
@@ -506,16 +506,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         first
     }
 
-    /// Programs an RX queue's contexts (hardware.md §5.8: SW C2H, HW, credit, prefetch, CMPT), then
-    /// hands `c2h_pidx` descriptors to the device (indices run `0..usable` and wrap, so at most
-    /// `usable - 1` can be outstanding) and arms the completion interrupt with CMPT
-    /// CIDX = 0 (hardware.md §13.2). On failure the queue's teardown list runs.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] for a queue, vector, ring address or initial index the function cannot
-    /// use (nothing written); [`Error::ContextBusy`].
-    pub fn init_rx_queue<D: DelayNs>(
+    fn init_rx_queue<D: DelayNs>(
         &self,
         delay: &mut D,
         q: &RxQueueConfig,
@@ -559,12 +550,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         Ok(())
     }
 
-    /// Invalidates an RX queue's contexts: SW C2H, HW, credit, prefetch, CMPT (hardware.md §5.8).
-    ///
-    /// # Errors
-    ///
-    /// As [`Device::teardown_tx_queue`].
-    pub fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
         self.cfg.check_queue(qid)?;
         let abs = self.abs_qid(qid);
         let mut first = Ok(());

@@ -13,7 +13,7 @@
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, MAX_FUNCTIONS};
 use onic_hal::{RegisterAccess, RegisterWindow};
 
-use super::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
+use crate::rss::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
 
 /// The 128-entry indirection table of one function: entry `hash & 0x7F` is the function-relative
 /// RX queue of a frame (hardware.md §9.4).
@@ -300,7 +300,7 @@ pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
 /// ([`crate::Device::rss_set`] and its siblings); the state alone can be tried out:
 ///
 /// ```
-/// use onic_core::rss::{HashFunction, RssConfig};
+/// use onic_core::device::rss_control::{HashFunction, RssConfig};
 ///
 /// // Probe: default table (k % 4), RTL reset key kept (hardware.md §9.2).
 /// let mut cfg = RssConfig::new(4)?;

@@ -14,15 +14,15 @@
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
 
 use crate::config::TxQueueConfig;
-use crate::device::Device;
 use crate::error::{ConfigError, QueueError, Result};
-use crate::pool::{PageProvider, PoolPage};
-use crate::qdma::Doorbells;
-use crate::ring::Ring;
-use crate::stats::TxStats;
+use crate::queue::control::QueueControl;
+use crate::queue::doorbell::Doorbells;
+use crate::queue::pool::{PageProvider, PoolPage};
+use crate::queue::ring::Ring;
+use crate::stats::counters::TxStats;
 
 /// Shortest frame handed to the MAC; shorter frames are zero-padded to it (ETH_ZLEN,
 /// hardware.md §7.1; the MAC appends the FCS).
@@ -85,7 +85,7 @@ pub enum TxBuf<Pg, F> {
     Os(F),
     /// A frame of another device or queue (redirect target, `ndo_xdp_xmit`); handed to
     /// [`TxDone::remote_done`], which gives it back to its owner (e.g. through that pool's
-    /// [`crate::pool::RecycleRing`]).
+    /// [`crate::queue::pool::RecycleRing`]).
     Remote(F),
 }
 
@@ -278,12 +278,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     ///
     /// # Errors
     ///
-    /// As [`Device::init_tx_queue`].
-    pub fn start<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs>(
-        &self,
-        dev: &Device<Q, S, Lk>,
-        delay: &mut Dl,
-    ) -> Result<()> {
+    /// As [`QueueControl::init_tx_queue`].
+    pub fn start<Ctl: QueueControl, Dl: DelayNs>(&self, dev: &Ctl, delay: &mut Dl) -> Result<()> {
         dev.init_tx_queue(delay, &self.cfg, self.ring.dma_addr())
     }
 
@@ -317,7 +313,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         self.in_flight
     }
 
-    /// XDP_TX pages of the own pool in flight (for [`crate::pool::PageCounts`]).
+    /// XDP_TX pages of the own pool in flight (for [`crate::queue::pool::PageCounts`]).
     #[must_use]
     pub const fn pool_pages_in_flight(&self) -> u64 {
         self.in_flight.pool as u64
@@ -711,20 +707,13 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_tx_queue`]: the device may still read the buffers, so they stay on
+    /// As [`QueueControl::teardown_tx_queue`]: the device may still read the buffers, so they stay on
     /// the ring and the queue is left in [`QueueError::Restart`]; call again or tear it down. As
     /// [`TxQueue::start`]: the buffers were returned, the contexts are not programmed
     /// ([`QueueError::Restart`] too).
-    pub fn restart<
-        Q: RegisterWindow,
-        S: RegisterWindow,
-        Lk: SharedLock,
-        Dl: DelayNs,
-        P: PageProvider<Page = Pg>,
-        C: TxDone<F>,
-    >(
+    pub fn restart<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
         done: &mut C,
@@ -759,17 +748,10 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_tx_queue`]; buffers are returned and the ring freed in any case.
-    pub fn teardown<
-        Q: RegisterWindow,
-        S: RegisterWindow,
-        Lk: SharedLock,
-        Dl: DelayNs,
-        P: PageProvider<Page = Pg>,
-        C: TxDone<F>,
-    >(
+    /// As [`QueueControl::teardown_tx_queue`]; buffers are returned and the ring freed in any case.
+    pub fn teardown<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>, C: TxDone<F>>(
         mut self,
-        dev: &Device<Q, S, Lk>,
+        dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
         done: &mut C,
@@ -813,7 +795,7 @@ mod tests {
 
     use super::*;
     use crate::config::RingSizeIdx;
-    use crate::pool::{PagePool, PoolConfig};
+    use crate::queue::pool::{PagePool, PoolConfig};
     use crate::testutil;
 
     /// An OS frame for the tests: a page mapped to-device with the frame at offset 0.

@@ -9,7 +9,8 @@ use onic_hal::recording::{Access, Recorder};
 use onic_hal::{Bar, RegisterAccess};
 
 use super::{read_back, read_key, read_table, write_key, write_table};
-use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
+use crate::device::rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
+use crate::rss::{RssError, RssKey};
 
 // ------------------------------------------------------------------------------------------------
 // ethtool semantics and validation

@@ -40,6 +40,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
 
+use crate::stats::counters::PoolStats;
+
 /// A page as the queues see it: where the device reaches it, and its bytes.
 pub trait PoolPage {
     /// Device address of the page's first byte.
@@ -299,95 +301,10 @@ pub fn release_to_hal<D: DmaMemory>(dma: &D, dir: Direction, page: DmaPage) {
     dma.free_page(mem);
 }
 
-/// Allocation statistics, named as Linux's `page_pool_alloc_stats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct PoolAllocStats {
-    /// Allocations served from the cache.
-    pub fast: u64,
-    /// Slow-path calls: bulk allocations from the HAL (one per call, however many pages).
-    pub slow: u64,
-    /// Slow-path calls for higher-order pages; always 0 (this pool only has order-0 pages).
-    pub slow_high_order: u64,
-    /// Times the cache and the recycle ring were both empty, forcing the slow path.
-    pub empty: u64,
-    /// Times the cache was refilled from the recycle ring.
-    pub refill: u64,
-    /// Pages taken from the ring that could not go into the cache (Linux: NUMA mismatch); always
-    /// 0 here, there is no NUMA placement.
-    pub waive: u64,
-}
-
-/// Recycling statistics, named as Linux's `page_pool_recycle_stats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct PoolRecycleStats {
-    /// Pages recycled directly into the cache.
-    pub cached: u64,
-    /// Direct recycles that found the cache full (the page then went to the ring).
-    pub cache_full: u64,
-    /// Pages put into the recycle ring.
-    pub ring: u64,
-    /// Pages released to the HAL because the ring was full.
-    pub ring_full: u64,
-    /// Pages released to the HAL through [`PageProvider::release_page`] (Linux: still
-    /// referenced elsewhere, so not recyclable).
-    pub released_refcnt: u64,
-}
-
 /// Pages recycled and handed out again in one step ([`PageProvider::reuse`]); counted once and
 /// reported as both a cached recycle and a fast allocation, which is what the step amounts to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Reused(u64);
-
-/// Everything a [`PagePool`] counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct PoolStats {
-    /// Allocation side.
-    pub alloc: PoolAllocStats,
-    /// Recycling side.
-    pub recycle: PoolRecycleStats,
-    /// Pages taken from the HAL (allocated and mapped) over the pool's life.
-    pub pages_from_hal: u64,
-    /// Pages given back to the HAL (unmapped and freed) over the pool's life, including those
-    /// released by other contexts on a full ring.
-    pub pages_to_hal: u64,
-    /// Slow-path allocations that got no page at all from the HAL.
-    pub hal_alloc_failures: u64,
-    /// Pages the OS gave back (directly or through the ring).
-    pub os_returns: u64,
-}
-
-crate::counters_add_assign!(PoolAllocStats {
-    fast,
-    slow,
-    slow_high_order,
-    empty,
-    refill,
-    waive,
-});
-crate::counters_add_assign!(PoolRecycleStats {
-    cached,
-    cache_full,
-    ring,
-    ring_full,
-    released_refcnt,
-});
-crate::counters_add_assign!(PoolStats {
-    pages_from_hal,
-    pages_to_hal,
-    hal_alloc_failures,
-    os_returns,
-} nested { alloc, recycle });
-
-impl PoolStats {
-    /// Pages that exist because of this pool: taken from the HAL and not given back.
-    #[must_use]
-    pub const fn live_pages(&self) -> u64 {
-        self.pages_from_hal - self.pages_to_hal
-    }
-}
 
 /// Where every live page is (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -836,8 +753,8 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     }
 
     /// The census of this pool's pages, given what the queues report holding
-    /// ([`crate::rx::RxQueue::pages_in_ring`], [`crate::tx::TxQueue::pool_pages_in_flight`]) and
-    /// how many pages the RX path handed to the OS (sum of [`crate::stats::RxStats::to_os`]).
+    /// ([`crate::queue::rx::RxQueue::pages_in_ring`], [`crate::queue::tx::TxQueue::pool_pages_in_flight`]) and
+    /// how many pages the RX path handed to the OS (sum of [`crate::stats::counters::RxStats::to_os`]).
     /// `None` if the parts do not add up (a page was lost or counted twice).
     #[must_use]
     pub fn page_counts(&self, in_rx_ring: u64, in_tx_flight: u64, to_os: u64) -> Option<PageCounts> {

@@ -1,0 +1,22 @@
+//! The queues: the datapath of one queue pair, from ring index arithmetic up to the pair that one
+//! context polls.
+//!
+//! - [`ring`]: ring index arithmetic and the completion color (hardware.md §7, §8);
+//! - [`doorbell`]: the QDMA doorbells a queue rings (hardware.md §6);
+//! - [`pool`]: the pages behind the RX descriptors and XDP_TX frames ([`pool::PageProvider`],
+//!   [`pool::PagePool`]);
+//! - [`rx`], [`tx`]: the receive and transmit queues;
+//! - [`pair`]: one RX queue, one TX queue and their page pool, owned by one context;
+//! - [`control`]: [`control::QueueControl`], the little the queues need from the device:
+//!   programming and invalidating their contexts. [`crate::Device`] implements it; the queues
+//!   know no more of it.
+//!
+//! Nothing here imports the device: the device stands above the queues.
+
+pub mod control;
+pub mod doorbell;
+pub mod pair;
+pub mod pool;
+pub mod ring;
+pub mod rx;
+pub mod tx;
