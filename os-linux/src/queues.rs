@@ -148,8 +148,8 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         ring: RingSizeIdx,
     ) -> Result<TxRing<K, D>, Errno> {
         let cfg = TxQueueConfig { qid, ring, vector };
-        let tx =
-            TxQueue::new(self.dma.clone(), cfg, slots(ring.entries(), TxSlot::new)?).map_err(|_| ENOMEM)?;
+        let storage = slots(ring.entries(), TxSlot::new)?;
+        let tx = TxQueue::new(self.dma.clone(), cfg, storage).map_err(|_| ENOMEM)?;
         if let Err(e) = tx.start(self.dev, self.delay) {
             let _ = tx.teardown(
                 self.dev,
