@@ -89,7 +89,13 @@ impl ReplayOpts {
 }
 
 pub(crate) type Pool<'c> = PagePool<'c, SimDma<'c>>;
-pub(crate) type Pair<'c> = QueuePair<'c, SimDma<'c>, Pool<'c>, XdpFrame<DmaPage>>;
+pub(crate) type Pair<'c> = QueuePair<
+    SimDma<'c>,
+    Pool<'c>,
+    XdpFrame<DmaPage>,
+    Box<[Option<DmaPage>]>,
+    Box<[TxSlot<DmaPage, XdpFrame<DmaPage>>]>,
+>;
 
 /// One PCI function (one port) and its queue pairs.
 pub(crate) struct PortRig<'c> {
@@ -189,10 +195,9 @@ pub(crate) fn bring_up<'c>(
                 ..TxQueueConfig::new(q)
             };
             let usable = usize::from(ring.usable());
-            // The queues borrow their storage for the life of the process.
-            let rx_slots: &'c mut [Option<DmaPage>] = Box::leak((0..usable).map(|_| None).collect());
-            let tx_slots: &'c mut [TxSlot<DmaPage, XdpFrame<DmaPage>>] =
-                Box::leak((0..usable).map(|_| TxSlot::new()).collect());
+            let rx_slots: Box<[Option<DmaPage>]> = (0..usable).map(|_| None).collect();
+            let tx_slots: Box<[TxSlot<DmaPage, XdpFrame<DmaPage>>]> =
+                (0..usable).map(|_| TxSlot::new()).collect();
             let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
             rings.push(rr);
             let pool = PagePool::new(
@@ -313,6 +318,7 @@ pub(crate) fn teardown(
             };
             if let Some(tx) = tx.take() {
                 tx.teardown(dev, &mut delay, pool, &mut done)
+                    .0
                     .map_err(|e| e.to_string())?;
             }
         }
@@ -320,6 +326,7 @@ pub(crate) fn teardown(
     for (dev, qs) in parts {
         for (rx, _, mut pool) in qs {
             rx.teardown(&dev, &mut delay, &mut pool)
+                .0
                 .map_err(|e| e.to_string())?;
         }
         let (r, _, _) = dev.teardown(&mut delay);

@@ -1454,7 +1454,7 @@ fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleR
                 rings,
                 dma,
             };
-            if let Err(e) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
+            if let (Err(e), _) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
                 failures.push(format!("TX teardown: {e:?}"));
             }
             rxs.push((rx, pool));
@@ -1463,7 +1463,7 @@ fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleR
     }
     for (dev, rxs, os_free) in parts {
         for (rx, mut pool) in rxs {
-            if let Err(e) = rx.teardown(&dev, &mut delay, &mut pool) {
+            if let (Err(e), _) = rx.teardown(&dev, &mut delay, &mut pool) {
                 failures.push(format!("RX teardown: {e:?}"));
             }
             drop(pool);

@@ -19,7 +19,7 @@ use crate::dp::{self, Done, OsProg, Pass, Redirect, TxItem};
 use crate::errno::{Errno, ENETDOWN};
 use crate::os::{Os, PacketMap, StatBlock};
 use crate::port::Port;
-use crate::queues::{napi_counters, tx_counters, NapiLive, TxLive};
+use crate::queues::{napi_counters, tx_counters, NapiPair, TxRing};
 
 /// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
 const XMIT_CHUNK: usize = 16;
@@ -38,7 +38,7 @@ where
     ///
     /// The caller is queue `qid`'s NAPI context and holds no other reference from this method.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn napi(&self, qid: u16) -> Option<&mut NapiLive<K, D>> {
+    unsafe fn napi(&self, qid: u16) -> Option<&mut NapiPair<K, D>> {
         let q = self.queues.get(usize::from(qid))?;
         // SAFETY: caller's contract: the one context that owns these rings.
         unsafe { (*q.napi.get()).as_mut() }
@@ -50,7 +50,7 @@ where
     ///
     /// The caller holds netdev TX queue `qid`'s lock and no other reference from this method.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn stack(&self, qid: u16) -> Option<&mut TxLive<K, D>> {
+    unsafe fn stack(&self, qid: u16) -> Option<&mut TxRing<K, D>> {
         let q = self.queues.get(usize::from(qid))?;
         // SAFETY: caller's contract.
         unsafe { (*q.stack.get()).as_mut() }
@@ -62,7 +62,7 @@ where
     ///
     /// The caller holds queue `qid`'s xmit lock and no other reference from this method.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn xmit_ring(&self, qid: u16) -> Option<&mut TxLive<K, D>> {
+    unsafe fn xmit_ring(&self, qid: u16) -> Option<&mut TxRing<K, D>> {
         let q = self.queues.get(usize::from(qid))?;
         // SAFETY: caller's contract.
         unsafe { (*q.xmit.get()).as_mut() }
@@ -84,14 +84,13 @@ where
     /// `ETH_ZLEN` long.
     pub unsafe fn xmit(&self, qid: u16, skb: K::Skb, done: &mut TxClean) -> XmitResult {
         // SAFETY: the TX lock of this queue makes us its only user (caller's contract).
-        let Some(live) = (unsafe { self.stack(qid) }) else {
+        let Some(tx) = (unsafe { self.stack(qid) }) else {
             return XmitResult::Dropped;
         };
-        *done = self.reclaim_stack(live, None);
+        *done = self.reclaim_stack(tx, None);
         let Some(item) = TxItem::map_skb(&self.os, &self.dma, skb) else {
             return XmitResult::Dropped;
         };
-        let tx = &mut live.tx;
         let r = match tx.xmit_os(&self.dev.doorbells(), item, true) {
             Ok(()) if tx.is_stopped() => XmitResult::OkStop,
             Ok(()) => XmitResult::Ok,
@@ -120,9 +119,9 @@ where
     /// As [`Port::xmit`].
     pub unsafe fn tx_flush(&self, qid: u16) {
         // SAFETY: caller's contract.
-        if let Some(live) = unsafe { self.stack(qid) } {
-            live.tx.flush(&self.dev.doorbells());
-            self.publish(qid, StatBlock::Stack, &tx_counters(live.tx.stats()));
+        if let Some(tx) = unsafe { self.stack(qid) } {
+            tx.flush(&self.dev.doorbells());
+            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
         }
     }
 
@@ -133,26 +132,26 @@ where
     /// As [`Port::xmit`].
     pub unsafe fn tx_free(&self, qid: u16) -> u16 {
         // SAFETY: caller's contract.
-        unsafe { self.stack(qid) }.map_or(0, |l| l.tx.free())
+        unsafe { self.stack(qid) }.map_or(0, |tx| tx.free())
     }
 
     /// Reclaims a TX-only ring (the stack's or the redirect-in one) and says what it did.
-    fn reclaim_stack(&self, live: &mut TxLive<K, D>, napi_budget: Option<u32>) -> TxClean {
-        let before = *live.tx.stats();
+    fn reclaim_stack(&self, tx: &mut TxRing<K, D>, napi_budget: Option<u32>) -> TxClean {
+        let before = *tx.stats();
         let mut done = Done {
             os: &self.os,
             map: &self.dma,
             napi_budget,
         };
-        live.tx.reclaim(&mut NoPages, &mut done);
-        let after = live.tx.stats();
+        tx.reclaim(&mut NoPages, &mut done);
+        let after = tx.stats();
         TxClean {
             bytes: after.tx_bytes.wrapping_sub(before.tx_bytes),
             packets: u32::try_from(after.tx_packets.wrapping_sub(before.tx_packets)).unwrap_or(u32::MAX),
-            in_flight: u32::from(live.tx.in_flight()),
-            free: u32::from(live.tx.free()),
-            wake_at: u32::from(TxThresholds::for_ring(live.tx.config().ring.usable()).wake_at),
-            error: live.tx.error().is_some(),
+            in_flight: u32::from(tx.in_flight()),
+            free: u32::from(tx.free()),
+            wake_at: u32::from(TxThresholds::for_ring(tx.config().ring.usable()).wake_at),
+            error: tx.error().is_some(),
         }
     }
 
@@ -164,12 +163,12 @@ where
     /// The caller holds netdev TX queue `qid`'s lock.
     pub unsafe fn tx_clean(&self, qid: u16, budget: u32) -> TxClean {
         // SAFETY: caller's contract.
-        let Some(live) = (unsafe { self.stack(qid) }) else {
+        let Some(tx) = (unsafe { self.stack(qid) }) else {
             return TxClean::default();
         };
-        let c = self.reclaim_stack(live, Some(budget));
+        let c = self.reclaim_stack(tx, Some(budget));
         if c.packets > 0 {
-            self.publish(qid, StatBlock::Stack, &tx_counters(live.tx.stats()));
+            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
         }
         c
     }
@@ -182,12 +181,12 @@ where
     /// The caller holds queue `qid`'s xmit lock.
     pub unsafe fn xmit_clean(&self, qid: u16) -> TxClean {
         // SAFETY: caller's contract.
-        let Some(live) = (unsafe { self.xmit_ring(qid) }) else {
+        let Some(tx) = (unsafe { self.xmit_ring(qid) }) else {
             return TxClean::default();
         };
-        let c = self.reclaim_stack(live, None);
+        let c = self.reclaim_stack(tx, None);
         if c.packets > 0 {
-            self.publish(qid, StatBlock::Xmit, &tx_counters(live.tx.stats()));
+            self.publish(qid, StatBlock::Xmit, &tx_counters(tx.stats()));
         }
         c
     }
@@ -201,10 +200,9 @@ where
     /// The caller holds queue `qid`'s xmit lock.
     pub unsafe fn xdp_xmit(&self, qid: u16, frames: &[K::XdpFrame], flush: bool) -> Result<usize, Errno> {
         // SAFETY: caller's contract.
-        let Some(live) = (unsafe { self.xmit_ring(qid) }) else {
+        let Some(tx) = (unsafe { self.xmit_ring(qid) }) else {
             return Err(ENETDOWN);
         };
-        let tx = &mut live.tx;
         let mut done = Done {
             os: &self.os,
             map: &self.dma,
@@ -250,10 +248,9 @@ where
     /// Called from queue `qid`'s NAPI poll (budget > 0); `napi` is that poll's context.
     pub unsafe fn poll(&self, qid: u16, budget: u32, napi: K::Napi, prog: Option<K::Prog>) -> PollResult {
         // SAFETY: the NAPI context of this queue is the rings' only user.
-        let Some(live) = (unsafe { self.napi(qid) }) else {
+        let Some(qp) = (unsafe { self.napi(qid) }) else {
             return PollResult::default();
         };
-        let qp = &mut live.qp;
         let mem = qp.pool.mem();
         // Acquire: pairs with the release in `set_hash_key`; the hasher read is complete.
         let active = self.active.load(Ordering::Acquire) & 1;
@@ -334,18 +331,18 @@ where
     /// As [`Port::xmit`] (the kernel's watchdog holds every TX queue lock).
     pub unsafe fn tx_state(&self, qid: u16) -> TxState {
         // SAFETY: caller's contract.
-        let Some(live) = (unsafe { self.stack(qid) }) else {
+        let Some(tx) = (unsafe { self.stack(qid) }) else {
             return TxState::default();
         };
-        let (next_to_clean, next_to_use) = live.tx.indices();
+        let (next_to_clean, next_to_use) = tx.indices();
         TxState {
             next_to_clean,
             next_to_use,
-            device_cidx: live.tx.device_cidx(),
-            in_flight: live.tx.in_flight(),
-            free: live.tx.free(),
+            device_cidx: tx.device_cidx(),
+            in_flight: tx.in_flight(),
+            free: tx.free(),
             running: true,
-            error: live.tx.error().is_some(),
+            error: tx.error().is_some(),
         }
     }
 }

@@ -7,8 +7,6 @@
 //! gets every page back: recycled directly by the queue's NAPI context, or by the stack when it
 //! frees a packet marked for recycling, or by the redirect target through `xdp_return_frame`.
 
-use core::ptr::NonNull;
-
 use onic_core::queue::pool::{PageProvider, PoolPage};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::{TxDone, TxFrame};
@@ -403,23 +401,3 @@ words!(
     pair.rx_xdp_redirect_errors,
     pair.rx_pass_refused,
 );
-
-/// A pointer that is only ever turned back into the box it came from.
-pub(crate) fn leak_slice<T>(v: alloc::vec::Vec<T>) -> (&'static mut [T], NonNull<[T]>) {
-    let b = v.into_boxed_slice();
-    let raw = alloc::boxed::Box::into_raw(b);
-    // SAFETY: `raw` comes from `Box::into_raw`, so it is non-null, aligned and valid; the
-    // returned reference and pointer are the only ways to it, and `unleak` is called only after
-    // the reference's last use (the queue pair that borrowed it is gone).
-    unsafe { (&mut *raw, NonNull::new_unchecked(raw)) }
-}
-
-/// Frees a slice leaked by [`leak_slice`].
-///
-/// # Safety
-///
-/// `p` came from `leak_slice`, and the reference it returned is no longer used.
-pub(crate) unsafe fn unleak<T>(p: NonNull<[T]>) {
-    // SAFETY: caller's contract: the pointer of a leaked box, no longer borrowed.
-    drop(unsafe { alloc::boxed::Box::from_raw(p.as_ptr()) });
-}

@@ -17,7 +17,6 @@
 
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
 
 use onic_core::config::MAX_QUEUES_PER_FUNCTION;
 use onic_core::queue::tx::TxSlot;
@@ -59,31 +58,23 @@ impl TxRole {
     }
 }
 
+/// The slot storage of a ring: on the kernel heap, allocated when the ring starts and owned by
+/// its queue, freed when the queue is torn down.
+type Slots<T> = Vec<T>;
+
 /// The NAPI context's rings: RX and XDP_TX with the page pool they share.
-pub(crate) type NapiPair<K, D> = QueuePair<'static, D, OsPool<K, D>, TxItem<K>>;
+pub(crate) type NapiPair<K, D> =
+    QueuePair<D, OsPool<K, D>, TxItem<K>, Slots<Option<OsPage>>, Slots<TxSlot<OsPage, TxItem<K>>>>;
 /// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
-pub(crate) type TxRing<K, D> = TxQueue<'static, D, NoPage, TxItem<K>>;
-
-/// A running NAPI pair and the slot storage it borrows.
-pub(crate) struct NapiLive<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) qp: NapiPair<K, D>,
-    rx_slots: NonNull<[Option<OsPage>]>,
-    tx_slots: NonNull<[TxSlot<OsPage, TxItem<K>>]>,
-}
-
-/// A running TX-only ring and the slot storage it borrows.
-pub(crate) struct TxLive<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) tx: TxRing<K, D>,
-    slots: NonNull<[TxSlot<NoPage, TxItem<K>>]>,
-}
+pub(crate) type TxRing<K, D> = TxQueue<D, NoPage, TxItem<K>, Slots<TxSlot<NoPage, TxItem<K>>>>;
 
 /// One queue index's state. Each cell is reached only by its owner (module docs); control calls
 /// reach them all while the datapath is quiet (RTNL, NAPI disabled, TX stopped, `ndo_xdp_xmit`
 /// fenced off).
 pub(crate) struct Queue<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) napi: UnsafeCell<Option<NapiLive<K, D>>>,
-    pub(crate) stack: UnsafeCell<Option<TxLive<K, D>>>,
-    pub(crate) xmit: UnsafeCell<Option<TxLive<K, D>>>,
+    pub(crate) napi: UnsafeCell<Option<NapiPair<K, D>>>,
+    pub(crate) stack: UnsafeCell<Option<TxRing<K, D>>>,
+    pub(crate) xmit: UnsafeCell<Option<TxRing<K, D>>>,
     /// Counters of the rings this index ran before (written at stop; read by the NAPI poll,
     /// which publishes them with its own block).
     pub(crate) base: UnsafeCell<QueueCounters>,
@@ -103,8 +94,8 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
     }
 }
 
-/// A slice of `n` slots on the heap, or `ENOMEM`.
-fn slots<T>(n: u16, mut fill: impl FnMut() -> T) -> Result<Vec<T>, Errno> {
+/// Storage for `n` slots on the heap, or `ENOMEM`.
+fn slots<T>(n: u16, mut fill: impl FnMut() -> T) -> Result<Slots<T>, Errno> {
     let mut v = Vec::new();
     v.try_reserve_exact(usize::from(n)).map_err(|_| ENOMEM)?;
     v.resize_with(usize::from(n), &mut fill);
@@ -155,17 +146,10 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         qid: u16,
         vector: u16,
         ring: RingSizeIdx,
-    ) -> Result<TxLive<K, D>, Errno> {
+    ) -> Result<TxRing<K, D>, Errno> {
         let cfg = TxQueueConfig { qid, ring, vector };
-        let (slots, ptr) = dp::leak_slice(slots(ring.entries(), TxSlot::new)?);
-        let tx = match TxQueue::new(self.dma.clone(), cfg, slots) {
-            Ok(tx) => tx,
-            Err(_) => {
-                // SAFETY: the queue that would have borrowed the slots was never built.
-                unsafe { dp::unleak(ptr) };
-                return Err(ENOMEM);
-            }
-        };
+        let storage = slots(ring.entries(), TxSlot::new)?;
+        let tx = TxQueue::new(self.dma.clone(), cfg, storage).map_err(|_| ENOMEM)?;
         if let Err(e) = tx.start(self.dev, self.delay) {
             let _ = tx.teardown(
                 self.dev,
@@ -173,31 +157,20 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
                 &mut NoPages,
                 &mut teardown_done(self.os, self.dma),
             );
-            // SAFETY: the queue that borrowed the slots is gone.
-            unsafe { dp::unleak(ptr) };
             return Err(errno::from_core(&e));
         }
-        Ok(TxLive { tx, slots: ptr })
+        Ok(tx)
     }
 
-    /// Tears the TX-only ring in `cell` down (every buffer back to its owner) and empties the
-    /// cell; returns the ring's counters, or `None` if the cell was empty.
-    ///
-    /// The ring comes in through its cell, never by value: its queue borrows the slot storage
-    /// (`&'static mut`), and a reference inside a by-value argument stays protected for the whole
-    /// call, so freeing the storage before returning would deallocate memory under a live borrow
-    /// (undefined behaviour; Miri reports it). Taken out of the cell, the queue is a local that
-    /// `teardown` consumes before the storage is freed.
-    pub(crate) fn stop_tx(&mut self, cell: &mut Option<TxLive<K, D>>, q: u16) -> Option<TxStats> {
-        let TxLive { tx, slots } = cell.take()?;
+    /// Tears the TX-only ring in `cell` down (every buffer back to its owner, its slot storage
+    /// freed) and empties the cell; returns the ring's counters, or `None` if the cell was empty.
+    pub(crate) fn stop_tx(&mut self, cell: &mut Option<TxRing<K, D>>, q: u16) -> Option<TxStats> {
+        let tx = cell.take()?;
         let stats = *tx.stats();
         let mut done = teardown_done(self.os, self.dma);
-        if let Err(e) = tx.teardown(self.dev, self.delay, &mut NoPages, &mut done) {
+        if let (Err(e), _) = tx.teardown(self.dev, self.delay, &mut NoPages, &mut done) {
             onic_hal::warn!("onic: TX ring of queue {} teardown: {}", q, e);
         }
-        // SAFETY: the queue that borrowed the slots is gone (consumed by `teardown`), and no
-        // argument of this function holds a reference into them (see above).
-        unsafe { dp::unleak(slots) };
         Some(stats)
     }
 
@@ -209,7 +182,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         xdp_qid: u16,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
-    ) -> Result<(NapiLive<K, D>, K::QMem), Errno> {
+    ) -> Result<(NapiPair<K, D>, K::QMem), Errno> {
         let mut rxc = RxQueueConfig::new(q);
         rxc.desc_ring = rx_ring;
         rxc.cmpt_ring = rx_ring;
@@ -221,23 +194,13 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         let rx_slots = slots(rx_ring.entries(), || None)?;
         let tx_slots = slots(tx_ring.entries(), TxSlot::new)?;
         let mem = self.os.qmem_new(q, u32::from(rx_ring.entries()))?;
-        let (rx_ref, rx_ptr) = dp::leak_slice(rx_slots);
-        let (tx_ref, tx_ptr) = dp::leak_slice(tx_slots);
-        let free_all = |os: &K, mem| {
-            os.qmem_free(mem);
-            // SAFETY: the queues that borrowed the slots were never built or are gone.
-            unsafe {
-                dp::unleak(rx_ptr);
-                dp::unleak(tx_ptr);
-            }
-        };
-        let rx = RxQueue::new(self.dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_ref);
-        let tx = TxQueue::new(self.dma.clone(), txc, tx_ref);
+        let rx = RxQueue::new(self.dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_slots);
+        let tx = TxQueue::new(self.dma.clone(), txc, tx_slots);
         let (rx, tx) = match (rx, tx) {
             (Ok(rx), Ok(tx)) => (rx, tx),
             (rx, tx) => {
                 drop((rx, tx));
-                free_all(self.os, mem);
+                self.os.qmem_free(mem);
                 return Err(ENOMEM);
             }
         };
@@ -245,43 +208,28 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         let mut qp = QueuePair::new(rx, tx, pool);
         if let Err(e) = qp.start(self.dev, self.delay) {
             let mut done = teardown_done(self.os, self.dma);
-            let (_, pool) = qp.teardown(self.dev, self.delay, &mut done);
+            let (_, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
             drop(pool);
-            free_all(self.os, mem);
+            self.os.qmem_free(mem);
             return Err(errno::from_core(&e));
         }
-        let live = NapiLive {
-            qp,
-            rx_slots: rx_ptr,
-            tx_slots: tx_ptr,
-        };
-        Ok((live, mem))
+        Ok((qp, mem))
     }
 
-    /// Tears the NAPI pair in `cell` down (every page back to the pool, the pool destroyed) and
-    /// empties the cell; returns the pair's counters, or `None` if the cell was empty. The pair
-    /// comes in through its cell for the reason given at [`Rings::stop_tx`].
-    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiLive<K, D>>, q: u16) -> Option<QueueCounters> {
-        let NapiLive {
-            qp,
-            rx_slots,
-            tx_slots,
-        } = cell.take()?;
+    /// Tears the NAPI pair in `cell` down (every page back to the pool, the pool destroyed, the
+    /// slot storage freed) and empties the cell; returns the pair's counters, or `None` if the
+    /// cell was empty.
+    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiPair<K, D>>, q: u16) -> Option<QueueCounters> {
+        let qp = cell.take()?;
         let now = napi_counters(&qp);
         let mut done = teardown_done(self.os, self.dma);
-        let (r, pool) = qp.teardown(self.dev, self.delay, &mut done);
+        let (r, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
         if let Err(e) = r {
             onic_hal::warn!("onic: queue {} teardown: {}", q, e);
         }
         let mem = pool.mem();
         drop(pool);
         self.os.qmem_free(mem);
-        // SAFETY: the queues that borrowed the slots are gone (consumed by `teardown`), and no
-        // argument of this function holds a reference into them (see `stop_tx`).
-        unsafe {
-            dp::unleak(rx_slots);
-            dp::unleak(tx_slots);
-        }
         Some(now)
     }
 
@@ -302,7 +250,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
         // The stack's ring has the kernel's watchdog (ndo_tx_timeout) for a stalled device; the
         // core's own stall limit is for the rings nobody else watches.
-        stack.tx.set_stall_limit(0);
+        stack.set_stall_limit(0);
         let xmit = match self.start_tx(TxRole::Xmit.qid(max, q), q, tx_ring) {
             Ok(x) => x,
             Err(e) => {
@@ -357,10 +305,10 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
             )
         };
         for tx in [stack, xmit].into_iter().flatten() {
-            note(tx.tx.restart(self.dev, self.delay, &mut NoPages, &mut done));
+            note(tx.restart(self.dev, self.delay, &mut NoPages, &mut done));
         }
         if let Some(n) = napi {
-            note(n.qp.restart(self.dev, self.delay, &mut done));
+            note(n.restart(self.dev, self.delay, &mut done));
         }
         if let Err(e) = first {
             onic_hal::error!("onic: restart of queue {} failed: errno {}", q, e);

@@ -15,10 +15,10 @@
 //! h.teardown(); // every page and ring back, no violation
 //! ```
 //!
-//! Storage the queues borrow (slot arrays, recycle rings) lives on the heap outside the borrow
-//! checker's view (the queues live in the harness itself) and is freed by
-//! [`Harness::teardown`] once every queue and pool that borrowed it is gone; a harness dropped
-//! without teardown (a failed test) leaks it. [`start_pair`] on its own leaks its storage.
+//! The queues own their slot storage (boxed slices). The pools' recycle rings, which the pools
+//! borrow, live on the heap outside the borrow checker's view (the pools live in the harness
+//! itself) and are freed by [`Harness::teardown`] once every pool that borrowed them is gone; a
+//! harness dropped without teardown (a failed test) leaks them.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -309,8 +309,12 @@ impl TxFrame for HFrame<'_> {
 
 /// The pool type of the harness.
 pub type HPool<'c> = PagePool<'c, SimDma<'c>>;
+/// RX slot storage of one pair of the harness (owned by its RX queue).
+pub type HRxSlots = Box<[Option<DmaPage>]>;
+/// TX slot storage of one pair of the harness (owned by its TX queue).
+pub type HTxSlots<'c> = Box<[TxSlot<DmaPage, HFrame<'c>>]>;
 /// The queue-pair type of the harness.
-pub type HPair<'c> = QueuePair<'c, SimDma<'c>, HPool<'c>, HFrame<'c>>;
+pub type HPair<'c> = QueuePair<SimDma<'c>, HPool<'c>, HFrame<'c>, HRxSlots, HTxSlots<'c>>;
 /// The device type of the harness.
 pub type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 
@@ -477,15 +481,9 @@ pub fn frame_id(data: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// RX slot storage of one pair.
-type RxSlots = [Option<DmaPage>];
-/// TX slot storage of one pair.
-type TxSlots<'c> = [TxSlot<DmaPage, HFrame<'c>>];
-
 /// Builds and starts queue pair `q` of `dev` as `setup` says: rings of `setup.ring_size_idx`, a pool
-/// mapping pages `Bidirectional` (XDP_TX may send them back out) with `ring` as its recycle ring.
-/// The slot storage the queues borrow is leaked (it must outlive them; a tool run is one short
-/// process).
+/// mapping pages `Bidirectional` (XDP_TX may send them back out) with `ring` as its recycle ring,
+/// and slot storage on the heap that the queues own.
 ///
 /// # Panics
 ///
@@ -497,24 +495,11 @@ pub fn start_pair<'c>(
     setup: &Setup,
     ring: &'c RecycleRing,
 ) -> HPair<'c> {
-    let usable = usize::from(RingSizeIdx::new(setup.ring_size_idx).expect("ring size").usable());
-    let rx_slots: &'c mut RxSlots = Box::leak((0..usable).map(|_| None).collect());
-    let tx_slots: &'c mut TxSlots<'c> = Box::leak((0..usable).map(|_| TxSlot::new()).collect());
-    build_pair(card, dev, q, setup, ring, rx_slots, tx_slots)
-}
-
-/// [`start_pair`] on storage the caller provides (one slot per usable ring entry).
-fn build_pair<'c>(
-    card: &'c Card,
-    dev: &HDevice<'c>,
-    q: u16,
-    setup: &Setup,
-    ring: &'c RecycleRing,
-    rx_slots: &'c mut RxSlots,
-    tx_slots: &'c mut TxSlots<'c>,
-) -> HPair<'c> {
     let mut delay = card.delay();
     let size = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
+    let usable = usize::from(size.usable());
+    let rx_slots: HRxSlots = (0..usable).map(|_| None).collect();
+    let tx_slots: HTxSlots<'c> = (0..usable).map(|_| TxSlot::new()).collect();
     let rxc = RxQueueConfig {
         desc_ring: size,
         cmpt_ring: size,
@@ -547,47 +532,33 @@ fn build_pair<'c>(
     pair
 }
 
-/// Heap storage the harness's queues and pools borrow, as raw pointers from `Box::into_raw`.
+/// The recycle rings the harness's pools borrow, as raw pointers from `Box::into_raw`.
 /// Invariant: each pointer is live and the only access to its memory is the one reference the
-/// harness handed to a queue or pool (or kept in [`Harness::rings`]).
+/// harness handed to a pool (and kept in [`Harness::rings`]).
 #[derive(Default)]
-struct Storage<'c> {
-    rx: Vec<*mut RxSlots>,
-    tx: Vec<*mut TxSlots<'c>>,
+struct Storage {
     rings: Vec<*mut RecycleRing>,
 }
 
-impl<'c> Storage<'c> {
-    /// Storage for one pair with `usable` slots per queue, and its recycle ring.
-    fn pair(&mut self, usable: usize) -> (&'c mut RxSlots, &'c mut TxSlots<'c>, &'static RecycleRing) {
-        let rx = Box::into_raw((0..usable).map(|_| None).collect::<Box<RxSlots>>());
-        let tx = Box::into_raw((0..usable).map(|_| TxSlot::new()).collect::<Box<TxSlots<'c>>>());
+impl Storage {
+    /// The recycle ring of one more pair.
+    fn ring(&mut self) -> &'static RecycleRing {
         let ring = Box::into_raw(Box::new(RecycleRing::new()));
-        self.rx.push(rx);
-        self.tx.push(tx);
         self.rings.push(ring);
-        // SAFETY: fresh allocations, live until `free`; these are the only references made from
-        // the pointers, and `free` runs only once everything that holds them is gone.
-        unsafe { (&mut *rx, &mut *tx, &*ring) }
+        // SAFETY: a fresh allocation, live until `free`; this is the only reference made from
+        // the pointer, and `free` runs only once everything that holds it is gone.
+        unsafe { &*ring }
     }
 
     /// Frees everything.
     ///
     /// # Safety
     ///
-    /// No reference handed out by [`Storage::pair`] is used afterwards: the queues, pools and
-    /// ring lists that held them are gone.
+    /// No reference handed out by [`Storage::ring`] is used afterwards: the pools and ring lists
+    /// that held them are gone.
     unsafe fn free(self) {
-        for p in self.rx {
-            // SAFETY: from Box::into_raw, freed once; no reference is left (caller's promise).
-            drop(unsafe { Box::from_raw(p) });
-        }
-        for p in self.tx {
-            // SAFETY: as above.
-            drop(unsafe { Box::from_raw(p) });
-        }
         for p in self.rings {
-            // SAFETY: as above.
+            // SAFETY: from Box::into_raw, freed once; no reference is left (caller's promise).
             drop(unsafe { Box::from_raw(p) });
         }
     }
@@ -622,7 +593,7 @@ pub struct Harness<'c> {
     /// Metadata of the last frame passed by [`Harness::poll_with`].
     pub last_pass_info: Option<PassInfo>,
     next_id: u64,
-    storage: Storage<'c>,
+    storage: Storage,
 }
 
 impl<'c> Harness<'c> {
@@ -637,15 +608,14 @@ impl<'c> Harness<'c> {
         let mut funcs = Vec::new();
         let mut rings = Vec::new();
         let mut storage = Storage::default();
-        let usable = usize::from(RingSizeIdx::new(setup.ring_size_idx).expect("ring size").usable());
         for f in 0..setup.functions {
             let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
             let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
             let mut pairs = Vec::new();
             for q in 0..setup.queues {
-                let (rx, tx, rr) = storage.pair(usable);
+                let rr = storage.ring();
                 rings.push(rr);
-                pairs.push(build_pair(card, &dev, q, setup, rr, rx, tx));
+                pairs.push(start_pair(card, &dev, q, setup, rr));
             }
             funcs.push(Func { dev, pairs });
         }
@@ -1107,13 +1077,14 @@ impl<'c> Harness<'c> {
                 };
                 if let Some(tx) = tx.take() {
                     tx.teardown(dev, &mut delay, pool, &mut done)
+                        .0
                         .expect("tx teardown");
                 }
             }
         }
         for (dev, qs) in parts {
             for (rx, _, mut pool) in qs {
-                rx.teardown(&dev, &mut delay, &mut pool).expect("rx teardown");
+                rx.teardown(&dev, &mut delay, &mut pool).0.expect("rx teardown");
                 drop(pool);
             }
             let (r, _, _) = dev.teardown(&mut delay);
@@ -1126,8 +1097,8 @@ impl<'c> Harness<'c> {
         drop(rings);
         self.rings.clear();
         let storage = core::mem::take(&mut self.storage);
-        // SAFETY: every queue and pool was consumed above and both lists of ring references are
-        // gone; the frames the OS held were given back first.
+        // SAFETY: every pool was consumed above and both lists of ring references are gone; the
+        // frames the OS held were given back first.
         unsafe { storage.free() };
     }
 }

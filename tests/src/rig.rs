@@ -308,7 +308,12 @@ impl RxDeviceSide {
 
 /// The queue pair of a rig queue: its RX queue, its TX queue (started for XDP only) and its page
 /// provider.
-pub type RigPair<'a, P> = QueuePair<'a, &'a HostDma, P, RigFrame>;
+pub type RigPair<'a, P> = QueuePair<&'a HostDma, P, RigFrame, RigRxStore<'a>, RigTxStore<'a>>;
+
+/// The RX slot storage of a rig queue: borrowed from the rig's [`RxSlots`].
+pub type RigRxStore<'a> = &'a mut [Option<DmaPage>];
+/// The TX slot storage of a rig queue: borrowed from the rig's [`RxSlots`].
+pub type RigTxStore<'a> = &'a mut [TxSlot<DmaPage, RigFrame>];
 
 /// One queue of a rig.
 pub struct RigRxQueue<'a, P: PageProvider<Page = DmaPage>> {
@@ -329,7 +334,7 @@ pub struct RxRig<'a, P: PageProvider<Page = DmaPage>> {
     /// The queues.
     pub queues: Vec<RigRxQueue<'a, P>>,
     /// The redirect target: a TX queue of the function standing for another port's.
-    pub target: TxQueue<'a, &'a HostDma, DmaPage, RigFrame>,
+    pub target: TxQueue<&'a HostDma, DmaPage, RigFrame, RigTxStore<'a>>,
     /// The recycle ring of each queue's pool, by queue index (the redirect origin).
     rings: Vec<&'a RecycleRing>,
     cfg: RxRigConfig,
@@ -390,7 +395,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 caught_up: false,
             });
         }
-        let target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target)
+        let target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target.as_mut_slice())
             .map_err(|e| format!("tx queue: {e:?}"))?;
         if cfg.xdp {
             target
@@ -680,7 +685,7 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
     dev: &Device<onic_hal::recording::RecordingWindow<'_>, onic_hal::recording::RecordingWindow<'_>>,
     cfg: &RxRigConfig,
     q: u16,
-    (rx_slots, tx_slots): (&'a mut [Option<DmaPage>], &'a mut [TxSlot<DmaPage, RigFrame>]),
+    (rx_slots, tx_slots): (RigRxStore<'a>, RigTxStore<'a>),
     pool: P,
 ) -> Result<RigPair<'a, P>, String> {
     let rxc = RxQueueConfig {
@@ -819,7 +824,7 @@ pub struct TxRig<'a> {
     dma: &'a HostDma,
     latch: &'a DoorbellLatch,
     /// The driver's queue.
-    pub tx: TxQueue<'a, &'a HostDma, DmaPage, OsBuf>,
+    pub tx: TxQueue<&'a HostDma, DmaPage, OsBuf, &'a mut [TxSlot<DmaPage, OsBuf>]>,
     /// The provider for the queue's own-pool frames (unused: only OS frames are sent).
     pub pool: HostPool<'a>,
     /// The OS's free transmit buffers.
@@ -850,7 +855,7 @@ impl<'a> TxRig<'a> {
             ring,
             ..TxQueueConfig::new(0)
         };
-        let tx = TxQueue::new(dma, txc, &mut slots.0).map_err(|e| format!("tx queue: {e:?}"))?;
+        let tx = TxQueue::new(dma, txc, slots.0.as_mut_slice()).map_err(|e| format!("tx queue: {e:?}"))?;
         tx.start(&dev, &mut NoDelay)
             .map_err(|e| format!("tx start: {e:?}"))?;
         // OS buffers: up to 16 frames of at most 256 bytes share a page, longer ones get their

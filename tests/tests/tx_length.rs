@@ -262,9 +262,8 @@ fn the_default_buffer_length_is_the_frame_itself() {
         ring: onic_core::RingSizeIdx::new(1).unwrap(),
         ..onic_core::TxQueueConfig::new(0)
     };
-    let mut slots: Vec<onic_core::TxSlot<DmaPage, Exact>> =
-        (0..63).map(|_| onic_core::TxSlot::new()).collect();
-    let mut tx = onic_core::TxQueue::new(card.dma(), txc, &mut slots).unwrap();
+    let slots: Vec<onic_core::TxSlot<DmaPage, Exact>> = (0..63).map(|_| onic_core::TxSlot::new()).collect();
+    let mut tx = onic_core::TxQueue::new(card.dma(), txc, slots).unwrap();
     tx.start(&dev, &mut delay).unwrap();
     let db = dev.doorbells();
     let dma = card.dma();
@@ -298,7 +297,7 @@ fn the_default_buffer_length_is_the_frame_itself() {
         None,
     );
     let mut done = Back(Vec::new());
-    tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+    tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
     for f in done.0 {
         free_os_page(dma, f.page);
     }

@@ -8,15 +8,21 @@
 //!
 //! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
 //! pool: when the device is done, it is recycled straight into the pool's cache.
+//!
+//! The pair owns everything it uses: the pool, and through the queues their slot storage (the
+//! type parameters `RSt` and `TSt`: arrays on bare metal, boxed slices on a host or in the
+//! kernel; a borrowed slice works too). With owned storage nothing is borrowed, so a pair can live
+//! in any structure of its owner, and [`QueuePair::teardown`] hands the pool and both storages
+//! back.
 
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow};
+use onic_hal::{DelayNs, DmaMemory, DmaPage, RegisterWindow};
 
 use crate::error::{QueueError, Result};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PageCounts, PagePool, PageProvider};
 use crate::queue::rx::{Handled, PollOutcome, RxFrame, RxQueue};
-use crate::queue::tx::{Reclaimed, TxDone, TxFrame, TxQueue};
+use crate::queue::tx::{Reclaimed, TxDone, TxFrame, TxQueue, TxSlot};
 use crate::rss::{FrameHash, RssHashType, RxHasher};
 use crate::stats::counters::PairStats;
 
@@ -134,20 +140,28 @@ pub struct PairPoll {
     pub rx: PollOutcome,
 }
 
-/// One RX queue, one TX queue, one page provider.
-pub struct QueuePair<'a, D: DmaMemory, P: PageProvider, F> {
+/// One RX queue, one TX queue, one page provider. `RSt` and `TSt` are the slot storage the
+/// queues own (see [`RxQueue::new`] and [`TxQueue::new`]).
+pub struct QueuePair<D: DmaMemory, P: PageProvider, F, RSt, TSt> {
     /// The receive queue.
-    pub rx: RxQueue<'a, D, P::Page>,
+    pub rx: RxQueue<D, P::Page, RSt>,
     /// The transmit queue.
-    pub tx: TxQueue<'a, D, P::Page, F>,
+    pub tx: TxQueue<D, P::Page, F, TSt>,
     /// The page provider both queues use.
     pub pool: P,
     stats: PairStats,
 }
 
-impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
+impl<D, P, F, RSt, TSt> QueuePair<D, P, F, RSt, TSt>
+where
+    D: DmaMemory,
+    P: PageProvider,
+    F: TxFrame,
+    RSt: AsMut<[Option<P::Page>]>,
+    TSt: AsMut<[TxSlot<P::Page, F>]>,
+{
     /// Bundles the queues and their pool.
-    pub fn new(rx: RxQueue<'a, D, P::Page>, tx: TxQueue<'a, D, P::Page, F>, pool: P) -> Self {
+    pub fn new(rx: RxQueue<D, P::Page, RSt>, tx: TxQueue<D, P::Page, F, TSt>, pool: P) -> Self {
         Self {
             rx,
             tx,
@@ -207,8 +221,8 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     pub(crate) fn parts_mut(
         &mut self,
     ) -> (
-        &mut RxQueue<'a, D, P::Page>,
-        &mut TxQueue<'a, D, P::Page, F>,
+        &mut RxQueue<D, P::Page, RSt>,
+        &mut TxQueue<D, P::Page, F, TSt>,
         &mut P,
         &mut PairStats,
     ) {
@@ -253,7 +267,7 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     }
 
     /// Tears both queues down and returns every page to the pool (TX first: its pool pages go
-    /// back before the RX ring's).
+    /// back before the RX ring's); hands back the pool and the queues' slot storage (RX, TX).
     ///
     /// # Errors
     ///
@@ -263,15 +277,22 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
         dev: &Ctl,
         delay: &mut Dl,
         done: &mut C,
-    ) -> (Result<()>, P) {
+    ) -> (Result<()>, P, RSt, TSt) {
         let Self { rx, tx, mut pool, .. } = self;
-        let t = tx.teardown(dev, delay, &mut pool, done);
-        let r = rx.teardown(dev, delay, &mut pool);
-        (t.and(r), pool)
+        let (t, tx_slots) = tx.teardown(dev, delay, &mut pool, done);
+        let (r, rx_slots) = rx.teardown(dev, delay, &mut pool);
+        (t.and(r), pool, rx_slots, tx_slots)
     }
 }
 
-impl<D: DmaMemory, D2: DmaMemory, F: TxFrame, const C: usize> QueuePair<'_, D, PagePool<'_, D2, C>, F> {
+impl<D, D2, F, RSt, TSt, const C: usize> QueuePair<D, PagePool<'_, D2, C>, F, RSt, TSt>
+where
+    D: DmaMemory,
+    D2: DmaMemory,
+    F: TxFrame,
+    RSt: AsMut<[Option<DmaPage>]>,
+    TSt: AsMut<[TxSlot<DmaPage, F>]>,
+{
     /// A snapshot of every counter of the pair (queues, XDP verdicts, pool) for
     /// [`crate::stats::ethtool::EthtoolStats`] and [`crate::stats::ethtool::Stats64`].
     #[must_use]
@@ -335,7 +356,14 @@ mod tests {
     }
 
     type Pool<'c> = PagePool<'static, SimDma<'c>, 16>;
-    type Pair<'a, 'c> = QueuePair<'a, SimDma<'c>, Pool<'c>, NoOsFrame>;
+    /// The RX storage as on bare metal (no allocation), the TX storage from the heap.
+    type Pair<'c> = QueuePair<
+        SimDma<'c>,
+        Pool<'c>,
+        NoOsFrame,
+        heapless::Vec<Option<DmaPage>, 63>,
+        Vec<TxSlot<DmaPage, NoOsFrame>>,
+    >;
 
     fn open_card() -> Card {
         let mut c = CardConfig::default();
@@ -351,13 +379,10 @@ mod tests {
         }
     }
 
-    fn pair<'a, 'c>(
-        card: &'c Card,
-        dir: Direction,
-        rx_slots: &'a mut [Option<DmaPage>],
-        tx_slots: &'a mut [TxSlot<DmaPage, NoOsFrame>],
-    ) -> Pair<'a, 'c> {
+    fn pair(card: &Card, dir: Direction) -> Pair<'_> {
         let cfg = rx_cfg();
+        let rx_slots = (0..63).map(|_| None).collect();
+        let tx_slots = (0..63).map(|_| TxSlot::new()).collect();
         let rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), rx_slots).unwrap();
         let tx_cfg = TxQueueConfig {
             ring: RingSizeIdx::new(1).unwrap(),
@@ -380,7 +405,7 @@ mod tests {
 
     /// Polls once with no program: `sink` takes every frame.
     fn poll_plain<S: RxSink<DmaPage>>(
-        p: &mut Pair<'_, '_>,
+        p: &mut Pair<'_>,
         dev: &testutil::SimDevice<'_>,
         sink: &mut S,
     ) -> PairPoll {
@@ -406,9 +431,7 @@ mod tests {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
-        let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
-        let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut p = pair(&card, Direction::FromDevice, &mut rx_slots, &mut tx_slots);
+        let mut p = pair(&card, Direction::FromDevice);
         p.start(&dev, &mut delay).unwrap();
         let frames: Vec<Vec<u8>> = (0..6).map(|i| frame(60 + i, i as u8)).collect();
         for f in &frames {
@@ -444,10 +467,15 @@ mod tests {
         for (page, len) in kept {
             p.pool.return_from_os(page, len);
         }
-        let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+        let (r, pool, rx_slots, tx_slots) = p.teardown(&dev, &mut delay, &mut NoDone);
         r.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
+        assert!(
+            rx_slots.iter().all(Option::is_none),
+            "the RX storage comes back empty"
+        );
+        assert_eq!(tx_slots.len(), 63, "the TX storage comes back whole");
         assert_eq!(card.violations(), []);
     }
 
@@ -462,9 +490,7 @@ mod tests {
             let card = open_card();
             let dev = testutil::device(&card, 1);
             let mut delay = card.delay();
-            let mut rx_slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
-            let mut tx_slots: Vec<TxSlot<DmaPage, NoOsFrame>> = (0..63).map(|_| TxSlot::new()).collect();
-            let mut p = pair(&card, dir, &mut rx_slots, &mut tx_slots);
+            let mut p = pair(&card, dir);
             p.start(&dev, &mut delay).unwrap();
             let f = frame(64, 7);
             card.inject(0, &f);
@@ -494,7 +520,7 @@ mod tests {
             // The TX completion gives the page back to the pool.
             p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
             assert_eq!(p.tx.pool_pages_in_flight(), 0);
-            let (r, pool) = p.teardown(&dev, &mut delay, &mut NoDone);
+            let (r, pool, _, _) = p.teardown(&dev, &mut delay, &mut NoDone);
             r.unwrap();
             drop(pool);
             assert_eq!(card.dma_stats().live_pages, 0);

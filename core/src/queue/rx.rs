@@ -40,6 +40,11 @@
 //! (deviation 1 of `docs/deviations.md`). A frame longer than one buffer spans several descriptors;
 //! this version drops such frames with a counter (they only occur with jumbo-frame shell builds).
 //!
+//! The queue owns the storage of its slots (one `Option` of a page per usable descriptor) as a
+//! type parameter, anything that is `AsMut<[Option<Pg>]>`: an array on bare metal, a boxed
+//! slice on a host or in the kernel. The caller allocates it (the core does not allocate), and
+//! [`RxQueue::teardown`] hands it back, every slot empty.
+//!
 //! # Refill
 //!
 //! A received page leaves its slot only when a replacement page is there to take its place (the
@@ -238,7 +243,7 @@ impl RxStats {
 }
 
 /// A receive queue.
-pub struct RxQueue<'a, D: DmaMemory, Pg> {
+pub struct RxQueue<D: DmaMemory, Pg, St> {
     cfg: RxQueueConfig,
     opts: RxOptions,
     desc: CoherentRegion<D>,
@@ -252,8 +257,9 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     /// Completion lengths below this (after subtracting 1) are good single-buffer frames:
     /// `min(max_frame_len, buf_bytes)`.
     single_limit: u32,
-    /// One page per descriptor slot: the shadow of the descriptor ring.
-    slots: &'a mut [Option<Pg>],
+    /// One page per descriptor slot: the shadow of the descriptor ring (the queue's own storage,
+    /// handed back by [`RxQueue::teardown`]).
+    slots: St,
     /// Oldest posted descriptor (the next one the device fills).
     head: u16,
     /// Next descriptor to post (the C2H producer index).
@@ -276,15 +282,16 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     stats: RxStats,
 }
 
-impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
+impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// Allocates the descriptor and completion rings (zeroed, below 4 GiB) and takes `slots`
-    /// (one per usable descriptor-ring entry) as storage for the pages.
+    /// (one per usable descriptor-ring entry, empty) as the queue's own storage for the pages:
+    /// an array, a boxed slice, a `Vec`, a `heapless::Vec` or a borrowed slice.
     ///
     /// # Errors
     ///
     /// [`ConfigError::SlotStorage`] when `slots` is too short; [`ConfigError::RingSizeIndex`] for
-    /// a ring too small to use; [`crate::Error::Dma`].
-    pub fn new(dma: D, cfg: RxQueueConfig, opts: RxOptions, slots: &'a mut [Option<Pg>]) -> Result<Self> {
+    /// a ring too small to use; [`crate::Error::Dma`]. The storage is dropped with the error.
+    pub fn new(dma: D, cfg: RxQueueConfig, opts: RxOptions, mut slots: St) -> Result<Self> {
         let (Some(didx), Some(cring)) = (
             Ring::new(cfg.desc_ring.usable()),
             Ring::new(cfg.cmpt_ring.usable()),
@@ -301,10 +308,11 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
             }
             .into());
         }
-        if slots.len() < usize::from(didx.len()) {
+        let given = slots.as_mut().len();
+        if given < usize::from(didx.len()) {
             return Err(ConfigError::SlotStorage {
                 needed: didx.len(),
-                given: slots.len(),
+                given,
             }
             .into());
         }
@@ -350,7 +358,7 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
     }
 }
 
-impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
+impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// Fills the ring from `pool` and programs the queue's contexts; the C2H PIDX the device starts
     /// with is the number of descriptors posted, and the completion interrupt is armed
     /// (hardware.md §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls
@@ -409,7 +417,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     #[inline]
     fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, words: &mut [u64], pool: &mut P) -> usize {
         let start = usize::from(tail);
-        let Some(slots) = self.slots.get_mut(start..start + words.len()) else {
+        let Some(slots) = self.slots.as_mut().get_mut(start..start + words.len()) else {
             return 0;
         };
         for (i, (slot, w)) in slots.iter_mut().zip(words.iter_mut()).enumerate() {
@@ -790,7 +798,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
             self.stats.rx_no_page += 1;
             return;
         }
-        let slot = &mut self.slots[usize::from(first)];
+        let slot = &mut self.slots.as_mut()[usize::from(first)];
         let Some(page) = slot.take() else {
             // Unreachable (a posted slot always holds a page); the next refill fills it.
             return;
@@ -846,7 +854,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         if let Some(p) = self.spare.take() {
             pool.recycle_direct(p, 0);
         }
-        for slot in self.slots.iter_mut().take(usize::from(self.didx.len())) {
+        for slot in self.slots.as_mut().iter_mut().take(usize::from(self.didx.len())) {
             if let Some(p) = slot.take() {
                 pool.recycle_direct(p, 0);
             }
@@ -858,7 +866,8 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     }
 
     /// Tears the queue down (hardware.md §13.4): contexts invalidated, then every page returned to
-    /// `pool`, the rings freed.
+    /// `pool`, the rings freed, and the slot storage handed back (every slot empty) for the caller
+    /// to reuse or drop.
     ///
     /// # Errors
     ///
@@ -868,10 +877,10 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
-    ) -> Result<()> {
+    ) -> (Result<()>, St) {
         let r = dev.teardown_rx_queue(delay, self.cfg.qid);
         self.drain(pool);
-        r
+        (r, self.slots)
     }
 
     /// Restarts the queue, from any state (the way out of the error state): its contexts are
@@ -1006,7 +1015,7 @@ fn zero<D: DmaMemory>(ring: &CoherentRegion<D>) {
     }
 }
 
-impl<D: DmaMemory, Pg> core::fmt::Debug for RxQueue<'_, D, Pg> {
+impl<D: DmaMemory, Pg, St> core::fmt::Debug for RxQueue<D, Pg, St> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RxQueue")
             .field("qid", &self.cfg.qid)
@@ -1080,9 +1089,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         // Every page is posted, all but one slot (62 of 63).
         assert_eq!(rx.posted(), 62);
@@ -1118,7 +1127,9 @@ mod tests {
         // Nothing new: the poll re-arms and reports no more work.
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
         assert_eq!((out.done, out.armed, out.more), (0, true, false));
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        let (r, slots) = rx.teardown(&dev, &mut delay, &mut pool);
+        r.unwrap();
+        assert!(slots.iter().all(Option::is_none), "the storage comes back empty");
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1131,9 +1142,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         let mut got = Vec::new();
         let mut sent = Vec::new();
@@ -1171,7 +1182,7 @@ mod tests {
         );
         assert_eq!(rx.stats().rx_dropped(), 0);
         assert_eq!(card.stats().c2h_no_desc_dropped, 0);
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1184,9 +1195,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         // The device fills every posted descriptor: the completion ring holds 62 unread entries.
         let mut injected = 0u64;
@@ -1237,7 +1248,7 @@ mod tests {
         assert_eq!(injected, received + model.c2h_no_desc_dropped);
         assert_eq!(rx.stats().rx_packets, received);
         assert_eq!(rx.stats().rx_dropped(), 0);
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
     }
@@ -1249,9 +1260,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         let live = card.dma_stats().live_pages;
         for how in [
@@ -1278,7 +1289,7 @@ mod tests {
             pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
             live as u64
         );
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1291,9 +1302,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         card.faults().cmpt_status_pidx_jump();
         card.inject(0, &frame(80, 0));
@@ -1314,7 +1325,7 @@ mod tests {
         settle(&card);
         assert_eq!(rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got)).error, err);
         assert_eq!(rx.stats().cmpt_doorbells, 0);
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1329,9 +1340,9 @@ mod tests {
         // One page per slow call: the cache stays empty while every page is in use, so a
         // replacement has to come from the HAL.
         let mut pool = pool(&card, 1);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         let mut os: Vec<DmaPage> = Vec::new();
         card.inject(0, &frame(90, 1));
@@ -1356,7 +1367,7 @@ mod tests {
         for p in os {
             pool.return_from_os(p, 91);
         }
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1369,9 +1380,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         // The pool cannot get a page: the ring starts with nothing posted.
         card.faults().fail_next_page_allocs(1);
         rx.start(&dev, &mut delay, &mut pool).unwrap();
@@ -1390,7 +1401,7 @@ mod tests {
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
         assert_eq!(out.error, Some(QueueError::C2hOverrun { needed: 1, posted: 0 }));
         assert!(got.is_empty());
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
     }
@@ -1402,9 +1413,9 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         card.inject(0, &frame(100, 1));
         settle(&card);
@@ -1427,7 +1438,7 @@ mod tests {
         assert_eq!(rx.stats().rearm_rechecks, 1);
         let out = rx.poll(64, &db, &mut pool, &mut sink);
         assert_eq!((out.done, out.armed, out.more), (2, true, false));
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1453,12 +1464,12 @@ mod tests {
             PoolConfig::rx(Direction::FromDevice, cfg.buf.bytes()),
             None,
         );
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let opts = RxOptions {
             max_frame_len: 9000,
             ..RxOptions::for_queue(&cfg)
         };
-        let mut rx = RxQueue::new(card.dma(), cfg, opts, &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, opts, slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         let small = frame(1000, 3);
         card.inject(0, &frame(2500, 1)); // three buffers
@@ -1470,7 +1481,7 @@ mod tests {
         assert_eq!(got, [small]);
         assert_eq!(rx.stats().rx_multi_buffer, 1);
         assert_eq!(rx.posted(), 62 - 4);
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1483,13 +1494,13 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card, 64);
-        let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
         let cfg = small_cfg();
         let opts = RxOptions {
             stall_polls: 4,
             ..RxOptions::for_queue(&cfg)
         };
-        let mut rx = RxQueue::new(card.dma(), cfg, opts, &mut slots).unwrap();
+        let mut rx = RxQueue::new(card.dma(), cfg, opts, slots).unwrap();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         // The status record stops moving; two frames land in the ring unreported.
         card.faults().freeze_cmpt_status(true);
@@ -1531,7 +1542,7 @@ mod tests {
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
         assert_eq!((out.done, out.armed, out.more, out.error), (1, true, false, None));
         assert_eq!(got, [f]);
-        rx.teardown(&dev, &mut delay, &mut pool).unwrap();
+        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);

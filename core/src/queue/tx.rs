@@ -8,9 +8,12 @@
 //!
 //! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX pool it came from, an OS
 //! frame back to the OS, a frame of another device back to that device, each through the path
-//! given to [`TxQueue::reclaim`]. The queue stores them in caller-provided slots (one per usable
-//! ring entry), so it needs no allocation.
+//! given to [`TxQueue::reclaim`]. The queue keeps them in slot storage the caller gives it (one
+//! [`TxSlot`] per usable ring entry) and owns from then on, so the core needs no allocation: the
+//! storage is a type parameter (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a
+//! boxed slice on a host or in the kernel), and [`TxQueue::teardown`] hands it back.
 
+use core::marker::PhantomData;
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
@@ -194,11 +197,15 @@ impl TxThresholds {
 }
 
 /// A transmit queue: its H2C ring in coherent memory and the bookkeeping of what is in flight.
-pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
+pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     cfg: TxQueueConfig,
     ring: CoherentRegion<D>,
     idx: Ring,
-    slots: &'a mut [TxSlot<Pg, F>],
+    /// One entry per usable descriptor: the queue's own storage, handed back by
+    /// [`TxQueue::teardown`].
+    slots: St,
+    /// What `slots` holds.
+    slot: PhantomData<TxSlot<Pg, F>>,
     next_to_use: u16,
     next_to_clean: u16,
     /// The producer index last written to the doorbell.
@@ -213,15 +220,17 @@ pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
     stats: TxStats,
 }
 
-impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
-    /// Allocates the ring (zeroed, below 4 GiB, hardware.md §1.4) and takes `slots` as bookkeeping
-    /// storage. The device learns about the queue in [`TxQueue::start`].
+impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue<D, Pg, F, St> {
+    /// Allocates the ring (zeroed, below 4 GiB, hardware.md §1.4) and takes `slots` (empty) as
+    /// the queue's own bookkeeping storage: an array, a boxed slice, a `Vec`, a `heapless::Vec`
+    /// or a borrowed slice. The device learns about the queue in [`TxQueue::start`].
     ///
     /// # Errors
     ///
     /// [`ConfigError::SlotStorage`] if `slots` is shorter than the ring's usable entries;
-    /// [`crate::Error::Dma`] if the ring cannot be allocated.
-    pub fn new(dma: D, cfg: TxQueueConfig, slots: &'a mut [TxSlot<Pg, F>]) -> Result<Self> {
+    /// [`crate::Error::Dma`] if the ring cannot be allocated. The storage is dropped with the
+    /// error.
+    pub fn new(dma: D, cfg: TxQueueConfig, mut slots: St) -> Result<Self> {
         let usable = cfg.ring.usable();
         let Some(idx) = Ring::new(usable) else {
             return Err(ConfigError::RingSizeIndex {
@@ -229,10 +238,11 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             }
             .into());
         };
-        if slots.len() < usize::from(usable) {
+        let given = slots.as_mut().len();
+        if given < usize::from(usable) {
             return Err(ConfigError::SlotStorage {
                 needed: usable,
-                given: slots.len(),
+                given,
             }
             .into());
         }
@@ -243,6 +253,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             ring,
             idx,
             slots,
+            slot: PhantomData,
             next_to_use: 0,
             next_to_clean: 0,
             published: 0,
@@ -535,7 +546,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         free: u16,
     ) {
         let i = self.next_to_use;
-        let slot = &mut self.slots[usize::from(i)];
+        let slot = &mut self.slots.as_mut()[usize::from(i)];
         slot.buf = Some(buf);
         slot.len = len;
         let [w0, w1] = H2cDesc::new(addr, len).to_words();
@@ -655,7 +666,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         pool: &mut P,
         done: &mut C,
     ) -> Option<u16> {
-        let slot = &mut self.slots[usize::from(i)];
+        let slot = &mut self.slots.as_mut()[usize::from(i)];
         let len = slot.len;
         let buf = slot.buf.take()?;
         match buf {
@@ -744,7 +755,8 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     }
 
     /// Tears the queue down (hardware.md §13.4): a last reclaim, the contexts invalidated, every
-    /// remaining buffer returned to its owner, the ring freed.
+    /// remaining buffer returned to its owner, the ring freed, and the slot storage handed back
+    /// (every slot empty) for the caller to reuse or drop.
     ///
     /// # Errors
     ///
@@ -755,11 +767,11 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         delay: &mut Dl,
         pool: &mut P,
         done: &mut C,
-    ) -> Result<()> {
+    ) -> (Result<()>, St) {
         self.reclaim(pool, done);
         let r = dev.teardown_tx_queue(delay, self.cfg.qid);
         self.drain(pool, done);
-        r
+        (r, self.slots)
     }
 }
 
@@ -774,7 +786,7 @@ impl TxError<()> {
     }
 }
 
-impl<D: DmaMemory, Pg, F> core::fmt::Debug for TxQueue<'_, D, Pg, F> {
+impl<D: DmaMemory, Pg, F, St> core::fmt::Debug for TxQueue<D, Pg, F, St> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TxQueue")
             .field("qid", &self.cfg.qid)
@@ -788,6 +800,7 @@ impl<D: DmaMemory, Pg, F> core::fmt::Debug for TxQueue<'_, D, Pg, F> {
 
 #[cfg(test)]
 mod tests {
+    use std::boxed::Box;
     use std::vec::Vec;
 
     use onic_hal::{Direction, DmaPage, PAGE_SIZE};
@@ -901,8 +914,8 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card);
-        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
         tx.start(&dev, &mut delay).unwrap();
         let frames: Vec<Vec<u8>> = (0..5).map(|i| frame(60 + 10 * i, i as u8)).collect();
         for (i, f) in frames.iter().enumerate() {
@@ -934,7 +947,12 @@ mod tests {
         );
         assert_eq!(tx.in_flight(), 0);
         done.free();
-        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        let (r, slots) = tx.teardown(&dev, &mut delay, &mut pool, &mut done);
+        r.unwrap();
+        assert!(
+            slots.iter().all(|s| s.buf.is_none()),
+            "the storage comes back empty"
+        );
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -947,8 +965,8 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card);
-        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
         tx.start(&dev, &mut delay).unwrap();
         // 62 frames fill the 63-entry ring (one entry stays free); all queued with `more`.
         for i in 0..62 {
@@ -979,7 +997,7 @@ mod tests {
         tx.xmit_os(&db, back, false).unwrap();
         card.run_until_idle();
         assert_eq!(card.take_egress(0).len(), 63);
-        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         assert_eq!(done.os.len(), 63);
         done.free();
         drop(pool);
@@ -994,8 +1012,8 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card);
-        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
         tx.start(&dev, &mut delay).unwrap();
         tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(42, 1)), true)
             .unwrap();
@@ -1023,7 +1041,7 @@ mod tests {
         assert_eq!(pool.available(), cached + 1);
         assert_eq!(tx.pool_pages_in_flight(), 0);
         done.free();
-        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -1036,8 +1054,8 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card);
-        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
         tx.start(&dev, &mut delay).unwrap();
         card.faults().stall_h2c_writeback(true);
         for i in 0..3 {
@@ -1065,7 +1083,7 @@ mod tests {
             }
             _ => panic!("expected a queue error"),
         }
-        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         assert_eq!(done.os.len(), 3);
         done.free();
         drop(pool);
@@ -1080,8 +1098,8 @@ mod tests {
         let mut delay = card.delay();
         let db = dev.doorbells();
         let mut pool = pool(&card);
-        let mut slots: Vec<TxSlot<DmaPage, OsFrame<'_>>> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), &mut slots).unwrap();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
         tx.start(&dev, &mut delay).unwrap();
         tx.set_stall_limit(3);
         card.faults().stall_h2c_writeback(true);
@@ -1120,7 +1138,7 @@ mod tests {
         card.run_until_idle();
         assert_eq!(card.take_egress(0), [frame(64, 9)]);
         assert_eq!(tx.reclaim(&mut pool, &mut done).completed, 1);
-        tx.teardown(&dev, &mut delay, &mut pool, &mut done).unwrap();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         done.free();
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);

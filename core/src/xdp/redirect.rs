@@ -11,7 +11,7 @@ use onic_hal::{DmaAddr, DmaMemory, RegisterWindow};
 use crate::config::RX_HEADROOM;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PoolPage, RecycleRing};
-use crate::queue::tx::{TxFrame, TxQueue};
+use crate::queue::tx::{TxFrame, TxQueue, TxSlot};
 
 /// A frame in a page of some pool, on its way to a redirect target.
 #[derive(Debug)]
@@ -146,20 +146,25 @@ impl<Pg> RedirectTable<Pg> for NoRedirect {
 
 /// A TX queue as a redirect target: frames are queued with the doorbell deferred to
 /// [`RedirectTarget::flush`], so a poll that redirects many frames rings it once.
-pub struct TxTarget<'q, 'a, D: DmaMemory, Pg, F, W> {
-    queue: &'q mut TxQueue<'a, D, Pg, F>,
+pub struct TxTarget<'q, D: DmaMemory, Pg, F, St, W> {
+    queue: &'q mut TxQueue<D, Pg, F, St>,
     db: &'q Doorbells<W>,
 }
 
-impl<'q, 'a, D: DmaMemory, Pg, F, W> TxTarget<'q, 'a, D, Pg, F, W> {
+impl<'q, D: DmaMemory, Pg, F, St, W> TxTarget<'q, D, Pg, F, St, W> {
     /// A target queuing on `queue`, whose doorbells are `db`.
-    pub const fn new(queue: &'q mut TxQueue<'a, D, Pg, F>, db: &'q Doorbells<W>) -> Self {
+    pub const fn new(queue: &'q mut TxQueue<D, Pg, F, St>, db: &'q Doorbells<W>) -> Self {
         Self { queue, db }
     }
 }
 
-impl<D: DmaMemory, Pg: PoolPage, F: TxFrame + FromXdpFrame<Pg>, W: RegisterWindow> RedirectTarget<Pg>
-    for TxTarget<'_, '_, D, Pg, F, W>
+impl<D, Pg, F, St, W> RedirectTarget<Pg> for TxTarget<'_, D, Pg, F, St, W>
+where
+    D: DmaMemory,
+    Pg: PoolPage,
+    F: TxFrame + FromXdpFrame<Pg>,
+    St: AsMut<[TxSlot<Pg, F>]>,
+    W: RegisterWindow,
 {
     fn enqueue(&mut self, frame: XdpFrame<Pg>) -> Result<Redirected<Pg>, XdpFrame<Pg>> {
         match self.queue.xmit_remote(self.db, F::from_xdp(frame), true) {
@@ -178,7 +183,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame + FromXdpFrame<Pg>, W: RegisterWindo
     }
 }
 
-impl<D: DmaMemory, Pg, F, W> core::fmt::Debug for TxTarget<'_, '_, D, Pg, F, W> {
+impl<D: DmaMemory, Pg, F, St, W> core::fmt::Debug for TxTarget<'_, D, Pg, F, St, W> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TxTarget")
             .field("queue", &self.queue)

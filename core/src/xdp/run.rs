@@ -11,7 +11,7 @@ use crate::queue::doorbell::Doorbells;
 use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
 use crate::queue::pool::{PageProvider, PoolPage};
 use crate::queue::rx::{FrameHandler, Handled, RxFrame};
-use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, ETH_ZLEN};
+use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
 use crate::rss::RxHasher;
 use crate::stats::counters::PairStats;
 
@@ -44,7 +44,14 @@ impl<Prog: ?Sized, S, R> core::fmt::Debug for RxContext<'_, Prog, S, R> {
     }
 }
 
-impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
+impl<D, P, F, RSt, TSt> QueuePair<D, P, F, RSt, TSt>
+where
+    D: DmaMemory,
+    P: PageProvider,
+    F: TxFrame,
+    RSt: AsMut<[Option<P::Page>]>,
+    TSt: AsMut<[TxSlot<P::Page, F>]>,
+{
     /// One poll of the pair: reclaim the TX queue, take up to `budget` received frames, then ring
     /// the TX doorbell once for this poll's XDP_TX frames and flush the redirect table if
     /// anything was redirected.
@@ -112,8 +119,8 @@ impl<D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'_, D, P, F> {
 }
 
 /// The frame handler of a poll with a program.
-struct Runner<'r, 'a, D: DmaMemory, Pg, F, W, Prog: ?Sized, S, R> {
-    tx: &'r mut TxQueue<'a, D, Pg, F>,
+struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R> {
+    tx: &'r mut TxQueue<D, Pg, F, TSt>,
     db: &'r Doorbells<W>,
     stats: &'r mut PairStats,
     prog: &'r mut Prog,
@@ -136,11 +143,12 @@ struct Ran {
     high_water: usize,
 }
 
-impl<D, P, F, W, Prog, S, R> FrameHandler<P> for Runner<'_, '_, D, P::Page, F, W, Prog, S, R>
+impl<D, P, F, TSt, W, Prog, S, R> FrameHandler<P> for Runner<'_, D, P::Page, F, TSt, W, Prog, S, R>
 where
     D: DmaMemory,
     P: PageProvider,
     F: TxFrame,
+    TSt: AsMut<[TxSlot<P::Page, F>]>,
     W: RegisterWindow,
     Prog: RawXdpProgram + ?Sized,
     S: RxSink<P::Page>,
@@ -234,8 +242,13 @@ fn recycle<Pg>(f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
     })
 }
 
-impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow, Prog: ?Sized, S, R>
-    Runner<'_, '_, D, Pg, F, W, Prog, S, R>
+impl<D, Pg, F, TSt, W, Prog: ?Sized, S, R> Runner<'_, D, Pg, F, TSt, W, Prog, S, R>
+where
+    D: DmaMemory,
+    Pg: PoolPage,
+    F: TxFrame,
+    TSt: AsMut<[TxSlot<Pg, F>]>,
+    W: RegisterWindow,
 {
     fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
         self.stats.rx_xdp_drop += 1;

@@ -4,7 +4,7 @@ use onic_hal::{DmaMemory, RegisterWindow};
 
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::PoolPage;
-use crate::queue::tx::{TxFrame, TxQueue};
+use crate::queue::tx::{TxFrame, TxQueue, TxSlot};
 
 /// Queues a batch of frames owned by someone else (another device's redirected frames) on `tx`,
 /// with Linux's `ndo_xdp_xmit` contract:
@@ -21,8 +21,8 @@ use crate::queue::tx::{TxFrame, TxQueue};
 ///   flush (or at once if the ring filled up).
 ///
 /// Counts `tx_xdp_xmit` (queued) and `tx_xdp_xmit_errors` (not queued) on the queue.
-pub fn xdp_xmit<D: DmaMemory, Pg: PoolPage, F: TxFrame, W: RegisterWindow>(
-    tx: &mut TxQueue<'_, D, Pg, F>,
+pub fn xdp_xmit<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>, W: RegisterWindow>(
+    tx: &mut TxQueue<D, Pg, F, St>,
     db: &Doorbells<W>,
     frames: &mut [Option<F>],
     flush: bool,

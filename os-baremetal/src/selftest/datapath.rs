@@ -1,11 +1,11 @@
 //! The driver datapath as the image runs it: per PF, [`PAIRS`] queue pairs of `onic-core`
 //! (`QueuePair`: RX queue, TX queue, page pool), driven the way a small OS would drive them.
 //!
-//! - **Storage.** The core allocates nothing. The RX and TX slot arrays come from the model heap
-//!   ([`Storage`]: one set per pair and a spare set for a pair rebuilt during the run, sized from
-//!   the ring sizes, allocated once before the pairs and freed after them); the pools' recycle
-//!   rings are statics ([`RINGS`], with a spare too), so that any context can give a page back
-//!   through a plain shared reference.
+//! - **Storage.** The core allocates nothing. Each pair's RX and TX slot storage is a boxed slice
+//!   from the heap ([`Slots::alloc`], sized from the ring sizes), owned by its queues and freed
+//!   with them; a pair rebuilt during the run reuses the storage its predecessor's teardown
+//!   handed back. The pools' recycle rings are statics ([`RINGS`], with a spare for the rebuilt
+//!   pair), so that any context can give a page back through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
 //!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
@@ -23,7 +23,7 @@
 //! What the pairs do with received frames is decided in [`super::xdp`]; what the tests expect of
 //! each frame is tracked by [`Tally`].
 
-use alloc::vec::Vec;
+use alloc::boxed::Box;
 
 use heapless::Vec as HVec;
 use onic_core::device::rss_control::IndirectionTable;
@@ -88,8 +88,12 @@ pub type Home = &'static RecycleRing;
 
 /// The page pool of a pair.
 pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
+/// RX slot storage of a pair (owned by its RX queue).
+pub type RxSlots = Box<[Option<DmaPage>]>;
+/// TX slot storage of a pair (owned by its TX queue).
+pub type TxSlots<'c> = Box<[TxSlot<DmaPage, Frame<'c>>]>;
 /// A queue pair.
-pub type Pair<'c, 's> = QueuePair<'s, SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>>;
+pub type Pair<'c, 's> = QueuePair<SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>, RxSlots, TxSlots<'c>>;
 
 /// The doorbells of a PF as the image holds them.
 pub type Db<'x, 'c> = Doorbells<&'x Guarded<QdmaWindow<'c>>>;
@@ -562,9 +566,6 @@ pub struct WireLog {
     pub swapped: [u64; FUNCTIONS],
 }
 
-/// The slot arrays of one pair.
-pub type Slots<'c, 's> = (&'s mut [Option<DmaPage>], &'s mut [TxSlot<DmaPage, Frame<'c>>]);
-
 /// The datapath state the groups share.
 pub struct Datapath<'c, 's> {
     /// Each PF's queue pairs (index = queue id = MSI-X vector).
@@ -596,8 +597,6 @@ pub struct Datapath<'c, 's> {
     pub unrouted: u32,
     /// Housekeeping rounds run.
     pub hk_rounds: u64,
-    /// Slot arrays for a pair rebuilt during the run.
-    pub spare: Option<Slots<'c, 's>>,
     /// The recycle ring of each pair's pool, by global pair index.
     pub homes: [Home; TOTAL_PAIRS],
     /// The DMA memory of the pages.
@@ -626,7 +625,6 @@ impl<'c, 's> Datapath<'c, 's> {
             raised: [[0; MSIX_VECTORS]; FUNCTIONS],
             unrouted: 0,
             hk_rounds: 0,
-            spare: None,
             homes: core::array::from_fn(|i| &RINGS[i]),
             dma,
         }
@@ -684,42 +682,29 @@ impl<'c, 's> Datapath<'c, 's> {
     }
 }
 
-/// Slot storage for every pair, from the model heap.
-pub struct Storage<'c> {
-    rx: Vec<Vec<Option<DmaPage>>>,
-    tx: Vec<Vec<TxSlot<DmaPage, Frame<'c>>>>,
+/// The slot storage of one pair: RX and TX, each as long as its ring's usable entries.
+pub struct Slots<'c> {
+    /// RX: one page slot per descriptor.
+    pub rx: RxSlots,
+    /// TX: one bookkeeping slot per descriptor.
+    pub tx: TxSlots<'c>,
 }
 
-impl<'c> Storage<'c> {
-    /// One RX slot array and one TX slot array per pair, as long as the rings' usable entries,
-    /// and a spare set for a pair rebuilt during the run.
+impl Slots<'_> {
+    /// Fresh storage from the heap.
     #[must_use]
-    pub fn new() -> Self {
-        let rx_slots = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
-        let tx_slots = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
+    pub fn alloc() -> Self {
+        let rx = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
+        let tx = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
         Self {
-            rx: (0..=TOTAL_PAIRS)
-                .map(|_| (0..rx_slots).map(|_| None).collect())
-                .collect(),
-            tx: (0..=TOTAL_PAIRS)
-                .map(|_| (0..tx_slots).map(|_| TxSlot::new()).collect())
-                .collect(),
+            rx: (0..rx).map(|_| None).collect(),
+            tx: (0..tx).map(|_| TxSlot::new()).collect(),
         }
     }
-
-    /// The slot arrays of each pair, in global pair order, then the spare set.
-    pub fn split(
-        &mut self,
-    ) -> impl Iterator<Item = (&mut [Option<DmaPage>], &mut [TxSlot<DmaPage, Frame<'c>>])> {
-        self.rx
-            .iter_mut()
-            .zip(self.tx.iter_mut())
-            .map(|(r, t)| (r.as_mut_slice(), t.as_mut_slice()))
-    }
 }
 
-/// Builds pair `q` of `dev` over the given slots and its recycle ring, and starts it through the
-/// device (TX context, then RX context with the ring filled from the pool).
+/// Builds pair `q` of `dev` over `slots` (which its queues then own) and its recycle ring, and
+/// starts it through the device (TX context, then RX context with the ring filled from the pool).
 ///
 /// # Errors
 ///
@@ -729,8 +714,7 @@ pub fn build_pair<'c, 's>(
     dev: &SimDevice<'c>,
     dma: SimDmaMem<'c>,
     q: u16,
-    rx_slots: &'s mut [Option<DmaPage>],
-    tx_slots: &'s mut [TxSlot<DmaPage, Frame<'c>>],
+    slots: Slots<'c>,
     ring: &'s RecycleRing,
 ) -> onic_core::Result<Pair<'c, 's>> {
     let ring_rx = RingSizeIdx::new(RX_RING)?;
@@ -753,8 +737,8 @@ pub fn build_pair<'c, 's>(
         },
         Some(ring),
     );
-    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), rx_slots)?;
-    let tx = TxQueue::new(dma, txc, tx_slots)?;
+    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), slots.rx)?;
+    let tx = TxQueue::new(dma, txc, slots.tx)?;
     let mut pair = QueuePair::new(rx, tx, pool);
     match pair.start(dev, &mut TscDelay) {
         Ok(()) => Ok(pair),
@@ -860,7 +844,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let home = homes[origin];
     let os = &mut dp.os;
     // The redirect table: entry i is the other PF's TX queue i.
-    let mut targets: HVec<TxTarget<'_, '_, SimDmaMem<'_>, DmaPage, Frame<'_>, _>, PAIRS> = other
+    let mut targets: HVec<TxTarget<'_, SimDmaMem<'_>, DmaPage, Frame<'_>, TxSlots<'_>, _>, PAIRS> = other
         .iter_mut()
         .map(|p| TxTarget::new(&mut p.tx, &peer_db))
         .collect();

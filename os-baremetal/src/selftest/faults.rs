@@ -439,18 +439,19 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// The stopped queue of [`pidx_jump`] is torn down and built again over the spare slot storage
-/// and the spare recycle ring, with a fresh pool whose first page allocation the model refuses: the RX ring starts empty
-/// (`refill_alloc_failures`), no interrupt can come for it, and the tick's housekeeping schedules
-/// the poll that refills it. Then traffic flows again.
+/// The stopped queue of [`pidx_jump`] is torn down and built again over the slot storage its
+/// teardown handed back and the spare recycle ring, with a fresh pool whose first page allocation
+/// the model refuses: the RX ring starts empty (`refill_alloc_failures`), no interrupt can come
+/// for it, and the tick's housekeeping schedules the poll that refills it. Then traffic flows
+/// again.
 fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let name = "fault-refill";
     let q = PAIRS - 1;
     let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
     // Nothing of the old pool may be out: no page with the OS, none in TX flight.
     run_until(b, WAIT_NS, |b| b.dp.os.held() == 0 && b.dp.tx_in_flight() == 0);
-    let (Some((rx_slots, tx_slots)), Some(dev)) = (b.dp.spare.take(), b.devices[1].as_ref()) else {
-        r.skipped(name, "no spare slot storage or no PF1");
+    let Some(dev) = b.devices[1].as_ref() else {
+        r.skipped(name, "no PF1");
         return;
     };
     if b.dp.pairs[1].len() != PAIRS {
@@ -461,7 +462,7 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
         return;
     };
     let mut done = b.dp.done(1, q);
-    let (down, old_pool) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
+    let (down, old_pool, rx, tx) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
     // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
     drop(old_pool);
     b.model.with(|c| c.faults().fail_next_page_allocs(1));
@@ -469,8 +470,7 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
         dev,
         b.model.dma(),
         q as u16,
-        rx_slots,
-        tx_slots,
+        datapath::Slots { rx, tx },
         &RINGS[TOTAL_PAIRS],
     );
     b.model.with(|c| c.faults().clear());

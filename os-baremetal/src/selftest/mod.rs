@@ -136,7 +136,7 @@ pub const QUEUES: u16 = datapath::PAIRS as u16;
 pub const PFS: [u8; 2] = [0, 1];
 
 /// Everything the groups share: the model, the two brought-up functions and their queue pairs
-/// (whose slot storage, borrowed for `'s`, lives outside).
+/// (whose pools borrow their recycle rings for `'s`).
 pub struct Bench<'c, 's> {
     /// The model.
     pub model: &'c Model<'c>,
@@ -167,7 +167,6 @@ pub fn run(boot: &Boot) -> ExitCode {
     let card = Card::new(card_config());
     {
         let model = Model::new(&card);
-        let mut storage = datapath::Storage::new();
         let mut bench = Bench {
             model: &model,
             devices: [None, None],
@@ -177,7 +176,7 @@ pub fn run(boot: &Boot) -> ExitCode {
             ),
         };
         bringup::run(&mut r, &mut bench);
-        queues::run(&mut r, &mut bench, &mut storage);
+        queues::run(&mut r, &mut bench);
         traffic::run(&mut r, &mut bench);
         rss::run(&mut r, &mut bench);
         verdicts::run(&mut r, &mut bench);

@@ -1,5 +1,5 @@
 //! Queue contexts through `onic-core`: bare TX queues set up, read back and torn down; then the
-//! queue pairs the datapath groups use, built from the slot storage and started through
+//! queue pairs the datapath groups use, built over slot storage from the heap and started through
 //! `Device`, their contexts read back and their RX rings checked full.
 
 use onic_core::device::contexts::context_read;
@@ -7,14 +7,14 @@ use onic_core::{QueueControl, RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 
-use super::datapath::{buffer_bytes, build_pair, Pair, Storage, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
+use super::datapath::{buffer_bytes, build_pair, Pair, Slots, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
 use super::{Bench, Runner, SimDevice};
 use crate::time::TscDelay;
 
 /// TX queues each PF programs and tears down.
 const TX_QUEUES: u16 = 4;
 
-pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Storage<'c>) {
+pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("queue contexts and queue pairs (onic-core on the model)");
     let dma = b.model.dma();
     for dev in b.devices.iter().flatten() {
@@ -24,7 +24,6 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
         r.skipped("queue-pairs", "a function did not come up");
         return;
     }
-    let mut slots = storage.split();
     for f in 0..2 {
         let Some(dev) = b.devices[f].as_ref() else {
             continue;
@@ -34,10 +33,7 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
         let mut good = 0;
         let mut failure = None;
         for q in 0..PAIRS {
-            let Some((rx_slots, tx_slots)) = slots.next() else {
-                break;
-            };
-            match build_pair(dev, dma, q as u16, rx_slots, tx_slots, b.dp.homes[f * PAIRS + q]) {
+            match build_pair(dev, dma, q as u16, Slots::alloc(), b.dp.homes[f * PAIRS + q]) {
                 Ok(pair) => {
                     if pair_as_programmed(dev, &pair, q) {
                         good += 1;
@@ -68,7 +64,6 @@ pub fn run<'c, 's>(r: &mut Runner, b: &mut Bench<'c, 's>, storage: &'s mut Stora
             Some(e) => r.check(name, false, format_args!("a queue pair did not start: {e}")),
         };
     }
-    b.dp.spare = slots.next();
 }
 
 /// Reads pair `q`'s contexts back (SW H2C as the reference context; SW C2H, prefetch and CMPT

@@ -175,7 +175,7 @@ fn teardown_pairs(r: &mut Runner, b: &mut Bench<'_, '_>) {
         };
         let mut done = b.dp.done(*f, *q);
         let abs = dev.function().qbase() + *q as u16;
-        if tx.teardown(dev, &mut TscDelay, pool, &mut done).is_ok() && !h2c_enabled(dev, abs) {
+        if tx.teardown(dev, &mut TscDelay, pool, &mut done).0.is_ok() && !h2c_enabled(dev, abs) {
             tx_clean += 1;
         }
     }
@@ -184,7 +184,7 @@ fn teardown_pairs(r: &mut Runner, b: &mut Bench<'_, '_>) {
             continue;
         };
         let abs = dev.function().qbase() + q as u16;
-        if rx.teardown(dev, &mut TscDelay, &mut pool).is_ok()
+        if rx.teardown(dev, &mut TscDelay, &mut pool).0.is_ok()
             && read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words).is_some_and(|c| !c.valid())
         {
             rx_clean += 1;
