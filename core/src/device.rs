@@ -11,12 +11,13 @@ use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
 
-use onic_hal::{DelayNs, DmaAddr, RegisterWindow, SharedGuard, SharedLock, Unshared};
+use onic_hal::context::{context_command, invalidate_queue, QueueSide};
+use onic_hal::{DelayNs, DmaAddr, Quiesced, RegisterWindow, SharedGuard, SharedLock, Unshared};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
 use crate::ethtool::{check_channels, Channels, ChannelsRequest, EthtoolError};
-use crate::qdma::{context_command, Doorbells};
+use crate::qdma::Doorbells;
 use crate::rss::{HashFunction, IndirectionTable, RssConfig, RssError, RssKey, RssParts};
 use crate::stats::HW_COUNTERS;
 
@@ -448,6 +449,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             qid,
             &[0; onic_hal::regs::qdma::IND_CTXT_WORDS],
         )
+        .map_err(Error::from)
     }
 
     /// One context WRITE (data and mask registers, command, busy poll), under the card's lock:
@@ -460,7 +462,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         data: &[u32; onic_hal::regs::qdma::IND_CTXT_WORDS],
     ) -> Result<()> {
         let _held = SharedGuard::new(&self.lock);
-        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data)
+        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data).map_err(Error::from)
     }
 
     /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
@@ -488,23 +490,22 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         r
     }
 
-    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8).
+    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8). The [`Quiesced`]
+    /// proof it returns is what lets the queue's ring and buffers go back to their owners.
     ///
     /// # Errors
     ///
     /// [`ConfigError::QueueIndex`]; [`Error::ContextBusy`] (the remaining contexts are still
-    /// invalidated; the first error is returned).
-    pub fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    /// invalidated; the first error is returned, and the device may still use the queue).
+    pub fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
         self.cfg.check_tx_queue(qid)?;
-        let abs = self.abs_qid(qid);
-        let mut first = Ok(());
-        for sel in [CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c] {
-            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        Ok(invalidate_queue(
+            &self.qdma,
+            &self.lock,
+            delay,
+            QueueSide::Tx,
+            self.abs_qid(qid),
+        )?)
     }
 
     /// Programs an RX queue's contexts (hardware.md §5.8: SW C2H, HW, credit, prefetch, CMPT), then
@@ -565,23 +566,15 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// # Errors
     ///
     /// As [`Device::teardown_tx_queue`].
-    pub fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    pub fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
         self.cfg.check_queue(qid)?;
-        let abs = self.abs_qid(qid);
-        let mut first = Ok(());
-        for sel in [
-            CtxtSel::SwC2h,
-            CtxtSel::HwC2h,
-            CtxtSel::CrC2h,
-            CtxtSel::Pfch,
-            CtxtSel::Cmpt,
-        ] {
-            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        Ok(invalidate_queue(
+            &self.qdma,
+            &self.lock,
+            delay,
+            QueueSide::Rx,
+            self.abs_qid(qid),
+        )?)
     }
 }
 

@@ -294,8 +294,12 @@ impl<P> core::fmt::Debug for RecycleRing<P> {
 
 /// Unmaps a pool page and frees it, for a context that got a page back from a full
 /// [`RecycleRing`]. `dir` must be the pool's mapping direction.
+///
+/// A page in the pool is the CPU's by the pool's invariant: the queues give a page back only
+/// after a completion said the device is done with it, or after a quiesced teardown
+/// ([`Quiesced`](onic_hal::Quiesced)); a page still posted on a ring never reaches the pool.
 pub fn release_to_hal<D: DmaMemory>(dma: &D, dir: Direction, page: DmaPage) {
-    let mem = dma.unmap_page(page, dir);
+    let mem = page.unmap(dma, dir);
     dma.free_page(mem);
 }
 

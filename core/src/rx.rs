@@ -55,7 +55,9 @@
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
+use onic_hal::{
+    AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow, SharedLock,
+};
 
 use crate::config::{RxQueueConfig, RX_HEADROOM};
 use crate::device::Device;
@@ -373,13 +375,8 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         pool: &mut P,
     ) -> Result<()> {
         self.fill(pool);
-        dev.init_rx_queue(
-            delay,
-            &self.cfg,
-            self.desc.dma_addr(),
-            self.cmpt.dma_addr(),
-            self.tail,
-        )?;
+        let (desc, cmpt) = (self.desc.lend(), self.cmpt.lend());
+        dev.init_rx_queue(delay, &self.cfg, desc, cmpt, self.tail)?;
         self.started = true;
         Ok(())
     }
@@ -846,9 +843,11 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         self.spare.is_some()
     }
 
-    /// Returns every page in the ring to `pool`. Only for a queue whose contexts are invalidated
-    /// (or a device that is gone): the device must no longer write the pages.
-    pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+    /// Returns every page in the ring to `pool`. `proof` says the queue's contexts are invalidated
+    /// (or, made by hand at an edge, that the device is gone): the device no longer writes the
+    /// pages.
+    pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P, proof: &Quiesced) {
+        let _ = proof;
         if let Some(p) = self.spare.take() {
             pool.recycle_direct(p, 0);
         }
@@ -868,7 +867,9 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_rx_queue`]; the pages are returned in any case.
+    /// As [`Device::teardown_rx_queue`]. The device may then still write the rings and the posted
+    /// pages, so nothing is given back: the pages stay in their slots and the rings are leaked
+    /// (logged), as for a started queue dropped without a teardown.
     pub fn teardown<
         Q: RegisterWindow,
         S: RegisterWindow,
@@ -876,14 +877,33 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         Dl: DelayNs,
         P: PageProvider<Page = Pg>,
     >(
-        mut self,
+        self,
         dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
-        let r = dev.teardown_rx_queue(delay, self.cfg.qid);
-        self.drain(pool);
-        r
+        let proof = match dev.teardown_rx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                onic_hal::error!(
+                    "onic: RX queue {} not quiesced: its rings and {} pages are left to the device",
+                    self.cfg.qid,
+                    self.pages
+                );
+                return Err(e);
+            }
+        };
+        self.release(pool, &proof);
+        Ok(())
+    }
+
+    /// Gives everything back once `proof` says the device no longer uses the queue: every page to
+    /// `pool`, both rings to the allocator. [`RxQueue::teardown`] makes the proof; an edge that
+    /// knows the device is gone may make one by hand ([`Quiesced::assume`]).
+    pub fn release<P: PageProvider<Page = Pg>>(mut self, pool: &mut P, proof: &Quiesced) {
+        self.drain(pool, proof);
+        self.desc.release(proof);
+        self.cmpt.release(proof);
     }
 
     /// Restarts the queue, from any state (the way out of the error state): its contexts are
@@ -914,12 +934,15 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
-        if let Err(e) = dev.teardown_rx_queue(delay, self.cfg.qid) {
-            self.fail(QueueError::Restart);
-            return Err(e);
-        }
+        let proof = match dev.teardown_rx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                self.fail(QueueError::Restart);
+                return Err(e);
+            }
+        };
         self.stats.rx_abandoned += u64::from(self.unconsumed());
-        self.drain(pool);
+        self.drain(pool, &proof);
         zero(&self.desc);
         zero(&self.cmpt);
         self.head = 0;

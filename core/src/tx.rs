@@ -14,7 +14,9 @@
 use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
+use onic_hal::{
+    AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow, SharedLock,
+};
 
 use crate::config::TxQueueConfig;
 use crate::device::Device;
@@ -280,11 +282,11 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     ///
     /// As [`Device::init_tx_queue`].
     pub fn start<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs>(
-        &self,
+        &mut self,
         dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
     ) -> Result<()> {
-        dev.init_tx_queue(delay, &self.cfg, self.ring.dma_addr())
+        dev.init_tx_queue(delay, &self.cfg, self.ring.lend())
     }
 
     /// The configuration.
@@ -684,10 +686,16 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         Some(len)
     }
 
-    /// Returns every buffer still on the ring to its owner without waiting for the device. Only
-    /// for a queue whose contexts are invalidated (or a device that is gone): the device must no
-    /// longer read the buffers.
-    pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
+    /// Returns every buffer still on the ring to its owner without waiting for the device.
+    /// `proof` says the queue's contexts are invalidated (or, made by hand at an edge, that the
+    /// device is gone): the device no longer reads the buffers.
+    pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        &mut self,
+        pool: &mut P,
+        done: &mut C,
+        proof: &Quiesced,
+    ) {
+        let _ = proof;
         while self.next_to_clean != self.next_to_use {
             // Not sent: returned to the owner without counting.
             let _ = self.complete_slot(self.next_to_clean, pool, done);
@@ -730,12 +738,15 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         done: &mut C,
     ) -> Result<()> {
         self.reclaim(pool, done);
-        if let Err(e) = dev.teardown_tx_queue(delay, self.cfg.qid) {
-            self.fail(QueueError::Restart);
-            return Err(e);
-        }
+        let proof = match dev.teardown_tx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                self.fail(QueueError::Restart);
+                return Err(e);
+            }
+        };
         self.stats.tx_aborted += u64::from(self.in_flight());
-        self.drain(pool, done);
+        self.drain(pool, done, &proof);
         for off in (0..self.ring.len()).step_by(8) {
             self.ring.write_u64(off, 0);
         }
@@ -759,7 +770,9 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     ///
     /// # Errors
     ///
-    /// As [`Device::teardown_tx_queue`]; buffers are returned and the ring freed in any case.
+    /// As [`Device::teardown_tx_queue`]. The device may then still read the ring and the buffers,
+    /// so nothing is given back: the buffers stay in their slots (never completed) and the ring
+    /// is leaked (logged), as for a started queue dropped without a teardown.
     pub fn teardown<
         Q: RegisterWindow,
         S: RegisterWindow,
@@ -775,9 +788,32 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         done: &mut C,
     ) -> Result<()> {
         self.reclaim(pool, done);
-        let r = dev.teardown_tx_queue(delay, self.cfg.qid);
-        self.drain(pool, done);
-        r
+        let proof = match dev.teardown_tx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                onic_hal::error!(
+                    "onic: TX queue {} not quiesced: its ring and {} buffers are left to the device",
+                    self.cfg.qid,
+                    self.in_flight()
+                );
+                return Err(e);
+            }
+        };
+        self.release(pool, done, &proof);
+        Ok(())
+    }
+
+    /// Gives everything back once `proof` says the device no longer uses the queue: every buffer
+    /// still on the ring to its owner, the ring to the allocator. [`TxQueue::teardown`] makes the
+    /// proof; an edge that knows the device is gone may make one by hand ([`Quiesced::assume`]).
+    pub fn release<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        mut self,
+        pool: &mut P,
+        done: &mut C,
+        proof: &Quiesced,
+    ) {
+        self.drain(pool, done, proof);
+        self.ring.release(proof);
     }
 }
 
@@ -840,7 +876,7 @@ mod tests {
 
         fn free(self) {
             self.dma
-                .free_page(self.dma.unmap_page(self.page, Direction::ToDevice));
+                .free_page(self.page.unmap(&self.dma, Direction::ToDevice));
         }
     }
 

@@ -5,6 +5,8 @@
 //!
 //! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2).
 //! - [`dma`]: [`DmaAddr`], coherent regions for rings, streaming pages for packets.
+//! - [`context`]: indirect context commands, and [`Quiesced`], the proof that a queue's contexts
+//!   were invalidated (what lets its rings and pages go back to the allocator).
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
@@ -26,6 +28,7 @@ extern crate alloc;
 pub mod fmt;
 
 pub mod barrier;
+pub mod context;
 pub mod dma;
 pub mod layout;
 pub mod lock;
@@ -35,6 +38,7 @@ pub mod recording;
 pub mod regs;
 pub mod window;
 
+pub use context::Quiesced;
 pub use dma::{
     AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
 };

@@ -158,7 +158,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     ) -> Result<TxLive<K, D>, Errno> {
         let cfg = TxQueueConfig { qid, ring, vector };
         let (slots, ptr) = dp::leak_slice(slots(ring.entries(), TxSlot::new)?);
-        let tx = match TxQueue::new(self.dma.clone(), cfg, slots) {
+        let mut tx = match TxQueue::new(self.dma.clone(), cfg, slots) {
             Ok(tx) => tx,
             Err(_) => {
                 // SAFETY: the queue that would have borrowed the slots was never built.

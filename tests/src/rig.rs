@@ -29,7 +29,7 @@ use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
-use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, RegisterWindow};
+use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Quiesced, RegisterWindow};
 
 use crate::hostdma::HostDma;
 
@@ -136,7 +136,7 @@ impl<D: DmaMemory> PagePerPacket<D> {
 
     fn free(&mut self, page: DmaPage) {
         self.live -= 1;
-        let mem = self.dma.unmap_page(page, self.dir);
+        let mem = page.unmap(&self.dma, self.dir);
         self.dma.free_page(mem);
     }
 }
@@ -385,7 +385,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 caught_up: false,
             });
         }
-        let target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target)
+        let mut target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target)
             .map_err(|e| format!("tx queue: {e:?}"))?;
         if cfg.xdp {
             target
@@ -542,24 +542,28 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         total
     }
 
-    /// Returns every page in the rings to the providers (the queues' teardown without the
-    /// register writes) and hands the providers back.
-    pub fn finish(mut self) -> Vec<P> {
+    /// Returns every page in the rings to the providers and the rings to the allocator (the
+    /// queues' teardown without the register writes) and hands the providers back.
+    pub fn finish(self) -> Vec<P> {
         let mut done = RigDone {
             rings: &self.rings,
             dma: self.dma,
         };
-        if let Some(q) = self.queues.first_mut() {
+        // SAFETY: the rig's device side runs only inside the rig's own calls, and none runs any
+        // more: nothing reaches the rings or the pages after this point.
+        let proof = unsafe { Quiesced::assume(0) };
+        let mut queues = self.queues;
+        if let Some(q) = queues.first_mut() {
             // Only redirected frames are on the target: they go back through their rings.
-            self.target.drain(&mut q.pair.pool, &mut done);
+            self.target.release(&mut q.pair.pool, &mut done, &proof);
         }
-        self.queues
+        queues
             .into_iter()
             .map(|q| {
-                let mut pair = q.pair;
+                let pair = q.pair;
                 let mut pool = pair.pool;
-                pair.tx.drain(&mut pool, &mut done);
-                pair.rx.drain(&mut pool);
+                pair.tx.release(&mut pool, &mut done, &proof);
+                pair.rx.release(&mut pool, &proof);
                 pool
             })
             .collect()
@@ -845,7 +849,7 @@ impl<'a> TxRig<'a> {
             ring,
             ..TxQueueConfig::new(0)
         };
-        let tx = TxQueue::new(dma, txc, &mut slots.0).map_err(|e| format!("tx queue: {e:?}"))?;
+        let mut tx = TxQueue::new(dma, txc, &mut slots.0).map_err(|e| format!("tx queue: {e:?}"))?;
         tx.start(&dev, &mut NoDelay)
             .map_err(|e| format!("tx start: {e:?}"))?;
         // OS buffers: up to 16 frames of at most 256 bytes share a page, longer ones get their
@@ -929,9 +933,12 @@ impl<'a> TxRig<'a> {
 
     /// Returns everything to the OS and frees the OS buffers.
     pub fn finish(mut self) {
-        self.tx.drain(&mut self.pool, &mut self.free);
+        // SAFETY: the rig's device side runs only inside `complete`, and it runs no more: nothing
+        // reaches the ring or the buffers after this point.
+        let proof = unsafe { Quiesced::assume(0) };
+        self.tx.release(&mut self.pool, &mut self.free, &proof);
         for p in self.pages.drain(..) {
-            let mem = self.dma.unmap_page(p, Direction::ToDevice);
+            let mem = p.unmap(&self.dma, Direction::ToDevice);
             self.dma.free_page(mem);
         }
     }

@@ -1,0 +1,156 @@
+//! Running the QDMA's indirect context commands (hardware.md §5.1), and [`Quiesced`], the proof
+//! that a queue's contexts were invalidated.
+//!
+//! A queue's rings and posted pages may be given back to the allocator only once the device no
+//! longer reaches them. That moment is the end of the queue's context INVALIDATE commands
+//! (hardware.md §5.8, §13.4): with its contexts invalid the queue fetches no descriptor and writes
+//! no completion or packet. [`invalidate_queue`] runs those commands and, when every one of them
+//! completed, hands out a [`Quiesced`] token; nothing else in safe code makes one. The token is
+//! what [`CoherentRegion::release`](crate::dma::CoherentRegion::release) asks for, and what the
+//! driver core asks for before it gives a queue's pages back to their pool.
+
+use crate::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
+use crate::regs::qdma;
+use crate::{DelayNs, RegisterWindow, SharedGuard, SharedLock};
+
+/// Reads of IND_CTXT_CMD before a busy command is given up (hardware.md §5.1: about 500 ms).
+pub const CTXT_POLL_LIMIT: u32 = 5000;
+/// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
+pub const CTXT_POLL_INTERVAL_US: u32 = 100;
+
+/// An indirect context command that stayed busy past [`CTXT_POLL_LIMIT`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ContextBusy {
+    /// The command word written to IND_CTXT_CMD.
+    pub command: u32,
+}
+
+/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
+/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
+///
+/// The caller serialises commands of all functions of the card ([`crate::SharedLock`]).
+///
+/// # Errors
+///
+/// [`ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
+pub fn context_command<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    op: CtxtOp,
+    qid: u16,
+    data: &[u32; qdma::IND_CTXT_WORDS],
+) -> Result<(), ContextBusy> {
+    if op == CtxtOp::Write {
+        for (i, &word) in data.iter().enumerate() {
+            bar0.write32(qdma::ind_ctxt_data(i), word);
+            bar0.write32(qdma::ind_ctxt_mask(i), u32::MAX);
+        }
+    }
+    let command = IndCtxtCmd::new(sel, op, qid).bits();
+    bar0.write32(qdma::IND_CTXT_CMD, command);
+    for attempt in 0..CTXT_POLL_LIMIT {
+        if !IndCtxtCmd::from_bits(bar0.read32(qdma::IND_CTXT_CMD)).busy() {
+            return Ok(());
+        }
+        if attempt + 1 < CTXT_POLL_LIMIT {
+            delay.delay_us(CTXT_POLL_INTERVAL_US);
+        }
+    }
+    crate::error!(
+        "onic: context command {:#x} still busy after {} reads",
+        command,
+        CTXT_POLL_LIMIT
+    );
+    Err(ContextBusy { command })
+}
+
+/// Which side of a queue: the contexts an INVALIDATE must reach differ (hardware.md §5.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum QueueSide {
+    /// Transmit (H2C): software, hardware and credit contexts.
+    Tx,
+    /// Receive (C2H): software, hardware, credit, prefetch and completion contexts.
+    Rx,
+}
+
+impl QueueSide {
+    /// The contexts of this side, in the order they are invalidated.
+    #[must_use]
+    pub const fn contexts(self) -> &'static [CtxtSel] {
+        match self {
+            Self::Tx => &[CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c],
+            Self::Rx => &[
+                CtxtSel::SwC2h,
+                CtxtSel::HwC2h,
+                CtxtSel::CrC2h,
+                CtxtSel::Pfch,
+                CtxtSel::Cmpt,
+            ],
+        }
+    }
+}
+
+/// Proof that one queue's contexts were invalidated and every INVALIDATE completed: the device
+/// no longer reaches that queue's rings nor the pages posted on them.
+///
+/// Only [`invalidate_queue`] makes one in safe code. The token does not name the queue; the driver
+/// core uses it only for the queue whose teardown produced it.
+#[derive(Debug)]
+pub struct Quiesced {
+    qid: u16,
+}
+
+impl Quiesced {
+    /// A proof made by hand, for an edge that knows the device is idle by other means (a card that
+    /// is gone or reset, a model whose DMA has stopped).
+    ///
+    /// # Safety
+    ///
+    /// The device must no longer read or write the memory the token will release: no context,
+    /// descriptor or register of the card points at it, and no DMA to it is in flight.
+    pub const unsafe fn assume(qid: u16) -> Self {
+        Self { qid }
+    }
+
+    /// The absolute queue id whose contexts were invalidated.
+    #[must_use]
+    pub const fn qid(&self) -> u16 {
+        self.qid
+    }
+}
+
+/// Invalidates every context of queue `abs_qid` on `side` (hardware.md §5.8), each command under
+/// `lock`, the card's context-command lock. A command that stays busy does not stop the others;
+/// the first failure is returned.
+///
+/// # Errors
+///
+/// [`ContextBusy`] for the first command that did not complete: the device may still use the
+/// queue, so no proof is made.
+pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
+    bar0: &W,
+    lock: &L,
+    delay: &mut D,
+    side: QueueSide,
+    abs_qid: u16,
+) -> Result<Quiesced, ContextBusy> {
+    let mut first = Ok(Quiesced { qid: abs_qid });
+    for &sel in side.contexts() {
+        let _held = SharedGuard::new(lock);
+        let r = context_command(
+            bar0,
+            delay,
+            sel,
+            CtxtOp::Invalidate,
+            abs_qid,
+            &[0; qdma::IND_CTXT_WORDS],
+        );
+        if let (Ok(_), Err(e)) = (&first, r) {
+            first = Err(e);
+        }
+    }
+    first
+}
