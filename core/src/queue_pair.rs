@@ -8,6 +8,9 @@
 //!
 //! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
 //! pool: when the device is done, it is recycled straight into the pool's cache.
+//!
+//! A started pair is stopped with [`QueuePair::teardown`]; dropped without it, its queues leave
+//! their rings and pages to the device (leaked, never reused), as the queues' own docs describe.
 
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
@@ -261,7 +264,9 @@ impl<'a, D: DmaMemory, P: PageProvider, F: TxFrame> QueuePair<'a, D, P, F> {
     ///
     /// # Errors
     ///
-    /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run.
+    /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run. A
+    /// queue whose teardown failed keeps its pages and buffers in its slots (the device may still
+    /// use them) and leaks its rings.
     pub fn teardown<Q: RegisterWindow, S: RegisterWindow, Lk: SharedLock, Dl: DelayNs, C: TxDone<F>>(
         self,
         dev: &Device<Q, S, Lk>,

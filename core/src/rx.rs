@@ -33,6 +33,16 @@
 //! contexts invalidated, every page back in the pool, rings cleared, indices and color from the
 //! start, ring refilled, contexts programmed again.
 //!
+//! # Stopping
+//!
+//! Once started, the rings and the posted pages are the device's until its contexts are
+//! invalidated. [`RxQueue::teardown`] does that and, with the [`Quiesced`] proof the invalidation
+//! yields, gives every page back to the pool and both rings to the allocator ([`RxQueue::release`]
+//! for an edge that has the proof by other means). Without the proof nothing is given back: a
+//! started queue dropped without its teardown, or one whose teardown failed, leaks its rings
+//! (logged by [`onic_hal::CoherentRegion`]) and leaves its pages in their slots, where the pool's
+//! census counts them as in the ring. A queue never started frees its rings when dropped.
+//!
 //! # Buffers
 //!
 //! Each slot holds one page; its descriptor points [`RX_HEADROOM`] bytes in, and the device writes

@@ -10,6 +10,16 @@
 //! frame back to the OS, a frame of another device back to that device, each through the path
 //! given to [`TxQueue::reclaim`]. The queue stores them in caller-provided slots (one per usable
 //! ring entry), so it needs no allocation.
+//!
+//! # Stopping
+//!
+//! Once started, the ring and the buffers on it are the device's until its contexts are
+//! invalidated. [`TxQueue::teardown`] does that and, with the [`Quiesced`] proof the invalidation
+//! yields, hands every buffer back to its owner and the ring to the allocator
+//! ([`TxQueue::release`] for an edge that has the proof by other means). Without the proof
+//! nothing is given back: a started queue dropped without its teardown, or one whose teardown
+//! failed, leaks its ring (logged by [`onic_hal::CoherentRegion`]) and leaves the buffers in their
+//! slots, never completed. A queue never started frees its ring when dropped.
 
 use core::sync::atomic::{fence, Ordering};
 

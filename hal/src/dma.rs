@@ -20,7 +20,7 @@
 //!
 //! - A [`CoherentRegion`] whose address was handed to the device ([`CoherentRegion::lend`], which
 //!   the queues use to program their contexts) is freed only by [`CoherentRegion::release`], which
-//!   takes a [`Quiesced`](crate::context::Quiesced) proof. Only
+//!   takes a [`Quiesced`] proof. Only
 //!   [`invalidate_queue`](crate::context::invalidate_queue) makes one in safe code, after every
 //!   INVALIDATE command of the queue completed. A lent region that is simply dropped is leaked
 //!   (logged): memory the device may keep writing is never reused.
@@ -28,7 +28,7 @@
 //!   slot is the CPU's ownership of it: the same rule that makes [`DmaPage::bytes_mut`] safe. A
 //!   driver keeps a page the device may use in a ring slot, where it neither touches nor unmaps
 //!   it, and takes it out only when a completion says the device is done with it or after the
-//!   queue was quiesced (the driver core asks for the [`Quiesced`](crate::context::Quiesced)
+//!   queue was quiesced (the driver core asks for the [`Quiesced`]
 //!   proof before it gives a ring's pages back to their pool). A queue dropped without a teardown
 //!   leaves its pages in their slots, where nothing unmaps them.
 
