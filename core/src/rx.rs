@@ -40,8 +40,8 @@
 //! yields, gives every page back to the pool and both rings to the allocator ([`RxQueue::release`]
 //! for an edge that has the proof by other means). Without the proof nothing is given back: a
 //! started queue dropped without its teardown, or one whose teardown failed, leaks its rings
-//! (logged by [`onic_hal::CoherentRegion`]) and leaves its pages in their slots, where the pool's
-//! census counts them as in the ring. A queue never started frees its rings when dropped.
+//! (logged by [`onic_hal::CoherentRegion`]) and leaves its pages in their slots (the caller's
+//! storage), never returned to the pool. A queue never started frees its rings when dropped.
 //!
 //! # Buffers
 //!
