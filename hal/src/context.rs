@@ -154,3 +154,65 @@ pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
     }
     first
 }
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    extern crate std;
+
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::recording::{AccessKind, Preset, PresetValue, Recorder};
+    use crate::{Bar, Unshared};
+
+    /// No waiting: the recorder's registers answer at once.
+    struct NoWait;
+
+    impl DelayNs for NoWait {
+        fn delay_ns(&mut self, _ns: u32) {}
+    }
+
+    fn commands(rec: &Recorder) -> Vec<u32> {
+        rec.log()
+            .iter()
+            .filter(|a| a.kind == AccessKind::Write && a.offset == qdma::IND_CTXT_CMD)
+            .map(|a| a.value)
+            .collect()
+    }
+
+    #[test]
+    fn every_context_of_the_side_is_invalidated_before_the_proof() {
+        let rec = Recorder::opennic();
+        let proof =
+            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Rx, 9).unwrap();
+        assert_eq!(proof.qid(), 9);
+        let want: Vec<u32> = QueueSide::Rx
+            .contexts()
+            .iter()
+            .map(|&sel| IndCtxtCmd::new(sel, CtxtOp::Invalidate, 9).bits())
+            .collect();
+        assert_eq!(commands(&rec), want);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "15 000 register reads; slow under Miri")]
+    fn a_command_that_stays_busy_makes_no_proof_but_the_others_still_run() {
+        let rec = Recorder::opennic();
+        rec.add_preset(Preset {
+            name: "busy",
+            bar: Bar::Qdma,
+            start: qdma::IND_CTXT_CMD,
+            end: qdma::IND_CTXT_CMD + 4,
+            value: PresetValue::Fixed(1),
+        });
+        let err =
+            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Tx, 3).unwrap_err();
+        assert_eq!(
+            err,
+            ContextBusy {
+                command: IndCtxtCmd::new(CtxtSel::SwH2c, CtxtOp::Invalidate, 3).bits()
+            }
+        );
+        assert_eq!(commands(&rec).len(), QueueSide::Tx.contexts().len());
+    }
+}
