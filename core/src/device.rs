@@ -434,7 +434,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         crate::rss::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
     }
 
-    fn abs_qid(&self, qid: u16) -> u16 {
+    /// The absolute queue id (the card's numbering) of the function's queue `qid`.
+    pub(crate) fn abs_qid(&self, qid: u16) -> u16 {
         self.cfg.func.qbase() + qid
     }
 

@@ -64,6 +64,7 @@
 
 use core::sync::atomic::{fence, Ordering};
 
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
 use onic_hal::{
     AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow, SharedLock,
@@ -282,6 +283,8 @@ pub struct RxQueue<'a, D: DmaMemory, Pg> {
     cmpt_acked: u16,
     color: Color,
     started: bool,
+    /// The absolute queue id the device was told about the rings under (set by `start`).
+    device_qid: Option<u16>,
     error: Option<QueueError>,
     /// Polls in a row that ended without progress while the device claimed work.
     stalled: u16,
@@ -355,6 +358,7 @@ impl<'a, D: DmaMemory + Clone, Pg: PoolPage> RxQueue<'a, D, Pg> {
             cmpt_acked: 0,
             color: Color::INITIAL,
             started: false,
+            device_qid: None,
             error: None,
             stalled: 0,
             stats: RxStats::default(),
@@ -386,6 +390,7 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     ) -> Result<()> {
         self.fill(pool);
         let (desc, cmpt) = (self.desc.lend(), self.cmpt.lend());
+        self.device_qid = Some(dev.abs_qid(self.cfg.qid));
         dev.init_rx_queue(delay, &self.cfg, desc, cmpt, self.tail)?;
         self.started = true;
         Ok(())
@@ -856,8 +861,11 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// Returns every page in the ring to `pool`. `proof` says the queue's contexts are invalidated
     /// (or, made by hand at an edge, that the device is gone): the device no longer writes the
     /// pages.
+    /// A proof for another queue changes nothing (logged).
     pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P, proof: &Quiesced) {
-        let _ = proof;
+        if !self.proven_by(proof) {
+            return;
+        }
         if let Some(p) = self.spare.take() {
             pool.recycle_direct(p, 0);
         }
@@ -910,10 +918,34 @@ impl<D: DmaMemory, Pg: PoolPage> RxQueue<'_, D, Pg> {
     /// Gives everything back once `proof` says the device no longer uses the queue: every page to
     /// `pool`, both rings to the allocator. [`RxQueue::teardown`] makes the proof; an edge that
     /// knows the device is gone may make one by hand ([`Quiesced::assume`]).
+    /// A proof for another queue gives nothing back: the queue is dropped as if it had no proof.
     pub fn release<P: PageProvider<Page = Pg>>(mut self, pool: &mut P, proof: &Quiesced) {
+        if !self.proven_by(proof) {
+            return;
+        }
         self.drain(pool, proof);
         self.desc.release(proof);
         self.cmpt.release(proof);
+    }
+
+    /// Whether `proof` covers this queue: the invalidation of its own contexts, or any proof for
+    /// a queue never started (the device never learnt where its rings are).
+    fn proven_by(&self, proof: &Quiesced) -> bool {
+        let ok = self.device_qid.is_none_or(|q| proof.names(QueueSide::Rx, q));
+        if !ok {
+            onic_hal::error!(
+                "onic: RX queue {} given the proof of another queue: nothing given back",
+                self.cfg.qid
+            );
+        }
+        ok
+    }
+
+    /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
+    /// what an edge that makes its own [`Quiesced`] proof must name.
+    #[must_use]
+    pub const fn device_qid(&self) -> Option<u16> {
+        self.device_qid
     }
 
     /// Restarts the queue, from any state (the way out of the error state): its contexts are

@@ -23,6 +23,7 @@
 
 use core::sync::atomic::{fence, Ordering};
 
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
 use onic_hal::{
     AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow, SharedLock,
@@ -222,6 +223,8 @@ pub struct TxQueue<'a, D: DmaMemory, Pg, F> {
     /// Reclaims in a row that found the queue stopped and the device not moving.
     stalled: u32,
     stall_limit: u32,
+    /// The absolute queue id the device was told about the ring under (set by `start`).
+    device_qid: Option<u16>,
     stats: TxStats,
 }
 
@@ -264,6 +267,7 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
             error: None,
             stalled: 0,
             stall_limit: TX_STALL_RECLAIMS_DEFAULT,
+            device_qid: None,
             stats: TxStats::default(),
         })
     }
@@ -296,7 +300,29 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
         dev: &Device<Q, S, Lk>,
         delay: &mut Dl,
     ) -> Result<()> {
-        dev.init_tx_queue(delay, &self.cfg, self.ring.lend())
+        let ring = self.ring.lend();
+        self.device_qid = Some(dev.abs_qid(self.cfg.qid));
+        dev.init_tx_queue(delay, &self.cfg, ring)
+    }
+
+    /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
+    /// what an edge that makes its own [`Quiesced`] proof must name.
+    #[must_use]
+    pub const fn device_qid(&self) -> Option<u16> {
+        self.device_qid
+    }
+
+    /// Whether `proof` covers this queue: the invalidation of its own contexts, or any proof for
+    /// a queue never started (the device never learnt where its ring is).
+    fn proven_by(&self, proof: &Quiesced) -> bool {
+        let ok = self.device_qid.is_none_or(|q| proof.names(QueueSide::Tx, q));
+        if !ok {
+            onic_hal::error!(
+                "onic: TX queue {} given the proof of another queue: nothing given back",
+                self.cfg.qid
+            );
+        }
+        ok
     }
 
     /// The configuration.
@@ -698,14 +724,17 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
 
     /// Returns every buffer still on the ring to its owner without waiting for the device.
     /// `proof` says the queue's contexts are invalidated (or, made by hand at an edge, that the
-    /// device is gone): the device no longer reads the buffers.
+    /// device is gone): the device no longer reads the buffers. A proof for another queue changes
+    /// nothing (logged).
     pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         pool: &mut P,
         done: &mut C,
         proof: &Quiesced,
     ) {
-        let _ = proof;
+        if !self.proven_by(proof) {
+            return;
+        }
         while self.next_to_clean != self.next_to_use {
             // Not sent: returned to the owner without counting.
             let _ = self.complete_slot(self.next_to_clean, pool, done);
@@ -816,12 +845,16 @@ impl<'a, D: DmaMemory, Pg: PoolPage, F: TxFrame> TxQueue<'a, D, Pg, F> {
     /// Gives everything back once `proof` says the device no longer uses the queue: every buffer
     /// still on the ring to its owner, the ring to the allocator. [`TxQueue::teardown`] makes the
     /// proof; an edge that knows the device is gone may make one by hand ([`Quiesced::assume`]).
+    /// A proof for another queue gives nothing back: the queue is dropped as if it had no proof.
     pub fn release<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         mut self,
         pool: &mut P,
         done: &mut C,
         proof: &Quiesced,
     ) {
+        if !self.proven_by(proof) {
+            return;
+        }
         self.drain(pool, done, proof);
         self.ring.release(proof);
     }

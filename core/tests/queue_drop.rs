@@ -154,3 +154,28 @@ fn a_tx_queue_frees_its_ring_only_when_torn_down_or_never_started() {
     drop(slots);
     reclaim_leaked(&card);
 }
+
+#[test]
+fn a_queue_takes_only_its_own_proof() {
+    let card = Card::new(CardConfig::default());
+    let dev = device(&card);
+    let mut delay = card.delay();
+    let mut pool = rx_pool(&card);
+    let mut slots: Vec<Option<DmaPage>> = (0..63).map(|_| None).collect();
+    let cfg = rx_cfg();
+    let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), &mut slots).unwrap();
+    rx.start(&dev, &mut delay, &mut pool).unwrap();
+    let posted = rx.posted();
+    // The TX side of the same queue id is invalidated: that proves nothing about the RX rings.
+    let tx_proof = dev.teardown_tx_queue(&mut delay, 0).unwrap();
+    rx.release(&mut pool, &tx_proof);
+    assert_eq!(card.dma_stats().live_regions, 2, "the RX rings are not freed");
+    assert_eq!(
+        slots.iter().flatten().count(),
+        usize::from(posted),
+        "nor its pages returned"
+    );
+    drop(slots);
+    drop(pool);
+    reclaim_leaked(&card);
+}

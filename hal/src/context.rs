@@ -96,10 +96,11 @@ impl QueueSide {
 /// Proof that one queue's contexts were invalidated and every INVALIDATE completed: the device
 /// no longer reaches that queue's rings nor the pages posted on them.
 ///
-/// Only [`invalidate_queue`] makes one in safe code. The token does not name the queue; the driver
-/// core uses it only for the queue whose teardown produced it.
-#[derive(Debug)]
+/// Only [`invalidate_queue`] makes one in safe code. It names the queue (side and absolute id),
+/// and the driver core's queues accept only the proof for themselves.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Quiesced {
+    side: QueueSide,
     qid: u16,
 }
 
@@ -111,14 +112,27 @@ impl Quiesced {
     ///
     /// The device must no longer read or write the memory the token will release: no context,
     /// descriptor or register of the card points at it, and no DMA to it is in flight.
-    pub const unsafe fn assume(qid: u16) -> Self {
-        Self { qid }
+    #[must_use]
+    pub const unsafe fn assume(side: QueueSide, qid: u16) -> Self {
+        Self { side, qid }
+    }
+
+    /// The side of the queue whose contexts were invalidated.
+    #[must_use]
+    pub const fn side(&self) -> QueueSide {
+        self.side
     }
 
     /// The absolute queue id whose contexts were invalidated.
     #[must_use]
     pub const fn qid(&self) -> u16 {
         self.qid
+    }
+
+    /// Whether this is the proof for queue `qid` on `side`.
+    #[must_use]
+    pub fn names(&self, side: QueueSide, qid: u16) -> bool {
+        self.side == side && self.qid == qid
     }
 }
 
@@ -137,7 +151,7 @@ pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
     side: QueueSide,
     abs_qid: u16,
 ) -> Result<Quiesced, ContextBusy> {
-    let mut first = Ok(Quiesced { qid: abs_qid });
+    let mut first = Ok(Quiesced { side, qid: abs_qid });
     for &sel in side.contexts() {
         let _held = SharedGuard::new(lock);
         let r = context_command(
@@ -185,7 +199,7 @@ mod tests {
         let rec = Recorder::opennic();
         let proof =
             invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Rx, 9).unwrap();
-        assert_eq!(proof.qid(), 9);
+        assert!(proof.names(QueueSide::Rx, 9));
         let want: Vec<u32> = QueueSide::Rx
             .contexts()
             .iter()

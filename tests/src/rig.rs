@@ -26,6 +26,7 @@ use onic_core::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::xdp::{return_to_origin, DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
@@ -549,12 +550,15 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             rings: &self.rings,
             dma: self.dma,
         };
-        // SAFETY: the rig's device side runs only inside the rig's own calls, and none runs any
-        // more: nothing reaches the rings or the pages after this point.
-        let proof = unsafe { Quiesced::assume(0) };
+        // SAFETY (all three proofs): the rig's device side runs only inside the rig's own calls,
+        // and none runs any more: nothing reaches the rings or the pages after this point.
+        let tx_proof = |tx: &TxQueue<'_, _, _, _>| unsafe {
+            Quiesced::assume(QueueSide::Tx, tx.device_qid().unwrap_or(0))
+        };
         let mut queues = self.queues;
         if let Some(q) = queues.first_mut() {
             // Only redirected frames are on the target: they go back through their rings.
+            let proof = tx_proof(&self.target);
             self.target.release(&mut q.pair.pool, &mut done, &proof);
         }
         queues
@@ -562,7 +566,10 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             .map(|q| {
                 let pair = q.pair;
                 let mut pool = pair.pool;
+                let proof = tx_proof(&pair.tx);
                 pair.tx.release(&mut pool, &mut done, &proof);
+                // SAFETY: as above.
+                let proof = unsafe { Quiesced::assume(QueueSide::Rx, pair.rx.device_qid().unwrap_or(0)) };
                 pair.rx.release(&mut pool, &proof);
                 pool
             })
@@ -935,7 +942,7 @@ impl<'a> TxRig<'a> {
     pub fn finish(mut self) {
         // SAFETY: the rig's device side runs only inside `complete`, and it runs no more: nothing
         // reaches the ring or the buffers after this point.
-        let proof = unsafe { Quiesced::assume(0) };
+        let proof = unsafe { Quiesced::assume(QueueSide::Tx, self.tx.device_qid().unwrap_or(0)) };
         self.tx.release(&mut self.pool, &mut self.free, &proof);
         for p in self.pages.drain(..) {
             let mem = p.unmap(&self.dma, Direction::ToDevice);
