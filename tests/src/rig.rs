@@ -550,15 +550,10 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             rings: &self.rings,
             dma: self.dma,
         };
-        // SAFETY (all three proofs): the rig's device side runs only inside the rig's own calls,
-        // and none runs any more: nothing reaches the rings or the pages after this point.
-        let tx_proof = |tx: &TxQueue<'_, _, _, _>| unsafe {
-            Quiesced::assume(QueueSide::Tx, tx.device_qid().unwrap_or(0))
-        };
         let mut queues = self.queues;
         if let Some(q) = queues.first_mut() {
             // Only redirected frames are on the target: they go back through their rings.
-            let proof = tx_proof(&self.target);
+            let proof = finished(QueueSide::Tx, self.target.device_qid());
             self.target.release(&mut q.pair.pool, &mut done, &proof);
         }
         queues
@@ -566,15 +561,22 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             .map(|q| {
                 let pair = q.pair;
                 let mut pool = pair.pool;
-                let proof = tx_proof(&pair.tx);
+                let proof = finished(QueueSide::Tx, pair.tx.device_qid());
                 pair.tx.release(&mut pool, &mut done, &proof);
-                // SAFETY: as above.
-                let proof = unsafe { Quiesced::assume(QueueSide::Rx, pair.rx.device_qid().unwrap_or(0)) };
+                let proof = finished(QueueSide::Rx, pair.rx.device_qid());
                 pair.rx.release(&mut pool, &proof);
                 pool
             })
             .collect()
     }
+}
+
+/// The proof that a rig's queue is idle, for the rigs' `finish`: a rig's device side runs only
+/// inside the rig's own calls, so once the rig finishes nothing reaches its rings or pages.
+fn finished(side: QueueSide, device_qid: Option<u16>) -> Quiesced {
+    // SAFETY: called only by the rigs' `finish`, after which no device-side call of the rig runs
+    // (see above).
+    unsafe { Quiesced::assume(side, device_qid.unwrap_or(0)) }
 }
 
 /// The XDP side of a rig built with [`RxRigConfig::xdp`] and the rigs' XDP pools
@@ -940,9 +942,7 @@ impl<'a> TxRig<'a> {
 
     /// Returns everything to the OS and frees the OS buffers.
     pub fn finish(mut self) {
-        // SAFETY: the rig's device side runs only inside `complete`, and it runs no more: nothing
-        // reaches the ring or the buffers after this point.
-        let proof = unsafe { Quiesced::assume(QueueSide::Tx, self.tx.device_qid().unwrap_or(0)) };
+        let proof = finished(QueueSide::Tx, self.tx.device_qid());
         self.tx.release(&mut self.pool, &mut self.free, &proof);
         for p in self.pages.drain(..) {
             let mem = p.unmap(&self.dma, Direction::ToDevice);
