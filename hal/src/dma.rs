@@ -20,17 +20,18 @@
 //!
 //! - A [`CoherentRegion`] whose address was handed to the device ([`CoherentRegion::lend`], which
 //!   the queues use to program their contexts) is freed only by [`CoherentRegion::release`], which
-//!   takes a [`Quiesced`] proof. Only
-//!   [`invalidate_queue`](crate::context::invalidate_queue) makes one in safe code, after every
-//!   INVALIDATE command of the queue completed. A lent region that is simply dropped is leaked
-//!   (logged): memory the device may keep writing is never reused.
+//!   takes a [`Quiesced`] proof. Only [`invalidate_queue`](crate::context::invalidate_queue) makes
+//!   one in safe code, after every INVALIDATE command of the queue completed. The proof names its
+//!   queue but not the region: the owner of the region (the driver core's queue, which checks the
+//!   proof names itself) passes the proof of the queue the region was lent to. A lent region that
+//!   is simply dropped is leaked (logged): memory the device may keep writing is never reused.
 //! - A page is unmapped through [`DmaPage::unmap`]. Holding a [`DmaPage`] by value outside a ring
-//!   slot is the CPU's ownership of it: the same rule that makes [`DmaPage::bytes_mut`] safe. A
-//!   driver keeps a page the device may use in a ring slot, where it neither touches nor unmaps
-//!   it, and takes it out only when a completion says the device is done with it or after the
-//!   queue was quiesced (the driver core asks for the [`Quiesced`]
-//!   proof before it gives a ring's pages back to their pool). A queue dropped without a teardown
-//!   leaves its pages in their slots, where nothing unmaps them.
+//!   slot is the CPU's ownership of it: the same rule that makes [`DmaPage::bytes_mut`] safe, so
+//!   this door rests on the driver's hand-off protocol, not on a type. A driver keeps a page the
+//!   device may use in a ring slot, where it neither touches nor unmaps it, and takes it out only
+//!   when a completion says the device is done with it or after the queue was quiesced (the driver
+//!   core asks for the [`Quiesced`] proof before it gives a ring's pages back to their pool). A
+//!   queue dropped without a teardown leaves its pages in their slots, where nothing unmaps them.
 
 use core::fmt;
 use core::ptr::NonNull;
