@@ -16,7 +16,7 @@
 //! Freeing a region or unmapping a page that the device still reaches lets it write into memory
 //! that someone else now owns. The two raw seams, [`DmaMemory::free_coherent`] and
 //! [`DmaMemory::unmap_page`], are therefore `unsafe`; the driver reaches them only through two
-//! safe doors whose precondition is carried by a type:
+//! safe doors, each with its precondition stated where it stands:
 //!
 //! - A [`CoherentRegion`] whose address was handed to the device ([`CoherentRegion::lend`], which
 //!   the queues use to program their contexts) is freed only by [`CoherentRegion::release`], which
