@@ -301,6 +301,12 @@ impl From<QueueError> for Error {
     }
 }
 
+impl From<onic_hal::context::ContextBusy> for Error {
+    fn from(e: onic_hal::context::ContextBusy) -> Self {
+        Self::ContextBusy { command: e.command }
+    }
+}
+
 impl From<onic_hal::DmaError> for Error {
     fn from(e: onic_hal::DmaError) -> Self {
         Self::Dma(e)

@@ -1473,7 +1473,7 @@ fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleR
             failures.push(format!("device teardown: {e:?}"));
         }
         for p in os_free {
-            dma.free_page(dma.unmap_page(p, onic_hal::Direction::ToDevice));
+            dma.free_page(p.unmap(&dma, onic_hal::Direction::ToDevice));
         }
     }
     let d = card.dma_stats();

@@ -77,7 +77,7 @@ fn step(h: &mut Harness<'_>, op: Op) {
                 let HFrame::Os { page, .. } = e.into_inner() else {
                     panic!("another frame came back")
                 };
-                dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+                dma.free_page(page.unmap(&dma, Direction::ToDevice));
                 h.os_tx_live -= 1;
             }
         }

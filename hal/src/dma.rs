@@ -10,9 +10,33 @@
 //!   mapped once ([`DmaMemory::map_page`]), recycled many times with explicit ownership hand-offs
 //!   ([`DmaMemory::sync_for_device`] before the device may touch it, [`DmaMemory::sync_for_cpu`]
 //!   before the CPU reads what the device wrote), and finally unmapped and freed.
+//!
+//! # Giving memory back while the device may still use it
+//!
+//! Freeing a region or unmapping a page that the device still reaches lets it write into memory
+//! that someone else now owns. The two raw seams, [`DmaMemory::free_coherent`] and
+//! [`DmaMemory::unmap_page`], are therefore `unsafe`; the driver reaches them only through two
+//! safe doors, each with its precondition stated where it stands:
+//!
+//! - A [`CoherentRegion`] whose address was handed to the device ([`CoherentRegion::lend`], which
+//!   the queues use to program their contexts) is freed only by [`CoherentRegion::release`], which
+//!   takes a [`Quiesced`] proof. Only [`invalidate_queue`](crate::context::invalidate_queue) makes
+//!   one in safe code, after every INVALIDATE command of the queue completed. The proof names its
+//!   queue but not the region: the owner of the region (the driver core's queue, which checks the
+//!   proof names itself) passes the proof of the queue the region was lent to. A lent region that
+//!   is simply dropped is leaked (logged): memory the device may keep writing is never reused.
+//! - A page is unmapped through [`DmaPage::unmap`]. Holding a [`DmaPage`] by value outside a ring
+//!   slot is the CPU's ownership of it: the same rule that makes [`DmaPage::bytes_mut`] safe, so
+//!   this door rests on the driver's hand-off protocol, not on a type. A driver keeps a page the
+//!   device may use in a ring slot, where it neither touches nor unmaps it, and takes it out only
+//!   when a completion says the device is done with it or after the queue was quiesced (the driver
+//!   core asks for the [`Quiesced`] proof before it gives a ring's pages back to their pool). A
+//!   queue dropped without a teardown leaves its pages in their slots, where nothing unmaps them.
 
 use core::fmt;
 use core::ptr::NonNull;
+
+use crate::context::Quiesced;
 
 /// Size of one streaming page and the alignment of every coherent region.
 pub const PAGE_SIZE: usize = 4096;
@@ -132,8 +156,8 @@ impl fmt::Display for DmaError {
 impl core::error::Error for DmaError {}
 
 /// A coherent allocation as handed out by a [`DmaMemory`] implementation. Owning this token is
-/// owning the memory: it is neither `Clone` nor `Copy`, and only [`DmaMemory::free_coherent`]
-/// consumes it. Wrap it in a [`CoherentRegion`] to access it.
+/// owning the memory (not the device's use of it): it is neither `Clone` nor `Copy`, and only
+/// [`DmaMemory::free_coherent`] consumes it. Wrap it in a [`CoherentRegion`] to access it.
 #[derive(Debug)]
 pub struct RawRegion {
     cpu: NonNull<u8>,
@@ -251,6 +275,19 @@ impl DmaPage {
         (self.mem, self.dma)
     }
 
+    /// Unmaps the page through `dma`, the allocator that mapped it, with `dir`, the direction it
+    /// was mapped with: the safe door to [`DmaMemory::unmap_page`].
+    ///
+    /// Owning the token outside a ring slot is the CPU's ownership of the page (module docs): a
+    /// page the device may still use sits in a ring slot and is taken out only after a completion
+    /// or a quiesced teardown, so the device no longer reaches a page that reaches this call.
+    #[must_use]
+    pub fn unmap<D: DmaMemory + ?Sized>(self, dma: &D, dir: Direction) -> PageMem {
+        // SAFETY: the caller owns the page outside any ring slot, which by the protocol above
+        // means no descriptor the device may still fetch points at it and no DMA is in flight.
+        unsafe { dma.unmap_page(self, dir) }
+    }
+
     /// The page's bytes.
     #[must_use]
     pub fn bytes(&self) -> &[u8] {
@@ -286,8 +323,14 @@ pub unsafe trait DmaMemory {
     /// [`DmaError::InvalidRequest`] for a zero length, [`DmaError::OutOfMemory`] when nothing fits.
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError>;
 
-    /// Returns a coherent region. The device must no longer use it.
-    fn free_coherent(&self, region: RawRegion);
+    /// Returns a coherent region to the allocator.
+    ///
+    /// # Safety
+    ///
+    /// The device no longer reaches the region: no context, descriptor or register of the card
+    /// points into it, and no DMA to it is in flight. (Drivers free through
+    /// [`CoherentRegion::release`], which asks for that as a [`Quiesced`] proof.)
+    unsafe fn free_coherent(&self, region: RawRegion);
 
     /// Allocates one page of packet memory.
     ///
@@ -306,8 +349,14 @@ pub unsafe trait DmaMemory {
     /// [`DmaError::MapFailed`] when no mapping can be made; the page is handed back.
     fn map_page(&self, page: PageMem, dir: Direction) -> Result<DmaPage, (PageMem, DmaError)>;
 
-    /// Unmaps a page. The device must no longer use it.
-    fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem;
+    /// Unmaps a page.
+    ///
+    /// # Safety
+    ///
+    /// The device no longer reaches the page: no descriptor the device may still fetch points
+    /// into it, and no DMA to it is in flight. (Drivers unmap through [`DmaPage::unmap`], whose
+    /// token carries that by the ownership rule in the module docs.)
+    unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem;
 
     /// Hands `len` bytes at `offset` of the page to the CPU after the device wrote them.
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction);
@@ -321,8 +370,9 @@ unsafe impl<T: DmaMemory + ?Sized> DmaMemory for &T {
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         (**self).alloc_coherent(len, limit)
     }
-    fn free_coherent(&self, region: RawRegion) {
-        (**self).free_coherent(region);
+    unsafe fn free_coherent(&self, region: RawRegion) {
+        // SAFETY: the caller upholds the same contract for `T`.
+        unsafe { (**self).free_coherent(region) };
     }
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
         (**self).alloc_page()
@@ -333,8 +383,9 @@ unsafe impl<T: DmaMemory + ?Sized> DmaMemory for &T {
     fn map_page(&self, page: PageMem, dir: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
         (**self).map_page(page, dir)
     }
-    fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
-        (**self).unmap_page(page, dir)
+    unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
+        // SAFETY: the caller upholds the same contract for `T`.
+        unsafe { (**self).unmap_page(page, dir) }
     }
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
         (**self).sync_for_cpu(page, offset, len, dir);
@@ -344,11 +395,16 @@ unsafe impl<T: DmaMemory + ?Sized> DmaMemory for &T {
     }
 }
 
-/// An owned coherent region, freed when dropped. All accesses are volatile and bounds-checked:
-/// the device may change the memory at any time, so nothing here hands out references into it.
+/// An owned coherent region. All accesses are volatile and bounds-checked: the device may change
+/// the memory at any time, so nothing here hands out references into it.
+///
+/// A region the device was never told about is freed when dropped. Once its address went to the
+/// device ([`lend`](Self::lend)), only [`release`](Self::release) with a [`Quiesced`] proof frees
+/// it; dropped without one, it is leaked (and logged), since the device may still write it.
 pub struct CoherentRegion<D: DmaMemory> {
     dma: D,
     raw: Option<RawRegion>,
+    lent: bool,
 }
 
 impl<D: DmaMemory> CoherentRegion<D> {
@@ -359,21 +415,51 @@ impl<D: DmaMemory> CoherentRegion<D> {
     /// As [`DmaMemory::alloc_coherent`].
     pub fn new(dma: D, len: usize, limit: AddrLimit) -> Result<Self, DmaError> {
         let raw = dma.alloc_coherent(len, limit)?;
-        Ok(Self { dma, raw: Some(raw) })
+        Ok(Self {
+            dma,
+            raw: Some(raw),
+            lent: false,
+        })
     }
 
     fn raw(&self) -> &RawRegion {
-        // Only `drop` takes the token out.
+        // Only `drop` and `release` take the token out.
         match &self.raw {
             Some(r) => r,
             None => unreachable!("region used after drop"),
         }
     }
 
-    /// Device address of the first byte.
+    /// Device address of the first byte, to look at (logs, tests). To point the device at the
+    /// region, use [`lend`](Self::lend).
     #[must_use]
     pub fn dma_addr(&self) -> DmaAddr {
         self.raw().dma
+    }
+
+    /// Device address of the first byte, for a context or descriptor that makes the device use the
+    /// region. From now on the region is freed only by [`release`](Self::release); dropping it
+    /// leaks it.
+    #[must_use]
+    pub fn lend(&mut self) -> DmaAddr {
+        self.lent = true;
+        self.raw().dma
+    }
+
+    /// Whether the region's address was handed to the device.
+    #[must_use]
+    pub const fn is_lent(&self) -> bool {
+        self.lent
+    }
+
+    /// Frees the region, lent or not, once `proof` says the queue that used it was quiesced.
+    pub fn release(mut self, proof: &Quiesced) {
+        let _ = proof;
+        if let Some(raw) = self.raw.take() {
+            // SAFETY: the proof says every context of the queue that used this region was
+            // invalidated, so no context, descriptor or register points into it any longer.
+            unsafe { self.dma.free_coherent(raw) };
+        }
     }
 
     /// Length in bytes.
@@ -502,9 +588,20 @@ impl<D: DmaMemory> CoherentRegion<D> {
 
 impl<D: DmaMemory> Drop for CoherentRegion<D> {
     fn drop(&mut self) {
-        if let Some(raw) = self.raw.take() {
-            self.dma.free_coherent(raw);
+        let Some(raw) = self.raw.take() else {
+            return;
+        };
+        if self.lent {
+            crate::warn!(
+                "onic: coherent region at {:#x} ({} bytes) dropped while lent to the device: leaked",
+                raw.dma.get(),
+                raw.len
+            );
+            return;
         }
+        // SAFETY: the region's address never left this type through `lend`, so the device was
+        // never pointed at it.
+        unsafe { self.dma.free_coherent(raw) };
     }
 }
 
@@ -513,6 +610,7 @@ impl<D: DmaMemory> fmt::Debug for CoherentRegion<D> {
         f.debug_struct("CoherentRegion")
             .field("dma", &self.dma_addr())
             .field("len", &self.len())
+            .field("lent", &self.lent)
             .finish()
     }
 }
@@ -592,7 +690,7 @@ mod tests {
             Ok(unsafe { RawRegion::from_raw(cpu, dma, len) })
         }
 
-        fn free_coherent(&self, region: RawRegion) {
+        unsafe fn free_coherent(&self, region: RawRegion) {
             self.give_back(region.cpu_ptr());
         }
 
@@ -614,7 +712,7 @@ mod tests {
             Ok(unsafe { DmaPage::from_raw(page, dma) })
         }
 
-        fn unmap_page(&self, page: DmaPage, _dir: Direction) -> PageMem {
+        unsafe fn unmap_page(&self, page: DmaPage, _dir: Direction) -> PageMem {
             self.mapped.set(self.mapped.get() - 1);
             page.into_parts().0
         }
@@ -720,6 +818,31 @@ mod tests {
     }
 
     #[test]
+    fn a_lent_region_is_freed_only_with_a_proof() {
+        let dma = HostDma::new();
+        let mut kept = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Below4G).unwrap();
+        let mut lost = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Below4G).unwrap();
+        assert!(!kept.is_lent());
+        assert_eq!(kept.lend(), kept.dma_addr());
+        let _ = lost.lend();
+        assert!(kept.is_lent() && lost.is_lent());
+        let lost_at = lost.raw().cpu_ptr();
+        drop(lost);
+        assert_eq!(
+            dma.outstanding(),
+            2,
+            "a lent region is leaked, not freed, when dropped"
+        );
+        // SAFETY: no device exists in this test; nothing reaches the region.
+        let proof = unsafe { Quiesced::assume(crate::context::QueueSide::Tx, 0) };
+        kept.release(&proof);
+        assert_eq!(dma.outstanding(), 1, "the proof frees a lent region");
+        // The leaked block belongs to nobody now; give it back so the test frees what it took.
+        dma.give_back(lost_at);
+        assert_eq!(dma.outstanding(), 0);
+    }
+
+    #[test]
     fn a_page_is_written_by_the_device_and_read_by_the_cpu_on_another_thread() {
         let dma = HostDma::new();
         let mut page = dma
@@ -749,7 +872,7 @@ mod tests {
         page.bytes_mut()[PAGE_SIZE - 1] = 7;
         assert_eq!(page.bytes()[PAGE_SIZE - 1], 7);
         dma.sync_for_device(&page, 0, 4, Direction::Bidirectional);
-        let mem = dma.unmap_page(page, Direction::Bidirectional);
+        let mem = page.unmap(&dma, Direction::Bidirectional);
         assert_eq!(dma.mapped.get(), 0);
         dma.free_page(mem);
         assert_eq!(dma.outstanding(), 0);

@@ -6,6 +6,8 @@
 //! - [`window`]: [`RegisterWindow`], one per PCI BAR (QDMA BAR0, shell BAR2), and
 //!   [`RegisterAccess`], typed reads and writes of the [`Reg`] handles of [`regs`].
 //! - [`dma`]: [`DmaAddr`], coherent regions for rings, streaming pages for packets.
+//! - [`context`]: indirect context commands, and [`Quiesced`], the proof that a queue's contexts
+//!   were invalidated (what lets its rings and pages go back to the allocator).
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
@@ -27,6 +29,7 @@ extern crate alloc;
 pub mod fmt;
 
 pub mod barrier;
+pub mod context;
 pub mod dma;
 pub mod layout;
 pub mod lock;
@@ -36,6 +39,7 @@ pub mod recording;
 pub mod regs;
 pub mod window;
 
+pub use context::Quiesced;
 pub use dma::{
     AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
 };

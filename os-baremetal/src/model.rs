@@ -101,8 +101,9 @@ unsafe impl<T: DmaMemory> DmaMemory for Guarded<T> {
         without_interrupts(|| self.0.alloc_coherent(len, limit))
     }
 
-    fn free_coherent(&self, region: RawRegion) {
-        without_interrupts(|| self.0.free_coherent(region));
+    unsafe fn free_coherent(&self, region: RawRegion) {
+        // SAFETY: the caller guarantees the device no longer reaches the region.
+        without_interrupts(|| unsafe { self.0.free_coherent(region) });
     }
 
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
@@ -117,8 +118,9 @@ unsafe impl<T: DmaMemory> DmaMemory for Guarded<T> {
         without_interrupts(|| self.0.map_page(page, dir))
     }
 
-    fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
-        without_interrupts(|| self.0.unmap_page(page, dir))
+    unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
+        // SAFETY: the caller guarantees the device no longer reaches the page.
+        without_interrupts(|| unsafe { self.0.unmap_page(page, dir) })
     }
 
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {

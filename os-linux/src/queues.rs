@@ -149,7 +149,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     ) -> Result<TxRing<K, D>, Errno> {
         let cfg = TxQueueConfig { qid, ring, vector };
         let storage = slots(ring.entries(), TxSlot::new)?;
-        let tx = TxQueue::new(self.dma.clone(), cfg, storage).map_err(|_| ENOMEM)?;
+        let mut tx = TxQueue::new(self.dma.clone(), cfg, storage).map_err(|_| ENOMEM)?;
         if let Err(e) = tx.start(self.dev, self.delay) {
             let _ = tx.teardown(
                 self.dev,

@@ -245,8 +245,9 @@ unsafe impl<L: RawLock> DmaMemory for SimDma<L> {
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         self.card.with(|c| c.dma().alloc_coherent(len, limit))
     }
-    fn free_coherent(&self, region: RawRegion) {
-        self.card.with(|c| c.dma().free_coherent(region));
+    unsafe fn free_coherent(&self, region: RawRegion) {
+        // SAFETY: the caller guarantees the device no longer reaches the region.
+        self.card.with(|c| unsafe { c.dma().free_coherent(region) });
     }
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
         self.card.with(|c| c.dma().alloc_page())
@@ -257,8 +258,9 @@ unsafe impl<L: RawLock> DmaMemory for SimDma<L> {
     fn map_page(&self, page: PageMem, dir: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
         self.card.with(|c| c.dma().map_page(page, dir))
     }
-    fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
-        self.card.with(|c| c.dma().unmap_page(page, dir))
+    unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
+        // SAFETY: the caller guarantees the device no longer reaches the page.
+        self.card.with(|c| unsafe { c.dma().unmap_page(page, dir) })
     }
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
         self.card.with(|c| c.dma().sync_for_cpu(page, offset, len, dir));

@@ -518,7 +518,7 @@ unsafe impl DmaMemory for SimDma<'_> {
         Ok(unsafe { RawRegion::from_raw(ptr, addr, len) })
     }
 
-    fn free_coherent(&self, region: RawRegion) {
+    unsafe fn free_coherent(&self, region: RawRegion) {
         self.card.with(|s| {
             if let Some(v) = s
                 .dma
@@ -554,7 +554,7 @@ unsafe impl DmaMemory for SimDma<'_> {
         }
     }
 
-    fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
+    unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
         let (mem, addr) = page.into_parts();
         self.card.with(|s| {
             if let Some(v) = s.dma.unmap_page(mem.cpu_ptr(), addr, dir) {

@@ -70,10 +70,7 @@ fn h2c_ring_wraps() {
         // Give the pages back as a driver would after reclaim.
         let dma = card.dma();
         for p in tx.pages.drain(..) {
-            onic_hal::DmaMemory::free_page(
-                &dma,
-                onic_hal::DmaMemory::unmap_page(&dma, p, onic_hal::Direction::ToDevice),
-            );
+            onic_hal::DmaMemory::free_page(&dma, p.unmap(&dma, onic_hal::Direction::ToDevice));
         }
     }
     assert_eq!(card.violations(), []);

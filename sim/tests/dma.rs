@@ -64,7 +64,7 @@ fn pages_are_poisoned_and_mapped_at_fake_addresses() {
         ),
         (1, 1, 1, 1)
     );
-    dma.free_page(dma.unmap_page(p, Direction::Bidirectional));
+    dma.free_page(p.unmap(&dma, Direction::Bidirectional));
     assert_eq!(card.dma_stats().live_pages, 0);
     assert_eq!(card.violations(), []);
 }
@@ -80,7 +80,7 @@ fn host_side_misuse_is_reported() {
     dma.sync_for_cpu(&p, 4000, 200, Direction::FromDevice);
     dma.sync_for_device(&p, 0, 10, Direction::ToDevice);
     // Unmap with another direction (still unmaps).
-    let mem = dma.unmap_page(p, Direction::ToDevice);
+    let mem = p.unmap(&dma, Direction::ToDevice);
     // Map it again, then try to free the page while mapped through a split token.
     let p = dma.map_page(mem, Direction::ToDevice).unwrap();
     let (mem, _) = p.into_parts();

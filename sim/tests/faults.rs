@@ -207,7 +207,7 @@ fn device_write_to_freed_page_is_reported_not_performed() {
     let page = rx.pages[0].take().unwrap();
     let addr = page.dma_addr();
     let dma = card.dma();
-    dma.free_page(dma.unmap_page(page, onic_hal::Direction::FromDevice));
+    dma.free_page(page.unmap(&dma, onic_hal::Direction::FromDevice));
     card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
     card.run_until_idle();
     assert_eq!(
@@ -260,7 +260,7 @@ fn device_write_into_a_to_device_page_is_refused() {
     let dma = card.dma();
     // Swap slot 0's page for one mapped ToDevice.
     let old = rx.pages[0].take().unwrap();
-    dma.free_page(dma.unmap_page(old, onic_hal::Direction::FromDevice));
+    dma.free_page(old.unmap(&dma, onic_hal::Direction::FromDevice));
     let p = dma
         .map_page(dma.alloc_page().unwrap(), onic_hal::Direction::ToDevice)
         .unwrap();
@@ -274,7 +274,7 @@ fn device_write_into_a_to_device_page_is_refused() {
             ..
         }]
     ));
-    dma.free_page(dma.unmap_page(p, onic_hal::Direction::ToDevice));
+    dma.free_page(p.unmap(&dma, onic_hal::Direction::ToDevice));
     rx.free();
 }
 

@@ -347,7 +347,7 @@ impl<'c> TxDone<HFrame<'c>> for Done<'_, 'c> {
 fn free_frame<'c>(f: HFrame<'c>, rings: &[&'static RecycleRing], os_tx_live: &mut usize, dma: SimDma<'c>) {
     match f {
         HFrame::Os { page, dma, .. } => {
-            dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+            dma.free_page(page.unmap(&dma, Direction::ToDevice));
             *os_tx_live -= 1;
         }
         HFrame::Peer {

@@ -181,7 +181,7 @@ unsafe impl DmaMemory for HostDma {
         Ok(unsafe { RawRegion::from_raw(ptr, DmaAddr::new(iova), len) })
     }
 
-    fn free_coherent(&self, region: RawRegion) {
+    unsafe fn free_coherent(&self, region: RawRegion) {
         let removed = self.regions.borrow_mut().remove(&region.dma_addr().get());
         if let Some((ptr, len)) = removed {
             if ptr == region.cpu_ptr() {
@@ -219,7 +219,7 @@ unsafe impl DmaMemory for HostDma {
         Ok(unsafe { DmaPage::from_raw(page, DmaAddr::new(cpu + PAGE_IOVA_OFFSET)) })
     }
 
-    fn unmap_page(&self, page: DmaPage, _dir: Direction) -> PageMem {
+    unsafe fn unmap_page(&self, page: DmaPage, _dir: Direction) -> PageMem {
         let (mem, _) = page.into_parts();
         #[cfg(debug_assertions)]
         self.mapped.borrow_mut().remove(&(mem.cpu_ptr().as_ptr() as u64));
@@ -253,9 +253,10 @@ mod tests {
         assert_eq!(&page.bytes_mut()[256..261], b"frame");
         assert!(!dma.device_write(DmaAddr::new(page.dma_addr().get() + 4094), b"xyz"));
         assert_eq!(dma.stats().live_pages, 1);
-        let mem = dma.unmap_page(page, Direction::FromDevice);
+        let mem = page.unmap(&dma, Direction::FromDevice);
         dma.free_page(mem);
-        dma.free_coherent(r);
+        // SAFETY: the test's device side makes no more accesses to the region.
+        unsafe { dma.free_coherent(r) };
         assert_eq!(
             dma.stats(),
             HostDmaStats {

@@ -26,10 +26,13 @@ use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
 use onic_core::xdp::{return_to_origin, DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
-use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Reg, RegValue, RegisterWindow};
+use onic_hal::{
+    Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Quiesced, Reg, RegValue, RegisterWindow,
+};
 
 use crate::hostdma::HostDma;
 
@@ -140,7 +143,7 @@ impl<D: DmaMemory> PagePerPacket<D> {
 
     fn free(&mut self, page: DmaPage) {
         self.live -= 1;
-        let mem = self.dma.unmap_page(page, self.dir);
+        let mem = page.unmap(&self.dma, self.dir);
         self.dma.free_page(mem);
     }
 }
@@ -395,7 +398,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 caught_up: false,
             });
         }
-        let target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target.as_mut_slice())
+        let mut target = TxQueue::new(dma, rig_tx_config(&cfg, cfg.queues), target.as_mut_slice())
             .map_err(|e| format!("tx queue: {e:?}"))?;
         if cfg.xdp {
             target
@@ -552,28 +555,40 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         total
     }
 
-    /// Returns every page in the rings to the providers (the queues' teardown without the
-    /// register writes) and hands the providers back.
-    pub fn finish(mut self) -> Vec<P> {
+    /// Returns every page in the rings to the providers and the rings to the allocator (the
+    /// queues' teardown without the register writes) and hands the providers back.
+    pub fn finish(self) -> Vec<P> {
         let mut done = RigDone {
             rings: &self.rings,
             dma: self.dma,
         };
-        if let Some(q) = self.queues.first_mut() {
+        let mut queues = self.queues;
+        if let Some(q) = queues.first_mut() {
             // Only redirected frames are on the target: they go back through their rings.
-            self.target.drain(&mut q.pair.pool, &mut done);
+            let proof = finished(QueueSide::Tx, self.target.device_qid());
+            self.target.release(&mut q.pair.pool, &mut done, &proof);
         }
-        self.queues
+        queues
             .into_iter()
             .map(|q| {
-                let mut pair = q.pair;
+                let pair = q.pair;
                 let mut pool = pair.pool;
-                pair.tx.drain(&mut pool, &mut done);
-                pair.rx.drain(&mut pool);
+                let proof = finished(QueueSide::Tx, pair.tx.device_qid());
+                pair.tx.release(&mut pool, &mut done, &proof);
+                let proof = finished(QueueSide::Rx, pair.rx.device_qid());
+                pair.rx.release(&mut pool, &proof);
                 pool
             })
             .collect()
     }
+}
+
+/// The proof that a rig's queue is idle, for the rigs' `finish`: a rig's device side runs only
+/// inside the rig's own calls, so once the rig finishes nothing reaches its rings or pages.
+fn finished(side: QueueSide, device_qid: Option<u16>) -> Quiesced {
+    // SAFETY: called only by the rigs' `finish`, after which no device-side call of the rig runs
+    // (see above).
+    unsafe { Quiesced::assume(side, device_qid.unwrap_or(0)) }
 }
 
 /// The XDP side of a rig built with [`RxRigConfig::xdp`] and the rigs' XDP pools
@@ -855,7 +870,8 @@ impl<'a> TxRig<'a> {
             ring,
             ..TxQueueConfig::new(0)
         };
-        let tx = TxQueue::new(dma, txc, slots.0.as_mut_slice()).map_err(|e| format!("tx queue: {e:?}"))?;
+        let mut tx =
+            TxQueue::new(dma, txc, slots.0.as_mut_slice()).map_err(|e| format!("tx queue: {e:?}"))?;
         tx.start(&dev, &mut NoDelay)
             .map_err(|e| format!("tx start: {e:?}"))?;
         // OS buffers: up to 16 frames of at most 256 bytes share a page, longer ones get their
@@ -939,9 +955,10 @@ impl<'a> TxRig<'a> {
 
     /// Returns everything to the OS and frees the OS buffers.
     pub fn finish(mut self) {
-        self.tx.drain(&mut self.pool, &mut self.free);
+        let proof = finished(QueueSide::Tx, self.tx.device_qid());
+        self.tx.release(&mut self.pool, &mut self.free, &proof);
         for p in self.pages.drain(..) {
-            let mem = self.dma.unmap_page(p, Direction::ToDevice);
+            let mem = p.unmap(&self.dma, Direction::ToDevice);
             self.dma.free_page(mem);
         }
     }

@@ -237,10 +237,7 @@ fn refused_frames_come_back_with_the_error() {
     let TxError::Full(onic_tests::datapath::HFrame::Os { page, .. }) = err else {
         panic!("expected Full with the frame");
     };
-    onic_hal::DmaMemory::free_page(
-        &dma,
-        onic_hal::DmaMemory::unmap_page(&dma, page, onic_hal::Direction::ToDevice),
-    );
+    onic_hal::DmaMemory::free_page(&dma, page.unmap(&dma, onic_hal::Direction::ToDevice));
     h.drain();
     h.teardown();
 }

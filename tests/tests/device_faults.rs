@@ -286,7 +286,7 @@ fn a_stalled_tx_writeback_on_a_stopped_queue_is_detected_and_recovered() {
         panic!("expected a queue error");
     };
     assert_eq!(q, e);
-    dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+    dma.free_page(page.unmap(&dma, Direction::ToDevice));
     assert_eq!(h.os_tx_live, 62);
     h.restart(0, 0).expect("restart");
     let tx = &h.funcs[0].pairs[0].tx;

@@ -24,7 +24,7 @@ fn os_page(dma: SimDma<'_>, fill: u8) -> DmaPage {
 type Case<'c> = (HFrame<'c>, fn(&TxError<HFrame<'c>>) -> bool);
 
 fn free_os_page(dma: SimDma<'_>, page: DmaPage) {
-    dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+    dma.free_page(page.unmap(&dma, Direction::ToDevice));
 }
 
 #[test]

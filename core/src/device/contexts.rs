@@ -1,56 +1,13 @@
-//! QDMA indirect context programming (hardware.md §5), crate-private: [`crate::Device`] programs
-//! the contexts. The queues' doorbells are [`crate::queue::doorbell`].
+//! A raw QDMA context read for tools (feature `raw-registers`). The indirect context commands
+//! themselves run in [`onic_hal::context`]; [`crate::Device`] issues them, and the queues'
+//! doorbells are [`crate::queue::doorbell`].
 
-use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
+use onic_hal::context::context_command;
+use onic_hal::layout::ctxt::{CtxtOp, CtxtSel};
 use onic_hal::regs::qdma;
 use onic_hal::{DelayNs, RegisterAccess, RegisterWindow};
 
-use crate::error::{Error, Result};
-
-/// Reads of IND_CTXT_CMD before a busy command is given up (hardware.md §5.1: about 500 ms).
-pub(crate) const CTXT_POLL_LIMIT: u32 = 5000;
-/// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
-pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
-
-/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
-/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
-///
-/// # Errors
-///
-/// [`Error::ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
-pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
-    bar0: &W,
-    delay: &mut D,
-    sel: CtxtSel,
-    op: CtxtOp,
-    qid: u16,
-    data: &[u32; qdma::IND_CTXT_WORDS],
-) -> Result<()> {
-    if op == CtxtOp::Write {
-        for (i, &word) in data.iter().enumerate() {
-            bar0.write(qdma::ind_ctxt_data(i), word);
-            bar0.write(qdma::ind_ctxt_mask(i), u32::MAX);
-        }
-    }
-    let command = IndCtxtCmd::new(sel, op, qid);
-    bar0.write(qdma::IND_CTXT_CMD, command);
-    for attempt in 0..CTXT_POLL_LIMIT {
-        if !bar0.read(qdma::IND_CTXT_CMD).busy() {
-            return Ok(());
-        }
-        if attempt + 1 < CTXT_POLL_LIMIT {
-            delay.delay_us(CTXT_POLL_INTERVAL_US);
-        }
-    }
-    onic_hal::error!(
-        "onic: context command {:#x} still busy after {} reads",
-        command.bits(),
-        CTXT_POLL_LIMIT
-    );
-    Err(Error::ContextBusy {
-        command: command.bits(),
-    })
-}
+use crate::error::Result;
 
 /// Reads a context's 8 DATA words: a register-level look below the driver, for the bare-metal
 /// self-test and tools (feature `raw-registers`, with [`crate::Device::raw_registers`]'s QDMA
@@ -58,7 +15,7 @@ pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
 ///
 /// # Errors
 ///
-/// [`Error::ContextBusy`] when the command stays busy.
+/// [`crate::Error::ContextBusy`] when the command stays busy.
 #[cfg(feature = "raw-registers")]
 pub fn context_read<W: RegisterWindow, D: DelayNs>(
     bar0: &W,

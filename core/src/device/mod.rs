@@ -1,6 +1,6 @@
 //! Device control of one PCI function: bring-up and teardown (hardware.md §3, §4, §10, §11, §13)
-//! and the per-queue context programming (hardware.md §5.8, as [`QueueControl`]), here; the QDMA
-//! context commands in [`contexts`]; the indirection table and key in [`rss_control`]; the settings
+//! and the per-queue context programming (hardware.md §5.8, as [`QueueControl`]), here; the raw QDMA
+//! context read for tools in `contexts` (feature `raw-registers`); the indirection table and key in [`rss_control`]; the settings
 //! ethtool changes (channels, rings, MTU, flow hash) in [`settings`].
 //!
 //! The order of register accesses follows the reference driver exactly, except for the documented
@@ -13,7 +13,10 @@ use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
 
-use onic_hal::{DelayNs, DmaAddr, RegisterAccess, RegisterWindow, SharedGuard, SharedLock, Unshared};
+use onic_hal::context::{context_command, invalidate_queue, QueueSide};
+use onic_hal::{
+    DelayNs, DmaAddr, Quiesced, RegisterAccess, RegisterWindow, SharedGuard, SharedLock, Unshared,
+};
 
 use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
@@ -22,11 +25,11 @@ use crate::queue::doorbell::Doorbells;
 use crate::rss::{RssError, RssKey};
 use crate::stats::hw::{self, HW_COUNTERS};
 
+#[cfg(feature = "raw-registers")]
 pub mod contexts;
 pub mod rss_control;
 pub mod settings;
 
-use contexts::context_command;
 use rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
 use settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
 
@@ -442,7 +445,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         rss_control::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
     }
 
-    fn abs_qid(&self, qid: u16) -> u16 {
+    /// The absolute queue id (the card's numbering) of the function's queue `qid`.
+    pub(crate) fn abs_qid(&self, qid: u16) -> u16 {
         self.cfg.func.qbase() + qid
     }
 
@@ -457,6 +461,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             qid,
             &[0; onic_hal::regs::qdma::IND_CTXT_WORDS],
         )
+        .map_err(Error::from)
     }
 
     /// One context WRITE (data and mask registers, command, busy poll), under the card's lock:
@@ -469,12 +474,16 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         data: &[u32; onic_hal::regs::qdma::IND_CTXT_WORDS],
     ) -> Result<()> {
         let _held = SharedGuard::new(&self.lock);
-        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data)
+        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data).map_err(Error::from)
     }
 }
 
 /// The queues' contexts, programmed under the card's context-command serialization.
 impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Device<Q, S, L> {
+    fn device_queue(&self, qid: u16) -> u16 {
+        self.abs_qid(qid)
+    }
+
     fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
         self.cfg.check_tx_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
@@ -493,17 +502,15 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         r
     }
 
-    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
         self.cfg.check_tx_queue(qid)?;
-        let abs = self.abs_qid(qid);
-        let mut first = Ok(());
-        for sel in [CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c] {
-            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        Ok(invalidate_queue(
+            &self.qdma,
+            &self.lock,
+            delay,
+            QueueSide::Tx,
+            self.abs_qid(qid),
+        )?)
     }
 
     fn init_rx_queue<D: DelayNs>(
@@ -550,23 +557,15 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         Ok(())
     }
 
-    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()> {
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
         self.cfg.check_queue(qid)?;
-        let abs = self.abs_qid(qid);
-        let mut first = Ok(());
-        for sel in [
-            CtxtSel::SwC2h,
-            CtxtSel::HwC2h,
-            CtxtSel::CrC2h,
-            CtxtSel::Pfch,
-            CtxtSel::Cmpt,
-        ] {
-            let r = self.context(delay, CtxtOp::Invalidate, sel, abs);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        Ok(invalidate_queue(
+            &self.qdma,
+            &self.lock,
+            delay,
+            QueueSide::Rx,
+            self.abs_qid(qid),
+        )?)
     }
 }
 

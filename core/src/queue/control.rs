@@ -1,7 +1,7 @@
 //! [`QueueControl`]: what a queue asks of the function it belongs to when it starts, stops or
 //! restarts: its hardware contexts programmed or invalidated (hardware.md §5.8).
 
-use onic_hal::{DelayNs, DmaAddr};
+use onic_hal::{DelayNs, DmaAddr, Quiesced};
 
 use crate::config::{RxQueueConfig, TxQueueConfig};
 use crate::error::Result;
@@ -13,6 +13,10 @@ use crate::error::Result;
 /// Context: process context of the queue's owner; every method may wait on context commands
 /// (through `delay`).
 pub trait QueueControl {
+    /// The absolute queue id (the card's queue numbering, hardware.md §4) by which the device knows
+    /// the function's queue `qid`: what a [`Quiesced`] proof for the queue names.
+    fn device_queue(&self, qid: u16) -> u16;
+
     /// Programs an RX queue's contexts (hardware.md §5.8: SW C2H, HW, credit, prefetch, CMPT), then
     /// hands `c2h_pidx` descriptors to the device (indices run `0..usable` and wrap, so at most
     /// `usable - 1` can be outstanding) and arms the completion interrupt with CMPT
@@ -32,11 +36,13 @@ pub trait QueueControl {
     ) -> Result<()>;
 
     /// Invalidates an RX queue's contexts: SW C2H, HW, credit, prefetch, CMPT (hardware.md §5.8).
+    /// The [`Quiesced`] proof it returns names the queue and is what lets its rings and pages go
+    /// back to their owners.
     ///
     /// # Errors
     ///
     /// As [`QueueControl::teardown_tx_queue`].
-    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()>;
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced>;
 
     /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
     /// credit clear. On failure the queue's teardown list runs.
@@ -47,11 +53,14 @@ pub trait QueueControl {
     /// written); [`crate::Error::ContextBusy`].
     fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()>;
 
-    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8).
+    /// Invalidates a TX queue's contexts: SW, HW, credit (hardware.md §5.8). The [`Quiesced`]
+    /// proof it returns names the queue and is what lets its ring and buffers go back to their
+    /// owners.
     ///
     /// # Errors
     ///
     /// [`crate::ConfigError::QueueIndex`]; [`crate::Error::ContextBusy`] (the remaining contexts
-    /// are still invalidated; the first error is returned).
-    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()>;
+    /// are still invalidated; the first error is returned, and the device may still use the
+    /// queue).
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced>;
 }

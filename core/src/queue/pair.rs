@@ -14,6 +14,9 @@
 //! kernel; a borrowed slice works too). With owned storage nothing is borrowed, so a pair can live
 //! in any structure of its owner, and [`QueuePair::teardown`] hands the pool and both storages
 //! back.
+//!
+//! A started pair is stopped with [`QueuePair::teardown`]; dropped without it, its queues leave
+//! their rings and pages to the device (leaked, never reused), as the queues' own docs describe.
 
 use onic_hal::{DelayNs, DmaMemory, DmaPage, RegisterWindow};
 
@@ -271,13 +274,15 @@ where
     ///
     /// # Errors
     ///
-    /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run.
+    /// The first error of [`TxQueue::teardown`] and [`RxQueue::teardown`]; both always run. A
+    /// queue whose teardown failed keeps its pages and buffers in its slots (the device may still
+    /// use them), leaks its rings and gives no storage back (`None`).
     pub fn teardown<Ctl: QueueControl, Dl: DelayNs, C: TxDone<F>>(
         self,
         dev: &Ctl,
         delay: &mut Dl,
         done: &mut C,
-    ) -> (Result<()>, P, RSt, TSt) {
+    ) -> (Result<()>, P, Option<RSt>, Option<TSt>) {
         let Self { rx, tx, mut pool, .. } = self;
         let (t, tx_slots) = tx.teardown(dev, delay, &mut pool, done);
         let (r, rx_slots) = rx.teardown(dev, delay, &mut pool);
@@ -469,6 +474,7 @@ mod tests {
         }
         let (r, pool, rx_slots, tx_slots) = p.teardown(&dev, &mut delay, &mut NoDone);
         r.unwrap();
+        let (rx_slots, tx_slots) = (rx_slots.unwrap(), tx_slots.unwrap());
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert!(

@@ -35,6 +35,12 @@
 //! Every page the pool ever took from the HAL and has not released is, at any moment, in exactly
 //! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring, or with the
 //! OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
+//!
+//! A page in the pool is the CPU's: the queues give a page back only after a completion said the
+//! device is done with it, or after their contexts were invalidated (the [`onic_hal::Quiesced`]
+//! proof). That is what lets the pool unmap and free pages ([`onic_hal::DmaPage::unmap`]). The
+//! pages of a started queue that was dropped without its teardown (or whose teardown failed) stay
+//! in its ring slots and never come back: they are leaked, as the device may still write them.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -296,8 +302,12 @@ impl<P> core::fmt::Debug for RecycleRing<P> {
 
 /// Unmaps a pool page and frees it, for a context that got a page back from a full
 /// [`RecycleRing`]. `dir` must be the pool's mapping direction.
+///
+/// A page in the pool is the CPU's by the pool's invariant: the queues give a page back only
+/// after a completion said the device is done with it, or after a quiesced teardown
+/// ([`Quiesced`](onic_hal::Quiesced)); a page still posted on a ring never reaches the pool.
 pub fn release_to_hal<D: DmaMemory>(dma: &D, dir: Direction, page: DmaPage) {
-    let mem = dma.unmap_page(page, dir);
+    let mem = page.unmap(dma, dir);
     dma.free_page(mem);
 }
 

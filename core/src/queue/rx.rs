@@ -33,6 +33,16 @@
 //! contexts invalidated, every page back in the pool, rings cleared, indices and color from the
 //! start, ring refilled, contexts programmed again.
 //!
+//! # Stopping
+//!
+//! Once started, the rings and the posted pages are the device's until its contexts are
+//! invalidated. [`RxQueue::teardown`] does that and, with the [`Quiesced`] proof the invalidation
+//! yields, gives every page back to the pool and both rings to the allocator ([`RxQueue::release`]
+//! for an edge that has the proof by other means). Without the proof nothing is given back: a
+//! started queue dropped without its teardown, or one whose teardown failed, leaks its rings
+//! (logged by [`onic_hal::CoherentRegion`]) and leaves its pages in their slots (the caller's
+//! storage), never returned to the pool. A queue never started frees its rings when dropped.
+//!
 //! # Buffers
 //!
 //! Each slot holds one page; its descriptor points [`RX_HEADROOM`] bytes in, and the device writes
@@ -59,8 +69,9 @@
 
 use core::sync::atomic::{fence, Ordering};
 
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow};
 
 use crate::config::{RxQueueConfig, RX_HEADROOM};
 use crate::error::{ConfigError, QueueError, Result};
@@ -276,6 +287,8 @@ pub struct RxQueue<D: DmaMemory, Pg, St> {
     cmpt_acked: u16,
     color: Color,
     started: bool,
+    /// The absolute queue id the device was told about the rings under (set by `start`).
+    device_qid: Option<u16>,
     error: Option<QueueError>,
     /// Polls in a row that ended without progress while the device claimed work.
     stalled: u16,
@@ -351,6 +364,7 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
             cmpt_acked: 0,
             color: Color::INITIAL,
             started: false,
+            device_qid: None,
             error: None,
             stalled: 0,
             stats: RxStats::default(),
@@ -375,13 +389,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         pool: &mut P,
     ) -> Result<()> {
         self.fill(pool);
-        dev.init_rx_queue(
-            delay,
-            &self.cfg,
-            self.desc.dma_addr(),
-            self.cmpt.dma_addr(),
-            self.tail,
-        )?;
+        let (desc, cmpt) = (self.desc.lend(), self.cmpt.lend());
+        self.device_qid = Some(dev.device_queue(self.cfg.qid));
+        dev.init_rx_queue(delay, &self.cfg, desc, cmpt, self.tail)?;
         self.started = true;
         Ok(())
     }
@@ -848,9 +858,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         self.spare.is_some()
     }
 
-    /// Returns every page in the ring to `pool`. Only for a queue whose contexts are invalidated
-    /// (or a device that is gone): the device must no longer write the pages.
-    pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+    /// Returns every page in the ring to `pool`. `proof` says the queue's contexts are invalidated
+    /// (or, made by hand at an edge, that the device is gone): the device no longer writes the
+    /// pages.
+    /// A proof for another queue changes nothing (logged).
+    pub fn drain<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P, proof: &Quiesced) {
+        if !self.proven_by(proof) {
+            return;
+        }
         if let Some(p) = self.spare.take() {
             pool.recycle_direct(p, 0);
         }
@@ -871,16 +886,62 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     ///
     /// # Errors
     ///
-    /// As [`QueueControl::teardown_rx_queue`]; the pages are returned in any case.
+    /// As [`QueueControl::teardown_rx_queue`]. The device may then still write the rings and the
+    /// posted pages, so nothing is given back: the pages stay in their slots, the slot storage
+    /// stays with them (`None`) and the rings are leaked (logged), as for a started queue dropped
+    /// without a teardown.
     pub fn teardown<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>>(
-        mut self,
+        self,
         dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
-    ) -> (Result<()>, St) {
-        let r = dev.teardown_rx_queue(delay, self.cfg.qid);
-        self.drain(pool);
-        (r, self.slots)
+    ) -> (Result<()>, Option<St>) {
+        match dev.teardown_rx_queue(delay, self.cfg.qid) {
+            Ok(proof) => (Ok(()), self.release(pool, &proof)),
+            Err(e) => {
+                onic_hal::error!(
+                    "onic: RX queue {} not quiesced: its rings and {} pages are left to the device",
+                    self.cfg.qid,
+                    self.pages
+                );
+                (Err(e), None)
+            }
+        }
+    }
+
+    /// Gives everything back once `proof` says the device no longer uses the queue: every page to
+    /// `pool`, both rings to the allocator, and the slot storage (every slot empty) to the caller.
+    /// [`RxQueue::teardown`] makes the proof; an edge that knows the device is gone may make one
+    /// by hand ([`Quiesced::assume`]). A proof for another queue gives nothing back (`None`): the
+    /// queue is dropped as if it had no proof.
+    pub fn release<P: PageProvider<Page = Pg>>(mut self, pool: &mut P, proof: &Quiesced) -> Option<St> {
+        if !self.proven_by(proof) {
+            return None;
+        }
+        self.drain(pool, proof);
+        self.desc.release(proof);
+        self.cmpt.release(proof);
+        Some(self.slots)
+    }
+
+    /// Whether `proof` covers this queue: the invalidation of its own contexts, or any proof for
+    /// a queue never started (the device never learnt where its rings are).
+    fn proven_by(&self, proof: &Quiesced) -> bool {
+        let ok = self.device_qid.is_none_or(|q| proof.names(QueueSide::Rx, q));
+        if !ok {
+            onic_hal::error!(
+                "onic: RX queue {} given the proof of another queue: nothing given back",
+                self.cfg.qid
+            );
+        }
+        ok
+    }
+
+    /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
+    /// what an edge that makes its own [`Quiesced`] proof must name.
+    #[must_use]
+    pub const fn device_qid(&self) -> Option<u16> {
+        self.device_qid
     }
 
     /// Restarts the queue, from any state (the way out of the error state): its contexts are
@@ -905,12 +966,15 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         delay: &mut Dl,
         pool: &mut P,
     ) -> Result<()> {
-        if let Err(e) = dev.teardown_rx_queue(delay, self.cfg.qid) {
-            self.fail(QueueError::Restart);
-            return Err(e);
-        }
+        let proof = match dev.teardown_rx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                self.fail(QueueError::Restart);
+                return Err(e);
+            }
+        };
         self.stats.rx_abandoned += u64::from(self.unconsumed());
-        self.drain(pool);
+        self.drain(pool, &proof);
         zero(&self.desc);
         zero(&self.cmpt);
         self.head = 0;
@@ -1129,6 +1193,7 @@ mod tests {
         assert_eq!((out.done, out.armed, out.more), (0, true, false));
         let (r, slots) = rx.teardown(&dev, &mut delay, &mut pool);
         r.unwrap();
+        let slots = slots.expect("the storage comes back");
         assert!(slots.iter().all(Option::is_none), "the storage comes back empty");
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);

@@ -12,12 +12,23 @@
 //! [`TxSlot`] per usable ring entry) and owns from then on, so the core needs no allocation: the
 //! storage is a type parameter (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a
 //! boxed slice on a host or in the kernel), and [`TxQueue::teardown`] hands it back.
+//!
+//! # Stopping
+//!
+//! Once started, the ring and the buffers on it are the device's until its contexts are
+//! invalidated. [`TxQueue::teardown`] does that and, with the [`Quiesced`] proof the invalidation
+//! yields, hands every buffer back to its owner, the ring to the allocator and the slot storage to
+//! the caller ([`TxQueue::release`] for an edge that has the proof by other means). Without the
+//! proof nothing is given back: a started queue dropped without its teardown, or one whose
+//! teardown failed, leaks its ring (logged by [`onic_hal::CoherentRegion`]) and leaves the buffers
+//! in their slots, never completed. A queue never started frees its ring when dropped.
 
 use core::marker::PhantomData;
 use core::sync::atomic::{fence, Ordering};
 
+use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, RegisterWindow};
+use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow};
 
 use crate::config::TxQueueConfig;
 use crate::error::{ConfigError, QueueError, Result};
@@ -217,6 +228,8 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     /// Reclaims in a row that found the queue stopped and the device not moving.
     stalled: u32,
     stall_limit: u32,
+    /// The absolute queue id the device was told about the ring under (set by `start`).
+    device_qid: Option<u16>,
     stats: TxStats,
 }
 
@@ -263,6 +276,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             error: None,
             stalled: 0,
             stall_limit: TX_STALL_RECLAIMS_DEFAULT,
+            device_qid: None,
             stats: TxStats::default(),
         })
     }
@@ -290,8 +304,30 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// # Errors
     ///
     /// As [`QueueControl::init_tx_queue`].
-    pub fn start<Ctl: QueueControl, Dl: DelayNs>(&self, dev: &Ctl, delay: &mut Dl) -> Result<()> {
-        dev.init_tx_queue(delay, &self.cfg, self.ring.dma_addr())
+    pub fn start<Ctl: QueueControl, Dl: DelayNs>(&mut self, dev: &Ctl, delay: &mut Dl) -> Result<()> {
+        let ring = self.ring.lend();
+        self.device_qid = Some(dev.device_queue(self.cfg.qid));
+        dev.init_tx_queue(delay, &self.cfg, ring)
+    }
+
+    /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
+    /// what an edge that makes its own [`Quiesced`] proof must name.
+    #[must_use]
+    pub const fn device_qid(&self) -> Option<u16> {
+        self.device_qid
+    }
+
+    /// Whether `proof` covers this queue: the invalidation of its own contexts, or any proof for
+    /// a queue never started (the device never learnt where its ring is).
+    fn proven_by(&self, proof: &Quiesced) -> bool {
+        let ok = self.device_qid.is_none_or(|q| proof.names(QueueSide::Tx, q));
+        if !ok {
+            onic_hal::error!(
+                "onic: TX queue {} given the proof of another queue: nothing given back",
+                self.cfg.qid
+            );
+        }
+        ok
     }
 
     /// The configuration.
@@ -691,10 +727,19 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         Some(len)
     }
 
-    /// Returns every buffer still on the ring to its owner without waiting for the device. Only
-    /// for a queue whose contexts are invalidated (or a device that is gone): the device must no
-    /// longer read the buffers.
-    pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
+    /// Returns every buffer still on the ring to its owner without waiting for the device.
+    /// `proof` says the queue's contexts are invalidated (or, made by hand at an edge, that the
+    /// device is gone): the device no longer reads the buffers. A proof for another queue changes
+    /// nothing (logged).
+    pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        &mut self,
+        pool: &mut P,
+        done: &mut C,
+        proof: &Quiesced,
+    ) {
+        if !self.proven_by(proof) {
+            return;
+        }
         while self.next_to_clean != self.next_to_use {
             // Not sent: returned to the owner without counting.
             let _ = self.complete_slot(self.next_to_clean, pool, done);
@@ -730,12 +775,15 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         done: &mut C,
     ) -> Result<()> {
         self.reclaim(pool, done);
-        if let Err(e) = dev.teardown_tx_queue(delay, self.cfg.qid) {
-            self.fail(QueueError::Restart);
-            return Err(e);
-        }
+        let proof = match dev.teardown_tx_queue(delay, self.cfg.qid) {
+            Ok(proof) => proof,
+            Err(e) => {
+                self.fail(QueueError::Restart);
+                return Err(e);
+            }
+        };
         self.stats.tx_aborted += u64::from(self.in_flight());
-        self.drain(pool, done);
+        self.drain(pool, done, &proof);
         for off in (0..self.ring.len()).step_by(8) {
             self.ring.write_u64(off, 0);
         }
@@ -760,18 +808,48 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     ///
     /// # Errors
     ///
-    /// As [`QueueControl::teardown_tx_queue`]; buffers are returned and the ring freed in any case.
+    /// As [`QueueControl::teardown_tx_queue`]. The device may then still read the ring and the
+    /// buffers, so nothing is given back: the buffers stay in their slots (never completed), the
+    /// slot storage stays with them (`None`) and the ring is leaked (logged), as for a started
+    /// queue dropped without a teardown.
     pub fn teardown<Ctl: QueueControl, Dl: DelayNs, P: PageProvider<Page = Pg>, C: TxDone<F>>(
         mut self,
         dev: &Ctl,
         delay: &mut Dl,
         pool: &mut P,
         done: &mut C,
-    ) -> (Result<()>, St) {
+    ) -> (Result<()>, Option<St>) {
         self.reclaim(pool, done);
-        let r = dev.teardown_tx_queue(delay, self.cfg.qid);
-        self.drain(pool, done);
-        (r, self.slots)
+        match dev.teardown_tx_queue(delay, self.cfg.qid) {
+            Ok(proof) => (Ok(()), self.release(pool, done, &proof)),
+            Err(e) => {
+                onic_hal::error!(
+                    "onic: TX queue {} not quiesced: its ring and {} buffers are left to the device",
+                    self.cfg.qid,
+                    self.in_flight()
+                );
+                (Err(e), None)
+            }
+        }
+    }
+
+    /// Gives everything back once `proof` says the device no longer uses the queue: every buffer
+    /// still on the ring to its owner, the ring to the allocator, and the slot storage (every slot
+    /// empty) to the caller. [`TxQueue::teardown`] makes the proof; an edge that knows the device
+    /// is gone may make one by hand ([`Quiesced::assume`]). A proof for another queue gives
+    /// nothing back (`None`): the queue is dropped as if it had no proof.
+    pub fn release<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+        mut self,
+        pool: &mut P,
+        done: &mut C,
+        proof: &Quiesced,
+    ) -> Option<St> {
+        if !self.proven_by(proof) {
+            return None;
+        }
+        self.drain(pool, done, proof);
+        self.ring.release(proof);
+        Some(self.slots)
     }
 }
 
@@ -835,7 +913,7 @@ mod tests {
 
         fn free(self) {
             self.dma
-                .free_page(self.dma.unmap_page(self.page, Direction::ToDevice));
+                .free_page(self.page.unmap(&self.dma, Direction::ToDevice));
         }
     }
 
@@ -949,6 +1027,7 @@ mod tests {
         done.free();
         let (r, slots) = tx.teardown(&dev, &mut delay, &mut pool, &mut done);
         r.unwrap();
+        let slots = slots.expect("the storage comes back");
         assert!(
             slots.iter().all(|s| s.buf.is_none()),
             "the storage comes back empty"

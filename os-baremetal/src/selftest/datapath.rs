@@ -183,7 +183,7 @@ impl TxFrame for Frame<'_> {
 fn free_frame(f: Frame<'_>, os_tx_live: &mut u32, homes: &[Home; TOTAL_PAIRS], dma: SimDmaMem<'_>) {
     match f {
         Frame::Os { page, dma, .. } => {
-            dma.free_page(dma.unmap_page(page, Direction::ToDevice));
+            dma.free_page(page.unmap(&dma, Direction::ToDevice));
             *os_tx_live = os_tx_live.saturating_sub(1);
         }
         Frame::Remote(f) => {

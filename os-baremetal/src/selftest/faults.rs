@@ -465,14 +465,14 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let (down, old_pool, rx, tx) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
     // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
     drop(old_pool);
+    // The storage comes back from a teardown that quiesced the queues; otherwise it stays with
+    // the device and the new pair gets fresh storage.
+    let slots = match (rx, tx) {
+        (Some(rx), Some(tx)) => datapath::Slots { rx, tx },
+        _ => datapath::Slots::alloc(),
+    };
     b.model.with(|c| c.faults().fail_next_page_allocs(1));
-    let built = build_pair(
-        dev,
-        b.model.dma(),
-        q as u16,
-        datapath::Slots { rx, tx },
-        &RINGS[TOTAL_PAIRS],
-    );
+    let built = build_pair(dev, b.model.dma(), q as u16, slots, &RINGS[TOTAL_PAIRS]);
     b.model.with(|c| c.faults().clear());
     let pair = match built {
         Ok(p) => p,

@@ -103,8 +103,9 @@ unsafe impl DmaMemory for KernelDma {
         Ok(unsafe { RawRegion::from_raw(cpu, addr, len) })
     }
 
-    fn free_coherent(&self, region: RawRegion) {
-        // SAFETY: the token came from alloc_coherent above with these values.
+    unsafe fn free_coherent(&self, region: RawRegion) {
+        // SAFETY: the token came from alloc_coherent above with these values; the caller
+        // guarantees the device no longer reaches the region.
         unsafe {
             ffi::onic_dma_free_coherent(
                 self.dev.as_ptr(),
@@ -139,9 +140,10 @@ unsafe impl DmaMemory for KernelDma {
         Ok(unsafe { DmaPage::from_raw(page, DmaAddr::new(dma)) })
     }
 
-    fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
+    unsafe fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
         let (mem, addr) = page.into_parts();
-        // SAFETY: mapped by map_page with the same direction (DmaMemory contract of the caller).
+        // SAFETY: mapped by map_page with the same direction (DmaMemory contract of the caller),
+        // and the caller guarantees the device no longer reaches the page.
         unsafe { ffi::onic_dma_unmap_page(self.dev.as_ptr(), addr.get(), dir(d)) };
         mem
     }
@@ -227,14 +229,16 @@ unsafe impl DmaMemory for ApiDma {
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         let region = self.api.alloc_coherent(len, limit)?;
         if !self.attach_for(region.dma_addr(), region.len(), Direction::Bidirectional) {
-            self.api.free_coherent(region);
+            // SAFETY: just allocated; its address went nowhere, the device cannot reach it.
+            unsafe { self.api.free_coherent(region) };
             return Err(DmaError::MapFailed);
         }
         Ok(region)
     }
-    fn free_coherent(&self, region: RawRegion) {
+    unsafe fn free_coherent(&self, region: RawRegion) {
         self.detach_for(region.dma_addr(), region.len(), Direction::Bidirectional);
-        self.api.free_coherent(region);
+        // SAFETY: the caller guarantees the device no longer reaches the region.
+        unsafe { self.api.free_coherent(region) };
     }
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
         self.api.alloc_page()
@@ -245,13 +249,15 @@ unsafe impl DmaMemory for ApiDma {
     fn map_page(&self, page: PageMem, d: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
         let p = self.api.map_page(page, d)?;
         if !self.attach_for(p.dma_addr(), PAGE_SIZE, d) {
-            return Err((self.api.unmap_page(p, d), DmaError::MapFailed));
+            // SAFETY: just mapped; its address went nowhere, the device cannot reach it.
+            return Err((unsafe { self.api.unmap_page(p, d) }, DmaError::MapFailed));
         }
         Ok(p)
     }
-    fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
+    unsafe fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
         self.detach_for(page.dma_addr(), PAGE_SIZE, d);
-        self.api.unmap_page(page, d)
+        // SAFETY: the caller guarantees the device no longer reaches the page.
+        unsafe { self.api.unmap_page(page, d) }
     }
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
         self.api.sync_for_cpu(page, offset, len, d);
@@ -281,11 +287,14 @@ unsafe impl DmaMemory for KDma {
             Self::SimApi(a) => a.alloc_coherent(len, limit),
         }
     }
-    fn free_coherent(&self, region: RawRegion) {
-        match self {
-            Self::Kernel(k) => k.free_coherent(region),
-            Self::Sim(s) => s.free_coherent(region),
-            Self::SimApi(a) => a.free_coherent(region),
+    unsafe fn free_coherent(&self, region: RawRegion) {
+        // SAFETY: the caller's guarantee holds for whichever variant this is.
+        unsafe {
+            match self {
+                Self::Kernel(k) => k.free_coherent(region),
+                Self::Sim(s) => s.free_coherent(region),
+                Self::SimApi(a) => a.free_coherent(region),
+            }
         }
     }
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
@@ -309,11 +318,14 @@ unsafe impl DmaMemory for KDma {
             Self::SimApi(a) => a.map_page(page, d),
         }
     }
-    fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
-        match self {
-            Self::Kernel(k) => k.unmap_page(page, d),
-            Self::Sim(s) => s.unmap_page(page, d),
-            Self::SimApi(a) => a.unmap_page(page, d),
+    unsafe fn unmap_page(&self, page: DmaPage, d: Direction) -> PageMem {
+        // SAFETY: the caller's guarantee holds for whichever variant this is.
+        unsafe {
+            match self {
+                Self::Kernel(k) => k.unmap_page(page, d),
+                Self::Sim(s) => s.unmap_page(page, d),
+                Self::SimApi(a) => a.unmap_page(page, d),
+            }
         }
     }
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {

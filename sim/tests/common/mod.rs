@@ -213,7 +213,7 @@ impl<'a> TxQueue<'a> {
     pub fn free(mut self) {
         let dma = self.card.dma();
         for p in self.pages.drain(..) {
-            dma.free_page(dma.unmap_page(p, Direction::ToDevice));
+            dma.free_page(p.unmap(&dma, Direction::ToDevice));
         }
     }
 }
@@ -451,7 +451,7 @@ impl<'a> RxQueue<'a> {
     pub fn free(mut self) {
         let dma = self.card.dma();
         for p in self.pages.drain(..).flatten() {
-            dma.free_page(dma.unmap_page(p, Direction::FromDevice));
+            dma.free_page(p.unmap(&dma, Direction::FromDevice));
         }
     }
 }

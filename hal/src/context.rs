@@ -1,0 +1,234 @@
+//! Running the QDMA's indirect context commands (hardware.md §5.1), and [`Quiesced`], the proof
+//! that a queue's contexts were invalidated.
+//!
+//! A queue's rings and posted pages may be given back to the allocator only once the device no
+//! longer reaches them. That moment is the end of the queue's context INVALIDATE commands
+//! (hardware.md §5.8, §13.4): with its contexts invalid the queue fetches no descriptor and writes
+//! no completion or packet. [`invalidate_queue`] runs those commands and, when every one of them
+//! completed, hands out a [`Quiesced`] token; nothing else in safe code makes one. The token is
+//! what [`CoherentRegion::release`](crate::dma::CoherentRegion::release) asks for, and what the
+//! driver core asks for before it gives a queue's pages back to their pool.
+
+use crate::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
+use crate::regs::qdma;
+use crate::{DelayNs, RegisterAccess, RegisterWindow, SharedGuard, SharedLock};
+
+/// Reads of IND_CTXT_CMD before a busy command is given up (hardware.md §5.1: about 500 ms).
+pub const CTXT_POLL_LIMIT: u32 = 5000;
+/// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
+pub const CTXT_POLL_INTERVAL_US: u32 = 100;
+
+/// An indirect context command that stayed busy past [`CTXT_POLL_LIMIT`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ContextBusy {
+    /// The command word written to IND_CTXT_CMD.
+    pub command: u32,
+}
+
+/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
+/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
+///
+/// The caller serialises commands of all functions of the card ([`crate::SharedLock`]).
+///
+/// # Errors
+///
+/// [`ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
+pub fn context_command<W: RegisterWindow, D: DelayNs>(
+    bar0: &W,
+    delay: &mut D,
+    sel: CtxtSel,
+    op: CtxtOp,
+    qid: u16,
+    data: &[u32; qdma::IND_CTXT_WORDS],
+) -> Result<(), ContextBusy> {
+    if op == CtxtOp::Write {
+        for (i, &word) in data.iter().enumerate() {
+            bar0.write(qdma::ind_ctxt_data(i), word);
+            bar0.write(qdma::ind_ctxt_mask(i), u32::MAX);
+        }
+    }
+    let command = IndCtxtCmd::new(sel, op, qid);
+    bar0.write(qdma::IND_CTXT_CMD, command);
+    for attempt in 0..CTXT_POLL_LIMIT {
+        if !bar0.read(qdma::IND_CTXT_CMD).busy() {
+            return Ok(());
+        }
+        if attempt + 1 < CTXT_POLL_LIMIT {
+            delay.delay_us(CTXT_POLL_INTERVAL_US);
+        }
+    }
+    crate::error!(
+        "onic: context command {:#x} still busy after {} reads",
+        command.bits(),
+        CTXT_POLL_LIMIT
+    );
+    Err(ContextBusy {
+        command: command.bits(),
+    })
+}
+
+/// Which side of a queue: the contexts an INVALIDATE must reach differ (hardware.md §5.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum QueueSide {
+    /// Transmit (H2C): software, hardware and credit contexts.
+    Tx,
+    /// Receive (C2H): software, hardware, credit, prefetch and completion contexts.
+    Rx,
+}
+
+impl QueueSide {
+    /// The contexts of this side, in the order they are invalidated.
+    #[must_use]
+    pub const fn contexts(self) -> &'static [CtxtSel] {
+        match self {
+            Self::Tx => &[CtxtSel::SwH2c, CtxtSel::HwH2c, CtxtSel::CrH2c],
+            Self::Rx => &[
+                CtxtSel::SwC2h,
+                CtxtSel::HwC2h,
+                CtxtSel::CrC2h,
+                CtxtSel::Pfch,
+                CtxtSel::Cmpt,
+            ],
+        }
+    }
+}
+
+/// Proof that one queue's contexts were invalidated and every INVALIDATE completed: the device
+/// no longer reaches that queue's rings nor the pages posted on them.
+///
+/// Only [`invalidate_queue`] makes one in safe code. It names the queue (side and absolute id),
+/// and the driver core's queues accept only the proof for themselves.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Quiesced {
+    side: QueueSide,
+    qid: u16,
+}
+
+impl Quiesced {
+    /// A proof made by hand, for an edge that knows the device is idle by other means (a card that
+    /// is gone or reset, a model whose DMA has stopped).
+    ///
+    /// # Safety
+    ///
+    /// The device must no longer read or write the memory the token will release: no context,
+    /// descriptor or register of the card points at it, and no DMA to it is in flight.
+    #[must_use]
+    pub const unsafe fn assume(side: QueueSide, qid: u16) -> Self {
+        Self { side, qid }
+    }
+
+    /// The side of the queue whose contexts were invalidated.
+    #[must_use]
+    pub const fn side(&self) -> QueueSide {
+        self.side
+    }
+
+    /// The absolute queue id whose contexts were invalidated.
+    #[must_use]
+    pub const fn qid(&self) -> u16 {
+        self.qid
+    }
+
+    /// Whether this is the proof for queue `qid` on `side`.
+    #[must_use]
+    pub fn names(&self, side: QueueSide, qid: u16) -> bool {
+        self.side == side && self.qid == qid
+    }
+}
+
+/// Invalidates every context of queue `abs_qid` on `side` (hardware.md §5.8), each command under
+/// `lock`, the card's context-command lock. A command that stays busy does not stop the others;
+/// the first failure is returned.
+///
+/// # Errors
+///
+/// [`ContextBusy`] for the first command that did not complete: the device may still use the
+/// queue, so no proof is made.
+pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
+    bar0: &W,
+    lock: &L,
+    delay: &mut D,
+    side: QueueSide,
+    abs_qid: u16,
+) -> Result<Quiesced, ContextBusy> {
+    let mut first = Ok(Quiesced { side, qid: abs_qid });
+    for &sel in side.contexts() {
+        let _held = SharedGuard::new(lock);
+        let r = context_command(
+            bar0,
+            delay,
+            sel,
+            CtxtOp::Invalidate,
+            abs_qid,
+            &[0; qdma::IND_CTXT_WORDS],
+        );
+        if let (Ok(_), Err(e)) = (&first, r) {
+            first = Err(e);
+        }
+    }
+    first
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    extern crate std;
+
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::recording::{AccessKind, Preset, PresetValue, Recorder};
+    use crate::{Bar, Unshared};
+
+    /// No waiting: the recorder's registers answer at once.
+    struct NoWait;
+
+    impl DelayNs for NoWait {
+        fn delay_ns(&mut self, _ns: u32) {}
+    }
+
+    fn commands(rec: &Recorder) -> Vec<u32> {
+        rec.log()
+            .iter()
+            .filter(|a| a.kind == AccessKind::Write && a.offset == qdma::IND_CTXT_CMD.offset())
+            .map(|a| a.value)
+            .collect()
+    }
+
+    #[test]
+    fn every_context_of_the_side_is_invalidated_before_the_proof() {
+        let rec = Recorder::opennic();
+        let proof =
+            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Rx, 9).unwrap();
+        assert!(proof.names(QueueSide::Rx, 9));
+        let want: Vec<u32> = QueueSide::Rx
+            .contexts()
+            .iter()
+            .map(|&sel| IndCtxtCmd::new(sel, CtxtOp::Invalidate, 9).bits())
+            .collect();
+        assert_eq!(commands(&rec), want);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "15 000 register reads; slow under Miri")]
+    fn a_command_that_stays_busy_makes_no_proof_but_the_others_still_run() {
+        let rec = Recorder::opennic();
+        rec.add_preset(Preset {
+            name: "busy",
+            bar: Bar::Qdma,
+            start: qdma::IND_CTXT_CMD.offset(),
+            end: qdma::IND_CTXT_CMD.offset() + 4,
+            value: PresetValue::Fixed(1),
+        });
+        let err =
+            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Tx, 3).unwrap_err();
+        assert_eq!(
+            err,
+            ContextBusy {
+                command: IndCtxtCmd::new(CtxtSel::SwH2c, CtxtOp::Invalidate, 3).bits()
+            }
+        );
+        assert_eq!(commands(&rec).len(), QueueSide::Tx.contexts().len());
+    }
+}
