@@ -21,14 +21,14 @@ pub const RX_HEADROOM: u32 = 256;
 pub const RX_TAILROOM: u32 = 320;
 
 /// Bytes of a page the device may write after the headroom and before the tailroom.
-pub const RX_BUFFER_ROOM: u32 = PAGE_SIZE as u32 - RX_HEADROOM - RX_TAILROOM;
+pub(crate) const RX_BUFFER_ROOM: u32 = PAGE_SIZE as u32 - RX_HEADROOM - RX_TAILROOM;
 
 /// The C2H buffer-size table the driver programs (C2H_BUF_SZ, hardware.md §3.1), with one
 /// deliberate change: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead
 /// of 3968, so that one page per descriptor can hold a full buffer behind the XDP headroom. The
 /// reference driver uses entry 8 (4096 bytes) with data at page offset 256, which lets the device
 /// write up to 256 bytes past the page (hardware.md §15 item 9). See `docs/deviations.md`.
-pub const C2H_BUF_SIZES: [u32; qdma::GLOBAL_TABLE_LEN] = {
+pub(crate) const C2H_BUF_SIZES: [u32; qdma::GLOBAL_TABLE_LEN] = {
     let mut t = qdma::tables::C2H_BUF_SIZES;
     t[RX_BUF_SIZE_INDEX_DEFAULT as usize] = RX_BUFFER_ROOM;
     t
@@ -96,12 +96,15 @@ impl RingSizeIdx {
 pub struct BufSizeIdx(u8);
 
 impl BufSizeIdx {
-    /// Validates a buffer-size index against the table the driver programs ([`C2H_BUF_SIZES`]).
+    /// Validates a buffer-size index against the C2H buffer-size table the driver programs
+    /// (hardware.md §3.1, with entry [`RX_BUF_SIZE_INDEX_DEFAULT`] changed to the room of one
+    /// page; `docs/deviations.md`).
     ///
     /// # Errors
     ///
     /// [`ConfigError::BufferSizeIndex`] outside 0..=15; [`ConfigError::BufferTooLarge`] when the
-    /// buffer would not fit in [`RX_BUFFER_ROOM`].
+    /// buffer would not fit in one page between [`RX_HEADROOM`] and [`RX_TAILROOM`] (3520
+    /// bytes).
     pub const fn new(index: u8) -> Result<Self, ConfigError> {
         if index as usize >= qdma::GLOBAL_TABLE_LEN {
             return Err(ConfigError::BufferSizeIndex { index });

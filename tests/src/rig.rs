@@ -187,8 +187,7 @@ pub type HostPool<'a> = PagePool<'a, &'a HostDma>;
 
 /// The C2H buffer size of the rigs' RX queues (the driver's default).
 fn rig_buf_bytes() -> u32 {
-    onic_core::config::BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT)
-        .map_or(onic_core::config::RX_BUFFER_ROOM, |b| b.bytes())
+    onic_core::RxQueueConfig::new(0).buf.bytes()
 }
 
 /// A pool for RX queues of the default buffer size, mapping `FromDevice`.
