@@ -178,7 +178,7 @@ pub const RECYCLE_RING_CAPACITY: usize = 128;
 pub const POOL_CACHE_DEFAULT: usize = 128;
 
 /// Pages the slow path takes from the HAL at once (Linux refills its cache with 64).
-pub const POOL_BULK_DEFAULT: usize = 64;
+pub(crate) const POOL_BULK_DEFAULT: usize = 64;
 
 /// A page travelling through a [`RecycleRing`], with the length to sync for the device when the
 /// owner takes it out.

@@ -121,11 +121,11 @@ pub struct Color(bool);
 
 impl Color {
     /// The color of the first lap.
-    pub const INITIAL: Self = Self(true);
+    pub(crate) const INITIAL: Self = Self(true);
 
     /// The color a bit read from an entry or status record stands for.
     #[must_use]
-    pub const fn from_bit(bit: bool) -> Self {
+    pub(crate) const fn from_bit(bit: bool) -> Self {
         Self(bit)
     }
 

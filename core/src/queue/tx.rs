@@ -121,7 +121,7 @@ pub struct TxSlot<Pg, F> {
 
 impl<Pg, F> TxSlot<Pg, F> {
     /// An empty slot (usable in `const` array initialisers for static storage).
-    pub const EMPTY: Self = Self { buf: None, len: 0 };
+    pub(crate) const EMPTY: Self = Self { buf: None, len: 0 };
 
     /// An empty slot.
     #[must_use]
@@ -279,17 +279,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             device_qid: None,
             stats: TxStats::default(),
         })
-    }
-
-    /// Changes the flow-control thresholds (clamped to the ring: `1 <= stop_below <= wake_at <=
-    /// usable - 1`).
-    pub fn set_thresholds(&mut self, t: TxThresholds) {
-        let max = self.idx.len() - 1;
-        let stop_below = t.stop_below.clamp(1, max);
-        self.thresholds = TxThresholds {
-            stop_below,
-            wake_at: t.wake_at.clamp(stop_below, max),
-        };
     }
 
     /// Sets how many reclaims in a row may find the queue stopped, with buffers in flight and the

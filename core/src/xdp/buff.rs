@@ -14,18 +14,15 @@
 //! bounds Linux's helpers use; a request that would break one fails with an [`XdpError`] and
 //! changes nothing.
 
-use crate::config::{RX_HEADROOM, RX_TAILROOM};
+use crate::config::RX_TAILROOM;
 pub use crate::queue::pair::{XdpRxHash, XdpRxq};
-
-/// Headroom in front of every received frame (`XDP_PACKET_HEADROOM`, 256 bytes).
-pub const XDP_PACKET_HEADROOM: usize = RX_HEADROOM as usize;
 
 /// Bytes at the start of the headroom that no adjustment may reach: Linux converts a buffer into a
 /// `struct xdp_frame` stored there (40 bytes on 64-bit kernels) for XDP_TX and redirect.
-pub const XDP_FRAME_RESERVED: usize = 40;
+pub(crate) const XDP_FRAME_RESERVED: usize = 40;
 
 /// Bytes at the end of the page that the frame may not grow into (`skb_shared_info` room).
-pub const XDP_TAILROOM_RESERVED: usize = RX_TAILROOM as usize;
+pub(crate) const XDP_TAILROOM_RESERVED: usize = RX_TAILROOM as usize;
 
 /// Shortest frame an adjustment may leave: an Ethernet header (`ETH_HLEN`).
 pub const ETH_HLEN: usize = 14;
@@ -161,12 +158,6 @@ impl<'a> XdpBuff<'a> {
     #[must_use]
     pub const fn tailroom(&self) -> usize {
         self.hard_end() - self.data_end
-    }
-
-    /// The frame size (Linux `frame_sz`): the page length.
-    #[must_use]
-    pub const fn frame_size(&self) -> usize {
-        self.page.len()
     }
 
     const fn hard_end(&self) -> usize {
@@ -329,7 +320,7 @@ impl<'a> XdpBuff<'a> {
 
     /// Highest frame end the buffer had (bytes the CPU may have written, for DMA syncs).
     #[must_use]
-    pub const fn high_water(&self) -> usize {
+    pub(crate) const fn high_water(&self) -> usize {
         self.high_water
     }
 }
@@ -375,7 +366,7 @@ mod tests {
             XdpError::OutOfBounds
         );
         let b = XdpBuff::new(&mut p, 256, 3520, rxq()).unwrap();
-        assert_eq!((b.headroom(), b.tailroom(), b.frame_size()), (216, 0, 4096));
+        assert_eq!((b.headroom(), b.tailroom(), b.page.len()), (216, 0, 4096));
         assert_eq!((b.rx_queue_index(), b.ingress_port()), (3, 1));
         assert_eq!(b.rx_hash(), Err(XdpError::NoData));
     }

@@ -33,10 +33,7 @@ mod redirect;
 mod run;
 mod xmit;
 
-pub use buff::{
-    XdpBuff, XdpError, XdpRxHash, XdpRxq, ETH_HLEN, XDP_FRAME_RESERVED, XDP_META_ALIGN, XDP_META_MAX,
-    XDP_PACKET_HEADROOM, XDP_TAILROOM_RESERVED,
-};
+pub use buff::{XdpBuff, XdpError, XdpRxHash, XdpRxq, ETH_HLEN, XDP_META_ALIGN, XDP_META_MAX};
 pub use redirect::{
     return_to_origin, DevMap, FromXdpFrame, NoRedirect, RedirectTable, RedirectTarget, Redirected, TxTarget,
     XdpFrame,
@@ -166,12 +163,6 @@ impl<P> XdpSlot<P> {
         self.prog.as_mut()
     }
 
-    /// Whether a program is attached.
-    #[must_use]
-    pub const fn is_attached(&self) -> bool {
-        self.prog.is_some()
-    }
-
     /// Attaches, swaps and detaches so far.
     #[must_use]
     pub const fn changes(&self) -> u64 {
@@ -201,7 +192,7 @@ mod tests {
     #[test]
     fn slot_attach_swap_detach() {
         let mut s: XdpSlot<u8> = XdpSlot::new();
-        assert!(!s.is_attached());
+        assert!(s.program_mut().is_none());
         assert_eq!(s.detach(), None);
         assert_eq!(s.attach(1), None);
         assert_eq!(s.attach(2), Some(1));
