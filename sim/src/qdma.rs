@@ -20,15 +20,19 @@ use crate::rss::shell_hash;
 /// handles.
 mod off {
     use onic_hal::regs::qdma;
+    use onic_hal::QueueId;
 
     pub(super) const IND_CTXT_CMD: u32 = qdma::IND_CTXT_CMD.offset();
     pub(super) const C2H_PFCH_CACHE_DEPTH: u32 = qdma::C2H_PFCH_CACHE_DEPTH.offset();
     pub(super) const C2H_CMPL_COAL_BUF_DEPTH: u32 = qdma::C2H_CMPL_COAL_BUF_DEPTH.offset();
     pub(super) const GLBL2_CHANNEL_QDMA_CAP: u32 = qdma::GLBL2_CHANNEL_QDMA_CAP.offset();
     /// Doorbells within a queue's block.
-    pub(super) const DB_INT_CIDX: u32 = qdma::dmap_sel_int_cidx(0).offset() - qdma::DMAP_SEL_BASE;
-    pub(super) const DB_H2C_PIDX: u32 = qdma::dmap_sel_h2c_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
-    pub(super) const DB_C2H_PIDX: u32 = qdma::dmap_sel_c2h_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_INT_CIDX: u32 =
+        qdma::dmap_sel_int_cidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_H2C_PIDX: u32 =
+        qdma::dmap_sel_h2c_dsc_pidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_C2H_PIDX: u32 =
+        qdma::dmap_sel_c2h_dsc_pidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
 }
 
 /// Highest abs qid the 11-bit fields can name, plus one.

@@ -1,9 +1,11 @@
 //! QDMA indirect context programming (hardware.md §5), crate-private: [`crate::Device`] programs
 //! the contexts. The queues' doorbells are [`crate::queue::doorbell`].
 
-use onic_hal::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
+use onic_hal::layout::ctxt::{CtxtOp, IndCtxtCmd};
 use onic_hal::regs::qdma;
 use onic_hal::{DelayNs, RegisterAccess, RegisterWindow};
+#[cfg(feature = "raw-registers")]
+use {onic_hal::layout::ctxt::CtxtSel, onic_hal::AbsQueueId};
 
 use crate::error::{Error, Result};
 
@@ -12,7 +14,8 @@ pub(crate) const CTXT_POLL_LIMIT: u32 = 5000;
 /// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
 pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
 
-/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
+/// Runs one indirect context command (which context, which operation, which queue or function:
+/// [`IndCtxtCmd::queue`], [`IndCtxtCmd::fmap`]): for WRITE, the 8 DATA and 8 MASK registers interleaved
 /// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
 ///
 /// # Errors
@@ -21,18 +24,15 @@ pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
 pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,
-    sel: CtxtSel,
-    op: CtxtOp,
-    qid: u16,
+    command: IndCtxtCmd,
     data: &[u32; qdma::IND_CTXT_WORDS],
 ) -> Result<()> {
-    if op == CtxtOp::Write {
+    if command.op() == Ok(CtxtOp::Write) {
         for (i, &word) in data.iter().enumerate() {
             bar0.write(qdma::ind_ctxt_data(i), word);
             bar0.write(qdma::ind_ctxt_mask(i), u32::MAX);
         }
     }
-    let command = IndCtxtCmd::new(sel, op, qid);
     bar0.write(qdma::IND_CTXT_CMD, command);
     for attempt in 0..CTXT_POLL_LIMIT {
         if !bar0.read(qdma::IND_CTXT_CMD).busy() {
@@ -52,7 +52,7 @@ pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
     })
 }
 
-/// Reads a context's 8 DATA words: a register-level look below the driver, for the bare-metal
+/// Reads the 8 DATA words of absolute queue `qid`'s context `sel`: a register-level look below the driver, for the bare-metal
 /// self-test and tools (feature `raw-registers`, with [`crate::Device::raw_registers`]'s QDMA
 /// window). It does not take the card's context-command lock.
 ///
@@ -64,9 +64,10 @@ pub fn context_read<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,
     sel: CtxtSel,
-    qid: u16,
+    qid: AbsQueueId,
 ) -> Result<[u32; qdma::IND_CTXT_WORDS]> {
-    context_command(bar0, delay, sel, CtxtOp::Read, qid, &[0; qdma::IND_CTXT_WORDS])?;
+    let command = IndCtxtCmd::queue(sel, CtxtOp::Read, qid);
+    context_command(bar0, delay, command, &[0; qdma::IND_CTXT_WORDS])?;
     let mut out = [0; qdma::IND_CTXT_WORDS];
     for (i, w) in out.iter_mut().enumerate() {
         *w = bar0.read(qdma::ind_ctxt_data(i));

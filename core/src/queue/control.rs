@@ -1,7 +1,7 @@
 //! [`QueueControl`]: what a queue asks of the function it belongs to when it starts, stops or
 //! restarts: its hardware contexts programmed or invalidated (hardware.md §5.8).
 
-use onic_hal::{DelayNs, DmaAddr};
+use onic_hal::{DelayNs, DmaAddr, QueueId};
 
 use crate::config::{RxQueueConfig, TxQueueConfig};
 use crate::error::Result;
@@ -36,7 +36,7 @@ pub trait QueueControl {
     /// # Errors
     ///
     /// As [`QueueControl::teardown_tx_queue`].
-    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()>;
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<()>;
 
     /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
     /// credit clear. On failure the queue's teardown list runs.
@@ -53,5 +53,5 @@ pub trait QueueControl {
     ///
     /// [`crate::ConfigError::QueueIndex`]; [`crate::Error::ContextBusy`] (the remaining contexts
     /// are still invalidated; the first error is returned).
-    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<()>;
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<()>;
 }

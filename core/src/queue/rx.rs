@@ -1046,7 +1046,7 @@ mod tests {
         RxQueueConfig {
             desc_ring: RingSizeIdx::new(1).unwrap(),
             cmpt_ring: RingSizeIdx::new(1).unwrap(),
-            ..RxQueueConfig::new(0)
+            ..RxQueueConfig::new(onic_hal::QueueId::new(0))
         }
     }
 

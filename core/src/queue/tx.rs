@@ -893,7 +893,7 @@ mod tests {
     fn small_cfg() -> TxQueueConfig {
         TxQueueConfig {
             ring: RingSizeIdx::new(1).unwrap(),
-            ..TxQueueConfig::new(0)
+            ..TxQueueConfig::new(onic_hal::QueueId::new(0))
         }
     }
 
