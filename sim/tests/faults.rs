@@ -167,7 +167,7 @@ fn metadata_must_equal_length() {
     assert_eq!(
         card.violations(),
         [Violation::MetadataMismatch {
-            qid: 0,
+            qid: onic_hal::AbsQueueId::new(0),
             index: 0,
             metadata: 0x1_0000 | 61,
             len: 60
@@ -189,9 +189,14 @@ fn unclaimed_h2c_queue_stalls_all_tx_until_qconf_fixed() {
     good.post(&frame(UNICAST, 0x0800, 60, 1));
     good.doorbell();
     card.run_until_idle();
-    assert_eq!(card.h2c_stalled(), Some(3));
+    assert_eq!(card.h2c_stalled(), Some(onic_hal::AbsQueueId::new(3)));
     assert!(card.take_egress(0).is_empty() && card.take_egress(1).is_empty());
-    assert_eq!(card.take_violations(), [Violation::H2cStalled { qid: 3 }]);
+    assert_eq!(
+        card.take_violations(),
+        [Violation::H2cStalled {
+            qid: onic_hal::AbsQueueId::new(3)
+        }]
+    );
     card.shell()
         .write(shell::qconf(onic_hal::FunctionId::new(0).unwrap()), 8);
     card.run_until_idle();

@@ -14,9 +14,10 @@ pub(crate) const CTXT_POLL_LIMIT: u32 = 5000;
 /// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
 pub(crate) const CTXT_POLL_INTERVAL_US: u32 = 100;
 
-/// Runs one indirect context command (which context, which operation, which queue or function:
-/// [`IndCtxtCmd::queue`], [`IndCtxtCmd::fmap`]): for WRITE, the 8 DATA and 8 MASK registers interleaved
-/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
+/// Runs one indirect context command ([`IndCtxtCmd::queue`] for a queue's context,
+/// [`IndCtxtCmd::fmap`] for a function's map): for WRITE, the 8 DATA and 8 MASK registers
+/// interleaved (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the
+/// busy bit.
 ///
 /// # Errors
 ///
@@ -52,9 +53,10 @@ pub(crate) fn context_command<W: RegisterWindow, D: DelayNs>(
     })
 }
 
-/// Reads the 8 DATA words of absolute queue `qid`'s context `sel`: a register-level look below the driver, for the bare-metal
-/// self-test and tools (feature `raw-registers`, with [`crate::Device::raw_registers`]'s QDMA
-/// window). It does not take the card's context-command lock.
+/// Reads the 8 DATA words of context `sel` of absolute queue `qid`: a register-level look below
+/// the driver, for the bare-metal self-test and tools (feature `raw-registers`, with
+/// [`crate::Device::raw_registers`]'s QDMA window). It does not take the card's context-command
+/// lock.
 ///
 /// # Errors
 ///
