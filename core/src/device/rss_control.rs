@@ -11,12 +11,13 @@
 //! upper half stale.
 
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK};
-use onic_hal::{FunctionId, RegisterAccess, RegisterWindow};
+use onic_hal::{FunctionId, QueueId, RegisterAccess, RegisterWindow};
 
 use crate::rss::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
 
 /// The 128-entry indirection table of one function: entry `hash & 0x7F` is the function-relative
-/// RX queue of a frame (hardware.md §9.4).
+/// RX queue of a frame (hardware.md §9.4). The entries are the plain numbers ethtool and the
+/// registers exchange; [`IndirectionTable::queue_for`] gives one as a [`QueueId`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IndirectionTable([u16; TABLE_LEN]);
@@ -95,8 +96,8 @@ impl IndirectionTable {
     /// The function-relative queue of a frame with this hash: entry `hash & 0x7F`.
     #[inline]
     #[must_use]
-    pub const fn queue_for(&self, hash: u32) -> u16 {
-        self.0[(hash & TABLE_INDEX_MASK) as usize]
+    pub const fn queue_for(&self, hash: u32) -> QueueId {
+        QueueId::new(self.0[(hash & TABLE_INDEX_MASK) as usize])
     }
 
     /// The highest queue index in the table.
@@ -319,7 +320,7 @@ impl RssConfig {
     /// The function-relative queue for a hash.
     #[inline]
     #[must_use]
-    pub const fn queue_for(&self, hash: u32) -> u16 {
+    pub const fn queue_for(&self, hash: u32) -> QueueId {
         self.table.queue_for(hash)
     }
 
@@ -465,8 +466,8 @@ mod tests {
     fn round_robin_and_queue_for() {
         let t = IndirectionTable::round_robin(3);
         assert_eq!(&t.entries()[..5], &[0, 1, 2, 0, 1]);
-        assert_eq!(t.queue_for(0x2F39E0E6), (102 % 3) as u16);
-        assert_eq!(t.queue_for(0xFFFF_FF80), 0);
+        assert_eq!(t.queue_for(0x2F39E0E6), QueueId::new(102 % 3));
+        assert_eq!(t.queue_for(0xFFFF_FF80), QueueId::new(0));
         assert_eq!(IndirectionTable::round_robin(0), IndirectionTable::ZERO);
         assert_eq!(t.max_entry(), 2);
     }

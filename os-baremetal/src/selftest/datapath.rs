@@ -387,7 +387,7 @@ impl Steering {
     /// The queue the shell sends `frame` to.
     #[must_use]
     pub fn queue(&self, frame: &[u8]) -> u16 {
-        self.table.queue_for(self.hasher.hash_frame(frame).value)
+        self.table.queue_for(self.hasher.hash_frame(frame).value).get()
     }
 }
 

@@ -61,7 +61,7 @@ fn set_table_key_and_both() {
         HashFunction::NoChange,
     );
     assert_eq!(both, Ok(RssParts::ALL));
-    assert_eq!(c.queue_for(0x1234_5678), 1);
+    assert_eq!(c.queue_for(0x1234_5678).get(), 1);
     // Nothing given: nothing changes, nothing pending.
     c.mark_programmed();
     assert_eq!(c.set(None, None, HashFunction::NoChange), Ok(RssParts::NONE));
