@@ -2,14 +2,12 @@
 //! never writes a register for a configuration the hardware cannot accept.
 
 use onic_hal::layout::desc::CmptEntrySize;
-use onic_hal::regs::{qdma, shell};
-use onic_hal::PAGE_SIZE;
+use onic_hal::regs::qdma;
+use onic_hal::{AbsQueueId, FunctionId, QueueId, PAGE_SIZE};
 
 use crate::error::ConfigError;
 
-/// Queues each function may own: the driver places function `f`'s queues at absolute queue ids
-/// `64 f ..` (hardware.md §1.3, `ONIC_MAX_QUEUES`).
-pub const MAX_QUEUES_PER_FUNCTION: u16 = 64;
+pub use onic_hal::id::MAX_QUEUES_PER_FUNCTION;
 
 /// Headroom in front of every received frame, for XDP (`XDP_PACKET_HEADROOM`): the C2H descriptor
 /// points 256 bytes into its page (hardware.md §12.1).
@@ -132,62 +130,12 @@ impl BufSizeIdx {
     }
 }
 
-/// A PCI function of the shell (0..=3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Function(u8);
-
-impl Function {
-    /// Validates a PCI function number.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::FunctionOutOfRange`] above 3.
-    pub const fn new(func: u8) -> Result<Self, ConfigError> {
-        if func < shell::MAX_FUNCTIONS {
-            Ok(Self(func))
-        } else {
-            Err(ConfigError::FunctionOutOfRange { func })
-        }
-    }
-
-    /// The function number.
-    #[must_use]
-    pub const fn number(self) -> u8 {
-        self.0
-    }
-
-    /// Whether this is the master PF (function 0), which programs the global CSRs, enables the
-    /// CMACs and owns the error interrupt.
-    #[must_use]
-    pub(crate) const fn is_master(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Absolute id of the function's first queue.
-    #[must_use]
-    pub const fn qbase(self) -> u16 {
-        self.0 as u16 * MAX_QUEUES_PER_FUNCTION
-    }
-
-    /// The CMAC port this function's traffic uses and whose statistics and link it reports:
-    /// CMAC 0 for function 0, CMAC 1 otherwise (hardware.md §1.3).
-    #[must_use]
-    pub const fn port(self) -> u8 {
-        if self.0 == 0 {
-            0
-        } else {
-            1
-        }
-    }
-}
-
 /// Device-wide settings for one PCI function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DeviceConfig {
     /// The PCI function.
-    pub func: Function,
+    pub func: FunctionId,
     /// Queue pairs (TX = RX count). MSI-X queue vectors are `0..queues`; the user vector is
     /// `queues`, the master PF's error vector `queues + 1` (hardware.md §11.1).
     pub queues: u16,
@@ -212,9 +160,8 @@ impl DeviceConfig {
     ///
     /// [`ConfigError::FunctionOutOfRange`], [`ConfigError::QueueCount`].
     pub const fn new(func: u8, queues: u16) -> Result<Self, ConfigError> {
-        let func = match Function::new(func) {
-            Ok(f) => f,
-            Err(e) => return Err(e),
+        let Some(func) = FunctionId::new(func) else {
+            return Err(ConfigError::FunctionOutOfRange { func });
         };
         if queues == 0 || queues > MAX_QUEUES_PER_FUNCTION {
             return Err(ConfigError::QueueCount {
@@ -259,35 +206,31 @@ impl DeviceConfig {
         self.queues + self.tx_only
     }
 
-    /// Checks that `qid` names a TX queue of this function (a pair's or a TX-only one).
+    /// Checks that `qid` names a TX queue of this function (a pair's or a TX-only one) and gives
+    /// its absolute id.
     ///
     /// # Errors
     ///
     /// [`ConfigError::QueueIndex`].
-    pub(crate) const fn check_tx_queue(&self, qid: u16) -> Result<(), ConfigError> {
-        if qid < self.span() {
-            Ok(())
-        } else {
-            Err(ConfigError::QueueIndex {
-                qid,
-                queues: self.span(),
-            })
-        }
+    pub(crate) const fn check_tx_queue(&self, qid: QueueId) -> Result<AbsQueueId, ConfigError> {
+        self.abs_queue(qid, self.span())
     }
 
-    /// Checks that `qid` is one of this function's queue pairs (RX queues exist for pairs only).
+    /// Checks that `qid` is one of this function's queue pairs (RX queues exist for pairs only)
+    /// and gives its absolute id.
     ///
     /// # Errors
     ///
     /// [`ConfigError::QueueIndex`].
-    pub const fn check_queue(&self, qid: u16) -> Result<(), ConfigError> {
-        if qid < self.queues {
-            Ok(())
-        } else {
-            Err(ConfigError::QueueIndex {
-                qid,
-                queues: self.queues,
-            })
+    pub const fn check_queue(&self, qid: QueueId) -> Result<AbsQueueId, ConfigError> {
+        self.abs_queue(qid, self.queues)
+    }
+
+    /// `qbase + qid` for a `qid` below `queues` (at most [`MAX_QUEUES_PER_FUNCTION`]).
+    const fn abs_queue(&self, qid: QueueId, queues: u16) -> Result<AbsQueueId, ConfigError> {
+        match self.func.abs_queue(qid) {
+            Some(abs) if qid.get() < queues => Ok(abs),
+            _ => Err(ConfigError::QueueIndex { qid, queues }),
         }
     }
 
@@ -312,8 +255,8 @@ impl DeviceConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TxQueueConfig {
-    /// Function-relative queue index.
-    pub qid: u16,
+    /// Function-relative queue.
+    pub qid: QueueId,
     /// Descriptor ring size.
     pub ring: RingSizeIdx,
     /// MSI-X vector recorded in the context (TX interrupts are off, hardware.md §11.2).
@@ -323,11 +266,11 @@ pub struct TxQueueConfig {
 impl TxQueueConfig {
     /// The reference driver's TX queue: 4096-entry ring, vector = qid.
     #[must_use]
-    pub const fn new(qid: u16) -> Self {
+    pub const fn new(qid: QueueId) -> Self {
         Self {
             qid,
             ring: RingSizeIdx(TX_RING_SIZE_INDEX_DEFAULT),
-            vector: qid,
+            vector: qid.get(),
         }
     }
 }
@@ -351,8 +294,8 @@ pub const fn cmpt_entry_size(bytes: u16) -> Result<CmptEntrySize, ConfigError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RxQueueConfig {
-    /// Function-relative queue index.
-    pub qid: u16,
+    /// Function-relative queue.
+    pub qid: QueueId,
     /// C2H buffer size.
     pub buf: BufSizeIdx,
     /// C2H descriptor ring size.
@@ -369,14 +312,14 @@ impl RxQueueConfig {
     /// The driver's default RX queue: 1024-entry rings, 8-byte completions, the page-fitting
     /// buffer size, vector = qid.
     #[must_use]
-    pub const fn new(qid: u16) -> Self {
+    pub const fn new(qid: QueueId) -> Self {
         Self {
             qid,
             buf: BufSizeIdx(RX_BUF_SIZE_INDEX_DEFAULT),
             desc_ring: RingSizeIdx(RX_RING_SIZE_INDEX_DEFAULT),
             cmpt_ring: RingSizeIdx(RX_RING_SIZE_INDEX_DEFAULT),
             cmpt_entry: CmptEntrySize::B8,
-            vector: qid,
+            vector: qid.get(),
         }
     }
 }
@@ -453,12 +396,19 @@ mod tests {
             Err(ConfigError::FunctionOutOfRange { func: 4 })
         );
         let c = DeviceConfig::new(1, 8).unwrap();
-        assert_eq!(c.func.qbase(), 64);
+        assert_eq!(c.func.qbase(), AbsQueueId::new(64));
         assert_eq!(c.func.port(), 1);
-        assert!(c.check_queue(7).is_ok());
+        assert_eq!(c.check_queue(QueueId::new(7)), Ok(AbsQueueId::new(71)));
         assert_eq!(
-            c.check_queue(8),
-            Err(ConfigError::QueueIndex { qid: 8, queues: 8 })
+            c.check_queue(QueueId::new(8)),
+            Err(ConfigError::QueueIndex {
+                qid: QueueId::new(8),
+                queues: 8
+            })
         );
+        let c = c.with_tx_only(2).unwrap();
+        assert_eq!(c.check_tx_queue(QueueId::new(9)), Ok(AbsQueueId::new(73)));
+        assert!(c.check_tx_queue(QueueId::new(10)).is_err());
+        assert!(c.check_queue(QueueId::new(9)).is_err());
     }
 }

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use onic_hal::{FunctionId, QueueId};
+
 /// A configuration value that the hardware or the buffer layout cannot accept. Returned before any
 /// register is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +25,7 @@ pub enum ConfigError {
     /// A queue index is not below the function's queue count.
     QueueIndex {
         /// The index given.
-        qid: u16,
+        qid: QueueId,
         /// Queues the function has.
         queues: u16,
     },
@@ -275,7 +277,7 @@ pub enum Error {
     /// The function's own CMAC port was not detected (CORE_VERSION mismatch).
     NoCmac {
         /// The PCI function.
-        func: u8,
+        func: FunctionId,
         /// The port it needs.
         port: u8,
         /// CMACs found.

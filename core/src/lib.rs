@@ -35,9 +35,10 @@ pub mod stats;
 #[cfg(feature = "xdp")]
 pub mod xdp;
 
-pub use config::{BufSizeIdx, DeviceConfig, Function, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+pub use config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 pub use device::Device;
 pub use error::{ConfigError, Error, QueueError, Result};
+pub use onic_hal::{AbsQueueId, FunctionId, QueueId};
 pub use queue::control::QueueControl;
 #[cfg(not(feature = "xdp"))]
 pub use queue::pair::RxContext;

@@ -20,7 +20,7 @@ fn rx_cfg() -> RxQueueConfig {
     RxQueueConfig {
         desc_ring: RingSizeIdx::new(1).unwrap(),
         cmpt_ring: RingSizeIdx::new(1).unwrap(),
-        ..RxQueueConfig::new(0)
+        ..RxQueueConfig::new(onic_core::QueueId::new(0))
     }
 }
 
@@ -128,7 +128,7 @@ fn a_tx_queue_frees_its_ring_only_when_torn_down_or_never_started() {
     let mut delay = card.delay();
     let cfg = TxQueueConfig {
         ring: RingSizeIdx::new(1).unwrap(),
-        ..TxQueueConfig::new(0)
+        ..TxQueueConfig::new(onic_core::QueueId::new(0))
     };
     let mut slots: Vec<TxSlot<NoPage, NoFrame>> = (0..63).map(|_| TxSlot::new()).collect();
 
@@ -168,7 +168,9 @@ fn a_queue_takes_only_its_own_proof() {
     rx.start(&dev, &mut delay, &mut pool).unwrap();
     let posted = rx.posted();
     // The TX side of the same queue id is invalidated: that proves nothing about the RX rings.
-    let tx_proof = dev.teardown_tx_queue(&mut delay, 0).unwrap();
+    let tx_proof = dev
+        .teardown_tx_queue(&mut delay, onic_core::QueueId::new(0))
+        .unwrap();
     rx.release(&mut pool, &tx_proof);
     assert_eq!(card.dma_stats().live_regions, 2, "the RX rings are not freed");
     assert_eq!(

@@ -30,7 +30,7 @@ use onic_core::xdp::{
     return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff,
     XdpFrame,
 };
-use onic_core::{Device, PassInfo, RxContext, XdpRxq};
+use onic_core::{Device, PassInfo, QueueId, RxContext, XdpRxq};
 use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
@@ -188,11 +188,11 @@ pub(crate) fn bring_up<'c>(
             let rxc = RxQueueConfig {
                 desc_ring: ring,
                 cmpt_ring: ring,
-                ..RxQueueConfig::new(q)
+                ..RxQueueConfig::new(QueueId::new(q))
             };
             let txc = TxQueueConfig {
                 ring,
-                ..TxQueueConfig::new(q)
+                ..TxQueueConfig::new(QueueId::new(q))
             };
             let usable = usize::from(ring.usable());
             let rx_slots: Box<[Option<DmaPage>]> = (0..usable).map(|_| None).collect();

@@ -258,7 +258,7 @@ impl Counts {
 
     /// Counts tuple `t`, whose hash is `rx`, on the queue `cfg` sends it to.
     fn add(&mut self, t: &ShellTuple, rx: RxHash, cfg: &RssConfig) {
-        let queue = usize::from(cfg.queue_for(rx.value));
+        let queue = cfg.queue_for(rx.value).index();
         self.packets[queue] += 1;
         self.flows[queue].insert(*t.as_bytes());
         *self.kinds.entry(rx.kind.name()).or_default() += 1;

@@ -11,7 +11,7 @@
 
 use crate::layout::ctxt::{CtxtOp, CtxtSel, IndCtxtCmd};
 use crate::regs::qdma;
-use crate::{DelayNs, RegisterAccess, RegisterWindow, SharedGuard, SharedLock};
+use crate::{AbsQueueId, DelayNs, RegisterAccess, RegisterWindow, SharedGuard, SharedLock};
 
 /// Reads of IND_CTXT_CMD before a busy command is given up (hardware.md §5.1: about 500 ms).
 pub const CTXT_POLL_LIMIT: u32 = 5000;
@@ -26,8 +26,10 @@ pub struct ContextBusy {
     pub command: u32,
 }
 
-/// Runs one indirect context command: for WRITE, the 8 DATA and 8 MASK registers interleaved
-/// (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the busy bit.
+/// Runs one indirect context command ([`IndCtxtCmd::queue`] for a queue's context,
+/// [`IndCtxtCmd::fmap`] for a function's map): for WRITE, the 8 DATA and 8 MASK registers
+/// interleaved (DATA\[i\], MASK\[i\] = all ones), then the command, then a bounded poll of the
+/// busy bit.
 ///
 /// The caller serialises commands of all functions of the card ([`crate::SharedLock`]).
 ///
@@ -37,18 +39,15 @@ pub struct ContextBusy {
 pub fn context_command<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,
-    sel: CtxtSel,
-    op: CtxtOp,
-    qid: u16,
+    command: IndCtxtCmd,
     data: &[u32; qdma::IND_CTXT_WORDS],
 ) -> Result<(), ContextBusy> {
-    if op == CtxtOp::Write {
+    if command.op() == Ok(CtxtOp::Write) {
         for (i, &word) in data.iter().enumerate() {
             bar0.write(qdma::ind_ctxt_data(i), word);
             bar0.write(qdma::ind_ctxt_mask(i), u32::MAX);
         }
     }
-    let command = IndCtxtCmd::new(sel, op, qid);
     bar0.write(qdma::IND_CTXT_CMD, command);
     for attempt in 0..CTXT_POLL_LIMIT {
         if !bar0.read(qdma::IND_CTXT_CMD).busy() {
@@ -103,7 +102,7 @@ impl QueueSide {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Quiesced {
     side: QueueSide,
-    qid: u16,
+    qid: AbsQueueId,
 }
 
 impl Quiesced {
@@ -115,7 +114,7 @@ impl Quiesced {
     /// The device must no longer read or write the memory the token will release: no context,
     /// descriptor or register of the card points at it, and no DMA to it is in flight.
     #[must_use]
-    pub const unsafe fn assume(side: QueueSide, qid: u16) -> Self {
+    pub const unsafe fn assume(side: QueueSide, qid: AbsQueueId) -> Self {
         Self { side, qid }
     }
 
@@ -127,13 +126,13 @@ impl Quiesced {
 
     /// The absolute queue id whose contexts were invalidated.
     #[must_use]
-    pub const fn qid(&self) -> u16 {
+    pub const fn qid(&self) -> AbsQueueId {
         self.qid
     }
 
     /// Whether this is the proof for queue `qid` on `side`.
     #[must_use]
-    pub fn names(&self, side: QueueSide, qid: u16) -> bool {
+    pub fn names(&self, side: QueueSide, qid: AbsQueueId) -> bool {
         self.side == side && self.qid == qid
     }
 }
@@ -151,19 +150,13 @@ pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
     lock: &L,
     delay: &mut D,
     side: QueueSide,
-    abs_qid: u16,
+    abs_qid: AbsQueueId,
 ) -> Result<Quiesced, ContextBusy> {
     let mut first = Ok(Quiesced { side, qid: abs_qid });
     for &sel in side.contexts() {
         let _held = SharedGuard::new(lock);
-        let r = context_command(
-            bar0,
-            delay,
-            sel,
-            CtxtOp::Invalidate,
-            abs_qid,
-            &[0; qdma::IND_CTXT_WORDS],
-        );
+        let command = IndCtxtCmd::queue(sel, CtxtOp::Invalidate, abs_qid);
+        let r = context_command(bar0, delay, command, &[0; qdma::IND_CTXT_WORDS]);
         if let (Ok(_), Err(e)) = (&first, r) {
             first = Err(e);
         }
@@ -199,13 +192,19 @@ mod tests {
     #[test]
     fn every_context_of_the_side_is_invalidated_before_the_proof() {
         let rec = Recorder::opennic();
-        let proof =
-            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Rx, 9).unwrap();
-        assert!(proof.names(QueueSide::Rx, 9));
+        let proof = invalidate_queue(
+            &rec.window(Bar::Qdma),
+            &Unshared,
+            &mut NoWait,
+            QueueSide::Rx,
+            AbsQueueId::new(9),
+        )
+        .unwrap();
+        assert!(proof.names(QueueSide::Rx, AbsQueueId::new(9)));
         let want: Vec<u32> = QueueSide::Rx
             .contexts()
             .iter()
-            .map(|&sel| IndCtxtCmd::new(sel, CtxtOp::Invalidate, 9).bits())
+            .map(|&sel| IndCtxtCmd::queue(sel, CtxtOp::Invalidate, AbsQueueId::new(9)).bits())
             .collect();
         assert_eq!(commands(&rec), want);
     }
@@ -221,12 +220,18 @@ mod tests {
             end: qdma::IND_CTXT_CMD.offset() + 4,
             value: PresetValue::Fixed(1),
         });
-        let err =
-            invalidate_queue(&rec.window(Bar::Qdma), &Unshared, &mut NoWait, QueueSide::Tx, 3).unwrap_err();
+        let err = invalidate_queue(
+            &rec.window(Bar::Qdma),
+            &Unshared,
+            &mut NoWait,
+            QueueSide::Tx,
+            AbsQueueId::new(3),
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             ContextBusy {
-                command: IndCtxtCmd::new(CtxtSel::SwH2c, CtxtOp::Invalidate, 3).bits()
+                command: IndCtxtCmd::queue(CtxtSel::SwH2c, CtxtOp::Invalidate, AbsQueueId::new(3)).bits()
             }
         );
         assert_eq!(commands(&rec).len(), QueueSide::Tx.contexts().len());

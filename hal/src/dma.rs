@@ -834,7 +834,7 @@ mod tests {
             "a lent region is leaked, not freed, when dropped"
         );
         // SAFETY: no device exists in this test; nothing reaches the region.
-        let proof = unsafe { Quiesced::assume(crate::context::QueueSide::Tx, 0) };
+        let proof = unsafe { Quiesced::assume(crate::context::QueueSide::Tx, crate::AbsQueueId::new(0)) };
         kept.release(&proof);
         assert_eq!(dma.outstanding(), 1, "the proof frees a lent region");
         // The leaked block belongs to nobody now; give it back so the test frees what it took.

@@ -11,6 +11,8 @@
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
+//! - [`id`]: [`FunctionId`], [`QueueId`] (function-relative) and [`AbsQueueId`] (QDMA queue
+//!   space), the indices registers and contexts take.
 //! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
 //! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
 //! - [`barrier`]: the per-architecture barriers that give MMIO Linux's `writel`/`readl` ordering.
@@ -28,6 +30,8 @@ extern crate alloc;
 
 pub mod fmt;
 
+pub mod id;
+
 pub mod barrier;
 pub mod context;
 pub mod dma;
@@ -44,6 +48,7 @@ pub use dma::{
     AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
 };
 pub use embedded_hal::delay::DelayNs;
+pub use id::{AbsQueueId, FunctionId, QueueId, MAX_QUEUES_PER_FUNCTION};
 pub use lock::{SharedGuard, SharedLock, Unshared};
 pub use regs::{BlockReg, Reg, RegValue};
 pub use window::{Bar, RegisterAccess, RegisterWindow};

@@ -3,9 +3,13 @@
 //! below is typed in from those tables, section by section, independently of the code under test;
 //! nothing is derived from the `regs` module.
 
-use onic_hal::layout::{CtxtOp, CtxtSel, IndCtxtCmd};
+use onic_hal::layout::{CtxtOp, IndCtxtCmd};
 use onic_hal::regs::{cmac, qdma, shell};
-use onic_hal::{BlockReg, Reg};
+use onic_hal::{AbsQueueId, BlockReg, FunctionId, QueueId, Reg};
+
+fn pf(n: u8) -> FunctionId {
+    FunctionId::new(n).unwrap()
+}
 
 // ------------------------------------------------------------------------------------------------
 // §1.2: BAR2 mapping.
@@ -29,7 +33,7 @@ fn s2_1_block_bases() {
     assert_eq!(cmac::MAX_PORTS, 2);
     assert_eq!(shell::QDMA_SUBSYS_OFFSET, 0x5000);
     for func in 0..shell::MAX_FUNCTIONS {
-        let base = shell::qdma_func_base(func);
+        let base = shell::qdma_func_base(pf(func));
         assert!(
             (0x1000..0x5000).contains(&base),
             "function {func} block at {base:#x}"
@@ -72,43 +76,43 @@ fn s2_2_system_configuration() {
 
 #[test]
 fn s2_3_per_function_block() {
-    assert_eq!(shell::qconf(0).offset(), 0x1000);
-    assert_eq!(shell::qconf(1).offset(), 0x2000);
-    assert_eq!(shell::qconf(2).offset(), 0x3000);
-    assert_eq!(shell::qconf(3).offset(), 0x4000);
+    assert_eq!(shell::qconf(pf(0)).offset(), 0x1000);
+    assert_eq!(shell::qconf(pf(1)).offset(), 0x2000);
+    assert_eq!(shell::qconf(pf(2)).offset(), 0x3000);
+    assert_eq!(shell::qconf(pf(3)).offset(), 0x4000);
     assert_eq!(shell::QCONF_OFFSET, 0x000);
     assert_eq!(shell::INDIR_TABLE_OFFSET, 0x400);
     assert_eq!(shell::HASH_KEY_OFFSET, 0x600);
     assert_eq!(shell::INDIR_ENTRY_MASK, 0xFFFF);
     // Indirection table: 0x1400-0x15FC / 0x2400-0x25FC, 128 entries.
     assert_eq!(shell::INDIR_TABLE_ENTRIES, 128);
-    assert_eq!(shell::indir_table(0, 0).offset(), 0x1400);
-    assert_eq!(shell::indir_table(0, 127).offset(), 0x15FC);
-    assert_eq!(shell::indir_table(1, 0).offset(), 0x2400);
-    assert_eq!(shell::indir_table(1, 127).offset(), 0x25FC);
+    assert_eq!(shell::indir_table(pf(0), 0).offset(), 0x1400);
+    assert_eq!(shell::indir_table(pf(0), 127).offset(), 0x15FC);
+    assert_eq!(shell::indir_table(pf(1), 0).offset(), 0x2400);
+    assert_eq!(shell::indir_table(pf(1), 127).offset(), 0x25FC);
     for k in 0..128 {
-        assert_eq!(shell::indir_table(0, k).offset(), 0x1400 + 4 * k as u32);
-        assert_eq!(shell::indir_table(1, k).offset(), 0x2400 + 4 * k as u32);
+        assert_eq!(shell::indir_table(pf(0), k).offset(), 0x1400 + 4 * k as u32);
+        assert_eq!(shell::indir_table(pf(1), k).offset(), 0x2400 + 4 * k as u32);
     }
     // Hash key: 0x1600-0x1624 / 0x2600-0x2624, 10 words = 40 bytes.
     assert_eq!(shell::HASH_KEY_WORDS, 10);
-    assert_eq!(shell::hash_key(0, 0).offset(), 0x1600);
-    assert_eq!(shell::hash_key(0, 9).offset(), 0x1624);
-    assert_eq!(shell::hash_key(1, 0).offset(), 0x2600);
-    assert_eq!(shell::hash_key(1, 9).offset(), 0x2624);
+    assert_eq!(shell::hash_key(pf(0), 0).offset(), 0x1600);
+    assert_eq!(shell::hash_key(pf(0), 9).offset(), 0x1624);
+    assert_eq!(shell::hash_key(pf(1), 0).offset(), 0x2600);
+    assert_eq!(shell::hash_key(pf(1), 9).offset(), 0x2624);
     for k in 0..10 {
-        assert_eq!(shell::hash_key(0, k).offset(), 0x1600 + 4 * k as u32);
-        assert_eq!(shell::hash_key(1, k).offset(), 0x2600 + 4 * k as u32);
+        assert_eq!(shell::hash_key(pf(0), k).offset(), 0x1600 + 4 * k as u32);
+        assert_eq!(shell::hash_key(pf(1), k).offset(), 0x2600 + 4 * k as u32);
     }
 }
 
 #[test]
 fn s4_3_qconf_values() {
     // PF0 with 8 queues: 0x00000008; PF1 (qbase 64): 0x00400008; teardown 0.
-    assert_eq!(shell::qconf_value(0, 8), 0x00000008);
-    assert_eq!(shell::qconf_value(64, 8), 0x00400008);
-    assert_eq!(shell::qconf_value(0, 0), 0);
-    assert_eq!(shell::qconf_value(0xFFFF, 0xFFFF), 0xFFFFFFFF);
+    assert_eq!(shell::qconf_value(AbsQueueId::new(0), 8), 0x00000008);
+    assert_eq!(shell::qconf_value(AbsQueueId::new(64), 8), 0x00400008);
+    assert_eq!(shell::qconf_value(AbsQueueId::new(0), 0), 0);
+    assert_eq!(shell::qconf_value(AbsQueueId::new(0xFFFF), 0xFFFF), 0xFFFFFFFF);
 }
 
 #[test]
@@ -278,7 +282,7 @@ fn s11_3_error_mask_programming() {
 
 #[test]
 fn s4_2_legacy_fmap_register() {
-    assert_eq!(qdma::glbl2_fmap(0).offset(), 0x400);
+    assert_eq!(qdma::glbl2_fmap(pf(0)).offset(), 0x400);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -301,9 +305,9 @@ fn s5_1_indirect_context_registers() {
     assert_eq!(order.first(), Some(&0x804));
     assert_eq!(order.last(), Some(&0x840));
     // §13.5: the FMAP CLEAR at remove is BAR0+0x844 = 0x18 + func x 128.
-    for func in 0..4u16 {
+    for func in 0..4u8 {
         assert_eq!(
-            IndCtxtCmd::new(CtxtSel::Fmap, CtxtOp::Clear, func).bits(),
+            IndCtxtCmd::fmap(CtxtOp::Clear, pf(func)).bits(),
             0x18 + u32::from(func) * 128
         );
     }
@@ -318,19 +322,25 @@ fn s6_doorbells() {
     assert_eq!(qdma::DMAP_SEL_STRIDE, 16);
     for q in [0u16, 1, 3, 5, 7, 63, 511, 2047] {
         let q16 = 16 * u32::from(q);
-        assert_eq!(qdma::dmap_sel_int_cidx(q).offset(), 0x18000 + q16);
-        assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(q).offset(), 0x18004 + q16);
-        assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(q).offset(), 0x18008 + q16);
-        assert_eq!(qdma::dmap_sel_cmpt_cidx(q).offset(), 0x1800C + q16);
+        assert_eq!(qdma::dmap_sel_int_cidx(QueueId::new(q)).offset(), 0x18000 + q16);
+        assert_eq!(
+            qdma::dmap_sel_h2c_dsc_pidx(QueueId::new(q)).offset(),
+            0x18004 + q16
+        );
+        assert_eq!(
+            qdma::dmap_sel_c2h_dsc_pidx(QueueId::new(q)).offset(),
+            0x18008 + q16
+        );
+        assert_eq!(qdma::dmap_sel_cmpt_cidx(QueueId::new(q)).offset(), 0x1800C + q16);
     }
     // Queue 5 (of any PF): 0x18054 / 0x18058 / 0x1805C; queue 3: 0x18034 / 0x18038 / 0x1803C.
-    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(5).offset(), 0x18054);
-    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(5).offset(), 0x18058);
-    assert_eq!(qdma::dmap_sel_cmpt_cidx(5).offset(), 0x1805C);
-    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(3).offset(), 0x18034);
-    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(3).offset(), 0x18038);
-    assert_eq!(qdma::dmap_sel_cmpt_cidx(3).offset(), 0x1803C);
-    assert_eq!(qdma::dmap_sel_int_cidx(0).offset(), 0x18000);
+    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(QueueId::new(5)).offset(), 0x18054);
+    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(QueueId::new(5)).offset(), 0x18058);
+    assert_eq!(qdma::dmap_sel_cmpt_cidx(QueueId::new(5)).offset(), 0x1805C);
+    assert_eq!(qdma::dmap_sel_h2c_dsc_pidx(QueueId::new(3)).offset(), 0x18034);
+    assert_eq!(qdma::dmap_sel_c2h_dsc_pidx(QueueId::new(3)).offset(), 0x18038);
+    assert_eq!(qdma::dmap_sel_cmpt_cidx(QueueId::new(3)).offset(), 0x1803C);
+    assert_eq!(qdma::dmap_sel_int_cidx(QueueId::new(0)).offset(), 0x18000);
 }
 
 // ------------------------------------------------------------------------------------------------

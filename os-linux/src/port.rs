@@ -29,7 +29,7 @@ use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::{QueueCounters, HW_COUNTERS};
-use onic_core::{Device, DeviceConfig, RingSizeIdx, RxQueueConfig};
+use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxQueueConfig};
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::LinkStats;
@@ -187,7 +187,7 @@ where
         let net = NetSettings::new(
             cfg.rx_ring,
             cfg.tx_ring,
-            RxQueueConfig::new(0).buf,
+            RxQueueConfig::new(QueueId::new(0)).buf,
             DEFAULT_MAX_FRAME_LEN,
         );
         let port = Self {
@@ -218,7 +218,7 @@ where
             ..ChannelsRequest::default()
         })
         .map_err(|e| errno::from_ethtool(&e))?;
-        let (_, key) = dev.rss_read_back().map_err(|e| errno::from_core(&e))?;
+        let (_, key) = dev.rss_read_back();
         if key != *dev.rss().key() {
             dev.rss_set(None, Some(key.as_bytes()), HashFunction::NoChange)
                 .map_err(|e| errno::from_core(&e))?;
@@ -257,8 +257,8 @@ where
     }
 
     /// The PCI function.
-    pub fn func(&self) -> u8 {
-        self.dev.function().number()
+    pub fn func(&self) -> FunctionId {
+        self.dev.function()
     }
 
     /// Starts every queue pair in use (hardware.md §13.2): the queue's page pool, TX ring, RX ring
@@ -308,9 +308,7 @@ where
     /// `ethtool -x`: the indirection table and the hash key as the shell holds them (the core's
     /// read-back, hardware.md §9.2).
     pub fn rss_get(&self, indir: Option<&mut [u32; RSS_INDIR_SIZE]>, key: Option<&mut [u8; RSS_KEY_SIZE]>) {
-        let Ok((table, k)) = self.dev.rss_read_back() else {
-            return;
-        };
+        let (table, k) = self.dev.rss_read_back();
         if let Some(t) = indir {
             for (out, &e) in t.iter_mut().zip(table.entries()) {
                 *out = u32::from(e);

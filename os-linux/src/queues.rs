@@ -22,7 +22,7 @@ use onic_core::config::MAX_QUEUES_PER_FUNCTION;
 use onic_core::queue::tx::TxSlot;
 use onic_core::stats::QueueCounters;
 use onic_core::{
-    Device, NoPage, NoPages, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
+    Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
     TxQueueConfig, TxStats,
 };
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
@@ -53,8 +53,8 @@ impl TxRole {
     /// The function-relative H2C queue id of this role's ring for queue index `q` of a port
     /// owning `max` queue indices.
     #[must_use]
-    pub const fn qid(self, max: u16, q: u16) -> u16 {
-        self as u16 * max + q
+    pub const fn qid(self, max: u16, q: u16) -> QueueId {
+        QueueId::new(self as u16 * max + q)
     }
 }
 
@@ -143,7 +143,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     /// Builds and starts a TX-only ring on H2C queue `qid`, whose contexts name `vector`.
     pub(crate) fn start_tx(
         &mut self,
-        qid: u16,
+        qid: QueueId,
         vector: u16,
         ring: RingSizeIdx,
     ) -> Result<TxRing<K, D>, Errno> {
@@ -179,11 +179,11 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     pub(crate) fn start_napi(
         &mut self,
         q: u16,
-        xdp_qid: u16,
+        xdp_qid: QueueId,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
     ) -> Result<(NapiPair<K, D>, K::QMem), Errno> {
-        let mut rxc = RxQueueConfig::new(q);
+        let mut rxc = RxQueueConfig::new(QueueId::new(q));
         rxc.desc_ring = rx_ring;
         rxc.cmpt_ring = rx_ring;
         let txc = TxQueueConfig {

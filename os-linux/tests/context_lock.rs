@@ -35,7 +35,7 @@ fn program<L: SharedLock>(card: &Card, func: u8, lock: L, rounds: u32, stop: &At
         }
         let q = TxQueueConfig {
             ring: RingSizeIdx::new(1).unwrap(),
-            ..TxQueueConfig::new((i % 4) as u16)
+            ..TxQueueConfig::new(onic_core::QueueId::new((i % 4) as u16))
         };
         dev.init_tx_queue(&mut delay, &q, ring).unwrap();
         dev.teardown_tx_queue(&mut delay, q.qid).unwrap();

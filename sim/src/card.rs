@@ -10,7 +10,7 @@ use onic_hal::dma::RawRegion;
 use onic_hal::regs::shell::{DEFAULT_HASH_KEY_WORDS, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES};
 use onic_hal::window::UNMAPPED_READ;
 use onic_hal::{
-    AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
+    AbsQueueId, AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
 };
 
 use crate::cmac::Port;
@@ -87,8 +87,8 @@ pub(crate) struct State {
     pub ind_writer: [u8; 16],
     pub ind_cmd: u32,
     pub ctxt: BTreeMap<(u8, u16), [u32; 8]>,
-    pub rt: BTreeMap<u16, QueueRt>,
-    pub h2c_stall: Option<u16>,
+    pub rt: BTreeMap<AbsQueueId, QueueRt>,
+    pub h2c_stall: Option<AbsQueueId>,
     pub pkt_id: u16,
     // BAR2
     pub funcs: Vec<FuncBlock>,
@@ -333,7 +333,7 @@ impl Card {
 
     /// The abs qid whose packet blocks the shell's H2C stream, if TX is stalled (hardware.md §14).
     #[must_use]
-    pub fn h2c_stalled(&self) -> Option<u16> {
+    pub fn h2c_stalled(&self) -> Option<AbsQueueId> {
         self.with(|s| s.h2c_stall)
     }
 

@@ -4,7 +4,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
-use onic_hal::{Bar, DmaAddr};
+use onic_hal::{AbsQueueId, Bar, DmaAddr};
 
 /// What is connected to the two CMAC ports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -232,14 +232,14 @@ pub enum Violation {
     /// A queue is configured or used in a way the model refuses (abs qid, explanation).
     Queue {
         /// Absolute queue id.
-        qid: u16,
+        qid: AbsQueueId,
         /// Explanation.
         reason: &'static str,
     },
     /// An H2C descriptor whose metadata\[15:0\] differs from its length (hardware.md §7.1, §14).
     MetadataMismatch {
         /// Absolute queue id.
-        qid: u16,
+        qid: AbsQueueId,
         /// Descriptor index.
         index: u16,
         /// Metadata word.
@@ -251,7 +251,7 @@ pub enum Violation {
     /// all TX stops until QCONF is fixed (hardware.md §2.3, §14).
     H2cStalled {
         /// Absolute queue id of the blocked packet.
-        qid: u16,
+        qid: AbsQueueId,
     },
     /// A completion arrived for a completion ring the driver had not freed room in: every entry
     /// up to the CIDX it last wrote is still unread. With the overflow check on (CMPT context
@@ -259,7 +259,7 @@ pub enum Violation {
     /// and stops the queue; the frame is lost.
     CmptOverflow {
         /// Absolute queue id.
-        qid: u16,
+        qid: AbsQueueId,
         /// The completion producer index.
         pidx: u16,
         /// The consumer index the driver last wrote.

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use onic_hal::regs::qdma as regs;
 use onic_hal::regs::shell::INDIR_ENTRY_MASK;
-use onic_hal::{Bar, DmaAddr, Reg};
+use onic_hal::{AbsQueueId, Bar, DmaAddr, Reg};
 
 use crate::card::{QueueRt, State, UNMAPPED};
 use crate::config::{Corruption, DeviceAccess, Violation};
@@ -20,15 +20,19 @@ use crate::rss::shell_hash;
 /// handles.
 mod off {
     use onic_hal::regs::qdma;
+    use onic_hal::QueueId;
 
     pub(super) const IND_CTXT_CMD: u32 = qdma::IND_CTXT_CMD.offset();
     pub(super) const C2H_PFCH_CACHE_DEPTH: u32 = qdma::C2H_PFCH_CACHE_DEPTH.offset();
     pub(super) const C2H_CMPL_COAL_BUF_DEPTH: u32 = qdma::C2H_CMPL_COAL_BUF_DEPTH.offset();
     pub(super) const GLBL2_CHANNEL_QDMA_CAP: u32 = qdma::GLBL2_CHANNEL_QDMA_CAP.offset();
     /// Doorbells within a queue's block.
-    pub(super) const DB_INT_CIDX: u32 = qdma::dmap_sel_int_cidx(0).offset() - qdma::DMAP_SEL_BASE;
-    pub(super) const DB_H2C_PIDX: u32 = qdma::dmap_sel_h2c_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
-    pub(super) const DB_C2H_PIDX: u32 = qdma::dmap_sel_c2h_dsc_pidx(0).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_INT_CIDX: u32 =
+        qdma::dmap_sel_int_cidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_H2C_PIDX: u32 =
+        qdma::dmap_sel_h2c_dsc_pidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
+    pub(super) const DB_C2H_PIDX: u32 =
+        qdma::dmap_sel_c2h_dsc_pidx(QueueId::new(0)).offset() - qdma::DMAP_SEL_BASE;
 }
 
 /// Highest abs qid the 11-bit fields can name, plus one.
@@ -95,7 +99,7 @@ impl State {
         self.ctxt.entry((s, key)).or_insert([0; 8])
     }
 
-    fn rt(&mut self, qid: u16) -> &mut QueueRt {
+    fn rt(&mut self, qid: AbsQueueId) -> &mut QueueRt {
         self.rt.entry(qid).or_default()
     }
 
@@ -211,7 +215,7 @@ impl State {
                     new[i] = (old[i] & !self.ind_mask[i]) | (self.ind_data[i] & self.ind_mask[i]);
                 }
                 self.ctxt.insert(key, new);
-                self.check_written_context(cmd.sel, cmd.qid, &new);
+                self.check_written_context(cmd.sel, AbsQueueId::new(cmd.qid), &new);
             }
             op::READ => {
                 let mut w = self.ctx(cmd.sel, cmd.qid);
@@ -242,7 +246,7 @@ impl State {
         }
         // CLEAR, WRITE and INVALIDATE restart the engine state tied to the context.
         if cmd.sel != sel::FMAP {
-            let rt = self.rt(cmd.qid);
+            let rt = self.rt(AbsQueueId::new(cmd.qid));
             match cmd.sel {
                 sel::SW_H2C => {
                     rt.h2c_since_wb = 0;
@@ -262,7 +266,7 @@ impl State {
     }
 
     /// Checks the driver's context values the model relies on, at WRITE time.
-    fn check_written_context(&mut self, s: u8, qid: u16, w: &[u32; 8]) {
+    fn check_written_context(&mut self, s: u8, qid: AbsQueueId, w: &[u32; 8]) {
         let below_4g = self.dma.rings_below_4g();
         let (enabled, base) = match s {
             sel::SW_C2H | sel::SW_H2C => {
@@ -285,7 +289,7 @@ impl State {
                     || u32::from(f.qbase) + u32::from(f.qmax) > u32::from(self.cfg.total_queues)
                 {
                     self.violate(Violation::Queue {
-                        qid: f.qbase,
+                        qid: AbsQueueId::new(f.qbase),
                         reason: "FMAP qmax beyond the queues a function may have",
                     });
                 }
@@ -329,7 +333,7 @@ impl State {
                 "doorbell of a queue outside the function's FMAP",
             ));
         }
-        let abs = (fmap.qbase + qid) & 0x7FF;
+        let abs = AbsQueueId::new((fmap.qbase + qid) & 0x7FF);
         match kind {
             off::DB_H2C_PIDX | off::DB_C2H_PIDX => {
                 let (pidx, _arm, reserved) = doorbell::pidx(value);
@@ -345,7 +349,7 @@ impl State {
                 } else {
                     sel::SW_C2H
                 };
-                let sw = SwCtxt::decode(&self.ctx(s, abs));
+                let sw = SwCtxt::decode(&self.ctx(s, abs.get()));
                 if !sw.qen {
                     return self.violate(reg_violation(offset, value, "PIDX doorbell of a disabled queue"));
                 }
@@ -353,13 +357,13 @@ impl State {
                 if size.is_some_and(|size| u32::from(pidx) >= size - 1) {
                     return self.violate(reg_violation(offset, value, "PIDX beyond the ring"));
                 }
-                SwCtxt::set_pidx(self.ctx_mut(s, abs), pidx);
+                SwCtxt::set_pidx(self.ctx_mut(s, abs.get()), pidx);
             }
             _ => self.cmpt_doorbell(offset, abs, value),
         }
     }
 
-    fn cmpt_doorbell(&mut self, offset: u32, qid: u16, value: u32) {
+    fn cmpt_doorbell(&mut self, offset: u32, qid: AbsQueueId, value: u32) {
         let d = doorbell::CmptCidx::decode(value);
         if d.reserved != 0 {
             return self.violate(reg_violation(
@@ -368,7 +372,7 @@ impl State {
                 "reserved bits set in a CMPT CIDX doorbell",
             ));
         }
-        let c = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
+        let c = CmptCtxt::decode(&self.ctx(sel::CMPT, qid.get()));
         if !c.valid {
             return self.violate(reg_violation(
                 offset,
@@ -380,7 +384,7 @@ impl State {
         if size.is_some_and(|size| u32::from(d.cidx) >= size - 1) {
             return self.violate(reg_violation(offset, value, "CMPT CIDX beyond the ring"));
         }
-        let w = self.ctx_mut(sel::CMPT, qid);
+        let w = self.ctx_mut(sel::CMPT, qid.get());
         CmptCtxt::set_cidx(w, d.cidx);
         CmptCtxt::set_trigger(w, d.counter_idx, d.timer_idx, d.trig_mode);
         if d.stat_en {
@@ -396,13 +400,13 @@ impl State {
     // H2C engine.
 
     /// The function whose QCONF range claims `qid`, if any (hardware.md §2.3).
-    fn qconf_owner(&self, qid: u16) -> Option<u8> {
+    fn qconf_owner(&self, qid: AbsQueueId) -> Option<u8> {
         self.funcs
             .iter()
             .position(|f| {
                 let qbase = f.qconf >> 16;
                 let numq = f.qconf & 0xFFFF;
-                u32::from(qid) >= qbase && u32::from(qid) < qbase + numq
+                u32::from(qid.get()) >= qbase && u32::from(qid.get()) < qbase + numq
             })
             .and_then(|f| u8::try_from(f).ok())
     }
@@ -414,11 +418,11 @@ impl State {
             }
             self.h2c_stall = None;
         }
-        let qids: Vec<u16> = self
+        let qids: Vec<AbsQueueId> = self
             .ctxt
             .keys()
             .filter(|(s, _)| *s == sel::SW_H2C)
-            .map(|&(_, q)| q)
+            .map(|&(_, q)| AbsQueueId::new(q))
             .collect();
         let mut progress = false;
         for q in qids {
@@ -430,21 +434,21 @@ impl State {
         progress
     }
 
-    fn h2c_fail(&mut self, qid: u16, reason: &'static str) -> bool {
+    fn h2c_fail(&mut self, qid: AbsQueueId, reason: &'static str) -> bool {
         self.rt(qid).h2c_error = true;
         self.violate(Violation::Queue { qid, reason });
         false
     }
 
-    fn h2c_queue(&mut self, qid: u16) -> bool {
-        let sw = SwCtxt::decode(&self.ctx(sel::SW_H2C, qid));
+    fn h2c_queue(&mut self, qid: AbsQueueId) -> bool {
+        let sw = SwCtxt::decode(&self.ctx(sel::SW_H2C, qid.get()));
         if !sw.qen || self.rt(qid).h2c_error {
             return false;
         }
         let mut progress = false;
         let size = self.ring_size(sw.rngsz_idx);
         let stride = 8u64 << sw.desc_sz;
-        let mut cidx = hw::cidx(&self.ctx(sel::HW_H2C, qid));
+        let mut cidx = hw::cidx(&self.ctx(sel::HW_H2C, qid.get()));
         if self.rt(qid).h2c_wb_owed && !self.faults.stall_h2c_wb && size.is_some() {
             self.h2c_writeback(qid, &sw, cidx);
             progress = true;
@@ -484,7 +488,7 @@ impl State {
             cidx = (cidx + 1) % usable;
             n += 1;
             self.stats.h2c_descriptors += 1;
-            hw::set_cidx(self.ctx_mut(sel::HW_H2C, qid), cidx);
+            hw::set_cidx(self.ctx_mut(sel::HW_H2C, qid.get()), cidx);
             let rt = self.rt(qid);
             rt.h2c_since_wb += 1;
             if sw.wbi_intvl_en && rt.h2c_since_wb >= interval {
@@ -498,7 +502,7 @@ impl State {
         progress || n > 0
     }
 
-    fn h2c_writeback(&mut self, qid: u16, sw: &SwCtxt, cidx: u16) {
+    fn h2c_writeback(&mut self, qid: AbsQueueId, sw: &SwCtxt, cidx: u16) {
         if !sw.wbk_en {
             return;
         }
@@ -518,7 +522,7 @@ impl State {
     }
 
     /// One H2C packet: shell checks, data fetch, adapter, CMAC, wire.
-    fn transmit_descriptor(&mut self, qid: u16, index: u16, d: H2cDesc, func: u8) {
+    fn transmit_descriptor(&mut self, qid: AbsQueueId, index: u16, d: H2cDesc, func: u8) {
         let port = usize::from(func);
         if port >= self.ports.len() {
             return self.violate(Violation::Queue {
@@ -588,20 +592,20 @@ impl State {
                 numq,
             });
         }
-        let qid = qbase.wrapping_add(entry) & 0x7FF;
+        let qid = AbsQueueId::new(qbase.wrapping_add(entry) & 0x7FF);
         self.c2h_queue(qid, frame)
     }
 
-    fn c2h_fail(&mut self, qid: u16, reason: &'static str) -> bool {
+    fn c2h_fail(&mut self, qid: AbsQueueId, reason: &'static str) -> bool {
         self.rt(qid).c2h_error = true;
         self.violate(Violation::Queue { qid, reason });
         false
     }
 
-    fn c2h_queue(&mut self, qid: u16, frame: &[u8]) -> bool {
-        let sw = SwCtxt::decode(&self.ctx(sel::SW_C2H, qid));
-        let pf = PfchCtxt::decode(&self.ctx(sel::PFCH, qid));
-        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
+    fn c2h_queue(&mut self, qid: AbsQueueId, frame: &[u8]) -> bool {
+        let sw = SwCtxt::decode(&self.ctx(sel::SW_C2H, qid.get()));
+        let pf = PfchCtxt::decode(&self.ctx(sel::PFCH, qid.get()));
+        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid.get()));
         if !(sw.qen && pf.valid && cm.valid) || self.rt(qid).c2h_error {
             self.stats.c2h_no_queue_dropped += 1;
             return false;
@@ -618,7 +622,7 @@ impl State {
         }
         let usable = size - 1;
         let cusable = csize - 1;
-        let cidx = u32::from(hw::cidx(&self.ctx(sel::HW_C2H, qid)));
+        let cidx = u32::from(hw::cidx(&self.ctx(sel::HW_C2H, qid.get())));
         if u32::from(sw.pidx) >= usable || cidx >= usable || u32::from(cm.pidx) >= cusable {
             return self.c2h_fail(qid, "C2H or CMPT index beyond the ring (ring size changed?)");
         }
@@ -631,7 +635,7 @@ impl State {
         if (u32::from(cm.pidx) + 1) % cusable == u32::from(cm.cidx) {
             self.stats.cmpt_full_dropped += 1;
             if !cm.ovf_chk_dis {
-                CmptCtxt::set_err(self.ctx_mut(sel::CMPT, qid), 1);
+                CmptCtxt::set_err(self.ctx_mut(sel::CMPT, qid.get()), 1);
                 self.rt(qid).c2h_error = true;
                 self.violate(Violation::CmptOverflow {
                     qid,
@@ -658,7 +662,7 @@ impl State {
             }
         }
         let new_cidx = ((cidx + needed as u32) % usable) as u16;
-        hw::set_cidx(self.ctx_mut(sel::HW_C2H, qid), new_cidx);
+        hw::set_cidx(self.ctx_mut(sel::HW_C2H, qid.get()), new_cidx);
         if sw.wbk_en {
             let at = sw.base.wrapping_add(stride * u64::from(usable));
             let rec = desc_status(sw.pidx, new_cidx).to_le_bytes();
@@ -683,14 +687,14 @@ impl State {
         }
         let esize = 8usize << cm.desc_sz;
         let mut entry = vec![0u8; esize];
-        entry[..8].copy_from_slice(&cmpt_entry(cm.color, err, qid, len, self.pkt_id).to_le_bytes());
+        entry[..8].copy_from_slice(&cmpt_entry(cm.color, err, qid.get(), len, self.pkt_id).to_le_bytes());
         let at = cm.base.wrapping_add(esize as u64 * u64::from(cm.pidx));
         if let Err(v) = self.dma.device_write(at, &entry, DeviceAccess::CmptEntryWrite) {
             self.violate(v);
         }
         let pidx = ((u32::from(cm.pidx) + 1) % cusable) as u16;
         let flip = pidx == 0 && !self.faults.freeze_color;
-        let w = self.ctx_mut(sel::CMPT, qid);
+        let w = self.ctx_mut(sel::CMPT, qid.get());
         CmptCtxt::set_pidx(w, pidx);
         if flip {
             CmptCtxt::set_color(w, !cm.color);
@@ -703,8 +707,8 @@ impl State {
     // ---------------------------------------------------------------------------------------
     // Completion triggers (hardware.md §8.4, §8.5).
 
-    fn on_completion(&mut self, qid: u16) {
-        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
+    fn on_completion(&mut self, qid: AbsQueueId) {
+        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid.get()));
         let threshold = self.count_threshold(cm.counter_idx);
         let timer_ns = self.timer_ns(cm.timer_idx);
         let now = self.now_ns;
@@ -737,7 +741,7 @@ impl State {
     pub(crate) fn advance_time(&mut self, ns: u64) {
         self.now_ns = self.now_ns.saturating_add(ns);
         let now = self.now_ns;
-        let due: Vec<u16> = self
+        let due: Vec<AbsQueueId> = self
             .rt
             .iter()
             .filter(|(_, r)| r.deadline.is_some_and(|d| d <= now))
@@ -754,7 +758,7 @@ impl State {
     }
 
     /// Fires a pending trigger if the queue is armed: status write and interrupt.
-    fn try_fire(&mut self, qid: u16) {
+    fn try_fire(&mut self, qid: AbsQueueId) {
         let rt = self.rt(qid);
         if !(rt.trigger_pending && rt.armed) {
             return;
@@ -763,7 +767,7 @@ impl State {
         rt.armed = false;
         rt.unreported = 0;
         rt.deadline = None;
-        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
+        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid.get()));
         if cm.stat_en {
             self.write_cmpt_status(qid);
         }
@@ -782,11 +786,11 @@ impl State {
         }
     }
 
-    fn write_cmpt_status(&mut self, qid: u16) {
+    fn write_cmpt_status(&mut self, qid: AbsQueueId) {
         if self.faults.freeze_cmpt_status {
             return;
         }
-        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid));
+        let cm = CmptCtxt::decode(&self.ctx(sel::CMPT, qid.get()));
         let Some(size) = self.ring_size(cm.rngsz_idx) else {
             return;
         };

@@ -82,7 +82,8 @@ fn c2h_receive_with_color_flip_across_wraps() {
     let card = ready_card();
     // Steer everything of function 0 to queue 0.
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     let mut rx = RxQueue::with(
         &card,
@@ -125,7 +126,8 @@ fn c2h_receive_with_color_flip_across_wraps() {
 fn multi_descriptor_frame_spans_buffers() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 1);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 1);
     }
     let mut rx = RxQueue::with(
         &card,
@@ -170,7 +172,8 @@ fn drop_on_no_descriptors_counts_in_adapter() {
         },
     );
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
     card.run_until_idle();
@@ -180,7 +183,8 @@ fn drop_on_no_descriptors_counts_in_adapter() {
     assert_eq!(card.stats().c2h_no_desc_dropped, 1);
     // Frames for a queue without contexts are dropped the same way.
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 5);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 5);
     }
     card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
     card.run_until_idle();
@@ -202,7 +206,8 @@ fn cable_carries_pf0_tx_to_pf1_rx() {
         },
     );
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(1, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(1).unwrap(), k), 0);
     }
     let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
     let f = frame(BROADCAST, 0x0806, 60, 3);
@@ -233,7 +238,8 @@ fn loopback_wire_returns_frames_to_the_same_port() {
         },
     );
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     let mut tx = TxQueue::new(&card, 0, 1, SMALL_RING);
     let f = frame(UNICAST, 0x0800, 70, 1);
@@ -251,8 +257,10 @@ fn rss_steers_the_spec_flow_to_entry_102() {
     let card = ready_card();
     // Entry 102 -> queue 3, everything else -> queue 0.
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(0, k), if k == 102 { 3 } else { 0 });
+        card.shell().write(
+            shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k),
+            if k == 102 { 3 } else { 0 },
+        );
     }
     let opts = RxOpts {
         trig_mode: 1,
@@ -279,7 +287,8 @@ fn rss_steers_the_spec_flow_to_entry_102() {
 #[test]
 fn indirection_entry_beyond_numq_is_reported() {
     let card = ready_card();
-    card.shell().write(shell::indir_table(0, 0), 9); // numq is 8
+    card.shell()
+        .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), 0), 9); // numq is 8
     let mut f = frame(UNICAST, 0x86DD, 80, 0); // IPv6 hashes to 0
     f[14] = 0x60;
     card.inject(0, &f);
@@ -299,7 +308,8 @@ fn indirection_entry_beyond_numq_is_reported() {
 fn trigger_timer_count_and_arm() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     // Count threshold index 1 = 2 entries; timer index 0 = 10 ticks x 25 cycles x 4 ns = 1 us.
     let mut rx = RxQueue::with(
@@ -363,7 +373,8 @@ fn trigger_timer_count_and_arm() {
 fn completion_ring_overflow_is_flagged_and_stops_the_queue() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     let mut rx = RxQueue::with(
         &card,
@@ -402,7 +413,8 @@ fn completion_ring_overflow_is_flagged_and_stops_the_queue() {
 fn bigger_completion_entries_use_their_stride() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     let mut rx = RxQueue::with(
         &card,
@@ -434,20 +446,26 @@ fn doorbells_are_function_relative() {
     // PF1 queue 5 = abs 69, rung at 0x18054 through PF1's BAR0.
     let mut tx = TxQueue::new(&card, 1, 5, SMALL_RING);
     tx.post(&frame(UNICAST, 0x0800, 60, 0));
-    card.qdma(1)
-        .write(qdma::dmap_sel_h2c_dsc_pidx(5), RegValue::from_bits(1));
+    card.qdma(1).write(
+        qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(5)),
+        RegValue::from_bits(1),
+    );
     card.run_until_idle();
     assert_eq!(card.take_egress(1).len(), 1);
     // The same doorbell through PF0 targets abs 5, which has no context.
-    card.qdma(0)
-        .write(qdma::dmap_sel_h2c_dsc_pidx(5), RegValue::from_bits(1));
+    card.qdma(0).write(
+        qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(5)),
+        RegValue::from_bits(1),
+    );
     assert!(matches!(
         card.take_violations().as_slice(),
         [Violation::Register { reason, .. }] if reason.contains("disabled")
     ));
     // Queue 8 is outside PF1's FMAP (qmax 8).
-    card.qdma(1)
-        .write(qdma::dmap_sel_h2c_dsc_pidx(8), RegValue::from_bits(1));
+    card.qdma(1).write(
+        qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(8)),
+        RegValue::from_bits(1),
+    );
     assert!(matches!(
         card.take_violations().as_slice(),
         [Violation::Register { reason, .. }] if reason.contains("FMAP")
@@ -481,10 +499,13 @@ fn reference_driver_geometry() {
     let cmpt = ctxt_read(&card, SEL_CMPT, 1);
     assert_eq!((cmpt[0], cmpt[3], cmpt[4]), (0x88000017, 0x10000000, 1 << 4));
     // The spec's doorbell value for the arming CIDX write.
-    card.qdma(0)
-        .write(qdma::dmap_sel_cmpt_cidx(1), RegValue::from_bits(0x1D000000));
+    card.qdma(0).write(
+        qdma::dmap_sel_cmpt_cidx(onic_hal::QueueId::new(1)),
+        RegValue::from_bits(0x1D000000),
+    );
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 1);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 1);
     }
     let f = frame(UNICAST, 0x0800, 1514, 9);
     tx.post(&f);

@@ -188,7 +188,8 @@ impl HostBuf {
 /// Every received frame goes to function 0's queue 0, which completes each packet at once.
 fn steer_all_to_queue_0(card: &Card) -> RxQueue<'_> {
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     RxQueue::with(
         card,

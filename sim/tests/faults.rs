@@ -10,7 +10,8 @@ use onic_sim::{Corruption, Violation, Wire};
 
 fn steer_all_to(card: &onic_sim::Card, func: u8, q: u32) {
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(func, k), q);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(func).unwrap(), k), q);
     }
 }
 
@@ -166,7 +167,7 @@ fn metadata_must_equal_length() {
     assert_eq!(
         card.violations(),
         [Violation::MetadataMismatch {
-            qid: 0,
+            qid: onic_hal::AbsQueueId::new(0),
             index: 0,
             metadata: 0x1_0000 | 61,
             len: 60
@@ -179,7 +180,8 @@ fn metadata_must_equal_length() {
 fn unclaimed_h2c_queue_stalls_all_tx_until_qconf_fixed() {
     let card = ready_card_with(|c| c.wire = Wire::Open);
     // Shrink PF0's QCONF to 2 queues: queue 3 is no longer claimed by any function.
-    card.shell().write(shell::qconf(0), 2);
+    card.shell()
+        .write(shell::qconf(onic_hal::FunctionId::new(0).unwrap()), 2);
     let mut bad = TxQueue::new(&card, 0, 3, SMALL_RING);
     let mut good = TxQueue::new(&card, 1, 0, SMALL_RING);
     bad.post(&frame(UNICAST, 0x0800, 60, 0));
@@ -187,10 +189,16 @@ fn unclaimed_h2c_queue_stalls_all_tx_until_qconf_fixed() {
     good.post(&frame(UNICAST, 0x0800, 60, 1));
     good.doorbell();
     card.run_until_idle();
-    assert_eq!(card.h2c_stalled(), Some(3));
+    assert_eq!(card.h2c_stalled(), Some(onic_hal::AbsQueueId::new(3)));
     assert!(card.take_egress(0).is_empty() && card.take_egress(1).is_empty());
-    assert_eq!(card.take_violations(), [Violation::H2cStalled { qid: 3 }]);
-    card.shell().write(shell::qconf(0), 8);
+    assert_eq!(
+        card.take_violations(),
+        [Violation::H2cStalled {
+            qid: onic_hal::AbsQueueId::new(3)
+        }]
+    );
+    card.shell()
+        .write(shell::qconf(onic_hal::FunctionId::new(0).unwrap()), 8);
     card.run_until_idle();
     assert_eq!(card.h2c_stalled(), None);
     assert_eq!(card.take_egress(0).len(), 1);

@@ -111,7 +111,7 @@ fn rings_above_4g_are_reported() {
     ctxt_write(&card, SEL_SW_H2C, 0, &[0, 0x0011000D, 0x23456000, 1, 1]);
     assert!(matches!(
         card.take_violations().as_slice(),
-        [Violation::Queue { qid: 0, reason }] if reason.contains("4 GiB")
+        [Violation::Queue { qid, reason }] if qid.get() == 0 && reason.contains("4 GiB")
     ));
 }
 
@@ -120,24 +120,45 @@ fn shell_registers_and_unmapped_reads() {
     let card = card_with(|c| c.functions = 2);
     let bar2 = card.shell();
     // Indirection entries: [15:0] stored, upper half stale.
-    bar2.write(shell::indir_table(0, 5), 0x1234_0003);
-    let v = bar2.read(shell::indir_table(0, 5));
+    bar2.write(
+        shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), 5),
+        0x1234_0003,
+    );
+    let v = bar2.read(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), 5));
     assert_eq!(v & shell::INDIR_ENTRY_MASK, 3);
     assert_ne!(v >> 16, 0x1234);
-    assert_ne!(bar2.read(shell::indir_table(0, 6)) >> 16, 0);
+    assert_ne!(
+        bar2.read(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), 6)) >> 16,
+        0
+    );
     // Hash key: reset value, then read back.
     for k in 0..shell::HASH_KEY_WORDS {
-        assert_eq!(bar2.read(shell::hash_key(1, k)), shell::DEFAULT_HASH_KEY_WORDS[k]);
+        assert_eq!(
+            bar2.read(shell::hash_key(onic_hal::FunctionId::new(1).unwrap(), k)),
+            shell::DEFAULT_HASH_KEY_WORDS[k]
+        );
     }
-    bar2.write(shell::hash_key(1, 0), 0xDA565A6D);
-    assert_eq!(bar2.read(shell::hash_key(1, 0)), 0xDA565A6D);
-    bar2.write(shell::qconf(1), shell::qconf_value(64, 8));
-    assert_eq!(bar2.read(shell::qconf(1)), 0x00400008);
+    bar2.write(
+        shell::hash_key(onic_hal::FunctionId::new(1).unwrap(), 0),
+        0xDA565A6D,
+    );
+    assert_eq!(
+        bar2.read(shell::hash_key(onic_hal::FunctionId::new(1).unwrap(), 0)),
+        0xDA565A6D
+    );
+    bar2.write(
+        shell::qconf(onic_hal::FunctionId::new(1).unwrap()),
+        shell::qconf_value(onic_hal::AbsQueueId::new(64), 8),
+    );
+    assert_eq!(
+        bar2.read(shell::qconf(onic_hal::FunctionId::new(1).unwrap())),
+        0x00400008
+    );
     // Unimplemented: per-function counters, subsystem block, functions 2-3, CMS, QSFP.
     for off in [
         0x1800,
         shell::QDMA_SUBSYS_OFFSET,
-        shell::qconf(2).offset(),
+        shell::qconf(onic_hal::FunctionId::new(2).unwrap()).offset(),
         0x30_0000,
         0xA000,
     ] {
@@ -357,7 +378,8 @@ fn adapter_counters_are_64_bit_low_high() {
 fn sim_delay_advances_the_clock_and_runs_the_card() {
     let card = ready_card();
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell().write(shell::indir_table(0, k), 0);
+        card.shell()
+            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
     }
     let rx = RxQueue::new(&card, 0, 0);
     card.inject(0, &frame(UNICAST, 0x0800, 64, 0));

@@ -47,10 +47,10 @@ fn bar0_targets() -> Vec<u32> {
         v.push(qdma::c2h_cnt_th(i).offset());
     }
     for q in 0..10 {
-        v.push(qdma::dmap_sel_int_cidx(q).offset());
-        v.push(qdma::dmap_sel_h2c_dsc_pidx(q).offset());
-        v.push(qdma::dmap_sel_c2h_dsc_pidx(q).offset());
-        v.push(qdma::dmap_sel_cmpt_cidx(q).offset());
+        v.push(qdma::dmap_sel_int_cidx(onic_hal::QueueId::new(q)).offset());
+        v.push(qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(q)).offset());
+        v.push(qdma::dmap_sel_c2h_dsc_pidx(onic_hal::QueueId::new(q)).offset());
+        v.push(qdma::dmap_sel_cmpt_cidx(onic_hal::QueueId::new(q)).offset());
     }
     v
 }
@@ -64,10 +64,10 @@ fn bar2_targets() -> Vec<u32> {
         0x40_0000,
     ];
     for f in 0..4 {
-        v.push(shell::qconf(f).offset());
-        v.push(shell::indir_table(f, 0).offset());
-        v.push(shell::indir_table(f, 102).offset());
-        v.push(shell::hash_key(f, 3).offset());
+        v.push(shell::qconf(onic_hal::FunctionId::new(f).unwrap()).offset());
+        v.push(shell::indir_table(onic_hal::FunctionId::new(f).unwrap(), 0).offset());
+        v.push(shell::indir_table(onic_hal::FunctionId::new(f).unwrap(), 102).offset());
+        v.push(shell::hash_key(onic_hal::FunctionId::new(f).unwrap(), 3).offset());
     }
     for p in 0..2 {
         let b = cmac::cmac_base(p);
@@ -113,9 +113,11 @@ fn run(seed: u64, iterations: u32) {
             // Random writes disable the MACs and scramble tables; repair them now and then.
             enable_cmacs(&card);
             init_globals(&card);
-            card.shell().write(shell::qconf(0), 8);
+            card.shell()
+                .write(shell::qconf(onic_hal::FunctionId::new(0).unwrap()), 8);
             for k in 0..shell::INDIR_TABLE_ENTRIES {
-                card.shell().write(shell::indir_table(0, k), 1);
+                card.shell()
+                    .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 1);
             }
         }
         let value = match r.below(5) {

@@ -505,11 +505,11 @@ pub fn start_pair<'c>(
         cmpt_ring: size,
         buf: BufSizeIdx::new(setup.buf_idx).expect("buffer size"),
         cmpt_entry: setup.cmpt_entry,
-        ..RxQueueConfig::new(q)
+        ..RxQueueConfig::new(onic_core::QueueId::new(q))
     };
     let txc = TxQueueConfig {
         ring: size,
-        ..TxQueueConfig::new(q)
+        ..TxQueueConfig::new(onic_core::QueueId::new(q))
     };
     let pool = PagePool::new(
         card.dma(),

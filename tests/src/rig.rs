@@ -187,7 +187,9 @@ pub type HostPool<'a> = PagePool<'a, &'a HostDma>;
 
 /// The C2H buffer size of the rigs' RX queues (the driver's default).
 fn rig_buf_bytes() -> u32 {
-    onic_core::RxQueueConfig::new(0).buf.bytes()
+    onic_core::RxQueueConfig::new(onic_core::QueueId::new(0))
+        .buf
+        .bytes()
 }
 
 /// A pool for RX queues of the default buffer size, mapping `FromDevice`.
@@ -376,9 +378,9 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             let pool = make_pool(dma, rings[usize::from(q)]);
             let pair = start_rig_pair(dma, &dev, &cfg, q, (rx_slots, tx_slots), pool)?;
             // The bring-up's doorbells went to the recording bus: copy them to the latch.
-            let c2h = qdma::dmap_sel_c2h_dsc_pidx(q);
+            let c2h = qdma::dmap_sel_c2h_dsc_pidx(onic_hal::QueueId::new(q));
             latch.preset(c2h, RegValue::from_bits(rec.peek(Bar::Qdma, c2h.offset())));
-            let cmpt = qdma::dmap_sel_cmpt_cidx(q);
+            let cmpt = qdma::dmap_sel_cmpt_cidx(onic_hal::QueueId::new(q));
             latch.preset(cmpt, RegValue::from_bits(rec.peek(Bar::Qdma, cmpt.offset())));
             let dev_side = RxDeviceSide {
                 qid: q,
@@ -433,8 +435,14 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         let mut total = 0;
         for q in &mut self.queues {
             let d = &mut q.dev;
-            let c2h_pidx = self.latch.latched(qdma::dmap_sel_c2h_dsc_pidx(d.qid)).pidx();
-            let cmpt_cidx = self.latch.latched(qdma::dmap_sel_cmpt_cidx(d.qid)).cidx();
+            let c2h_pidx = self
+                .latch
+                .latched(qdma::dmap_sel_c2h_dsc_pidx(onic_hal::QueueId::new(d.qid)))
+                .pidx();
+            let cmpt_cidx = self
+                .latch
+                .latched(qdma::dmap_sel_cmpt_cidx(onic_hal::QueueId::new(d.qid)))
+                .cidx();
             let posted = d.distance(d.desc_cidx, c2h_pidx);
             let cmpt_free = d.usable - 1 - d.distance(cmpt_cidx, d.cmpt_pidx);
             let n = usize::from(posted.min(cmpt_free)).min(per_queue);
@@ -584,10 +592,10 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
 
 /// The proof that a rig's queue is idle, for the rigs' `finish`: a rig's device side runs only
 /// inside the rig's own calls, so once the rig finishes nothing reaches its rings or pages.
-fn finished(side: QueueSide, device_qid: Option<u16>) -> Quiesced {
+fn finished(side: QueueSide, device_qid: Option<onic_hal::AbsQueueId>) -> Quiesced {
     // SAFETY: called only by the rigs' `finish`, after which no device-side call of the rig runs
     // (see above).
-    unsafe { Quiesced::assume(side, device_qid.unwrap_or(0)) }
+    unsafe { Quiesced::assume(side, device_qid.unwrap_or(onic_hal::AbsQueueId::new(0))) }
 }
 
 /// The XDP side of a rig built with [`RxRigConfig::xdp`] and the rigs' XDP pools
@@ -689,7 +697,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
 fn rig_tx_config(cfg: &RxRigConfig, qid: u16) -> TxQueueConfig {
     TxQueueConfig {
         ring: cfg.ring,
-        ..TxQueueConfig::new(qid)
+        ..TxQueueConfig::new(onic_core::QueueId::new(qid))
     }
 }
 
@@ -705,7 +713,7 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
     let rxc = RxQueueConfig {
         desc_ring: cfg.ring,
         cmpt_ring: cfg.ring,
-        ..RxQueueConfig::new(q)
+        ..RxQueueConfig::new(onic_core::QueueId::new(q))
     };
     let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), rx_slots)
         .map_err(|e| format!("rx queue: {e:?}"))?;
@@ -729,7 +737,9 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
 ///
 /// If the ring is not live memory (a driver bug).
 fn complete_h2c(dma: &HostDma, latch: &DoorbellLatch, qid: u16, ring: DmaAddr, usable: u16) {
-    let pidx = latch.latched(qdma::dmap_sel_h2c_dsc_pidx(qid)).pidx();
+    let pidx = latch
+        .latched(qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(qid)))
+        .pidx();
     let mut st = WbStatus::default();
     st.set_pidx(pidx);
     st.set_cidx(pidx);
@@ -867,7 +877,7 @@ impl<'a> TxRig<'a> {
             .map_err(|e| format!("device init: {e:?}"))?;
         let txc = TxQueueConfig {
             ring,
-            ..TxQueueConfig::new(0)
+            ..TxQueueConfig::new(onic_core::QueueId::new(0))
         };
         let mut tx =
             TxQueue::new(dma, txc, slots.0.as_mut_slice()).map_err(|e| format!("tx queue: {e:?}"))?;

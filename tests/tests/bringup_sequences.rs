@@ -191,7 +191,7 @@ fn pf1_without_its_cmac_is_refused_and_undone() {
     assert_eq!(
         err,
         Error::NoCmac {
-            func: 1,
+            func: onic_core::FunctionId::new(1).unwrap(),
             port: 1,
             found: 1
         }
@@ -287,14 +287,18 @@ fn bad_configuration_is_refused_before_any_access() {
     let dev = init(&rec, 0, 4).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
-    let tx = TxQueueConfig::new(4);
+    let tx = TxQueueConfig::new(onic_core::QueueId::new(4));
     assert_eq!(
         dev.init_tx_queue(d, &tx, DmaAddr::new(0x1000)),
-        Err(ConfigError::QueueIndex { qid: 4, queues: 4 }.into())
+        Err(ConfigError::QueueIndex {
+            qid: onic_core::QueueId::new(4),
+            queues: 4
+        }
+        .into())
     );
     let tx = TxQueueConfig {
         vector: 4,
-        ..TxQueueConfig::new(0)
+        ..TxQueueConfig::new(onic_core::QueueId::new(0))
     };
     assert_eq!(
         dev.init_tx_queue(d, &tx, DmaAddr::new(0x1000)),
@@ -305,10 +309,14 @@ fn bad_configuration_is_refused_before_any_access() {
         .into())
     );
     assert_eq!(
-        dev.init_tx_queue(d, &TxQueueConfig::new(0), DmaAddr::new(0x1008)),
+        dev.init_tx_queue(
+            d,
+            &TxQueueConfig::new(onic_core::QueueId::new(0)),
+            DmaAddr::new(0x1008)
+        ),
         Err(ConfigError::RingAddress { addr: 0x1008 }.into())
     );
-    let rx = RxQueueConfig::new(0);
+    let rx = RxQueueConfig::new(onic_core::QueueId::new(0));
     assert_eq!(
         dev.init_rx_queue(d, &rx, DmaAddr::new(0x1000), DmaAddr::new(0x2000), 1024),
         Err(ConfigError::RingIndex {
@@ -329,13 +337,13 @@ fn tx_queue_contexts_match_the_spec() {
     // hardware.md §5.2 worked example: H2C on PF0, ring at 0x123456000, vector 1 (queue 1 here, abs
     // 1).
     let q = TxQueueConfig {
-        qid: 1,
+        qid: onic_core::QueueId::new(1),
         ring: RingSizeIdx::new(0).unwrap(),
         vector: 1,
     };
     dev.init_tx_queue(d, &q, DmaAddr::new(0x0000_0001_2345_6000))
         .unwrap();
-    dev.teardown_tx_queue(d, 1).unwrap();
+    dev.teardown_tx_queue(d, onic_core::QueueId::new(1)).unwrap();
     let mut e = Expect::new();
     let q = 1 << 7;
     e.ctxt(0x02 + q, None); // SW H2C clear
@@ -357,7 +365,7 @@ fn pf1_tx_queue_uses_absolute_ids_in_contexts() {
     let dev = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
-    dev.teardown_tx_queue(d, 5).unwrap();
+    dev.teardown_tx_queue(d, onic_core::QueueId::new(5)).unwrap();
     // hardware.md §5.1: SW H2C invalidate of abs qid 69 (PF1 queue 5) = 0x60 + 2 + 69 * 128.
     assert_eq!(rec.log()[0].to_string(), "W 0 0x00000844 0x000022e2");
 }
@@ -371,7 +379,7 @@ fn rx_queue_contexts_and_doorbells_match_the_spec() {
     // PF1 (abs qid 64 + 2), rings as in the spec's worked examples.
     let q = RxQueueConfig {
         vector: 1,
-        ..RxQueueConfig::new(2)
+        ..RxQueueConfig::new(onic_core::QueueId::new(2))
     };
     dev.init_rx_queue(
         d,
@@ -381,7 +389,7 @@ fn rx_queue_contexts_and_doorbells_match_the_spec() {
         256,
     )
     .unwrap();
-    dev.teardown_rx_queue(d, 2).unwrap();
+    dev.teardown_rx_queue(d, onic_core::QueueId::new(2)).unwrap();
     let mut e = Expect::new();
     let q = 66 << 7;
     e.ctxt(q, None); // SW C2H clear (sel 0)
@@ -415,7 +423,7 @@ fn rx_queue_reference_layout_with_4k_buffers_is_refused() {
     assert!(BufSizeIdx::new(8).is_err());
     let q = RxQueueConfig {
         cmpt_entry: CmptEntrySize::B16,
-        ..RxQueueConfig::new(0)
+        ..RxQueueConfig::new(onic_core::QueueId::new(0))
     };
     assert_eq!(q.cmpt_entry.bytes(), 16);
 }
@@ -426,11 +434,11 @@ fn doorbells_match_the_spec_examples() {
     let dev = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let db = dev.doorbells();
-    db.h2c_pidx(3, 17);
-    db.c2h_pidx(3, 300);
-    db.cmpt_cidx(3, 42, true);
-    db.cmpt_cidx(3, 42, false);
-    db.h2c_pidx(5, 0xFFFF);
+    db.h2c_pidx(onic_core::QueueId::new(3), 17);
+    db.c2h_pidx(onic_core::QueueId::new(3), 300);
+    db.cmpt_cidx(onic_core::QueueId::new(3), 42, true);
+    db.cmpt_cidx(onic_core::QueueId::new(3), 42, false);
+    db.h2c_pidx(onic_core::QueueId::new(5), 0xFFFF);
     let mut e = Expect::new();
     e.w0(0x18034, 0x11)
         .w0(0x18038, 0x12C)
@@ -561,7 +569,7 @@ fn rss_get_reads_table_then_key_and_masks_stale_bits() {
     // The upper half of an entry reads stale (hardware.md §2.3): the driver must mask it.
     rec.poke(Bar::Shell, 0x2404, 0xBEEF_0003);
     rec.take_log();
-    let (table, key) = dev.rss_read_back().unwrap();
+    let (table, key) = dev.rss_read_back();
     let log = rec.log();
     assert_eq!(log.len(), 138);
     assert_eq!(log[0].to_string(), "R 2 0x00002400 0x00000000");

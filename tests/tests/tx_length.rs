@@ -260,7 +260,7 @@ fn the_default_buffer_length_is_the_frame_itself() {
     let dev = onic_core::Device::init(card.qdma(0), card.shell(), &mut delay, cfg).unwrap();
     let txc = onic_core::TxQueueConfig {
         ring: onic_core::RingSizeIdx::new(1).unwrap(),
-        ..onic_core::TxQueueConfig::new(0)
+        ..onic_core::TxQueueConfig::new(onic_core::QueueId::new(0))
     };
     let slots: Vec<onic_core::TxSlot<DmaPage, Exact>> = (0..63).map(|_| onic_core::TxSlot::new()).collect();
     let mut tx = onic_core::TxQueue::new(card.dma(), txc, slots).unwrap();

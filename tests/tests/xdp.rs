@@ -273,7 +273,7 @@ fn rx_hash_metadata_names_the_queue_the_shell_chose() {
         let Ok(hash) = x.rx_hash() else {
             return XdpAction::Aborted;
         };
-        assert_eq!(table.queue_for(hash.value), x.rx_queue_index());
+        assert_eq!(table.queue_for(hash.value).get(), x.rx_queue_index());
         assert_eq!(hash.xdp_type, onic_core::rss::xdp::TYPE_L4_IPV4_UDP);
         assert_eq!(x.ingress_port(), 0);
         checked.set(checked.get() + 1);

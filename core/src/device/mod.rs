@@ -8,17 +8,18 @@
 
 use core::cell::Cell;
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
-use onic_hal::layout::ctxt::CtxtOp;
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
+use onic_hal::layout::ctxt::{CtxtOp, IndCtxtCmd};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
 
 use onic_hal::context::{context_command, invalidate_queue, QueueSide};
 use onic_hal::{
-    DelayNs, DmaAddr, Quiesced, RegisterAccess, RegisterWindow, SharedGuard, SharedLock, Unshared,
+    AbsQueueId, DelayNs, DmaAddr, FunctionId, QueueId, Quiesced, RegisterAccess, RegisterWindow, SharedGuard,
+    SharedLock, Unshared,
 };
 
-use crate::config::{DeviceConfig, Function, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
+use crate::config::{DeviceConfig, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
@@ -32,6 +33,9 @@ pub mod settings;
 
 use rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
 use settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
+
+/// The data words of a context command that carries none.
+const NO_DATA: [u32; qdma::IND_CTXT_WORDS] = [0; qdma::IND_CTXT_WORDS];
 
 /// GLBL_ERR_MASK bits written for the streaming-H2C error group. Deviation: the reference driver
 /// writes bit 11 only, which is the H2C bit of the older hard IP's map; the QDMA 4.0 soft IP's map
@@ -126,42 +130,41 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     }
 
     fn bring_up<D: DelayNs>(&mut self, delay: &mut D) -> Result<()> {
-        let func = self.cfg.func;
-        let f = func.number();
+        let f = self.cfg.func;
         // Step 5: FMAP clear, then write {qbase, qmax}; the command's qid field is the function.
-        self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))?;
+        self.command(delay, IndCtxtCmd::fmap(CtxtOp::Clear, f), &NO_DATA)?;
         // Deviation: qmax and numq cover the function's TX-only queues too (DeviceConfig::span).
-        let fmap = FmapCtxt::new(func.qbase(), self.cfg.span());
-        self.context_write(delay, CtxtSel::Fmap, u16::from(f), &fmap.data_regs())?;
+        let fmap = FmapCtxt::new(f.qbase(), self.cfg.span());
+        self.command(delay, IndCtxtCmd::fmap(CtxtOp::Write, f), &fmap.data_regs())?;
         // Step 6: the shell's QCONF must be set before any H2C doorbell (hardware.md §14).
         self.shell
-            .write(shell::qconf(f), shell::qconf_value(func.qbase(), self.cfg.span()));
+            .write(shell::qconf(f), shell::qconf_value(f.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
         // value (hardware.md §9.2), so only the table is pending here.
         let rss = self.rss.get_mut();
-        rss.program(&self.shell, f).map_err(Error::Rss)?;
+        rss.program(&self.shell, f);
         rss.mark_programmed();
         // Step 8: global CSRs, master PF only.
-        if func.is_master() {
+        if f.is_master() {
             self.init_global_csrs();
         }
         // Step 9: CMAC detection, interleaved with enabling on the master PF.
         self.cmacs = self.detect_cmacs(delay)?;
-        if func.port() >= self.cmacs {
+        if f.port() >= self.cmacs {
             onic_hal::error!(
                 "onic: function {} needs CMAC {}, found {}",
                 f,
-                func.port(),
+                f.port(),
                 self.cmacs
             );
             return Err(Error::NoCmac {
                 func: f,
-                port: func.port(),
+                port: f.port(),
                 found: self.cmacs,
             });
         }
         // Step 10: the error interrupt (master PF), on vector queues + 1.
-        if func.is_master() {
+        if f.is_master() {
             self.init_error_interrupt(self.cfg.queues + 1);
         }
         onic_hal::info!(
@@ -252,7 +255,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// Error interrupt programming of hardware.md §11.3: disarmed GLBL_ERR_INT, the seven leaf
     /// groups (leaf mask write, GLBL_ERR_MASK read, GLBL_ERR_MASK write), then armed GLBL_ERR_INT.
     fn init_error_interrupt(&self, vector: u16) {
-        let f = self.cfg.func.number();
+        let f = self.cfg.func;
         let q = &self.qdma;
         q.write(qdma::GLBL_ERR_INT, GlblErrInt::new(f, vector, false));
         for g in errors::LEAF_GROUPS {
@@ -270,12 +273,12 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// The register accesses of remove (hardware.md §13.5): master PF disarms the error interrupt,
     /// QCONF = 0, FMAP CLEAR.
     fn release<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
-        let f = self.cfg.func.number();
-        if self.cfg.func.is_master() {
+        let f = self.cfg.func;
+        if f.is_master() {
             self.qdma.write(qdma::GLBL_ERR_INT, GlblErrInt::default());
         }
         self.shell.write(shell::qconf(f), 0);
-        self.context(delay, CtxtOp::Clear, CtxtSel::Fmap, u16::from(f))
+        self.command(delay, IndCtxtCmd::fmap(CtxtOp::Clear, f), &NO_DATA)
     }
 
     /// Tears the function down (hardware.md §13.5) and hands the register windows back. Queues must
@@ -298,7 +301,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
 
     /// The PCI function.
     #[must_use]
-    pub const fn function(&self) -> Function {
+    pub const fn function(&self) -> FunctionId {
         self.cfg.func
     }
 
@@ -399,9 +402,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     ) -> Result<RssParts> {
         let mut next = self.rss.get();
         change(&mut next).map_err(Error::Rss)?;
-        let parts = next
-            .program(&self.shell, self.cfg.func.number())
-            .map_err(Error::Rss)?;
+        let parts = next.program(&self.shell, self.cfg.func);
         next.mark_programmed();
         self.rss.set(next);
         Ok(parts)
@@ -429,7 +430,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         let n = check_channels(req, self.cfg.queues)?;
         let mut next = self.rss.get();
         next.set_rx_queues(n)?;
-        let parts = next.program(&self.shell, self.cfg.func.number())?;
+        let parts = next.program(&self.shell, self.cfg.func);
         next.mark_programmed();
         self.rss.set(next);
         Ok(parts)
@@ -437,59 +438,53 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds
     /// them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Rss`] (cannot happen for a validated function).
-    pub fn rss_read_back(&self) -> Result<(IndirectionTable, RssKey)> {
-        rss_control::read_back(&self.shell, self.cfg.func.number()).map_err(Error::Rss)
+    #[must_use]
+    pub fn rss_read_back(&self) -> (IndirectionTable, RssKey) {
+        rss_control::read_back(&self.shell, self.cfg.func)
     }
 
-    /// The absolute queue id (the card's numbering) of the function's queue `qid`.
-    pub(crate) fn abs_qid(&self, qid: u16) -> u16 {
-        self.cfg.func.qbase() + qid
+    /// One indirect context command without data (CLEAR, INVALIDATE) on absolute queue `abs`.
+    fn context<D: DelayNs>(&self, delay: &mut D, op: CtxtOp, sel: CtxtSel, abs: AbsQueueId) -> Result<()> {
+        self.command(delay, IndCtxtCmd::queue(sel, op, abs), &NO_DATA)
     }
 
-    /// One indirect context command without data (CLEAR, INVALIDATE), under the card's lock.
-    fn context<D: DelayNs>(&self, delay: &mut D, op: CtxtOp, sel: CtxtSel, qid: u16) -> Result<()> {
-        let _held = SharedGuard::new(&self.lock);
-        context_command(
-            &self.qdma,
-            delay,
-            sel,
-            op,
-            qid,
-            &[0; onic_hal::regs::qdma::IND_CTXT_WORDS],
-        )
-        .map_err(Error::from)
-    }
-
-    /// One context WRITE (data and mask registers, command, busy poll), under the card's lock:
-    /// another function's command cannot slip in between the data words and the command.
+    /// One context WRITE on absolute queue `abs`.
     fn context_write<D: DelayNs>(
         &self,
         delay: &mut D,
         sel: CtxtSel,
-        qid: u16,
-        data: &[u32; onic_hal::regs::qdma::IND_CTXT_WORDS],
+        abs: AbsQueueId,
+        data: &[u32; qdma::IND_CTXT_WORDS],
+    ) -> Result<()> {
+        self.command(delay, IndCtxtCmd::queue(sel, CtxtOp::Write, abs), data)
+    }
+
+    /// One indirect context command (for a WRITE: data and mask registers, command, busy poll)
+    /// under the card's lock: another function's command cannot slip in between the data words
+    /// and the command.
+    fn command<D: DelayNs>(
+        &self,
+        delay: &mut D,
+        command: IndCtxtCmd,
+        data: &[u32; qdma::IND_CTXT_WORDS],
     ) -> Result<()> {
         let _held = SharedGuard::new(&self.lock);
-        context_command(&self.qdma, delay, sel, CtxtOp::Write, qid, data).map_err(Error::from)
+        Ok(context_command(&self.qdma, delay, command, data)?)
     }
 }
 
 /// The queues' contexts, programmed under the card's context-command serialization.
 impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Device<Q, S, L> {
-    fn device_queue(&self, qid: u16) -> u16 {
-        self.abs_qid(qid)
+    fn device_queue(&self, qid: QueueId) -> Option<AbsQueueId> {
+        // Every queue of the function has a TX side; the RX queues are the first of them.
+        self.cfg.check_tx_queue(qid).ok()
     }
 
     fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
-        self.cfg.check_tx_queue(q.qid)?;
+        let abs = self.cfg.check_tx_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
         check_ring_addr(ring)?;
-        let abs = self.abs_qid(q.qid);
-        let sw = SwCtxt::reference_h2c(self.cfg.func.number(), ring, q.ring.index(), q.vector);
+        let sw = SwCtxt::reference_h2c(self.cfg.func, ring, q.ring.index(), q.vector);
         let r = (|| {
             self.context(delay, CtxtOp::Clear, CtxtSel::SwH2c, abs)?;
             self.context_write(delay, CtxtSel::SwH2c, abs, &sw.data_regs())?;
@@ -502,14 +497,14 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         r
     }
 
-    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
-        self.cfg.check_tx_queue(qid)?;
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced> {
+        let abs = self.cfg.check_tx_queue(qid)?;
         Ok(invalidate_queue(
             &self.qdma,
             &self.lock,
             delay,
             QueueSide::Tx,
-            self.abs_qid(qid),
+            abs,
         )?)
     }
 
@@ -521,7 +516,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         cmpt_ring: DmaAddr,
         c2h_pidx: u16,
     ) -> Result<()> {
-        self.cfg.check_queue(q.qid)?;
+        let abs = self.cfg.check_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
         check_ring_addr(desc_ring)?;
         check_ring_addr(cmpt_ring)?;
@@ -532,8 +527,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
             }
             .into());
         }
-        let f = self.cfg.func.number();
-        let abs = self.abs_qid(q.qid);
+        let f = self.cfg.func;
         let sw = SwCtxt::reference_c2h(f, desc_ring, q.desc_ring.index());
         let pfch = PfchCtxt::reference(q.buf.index());
         let cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
@@ -557,14 +551,14 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         Ok(())
     }
 
-    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced> {
-        self.cfg.check_queue(qid)?;
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced> {
+        let abs = self.cfg.check_queue(qid)?;
         Ok(invalidate_queue(
             &self.qdma,
             &self.lock,
             delay,
             QueueSide::Rx,
-            self.abs_qid(qid),
+            abs,
         )?)
     }
 }

@@ -10,13 +10,14 @@
 //! word 0 up; reads in the same order, table entries masked with 0xFFFF because the RTL leaves the
 //! upper half stale.
 
-use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK, MAX_FUNCTIONS};
-use onic_hal::{RegisterAccess, RegisterWindow};
+use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK};
+use onic_hal::{FunctionId, QueueId, RegisterAccess, RegisterWindow};
 
 use crate::rss::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
 
 /// The 128-entry indirection table of one function: entry `hash & 0x7F` is the function-relative
-/// RX queue of a frame (hardware.md §9.4).
+/// RX queue of a frame (hardware.md §9.4). The entries are the plain numbers ethtool and the
+/// registers exchange; [`IndirectionTable::queue_for`] gives one as a [`QueueId`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IndirectionTable([u16; TABLE_LEN]);
@@ -95,8 +96,8 @@ impl IndirectionTable {
     /// The function-relative queue of a frame with this hash: entry `hash & 0x7F`.
     #[inline]
     #[must_use]
-    pub const fn queue_for(&self, hash: u32) -> u16 {
-        self.0[(hash & TABLE_INDEX_MASK) as usize]
+    pub const fn queue_for(&self, hash: u32) -> QueueId {
+        QueueId::new(self.0[(hash & TABLE_INDEX_MASK) as usize])
     }
 
     /// The highest queue index in the table.
@@ -205,92 +206,47 @@ impl RssParts {
     }
 }
 
-fn check_function(func: u8) -> Result<(), RssError> {
-    if func < MAX_FUNCTIONS {
-        Ok(())
-    } else {
-        Err(RssError::InvalidFunction(func))
-    }
-}
-
 /// Writes the 128 entries of function `func`, entry 0 first, each as the plain queue index.
-///
-/// # Errors
-///
-/// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub(crate) fn write_table<W: RegisterWindow + ?Sized>(
-    shell: &W,
-    func: u8,
-    table: &IndirectionTable,
-) -> Result<(), RssError> {
-    check_function(func)?;
+pub(crate) fn write_table<W: RegisterWindow + ?Sized>(shell: &W, func: FunctionId, table: &IndirectionTable) {
     for (k, &q) in table.entries().iter().enumerate() {
         shell.write(shell::indir_table(func, k), u32::from(q));
     }
-    Ok(())
 }
 
 /// Writes the 10 key words of function `func`, word 0 first, in the byte order of hardware.md §9.2.
-///
-/// # Errors
-///
-/// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing written).
-pub(crate) fn write_key<W: RegisterWindow + ?Sized>(
-    shell: &W,
-    func: u8,
-    key: &RssKey,
-) -> Result<(), RssError> {
-    check_function(func)?;
+pub(crate) fn write_key<W: RegisterWindow + ?Sized>(shell: &W, func: FunctionId, key: &RssKey) {
     for (k, &w) in key.to_register_words().iter().enumerate() {
         shell.write(shell::hash_key(func, k), w);
     }
-    Ok(())
 }
 
 /// Reads the 128 entries of function `func`, entry 0 first, keeping bits 15..0 of each.
-///
-/// # Errors
-///
-/// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub(crate) fn read_table<W: RegisterWindow + ?Sized>(
-    shell: &W,
-    func: u8,
-) -> Result<IndirectionTable, RssError> {
-    check_function(func)?;
+pub(crate) fn read_table<W: RegisterWindow + ?Sized>(shell: &W, func: FunctionId) -> IndirectionTable {
     let mut e = [0u16; TABLE_LEN];
     for (k, entry) in e.iter_mut().enumerate() {
         // The mask keeps exactly 16 bits, so the narrowing cannot lose anything.
         *entry = (shell.read(shell::indir_table(func, k)) & INDIR_ENTRY_MASK) as u16;
     }
-    Ok(IndirectionTable(e))
+    IndirectionTable(e)
 }
 
 /// Reads the 10 key words of function `func`, word 0 first.
-///
-/// # Errors
-///
-/// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
-pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: u8) -> Result<RssKey, RssError> {
-    check_function(func)?;
+pub(crate) fn read_key<W: RegisterWindow + ?Sized>(shell: &W, func: FunctionId) -> RssKey {
     let mut words = [0u32; HASH_KEY_WORDS];
     for (k, w) in words.iter_mut().enumerate() {
         *w = shell.read(shell::hash_key(func, k));
     }
-    Ok(RssKey::from_register_words(words))
+    RssKey::from_register_words(words)
 }
 
 /// `ethtool -x`: reads table then key of function `func` (hardware.md §9.2 order).
-///
-/// # Errors
-///
-/// [`RssError::InvalidFunction`] for a function the shell has no RSS block for (nothing read).
 pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
     shell: &W,
-    func: u8,
-) -> Result<(IndirectionTable, RssKey), RssError> {
-    let table = read_table(shell, func)?;
-    let key = read_key(shell, func)?;
-    Ok((table, key))
+    func: FunctionId,
+) -> (IndirectionTable, RssKey) {
+    let table = read_table(shell, func);
+    let key = read_key(shell, func);
+    (table, key)
 }
 
 /// The RSS state of one PCI function: indirection table, key and RX queue count, with the ethtool
@@ -364,7 +320,7 @@ impl RssConfig {
     /// The function-relative queue for a hash.
     #[inline]
     #[must_use]
-    pub const fn queue_for(&self, hash: u32) -> u16 {
+    pub const fn queue_for(&self, hash: u32) -> QueueId {
         self.table.queue_for(hash)
     }
 
@@ -488,38 +444,14 @@ impl RssConfig {
 
     /// Writes the pending parts to function `func` (table first, then key, hardware.md §9.2) and
     /// returns them. Call [`RssConfig::mark_programmed`] afterwards.
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing written).
-    pub(crate) fn program<W: RegisterWindow + ?Sized>(
-        &self,
-        shell: &W,
-        func: u8,
-    ) -> Result<RssParts, RssError> {
-        self.program_parts(shell, func, self.pending)?;
-        Ok(self.pending)
-    }
-
-    /// Writes the given parts to function `func`: table first, then key.
-    ///
-    /// # Errors
-    ///
-    /// [`RssError::InvalidFunction`] (nothing written).
-    fn program_parts<W: RegisterWindow + ?Sized>(
-        &self,
-        shell: &W,
-        func: u8,
-        parts: RssParts,
-    ) -> Result<(), RssError> {
-        check_function(func)?;
-        if parts.table {
-            write_table(shell, func, &self.table)?;
+    pub(crate) fn program<W: RegisterWindow + ?Sized>(&self, shell: &W, func: FunctionId) -> RssParts {
+        if self.pending.table {
+            write_table(shell, func, &self.table);
         }
-        if parts.key {
-            write_key(shell, func, &self.key)?;
+        if self.pending.key {
+            write_key(shell, func, &self.key);
         }
-        Ok(())
+        self.pending
     }
 }
 
@@ -534,8 +466,8 @@ mod tests {
     fn round_robin_and_queue_for() {
         let t = IndirectionTable::round_robin(3);
         assert_eq!(&t.entries()[..5], &[0, 1, 2, 0, 1]);
-        assert_eq!(t.queue_for(0x2F39E0E6), (102 % 3) as u16);
-        assert_eq!(t.queue_for(0xFFFF_FF80), 0);
+        assert_eq!(t.queue_for(0x2F39E0E6), QueueId::new(102 % 3));
+        assert_eq!(t.queue_for(0xFFFF_FF80), QueueId::new(0));
         assert_eq!(IndirectionTable::round_robin(0), IndirectionTable::ZERO);
         assert_eq!(t.max_entry(), 2);
     }

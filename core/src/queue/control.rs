@@ -1,7 +1,7 @@
 //! [`QueueControl`]: what a queue asks of the function it belongs to when it starts, stops or
 //! restarts: its hardware contexts programmed or invalidated (hardware.md §5.8).
 
-use onic_hal::{DelayNs, DmaAddr, Quiesced};
+use onic_hal::{AbsQueueId, DelayNs, DmaAddr, QueueId, Quiesced};
 
 use crate::config::{RxQueueConfig, TxQueueConfig};
 use crate::error::Result;
@@ -14,8 +14,9 @@ use crate::error::Result;
 /// (through `delay`).
 pub trait QueueControl {
     /// The absolute queue id (the card's queue numbering, hardware.md §4) by which the device knows
-    /// the function's queue `qid`: what a [`Quiesced`] proof for the queue names.
-    fn device_queue(&self, qid: u16) -> u16;
+    /// the function's queue `qid`: what a [`Quiesced`] proof for the queue names. `None` for a
+    /// queue the function does not have.
+    fn device_queue(&self, qid: QueueId) -> Option<AbsQueueId>;
 
     /// Programs an RX queue's contexts (hardware.md §5.8: SW C2H, HW, credit, prefetch, CMPT), then
     /// hands `c2h_pidx` descriptors to the device (indices run `0..usable` and wrap, so at most
@@ -42,7 +43,7 @@ pub trait QueueControl {
     /// # Errors
     ///
     /// As [`QueueControl::teardown_tx_queue`].
-    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced>;
+    fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced>;
 
     /// Programs a TX (H2C) queue's contexts (hardware.md §5.8): SW clear, SW write, HW clear,
     /// credit clear. On failure the queue's teardown list runs.
@@ -62,5 +63,5 @@ pub trait QueueControl {
     /// [`crate::ConfigError::QueueIndex`]; [`crate::Error::ContextBusy`] (the remaining contexts
     /// are still invalidated; the first error is returned, and the device may still use the
     /// queue).
-    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: u16) -> Result<Quiesced>;
+    fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced>;
 }

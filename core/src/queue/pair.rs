@@ -380,7 +380,7 @@ mod tests {
         RxQueueConfig {
             desc_ring: RingSizeIdx::new(1).unwrap(),
             cmpt_ring: RingSizeIdx::new(1).unwrap(),
-            ..RxQueueConfig::new(0)
+            ..RxQueueConfig::new(onic_hal::QueueId::new(0))
         }
     }
 
@@ -391,7 +391,7 @@ mod tests {
         let rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), rx_slots).unwrap();
         let tx_cfg = TxQueueConfig {
             ring: RingSizeIdx::new(1).unwrap(),
-            ..TxQueueConfig::new(0)
+            ..TxQueueConfig::new(onic_hal::QueueId::new(0))
         };
         let tx = TxQueue::new(card.dma(), tx_cfg, tx_slots).unwrap();
         let pool = PagePool::new(card.dma(), PoolConfig::rx(dir, cfg.buf.bytes()), None);

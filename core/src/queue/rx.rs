@@ -71,7 +71,9 @@ use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow};
+use onic_hal::{
+    AbsQueueId, AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow,
+};
 
 use crate::config::{RxQueueConfig, RX_HEADROOM};
 use crate::error::{ConfigError, QueueError, Result};
@@ -288,7 +290,7 @@ pub struct RxQueue<D: DmaMemory, Pg, St> {
     color: Color,
     started: bool,
     /// The absolute queue id the device was told about the rings under (set by `start`).
-    device_qid: Option<u16>,
+    device_qid: Option<AbsQueueId>,
     error: Option<QueueError>,
     /// Polls in a row that ended without progress while the device claimed work.
     stalled: u16,
@@ -390,7 +392,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     ) -> Result<()> {
         self.fill(pool);
         let (desc, cmpt) = (self.desc.lend(), self.cmpt.lend());
-        self.device_qid = Some(dev.device_queue(self.cfg.qid));
+        self.device_qid = dev.device_queue(self.cfg.qid);
         dev.init_rx_queue(delay, &self.cfg, desc, cmpt, self.tail)?;
         self.started = true;
         Ok(())
@@ -940,7 +942,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
     /// what an edge that makes its own [`Quiesced`] proof must name.
     #[must_use]
-    pub const fn device_qid(&self) -> Option<u16> {
+    pub const fn device_qid(&self) -> Option<AbsQueueId> {
         self.device_qid
     }
 
@@ -1110,7 +1112,7 @@ mod tests {
         RxQueueConfig {
             desc_ring: RingSizeIdx::new(1).unwrap(),
             cmpt_ring: RingSizeIdx::new(1).unwrap(),
-            ..RxQueueConfig::new(0)
+            ..RxQueueConfig::new(onic_hal::QueueId::new(0))
         }
     }
 

@@ -28,7 +28,9 @@ use core::sync::atomic::{fence, Ordering};
 
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{H2cDesc, H2C_DESC_BYTES, WB_STATUS_BYTES};
-use onic_hal::{AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow};
+use onic_hal::{
+    AbsQueueId, AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow,
+};
 
 use crate::config::TxQueueConfig;
 use crate::error::{ConfigError, QueueError, Result};
@@ -229,7 +231,7 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     stalled: u32,
     stall_limit: u32,
     /// The absolute queue id the device was told about the ring under (set by `start`).
-    device_qid: Option<u16>,
+    device_qid: Option<AbsQueueId>,
     stats: TxStats,
 }
 
@@ -295,14 +297,14 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// As [`QueueControl::init_tx_queue`].
     pub fn start<Ctl: QueueControl, Dl: DelayNs>(&mut self, dev: &Ctl, delay: &mut Dl) -> Result<()> {
         let ring = self.ring.lend();
-        self.device_qid = Some(dev.device_queue(self.cfg.qid));
+        self.device_qid = dev.device_queue(self.cfg.qid);
         dev.init_tx_queue(delay, &self.cfg, ring)
     }
 
     /// The absolute queue id (the card's numbering) the device knows the queue by, once started:
     /// what an edge that makes its own [`Quiesced`] proof must name.
     #[must_use]
-    pub const fn device_qid(&self) -> Option<u16> {
+    pub const fn device_qid(&self) -> Option<AbsQueueId> {
         self.device_qid
     }
 
@@ -960,7 +962,7 @@ mod tests {
     fn small_cfg() -> TxQueueConfig {
         TxQueueConfig {
             ring: RingSizeIdx::new(1).unwrap(),
-            ..TxQueueConfig::new(0)
+            ..TxQueueConfig::new(onic_hal::QueueId::new(0))
         }
     }
 

@@ -400,8 +400,6 @@ pub enum RssError {
         /// Highest queue the table names.
         max_entry: u16,
     },
-    /// A PCI function number the shell has no RSS block for (it serves functions 0..4).
-    InvalidFunction(u8),
 }
 
 impl fmt::Display for RssError {
@@ -441,7 +439,6 @@ impl fmt::Display for RssError {
                 f,
                 "cannot use {rx_queues} RX queues: the indirection table names queue {max_entry}"
             ),
-            Self::InvalidFunction(func) => write!(f, "PCI function {func} has no RSS block"),
         }
     }
 }

@@ -9,6 +9,7 @@
 use bitfield::bitfield;
 
 use super::register_u32;
+use crate::id::FunctionId;
 
 bitfield! {
     /// GLBL_DSC_CFG (BAR0 + 0x250), hardware.md §3.2.
@@ -169,9 +170,9 @@ impl GlblErrInt {
     /// writes it unarmed, then armed, with vector n + 1 (PF0 with 8 queue vectors: 0x00009000, then
     /// 0x01009000), and 0 at teardown.
     #[must_use]
-    pub fn new(func: u8, vec: u16, arm: bool) -> Self {
+    pub fn new(func: FunctionId, vec: u16, arm: bool) -> Self {
         let mut r = Self(0);
-        r.set_func(func);
+        r.set_func(func.get());
         r.set_vec(vec);
         r.set_arm(arm);
         r
@@ -181,6 +182,10 @@ impl GlblErrInt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pf(n: u8) -> FunctionId {
+        FunctionId::new(n).unwrap()
+    }
 
     #[test]
     fn glbl_dsc_cfg() {
@@ -301,12 +306,12 @@ mod tests {
     #[test]
     fn glbl_err_int_spec_values() {
         // hardware.md §11.3: PF0 with n = 8 queue vectors, error vector n + 1 = 9.
-        assert_eq!(GlblErrInt::new(0, 9, false).bits(), 0x00009000);
-        assert_eq!(GlblErrInt::new(0, 9, true).bits(), 0x01009000);
+        assert_eq!(GlblErrInt::new(pf(0), 9, false).bits(), 0x00009000);
+        assert_eq!(GlblErrInt::new(pf(0), 9, true).bits(), 0x01009000);
         assert_eq!(GlblErrInt::default().bits(), 0);
         // The formula func + ((n + 1) << 12) + (arm << 24) for other values.
-        assert_eq!(GlblErrInt::new(1, 8, true).bits(), 0x01008001);
-        assert_eq!(GlblErrInt::new(3, 65, false).bits(), 0x00041003);
+        assert_eq!(GlblErrInt::new(pf(1), 8, true).bits(), 0x01008001);
+        assert_eq!(GlblErrInt::new(pf(3), 65, false).bits(), 0x00041003);
         let r = GlblErrInt::from_bits(0x01009000);
         assert_eq!((r.func(), r.vec(), r.arm()), (0, 9, true));
 

@@ -18,6 +18,7 @@ use super::doorbell::TrigMode;
 use super::words::word_array_bitrange;
 use super::{code_enum, register_u32};
 use crate::dma::DmaAddr;
+use crate::id::{AbsQueueId, FunctionId};
 use crate::regs::qdma::IND_CTXT_WORDS;
 
 /// First bit of word 0.
@@ -137,10 +138,21 @@ bitfield! {
 register_u32!(IndCtxtCmd);
 
 impl IndCtxtCmd {
-    /// The command word `sel << 1 | op << 5 | qid << 7` (busy 0). `qid` is the absolute qid for
-    /// queue contexts and the function number for [`CtxtSel::Fmap`]; only its low 11 bits fit.
+    /// The command word `sel << 1 | op << 5 | qid << 7` (busy 0) for a queue context: `sel` is any
+    /// selector but [`CtxtSel::Fmap`], `qid` the absolute queue (only its low 11 bits fit).
     #[must_use]
-    pub fn new(sel: CtxtSel, op: CtxtOp, qid: u16) -> Self {
+    pub fn queue(sel: CtxtSel, op: CtxtOp, qid: AbsQueueId) -> Self {
+        debug_assert!(sel != CtxtSel::Fmap, "the FMAP context is addressed by function");
+        Self::with_field(sel, op, qid.get())
+    }
+
+    /// The command word for function `func`'s FMAP context: the qid field carries the function.
+    #[must_use]
+    pub fn fmap(op: CtxtOp, func: FunctionId) -> Self {
+        Self::with_field(CtxtSel::Fmap, op, u16::from(func.get()))
+    }
+
+    fn with_field(sel: CtxtSel, op: CtxtOp, qid: u16) -> Self {
         let mut cmd = Self(0);
         cmd.set_sel(sel);
         cmd.set_op(op);
@@ -216,9 +228,9 @@ impl SwCtxt {
     /// stay off); queue enabled, writeback at the interval and after the pending check, 16-byte
     /// descriptors, status writeback on, stream mode. W1 = 0x0011000D with `rngsz_idx` 0.
     #[must_use]
-    pub fn reference_h2c(func: u8, ring: DmaAddr, rngsz_idx: u8, vec: u16) -> Self {
+    pub fn reference_h2c(func: FunctionId, ring: DmaAddr, rngsz_idx: u8, vec: u16) -> Self {
         let mut c = Self::default();
-        c.set_func_id(func);
+        c.set_func_id(func.get());
         c.set_qen(true);
         c.set_wbi_chk(true);
         c.set_wbi_intvl_en(true);
@@ -235,9 +247,9 @@ impl SwCtxt {
     /// the PIDX doorbell, 8-byte descriptors, status writeback on, stream mode. W1 = 0x00108003 with
     /// `rngsz_idx` 8.
     #[must_use]
-    pub fn reference_c2h(func: u8, ring: DmaAddr, rngsz_idx: u8) -> Self {
+    pub fn reference_c2h(func: FunctionId, ring: DmaAddr, rngsz_idx: u8) -> Self {
         let mut c = Self::default();
-        c.set_func_id(func);
+        c.set_func_id(func.get());
         c.set_qen(true);
         c.set_fcrd_en(true);
         c.set_rngsz_idx(rngsz_idx);
@@ -405,12 +417,18 @@ impl CmptCtxt {
     /// size `entry_size` (the driver uses 8 bytes), valid, vector `vec`, direct interrupt. For PF0,
     /// index 8, 8-byte entries: W0 = 0x88000017, W3 = 0x10000000, W4 = `vec << 4`.
     #[must_use]
-    pub fn reference(func: u8, ring: DmaAddr, rngsz_idx: u8, entry_size: CmptEntrySize, vec: u16) -> Self {
+    pub fn reference(
+        func: FunctionId,
+        ring: DmaAddr,
+        rngsz_idx: u8,
+        entry_size: CmptEntrySize,
+        vec: u16,
+    ) -> Self {
         let mut c = Self::default();
         c.set_stat_en(true);
         c.set_intr_en(true);
         c.set_trig_mode(TrigMode::TimerCount);
-        c.set_func_id(func);
+        c.set_func_id(func.get());
         c.set_counter_idx(0);
         c.set_timer_idx(0);
         c.set_color(true);
@@ -487,9 +505,9 @@ impl FmapCtxt {
     /// The map of a function owning `qmax` queues from absolute qid `qbase` (the reference driver:
     /// `qbase = function * 64`). Only the low 11 bits of `qbase` and 12 bits of `qmax` fit.
     #[must_use]
-    pub fn new(qbase: u16, qmax: u16) -> Self {
+    pub fn new(qbase: AbsQueueId, qmax: u16) -> Self {
         let mut c = Self::default();
-        c.set_qbase(qbase);
+        c.set_qbase(qbase.get());
         c.set_qmax(qmax);
         c
     }
@@ -498,6 +516,10 @@ impl FmapCtxt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pf(n: u8) -> FunctionId {
+        FunctionId::new(n).unwrap()
+    }
     use crate::layout::UnknownCode;
 
     /// For each field: setting it to `ones` in an all-zero context gives exactly `words`, and setting
@@ -517,7 +539,7 @@ mod tests {
     #[test]
     fn sw_ctxt_spec_examples() {
         // hardware.md §5.2: H2C on PF0, ring 0x0000000123456000, vector 1.
-        let h2c = SwCtxt::reference_h2c(0, DmaAddr::new(0x0000_0001_2345_6000), 0, 1);
+        let h2c = SwCtxt::reference_h2c(pf(0), DmaAddr::new(0x0000_0001_2345_6000), 0, 1);
         assert_eq!(
             h2c.words(),
             [0x00000000, 0x0011000D, 0x23456000, 0x00000001, 0x00000001]
@@ -527,15 +549,15 @@ mod tests {
             [0x00000000, 0x0011000D, 0x23456000, 0x00000001, 0x00000001, 0, 0, 0]
         );
         // C2H on PF1, ring 0x0000000200000000.
-        let c2h = SwCtxt::reference_c2h(1, DmaAddr::new(0x0000_0002_0000_0000), 8);
+        let c2h = SwCtxt::reference_c2h(pf(1), DmaAddr::new(0x0000_0002_0000_0000), 8);
         assert_eq!(
             c2h.words(),
             [0x00020000, 0x00108003, 0x00000000, 0x00000002, 0x00000000]
         );
         // W0 = func << 17; W1 as in the table for any function and ring.
-        let h2c = SwCtxt::reference_h2c(1, DmaAddr::new(0x8000_1000), 0, 7);
+        let h2c = SwCtxt::reference_h2c(pf(1), DmaAddr::new(0x8000_1000), 0, 7);
         assert_eq!(h2c.words(), [0x00020000, 0x0011000D, 0x80001000, 0, 7]);
-        let c2h = SwCtxt::reference_c2h(3, DmaAddr::new(0xFFFF_FFFF_FFFF_F000), 8);
+        let c2h = SwCtxt::reference_c2h(pf(3), DmaAddr::new(0xFFFF_FFFF_FFFF_F000), 8);
         assert_eq!(c2h.words(), [0x00060000, 0x00108003, 0xFFFFF000, 0xFFFFFFFF, 0]);
     }
 
@@ -549,7 +571,7 @@ mod tests {
         assert_eq!(c.desc_sz(), Ok(DescSize::B8));
         assert_eq!(c.desc_base(), 0x0000_0002_0000_0000);
         assert_eq!(c.vec(), 0);
-        let c = SwCtxt::reference_h2c(0, DmaAddr::new(0x1000), 0, 1);
+        let c = SwCtxt::reference_h2c(pf(0), DmaAddr::new(0x1000), 0, 1);
         assert_eq!(c.desc_sz(), Ok(DescSize::B16));
         assert_eq!(c.vec(), 1);
     }
@@ -659,7 +681,13 @@ mod tests {
     #[test]
     fn cmpt_ctxt_spec_examples() {
         // hardware.md §5.6: PF0, ring 0x0000000300000000, vector 1.
-        let c = CmptCtxt::reference(0, DmaAddr::new(0x0000_0003_0000_0000), 8, CmptEntrySize::B8, 1);
+        let c = CmptCtxt::reference(
+            pf(0),
+            DmaAddr::new(0x0000_0003_0000_0000),
+            8,
+            CmptEntrySize::B8,
+            1,
+        );
         assert_eq!(
             c.words(),
             [0x88000017, 0x0C000000, 0x00000000, 0x10000000, 0x00000010]
@@ -669,19 +697,37 @@ mod tests {
             [0x88000017, 0x0C000000, 0x00000000, 0x10000000, 0x00000010, 0, 0, 0]
         );
         // PF1: W0 = 0x88000017 | 1 << 5.
-        let c = CmptCtxt::reference(1, DmaAddr::new(0x0000_0003_0000_0000), 8, CmptEntrySize::B8, 1);
+        let c = CmptCtxt::reference(
+            pf(1),
+            DmaAddr::new(0x0000_0003_0000_0000),
+            8,
+            CmptEntrySize::B8,
+            1,
+        );
         assert_eq!(c.words()[0], 0x88000037);
         // The formulas of §5.6 for another ring: W1 = ((addr >> 12) & 0x3FFFFFF) << 6, W2 = addr >> 38.
-        let c = CmptCtxt::reference(2, DmaAddr::new(0x0000_00AB_CDEF_1000), 8, CmptEntrySize::B8, 7);
+        let c = CmptCtxt::reference(
+            pf(2),
+            DmaAddr::new(0x0000_00AB_CDEF_1000),
+            8,
+            CmptEntrySize::B8,
+            7,
+        );
         assert_eq!(
             c.words(),
             [0x88000057, 0xAF37BC40, 0x00000002, 0x10000000, 0x00000070]
         );
-        let c = CmptCtxt::reference(0, DmaAddr::new(0xFEDC_BA98_7654_3000), 8, CmptEntrySize::B8, 0);
+        let c = CmptCtxt::reference(
+            pf(0),
+            DmaAddr::new(0xFEDC_BA98_7654_3000),
+            8,
+            CmptEntrySize::B8,
+            0,
+        );
         assert_eq!(c.words()[1..3], [0x61D950C0, 0x03FB72EA]);
         assert_eq!(c.base_addr(), DmaAddr::new(0xFEDC_BA98_7654_3000));
         // The entry size lands in W2[27:26].
-        let c = CmptCtxt::reference(0, DmaAddr::new(0), 8, CmptEntrySize::B32, 0);
+        let c = CmptCtxt::reference(pf(0), DmaAddr::new(0), 8, CmptEntrySize::B32, 0);
         assert_eq!(c.words()[2], 0x0800_0000);
     }
 
@@ -792,13 +838,13 @@ mod tests {
     #[test]
     fn fmap_ctxt_spec_examples() {
         // hardware.md §4.2: PF0 and PF1 with 8 queues each.
-        let pf0 = FmapCtxt::new(0, 8);
+        let pf0 = FmapCtxt::new(AbsQueueId::new(0), 8);
         assert_eq!(pf0.data_regs(), [0x00000000, 0x00000008, 0, 0, 0, 0, 0, 0]);
-        let pf1 = FmapCtxt::new(64, 8);
+        let pf1 = FmapCtxt::new(AbsQueueId::new(64), 8);
         assert_eq!(pf1.words(), [0x00000040, 0x00000008]);
         assert_eq!(pf1.data_regs(), [0x00000040, 0x00000008, 0, 0, 0, 0, 0, 0]);
         assert_eq!((pf1.qbase(), pf1.qmax()), (64, 8));
-        assert_eq!(FmapCtxt::new(192, 64).words(), [0xC0, 0x40]);
+        assert_eq!(FmapCtxt::new(AbsQueueId::new(192), 64).words(), [0xC0, 0x40]);
         isolation! { FmapCtxt:
             set_qbase(u16::MAX, 0) => [0x0000_07FF, 0];
             set_qmax(u16::MAX, 0) => [0, 0x0000_0FFF];
@@ -808,15 +854,22 @@ mod tests {
     #[test]
     fn ind_ctxt_cmd_spec_examples() {
         use CtxtOp::{Clear, Invalidate, Write};
-        let cmd = |sel, op, q| IndCtxtCmd::new(sel, op, q).bits();
+        let cmd = |sel, op, q| IndCtxtCmd::queue(sel, op, AbsQueueId::new(q)).bits();
+        let fmap = |op, f| IndCtxtCmd::fmap(op, pf(f)).bits();
         // hardware.md §5.1 examples.
         assert_eq!(cmd(CtxtSel::SwH2c, Invalidate, 5), 0x2E2);
         assert_eq!(cmd(CtxtSel::Cmpt, Invalidate, 69), 0x22EC);
-        assert_eq!(cmd(CtxtSel::Fmap, Clear, 1), 0x98);
-        assert_eq!(cmd(CtxtSel::Fmap, Write, 0), 0x38);
+        assert_eq!(fmap(Clear, 1), 0x98);
+        assert_eq!(fmap(Write, 0), 0x38);
         // hardware.md §4.2: PF0 CLEAR 0x18, WRITE 0x38; PF1 CLEAR 0x98, WRITE 0xB8.
-        assert_eq!(cmd(CtxtSel::Fmap, Clear, 0), 0x18);
-        assert_eq!(cmd(CtxtSel::Fmap, Write, 1), 0xB8);
+        assert_eq!(fmap(Clear, 0), 0x18);
+        assert_eq!(fmap(Write, 1), 0xB8);
+        for f in 0..4u8 {
+            let f128 = u32::from(f) * 128;
+            assert_eq!(fmap(Clear, f), 0x18 + f128);
+            assert_eq!(fmap(Write, f), 0x38 + f128);
+            assert_eq!(fmap(CtxtOp::Read, f), 0x58 + f128);
+        }
         // The §5.1 formulas, for a few absolute qids.
         for q in [0u16, 1, 5, 64, 69, 511, 2047] {
             let q128 = u32::from(q) * 128;
@@ -824,9 +877,7 @@ mod tests {
             assert_eq!(cmd(CtxtSel::SwC2h, Write, q), 0x20 + q128);
             assert_eq!(cmd(CtxtSel::Cmpt, Write, q), 0x2C + q128);
             assert_eq!(cmd(CtxtSel::Pfch, Write, q), 0x2E + q128);
-            assert_eq!(cmd(CtxtSel::Fmap, Clear, q), 0x18 + q128);
-            assert_eq!(cmd(CtxtSel::Fmap, Write, q), 0x38 + q128);
-            for sel in 0..=12u8 {
+            for sel in 0..12u8 {
                 let s = CtxtSel::try_from(sel).unwrap();
                 assert_eq!(cmd(s, Clear, q), 2 * u32::from(sel) + q128);
                 assert_eq!(cmd(s, Invalidate, q), 0x60 + 2 * u32::from(sel) + q128);
@@ -947,7 +998,7 @@ mod tests {
         assert!(s.contains("bufsz_idx: 8"), "{s}");
         assert!(s.contains("sw_crdt: 0"), "{s}");
         assert!(s.contains("valid: true"), "{s}");
-        let s = format!("{:?}", IndCtxtCmd::new(CtxtSel::Fmap, CtxtOp::Write, 1));
+        let s = format!("{:?}", IndCtxtCmd::fmap(CtxtOp::Write, pf(1)));
         assert!(s.contains("sel: Ok(Fmap)") && s.contains("qid: 1"), "{s}");
     }
 }

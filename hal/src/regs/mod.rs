@@ -207,8 +207,8 @@ mod tests {
         assert_eq!(qdma::C2H_PFCH_CFG.offset(), 0xB08);
         assert_eq!(qdma::IND_CTXT_CMD.offset(), 0x844);
         assert_eq!(qdma::ind_ctxt_data(7).offset(), 0x820);
-        assert_eq!(qdma::dmap_sel_cmpt_cidx(5).offset(), 0x1805C);
-        assert_eq!(shell::qconf(1).offset(), 0x2000);
+        assert_eq!(qdma::dmap_sel_cmpt_cidx(crate::QueueId::new(5)).offset(), 0x1805C);
+        assert_eq!(shell::qconf(crate::FunctionId::new(1).unwrap()).offset(), 0x2000);
         assert_eq!(cmac::CORE_VERSION.on(cmac::cmac_base(1)).offset(), 0xC024);
         assert_eq!(cmac::CMAC_STATS[0].high().offset(), 0x504);
     }
@@ -220,7 +220,10 @@ mod tests {
         assert_eq!((w.last_offset.get(), w.value.get()), (0x250, 0x30));
         assert_eq!(w.read(qdma::GLBL_DSC_CFG).max_dsc_fetch(), 6);
 
-        w.write(qdma::dmap_sel_h2c_dsc_pidx(3), H2cPidxDb::new(7, false));
+        w.write(
+            qdma::dmap_sel_h2c_dsc_pidx(crate::QueueId::new(3)),
+            H2cPidxDb::new(7, false),
+        );
         assert_eq!((w.last_offset.get(), w.value.get()), (0x18034, 7));
 
         w.modify(qdma::C2H_PFCH_CFG, |mut r: C2hPfchCfg| {

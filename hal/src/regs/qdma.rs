@@ -4,6 +4,7 @@
 //! [`Reg`] of its field layout from [`crate::layout`], or of `u32` where it has none.
 
 use super::Reg;
+use crate::id::{FunctionId, QueueId};
 use crate::layout::{
     C2hPfchCfg, C2hPidxDb, C2hWbCoalCfg, CmptCidxDb, GlblDscCfg, GlblErrInt, H2cPidxDb, H2cReqThrot,
     IndCtxtCmd,
@@ -55,8 +56,8 @@ pub const GLBL_INTERRUPT_CFG: Reg<u32> = Reg::at(0x2C4);
 /// Legacy direct FMAP register of function `func` (\[10:0\] qbase, \[22:11\] qmax); not used, the
 /// indirect FMAP context is what counts (hardware.md §4.2).
 #[must_use]
-pub const fn glbl2_fmap(func: u8) -> Reg<u32> {
-    Reg::at(0x400 + 4 * func as u32)
+pub const fn glbl2_fmap(func: FunctionId) -> Reg<u32> {
+    Reg::at(0x400 + 4 * func.get() as u32)
 }
 
 /// IND_CTXT_DATA\[i\], i = 0..7: context words W0..W7.
@@ -127,23 +128,23 @@ pub const DMAP_SEL_STRIDE: u32 = 16;
 
 /// INTR_CIDX doorbell of function-relative queue `qid` (not used: no interrupt aggregation).
 #[must_use]
-pub const fn dmap_sel_int_cidx(qid: u16) -> Reg<u32> {
-    Reg::at(DMAP_SEL_BASE + DMAP_SEL_STRIDE * qid as u32)
+pub const fn dmap_sel_int_cidx(qid: QueueId) -> Reg<u32> {
+    Reg::at(DMAP_SEL_BASE + DMAP_SEL_STRIDE * qid.get() as u32)
 }
 /// H2C_DESC_PIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_h2c_dsc_pidx(qid: u16) -> Reg<H2cPidxDb> {
-    Reg::at(DMAP_SEL_BASE + 0x4 + DMAP_SEL_STRIDE * qid as u32)
+pub const fn dmap_sel_h2c_dsc_pidx(qid: QueueId) -> Reg<H2cPidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0x4 + DMAP_SEL_STRIDE * qid.get() as u32)
 }
 /// C2H_DESC_PIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_c2h_dsc_pidx(qid: u16) -> Reg<C2hPidxDb> {
-    Reg::at(DMAP_SEL_BASE + 0x8 + DMAP_SEL_STRIDE * qid as u32)
+pub const fn dmap_sel_c2h_dsc_pidx(qid: QueueId) -> Reg<C2hPidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0x8 + DMAP_SEL_STRIDE * qid.get() as u32)
 }
 /// CMPT_CIDX doorbell of function-relative queue `qid`.
 #[must_use]
-pub const fn dmap_sel_cmpt_cidx(qid: u16) -> Reg<CmptCidxDb> {
-    Reg::at(DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid as u32)
+pub const fn dmap_sel_cmpt_cidx(qid: QueueId) -> Reg<CmptCidxDb> {
+    Reg::at(DMAP_SEL_BASE + 0xC + DMAP_SEL_STRIDE * qid.get() as u32)
 }
 
 /// Values of the global tables as the reference driver programs them (hardware.md §3.1).

@@ -2,6 +2,7 @@
 //! (hardware.md §2). The CMAC subsystems and packet adapters are in [`super::cmac`].
 
 use super::Reg;
+use crate::id::{AbsQueueId, FunctionId};
 
 /// BUILD_STATUS: build timestamp (RO).
 pub const BUILD_STATUS: Reg<u32> = Reg::at(0x000);
@@ -69,32 +70,32 @@ pub const INDIR_ENTRY_MASK: u32 = 0xFFFF;
 
 /// Base of function `func`'s QDMA subsystem block.
 #[must_use]
-pub const fn qdma_func_base(func: u8) -> u32 {
-    QDMA_FUNC_BASE + QDMA_FUNC_STRIDE * func as u32
+pub const fn qdma_func_base(func: FunctionId) -> u32 {
+    QDMA_FUNC_BASE + QDMA_FUNC_STRIDE * func.get() as u32
 }
 
 /// QCONF of function `func`.
 #[must_use]
-pub const fn qconf(func: u8) -> Reg<u32> {
+pub const fn qconf(func: FunctionId) -> Reg<u32> {
     Reg::at(qdma_func_base(func) + QCONF_OFFSET)
 }
 
 /// Indirection table entry `k` (0..128) of function `func`.
 #[must_use]
-pub const fn indir_table(func: u8, k: usize) -> Reg<u32> {
+pub const fn indir_table(func: FunctionId, k: usize) -> Reg<u32> {
     Reg::at(qdma_func_base(func) + INDIR_TABLE_OFFSET + 4 * k as u32)
 }
 
 /// Hash key register `k` (0..10) of function `func`.
 #[must_use]
-pub const fn hash_key(func: u8, k: usize) -> Reg<u32> {
+pub const fn hash_key(func: FunctionId, k: usize) -> Reg<u32> {
     Reg::at(qdma_func_base(func) + HASH_KEY_OFFSET + 4 * k as u32)
 }
 
 /// QCONF value: `qbase << 16 | numq`.
 #[must_use]
-pub const fn qconf_value(qbase: u16, numq: u16) -> u32 {
-    (qbase as u32) << 16 | numq as u32
+pub const fn qconf_value(qbase: AbsQueueId, numq: u16) -> u32 {
+    (qbase.get() as u32) << 16 | numq as u32
 }
 
 /// The hash key the RTL holds after reset, as register words 0..9 (hardware.md §9.3).

@@ -387,7 +387,7 @@ impl Steering {
     /// The queue the shell sends `frame` to.
     #[must_use]
     pub fn queue(&self, frame: &[u8]) -> u16 {
-        self.table.queue_for(self.hasher.hash_frame(frame).value)
+        self.table.queue_for(self.hasher.hash_frame(frame).value).get()
     }
 }
 
@@ -723,11 +723,11 @@ pub fn build_pair<'c, 's>(
         buf,
         desc_ring: ring_rx,
         cmpt_ring: ring_rx,
-        ..RxQueueConfig::new(q)
+        ..RxQueueConfig::new(onic_core::QueueId::new(q))
     };
     let txc = TxQueueConfig {
         ring: RingSizeIdx::new(TX_RING)?,
-        ..TxQueueConfig::new(q)
+        ..TxQueueConfig::new(onic_core::QueueId::new(q))
     };
     let pool = PagePool::new(
         dma,

@@ -3,7 +3,7 @@
 //! `Device`, their contexts read back and their RX rings checked full.
 
 use onic_core::device::contexts::context_read;
-use onic_core::{QueueControl, RingSizeIdx, TxQueueConfig};
+use onic_core::{AbsQueueId, QueueControl, QueueId, RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 
@@ -69,8 +69,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// Reads pair `q`'s contexts back (SW H2C as the reference context; SW C2H, prefetch and CMPT
 /// with the values the pair gave) and checks that its RX ring is full and its pages accounted.
 fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> bool {
-    let func = dev.function().number();
-    let abs = dev.function().qbase() + q as u16;
+    let func = dev.function();
+    let Some(abs) = func.abs_queue(QueueId::new(q as u16)) else {
+        return false;
+    };
     let read = |sel| read_context(dev, sel, abs, SwCtxt::from_words);
     let h2c = read(CtxtSel::SwH2c);
     let c2h = read(CtxtSel::SwC2h);
@@ -82,7 +84,7 @@ fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> boo
         c.total() == pair.pool.stats().live_pages() && c.in_rx_ring == u64::from(usable - 1)
     });
     h2c == Some(want_h2c)
-        && c2h.is_some_and(|c| c.qen() && c.func_id() == func && c.rngsz_idx() == RX_RING)
+        && c2h.is_some_and(|c| c.qen() && c.func_id() == func.get() && c.rngsz_idx() == RX_RING)
         && pf.is_some_and(|c| c.valid() && c.bufsz_idx() == RX_BUFFERS[q])
         && cm.is_some_and(|c| {
             c.valid() && c.intr_en() && c.vec() == q as u16 && c.base_addr() == pair.rx.cmpt_ring_dma_addr()
@@ -96,7 +98,7 @@ fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> boo
 pub fn read_context<T, const N: usize>(
     dev: &SimDevice<'_>,
     sel: CtxtSel,
-    abs: u16,
+    abs: AbsQueueId,
     decode: fn([u32; N]) -> T,
 ) -> Option<T> {
     let words = context_read(dev.raw_registers().qdma, &mut TscDelay, sel, abs).ok()?;
@@ -107,12 +109,12 @@ pub fn read_context<T, const N: usize>(
 
 /// Whether the H2C software context of absolute queue `abs` still reads as enabled (`true` too
 /// when it cannot be read).
-pub fn h2c_enabled(dev: &SimDevice<'_>, abs: u16) -> bool {
+pub fn h2c_enabled(dev: &SimDevice<'_>, abs: AbsQueueId) -> bool {
     read_context(dev, CtxtSel::SwH2c, abs, SwCtxt::from_words).is_none_or(|c| c.qen())
 }
 
 fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>) {
-    let func = dev.function().number();
+    let func = dev.function();
     let ring_idx = RingSizeIdx::new(TX_RING).ok();
     let mut programmed = 0;
     let mut matched = 0;
@@ -122,7 +124,7 @@ fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>)
         let Some(ring_idx) = ring_idx else { break };
         let cfg = TxQueueConfig {
             ring: ring_idx,
-            ..TxQueueConfig::new(qid)
+            ..TxQueueConfig::new(QueueId::new(qid))
         };
         let len = usize::from(ring_idx.entries()) * onic_hal::layout::desc::H2C_DESC_BYTES;
         let ring = match CoherentRegion::new(dma, len, AddrLimit::Below4G) {
@@ -137,16 +139,17 @@ fn tx_queues<'c>(r: &mut Runner, dev: &SimDevice<'c>, dma: super::SimDmaMem<'c>)
             continue;
         }
         programmed += 1;
-        let abs = dev.function().qbase() + qid;
+        let abs = func.abs_queue(QueueId::new(qid));
         let want = SwCtxt::reference_h2c(func, ring.dma_addr(), TX_RING, qid);
-        if read_context(dev, CtxtSel::SwH2c, abs, SwCtxt::from_words) == Some(want) {
+        if abs.and_then(|a| read_context(dev, CtxtSel::SwH2c, a, SwCtxt::from_words)) == Some(want) {
             matched += 1;
         }
-        if dev.teardown_tx_queue(&mut TscDelay, qid).is_ok() && !h2c_enabled(dev, abs) {
+        let torn_down = dev.teardown_tx_queue(&mut TscDelay, QueueId::new(qid)).is_ok();
+        if torn_down && abs.is_some_and(|a| !h2c_enabled(dev, a)) {
             invalidated += 1;
         }
     }
-    let name = if func == 0 {
+    let name = if func.is_master() {
         "tx-queues-pf0"
     } else {
         "tx-queues-pf1"

@@ -7,7 +7,7 @@ use onic_core::queue::pair::QueuePair;
 use onic_core::stats::PairStats;
 use onic_core::stats::PoolStats;
 use onic_core::stats::{read_hw_counters, HW_COUNTERS};
-use onic_core::{QueueError, RxStats, TxStats};
+use onic_core::{QueueError, QueueId, RxStats, TxStats};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel};
 use onic_sim::{DmaStats, SimStats};
 
@@ -174,8 +174,10 @@ fn teardown_pairs(r: &mut Runner, b: &mut Bench<'_, '_>) {
             continue;
         };
         let mut done = b.dp.done(*f, *q);
-        let abs = dev.function().qbase() + *q as u16;
-        if tx.teardown(dev, &mut TscDelay, pool, &mut done).0.is_ok() && !h2c_enabled(dev, abs) {
+        let abs = dev.function().abs_queue(QueueId::new(*q as u16));
+        if tx.teardown(dev, &mut TscDelay, pool, &mut done).0.is_ok()
+            && abs.is_some_and(|a| !h2c_enabled(dev, a))
+        {
             tx_clean += 1;
         }
     }
@@ -183,9 +185,11 @@ fn teardown_pairs(r: &mut Runner, b: &mut Bench<'_, '_>) {
         let Some(dev) = b.devices[f].as_ref() else {
             continue;
         };
-        let abs = dev.function().qbase() + q as u16;
+        let abs = dev.function().abs_queue(QueueId::new(q as u16));
         if rx.teardown(dev, &mut TscDelay, &mut pool).0.is_ok()
-            && read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words).is_some_and(|c| !c.valid())
+            && abs
+                .and_then(|a| read_context(dev, CtxtSel::Cmpt, a, CmptCtxt::from_words))
+                .is_some_and(|c| !c.valid())
         {
             rx_clean += 1;
         }

@@ -82,9 +82,15 @@ pub fn setup_function(card: &Card, func: u8, qmax: u32) {
     ctxt_cmd(card, SEL_FMAP, OP_CLEAR, u32::from(func));
     ctxt_write(card, SEL_FMAP, u32::from(func), &[qbase, qmax]);
     let bar2 = card.shell();
-    bar2.write(shell::qconf(func), (qbase << 16) | qmax);
+    bar2.write(
+        shell::qconf(onic_hal::FunctionId::new(func).unwrap()),
+        (qbase << 16) | qmax,
+    );
     for k in 0..shell::INDIR_TABLE_ENTRIES {
-        bar2.write(shell::indir_table(func, k), k as u32 % qmax);
+        bar2.write(
+            shell::indir_table(onic_hal::FunctionId::new(func).unwrap(), k),
+            k as u32 % qmax,
+        );
     }
 }
 
@@ -199,7 +205,7 @@ impl<'a> TxQueue<'a> {
 
     pub fn doorbell(&self) {
         self.card.qdma(self.func).write(
-            qdma::dmap_sel_h2c_dsc_pidx(self.qid),
+            qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(self.qid)),
             RegValue::from_bits(self.pidx),
         );
     }
@@ -367,9 +373,10 @@ impl<'a> RxQueue<'a> {
 
     pub fn set_desc_pidx(&mut self, pidx: u32) {
         self.desc_pidx = pidx;
-        self.card
-            .qdma(self.func)
-            .write(qdma::dmap_sel_c2h_dsc_pidx(self.qid), RegValue::from_bits(pidx));
+        self.card.qdma(self.func).write(
+            qdma::dmap_sel_c2h_dsc_pidx(onic_hal::QueueId::new(self.qid)),
+            RegValue::from_bits(pidx),
+        );
     }
 
     pub fn cmpt_doorbell(&self, arm: bool) {
@@ -381,9 +388,10 @@ impl<'a> RxQueue<'a> {
             | o.trig_mode << 24
             | 1 << 27
             | u32::from(arm) << 28;
-        self.card
-            .qdma(self.func)
-            .write(qdma::dmap_sel_cmpt_cidx(self.qid), RegValue::from_bits(v));
+        self.card.qdma(self.func).write(
+            qdma::dmap_sel_cmpt_cidx(onic_hal::QueueId::new(self.qid)),
+            RegValue::from_bits(v),
+        );
     }
 
     pub fn esize(&self) -> usize {
