@@ -46,22 +46,20 @@ use clap::{Args, ValueEnum};
 use onic_bpf::{SimHost, XdpEngine};
 use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::queue::pair::PairPoll;
-use onic_core::queue::pool::release_to_hal;
 use onic_core::queue::pool::{PageCounts, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::queue::tx::{TxDone, TxError};
+use onic_core::queue::tx::TxError;
 use onic_core::rss::ShellHasher;
 use onic_core::stats::read_hw_counters;
 use onic_core::stats::PoolStats;
 use onic_core::stats::{RxStats, TxStats};
-use onic_core::xdp::{
-    return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame,
-};
+use onic_core::xdp::{DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame};
 
 use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
 use crate::xdp_progs::this_and_other;
 use onic_core::{Device, PassInfo, RxContext, XdpRxq};
+use onic_embed::done::FrameDone;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
@@ -393,11 +391,7 @@ impl RedirectTarget<DmaPage> for XskCount<'_> {
 fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
     let (me, other) = this_and_other(funcs, fi);
     let db = me.dev.doorbells();
-    let mut done = OsDone {
-        free: &mut me.os_free,
-        rings: rx.rings,
-        dma: rx.dma,
-    };
+    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut me.os_free);
     let mut sink = Sink {
         flows: rx.flows,
         ramp: rx.ramp,
@@ -450,11 +444,7 @@ fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool
                 let f = &mut funcs[fi];
                 let pair = &mut f.pairs[q];
                 if pair.tx.in_flight() > 0 {
-                    let mut done = OsDone {
-                        free: &mut f.os_free,
-                        rings: rx.rings,
-                        dma: rx.dma,
-                    };
+                    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut f.os_free);
                     pair.tx.reclaim(&mut pair.pool, &mut done);
                 }
                 busy |= pair.tx.in_flight() > 0;
@@ -482,31 +472,6 @@ fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool
         }
     }
     Ok(busy)
-}
-
-/// Completed OS frames: their pages go back on the sending function's free list; redirected
-/// frames go back to the pool they came from.
-struct OsDone<'x, 'c> {
-    free: &'x mut Vec<DmaPage>,
-    rings: &'x [&'static RecycleRing],
-    dma: SimDma<'c>,
-}
-
-impl<'c> TxDone<HFrame<'c>> for OsDone<'_, 'c> {
-    fn os_done(&mut self, f: HFrame<'c>) {
-        match f {
-            HFrame::Xdp(x) => {
-                if let Err(page) = return_to_origin(self.rings, x) {
-                    release_to_hal(&self.dma, onic_hal::Direction::Bidirectional, page);
-                }
-            }
-            HFrame::Os { page, .. } | HFrame::Peer { page, .. } => self.free.push(page),
-        }
-    }
-
-    fn remote_done(&mut self, f: HFrame<'c>) {
-        self.os_done(f);
-    }
 }
 
 /// One PCI function: the device, its queue pairs, the OS's TX buffers and per-queue counters.
@@ -827,11 +792,7 @@ impl Generator {
         let due = ((self.rate * now_ns as f64 / 1e9) as u64).min(s.quota);
         let sending = s.sent < s.quota;
         for pair in &mut func.pairs {
-            let mut done = OsDone {
-                free: &mut func.os_free,
-                rings,
-                dma,
-            };
+            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut func.os_free);
             pair.tx.reclaim(&mut pair.pool, &mut done);
         }
         let db = func.dev.doorbells();
@@ -863,10 +824,7 @@ impl Generator {
                 }
                 Err(e) => {
                     let busy = matches!(e, TxError::Full(_));
-                    let (HFrame::Os { page, .. }
-                    | HFrame::Peer { page, .. }
-                    | HFrame::Xdp(XdpFrame { page, .. })) = e.into_inner();
-                    func.os_free.push(page);
+                    func.os_free.push(e.into_inner().into_page());
                     if !busy {
                         return Err("the driver refused a frame of the generator".into());
                     }
@@ -1449,11 +1407,7 @@ fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleR
         let mut rxs = Vec::new();
         for pair in f.pairs {
             let onic_core::QueuePair { rx, tx, mut pool, .. } = pair;
-            let mut done = OsDone {
-                free: &mut f.os_free,
-                rings,
-                dma,
-            };
+            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut f.os_free);
             if let (Err(e), _) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
                 failures.push(format!("TX teardown: {e:?}"));
             }
