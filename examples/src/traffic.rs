@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use onic_bpf::{SimHost, XdpEngine};
-use onic_core::config::{DeviceConfig, RingSizeIdx};
+use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RX_BUF_SIZE_INDEX_DEFAULT};
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{PageCounts, RecycleRing};
 use onic_core::queue::rx::RxFrame;
@@ -60,10 +60,18 @@ use crate::xdp_obj::ObjOpts;
 use crate::xdp_progs::this_and_other;
 use onic_core::{Device, PassInfo, RxContext, XdpRxq};
 use onic_embed::done::FrameDone;
+use onic_embed::frame::Frame;
+use onic_embed::set::{PairSpec, QueueSet};
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
-use onic_sim::{Card, CardConfig, SimDma, Wire};
-use onic_tests::datapath::{start_pair, HDevice, HFrame, HPair, Setup};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+
+/// A PCI function of the model as the driver sees it.
+type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
+/// A frame on a TX ring: an OS frame, or one redirected from another pair.
+type HFrame<'c> = Frame<SimDma<'c>>;
+/// A queue pair.
+type HPair<'c> = onic_embed::set::Pair<'c, SimDma<'c>, HFrame<'c>>;
 
 /// Bytes of preamble, start delimiter and inter-frame gap around every frame on the wire.
 const WIRE_OVERHEAD: f64 = 20.0;
@@ -716,23 +724,22 @@ fn bring_up<'c>(
     ring: RingSizeIdx,
     rings: &mut Vec<&'static RecycleRing>,
 ) -> Result<Vec<Func<'c>>, String> {
-    let setup = Setup::new()
-        .functions(2)
-        .queues(args.queues)
-        .ring_size_idx(ring.index())
-        .wire(Wire::Cable);
+    let buf = BufSizeIdx::new(RX_BUF_SIZE_INDEX_DEFAULT).map_err(|e| format!("{e:?}"))?;
+    let specs: Vec<PairSpec> = (0..args.queues)
+        .map(|q| PairSpec::new(q, ring, buf, onic_hal::Direction::Bidirectional))
+        .collect();
     let mut funcs = Vec::new();
     for f in 0..2u8 {
         let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
         let dev = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
             .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
-        let pairs = (0..args.queues)
-            .map(|q| {
-                let r: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
-                rings.push(r);
-                start_pair(card, &dev, q, &setup, r)
-            })
-            .collect();
+        let mine = rings.len();
+        rings.extend(specs.iter().map(|_| &*Box::leak(Box::new(RecycleRing::new()))));
+        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..])
+            .map_err(|e| format!("PF{f} queues: {e:?}"))?;
+        set.start(&dev, &mut card.delay())
+            .map_err(|e| format!("PF{f} queue start: {e:?}"))?;
+        let pairs = set.pairs;
         funcs.push(Func {
             dev,
             pairs,

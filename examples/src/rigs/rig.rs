@@ -33,7 +33,7 @@ use onic_hal::{Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Reg, RegVal
 
 use onic_embed::done::FrameDone;
 
-use crate::hostdma::HostDma;
+use crate::rigs::hostdma::HostDma;
 
 /// A delay that returns at once (the recording bus completes everything immediately).
 #[derive(Clone, Copy, Debug, Default)]
