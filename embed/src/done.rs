@@ -61,8 +61,9 @@ impl<'r, M: DmaMemory> FrameDone<'r, M> {
         self
     }
 
-    /// Gives a finished frame back to its owner (without counting it as done).
-    pub fn finish(&mut self, frame: Frame<M>) {
+    /// Gives a finished frame back to its owner (without counting it as done). An OS page is
+    /// unmapped and freed in the memory it was mapped in (the frame's own).
+    pub fn finish<N: DmaMemory>(&mut self, frame: Frame<N>) {
         match frame {
             Frame::Os { page, dma, .. } => {
                 self.counts.os_freed += 1;
@@ -87,13 +88,13 @@ impl<'r, M: DmaMemory> FrameDone<'r, M> {
     }
 }
 
-impl<M: DmaMemory> TxDone<Frame<M>> for FrameDone<'_, M> {
-    fn os_done(&mut self, frame: Frame<M>) {
+impl<M: DmaMemory, N: DmaMemory> TxDone<Frame<N>> for FrameDone<'_, M> {
+    fn os_done(&mut self, frame: Frame<N>) {
         self.counts.os_done += 1;
         self.finish(frame);
     }
 
-    fn remote_done(&mut self, frame: Frame<M>) {
+    fn remote_done(&mut self, frame: Frame<N>) {
         self.counts.remote_done += 1;
         self.finish(frame);
     }

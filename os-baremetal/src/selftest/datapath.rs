@@ -17,8 +17,8 @@
 //!   giving back the pages XDP_PASS handed it.
 //! - **The OS.** [`send`] is the OS transmit path: a frame in its own to-device page, queued with
 //!   `TxQueue::xmit_os`, waiting on flow control (a stopped queue wakes when a reclaim frees room).
-//!   [`Done`] is the `TxDone` that frees completed OS buffers and returns redirected pages to their
-//!   pool's recycle ring (`return_to_origin`); both are counted per pair.
+//!   [`Done`] is the `TxDone` (`onic-embed`'s `FrameDone`) that frees completed OS buffers and
+//!   returns redirected pages to their pool's recycle ring; both are counted per pair.
 //!
 //! What the pairs do with received frames is decided in [`super::xdp`]; what the tests expect of
 //! each frame is tracked by [`Tally`].
@@ -32,15 +32,14 @@ use onic_core::queue::pair::{PairPoll, QueuePair};
 use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::rx::{RxOptions, RxQueue};
-use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::queue::tx::{TxDone, TxQueue, TxSlot};
 use onic_core::rss::{RxHasher, ShellHasher};
-use onic_core::xdp::{
-    return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, TxTarget, XdpFrame, XdpRxq, XdpSlot,
-};
+use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpRxq, XdpSlot};
 use onic_core::{
     BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxQueueConfig, RxSink, TxQueueConfig,
 };
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_embed::done::FrameDone;
+use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
@@ -107,131 +106,66 @@ pub fn buffer_bytes(q: usize) -> u32 {
         .map_or(0, BufSizeIdx::bytes)
 }
 
-/// A frame on a TX ring that is not an XDP_TX page of the pair's own pool.
-#[derive(Debug)]
-pub enum Frame<'c> {
-    /// An OS frame in its own page (mapped to-device), starting at offset 0.
-    Os {
-        /// The page.
-        page: DmaPage,
-        /// Frame length.
-        len: u16,
-        /// The memory it was mapped in.
-        dma: SimDmaMem<'c>,
-    },
-    /// A frame another pair redirected here, in a page of that pair's pool (mapped
-    /// bidirectional); `origin` is the owner's global pair index.
-    Remote(XdpFrame<DmaPage>),
-}
-
-impl FromXdpFrame<DmaPage> for Frame<'_> {
-    fn from_xdp(frame: XdpFrame<DmaPage>) -> Self {
-        Self::Remote(frame)
-    }
-
-    fn into_xdp(self) -> Result<XdpFrame<DmaPage>, Self> {
-        match self {
-            Self::Remote(f) => Ok(f),
-            os @ Self::Os { .. } => Err(os),
-        }
-    }
-}
-
-impl TxFrame for Frame<'_> {
-    fn dma_addr(&self) -> DmaAddr {
-        match self {
-            Self::Os { page, .. } => page.dma_addr(),
-            Self::Remote(f) => f.dma_addr(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Self::Os { len, .. } => usize::from(*len),
-            Self::Remote(f) => usize::from(f.len),
-        }
-    }
-
-    fn buffer_len(&self) -> usize {
-        match self {
-            Self::Os { .. } => PAGE_SIZE,
-            Self::Remote(f) => f.buffer_len(),
-        }
-    }
-
-    fn pad_to(&mut self, min_len: usize) -> bool {
-        match self {
-            Self::Os { page, len, dma } => {
-                let old = usize::from(*len);
-                if min_len > PAGE_SIZE || min_len < old {
-                    return false;
-                }
-                page.bytes_mut()[old..min_len].fill(0);
-                dma.sync_for_device(page, old, min_len - old, Direction::ToDevice);
-                // CAST: min_len <= PAGE_SIZE (checked above).
-                *len = min_len as u16;
-                true
-            }
-            // The redirect path padded and synced it before it left its pool.
-            Self::Remote(f) => f.pad_to(min_len),
-        }
-    }
-}
+/// A frame on a TX ring that is not an XDP_TX page of the pair's own pool: an OS frame in its
+/// own to-device page, or a frame another pair redirected here (`origin` is the owner's global
+/// pair index).
+pub type Frame<'c> = onic_embed::frame::Frame<SimDmaMem<'c>>;
 
 /// Gives a finished TX buffer back to its owner: an OS page is unmapped and freed, a redirected
 /// page goes back to its pool through the pool's recycle ring (`homes[origin]`).
 fn free_frame(f: Frame<'_>, os_tx_live: &mut u32, homes: &[Home; TOTAL_PAIRS], dma: SimDmaMem<'_>) {
-    match f {
-        Frame::Os { page, dma, .. } => {
-            dma.free_page(dma.unmap_page(page, Direction::ToDevice));
-            *os_tx_live = os_tx_live.saturating_sub(1);
-        }
-        Frame::Remote(f) => {
-            if let Err(page) = return_to_origin(&homes[..], f) {
-                release_to_hal(&dma, Direction::Bidirectional, page);
-            }
-        }
-    }
+    let mut done = FrameDone::new(homes, dma);
+    done.finish(f);
+    book_os_frees(os_tx_live, done.counts.os_freed);
 }
 
-/// Where a pair's completed TX buffers go; counts them on the pair's [`Book`].
+/// Takes `freed` OS buffers off the count of live ones.
+fn book_os_frees(os_tx_live: &mut u32, freed: u64) {
+    *os_tx_live = os_tx_live.saturating_sub(u32::try_from(freed).unwrap_or(u32::MAX));
+}
+
+/// Where a pair's completed TX buffers go ([`FrameDone`]), booked on the pair's [`Book`].
 pub struct Done<'x, 'c> {
+    inner: FrameDone<'x, SimDmaMem<'c>>,
     os_done: &'x mut u64,
     remote_done: &'x mut u64,
     os_tx_live: &'x mut u32,
-    homes: [Home; TOTAL_PAIRS],
-    dma: SimDmaMem<'c>,
 }
 
 impl<'x, 'c> Done<'x, 'c> {
     /// Counts completed OS and redirected frames into the given counters; redirected pages go
-    /// home through `dp`'s recycle rings.
+    /// home through `homes`.
     pub fn new(
         os_done: &'x mut u64,
         remote_done: &'x mut u64,
         os_tx_live: &'x mut u32,
-        homes: [Home; TOTAL_PAIRS],
+        homes: &'x [Home; TOTAL_PAIRS],
         dma: SimDmaMem<'c>,
     ) -> Self {
         Self {
+            inner: FrameDone::new(homes, dma),
             os_done,
             remote_done,
             os_tx_live,
-            homes,
-            dma,
         }
+    }
+
+    fn finish(&mut self, f: Frame<'_>) {
+        let before = self.inner.counts.os_freed;
+        self.inner.finish(f);
+        book_os_frees(self.os_tx_live, self.inner.counts.os_freed - before);
     }
 }
 
 impl<'c> TxDone<Frame<'c>> for Done<'_, '_> {
     fn os_done(&mut self, f: Frame<'c>) {
         *self.os_done += 1;
-        free_frame(f, self.os_tx_live, &self.homes, self.dma);
+        self.finish(f);
     }
 
     fn remote_done(&mut self, f: Frame<'c>) {
         *self.remote_done += 1;
-        free_frame(f, self.os_tx_live, &self.homes, self.dma);
+        self.finish(f);
     }
 }
 
@@ -656,7 +590,7 @@ impl<'c, 's> Datapath<'c, 's> {
             &mut book.tx_os_done,
             &mut book.tx_remote_done,
             &mut self.os_tx_live,
-            self.homes,
+            &self.homes,
             self.dma,
         )
     }
@@ -744,13 +678,8 @@ pub fn build_pair<'c, 's>(
         Ok(()) => Ok(pair),
         Err(e) => {
             let (mut os_done, mut remote_done, mut os_tx_live) = (0, 0, 0);
-            let mut done = Done::new(
-                &mut os_done,
-                &mut remote_done,
-                &mut os_tx_live,
-                core::array::from_fn(|i| &RINGS[i]),
-                dma,
-            );
+            let homes = core::array::from_fn(|i| &RINGS[i]);
+            let mut done = Done::new(&mut os_done, &mut remote_done, &mut os_tx_live, &homes, dma);
             let _ = pair.teardown(dev, &mut TscDelay, &mut done);
             Err(e)
         }
@@ -853,7 +782,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
         // CAST: i < PAIRS, and the table has PAIRS entries.
         let _ = table.insert(i as u32, t);
     }
-    let mut done = Done::new(tx_os_done, tx_remote_done, &mut dp.os_tx_live, homes, dma);
+    let mut done = Done::new(tx_os_done, tx_remote_done, &mut dp.os_tx_live, &homes, dma);
     let rxq = XdpRxq {
         queue_index: qid,
         port: func,
@@ -964,7 +893,7 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
                     &mut book.tx_os_done,
                     &mut book.tx_remote_done,
                     &mut dp.os_tx_live,
-                    dp.homes,
+                    &dp.homes,
                     dp.dma,
                 );
                 let r = pair.tx.reclaim(&mut pair.pool, &mut done);
@@ -1046,7 +975,11 @@ pub fn os_frame<'c>(dma: SimDmaMem<'c>, data: &[u8]) -> Option<Frame<'c>> {
     };
     page.bytes_mut()[..data.len()].copy_from_slice(data);
     dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
-    Some(Frame::Os { page, len, dma })
+    Some(Frame::Os {
+        page,
+        len: usize::from(len),
+        dma,
+    })
 }
 
 /// The OS transmits `data` on pair `q` of PF `f` with `TxQueue::xmit_os` (`more`: more frames of
