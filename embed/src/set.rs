@@ -210,3 +210,68 @@ where
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use onic_core::config::DeviceConfig;
+    use onic_core::xdp::XdpFrame;
+    use onic_core::Device;
+    use onic_sim::{Card, CardConfig, SimDma};
+
+    use super::*;
+    use crate::done::FrameDone;
+    use crate::frame::Frame;
+
+    type F<'c> = Frame<SimDma<'c>>;
+
+    #[test]
+    fn a_set_starts_counts_its_pages_and_gives_every_one_back() {
+        let card = Card::new(CardConfig::default());
+        let mut delay = card.delay();
+        let dev = Device::init(
+            card.qdma(0),
+            card.shell(),
+            &mut delay,
+            DeviceConfig::new(0, 2).unwrap(),
+        )
+        .unwrap();
+        let ring = RingSizeIdx::new(1).unwrap();
+        let buf = BufSizeIdx::new(5).unwrap();
+        let specs: Vec<PairSpec> = (0..2)
+            .map(|q| PairSpec::new(q, ring, buf, Direction::Bidirectional))
+            .collect();
+        let rings = [RecycleRing::new(), RecycleRing::new()];
+        let refs: Vec<&RecycleRing> = rings.iter().collect();
+        let mut set: QueueSet<'_, SimDma<'_>, F<'_>> = QueueSet::build(&card.dma(), &specs, &refs).unwrap();
+        set.start(&dev, &mut delay).unwrap();
+        let c = set.page_counts();
+        assert!(c.in_rx_ring > 0);
+        assert_eq!(
+            c.in_rx_ring,
+            set.pairs.iter().map(|p| p.rx.pages_in_ring()).sum::<u64>()
+        );
+        assert_eq!(c.total(), set.live_pool_pages());
+        // A page of pair 1's pool, redirected to pair 0's TX queue: in flight, still counted.
+        let page = set.pairs[1].pool.alloc().unwrap();
+        let frame = XdpFrame {
+            page,
+            offset: 256,
+            len: 60,
+            origin: 1,
+        };
+        let db = dev.doorbells();
+        set.pairs[0].tx.xmit_remote(&db, F::Xdp(frame), false).unwrap();
+        assert_eq!(set.page_counts().total(), set.live_pool_pages());
+        let mut done = FrameDone::new(&refs, card.dma());
+        QueueSet::teardown_all(alloc::vec![(&dev, set)], &mut delay, &mut done).unwrap();
+        assert_eq!(done.counts.remote_done + done.counts.returned, 2);
+        let (r, _, _) = dev.teardown(&mut delay);
+        r.unwrap();
+        drop(rings);
+        let s = card.dma_stats();
+        assert_eq!((s.live_pages, s.mapped_pages), (0, 0));
+        assert_eq!(card.violations(), []);
+    }
+}

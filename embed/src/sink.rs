@@ -60,3 +60,51 @@ impl<T: Copy, O: FnMut(&RxFrame<DmaPage>, PassInfo)> RxSink<DmaPage> for OsQueue
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use onic_core::queue::rx::RxFrame;
+    use onic_core::{PassInfo, RxSink};
+    use onic_hal::{Direction, DmaMemory, DmaPage};
+    use onic_sim::{Card, CardConfig};
+
+    use super::OsQueue;
+
+    fn frame(page: DmaPage) -> RxFrame<DmaPage> {
+        RxFrame {
+            page,
+            offset: 256,
+            len: 60,
+        }
+    }
+
+    #[test]
+    fn keeps_pages_up_to_its_cap_and_shows_each_to_its_observer() {
+        let card = Card::new(CardConfig::default());
+        let dma = card.dma();
+        let page = || {
+            dma.map_page(dma.alloc_page().unwrap(), Direction::FromDevice)
+                .unwrap()
+        };
+        let mut held = Vec::new();
+        let mut seen = 0;
+        let mut sink = OsQueue::observed(&mut held, 7u16, |_: &RxFrame<DmaPage>, _| seen += 1).with_cap(1);
+        assert!(sink.pass(frame(page()), PassInfo::default()).is_ok());
+        let back = sink.pass(frame(page()), PassInfo::default()).unwrap_err();
+        assert_eq!((sink.passed, sink.refused), (1, 1));
+        assert_eq!(seen, 1);
+        for p in held
+            .drain(..)
+            .map(|(origin, p)| {
+                assert_eq!(origin, 7);
+                p
+            })
+            .chain([back.page])
+        {
+            dma.free_page(dma.unmap_page(p, Direction::FromDevice));
+        }
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+}
