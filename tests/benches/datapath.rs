@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use onic_cli::rigs::bench::{
-    ring_sizes, rx_drop_driver_only, timer_overhead, Method, COMPARE_SIZES, SCALING_QUEUES,
+    ring_sizes, rx_drop_driver_only, timer_overhead, tx_round, Method, COMPARE_SIZES, SCALING_QUEUES,
 };
 use onic_cli::rigs::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
 use onic_cli::rigs::hostdma::HostDma;
@@ -103,14 +103,7 @@ fn bench_tx(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                let t = Instant::now();
-                let sent = rig.xmit(n, 32);
-                timed += t.elapsed().saturating_sub(overhead);
-                rig.complete();
-                let t = Instant::now();
-                let back = rig.reclaim();
-                timed += t.elapsed().saturating_sub(overhead);
-                assert_eq!(usize::from(back), sent);
+                timed += tx_round(&mut rig, n, overhead).0;
             }
             timed
         });

@@ -448,6 +448,25 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
     s
 }
 
+/// One round of the driver-only TX workload: the OS queues `n` frames in xmit-more batches of 32,
+/// the device side completes them, the OS reclaims them. Returns the time of the driver's two
+/// parts (less `overhead` per timed region) and the frames sent.
+///
+/// # Panics
+///
+/// If the reclaim does not give back every frame sent (a bug).
+pub fn tx_round(rig: &mut TxRig<'_>, n: usize, overhead: Duration) -> (Duration, usize) {
+    let t = Instant::now();
+    let sent = rig.xmit(n, 32);
+    let mut timed = t.elapsed().saturating_sub(overhead);
+    rig.complete();
+    let t = Instant::now();
+    let back = rig.reclaim();
+    timed += t.elapsed().saturating_sub(overhead);
+    assert_eq!(usize::from(back), sent);
+    (timed, sent)
+}
+
 /// Nanoseconds per packet of the driver-only TX path: the OS queues 60-byte frames from
 /// pre-mapped buffers in xmit-more batches of 32 until the ring is full, then reclaims them once
 /// the device side has written the status record.
@@ -467,14 +486,8 @@ pub fn tx_driver_only(m: &Method) -> Sample {
         let mut timed = Duration::ZERO;
         let mut pkts = 0u64;
         for _ in 0..rounds {
-            let t = Instant::now();
-            let sent = rig.xmit(n, 32);
-            timed += t.elapsed().saturating_sub(overhead);
-            rig.complete();
-            let t = Instant::now();
-            let back = rig.reclaim();
-            timed += t.elapsed().saturating_sub(overhead);
-            assert_eq!(usize::from(back), sent);
+            let (t, sent) = tx_round(&mut rig, n, overhead);
+            timed += t;
             pkts += sent as u64;
         }
         (timed, pkts)
