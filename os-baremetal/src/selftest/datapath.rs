@@ -2,7 +2,7 @@
 //! (`QueuePair`: RX queue, TX queue, page pool), driven the way a small OS would drive them.
 //!
 //! - **Storage.** The core allocates nothing. Each pair's RX and TX slot storage is a boxed slice
-//!   from the heap ([`Slots::alloc`], sized from the ring sizes), owned by its queues and freed
+//!   from the heap ([`alloc_slots`], sized from the ring sizes), owned by its queues and freed
 //!   with them; a pair rebuilt during the run reuses the storage its predecessor's teardown
 //!   handed back. The pools' recycle rings are statics ([`RINGS`], with a spare for the rebuilt
 //!   pair), so that any context can give a page back through a plain shared reference.
@@ -28,17 +28,15 @@ use alloc::boxed::Box;
 use heapless::Vec as HVec;
 use onic_core::device::rss_control::IndirectionTable;
 use onic_core::queue::doorbell::Doorbells;
-use onic_core::queue::pair::{PairPoll, QueuePair};
-use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue::pair::PairPoll;
+use onic_core::queue::pool::{release_to_hal, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::queue::rx::{RxOptions, RxQueue};
-use onic_core::queue::tx::{TxDone, TxQueue, TxSlot};
+use onic_core::queue::tx::TxDone;
 use onic_core::rss::{RxHasher, ShellHasher};
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpRxq, XdpSlot};
-use onic_core::{
-    BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxQueueConfig, RxSink, TxQueueConfig,
-};
+use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
 use onic_embed::done::FrameDone;
+use onic_embed::set::PairSpec;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
@@ -85,14 +83,10 @@ pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }
 /// The recycle ring a page goes home through.
 pub type Home = &'static RecycleRing;
 
-/// The page pool of a pair.
-pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
-/// RX slot storage of a pair (owned by its RX queue).
-pub type RxSlots = Box<[Option<DmaPage>]>;
 /// TX slot storage of a pair (owned by its TX queue).
-pub type TxSlots<'c> = Box<[TxSlot<DmaPage, Frame<'c>>]>;
+pub type TxSlots<'c> = onic_embed::set::TxSlots<Frame<'c>>;
 /// A queue pair.
-pub type Pair<'c, 's> = QueuePair<SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>, RxSlots, TxSlots<'c>>;
+pub type Pair<'c, 's> = onic_embed::set::Pair<'s, SimDmaMem<'c>, Frame<'c>, POOL_CACHE>;
 
 /// The doorbells of a PF as the image holds them.
 pub type Db<'x, 'c> = Doorbells<&'x Guarded<QdmaWindow<'c>>>;
@@ -617,24 +611,34 @@ impl<'c, 's> Datapath<'c, 's> {
 }
 
 /// The slot storage of one pair: RX and TX, each as long as its ring's usable entries.
-pub struct Slots<'c> {
-    /// RX: one page slot per descriptor.
-    pub rx: RxSlots,
-    /// TX: one bookkeeping slot per descriptor.
-    pub tx: TxSlots<'c>,
+pub type Slots<'c> = onic_embed::set::Slots<Frame<'c>>;
+
+/// Fresh slot storage from the heap (every pair's rings have the same sizes).
+#[must_use]
+pub fn alloc_slots<'c>() -> Slots<'c> {
+    spec(0).map_or_else(
+        |_| Slots {
+            rx: Box::new([]),
+            tx: Box::new([]),
+        },
+        |s| Slots::for_spec(&s),
+    )
 }
 
-impl Slots<'_> {
-    /// Fresh storage from the heap.
-    #[must_use]
-    pub fn alloc() -> Self {
-        let rx = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
-        let tx = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
-        Self {
-            rx: (0..rx).map(|_| None).collect(),
-            tx: (0..tx).map(|_| TxSlot::new()).collect(),
-        }
-    }
+/// Pair `q`'s configuration: RX rings of [`RX_RING`] with buffers of [`RX_BUFFERS`]`[q]`, a TX
+/// ring of [`TX_RING`], a pool mapping its pages bidirectional that takes [`POOL_BULK`] pages
+/// from the HAL at once.
+///
+/// # Errors
+///
+/// A ring or buffer size index the core does not know.
+pub fn spec(q: u16) -> onic_core::Result<PairSpec> {
+    let rx_ring = RingSizeIdx::new(RX_RING)?;
+    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
+    let mut spec = PairSpec::new(q, rx_ring, buf, Direction::Bidirectional);
+    spec.tx.ring = RingSizeIdx::new(TX_RING)?;
+    spec.pool.bulk = POOL_BULK;
+    Ok(spec)
 }
 
 /// Builds pair `q` of `dev` over `slots` (which its queues then own) and its recycle ring, and
@@ -651,29 +655,7 @@ pub fn build_pair<'c, 's>(
     slots: Slots<'c>,
     ring: &'s RecycleRing,
 ) -> onic_core::Result<Pair<'c, 's>> {
-    let ring_rx = RingSizeIdx::new(RX_RING)?;
-    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
-    let rxc = RxQueueConfig {
-        buf,
-        desc_ring: ring_rx,
-        cmpt_ring: ring_rx,
-        ..RxQueueConfig::new(q)
-    };
-    let txc = TxQueueConfig {
-        ring: RingSizeIdx::new(TX_RING)?,
-        ..TxQueueConfig::new(q)
-    };
-    let pool = PagePool::new(
-        dma,
-        PoolConfig {
-            bulk: POOL_BULK,
-            ..PoolConfig::rx(Direction::Bidirectional, buf.bytes())
-        },
-        Some(ring),
-    );
-    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), slots.rx)?;
-    let tx = TxQueue::new(dma, txc, slots.tx)?;
-    let mut pair = QueuePair::new(rx, tx, pool);
+    let mut pair = onic_embed::set::build_pair(dma, &spec(q)?, slots, Some(ring))?;
     match pair.start(dev, &mut TscDelay) {
         Ok(()) => Ok(pair),
         Err(e) => {
