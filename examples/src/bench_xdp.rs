@@ -38,7 +38,9 @@ use onic_sim::{Card, CardConfig, Wire};
 use onic_bpf::{LoadOptions, SimHost, XdpEngine};
 use onic_core::xdp::{RawXdpProgram, XdpProgram};
 
-use crate::replay::{bring_up, teardown, Done, PortRig};
+use onic_embed::done::FrameDone;
+
+use crate::replay::{bring_up, teardown, PortRig};
 use crate::xdp_progs::{drop_all, pass, redirect_other_port, swap_macs_and_tx, Builtin, OTHER_PORT};
 
 const SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];
@@ -129,10 +131,7 @@ impl Bench<'_> {
         let mut map: DevMap<'_, DmaPage, 1> = DevMap::new();
         let _ = map.insert(OTHER_PORT, &mut target);
         let mut os: Vec<(DmaPage, usize)> = Vec::with_capacity(BURST);
-        let mut done = Done {
-            rings: &self.rings,
-            dma: self.card.dma(),
-        };
+        let mut done = FrameDone::new(&self.rings, self.card.dma());
         let pair = &mut pairs[0];
         let mut got = 0;
         let mut idle = 0;
@@ -182,10 +181,7 @@ impl Bench<'_> {
         for p in 0..2 {
             let _ = self.card.take_egress(p);
         }
-        let mut done = Done {
-            rings: &self.rings,
-            dma: self.card.dma(),
-        };
+        let mut done = FrameDone::new(&self.rings, self.card.dma());
         let other = &mut self.ports[1].pairs[0];
         other.tx.reclaim(&mut other.pool, &mut done);
     }

@@ -1,7 +1,9 @@
 //! The library part of the `onic` tool: what the tool's subcommands share and what is tested on
 //! its own (the fuzz targets in `fuzz/` read captures through it): the capture reader and writer,
-//! and output that survives a closed pipe.
+//! output that survives a closed pipe, and the benchmark rigs (`onic bench`, and the criterion
+//! benches of `onic-tests`).
 
 pub mod limits;
 pub mod out;
 pub mod pcap;
+pub mod rigs;

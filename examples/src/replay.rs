@@ -18,19 +18,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use onic_cli::pcap;
-use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::queue::pair::QueuePair;
-use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
-use onic_core::queue::tx::{TxDone, TxQueue, TxSlot};
+use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig};
+use onic_core::queue::pool::RecycleRing;
+use onic_core::queue::rx::RxFrame;
 use onic_core::rss::ShellHasher;
 use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{
-    return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff,
-    XdpFrame,
+    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpFrame,
 };
 use onic_core::{Device, PassInfo, QueueId, RxContext, XdpRxq};
+use onic_embed::done::FrameDone;
+use onic_embed::set::{PairSpec, QueueSet};
 use onic_hal::{Direction, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
@@ -88,37 +87,12 @@ impl ReplayOpts {
     }
 }
 
-pub(crate) type Pool<'c> = PagePool<'c, SimDma<'c>>;
-pub(crate) type Pair<'c> = QueuePair<
-    SimDma<'c>,
-    Pool<'c>,
-    XdpFrame<DmaPage>,
-    Box<[Option<DmaPage>]>,
-    Box<[TxSlot<DmaPage, XdpFrame<DmaPage>>]>,
->;
+pub(crate) type Pair<'c> = onic_embed::set::Pair<'c, SimDma<'c>, XdpFrame<DmaPage>>;
 
 /// One PCI function (one port) and its queue pairs.
 pub(crate) struct PortRig<'c> {
     pub(crate) dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
     pub(crate) pairs: Vec<Pair<'c>>,
-}
-
-/// Completed TX frames are redirected pages: back to their pool through its recycle ring.
-pub(crate) struct Done<'r, 'c> {
-    pub(crate) rings: &'r [&'static RecycleRing],
-    pub(crate) dma: SimDma<'c>,
-}
-
-impl TxDone<XdpFrame<DmaPage>> for Done<'_, '_> {
-    fn os_done(&mut self, f: XdpFrame<DmaPage>) {
-        self.remote_done(f);
-    }
-
-    fn remote_done(&mut self, f: XdpFrame<DmaPage>) {
-        if let Err(page) = return_to_origin(self.rings, f) {
-            release_to_hal(&self.dma, Direction::Bidirectional, page);
-        }
-    }
 }
 
 /// Records frames the program dropped, then hands its verdict on.
@@ -183,38 +157,22 @@ pub(crate) fn bring_up<'c>(
     for f in 0..2u8 {
         let cfg = DeviceConfig::new(f, queues).map_err(|e| e.to_string())?;
         let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
-        let mut pairs = Vec::new();
+        let mut specs = Vec::new();
         for q in 0..queues {
-            let rxc = RxQueueConfig {
-                desc_ring: ring,
-                cmpt_ring: ring,
-                ..RxQueueConfig::new(QueueId::new(q))
-            };
-            let txc = TxQueueConfig {
+            let mut spec = PairSpec::new(
+                QueueId::new(q),
                 ring,
-                ..TxQueueConfig::new(QueueId::new(q))
-            };
-            let usable = usize::from(ring.usable());
-            let rx_slots: Box<[Option<DmaPage>]> = (0..usable).map(|_| None).collect();
-            let tx_slots: Box<[TxSlot<DmaPage, XdpFrame<DmaPage>>]> =
-                (0..usable).map(|_| TxSlot::new()).collect();
-            let rr: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
-            rings.push(rr);
-            let pool = PagePool::new(
-                card.dma(),
-                PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
-                Some(rr),
+                RxQueueConfig::new(QueueId::new(q)).buf,
+                Direction::Bidirectional,
             );
-            let opts = RxOptions {
-                max_frame_len,
-                ..RxOptions::for_queue(&rxc)
-            };
-            let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).map_err(|e| e.to_string())?;
-            let tx = TxQueue::new(card.dma(), txc, tx_slots).map_err(|e| e.to_string())?;
-            let mut pair = QueuePair::new(rx, tx, pool);
-            pair.start(&dev, &mut delay).map_err(|e| e.to_string())?;
-            pairs.push(pair);
+            spec.opts.max_frame_len = max_frame_len;
+            specs.push(spec);
+            rings.push(Box::leak(Box::new(RecycleRing::new())));
         }
+        let mut set = QueueSet::build(&card.dma(), &specs, &rings[rings.len() - specs.len()..])
+            .map_err(|e| e.to_string())?;
+        set.start(&dev, &mut delay).map_err(|e| e.to_string())?;
+        let pairs = set.pairs;
         ports.push(PortRig { dev, pairs });
     }
     Ok(ports)
@@ -275,7 +233,7 @@ fn poll_pair(
         origin: origin as u16,
         hasher: Some(hasher),
     };
-    let mut done = Done { rings, dma };
+    let mut done = FrameDone::new(rings, dma);
     let pair = &mut pairs[q];
     let r = pair.poll(64, &db, &mut ctx, &mut done);
     // The "OS" is done with the passed frames once they are copied: their pages go home.
@@ -297,38 +255,15 @@ pub(crate) fn teardown(
     rings: &[&'static RecycleRing],
 ) -> Result<usize, String> {
     let mut delay = card.delay();
-    let mut parts = Vec::new();
-    for p in ports {
-        let qs: Vec<_> = p
-            .pairs
-            .into_iter()
-            .map(|pair| {
-                let QueuePair { rx, tx, pool, .. } = pair;
-                (rx, Some(tx), pool)
-            })
-            .collect();
-        parts.push((p.dev, qs));
-    }
+    let (devs, sets): (Vec<_>, Vec<_>) = ports
+        .into_iter()
+        .map(|p| (p.dev, QueueSet { pairs: p.pairs }))
+        .unzip();
+    let mut done = FrameDone::new(rings, card.dma());
     // TX queues first: redirected pages find their pools still there.
-    for (dev, qs) in &mut parts {
-        for (_, tx, pool) in qs.iter_mut() {
-            let mut done = Done {
-                rings,
-                dma: card.dma(),
-            };
-            if let Some(tx) = tx.take() {
-                tx.teardown(dev, &mut delay, pool, &mut done)
-                    .0
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-    }
-    for (dev, qs) in parts {
-        for (rx, _, mut pool) in qs {
-            rx.teardown(&dev, &mut delay, &mut pool)
-                .0
-                .map_err(|e| e.to_string())?;
-        }
+    QueueSet::teardown_all(devs.iter().zip(sets).collect(), &mut delay, &mut done)
+        .map_err(|e| e.to_string())?;
+    for dev in devs {
         let (r, _, _) = dev.teardown(&mut delay);
         r.map_err(|e| e.to_string())?;
     }

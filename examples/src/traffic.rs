@@ -44,28 +44,34 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use onic_bpf::{SimHost, XdpEngine};
-use onic_core::config::{DeviceConfig, RingSizeIdx};
+use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RX_BUF_SIZE_INDEX_DEFAULT};
 use onic_core::queue::pair::PairPoll;
-use onic_core::queue::pool::release_to_hal;
 use onic_core::queue::pool::{PageCounts, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::queue::tx::{TxDone, TxError};
+use onic_core::queue::tx::TxError;
 use onic_core::rss::ShellHasher;
 use onic_core::stats::read_hw_counters;
 use onic_core::stats::PoolStats;
 use onic_core::stats::{RxStats, TxStats};
-use onic_core::xdp::{
-    return_to_origin, DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame,
-};
+use onic_core::xdp::{DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame};
 
 use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
 use crate::xdp_progs::this_and_other;
 use onic_core::{Device, PassInfo, RxContext, XdpRxq};
+use onic_embed::done::FrameDone;
+use onic_embed::frame::Frame;
+use onic_embed::set::{PairSpec, QueueSet};
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_hal::{DmaMemory, DmaPage};
-use onic_sim::{Card, CardConfig, SimDma, Wire};
-use onic_tests::datapath::{start_pair, HDevice, HFrame, HPair, Setup};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+
+/// A PCI function of the model as the driver sees it.
+type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
+/// A frame on a TX ring: an OS frame, or one redirected from another pair.
+type HFrame<'c> = Frame<SimDma<'c>>;
+/// A queue pair.
+type HPair<'c> = onic_embed::set::Pair<'c, SimDma<'c>, HFrame<'c>>;
 
 /// Bytes of preamble, start delimiter and inter-frame gap around every frame on the wire.
 const WIRE_OVERHEAD: f64 = 20.0;
@@ -393,11 +399,7 @@ impl RedirectTarget<DmaPage> for XskCount<'_> {
 fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
     let (me, other) = this_and_other(funcs, fi);
     let db = me.dev.doorbells();
-    let mut done = OsDone {
-        free: &mut me.os_free,
-        rings: rx.rings,
-        dma: rx.dma,
-    };
+    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut me.os_free);
     let mut sink = Sink {
         flows: rx.flows,
         ramp: rx.ramp,
@@ -450,11 +452,7 @@ fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool
                 let f = &mut funcs[fi];
                 let pair = &mut f.pairs[q];
                 if pair.tx.in_flight() > 0 {
-                    let mut done = OsDone {
-                        free: &mut f.os_free,
-                        rings: rx.rings,
-                        dma: rx.dma,
-                    };
+                    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut f.os_free);
                     pair.tx.reclaim(&mut pair.pool, &mut done);
                 }
                 busy |= pair.tx.in_flight() > 0;
@@ -482,31 +480,6 @@ fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool
         }
     }
     Ok(busy)
-}
-
-/// Completed OS frames: their pages go back on the sending function's free list; redirected
-/// frames go back to the pool they came from.
-struct OsDone<'x, 'c> {
-    free: &'x mut Vec<DmaPage>,
-    rings: &'x [&'static RecycleRing],
-    dma: SimDma<'c>,
-}
-
-impl<'c> TxDone<HFrame<'c>> for OsDone<'_, 'c> {
-    fn os_done(&mut self, f: HFrame<'c>) {
-        match f {
-            HFrame::Xdp(x) => {
-                if let Err(page) = return_to_origin(self.rings, x) {
-                    release_to_hal(&self.dma, onic_hal::Direction::Bidirectional, page);
-                }
-            }
-            HFrame::Os { page, .. } | HFrame::Peer { page, .. } => self.free.push(page),
-        }
-    }
-
-    fn remote_done(&mut self, f: HFrame<'c>) {
-        self.os_done(f);
-    }
 }
 
 /// One PCI function: the device, its queue pairs, the OS's TX buffers and per-queue counters.
@@ -751,23 +724,29 @@ fn bring_up<'c>(
     ring: RingSizeIdx,
     rings: &mut Vec<&'static RecycleRing>,
 ) -> Result<Vec<Func<'c>>, String> {
-    let setup = Setup::new()
-        .functions(2)
-        .queues(args.queues)
-        .ring_size_idx(ring.index())
-        .wire(Wire::Cable);
+    let buf = BufSizeIdx::new(RX_BUF_SIZE_INDEX_DEFAULT).map_err(|e| format!("{e:?}"))?;
+    let specs: Vec<PairSpec> = (0..args.queues)
+        .map(|q| {
+            PairSpec::new(
+                onic_core::QueueId::new(q),
+                ring,
+                buf,
+                onic_hal::Direction::Bidirectional,
+            )
+        })
+        .collect();
     let mut funcs = Vec::new();
     for f in 0..2u8 {
         let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
         let dev = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
             .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
-        let pairs = (0..args.queues)
-            .map(|q| {
-                let r: &'static RecycleRing = Box::leak(Box::new(RecycleRing::new()));
-                rings.push(r);
-                start_pair(card, &dev, q, &setup, r)
-            })
-            .collect();
+        let mine = rings.len();
+        rings.extend(specs.iter().map(|_| &*Box::leak(Box::new(RecycleRing::new()))));
+        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..])
+            .map_err(|e| format!("PF{f} queues: {e:?}"))?;
+        set.start(&dev, &mut card.delay())
+            .map_err(|e| format!("PF{f} queue start: {e:?}"))?;
+        let pairs = set.pairs;
         funcs.push(Func {
             dev,
             pairs,
@@ -827,11 +806,7 @@ impl Generator {
         let due = ((self.rate * now_ns as f64 / 1e9) as u64).min(s.quota);
         let sending = s.sent < s.quota;
         for pair in &mut func.pairs {
-            let mut done = OsDone {
-                free: &mut func.os_free,
-                rings,
-                dma,
-            };
+            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut func.os_free);
             pair.tx.reclaim(&mut pair.pool, &mut done);
         }
         let db = func.dev.doorbells();
@@ -863,10 +838,7 @@ impl Generator {
                 }
                 Err(e) => {
                     let busy = matches!(e, TxError::Full(_));
-                    let (HFrame::Os { page, .. }
-                    | HFrame::Peer { page, .. }
-                    | HFrame::Xdp(XdpFrame { page, .. })) = e.into_inner();
-                    func.os_free.push(page);
+                    func.os_free.push(e.into_inner().into_page());
                     if !busy {
                         return Err("the driver refused a frame of the generator".into());
                     }
@@ -1449,11 +1421,7 @@ fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleR
         let mut rxs = Vec::new();
         for pair in f.pairs {
             let onic_core::QueuePair { rx, tx, mut pool, .. } = pair;
-            let mut done = OsDone {
-                free: &mut f.os_free,
-                rings,
-                dma,
-            };
+            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut f.os_free);
             if let (Err(e), _) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
                 failures.push(format!("TX teardown: {e:?}"));
             }

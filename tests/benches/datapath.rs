@@ -1,9 +1,9 @@
 //! Criterion benches of the datapath, kernel for kernel the workloads of `onic bench`
-//! (`onic_tests::bench`): the driver-only RX drop and to-OS paths, the TX path, the page pool,
+//! (`onic_cli::rigs::bench`): the driver-only RX drop and to-OS paths, the TX path, the page pool,
 //! queue and ring-size scaling, and the page-per-packet baseline against the pool at the
-//! comparison's frame sizes, and the driver-only XDP verdict paths (`onic_tests::bench_xdp`) beside
+//! comparison's frame sizes, and the driver-only XDP verdict paths (`onic_cli::rigs::bench_xdp`) beside
 //! the RX drop path of the same rig. Driver-only benches time only the driver's calls (the device
-//! side runs between timed regions, see `onic_tests::rig`).
+//! side runs between timed regions, see `onic_cli::rigs::rig`).
 //!
 //! Run: `cargo bench -p onic-tests --bench datapath` (a group: append its name, e.g. `-- pool`).
 
@@ -13,16 +13,18 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use onic_cli::rigs::bench::{
+    ring_sizes, rx_drop_driver_only, timer_overhead, tx_round, Method, COMPARE_SIZES, SCALING_QUEUES,
+};
+use onic_cli::rigs::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
+use onic_cli::rigs::hostdma::HostDma;
+use onic_cli::rigs::rig::{
+    host_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots,
+};
 use onic_core::queue::pool::{PageBurst, PageProvider};
 use onic_core::queue::rx::RxFrame;
 use onic_core::PassInfo;
 use onic_hal::{Direction, DmaPage};
-use onic_tests::bench::{
-    ring_sizes, rx_drop_driver_only, timer_overhead, Method, COMPARE_SIZES, SCALING_QUEUES,
-};
-use onic_tests::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
-use onic_tests::hostdma::HostDma;
-use onic_tests::rig::{host_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots};
 
 fn config() -> Criterion {
     Criterion::default()
@@ -101,14 +103,7 @@ fn bench_tx(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                let t = Instant::now();
-                let sent = rig.xmit(n, 32);
-                timed += t.elapsed().saturating_sub(overhead);
-                rig.complete();
-                let t = Instant::now();
-                let back = rig.reclaim();
-                timed += t.elapsed().saturating_sub(overhead);
-                assert_eq!(usize::from(back), sent);
+                timed += tx_round(&mut rig, n, overhead).0;
             }
             timed
         });

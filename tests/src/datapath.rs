@@ -23,19 +23,22 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::queue::pair::{PairPoll, QueuePair};
-use onic_core::queue::pool::{release_to_hal, PageCounts, PagePool, PoolConfig, RecycleRing};
-use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
-use onic_core::queue::tx::{TxDone, TxError, TxFrame, TxQueue, TxSlot};
+use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx};
+use onic_core::queue::pair::PairPoll;
+use onic_core::queue::pool::{release_to_hal, PageCounts, PagePool, RecycleRing};
+use onic_core::queue::rx::{RxFrame, RxOptions};
+use onic_core::queue::tx::TxError;
 use onic_core::xdp::{
-    return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction,
-    XdpBuff, XdpFrame, XdpProgram,
+    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpFrame, XdpProgram,
 };
 use onic_core::{Device, PassInfo, RxContext, XdpRxq};
+use onic_embed::done::FrameDone;
+use onic_embed::frame::Frame;
+use onic_embed::set::{build_pair, census, Pair, PairSpec, QueueSet, Slots};
+use onic_embed::sink::OsQueue;
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_hal::{Direction, DmaMemory, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 
 /// Offset of the frame id in a harness frame (after Ethernet, IPv4 and the 4 port bytes).
@@ -220,101 +223,12 @@ impl Setup {
 }
 
 /// A frame the harness hands to a TX queue: an OS buffer, or a page of another pair's pool.
-#[derive(Debug)]
-pub enum HFrame<'c> {
-    /// An OS frame in its own to-device page.
-    Os {
-        /// The page.
-        page: DmaPage,
-        /// Frame length.
-        len: usize,
-        /// Its DMA memory.
-        dma: SimDma<'c>,
-    },
-    /// A frame at `offset` in a page of pool `origin`, handed to a TX queue as a remote frame.
-    Peer {
-        /// The page.
-        page: DmaPage,
-        /// Frame offset.
-        offset: usize,
-        /// Frame length.
-        len: usize,
-        /// Global index of the pair whose pool owns the page.
-        origin: usize,
-        /// Its DMA memory.
-        dma: SimDma<'c>,
-    },
-    /// A redirected frame ([`Harness::poll_with`]), or one queued by `xdp_xmit`.
-    Xdp(XdpFrame<DmaPage>),
-}
-
-impl FromXdpFrame<DmaPage> for HFrame<'_> {
-    fn from_xdp(frame: XdpFrame<DmaPage>) -> Self {
-        Self::Xdp(frame)
-    }
-
-    fn into_xdp(self) -> Result<XdpFrame<DmaPage>, Self> {
-        match self {
-            Self::Xdp(f) => Ok(f),
-            other => Err(other),
-        }
-    }
-}
-
-impl TxFrame for HFrame<'_> {
-    fn dma_addr(&self) -> DmaAddr {
-        match self {
-            Self::Os { page, .. } => page.dma_addr(),
-            Self::Peer { page, offset, .. } => DmaAddr::new(page.dma_addr().get() + *offset as u64),
-            Self::Xdp(f) => f.dma_addr(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Self::Os { len, .. } | Self::Peer { len, .. } => *len,
-            Self::Xdp(f) => TxFrame::len(f),
-        }
-    }
-
-    fn buffer_len(&self) -> usize {
-        match self {
-            Self::Os { .. } => PAGE_SIZE,
-            Self::Peer { offset, .. } => PAGE_SIZE.saturating_sub(*offset),
-            Self::Xdp(f) => f.buffer_len(),
-        }
-    }
-
-    fn pad_to(&mut self, min_len: usize) -> bool {
-        let (page, start, len, dma, dir) = match self {
-            Self::Xdp(f) => return f.pad_to(min_len),
-            Self::Os { page, len, dma } => (page, 0, len, *dma, Direction::ToDevice),
-            Self::Peer {
-                page,
-                offset,
-                len,
-                dma,
-                ..
-            } => (page, *offset, len, *dma, Direction::Bidirectional),
-        };
-        if start + min_len > PAGE_SIZE {
-            return false;
-        }
-        page.bytes_mut()[start + *len..start + min_len].fill(0);
-        dma.sync_for_device(page, start + *len, min_len - *len, dir);
-        *len = min_len;
-        true
-    }
-}
+pub type HFrame<'c> = Frame<SimDma<'c>>;
 
 /// The pool type of the harness.
 pub type HPool<'c> = PagePool<'c, SimDma<'c>>;
-/// RX slot storage of one pair of the harness (owned by its RX queue).
-pub type HRxSlots = Box<[Option<DmaPage>]>;
-/// TX slot storage of one pair of the harness (owned by its TX queue).
-pub type HTxSlots<'c> = Box<[TxSlot<DmaPage, HFrame<'c>>]>;
 /// The queue-pair type of the harness.
-pub type HPair<'c> = QueuePair<SimDma<'c>, HPool<'c>, HFrame<'c>, HRxSlots, HTxSlots<'c>>;
+pub type HPair<'c> = Pair<'c, SimDma<'c>, HFrame<'c>>;
 /// The device type of the harness.
 pub type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 
@@ -326,49 +240,18 @@ pub struct Func<'c> {
     pub pairs: Vec<HPair<'c>>,
 }
 
-/// Where completed TX frames go: OS buffers are freed, pages of other pools go back through their
-/// recycle rings.
-struct Done<'h, 'c> {
-    rings: &'h [&'static RecycleRing],
-    os_tx_live: &'h mut usize,
+/// Runs `f` with the harness's TX completion (OS buffers are freed, pages of other pools go back
+/// through their recycle rings) and books the OS buffers it freed.
+fn completing<'c, R>(
+    rings: &[&'static RecycleRing],
+    os_tx_live: &mut usize,
     dma: SimDma<'c>,
-}
-
-impl<'c> TxDone<HFrame<'c>> for Done<'_, 'c> {
-    fn os_done(&mut self, f: HFrame<'c>) {
-        free_frame(f, self.rings, self.os_tx_live, self.dma);
-    }
-
-    fn remote_done(&mut self, f: HFrame<'c>) {
-        free_frame(f, self.rings, self.os_tx_live, self.dma);
-    }
-}
-
-fn free_frame<'c>(f: HFrame<'c>, rings: &[&'static RecycleRing], os_tx_live: &mut usize, dma: SimDma<'c>) {
-    match f {
-        HFrame::Os { page, dma, .. } => {
-            dma.free_page(page.unmap(&dma, Direction::ToDevice));
-            *os_tx_live -= 1;
-        }
-        HFrame::Peer {
-            page,
-            offset,
-            len,
-            origin,
-            dma,
-        } => {
-            let dirty = (offset + len).saturating_sub(onic_core::config::RX_HEADROOM as usize);
-            if let Err(page) = rings[origin].recycle(page, dirty) {
-                release_to_hal(&dma, Direction::Bidirectional, page);
-            }
-        }
-        HFrame::Xdp(f) => {
-            // The origin's ring is full: the page goes back to the HAL.
-            if let Err(page) = return_to_origin(rings, f) {
-                release_to_hal(&dma, Direction::Bidirectional, page);
-            }
-        }
-    }
+    f: impl FnOnce(&mut FrameDone<'_, SimDma<'c>>) -> R,
+) -> R {
+    let mut done = FrameDone::new(rings, dma);
+    let r = f(&mut done);
+    *os_tx_live -= done.counts.os_freed as usize;
+    r
 }
 
 /// A user redirect target in the style of an AF_XDP ring in copy mode: copies up to `cap`
@@ -497,37 +380,17 @@ pub fn start_pair<'c>(
 ) -> HPair<'c> {
     let mut delay = card.delay();
     let size = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
-    let usable = usize::from(size.usable());
-    let rx_slots: HRxSlots = (0..usable).map(|_| None).collect();
-    let tx_slots: HTxSlots<'c> = (0..usable).map(|_| TxSlot::new()).collect();
-    let rxc = RxQueueConfig {
-        desc_ring: size,
-        cmpt_ring: size,
-        buf: BufSizeIdx::new(setup.buf_idx).expect("buffer size"),
-        cmpt_entry: setup.cmpt_entry,
-        ..RxQueueConfig::new(onic_core::QueueId::new(q))
-    };
-    let txc = TxQueueConfig {
-        ring: size,
-        ..TxQueueConfig::new(onic_core::QueueId::new(q))
-    };
-    let pool = PagePool::new(
-        card.dma(),
-        PoolConfig {
-            bulk: setup.bulk,
-            ..PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes())
-        },
-        Some(ring),
-    );
-    let opts = RxOptions {
+    let buf = BufSizeIdx::new(setup.buf_idx).expect("buffer size");
+    let mut spec = PairSpec::new(onic_core::QueueId::new(q), size, buf, Direction::Bidirectional);
+    spec.rx.cmpt_entry = setup.cmpt_entry;
+    spec.pool.bulk = setup.bulk;
+    spec.opts = RxOptions {
         max_frame_len: setup.max_frame_len as u32,
         check_c2h_status: setup.c2h_status_check,
         stall_polls: setup.stall_polls,
-        ..RxOptions::for_queue(&rxc)
+        ..RxOptions::for_queue(&spec.rx)
     };
-    let rx = RxQueue::new(card.dma(), rxc, opts, rx_slots).expect("rx queue");
-    let tx = TxQueue::new(card.dma(), txc, tx_slots).expect("tx queue");
-    let mut pair = QueuePair::new(rx, tx, pool);
+    let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).expect("queue pair");
     pair.start(dev, &mut delay).expect("start pair");
     pair
 }
@@ -732,16 +595,13 @@ impl<'c> Harness<'c> {
         } else {
             (Some(&mut self.delivered), None)
         };
-        let os_pages = &mut self.os_pages;
         let last_info = &mut self.last_pass_info;
-        let mut pass = |f: RxFrame<DmaPage>, info: PassInfo| -> Result<(), RxFrame<DmaPage>> {
+        let mut pass = OsQueue::observed(&mut self.os_pages, me, |f: &RxFrame<DmaPage>, info| {
             if let Some(ids) = pass_ids.as_mut() {
                 ids.push(frame_id(f.data()));
             }
             *last_info = Some(info);
-            os_pages.push((me, f.page));
-            Ok(())
-        };
+        });
         let mut recorder = prog.zip(prog_ids.take()).map(|(inner, ids)| Recorder {
             inner,
             ids,
@@ -759,12 +619,9 @@ impl<'c> Harness<'c> {
             origin: me as u16,
             hasher: Some(&hasher),
         };
-        let mut done = Done {
-            rings: &self.rings,
-            os_tx_live: &mut self.os_tx_live,
-            dma: self.card.dma(),
-        };
-        let out = pair.poll(budget, &dbs[func], &mut ctx, &mut done);
+        let out = completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
+            pair.poll(budget, &dbs[func], &mut ctx, done)
+        });
         self.sent_back = sent.into_inner();
         out
     }
@@ -797,12 +654,9 @@ impl<'c> Harness<'c> {
     /// Reclaims the TX queue of pair `q` of function `func` (the OS's transmit path does that).
     pub fn reclaim(&mut self, func: usize, q: usize) {
         let pair = &mut self.funcs[func].pairs[q];
-        let mut done = Done {
-            rings: &self.rings,
-            os_tx_live: &mut self.os_tx_live,
-            dma: self.card.dma(),
-        };
-        pair.tx.reclaim(&mut pair.pool, &mut done);
+        completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
+            pair.tx.reclaim(&mut pair.pool, done)
+        });
     }
 
     /// The OS transmits `frames` on pair `q` of function `func` as one xmit-more batch; frames
@@ -834,7 +688,9 @@ impl<'c> Harness<'c> {
                 Err(e) => {
                     assert!(matches!(e, TxError::Full(_)), "unexpected TX error");
                     self.os_tx_refused += 1;
-                    free_frame(e.into_inner(), &self.rings, &mut self.os_tx_live, dma);
+                    completing(&self.rings, &mut self.os_tx_live, dma, |done| {
+                        done.finish(e.into_inner())
+                    });
                 }
             }
         }
@@ -871,22 +727,7 @@ impl<'c> Harness<'c> {
     /// If a pool's OS-return count exceeds the pages its RX path handed out.
     #[must_use]
     pub fn page_counts(&self) -> PageCounts {
-        let mut c = PageCounts::default();
-        for p in self.pairs() {
-            let inf = p.tx.in_flight_by_owner();
-            c = c + PageCounts {
-                in_pool: p.pool.available() as u64,
-                in_rx_ring: p.rx.pages_in_ring(),
-                in_tx_flight: u64::from(inf.pool) + u64::from(inf.remote),
-                with_os: p
-                    .rx
-                    .stats()
-                    .to_os
-                    .checked_sub(p.pool.stats().os_returns)
-                    .expect("more OS returns than pages handed to the OS"),
-            };
-        }
-        c
+        census(self.pairs())
     }
 
     /// Pages the pools took from the HAL and did not give back.
@@ -932,16 +773,13 @@ impl<'c> Harness<'c> {
     ///
     /// # Errors
     ///
-    /// As [`QueuePair::restart`].
+    /// As [`onic_core::QueuePair::restart`].
     pub fn restart(&mut self, func: usize, q: usize) -> onic_core::Result<()> {
         let mut delay = self.card.delay();
         let Func { dev, pairs } = &mut self.funcs[func];
-        let mut done = Done {
-            rings: &self.rings,
-            os_tx_live: &mut self.os_tx_live,
-            dma: self.card.dma(),
-        };
-        pairs[q].restart(dev, &mut delay, &mut done)
+        completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
+            pairs[q].restart(dev, &mut delay, done)
+        })
     }
 
     /// Settles and polls every pair (budget 64) until nothing is pending anywhere.
@@ -1059,34 +897,16 @@ impl<'c> Harness<'c> {
         let mut delay = self.card.delay();
         let rings = self.rings.clone();
         let mut os_tx_live = self.os_tx_live;
-        let mut parts = Vec::new();
-        for f in self.funcs.drain(..) {
-            let mut qs = Vec::new();
-            for pair in f.pairs {
-                let QueuePair { rx, tx, pool, .. } = pair;
-                qs.push((rx, Some(tx), pool));
-            }
-            parts.push((f.dev, qs));
-        }
-        for (dev, qs) in &mut parts {
-            for (_, tx, pool) in qs.iter_mut() {
-                let mut done = Done {
-                    rings: &rings,
-                    os_tx_live: &mut os_tx_live,
-                    dma: self.card.dma(),
-                };
-                if let Some(tx) = tx.take() {
-                    tx.teardown(dev, &mut delay, pool, &mut done)
-                        .0
-                        .expect("tx teardown");
-                }
-            }
-        }
-        for (dev, qs) in parts {
-            for (rx, _, mut pool) in qs {
-                rx.teardown(&dev, &mut delay, &mut pool).0.expect("rx teardown");
-                drop(pool);
-            }
+        let funcs: Vec<Func<'c>> = self.funcs.drain(..).collect();
+        let (devs, sets): (Vec<_>, Vec<_>) = funcs
+            .into_iter()
+            .map(|f| (f.dev, QueueSet { pairs: f.pairs }))
+            .unzip();
+        completing(&rings, &mut os_tx_live, self.card.dma(), |done| {
+            QueueSet::teardown_all(devs.iter().zip(sets).collect(), &mut delay, done)
+        })
+        .expect("queue teardown");
+        for dev in devs {
             let (r, _, _) = dev.teardown(&mut delay);
             r.expect("device teardown");
         }

@@ -1,14 +1,10 @@
 //! Shared fixtures for the integration tests: an expected-trace builder that spells out register
-//! sequences from the hardware spec's tables, independent of the driver's own constants; the
-//! datapath harness over the model; and the driver-only rigs and workloads of the benchmarks
-//! (`onic bench`, `cargo bench -p onic-tests`).
+//! sequences from the hardware spec's tables, independent of the driver's own constants, and the
+//! datapath harness over the model. The driver-only rigs and workloads of the benchmarks live in
+//! the `onic` tool (`onic_cli::rigs`), which runs them as `onic bench`; `cargo bench -p
+//! onic-tests` times the same workloads with criterion.
 
-pub mod bench;
-pub mod bench_xdp;
 pub mod datapath;
-pub mod hostdma;
-pub mod rig;
-pub mod rss_inputs;
 
 use onic_hal::recording::{Access, AccessKind};
 use onic_hal::Bar;

@@ -27,7 +27,7 @@ const NO_STD_TARGETS: [&str; 4] = [
 
 /// The crates that must stay `no_std` (`onic-accel` falls back to the table path where its
 /// multiplication backends do not exist).
-const NO_STD_CRATES: [&str; 4] = ["onic-hal", "onic-core", "onic-accel", "onic-bpf"];
+const NO_STD_CRATES: [&str; 5] = ["onic-hal", "onic-core", "onic-embed", "onic-accel", "onic-bpf"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

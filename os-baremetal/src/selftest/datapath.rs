@@ -2,7 +2,7 @@
 //! (`QueuePair`: RX queue, TX queue, page pool), driven the way a small OS would drive them.
 //!
 //! - **Storage.** The core allocates nothing. Each pair's RX and TX slot storage is a boxed slice
-//!   from the heap ([`Slots::alloc`], sized from the ring sizes), owned by its queues and freed
+//!   from the heap ([`alloc_slots`], sized from the ring sizes), owned by its queues and freed
 //!   with them; a pair rebuilt during the run reuses the storage its predecessor's teardown
 //!   handed back. The pools' recycle rings are statics ([`RINGS`], with a spare for the rebuilt
 //!   pair), so that any context can give a page back through a plain shared reference.
@@ -17,8 +17,8 @@
 //!   giving back the pages XDP_PASS handed it.
 //! - **The OS.** [`send`] is the OS transmit path: a frame in its own to-device page, queued with
 //!   `TxQueue::xmit_os`, waiting on flow control (a stopped queue wakes when a reclaim frees room).
-//!   [`Done`] is the `TxDone` that frees completed OS buffers and returns redirected pages to their
-//!   pool's recycle ring (`return_to_origin`); both are counted per pair.
+//!   [`Done`] is the `TxDone` (`onic-embed`'s `FrameDone`) that frees completed OS buffers and
+//!   returns redirected pages to their pool's recycle ring; both are counted per pair.
 //!
 //! What the pairs do with received frames is decided in [`super::xdp`]; what the tests expect of
 //! each frame is tracked by [`Tally`].
@@ -28,19 +28,16 @@ use alloc::boxed::Box;
 use heapless::Vec as HVec;
 use onic_core::device::rss_control::IndirectionTable;
 use onic_core::queue::doorbell::Doorbells;
-use onic_core::queue::pair::{PairPoll, QueuePair};
-use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig, RecycleRing};
+use onic_core::queue::pair::PairPoll;
+use onic_core::queue::pool::{release_to_hal, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::queue::rx::{RxOptions, RxQueue};
-use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
+use onic_core::queue::tx::TxDone;
 use onic_core::rss::{RxHasher, ShellHasher};
-use onic_core::xdp::{
-    return_to_origin, DevMap, FromXdpFrame, RawXdpProgram, TxTarget, XdpFrame, XdpRxq, XdpSlot,
-};
-use onic_core::{
-    BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxQueueConfig, RxSink, TxQueueConfig,
-};
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpRxq, XdpSlot};
+use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
+use onic_embed::done::FrameDone;
+use onic_embed::set::PairSpec;
+use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
@@ -86,14 +83,10 @@ pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }
 /// The recycle ring a page goes home through.
 pub type Home = &'static RecycleRing;
 
-/// The page pool of a pair.
-pub type Pool<'c, 's> = PagePool<'s, SimDmaMem<'c>, POOL_CACHE>;
-/// RX slot storage of a pair (owned by its RX queue).
-pub type RxSlots = Box<[Option<DmaPage>]>;
 /// TX slot storage of a pair (owned by its TX queue).
-pub type TxSlots<'c> = Box<[TxSlot<DmaPage, Frame<'c>>]>;
+pub type TxSlots<'c> = onic_embed::set::TxSlots<Frame<'c>>;
 /// A queue pair.
-pub type Pair<'c, 's> = QueuePair<SimDmaMem<'c>, Pool<'c, 's>, Frame<'c>, RxSlots, TxSlots<'c>>;
+pub type Pair<'c, 's> = onic_embed::set::Pair<'s, SimDmaMem<'c>, Frame<'c>, POOL_CACHE>;
 
 /// The doorbells of a PF as the image holds them.
 pub type Db<'x, 'c> = Doorbells<&'x Guarded<QdmaWindow<'c>>>;
@@ -107,131 +100,66 @@ pub fn buffer_bytes(q: usize) -> u32 {
         .map_or(0, BufSizeIdx::bytes)
 }
 
-/// A frame on a TX ring that is not an XDP_TX page of the pair's own pool.
-#[derive(Debug)]
-pub enum Frame<'c> {
-    /// An OS frame in its own page (mapped to-device), starting at offset 0.
-    Os {
-        /// The page.
-        page: DmaPage,
-        /// Frame length.
-        len: u16,
-        /// The memory it was mapped in.
-        dma: SimDmaMem<'c>,
-    },
-    /// A frame another pair redirected here, in a page of that pair's pool (mapped
-    /// bidirectional); `origin` is the owner's global pair index.
-    Remote(XdpFrame<DmaPage>),
-}
-
-impl FromXdpFrame<DmaPage> for Frame<'_> {
-    fn from_xdp(frame: XdpFrame<DmaPage>) -> Self {
-        Self::Remote(frame)
-    }
-
-    fn into_xdp(self) -> Result<XdpFrame<DmaPage>, Self> {
-        match self {
-            Self::Remote(f) => Ok(f),
-            os @ Self::Os { .. } => Err(os),
-        }
-    }
-}
-
-impl TxFrame for Frame<'_> {
-    fn dma_addr(&self) -> DmaAddr {
-        match self {
-            Self::Os { page, .. } => page.dma_addr(),
-            Self::Remote(f) => f.dma_addr(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Self::Os { len, .. } => usize::from(*len),
-            Self::Remote(f) => usize::from(f.len),
-        }
-    }
-
-    fn buffer_len(&self) -> usize {
-        match self {
-            Self::Os { .. } => PAGE_SIZE,
-            Self::Remote(f) => f.buffer_len(),
-        }
-    }
-
-    fn pad_to(&mut self, min_len: usize) -> bool {
-        match self {
-            Self::Os { page, len, dma } => {
-                let old = usize::from(*len);
-                if min_len > PAGE_SIZE || min_len < old {
-                    return false;
-                }
-                page.bytes_mut()[old..min_len].fill(0);
-                dma.sync_for_device(page, old, min_len - old, Direction::ToDevice);
-                // CAST: min_len <= PAGE_SIZE (checked above).
-                *len = min_len as u16;
-                true
-            }
-            // The redirect path padded and synced it before it left its pool.
-            Self::Remote(f) => f.pad_to(min_len),
-        }
-    }
-}
+/// A frame on a TX ring that is not an XDP_TX page of the pair's own pool: an OS frame in its
+/// own to-device page, or a frame another pair redirected here (`origin` is the owner's global
+/// pair index).
+pub type Frame<'c> = onic_embed::frame::Frame<SimDmaMem<'c>>;
 
 /// Gives a finished TX buffer back to its owner: an OS page is unmapped and freed, a redirected
 /// page goes back to its pool through the pool's recycle ring (`homes[origin]`).
 fn free_frame(f: Frame<'_>, os_tx_live: &mut u32, homes: &[Home; TOTAL_PAIRS], dma: SimDmaMem<'_>) {
-    match f {
-        Frame::Os { page, dma, .. } => {
-            dma.free_page(page.unmap(&dma, Direction::ToDevice));
-            *os_tx_live = os_tx_live.saturating_sub(1);
-        }
-        Frame::Remote(f) => {
-            if let Err(page) = return_to_origin(&homes[..], f) {
-                release_to_hal(&dma, Direction::Bidirectional, page);
-            }
-        }
-    }
+    let mut done = FrameDone::new(homes, dma);
+    done.finish(f);
+    book_os_frees(os_tx_live, done.counts.os_freed);
 }
 
-/// Where a pair's completed TX buffers go; counts them on the pair's [`Book`].
+/// Takes `freed` OS buffers off the count of live ones.
+fn book_os_frees(os_tx_live: &mut u32, freed: u64) {
+    *os_tx_live = os_tx_live.saturating_sub(u32::try_from(freed).unwrap_or(u32::MAX));
+}
+
+/// Where a pair's completed TX buffers go ([`FrameDone`]), booked on the pair's [`Book`].
 pub struct Done<'x, 'c> {
+    inner: FrameDone<'x, SimDmaMem<'c>>,
     os_done: &'x mut u64,
     remote_done: &'x mut u64,
     os_tx_live: &'x mut u32,
-    homes: [Home; TOTAL_PAIRS],
-    dma: SimDmaMem<'c>,
 }
 
 impl<'x, 'c> Done<'x, 'c> {
     /// Counts completed OS and redirected frames into the given counters; redirected pages go
-    /// home through `dp`'s recycle rings.
+    /// home through `homes`.
     pub fn new(
         os_done: &'x mut u64,
         remote_done: &'x mut u64,
         os_tx_live: &'x mut u32,
-        homes: [Home; TOTAL_PAIRS],
+        homes: &'x [Home; TOTAL_PAIRS],
         dma: SimDmaMem<'c>,
     ) -> Self {
         Self {
+            inner: FrameDone::new(homes, dma),
             os_done,
             remote_done,
             os_tx_live,
-            homes,
-            dma,
         }
+    }
+
+    fn finish(&mut self, f: Frame<'_>) {
+        let before = self.inner.counts.os_freed;
+        self.inner.finish(f);
+        book_os_frees(self.os_tx_live, self.inner.counts.os_freed - before);
     }
 }
 
 impl<'c> TxDone<Frame<'c>> for Done<'_, '_> {
     fn os_done(&mut self, f: Frame<'c>) {
         *self.os_done += 1;
-        free_frame(f, self.os_tx_live, &self.homes, self.dma);
+        self.finish(f);
     }
 
     fn remote_done(&mut self, f: Frame<'c>) {
         *self.remote_done += 1;
-        free_frame(f, self.os_tx_live, &self.homes, self.dma);
+        self.finish(f);
     }
 }
 
@@ -656,7 +584,7 @@ impl<'c, 's> Datapath<'c, 's> {
             &mut book.tx_os_done,
             &mut book.tx_remote_done,
             &mut self.os_tx_live,
-            self.homes,
+            &self.homes,
             self.dma,
         )
     }
@@ -683,24 +611,34 @@ impl<'c, 's> Datapath<'c, 's> {
 }
 
 /// The slot storage of one pair: RX and TX, each as long as its ring's usable entries.
-pub struct Slots<'c> {
-    /// RX: one page slot per descriptor.
-    pub rx: RxSlots,
-    /// TX: one bookkeeping slot per descriptor.
-    pub tx: TxSlots<'c>,
+pub type Slots<'c> = onic_embed::set::Slots<Frame<'c>>;
+
+/// Fresh slot storage from the heap (every pair's rings have the same sizes).
+#[must_use]
+pub fn alloc_slots<'c>() -> Slots<'c> {
+    spec(0).map_or_else(
+        |_| Slots {
+            rx: Box::new([]),
+            tx: Box::new([]),
+        },
+        |s| Slots::for_spec(&s),
+    )
 }
 
-impl Slots<'_> {
-    /// Fresh storage from the heap.
-    #[must_use]
-    pub fn alloc() -> Self {
-        let rx = RingSizeIdx::new(RX_RING).map_or(0, |r| usize::from(r.usable()));
-        let tx = RingSizeIdx::new(TX_RING).map_or(0, |r| usize::from(r.usable()));
-        Self {
-            rx: (0..rx).map(|_| None).collect(),
-            tx: (0..tx).map(|_| TxSlot::new()).collect(),
-        }
-    }
+/// Pair `q`'s configuration: RX rings of [`RX_RING`] with buffers of [`RX_BUFFERS`]`[q]`, a TX
+/// ring of [`TX_RING`], a pool mapping its pages bidirectional that takes [`POOL_BULK`] pages
+/// from the HAL at once.
+///
+/// # Errors
+///
+/// A ring or buffer size index the core does not know.
+pub fn spec(q: u16) -> onic_core::Result<PairSpec> {
+    let rx_ring = RingSizeIdx::new(RX_RING)?;
+    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
+    let mut spec = PairSpec::new(onic_core::QueueId::new(q), rx_ring, buf, Direction::Bidirectional);
+    spec.tx.ring = RingSizeIdx::new(TX_RING)?;
+    spec.pool.bulk = POOL_BULK;
+    Ok(spec)
 }
 
 /// Builds pair `q` of `dev` over `slots` (which its queues then own) and its recycle ring, and
@@ -717,40 +655,13 @@ pub fn build_pair<'c, 's>(
     slots: Slots<'c>,
     ring: &'s RecycleRing,
 ) -> onic_core::Result<Pair<'c, 's>> {
-    let ring_rx = RingSizeIdx::new(RX_RING)?;
-    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
-    let rxc = RxQueueConfig {
-        buf,
-        desc_ring: ring_rx,
-        cmpt_ring: ring_rx,
-        ..RxQueueConfig::new(onic_core::QueueId::new(q))
-    };
-    let txc = TxQueueConfig {
-        ring: RingSizeIdx::new(TX_RING)?,
-        ..TxQueueConfig::new(onic_core::QueueId::new(q))
-    };
-    let pool = PagePool::new(
-        dma,
-        PoolConfig {
-            bulk: POOL_BULK,
-            ..PoolConfig::rx(Direction::Bidirectional, buf.bytes())
-        },
-        Some(ring),
-    );
-    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), slots.rx)?;
-    let tx = TxQueue::new(dma, txc, slots.tx)?;
-    let mut pair = QueuePair::new(rx, tx, pool);
+    let mut pair = onic_embed::set::build_pair(dma, &spec(q)?, slots, Some(ring))?;
     match pair.start(dev, &mut TscDelay) {
         Ok(()) => Ok(pair),
         Err(e) => {
             let (mut os_done, mut remote_done, mut os_tx_live) = (0, 0, 0);
-            let mut done = Done::new(
-                &mut os_done,
-                &mut remote_done,
-                &mut os_tx_live,
-                core::array::from_fn(|i| &RINGS[i]),
-                dma,
-            );
+            let homes = core::array::from_fn(|i| &RINGS[i]);
+            let mut done = Done::new(&mut os_done, &mut remote_done, &mut os_tx_live, &homes, dma);
             let _ = pair.teardown(dev, &mut TscDelay, &mut done);
             Err(e)
         }
@@ -853,7 +764,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
         // CAST: i < PAIRS, and the table has PAIRS entries.
         let _ = table.insert(i as u32, t);
     }
-    let mut done = Done::new(tx_os_done, tx_remote_done, &mut dp.os_tx_live, homes, dma);
+    let mut done = Done::new(tx_os_done, tx_remote_done, &mut dp.os_tx_live, &homes, dma);
     let rxq = XdpRxq {
         queue_index: qid,
         port: func,
@@ -964,7 +875,7 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
                     &mut book.tx_os_done,
                     &mut book.tx_remote_done,
                     &mut dp.os_tx_live,
-                    dp.homes,
+                    &dp.homes,
                     dp.dma,
                 );
                 let r = pair.tx.reclaim(&mut pair.pool, &mut done);
@@ -1046,7 +957,11 @@ pub fn os_frame<'c>(dma: SimDmaMem<'c>, data: &[u8]) -> Option<Frame<'c>> {
     };
     page.bytes_mut()[..data.len()].copy_from_slice(data);
     dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
-    Some(Frame::Os { page, len, dma })
+    Some(Frame::Os {
+        page,
+        len: usize::from(len),
+        dma,
+    })
 }
 
 /// The OS transmits `data` on pair `q` of PF `f` with `TxQueue::xmit_os` (`more`: more frames of

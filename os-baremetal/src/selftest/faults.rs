@@ -469,7 +469,13 @@ fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
     // the device and the new pair gets fresh storage.
     let slots = match (rx, tx) {
         (Some(rx), Some(tx)) => datapath::Slots { rx, tx },
-        _ => datapath::Slots::alloc(),
+        _ => match datapath::spec(q as u16) {
+            Ok(spec) => datapath::Slots::for_spec(&spec),
+            Err(e) => {
+                r.check(name, false, format_args!("PF1 queue {q} has no spec: {e}"));
+                return;
+            }
+        },
     };
     b.model.with(|c| c.faults().fail_next_page_allocs(1));
     let built = build_pair(dev, b.model.dma(), q as u16, slots, &RINGS[TOTAL_PAIRS]);

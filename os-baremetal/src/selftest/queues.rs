@@ -7,7 +7,7 @@ use onic_core::{AbsQueueId, QueueControl, QueueId, RingSizeIdx, TxQueueConfig};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion};
 
-use super::datapath::{buffer_bytes, build_pair, Pair, Slots, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
+use super::datapath::{alloc_slots, buffer_bytes, build_pair, Pair, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
 use super::{Bench, Runner, SimDevice};
 use crate::time::TscDelay;
 
@@ -33,7 +33,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         let mut good = 0;
         let mut failure = None;
         for q in 0..PAIRS {
-            match build_pair(dev, dma, q as u16, Slots::alloc(), b.dp.homes[f * PAIRS + q]) {
+            match build_pair(dev, dma, q as u16, alloc_slots(), b.dp.homes[f * PAIRS + q]) {
                 Ok(pair) => {
                     if pair_as_programmed(dev, &pair, q) {
                         good += 1;

@@ -10,7 +10,7 @@
 //!   `RxSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
 //!   TX queue (one doorbell per poll), and redirects go through a `DevMap` whose entries are
 //!   `TxTarget`s on the other PF's TX queues (entry `i` = queue `i`), flushed once per poll. A
-//!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame::Remote`]) and comes back
+//!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame`]'s `Xdp`) and comes back
 //!   to its pool through `return_to_origin` when the target queue completes it.
 
 use onic_bpf::{Host, XdpEngine};

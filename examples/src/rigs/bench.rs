@@ -26,22 +26,24 @@ use std::cell::RefCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use onic_core::config::BufSizeIdx;
 use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::queue::pool::{PageBurst, PageProvider, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::queue::tx::TxDone;
 use onic_core::xdp::{NoRedirect, RawXdpProgram};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
 
-use crate::datapath::{start_pair, HFrame, HPair, Setup};
-use crate::hostdma::HostDma;
-use crate::rig::{
+use crate::rigs::hostdma::HostDma;
+use crate::rigs::rig::{
     host_pool, test_frame, xdp_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig,
     TxSlots,
 };
+use onic_embed::done::FrameDone;
+use onic_embed::frame::Frame;
+use onic_embed::set::{build_pair, Pair, PairSpec, Slots};
 
 /// The benchmark groups, in the order `onic bench` runs them.
 pub const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare"];
@@ -374,26 +376,12 @@ fn model_card() -> Card {
     Card::new(c)
 }
 
-/// Completed TX frames of the model benches go back on a free list.
-struct ModelFree<'c>(Vec<HFrame<'c>>);
-
-impl<'c> TxDone<HFrame<'c>> for ModelFree<'c> {
-    fn os_done(&mut self, f: HFrame<'c>) {
-        self.0.push(f);
-    }
-
-    fn remote_done(&mut self, f: HFrame<'c>) {
-        self.0.push(f);
-    }
-}
-
 fn model_pair<'c>(
     card: &'c Card,
 ) -> (
     Device<onic_sim::QdmaWindow<'c>, onic_sim::ShellWindow<'c>>,
-    HPair<'c>,
+    Pair<'c, SimDma<'c>, Frame<SimDma<'c>>>,
 ) {
-    let setup = Setup::new().ring_size_idx(onic_core::config::RX_RING_SIZE_INDEX_DEFAULT);
     let dev = Device::init(
         card.qdma(0),
         card.shell(),
@@ -402,7 +390,11 @@ fn model_pair<'c>(
     )
     .expect("device init");
     let ring: &'c RecycleRing = Box::leak(Box::new(RecycleRing::new()));
-    let pair = start_pair(card, &dev, 0, &setup, ring);
+    let size = RingSizeIdx::new(onic_core::config::RX_RING_SIZE_INDEX_DEFAULT).expect("ring size");
+    let buf = BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT).expect("buffer size");
+    let spec = PairSpec::new(onic_core::QueueId::new(0), size, buf, Direction::Bidirectional);
+    let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).expect("queue pair");
+    pair.start(&dev, &mut card.delay()).expect("start pair");
     (dev, pair)
 }
 
@@ -418,7 +410,8 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
     let (dev, mut pair) = model_pair(&card);
     let db = dev.doorbells();
     let frame = test_frame(60);
-    let mut free = ModelFree(Vec::new());
+    let mut kept = Vec::new();
+    let mut free = FrameDone::new(&[], card.dma()).keep_os_pages(&mut kept);
     let s = measure(m, |rounds| {
         let t = Instant::now();
         let mut pkts = 0u64;
@@ -455,6 +448,25 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
     s
 }
 
+/// One round of the driver-only TX workload: the OS queues `n` frames in xmit-more batches of 32,
+/// the device side completes them, the OS reclaims them. Returns the time of the driver's two
+/// parts (less `overhead` per timed region) and the frames sent.
+///
+/// # Panics
+///
+/// If the reclaim does not give back every frame sent (a bug).
+pub fn tx_round(rig: &mut TxRig<'_>, n: usize, overhead: Duration) -> (Duration, usize) {
+    let t = Instant::now();
+    let sent = rig.xmit(n, 32);
+    let mut timed = t.elapsed().saturating_sub(overhead);
+    rig.complete();
+    let t = Instant::now();
+    let back = rig.reclaim();
+    timed += t.elapsed().saturating_sub(overhead);
+    assert_eq!(usize::from(back), sent);
+    (timed, sent)
+}
+
 /// Nanoseconds per packet of the driver-only TX path: the OS queues 60-byte frames from
 /// pre-mapped buffers in xmit-more batches of 32 until the ring is full, then reclaims them once
 /// the device side has written the status record.
@@ -474,14 +486,8 @@ pub fn tx_driver_only(m: &Method) -> Sample {
         let mut timed = Duration::ZERO;
         let mut pkts = 0u64;
         for _ in 0..rounds {
-            let t = Instant::now();
-            let sent = rig.xmit(n, 32);
-            timed += t.elapsed().saturating_sub(overhead);
-            rig.complete();
-            let t = Instant::now();
-            let back = rig.reclaim();
-            timed += t.elapsed().saturating_sub(overhead);
-            assert_eq!(usize::from(back), sent);
+            let (t, sent) = tx_round(&mut rig, n, overhead);
+            timed += t;
             pkts += sent as u64;
         }
         (timed, pkts)
@@ -502,37 +508,37 @@ pub fn tx_driver_model(m: &Method) -> Sample {
     let db = dev.doorbells();
     let dma: SimDma<'_> = card.dma();
     let frame = test_frame(60);
-    let mut free = ModelFree(
-        (0..512)
-            .map(|_| {
-                let mut page = dma
-                    .map_page(dma.alloc_page().expect("page"), Direction::ToDevice)
-                    .expect("map");
-                page.bytes_mut()[..frame.len()].copy_from_slice(&frame);
-                HFrame::Os {
-                    page,
-                    len: frame.len(),
-                    dma,
-                }
-            })
-            .collect(),
-    );
+    let mut free: Vec<DmaPage> = (0..512)
+        .map(|_| {
+            let mut page = dma
+                .map_page(dma.alloc_page().expect("page"), Direction::ToDevice)
+                .expect("map");
+            page.bytes_mut()[..frame.len()].copy_from_slice(&frame);
+            page
+        })
+        .collect();
     let s = measure(m, |rounds| {
         let t = Instant::now();
         let mut pkts = 0u64;
         for _ in 0..rounds {
             let mut i = 0;
-            while let Some(f) = free.0.pop() {
+            while let Some(page) = free.pop() {
                 i += 1;
-                let more = i % 32 != 0 && !free.0.is_empty();
+                let more = i % 32 != 0 && !free.is_empty();
+                let f = Frame::Os {
+                    page,
+                    len: frame.len(),
+                    dma,
+                };
                 if let Err(e) = pair.tx.xmit_os(&db, f, more) {
-                    free.0.push(e.into_inner());
+                    free.push(e.into_inner().into_page());
                     break;
                 }
             }
             pair.tx.flush(&db);
             card.run_until_idle();
-            pkts += u64::from(pair.tx.reclaim(&mut pair.pool, &mut free).completed);
+            let mut done = FrameDone::new(&[], dma).keep_os_pages(&mut free);
+            pkts += u64::from(pair.tx.reclaim(&mut pair.pool, &mut done).completed);
         }
         (t.elapsed(), pkts)
     });

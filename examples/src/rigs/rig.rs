@@ -20,11 +20,11 @@ use std::sync::atomic::{fence, Ordering};
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::QueuePair;
-use onic_core::queue::pool::{release_to_hal, PagePool, PageProvider, PoolConfig, RecycleRing};
+use onic_core::queue::pool::{PagePool, PageProvider, PoolConfig, RecycleRing};
 use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
-use onic_core::xdp::{return_to_origin, DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
+use onic_core::xdp::{DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
 use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
@@ -34,7 +34,9 @@ use onic_hal::{
     Bar, DelayNs, Direction, DmaAddr, DmaMemory, DmaPage, Quiesced, Reg, RegValue, RegisterWindow,
 };
 
-use crate::hostdma::HostDma;
+use onic_embed::done::FrameDone;
+
+use crate::rigs::hostdma::HostDma;
 
 /// A delay that returns at once (the recording bus completes everything immediately).
 #[derive(Clone, Copy, Debug, Default)]
@@ -526,10 +528,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
     ) -> usize {
         let db = Doorbells::new(self.latch);
         let budget = self.cfg.budget;
-        let mut done = RigDone {
-            rings: &self.rings,
-            dma: self.dma,
-        };
+        let mut done = FrameDone::new(&self.rings, self.dma);
         let mut total = 0;
         let mut busy = self.queues.len();
         for q in &mut self.queues {
@@ -565,10 +564,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
     /// Returns every page in the rings to the providers and the rings to the allocator (the
     /// queues' teardown without the register writes) and hands the providers back.
     pub fn finish(self) -> Vec<P> {
-        let mut done = RigDone {
-            rings: &self.rings,
-            dma: self.dma,
-        };
+        let mut done = FrameDone::new(&self.rings, self.dma);
         let mut queues = self.queues;
         if let Some(q) = queues.first_mut() {
             // Only redirected frames are on the target: they go back through their rings.
@@ -629,7 +625,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
             os,
             ..
         } = self;
-        let mut done = RigDone { rings, dma };
+        let mut done = FrameDone::new(rings, *dma);
         let mut total = 0;
         {
             let mut to_target = TxTarget::new(target, &db);
@@ -748,25 +744,6 @@ fn complete_h2c(dma: &HostDma, latch: &DoorbellLatch, qid: u16, ring: DmaAddr, u
         dma.device_write_u64(at, st.to_word()),
         "H2C status slot in live memory"
     );
-}
-
-/// Where the rigs' TX completions go: redirected frames back to their pool's recycle ring (to
-/// the HAL if it is full).
-struct RigDone<'r, 'a> {
-    rings: &'r [&'a RecycleRing],
-    dma: &'a HostDma,
-}
-
-impl TxDone<RigFrame> for RigDone<'_, '_> {
-    fn os_done(&mut self, frame: RigFrame) {
-        self.remote_done(frame);
-    }
-
-    fn remote_done(&mut self, frame: RigFrame) {
-        if let Err(page) = return_to_origin(self.rings, frame) {
-            release_to_hal(self.dma, Direction::Bidirectional, page);
-        }
-    }
 }
 
 /// A 60..1514-byte IPv4/UDP test frame with a recognisable payload (byte i of the frame is

@@ -1,0 +1,39 @@
+//! What every user of `onic-core` writes around it, written once: the owner of a frame on a TX
+//! ring that is not an XDP_TX page of the pair's own pool ([`frame::Frame`]), where such frames go
+//! when the device is done with them ([`done::FrameDone`]), a pass sink that keeps the pages it is
+//! handed and counts them ([`sink::OsQueue`]), and a builder for a device's queue pairs with their
+//! pools and slot storage ([`set::PairBuilder`], [`set::QueueSet`]).
+//!
+//! The crate is `no_std` with `alloc`: the bare-metal image (which has a heap), the host tools and
+//! tests, and any OS shim with an allocator use the same types. It adds no driver logic of its
+//! own; everything it does goes through the core's traits and helpers (`TxFrame`, `FromXdpFrame`,
+//! `TxDone`, `RxSink`, `return_to_origin`, `release_to_hal`).
+//!
+//! ```
+//! use onic_embed::done::FrameDone;
+//! use onic_embed::frame::Frame;
+//! use onic_core::queue::pool::RecycleRing;
+//! use onic_core::queue::tx::TxDone;
+//! use onic_hal::{Direction, DmaMemory};
+//! use onic_sim::{Card, CardConfig};
+//!
+//! let card = Card::new(CardConfig::default());
+//! let dma = card.dma();
+//! let page = dma.map_page(dma.alloc_page().unwrap(), Direction::ToDevice).unwrap();
+//! let ring = RecycleRing::new();
+//! let rings = [&ring];
+//! let mut done = FrameDone::new(&rings, dma);
+//! done.os_done(Frame::Os { page, len: 60, dma });
+//! assert_eq!((done.counts.os_done, done.counts.os_freed), (1, 1));
+//! assert_eq!(card.dma_stats().live_pages, 0);
+//! ```
+
+#![no_std]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+pub mod done;
+pub mod frame;
+pub mod set;
+pub mod sink;
