@@ -90,6 +90,31 @@ impl fmt::Display for FunctionId {
     }
 }
 
+/// The accessors and `Display` of a queue-number type (a `u16` inside).
+macro_rules! queue_number {
+    ($t:ident) => {
+        impl $t {
+            /// The queue number.
+            #[must_use]
+            pub const fn get(self) -> u16 {
+                self.0
+            }
+
+            /// The queue number as an index into per-queue tables.
+            #[must_use]
+            pub const fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+    };
+}
+
 /// A queue counted from its function's first queue (function-relative).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -102,25 +127,9 @@ impl QueueId {
     pub const fn new(qid: u16) -> Self {
         Self(qid)
     }
-
-    /// The queue number.
-    #[must_use]
-    pub const fn get(self) -> u16 {
-        self.0
-    }
-
-    /// The queue number as an index into per-queue tables.
-    #[must_use]
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
 }
 
-impl fmt::Display for QueueId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
+queue_number!(QueueId);
 
 /// A queue in the QDMA's queue space (absolute: the function's `qbase` plus its relative id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,18 +144,6 @@ impl AbsQueueId {
         Self(qid)
     }
 
-    /// The queue number.
-    #[must_use]
-    pub const fn get(self) -> u16 {
-        self.0
-    }
-
-    /// The queue number as an index into per-queue tables.
-    #[must_use]
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
-
     /// This queue counted from `func`'s first queue, if it falls in the function's range.
     #[must_use]
     pub const fn relative_to(self, func: FunctionId) -> Option<QueueId> {
@@ -159,11 +156,7 @@ impl AbsQueueId {
     }
 }
 
-impl fmt::Display for AbsQueueId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
+queue_number!(AbsQueueId);
 
 #[cfg(test)]
 mod tests {

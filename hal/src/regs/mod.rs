@@ -117,37 +117,31 @@ impl<F> fmt::Debug for Reg<F> {
 /// A register of a block that the window holds more than once (a CMAC subsystem, a packet
 /// adapter): its offset relative to the block and its contents type. It cannot be accessed until
 /// [`BlockReg::on`] places it at one block's base.
-pub struct BlockReg<F> {
-    offset: u32,
-    contents: PhantomData<fn() -> F>,
-}
+pub struct BlockReg<F>(Reg<F>);
 
 impl<F> BlockReg<F> {
     /// The register at byte `offset` from the block's base.
     #[must_use]
     pub(crate) const fn at(offset: u32) -> Self {
-        Self {
-            offset,
-            contents: PhantomData,
-        }
+        Self(Reg::at(offset))
     }
 
     /// Byte offset from the block's base.
     #[must_use]
     pub const fn offset(self) -> u32 {
-        self.offset
+        self.0.offset()
     }
 
     /// The register right after this one in the block (the high word of a 64-bit counter).
     #[must_use]
     pub const fn next(self) -> Self {
-        Self::at(self.offset + 4)
+        Self(self.0.next())
     }
 
     /// This register of the block at window offset `base`.
     #[must_use]
     pub const fn on(self, base: u32) -> Reg<F> {
-        Reg::at(base + self.offset)
+        Reg::at(base + self.0.offset())
     }
 }
 
@@ -161,7 +155,7 @@ impl<F> Copy for BlockReg<F> {}
 
 impl<F> PartialEq for BlockReg<F> {
     fn eq(&self, other: &Self) -> bool {
-        self.offset == other.offset
+        self.0 == other.0
     }
 }
 
@@ -169,7 +163,7 @@ impl<F> Eq for BlockReg<F> {}
 
 impl<F> fmt::Debug for BlockReg<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BlockReg({:#x})", self.offset)
+        write!(f, "BlockReg({:#x})", self.0.offset)
     }
 }
 
