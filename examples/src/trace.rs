@@ -239,19 +239,12 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
         } => {
             let device = bring_up(&rec, dev)?;
             let ring_size = RingSizeIdx::new(*ring_size_idx).map_err(|e| e.to_string())?;
-            let vector = vector.unwrap_or(*qid);
             let q = TxQueueConfig {
                 qid: QueueId::new(*qid),
                 ring: ring_size,
-                vector,
+                vector: vector.unwrap_or(*qid),
             };
-            let r = device.init_tx_queue(d, &q, DmaAddr::new(*ring));
-            r.map_err(|e| e.to_string())?;
-            if *teardown {
-                device
-                    .teardown_tx_queue(d, QueueId::new(*qid))
-                    .map_err(|e| e.to_string())?;
-            }
+            tx_init(&device, &q, DmaAddr::new(*ring), *teardown)?;
         }
         Scenario::RxInit {
             dev,
@@ -316,6 +309,16 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
         }
     }
     Ok(rec.log_text())
+}
+
+/// A TX queue's contexts programmed (and, with `teardown`, invalidated again).
+fn tx_init(device: &RecDevice<'_>, q: &TxQueueConfig, ring: DmaAddr, teardown: bool) -> Result<(), String> {
+    let d = &mut NoDelay;
+    device.init_tx_queue(d, q, ring).map_err(|e| e.to_string())?;
+    if teardown {
+        device.teardown_tx_queue(d, q.qid).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// `ethtool -X`: the table (given, an equal spread, weights or the default), then key and hash

@@ -12,7 +12,8 @@
 
 use core::fmt;
 
-use crate::regs::shell::MAX_FUNCTIONS;
+/// Number of PCI functions the shell's QDMA subsystem serves (hardware.md §1.3).
+pub const MAX_FUNCTIONS: u8 = 4;
 
 /// Queues each function may own: the driver places function `f`'s queues at absolute queue ids
 /// `64 f ..` (hardware.md §1.3, `ONIC_MAX_QUEUES`).

@@ -32,6 +32,7 @@ pub mod fmt;
 
 pub mod id;
 
+pub mod addr;
 pub mod barrier;
 pub mod context;
 pub mod dma;
@@ -43,10 +44,9 @@ pub mod recording;
 pub mod regs;
 pub mod window;
 
+pub use addr::DmaAddr;
 pub use context::Quiesced;
-pub use dma::{
-    AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE,
-};
+pub use dma::{AddrLimit, CoherentRegion, Direction, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE};
 pub use embedded_hal::delay::DelayNs;
 pub use id::{AbsQueueId, FunctionId, QueueId, MAX_QUEUES_PER_FUNCTION};
 pub use lock::{SharedGuard, SharedLock, Unshared};

@@ -32,14 +32,14 @@ fn s2_1_block_bases() {
     assert_eq!(cmac::adapter_base(1), 0xF000);
     assert_eq!(cmac::MAX_PORTS, 2);
     assert_eq!(shell::QDMA_SUBSYS_OFFSET, 0x5000);
-    for func in 0..shell::MAX_FUNCTIONS {
+    for func in 0..onic_hal::id::MAX_FUNCTIONS {
         let base = shell::qdma_func_base(pf(func));
         assert!(
             (0x1000..0x5000).contains(&base),
             "function {func} block at {base:#x}"
         );
     }
-    assert_eq!(shell::MAX_FUNCTIONS, 4);
+    assert_eq!(onic_hal::id::MAX_FUNCTIONS, 4);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ pub(crate) struct State {
 
 impl State {
     fn new(mut cfg: CardConfig) -> Self {
-        cfg.functions = cfg.functions.clamp(1, onic_hal::regs::shell::MAX_FUNCTIONS);
+        cfg.functions = cfg.functions.clamp(1, onic_hal::id::MAX_FUNCTIONS);
         cfg.ports = cfg.ports.clamp(1, onic_hal::regs::cmac::MAX_PORTS);
         cfg.total_queues = cfg.total_queues.clamp(1, 2048);
         let ports = usize::from(cfg.ports);

@@ -564,6 +564,22 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         self.cmpt_cidx = cidx;
         self.color = color;
         self.stats.add(tally);
+        self.end_poll(db, pool, budget, done, pidx, not_ready)
+    }
+
+    /// The end of a poll that consumed `done` entries up to the status record's `pidx` (`not_ready`:
+    /// it stopped at an entry whose color was not there yet): completion entries acknowledged,
+    /// re-armed if it caught up, descriptors refilled, and a device that claims completions it
+    /// does not deliver watched.
+    fn end_poll<W: RegisterWindow, P: PageProvider<Page = Pg>>(
+        &mut self,
+        db: &Doorbells<W>,
+        pool: &mut P,
+        budget: usize,
+        done: usize,
+        pidx: u16,
+        not_ready: bool,
+    ) -> PollOutcome {
         if done > 0 {
             self.stalled = 0;
         }

@@ -17,7 +17,7 @@ use super::desc::{CmptEntrySize, DescSize};
 use super::doorbell::TrigMode;
 use super::words::word_array_bitrange;
 use super::{code_enum, register_u32};
-use crate::dma::DmaAddr;
+use crate::addr::DmaAddr;
 use crate::id::{AbsQueueId, FunctionId};
 use crate::regs::qdma::IND_CTXT_WORDS;
 

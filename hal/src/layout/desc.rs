@@ -8,7 +8,7 @@
 use bitfield::bitfield;
 
 use super::code_enum;
-use crate::dma::DmaAddr;
+use crate::addr::DmaAddr;
 
 /// Size of an H2C stream descriptor in bytes (hardware.md §7.1).
 pub const H2C_DESC_BYTES: usize = 16;

@@ -45,8 +45,6 @@ pub mod reset_bits {
     }
 }
 
-/// Number of PCI functions the shell's QDMA subsystem serves.
-pub const MAX_FUNCTIONS: u8 = 4;
 /// Base of function 0's QDMA subsystem block; function `f`'s block is at `+ 0x1000 * f`.
 pub const QDMA_FUNC_BASE: u32 = 0x1000;
 /// Stride between two functions' QDMA subsystem blocks.
