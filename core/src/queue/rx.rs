@@ -432,28 +432,30 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         let Some(slots) = self.slots.as_mut().get_mut(start..start + words.len()) else {
             return 0;
         };
-        for (i, (slot, w)) in slots.iter_mut().zip(words.iter_mut()).enumerate() {
+        // The counters stay in locals during the loop, so that nothing in it writes through
+        // `self` next to the slots it walks.
+        let mut added = 0u32;
+        let mut ready = 0usize;
+        for (slot, w) in slots.iter_mut().zip(words.iter_mut()) {
             if slot.is_none() {
-                match pool.alloc_page() {
-                    Some(p) => {
-                        *slot = Some(p);
-                        self.pages += 1;
-                    }
-                    None => {
-                        self.stats.refill_alloc_failures += 1;
-                        return i;
-                    }
-                }
+                let Some(p) = pool.alloc_page() else {
+                    self.stats.refill_alloc_failures += 1;
+                    break;
+                };
+                *slot = Some(p);
+                added += 1;
             }
             let Some(addr) = slot
                 .as_ref()
                 .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))
             else {
-                return i;
+                break;
             };
             *w = C2hDesc::new(addr).to_word();
+            ready += 1;
         }
-        words.len()
+        self.pages += added;
+        ready
     }
 
     /// Posts what can be posted and, if anything was, hands it to the device with one doorbell.
