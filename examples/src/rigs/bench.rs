@@ -55,7 +55,7 @@ pub const COMPARE_SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];
 pub const SCALING_QUEUES: [u16; 3] = [1, 8, 64];
 
 /// How long and how often to measure.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Method {
     /// Wall time of one repetition.
     pub rep: Duration,
@@ -66,7 +66,7 @@ pub struct Method {
     /// on how fast the machine happens to be.
     pub rounds: Option<u64>,
     /// Run only the workloads whose figure names contain this (all when `None`).
-    pub only: Option<&'static str>,
+    pub only: Option<String>,
 }
 
 impl Default for Method {
@@ -84,7 +84,7 @@ impl Method {
     /// Whether the workload behind figure `name` is to run ([`Method::only`]).
     #[must_use]
     pub fn wants(&self, name: &str) -> bool {
-        self.only.is_none_or(|o| name.contains(o))
+        self.only.as_deref().is_none_or(|o| name.contains(o))
     }
 }
 
