@@ -179,7 +179,8 @@ pub(crate) fn bring_up<'c>(
     Ok(ports)
 }
 
-/// Fresh recycle rings for [`bring_up`]: one per pair of both ports.
+/// Fresh recycle rings for a two-port bring-up ([`bring_up`], the traffic run's): one per pair
+/// of both ports; the caller owns them for as long as the pools live.
 pub(crate) fn recycle_rings(queues: u16) -> Vec<RecycleRing> {
     (0..2 * usize::from(queues)).map(|_| RecycleRing::new()).collect()
 }
