@@ -392,12 +392,7 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     let card = Card::new(cc);
     let owned = recycle_rings(queues);
     let rings: Vec<&RecycleRing> = owned.iter().collect();
-    let mut ports = bring_up(
-        &card,
-        queues,
-        onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN,
-        &rings,
-    )?;
+    let mut ports = bring_up(&card, queues, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
     let mut out = Outputs::default();
     Replay {
         card: &card,
