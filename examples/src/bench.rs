@@ -79,8 +79,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         rep: Duration::from_millis(args.rep_ms),
         reps: args.reps,
         rounds: args.rounds,
-        // Lives as long as the run; leaked once.
-        only: args.only.clone().map(|o| &*Box::leak(o.into_boxed_str())),
+        only: args.only.clone(),
     };
     let wanted = |g: &str| args.groups.is_empty() || args.groups.iter().any(|a| a == g);
     let mut all = crate::plot::Figures::new();

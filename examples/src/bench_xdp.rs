@@ -40,7 +40,7 @@ use onic_core::xdp::{RawXdpProgram, XdpProgram};
 
 use onic_embed::done::FrameDone;
 
-use crate::replay::{bring_up, teardown, PortRig};
+use crate::replay::{bring_up, recycle_rings, teardown, PortRig};
 use crate::xdp_progs::{drop_all, pass, redirect_other_port, swap_macs_and_tx, Builtin, OTHER_PORT};
 
 const SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];
@@ -114,7 +114,7 @@ fn frame(wire_len: usize) -> Vec<u8> {
 struct Bench<'c> {
     card: &'c Card,
     ports: Vec<PortRig<'c>>,
-    rings: Vec<&'static onic_core::queue::pool::RecycleRing>,
+    rings: Vec<&'c onic_core::queue::pool::RecycleRing>,
     hasher: ShellHasher,
     progs: Vec<HeldProg>,
 }
@@ -268,8 +268,9 @@ pub fn run() -> Result<Vec<(String, f64, &'static str)>, String> {
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     let card = Card::new(cc);
-    let mut rings = Vec::new();
-    let ports = bring_up(&card, 1, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &mut rings)?;
+    let owned = recycle_rings(1);
+    let rings: Vec<_> = owned.iter().collect();
+    let ports = bring_up(&card, 1, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
     let mut b = Bench {
         card: &card,
         ports,

@@ -144,12 +144,13 @@ impl RedirectTarget<DmaPage> for XskSink<'_> {
     fn flush(&mut self) {}
 }
 
-/// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`.
+/// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`;
+/// pair `q` of port `f` recycles through `rings[f * queues + q]` (see [`recycle_rings`]).
 pub(crate) fn bring_up<'c>(
     card: &'c Card,
     queues: u16,
     max_frame_len: u32,
-    rings: &mut Vec<&'static RecycleRing>,
+    rings: &[&'c RecycleRing],
 ) -> Result<Vec<PortRig<'c>>, String> {
     let mut delay = card.delay();
     let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
@@ -167,9 +168,9 @@ pub(crate) fn bring_up<'c>(
             );
             spec.opts.max_frame_len = max_frame_len;
             specs.push(spec);
-            rings.push(Box::leak(Box::new(RecycleRing::new())));
         }
-        let mut set = QueueSet::build(&card.dma(), &specs, &rings[rings.len() - specs.len()..])
+        let mine = usize::from(f) * specs.len();
+        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..mine + specs.len()])
             .map_err(|e| e.to_string())?;
         set.start(&dev, &mut delay).map_err(|e| e.to_string())?;
         let pairs = set.pairs;
@@ -178,10 +179,16 @@ pub(crate) fn bring_up<'c>(
     Ok(ports)
 }
 
+/// Fresh recycle rings for a two-port bring-up ([`bring_up`], the traffic run's): one per pair
+/// of both ports; the caller owns them for as long as the pools live.
+pub(crate) fn recycle_rings(queues: u16) -> Vec<RecycleRing> {
+    (0..2 * usize::from(queues)).map(|_| RecycleRing::new()).collect()
+}
+
 /// What a poll needs besides the pair: the pools' recycle rings, the shell's hash, the time
 /// stamp of what comes out, and the DMA memory.
 struct PollEnv<'a, 'c> {
-    rings: &'a [&'static RecycleRing],
+    rings: &'a [&'c RecycleRing],
     hasher: &'a ShellHasher,
     ts: Duration,
     dma: SimDma<'c>,
@@ -252,7 +259,7 @@ fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
 pub(crate) fn teardown(
     card: &Card,
     ports: Vec<PortRig<'_>>,
-    rings: &[&'static RecycleRing],
+    rings: &[&RecycleRing],
 ) -> Result<usize, String> {
     let mut delay = card.delay();
     let (devs, sets): (Vec<_>, Vec<_>) = ports
@@ -383,13 +390,9 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     cc.ports = 2;
     cc.functions = 2;
     let card = Card::new(cc);
-    let mut rings = Vec::new();
-    let mut ports = bring_up(
-        &card,
-        queues,
-        onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN,
-        &mut rings,
-    )?;
+    let owned = recycle_rings(queues);
+    let rings: Vec<&RecycleRing> = owned.iter().collect();
+    let mut ports = bring_up(&card, queues, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
     let mut out = Outputs::default();
     Replay {
         card: &card,
@@ -450,7 +453,7 @@ struct Replay<'r, 'c> {
     card: &'c Card,
     ports: &'r mut [PortRig<'c>],
     prog: &'r mut Option<Prog>,
-    rings: &'r [&'static RecycleRing],
+    rings: &'r [&'c RecycleRing],
     hasher: ShellHasher,
     out: &'r mut Outputs,
 }

@@ -371,7 +371,7 @@ struct RxCtx<'x, 'c> {
     flows: &'x [Flow],
     ramp: &'x [u8],
     budget: usize,
-    rings: &'x [&'static RecycleRing],
+    rings: &'x [&'c RecycleRing],
     dma: SimDma<'c>,
     prog: Option<&'x mut XdpEngine<SimHost>>,
     /// Functions whose queues run the program.
@@ -654,8 +654,9 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     cc.wire = Wire::Cable;
     cc.capture_egress = false;
     let card = Card::new(cc);
-    let mut rings: Vec<&'static RecycleRing> = Vec::new();
-    let funcs = bring_up(&card, args, plan.ring, &mut rings)?;
+    let owned = crate::replay::recycle_rings(args.queues);
+    let rings: Vec<&RecycleRing> = owned.iter().collect();
+    let funcs = bring_up(&card, args, plan.ring, &rings)?;
     let streams = streams(args.direction, plan.quota);
     // With a program, it runs on the queues of the functions that receive a stream.
     let receivers: Vec<bool> = (0..2)
@@ -716,13 +717,13 @@ fn announce(args: &TrafficArgs, plan: &Plan) {
     outln!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
 }
 
-/// Brings up PF0 and PF1 with `--queues` started pairs each; every pair's pool gets its own
-/// recycle ring, added to `rings`.
+/// Brings up PF0 and PF1 with `--queues` started pairs each; pair `q` of PF`f` recycles
+/// through `rings[f * queues + q]`.
 fn bring_up<'c>(
     card: &'c Card,
     args: &TrafficArgs,
     ring: RingSizeIdx,
-    rings: &mut Vec<&'static RecycleRing>,
+    rings: &[&'c RecycleRing],
 ) -> Result<Vec<Func<'c>>, String> {
     let buf = BufSizeIdx::new(RX_BUF_SIZE_INDEX_DEFAULT).map_err(|e| format!("{e:?}"))?;
     let specs: Vec<PairSpec> = (0..args.queues)
@@ -740,9 +741,8 @@ fn bring_up<'c>(
         let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
         let dev = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
             .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
-        let mine = rings.len();
-        rings.extend(specs.iter().map(|_| &*Box::leak(Box::new(RecycleRing::new()))));
-        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..])
+        let mine = usize::from(f) * specs.len();
+        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..mine + specs.len()])
             .map_err(|e| format!("PF{f} queues: {e:?}"))?;
         set.start(&dev, &mut card.delay())
             .map_err(|e| format!("PF{f} queue start: {e:?}"))?;
@@ -799,7 +799,7 @@ impl Generator {
         &mut self,
         s: &mut Stream,
         func: &mut Func<'c>,
-        rings: &[&'static RecycleRing],
+        rings: &[&RecycleRing],
         dma: SimDma<'c>,
         now_ns: u64,
     ) -> Result<bool, String> {
@@ -884,7 +884,7 @@ struct Run<'x, 'c> {
     gen: Generator,
     funcs: Vec<Func<'c>>,
     streams: Vec<Stream>,
-    rings: Vec<&'static RecycleRing>,
+    rings: Vec<&'c RecycleRing>,
     prog: Option<XdpEngine<SimHost>>,
     /// Functions whose queues run the program.
     receivers: Vec<bool>,
@@ -1412,7 +1412,7 @@ fn xdp_accounting(funcs: &[Func<'_>], xsk: Option<u64>) -> (String, u64, u64) {
 
 /// Tears everything down (all TX queues first, then RX, then the devices) and checks that the
 /// model has no page, mapping or ring left and saw no violation.
-fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&'static RecycleRing]) -> Report {
+fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&RecycleRing]) -> Report {
     let mut failures = Vec::new();
     let mut delay = card.delay();
     let dma: SimDma<'_> = card.dma();

@@ -161,7 +161,8 @@ fn step(h: &mut Harness<'_>, op: Op) {
 fuzz_target!(|input: Input| {
     let setup = setup(&input.config);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let mut lied = false;
     for op in input.ops.into_iter().take(128) {
         lied |= lies_about_completions(&op);

@@ -174,7 +174,8 @@ fn step(h: &mut Harness<'_>, op: Op) {
 fuzz_target!(|ops: Vec<Op>| {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for op in ops.into_iter().take(128) {
         step(&mut h, op);
         h.check_census();

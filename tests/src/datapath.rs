@@ -7,7 +7,8 @@
 //!
 //! let setup = Setup::new().queues(4).ring_size_idx(1);
 //! let card = setup.card();
-//! let mut h = Harness::new(&card, &setup);
+//! let rings = setup.recycle_rings();
+//! let mut h = Harness::new(&card, &setup, &rings);
 //! h.inject(0, 7, 100); // port 0, flow 7, 100 bytes
 //! h.drain(); // settle and poll until quiet, checking the page census on the way
 //! h.check_delivery();
@@ -15,10 +16,8 @@
 //! h.teardown(); // every page and ring back, no violation
 //! ```
 //!
-//! The queues own their slot storage (boxed slices). The pools' recycle rings, which the pools
-//! borrow, live on the heap outside the borrow checker's view (the pools live in the harness
-//! itself) and are freed by [`Harness::teardown`] once every pool that borrowed them is gone; a
-//! harness dropped without teardown (a failed test) leaks them.
+//! The queues own their slot storage (boxed slices). The pools borrow their recycle rings, which
+//! the caller owns next to the card ([`Setup::recycle_rings`]) for as long as the harness lives.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -220,6 +219,13 @@ impl Setup {
         c.max_frame_len = self.max_frame_len;
         Card::new(c)
     }
+
+    /// Fresh recycle rings for a harness of this setup: one per queue pair of every function.
+    #[must_use]
+    pub fn recycle_rings(&self) -> Vec<RecycleRing> {
+        let pairs = usize::from(self.functions) * usize::from(self.queues);
+        (0..pairs).map(|_| RecycleRing::new()).collect()
+    }
 }
 
 /// A frame the harness hands to a TX queue: an OS buffer, or a page of another pair's pool.
@@ -243,7 +249,7 @@ pub struct Func<'c> {
 /// Runs `f` with the harness's TX completion (OS buffers are freed, pages of other pools go back
 /// through their recycle rings) and books the OS buffers it freed.
 fn completing<'c, R>(
-    rings: &[&'static RecycleRing],
+    rings: &[&RecycleRing],
     os_tx_live: &mut usize,
     dma: SimDma<'c>,
     f: impl FnOnce(&mut FrameDone<'_, SimDma<'c>>) -> R,
@@ -395,38 +401,6 @@ pub fn start_pair<'c>(
     pair
 }
 
-/// The recycle rings the harness's pools borrow, as raw pointers from `Box::into_raw`.
-/// Invariant: each pointer is live and the only access to its memory is the one reference the
-/// harness handed to a pool (and kept in [`Harness::rings`]).
-#[derive(Default)]
-struct Storage {
-    rings: Vec<*mut RecycleRing>,
-}
-
-impl Storage {
-    /// The recycle ring of one more pair.
-    fn ring(&mut self) -> &'static RecycleRing {
-        let ring = Box::into_raw(Box::new(RecycleRing::new()));
-        self.rings.push(ring);
-        // SAFETY: a fresh allocation, live until `free`; this is the only reference made from
-        // the pointer, and `free` runs only once everything that holds it is gone.
-        unsafe { &*ring }
-    }
-
-    /// Frees everything.
-    ///
-    /// # Safety
-    ///
-    /// No reference handed out by [`Storage::ring`] is used afterwards: the pools and ring lists
-    /// that held them are gone.
-    unsafe fn free(self) {
-        for p in self.rings {
-            // SAFETY: from Box::into_raw, freed once; no reference is left (caller's promise).
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
-}
-
 /// The harness.
 pub struct Harness<'c> {
     /// The model.
@@ -436,7 +410,7 @@ pub struct Harness<'c> {
     /// Brought-up functions.
     pub funcs: Vec<Func<'c>>,
     /// Each pool's recycle ring, by global pair index.
-    pub rings: Vec<&'static RecycleRing>,
+    pub rings: Vec<&'c RecycleRing>,
     /// Pages with the OS: (global pair index of the pool, page).
     pub os_pages: Vec<(usize, DmaPage)>,
     /// OS TX buffers allocated and not yet freed.
@@ -456,28 +430,28 @@ pub struct Harness<'c> {
     /// Metadata of the last frame passed by [`Harness::poll_with`].
     pub last_pass_info: Option<PassInfo>,
     next_id: u64,
-    storage: Storage,
 }
 
 impl<'c> Harness<'c> {
-    /// Brings up the functions and starts every queue pair.
+    /// Brings up the functions and starts every queue pair; pair `q` of function `f` recycles
+    /// through `rings[f * queues + q]` (made by [`Setup::recycle_rings`]).
     ///
     /// # Panics
     ///
-    /// If the driver refuses the setup (a test bug).
+    /// If the driver refuses the setup or `rings` is not one per pair (a test bug).
     #[must_use]
-    pub fn new(card: &'c Card, setup: &Setup) -> Self {
+    pub fn new(card: &'c Card, setup: &Setup, rings: &'c [RecycleRing]) -> Self {
         let mut delay = card.delay();
         let mut funcs = Vec::new();
-        let mut rings = Vec::new();
-        let mut storage = Storage::default();
+        let all = usize::from(setup.functions) * usize::from(setup.queues);
+        assert_eq!(rings.len(), all, "one recycle ring per queue pair");
+        let rings: Vec<&'c RecycleRing> = rings.iter().collect();
         for f in 0..setup.functions {
             let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
             let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
             let mut pairs = Vec::new();
             for q in 0..setup.queues {
-                let rr = storage.ring();
-                rings.push(rr);
+                let rr = rings[usize::from(f) * usize::from(setup.queues) + usize::from(q)];
                 pairs.push(start_pair(card, &dev, q, setup, rr));
             }
             funcs.push(Func { dev, pairs });
@@ -498,7 +472,6 @@ impl<'c> Harness<'c> {
             user_sink: CopySink::default(),
             last_pass_info: None,
             next_id: 1,
-            storage,
         }
     }
 
@@ -914,11 +887,5 @@ impl<'c> Harness<'c> {
         let s = self.card.dma_stats();
         assert_eq!((s.live_pages, s.mapped_pages, s.live_regions), (0, 0, 0), "leak");
         assert_eq!(self.card.violations(), []);
-        drop(rings);
-        self.rings.clear();
-        let storage = core::mem::take(&mut self.storage);
-        // SAFETY: every pool was consumed above and both lists of ring references are gone; the
-        // frames the OS held were given back first.
-        unsafe { storage.free() };
     }
 }

@@ -8,7 +8,8 @@ use onic_tests::datapath::{drop_all, mixed, Harness, Setup};
 fn receive_on_both_ports_over_four_queues() {
     let setup = Setup::new().functions(2).queues(4).ring_size_idx(2);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..300u16 {
         h.inject((i % 2) as u8, i, 60 + usize::from(i) * 5);
         if i % 50 == 49 {
@@ -30,7 +31,8 @@ fn receive_on_both_ports_over_four_queues() {
 fn every_sink_action_keeps_the_census() {
     let setup = Setup::new().functions(2).queues(2).ring_size_idx(1).policy(mixed);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for round in 0..6u16 {
         for i in 0..40u16 {
             h.inject((i % 2) as u8, round * 40 + i, 60 + usize::from(i) * 30);
@@ -65,7 +67,8 @@ fn cable_carries_os_frames_from_pf0_to_pf1() {
         .ring_size_idx(1)
         .wire(Wire::Cable);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let frames: Vec<_> = (0..40u16).map(|i| h.frame(i, 60 + usize::from(i) * 20)).collect();
     let queued = h.transmit(0, 1, &frames);
     assert_eq!(queued.len(), 40);
@@ -84,7 +87,8 @@ fn cable_carries_os_frames_from_pf0_to_pf1() {
 fn os_transmit_batches_back_pressure_and_wake() {
     let setup = Setup::new().queues(1).ring_size_idx(1).policy(drop_all);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     // 100 frames in one batch on a 63-entry ring: 62 fit, the rest are refused.
     let frames: Vec<_> = (0..100u16).map(|i| h.frame(i, 100)).collect();
     let queued = h.transmit(0, 0, &frames);

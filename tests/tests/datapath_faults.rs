@@ -12,7 +12,8 @@ fn page_allocation_failure_on_replacement_drops_the_frame_and_polling_continues(
     // each replacement page comes from the HAL, where the model makes allocations fail.
     let setup = Setup::new().ring_size_idx(1).bulk(1).policy(pass_all);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..10 {
         h.inject(0, i, 200);
     }
@@ -44,7 +45,8 @@ fn page_allocation_failure_at_fill_leaves_a_consistent_ring_refilled_later() {
     let card = setup.card();
     // The first slow-path call of the queue's pool fails outright: the ring starts empty.
     card.faults().fail_next_page_allocs(1);
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     assert_eq!(h.funcs[0].pairs[0].rx.posted(), 0);
     assert_eq!(h.funcs[0].pairs[0].rx.stats().refill_alloc_failures, 1);
     h.check_pages();
@@ -71,7 +73,8 @@ fn page_allocation_failure_at_fill_leaves_a_consistent_ring_refilled_later() {
 fn completion_error_bit_and_bad_lengths_are_counted_drops() {
     let setup = Setup::new().ring_size_idx(2).policy(drop_all);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let live = card.dma_stats().live_pages;
     for (how, n) in [
         (Corruption::ErrBit, 3),
@@ -103,7 +106,8 @@ fn completion_error_bit_and_bad_lengths_are_counted_drops() {
 fn status_pidx_beyond_the_ring_stops_the_queue_without_losing_pages() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..40 {
         h.inject(0, i, 100);
     }
@@ -141,7 +145,8 @@ fn status_pidx_beyond_the_ring_stops_the_queue_without_losing_pages() {
 fn tx_ring_full_is_a_typed_error_and_leaks_nothing() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let frames: Vec<_> = (0..70u16).map(|i| h.frame(i, 64)).collect();
     let queued = h.transmit(0, 0, &frames);
     assert_eq!(queued.len(), 62);
@@ -160,7 +165,8 @@ fn tx_ring_full_is_a_typed_error_and_leaks_nothing() {
 fn stalled_tx_writeback_holds_buffers_until_it_catches_up() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().stall_h2c_writeback(true);
     let frames: Vec<_> = (0..20u16).map(|i| h.frame(i, 64)).collect();
     h.transmit(0, 0, &frames);
@@ -189,7 +195,8 @@ fn xdp_tx_on_a_full_ring_recycles_the_page() {
     }
     let setup = Setup::new().ring_size_idx(1).policy(tx_all);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().stall_h2c_writeback(true);
     for i in 0..50 {
         h.inject(0, i, 100);
@@ -217,7 +224,8 @@ fn xdp_tx_on_a_full_ring_recycles_the_page() {
 fn refused_frames_come_back_with_the_error() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let frames: Vec<_> = (0..63u16).map(|i| h.frame(i, 64)).collect();
     let queued = h.transmit(0, 0, &frames[..62]);
     assert_eq!(queued.len(), 62);

@@ -107,7 +107,8 @@ fn run(c: &Case) {
         .bulk(c.bulk)
         .policy(policy);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.check_pages();
     let funcs = usize::from(c.functions);
     let queues = usize::from(c.queues);
@@ -171,7 +172,8 @@ proptest! {
 fn many_wraps_on_the_smallest_rings() {
     let setup = Setup::new().functions(2).queues(2).ring_size_idx(1).policy(mixed);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for round in 0..60u16 {
         for i in 0..50u16 {
             h.inject(

@@ -85,7 +85,8 @@ fn multi(h: &Harness<'_>, sizes: &[usize]) -> usize {
 fn a_completion_color_that_never_flips_is_detected_and_recovered() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().freeze_cmpt_color(true);
     for i in 0..40 {
         h.inject(0, i, 100);
@@ -122,7 +123,8 @@ fn a_completion_color_that_never_flips_is_detected_and_recovered() {
 fn a_status_record_that_never_moves_is_detected_and_recovered() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..10 {
         h.inject(0, i, 200);
     }
@@ -162,7 +164,8 @@ fn a_completion_claiming_more_buffers_than_the_frame_used_is_detected_and_recove
     // driver believes 62 are posted.
     let setup = jumbo();
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..5 {
         h.inject(0, i, 3000);
     }
@@ -202,7 +205,8 @@ fn a_completion_claiming_fewer_buffers_than_the_frame_used_is_detected_and_recov
     // A 2500-byte frame took three descriptors, its completion says 1000 bytes (one buffer).
     let setup = jumbo();
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().override_completion_lengths(&[1000]);
     h.inject(0, 1, 2500);
     h.settle();
@@ -228,7 +232,8 @@ fn the_check_of_the_c2h_status_record_can_be_switched_off() {
     // driver's index moves. With the check off the queue idles normally.
     let setup = Setup::new().ring_size_idx(1).c2h_status_check(false);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     for i in 0..5 {
         h.inject(0, i, 100);
     }
@@ -246,7 +251,8 @@ fn the_check_of_the_c2h_status_record_can_be_switched_off() {
 fn a_stalled_tx_writeback_on_a_stopped_queue_is_detected_and_recovered() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.funcs[0].pairs[0].tx.set_stall_limit(500);
     card.faults().stall_h2c_writeback(true);
     let frames: Vec<_> = (0..62u16).map(|i| h.frame(i, 64)).collect();
@@ -310,7 +316,8 @@ fn a_tx_queue_that_is_not_stopped_does_not_count_a_stall() {
     // however often the queue is reclaimed.
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.funcs[0].pairs[0].tx.set_stall_limit(10);
     card.faults().stall_h2c_writeback(true);
     let frames: Vec<_> = (0..20u16).map(|i| h.frame(i, 64)).collect();
@@ -330,7 +337,8 @@ fn a_tx_queue_that_is_not_stopped_does_not_count_a_stall() {
 fn an_arbitrary_tx_writeback_index_stops_the_queue_and_a_restart_recovers() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().stall_h2c_writeback(true);
     let frames: Vec<_> = (0..10u16).map(|i| h.frame(i, 64)).collect();
     h.transmit(0, 0, &frames);
@@ -371,7 +379,8 @@ fn an_arbitrary_tx_writeback_index_stops_the_queue_and_a_restart_recovers() {
 fn a_status_pidx_beyond_the_ring_is_recovered_by_a_restart() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().cmpt_status_pidx_jump();
     for i in 0..3 {
         h.inject(0, i, 100);
@@ -404,7 +413,8 @@ fn a_restart_of_a_healthy_busy_pair_loses_no_page() {
     }
     let setup = Setup::new().ring_size_idx(1).policy(mixed_tx);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().stall_h2c_writeback(true);
     for i in 0..30 {
         h.inject(0, i, 300);
@@ -436,7 +446,8 @@ fn a_tx_writeback_index_past_what_was_published_is_a_lie() {
     // read later.
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let dma = card.dma();
     let func = &mut h.funcs[0];
     let db = func.dev.doorbells();

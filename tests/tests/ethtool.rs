@@ -49,7 +49,8 @@ fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
 fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let mut prog = |x: &mut XdpBuff<'_>| match frame_id(x.data()) % 4 {
         0 => XdpAction::Drop,
         1 => XdpAction::Pass,

@@ -31,7 +31,8 @@ fn free_os_page(dma: SimDma<'_>, page: DmaPage) {
 fn os_and_remote_frames_past_their_buffer_are_refused_and_handed_back() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let dma = card.dma();
     let func = &mut h.funcs[0];
     let db = func.dev.doorbells();
@@ -120,7 +121,8 @@ fn os_and_remote_frames_past_their_buffer_are_refused_and_handed_back() {
 fn xdp_xmit_refuses_a_frame_that_leaves_its_page_and_leaves_it_with_the_caller() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let dma = card.dma();
     // Frames in pages of pair 0's pool, sent through pair 0's TX queue as another device would
     // (`ndo_xdp_xmit`): a good one, then one whose offset + length leaves the page, then one
@@ -181,7 +183,8 @@ fn xdp_xmit_refuses_a_frame_that_leaves_its_page_and_leaves_it_with_the_caller()
 fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let func = &mut h.funcs[0];
     let db = func.dev.doorbells();
     let pair = &mut func.pairs[0];

@@ -50,7 +50,8 @@ fn inject_burst(h: &mut Harness<'_>, port: u8, n: u16, len: usize) -> Vec<u64> {
 fn pass_drop_aborted_and_unknown_verdicts_keep_every_page() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let mut progs: [(&str, Box<dyn RawXdpProgram>); 4] = [
         ("pass", Box::new(pass)),
         ("drop", Box::new(drop_all)),
@@ -78,7 +79,8 @@ fn pass_drop_aborted_and_unknown_verdicts_keep_every_page() {
 fn no_program_passes_frames_untouched_with_no_xdp_counts() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     inject_burst(&mut h, 0, 30, 100);
     for _ in 0..4 {
         h.settle();
@@ -102,7 +104,8 @@ fn no_program_passes_frames_untouched_with_no_xdp_counts() {
 fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
     let setup = Setup::new().ring_size_idx(2);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let ids = inject_burst(&mut h, 0, 30, 80);
     h.settle();
     let doorbells = h.funcs[0].pairs[0].tx.stats().doorbells;
@@ -135,7 +138,8 @@ fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
 fn xdp_tx_on_a_tiny_ring_with_delayed_reclaim_loses_no_page() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     // The device sends but does not report completions: nothing is reclaimed for a while.
     card.faults().stall_h2c_writeback(true);
     for _ in 0..2 {
@@ -174,7 +178,8 @@ fn spread(x: &mut XdpBuff<'_>) -> XdpAction {
 fn redirect_to_the_other_port_the_next_queue_and_a_user_sink() {
     let setup = Setup::new().functions(2).queues(2).ring_size_idx(2);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.user_sink.cap = usize::MAX;
     let ids = inject_burst(&mut h, 0, 90, 64);
     h.drain_xdp(&mut spread);
@@ -199,7 +204,8 @@ fn redirect_to_the_other_port_the_next_queue_and_a_user_sink() {
 fn failed_redirects_are_counted_and_recycled() {
     let setup = Setup::new().queues(1).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.user_sink.cap = 5;
     let mut prog = |x: &mut XdpBuff<'_>| match frame_id(x.data()) % 4 {
         // One function: no other port. One queue: no next queue. Target 9: no entry.
@@ -222,7 +228,8 @@ fn failed_redirects_are_counted_and_recycled() {
 fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let (id, original) = h.frame(1, 200);
     card.inject(0, &original);
     h.injected[0].push(id);
@@ -266,7 +273,8 @@ fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
 fn rx_hash_metadata_names_the_queue_the_shell_chose() {
     let setup = Setup::new().queues(4).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let table = IndirectionTable::round_robin(4);
     let checked = Cell::new(0u32);
     let mut prog = |x: &mut XdpBuff<'_>| {
@@ -317,7 +325,8 @@ fn take_back(h: &mut Harness<'_>, f: HFrame<'_>) {
 fn xdp_xmit_partial_failure_returns_the_count_and_frees_nothing_it_does_not_own() {
     let setup = Setup::new().functions(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     card.faults().stall_h2c_writeback(true);
     // 59 of the ring's 62 slots taken by OS frames: 3 left.
     let frames: Vec<_> = (0..59u16).map(|i| h.frame(i, 100)).collect();
@@ -364,7 +373,8 @@ fn xdp_xmit_partial_failure_returns_the_count_and_frees_nothing_it_does_not_own(
 fn xdp_xmit_without_flush_publishes_nothing_until_a_flush() {
     let setup = Setup::new().functions(2).ring_size_idx(1);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     let mut batch: Vec<Option<HFrame<'_>>> = (0..4).map(|_| Some(foreign_frame(&mut h, 80).1)).collect();
     let func = &mut h.funcs[0];
     let db = func.dev.doorbells();
@@ -388,7 +398,8 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         .ring_size_idx(2)
         .wire(Wire::Open);
     let card = setup.card();
-    let mut h = Harness::new(&card, &setup);
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
     h.user_sink.cap = usize::MAX;
     let mut slot: XdpSlot<Box<dyn RawXdpProgram>> = XdpSlot::new();
     type Make = fn() -> Option<Box<dyn RawXdpProgram>>;

@@ -55,7 +55,7 @@ pub const COMPARE_SIZES: [usize; 5] = [64, 250, 500, 1000, 1518];
 pub const SCALING_QUEUES: [u16; 3] = [1, 8, 64];
 
 /// How long and how often to measure.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Method {
     /// Wall time of one repetition.
     pub rep: Duration,
@@ -66,7 +66,7 @@ pub struct Method {
     /// on how fast the machine happens to be.
     pub rounds: Option<u64>,
     /// Run only the workloads whose figure names contain this (all when `None`).
-    pub only: Option<&'static str>,
+    pub only: Option<String>,
 }
 
 impl Default for Method {
@@ -84,7 +84,7 @@ impl Method {
     /// Whether the workload behind figure `name` is to run ([`Method::only`]).
     #[must_use]
     pub fn wants(&self, name: &str) -> bool {
-        self.only.is_none_or(|o| name.contains(o))
+        self.only.as_deref().is_none_or(|o| name.contains(o))
     }
 }
 
@@ -376,8 +376,10 @@ fn model_card() -> Card {
     Card::new(c)
 }
 
+/// The pair's pool recycles through `ring`, which the caller owns.
 fn model_pair<'c>(
     card: &'c Card,
+    ring: &'c RecycleRing,
 ) -> (
     Device<onic_sim::QdmaWindow<'c>, onic_sim::ShellWindow<'c>>,
     Pair<'c, SimDma<'c>, Frame<SimDma<'c>>>,
@@ -389,7 +391,6 @@ fn model_pair<'c>(
         DeviceConfig::new(0, 1).expect("config"),
     )
     .expect("device init");
-    let ring: &'c RecycleRing = Box::leak(Box::new(RecycleRing::new()));
     let size = RingSizeIdx::new(onic_core::config::RX_RING_SIZE_INDEX_DEFAULT).expect("ring size");
     let buf = BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT).expect("buffer size");
     let spec = PairSpec::new(onic_core::QueueId::new(0), size, buf, Direction::Bidirectional);
@@ -407,7 +408,8 @@ fn model_pair<'c>(
 /// If the driver or the model misbehave (a bug).
 pub fn rx_drop_driver_model(m: &Method) -> Sample {
     let card = model_card();
-    let (dev, mut pair) = model_pair(&card);
+    let ring = RecycleRing::new();
+    let (dev, mut pair) = model_pair(&card, &ring);
     let db = dev.doorbells();
     let frame = test_frame(60);
     let mut kept = Vec::new();
@@ -504,7 +506,8 @@ pub fn tx_driver_only(m: &Method) -> Sample {
 /// If the driver or the model misbehave (a bug).
 pub fn tx_driver_model(m: &Method) -> Sample {
     let card = model_card();
-    let (dev, mut pair) = model_pair(&card);
+    let ring = RecycleRing::new();
+    let (dev, mut pair) = model_pair(&card, &ring);
     let db = dev.doorbells();
     let dma: SimDma<'_> = card.dma();
     let frame = test_frame(60);
