@@ -83,22 +83,22 @@ fn step(h: &mut Harness<'_>, op: Op) {
         }
         Op::Remote { offset, len, more } => {
             let Some(page) = pool_page(h) else { return };
-            let (offset, len) = (usize::from(offset), usize::from(len));
-            let f = HFrame::Peer {
+            // A frame another pair redirected here: a page of that pair's pool.
+            let f = HFrame::Xdp(XdpFrame {
                 page,
                 offset,
                 len,
                 origin: 0,
-                dma,
-            };
+            });
             let func = &mut h.funcs[0];
             let db = func.dev.doorbells();
             if let Err(e) = func.pairs[0].tx.xmit_remote(&db, f, more) {
+                let (offset, len) = (usize::from(offset), usize::from(len));
                 assert!(refusal_fits(&e, offset, len, PAGE_SIZE), "{e:?}");
-                let HFrame::Peer { page, .. } = e.into_inner() else {
+                let HFrame::Xdp(x) = e.into_inner() else {
                     panic!("another frame came back")
                 };
-                func.pairs[0].pool.recycle(page, 0);
+                func.pairs[0].pool.recycle(x.page, 0);
             }
         }
         Op::XdpXmit { frames, flush } => {
