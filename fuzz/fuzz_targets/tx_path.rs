@@ -15,7 +15,7 @@ use onic_core::queue::tx::{PoolFrame, TxError, ETH_ZLEN, TX_MAX_FRAME};
 use onic_core::xdp::{xdp_xmit, XdpFrame};
 use onic_hal::layout::desc::{WbStatus, H2C_DESC_BYTES};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
-use onic_tests::datapath::{HFrame, Harness, Setup};
+use onic_tests::datapath::{HFrame, HPool, Harness, Setup};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -44,6 +44,24 @@ fn refusal_fits<B>(e: &TxError<B>, offset: usize, len: usize, room: usize) -> bo
         TxError::BeyondBuffer(_) => offset + len.max(ETH_ZLEN) > room,
         TxError::Full(_) | TxError::Queue(..) => true,
     }
+}
+
+/// A frame another pair redirected here: a page of that pair's pool.
+fn redirected<'c>(page: DmaPage, offset: u16, len: u16) -> HFrame<'c> {
+    HFrame::Xdp(XdpFrame {
+        page,
+        offset,
+        len,
+        origin: 0,
+    })
+}
+
+/// A redirected frame the TX queue gave back: its page goes back to the pool.
+fn recycle_refused(pool: &mut HPool<'_>, f: HFrame<'_>) {
+    let HFrame::Xdp(x) = f else {
+        panic!("another frame came back")
+    };
+    pool.recycle(x.page, 0);
 }
 
 fn os_page(h: &mut Harness<'_>) -> DmaPage {
@@ -83,13 +101,7 @@ fn step(h: &mut Harness<'_>, op: Op) {
         }
         Op::Remote { offset, len, more } => {
             let Some(page) = pool_page(h) else { return };
-            // A frame another pair redirected here: a page of that pair's pool.
-            let f = HFrame::Xdp(XdpFrame {
-                page,
-                offset,
-                len,
-                origin: 0,
-            });
+            let f = redirected(page, offset, len);
             let func = &mut h.funcs[0];
             let db = func.dev.doorbells();
             if let Err(e) = func.pairs[0].tx.xmit_remote(&db, f, more) {
@@ -98,32 +110,21 @@ fn step(h: &mut Harness<'_>, op: Op) {
                 // is refused, as is anything `refusal_fits` allows.
                 let short = matches!(e, TxError::BadLength(_)) && len < ETH_ZLEN;
                 assert!(short || refusal_fits(&e, offset, len, PAGE_SIZE), "{e:?}");
-                let HFrame::Xdp(x) = e.into_inner() else {
-                    panic!("another frame came back")
-                };
-                func.pairs[0].pool.recycle(x.page, 0);
+                recycle_refused(&mut func.pairs[0].pool, e.into_inner());
             }
         }
         Op::XdpXmit { frames, flush } => {
             let mut batch = Vec::new();
             for (offset, len) in frames.into_iter().take(8) {
                 let Some(page) = pool_page(h) else { break };
-                batch.push(Some(HFrame::Xdp(XdpFrame {
-                    page,
-                    offset,
-                    len,
-                    origin: 0,
-                })));
+                batch.push(Some(redirected(page, offset, len)));
             }
             let func = &mut h.funcs[0];
             let db = func.dev.doorbells();
             let sent = xdp_xmit(&mut func.pairs[0].tx, &db, &mut batch, flush);
             assert!(batch[..sent].iter().all(Option::is_none));
             for f in batch.into_iter().flatten() {
-                let HFrame::Xdp(x) = f else {
-                    panic!("another frame came back")
-                };
-                func.pairs[0].pool.recycle(x.page, 0);
+                recycle_refused(&mut func.pairs[0].pool, f);
             }
         }
         Op::Pool { offset, len, more } => {

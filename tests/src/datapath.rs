@@ -761,22 +761,9 @@ impl<'c> Harness<'c> {
     ///
     /// If the datapath does not quiesce.
     pub fn drain(&mut self) {
-        for _ in 0..10_000 {
-            self.settle();
-            let mut busy = false;
-            for f in 0..self.funcs.len() {
-                for q in 0..self.funcs[f].pairs.len() {
-                    let out = self.poll(f, q, 64);
-                    busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
-                    busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
-                }
-            }
-            self.check_pages();
-            if !busy {
-                return;
-            }
-        }
-        panic!("datapath did not quiesce");
+        // What `poll` runs: the setup's policy program.
+        let mut prog = PolicyProgram(self.setup.policy);
+        self.drain_xdp(&mut prog);
     }
 
     /// Checks that every injected id was delivered exactly once or dropped with a reason.
