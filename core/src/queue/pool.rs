@@ -44,7 +44,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PageStack, PAGE_SIZE};
 
 use crate::stats::counters::PoolStats;
 
@@ -380,76 +380,13 @@ impl PoolConfig {
     }
 }
 
-/// The pool's LIFO cache: `slots[..len]` hold pages, `slots[len..]` are empty. Kept as slots of
-/// `Option` (the same size as a page token) so that a burst of pages moves in or out as one slice
-/// swap with a [`PageBurst`], which keeps the same invariant.
-struct Cache<const N: usize> {
-    slots: [Option<DmaPage>; N],
-    len: usize,
-}
-
-impl<const N: usize> Cache<N> {
-    const fn new() -> Self {
-        Self {
-            slots: [const { None }; N],
-            len: 0,
-        }
-    }
-
-    const fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<DmaPage> {
-        let i = self.len.checked_sub(1)?;
-        self.len = i;
-        self.slots.get_mut(i)?.take()
-    }
-
-    #[inline]
-    fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
-        match self.slots.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(page);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(page),
-        }
-    }
-
-    /// Moves up to `room.len()` pages into `room` (empty slots); returns how many.
-    #[inline]
-    fn take_into(&mut self, room: &mut [Option<DmaPage>]) -> usize {
-        let n = room.len().min(self.len);
-        let from = self.len - n;
-        // Pages for empty slots: both sides keep their invariant.
-        room[..n].swap_with_slice(&mut self.slots[from..self.len]);
-        self.len = from;
-        n
-    }
-
-    /// Moves the pages of `full` (all `Some`) into the cache, as many as fit; returns how many
-    /// (the first ones of `full`, which are left empty).
-    #[inline]
-    fn put_from(&mut self, full: &mut [Option<DmaPage>]) -> usize {
-        let n = full.len().min(N - self.len);
-        let at = self.len;
-        self.slots[at..at + n].swap_with_slice(&mut full[..n]);
-        self.len = at + n;
-        n
-    }
-}
-
 /// A burst of pages taken from a [`PagePool`] or given back to it in one call
 /// ([`PagePool::alloc_bulk`], [`PagePool::recycle_bulk`]), for a caller that handles pages 32 at
 /// a time (an RX refill, a TX reclaim, a benchmark). Holds up to `N` pages, in order; pages move
-/// between a burst and the pool's cache as one slice swap, with no per-page bookkeeping beyond the
-/// DMA sync a recycled page needs.
+/// between a burst and the pool's cache as one block copy ([`PageStack::move_top_to`]), with no
+/// per-page bookkeeping beyond the DMA sync a recycled page needs (none on coherent memory).
 pub struct PageBurst<const N: usize> {
-    slots: [Option<DmaPage>; N],
-    len: usize,
+    pages: PageStack<N>,
 }
 
 impl<const N: usize> PageBurst<N> {
@@ -457,29 +394,25 @@ impl<const N: usize> PageBurst<N> {
     #[must_use]
     pub const fn new() -> Self {
         Self {
-            slots: [const { None }; N],
-            len: 0,
+            pages: PageStack::new(),
         }
     }
 
     /// Pages held.
     #[must_use]
     pub const fn len(&self) -> usize {
-        self.len
+        self.pages.len()
     }
 
     /// Whether the burst holds no page.
     #[must_use]
     pub const fn is_empty(&self) -> bool {
-        self.len == 0
+        self.pages.is_empty()
     }
 
     /// The last page, taken out.
     pub fn pop(&mut self) -> Option<DmaPage> {
-        let i = self.len.checked_sub(1)?;
-        let p = self.slots.get_mut(i)?.take();
-        self.len = i;
-        p
+        self.pages.pop()
     }
 
     /// Adds a page at the end.
@@ -488,19 +421,12 @@ impl<const N: usize> PageBurst<N> {
     ///
     /// The page comes back when the burst is full.
     pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
-        match self.slots.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(page);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(page),
-        }
+        self.pages.push(page)
     }
 
     /// The pages, in order.
     pub fn iter(&self) -> impl Iterator<Item = &DmaPage> {
-        self.slots[..self.len].iter().flatten()
+        self.pages.as_slice().iter()
     }
 }
 
@@ -513,7 +439,7 @@ impl<const N: usize> Default for PageBurst<N> {
 impl<const N: usize> core::fmt::Debug for PageBurst<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("PageBurst")
-            .field("len", &self.len)
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -526,7 +452,8 @@ impl<const N: usize> core::fmt::Debug for PageBurst<N> {
 pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     dma: D,
     cfg: PoolConfig,
-    cache: Cache<CACHE>,
+    /// The context-local LIFO cache.
+    cache: PageStack<CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
     stats: PoolStats,
     reused: Reused,
@@ -540,7 +467,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         Self {
             dma,
             cfg: PoolConfig { bulk, ..cfg },
-            cache: Cache::new(),
+            cache: PageStack::new(),
             ring,
             stats: PoolStats::default(),
             reused: Reused(0),
@@ -633,9 +560,22 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         first
     }
 
+    /// How many bytes after the sync offset a page with `dirty` written bytes needs synced for
+    /// the device: none when the HAL's syncs do nothing ([`DmaMemory::SYNC_IS_NOOP`]).
+    #[inline]
+    const fn sync_len(&self, dirty: usize) -> usize {
+        if D::SYNC_IS_NOOP {
+            0
+        } else if dirty < self.cfg.sync_max {
+            dirty
+        } else {
+            self.cfg.sync_max
+        }
+    }
+
     #[inline]
     fn sync_dirty(&self, page: &DmaPage, dirty: usize) {
-        let len = dirty.min(self.cfg.sync_max);
+        let len = self.sync_len(dirty);
         if len > 0 {
             self.dma
                 .sync_for_device(page, self.cfg.sync_offset, len, self.cfg.dir);
@@ -682,47 +622,46 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         }
     }
 
-    /// Takes pages until `burst` is full: from the cache as one slice move; when the cache runs
+    /// Takes pages until `burst` is full: from the cache as one block move; when the cache runs
     /// dry, one page as [`PagePool::alloc`] takes it (which refills the cache from the recycle
     /// ring or the HAL), then the cache again. Returns the pages added; fewer than the room only
     /// when no page could be had.
     pub fn alloc_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>) -> usize {
-        let before = burst.len;
+        let before = burst.len();
         loop {
-            let n = self.cache.take_into(&mut burst.slots[burst.len..]);
-            burst.len += n;
+            let n = self.cache.move_top_to(&mut burst.pages, N);
             self.stats.alloc.fast += n as u64;
-            if burst.len >= N {
+            if burst.pages.room() == 0 {
                 break;
             }
             let Some(p) = self.alloc_refill() else { break };
             if let Err(p) = burst.push(p) {
-                // Cannot happen (checked the length); never drop a page.
+                // Cannot happen (checked the room); never drop a page.
                 self.recycle(p, 0);
                 break;
             }
         }
-        burst.len - before
+        burst.len() - before
     }
 
     /// Gives every page of `burst` back for reuse, each synced for the device over `dirty_len`
-    /// bytes as [`PagePool::recycle`] syncs it: into the cache as one slice move, the pages that
-    /// do not fit one at a time as [`PagePool::recycle`] handles a full cache. Leaves `burst`
-    /// empty.
+    /// bytes as [`PagePool::recycle`] syncs it (no loop at all when the HAL's syncs are no-ops):
+    /// into the cache as one block move, the pages that do not fit one at a time as
+    /// [`PagePool::recycle`] handles a full cache. Leaves `burst` empty.
     pub fn recycle_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>, dirty_len: usize) {
-        let full = &mut burst.slots[..burst.len];
-        for p in full.iter().flatten() {
-            self.sync_dirty(p, dirty_len);
-        }
-        let n = self.cache.put_from(full);
-        self.stats.recycle.cached += n as u64;
-        for slot in &mut full[n..] {
-            if let Some(p) = slot.take() {
-                // Already synced.
-                self.recycle_spill(p);
+        let len = self.sync_len(dirty_len);
+        if len > 0 {
+            for p in burst.pages.as_slice() {
+                self.dma
+                    .sync_for_device(p, self.cfg.sync_offset, len, self.cfg.dir);
             }
         }
-        burst.len = 0;
+        let n = burst.pages.move_top_to(&mut self.cache, N);
+        self.stats.recycle.cached += n as u64;
+        while let Some(p) = burst.pop() {
+            // Already synced.
+            self.recycle_spill(p);
+        }
     }
 
     /// The OS (running in the owning context) is done with a page the RX path handed it.
