@@ -320,15 +320,20 @@ impl<const N: usize> PageStack<N> {
     /// `to`, keeping their order; returns how many moved.
     #[inline]
     pub fn move_top_to<const M: usize>(&mut self, to: &mut PageStack<M>, max: usize) -> usize {
-        let n = max.min(self.len).min(M - to.len);
+        let n = max.min(self.len).min(to.room());
         let from = self.len - n;
-        let src = &self.slots[from..self.len];
-        let dst = &mut to.slots[to.len..to.len + n];
-        // SAFETY: `src` holds `n` pages (it lies in `slots[..len]`) and `dst` is `n` empty slots
-        // of `to` (it lies in `to.slots[len..]`); both slices are in bounds, and they do not
-        // overlap, as they borrow two distinct stacks. The lengths change right after, so each
-        // page is owned by `to` alone.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), n) };
+        // SAFETY: `len <= N` and `to.len <= M` always hold (only this type changes them, and never
+        // past the capacity), so `from + n == len` and `to.len + n <= M` keep both pointers and
+        // both runs inside their arrays. `slots[from..len]` hold pages and `to.slots[to.len..]`
+        // are empty; the runs do not overlap, as they lie in two distinct stacks (two exclusive
+        // borrows). The lengths change right after, so each page is owned by `to` alone.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.slots.as_ptr().add(from),
+                to.slots.as_mut_ptr().add(to.len),
+                n,
+            );
+        }
         self.len = from;
         to.len += n;
         n

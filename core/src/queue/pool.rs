@@ -968,6 +968,158 @@ mod tests {
         assert_eq!(card.dma_stats().live_pages, 0);
     }
 
+    /// Checks that the census adds up with every page back in the pool, and that it holds `n`.
+    fn all_in_pool<D: DmaMemory, const C: usize>(pool: &PagePool<'_, D, C>, n: u64) {
+        let counts = pool.page_counts(0, 0, 0).expect("no page lost or counted twice");
+        assert_eq!(counts.in_pool, n);
+        assert_eq!(pool.stats().live_pages(), n);
+    }
+
+    #[test]
+    fn partial_bursts_fill_up_and_go_back_whole() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 8> = PagePool::new(card.dma(), PoolConfig { bulk: 8, ..cfg() }, None);
+        let mut burst: PageBurst<6> = PageBurst::new();
+        // Two pages taken one at a time, then the burst topped up from the cache.
+        for _ in 0..2 {
+            let p = pool.alloc().unwrap();
+            burst.push(p).unwrap();
+        }
+        assert_eq!(pool.available(), 6);
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        assert_eq!((burst.len(), pool.available()), (6, 2));
+        assert_eq!(pool.page_counts(0, 0, 0), None, "six pages are with the test");
+        // Half the burst handed back one at a time, the rest in one call.
+        for _ in 0..3 {
+            let p = burst.pop().unwrap();
+            pool.recycle(p, 0);
+        }
+        pool.recycle_bulk(&mut burst, 0);
+        assert!(burst.is_empty());
+        all_in_pool(&pool, 8);
+        // An empty burst goes back as a no-op; a burst larger than the cache takes all of it,
+        // then refills from the HAL.
+        pool.recycle_bulk(&mut burst, 0);
+        let mut big: PageBurst<12> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut big), 12);
+        assert_eq!(pool.stats().pages_from_hal, 16);
+        assert_eq!(pool.available(), 4);
+        pool.recycle_bulk(&mut big, 0);
+        // Four fit, eight were released (no ring).
+        assert_eq!(pool.stats().recycle.cache_full, 8);
+        all_in_pool(&pool, 8);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn bulk_recycling_into_a_full_cache_spills_into_the_ring() {
+        let card = Card::new(CardConfig::default());
+        let ring = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), Some(&ring));
+        let mut a: PageBurst<4> = PageBurst::new();
+        let mut b: PageBurst<4> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut a), 4);
+        assert_eq!(pool.alloc_bulk(&mut b), 4);
+        assert_eq!(pool.stats().pages_from_hal, 8);
+        pool.recycle_bulk(&mut a, 100);
+        // The cache is full: the second burst goes to the ring, already synced.
+        pool.recycle_bulk(&mut b, 100);
+        assert_eq!(pool.stats().recycle.cache_full, 4);
+        assert_eq!(pool.stats().recycle.ring, 4);
+        assert_eq!(ring.len(), 4);
+        assert_eq!(card.dma_stats().syncs_for_device, 8);
+        all_in_pool(&pool, 8);
+        // Taking twelve: four from the cache, four from the ring (half a cache per refill), then
+        // one slow call of four from the HAL.
+        let mut c: PageBurst<12> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut c), 12);
+        assert!(ring.is_empty());
+        assert_eq!(pool.stats().alloc.refill, 2);
+        assert_eq!(pool.stats().pages_from_hal, 12);
+        assert_eq!(
+            card.dma_stats().syncs_for_device,
+            8,
+            "ring pages carried no dirty bytes"
+        );
+        pool.recycle_bulk(&mut c, 0);
+        // Four into the cache, eight into the ring (it has room for 128).
+        assert_eq!(ring.len(), 8);
+        all_in_pool(&pool, 12);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    /// The model's memory, declared to need no syncs. The model still counts every sync it is
+    /// asked for, which is how a test sees that the pool asks for none.
+    struct SyncFree<'c>(onic_sim::SimDma<'c>);
+
+    // SAFETY: forwards every call unchanged to the model, which upholds the contract. The flag is
+    // the test's claim, not the model's: the model's syncs only count and check, and the pages
+    // involved are the model's plain host memory, so a skipped sync changes no byte.
+    #[allow(unsafe_code)]
+    unsafe impl DmaMemory for SyncFree<'_> {
+        const SYNC_IS_NOOP: bool = true;
+
+        fn alloc_coherent(
+            &self,
+            len: usize,
+            limit: onic_hal::dma::AddrLimit,
+        ) -> Result<onic_hal::dma::RawRegion, onic_hal::DmaError> {
+            self.0.alloc_coherent(len, limit)
+        }
+        unsafe fn free_coherent(&self, region: onic_hal::dma::RawRegion) {
+            // SAFETY: the caller upholds the same contract for the model.
+            unsafe { self.0.free_coherent(region) };
+        }
+        fn alloc_page(&self) -> Result<onic_hal::PageMem, onic_hal::DmaError> {
+            self.0.alloc_page()
+        }
+        fn free_page(&self, page: onic_hal::PageMem) {
+            self.0.free_page(page);
+        }
+        fn map_page(
+            &self,
+            page: onic_hal::PageMem,
+            dir: Direction,
+        ) -> Result<DmaPage, (onic_hal::PageMem, onic_hal::DmaError)> {
+            self.0.map_page(page, dir)
+        }
+        unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> onic_hal::PageMem {
+            // SAFETY: the caller upholds the same contract for the model.
+            unsafe { self.0.unmap_page(page, dir) }
+        }
+        fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
+            self.0.sync_for_cpu(page, offset, len, dir);
+        }
+        fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
+            self.0.sync_for_device(page, offset, len, dir);
+        }
+    }
+
+    #[test]
+    fn memory_without_syncs_is_never_synced_on_recycling() {
+        let card = Card::new(CardConfig::default());
+        let ring = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(SyncFree(card.dma()), cfg(), Some(&ring));
+        let mut burst: PageBurst<4> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        pool.recycle_bulk(&mut burst, 100);
+        let p = pool.alloc().unwrap();
+        pool.recycle(p, 100);
+        let p = pool.alloc().unwrap();
+        let p = pool.reuse(p, 100).unwrap();
+        ring.recycle(p, 100).unwrap();
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        pool.recycle_bulk(&mut burst, 100);
+        assert_eq!(card.dma_stats().syncs_for_device, 0);
+        all_in_pool(&pool, 4);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
     #[test]
     fn allocation_failure_is_counted() {
         let card = Card::new(CardConfig::default());
