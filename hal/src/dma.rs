@@ -247,6 +247,13 @@ impl DmaPage {
 /// comes out exactly once (by [`pop`](Self::pop) or a move), and pages still held when the stack
 /// is dropped are dropped with it, like any other owned [`DmaPage`] (an owner that must give its
 /// pages back empties the stack first).
+///
+/// The slots start on a cache line (64 bytes). A burst taken from a pool's cache and given back
+/// right after is copied twice through the same bytes; when both runs start on a line, the second
+/// copy's loads line up with the first copy's stores. In the pool benchmark (bursts of 32) the
+/// pair then costs about 0.43 ns per page, against 0.9 with 8-byte aligned slots (0.65 when the
+/// cache's run starts off a line, e.g. with an odd number of pages cached).
+#[repr(C, align(64))]
 pub struct PageStack<const N: usize> {
     slots: [MaybeUninit<DmaPage>; N],
     len: usize,
