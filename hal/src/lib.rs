@@ -46,7 +46,9 @@ pub mod window;
 
 pub use addr::DmaAddr;
 pub use context::Quiesced;
-pub use dma::{AddrLimit, CoherentRegion, Direction, DmaError, DmaMemory, DmaPage, PageMem, PAGE_SIZE};
+pub use dma::{
+    AddrLimit, CoherentRegion, Direction, DmaError, DmaMemory, DmaPage, PageMem, PageStack, PAGE_SIZE,
+};
 pub use embedded_hal::delay::DelayNs;
 pub use id::{AbsQueueId, FunctionId, QueueId, MAX_QUEUES_PER_FUNCTION};
 pub use lock::{SharedGuard, SharedLock, Unshared};

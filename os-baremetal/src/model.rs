@@ -95,8 +95,11 @@ unsafe impl<T: RegisterWindow> RegisterWindow for Guarded<T> {
     }
 }
 
-// SAFETY: forwards each call unchanged to the model's DMA memory, which upholds the contract.
+// SAFETY: forwards each call (and the sync flag) unchanged to the model's DMA memory, which
+// upholds the contract.
 unsafe impl<T: DmaMemory> DmaMemory for Guarded<T> {
+    const SYNC_IS_NOOP: bool = T::SYNC_IS_NOOP;
+
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         without_interrupts(|| self.0.alloc_coherent(len, limit))
     }

@@ -44,7 +44,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PageStack, PAGE_SIZE};
 
 use crate::stats::counters::PoolStats;
 
@@ -380,76 +380,13 @@ impl PoolConfig {
     }
 }
 
-/// The pool's LIFO cache: `slots[..len]` hold pages, `slots[len..]` are empty. Kept as slots of
-/// `Option` (the same size as a page token) so that a burst of pages moves in or out as one slice
-/// swap with a [`PageBurst`], which keeps the same invariant.
-struct Cache<const N: usize> {
-    slots: [Option<DmaPage>; N],
-    len: usize,
-}
-
-impl<const N: usize> Cache<N> {
-    const fn new() -> Self {
-        Self {
-            slots: [const { None }; N],
-            len: 0,
-        }
-    }
-
-    const fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<DmaPage> {
-        let i = self.len.checked_sub(1)?;
-        self.len = i;
-        self.slots.get_mut(i)?.take()
-    }
-
-    #[inline]
-    fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
-        match self.slots.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(page);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(page),
-        }
-    }
-
-    /// Moves up to `room.len()` pages into `room` (empty slots); returns how many.
-    #[inline]
-    fn take_into(&mut self, room: &mut [Option<DmaPage>]) -> usize {
-        let n = room.len().min(self.len);
-        let from = self.len - n;
-        // Pages for empty slots: both sides keep their invariant.
-        room[..n].swap_with_slice(&mut self.slots[from..self.len]);
-        self.len = from;
-        n
-    }
-
-    /// Moves the pages of `full` (all `Some`) into the cache, as many as fit; returns how many
-    /// (the first ones of `full`, which are left empty).
-    #[inline]
-    fn put_from(&mut self, full: &mut [Option<DmaPage>]) -> usize {
-        let n = full.len().min(N - self.len);
-        let at = self.len;
-        self.slots[at..at + n].swap_with_slice(&mut full[..n]);
-        self.len = at + n;
-        n
-    }
-}
-
 /// A burst of pages taken from a [`PagePool`] or given back to it in one call
 /// ([`PagePool::alloc_bulk`], [`PagePool::recycle_bulk`]), for a caller that handles pages 32 at
 /// a time (an RX refill, a TX reclaim, a benchmark). Holds up to `N` pages, in order; pages move
-/// between a burst and the pool's cache as one slice swap, with no per-page bookkeeping beyond the
-/// DMA sync a recycled page needs.
+/// between a burst and the pool's cache as one block copy ([`PageStack::move_top_to`]), with no
+/// per-page bookkeeping beyond the DMA sync a recycled page needs (none on coherent memory).
 pub struct PageBurst<const N: usize> {
-    slots: [Option<DmaPage>; N],
-    len: usize,
+    pages: PageStack<N>,
 }
 
 impl<const N: usize> PageBurst<N> {
@@ -457,29 +394,25 @@ impl<const N: usize> PageBurst<N> {
     #[must_use]
     pub const fn new() -> Self {
         Self {
-            slots: [const { None }; N],
-            len: 0,
+            pages: PageStack::new(),
         }
     }
 
     /// Pages held.
     #[must_use]
     pub const fn len(&self) -> usize {
-        self.len
+        self.pages.len()
     }
 
     /// Whether the burst holds no page.
     #[must_use]
     pub const fn is_empty(&self) -> bool {
-        self.len == 0
+        self.pages.is_empty()
     }
 
     /// The last page, taken out.
     pub fn pop(&mut self) -> Option<DmaPage> {
-        let i = self.len.checked_sub(1)?;
-        let p = self.slots.get_mut(i)?.take();
-        self.len = i;
-        p
+        self.pages.pop()
     }
 
     /// Adds a page at the end.
@@ -488,19 +421,12 @@ impl<const N: usize> PageBurst<N> {
     ///
     /// The page comes back when the burst is full.
     pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
-        match self.slots.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(page);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(page),
-        }
+        self.pages.push(page)
     }
 
     /// The pages, in order.
     pub fn iter(&self) -> impl Iterator<Item = &DmaPage> {
-        self.slots[..self.len].iter().flatten()
+        self.pages.as_slice().iter()
     }
 }
 
@@ -513,7 +439,7 @@ impl<const N: usize> Default for PageBurst<N> {
 impl<const N: usize> core::fmt::Debug for PageBurst<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("PageBurst")
-            .field("len", &self.len)
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -526,7 +452,8 @@ impl<const N: usize> core::fmt::Debug for PageBurst<N> {
 pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     dma: D,
     cfg: PoolConfig,
-    cache: Cache<CACHE>,
+    /// The context-local LIFO cache.
+    cache: PageStack<CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
     stats: PoolStats,
     reused: Reused,
@@ -540,7 +467,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         Self {
             dma,
             cfg: PoolConfig { bulk, ..cfg },
-            cache: Cache::new(),
+            cache: PageStack::new(),
             ring,
             stats: PoolStats::default(),
             reused: Reused(0),
@@ -633,9 +560,22 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         first
     }
 
+    /// How many bytes after the sync offset a page with `dirty` written bytes needs synced for
+    /// the device: none when the HAL's syncs do nothing ([`DmaMemory::SYNC_IS_NOOP`]).
+    #[inline]
+    const fn sync_len(&self, dirty: usize) -> usize {
+        if D::SYNC_IS_NOOP {
+            0
+        } else if dirty < self.cfg.sync_max {
+            dirty
+        } else {
+            self.cfg.sync_max
+        }
+    }
+
     #[inline]
     fn sync_dirty(&self, page: &DmaPage, dirty: usize) {
-        let len = dirty.min(self.cfg.sync_max);
+        let len = self.sync_len(dirty);
         if len > 0 {
             self.dma
                 .sync_for_device(page, self.cfg.sync_offset, len, self.cfg.dir);
@@ -682,47 +622,46 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         }
     }
 
-    /// Takes pages until `burst` is full: from the cache as one slice move; when the cache runs
+    /// Takes pages until `burst` is full: from the cache as one block move; when the cache runs
     /// dry, one page as [`PagePool::alloc`] takes it (which refills the cache from the recycle
     /// ring or the HAL), then the cache again. Returns the pages added; fewer than the room only
     /// when no page could be had.
     pub fn alloc_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>) -> usize {
-        let before = burst.len;
+        let before = burst.len();
         loop {
-            let n = self.cache.take_into(&mut burst.slots[burst.len..]);
-            burst.len += n;
+            let n = self.cache.move_top_to(&mut burst.pages, N);
             self.stats.alloc.fast += n as u64;
-            if burst.len >= N {
+            if burst.pages.room() == 0 {
                 break;
             }
             let Some(p) = self.alloc_refill() else { break };
             if let Err(p) = burst.push(p) {
-                // Cannot happen (checked the length); never drop a page.
+                // Cannot happen (checked the room); never drop a page.
                 self.recycle(p, 0);
                 break;
             }
         }
-        burst.len - before
+        burst.len() - before
     }
 
     /// Gives every page of `burst` back for reuse, each synced for the device over `dirty_len`
-    /// bytes as [`PagePool::recycle`] syncs it: into the cache as one slice move, the pages that
-    /// do not fit one at a time as [`PagePool::recycle`] handles a full cache. Leaves `burst`
-    /// empty.
+    /// bytes as [`PagePool::recycle`] syncs it (no loop at all when the HAL's syncs are no-ops):
+    /// into the cache as one block move, the pages that do not fit one at a time as
+    /// [`PagePool::recycle`] handles a full cache. Leaves `burst` empty.
     pub fn recycle_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>, dirty_len: usize) {
-        let full = &mut burst.slots[..burst.len];
-        for p in full.iter().flatten() {
-            self.sync_dirty(p, dirty_len);
-        }
-        let n = self.cache.put_from(full);
-        self.stats.recycle.cached += n as u64;
-        for slot in &mut full[n..] {
-            if let Some(p) = slot.take() {
-                // Already synced.
-                self.recycle_spill(p);
+        let len = self.sync_len(dirty_len);
+        if len > 0 {
+            for p in burst.pages.as_slice() {
+                self.dma
+                    .sync_for_device(p, self.cfg.sync_offset, len, self.cfg.dir);
             }
         }
-        burst.len = 0;
+        let n = burst.pages.move_top_to(&mut self.cache, N);
+        self.stats.recycle.cached += n as u64;
+        while let Some(p) = burst.pop() {
+            // Already synced.
+            self.recycle_spill(p);
+        }
     }
 
     /// The OS (running in the owning context) is done with a page the RX path handed it.
@@ -1025,6 +964,158 @@ mod tests {
         assert_eq!(pool.alloc_bulk(&mut burst), 6);
         assert_eq!(pool.available(), 2);
         pool.recycle_bulk(&mut burst, 0);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
+    /// Checks that the census adds up with every page back in the pool, and that it holds `n`.
+    fn all_in_pool<D: DmaMemory, const C: usize>(pool: &PagePool<'_, D, C>, n: u64) {
+        let counts = pool.page_counts(0, 0, 0).expect("no page lost or counted twice");
+        assert_eq!(counts.in_pool, n);
+        assert_eq!(pool.stats().live_pages(), n);
+    }
+
+    #[test]
+    fn partial_bursts_fill_up_and_go_back_whole() {
+        let card = Card::new(CardConfig::default());
+        let mut pool: PagePool<'_, _, 8> = PagePool::new(card.dma(), PoolConfig { bulk: 8, ..cfg() }, None);
+        let mut burst: PageBurst<6> = PageBurst::new();
+        // Two pages taken one at a time, then the burst topped up from the cache.
+        for _ in 0..2 {
+            let p = pool.alloc().unwrap();
+            burst.push(p).unwrap();
+        }
+        assert_eq!(pool.available(), 6);
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        assert_eq!((burst.len(), pool.available()), (6, 2));
+        assert_eq!(pool.page_counts(0, 0, 0), None, "six pages are with the test");
+        // Half the burst handed back one at a time, the rest in one call.
+        for _ in 0..3 {
+            let p = burst.pop().unwrap();
+            pool.recycle(p, 0);
+        }
+        pool.recycle_bulk(&mut burst, 0);
+        assert!(burst.is_empty());
+        all_in_pool(&pool, 8);
+        // An empty burst goes back as a no-op; a burst larger than the cache takes all of it,
+        // then refills from the HAL.
+        pool.recycle_bulk(&mut burst, 0);
+        let mut big: PageBurst<12> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut big), 12);
+        assert_eq!(pool.stats().pages_from_hal, 16);
+        assert_eq!(pool.available(), 4);
+        pool.recycle_bulk(&mut big, 0);
+        // Four fit, eight were released (no ring).
+        assert_eq!(pool.stats().recycle.cache_full, 8);
+        all_in_pool(&pool, 8);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    #[test]
+    fn bulk_recycling_into_a_full_cache_spills_into_the_ring() {
+        let card = Card::new(CardConfig::default());
+        let ring = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(card.dma(), cfg(), Some(&ring));
+        let mut a: PageBurst<4> = PageBurst::new();
+        let mut b: PageBurst<4> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut a), 4);
+        assert_eq!(pool.alloc_bulk(&mut b), 4);
+        assert_eq!(pool.stats().pages_from_hal, 8);
+        pool.recycle_bulk(&mut a, 100);
+        // The cache is full: the second burst goes to the ring, already synced.
+        pool.recycle_bulk(&mut b, 100);
+        assert_eq!(pool.stats().recycle.cache_full, 4);
+        assert_eq!(pool.stats().recycle.ring, 4);
+        assert_eq!(ring.len(), 4);
+        assert_eq!(card.dma_stats().syncs_for_device, 8);
+        all_in_pool(&pool, 8);
+        // Taking twelve: four from the cache, four from the ring (half a cache per refill), then
+        // one slow call of four from the HAL.
+        let mut c: PageBurst<12> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut c), 12);
+        assert!(ring.is_empty());
+        assert_eq!(pool.stats().alloc.refill, 2);
+        assert_eq!(pool.stats().pages_from_hal, 12);
+        assert_eq!(
+            card.dma_stats().syncs_for_device,
+            8,
+            "ring pages carried no dirty bytes"
+        );
+        pool.recycle_bulk(&mut c, 0);
+        // Four into the cache, eight into the ring (it has room for 128).
+        assert_eq!(ring.len(), 8);
+        all_in_pool(&pool, 12);
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    /// The model's memory, declared to need no syncs. The model still counts every sync it is
+    /// asked for, which is how a test sees that the pool asks for none.
+    struct SyncFree<'c>(onic_sim::SimDma<'c>);
+
+    // SAFETY: forwards every call unchanged to the model, which upholds the contract. The flag is
+    // the test's claim, not the model's: the model's syncs only count and check, and the pages
+    // involved are the model's plain host memory, so a skipped sync changes no byte.
+    #[allow(unsafe_code)]
+    unsafe impl DmaMemory for SyncFree<'_> {
+        const SYNC_IS_NOOP: bool = true;
+
+        fn alloc_coherent(
+            &self,
+            len: usize,
+            limit: onic_hal::dma::AddrLimit,
+        ) -> Result<onic_hal::dma::RawRegion, onic_hal::DmaError> {
+            self.0.alloc_coherent(len, limit)
+        }
+        unsafe fn free_coherent(&self, region: onic_hal::dma::RawRegion) {
+            // SAFETY: the caller upholds the same contract for the model.
+            unsafe { self.0.free_coherent(region) };
+        }
+        fn alloc_page(&self) -> Result<onic_hal::PageMem, onic_hal::DmaError> {
+            self.0.alloc_page()
+        }
+        fn free_page(&self, page: onic_hal::PageMem) {
+            self.0.free_page(page);
+        }
+        fn map_page(
+            &self,
+            page: onic_hal::PageMem,
+            dir: Direction,
+        ) -> Result<DmaPage, (onic_hal::PageMem, onic_hal::DmaError)> {
+            self.0.map_page(page, dir)
+        }
+        unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> onic_hal::PageMem {
+            // SAFETY: the caller upholds the same contract for the model.
+            unsafe { self.0.unmap_page(page, dir) }
+        }
+        fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
+            self.0.sync_for_cpu(page, offset, len, dir);
+        }
+        fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
+            self.0.sync_for_device(page, offset, len, dir);
+        }
+    }
+
+    #[test]
+    fn memory_without_syncs_is_never_synced_on_recycling() {
+        let card = Card::new(CardConfig::default());
+        let ring = RecycleRing::new();
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(SyncFree(card.dma()), cfg(), Some(&ring));
+        let mut burst: PageBurst<4> = PageBurst::new();
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        pool.recycle_bulk(&mut burst, 100);
+        let p = pool.alloc().unwrap();
+        pool.recycle(p, 100);
+        let p = pool.alloc().unwrap();
+        let p = pool.reuse(p, 100).unwrap();
+        ring.recycle(p, 100).unwrap();
+        assert_eq!(pool.alloc_bulk(&mut burst), 4);
+        pool.recycle_bulk(&mut burst, 100);
+        assert_eq!(card.dma_stats().syncs_for_device, 0);
+        all_in_pool(&pool, 4);
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
     }

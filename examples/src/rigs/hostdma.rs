@@ -157,9 +157,11 @@ impl HostDma {
 // SAFETY: regions come from `alloc_zeroed` with 4 KiB alignment and are handed out once, with a
 // device address that no other allocation shares (a counter below 4 GiB, never reused); pages
 // come from `alloc` with 4 KiB alignment and are reached by the device at their CPU address plus
-// PAGE_IOVA_OFFSET, exactly the page. The syncs are no-ops: host memory is coherent and nothing
-// is bounced.
+// PAGE_IOVA_OFFSET, exactly the page. The syncs are no-ops (empty, as the flag says): host memory
+// is coherent and nothing is bounced.
 unsafe impl DmaMemory for HostDma {
+    const SYNC_IS_NOOP: bool = true;
+
     fn alloc_coherent(&self, len: usize, _limit: AddrLimit) -> Result<RawRegion, DmaError> {
         if len == 0 {
             return Err(DmaError::InvalidRequest);
