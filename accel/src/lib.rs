@@ -204,6 +204,18 @@ impl AccelHasher {
     pub fn hash_frame(&self, frame: &[u8]) -> RxHash {
         self.hash_frame_with_protocol(frame).hash
     }
+
+    /// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold; returns that count.
+    /// On a multiplication backend the whole batch is one call into code compiled for the
+    /// backend's CPU features, which a frame at a time cannot be.
+    pub fn hash_frames(&self, frames: &[&[u8]], out: &mut [RxHash]) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.backend != Backend::Table {
+            let gfni = self.backend == Backend::ClmulGfni;
+            return x86::hash_frames(frames, out, &self.segments, gfni, &self.table);
+        }
+        self.table.hash_frames(frames, out)
+    }
 }
 
 impl RxHasher for AccelHasher {
