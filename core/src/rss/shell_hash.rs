@@ -15,6 +15,11 @@
 //! 13 lookups. [`shell_hash_reference`] follows the definition one bit at a time, with a parser of
 //! its own, to check the fast path.
 //!
+//! [`ShellHasher::hash_frame`] takes the common frame (untagged IPv4 with a 20-byte header, at
+//! least [`COMMON_LEN`] bytes: see [`common_case`]) without the parser: one length check, one
+//! compare, the 13 bytes read at fixed offsets straight into the lookups, and the hash type from
+//! one more lookup. Every other frame goes through [`ShellTuple`]'s parser.
+//!
 //! # Parsing rules (RTL)
 //!
 //! - IPv4 when the EtherType at bytes 12-13 is `08 00` (IP header at byte 14), or `81 00` with
