@@ -77,7 +77,7 @@ impl Backend {
     /// A CPU with PCLMULQDQ but no GFNI gets the table path on purpose: those are the older
     /// cores (e.g. AMD Zen 2/3, Intel before Ice Lake) where PCLMULQDQ issues at most every
     /// second cycle. Measured on a Zen 3 guest (`docs/benchmarks.md`, "RX hash"): a frame at a
-    /// time, as the RX path hashes, the table path is faster (about 4.5 against 5.0 ns); 32
+    /// time, as the RX path hashes, the table path is faster (about 4.5 against 5.25 ns); 32
     /// frames per [`AccelHasher::hash_frames`] call, the products are (about 4.2 against 4.9 ns).
     /// [`AccelHasher::with_backend`] gives [`Backend::Clmul`] there for batch users.
     #[must_use]
