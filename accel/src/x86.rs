@@ -6,7 +6,7 @@ use core::arch::x86_64::{
     _mm_srli_epi16, _mm_xor_si128,
 };
 
-use onic_core::rss::{ipv4_hash_type, FrameHash, RssHashType, RxHash};
+use onic_core::rss::{common_case, ipv4_hash_type, FrameHash, RxHash, ShellHasher, COMMON_LEN};
 
 /// What the CPU offers the backends.
 #[derive(Clone, Copy, Debug)]
@@ -46,59 +46,60 @@ impl Features {
     }
 }
 
-/// Bytes of an untagged IPv4 frame the fast path reads: the Ethernet header, a 20-byte IPv4
-/// header and the 4 L4 bytes.
-const COMMON_LEN: usize = 38;
+/// Frame bytes 22..38 of a frame in the common case: TTL, protocol, checksum, source,
+/// destination, L4 bytes.
+const TUPLE_AT: usize = 22;
 
-/// Frame bytes 22..38 of an untagged IPv4 frame with version 4 and a 20-byte header whose 4 L4
-/// bytes lie inside the frame (the shell parser's common case, which `ShellTuple::parse` tests
-/// first the same way); `None` for any other frame.
-#[inline(always)]
-fn common_case(frame: &[u8]) -> Option<&[u8; 16]> {
-    let head: &[u8; COMMON_LEN] = frame.get(..COMMON_LEN)?.try_into().ok()?;
-    if head[12] != 0x08 || head[13] != 0x00 || head[14] != 0x45 {
-        return None;
-    }
-    // Frame bytes 22..38: TTL, protocol, checksum, source, destination, L4 bytes.
-    <&[u8; 16]>::try_from(&head[22..]).ok()
-}
-
-/// The hash value and the protocol (frame byte 23) of the common case; the type comes from
-/// [`with_kind`].
-#[inline(always)]
-fn frame_hash(bytes: &[u8; 16], value: u32) -> FrameHash {
-    FrameHash {
-        hash: RxHash {
-            value,
-            kind: RssHashType::None,
-        },
-        protocol: bytes[1],
-    }
-}
-
-/// The hash of a frame in the common case ([`common_case`]); `None` for any other frame.
+/// The hash of a frame in the common case (`onic_core::rss::common_case`); `None` for any
+/// other frame.
 #[inline]
 pub(crate) fn hash_common(frame: &[u8], segments: &[u64; 4], gfni: bool) -> Option<FrameHash> {
-    let bytes = common_case(frame)?;
-    let value = if gfni {
+    let head = common_case(frame)?;
+    Some(if gfni {
         // SAFETY: `gfni` is only passed as true by a hasher whose backend is ClmulGfni, which is
         // only chosen after the CPU reported PCLMULQDQ, SSSE3 and GFNI (`Backend::available` /
         // `Backend::detect`).
-        unsafe { hash_gfni(bytes, segments) }
+        unsafe { common_gfni(head, segments) }
     } else {
         // SAFETY: only called for a hasher whose backend is Clmul or ClmulGfni, chosen after the
         // CPU reported PCLMULQDQ and SSSE3.
-        unsafe { hash_ssse3(bytes, segments) }
-    };
-    Some(with_kind(frame, frame_hash(bytes, value)))
+        unsafe { common_ssse3(head, segments) }
+    })
 }
 
-/// Fills in the hash type from the frame's IPv4 flags, fragment offset and protocol.
+/// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold, the common case by
+/// multiplication and every other frame by `table`; returns that count. One call for the whole
+/// batch: the per-frame work is inlined into a loop compiled for the backend's features.
+pub(crate) fn hash_frames(
+    frames: &[&[u8]],
+    out: &mut [RxHash],
+    segments: &[u64; 4],
+    gfni: bool,
+    table: &ShellHasher,
+) -> usize {
+    if gfni {
+        // SAFETY: as in `hash_common`: ClmulGfni is only chosen on a CPU with PCLMULQDQ, SSSE3
+        // and GFNI.
+        unsafe { frames_gfni(frames, out, segments, table) }
+    } else {
+        // SAFETY: as in `hash_common`: only for a Clmul or ClmulGfni hasher, chosen on a CPU
+        // with PCLMULQDQ and SSSE3.
+        unsafe { frames_ssse3(frames, out, segments, table) }
+    }
+}
+
+/// The hash of a common-case frame from its value: the type from the IPv4 flags, fragment offset
+/// and protocol.
 #[inline(always)]
-fn with_kind(frame: &[u8], mut h: FrameHash) -> FrameHash {
-    let flags = frame.get(20..22).map_or(0, |f| u16::from_be_bytes([f[0], f[1]]));
-    h.hash.kind = ipv4_hash_type(h.protocol, flags);
-    h
+fn with_kind(head: &[u8; COMMON_LEN], value: u32) -> FrameHash {
+    let protocol = head[TUPLE_AT + 1];
+    FrameHash {
+        hash: RxHash {
+            value,
+            kind: ipv4_hash_type(protocol, u16::from_be_bytes([head[20], head[21]])),
+        },
+        protocol,
+    }
 }
 
 /// Reverses the bits of every byte with two nibble lookups.
@@ -154,12 +155,15 @@ fn products(reversed: __m128i, s: &[u64; 4]) -> u32 {
     ((_mm_cvtsi128_si64(x) as u64) >> 31) as u32
 }
 
-/// The 16 bytes as a vector.
+/// Frame bytes 22..38 of a common-case frame as a vector: TTL, protocol, checksum, source,
+/// destination, L4 bytes.
 #[inline]
 #[target_feature(enable = "sse2")]
-fn load(bytes: &[u8; 16]) -> __m128i {
-    // SAFETY: `bytes` is 16 readable bytes; the load has no alignment requirement.
-    unsafe { _mm_loadu_si128(bytes.as_ptr().cast::<__m128i>()) }
+fn load_tuple(head: &[u8; COMMON_LEN]) -> __m128i {
+    const { assert!(TUPLE_AT + 16 == COMMON_LEN) };
+    // SAFETY: `head` holds COMMON_LEN bytes, so the 16 bytes from TUPLE_AT are readable (the
+    // assertion above); the load has no alignment requirement.
+    unsafe { _mm_loadu_si128(head.as_ptr().add(TUPLE_AT).cast::<__m128i>()) }
 }
 
 /// Two `u64`s as a vector (the first in the low half).
@@ -170,19 +174,48 @@ fn load_u64x2(v: &[u64; 2]) -> __m128i {
     unsafe { _mm_loadu_si128(v.as_ptr().cast::<__m128i>()) }
 }
 
-/// [`Backend::Clmul`](crate::Backend::Clmul), from frame bytes 22..38.
+/// [`Backend::Clmul`](crate::Backend::Clmul): one common-case frame.
+#[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn hash_ssse3(bytes: &[u8; 16], s: &[u64; 4]) -> u32 {
-    products(reverse_bits_ssse3(load(bytes)), s)
+fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
+    with_kind(head, products(reverse_bits_ssse3(load_tuple(head)), s))
 }
 
-/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni), from frame bytes 22..38: the per-byte bit
+/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): one common-case frame; the per-byte bit
 /// reversal is one affine transformation over GF(2) whose matrix has its ones on the
 /// anti-diagonal.
+#[inline]
 #[target_feature(enable = "pclmulqdq,ssse3,gfni")]
-fn hash_gfni(bytes: &[u8; 16], s: &[u64; 4]) -> u32 {
+fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
     const REVERSE: u64 = 0x8040_2010_0804_0201;
     // CAST: a bit pattern.
     let m = _mm_set1_epi64x(REVERSE as i64);
-    products(_mm_gf2p8affine_epi64_epi8::<0>(load(bytes), m), s)
+    let reversed = _mm_gf2p8affine_epi64_epi8::<0>(load_tuple(head), m);
+    with_kind(head, products(reversed, s))
+}
+
+/// A batch on [`Backend::Clmul`](crate::Backend::Clmul).
+#[target_feature(enable = "pclmulqdq,ssse3")]
+fn frames_ssse3(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
+    let n = frames.len().min(out.len());
+    for (o, f) in out.iter_mut().zip(frames) {
+        *o = match common_case(f) {
+            Some(head) => common_ssse3(head, s).hash,
+            None => table.hash_frame(f),
+        };
+    }
+    n
+}
+
+/// A batch on [`Backend::ClmulGfni`](crate::Backend::ClmulGfni).
+#[target_feature(enable = "pclmulqdq,ssse3,gfni")]
+fn frames_gfni(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
+    let n = frames.len().min(out.len());
+    for (o, f) in out.iter_mut().zip(frames) {
+        *o = match common_case(f) {
+            Some(head) => common_gfni(head, s).hash,
+            None => table.hash_frame(f),
+        };
+    }
+    n
 }

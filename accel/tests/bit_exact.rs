@@ -2,7 +2,7 @@
 //! path gives (and, for a sample, the bit-serial reference): the value, the type and the protocol.
 
 use onic_accel::{AccelHasher, Backend};
-use onic_core::rss::{shell_hash_reference, RssKey, ShellHasher};
+use onic_core::rss::{shell_hash_reference, RssKey, RxHash, ShellHasher};
 use proptest::prelude::*;
 
 /// The backends this CPU runs (the table path always).
@@ -62,6 +62,23 @@ proptest! {
         for b in backends() {
             let h = AccelHasher::with_backend(&key, b).unwrap();
             prop_assert_eq!(h.hash_frame_with_protocol(&f), want, "backend {:?}", b);
+        }
+    }
+
+    #[test]
+    fn every_backend_batch_equals_the_table_path(frames in prop::collection::vec(frame(), 0..40), spare in 0usize..3) {
+        // A batch hashes each frame as the table path does, and stops at the shorter slice.
+        let key = RssKey::MICROSOFT;
+        let table = ShellHasher::new(&key);
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let want: Vec<_> = refs.iter().map(|f| table.hash_frame(f)).collect();
+        for b in backends() {
+            let h = AccelHasher::with_backend(&key, b).unwrap();
+            let mut out = vec![RxHash::default(); refs.len() + spare];
+            prop_assert_eq!(h.hash_frames(&refs, &mut out), refs.len());
+            prop_assert_eq!(&out[..refs.len()], &want[..], "backend {:?}", b);
+            let short = refs.len() / 2;
+            prop_assert_eq!(h.hash_frames(&refs, &mut out[..short]), short);
         }
     }
 

@@ -637,6 +637,28 @@ proptest! {
     }
 
     #[test]
+    fn shell_common_case_equals_parser_and_reference(
+        key in prop::collection::vec(any::<u8>(), 40),
+        mut frame in prop::collection::vec(any::<u8>(), 38..100),
+        protocol in prop_oneof![Just(6u8), Just(17), Just(50), any::<u8>()],
+        frag in prop_oneof![Just(0u16), Just(0x4000), any::<u16>()],
+    ) {
+        // Untagged, version 4, IHL 5, long enough: the fixed-offset path of `hash_frame`. It must
+        // give what the general parser gives (value, type, protocol) and the reference value.
+        frame[12..15].copy_from_slice(&[0x08, 0x00, 0x45]);
+        frame[14 + 9] = protocol;
+        frame[14 + 6..14 + 8].copy_from_slice(&frag.to_be_bytes());
+        let key = RssKey::from_slice(&key).unwrap();
+        let h = ShellHasher::new(&key);
+        let got = h.hash_frame_with_protocol(&frame);
+        let tuple = ShellTuple::parse(&frame);
+        prop_assert_eq!(got.hash, h.hash_tuple(&tuple));
+        prop_assert_eq!(got.protocol, tuple.protocol());
+        prop_assert_eq!(got.hash.value, shell_hash_reference(&key, &frame));
+        prop_assert_eq!(h.hash_frame(&frame), got.hash);
+    }
+
+    #[test]
     fn shell_tuple_hash_equals_reference_of_built_frame(
         key in prop::collection::vec(any::<u8>(), 40),
         protocol in any::<u8>(),

@@ -1,5 +1,6 @@
 //! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference, and
-//! the shell hash through `onic-accel` (carry-less multiplication where the CPU has it).
+//! the shell hash through `onic-accel` (carry-less multiplication where the CPU has it), a frame
+//! at a time and 32 at a time.
 //!
 //! Method (the same as the DPDK peer's `peer_bench.h`, so figures compare side by side):
 //! 1. calibrate: double the iteration count until one run takes at least 20 ms;
@@ -128,8 +129,25 @@ fn shell_figures(out: &mut Figures, rng: &mut Rng) {
                 sum_of(iters, |i| fold(hasher.hash_frame(&fr[i & MASK])))
             })
         };
+        let accel_batch = |hasher: &AccelHasher| {
+            measure(BATCH, |iters| {
+                let ptrs = black_box(&ptrs);
+                let mut res = [RxHash::default(); BATCH];
+                sum_of(iters, |i| {
+                    let at = (i * BATCH) & MASK;
+                    hasher.hash_frames(&ptrs[at..at + BATCH], &mut res);
+                    black_box(&mut res);
+                    fold(res[0])
+                })
+            })
+        };
         for (backend, h) in &backends {
             out.push((format!("rss_shell_{name}_accel_{backend}"), accel(h), UNIT));
+            out.push((
+                format!("rss_shell_{name}_accel_{backend}_batch32"),
+                accel_batch(h),
+                UNIT,
+            ));
         }
         out.push((format!("rss_shell_{name}_table"), table, UNIT));
         out.push((format!("rss_shell_{name}_table_batch32"), batch, UNIT));

@@ -41,7 +41,9 @@ use onic_hal::regs::shell::{DEFAULT_HASH_KEY_WORDS, HASH_KEY_WORDS, INDIR_TABLE_
 pub mod shell_hash;
 pub mod toeplitz;
 
-pub use shell_hash::{ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple};
+pub use shell_hash::{
+    common_case, ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple, COMMON_LEN,
+};
 pub use toeplitz::{toeplitz_reference, Toeplitz};
 
 /// Length of the shell's RSS key in bytes (10 registers of 32 bits, hardware.md §9.1).

@@ -15,6 +15,11 @@
 //! 13 lookups. [`shell_hash_reference`] follows the definition one bit at a time, with a parser of
 //! its own, to check the fast path.
 //!
+//! [`ShellHasher::hash_frame`] takes the common frame (untagged IPv4 with a 20-byte header, at
+//! least [`COMMON_LEN`] bytes: see [`common_case`]) without the parser: one length check, one
+//! compare, the 13 bytes read at fixed offsets straight into the lookups, and the hash type from
+//! one more lookup. Every other frame goes through [`ShellTuple`]'s parser.
+//!
 //! # Parsing rules (RTL)
 //!
 //! - IPv4 when the EtherType at bytes 12-13 is `08 00` (IP header at byte 14), or `81 00` with
@@ -97,21 +102,19 @@ const fn has_flow_l4_bytes(protocol: u8) -> bool {
 /// else `None`. For implementations that parse the common case themselves (`onic-accel`).
 #[must_use]
 pub const fn ipv4_hash_type(protocol: u8, flags_fragment: u16) -> RssHashType {
-    if flags_fragment & 0x3FFF != 0 {
-        RssHashType::None
-    } else {
-        KIND_BY_PROTOCOL[protocol as usize]
-    }
+    // One lookup rather than a branch: where it is inlined, the table loads of the hash need not
+    // wait for (or be split around) the fragment test.
+    KIND_BY_FRAGMENT_PROTOCOL[(flags_fragment & 0x3FFF != 0) as usize][protocol as usize]
 }
 
-/// The hash type of an unfragmented IPv4 packet with IHL ≥ 5 whose L4 bytes are all present, by
-/// protocol.
-const KIND_BY_PROTOCOL: [RssHashType; 256] = {
-    let mut t = [RssHashType::None; 256];
+/// The hash type of an IPv4 packet with IHL ≥ 5 whose L4 bytes are all present, by whether it is
+/// a fragment (MF set or an offset) and by protocol.
+const KIND_BY_FRAGMENT_PROTOCOL: [[RssHashType; 256]; 2] = {
+    let mut t = [[RssHashType::None; 256]; 2];
     let mut p = 0;
     while p < 256 {
         if has_flow_l4_bytes(p as u8) {
-            t[p] = RssHashType::L4Ipv4;
+            t[0][p] = RssHashType::L4Ipv4;
         }
         p += 1;
     }
@@ -370,6 +373,28 @@ const fn key_window(key: &[u8; KEY_LEN], j: usize) -> u32 {
     (acc >> (j % 8)) as u32
 }
 
+/// Frame bytes the common case reads: the Ethernet header, a 20-byte IPv4 header and the 4 L4
+/// bytes.
+pub const COMMON_LEN: usize = IP_UNTAGGED + IPV4_MIN_HDR + 4;
+
+/// The first [`COMMON_LEN`] bytes of `frame` when it is the shell parser's common case: untagged
+/// (EtherType `08 00`), IPv4 header byte 0 `0x45` (version 4, IHL 5), and long enough for the 4
+/// L4 bytes; `None` for any other frame. The parser's own first test is the same, so a frame
+/// taken here gets exactly what the parser would give it.
+#[inline(always)]
+#[must_use]
+pub fn common_case(frame: &[u8]) -> Option<&[u8; COMMON_LEN]> {
+    let head = frame.first_chunk::<COMMON_LEN>()?;
+    (head[12..=IP_UNTAGGED] == [ETHERTYPE_IPV4[0], ETHERTYPE_IPV4[1], 0x45]).then_some(head)
+}
+
+/// `N` bytes of `head` from `at` (`at + N <= COMMON_LEN` at every call, so that, inlined, no
+/// check remains).
+#[inline(always)]
+fn fixed<const N: usize>(head: &[u8; COMMON_LEN], at: usize) -> [u8; N] {
+    core::array::from_fn(|i| head[at + i])
+}
+
 /// Per-position tables, aligned to a cache line so that each 1 KiB row spans exactly 16 lines.
 #[derive(Clone)]
 #[repr(C, align(64))]
@@ -451,14 +476,53 @@ impl ShellHasher {
     #[inline]
     #[must_use]
     pub fn hash_frame(&self, frame: &[u8]) -> RxHash {
-        // The hash of the all-zero input is 0: no window is XORed in.
-        ShellTuple::visit(frame, RxHash::default(), |t| self.hash_tuple(t))
+        self.hash_frame_with_protocol(frame).hash
     }
 
     /// Parses and hashes one frame, with the IPv4 protocol the hash type depends on.
     #[inline]
     #[must_use]
     pub fn hash_frame_with_protocol(&self, frame: &[u8]) -> super::FrameHash {
+        match common_case(frame) {
+            Some(head) => self.hash_common(head),
+            None => self.hash_frame_general(frame),
+        }
+    }
+
+    /// The common case ([`common_case`]): every field at a fixed offset of `head`, one table
+    /// lookup per input byte, no parser.
+    #[inline(always)]
+    fn hash_common(&self, head: &[u8; COMMON_LEN]) -> super::FrameHash {
+        let t = &self.tables.0;
+        let protocol = head[IP_UNTAGGED + 9];
+        // Source and destination address (frame bytes 26..34) in one load, the L4 bytes in
+        // another; the first byte on the wire is the low byte, tuple position 1 and 9.
+        let addrs = u64::from_le_bytes(fixed(head, IP_UNTAGGED + 12));
+        let l4 = u32::from_le_bytes(fixed(head, IP_UNTAGGED + IPV4_MIN_HDR));
+        let byte = |v: u64, n: u32| usize::from((v >> (8 * n)) as u8);
+        let low = t[0][usize::from(protocol)]
+            ^ t[1][byte(addrs, 0)]
+            ^ t[2][byte(addrs, 1)]
+            ^ t[3][byte(addrs, 2)]
+            ^ t[4][byte(addrs, 3)];
+        let high = t[5][byte(addrs, 4)] ^ t[6][byte(addrs, 5)] ^ t[7][byte(addrs, 6)] ^ t[8][byte(addrs, 7)];
+        let l4 = u64::from(l4);
+        let ports = t[9][byte(l4, 0)] ^ t[10][byte(l4, 1)] ^ t[11][byte(l4, 2)] ^ t[12][byte(l4, 3)];
+        let flags = u16::from_be_bytes(fixed(head, IP_UNTAGGED + 6));
+        super::FrameHash {
+            hash: RxHash {
+                value: low ^ high ^ ports,
+                kind: ipv4_hash_type(protocol, flags),
+            },
+            protocol,
+        }
+    }
+
+    /// Every frame outside the common case, through the parser (out of line, so that the
+    /// common case stays small where it is inlined).
+    #[inline(never)]
+    fn hash_frame_general(&self, frame: &[u8]) -> super::FrameHash {
+        // The hash of the all-zero input is 0: no window is XORed in.
         ShellTuple::visit(frame, super::FrameHash::default(), |t| super::FrameHash {
             hash: self.hash_tuple(t),
             protocol: t.protocol(),
