@@ -11,7 +11,7 @@ use crate::queue::doorbell::Doorbells;
 use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
 use crate::queue::pool::{PageProvider, PoolPage};
 use crate::queue::rx::{FrameHandler, Handled, RxFrame};
-use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
+use crate::queue::tx::{PoolBatch, PoolFrame, TxDone, TxFrame, TxSlot, ETH_ZLEN};
 use crate::rss::RxHasher;
 use crate::stats::counters::PairStats;
 
@@ -93,9 +93,11 @@ where
             };
         };
         let (rx, tx, pool, stats) = self.parts_mut();
+        let tx_ok = pool.device_readable();
         let mut runner = Runner {
-            tx,
-            db,
+            // The doorbell is rung once, when the batch ends after the poll.
+            tx: tx.pool_batch(db, false),
+            tx_ok,
             stats,
             prog,
             sink: &mut *ctx.sink,
@@ -107,7 +109,8 @@ where
         };
         let out = rx.poll(budget, db, pool, &mut runner);
         let redirected = runner.redirected;
-        tx.flush(db);
+        // One doorbell for the poll's XDP_TX frames.
+        runner.tx.finish();
         if redirected {
             ctx.redirect.flush();
         }
@@ -119,9 +122,18 @@ where
 }
 
 /// The frame handler of a poll with a program.
-struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R> {
-    tx: &'r mut TxQueue<D, Pg, F, TSt>,
-    db: &'r Doorbells<W>,
+struct Runner<'r, D, Pg, F, TSt, W, Prog: ?Sized, S, R>
+where
+    D: DmaMemory,
+    Pg: PoolPage,
+    F: TxFrame,
+    TSt: AsMut<[TxSlot<Pg, F>]>,
+    W: RegisterWindow,
+{
+    /// This poll's XDP_TX frames.
+    tx: PoolBatch<'r, D, Pg, F, TSt, W>,
+    /// Whether the device may read the pool's pages (XDP_TX and REDIRECT need that).
+    tx_ok: bool,
     stats: &'r mut PairStats,
     prog: &'r mut Prog,
     sink: &'r mut S,
@@ -154,6 +166,8 @@ where
     S: RxSink<P::Page>,
     R: RedirectTable<P::Page>,
 {
+    /// Always inlined: it is the body of the RX loop of a poll with a program.
+    #[inline(always)]
     fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
         let RxFrame {
             mut page,
@@ -264,6 +278,7 @@ where
         }
     }
 
+    #[inline(always)]
     fn xdp_tx<P: PageProvider<Page = Pg>>(
         &mut self,
         f: RxFrame<Pg>,
@@ -271,7 +286,7 @@ where
         pool: &mut P,
     ) -> Handled<Pg> {
         self.stats.rx_xdp_tx += 1;
-        if !pool.device_readable() {
+        if !self.tx_ok {
             self.stats.rx_xdp_tx_errors += 1;
             return self.discard(f, high_water);
         }
@@ -281,8 +296,7 @@ where
             offset: f.offset,
             len: f.len,
         };
-        // `more`: the doorbell is rung once, after the poll.
-        match self.tx.xmit_pool(self.db, pool, pf, true) {
+        match self.tx.push(pool, pf) {
             Ok(()) => Handled::ToTx,
             Err(e) => {
                 // Deviation: the reference driver leaks the page here (hardware.md §15 item 13).
@@ -313,7 +327,7 @@ where
         let off = usize::from(f.offset);
         let mut len = usize::from(f.len);
         let addr_ok = f.page.dma_addr().checked_add(f.offset.into()).is_some();
-        if !pool.device_readable() || !addr_ok {
+        if !self.tx_ok || !addr_ok {
             return self.redirect_failed(f, high_water);
         }
         if len < ETH_ZLEN {
