@@ -490,41 +490,39 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
     /// queue): pads it to [`ETH_ZLEN`] inside the page if needed and syncs it for the device.
-    /// Doorbell as in [`TxQueue::xmit_os`]. A batch of one: see [`TxQueue::pool_batch`] for many.
+    /// Doorbell as in [`TxQueue::xmit_os`]: a poll queues its XDP_TX frames with `more` and rings
+    /// once at the end ([`TxQueue::flush`]).
+    ///
+    /// Always inlined: it is the XDP_TX branch of the RX loop. The checks of the common case are
+    /// here; a full or broken queue, a refused frame and padding are handled out of line.
     ///
     /// # Errors
     ///
     /// [`TxError`], with the frame (the caller recycles the page).
+    #[inline(always)]
     pub fn xmit_pool<W: RegisterWindow, P: PageProvider<Page = Pg>>(
         &mut self,
         db: &Doorbells<W>,
         pool: &P,
-        frame: PoolFrame<Pg>,
+        mut frame: PoolFrame<Pg>,
         more: bool,
     ) -> Result<(), TxError<PoolFrame<Pg>>> {
-        let mut batch = self.pool_batch(db, more);
-        let r = batch.push(pool, frame);
-        batch.finish();
-        r
-    }
-
-    /// Starts a batch of XDP_TX frames (the XDP_TX verdicts of one poll): the ring's room is
-    /// looked up once, each frame then costs its own checks and its descriptor, and the counters,
-    /// the stop decision and the doorbell once, in [`PoolBatch::finish`]. `more` leaves the
-    /// doorbell to a later frame or [`TxQueue::flush`], as in [`TxQueue::xmit_os`]. The batch
-    /// borrows the queue: nothing else can queue frames while it lives.
-    pub fn pool_batch<'q, W: RegisterWindow>(
-        &'q mut self,
-        db: &'q Doorbells<W>,
-        more: bool,
-    ) -> PoolBatch<'q, D, Pg, F, St, W> {
-        let room = if self.error.is_some() { 0 } else { self.free() };
-        PoolBatch {
-            tx: self,
-            db,
-            more,
-            room,
+        let free = self.free();
+        if free == 0 || self.error.is_some() {
+            return Err(self.refuse_no_room(db, frame));
         }
+        let Some((addr, want)) = Self::pool_desc(&frame) else {
+            return Err(self.refuse_pool_frame(frame));
+        };
+        if frame.len < want {
+            pad_in_page(&mut frame, want);
+            self.stats.padded += 1;
+        }
+        // The CPU may have rewritten the frame (XDP): make those bytes the device's.
+        pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
+        self.in_flight.pool += 1;
+        self.post(db, addr, want, TxBuf::Pool(frame), more, free);
+        Ok(())
     }
 
     /// The descriptor of an XDP_TX frame: its device address and length (padded to
@@ -557,12 +555,20 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
     }
 
-    /// A batch found no room left: the queue's error, or a full ring ([`TxQueue::check_room`]);
-    /// otherwise the room there is now.
+    /// [`TxQueue::xmit_pool`] on a full or broken queue: refused as [`TxQueue::check_room`]
+    /// refuses it.
     #[cold]
     #[inline(never)]
-    fn recheck_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<u16, TxError<()>> {
-        self.check_room(db)
+    fn refuse_no_room<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        frame: PoolFrame<Pg>,
+    ) -> TxError<PoolFrame<Pg>> {
+        match self.check_room(db) {
+            Err(e) => e.with(frame),
+            // Not reached: the caller saw no room or an error, and nothing changed since.
+            Ok(_) => TxError::Full(frame),
+        }
     }
 
     /// Refuses a frame when the queue is broken or full. A full ring first publishes what this
@@ -589,7 +595,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
     /// more frames of the batch follow and the ring has room. `free` is what
     /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since).
-    #[inline]
+    #[inline(always)]
     fn post<W: RegisterWindow>(
         &mut self,
         db: &Doorbells<W>,
@@ -878,78 +884,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     }
 }
 
-/// XDP_TX frames queued together on a TX queue ([`TxQueue::pool_batch`]), ended by
-/// [`PoolBatch::finish`] (the stop decision for the queue and the doorbell). A batch dropped
-/// without it leaves its descriptors unpublished until the next [`TxQueue::flush`], as frames
-/// queued with `more` are.
-pub struct PoolBatch<'q, D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>, W: RegisterWindow> {
-    tx: &'q mut TxQueue<D, Pg, F, St>,
-    db: &'q Doorbells<W>,
-    more: bool,
-    /// Descriptors the batch may still fill without looking again (none in the error state).
-    room: u16,
-}
-
-impl<D, Pg, F, St, W> PoolBatch<'_, D, Pg, F, St, W>
-where
-    D: DmaMemory,
-    Pg: PoolPage,
-    F: TxFrame,
-    St: AsMut<[TxSlot<Pg, F>]>,
-    W: RegisterWindow,
-{
-    /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with the
-    /// queue): pads it to [`ETH_ZLEN`] inside the page if needed and syncs it for the device. A
-    /// full ring publishes what is queued and stops the queue, as [`TxQueue::xmit_pool`] does.
-    ///
-    /// # Errors
-    ///
-    /// [`TxError`], with the frame (the caller recycles the page).
-    #[inline(always)]
-    pub fn push<P: PageProvider<Page = Pg>>(
-        &mut self,
-        pool: &P,
-        mut frame: PoolFrame<Pg>,
-    ) -> Result<(), TxError<PoolFrame<Pg>>> {
-        if self.room == 0 {
-            match self.tx.recheck_room(self.db) {
-                Ok(free) => self.room = free,
-                Err(e) => return Err(e.with(frame)),
-            }
-        }
-        let Some((addr, want)) = TxQueue::<D, Pg, F, St>::pool_desc(&frame) else {
-            return Err(self.tx.refuse_pool_frame(frame));
-        };
-        if frame.len < want {
-            pad_in_page(&mut frame, want);
-            self.tx.stats.padded += 1;
-        }
-        // The CPU may have rewritten the frame (XDP): make those bytes the device's.
-        pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
-        self.tx.write_desc(addr, want, TxBuf::Pool(frame));
-        self.tx.in_flight.pool += 1;
-        self.tx.stats.queued += 1;
-        self.room -= 1;
-        Ok(())
-    }
-
-    /// Ends the batch: the queue stops if the batch left it with fewer free descriptors than its
-    /// threshold, and the doorbell publishes what the batch queued unless it was started with
-    /// `more` (a stopped queue rings it anyway, as [`TxQueue::xmit_os`] does).
-    pub fn finish(self) {
-        let tx = self.tx;
-        // Every other way of queuing stops the queue as it falls below the threshold, and a reclaim
-        // wakes it only above it: a running queue below it was filled by this batch.
-        if !tx.stopped && tx.free() < tx.thresholds.stop_below {
-            tx.stopped = true;
-            tx.stats.stops += 1;
-        }
-        if !self.more || tx.stopped {
-            tx.flush(self.db);
-        }
-    }
-}
-
 /// Zero-fills a short XDP_TX frame up to `want` bytes inside its page (checked by
 /// [`TxQueue::pool_desc`]).
 #[cold]
@@ -964,16 +898,6 @@ fn pad_in_page<Pg: PoolPage>(frame: &mut PoolFrame<Pg>, want: u16) {
         pad.fill(0);
     }
     frame.len = want;
-}
-
-impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>, W: RegisterWindow> core::fmt::Debug
-    for PoolBatch<'_, D, Pg, F, St, W>
-{
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PoolBatch")
-            .field("room", &self.room)
-            .finish_non_exhaustive()
-    }
 }
 
 impl TxError<()> {

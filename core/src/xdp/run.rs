@@ -11,7 +11,7 @@ use crate::queue::doorbell::Doorbells;
 use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
 use crate::queue::pool::{PageProvider, PoolPage};
 use crate::queue::rx::{FrameHandler, Handled, RxFrame};
-use crate::queue::tx::{PoolBatch, PoolFrame, TxDone, TxFrame, TxSlot, ETH_ZLEN};
+use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
 use crate::rss::RxHasher;
 use crate::stats::counters::PairStats;
 
@@ -93,11 +93,9 @@ where
             };
         };
         let (rx, tx, pool, stats) = self.parts_mut();
-        let tx_ok = pool.device_readable();
         let mut runner = Runner {
-            // The doorbell is rung once, when the batch ends after the poll.
-            tx: tx.pool_batch(db, false),
-            tx_ok,
+            tx,
+            db,
             stats,
             prog,
             sink: &mut *ctx.sink,
@@ -109,8 +107,7 @@ where
         };
         let out = rx.poll(budget, db, pool, &mut runner);
         let redirected = runner.redirected;
-        // One doorbell for the poll's XDP_TX frames.
-        runner.tx.finish();
+        tx.flush(db);
         if redirected {
             ctx.redirect.flush();
         }
@@ -122,18 +119,9 @@ where
 }
 
 /// The frame handler of a poll with a program.
-struct Runner<'r, D, Pg, F, TSt, W, Prog: ?Sized, S, R>
-where
-    D: DmaMemory,
-    Pg: PoolPage,
-    F: TxFrame,
-    TSt: AsMut<[TxSlot<Pg, F>]>,
-    W: RegisterWindow,
-{
-    /// This poll's XDP_TX frames.
-    tx: PoolBatch<'r, D, Pg, F, TSt, W>,
-    /// Whether the device may read the pool's pages (XDP_TX and REDIRECT need that).
-    tx_ok: bool,
+struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R> {
+    tx: &'r mut TxQueue<D, Pg, F, TSt>,
+    db: &'r Doorbells<W>,
     stats: &'r mut PairStats,
     prog: &'r mut Prog,
     sink: &'r mut S,
@@ -286,7 +274,7 @@ where
         pool: &mut P,
     ) -> Handled<Pg> {
         self.stats.rx_xdp_tx += 1;
-        if !self.tx_ok {
+        if !pool.device_readable() {
             self.stats.rx_xdp_tx_errors += 1;
             return self.discard(f, high_water);
         }
@@ -296,7 +284,8 @@ where
             offset: f.offset,
             len: f.len,
         };
-        match self.tx.push(pool, pf) {
+        // `more`: the doorbell is rung once, after the poll.
+        match self.tx.xmit_pool(self.db, pool, pf, true) {
             Ok(()) => Handled::ToTx,
             Err(e) => {
                 // Deviation: the reference driver leaks the page here (hardware.md §15 item 13).
@@ -327,7 +316,7 @@ where
         let off = usize::from(f.offset);
         let mut len = usize::from(f.len);
         let addr_ok = f.page.dma_addr().checked_add(f.offset.into()).is_some();
-        if !self.tx_ok || !addr_ok {
+        if !pool.device_readable() || !addr_ok {
             return self.redirect_failed(f, high_water);
         }
         if len < ETH_ZLEN {
