@@ -490,11 +490,16 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
     /// queue): pads it to [`ETH_ZLEN`] inside the page if needed and syncs it for the device.
-    /// Doorbell as in [`TxQueue::xmit_os`].
+    /// Doorbell as in [`TxQueue::xmit_os`]: a poll queues its XDP_TX frames with `more` and rings
+    /// once at the end ([`TxQueue::flush`]).
+    ///
+    /// Always inlined: it is the XDP_TX branch of the RX loop. The checks of the common case are
+    /// here; a full or broken queue, a refused frame and padding are handled out of line.
     ///
     /// # Errors
     ///
     /// [`TxError`], with the frame (the caller recycles the page).
+    #[inline(always)]
     pub fn xmit_pool<W: RegisterWindow, P: PageProvider<Page = Pg>>(
         &mut self,
         db: &Doorbells<W>,
@@ -502,40 +507,68 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         mut frame: PoolFrame<Pg>,
         more: bool,
     ) -> Result<(), TxError<PoolFrame<Pg>>> {
-        let free = match self.check_room(db) {
-            Ok(free) => free,
-            Err(e) => return Err(e.with(frame)),
-        };
-        let off = usize::from(frame.offset);
-        let len = usize::from(frame.len);
-        let page_len = frame.page.bytes().len();
-        if len == 0 {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BadLength(frame));
+        let free = self.free();
+        if free == 0 || self.error.is_some() {
+            return Err(self.refuse_no_room(db, frame));
         }
-        let want = len.max(ETH_ZLEN);
-        // CAST: usize to u64 is lossless on every supported target.
-        let addr = frame.page.dma_addr().checked_add(off as u64);
-        let Some(addr) = addr.filter(|a| off + want <= page_len && a.checked_add(want as u64 - 1).is_some())
-        else {
-            self.stats.tx_bad_length += 1;
-            return Err(TxError::BeyondBuffer(frame));
+        let Some((addr, want)) = Self::pool_desc(&frame) else {
+            return Err(self.refuse_pool_frame(frame));
         };
-        if len < ETH_ZLEN {
-            // In the page: checked above.
-            if let Some(pad) = frame.page.bytes_mut().get_mut(off + len..off + ETH_ZLEN) {
-                pad.fill(0);
-            }
+        if frame.len < want {
+            pad_in_page(&mut frame, want);
             self.stats.padded += 1;
-            // CAST: ETH_ZLEN fits u16.
-            frame.len = ETH_ZLEN as u16;
         }
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
-        pool.sync_for_device(&frame.page, off, want);
+        pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
         self.in_flight.pool += 1;
-        // CAST: off + want <= page size (checked above), and a frame length is a u16.
-        self.post(db, addr, want as u16, TxBuf::Pool(frame), more, free);
+        self.post(db, addr, want, TxBuf::Pool(frame), more, free);
         Ok(())
+    }
+
+    /// The descriptor of an XDP_TX frame: its device address and length (padded to
+    /// [`ETH_ZLEN`]), if the frame is not empty and the descriptor stays inside the page and the
+    /// device address space.
+    #[inline(always)]
+    fn pool_desc(frame: &PoolFrame<Pg>) -> Option<(DmaAddr, u16)> {
+        let off = usize::from(frame.offset);
+        let len = usize::from(frame.len);
+        let want = len.max(ETH_ZLEN);
+        if len == 0 || off + want > frame.page.bytes().len() {
+            return None;
+        }
+        // CAST: usize to u64 is lossless on every supported target.
+        let addr = frame.page.dma_addr().checked_add(off as u64)?;
+        addr.checked_add(want as u64 - 1)?;
+        // CAST: `want` is a u16 length or ETH_ZLEN.
+        Some((addr, want as u16))
+    }
+
+    /// An XDP_TX frame [`TxQueue::pool_desc`] refused: counted, and the reason.
+    #[cold]
+    #[inline(never)]
+    fn refuse_pool_frame(&mut self, frame: PoolFrame<Pg>) -> TxError<PoolFrame<Pg>> {
+        self.stats.tx_bad_length += 1;
+        if frame.len == 0 {
+            TxError::BadLength(frame)
+        } else {
+            TxError::BeyondBuffer(frame)
+        }
+    }
+
+    /// [`TxQueue::xmit_pool`] on a full or broken queue: refused as [`TxQueue::check_room`]
+    /// refuses it.
+    #[cold]
+    #[inline(never)]
+    fn refuse_no_room<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        frame: PoolFrame<Pg>,
+    ) -> TxError<PoolFrame<Pg>> {
+        match self.check_room(db) {
+            Err(e) => e.with(frame),
+            // Not reached: the caller saw no room or an error, and nothing changed since.
+            Ok(_) => TxError::Full(frame),
+        }
     }
 
     /// Refuses a frame when the queue is broken or full. A full ring first publishes what this
@@ -562,7 +595,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
     /// more frames of the batch follow and the ring has room. `free` is what
     /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since).
-    #[inline]
+    #[inline(always)]
     fn post<W: RegisterWindow>(
         &mut self,
         db: &Doorbells<W>,
@@ -572,15 +605,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         more: bool,
         free: u16,
     ) {
-        let i = self.next_to_use;
-        let slot = &mut self.slots.as_mut()[usize::from(i)];
-        slot.buf = Some(buf);
-        slot.len = len;
-        let [w0, w1] = H2cDesc::new(addr, len).to_words();
-        let off = H2C_DESC_BYTES * usize::from(i);
-        self.ring.write_u64(off, w0);
-        self.ring.write_u64(off + 8, w1);
-        self.next_to_use = self.idx.next(i);
+        self.write_desc(addr, len, buf);
         self.stats.queued += 1;
         // One descriptor fewer than before this frame: `free()` without recomputing it.
         if free - 1 < self.thresholds.stop_below && !self.stopped {
@@ -590,6 +615,20 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         if !more || self.stopped {
             self.flush(db);
         }
+    }
+
+    /// Puts `buf` in the next free slot and its descriptor in ring memory (the shadow first, one
+    /// bounds check for both words), and moves the producer index on; no doorbell, no counter.
+    /// The caller has checked that the ring has room.
+    #[inline(always)]
+    fn write_desc(&mut self, addr: DmaAddr, len: u16, buf: TxBuf<Pg, F>) {
+        let i = self.next_to_use;
+        let slot = &mut self.slots.as_mut()[usize::from(i)];
+        slot.buf = Some(buf);
+        slot.len = len;
+        let words = H2cDesc::new(addr, len).to_words();
+        self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
+        self.next_to_use = self.idx.next(i);
     }
 
     /// Publishes every queued descriptor with one H2C PIDX doorbell (nothing if there is none).
@@ -634,20 +673,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             return Reclaimed::default();
         }
         self.stalled = 0;
-        // The clean index and the sent counters stay in registers during the loop.
-        let mut n = 0u16;
-        let mut packets = 0u64;
-        let mut bytes = 0u64;
-        let mut clean = self.next_to_clean;
-        while clean != cidx {
-            if let Some(len) = self.complete_slot(clean, pool, done) {
-                packets += 1;
-                bytes += u64::from(len);
-            }
-            clean = self.idx.next(clean);
-            n += 1;
-        }
-        self.next_to_clean = clean;
+        let n = self.idx.distance(self.next_to_clean, cidx);
+        let (packets, bytes) = self.give_back(n, pool, done);
         self.stats.tx_packets += packets;
         self.stats.tx_bytes += bytes;
         let woke = self.stopped && self.free() >= self.thresholds.wake_at;
@@ -684,38 +711,54 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.error = Some(e);
     }
 
-    /// Returns slot `i`'s buffer to its owner; returns the descriptor's length, `None` for an
-    /// empty slot (nothing to return).
+    /// Returns the buffers of the `n` slots from next-to-clean to their owners and moves
+    /// next-to-clean past them; returns the frames and bytes that were in them. The walk runs over
+    /// the slot storage with the index, the counters and the in-flight tallies in locals; pool
+    /// pages go back to the pool one after the other, within the same loop.
     #[inline(always)]
-    fn complete_slot<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+    fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
-        i: u16,
+        n: u16,
         pool: &mut P,
         done: &mut C,
-    ) -> Option<u16> {
-        let slot = &mut self.slots.as_mut()[usize::from(i)];
-        let len = slot.len;
-        let buf = slot.buf.take()?;
-        match buf {
-            TxBuf::Pool(f) => {
-                self.in_flight.pool -= 1;
-                // The frame was synced for the device at transmit time; the bytes up to its end
-                // may still have been written by the CPU before that (XDP rewrote headers), so
-                // the pool syncs them again before the device writes the page on receive.
-                let dirty = (usize::from(f.offset) + usize::from(f.len))
-                    .saturating_sub(crate::config::RX_HEADROOM as usize);
-                pool.recycle_direct(f.page, dirty);
-            }
-            TxBuf::Os(f) => {
-                self.in_flight.os -= 1;
-                done.os_done(f);
-            }
-            TxBuf::Remote(f) => {
-                self.in_flight.remote -= 1;
-                done.remote_done(f);
+    ) -> (u64, u64) {
+        let mut in_flight = self.in_flight;
+        let mut packets = 0u64;
+        let mut bytes = 0u64;
+        let mut clean = self.next_to_clean;
+        let slots = self.slots.as_mut();
+        for _ in 0..n {
+            let slot = &mut slots[usize::from(clean)];
+            clean = self.idx.next(clean);
+            let Some(buf) = slot.buf.take() else {
+                continue;
+            };
+            packets += 1;
+            bytes += u64::from(slot.len);
+            match buf {
+                TxBuf::Pool(f) => {
+                    in_flight.pool -= 1;
+                    // The frame was synced for the device at transmit time; the bytes up to its
+                    // end may still have been written by the CPU before that (XDP rewrote
+                    // headers), so the pool syncs them again before the device writes the page
+                    // on receive.
+                    let dirty = (usize::from(f.offset) + usize::from(f.len))
+                        .saturating_sub(crate::config::RX_HEADROOM as usize);
+                    pool.recycle_direct(f.page, dirty);
+                }
+                TxBuf::Os(f) => {
+                    in_flight.os -= 1;
+                    done.os_done(f);
+                }
+                TxBuf::Remote(f) => {
+                    in_flight.remote -= 1;
+                    done.remote_done(f);
+                }
             }
         }
-        Some(len)
+        self.next_to_clean = clean;
+        self.in_flight = in_flight;
+        (packets, bytes)
     }
 
     /// Returns every buffer still on the ring to its owner without waiting for the device.
@@ -731,11 +774,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         if !self.proven_by(proof) {
             return;
         }
-        while self.next_to_clean != self.next_to_use {
-            // Not sent: returned to the owner without counting.
-            let _ = self.complete_slot(self.next_to_clean, pool, done);
-            self.next_to_clean = self.idx.next(self.next_to_clean);
-        }
+        // Not sent: returned to the owners without counting.
+        let _ = self.give_back(self.in_flight(), pool, done);
         self.published = self.next_to_use;
         self.stopped = false;
     }
@@ -842,6 +882,22 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.ring.release(proof);
         Some(self.slots)
     }
+}
+
+/// Zero-fills a short XDP_TX frame up to `want` bytes inside its page (checked by
+/// [`TxQueue::pool_desc`]).
+#[cold]
+#[inline(never)]
+fn pad_in_page<Pg: PoolPage>(frame: &mut PoolFrame<Pg>, want: u16) {
+    let off = usize::from(frame.offset);
+    if let Some(pad) = frame
+        .page
+        .bytes_mut()
+        .get_mut(off + usize::from(frame.len)..off + usize::from(want))
+    {
+        pad.fill(0);
+    }
+    frame.len = want;
 }
 
 impl TxError<()> {

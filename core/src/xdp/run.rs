@@ -154,6 +154,8 @@ where
     S: RxSink<P::Page>,
     R: RedirectTable<P::Page>,
 {
+    /// Always inlined: it is the body of the RX loop of a poll with a program.
+    #[inline(always)]
     fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
         let RxFrame {
             mut page,
@@ -264,6 +266,7 @@ where
         }
     }
 
+    #[inline(always)]
     fn xdp_tx<P: PageProvider<Page = Pg>>(
         &mut self,
         f: RxFrame<Pg>,
