@@ -194,28 +194,35 @@ fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
     with_kind(head, products(reversed, s))
 }
 
-/// A batch on [`Backend::Clmul`](crate::Backend::Clmul).
-#[target_feature(enable = "pclmulqdq,ssse3")]
-fn frames_ssse3(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
-    let n = frames.len().min(out.len());
-    for (o, f) in out.iter_mut().zip(frames) {
-        *o = match common_case(f) {
-            Some(head) => common_ssse3(head, s).hash,
-            None => table.hash_frame(f),
-        };
-    }
-    n
+/// Defines a batch function for one backend: the common case through that backend's
+/// single-frame code (inlined into the loop, as both carry the same target features), every
+/// other frame through the table path.
+macro_rules! batch_fn {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $one:ident) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        fn $name(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
+            let n = frames.len().min(out.len());
+            for (o, f) in out.iter_mut().zip(frames) {
+                *o = match common_case(f) {
+                    Some(head) => $one(head, s).hash,
+                    None => table.hash_frame(f),
+                };
+            }
+            n
+        }
+    };
 }
 
-/// A batch on [`Backend::ClmulGfni`](crate::Backend::ClmulGfni).
-#[target_feature(enable = "pclmulqdq,ssse3,gfni")]
-fn frames_gfni(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
-    let n = frames.len().min(out.len());
-    for (o, f) in out.iter_mut().zip(frames) {
-        *o = match common_case(f) {
-            Some(head) => common_gfni(head, s).hash,
-            None => table.hash_frame(f),
-        };
-    }
-    n
-}
+batch_fn!(
+    /// A batch on [`Backend::Clmul`](crate::Backend::Clmul).
+    frames_ssse3,
+    "pclmulqdq,ssse3",
+    common_ssse3
+);
+batch_fn!(
+    /// A batch on [`Backend::ClmulGfni`](crate::Backend::ClmulGfni).
+    frames_gfni,
+    "pclmulqdq,ssse3,gfni",
+    common_gfni
+);

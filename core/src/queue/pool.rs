@@ -385,64 +385,7 @@ impl PoolConfig {
 /// a time (an RX refill, a TX reclaim, a benchmark). Holds up to `N` pages, in order; pages move
 /// between a burst and the pool's cache as one block copy ([`PageStack::move_top_to`]), with no
 /// per-page bookkeeping beyond the DMA sync a recycled page needs (none on coherent memory).
-pub struct PageBurst<const N: usize> {
-    pages: PageStack<N>,
-}
-
-impl<const N: usize> PageBurst<N> {
-    /// An empty burst.
-    #[must_use]
-    pub const fn new() -> Self {
-        Self {
-            pages: PageStack::new(),
-        }
-    }
-
-    /// Pages held.
-    #[must_use]
-    pub const fn len(&self) -> usize {
-        self.pages.len()
-    }
-
-    /// Whether the burst holds no page.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.pages.is_empty()
-    }
-
-    /// The last page, taken out.
-    pub fn pop(&mut self) -> Option<DmaPage> {
-        self.pages.pop()
-    }
-
-    /// Adds a page at the end.
-    ///
-    /// # Errors
-    ///
-    /// The page comes back when the burst is full.
-    pub fn push(&mut self, page: DmaPage) -> Result<(), DmaPage> {
-        self.pages.push(page)
-    }
-
-    /// The pages, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &DmaPage> {
-        self.pages.as_slice().iter()
-    }
-}
-
-impl<const N: usize> Default for PageBurst<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> core::fmt::Debug for PageBurst<N> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PageBurst")
-            .field("len", &self.len())
-            .finish_non_exhaustive()
-    }
-}
+pub type PageBurst<const N: usize> = PageStack<N>;
 
 /// A page pool: pages mapped once, a context-local cache, a cross-context recycle ring, bulk
 /// refill from the HAL. No allocation; `CACHE` pages of cache are inline.
@@ -629,9 +572,9 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     pub fn alloc_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>) -> usize {
         let before = burst.len();
         loop {
-            let n = self.cache.move_top_to(&mut burst.pages, N);
+            let n = self.cache.move_top_to(burst, N);
             self.stats.alloc.fast += n as u64;
-            if burst.pages.room() == 0 {
+            if burst.room() == 0 {
                 break;
             }
             let Some(p) = self.alloc_refill() else { break };
@@ -651,12 +594,12 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     pub fn recycle_bulk<const N: usize>(&mut self, burst: &mut PageBurst<N>, dirty_len: usize) {
         let len = self.sync_len(dirty_len);
         if len > 0 {
-            for p in burst.pages.as_slice() {
+            for p in burst.as_slice() {
                 self.dma
                     .sync_for_device(p, self.cfg.sync_offset, len, self.cfg.dir);
             }
         }
-        let n = burst.pages.move_top_to(&mut self.cache, N);
+        let n = burst.move_top_to(&mut self.cache, N);
         self.stats.recycle.cached += n as u64;
         while let Some(p) = burst.pop() {
             // Already synced.
@@ -919,7 +862,7 @@ mod tests {
         assert_eq!(pool.available(), 3);
         // Full: nothing more is taken.
         assert_eq!(pool.alloc_bulk(&mut burst), 0);
-        let addrs: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        let addrs: Vec<_> = burst.as_slice().iter().map(DmaPage::dma_addr).collect();
         pool.recycle_bulk(&mut burst, 100);
         assert!(burst.is_empty());
         assert_eq!(pool.available(), 8);
@@ -928,7 +871,7 @@ mod tests {
         assert_eq!(pool.stats().recycle.cached, 5);
         // Taken again: the same pages come back out.
         assert_eq!(pool.alloc_bulk(&mut burst), 5);
-        let mut again: Vec<_> = burst.iter().map(DmaPage::dma_addr).collect();
+        let mut again: Vec<_> = burst.as_slice().iter().map(DmaPage::dma_addr).collect();
         let mut want = addrs.clone();
         again.sort_unstable_by_key(|a| a.get());
         want.sort_unstable_by_key(|a| a.get());
