@@ -121,50 +121,6 @@ pub struct TxSlot<Pg, F> {
     len: u16,
 }
 
-/// The tallies of one walk over completed slots ([`TxQueue`]'s reclaim and drain), kept in
-/// locals while the walk runs.
-struct Walk {
-    in_flight: TxInFlight,
-    packets: u64,
-    bytes: u64,
-}
-
-impl Walk {
-    /// Returns the buffer of `slot`, if any, to its owner and counts it.
-    #[inline(always)]
-    fn take<Pg: PoolPage, F, P: PageProvider<Page = Pg>, C: TxDone<F>>(
-        &mut self,
-        slot: &mut TxSlot<Pg, F>,
-        pool: &mut P,
-        done: &mut C,
-    ) {
-        let Some(buf) = slot.buf.take() else {
-            return;
-        };
-        self.packets += 1;
-        self.bytes += u64::from(slot.len);
-        match buf {
-            TxBuf::Pool(f) => {
-                self.in_flight.pool -= 1;
-                // The frame was synced for the device at transmit time; the bytes up to its end
-                // may still have been written by the CPU before that (XDP rewrote headers), so
-                // the pool syncs them again before the device writes the page on receive.
-                let dirty = (usize::from(f.offset) + usize::from(f.len))
-                    .saturating_sub(crate::config::RX_HEADROOM as usize);
-                pool.recycle_direct(f.page, dirty);
-            }
-            TxBuf::Os(f) => {
-                self.in_flight.os -= 1;
-                done.os_done(f);
-            }
-            TxBuf::Remote(f) => {
-                self.in_flight.remote -= 1;
-                done.remote_done(f);
-            }
-        }
-    }
-}
-
 impl<Pg, F> TxSlot<Pg, F> {
     /// An empty slot (usable in `const` array initialisers for static storage).
     pub(crate) const EMPTY: Self = Self { buf: None, len: 0 };
@@ -757,9 +713,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Returns the buffers of the `n` slots from next-to-clean to their owners and moves
     /// next-to-clean past them; returns the frames and bytes that were in them. The walk runs over
-    /// at most two runs of slot storage (from next-to-clean towards the end of the ring, then from
-    /// its start), so no slot needs an index of its own; the counters and the in-flight tallies
-    /// stay in locals, and pool pages go back to the pool within the same loop.
+    /// the slot storage with the index, the counters and the in-flight tallies in locals; pool
+    /// pages go back to the pool one after the other, within the same loop.
     #[inline(always)]
     fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
@@ -767,27 +722,43 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool: &mut P,
         done: &mut C,
     ) -> (u64, u64) {
-        let mut walk = Walk {
-            in_flight: self.in_flight,
-            packets: 0,
-            bytes: 0,
-        };
-        let clean = usize::from(self.next_to_clean);
-        // `n` never exceeds the ring (at most what is in flight): the second run is what is left
-        // after the first reached the end of the ring.
-        let to_end = usize::from(self.idx.len()).saturating_sub(clean);
-        let (low, high) = self.slots.as_mut().split_at_mut(clean);
-        let first = usize::from(n).min(to_end).min(high.len());
-        let rest = (usize::from(n) - first).min(low.len());
-        for slot in &mut high[..first] {
-            walk.take(slot, pool, done);
+        let mut in_flight = self.in_flight;
+        let mut packets = 0u64;
+        let mut bytes = 0u64;
+        let mut clean = self.next_to_clean;
+        let slots = self.slots.as_mut();
+        for _ in 0..n {
+            let slot = &mut slots[usize::from(clean)];
+            clean = self.idx.next(clean);
+            let Some(buf) = slot.buf.take() else {
+                continue;
+            };
+            packets += 1;
+            bytes += u64::from(slot.len);
+            match buf {
+                TxBuf::Pool(f) => {
+                    in_flight.pool -= 1;
+                    // The frame was synced for the device at transmit time; the bytes up to its
+                    // end may still have been written by the CPU before that (XDP rewrote
+                    // headers), so the pool syncs them again before the device writes the page
+                    // on receive.
+                    let dirty = (usize::from(f.offset) + usize::from(f.len))
+                        .saturating_sub(crate::config::RX_HEADROOM as usize);
+                    pool.recycle_direct(f.page, dirty);
+                }
+                TxBuf::Os(f) => {
+                    in_flight.os -= 1;
+                    done.os_done(f);
+                }
+                TxBuf::Remote(f) => {
+                    in_flight.remote -= 1;
+                    done.remote_done(f);
+                }
+            }
         }
-        for slot in &mut low[..rest] {
-            walk.take(slot, pool, done);
-        }
-        self.next_to_clean = self.idx.add(self.next_to_clean, n);
-        self.in_flight = walk.in_flight;
-        (walk.packets, walk.bytes)
+        self.next_to_clean = clean;
+        self.in_flight = in_flight;
+        (packets, bytes)
     }
 
     /// Returns every buffer still on the ring to its owner without waiting for the device.
