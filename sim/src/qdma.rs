@@ -670,9 +670,23 @@ impl State {
                 self.violate(v);
             }
         }
-        // Completion entry.
+        self.c2h_complete(qid, &cm, cusable, frame.len(), needed.saturating_mul(bufsz));
+        true
+    }
+
+    /// Writes the completion entry of a frame of `frame_len` bytes that filled `buffered` bytes
+    /// of C2H buffers, moves the CMPT producer index (`cusable` entries, flipping the color on
+    /// wrap) and runs the completion triggers.
+    fn c2h_complete(
+        &mut self,
+        qid: AbsQueueId,
+        cm: &CmptCtxt,
+        cusable: u32,
+        frame_len: usize,
+        buffered: usize,
+    ) {
         self.pkt_id = self.pkt_id.wrapping_add(1);
-        let mut len = self.faults.len_override.pop_front().unwrap_or(frame.len() as u16);
+        let mut len = self.faults.len_override.pop_front().unwrap_or(frame_len as u16);
         let mut err = false;
         if self.faults.corrupt_next > 0 {
             self.faults.corrupt_next -= 1;
@@ -680,7 +694,7 @@ impl State {
                 Some(Corruption::ErrBit) => err = true,
                 Some(Corruption::LengthZero) => len = 0,
                 Some(Corruption::LengthTooLarge) => {
-                    len = u16::try_from(needed.saturating_mul(bufsz).saturating_add(1)).unwrap_or(u16::MAX);
+                    len = u16::try_from(buffered.saturating_add(1)).unwrap_or(u16::MAX);
                 }
                 None => {}
             }
@@ -701,7 +715,6 @@ impl State {
         }
         self.stats.completions += 1;
         self.on_completion(qid);
-        true
     }
 
     // ---------------------------------------------------------------------------------------
