@@ -464,28 +464,19 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         Ok(())
     }
 
-    /// The length of the descriptor for an OS or remote frame, after the length rules: 1 to
-    /// [`TX_MAX_FRAME`] bytes, padded to [`ETH_ZLEN`], and neither the frame nor its padding past
-    /// the end of the owner's buffer (nor past the end of the device address space).
-    fn frame_len(&mut self, frame: &mut F) -> Result<u16, TxError<()>> {
+    /// The length of the descriptor for an OS or remote frame, by [`tx_desc`] with the frame at
+    /// the start of the owner's buffer; a short frame is padded by its owner.
+    fn frame_len(&mut self, frame: &mut F) -> Result<u16, LenRefusal> {
         let room = frame.buffer_len();
         let len = frame.len();
-        if len == 0 || len > TX_MAX_FRAME {
-            return Err(TxError::BadLength(()));
-        }
-        let want = len.max(ETH_ZLEN);
-        // CAST: usize to u64 is lossless on every supported target.
-        if want > room || frame.dma_addr().checked_add(want as u64 - 1).is_none() {
-            return Err(TxError::BeyondBuffer(()));
-        }
+        let (_, want) = tx_desc(frame.dma_addr(), 0, len, room)?;
         if len < ETH_ZLEN {
             if !frame.pad_to(ETH_ZLEN) {
-                return Err(TxError::BadLength(()));
+                return Err(LenRefusal::BadLength);
             }
             self.stats.padded += 1;
         }
-        // CAST: `want` is at most TX_MAX_FRAME = u16::MAX (checked above).
-        Ok(want as u16)
+        Ok(want)
     }
 
     /// Queues an XDP_TX frame on a page of `pool` (the pool of the RX queue paired with this
@@ -511,8 +502,10 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         if free == 0 || self.error.is_some() {
             return Err(self.refuse_no_room(db, frame));
         }
-        let Some((addr, want)) = Self::pool_desc(&frame) else {
-            return Err(self.refuse_pool_frame(frame));
+        let room = frame.page.bytes().len();
+        let (addr, want) = match tx_desc(frame.page.dma_addr(), frame.offset, usize::from(frame.len), room) {
+            Ok(desc) => desc,
+            Err(e) => return Err(self.refuse_pool_frame(e, frame)),
         };
         if frame.len < want {
             pad_in_page(&mut frame, want);
@@ -525,34 +518,12 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         Ok(())
     }
 
-    /// The descriptor of an XDP_TX frame: its device address and length (padded to
-    /// [`ETH_ZLEN`]), if the frame is not empty and the descriptor stays inside the page and the
-    /// device address space.
-    #[inline(always)]
-    fn pool_desc(frame: &PoolFrame<Pg>) -> Option<(DmaAddr, u16)> {
-        let off = usize::from(frame.offset);
-        let len = usize::from(frame.len);
-        let want = len.max(ETH_ZLEN);
-        if len == 0 || off + want > frame.page.bytes().len() {
-            return None;
-        }
-        // CAST: usize to u64 is lossless on every supported target.
-        let addr = frame.page.dma_addr().checked_add(off as u64)?;
-        addr.checked_add(want as u64 - 1)?;
-        // CAST: `want` is a u16 length or ETH_ZLEN.
-        Some((addr, want as u16))
-    }
-
-    /// An XDP_TX frame [`TxQueue::pool_desc`] refused: counted, and the reason.
+    /// An XDP_TX frame [`tx_desc`] refused: counted, and the reason.
     #[cold]
     #[inline(never)]
-    fn refuse_pool_frame(&mut self, frame: PoolFrame<Pg>) -> TxError<PoolFrame<Pg>> {
+    fn refuse_pool_frame(&mut self, e: LenRefusal, frame: PoolFrame<Pg>) -> TxError<PoolFrame<Pg>> {
         self.stats.tx_bad_length += 1;
-        if frame.len == 0 {
-            TxError::BadLength(frame)
-        } else {
-            TxError::BeyondBuffer(frame)
-        }
+        e.with(frame)
     }
 
     /// [`TxQueue::xmit_pool`] on a full or broken queue: refused as [`TxQueue::check_room`]
@@ -884,8 +855,50 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     }
 }
 
-/// Zero-fills a short XDP_TX frame up to `want` bytes inside its page (checked by
-/// [`TxQueue::pool_desc`]).
+/// Why [`tx_desc`] refused a frame: the [`TxError`] it becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LenRefusal {
+    /// [`TxError::BadLength`].
+    BadLength,
+    /// [`TxError::BeyondBuffer`].
+    BeyondBuffer,
+}
+
+impl LenRefusal {
+    fn with<B>(self, b: B) -> TxError<B> {
+        match self {
+            Self::BadLength => TxError::BadLength(b),
+            Self::BeyondBuffer => TxError::BeyondBuffer(b),
+        }
+    }
+}
+
+/// The TX length rules, the same for every frame: the descriptor (device address and length) of a
+/// frame of `len` bytes at `offset` in a buffer of `room` bytes the device reads from `addr` on.
+/// The frame must hold 1 to [`TX_MAX_FRAME`] bytes ([`TxError::BadLength`]); the descriptor covers
+/// it padded to [`ETH_ZLEN`] and must end inside the buffer and inside the device address space
+/// ([`TxError::BeyondBuffer`]). Padding itself is the caller's (it depends on who owns the buffer).
+#[inline(always)]
+fn tx_desc(addr: DmaAddr, offset: u16, len: usize, room: usize) -> Result<(DmaAddr, u16), LenRefusal> {
+    if len == 0 || len > TX_MAX_FRAME {
+        return Err(LenRefusal::BadLength);
+    }
+    let want = len.max(ETH_ZLEN);
+    // No overflow: both terms are at most u16::MAX.
+    if usize::from(offset) + want > room {
+        return Err(LenRefusal::BeyondBuffer);
+    }
+    let end = addr
+        .checked_add(u64::from(offset))
+        .and_then(|start| Some((start, start.checked_add(want as u64 - 1)?)));
+    match end {
+        // CAST: `want` is at most TX_MAX_FRAME = u16::MAX (checked above).
+        Some((start, _)) => Ok((start, want as u16)),
+        None => Err(LenRefusal::BeyondBuffer),
+    }
+}
+
+/// Zero-fills a short XDP_TX frame up to `want` bytes inside its page (checked by [`tx_desc`]).
 #[cold]
 #[inline(never)]
 fn pad_in_page<Pg: PoolPage>(frame: &mut PoolFrame<Pg>, want: u16) {
