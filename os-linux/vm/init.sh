@@ -62,6 +62,10 @@ same() { # same DESC FILE1 FILE2
 
 # Kernel log lines no run may show (outside a deliberate fault window, see fault_window).
 BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for more than|NETDEV WATCHDOG|rcu.*(stall|self-detected)|page_pool.*(leak|stalled|inflight)|swiotlb.*(full|overflow)|onic: sim: (driver leaked|the model recorded)|onic: Rust panic|TX queue [0-9]+ timed out|ring error|queue [0-9]+ restarted|restart(ing)? (the queue|the interface|failed)'
+# ... nor a report of the memory checks the xtask boots with (slub_debug, page_poison, KFENCE;
+# xtask/src/vm.rs MEMORY_CHECKS): a slab cache's "BUG <cache> (...): <what>", a page whose
+# poison was overwritten while free, a bad page, a corrupted list, a double free.
+BADLOG="$BADLOG"'|BUG [^ ]+ \(|Poison overwritten|Redzone|Object already free|Freepointer corrupt|Padding overwritten|slab error|[Ff]reelist|pagealloc: (memory corruption|single bit error)|[Bb]ad page (state|map)|list_(add|del) corruption|double free|kernel BUG|KFENCE: '
 
 finish() {
 	dmesg >/tmp/dmesg
@@ -71,10 +75,10 @@ finish() {
 	# Lines between the markers of a deliberate fault are checked by that test itself.
 	sed '/onic-vm: fault window begins/,/onic-vm: fault window ends/d' /tmp/dmesg >/tmp/dmesg.clean
 	if grep -E "$BADLOG" /tmp/dmesg.clean >/tmp/out; then
-		fail "kernel log free of WARN/BUG/Oops/lockups/hung tasks/NETDEV WATCHDOG/page_pool leaks/model violations"
+		fail "kernel log free of WARN/BUG/Oops/lockups/hung tasks/NETDEV WATCHDOG/page_pool leaks/model violations/memory-check reports"
 		show
 	else
-		pass "kernel log free of WARN/BUG/Oops/lockups/hung tasks/NETDEV WATCHDOG/page_pool leaks/model violations"
+		pass "kernel log free of WARN/BUG/Oops/lockups/hung tasks/NETDEV WATCHDOG/page_pool leaks/model violations/memory-check reports"
 	fi
 	echo "VM-TEST SUMMARY: checks that passed $PASSES, checks that failed $FAILS"
 	if [ "$FAILS" = 0 ]; then
@@ -89,6 +93,13 @@ finish() {
 }
 
 echo "== onic VM test on Linux $(uname -r)"
+# The memory checks are really on (their kernel log check above would pass silently otherwise).
+check "slab objects are poisoned and red-zoned (slub_debug)" sh -c \
+	'[ "$(cat /sys/kernel/slab/kmalloc-256/poison)" = 1 ] && [ "$(cat /sys/kernel/slab/kmalloc-256/red_zone)" = 1 ]'
+check "freed pages are poisoned (page_poison)" sh -c 'dmesg | grep -q "CONFIG_PAGE_POISONING is on"'
+if grep -q kfence.sample_interval /proc/cmdline; then
+	check "KFENCE samples slab objects" sh -c 'dmesg | grep -q "kfence: initialized"'
+fi
 
 # The harness's own check (cargo xtask vm-test --expect-fail): a failing check must fail the run.
 if grep -qw onic_vm_deliberate_fail /proc/cmdline; then

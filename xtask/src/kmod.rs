@@ -34,7 +34,9 @@ pub struct Kernel {
     pub image_meta: &'static str,
     /// What the VM test adds to this kernel's command line: 6.12 runs the model behind the
     /// kernel DMA API with every buffer bounced (`swiotlb=force`), where a missing or wrong sync
-    /// corrupts data.
+    /// corrupts data, and samples slab objects into KFENCE's guarded pages every 10 ms (6.12's
+    /// CONFIG_KFENCE, off by default there; 6.1 has none): an access out of such an object or
+    /// after its free faults at once and is reported.
     pub vm_args: &'static str,
 }
 
@@ -50,7 +52,7 @@ pub const KERNELS: [Kernel; 2] = [
         name: "6.12",
         headers_meta: "linux-headers-6.12-amd64",
         image_meta: "linux-image-6.12-amd64",
-        vm_args: "swiotlb=force onic_sim_dma_api",
+        vm_args: "swiotlb=force onic_sim_dma_api kfence.sample_interval=10",
     },
 ];
 
