@@ -29,8 +29,10 @@ PASSES=0
 SIMARGS="sim=1"
 if grep -qw onic_sim_dma_api /proc/cmdline; then SIMARGS="sim=1 sim_dma_api=1"; fi
 # The receive path tests a static key (netstamp_needed_key) that every ping process flips on
-# and off (SO_TIMESTAMP). Under QEMU's TCG, a vCPU can go on running a translated block of the
-# old code after another vCPU patched it, and hit the patching's int3 after it is gone: an Oops
+# and off (SO_TIMESTAMP). Under QEMU's multi-threaded TCG (the default; the VM test runs one TCG
+# thread, VM_TEST_ACCEL in xtask/src/vm.rs, but other boots of this image may not), a vCPU can go
+# on running a translated block of the old code after another vCPU patched it, and hit the
+# patching's int3 after it is gone: an Oops
 # in __netif_receive_skb_core or a CPU spinning in netif_receive_skb_list_internal at the
 # patched jump, whatever the driver does. One timestamping socket open for the whole run keeps
 # the key on, so the test's pings never patch kernel text.
