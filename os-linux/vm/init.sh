@@ -19,6 +19,12 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # libxdp (xdp-loader, xdp-filter) keeps its dispatcher state in bpffs. `ip netns exec` mounts a
 # fresh sysfs over /sys, which hides this mount: the xdp-tools run under nsenter instead.
 mount -t bpf bpf /sys/fs/bpf
+# Every page pool's release is traced (tracepoint page_pool:page_pool_release: the pages still out
+# when the pool is destroyed, then once a second until the last one came back); finish checks
+# that every pool got all its pages back (pools_out).
+mount -t tracefs tracefs /sys/kernel/tracing
+echo 4096 >/sys/kernel/tracing/buffer_size_kb
+echo 1 >/sys/kernel/tracing/events/page_pool/page_pool_release/enable
 
 KO=/lib/modules/onic.ko
 FAILS=0
@@ -62,14 +68,41 @@ same() { # same DESC FILE1 FILE2
 	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; diff "$2" "$3" | sed 's/^/    | /'; fi
 }
 
+# pools_out: "POOL INFLIGHT" for each traced page pool whose last release still had pages out (a
+# negative count, more pages back than went out, too); pools_seen: how many pools were traced.
+pool_releases() {
+	awk '/page_pool_release:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^page_pool=/) p = $i; if ($i ~ /^inflight=/) n = substr($i, 10) } last[p] = n }
+		END { for (p in last) print p, last[p] }' /sys/kernel/tracing/trace
+}
+pools_out() { pool_releases | awk '$2 != 0'; }
+pools_seen() { pool_releases | wc -l; }
+
 # Kernel log lines no run may show (outside a deliberate fault window, see fault_window).
-BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for more than|NETDEV WATCHDOG|rcu.*(stall|self-detected)|page_pool.*(leak|stalled|inflight)|swiotlb.*(full|overflow)|onic: sim: (driver leaked|the model recorded)|onic: Rust panic|TX queue [0-9]+ timed out|ring error|queue [0-9]+ restarted|restart(ing)? (the queue|the interface|failed)'
+BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for more than|NETDEV WATCHDOG|rcu.*(stall|self-detected)|page_pool.*leak|swiotlb.*(full|overflow)|onic: sim: (driver leaked|the model recorded)|onic: Rust panic|TX queue [0-9]+ timed out|ring error|queue [0-9]+ restarted|restart(ing)? (the queue|the interface|failed)'
 # ... nor a report of the memory checks the xtask boots with (slub_debug, page_poison, KFENCE;
 # xtask/src/vm.rs MEMORY_CHECKS): a slab cache's "BUG <cache> (...): <what>", a page whose
 # poison was overwritten while free, a bad page, a corrupted list, a double free.
 BADLOG="$BADLOG"'|BUG [^ ]+ \(|Poison overwritten|Redzone|Object already free|Freepointer corrupt|Padding overwritten|slab error|[Ff]reelist|pagealloc: (memory corruption|single bit error)|[Bb]ad page (state|map)|list_(add|del) corruption|double free|kernel BUG|KFENCE: '
 
 finish() {
+	# Pages the stack still holds come back when it lets them go (a socket's queues, a TCP orphan
+	# timing out): each pool gets up to 60 s more. A page never given back is a leak, whether
+	# the driver or the kernel kept it; the kernel's own "stalled pool shutdown" warning after
+	# 60 s is left to this check, which also covers the pools destroyed in the run's last minute.
+	n=0
+	while [ $n -lt 60 ] && [ -n "$(pools_out)" ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	pools_out >/tmp/out
+	np=$(pools_seen)
+	if [ -s /tmp/out ] || [ "$np" = 0 ] || grep -q "^overrun: [1-9]" /sys/kernel/tracing/per_cpu/cpu*/stats; then
+		fail "every page pool got all its pages back ($np pools traced; pools with pages out, or a trace overrun:)"
+		show
+		grep "^overrun" /sys/kernel/tracing/per_cpu/cpu*/stats | sed 's/^/    | /'
+	else
+		pass "every page pool got all its pages back ($np pools traced, destroyed and released)"
+	fi
 	dmesg >/tmp/dmesg
 	echo "---- kernel log ----"
 	cat /tmp/dmesg
@@ -102,6 +135,7 @@ check "freed pages are poisoned (page_poison)" sh -c 'dmesg | grep -q "CONFIG_PA
 if grep -q kfence.sample_interval /proc/cmdline; then
 	check "KFENCE samples slab objects" sh -c 'dmesg | grep -q "kfence: initialized"'
 fi
+check "page pool releases are traced" grep -qx 1 /sys/kernel/tracing/events/page_pool/page_pool_release/enable
 
 # The harness's own check (cargo xtask vm-test --expect-fail): a failing check must fail the run.
 if grep -qw onic_vm_deliberate_fail /proc/cmdline; then
@@ -205,6 +239,10 @@ B="$IP netns exec b"
 NB="nsenter --net=/run/netns/b"
 $IP -n a link set lo up
 $IP -n b link set lo up
+# A TCP socket whose process is killed while its port is going away (rmmod under TCP load) lives
+# on as an orphan that retries its FIN; the default (8 retries) keeps it, and any received pages in
+# its queues, for minutes. One retry ends it within seconds, so those pages are back before finish.
+for ns in a b; do $IP netns exec $ns sh -c 'echo 1 >/proc/sys/net/ipv4/tcp_orphan_retries'; done
 $IP -n a addr add 192.0.2.1/24 dev onicsim0
 $IP -n b addr add 192.0.2.2/24 dev onicsim1
 check "ip link set onicsim0 up" $IP -n a link set onicsim0 up
