@@ -181,15 +181,19 @@ fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
     with_kind(head, products(reverse_bits_ssse3(load_tuple(head)), s))
 }
 
+/// The matrix of `gf2p8affineqb` that reverses the bits of each byte: result bit `i` is the parity
+/// of the source byte ANDed with matrix byte `7 - i`, so matrix byte `k` selects source bit `k`
+/// (byte 0 is 0x01, byte 7 is 0x80; the identity would be 0x0102_0408_1020_4080).
+const GFNI_REVERSE: u64 = 0x8040_2010_0804_0201;
+
 /// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): one common-case frame; the per-byte bit
 /// reversal is one affine transformation over GF(2) whose matrix has its ones on the
 /// anti-diagonal.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3,gfni")]
 fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
-    const REVERSE: u64 = 0x8040_2010_0804_0201;
     // CAST: a bit pattern.
-    let m = _mm_set1_epi64x(REVERSE as i64);
+    let m = _mm_set1_epi64x(GFNI_REVERSE as i64);
     let reversed = _mm_gf2p8affine_epi64_epi8::<0>(load_tuple(head), m);
     with_kind(head, products(reversed, s))
 }
@@ -226,3 +230,32 @@ batch_fn!(
     "pclmulqdq,ssse3,gfni",
     common_gfni
 );
+
+#[cfg(test)]
+mod tests {
+    use super::GFNI_REVERSE;
+
+    /// `gf2p8affineqb` on one byte with an immediate of 0, as the instruction set reference
+    /// defines it: result bit `i` is the parity of `matrix.byte[7 - i] & x`. This CPU may not have
+    /// GFNI (nor may QEMU's TCG emulate it), so the GFNI backend's one difference from the
+    /// SSSE3 one, the bit-reversal matrix, is checked against this model everywhere; the
+    /// property tests run the instruction itself where the CPU has it.
+    fn affine_byte(matrix: u64, x: u8) -> u8 {
+        let rows = matrix.to_le_bytes();
+        (0..8).fold(0, |out, i| {
+            let bit = (rows[7 - i] & x).count_ones() as u8 & 1;
+            out | bit << i
+        })
+    }
+
+    #[test]
+    fn gfni_matrix_reverses_the_bits_of_every_byte() {
+        for x in 0..=u8::MAX {
+            assert_eq!(affine_byte(GFNI_REVERSE, x), x.reverse_bits(), "byte {x:#04x}");
+        }
+        // The model itself: the identity matrix changes nothing.
+        for x in 0..=u8::MAX {
+            assert_eq!(affine_byte(0x0102_0408_1020_4080, x), x);
+        }
+    }
+}
