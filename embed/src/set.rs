@@ -200,7 +200,7 @@ where
         c + PageCounts {
             in_pool: p.pool.available() as u64,
             in_rx_ring: p.rx.pages_in_ring(),
-            in_tx_flight: u64::from(inf.pool) + u64::from(inf.remote),
+            in_tx_flight: p.tx.pool_pages_held() + u64::from(inf.remote),
             with_os: p
                 .rx
                 .stats()

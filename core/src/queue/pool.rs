@@ -23,9 +23,11 @@
 //! (no atomics); when the cache is empty it refills from the [`RecycleRing`] (pages given back by
 //! other contexts), and only then falls back to the slow path: a bulk allocation of fresh pages
 //! from the HAL. Pages come back either directly into the cache (from the owning context, which
-//! is the common case: RX drops, XDP_TX completions) or through the bounded ring (from any other
-//! context: the OS freeing a packet, another device's TX completion). When the cache is full a
-//! direct recycle spills into the ring; when the ring is full too the page is released to the HAL.
+//! is the common case: RX drops, pages the OS gave back in that context) or through the bounded
+//! ring (from any other context: the OS freeing a packet, another device's TX completion). When
+//! the cache is full a direct recycle spills into the ring; when the ring is full too the page is
+//! released to the HAL. XDP_TX pages mostly skip the pool: the TX queue hands them back to the RX
+//! ring itself ([`crate::queue::tx::TxQueue::xmit_pool`]).
 //!
 //! Statistics carry the names of Linux's `page_pool` (`alloc.fast`, `recycle.cached`, ...), so
 //! dashboards built for the kernel driver read the same here.
@@ -33,8 +35,8 @@
 //! # Page accounting
 //!
 //! Every page the pool ever took from the HAL and has not released is, at any moment, in exactly
-//! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring, or with the
-//! OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
+//! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring (or parked
+//! in a TX slot for the next XDP_TX frame), or with the OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
 //!
 //! A page in the pool is the CPU's: the queues give a page back only after a completion said the
 //! device is done with it, or after their contexts were invalidated (the [`onic_hal::Quiesced`]
@@ -324,7 +326,8 @@ pub struct PageCounts {
     pub in_pool: u64,
     /// In an RX ring slot (posted to the device, or staged for the next refill).
     pub in_rx_ring: u64,
-    /// Referenced by a TX descriptor not yet completed.
+    /// Held by a TX queue: referenced by a TX descriptor not yet completed, or parked in a TX
+    /// slot for the next XDP_TX frame ([`crate::queue::tx::TxQueue::pool_pages_held`]).
     pub in_tx_flight: u64,
     /// Handed to the OS by the RX path and not yet given back.
     pub with_os: u64,
@@ -645,7 +648,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     }
 
     /// The census of this pool's pages, given what the queues report holding
-    /// ([`crate::queue::rx::RxQueue::pages_in_ring`], [`crate::queue::tx::TxQueue::pool_pages_in_flight`]) and
+    /// ([`crate::queue::rx::RxQueue::pages_in_ring`], [`crate::queue::tx::TxQueue::pool_pages_held`]) and
     /// how many pages the RX path handed to the OS (sum of [`crate::stats::counters::RxStats::to_os`]).
     /// `None` if the parts do not add up (a page was lost or counted twice).
     #[must_use]

@@ -61,8 +61,10 @@
 //! queue keeps one spare page for that); when the pool has none, the frame is dropped and counted
 //! and its own page stays in the slot, so the ring never loses a buffer. A page whose frame was
 //! dropped or copied stays in its slot ([`PageProvider::reuse`]) and the spare waits for the next
-//! frame, so the drop path makes no round trip through the pool. Slots are handed back to the device in batches (one C2H PIDX
-//! doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
+//! frame, so the drop path makes no round trip through the pool. An XDP_TX frame's page is
+//! replaced by the page an earlier XDP_TX frame left in the TX slot it is posted in, when there
+//! is one ([`crate::queue::tx::TxQueue::xmit_pool`]), so the spare waits then too. Slots are
+//! handed back to the device in batches (one C2H PIDX doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
 //! 256 of them to the device, every page in the ring is posted: the pages are allocated anyway,
 //! and a device with the whole ring available absorbs longer bursts before it drops for lack of
 //! descriptors.
@@ -134,9 +136,11 @@ pub(crate) enum Handled<Pg> {
     /// The page went to the OS (XDP_PASS); it comes back through the pool.
     ToOs,
     /// The page was queued on a TX ring (XDP_TX, redirect) or taken by another redirect target;
-    /// the TX queue (or that target, through the pool's recycle ring) returns it.
+    /// the TX queue (or that target, through the pool's recycle ring) returns it. An XDP_TX frame
+    /// may bring a page of the pool back for the slot ([`crate::queue::tx::TxQueue::xmit_pool`]),
+    /// synced for the device.
     #[cfg(feature = "xdp")]
-    ToTx,
+    ToTx(Option<Pg>),
 }
 
 /// What a queue pair's poll hands each received frame to (the pair's dispatcher, or a test).
@@ -854,15 +858,16 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 None
             }
             #[cfg(feature = "xdp")]
-            Handled::ToTx => {
+            Handled::ToTx(back) => {
                 tally.to_tx += 1;
-                None
+                back
             }
         };
         if slot.is_none() {
-            // The page left (to the OS, a TX ring, or a provider with nothing to give back):
-            // the spare takes its slot. The next frame asks the pool for the next spare, so a
-            // frame is dropped exactly when no replacement page can be had for it.
+            // The page left (to the OS, a TX ring that gave none back, or a provider with
+            // nothing to give back): the spare takes its slot. The next frame asks the pool for
+            // the next spare, so a frame is dropped exactly when no replacement page can be had
+            // for it.
             *slot = self.spare.take();
             self.pages -= 1;
         }
