@@ -239,8 +239,10 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     stopped: bool,
     thresholds: TxThresholds,
     in_flight: TxInFlight,
-    /// Pool pages parked in slots ([`TxSlot::parked`]).
-    parked: u32,
+    /// Pages of the own pool the queue holds: in flight (`in_flight.pool`), or parked in a slot
+    /// ([`TxSlot::parked`]). A page going from the ring to its slot, or a parked page leaving as
+    /// another comes in, changes nothing here.
+    pool_held: u32,
     error: Option<QueueError>,
     /// Reclaims in a row that found the queue stopped and the device not moving.
     stalled: u32,
@@ -290,7 +292,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             stopped: false,
             thresholds: TxThresholds::for_ring(usable),
             in_flight: TxInFlight::default(),
-            parked: 0,
+            pool_held: 0,
             error: None,
             stalled: 0,
             stall_limit: TX_STALL_RECLAIMS_DEFAULT,
@@ -377,7 +379,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// frame posted there (for [`crate::queue::pool::PageCounts::in_tx_flight`]).
     #[must_use]
     pub const fn pool_pages_held(&self) -> u64 {
-        self.in_flight.pool as u64 + self.parked as u64
+        self.pool_held as u64
     }
 
     /// Whether flow control has stopped the queue (the OS should not offer frames until a
@@ -544,8 +546,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
         self.in_flight.pool += 1;
         let back = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more, free);
-        if back.is_some() {
-            self.parked -= 1;
+        if back.is_none() {
+            self.pool_held += 1;
         }
         Ok(back)
     }
@@ -734,7 +736,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         done: &mut C,
     ) -> (u64, u64) {
         let mut in_flight = self.in_flight;
-        let mut parked = self.parked;
+        let mut held = self.pool_held;
         let mut packets = 0u64;
         let mut bytes = 0u64;
         let mut clean = self.next_to_clean;
@@ -758,12 +760,13 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
                         .saturating_sub(crate::config::RX_HEADROOM as usize);
                     if !PARK {
                         pool.recycle_direct(f.page, dirty);
+                        held -= 1;
                     } else if let Some(p) = pool.reuse(f.page, dirty) {
-                        parked += 1;
-                        if let Some(old) = slot.parked.replace(p) {
-                            parked -= 1;
-                            unpark_extra(pool, old);
-                        }
+                        // The slot's parked page left with this frame ([`TxQueue::write_desc`]).
+                        debug_assert!(slot.parked.is_none(), "a slot parks one page at most");
+                        slot.parked = Some(p);
+                    } else {
+                        held -= 1;
                     }
                 }
                 TxBuf::Os(f) => {
@@ -778,7 +781,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         self.next_to_clean = clean;
         self.in_flight = in_flight;
-        self.parked = parked;
+        self.pool_held = held;
         (packets, bytes)
     }
 
@@ -787,15 +790,15 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         for slot in self.slots.as_mut() {
             if let Some(p) = slot.parked.take() {
                 pool.recycle_direct(p, 0);
+                self.pool_held -= 1;
             }
         }
-        self.parked = 0;
     }
 
     /// Returns every buffer still on the ring to its owner without waiting for the device, and
-    /// the pages parked in its slots to the pool. `proof` says the queue's contexts are invalidated (or, made by hand at an edge, that the
-    /// device is gone): the device no longer reads the buffers. A proof for another queue changes
-    /// nothing (logged).
+    /// the pages parked in its slots to the pool. `proof` says the queue's contexts are
+    /// invalidated (or, made by hand at an edge, that the device is gone): the device no longer
+    /// reads the buffers. A proof for another queue changes nothing (logged).
     pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         pool: &mut P,
@@ -959,15 +962,6 @@ fn tx_desc(addr: DmaAddr, offset: u16, len: usize, room: usize) -> Result<(DmaAd
         Some((start, _)) => Ok((start, want as u16)),
         None => Err(LenRefusal::BeyondBuffer),
     }
-}
-
-/// A page parked in a slot that already held one (not reached: a slot's parked page leaves with
-/// the next XDP_TX frame posted there, before that frame can leave another): back to the pool
-/// (synced for the device already), so that no page is lost.
-#[cold]
-#[inline(never)]
-fn unpark_extra<P: PageProvider>(pool: &mut P, page: P::Page) {
-    pool.recycle_direct(page, 0);
 }
 
 /// Zero-fills a short XDP_TX frame up to `want` bytes inside its page (checked by [`tx_desc`]).
