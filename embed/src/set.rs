@@ -200,7 +200,8 @@ where
         c + PageCounts {
             in_pool: p.pool.available() as u64,
             in_rx_ring: p.rx.pages_in_ring(),
-            in_tx_flight: p.tx.pool_pages_held() + u64::from(inf.remote),
+            in_tx_flight: u64::from(inf.pool) + u64::from(inf.remote),
+            tx_parked: p.tx.pool_pages_parked(),
             with_os: p
                 .rx
                 .stats()

@@ -318,7 +318,8 @@ where
     pub fn page_counts(&self) -> Option<PageCounts> {
         self.pool.page_counts(
             self.rx.pages_in_ring(),
-            self.tx.pool_pages_held(),
+            self.tx.pool_pages_in_flight(),
+            self.tx.pool_pages_parked(),
             self.rx.stats().to_os,
         )
     }

@@ -1211,7 +1211,7 @@ mod tests {
         // and the queue holds the spare page it took before the first delivery.
         assert_eq!(rx.pages_in_ring(), 63);
         assert_eq!(rx.posted(), 59);
-        let counts = pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap();
+        let counts = pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap();
         assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
         // Nothing new: the poll re-arms and reports no more work.
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
@@ -1376,7 +1376,7 @@ mod tests {
         // The dropped frames' pages stayed in the ring; nothing was allocated for them.
         assert_eq!(card.dma_stats().live_pages, live);
         assert_eq!(
-            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap().total(),
             live as u64
         );
         rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
@@ -1452,7 +1452,9 @@ mod tests {
         // 62 posted pages + 1 that went to the OS: the spare took its slot (the next frame asks
         // for the next spare), so the ring still has 62 pages.
         assert_eq!(rx.pages_in_ring(), 62);
-        let counts = pool.page_counts(rx.pages_in_ring(), 0, rx.stats().to_os).unwrap();
+        let counts = pool
+            .page_counts(rx.pages_in_ring(), 0, 0, rx.stats().to_os)
+            .unwrap();
         assert_eq!(counts.with_os, 1);
         for p in os {
             pool.return_from_os(p, 91);
@@ -1623,7 +1625,7 @@ mod tests {
         let s = rx.stats();
         assert_eq!((s.rx_abandoned, s.restarts, s.queue_errors), (2, 1, 1));
         assert_eq!(
-            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap().total(),
             live as u64
         );
         let f = frame(90, 3);

@@ -375,11 +375,11 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.in_flight.pool as u64
     }
 
-    /// Pages of the own pool the queue holds: in flight, or parked in a slot for the next XDP_TX
-    /// frame posted there (for [`crate::queue::pool::PageCounts::in_tx_flight`]).
+    /// Pages of the own pool parked in slots, sent and waiting for the next XDP_TX frame posted
+    /// in their slot (for [`crate::queue::pool::PageCounts::tx_parked`]).
     #[must_use]
-    pub const fn pool_pages_held(&self) -> u64 {
-        self.pool_held as u64
+    pub const fn pool_pages_parked(&self) -> u64 {
+        (self.pool_held - self.in_flight.pool) as u64
     }
 
     /// Whether flow control has stopped the queue (the OS should not offer frames until a
@@ -1245,7 +1245,7 @@ mod tests {
         tx.reclaim(&mut pool, &mut done);
         // The pool page stays in its slot for the next XDP_TX frame posted there, not in the pool.
         assert_eq!(pool.available(), cached);
-        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_held()), (0, 1));
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         done.free();
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         drop(pool);
@@ -1299,7 +1299,7 @@ mod tests {
         card.run_until_idle();
         let mut done = Done::default();
         tx.reclaim(&mut pool, &mut done);
-        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_held()), (0, 1));
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         // OS frames through every other slot (and then slot 0 too) leave it where it is.
         send_os_frames(&card, &db, &mut tx, &mut pool, 31);
         send_os_frames(&card, &db, &mut tx, &mut pool, 31);
@@ -1307,18 +1307,18 @@ mod tests {
         send_os_frames(&card, &db, &mut tx, &mut pool, 31);
         send_os_frames(&card, &db, &mut tx, &mut pool, 32);
         assert_eq!(tx.indices(), (0, 0));
-        assert_eq!(tx.pool_pages_held(), 1);
+        assert_eq!(tx.pool_pages_parked(), 1);
         // The next XDP_TX frame of slot 0 takes the parked page out for the RX ring.
         let second = pool_frame(&mut pool, 2);
         let back = tx.xmit_pool(&db, &pool, second, false).unwrap();
         let back = back.expect("the page parked in slot 0");
         assert_eq!(back.dma_addr(), first_addr);
-        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_held()), (1, 1));
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (1, 0));
         pool.recycle(back, 0);
         card.run_until_idle();
         assert_eq!(card.take_egress(0).last(), Some(&frame(64, 2)));
         tx.reclaim(&mut pool, &mut done);
-        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_held()), (0, 1));
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         // The teardown gives the parked page back to the pool.
         let cached = pool.available();
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
