@@ -12,10 +12,12 @@
 //! synced for the device, until the next XDP_TX frame posted in that slot takes it out for the RX
 //! slot that frame's page leaves ([`TxQueue::xmit_pool`]): in a steady XDP_TX flow, pages go from
 //! the TX ring to the RX ring without a trip through the pool. At most one page is parked per
-//! slot; the pool gets them back at teardown ([`TxQueue::drain`]). The queue keeps them in slot storage the caller gives it (one
-//! [`TxSlot`] per usable ring entry) and owns from then on, so the core needs no allocation: the
-//! storage is a type parameter (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a
-//! boxed slice on a host or in the kernel), and [`TxQueue::teardown`] hands it back.
+//! slot; the pool gets them back at teardown ([`TxQueue::drain`]).
+//!
+//! The queue keeps the buffers in slot storage the caller gives it (one [`TxSlot`] per usable ring
+//! entry) and owns from then on, so the core needs no allocation: the storage is a type parameter
+//! (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a boxed slice on a host or in the
+//! kernel), and [`TxQueue::teardown`] hands it back.
 //!
 //! # Stopping
 //!
