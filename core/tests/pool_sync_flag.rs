@@ -14,7 +14,9 @@ fn cfg() -> PoolConfig {
 }
 
 fn all_in_pool<D: DmaMemory, const C: usize>(pool: &PagePool<'_, D, C>, n: u64) {
-    let counts = pool.page_counts(0, 0, 0).expect("no page lost or counted twice");
+    let counts = pool
+        .page_counts(0, 0, 0, 0)
+        .expect("no page lost or counted twice");
     assert_eq!(counts.in_pool, n);
     assert_eq!(pool.stats().live_pages(), n);
 }

@@ -201,6 +201,7 @@ where
             in_pool: p.pool.available() as u64,
             in_rx_ring: p.rx.pages_in_ring(),
             in_tx_flight: u64::from(inf.pool) + u64::from(inf.remote),
+            tx_parked: p.tx.pool_pages_parked(),
             with_os: p
                 .rx
                 .stats()

@@ -1121,6 +1121,7 @@ const PAGE_ROWS: &[Field<PageCounts>] = &[
     ("in_pool", |c| c.in_pool),
     ("in_rx_ring", |c| c.in_rx_ring),
     ("in_tx_flight", |c| c.in_tx_flight),
+    ("tx_parked", |c| c.tx_parked),
     ("with_os", |c| c.with_os),
     ("total", PageCounts::total),
 ];

@@ -211,7 +211,8 @@ fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
         offset: 4036,
         len: 10,
     };
-    pair.tx.xmit_pool(&db, &pair.pool, f, false).unwrap();
+    let back = pair.tx.xmit_pool(&db, &pair.pool, f, false).unwrap();
+    assert!(back.is_none(), "nothing is parked on a fresh ring");
     h.settle();
     let mut want = vec![7u8; 10];
     want.resize(60, 0);

@@ -162,6 +162,8 @@ fn xdp_tx_on_a_tiny_ring_with_delayed_reclaim_loses_no_page() {
     h.check_delivery();
     assert_eq!(card.take_egress(0).len(), 62);
     assert_eq!(h.page_counts().in_tx_flight, 0);
+    // Sent and reclaimed, each page waits in its TX slot for the RX ring.
+    assert_eq!(h.page_counts().tx_parked, 62);
     h.teardown();
 }
 

@@ -7,7 +7,8 @@
 //! context that owns it (on its own poll and when transmitting).
 //!
 //! XDP_TX goes out on the pair's own TX queue, so the page stays within the context that owns its
-//! pool: when the device is done, it is recycled straight into the pool's cache.
+//! pool: when the device is done, it waits in its TX slot and goes back to the RX ring with the
+//! next XDP_TX frame posted there ([`TxQueue::xmit_pool`]), without a trip through the pool.
 //!
 //! The pair owns everything it uses: the pool, and through the queues their slot storage (the
 //! type parameters `RSt` and `TSt`: arrays on bare metal, boxed slices on a host or in the
@@ -318,6 +319,7 @@ where
         self.pool.page_counts(
             self.rx.pages_in_ring(),
             self.tx.pool_pages_in_flight(),
+            self.tx.pool_pages_parked(),
             self.rx.stats().to_os,
         )
     }

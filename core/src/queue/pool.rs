@@ -23,9 +23,11 @@
 //! (no atomics); when the cache is empty it refills from the [`RecycleRing`] (pages given back by
 //! other contexts), and only then falls back to the slow path: a bulk allocation of fresh pages
 //! from the HAL. Pages come back either directly into the cache (from the owning context, which
-//! is the common case: RX drops, XDP_TX completions) or through the bounded ring (from any other
-//! context: the OS freeing a packet, another device's TX completion). When the cache is full a
-//! direct recycle spills into the ring; when the ring is full too the page is released to the HAL.
+//! is the common case: RX drops, pages the OS gave back in that context) or through the bounded
+//! ring (from any other context: the OS freeing a packet, another device's TX completion). When
+//! the cache is full a direct recycle spills into the ring; when the ring is full too the page is
+//! released to the HAL. XDP_TX pages mostly skip the pool: the TX queue hands them back to the RX
+//! ring itself ([`crate::queue::tx::TxQueue::xmit_pool`]).
 //!
 //! Statistics carry the names of Linux's `page_pool` (`alloc.fast`, `recycle.cached`, ...), so
 //! dashboards built for the kernel driver read the same here.
@@ -33,8 +35,8 @@
 //! # Page accounting
 //!
 //! Every page the pool ever took from the HAL and has not released is, at any moment, in exactly
-//! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring, or with the
-//! OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
+//! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring (or parked
+//! in a TX slot for the next XDP_TX frame), or with the OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
 //!
 //! A page in the pool is the CPU's: the queues give a page back only after a completion said the
 //! device is done with it, or after their contexts were invalidated (the [`onic_hal::Quiesced`]
@@ -326,6 +328,9 @@ pub struct PageCounts {
     pub in_rx_ring: u64,
     /// Referenced by a TX descriptor not yet completed.
     pub in_tx_flight: u64,
+    /// Sent, and parked in a TX slot for the RX ring, to leave with the next XDP_TX frame posted
+    /// in that slot ([`crate::queue::tx::TxQueue::pool_pages_parked`]).
+    pub tx_parked: u64,
     /// Handed to the OS by the RX path and not yet given back.
     pub with_os: u64,
 }
@@ -334,7 +339,7 @@ impl PageCounts {
     /// All pages counted.
     #[must_use]
     pub const fn total(&self) -> u64 {
-        self.in_pool + self.in_rx_ring + self.in_tx_flight + self.with_os
+        self.in_pool + self.in_rx_ring + self.in_tx_flight + self.tx_parked + self.with_os
     }
 }
 
@@ -346,6 +351,7 @@ impl core::ops::Add for PageCounts {
             in_pool: self.in_pool + o.in_pool,
             in_rx_ring: self.in_rx_ring + o.in_rx_ring,
             in_tx_flight: self.in_tx_flight + o.in_tx_flight,
+            tx_parked: self.tx_parked + o.tx_parked,
             with_os: self.with_os + o.with_os,
         }
     }
@@ -645,17 +651,25 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
     }
 
     /// The census of this pool's pages, given what the queues report holding
-    /// ([`crate::queue::rx::RxQueue::pages_in_ring`], [`crate::queue::tx::TxQueue::pool_pages_in_flight`]) and
+    /// ([`crate::queue::rx::RxQueue::pages_in_ring`], [`crate::queue::tx::TxQueue::pool_pages_in_flight`],
+    /// [`crate::queue::tx::TxQueue::pool_pages_parked`]) and
     /// how many pages the RX path handed to the OS (sum of [`crate::stats::counters::RxStats::to_os`]).
     /// `None` if the parts do not add up (a page was lost or counted twice).
     #[must_use]
-    pub fn page_counts(&self, in_rx_ring: u64, in_tx_flight: u64, to_os: u64) -> Option<PageCounts> {
+    pub fn page_counts(
+        &self,
+        in_rx_ring: u64,
+        in_tx_flight: u64,
+        tx_parked: u64,
+        to_os: u64,
+    ) -> Option<PageCounts> {
         let s = self.stats();
         let with_os = to_os.checked_sub(s.os_returns)?;
         let counts = PageCounts {
             in_pool: self.available() as u64,
             in_rx_ring,
             in_tx_flight,
+            tx_parked,
             with_os,
         };
         (counts.total() == s.live_pages()).then_some(counts)
@@ -806,10 +820,10 @@ mod tests {
         // Each page that came out of the ring was synced over its 64 dirty bytes.
         assert_eq!(card.dma_stats().syncs_for_device, 2);
         // The two pages the test holds are in no census place: the parts do not add up.
-        assert_eq!(pool.page_counts(0, 0, 3), None);
+        assert_eq!(pool.page_counts(0, 0, 0, 3), None);
         pool.recycle(again, 0);
         pool.recycle(extra, 0);
-        let counts = pool.page_counts(0, 0, 3).unwrap();
+        let counts = pool.page_counts(0, 0, 0, 3).unwrap();
         assert_eq!(
             counts,
             PageCounts {
@@ -817,7 +831,7 @@ mod tests {
                 ..PageCounts::default()
             }
         );
-        assert_eq!(pool.page_counts(1, 0, 3), None);
+        assert_eq!(pool.page_counts(1, 0, 0, 3), None);
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
     }
@@ -842,7 +856,7 @@ mod tests {
         assert_eq!(s.recycle.ring_full, 1);
         assert_eq!(s.live_pages(), RECYCLE_RING_CAPACITY as u64);
         assert_eq!(
-            pool.page_counts(0, 0, 0).unwrap().in_pool,
+            pool.page_counts(0, 0, 0, 0).unwrap().in_pool,
             RECYCLE_RING_CAPACITY as u64
         );
         drop(pool);
@@ -889,7 +903,7 @@ mod tests {
         assert_eq!(pool.stats().recycle.cache_full, 8);
         assert_eq!(pool.available(), 8);
         assert_eq!(pool.stats().live_pages(), 8);
-        assert_eq!(pool.page_counts(0, 0, 0).unwrap().in_pool, 8);
+        assert_eq!(pool.page_counts(0, 0, 0, 0).unwrap().in_pool, 8);
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);
@@ -913,7 +927,9 @@ mod tests {
 
     /// Checks that the census adds up with every page back in the pool, and that it holds `n`.
     fn all_in_pool<D: DmaMemory, const C: usize>(pool: &PagePool<'_, D, C>, n: u64) {
-        let counts = pool.page_counts(0, 0, 0).expect("no page lost or counted twice");
+        let counts = pool
+            .page_counts(0, 0, 0, 0)
+            .expect("no page lost or counted twice");
         assert_eq!(counts.in_pool, n);
         assert_eq!(pool.stats().live_pages(), n);
     }
@@ -931,7 +947,7 @@ mod tests {
         assert_eq!(pool.available(), 6);
         assert_eq!(pool.alloc_bulk(&mut burst), 4);
         assert_eq!((burst.len(), pool.available()), (6, 2));
-        assert_eq!(pool.page_counts(0, 0, 0), None, "six pages are with the test");
+        assert_eq!(pool.page_counts(0, 0, 0, 0), None, "six pages are with the test");
         // Half the burst handed back one at a time, the rest in one call.
         for _ in 0..3 {
             let p = burst.pop().unwrap();

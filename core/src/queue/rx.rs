@@ -61,8 +61,10 @@
 //! queue keeps one spare page for that); when the pool has none, the frame is dropped and counted
 //! and its own page stays in the slot, so the ring never loses a buffer. A page whose frame was
 //! dropped or copied stays in its slot ([`PageProvider::reuse`]) and the spare waits for the next
-//! frame, so the drop path makes no round trip through the pool. Slots are handed back to the device in batches (one C2H PIDX
-//! doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
+//! frame, so the drop path makes no round trip through the pool. An XDP_TX frame's page is
+//! replaced by the page an earlier XDP_TX frame left in the TX slot it is posted in, when there
+//! is one ([`crate::queue::tx::TxQueue::xmit_pool`]), so the spare waits then too. Slots are
+//! handed back to the device in batches (one C2H PIDX doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
 //! 256 of them to the device, every page in the ring is posted: the pages are allocated anyway,
 //! and a device with the whole ring available absorbs longer bursts before it drops for lack of
 //! descriptors.
@@ -134,9 +136,11 @@ pub(crate) enum Handled<Pg> {
     /// The page went to the OS (XDP_PASS); it comes back through the pool.
     ToOs,
     /// The page was queued on a TX ring (XDP_TX, redirect) or taken by another redirect target;
-    /// the TX queue (or that target, through the pool's recycle ring) returns it.
+    /// the TX queue (or that target, through the pool's recycle ring) returns it. An XDP_TX frame
+    /// may bring a page of the pool back for the slot ([`crate::queue::tx::TxQueue::xmit_pool`]),
+    /// synced for the device.
     #[cfg(feature = "xdp")]
-    ToTx,
+    ToTx(Option<Pg>),
 }
 
 /// What a queue pair's poll hands each received frame to (the pair's dispatcher, or a test).
@@ -854,15 +858,16 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 None
             }
             #[cfg(feature = "xdp")]
-            Handled::ToTx => {
+            Handled::ToTx(back) => {
                 tally.to_tx += 1;
-                None
+                back
             }
         };
         if slot.is_none() {
-            // The page left (to the OS, a TX ring, or a provider with nothing to give back):
-            // the spare takes its slot. The next frame asks the pool for the next spare, so a
-            // frame is dropped exactly when no replacement page can be had for it.
+            // The page left (to the OS, a TX ring that gave none back, or a provider with
+            // nothing to give back): the spare takes its slot. The next frame asks the pool for
+            // the next spare, so a frame is dropped exactly when no replacement page can be had
+            // for it.
             *slot = self.spare.take();
             self.pages -= 1;
         }
@@ -1206,7 +1211,7 @@ mod tests {
         // and the queue holds the spare page it took before the first delivery.
         assert_eq!(rx.pages_in_ring(), 63);
         assert_eq!(rx.posted(), 59);
-        let counts = pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap();
+        let counts = pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap();
         assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
         // Nothing new: the poll re-arms and reports no more work.
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
@@ -1371,7 +1376,7 @@ mod tests {
         // The dropped frames' pages stayed in the ring; nothing was allocated for them.
         assert_eq!(card.dma_stats().live_pages, live);
         assert_eq!(
-            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap().total(),
             live as u64
         );
         rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
@@ -1447,7 +1452,9 @@ mod tests {
         // 62 posted pages + 1 that went to the OS: the spare took its slot (the next frame asks
         // for the next spare), so the ring still has 62 pages.
         assert_eq!(rx.pages_in_ring(), 62);
-        let counts = pool.page_counts(rx.pages_in_ring(), 0, rx.stats().to_os).unwrap();
+        let counts = pool
+            .page_counts(rx.pages_in_ring(), 0, 0, rx.stats().to_os)
+            .unwrap();
         assert_eq!(counts.with_os, 1);
         for p in os {
             pool.return_from_os(p, 91);
@@ -1618,7 +1625,7 @@ mod tests {
         let s = rx.stats();
         assert_eq!((s.rx_abandoned, s.restarts, s.queue_errors), (2, 1, 1));
         assert_eq!(
-            pool.page_counts(rx.pages_in_ring(), 0, 0).unwrap().total(),
+            pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap().total(),
             live as u64
         );
         let f = frame(90, 3);

@@ -6,12 +6,18 @@
 //! slot. That record is the only thing read back from ring memory, and its index is validated
 //! against the driver's own indices before any slot is touched.
 //!
-//! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX pool it came from, an OS
+//! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX side it came from, an OS
 //! frame back to the OS, a frame of another device back to that device, each through the path
-//! given to [`TxQueue::reclaim`]. The queue keeps them in slot storage the caller gives it (one
-//! [`TxSlot`] per usable ring entry) and owns from then on, so the core needs no allocation: the
-//! storage is a type parameter (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a
-//! boxed slice on a host or in the kernel), and [`TxQueue::teardown`] hands it back.
+//! given to [`TxQueue::reclaim`]. An XDP_TX page the device is done with stays parked in its slot,
+//! synced for the device, until the next XDP_TX frame posted in that slot takes it out for the RX
+//! slot that frame's page leaves ([`TxQueue::xmit_pool`]): in a steady XDP_TX flow, pages go from
+//! the TX ring to the RX ring without a trip through the pool. At most one page is parked per
+//! slot; the pool gets them back at teardown ([`TxQueue::drain`]).
+//!
+//! The queue keeps the buffers in slot storage the caller gives it (one [`TxSlot`] per usable ring
+//! entry) and owns from then on, so the core needs no allocation: the storage is a type parameter
+//! (anything that is `AsMut<[TxSlot]>`: an array on bare metal, a boxed slice on a host or in the
+//! kernel), and [`TxQueue::teardown`] hands it back.
 //!
 //! # Stopping
 //!
@@ -95,7 +101,8 @@ pub struct PoolFrame<Pg> {
 /// A buffer on the TX ring and where it goes when the device is done with it.
 #[derive(Debug)]
 pub enum TxBuf<Pg, F> {
-    /// XDP_TX: a page of the paired RX queue's pool; recycled straight into that pool.
+    /// XDP_TX: a page of the paired RX queue's pool; parked in its slot once sent, for the RX
+    /// ring (see the module docs).
     Pool(PoolFrame<Pg>),
     /// A frame of the OS; handed to [`TxDone::os_done`].
     Os(F),
@@ -119,11 +126,19 @@ pub struct TxSlot<Pg, F> {
     buf: Option<TxBuf<Pg, F>>,
     /// Shadow of the descriptor's length: the driver never reads descriptors back.
     len: u16,
+    /// A pool page an XDP_TX frame in this slot left behind when the device was done with it,
+    /// already synced for the device: the next XDP_TX frame posted here hands it to the RX slot
+    /// its own page leaves ([`TxQueue::xmit_pool`]).
+    parked: Option<Pg>,
 }
 
 impl<Pg, F> TxSlot<Pg, F> {
     /// An empty slot (usable in `const` array initialisers for static storage).
-    pub(crate) const EMPTY: Self = Self { buf: None, len: 0 };
+    pub(crate) const EMPTY: Self = Self {
+        buf: None,
+        len: 0,
+        parked: None,
+    };
 
     /// An empty slot.
     #[must_use]
@@ -226,6 +241,10 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     stopped: bool,
     thresholds: TxThresholds,
     in_flight: TxInFlight,
+    /// Pages of the own pool the queue holds: in flight (`in_flight.pool`), or parked in a slot
+    /// ([`TxSlot::parked`]). A page going from the ring to its slot, or a parked page leaving as
+    /// another comes in, changes nothing here.
+    pool_held: u32,
     error: Option<QueueError>,
     /// Reclaims in a row that found the queue stopped and the device not moving.
     stalled: u32,
@@ -275,6 +294,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             stopped: false,
             thresholds: TxThresholds::for_ring(usable),
             in_flight: TxInFlight::default(),
+            pool_held: 0,
             error: None,
             stalled: 0,
             stall_limit: TX_STALL_RECLAIMS_DEFAULT,
@@ -351,10 +371,17 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.in_flight
     }
 
-    /// XDP_TX pages of the own pool in flight (for [`crate::queue::pool::PageCounts`]).
+    /// XDP_TX pages of the own pool in flight.
     #[must_use]
     pub const fn pool_pages_in_flight(&self) -> u64 {
         self.in_flight.pool as u64
+    }
+
+    /// Pages of the own pool parked in slots, sent and waiting for the next XDP_TX frame posted
+    /// in their slot (for [`crate::queue::pool::PageCounts::tx_parked`]).
+    #[must_use]
+    pub const fn pool_pages_parked(&self) -> u64 {
+        (self.pool_held - self.in_flight.pool) as u64
     }
 
     /// Whether flow control has stopped the queue (the OS should not offer frames until a
@@ -460,7 +487,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             self.in_flight.os += 1;
             TxBuf::Os(frame)
         };
-        self.post(db, addr, len, buf, more, free);
+        // An OS or remote frame leaves a parked page where it is, for a later XDP_TX frame.
+        let _ = self.post::<W, false>(db, addr, len, buf, more, free);
         Ok(())
     }
 
@@ -484,6 +512,11 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Doorbell as in [`TxQueue::xmit_os`]: a poll queues its XDP_TX frames with `more` and rings
     /// once at the end ([`TxQueue::flush`]).
     ///
+    /// Returns the page an earlier XDP_TX frame of the same slot left parked there, if any: a
+    /// page of `pool`, done with by the device and synced for it, for the RX slot this frame's
+    /// page left (so the RX path need not take one from the pool). The caller owns it from here
+    /// on: it must give it to the RX ring or back to `pool`.
+    ///
     /// Always inlined: it is the XDP_TX branch of the RX loop. The checks of the common case are
     /// here; a full or broken queue, a refused frame and padding are handled out of line.
     ///
@@ -497,7 +530,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool: &P,
         mut frame: PoolFrame<Pg>,
         more: bool,
-    ) -> Result<(), TxError<PoolFrame<Pg>>> {
+    ) -> Result<Option<Pg>, TxError<PoolFrame<Pg>>> {
         let free = self.free();
         if free == 0 || self.error.is_some() {
             return Err(self.refuse_no_room(db, frame));
@@ -514,8 +547,11 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
         self.in_flight.pool += 1;
-        self.post(db, addr, want, TxBuf::Pool(frame), more, free);
-        Ok(())
+        let back = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more, free);
+        if back.is_none() {
+            self.pool_held += 1;
+        }
+        Ok(back)
     }
 
     /// An XDP_TX frame [`tx_desc`] refused: counted, and the reason.
@@ -565,9 +601,10 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
     /// more frames of the batch follow and the ring has room. `free` is what
-    /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since).
+    /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since). With
+    /// `UNPARK`, returns the page parked in the slot (as [`TxQueue::write_desc`]).
     #[inline(always)]
-    fn post<W: RegisterWindow>(
+    fn post<W: RegisterWindow, const UNPARK: bool>(
         &mut self,
         db: &Doorbells<W>,
         addr: DmaAddr,
@@ -575,8 +612,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         buf: TxBuf<Pg, F>,
         more: bool,
         free: u16,
-    ) {
-        self.write_desc(addr, len, buf);
+    ) -> Option<Pg> {
+        let back = self.write_desc::<UNPARK>(addr, len, buf);
         self.stats.queued += 1;
         // One descriptor fewer than before this frame: `free()` without recomputing it.
         if free - 1 < self.thresholds.stop_below && !self.stopped {
@@ -586,20 +623,24 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         if !more || self.stopped {
             self.flush(db);
         }
+        back
     }
 
     /// Puts `buf` in the next free slot and its descriptor in ring memory (the shadow first, one
     /// bounds check for both words), and moves the producer index on; no doorbell, no counter.
-    /// The caller has checked that the ring has room.
+    /// The caller has checked that the ring has room. With `UNPARK`, takes the page parked in the
+    /// slot out and returns it (`None` without).
     #[inline(always)]
-    fn write_desc(&mut self, addr: DmaAddr, len: u16, buf: TxBuf<Pg, F>) {
+    fn write_desc<const UNPARK: bool>(&mut self, addr: DmaAddr, len: u16, buf: TxBuf<Pg, F>) -> Option<Pg> {
         let i = self.next_to_use;
         let slot = &mut self.slots.as_mut()[usize::from(i)];
         slot.buf = Some(buf);
         slot.len = len;
+        let back = if UNPARK { slot.parked.take() } else { None };
         let words = H2cDesc::new(addr, len).to_words();
         self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
         self.next_to_use = self.idx.next(i);
+        back
     }
 
     /// Publishes every queued descriptor with one H2C PIDX doorbell (nothing if there is none).
@@ -645,7 +686,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         self.stalled = 0;
         let n = self.idx.distance(self.next_to_clean, cidx);
-        let (packets, bytes) = self.give_back(n, pool, done);
+        let (packets, bytes) = self.give_back::<P, C, true>(n, pool, done);
         self.stats.tx_packets += packets;
         self.stats.tx_bytes += bytes;
         let woke = self.stopped && self.free() >= self.thresholds.wake_at;
@@ -684,16 +725,20 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Returns the buffers of the `n` slots from next-to-clean to their owners and moves
     /// next-to-clean past them; returns the frames and bytes that were in them. The walk runs over
-    /// the slot storage with the index, the counters and the in-flight tallies in locals; pool
-    /// pages go back to the pool one after the other, within the same loop.
+    /// the slot storage with the index, the counters and the in-flight tallies in locals.
+    ///
+    /// With `PARK`, a pool page stays in its slot ([`TxSlot::parked`]), synced for the device as
+    /// the pool would sync it on recycling ([`PageProvider::reuse`]): the next XDP_TX frame
+    /// posted there hands it to the RX ring. Without, it goes back to the pool.
     #[inline(always)]
-    fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>>(
+    fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>, const PARK: bool>(
         &mut self,
         n: u16,
         pool: &mut P,
         done: &mut C,
     ) -> (u64, u64) {
         let mut in_flight = self.in_flight;
+        let mut held = self.pool_held;
         let mut packets = 0u64;
         let mut bytes = 0u64;
         let mut clean = self.next_to_clean;
@@ -715,7 +760,16 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
                     // on receive.
                     let dirty = (usize::from(f.offset) + usize::from(f.len))
                         .saturating_sub(crate::config::RX_HEADROOM as usize);
-                    pool.recycle_direct(f.page, dirty);
+                    if !PARK {
+                        pool.recycle_direct(f.page, dirty);
+                        held -= 1;
+                    } else if let Some(p) = pool.reuse(f.page, dirty) {
+                        // The slot's parked page left with this frame ([`TxQueue::write_desc`]).
+                        debug_assert!(slot.parked.is_none(), "a slot parks one page at most");
+                        slot.parked = Some(p);
+                    } else {
+                        held -= 1;
+                    }
                 }
                 TxBuf::Os(f) => {
                     in_flight.os -= 1;
@@ -729,13 +783,24 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         self.next_to_clean = clean;
         self.in_flight = in_flight;
+        self.pool_held = held;
         (packets, bytes)
     }
 
-    /// Returns every buffer still on the ring to its owner without waiting for the device.
-    /// `proof` says the queue's contexts are invalidated (or, made by hand at an edge, that the
-    /// device is gone): the device no longer reads the buffers. A proof for another queue changes
-    /// nothing (logged).
+    /// Gives every parked page back to `pool` (they are synced for the device already).
+    fn unpark_all<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+        for slot in self.slots.as_mut() {
+            if let Some(p) = slot.parked.take() {
+                pool.recycle_direct(p, 0);
+                self.pool_held -= 1;
+            }
+        }
+    }
+
+    /// Returns every buffer still on the ring to its owner without waiting for the device, and
+    /// the pages parked in its slots to the pool. `proof` says the queue's contexts are
+    /// invalidated (or, made by hand at an edge, that the device is gone): the device no longer
+    /// reads the buffers. A proof for another queue changes nothing (logged).
     pub fn drain<P: PageProvider<Page = Pg>, C: TxDone<F>>(
         &mut self,
         pool: &mut P,
@@ -746,7 +811,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             return;
         }
         // Not sent: returned to the owners without counting.
-        let _ = self.give_back(self.in_flight(), pool, done);
+        let _ = self.give_back::<P, C, false>(self.in_flight(), pool, done);
+        self.unpark_all(pool);
         self.published = self.next_to_use;
         self.stopped = false;
     }
@@ -1147,7 +1213,7 @@ mod tests {
     }
 
     #[test]
-    fn short_frames_are_padded_and_pool_pages_recycled() {
+    fn short_frames_are_padded_and_pool_pages_parked() {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -1166,7 +1232,8 @@ mod tests {
             offset: 300,
             len: 40,
         };
-        tx.xmit_pool(&db, &pool, pf, false).unwrap();
+        let back = tx.xmit_pool(&db, &pool, pf, false).unwrap();
+        assert!(back.is_none(), "nothing is parked on a fresh ring");
         assert_eq!(tx.pool_pages_in_flight(), 1);
         assert_eq!(tx.stats().padded, 2);
         card.run_until_idle();
@@ -1178,11 +1245,87 @@ mod tests {
         let cached = pool.available();
         let mut done = Done::default();
         tx.reclaim(&mut pool, &mut done);
-        // The pool page went straight back into the pool's cache.
-        assert_eq!(pool.available(), cached + 1);
-        assert_eq!(tx.pool_pages_in_flight(), 0);
+        // The pool page stays in its slot for the next XDP_TX frame posted there, not in the pool.
+        assert_eq!(pool.available(), cached);
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         done.free();
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    type TestTx<'c> = TxQueue<SimDma<'c>, DmaPage, OsFrame<'c>, Box<[TxSlot<DmaPage, OsFrame<'c>>]>>;
+
+    /// Posts `n` OS frames and reclaims them once the device sent them.
+    fn send_os_frames<'c, W: RegisterWindow>(
+        card: &'c Card,
+        db: &Doorbells<W>,
+        tx: &mut TestTx<'c>,
+        pool: &mut Pool<'c>,
+        n: u8,
+    ) {
+        for i in 0..n {
+            tx.xmit_os(db, OsFrame::new(card.dma(), &frame(64, i)), i + 1 < n)
+                .unwrap();
+        }
+        card.run_until_idle();
+        let mut done = Done::default();
+        assert_eq!(tx.reclaim(pool, &mut done).completed, u16::from(n));
+        done.free();
+    }
+
+    #[test]
+    fn a_parked_page_goes_to_the_next_pool_frame_of_its_slot() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let db = dev.doorbells();
+        let mut pool = pool(&card);
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        let pool_frame = |pool: &mut Pool<'_>, seed: u8| {
+            let mut page = pool.alloc().unwrap();
+            page.bytes_mut()[256..320].copy_from_slice(&frame(64, seed));
+            PoolFrame {
+                page,
+                offset: 256,
+                len: 64,
+            }
+        };
+        // Slot 0: an XDP_TX frame, sent and reclaimed; its page stays parked there.
+        let first = pool_frame(&mut pool, 1);
+        let first_addr = first.page.dma_addr();
+        assert!(tx.xmit_pool(&db, &pool, first, false).unwrap().is_none());
+        card.run_until_idle();
+        let mut done = Done::default();
+        tx.reclaim(&mut pool, &mut done);
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
+        // OS frames through every other slot (and then slot 0 too) leave it where it is.
+        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
+        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
+        assert_eq!(tx.indices(), (0, 0));
+        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
+        send_os_frames(&card, &db, &mut tx, &mut pool, 32);
+        assert_eq!(tx.indices(), (0, 0));
+        assert_eq!(tx.pool_pages_parked(), 1);
+        // The next XDP_TX frame of slot 0 takes the parked page out for the RX ring.
+        let second = pool_frame(&mut pool, 2);
+        let back = tx.xmit_pool(&db, &pool, second, false).unwrap();
+        let back = back.expect("the page parked in slot 0");
+        assert_eq!(back.dma_addr(), first_addr);
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (1, 0));
+        pool.recycle(back, 0);
+        card.run_until_idle();
+        assert_eq!(card.take_egress(0).last(), Some(&frame(64, 2)));
+        tx.reclaim(&mut pool, &mut done);
+        assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
+        // The teardown gives the parked page back to the pool.
+        let cached = pool.available();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
+        assert_eq!(pool.available(), cached + 1);
+        assert!(done.os.is_empty());
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
         assert_eq!(card.violations(), []);

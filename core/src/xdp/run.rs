@@ -286,7 +286,7 @@ where
         };
         // `more`: the doorbell is rung once, after the poll.
         match self.tx.xmit_pool(self.db, pool, pf, true) {
-            Ok(()) => Handled::ToTx,
+            Ok(back) => Handled::ToTx(back),
             Err(e) => {
                 // Deviation: the reference driver leaks the page here (hardware.md §15 item 13).
                 self.stats.rx_xdp_tx_errors += 1;
@@ -341,7 +341,7 @@ where
             Ok(Redirected::Queued) => {
                 self.stats.rx_xdp_redirect += 1;
                 self.redirected = true;
-                Handled::ToTx
+                Handled::ToTx(None)
             }
             Ok(Redirected::Copied(xf)) => {
                 self.stats.rx_xdp_redirect += 1;

@@ -360,7 +360,7 @@ pub fn rx_to_os_driver_only(m: &Method) -> Sample {
         let c = q
             .pair
             .pool
-            .page_counts(q.pair.rx.pages_in_ring(), 0, q.pair.rx.stats().to_os);
+            .page_counts(q.pair.rx.pages_in_ring(), 0, 0, q.pair.rx.stats().to_os);
         assert_eq!(c.map(|c| c.with_os), Some(0), "every page came back from the OS");
     }
     drop(rig.finish());

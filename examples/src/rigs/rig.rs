@@ -989,7 +989,7 @@ mod tests {
             assert_eq!(
                 q.pair
                     .pool
-                    .page_counts(q.pair.rx.pages_in_ring(), 0, 0)
+                    .page_counts(q.pair.rx.pages_in_ring(), 0, 0, 0)
                     .unwrap()
                     .total(),
                 q.pair.pool.stats().live_pages()
