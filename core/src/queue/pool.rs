@@ -36,7 +36,8 @@
 //!
 //! Every page the pool ever took from the HAL and has not released is, at any moment, in exactly
 //! one place: in the pool (cache or ring), in an RX ring slot, in flight on a TX ring (or parked
-//! in a TX slot for the next XDP_TX frame), or with the OS. [`PageCounts`] is that census; the queues report their parts, the pool the rest.
+//! in a TX slot for the next XDP_TX frame), or with the OS. [`PageCounts`] is that census; the
+//! queues report their parts, the pool the rest.
 //!
 //! A page in the pool is the CPU's: the queues give a page back only after a completion said the
 //! device is done with it, or after their contexts were invalidated (the [`onic_hal::Quiesced`]
