@@ -1010,12 +1010,12 @@ mod tests {
     use std::vec::Vec;
 
     use onic_hal::{Direction, DmaPage, PAGE_SIZE};
-    use onic_sim::{Card, CardConfig, SimDma, Wire};
+    use onic_sim::{Card, CardConfig, SimDelay, SimDma, Wire};
 
     use super::*;
     use crate::config::RingSizeIdx;
     use crate::queue::pool::{PagePool, PoolConfig};
-    use crate::testutil;
+    use crate::testutil::{self, SimDevice};
 
     /// An OS frame for the tests: a page mapped to-device with the frame at offset 0.
     #[derive(Debug)]
@@ -1109,6 +1109,19 @@ mod tests {
         PagePool::new(card.dma(), PoolConfig::rx(Direction::Bidirectional, 3520), None)
     }
 
+    type TestTx<'c> = TxQueue<SimDma<'c>, DmaPage, OsFrame<'c>, Box<[TxSlot<DmaPage, OsFrame<'c>>]>>;
+
+    /// A device on `card` (one queue), its delay, a pool, and a queue on the small ring (63 slots),
+    /// started.
+    fn started(card: &Card) -> (SimDevice<'_>, SimDelay<'_>, Pool<'_>, TestTx<'_>) {
+        let dev = testutil::device(card, 1);
+        let mut delay = card.delay();
+        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        (dev, delay, pool(card), tx)
+    }
+
     fn frame(len: usize, seed: u8) -> Vec<u8> {
         (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
     }
@@ -1116,13 +1129,8 @@ mod tests {
     #[test]
     fn one_doorbell_per_batch_and_reclaim() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         let frames: Vec<Vec<u8>> = (0..5).map(|i| frame(60 + 10 * i, i as u8)).collect();
         for (i, f) in frames.iter().enumerate() {
             tx.xmit_os(&db, OsFrame::new(card.dma(), f), i + 1 < frames.len())
@@ -1168,13 +1176,8 @@ mod tests {
     #[test]
     fn full_ring_refuses_stops_and_wakes() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         // 62 frames fill the 63-entry ring (one entry stays free); all queued with `more`.
         for i in 0..62 {
             tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, i)), true)
@@ -1215,13 +1218,8 @@ mod tests {
     #[test]
     fn short_frames_are_padded_and_pool_pages_parked() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(42, 1)), true)
             .unwrap();
         // An XDP_TX frame in a pool page (poisoned by the model: the padding must be zeroed).
@@ -1255,8 +1253,6 @@ mod tests {
         assert_eq!(card.violations(), []);
     }
 
-    type TestTx<'c> = TxQueue<SimDma<'c>, DmaPage, OsFrame<'c>, Box<[TxSlot<DmaPage, OsFrame<'c>>]>>;
-
     /// Posts `n` OS frames and reclaims them once the device sent them.
     fn send_os_frames<'c, W: RegisterWindow>(
         card: &'c Card,
@@ -1278,13 +1274,8 @@ mod tests {
     #[test]
     fn a_parked_page_goes_to_the_next_pool_frame_of_its_slot() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         let pool_frame = |pool: &mut Pool<'_>, seed: u8| {
             let mut page = pool.alloc().unwrap();
             page.bytes_mut()[256..320].copy_from_slice(&frame(64, seed));
@@ -1334,13 +1325,8 @@ mod tests {
     #[test]
     fn bad_status_cidx_stops_the_queue_and_teardown_returns_everything() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         card.faults().stall_h2c_writeback(true);
         for i in 0..3 {
             tx.xmit_os(&db, OsFrame::new(card.dma(), &frame(64, i)), false)
@@ -1378,13 +1364,8 @@ mod tests {
     #[test]
     fn restart_hands_every_buffer_back_and_the_queue_sends_again() {
         let card = open_card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut tx) = started(&card);
         let db = dev.doorbells();
-        let mut pool = pool(&card);
-        let slots: Box<[TxSlot<DmaPage, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
-        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
-        tx.start(&dev, &mut delay).unwrap();
         tx.set_stall_limit(3);
         card.faults().stall_h2c_writeback(true);
         let mut n = 0u8;
