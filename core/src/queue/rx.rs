@@ -1123,12 +1123,12 @@ mod tests {
     use std::vec::Vec;
 
     use onic_hal::{Direction, DmaPage};
-    use onic_sim::{Card, Corruption};
+    use onic_sim::{Card, Corruption, SimDelay};
 
     use super::*;
     use crate::config::RingSizeIdx;
     use crate::queue::pool::{PagePool, PoolConfig};
-    use crate::testutil;
+    use crate::testutil::{self, SimDevice};
 
     /// RX queue 0 of PF0 with 64-entry rings (63 usable): small enough for Miri.
     fn small_cfg() -> RxQueueConfig {
@@ -1162,6 +1162,43 @@ mod tests {
         PagePool::new(card.dma(), cfg, None)
     }
 
+    type TestRx<'c> = RxQueue<onic_sim::SimDma<'c>, DmaPage, [Option<DmaPage>; 63]>;
+
+    /// A device on `card` (one queue), its delay, a pool taking `bulk` pages per slow call, and RX
+    /// queue 0 on the small rings with `opts`, not started.
+    fn queue(
+        card: &Card,
+        bulk: usize,
+        opts: Option<RxOptions>,
+    ) -> (SimDevice<'_>, SimDelay<'_>, Pool<'_>, TestRx<'_>) {
+        let cfg = small_cfg();
+        let opts = opts.unwrap_or(RxOptions::for_queue(&cfg));
+        let rx = RxQueue::new(card.dma(), cfg, opts, [const { None }; 63]).unwrap();
+        (testutil::device(card, 1), card.delay(), pool(card, bulk), rx)
+    }
+
+    /// As [`queue`], with the default options, and started (every page it can get posted).
+    fn started(card: &Card, bulk: usize) -> (SimDevice<'_>, SimDelay<'_>, Pool<'_>, TestRx<'_>) {
+        let (dev, mut delay, mut pool, mut rx) = queue(card, bulk, None);
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        (dev, delay, pool, rx)
+    }
+
+    /// Tears `rx` down, then checks that every page went back to the model and that the model saw
+    /// no violation.
+    fn finish<'c>(
+        card: &'c Card,
+        dev: &SimDevice<'c>,
+        delay: &mut SimDelay<'c>,
+        mut pool: Pool<'c>,
+        rx: TestRx<'c>,
+    ) {
+        rx.teardown(dev, delay, &mut pool).0.unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
     fn copy_sink(
         out: &mut Vec<Vec<u8>>,
     ) -> impl FnMut(RxFrame<DmaPage>, &mut Pool<'_>) -> Handled<DmaPage> + '_ {
@@ -1174,14 +1211,8 @@ mod tests {
     #[test]
     fn receive_sync_and_rearm() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         // Every page is posted, all but one slot (62 of 63).
         assert_eq!(rx.posted(), 62);
         assert_eq!(rx.pages_in_ring(), 62);
@@ -1228,14 +1259,8 @@ mod tests {
     #[test]
     fn budget_and_color_across_wraps() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         let mut got = Vec::new();
         let mut sent = Vec::new();
         // 150 frames in bursts of 40 (more than a refill batch, less than the ring), polled with a
@@ -1272,23 +1297,14 @@ mod tests {
         );
         assert_eq!(rx.stats().rx_dropped(), 0);
         assert_eq!(card.stats().c2h_no_desc_dropped, 0);
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
     fn overload_never_overflows_the_completion_ring() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         // The device fills every posted descriptor: the completion ring holds 62 unread entries.
         let mut injected = 0u64;
         for i in 0..70u8 {
@@ -1346,14 +1362,8 @@ mod tests {
     #[test]
     fn bad_completions_are_counted_drops() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         let live = card.dma_stats().live_pages;
         for how in [
             Corruption::ErrBit,
@@ -1379,23 +1389,14 @@ mod tests {
             pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap().total(),
             live as u64
         );
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
     fn status_pidx_beyond_the_ring_stops_the_queue() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         card.faults().cmpt_status_pidx_jump();
         card.inject(0, &frame(80, 0));
         settle(&card);
@@ -1415,25 +1416,16 @@ mod tests {
         settle(&card);
         assert_eq!(rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got)).error, err);
         assert_eq!(rx.stats().cmpt_doorbells, 0);
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
     fn no_replacement_page_drops_the_frame_and_keeps_the_ring() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
-        let db = dev.doorbells();
         // One page per slow call: the cache stays empty while every page is in use, so a
         // replacement has to come from the HAL.
-        let mut pool = pool(&card, 1);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 1);
+        let db = dev.doorbells();
         let mut os: Vec<DmaPage> = Vec::new();
         card.inject(0, &frame(90, 1));
         card.inject(0, &frame(91, 2));
@@ -1459,22 +1451,14 @@ mod tests {
         for p in os {
             pool.return_from_os(p, 91);
         }
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
     fn completion_without_posted_descriptors_stops_the_queue() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = queue(&card, 64, None);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
         // The pool cannot get a page: the ring starts with nothing posted.
         card.faults().fail_next_page_allocs(1);
         rx.start(&dev, &mut delay, &mut pool).unwrap();
@@ -1501,14 +1485,8 @@ mod tests {
     #[test]
     fn completions_arriving_during_the_poll_are_caught_by_the_recheck() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
         let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
-        let mut rx = RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), slots).unwrap();
-        rx.start(&dev, &mut delay, &mut pool).unwrap();
         card.inject(0, &frame(100, 1));
         settle(&card);
         // While the first frame is being handled, two more arrive and are completed; the status
@@ -1530,10 +1508,7 @@ mod tests {
         assert_eq!(rx.stats().rearm_rechecks, 1);
         let out = rx.poll(64, &db, &mut pool, &mut sink);
         assert_eq!((out.done, out.armed, out.more), (2, true, false));
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
@@ -1573,26 +1548,18 @@ mod tests {
         assert_eq!(got, [small]);
         assert_eq!(rx.stats().rx_multi_buffer, 1);
         assert_eq!(rx.posted(), 62 - 4);
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 
     #[test]
     fn restart_returns_every_page_and_counts_what_was_left() {
         let card = testutil::card();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
-        let db = dev.doorbells();
-        let mut pool = pool(&card, 64);
-        let slots: [Option<DmaPage>; 63] = [const { None }; 63];
-        let cfg = small_cfg();
         let opts = RxOptions {
             stall_polls: 4,
-            ..RxOptions::for_queue(&cfg)
+            ..RxOptions::for_queue(&small_cfg())
         };
-        let mut rx = RxQueue::new(card.dma(), cfg, opts, slots).unwrap();
+        let (dev, mut delay, mut pool, mut rx) = queue(&card, 64, Some(opts));
+        let db = dev.doorbells();
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         // The status record stops moving; two frames land in the ring unreported.
         card.faults().freeze_cmpt_status(true);
@@ -1634,9 +1601,6 @@ mod tests {
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
         assert_eq!((out.done, out.armed, out.more, out.error), (1, true, false, None));
         assert_eq!(got, [f]);
-        rx.teardown(&dev, &mut delay, &mut pool).0.unwrap();
-        drop(pool);
-        assert_eq!(card.dma_stats().live_pages, 0);
-        assert_eq!(card.violations(), []);
+        finish(&card, &dev, &mut delay, pool, rx);
     }
 }
