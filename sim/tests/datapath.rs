@@ -81,19 +81,8 @@ fn h2c_ring_wraps() {
 fn c2h_receive_with_color_flip_across_wraps() {
     let card = ready_card();
     // Steer everything of function 0 to queue 0.
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
-    let mut rx = RxQueue::with(
-        &card,
-        0,
-        0,
-        RxOpts {
-            trig_mode: 1,
-            ..RxOpts::default()
-        },
-    );
+    steer_function_0_to(&card, 0);
+    let mut rx = RxQueue::with(&card, 0, 0, RxOpts::every_packet());
     let usable = rx.usable();
     let total = 2 * usable + 5;
     let mut seen_colors = Vec::new();
@@ -171,10 +160,7 @@ fn drop_on_no_descriptors_counts_in_adapter() {
             ..RxOpts::default()
         },
     );
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    steer_function_0_to(&card, 0);
     card.inject(0, &frame(UNICAST, 0x0800, 100, 0));
     card.run_until_idle();
     assert_eq!(adapter_counter(&card, 0, adapter::RX_RECV_PKTS), 1);
@@ -196,15 +182,7 @@ fn drop_on_no_descriptors_counts_in_adapter() {
 #[test]
 fn cable_carries_pf0_tx_to_pf1_rx() {
     let card = ready_card();
-    let mut rx = RxQueue::with(
-        &card,
-        1,
-        0,
-        RxOpts {
-            trig_mode: 1,
-            ..RxOpts::default()
-        },
-    );
+    let mut rx = RxQueue::with(&card, 1, 0, RxOpts::every_packet());
     for k in 0..shell::INDIR_TABLE_ENTRIES {
         card.shell()
             .write(shell::indir_table(onic_hal::FunctionId::new(1).unwrap(), k), 0);
@@ -228,19 +206,8 @@ fn cable_carries_pf0_tx_to_pf1_rx() {
 #[test]
 fn loopback_wire_returns_frames_to_the_same_port() {
     let card = ready_card_with(|c| c.wire = Wire::Loopback);
-    let mut rx = RxQueue::with(
-        &card,
-        0,
-        0,
-        RxOpts {
-            trig_mode: 1,
-            ..RxOpts::default()
-        },
-    );
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    let mut rx = RxQueue::with(&card, 0, 0, RxOpts::every_packet());
+    steer_function_0_to(&card, 0);
     let mut tx = TxQueue::new(&card, 0, 1, SMALL_RING);
     let f = frame(UNICAST, 0x0800, 70, 1);
     tx.post(&f);
@@ -262,10 +229,7 @@ fn rss_steers_the_spec_flow_to_entry_102() {
             if k == 102 { 3 } else { 0 },
         );
     }
-    let opts = RxOpts {
-        trig_mode: 1,
-        ..RxOpts::default()
-    };
+    let opts = RxOpts::every_packet();
     let mut q0 = RxQueue::with(&card, 0, 0, opts);
     let mut q3 = RxQueue::with(&card, 0, 3, opts);
     let udp = ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], [0x04, 0xD2, 0x16, 0x2E]);
@@ -307,10 +271,7 @@ fn indirection_entry_beyond_numq_is_reported() {
 #[test]
 fn trigger_timer_count_and_arm() {
     let card = ready_card();
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    steer_function_0_to(&card, 0);
     // Count threshold index 1 = 2 entries; timer index 0 = 10 ticks x 25 cycles x 4 ns = 1 us.
     let mut rx = RxQueue::with(
         &card,
@@ -372,19 +333,8 @@ fn trigger_timer_count_and_arm() {
 #[test]
 fn completion_ring_overflow_is_flagged_and_stops_the_queue() {
     let card = ready_card();
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
-    let mut rx = RxQueue::with(
-        &card,
-        0,
-        0,
-        RxOpts {
-            trig_mode: 1,
-            ..RxOpts::default()
-        },
-    );
+    steer_function_0_to(&card, 0);
+    let mut rx = RxQueue::with(&card, 0, 0, RxOpts::every_packet());
     let usable = rx.usable();
     let f = frame(UNICAST, 0x0800, 64, 0);
     // The driver never advances the CMPT cidx: after usable - 1 entries the ring is full.
@@ -412,10 +362,7 @@ fn completion_ring_overflow_is_flagged_and_stops_the_queue() {
 #[test]
 fn bigger_completion_entries_use_their_stride() {
     let card = ready_card();
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    steer_function_0_to(&card, 0);
     let mut rx = RxQueue::with(
         &card,
         0,

@@ -5,10 +5,7 @@ mod common;
 use core::ptr::NonNull;
 
 use common::*;
-use onic_hal::regs::shell;
-use onic_hal::{
-    AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, RegisterAccess, PAGE_SIZE,
-};
+use onic_hal::{AddrLimit, CoherentRegion, Direction, DmaAddr, DmaError, DmaMemory, PAGE_SIZE};
 use onic_sim::{dma, AccessProblem, Card, DeviceAccess, HostDmaProblem, SimDma, Violation, Wire};
 
 #[test]
@@ -187,10 +184,7 @@ impl HostBuf {
 
 /// Every received frame goes to function 0's queue 0, which completes each packet at once.
 fn steer_all_to_queue_0(card: &Card) -> RxQueue<'_> {
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    steer_function_0_to(card, 0);
     RxQueue::with(
         card,
         0,

@@ -377,10 +377,7 @@ fn adapter_counters_are_64_bit_low_high() {
 #[test]
 fn sim_delay_advances_the_clock_and_runs_the_card() {
     let card = ready_card();
-    for k in 0..shell::INDIR_TABLE_ENTRIES {
-        card.shell()
-            .write(shell::indir_table(onic_hal::FunctionId::new(0).unwrap(), k), 0);
-    }
+    steer_function_0_to(&card, 0);
     let rx = RxQueue::new(&card, 0, 0);
     card.inject(0, &frame(UNICAST, 0x0800, 64, 0));
     let mut delay = card.delay();

@@ -256,6 +256,17 @@ pub struct RxOpts {
     pub pages: Option<u32>,
 }
 
+impl RxOpts {
+    /// The defaults with trigger mode 1 (every packet): each completion entry is written, its
+    /// status and interrupt follow at once.
+    pub fn every_packet() -> Self {
+        Self {
+            trig_mode: 1,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for RxOpts {
     fn default() -> Self {
         Self {
@@ -269,6 +280,14 @@ impl Default for RxOpts {
             arm: true,
             pages: None,
         }
+    }
+}
+
+/// Points every entry of function 0's indirection table at its queue `qid`.
+pub fn steer_function_0_to(card: &Card, qid: u32) {
+    let f0 = onic_hal::FunctionId::new(0).unwrap();
+    for k in 0..shell::INDIR_TABLE_ENTRIES {
+        card.shell().write(shell::indir_table(f0, k), qid);
     }
 }
 
