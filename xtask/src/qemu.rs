@@ -194,12 +194,14 @@ pub fn ensure_tools() -> Result<(), String> {
     Ok(())
 }
 
-/// Starts `cmd` (QEMU with its console on a piped stdout), echoes every console line as it comes,
-/// and waits at most `timeout`. Returns the exit code (`None`: killed at the timeout), the console
-/// lines and the wall time. Shared by the bare-metal image and the kernel VM test.
+/// Starts `cmd` (QEMU with its console on a piped stdout), echoes every console line as it comes
+/// (after `prefix`, which tells guests running side by side apart), and waits at most `timeout`.
+/// Returns the exit code (`None`: killed at the timeout), the console lines (without the prefix)
+/// and the wall time. Shared by the bare-metal image and the kernel VM test.
 pub(crate) fn run_echoing(
     cmd: &mut Command,
     timeout: Duration,
+    prefix: &str,
 ) -> Result<(Option<i32>, Vec<String>, Duration), String> {
     let start = Instant::now();
     let mut child = cmd
@@ -207,10 +209,11 @@ pub(crate) fn run_echoing(
         .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
     let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
+    let prefix = prefix.to_string();
     let reader = thread::spawn(move || {
         for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
             let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-            println!("{line}");
+            println!("{prefix}{line}");
             if tx.send(line).is_err() {
                 break;
             }
@@ -267,7 +270,7 @@ pub fn qemu(o: &Options) -> Result<ExitCode, String> {
         o.timeout.as_secs()
     );
     println!("---- console (COM1) ----");
-    let (status, console, elapsed) = run_echoing(&mut cmd, o.timeout)?;
+    let (status, console, elapsed) = run_echoing(&mut cmd, o.timeout, "")?;
     let _ = fs::write(&console_log, console.join("\n") + "\n");
     println!("---- end of console ----");
 

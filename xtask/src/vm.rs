@@ -3,13 +3,15 @@
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
 //! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`,
 //! `ethtool` and their libraries, the module, the XDP objects, the expected `ethtool -S` names,
-//! `os-linux/vm/init.sh` as `/init`), then a boot with a timeout. The guest's script reports
+//! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
+//! timeout (prepare and judge stay per kernel). The guest's script reports
 //! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
 //! kernel panicked, a timeout) fails. The whole console, kernel log included, is printed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::kmod::{self, Resolved};
@@ -308,14 +310,16 @@ pub struct GuestRun {
     pub elapsed: Duration,
 }
 
-/// Boots one kernel with the initramfs and `append` as its command line, echoing the console;
-/// the console is also written to `console.log` of the kernel's directory.
+/// Boots one kernel with the initramfs and `append` as its command line, echoing the console
+/// (each line after `prefix`); the console is also written to `console.log` of the kernel's
+/// directory.
 pub fn run_guest(
     r: &Resolved,
     initrd: &Path,
     timeout: Duration,
     accel: &str,
     append: &str,
+    prefix: &str,
 ) -> Result<GuestRun, String> {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args([
@@ -346,14 +350,14 @@ pub fn run_guest(
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
     println!(
-        "==> boot Linux {} under qemu-system-x86_64 (TCG, timeout {} s)",
+        "{prefix}==> boot Linux {} under qemu-system-x86_64 (TCG, timeout {} s)",
         r.abi,
         timeout.as_secs()
     );
-    println!("---- console ({}) ----", r.kernel.name);
-    let (status, console, elapsed) = crate::qemu::run_echoing(&mut cmd, timeout)?;
+    println!("{prefix}---- console ({}) ----", r.kernel.name);
+    let (status, console, elapsed) = crate::qemu::run_echoing(&mut cmd, timeout, prefix)?;
     let _ = fs::write(r.dir.join("console.log"), console.join("\n") + "\n");
-    println!("---- end of console ({}) ----", r.kernel.name);
+    println!("{prefix}---- end of console ({}) ----", r.kernel.name);
     Ok(GuestRun {
         status,
         console,
@@ -372,7 +376,14 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
         status,
         console,
         elapsed,
-    } = run_guest(r, initrd, timeout, VM_TEST_ACCEL, append.trim())?;
+    } = run_guest(
+        r,
+        initrd,
+        timeout,
+        VM_TEST_ACCEL,
+        append.trim(),
+        &format!("[{}] ", r.kernel.name),
+    )?;
     let secs = elapsed.as_secs_f64();
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
     if expect_fail {
@@ -432,7 +443,7 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     let obj = kmod::build_rust_object()?;
     println!("Rust object built in {:.1} s", t.elapsed().as_secs_f64());
     let xdp = build_xdp()?;
-    let mut results = Vec::new();
+    let mut guests = Vec::new();
     for k in kernels {
         let t = Instant::now();
         let r = kmod::fetch(k)?;
@@ -443,8 +454,26 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
             k.name,
             t.elapsed().as_secs_f64()
         );
-        let ok = boot(&r, &img, o.timeout, o.expect_fail)?;
-        results.push((k.name, ok));
+        guests.push((r, img));
+    }
+    // The guests boot side by side, each QEMU on one host thread (VM_TEST_ACCEL): on a machine
+    // with a core per guest that halves the job's time. Their console lines carry the kernel's
+    // name; each whole console is in target/vm/<kernel>/console.log.
+    let verdicts: Vec<Result<bool, String>> = thread::scope(|scope| {
+        let runs: Vec<_> = guests
+            .iter()
+            .map(|(r, img)| scope.spawn(|| boot(r, img, o.timeout, o.expect_fail)))
+            .collect();
+        runs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a guest's thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut results = Vec::new();
+    for ((r, _), ok) in guests.iter().zip(verdicts) {
+        results.push((r.kernel.name, ok?));
     }
     println!(
         "==== vm-test summary ({:.1} s in all)",

@@ -117,7 +117,7 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         &[(pktgen, "lib/modules/pktgen.ko")],
     )?;
     let append = format!("{VM_CMDLINE} onic_bench_secs={secs}");
-    let run = run_guest(&r, &img, Duration::from_secs(3600), "tcg", &append)?;
+    let run = run_guest(&r, &img, Duration::from_secs(3600), "tcg", &append, "")?;
     if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
         return Err(format!(
             "vm-bench: the guest did not finish (QEMU status {:?})",
