@@ -193,14 +193,8 @@ where
                 }
             }
             Some(XdpAction::Drop) => self.discard(frame, ran.high_water),
-            Some(XdpAction::Aborted) => {
-                self.stats.rx_xdp_aborted += 1;
-                self.discard(frame, ran.high_water)
-            }
-            None => {
-                self.stats.rx_xdp_invalid += 1;
-                self.discard(frame, ran.high_water)
-            }
+            Some(XdpAction::Aborted) => self.refused(frame, ran.high_water, false),
+            None => self.refused(frame, ran.high_water, true),
             Some(XdpAction::Tx) => self.xdp_tx(frame, ran.high_water, pool),
             Some(XdpAction::Redirect) => self.xdp_redirect(frame, ran.target, ran.high_water, pool),
         }
@@ -252,6 +246,19 @@ where
     TSt: AsMut<[TxSlot<Pg, F>]>,
     W: RegisterWindow,
 {
+    /// XDP_ABORTED (`invalid`: a raw verdict that is no [`XdpAction`]): counted and dropped. Cold,
+    /// so that the common verdicts keep the loop's registers.
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, f: RxFrame<Pg>, high_water: usize, invalid: bool) -> Handled<Pg> {
+        if invalid {
+            self.stats.rx_xdp_invalid += 1;
+        } else {
+            self.stats.rx_xdp_aborted += 1;
+        }
+        self.discard(f, high_water)
+    }
+
     fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
         self.stats.rx_xdp_drop += 1;
         recycle(f, high_water)
