@@ -77,7 +77,7 @@ use onic_hal::{
     AbsQueueId, AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow,
 };
 
-use crate::config::{RxQueueConfig, RX_HEADROOM};
+use crate::config::{RxQueueConfig, RX_BUFFER_ROOM, RX_HEADROOM};
 use crate::error::{ConfigError, QueueError, Result};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
@@ -143,15 +143,43 @@ pub(crate) enum Handled<Pg> {
     ToTx(Option<Pg>),
 }
 
+/// The length of a frame the RX queue hands to its [`FrameHandler`]: from 1 byte up to one
+/// buffer, and a buffer is at most [`RX_BUFFER_ROOM`] bytes ([`crate::config::BufSizeIdx`]), so
+/// the frame, at [`RX_HEADROOM`] in its page, ends before the page's tailroom. Only the RX queue
+/// makes one, from a length it checked against its buffer size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RxLen(u16);
+
+impl RxLen {
+    /// A length for tests of the frame handlers, checked as the RX queue checks it.
+    #[cfg(test)]
+    pub(crate) fn for_test(len: u16) -> Self {
+        assert!(len >= 1 && u32::from(len) <= RX_BUFFER_ROOM);
+        Self(len)
+    }
+
+    /// The length in bytes.
+    pub(crate) const fn get(self) -> u16 {
+        self.0
+    }
+}
+
 /// What a queue pair's poll hands each received frame to (the pair's dispatcher, or a test).
 pub(crate) trait FrameHandler<P: PageProvider> {
-    /// Takes one frame. `pool` is the queue's page provider (for XDP_TX syncs).
-    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page>;
+    /// Takes one frame: `len` bytes at [`RX_HEADROOM`] in `page`. `pool` is the queue's page
+    /// provider (for XDP_TX syncs).
+    fn handle(&mut self, page: P::Page, len: RxLen, pool: &mut P) -> Handled<P::Page>;
 }
 
 impl<P: PageProvider, T: FnMut(RxFrame<P::Page>, &mut P) -> Handled<P::Page>> FrameHandler<P> for T {
     #[inline]
-    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
+    fn handle(&mut self, page: P::Page, len: RxLen, pool: &mut P) -> Handled<P::Page> {
+        // CAST: RX_HEADROOM (256) fits u16.
+        let frame = RxFrame {
+            page,
+            offset: RX_HEADROOM as u16,
+            len: len.get(),
+        };
         self(frame, pool)
     }
 }
@@ -352,7 +380,9 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
         };
         Ok(Self {
             buf_bytes: cfg.buf.bytes(),
-            single_limit: opts.max_frame_len.min(cfg.buf.bytes()),
+            // At most RX_BUFFER_ROOM already (a buffer is, `BufSizeIdx`); the bound is what makes
+            // the lengths of delivered frames an `RxLen`.
+            single_limit: opts.max_frame_len.min(cfg.buf.bytes()).min(RX_BUFFER_ROOM),
             cfg,
             opts,
             desc,
@@ -841,13 +871,10 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         pool.sync_for_cpu(&page, RX_HEADROOM as usize, len as usize);
         tally.packets += 1;
         tally.bytes += u64::from(len);
-        // CAST: RX_HEADROOM (256) and `len` (a u16 field) fit u16.
-        let frame = RxFrame {
-            page,
-            offset: RX_HEADROOM as u16,
-            len: len as u16,
-        };
-        *slot = match sink.handle(frame, pool) {
+        // CAST: `len` (a u16 field) fits u16. Both callers checked it against one buffer:
+        // 1..=single_limit, or 1..=buf_bytes; either is at most RX_BUFFER_ROOM.
+        let rx_len = RxLen(len as u16);
+        *slot = match sink.handle(page, rx_len, pool) {
             Handled::Recycle(f) => {
                 tally.recycled += 1;
                 let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);

@@ -14,8 +14,9 @@
 //! bounds Linux's helpers use; a request that would break one fails with an [`XdpError`] and
 //! changes nothing.
 
-use crate::config::RX_TAILROOM;
+use crate::config::{RX_BUFFER_ROOM, RX_HEADROOM, RX_TAILROOM};
 pub use crate::queue::pair::{XdpRxHash, XdpRxq};
+use crate::queue::rx::RxLen;
 
 /// Bytes at the start of the headroom that no adjustment may reach: Linux converts a buffer into a
 /// `struct xdp_frame` stored there (40 bytes on 64-bit kernels) for XDP_TX and redirect.
@@ -91,6 +92,34 @@ impl<'a> XdpBuff<'a> {
             page,
             data_meta: offset,
             data: offset,
+            data_end: end,
+            high_water: end,
+            rxq,
+            hash: None,
+            redirect: None,
+        })
+    }
+
+    /// A view of a frame as the RX queue received it: `len` bytes at [`RX_HEADROOM`] in `page`.
+    /// The RX queue bounded `len` by a buffer ([`RxLen`]), so of the checks of [`XdpBuff::new`]
+    /// only the page's size is left to make here.
+    ///
+    /// # Errors
+    ///
+    /// [`XdpError::OutOfBounds`] for a page too short to hold a full buffer between the headroom
+    /// and [`XDP_TAILROOM_RESERVED`].
+    pub(crate) fn received(page: &'a mut [u8], len: RxLen, rxq: XdpRxq) -> Result<Self, XdpError> {
+        const _: () = assert!(RX_HEADROOM as usize >= XDP_FRAME_RESERVED);
+        const NEEDED: usize = (RX_HEADROOM + RX_BUFFER_ROOM) as usize + XDP_TAILROOM_RESERVED;
+        if page.len() < NEEDED {
+            return Err(XdpError::OutOfBounds);
+        }
+        let start = RX_HEADROOM as usize;
+        let end = start + usize::from(len.get());
+        Ok(Self {
+            page,
+            data_meta: start,
+            data: start,
             data_end: end,
             high_water: end,
             rxq,
@@ -369,6 +398,19 @@ mod tests {
         assert_eq!((b.headroom(), b.tailroom(), b.page.len()), (216, 0, 4096));
         assert_eq!((b.rx_queue_index(), b.ingress_port()), (3, 1));
         assert_eq!(b.rx_hash(), Err(XdpError::NoData));
+    }
+
+    #[test]
+    fn received_frames_sit_at_the_headroom_and_need_a_full_page() {
+        let mut p = page();
+        let b = XdpBuff::received(&mut p, RxLen::for_test(3520), rxq()).unwrap();
+        assert_eq!(b.offsets(), (256, 256, 3776));
+        assert_eq!((b.tailroom(), b.high_water()), (0, 3776));
+        let mut short = [0u8; 4095];
+        assert_eq!(
+            XdpBuff::received(&mut short, RxLen::for_test(60), rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
     }
 
     #[test]

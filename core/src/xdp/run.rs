@@ -10,7 +10,7 @@ use crate::config::RX_HEADROOM;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
 use crate::queue::pool::{PageProvider, PoolPage};
-use crate::queue::rx::{FrameHandler, Handled, RxFrame};
+use crate::queue::rx::{FrameHandler, Handled, PollOutcome, RxFrame, RxLen, RxQueue};
 use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
 use crate::rss::RxHasher;
 use crate::stats::counters::PairStats;
@@ -102,11 +102,15 @@ where
             redirect: &mut *ctx.redirect,
             rxq: ctx.rxq,
             origin: ctx.origin,
-            hasher: ctx.hasher,
+            hash: NoHash,
             redirected: false,
         };
-        let out = rx.poll(budget, db, pool, &mut runner);
-        let redirected = runner.redirected;
+        // The hash source is chosen once per poll too: a poll without one tests for it in no
+        // frame (each source has a loop of its own).
+        let (out, redirected) = match ctx.hasher {
+            None => runner.run(rx, budget, pool),
+            Some(h) => runner.with_hash(WithHash(h)).run(rx, budget, pool),
+        };
         tx.flush(db);
         if redirected {
             ctx.redirect.flush();
@@ -118,8 +122,37 @@ where
     }
 }
 
+/// Where the frames of a poll get their RX hash from.
+trait HashSource {
+    /// The hash of the `len` bytes at `offset` in `page` (the frame as received), if the poll
+    /// computes one.
+    fn hash<Pg: PoolPage>(&self, page: &Pg, offset: u16, len: u16) -> Option<XdpRxHash>;
+}
+
+/// No hash: the program's [`XdpBuff::rx_hash`] reports no data.
+struct NoHash;
+
+impl HashSource for NoHash {
+    #[inline(always)]
+    fn hash<Pg: PoolPage>(&self, _: &Pg, _: u16, _: u16) -> Option<XdpRxHash> {
+        None
+    }
+}
+
+/// Every frame hashed by the poll's [`RxHasher`].
+struct WithHash<'h>(&'h dyn RxHasher);
+
+impl HashSource for WithHash<'_> {
+    #[inline(always)]
+    fn hash<Pg: PoolPage>(&self, page: &Pg, offset: u16, len: u16) -> Option<XdpRxHash> {
+        let start = usize::from(offset);
+        let frame = page.bytes().get(start..start + usize::from(len)).unwrap_or(&[]);
+        Some(XdpRxHash::compute(self.0, frame))
+    }
+}
+
 /// The frame handler of a poll with a program.
-struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R> {
+struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R, H> {
     tx: &'r mut TxQueue<D, Pg, F, TSt>,
     db: &'r Doorbells<W>,
     stats: &'r mut PairStats,
@@ -128,7 +161,7 @@ struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R> {
     redirect: &'r mut R,
     rxq: XdpRxq,
     origin: u16,
-    hasher: Option<&'r dyn RxHasher>,
+    hash: H,
     redirected: bool,
 }
 
@@ -143,7 +176,7 @@ struct Ran {
     high_water: usize,
 }
 
-impl<D, P, F, TSt, W, Prog, S, R> FrameHandler<P> for Runner<'_, D, P::Page, F, TSt, W, Prog, S, R>
+impl<D, P, F, TSt, W, Prog, S, R, H> FrameHandler<P> for Runner<'_, D, P::Page, F, TSt, W, Prog, S, R, H>
 where
     D: DmaMemory,
     P: PageProvider,
@@ -153,21 +186,16 @@ where
     Prog: RawXdpProgram + ?Sized,
     S: RxSink<P::Page>,
     R: RedirectTable<P::Page>,
+    H: HashSource,
 {
     /// Always inlined: it is the body of the RX loop of a poll with a program.
     #[inline(always)]
-    fn handle(&mut self, frame: RxFrame<P::Page>, pool: &mut P) -> Handled<P::Page> {
-        let RxFrame {
-            mut page,
-            offset,
-            len,
-        } = frame;
-        let hash = self.hasher.map(|h| {
-            let start = usize::from(offset);
-            let bytes = page.bytes().get(start..start + usize::from(len)).unwrap_or(&[]);
-            XdpRxHash::compute(h, bytes)
-        });
-        let ran = run_program(self.prog, &mut page, offset, len, self.rxq, hash);
+    fn handle(&mut self, mut page: P::Page, rx_len: RxLen, pool: &mut P) -> Handled<P::Page> {
+        // CAST: RX_HEADROOM (256) fits u16.
+        let offset = RX_HEADROOM as u16;
+        let len = rx_len.get();
+        let hash = self.hash.hash(&page, offset, len);
+        let ran = run_program(self.prog, &mut page, rx_len, self.rxq, hash);
         let Some(ran) = ran else {
             // The frame does not fit the buffer layout (a page provider with odd pages).
             self.stats.rx_xdp_aborted += 1;
@@ -193,14 +221,8 @@ where
                 }
             }
             Some(XdpAction::Drop) => self.discard(frame, ran.high_water),
-            Some(XdpAction::Aborted) => {
-                self.stats.rx_xdp_aborted += 1;
-                self.discard(frame, ran.high_water)
-            }
-            None => {
-                self.stats.rx_xdp_invalid += 1;
-                self.discard(frame, ran.high_water)
-            }
+            Some(XdpAction::Aborted) => self.refused(frame, ran.high_water, false),
+            None => self.refused(frame, ran.high_water, true),
             Some(XdpAction::Tx) => self.xdp_tx(frame, ran.high_water, pool),
             Some(XdpAction::Redirect) => self.xdp_redirect(frame, ran.target, ran.high_water, pool),
         }
@@ -211,12 +233,11 @@ where
 fn run_program<Pg: PoolPage, Prog: RawXdpProgram + ?Sized>(
     prog: &mut Prog,
     page: &mut Pg,
-    offset: u16,
-    len: u16,
+    len: RxLen,
     rxq: XdpRxq,
     hash: Option<XdpRxHash>,
 ) -> Option<Ran> {
-    let mut buff = XdpBuff::new(page.bytes_mut(), usize::from(offset), usize::from(len), rxq).ok()?;
+    let mut buff = XdpBuff::received(page.bytes_mut(), len, rxq).ok()?;
     if let Some(h) = hash {
         buff = buff.with_rx_hash(h);
     }
@@ -244,7 +265,7 @@ fn recycle<Pg>(f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
     })
 }
 
-impl<D, Pg, F, TSt, W, Prog: ?Sized, S, R> Runner<'_, D, Pg, F, TSt, W, Prog, S, R>
+impl<'r, D, Pg, F, TSt, W, Prog: ?Sized, S, R, H> Runner<'r, D, Pg, F, TSt, W, Prog, S, R, H>
 where
     D: DmaMemory,
     Pg: PoolPage,
@@ -252,6 +273,55 @@ where
     TSt: AsMut<[TxSlot<Pg, F>]>,
     W: RegisterWindow,
 {
+    /// XDP_ABORTED (`invalid`: a raw verdict that is no [`XdpAction`]): counted and dropped. Cold,
+    /// so that the common verdicts keep the loop's registers.
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, f: RxFrame<Pg>, high_water: usize, invalid: bool) -> Handled<Pg> {
+        if invalid {
+            self.stats.rx_xdp_invalid += 1;
+        } else {
+            self.stats.rx_xdp_aborted += 1;
+        }
+        self.discard(f, high_water)
+    }
+
+    /// The same runner with another hash source.
+    fn with_hash<H2>(self, hash: H2) -> Runner<'r, D, Pg, F, TSt, W, Prog, S, R, H2> {
+        Runner {
+            tx: self.tx,
+            db: self.db,
+            stats: self.stats,
+            prog: self.prog,
+            sink: self.sink,
+            redirect: self.redirect,
+            rxq: self.rxq,
+            origin: self.origin,
+            hash,
+            redirected: self.redirected,
+        }
+    }
+
+    /// Takes up to `budget` frames of `rx` through the program; also tells whether a frame was
+    /// redirected.
+    fn run<P, RSt>(
+        &mut self,
+        rx: &mut RxQueue<D, Pg, RSt>,
+        budget: usize,
+        pool: &mut P,
+    ) -> (PollOutcome, bool)
+    where
+        P: PageProvider<Page = Pg>,
+        RSt: AsMut<[Option<Pg>]>,
+        Prog: RawXdpProgram,
+        S: RxSink<Pg>,
+        R: RedirectTable<Pg>,
+        H: HashSource,
+    {
+        let out = rx.poll(budget, self.db, pool, self);
+        (out, self.redirected)
+    }
+
     fn discard(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
         self.stats.rx_xdp_drop += 1;
         recycle(f, high_water)
@@ -275,8 +345,7 @@ where
     ) -> Handled<Pg> {
         self.stats.rx_xdp_tx += 1;
         if !pool.device_readable() {
-            self.stats.rx_xdp_tx_errors += 1;
-            return self.discard(f, high_water);
+            return self.tx_failed(f, high_water);
         }
         Self::sync_beyond_end(pool, &f, high_water);
         let pf = PoolFrame {
@@ -289,9 +358,8 @@ where
             Ok(back) => Handled::ToTx(back),
             Err(e) => {
                 // Deviation: the reference driver leaks the page here (hardware.md §15 item 13).
-                self.stats.rx_xdp_tx_errors += 1;
                 let pf = e.into_inner();
-                self.discard(
+                self.tx_failed(
                     RxFrame {
                         page: pf.page,
                         offset: pf.offset,
@@ -301,6 +369,14 @@ where
                 )
             }
         }
+    }
+
+    /// An XDP_TX frame that could not be queued: counted and dropped. Cold, as [`Self::refused`].
+    #[cold]
+    #[inline(never)]
+    fn tx_failed(&mut self, f: RxFrame<Pg>, high_water: usize) -> Handled<Pg> {
+        self.stats.rx_xdp_tx_errors += 1;
+        self.discard(f, high_water)
     }
 
     fn xdp_redirect<P: PageProvider<Page = Pg>>(
