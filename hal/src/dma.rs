@@ -637,13 +637,36 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// If an access would be misaligned or outside the region (a driver bug).
     pub fn read_u64s(&self, offset: usize, stride: usize, out: &mut [u64]) {
+        let _ = self.read_u64s_while(offset, stride, out, |_| true);
+    }
+
+    /// As [`read_u64s`](Self::read_u64s), but stops at the first value `keep` refuses: the
+    /// values before it are in `out`, and their count is returned. Nothing after the refused
+    /// entry is read. The bounds check covers all `out.len()` entries.
+    ///
+    /// # Panics
+    ///
+    /// As [`read_u64s`](Self::read_u64s).
+    #[inline]
+    pub fn read_u64s_while(
+        &self,
+        offset: usize,
+        stride: usize,
+        out: &mut [u64],
+        mut keep: impl FnMut(u64) -> bool,
+    ) -> usize {
         let base = self.run_at(offset, stride, out.len());
         for (i, o) in out.iter_mut().enumerate() {
             // SAFETY: `run_at` checked that every entry `offset + i * stride` (i < out.len()) is
             // 8-byte aligned and ends inside the region, so the pointer stays in the allocation;
             // the memory is valid for volatile access for the life of the token.
-            *o = u64::from_le(unsafe { base.add(offset + i * stride).cast::<u64>().read_volatile() });
+            let v = u64::from_le(unsafe { base.add(offset + i * stride).cast::<u64>().read_volatile() });
+            if !keep(v) {
+                return i;
+            }
+            *o = v;
         }
+        out.len()
     }
 
     /// Writes `values` little-endian at `offset`, `offset + stride`, ... (all 8-byte aligned),
@@ -653,15 +676,39 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// As [`read_u64s`](Self::read_u64s).
     pub fn write_u64s(&self, offset: usize, stride: usize, values: &[u64]) {
-        let base = self.run_at(offset, stride, values.len());
-        for (i, v) in values.iter().enumerate() {
-            // SAFETY: as in `read_u64s`.
+        let mut it = values.iter();
+        let _ = self.write_u64s_with(offset, stride, values.len(), |_| it.next().copied());
+    }
+
+    /// Writes up to `count` little-endian `u64`s at `offset`, `offset + stride`, ..., the `i`-th
+    /// being what `next(i)` returns, until it returns `None`; returns how many were written. The
+    /// values are made and written in one pass (no staging array), after one bounds check for
+    /// all `count` entries.
+    ///
+    /// # Panics
+    ///
+    /// As [`read_u64s`](Self::read_u64s).
+    #[inline]
+    pub fn write_u64s_with(
+        &self,
+        offset: usize,
+        stride: usize,
+        count: usize,
+        mut next: impl FnMut(usize) -> Option<u64>,
+    ) -> usize {
+        let base = self.run_at(offset, stride, count);
+        for i in 0..count {
+            let Some(v) = next(i) else {
+                return i;
+            };
+            // SAFETY: as in `read_u64s_while`, for the `count` entries `run_at` checked.
             unsafe {
                 base.add(offset + i * stride)
                     .cast::<u64>()
                     .write_volatile(v.to_le())
             };
         }
+        count
     }
 }
 
@@ -852,6 +899,38 @@ mod tests {
         // An empty run checks nothing and touches nothing.
         region.read_u64s(PAGE_SIZE, 8, &mut []);
         region.write_u64s(PAGE_SIZE, 8, &[]);
+    }
+
+    #[test]
+    fn partial_runs_stop_where_the_caller_says() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        // Values made on the fly: the third `None` ends the run after two entries.
+        let written = region.write_u64s_with(64, 16, 8, |i| (i < 2).then(|| 0xA0 + i as u64));
+        assert_eq!(written, 2);
+        assert_eq!((region.read_u64(64), region.read_u64(80)), (0xA0, 0xA1));
+        assert_eq!(
+            region.read_u64(96),
+            0,
+            "nothing past the end of the run is written"
+        );
+        // Reading stops at the first refused value; the slots after it are left alone.
+        region.write_u64s(0, 8, &[1, 3, 4, 5]);
+        let mut out = [u64::MAX; 4];
+        let kept = region.read_u64s_while(0, 8, &mut out, |v| v % 2 == 1);
+        assert_eq!((kept, out), (2, [1, 3, u64::MAX, u64::MAX]));
+        let mut all = [0; 4];
+        assert_eq!(region.read_u64s_while(0, 8, &mut all, |_| true), 4);
+        assert_eq!(all, [1, 3, 4, 5]);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a")]
+    fn a_partial_run_is_checked_for_its_whole_length() {
+        let dma = HostDma::new();
+        let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
+        // Only the first entry would be written, but the run of two crosses the end.
+        let _ = region.write_u64s_with(PAGE_SIZE - 8, 8, 2, |i| (i == 0).then_some(1));
     }
 
     #[test]

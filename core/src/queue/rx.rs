@@ -442,12 +442,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             let run = (target - self.posted)
                 .min(self.didx.len() - tail)
                 .min(REFILL_BATCH_MAX);
-            let mut words = [0u64; REFILL_BATCH_MAX as usize];
-            let n = self.stage(tail, &mut words[..usize::from(run)], pool);
+            let n = self.stage(tail, usize::from(run), pool);
             // CAST: n <= run, a u16.
             let n16 = n as u16;
-            self.desc
-                .write_u64s(C2H_DESC_BYTES * usize::from(tail), C2H_DESC_BYTES, &words[..n]);
             self.tail = self.didx.add(tail, n16);
             self.posted += n16;
             if n16 < run {
@@ -457,39 +454,43 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         self.posted
     }
 
-    /// The descriptors of `words.len()` slots from `tail` (which do not cross the end of the ring),
-    /// each slot given a page from `pool` if it has none; returns how many are ready (all but
-    /// those from the first slot left without a page).
+    /// Writes the descriptors of `run` slots from `tail` (which do not cross the end of the ring)
+    /// into ring memory, each slot given a page from `pool` if it has none; returns how many are
+    /// written (all but those from the first slot left without a page). The descriptors are made
+    /// and written in one pass, with one bounds check for the run.
     #[inline]
-    fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, words: &mut [u64], pool: &mut P) -> usize {
+    fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, run: usize, pool: &mut P) -> usize {
         let start = usize::from(tail);
-        let Some(slots) = self.slots.as_mut().get_mut(start..start + words.len()) else {
+        let Some(slots) = self.slots.as_mut().get_mut(start..start + run) else {
             return 0;
         };
         // The counters stay in locals during the loop, so that nothing in it writes through
         // `self` next to the slots it walks.
         let mut added = 0u32;
-        let mut ready = 0usize;
-        for (slot, w) in slots.iter_mut().zip(words.iter_mut()) {
-            if slot.is_none() {
-                let Some(p) = pool.alloc_page() else {
-                    self.stats.refill_alloc_failures += 1;
-                    break;
-                };
-                *slot = Some(p);
-                added += 1;
-            }
-            let Some(addr) = slot
-                .as_ref()
-                .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))
-            else {
-                break;
-            };
-            *w = C2hDesc::new(addr).to_word();
-            ready += 1;
+        let mut failed = false;
+        let mut slots = slots.iter_mut();
+        let written = self
+            .desc
+            .write_u64s_with(C2H_DESC_BYTES * start, C2H_DESC_BYTES, run, |_| {
+                let slot = slots.next()?;
+                if slot.is_none() {
+                    let Some(p) = pool.alloc_page() else {
+                        failed = true;
+                        return None;
+                    };
+                    *slot = Some(p);
+                    added += 1;
+                }
+                let addr = slot
+                    .as_ref()
+                    .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))?;
+                Some(C2hDesc::new(addr).to_word())
+            });
+        if failed {
+            self.stats.refill_alloc_failures += 1;
         }
         self.pages += added;
-        ready
+        written
     }
 
     /// Posts what can be posted and, if anything was, hands it to the device with one doorbell.
@@ -555,21 +556,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             // The entries are the device's; everything they describe (the frame data) is read
             // after them.
             fence(Ordering::Acquire);
-            let mut taken = 0u16;
-            let mut failed = None;
-            for &word in &words[..ready] {
-                taken += 1;
-                match self.complete(CmptEntry::from_word(word), pool, sink, &mut tally) {
-                    Ok(true) => {}
-                    // The general path may have taken several descriptors: check for a refill
-                    // before going on.
-                    Ok(false) => break,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
+            let (taken, failed) = self.complete_batch(&words[..ready], pool, sink, &mut tally);
             // A batch never crosses the end of the ring: reaching it wraps to 0 and flips the
             // color.
             cidx = self.cring.add(cidx, taken);
@@ -765,40 +752,56 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     #[inline]
     fn read_batch(&self, cidx: u16, color: Color, words: &mut [u64]) -> usize {
         let stride = self.cmpt_stride;
-        self.cmpt.read_u64s(stride * usize::from(cidx), stride, words);
-        words
-            .iter()
-            .position(|&w| Color::from_bit(CmptEntry::from_word(w).color()) != color)
-            .unwrap_or(words.len())
+        self.cmpt
+            .read_u64s_while(stride * usize::from(cidx), stride, words, |w| {
+                Color::from_bit(CmptEntry::from_word(w).color()) == color
+            })
     }
 
-    /// Handles one completion entry: validation, descriptor accounting, delivery or drop.
-    /// Returns `true` for a good single-buffer frame (exactly one descriptor taken).
+    /// Handles the completion entries of one batch (all of the expected color): validation,
+    /// descriptor accounting, delivery or drop. Returns how many it consumed and the error that
+    /// put the queue in its error state, if one did. It stops after the first entry that is not a
+    /// good single-buffer frame: the general path may have taken several descriptors, and the
+    /// caller checks for a refill before going on.
     ///
     /// The common case is tested first, with the same checks folded into one comparison: no
     /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
     /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
-    /// every check of the general path below, which handles everything else.
+    /// every check of the general path, which handles everything else. The descriptor ring's
+    /// head and posted count stay in locals while the common case runs (nothing in it reads them
+    /// from `self`) and are stored back before the general path, which reads them.
     #[inline(always)]
-    fn complete<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
+    fn complete_batch<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
-        entry: CmptEntry,
+        entries: &[u64],
         pool: &mut P,
         sink: &mut S,
         tally: &mut Tally,
-    ) -> Result<bool, QueueError> {
-        let len = u32::from(entry.pkt_len());
-        if !entry.err() && self.posted > 0 && len.wrapping_sub(1) < self.single_limit {
-            let first = self.head;
-            self.head = self.didx.next(first);
-            self.posted -= 1;
-            self.deliver(first, len, pool, sink, tally);
-            return Ok(true);
+    ) -> (u16, Option<QueueError>) {
+        let mut head = self.head;
+        let mut posted = self.posted;
+        let mut taken = 0u16;
+        for &word in entries {
+            taken += 1;
+            let entry = CmptEntry::from_word(word);
+            let len = u32::from(entry.pkt_len());
+            if !entry.err() && posted > 0 && len.wrapping_sub(1) < self.single_limit {
+                let first = head;
+                head = self.didx.next(first);
+                posted -= 1;
+                self.deliver(first, len, pool, sink, tally);
+                continue;
+            }
+            self.head = head;
+            self.posted = posted;
+            return (taken, self.complete_general(entry, pool, sink, tally).err());
         }
-        self.complete_general(entry, pool, sink, tally).map(|()| false)
+        self.head = head;
+        self.posted = posted;
+        (taken, None)
     }
 
-    /// [`RxQueue::complete`] for anything but a good single-buffer frame.
+    /// [`RxQueue::complete_batch`] for anything but a good single-buffer frame.
     #[inline(never)]
     fn complete_general<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
