@@ -752,10 +752,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     #[inline]
     fn read_batch(&self, cidx: u16, color: Color, words: &mut [u64]) -> usize {
         let stride = self.cmpt_stride;
+        // The color bit of a word, and the word's bits under it when it carries `color`: one mask
+        // and one compare per entry.
+        let mut only_color = CmptEntry::from_word(0);
+        only_color.set_color(true);
+        let mask = only_color.to_word();
+        let want = if color.bit() { mask } else { 0 };
         self.cmpt
-            .read_u64s_while(stride * usize::from(cidx), stride, words, |w| {
-                Color::from_bit(CmptEntry::from_word(w).color()) == color
-            })
+            .read_u64s_while(stride * usize::from(cidx), stride, words, |w| w & mask == want)
     }
 
     /// Handles the completion entries of one batch (all of the expected color): validation,
@@ -768,8 +772,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
     /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
     /// every check of the general path, which handles everything else. The descriptor ring's
-    /// head and posted count stay in locals while the common case runs (nothing in it reads them
-    /// from `self`) and are stored back before the general path, which reads them.
+    /// head and posted count (and the ring's size) stay in locals while the common case runs
+    /// (nothing in it reads them from `self`) and are stored back before the general path,
+    /// which reads them.
     #[inline(always)]
     fn complete_batch<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
@@ -780,6 +785,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     ) -> (u16, Option<QueueError>) {
         let mut head = self.head;
         let mut posted = self.posted;
+        let didx = self.didx;
         let mut taken = 0u16;
         for &word in entries {
             taken += 1;
@@ -787,7 +793,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             let len = u32::from(entry.pkt_len());
             if !entry.err() && posted > 0 && len.wrapping_sub(1) < self.single_limit {
                 let first = head;
-                head = self.didx.next(first);
+                head = didx.next(first);
                 posted -= 1;
                 self.deliver(first, len, pool, sink, tally);
                 continue;
