@@ -77,6 +77,7 @@ impl<'r, M: DmaMemory> FrameDone<'r, M> {
     }
 
     /// Gives a redirected frame's page back to its pool, or to the HAL when its ring is full.
+    #[inline(always)]
     pub fn finish_xdp(&mut self, frame: XdpFrame<DmaPage>) {
         match return_to_origin(self.rings, frame) {
             Ok(()) => self.counts.returned += 1,
@@ -100,12 +101,15 @@ impl<M: DmaMemory, N: DmaMemory> TxDone<Frame<N>> for FrameDone<'_, M> {
     }
 }
 
+// Always inlined, with `finish_xdp`: they are the per-frame body of a redirect target's reclaim.
 impl<M: DmaMemory> TxDone<XdpFrame<DmaPage>> for FrameDone<'_, M> {
+    #[inline(always)]
     fn os_done(&mut self, frame: XdpFrame<DmaPage>) {
         self.counts.os_done += 1;
         self.finish_xdp(frame);
     }
 
+    #[inline(always)]
     fn remote_done(&mut self, frame: XdpFrame<DmaPage>) {
         self.counts.remote_done += 1;
         self.finish_xdp(frame);

@@ -191,7 +191,7 @@ fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
     for (offset, len) in [(4090u16, 10u16), (4000, 100), (u16::MAX, 60), (256, 0)] {
         let page = pair.pool.alloc().unwrap();
         let f = PoolFrame { page, offset, len };
-        let e = pair.tx.xmit_pool(&db, &pair.pool, f, false).unwrap_err();
+        let e = pair.tx.xmit_pool(&db, &mut pair.pool, f, false).unwrap_err();
         if len == 0 {
             assert!(matches!(e, TxError::BadLength(_)), "{e:?}");
         } else {
@@ -211,7 +211,7 @@ fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
         offset: 4036,
         len: 10,
     };
-    let back = pair.tx.xmit_pool(&db, &pair.pool, f, false).unwrap();
+    let back = pair.tx.xmit_pool(&db, &mut pair.pool, f, false).unwrap();
     assert!(back.is_none(), "nothing is parked on a fresh ring");
     h.settle();
     let mut want = vec![7u8; 10];

@@ -8,11 +8,17 @@
 //!
 //! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX side it came from, an OS
 //! frame back to the OS, a frame of another device back to that device, each through the path
-//! given to [`TxQueue::reclaim`]. An XDP_TX page the device is done with stays parked in its slot,
-//! synced for the device, until the next XDP_TX frame posted in that slot takes it out for the RX
+//! given to [`TxQueue::reclaim`]. An XDP_TX page the device is done with stays parked in its slot
+//! until the next XDP_TX frame posted in that slot takes it out, synced for the device, for the RX
 //! slot that frame's page leaves ([`TxQueue::xmit_pool`]): in a steady XDP_TX flow, pages go from
 //! the TX ring to the RX ring without a trip through the pool. At most one page is parked per
 //! slot; the pool gets them back at teardown ([`TxQueue::drain`]).
+//!
+//! A reclaim does not touch the slots of XDP_TX frames at all: the frame stays in its slot's
+//! buffer, parked as it is, and the slot's next post takes it out (an OS or remote frame posted
+//! there moves it aside, [`TxSlot::parked`]). While no OS or remote frame is in flight, a reclaim
+//! is a handful of index and counter updates, whatever the number of frames it completes: the
+//! bytes come from a running byte count each slot records ([`TxSlot::end`]).
 //!
 //! The queue keeps the buffers in slot storage the caller gives it (one [`TxSlot`] per usable ring
 //! entry) and owns from then on, so the core needs no allocation: the storage is a type parameter
@@ -98,6 +104,14 @@ pub struct PoolFrame<Pg> {
     pub len: u16,
 }
 
+impl<Pg> PoolFrame<Pg> {
+    /// Bytes of the page after the RX headroom the CPU may have written (XDP rewrote headers, or
+    /// padded the frame): what a recycle syncs for the device before it writes the page again.
+    fn dirty_len(&self) -> usize {
+        (usize::from(self.offset) + usize::from(self.len)).saturating_sub(crate::config::RX_HEADROOM as usize)
+    }
+}
+
 /// A buffer on the TX ring and where it goes when the device is done with it.
 #[derive(Debug)]
 pub enum TxBuf<Pg, F> {
@@ -123,20 +137,25 @@ pub trait TxDone<F> {
 /// One entry of a TX queue's bookkeeping storage.
 #[derive(Debug)]
 pub struct TxSlot<Pg, F> {
+    /// The buffer posted here. Outside the in-flight window it is `None` or a sent XDP_TX frame
+    /// (parked, see the module docs); OS and remote frames are always taken out by the reclaim.
     buf: Option<TxBuf<Pg, F>>,
-    /// Shadow of the descriptor's length: the driver never reads descriptors back.
-    len: u16,
-    /// A pool page an XDP_TX frame in this slot left behind when the device was done with it,
-    /// already synced for the device: the next XDP_TX frame posted here hands it to the RX slot
-    /// its own page leaves ([`TxQueue::xmit_pool`]).
-    parked: Option<Pg>,
+    /// The queue's running count of bytes posted, up to and including this slot's frame (the
+    /// descriptor's length, which the driver never reads back): a reclaim's bytes are the
+    /// difference between two slots' counts.
+    end: u64,
+    /// A sent XDP_TX frame an OS or remote frame posted in this slot moved out of `buf`: the
+    /// next XDP_TX frame posted here hands its page to the RX slot its own page leaves
+    /// ([`TxQueue::xmit_pool`]). Never set while `buf` holds an XDP_TX frame, so a slot parks one
+    /// page at most.
+    parked: Option<PoolFrame<Pg>>,
 }
 
 impl<Pg, F> TxSlot<Pg, F> {
     /// An empty slot (usable in `const` array initialisers for static storage).
     pub(crate) const EMPTY: Self = Self {
         buf: None,
-        len: 0,
+        end: 0,
         parked: None,
     };
 
@@ -242,9 +261,13 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     thresholds: TxThresholds,
     in_flight: TxInFlight,
     /// Pages of the own pool the queue holds: in flight (`in_flight.pool`), or parked in a slot
-    /// ([`TxSlot::parked`]). A page going from the ring to its slot, or a parked page leaving as
-    /// another comes in, changes nothing here.
+    /// (in its buffer or in [`TxSlot::parked`]). A page going from the ring to its slot, or a
+    /// parked page leaving as another comes in, changes nothing here.
     pool_held: u32,
+    /// Bytes posted since the queue started (wrapping): the running count of [`TxSlot::end`].
+    bytes_posted: u64,
+    /// [`TxSlot::end`] of the last slot reclaimed (or `bytes_posted` when none is in flight).
+    bytes_cleaned: u64,
     error: Option<QueueError>,
     /// Reclaims in a row that found the queue stopped and the device not moving.
     stalled: u32,
@@ -295,6 +318,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             thresholds: TxThresholds::for_ring(usable),
             in_flight: TxInFlight::default(),
             pool_held: 0,
+            bytes_posted: 0,
+            bytes_cleaned: 0,
             error: None,
             stalled: 0,
             stall_limit: TX_STALL_RECLAIMS_DEFAULT,
@@ -527,7 +552,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     pub fn xmit_pool<W: RegisterWindow, P: PageProvider<Page = Pg>>(
         &mut self,
         db: &Doorbells<W>,
-        pool: &P,
+        pool: &mut P,
         mut frame: PoolFrame<Pg>,
         more: bool,
     ) -> Result<Option<Pg>, TxError<PoolFrame<Pg>>> {
@@ -547,11 +572,19 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
         self.in_flight.pool += 1;
-        let back = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more, free);
-        if back.is_none() {
-            self.pool_held += 1;
-        }
-        Ok(back)
+        let parked = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more, free);
+        Ok(match parked {
+            // The page the slot held leaves as this one comes in, synced for the device as a
+            // recycle would sync it; a provider with nothing to give back keeps it.
+            Some(f) => {
+                let dirty = f.dirty_len();
+                pool.reuse(f.page, dirty)
+            }
+            None => {
+                self.pool_held += 1;
+                None
+            }
+        })
     }
 
     /// An XDP_TX frame [`tx_desc`] refused: counted, and the reason.
@@ -602,7 +635,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
     /// more frames of the batch follow and the ring has room. `free` is what
     /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since). With
-    /// `UNPARK`, returns the page parked in the slot (as [`TxQueue::write_desc`]).
+    /// `UNPARK`, returns the sent XDP_TX frame parked in the slot (as [`TxQueue::write_desc`]).
     #[inline(always)]
     fn post<W: RegisterWindow, const UNPARK: bool>(
         &mut self,
@@ -612,7 +645,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         buf: TxBuf<Pg, F>,
         more: bool,
         free: u16,
-    ) -> Option<Pg> {
+    ) -> Option<PoolFrame<Pg>> {
         let back = self.write_desc::<UNPARK>(addr, len, buf);
         self.stats.queued += 1;
         // One descriptor fewer than before this frame: `free()` without recomputing it.
@@ -628,15 +661,41 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
 
     /// Puts `buf` in the next free slot and its descriptor in ring memory (the shadow first, one
     /// bounds check for both words), and moves the producer index on; no doorbell, no counter.
-    /// The caller has checked that the ring has room. With `UNPARK`, takes the page parked in the
-    /// slot out and returns it (`None` without).
+    /// The caller has checked that the ring has room.
+    ///
+    /// The slot may hold a sent XDP_TX frame, parked in its buffer or in [`TxSlot::parked`]. With
+    /// `UNPARK` (an XDP_TX post) it is taken out and returned; without, a frame parked in the
+    /// buffer moves to [`TxSlot::parked`] and stays in the slot.
     #[inline(always)]
-    fn write_desc<const UNPARK: bool>(&mut self, addr: DmaAddr, len: u16, buf: TxBuf<Pg, F>) -> Option<Pg> {
+    fn write_desc<const UNPARK: bool>(
+        &mut self,
+        addr: DmaAddr,
+        len: u16,
+        buf: TxBuf<Pg, F>,
+    ) -> Option<PoolFrame<Pg>> {
         let i = self.next_to_use;
+        self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
+        let end = self.bytes_posted;
         let slot = &mut self.slots.as_mut()[usize::from(i)];
-        slot.buf = Some(buf);
-        slot.len = len;
-        let back = if UNPARK { slot.parked.take() } else { None };
+        let before = slot.buf.replace(buf);
+        slot.end = end;
+        let back = match before {
+            // `parked` is empty while the buffer holds an XDP_TX frame (TxSlot::parked).
+            Some(TxBuf::Pool(f)) if UNPARK => Some(f),
+            Some(TxBuf::Pool(f)) => {
+                debug_assert!(slot.parked.is_none(), "a slot parks one page at most");
+                slot.parked = Some(f);
+                None
+            }
+            None if UNPARK => slot.parked.take(),
+            None => None,
+            // Not reached: a reclaim takes every OS and remote frame out of the slots it
+            // completes, and only completed slots are posted again.
+            Some(TxBuf::Os(_) | TxBuf::Remote(_)) => {
+                debug_assert!(false, "an OS or remote frame left in a free TX slot");
+                None
+            }
+        };
         let words = H2cDesc::new(addr, len).to_words();
         self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
         self.next_to_use = self.idx.next(i);
@@ -686,9 +745,21 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         self.stalled = 0;
         let n = self.idx.distance(self.next_to_clean, cidx);
-        let (packets, bytes) = self.give_back::<P, C, true>(n, pool, done);
+        // The bytes of the completed frames: the running count at the last of them, less the
+        // count at the last slot reclaimed before.
+        let last = self.idx.add(cidx, self.idx.len() - 1);
+        let end = self.slots.as_mut()[usize::from(last)].end;
+        self.stats.tx_bytes += end.wrapping_sub(self.bytes_cleaned);
+        self.bytes_cleaned = end;
+        let packets = if self.in_flight.os == 0 && self.in_flight.remote == 0 {
+            // Only XDP_TX frames in flight: they stay parked in their slots, nothing to walk.
+            self.in_flight.pool -= u32::from(n);
+            self.next_to_clean = cidx;
+            u64::from(n)
+        } else {
+            self.give_back::<P, C, true>(n, pool, done)
+        };
         self.stats.tx_packets += packets;
-        self.stats.tx_bytes += bytes;
         let woke = self.stopped && self.free() >= self.thresholds.wake_at;
         if woke {
             self.stopped = false;
@@ -724,33 +795,35 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     }
 
     /// Returns the buffers of the `n` slots from next-to-clean to their owners and moves
-    /// next-to-clean past them; returns the frames and bytes that were in them. The walk runs over
-    /// the slot storage with the index, the counters and the in-flight tallies in locals.
+    /// next-to-clean past them; returns the frames that were in them. The walk runs over the slot
+    /// storage with the index and the in-flight tallies in locals.
     ///
-    /// With `PARK`, a pool page stays in its slot ([`TxSlot::parked`]), synced for the device as
-    /// the pool would sync it on recycling ([`PageProvider::reuse`]): the next XDP_TX frame
-    /// posted there hands it to the RX ring. Without, it goes back to the pool.
+    /// With `PARK`, an XDP_TX frame stays in its slot, parked (see the module docs). Without, its
+    /// page goes back to the pool.
     #[inline(always)]
     fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>, const PARK: bool>(
         &mut self,
         n: u16,
         pool: &mut P,
         done: &mut C,
-    ) -> (u64, u64) {
+    ) -> u64 {
         let mut in_flight = self.in_flight;
         let mut held = self.pool_held;
         let mut packets = 0u64;
-        let mut bytes = 0u64;
         let mut clean = self.next_to_clean;
         let slots = self.slots.as_mut();
         for _ in 0..n {
             let slot = &mut slots[usize::from(clean)];
             clean = self.idx.next(clean);
+            if PARK && matches!(slot.buf, Some(TxBuf::Pool(_))) {
+                in_flight.pool -= 1;
+                packets += 1;
+                continue;
+            }
             let Some(buf) = slot.buf.take() else {
                 continue;
             };
             packets += 1;
-            bytes += u64::from(slot.len);
             match buf {
                 TxBuf::Pool(f) => {
                     in_flight.pool -= 1;
@@ -758,18 +831,9 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
                     // end may still have been written by the CPU before that (XDP rewrote
                     // headers), so the pool syncs them again before the device writes the page
                     // on receive.
-                    let dirty = (usize::from(f.offset) + usize::from(f.len))
-                        .saturating_sub(crate::config::RX_HEADROOM as usize);
-                    if !PARK {
-                        pool.recycle_direct(f.page, dirty);
-                        held -= 1;
-                    } else if let Some(p) = pool.reuse(f.page, dirty) {
-                        // The slot's parked page left with this frame ([`TxQueue::write_desc`]).
-                        debug_assert!(slot.parked.is_none(), "a slot parks one page at most");
-                        slot.parked = Some(p);
-                    } else {
-                        held -= 1;
-                    }
+                    let dirty = f.dirty_len();
+                    pool.recycle_direct(f.page, dirty);
+                    held -= 1;
                 }
                 TxBuf::Os(f) => {
                     in_flight.os -= 1;
@@ -784,14 +848,27 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.next_to_clean = clean;
         self.in_flight = in_flight;
         self.pool_held = held;
-        (packets, bytes)
+        packets
     }
 
-    /// Gives every parked page back to `pool` (they are synced for the device already).
-    fn unpark_all<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) {
+    /// Gives the buffers left in the slots outside the in-flight window back: parked XDP_TX
+    /// pages to `pool` (synced for the device over what the CPU may have written), and, should
+    /// one be there, an OS or remote frame to `done`.
+    fn unpark_all<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
         for slot in self.slots.as_mut() {
-            if let Some(p) = slot.parked.take() {
-                pool.recycle_direct(p, 0);
+            match slot.buf.take() {
+                Some(TxBuf::Pool(f)) => {
+                    let dirty = f.dirty_len();
+                    pool.recycle_direct(f.page, dirty);
+                    self.pool_held -= 1;
+                }
+                Some(TxBuf::Os(f)) => done.os_done(f),
+                Some(TxBuf::Remote(f)) => done.remote_done(f),
+                None => {}
+            }
+            if let Some(f) = slot.parked.take() {
+                let dirty = f.dirty_len();
+                pool.recycle_direct(f.page, dirty);
                 self.pool_held -= 1;
             }
         }
@@ -812,7 +889,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         // Not sent: returned to the owners without counting.
         let _ = self.give_back::<P, C, false>(self.in_flight(), pool, done);
-        self.unpark_all(pool);
+        self.unpark_all(pool, done);
+        self.bytes_cleaned = self.bytes_posted;
         self.published = self.next_to_use;
         self.stopped = false;
     }
@@ -1230,7 +1308,7 @@ mod tests {
             offset: 300,
             len: 40,
         };
-        let back = tx.xmit_pool(&db, &pool, pf, false).unwrap();
+        let back = tx.xmit_pool(&db, &mut pool, pf, false).unwrap();
         assert!(back.is_none(), "nothing is parked on a fresh ring");
         assert_eq!(tx.pool_pages_in_flight(), 1);
         assert_eq!(tx.stats().padded, 2);
@@ -1288,7 +1366,7 @@ mod tests {
         // Slot 0: an XDP_TX frame, sent and reclaimed; its page stays parked there.
         let first = pool_frame(&mut pool, 1);
         let first_addr = first.page.dma_addr();
-        assert!(tx.xmit_pool(&db, &pool, first, false).unwrap().is_none());
+        assert!(tx.xmit_pool(&db, &mut pool, first, false).unwrap().is_none());
         card.run_until_idle();
         let mut done = Done::default();
         tx.reclaim(&mut pool, &mut done);
@@ -1303,7 +1381,7 @@ mod tests {
         assert_eq!(tx.pool_pages_parked(), 1);
         // The next XDP_TX frame of slot 0 takes the parked page out for the RX ring.
         let second = pool_frame(&mut pool, 2);
-        let back = tx.xmit_pool(&db, &pool, second, false).unwrap();
+        let back = tx.xmit_pool(&db, &mut pool, second, false).unwrap();
         let back = back.expect("the page parked in slot 0");
         assert_eq!(back.dma_addr(), first_addr);
         assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (1, 0));
