@@ -255,6 +255,9 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     slot: PhantomData<TxSlot<Pg, F>>,
     next_to_use: u16,
     next_to_clean: u16,
+    /// Free descriptors: what the indices say (`idx.free(next_to_clean, next_to_use)`), kept as
+    /// a count so that a post tests one field; every move of an index moves it.
+    free: u16,
     /// The producer index last written to the doorbell.
     published: u16,
     stopped: bool,
@@ -313,6 +316,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             slot: PhantomData,
             next_to_use: 0,
             next_to_clean: 0,
+            free: usable - 1,
             published: 0,
             stopped: false,
             thresholds: TxThresholds::for_ring(usable),
@@ -381,13 +385,13 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Free descriptors.
     #[must_use]
     pub const fn free(&self) -> u16 {
-        self.idx.free(self.next_to_clean, self.next_to_use)
+        self.free
     }
 
     /// Descriptors in flight (queued, not yet reclaimed).
     #[must_use]
     pub const fn in_flight(&self) -> u16 {
-        self.idx.used(self.next_to_clean, self.next_to_use)
+        self.idx.len() - 1 - self.free
     }
 
     /// In-flight buffers by owner.
@@ -699,6 +703,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         let words = H2cDesc::new(addr, len).to_words();
         self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
         self.next_to_use = self.idx.next(i);
+        self.free -= 1;
         back
     }
 
@@ -755,11 +760,13 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             // Only XDP_TX frames in flight: they stay parked in their slots, nothing to walk.
             self.in_flight.pool -= u32::from(n);
             self.next_to_clean = cidx;
+            self.free += n;
             u64::from(n)
         } else {
             self.give_back::<P, C, true>(n, pool, done)
         };
         self.stats.tx_packets += packets;
+        debug_assert_eq!(self.free, self.idx.free(self.next_to_clean, self.next_to_use));
         let woke = self.stopped && self.free() >= self.thresholds.wake_at;
         if woke {
             self.stopped = false;
@@ -846,6 +853,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             }
         }
         self.next_to_clean = clean;
+        self.free += n;
         self.in_flight = in_flight;
         self.pool_held = held;
         packets
@@ -935,6 +943,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         self.next_to_use = 0;
         self.next_to_clean = 0;
+        self.free = self.idx.len() - 1;
         self.published = 0;
         self.stopped = false;
         self.error = None;
