@@ -133,8 +133,9 @@ fn step(h: &mut Harness<'_>, op: Op) {
             let db = func.dev.doorbells();
             let pair = &mut func.pairs[0];
             let f = PoolFrame { page, offset, len };
-            match pair.tx.xmit_pool(&db, &pair.pool, f, more) {
-                // A page parked in the slot (synced for the device already) goes back to the pool.
+            match pair.tx.xmit_pool(&db, &mut pair.pool, f, more) {
+                // A page parked in the slot (synced for the device on its way out) goes back to
+                // the pool.
                 Ok(back) => {
                     if let Some(p) = back {
                         pair.pool.recycle(p, 0);
