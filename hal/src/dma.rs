@@ -555,11 +555,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
 
     fn ptr_at<const N: usize>(&self, offset: usize) -> *mut u8 {
         let raw = self.raw();
-        assert!(
-            offset.is_multiple_of(N) && offset.checked_add(N).is_some_and(|end| end <= raw.len),
-            "coherent access of {N} bytes at {offset:#x} outside a region of {:#x} bytes",
-            raw.len
-        );
+        if !(offset.is_multiple_of(N) && offset.checked_add(N).is_some_and(|end| end <= raw.len)) {
+            access_outside(offset, N, raw.len);
+        }
         // SAFETY: `offset + N <= len`, so the pointer stays inside the allocation.
         unsafe { raw.cpu.as_ptr().add(offset) }
     }
@@ -620,12 +618,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
             .and_then(|last| stride.checked_mul(last))
             .and_then(|span| span.checked_add(offset))
             .and_then(|last_at| last_at.checked_add(8));
-        assert!(
-            offset.is_multiple_of(8) && stride.is_multiple_of(8) && end.is_none_or(|end| end <= raw.len),
-            "coherent access of {count} entries of 8 bytes every {stride} bytes from {offset:#x} outside a \
-             region of {:#x} bytes",
-            raw.len
-        );
+        if !(offset.is_multiple_of(8) && stride.is_multiple_of(8) && end.is_none_or(|end| end <= raw.len)) {
+            run_outside(offset, count, stride, raw.len);
+        }
         raw.cpu.as_ptr()
     }
 
@@ -710,6 +705,27 @@ impl<D: DmaMemory> CoherentRegion<D> {
         }
         count
     }
+}
+
+/// The panic of a coherent access of `size` bytes at `offset` outside its region of `len` bytes
+/// or misaligned (a driver bug). Out of line and cold, so that the accesses' fast paths do not set
+/// up its message.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn access_outside(offset: usize, size: usize, len: usize) -> ! {
+    panic!("coherent access of {size} bytes at {offset:#x} outside a region of {len:#x} bytes")
+}
+
+/// As [`access_outside`] for a run of `count` entries of 8 bytes, `stride` bytes apart.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn run_outside(offset: usize, count: usize, stride: usize, len: usize) -> ! {
+    panic!(
+        "coherent access of {count} entries of 8 bytes every {stride} bytes from {offset:#x} outside a \
+         region of {len:#x} bytes"
+    )
 }
 
 impl<D: DmaMemory> Drop for CoherentRegion<D> {
