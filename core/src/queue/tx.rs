@@ -497,10 +497,9 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         more: bool,
         remote: bool,
     ) -> Result<(), TxError<F>> {
-        let free = match self.check_room(db) {
-            Ok(free) => free,
-            Err(e) => return Err(e.with(frame)),
-        };
+        if let Err(e) = self.check_room(db) {
+            return Err(e.with(frame));
+        }
         let len = match self.frame_len(&mut frame) {
             Ok(len) => len,
             Err(e) => {
@@ -517,7 +516,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             TxBuf::Os(frame)
         };
         // An OS or remote frame leaves a parked page where it is, for a later XDP_TX frame.
-        let _ = self.post::<W, false>(db, addr, len, buf, more, free);
+        let _ = self.post::<W, false>(db, addr, len, buf, more);
         Ok(())
     }
 
@@ -560,8 +559,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         mut frame: PoolFrame<Pg>,
         more: bool,
     ) -> Result<Option<Pg>, TxError<PoolFrame<Pg>>> {
-        let free = self.free();
-        if free == 0 || self.error.is_some() {
+        if self.free == 0 || self.error.is_some() {
             return Err(self.refuse_no_room(db, frame));
         }
         let room = frame.page.bytes().len();
@@ -576,7 +574,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
         self.in_flight.pool += 1;
-        let parked = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more, free);
+        let parked = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more);
         Ok(match parked {
             // The page the slot held leaves as this one comes in, synced for the device as a
             // recycle would sync it; a provider with nothing to give back keeps it.
@@ -616,15 +614,13 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     }
 
     /// Refuses a frame when the queue is broken or full. A full ring first publishes what this
-    /// batch already queued: the caller gets control back and may not call again soon. Returns
-    /// the free descriptors (at least one).
+    /// batch already queued: the caller gets control back and may not call again soon.
     #[inline]
-    fn check_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<u16, TxError<()>> {
+    fn check_room<W: RegisterWindow>(&mut self, db: &Doorbells<W>) -> Result<(), TxError<()>> {
         if let Some(e) = self.error {
             return Err(TxError::Queue((), e));
         }
-        let free = self.free();
-        if free == 0 {
+        if self.free == 0 {
             self.flush(db);
             self.stats.tx_busy += 1;
             if !self.stopped {
@@ -633,13 +629,13 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             }
             return Err(TxError::Full(()));
         }
-        Ok(free)
+        Ok(())
     }
 
     /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
-    /// more frames of the batch follow and the ring has room. `free` is what
-    /// [`TxQueue::check_room`] returned for this frame (nothing moved the indices since). With
-    /// `UNPARK`, returns the sent XDP_TX frame parked in the slot (as [`TxQueue::write_desc`]).
+    /// more frames of the batch follow and the ring has room; the caller checked that it has
+    /// one free descriptor at least. With `UNPARK`, returns the sent XDP_TX frame parked in the
+    /// slot (as [`TxQueue::write_desc`]).
     #[inline(always)]
     fn post<W: RegisterWindow, const UNPARK: bool>(
         &mut self,
@@ -648,12 +644,10 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         len: u16,
         buf: TxBuf<Pg, F>,
         more: bool,
-        free: u16,
     ) -> Option<PoolFrame<Pg>> {
         let back = self.write_desc::<UNPARK>(addr, len, buf);
         self.stats.queued += 1;
-        // One descriptor fewer than before this frame: `free()` without recomputing it.
-        if free - 1 < self.thresholds.stop_below && !self.stopped {
+        if self.free < self.thresholds.stop_below && !self.stopped {
             self.stopped = true;
             self.stats.stops += 1;
         }
