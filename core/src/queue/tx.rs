@@ -16,9 +16,9 @@
 //!
 //! A reclaim does not touch the slots of XDP_TX frames at all: the frame stays in its slot's
 //! buffer, parked as it is, and the slot's next post takes it out (an OS or remote frame posted
-//! there moves it aside, [`TxSlot::parked`]). While no OS or remote frame is in flight, a reclaim
-//! is a handful of index and counter updates, whatever the number of frames it completes: the
-//! bytes come from a running byte count each slot records ([`TxSlot::end`]).
+//! there moves it aside, into the slot's `parked` field). While no OS or remote frame is in
+//! flight, a reclaim is a handful of index and counter updates, whatever the number of frames it
+//! completes: the bytes come from a running byte count each slot records.
 //!
 //! The queue keeps the buffers in slot storage the caller gives it (one [`TxSlot`] per usable ring
 //! entry) and owns from then on, so the core needs no allocation: the storage is a type parameter
