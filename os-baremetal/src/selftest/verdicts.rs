@@ -28,6 +28,7 @@ pub(super) struct Sums {
     tx_remote_done: u64,
     tx_os_done: u64,
     pool_in_flight: u64,
+    tx_parked: u64,
 }
 
 pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
@@ -41,6 +42,7 @@ pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
         s.pool += p.pool.stats();
         s.tx_packets += p.tx.stats().tx_packets;
         s.pool_in_flight += p.tx.pool_pages_in_flight();
+        s.tx_parked += p.tx.pool_pages_parked();
         let book: &Book = &b.dp.books[func][q];
         s.tx_remote_done += book.tx_remote_done;
         s.tx_os_done += book.tx_os_done;
@@ -179,14 +181,17 @@ fn xdp_tx(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && t.returned_to[0] == FRAMES
             && t.corrupt == 0
             && t.misrouted == 0
-            && cached(&after) - cached(&before) >= n,
+            && cached(&after) + after.tx_parked >= cached(&before) + before.tx_parked + n,
         format_args!(
             "{n} frames reflected: rx_xdp_tx +{}, rx_xdp_tx_errors +{}, PF1 tx_packets +{}; {left} left port 1 \
-             with swapped MACs and PF0 received {} of them intact; the pages came back to the pools' caches",
+             with swapped MACs and PF0 received {} of them intact; each page parked in its TX slot or, taken out \
+             by a later frame, recycled (parked +{}, pool recycle.cached +{})",
             after.pair.rx_xdp_tx - before.pair.rx_xdp_tx,
             after.pair.rx_xdp_tx_errors - before.pair.rx_xdp_tx_errors,
             after.tx_packets - before.tx_packets,
-            t.returned_to[0]
+            t.returned_to[0],
+            after.tx_parked.wrapping_sub(before.tx_parked),
+            cached(&after) - cached(&before)
         ),
     );
 }
