@@ -13,6 +13,14 @@ pub use onic_hal::id::MAX_QUEUES_PER_FUNCTION;
 /// points 256 bytes into its page (hardware.md §12.1).
 pub const RX_HEADROOM: u32 = 256;
 
+/// Bytes of an RX page after [`RX_HEADROOM`] up to the end of a frame `len` bytes long at
+/// `offset`: what the CPU may have written there (XDP rewrote headers, moved or padded the frame),
+/// so what a recycle syncs for the device before the device writes the page again.
+#[must_use]
+pub(crate) const fn written_after_headroom(offset: u16, len: u16) -> usize {
+    (offset as usize + len as usize).saturating_sub(RX_HEADROOM as usize)
+}
+
 /// Room kept free at the end of each RX page: what an OS needs to build a packet around the page
 /// without a copy (Linux puts its `skb_shared_info`, 320 bytes on x86-64, there; XDP multi-buffer
 /// frames keep their fragment list in the same place).

@@ -624,24 +624,15 @@ impl<D: DmaMemory> CoherentRegion<D> {
         raw.cpu.as_ptr()
     }
 
-    /// Reads `out.len()` little-endian `u64`s at `offset`, `offset + stride`, ... (all 8-byte
-    /// aligned), with one bounds check for the whole run: the batch form of
-    /// [`read_u64`](Self::read_u64) for a ring's entries.
+    /// Reads up to `out.len()` little-endian `u64`s at `offset`, `offset + stride`, ... (all
+    /// 8-byte aligned), with one bounds check for the whole run: the batch form of
+    /// [`read_u64`](Self::read_u64) for a ring's entries. It stops at the first value `keep`
+    /// refuses: the values before it are in `out`, and their count is returned; nothing after the
+    /// refused entry is read. The bounds check covers all `out.len()` entries.
     ///
     /// # Panics
     ///
     /// If an access would be misaligned or outside the region (a driver bug).
-    pub fn read_u64s(&self, offset: usize, stride: usize, out: &mut [u64]) {
-        let _ = self.read_u64s_while(offset, stride, out, |_| true);
-    }
-
-    /// As [`read_u64s`](Self::read_u64s), but stops at the first value `keep` refuses: the
-    /// values before it are in `out`, and their count is returned. Nothing after the refused
-    /// entry is read. The bounds check covers all `out.len()` entries.
-    ///
-    /// # Panics
-    ///
-    /// As [`read_u64s`](Self::read_u64s).
     #[inline]
     pub fn read_u64s_while(
         &self,
@@ -669,7 +660,7 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// # Panics
     ///
-    /// As [`read_u64s`](Self::read_u64s).
+    /// As [`read_u64s_while`](Self::read_u64s_while).
     pub fn write_u64s(&self, offset: usize, stride: usize, values: &[u64]) {
         let mut it = values.iter();
         let _ = self.write_u64s_with(offset, stride, values.len(), |_| it.next().copied());
@@ -682,7 +673,7 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// # Panics
     ///
-    /// As [`read_u64s`](Self::read_u64s).
+    /// As [`read_u64s_while`](Self::read_u64s_while).
     #[inline]
     pub fn write_u64s_with(
         &self,
@@ -904,7 +895,7 @@ mod tests {
         let values: Vec<u64> = (0..256u64).map(|i| i << 32 | i).collect();
         region.write_u64s(0, 16, &values);
         let mut back = [0u64; 256];
-        region.read_u64s(0, 16, &mut back);
+        assert_eq!(region.read_u64s_while(0, 16, &mut back, |_| true), 256);
         assert_eq!(back[..], values[..]);
         assert_eq!(
             region.read_u64(8),
@@ -913,7 +904,7 @@ mod tests {
         );
         assert_eq!(region.read_u64(PAGE_SIZE - 16), 255 << 32 | 255);
         // An empty run checks nothing and touches nothing.
-        region.read_u64s(PAGE_SIZE, 8, &mut []);
+        assert_eq!(region.read_u64s_while(PAGE_SIZE, 8, &mut [], |_| true), 0);
         region.write_u64s(PAGE_SIZE, 8, &[]);
     }
 
@@ -971,9 +962,9 @@ mod tests {
         let dma = HostDma::new();
         let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
         // Entries at 4072 and 4088: the second ends exactly at the end, which is fine.
-        region.read_u64s(PAGE_SIZE - 24, 16, &mut [0; 2]);
+        let _ = region.read_u64s_while(PAGE_SIZE - 24, 16, &mut [0; 2], |_| true);
         // Entries at 4080 and 4096: the second lies past the end.
-        region.read_u64s(PAGE_SIZE - 16, 16, &mut [0; 2]);
+        let _ = region.read_u64s_while(PAGE_SIZE - 16, 16, &mut [0; 2], |_| true);
     }
 
     #[test]

@@ -886,7 +886,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         *slot = match sink.handle(page, rx_len, pool) {
             Handled::Recycle(f) => {
                 tally.recycled += 1;
-                let end = (usize::from(f.offset) + usize::from(f.len)).saturating_sub(RX_HEADROOM as usize);
+                let end = crate::config::written_after_headroom(f.offset, f.len);
                 pool.reuse(f.page, end.max(len as usize))
             }
             Handled::ToOs => {

@@ -105,10 +105,10 @@ pub struct PoolFrame<Pg> {
 }
 
 impl<Pg> PoolFrame<Pg> {
-    /// Bytes of the page after the RX headroom the CPU may have written (XDP rewrote headers, or
-    /// padded the frame): what a recycle syncs for the device before it writes the page again.
+    /// Bytes of the page after the RX headroom the CPU may have written: what a recycle syncs
+    /// for the device ([`crate::config::written_after_headroom`]).
     fn dirty_len(&self) -> usize {
-        (usize::from(self.offset) + usize::from(self.len)).saturating_sub(crate::config::RX_HEADROOM as usize)
+        crate::config::written_after_headroom(self.offset, self.len)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use onic_hal::{DmaAddr, DmaMemory, RegisterWindow};
 
-use crate::config::RX_HEADROOM;
+use crate::config::written_after_headroom;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PoolPage, RecycleRing};
 use crate::queue::tx::{TxFrame, TxQueue, TxSlot};
@@ -32,7 +32,7 @@ impl<Pg> XdpFrame<Pg> {
     /// the device when the page is recycled.
     #[must_use]
     pub fn dirty_len(&self) -> usize {
-        (usize::from(self.offset) + usize::from(self.len)).saturating_sub(RX_HEADROOM as usize)
+        written_after_headroom(self.offset, self.len)
     }
 }
 
