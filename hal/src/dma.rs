@@ -34,7 +34,7 @@
 //!   queue dropped without a teardown leaves its pages in their slots, where nothing unmaps them.
 
 use core::fmt;
-use core::mem::MaybeUninit;
+use core::mem::{ManuallyDrop, MaybeUninit};
 use core::ptr::NonNull;
 
 use crate::addr::DmaAddr;
@@ -482,7 +482,10 @@ unsafe impl<T: DmaMemory + ?Sized> DmaMemory for &T {
 /// it; dropped without one, it is leaked (and logged), since the device may still write it.
 pub struct CoherentRegion<D: DmaMemory> {
     dma: D,
-    raw: Option<RawRegion>,
+    /// The allocation; taken out only by `drop`, which frees or leaks it.
+    raw: ManuallyDrop<RawRegion>,
+    /// The device may use the region: its address went out through `lend` and no proof came
+    /// back through `release`.
     lent: bool,
 }
 
@@ -496,17 +499,13 @@ impl<D: DmaMemory> CoherentRegion<D> {
         let raw = dma.alloc_coherent(len, limit)?;
         Ok(Self {
             dma,
-            raw: Some(raw),
+            raw: ManuallyDrop::new(raw),
             lent: false,
         })
     }
 
     fn raw(&self) -> &RawRegion {
-        // Only `drop` and `release` take the token out.
-        match &self.raw {
-            Some(r) => r,
-            None => unreachable!("region used after drop"),
-        }
+        &self.raw
     }
 
     /// Device address of the first byte, to look at (logs, tests). To point the device at the
@@ -534,11 +533,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
     /// Frees the region, lent or not, once `proof` says the queue that used it was quiesced.
     pub fn release(mut self, proof: &Quiesced) {
         let _ = proof;
-        if let Some(raw) = self.raw.take() {
-            // SAFETY: the proof says every context of the queue that used this region was
-            // invalidated, so no context, descriptor or register points into it any longer.
-            unsafe { self.dma.free_coherent(raw) };
-        }
+        // The proof says every context of the queue that used this region was invalidated, so
+        // no context, descriptor or register points into it any longer: `drop` frees it.
+        self.lent = false;
     }
 
     /// Length in bytes.
@@ -721,19 +718,18 @@ fn run_outside(offset: usize, count: usize, stride: usize, len: usize) -> ! {
 
 impl<D: DmaMemory> Drop for CoherentRegion<D> {
     fn drop(&mut self) {
-        let Some(raw) = self.raw.take() else {
-            return;
-        };
         if self.lent {
             crate::warn!(
                 "onic: coherent region at {:#x} ({} bytes) dropped while lent to the device: leaked",
-                raw.dma.get(),
-                raw.len
+                self.raw.dma.get(),
+                self.raw.len
             );
             return;
         }
-        // SAFETY: the region's address never left this type through `lend`, so the device was
-        // never pointed at it.
+        // SAFETY: `drop` runs once, and nothing reads `raw` after it.
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        // SAFETY: not lent: the region's address never left this type through `lend`, or
+        // `release` came with the proof that the device no longer uses it.
         unsafe { self.dma.free_coherent(raw) };
     }
 }
