@@ -63,11 +63,13 @@
 //! dropped or copied stays in its slot ([`PageProvider::reuse`]) and the spare waits for the next
 //! frame, so the drop path makes no round trip through the pool. An XDP_TX frame's page is
 //! replaced by the page an earlier XDP_TX frame left in the TX slot it is posted in, when there
-//! is one ([`crate::queue::tx::TxQueue::xmit_pool`]), so the spare waits then too. Slots are
-//! handed back to the device in batches (one C2H PIDX doorbell per batch). Unlike the reference driver, which fills 1023 descriptors but hands only
-//! 256 of them to the device, every page in the ring is posted: the pages are allocated anyway,
-//! and a device with the whole ring available absorbs longer bursts before it drops for lack of
-//! descriptors.
+//! is one ([`crate::queue::tx::TxQueue::xmit_pool`]), so the spare waits then too. A slot's
+//! descriptor is written as its new page goes in, so a refill posts such slots by moving its
+//! producer index alone, with no walk over them. Slots are handed back to the device in batches
+//! (one C2H PIDX doorbell per batch). Unlike the reference driver, which fills 1023 descriptors
+//! but hands only 256 of them to the device, every page in the ring is posted: the pages are
+//! allocated anyway, and a device with the whole ring available absorbs longer bursts before it
+//! drops for lack of descriptors.
 
 use core::sync::atomic::{fence, Ordering};
 
@@ -311,6 +313,12 @@ pub struct RxQueue<D: DmaMemory, Pg, St> {
     tail: u16,
     /// Descriptors posted (between head and tail).
     posted: u16,
+    /// Unposted slots, counted from `tail`, whose descriptor in ring memory may not point at
+    /// their page (or which hold none): a refill walks these. Every unposted slot after them
+    /// holds a page its descriptor already points at (see [`RxQueue::fill`]), so a refill posts
+    /// those by moving the tail alone. [`RxQueue::UNREADY_ALL`] (or any count above the unposted
+    /// slots) walks them all.
+    unready: u16,
     /// A page ready to replace the next received page that leaves its slot.
     spare: Option<Pg>,
     /// Pages held: in slots, plus the spare.
@@ -394,6 +402,7 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
             head: 0,
             tail: 0,
             posted: 0,
+            unready: Self::UNREADY_ALL,
             spare: None,
             pages: 0,
             cmpt_cidx: 0,
@@ -409,6 +418,9 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
 }
 
 impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
+    /// [`RxQueue::unready`] when no unposted slot may be trusted: the next refill walks them all.
+    const UNREADY_ALL: u16 = u16::MAX;
+
     /// Fills the ring from `pool` and programs the queue's contexts; the C2H PIDX the device starts
     /// with is the number of descriptors posted, and the completion interrupt is armed
     /// (hardware.md §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls
@@ -434,12 +446,23 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
 
     /// Posts pages into every free slot (up to all but one, so that "full" differs from "empty"),
     /// without a doorbell. Returns the descriptors posted in total.
+    ///
+    /// The unposted slots are the ring from `tail` to `head`, oldest first: a slot joins them at
+    /// the back when its completion is consumed, and leaves at the front when posted. A consumed
+    /// slot always keeps a page (its own, or the one that took its place), and
+    /// [`RxQueue::deliver`] writes the descriptor of a page that takes a slot's place as it puts
+    /// it there; the device never writes the descriptor ring (hardware.md §7.4), so a page that
+    /// stays keeps its descriptor. So only the `unready` slots at the front (empty after a start
+    /// or a drain, or left by a refill that ran out of pages) need a page and a descriptor
+    /// written; the slots behind them are posted as they are.
     fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
         let target = self.didx.len() - 1;
-        while self.posted < target {
+        self.unready = self.unready.min(self.didx.len() - self.posted);
+        while self.posted < target && self.unready > 0 {
             // A run of slots up to the end of the ring, written with one bounds check.
             let tail = self.tail;
             let run = (target - self.posted)
+                .min(self.unready)
                 .min(self.didx.len() - tail)
                 .min(REFILL_BATCH_MAX);
             let n = self.stage(tail, usize::from(run), pool);
@@ -447,10 +470,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             let n16 = n as u16;
             self.tail = self.didx.add(tail, n16);
             self.posted += n16;
+            self.unready -= n16;
             if n16 < run {
-                break;
+                return self.posted;
             }
         }
+        let ready = target - self.posted;
+        self.tail = self.didx.add(self.tail, ready);
+        self.posted = target;
         self.posted
     }
 
@@ -873,7 +900,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         }
         let slot = &mut self.slots.as_mut()[usize::from(first)];
         let Some(page) = slot.take() else {
-            // Unreachable (a posted slot always holds a page); the next refill fills it.
+            // Unreachable (a posted slot always holds a page); the next refill walks the slots
+            // and fills it.
+            self.unready = Self::UNREADY_ALL;
             return;
         };
         // Only the bytes the device wrote are handed to the CPU.
@@ -907,6 +936,17 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             *slot = self.spare.take();
             self.pages -= 1;
         }
+        // The slot's descriptor points at the page it holds now, ready for the next refill
+        // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
+        let desc = slot
+            .as_ref()
+            .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)));
+        match desc {
+            Some(addr) => self
+                .desc
+                .write_u64(C2H_DESC_BYTES * usize::from(first), C2hDesc::new(addr).to_word()),
+            None => self.unready = Self::UNREADY_ALL,
+        }
     }
 
     /// Gets the spare page from `pool`; `false` if it has none.
@@ -937,6 +977,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         }
         self.pages = 0;
         self.posted = 0;
+        self.unready = Self::UNREADY_ALL;
         self.head = self.tail;
         self.started = false;
     }
@@ -1637,6 +1678,100 @@ mod tests {
         let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
         assert_eq!((out.done, out.armed, out.more, out.error), (1, true, false, None));
         assert_eq!(got, [f]);
+        finish(&card, &dev, &mut delay, pool, rx);
+    }
+
+    /// Checks what a refill posts without walking the slots ([`RxQueue::unready`]): each posted
+    /// slot, and each unposted slot after the ones the next refill walks, holds a page its
+    /// descriptor in ring memory points at.
+    fn assert_descriptors_match(rx: &TestRx<'_>) {
+        let len = rx.didx.len();
+        let region = len - rx.posted;
+        let walked = rx.unready.min(region);
+        for k in 0..len {
+            let i = rx.didx.add(rx.head, k);
+            let trusted = k < rx.posted || k - rx.posted >= walked;
+            if !trusted {
+                continue;
+            }
+            let page = rx.slots[usize::from(i)]
+                .as_ref()
+                .unwrap_or_else(|| panic!("slot {i} ({k} from head) trusted without a page"));
+            let want = C2hDesc::new(page.dma_addr().checked_add(u64::from(RX_HEADROOM)).unwrap());
+            let word = rx.desc.read_u64(C2H_DESC_BYTES * usize::from(i));
+            assert_eq!(
+                word,
+                want.to_word(),
+                "slot {i} ({k} from head): descriptor of another page"
+            );
+        }
+    }
+
+    #[test]
+    fn descriptors_follow_the_pages_through_reuse_replacement_starvation_and_restart() {
+        let card = testutil::card();
+        // One page per slow call, so that failed allocations starve the refill.
+        let (dev, mut delay, mut pool, mut rx) = started(&card, 1);
+        let db = dev.doorbells();
+        assert_descriptors_match(&rx);
+        let mut sent = Vec::new();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let mut os: Vec<DmaPage> = Vec::new();
+        let mut n = 0usize;
+        // 12 rounds of 20 frames wrap the 63-entry ring almost four times.
+        for round in 0..12u8 {
+            for i in 0..20u8 {
+                let f = frame(64 + usize::from(i), round.wrapping_mul(31).wrapping_add(i));
+                card.inject(0, &f);
+                sent.push(f);
+            }
+            settle(&card);
+            if round % 4 == 2 {
+                // The spare and the refill go without pages for a while.
+                card.faults().fail_next_page_allocs(3);
+            }
+            {
+                // Every third frame goes to the OS (the spare takes its slot), the others are
+                // recycled (the page stays).
+                let mut sink = |f: RxFrame<DmaPage>, _: &mut Pool<'_>| {
+                    got.push(f.data().to_vec());
+                    n += 1;
+                    if n.is_multiple_of(3) {
+                        os.push(f.page);
+                        Handled::ToOs
+                    } else {
+                        Handled::Recycle(f)
+                    }
+                };
+                while rx.poll(64, &db, &mut pool, &mut sink).more {}
+            }
+            assert_descriptors_match(&rx);
+            for p in os.drain(..) {
+                pool.return_from_os(p, 128);
+            }
+            if round == 6 {
+                rx.restart(&dev, &mut delay, &mut pool).unwrap();
+                assert_descriptors_match(&rx);
+            }
+        }
+        // Every frame the queue delivered is one that was sent, in order and intact: the device
+        // wrote each into the page of the slot the queue took it from.
+        let s = rx.stats();
+        assert!(
+            s.rx_no_page > 0 && s.refill_alloc_failures > 0,
+            "the pool ran dry"
+        );
+        // The rest were dropped for lack of a spare page, or by the device for lack of posted
+        // descriptors while the refill starved.
+        let no_desc = card.stats().c2h_no_desc_dropped;
+        assert_eq!(got.len() as u64 + s.rx_no_page + no_desc, sent.len() as u64);
+        let mut rest = sent.iter();
+        for g in &got {
+            assert!(
+                rest.any(|f| f == g),
+                "a delivered frame that was not sent, or out of order"
+            );
+        }
         finish(&card, &dev, &mut delay, pool, rx);
     }
 }
