@@ -262,8 +262,12 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     published: u16,
     stopped: bool,
     thresholds: TxThresholds,
-    in_flight: TxInFlight,
-    /// Pages of the own pool the queue holds: in flight (`in_flight.pool`), or parked in a slot
+    /// OS frames in flight. The pool pages in flight are the rest of the in-flight descriptors
+    /// (every descriptor carries one buffer), so they need no count of their own.
+    os_in_flight: u32,
+    /// Frames of other devices or queues in flight.
+    remote_in_flight: u32,
+    /// Pages of the own pool the queue holds: in flight, or parked in a slot
     /// (in its buffer or in [`TxSlot::parked`]). A page going from the ring to its slot, or a
     /// parked page leaving as another comes in, changes nothing here.
     pool_held: u32,
@@ -320,7 +324,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             published: 0,
             stopped: false,
             thresholds: TxThresholds::for_ring(usable),
-            in_flight: TxInFlight::default(),
+            os_in_flight: 0,
+            remote_in_flight: 0,
             pool_held: 0,
             bytes_posted: 0,
             bytes_cleaned: 0,
@@ -397,20 +402,29 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// In-flight buffers by owner.
     #[must_use]
     pub const fn in_flight_by_owner(&self) -> TxInFlight {
-        self.in_flight
+        TxInFlight {
+            pool: self.pool_in_flight(),
+            os: self.os_in_flight,
+            remote: self.remote_in_flight,
+        }
+    }
+
+    /// Pool pages in flight: the in-flight descriptors that carry neither an OS nor a remote frame.
+    const fn pool_in_flight(&self) -> u32 {
+        self.in_flight() as u32 - self.os_in_flight - self.remote_in_flight
     }
 
     /// XDP_TX pages of the own pool in flight.
     #[must_use]
     pub const fn pool_pages_in_flight(&self) -> u64 {
-        self.in_flight.pool as u64
+        self.pool_in_flight() as u64
     }
 
     /// Pages of the own pool parked in slots, sent and waiting for the next XDP_TX frame posted
     /// in their slot (for [`crate::queue::pool::PageCounts::tx_parked`]).
     #[must_use]
     pub const fn pool_pages_parked(&self) -> u64 {
-        (self.pool_held - self.in_flight.pool) as u64
+        (self.pool_held - self.pool_in_flight()) as u64
     }
 
     /// Whether flow control has stopped the queue (the OS should not offer frames until a
@@ -509,10 +523,10 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         };
         let addr = frame.dma_addr();
         let buf = if remote {
-            self.in_flight.remote += 1;
+            self.remote_in_flight += 1;
             TxBuf::Remote(frame)
         } else {
-            self.in_flight.os += 1;
+            self.os_in_flight += 1;
             TxBuf::Os(frame)
         };
         // An OS or remote frame leaves a parked page where it is, for a later XDP_TX frame.
@@ -573,7 +587,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
-        self.in_flight.pool += 1;
         let parked = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more);
         Ok(match parked {
             // The page the slot held leaves as this one comes in, synced for the device as a
@@ -647,14 +660,25 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     ) -> Option<PoolFrame<Pg>> {
         let back = self.write_desc::<UNPARK>(addr, len, buf);
         self.stats.queued += 1;
-        if self.free < self.thresholds.stop_below && !self.stopped {
-            self.stopped = true;
-            self.stats.stops += 1;
-        }
-        if !more || self.stopped {
+        if self.free < self.thresholds.stop_below || self.stopped {
+            self.stop(db);
+        } else if !more {
             self.flush(db);
         }
         back
+    }
+
+    /// A post left fewer free descriptors than the stop threshold, or came while the queue was
+    /// stopped: the queue stops (counted once per stop) and publishes what it queued, so that
+    /// nothing waits for a doorbell while the OS holds back.
+    #[cold]
+    #[inline(never)]
+    fn stop<W: RegisterWindow>(&mut self, db: &Doorbells<W>) {
+        if !self.stopped {
+            self.stopped = true;
+            self.stats.stops += 1;
+        }
+        self.flush(db);
     }
 
     /// Puts `buf` in the next free slot and its descriptor in ring memory (the shadow first, one
@@ -750,9 +774,8 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         let end = self.slots.as_mut()[usize::from(last)].end;
         self.stats.tx_bytes += end.wrapping_sub(self.bytes_cleaned);
         self.bytes_cleaned = end;
-        let packets = if self.in_flight.os == 0 && self.in_flight.remote == 0 {
+        let packets = if self.os_in_flight == 0 && self.remote_in_flight == 0 {
             // Only XDP_TX frames in flight: they stay parked in their slots, nothing to walk.
-            self.in_flight.pool -= u32::from(n);
             self.next_to_clean = cidx;
             self.free += n;
             u64::from(n)
@@ -808,7 +831,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool: &mut P,
         done: &mut C,
     ) -> u64 {
-        let mut in_flight = self.in_flight;
+        let (mut os, mut remote) = (self.os_in_flight, self.remote_in_flight);
         let mut held = self.pool_held;
         let mut packets = 0u64;
         let mut clean = self.next_to_clean;
@@ -817,7 +840,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             let slot = &mut slots[usize::from(clean)];
             clean = self.idx.next(clean);
             if PARK && matches!(slot.buf, Some(TxBuf::Pool(_))) {
-                in_flight.pool -= 1;
                 packets += 1;
                 continue;
             }
@@ -827,7 +849,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             packets += 1;
             match buf {
                 TxBuf::Pool(f) => {
-                    in_flight.pool -= 1;
                     // The frame was synced for the device at transmit time; the bytes up to its
                     // end may still have been written by the CPU before that (XDP rewrote
                     // headers), so the pool syncs them again before the device writes the page
@@ -837,18 +858,19 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
                     held -= 1;
                 }
                 TxBuf::Os(f) => {
-                    in_flight.os -= 1;
+                    os -= 1;
                     done.os_done(f);
                 }
                 TxBuf::Remote(f) => {
-                    in_flight.remote -= 1;
+                    remote -= 1;
                     done.remote_done(f);
                 }
             }
         }
         self.next_to_clean = clean;
         self.free += n;
-        self.in_flight = in_flight;
+        self.os_in_flight = os;
+        self.remote_in_flight = remote;
         self.pool_held = held;
         packets
     }
