@@ -47,7 +47,7 @@ pub use queue::pool::{
     NoPage, NoPages, PageBurst, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, RecycleRing,
 };
 pub use queue::rx::{PollOutcome, RxFrame, RxOptions, RxQueue};
-pub use queue::tx::{PoolFrame, TxBuf, TxDone, TxError, TxFrame, TxQueue, TxSlot};
+pub use queue::tx::{PoolFrame, TxDone, TxError, TxFrame, TxQueue, TxSlot};
 pub use stats::{PairStats, PoolStats, QueueCounters, RxStats, TxStats};
 #[cfg(feature = "xdp")]
 pub use xdp::RxContext;

@@ -183,7 +183,7 @@ impl Bench<'_> {
         }
         let mut done = FrameDone::new(&self.rings, self.card.dma());
         let other = &mut self.ports[1].pairs[0];
-        other.tx.reclaim(&mut other.pool, &mut done);
+        other.tx.reclaim(&mut done);
     }
 
     /// Best nanoseconds per frame for `path` at `wire_len`.

@@ -453,7 +453,7 @@ fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool
                 let pair = &mut f.pairs[q];
                 if pair.tx.in_flight() > 0 {
                     let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut f.os_free);
-                    pair.tx.reclaim(&mut pair.pool, &mut done);
+                    pair.tx.reclaim(&mut done);
                 }
                 busy |= pair.tx.in_flight() > 0;
                 continue;
@@ -807,7 +807,7 @@ impl Generator {
         let sending = s.sent < s.quota;
         for pair in &mut func.pairs {
             let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut func.os_free);
-            pair.tx.reclaim(&mut pair.pool, &mut done);
+            pair.tx.reclaim(&mut done);
         }
         let db = func.dev.doorbells();
         while s.sent < due {

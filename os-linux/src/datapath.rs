@@ -10,7 +10,6 @@ use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{xdp_xmit, XdpRxq};
-use onic_core::NoPages;
 use onic_core::RxContext;
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
@@ -143,7 +142,7 @@ where
             map: &self.dma,
             napi_budget,
         };
-        tx.reclaim(&mut NoPages, &mut done);
+        tx.reclaim(&mut done);
         let after = tx.stats();
         TxClean {
             bytes: after.tx_bytes.wrapping_sub(before.tx_bytes),
@@ -208,7 +207,7 @@ where
             map: &self.dma,
             napi_budget: None,
         };
-        tx.reclaim(&mut NoPages, &mut done);
+        tx.reclaim(&mut done);
         let db = self.dev.doorbells();
         let mut sent = 0;
         for chunk in frames.chunks(XMIT_CHUNK) {

@@ -628,7 +628,7 @@ impl<'c> Harness<'c> {
     pub fn reclaim(&mut self, func: usize, q: usize) {
         let pair = &mut self.funcs[func].pairs[q];
         completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
-            pair.tx.reclaim(&mut pair.pool, done)
+            pair.tx.reclaim(done)
         });
     }
 

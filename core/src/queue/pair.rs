@@ -196,7 +196,7 @@ where
         ctx: &mut RxContext<'_, S>,
         done: &mut C,
     ) -> PairPoll {
-        let tx = self.tx.reclaim(&mut self.pool, done);
+        let tx = self.tx.reclaim(done);
         let rx = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
         PairPoll { tx, rx }
     }
@@ -525,7 +525,7 @@ mod tests {
             card.run_until_idle();
             let egress = card.take_egress(0);
             assert_eq!(egress, if sent { std::vec![f] } else { Vec::new() });
-            // The TX completion gives the page back to the pool.
+            // The TX completion ends the page's flight (it stays parked in its TX slot).
             p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
             assert_eq!(p.tx.pool_pages_in_flight(), 0);
             let (r, pool, _, _) = p.teardown(&dev, &mut delay, &mut NoDone);

@@ -6,19 +6,20 @@
 //! slot. That record is the only thing read back from ring memory, and its index is validated
 //! against the driver's own indices before any slot is touched.
 //!
-//! Buffers have owners ([`TxBuf`]): an XDP_TX page goes back to the RX side it came from, an OS
-//! frame back to the OS, a frame of another device back to that device, each through the path
-//! given to [`TxQueue::reclaim`]. An XDP_TX page the device is done with stays parked in its slot
-//! until the next XDP_TX frame posted in that slot takes it out, synced for the device, for the RX
-//! slot that frame's page leaves ([`TxQueue::xmit_pool`]): in a steady XDP_TX flow, pages go from
-//! the TX ring to the RX ring without a trip through the pool. At most one page is parked per
-//! slot; the pool gets them back at teardown ([`TxQueue::drain`]).
+//! Buffers have owners: an XDP_TX page ([`PoolFrame`]) goes back to the RX side it came from, an
+//! OS frame back to the OS, a frame of another device back to that device. OS and remote frames
+//! go back through the path given to [`TxQueue::reclaim`]. An XDP_TX page the device is done with
+//! stays parked in its slot until the next XDP_TX frame posted in that slot takes its place and
+//! it goes, synced for the device, to the RX slot that frame's page leaves
+//! ([`TxQueue::xmit_pool`]): in a steady XDP_TX flow, pages go from the TX ring to the RX ring
+//! without a trip through the pool. A slot keeps its XDP_TX frame and an OS or remote frame
+//! apart, so an OS or remote frame posted in a slot leaves the page parked there as it is, and a
+//! slot parks one page at most; the pool gets them back at teardown ([`TxQueue::drain`]).
 //!
-//! A reclaim does not touch the slots of XDP_TX frames at all: the frame stays in its slot's
-//! buffer, parked as it is, and the slot's next post takes it out (an OS or remote frame posted
-//! there moves it aside, into the slot's `parked` field). While no OS or remote frame is in
-//! flight, a reclaim is a handful of index and counter updates, whatever the number of frames it
-//! completes: the bytes come from a running byte count each slot records.
+//! A reclaim does not touch XDP_TX frames at all: a sent one is parked as it is. While no OS or
+//! remote frame is in flight, a reclaim is a handful of index and counter updates, whatever the
+//! number of frames it completes: the bytes come from a running byte count each slot records.
+//! Otherwise it walks the completed slots and hands their OS and remote frames back.
 //!
 //! The queue keeps the buffers in slot storage the caller gives it (one [`TxSlot`] per usable ring
 //! entry) and owns from then on, so the core needs no allocation: the storage is a type parameter
@@ -112,18 +113,26 @@ impl<Pg> PoolFrame<Pg> {
     }
 }
 
-/// A buffer on the TX ring and where it goes when the device is done with it.
+/// A frame of someone else than the RX pool on the TX ring, and where it goes when the device is
+/// done with it.
 #[derive(Debug)]
-pub enum TxBuf<Pg, F> {
-    /// XDP_TX: a page of the paired RX queue's pool; parked in its slot once sent, for the RX
-    /// ring (see the module docs).
-    Pool(PoolFrame<Pg>),
+enum Foreign<F> {
     /// A frame of the OS; handed to [`TxDone::os_done`].
     Os(F),
     /// A frame of another device or queue (redirect target, `ndo_xdp_xmit`); handed to
     /// [`TxDone::remote_done`], which gives it back to its owner (e.g. through that pool's
     /// [`crate::queue::pool::RecycleRing`]).
     Remote(F),
+}
+
+impl<F> Foreign<F> {
+    /// Hands the frame to its owner.
+    fn done<C: TxDone<F>>(self, done: &mut C) {
+        match self {
+            Self::Os(f) => done.os_done(f),
+            Self::Remote(f) => done.remote_done(f),
+        }
+    }
 }
 
 /// Where completed OS and remote frames go.
@@ -135,28 +144,30 @@ pub trait TxDone<F> {
 }
 
 /// One entry of a TX queue's bookkeeping storage.
+///
+/// The slot's descriptor carries its OS or remote frame when it has one, else its XDP_TX frame.
+/// Outside the in-flight window the slot holds no OS or remote frame (the reclaim hands every one
+/// back), and its XDP_TX frame, if any, is sent and parked (see the module docs).
 #[derive(Debug)]
 pub struct TxSlot<Pg, F> {
-    /// The buffer posted here. Outside the in-flight window it is `None` or a sent XDP_TX frame
-    /// (parked, see the module docs); OS and remote frames are always taken out by the reclaim.
-    buf: Option<TxBuf<Pg, F>>,
+    /// An XDP_TX frame posted here: in flight, or sent and parked until the next XDP_TX frame
+    /// posted in this slot takes its place ([`TxQueue::xmit_pool`]). An OS or remote frame
+    /// posted here leaves it where it is, so a slot parks one page at most.
+    pool: Option<PoolFrame<Pg>>,
+    /// An OS or remote frame posted here, until the reclaim hands it back.
+    foreign: Option<Foreign<F>>,
     /// The queue's running count of bytes posted, up to and including this slot's frame (the
     /// descriptor's length, which the driver never reads back): a reclaim's bytes are the
     /// difference between two slots' counts.
     end: u64,
-    /// A sent XDP_TX frame an OS or remote frame posted in this slot moved out of `buf`: the
-    /// next XDP_TX frame posted here hands its page to the RX slot its own page leaves
-    /// ([`TxQueue::xmit_pool`]). Never set while `buf` holds an XDP_TX frame, so a slot parks one
-    /// page at most.
-    parked: Option<PoolFrame<Pg>>,
 }
 
 impl<Pg, F> TxSlot<Pg, F> {
     /// An empty slot (usable in `const` array initialisers for static storage).
     pub(crate) const EMPTY: Self = Self {
-        buf: None,
+        pool: None,
+        foreign: None,
         end: 0,
-        parked: None,
     };
 
     /// An empty slot.
@@ -267,9 +278,8 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     os_in_flight: u32,
     /// Frames of other devices or queues in flight.
     remote_in_flight: u32,
-    /// Pages of the own pool the queue holds: in flight, or parked in a slot
-    /// (in its buffer or in [`TxSlot::parked`]). A page going from the ring to its slot, or a
-    /// parked page leaving as another comes in, changes nothing here.
+    /// Pages of the own pool the queue holds: in flight, or parked in a slot. A page going from
+    /// the ring to its slot, or a parked page leaving as another comes in, changes nothing here.
     pool_held: u32,
     /// Bytes posted since the queue started (wrapping): the running count of [`TxSlot::end`].
     bytes_posted: u64,
@@ -522,15 +532,14 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             }
         };
         let addr = frame.dma_addr();
-        let buf = if remote {
+        let frame = if remote {
             self.remote_in_flight += 1;
-            TxBuf::Remote(frame)
+            Foreign::Remote(frame)
         } else {
             self.os_in_flight += 1;
-            TxBuf::Os(frame)
+            Foreign::Os(frame)
         };
-        // An OS or remote frame leaves a parked page where it is, for a later XDP_TX frame.
-        let _ = self.post::<W, false>(db, addr, len, buf, more);
+        self.post_foreign(db, addr, len, frame, more);
         Ok(())
     }
 
@@ -587,7 +596,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         }
         // The CPU may have rewritten the frame (XDP): make those bytes the device's.
         pool.sync_for_device(&frame.page, usize::from(frame.offset), usize::from(want));
-        let parked = self.post::<W, true>(db, addr, want, TxBuf::Pool(frame), more);
+        let parked = self.post_pool(db, addr, want, frame, more);
         Ok(match parked {
             // The page the slot held leaves as this one comes in, synced for the device as a
             // recycle would sync it; a provider with nothing to give back keeps it.
@@ -645,27 +654,65 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         Ok(())
     }
 
-    /// Writes one descriptor (the shadow first, then ring memory) and rings the doorbell unless
-    /// more frames of the batch follow and the ring has room; the caller checked that it has
-    /// one free descriptor at least. With `UNPARK`, returns the sent XDP_TX frame parked in the
-    /// slot (as [`TxQueue::write_desc`]).
+    /// Posts an XDP_TX frame in the next free slot (as [`TxQueue::post`]); returns the sent
+    /// XDP_TX frame parked in the slot, if any.
     #[inline(always)]
-    fn post<W: RegisterWindow, const UNPARK: bool>(
+    fn post_pool<W: RegisterWindow>(
         &mut self,
         db: &Doorbells<W>,
         addr: DmaAddr,
         len: u16,
-        buf: TxBuf<Pg, F>,
+        frame: PoolFrame<Pg>,
         more: bool,
     ) -> Option<PoolFrame<Pg>> {
-        let back = self.write_desc::<UNPARK>(addr, len, buf);
+        let i = self.next_to_use;
+        let end = self.bytes_posted.wrapping_add(u64::from(len));
+        let slot = &mut self.slots.as_mut()[usize::from(i)];
+        slot.end = end;
+        let back = slot.pool.replace(frame);
+        self.post(db, i, addr, len, more);
+        back
+    }
+
+    /// Posts an OS or remote frame in the next free slot (as [`TxQueue::post`]). An XDP_TX frame
+    /// parked there stays, for a later XDP_TX frame.
+    fn post_foreign<W: RegisterWindow>(
+        &mut self,
+        db: &Doorbells<W>,
+        addr: DmaAddr,
+        len: u16,
+        frame: Foreign<F>,
+        more: bool,
+    ) {
+        let i = self.next_to_use;
+        let end = self.bytes_posted.wrapping_add(u64::from(len));
+        let slot = &mut self.slots.as_mut()[usize::from(i)];
+        slot.end = end;
+        let before = slot.foreign.replace(frame);
+        // Not reached: the reclaim hands every OS and remote frame back from the slots it
+        // completes, and only completed slots are posted again.
+        debug_assert!(before.is_none(), "an OS or remote frame left in a free TX slot");
+        drop(before);
+        self.post(db, i, addr, len, more);
+    }
+
+    /// Writes the descriptor of slot `i` (the next free one, its buffer already in place) into
+    /// ring memory, moves the producer index and the running byte count on, and rings the
+    /// doorbell unless more frames of the batch follow and the ring has room; the caller checked
+    /// that it has one free descriptor at least.
+    #[inline(always)]
+    fn post<W: RegisterWindow>(&mut self, db: &Doorbells<W>, i: u16, addr: DmaAddr, len: u16, more: bool) {
+        let words = H2cDesc::new(addr, len).to_words();
+        self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
+        self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
+        self.next_to_use = self.idx.next(i);
+        self.free -= 1;
         self.stats.queued += 1;
         if self.free < self.thresholds.stop_below || self.stopped {
             self.stop(db);
         } else if !more {
             self.flush(db);
         }
-        back
     }
 
     /// A post left fewer free descriptors than the stop threshold, or came while the queue was
@@ -679,50 +726,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             self.stats.stops += 1;
         }
         self.flush(db);
-    }
-
-    /// Puts `buf` in the next free slot and its descriptor in ring memory (the shadow first, one
-    /// bounds check for both words), and moves the producer index on; no doorbell, no counter.
-    /// The caller has checked that the ring has room.
-    ///
-    /// The slot may hold a sent XDP_TX frame, parked in its buffer or in [`TxSlot::parked`]. With
-    /// `UNPARK` (an XDP_TX post) it is taken out and returned; without, a frame parked in the
-    /// buffer moves to [`TxSlot::parked`] and stays in the slot.
-    #[inline(always)]
-    fn write_desc<const UNPARK: bool>(
-        &mut self,
-        addr: DmaAddr,
-        len: u16,
-        buf: TxBuf<Pg, F>,
-    ) -> Option<PoolFrame<Pg>> {
-        let i = self.next_to_use;
-        self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
-        let end = self.bytes_posted;
-        let slot = &mut self.slots.as_mut()[usize::from(i)];
-        let before = slot.buf.replace(buf);
-        slot.end = end;
-        let back = match before {
-            // `parked` is empty while the buffer holds an XDP_TX frame (TxSlot::parked).
-            Some(TxBuf::Pool(f)) if UNPARK => Some(f),
-            Some(TxBuf::Pool(f)) => {
-                debug_assert!(slot.parked.is_none(), "a slot parks one page at most");
-                slot.parked = Some(f);
-                None
-            }
-            None if UNPARK => slot.parked.take(),
-            None => None,
-            // Not reached: a reclaim takes every OS and remote frame out of the slots it
-            // completes, and only completed slots are posted again.
-            Some(TxBuf::Os(_) | TxBuf::Remote(_)) => {
-                debug_assert!(false, "an OS or remote frame left in a free TX slot");
-                None
-            }
-        };
-        let words = H2cDesc::new(addr, len).to_words();
-        self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
-        self.next_to_use = self.idx.next(i);
-        self.free -= 1;
-        back
     }
 
     /// Publishes every queued descriptor with one H2C PIDX doorbell (nothing if there is none).
@@ -739,11 +742,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     /// Returns the buffers the device is done with to their owners, as far as the H2C status
     /// record says (hardware.md §7.4, §8.2). A consumer index in the record that is not between
     /// next-to-clean and the published producer index puts the queue in its error state.
-    pub fn reclaim<P: PageProvider<Page = Pg>, C: TxDone<F>>(
-        &mut self,
-        pool: &mut P,
-        done: &mut C,
-    ) -> Reclaimed {
+    pub fn reclaim<C: TxDone<F>>(&mut self, done: &mut C) -> Reclaimed {
         if self.error.is_some() || self.next_to_clean == self.next_to_use {
             return Reclaimed::default();
         }
@@ -780,7 +779,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             self.free += n;
             u64::from(n)
         } else {
-            self.give_back::<P, C, true>(n, pool, done)
+            self.give_back(n, done)
         };
         self.stats.tx_packets += packets;
         debug_assert_eq!(self.free, self.idx.free(self.next_to_clean, self.next_to_use));
@@ -818,82 +817,48 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.error = Some(e);
     }
 
-    /// Returns the buffers of the `n` slots from next-to-clean to their owners and moves
-    /// next-to-clean past them; returns the frames that were in them. The walk runs over the slot
+    /// Hands the OS and remote frames of the `n` slots from next-to-clean back to their owners
+    /// and moves next-to-clean past them; returns the frames that were in the slots. The XDP_TX
+    /// frames stay in their slots, parked (see the module docs). The walk runs over the slot
     /// storage with the index and the in-flight tallies in locals.
-    ///
-    /// With `PARK`, an XDP_TX frame stays in its slot, parked (see the module docs). Without, its
-    /// page goes back to the pool.
-    #[inline(always)]
-    fn give_back<P: PageProvider<Page = Pg>, C: TxDone<F>, const PARK: bool>(
-        &mut self,
-        n: u16,
-        pool: &mut P,
-        done: &mut C,
-    ) -> u64 {
+    fn give_back<C: TxDone<F>>(&mut self, n: u16, done: &mut C) -> u64 {
         let (mut os, mut remote) = (self.os_in_flight, self.remote_in_flight);
-        let mut held = self.pool_held;
-        let mut packets = 0u64;
         let mut clean = self.next_to_clean;
         let slots = self.slots.as_mut();
         for _ in 0..n {
             let slot = &mut slots[usize::from(clean)];
             clean = self.idx.next(clean);
-            if PARK && matches!(slot.buf, Some(TxBuf::Pool(_))) {
-                packets += 1;
-                continue;
-            }
-            let Some(buf) = slot.buf.take() else {
-                continue;
-            };
-            packets += 1;
-            match buf {
-                TxBuf::Pool(f) => {
-                    // The frame was synced for the device at transmit time; the bytes up to its
-                    // end may still have been written by the CPU before that (XDP rewrote
-                    // headers), so the pool syncs them again before the device writes the page
-                    // on receive.
-                    let dirty = f.dirty_len();
-                    pool.recycle_direct(f.page, dirty);
-                    held -= 1;
-                }
-                TxBuf::Os(f) => {
+            match slot.foreign.take() {
+                Some(f @ Foreign::Os(_)) => {
                     os -= 1;
-                    done.os_done(f);
+                    f.done(done);
                 }
-                TxBuf::Remote(f) => {
+                Some(f @ Foreign::Remote(_)) => {
                     remote -= 1;
-                    done.remote_done(f);
+                    f.done(done);
                 }
+                None => {}
             }
         }
         self.next_to_clean = clean;
         self.free += n;
         self.os_in_flight = os;
         self.remote_in_flight = remote;
-        self.pool_held = held;
-        packets
+        u64::from(n)
     }
 
-    /// Gives the buffers left in the slots outside the in-flight window back: parked XDP_TX
-    /// pages to `pool` (synced for the device over what the CPU may have written), and, should
-    /// one be there, an OS or remote frame to `done`.
+    /// Gives the XDP_TX pages in the slots, in flight or parked, back to `pool`, synced for the
+    /// device over what the CPU may have written, and, should one be left, an OS or remote frame
+    /// to `done`. Only once the device no longer reads the ring ([`TxQueue::drain`]).
     fn unpark_all<P: PageProvider<Page = Pg>, C: TxDone<F>>(&mut self, pool: &mut P, done: &mut C) {
         for slot in self.slots.as_mut() {
-            match slot.buf.take() {
-                Some(TxBuf::Pool(f)) => {
-                    let dirty = f.dirty_len();
-                    pool.recycle_direct(f.page, dirty);
-                    self.pool_held -= 1;
-                }
-                Some(TxBuf::Os(f)) => done.os_done(f),
-                Some(TxBuf::Remote(f)) => done.remote_done(f),
-                None => {}
-            }
-            if let Some(f) = slot.parked.take() {
+            if let Some(f) = slot.pool.take() {
                 let dirty = f.dirty_len();
                 pool.recycle_direct(f.page, dirty);
                 self.pool_held -= 1;
+            }
+            if let Some(f) = slot.foreign.take() {
+                f.done(done);
             }
         }
     }
@@ -912,7 +877,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             return;
         }
         // Not sent: returned to the owners without counting.
-        let _ = self.give_back::<P, C, false>(self.in_flight(), pool, done);
+        let _ = self.give_back(self.in_flight(), done);
         self.unpark_all(pool, done);
         self.bytes_cleaned = self.bytes_posted;
         self.published = self.next_to_use;
@@ -944,7 +909,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool: &mut P,
         done: &mut C,
     ) -> Result<()> {
-        self.reclaim(pool, done);
+        self.reclaim(done);
         let proof = match dev.teardown_tx_queue(delay, self.cfg.qid) {
             Ok(proof) => proof,
             Err(e) => {
@@ -990,7 +955,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         pool: &mut P,
         done: &mut C,
     ) -> (Result<()>, Option<St>) {
-        self.reclaim(pool, done);
+        self.reclaim(done);
         match dev.teardown_tx_queue(delay, self.cfg.qid) {
             Ok(proof) => (Ok(()), self.release(pool, done, &proof)),
             Err(e) => {
@@ -1248,7 +1213,7 @@ mod tests {
         card.run_until_idle();
         assert_eq!(card.take_egress(0), frames);
         let mut done = Done::default();
-        let r = tx.reclaim(&mut pool, &mut done);
+        let r = tx.reclaim(&mut done);
         assert_eq!(
             r,
             Reclaimed {
@@ -1268,7 +1233,7 @@ mod tests {
         r.unwrap();
         let slots = slots.expect("the storage comes back");
         assert!(
-            slots.iter().all(|s| s.buf.is_none()),
+            slots.iter().all(|s| s.pool.is_none() && s.foreign.is_none()),
             "the storage comes back empty"
         );
         drop(pool);
@@ -1298,7 +1263,7 @@ mod tests {
         assert_eq!(tx.stats().tx_busy, 1);
         card.run_until_idle();
         let mut done = Done::default();
-        let r = tx.reclaim(&mut pool, &mut done);
+        let r = tx.reclaim(&mut done);
         assert_eq!(
             r,
             Reclaimed {
@@ -1345,7 +1310,7 @@ mod tests {
         assert_eq!(card.take_egress(0), [want1, want2]);
         let cached = pool.available();
         let mut done = Done::default();
-        tx.reclaim(&mut pool, &mut done);
+        tx.reclaim(&mut done);
         // The pool page stays in its slot for the next XDP_TX frame posted there, not in the pool.
         assert_eq!(pool.available(), cached);
         assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
@@ -1357,20 +1322,14 @@ mod tests {
     }
 
     /// Posts `n` OS frames and reclaims them once the device sent them.
-    fn send_os_frames<'c, W: RegisterWindow>(
-        card: &'c Card,
-        db: &Doorbells<W>,
-        tx: &mut TestTx<'c>,
-        pool: &mut Pool<'c>,
-        n: u8,
-    ) {
+    fn send_os_frames<'c, W: RegisterWindow>(card: &'c Card, db: &Doorbells<W>, tx: &mut TestTx<'c>, n: u8) {
         for i in 0..n {
             tx.xmit_os(db, OsFrame::new(card.dma(), &frame(64, i)), i + 1 < n)
                 .unwrap();
         }
         card.run_until_idle();
         let mut done = Done::default();
-        assert_eq!(tx.reclaim(pool, &mut done).completed, u16::from(n));
+        assert_eq!(tx.reclaim(&mut done).completed, u16::from(n));
         done.free();
     }
 
@@ -1394,14 +1353,14 @@ mod tests {
         assert!(tx.xmit_pool(&db, &mut pool, first, false).unwrap().is_none());
         card.run_until_idle();
         let mut done = Done::default();
-        tx.reclaim(&mut pool, &mut done);
+        tx.reclaim(&mut done);
         assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         // OS frames through every other slot (and then slot 0 too) leave it where it is.
-        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
-        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
+        send_os_frames(&card, &db, &mut tx, 31);
+        send_os_frames(&card, &db, &mut tx, 31);
         assert_eq!(tx.indices(), (0, 0));
-        send_os_frames(&card, &db, &mut tx, &mut pool, 31);
-        send_os_frames(&card, &db, &mut tx, &mut pool, 32);
+        send_os_frames(&card, &db, &mut tx, 31);
+        send_os_frames(&card, &db, &mut tx, 32);
         assert_eq!(tx.indices(), (0, 0));
         assert_eq!(tx.pool_pages_parked(), 1);
         // The next XDP_TX frame of slot 0 takes the parked page out for the RX ring.
@@ -1413,7 +1372,7 @@ mod tests {
         pool.recycle(back, 0);
         card.run_until_idle();
         assert_eq!(card.take_egress(0).last(), Some(&frame(64, 2)));
-        tx.reclaim(&mut pool, &mut done);
+        tx.reclaim(&mut done);
         assert_eq!((tx.pool_pages_in_flight(), tx.pool_pages_parked()), (0, 1));
         // The teardown gives the parked page back to the pool.
         let cached = pool.available();
@@ -1441,7 +1400,7 @@ mod tests {
         st.set_cidx(10);
         tx.ring.write_u64(H2C_DESC_BYTES * 63, st.to_word());
         let mut done = Done::default();
-        assert_eq!(tx.reclaim(&mut pool, &mut done), Reclaimed::default());
+        assert_eq!(tx.reclaim(&mut done), Reclaimed::default());
         let err = QueueError::H2cCidx {
             cidx: 10,
             clean: 0,
@@ -1481,7 +1440,7 @@ mod tests {
         card.run_until_idle();
         let mut done = Done::default();
         for _ in 0..3 {
-            tx.reclaim(&mut pool, &mut done);
+            tx.reclaim(&mut done);
         }
         assert_eq!(
             tx.error(),
@@ -1505,7 +1464,7 @@ mod tests {
             .unwrap();
         card.run_until_idle();
         assert_eq!(card.take_egress(0), [frame(64, 9)]);
-        assert_eq!(tx.reclaim(&mut pool, &mut done).completed, 1);
+        assert_eq!(tx.reclaim(&mut done).completed, 1);
         tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
         done.free();
         drop(pool);

@@ -62,8 +62,9 @@ where
     /// - PASS: the page goes to `ctx.sink` (a refusal recycles it, `rx_pass_refused`).
     /// - DROP, ABORTED, a raw verdict that is no [`XdpAction`]: the page is recycled
     ///   (`rx_xdp_drop`; also `rx_xdp_aborted` or `rx_xdp_invalid`).
-    /// - TX: the same page is queued on the pair's TX queue and returns to the pool when the TX
-    ///   completion says so; on a full ring it is recycled at once (`rx_xdp_tx_errors`).
+    /// - TX: the same page is queued on the pair's TX queue; once sent it stays parked in its TX
+    ///   slot until a later XDP_TX frame of that slot sends it to the RX ring (the pool gets it
+    ///   back at teardown); on a full ring it is recycled at once (`rx_xdp_tx_errors`).
     /// - REDIRECT: the frame is padded, synced for the device and handed to `ctx.redirect`; a
     ///   refusal recycles it (`rx_xdp_redirect_errors`).
     ///
@@ -83,7 +84,7 @@ where
         R: RedirectTable<P::Page>,
         C: TxDone<F>,
     {
-        let reclaimed = self.tx.reclaim(&mut self.pool, done);
+        let reclaimed = self.tx.reclaim(done);
         // The program is looked at once per poll: without one, the loop is the plain one.
         let Some(prog) = ctx.prog.as_deref_mut() else {
             let out = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);

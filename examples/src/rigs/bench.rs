@@ -548,7 +548,7 @@ pub fn tx_driver_model(m: &Method) -> Sample {
             pair.tx.flush(&db);
             card.run_until_idle();
             let mut done = FrameDone::new(&[], dma).keep_os_pages(&mut free);
-            pkts += u64::from(pair.tx.reclaim(&mut pair.pool, &mut done).completed);
+            pkts += u64::from(pair.tx.reclaim(&mut done).completed);
         }
         (t.elapsed(), pkts)
     });

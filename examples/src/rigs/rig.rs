@@ -666,9 +666,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
                 }
             }
         }
-        if let Some(q) = queues.first_mut() {
-            target.reclaim(&mut q.pair.pool, &mut done);
-        }
+        target.reclaim(&mut done);
         total
     }
 
@@ -936,7 +934,7 @@ impl<'a> TxRig<'a> {
 
     /// Driver side: returns completed buffers to the OS. Returns how many.
     pub fn reclaim(&mut self) -> u16 {
-        self.tx.reclaim(&mut self.pool, &mut self.free).completed
+        self.tx.reclaim(&mut self.free).completed
     }
 
     /// Returns everything to the OS and frees the OS buffers.

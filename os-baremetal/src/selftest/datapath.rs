@@ -878,7 +878,7 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
                     &dp.homes,
                     dp.dma,
                 );
-                let r = pair.tx.reclaim(&mut pair.pool, &mut done);
+                let r = pair.tx.reclaim(&mut done);
                 book.hk_reclaims += 1;
                 book.hk_completed += u64::from(r.completed);
             }
