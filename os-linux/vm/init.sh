@@ -321,9 +321,15 @@ case $(uname -r) in
 	echo "SKIP: RX-metadata hash (Linux $(uname -r) has no XDP RX-metadata kfuncs)"
 	;;
 *)
-	$A onic_xdp_hash onicsim0 /xdp/xdp_hash.o 4 >/tmp/hash 2>&1 &
+	$A onic_xdp_hash onicsim0 /xdp/xdp_hash.o 8 >/tmp/hash 2>&1 &
 	HP=$!
-	sleep 1
+	# The probes go out once the program is attached (it says so), not after a guessed delay:
+	# on a loaded host loading and attaching it took more than a second. Deadline 30 s.
+	n=0
+	while [ $n -lt 30 ] && ! grep -q '^attached$' /tmp/hash && kill -0 $HP 2>/dev/null; do
+		sleep 1
+		n=$((n + 1))
+	done
 	$B traceroute -n -m 1 -q 3 -w 1 192.0.2.1 >/dev/null 2>&1
 	wait $HP
 	sed 's/^/    | /' /tmp/hash
