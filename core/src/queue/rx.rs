@@ -508,10 +508,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                     *slot = Some(p);
                     added += 1;
                 }
-                let addr = slot
-                    .as_ref()
-                    .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)))?;
-                Some(C2hDesc::new(addr).to_word())
+                slot.as_ref().and_then(desc_word)
             });
         if failed {
             self.stats.refill_alloc_failures += 1;
@@ -938,13 +935,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         }
         // The slot's descriptor points at the page it holds now, ready for the next refill
         // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
-        let desc = slot
-            .as_ref()
-            .and_then(|p| p.dma_addr().checked_add(u64::from(RX_HEADROOM)));
-        match desc {
-            Some(addr) => self
-                .desc
-                .write_u64(C2H_DESC_BYTES * usize::from(first), C2hDesc::new(addr).to_word()),
+        match slot.as_ref().and_then(desc_word) {
+            Some(word) => self.desc.write_u64(C2H_DESC_BYTES * usize::from(first), word),
             None => self.unready = Self::UNREADY_ALL,
         }
     }
@@ -1175,6 +1167,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
 }
 
 /// Clears a ring (descriptors, entries and the status record).
+/// The C2H descriptor of a slot holding `page`: the buffer starts [`RX_HEADROOM`] bytes in
+/// (hardware.md §12.1). `None` when that address does not fit 64 bits.
+#[inline]
+fn desc_word<Pg: PoolPage>(page: &Pg) -> Option<u64> {
+    let addr = page.dma_addr().checked_add(u64::from(RX_HEADROOM))?;
+    Some(C2hDesc::new(addr).to_word())
+}
+
 fn zero<D: DmaMemory>(ring: &CoherentRegion<D>) {
     for off in (0..ring.len()).step_by(8) {
         ring.write_u64(off, 0);
@@ -1697,11 +1697,10 @@ mod tests {
             let page = rx.slots[usize::from(i)]
                 .as_ref()
                 .unwrap_or_else(|| panic!("slot {i} ({k} from head) trusted without a page"));
-            let want = C2hDesc::new(page.dma_addr().checked_add(u64::from(RX_HEADROOM)).unwrap());
             let word = rx.desc.read_u64(C2H_DESC_BYTES * usize::from(i));
             assert_eq!(
-                word,
-                want.to_word(),
+                Some(word),
+                desc_word(page),
                 "slot {i} ({k} from head): descriptor of another page"
             );
         }

@@ -666,10 +666,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         more: bool,
     ) -> Option<PoolFrame<Pg>> {
         let i = self.next_to_use;
-        let end = self.bytes_posted.wrapping_add(u64::from(len));
-        let slot = &mut self.slots.as_mut()[usize::from(i)];
-        slot.end = end;
-        let back = slot.pool.replace(frame);
+        let back = self.next_slot(len).pool.replace(frame);
         self.post(db, i, addr, len, more);
         back
     }
@@ -685,10 +682,7 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         more: bool,
     ) {
         let i = self.next_to_use;
-        let end = self.bytes_posted.wrapping_add(u64::from(len));
-        let slot = &mut self.slots.as_mut()[usize::from(i)];
-        slot.end = end;
-        let before = slot.foreign.replace(frame);
+        let before = self.next_slot(len).foreign.replace(frame);
         // Not reached: the reclaim hands every OS and remote frame back from the slots it
         // completes, and only completed slots are posted again.
         debug_assert!(before.is_none(), "an OS or remote frame left in a free TX slot");
@@ -696,15 +690,24 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         self.post(db, i, addr, len, more);
     }
 
-    /// Writes the descriptor of slot `i` (the next free one, its buffer already in place) into
-    /// ring memory, moves the producer index and the running byte count on, and rings the
+    /// The next free slot, for a frame of `len` bytes: the running byte count moves on by
+    /// `len` and the slot records it ([`TxSlot::end`]).
+    #[inline(always)]
+    fn next_slot(&mut self, len: u16) -> &mut TxSlot<Pg, F> {
+        self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
+        let slot = &mut self.slots.as_mut()[usize::from(self.next_to_use)];
+        slot.end = self.bytes_posted;
+        slot
+    }
+
+    /// Writes the descriptor of slot `i` (the next free one, its buffer already in place through
+    /// [`TxQueue::next_slot`]) into ring memory, moves the producer index on, and rings the
     /// doorbell unless more frames of the batch follow and the ring has room; the caller checked
     /// that it has one free descriptor at least.
     #[inline(always)]
     fn post<W: RegisterWindow>(&mut self, db: &Doorbells<W>, i: u16, addr: DmaAddr, len: u16, more: bool) {
         let words = H2cDesc::new(addr, len).to_words();
         self.ring.write_u64s(H2C_DESC_BYTES * usize::from(i), 8, &words);
-        self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
         self.next_to_use = self.idx.next(i);
         self.free -= 1;
         self.stats.queued += 1;
