@@ -285,6 +285,65 @@ impl<P> RecycleRing<P> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The ring's counters now (32-bit, wrapping; see [`RingTotals`]).
+    fn counts(&self) -> RingCounts {
+        RingCounts {
+            pushed: self.pushed.load(Ordering::Relaxed),
+            full: self.full.load(Ordering::Relaxed),
+            os_returns: self.os_returns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A ring whose counters start just below their wrap, for the tests of [`RingTotals`].
+    #[cfg(test)]
+    fn near_wrap(below: u32) -> Self {
+        let r = Self::new();
+        let start = u32::MAX - below;
+        r.pushed.store(start, Ordering::Relaxed);
+        r.full.store(start, Ordering::Relaxed);
+        r.os_returns.store(start, Ordering::Relaxed);
+        r
+    }
+}
+
+/// A [`RecycleRing`]'s counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RingCounts {
+    pushed: u32,
+    full: u32,
+    os_returns: u32,
+}
+
+/// The 64-bit totals of a [`RecycleRing`]'s counters, kept by the owning pool.
+///
+/// The ring's counters are 32-bit atomics (every target with atomics has those; some have no
+/// 64-bit ones) and wrap after 2^32 pages, a minute at full rate. The owner folds what each one
+/// moved since its last look into 64-bit totals whenever it takes pages out of the ring (and the
+/// statistics add what moved since). That is exact as long as no counter moves 2^32 between two
+/// folds, and none can: a push needs room, which only the owner's pops (each a fold) make, and
+/// every refused push releases one of the pool's pages, so the owner runs dry and refills (a fold)
+/// long before.
+#[derive(Clone, Copy, Debug, Default)]
+struct RingTotals {
+    /// The counters at the last fold.
+    seen: RingCounts,
+    pushed: u64,
+    full: u64,
+    os_returns: u64,
+}
+
+impl RingTotals {
+    /// The totals as of `now` (the ring's counters read after the last fold).
+    fn at(&self, now: RingCounts) -> Self {
+        let moved = |now: u32, seen: u32| u64::from(now.wrapping_sub(seen));
+        Self {
+            seen: now,
+            pushed: self.pushed + moved(now.pushed, self.seen.pushed),
+            full: self.full + moved(now.full, self.seen.full),
+            os_returns: self.os_returns + moved(now.os_returns, self.seen.os_returns),
+        }
+    }
 }
 
 impl<P> Default for RecycleRing<P> {
@@ -405,6 +464,8 @@ pub struct PagePool<'r, D: DmaMemory, const CACHE: usize = POOL_CACHE_DEFAULT> {
     /// The context-local LIFO cache.
     cache: PageStack<CACHE>,
     ring: Option<&'r RecycleRing<DmaPage>>,
+    /// The ring's counters folded into 64 bits.
+    ring_totals: RingTotals,
     stats: PoolStats,
     reused: Reused,
 }
@@ -419,6 +480,10 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
             cfg: PoolConfig { bulk, ..cfg },
             cache: PageStack::new(),
             ring,
+            ring_totals: RingTotals {
+                seen: ring.map(RecycleRing::counts).unwrap_or_default(),
+                ..RingTotals::default()
+            },
             stats: PoolStats::default(),
             reused: Reused(0),
         }
@@ -480,6 +545,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
             }
             got = true;
         }
+        self.ring_totals = self.ring_totals.at(ring.counts());
         got
     }
 
@@ -639,14 +705,12 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         s.alloc.fast += self.reused.0;
         s.recycle.cached += self.reused.0;
         if let Some(ring) = self.ring {
-            let pushed = ring.pushed.load(Ordering::Relaxed);
-            let full = ring.full.load(Ordering::Relaxed);
-            let os = ring.os_returns.load(Ordering::Relaxed);
-            s.recycle.ring += u64::from(pushed);
-            s.recycle.ring_full += u64::from(full);
+            let t = self.ring_totals.at(ring.counts());
+            s.recycle.ring += t.pushed;
+            s.recycle.ring_full += t.full;
             // A page refused by a full ring was released by whoever held it.
-            s.pages_to_hal += u64::from(full);
-            s.os_returns += u64::from(os);
+            s.pages_to_hal += t.full;
+            s.os_returns += t.os_returns;
         }
         s
     }
@@ -685,6 +749,7 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
             while let Some(r) = ring.pop() {
                 self.release_to_hal(r.page);
             }
+            self.ring_totals = self.ring_totals.at(ring.counts());
         }
     }
 }
@@ -835,6 +900,46 @@ mod tests {
         assert_eq!(pool.page_counts(1, 0, 0, 3), None);
         drop(pool);
         assert_eq!(card.dma_stats().live_pages, 0);
+    }
+
+    #[test]
+    fn ring_counters_stay_exact_across_their_32_bit_wrap() {
+        let card = Card::new(CardConfig::default());
+        let dma = card.dma();
+        let ring: RecycleRing = RecycleRing::near_wrap(2);
+        let mut pool: PagePool<'_, _, 4> = PagePool::new(dma, PoolConfig { bulk: 4, ..cfg() }, Some(&ring));
+        // Rounds of three pages handed to the OS and given back through the ring, the next
+        // round's allocations refilling from it: the ring's counters wrap in the first round.
+        for round in 1..=10u64 {
+            let pages: Vec<_> = (0..3).map(|_| pool.alloc().unwrap()).collect();
+            for p in pages {
+                ring.return_from_os(p, 0).unwrap();
+            }
+            let s = pool.stats();
+            assert_eq!((s.os_returns, s.recycle.ring), (3 * round, 3 * round));
+        }
+        // A full ring refuses pages, its refusal counter wrapping too.
+        let pages: Vec<_> = (0..RECYCLE_RING_CAPACITY + 5)
+            .map(|_| pool.alloc().unwrap())
+            .collect();
+        let mut refused = 0u64;
+        for p in pages {
+            if let Err(p) = ring.recycle(p, 0) {
+                release_to_hal(&dma, Direction::FromDevice, p);
+                refused += 1;
+            }
+        }
+        assert!(refused > 2, "the refusals cross the wrap");
+        let s = pool.stats();
+        assert_eq!(s.recycle.ring_full, refused);
+        assert_eq!(s.recycle.ring, 30 + (RECYCLE_RING_CAPACITY as u64 + 5 - refused));
+        // Every page is accounted for: none with the OS (30 handed out, 30 given back).
+        let counts = pool.page_counts(0, 0, 0, 30).unwrap();
+        assert_eq!(counts.with_os, 0);
+        assert_eq!(counts.in_pool, s.live_pages());
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
     }
 
     #[test]
