@@ -621,35 +621,25 @@ impl<D: DmaMemory> CoherentRegion<D> {
         raw.cpu.as_ptr()
     }
 
-    /// Reads up to `out.len()` little-endian `u64`s at `offset`, `offset + stride`, ... (all
-    /// 8-byte aligned), with one bounds check for the whole run: the batch form of
-    /// [`read_u64`](Self::read_u64) for a ring's entries. It stops at the first value `keep`
-    /// refuses: the values before it are in `out`, and their count is returned; nothing after the
-    /// refused entry is read. The bounds check covers all `out.len()` entries.
+    /// The `count` little-endian `u64`s at `offset`, `offset + stride`, ... (all 8-byte
+    /// aligned), checked once to lie in the region: the batch form of
+    /// [`read_u64`](Self::read_u64) for a ring's entries. Iterating reads each value when it is
+    /// reached (a volatile read), so a caller that stops early reads nothing after it.
     ///
     /// # Panics
     ///
-    /// If an access would be misaligned or outside the region (a driver bug).
+    /// If an entry would be misaligned or outside the region (a driver bug).
     #[inline]
-    pub fn read_u64s_while(
-        &self,
-        offset: usize,
-        stride: usize,
-        out: &mut [u64],
-        mut keep: impl FnMut(u64) -> bool,
-    ) -> usize {
-        let base = self.run_at(offset, stride, out.len());
-        for (i, o) in out.iter_mut().enumerate() {
-            // SAFETY: `run_at` checked that every entry `offset + i * stride` (i < out.len()) is
-            // 8-byte aligned and ends inside the region, so the pointer stays in the allocation;
-            // the memory is valid for volatile access for the life of the token.
-            let v = u64::from_le(unsafe { base.add(offset + i * stride).cast::<u64>().read_volatile() });
-            if !keep(v) {
-                return i;
-            }
-            *o = v;
+    pub fn u64s(&self, offset: usize, stride: usize, count: usize) -> U64s<'_> {
+        let base = self.run_at(offset, stride, count);
+        U64s {
+            // `wrapping_add`: the pointer only becomes a place to read in `next`, where it is one
+            // of the checked entries (for an empty run it may lie past the end, never read).
+            next: base.wrapping_add(offset),
+            stride,
+            left: count,
+            region: core::marker::PhantomData,
         }
-        out.len()
     }
 
     /// Writes `values` little-endian at `offset`, `offset + stride`, ... (all 8-byte aligned),
@@ -657,7 +647,7 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// # Panics
     ///
-    /// As [`read_u64s_while`](Self::read_u64s_while).
+    /// As [`u64s`](Self::u64s).
     pub fn write_u64s(&self, offset: usize, stride: usize, values: &[u64]) {
         let mut it = values.iter();
         let _ = self.write_u64s_with(offset, stride, values.len(), |_| it.next().copied());
@@ -670,7 +660,7 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// # Panics
     ///
-    /// As [`read_u64s_while`](Self::read_u64s_while).
+    /// As [`u64s`](Self::u64s).
     #[inline]
     pub fn write_u64s_with(
         &self,
@@ -684,7 +674,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
             let Some(v) = next(i) else {
                 return i;
             };
-            // SAFETY: as in `read_u64s_while`, for the `count` entries `run_at` checked.
+            // SAFETY: `run_at` checked that every entry `offset + i * stride` (i < count) is
+            // 8-byte aligned and ends inside the region, so the pointer stays in the allocation;
+            // the memory is valid for volatile access for the life of the token.
             unsafe {
                 base.add(offset + i * stride)
                     .cast::<u64>()
@@ -692,6 +684,34 @@ impl<D: DmaMemory> CoherentRegion<D> {
             };
         }
         count
+    }
+}
+
+/// The entries of a run in a [`CoherentRegion`] ([`CoherentRegion::u64s`]), read one by one as
+/// the iteration reaches them.
+pub struct U64s<'a> {
+    next: *mut u8,
+    stride: usize,
+    left: usize,
+    region: core::marker::PhantomData<&'a [u8]>,
+}
+
+impl Iterator for U64s<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        self.left = self.left.checked_sub(1)?;
+        // SAFETY: `CoherentRegion::u64s` checked that each of the run's `left` remaining entries
+        // from `next` on is 8-byte aligned and inside the region, which the borrow keeps alive;
+        // its memory is valid for volatile access.
+        let v = u64::from_le(unsafe { self.next.cast::<u64>().read_volatile() });
+        self.next = self.next.wrapping_add(self.stride);
+        Some(v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
     }
 }
 
@@ -890,9 +910,8 @@ mod tests {
         // Sixteen-byte ring entries: the first word of each of the 256 entries, up to the last.
         let values: Vec<u64> = (0..256u64).map(|i| i << 32 | i).collect();
         region.write_u64s(0, 16, &values);
-        let mut back = [0u64; 256];
-        assert_eq!(region.read_u64s_while(0, 16, &mut back, |_| true), 256);
-        assert_eq!(back[..], values[..]);
+        let back: Vec<u64> = region.u64s(0, 16, 256).collect();
+        assert_eq!(back, values);
         assert_eq!(
             region.read_u64(8),
             0,
@@ -900,7 +919,7 @@ mod tests {
         );
         assert_eq!(region.read_u64(PAGE_SIZE - 16), 255 << 32 | 255);
         // An empty run checks nothing and touches nothing.
-        assert_eq!(region.read_u64s_while(PAGE_SIZE, 8, &mut [], |_| true), 0);
+        assert_eq!(region.u64s(PAGE_SIZE, 8, 0).next(), None);
         region.write_u64s(PAGE_SIZE, 8, &[]);
     }
 
@@ -917,13 +936,14 @@ mod tests {
             0,
             "nothing past the end of the run is written"
         );
-        // Reading stops at the first refused value; the slots after it are left alone.
+        // A run read in part, then in full.
         region.write_u64s(0, 8, &[1, 3, 4, 5]);
-        let mut out = [u64::MAX; 4];
-        let kept = region.read_u64s_while(0, 8, &mut out, |v| v % 2 == 1);
-        assert_eq!((kept, out), (2, [1, 3, u64::MAX, u64::MAX]));
-        let mut all = [0; 4];
-        assert_eq!(region.read_u64s_while(0, 8, &mut all, |_| true), 4);
+        let mut run = region.u64s(0, 8, 4);
+        assert_eq!(
+            (run.next(), run.next(), run.size_hint()),
+            (Some(1), Some(3), (2, Some(2)))
+        );
+        let all: Vec<u64> = region.u64s(0, 8, 4).collect();
         assert_eq!(all, [1, 3, 4, 5]);
     }
 
@@ -958,9 +978,9 @@ mod tests {
         let dma = HostDma::new();
         let region = CoherentRegion::new(&dma, PAGE_SIZE, AddrLimit::Any).unwrap();
         // Entries at 4072 and 4088: the second ends exactly at the end, which is fine.
-        let _ = region.read_u64s_while(PAGE_SIZE - 24, 16, &mut [0; 2], |_| true);
-        // Entries at 4080 and 4096: the second lies past the end.
-        let _ = region.read_u64s_while(PAGE_SIZE - 16, 16, &mut [0; 2], |_| true);
+        let _ = region.u64s(PAGE_SIZE - 24, 16, 2);
+        // Entries at 4080 and 4096: the second lies past the end, though none is read yet.
+        let _ = region.u64s(PAGE_SIZE - 16, 16, 2);
     }
 
     #[test]

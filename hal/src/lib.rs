@@ -47,7 +47,7 @@ pub mod window;
 pub use addr::DmaAddr;
 pub use context::Quiesced;
 pub use dma::{
-    AddrLimit, CoherentRegion, Direction, DmaError, DmaMemory, DmaPage, PageMem, PageStack, PAGE_SIZE,
+    AddrLimit, CoherentRegion, Direction, DmaError, DmaMemory, DmaPage, PageMem, PageStack, U64s, PAGE_SIZE,
 };
 pub use embedded_hal::delay::DelayNs;
 pub use id::{AbsQueueId, FunctionId, QueueId, MAX_QUEUES_PER_FUNCTION};

@@ -268,6 +268,16 @@ impl Claim {
     }
 }
 
+/// What [`RxQueue::complete_batch`] did.
+struct Batch {
+    /// Completion entries consumed.
+    taken: u16,
+    /// It stopped at an entry without the expected color (not written yet).
+    not_visible: bool,
+    /// The error that put the queue in its error state, if one did.
+    failed: Option<QueueError>,
+}
+
 /// Counts of the frames one poll delivered, kept in registers during the poll and added to the
 /// [`RxStats`] when it returns (nothing can read the statistics in between). Every delivered
 /// frame takes exactly one of the three ways counted, so their sum is the packet count: one
@@ -275,6 +285,8 @@ impl Claim {
 #[derive(Clone, Copy, Default)]
 struct Tally {
     bytes: u64,
+    /// Frames dropped for want of a page to replace theirs.
+    no_page: u64,
     recycled: u64,
     to_os: u64,
     to_tx: u64,
@@ -284,9 +296,108 @@ impl RxStats {
     fn add(&mut self, t: Tally) {
         self.rx_packets += t.recycled + t.to_os + t.to_tx;
         self.rx_bytes += t.bytes;
+        self.rx_no_page += t.no_page;
         self.recycled += t.recycled;
         self.to_os += t.to_os;
         self.to_tx += t.to_tx;
+    }
+}
+
+/// The C2H descriptor ring: its memory and the page of each slot, with the spare and the counts
+/// that go with them. Apart from the rest of [`RxQueue`] so that a frame can be delivered
+/// ([`DescRing::deliver`]) while the completion ring's entries are being read.
+struct DescRing<D: DmaMemory, Pg, St> {
+    region: CoherentRegion<D>,
+    /// One page per descriptor slot: the shadow of the descriptor ring (the queue's own storage,
+    /// handed back by [`RxQueue::teardown`]).
+    slots: St,
+    /// Unposted slots, counted from `tail`, whose descriptor in ring memory may not point at
+    /// their page (or which hold none): a refill walks these. Every unposted slot after them
+    /// holds a page its descriptor already points at (see [`RxQueue::fill`]), so a refill posts
+    /// those by moving the tail alone. [`UNREADY_ALL`] (or any count above the unposted
+    /// slots) walks them all.
+    unready: u16,
+    /// A page ready to replace the next received page that leaves its slot.
+    spare: Option<Pg>,
+    /// Pages held: in slots, plus the spare.
+    pages: u32,
+}
+
+/// [`DescRing::unready`] when no unposted slot may be trusted: the next refill walks them all.
+const UNREADY_ALL: u16 = u16::MAX;
+
+impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
+    /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
+    /// its place must be at hand first (the spare); without one the frame is dropped and its page
+    /// stays. A frame the sink gives back leaves its page in the slot (through
+    /// [`PageProvider::reuse`], which syncs what was written), so the spare is only used up when
+    /// the page goes elsewhere. Always inlined: it is the body of the RX loop.
+    #[inline(always)]
+    fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
+        &mut self,
+        first: u16,
+        len: u32,
+        pool: &mut P,
+        sink: &mut S,
+        tally: &mut Tally,
+    ) {
+        if self.spare.is_none() && !self.take_spare(pool) {
+            tally.no_page += 1;
+            return;
+        }
+        let slot = &mut self.slots.as_mut()[usize::from(first)];
+        let Some(page) = slot.take() else {
+            // Unreachable (a posted slot always holds a page); the next refill walks the slots
+            // and fills it.
+            self.unready = UNREADY_ALL;
+            return;
+        };
+        // Only the bytes the device wrote are handed to the CPU.
+        pool.sync_for_cpu(&page, RX_HEADROOM as usize, len as usize);
+        tally.bytes += u64::from(len);
+        // CAST: `len` (a u16 field) fits u16. Both callers checked it against one buffer:
+        // 1..=single_limit, or 1..=buf_bytes; either is at most RX_BUFFER_ROOM.
+        let rx_len = RxLen(len as u16);
+        *slot = match sink.handle(page, rx_len, pool) {
+            Handled::Recycle(f) => {
+                tally.recycled += 1;
+                let end = crate::config::written_after_headroom(f.offset, f.len);
+                pool.reuse(f.page, end.max(len as usize))
+            }
+            Handled::ToOs => {
+                tally.to_os += 1;
+                None
+            }
+            #[cfg(feature = "xdp")]
+            Handled::ToTx(back) => {
+                tally.to_tx += 1;
+                back
+            }
+        };
+        if slot.is_none() {
+            // The page left (to the OS, a TX ring that gave none back, or a provider with
+            // nothing to give back): the spare takes its slot. The next frame asks the pool for
+            // the next spare, so a frame is dropped exactly when no replacement page can be had
+            // for it.
+            *slot = self.spare.take();
+            self.pages -= 1;
+        }
+        // The slot's descriptor points at the page it holds now, ready for the next refill
+        // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
+        match slot.as_ref().and_then(desc_word) {
+            Some(word) => self.region.write_u64(C2H_DESC_BYTES * usize::from(first), word),
+            None => self.unready = UNREADY_ALL,
+        }
+    }
+
+    /// Gets the spare page from `pool`; `false` if it has none.
+    #[inline]
+    fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
+        self.spare = pool.alloc_page();
+        if self.spare.is_some() {
+            self.pages += 1;
+        }
+        self.spare.is_some()
     }
 }
 
@@ -294,7 +405,8 @@ impl RxStats {
 pub struct RxQueue<D: DmaMemory, Pg, St> {
     cfg: RxQueueConfig,
     opts: RxOptions,
-    desc: CoherentRegion<D>,
+    /// The descriptor ring and the pages behind it.
+    desc: DescRing<D, Pg, St>,
     cmpt: CoherentRegion<D>,
     /// Index space of the C2H descriptor ring.
     didx: Ring,
@@ -305,25 +417,12 @@ pub struct RxQueue<D: DmaMemory, Pg, St> {
     /// Completion lengths below this (after subtracting 1) are good single-buffer frames:
     /// `min(max_frame_len, buf_bytes)`.
     single_limit: u32,
-    /// One page per descriptor slot: the shadow of the descriptor ring (the queue's own storage,
-    /// handed back by [`RxQueue::teardown`]).
-    slots: St,
     /// Oldest posted descriptor (the next one the device fills).
     head: u16,
     /// Next descriptor to post (the C2H producer index).
     tail: u16,
     /// Descriptors posted (between head and tail).
     posted: u16,
-    /// Unposted slots, counted from `tail`, whose descriptor in ring memory may not point at
-    /// their page (or which hold none): a refill walks these. Every unposted slot after them
-    /// holds a page its descriptor already points at (see [`RxQueue::fill`]), so a refill posts
-    /// those by moving the tail alone. [`RxQueue::UNREADY_ALL`] (or any count above the unposted
-    /// slots) walks them all.
-    unready: u16,
-    /// A page ready to replace the next received page that leaves its slot.
-    spare: Option<Pg>,
-    /// Pages held: in slots, plus the spare.
-    pages: u32,
     /// Next completion entry to read.
     cmpt_cidx: u16,
     /// The completion consumer index last written to the device (CMPT CIDX doorbell).
@@ -394,18 +493,20 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
             single_limit: opts.max_frame_len.min(cfg.buf.bytes()).min(RX_BUFFER_ROOM),
             cfg,
             opts,
-            desc,
+            desc: DescRing {
+                region: desc,
+                slots,
+                unready: UNREADY_ALL,
+                spare: None,
+                pages: 0,
+            },
             cmpt,
             didx,
             cring,
             cmpt_stride,
-            slots,
             head: 0,
             tail: 0,
             posted: 0,
-            unready: Self::UNREADY_ALL,
-            spare: None,
-            pages: 0,
             cmpt_cidx: 0,
             cmpt_acked: 0,
             color: Color::INITIAL,
@@ -419,9 +520,6 @@ impl<D: DmaMemory + Clone, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg,
 }
 
 impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
-    /// [`RxQueue::unready`] when no unposted slot may be trusted: the next refill walks them all.
-    const UNREADY_ALL: u16 = u16::MAX;
-
     /// Fills the ring from `pool` and programs the queue's contexts; the C2H PIDX the device starts
     /// with is the number of descriptors posted, and the completion interrupt is armed
     /// (hardware.md §5.8, §13.2). A pool that runs dry leaves the ring partly filled (later polls
@@ -438,7 +536,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         pool: &mut P,
     ) -> Result<()> {
         self.fill(pool);
-        let (desc, cmpt) = (self.desc.lend(), self.cmpt.lend());
+        let (desc, cmpt) = (self.desc.region.lend(), self.cmpt.lend());
         self.device_qid = dev.device_queue(self.cfg.qid);
         dev.init_rx_queue(delay, &self.cfg, desc, cmpt, self.tail)?;
         self.started = true;
@@ -458,12 +556,12 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// written; the slots behind them are posted as they are.
     fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
         let target = self.didx.len() - 1;
-        self.unready = self.unready.min(self.didx.len() - self.posted);
-        while self.posted < target && self.unready > 0 {
+        self.desc.unready = self.desc.unready.min(self.didx.len() - self.posted);
+        while self.posted < target && self.desc.unready > 0 {
             // A run of slots up to the end of the ring, written with one bounds check.
             let tail = self.tail;
             let run = (target - self.posted)
-                .min(self.unready)
+                .min(self.desc.unready)
                 .min(self.didx.len() - tail)
                 .min(REFILL_BATCH_MAX);
             let n = self.stage(tail, usize::from(run), pool);
@@ -471,7 +569,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             let n16 = n as u16;
             self.tail = self.didx.add(tail, n16);
             self.posted += n16;
-            self.unready -= n16;
+            self.desc.unready -= n16;
             if n16 < run {
                 return self.posted;
             }
@@ -489,7 +587,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     #[inline]
     fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, run: usize, pool: &mut P) -> usize {
         let start = usize::from(tail);
-        let Some(slots) = self.slots.as_mut().get_mut(start..start + run) else {
+        let Some(slots) = self.desc.slots.as_mut().get_mut(start..start + run) else {
             return 0;
         };
         // The counters stay in locals during the loop, so that nothing in it writes through
@@ -499,6 +597,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         let mut slots = slots.iter_mut();
         let written = self
             .desc
+            .region
             .write_u64s_with(C2H_DESC_BYTES * start, C2H_DESC_BYTES, run, |_| {
                 let slot = slots.next()?;
                 if slot.is_none() {
@@ -514,7 +613,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         if failed {
             self.stats.refill_alloc_failures += 1;
         }
-        self.pages += added;
+        self.desc.pages += added;
         written
     }
 
@@ -573,15 +672,13 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         let mut cidx = self.cmpt_cidx;
         let mut color = self.color;
         let mut tally = Tally::default();
-        let mut words = [0u64; REFILL_BATCH_MAX as usize];
         while done < budget && cidx != pidx {
-            // A batch of entries: read and checked for their color first, then handled.
             let n = self.batch_len(cidx, pidx, budget - done);
-            let ready = self.read_batch(cidx, color, &mut words[..n]);
-            // The entries are the device's; everything they describe (the frame data) is read
-            // after them.
-            fence(Ordering::Acquire);
-            let (taken, failed) = self.complete_batch(&words[..ready], pool, sink, &mut tally);
+            let Batch {
+                taken,
+                not_visible,
+                failed,
+            } = self.complete_batch(cidx, n, color, pool, sink, &mut tally);
             // A batch never crosses the end of the ring: reaching it wraps to 0 and flips the
             // color.
             cidx = self.cring.add(cidx, taken);
@@ -596,7 +693,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 self.fail(e);
                 return self.outcome(done, false, false);
             }
-            if usize::from(taken) == ready && ready < n {
+            if not_visible {
                 self.stats.cmpt_not_ready += 1;
                 not_ready = true;
                 break;
@@ -721,7 +818,11 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         if !self.opts.check_c2h_status || !self.started {
             return None;
         }
-        let rec = WbStatus::from_word(self.desc.read_u64(C2H_DESC_BYTES * usize::from(self.didx.len())));
+        let rec = WbStatus::from_word(
+            self.desc
+                .region
+                .read_u64(C2H_DESC_BYTES * usize::from(self.didx.len())),
+        );
         let device = rec.cidx();
         (device != self.head).then_some(Claim::OutOfStep {
             device,
@@ -771,27 +872,12 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         usize::from(n).min(budget)
     }
 
-    /// Reads `words.len()` completion entries from `cidx` (which do not cross the end of the
-    /// ring); returns how many carry `color`, the ones before the first that does not (not yet
-    /// visible).
-    #[inline]
-    fn read_batch(&self, cidx: u16, color: Color, words: &mut [u64]) -> usize {
-        let stride = self.cmpt_stride;
-        // The color bit of a word, and the word's bits under it when it carries `color`: one mask
-        // and one compare per entry.
-        let mut only_color = CmptEntry::from_word(0);
-        only_color.set_color(true);
-        let mask = only_color.to_word();
-        let want = if color.bit() { mask } else { 0 };
-        self.cmpt
-            .read_u64s_while(stride * usize::from(cidx), stride, words, |w| w & mask == want)
-    }
-
-    /// Handles the completion entries of one batch (all of the expected color): validation,
-    /// descriptor accounting, delivery or drop. Returns how many it consumed and the error that
-    /// put the queue in its error state, if one did. It stops after the first entry that is not a
-    /// good single-buffer frame: the general path may have taken several descriptors, and the
-    /// caller checks for a refill before going on.
+    /// Reads and handles up to `n` completion entries from `cidx` (which do not cross the end of
+    /// the ring), each as it is reached: its color checked (an entry without the expected one is
+    /// not written yet, and ends the batch unread), then validation, descriptor accounting,
+    /// delivery or drop. It also stops after the first entry that is not a good single-buffer
+    /// frame: the general path may have taken several descriptors, and the caller checks for a
+    /// refill before going on.
     ///
     /// The common case is tested first, with the same checks folded into one comparison: no
     /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
@@ -799,37 +885,68 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// every check of the general path, which handles everything else. The descriptor ring's
     /// head and posted count (and the ring's size) stay in locals while the common case runs
     /// (nothing in it reads them from `self`) and are stored back before the general path,
-    /// which reads them.
+    /// which reads them. The entries are read in place (no copy): the delivery borrows only the
+    /// descriptor ring ([`DescRing`]), not the completion ring being read.
     #[inline(always)]
     fn complete_batch<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
-        entries: &[u64],
+        cidx: u16,
+        n: usize,
+        color: Color,
         pool: &mut P,
         sink: &mut S,
         tally: &mut Tally,
-    ) -> (u16, Option<QueueError>) {
+    ) -> Batch {
+        // The color bit of a word, and the word's bits under it when it carries `color`: one mask
+        // and one compare per entry.
+        let mut only_color = CmptEntry::from_word(0);
+        only_color.set_color(true);
+        let mask = only_color.to_word();
+        let want = if color.bit() { mask } else { 0 };
         let mut head = self.head;
         let mut posted = self.posted;
         let didx = self.didx;
+        let limit = self.single_limit;
+        let stride = self.cmpt_stride;
         let mut taken = 0u16;
-        for &word in entries {
+        for word in self.cmpt.u64s(stride * usize::from(cidx), stride, n) {
+            if word & mask != want {
+                self.head = head;
+                self.posted = posted;
+                return Batch {
+                    taken,
+                    not_visible: true,
+                    failed: None,
+                };
+            }
+            // The entry is the device's; everything it describes (the frame data) is read after
+            // it.
+            fence(Ordering::Acquire);
             taken += 1;
             let entry = CmptEntry::from_word(word);
             let len = u32::from(entry.pkt_len());
-            if !entry.err() && posted > 0 && len.wrapping_sub(1) < self.single_limit {
+            if !entry.err() && posted > 0 && len.wrapping_sub(1) < limit {
                 let first = head;
                 head = didx.next(first);
                 posted -= 1;
-                self.deliver(first, len, pool, sink, tally);
+                self.desc.deliver(first, len, pool, sink, tally);
                 continue;
             }
             self.head = head;
             self.posted = posted;
-            return (taken, self.complete_general(entry, pool, sink, tally).err());
+            return Batch {
+                taken,
+                not_visible: false,
+                failed: self.complete_general(entry, pool, sink, tally).err(),
+            };
         }
         self.head = head;
         self.posted = posted;
-        (taken, None)
+        Batch {
+            taken,
+            not_visible: false,
+            failed: None,
+        }
     }
 
     /// [`RxQueue::complete_batch`] for anything but a good single-buffer frame.
@@ -874,81 +991,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             self.stats.rx_multi_buffer += 1;
             return Ok(());
         }
-        self.deliver(first, len, pool, sink, tally);
+        self.desc.deliver(first, len, pool, sink, tally);
         Ok(())
-    }
-
-    /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
-    /// its place must be at hand first (the spare); without one the frame is dropped and its page
-    /// stays. A frame the sink gives back leaves its page in the slot (through
-    /// [`PageProvider::reuse`], which syncs what was written), so the spare is only used up when
-    /// the page goes elsewhere. Always inlined: it is the body of the RX loop.
-    #[inline(always)]
-    fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
-        &mut self,
-        first: u16,
-        len: u32,
-        pool: &mut P,
-        sink: &mut S,
-        tally: &mut Tally,
-    ) {
-        if self.spare.is_none() && !self.take_spare(pool) {
-            self.stats.rx_no_page += 1;
-            return;
-        }
-        let slot = &mut self.slots.as_mut()[usize::from(first)];
-        let Some(page) = slot.take() else {
-            // Unreachable (a posted slot always holds a page); the next refill walks the slots
-            // and fills it.
-            self.unready = Self::UNREADY_ALL;
-            return;
-        };
-        // Only the bytes the device wrote are handed to the CPU.
-        pool.sync_for_cpu(&page, RX_HEADROOM as usize, len as usize);
-        tally.bytes += u64::from(len);
-        // CAST: `len` (a u16 field) fits u16. Both callers checked it against one buffer:
-        // 1..=single_limit, or 1..=buf_bytes; either is at most RX_BUFFER_ROOM.
-        let rx_len = RxLen(len as u16);
-        *slot = match sink.handle(page, rx_len, pool) {
-            Handled::Recycle(f) => {
-                tally.recycled += 1;
-                let end = crate::config::written_after_headroom(f.offset, f.len);
-                pool.reuse(f.page, end.max(len as usize))
-            }
-            Handled::ToOs => {
-                tally.to_os += 1;
-                None
-            }
-            #[cfg(feature = "xdp")]
-            Handled::ToTx(back) => {
-                tally.to_tx += 1;
-                back
-            }
-        };
-        if slot.is_none() {
-            // The page left (to the OS, a TX ring that gave none back, or a provider with
-            // nothing to give back): the spare takes its slot. The next frame asks the pool for
-            // the next spare, so a frame is dropped exactly when no replacement page can be had
-            // for it.
-            *slot = self.spare.take();
-            self.pages -= 1;
-        }
-        // The slot's descriptor points at the page it holds now, ready for the next refill
-        // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
-        match slot.as_ref().and_then(desc_word) {
-            Some(word) => self.desc.write_u64(C2H_DESC_BYTES * usize::from(first), word),
-            None => self.unready = Self::UNREADY_ALL,
-        }
-    }
-
-    /// Gets the spare page from `pool`; `false` if it has none.
-    #[inline]
-    fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
-        self.spare = pool.alloc_page();
-        if self.spare.is_some() {
-            self.pages += 1;
-        }
-        self.spare.is_some()
     }
 
     /// Returns every page in the ring to `pool`. `proof` says the queue's contexts are invalidated
@@ -959,17 +1003,23 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         if !self.proven_by(proof) {
             return;
         }
-        if let Some(p) = self.spare.take() {
+        if let Some(p) = self.desc.spare.take() {
             pool.recycle_direct(p, 0);
         }
-        for slot in self.slots.as_mut().iter_mut().take(usize::from(self.didx.len())) {
+        for slot in self
+            .desc
+            .slots
+            .as_mut()
+            .iter_mut()
+            .take(usize::from(self.didx.len()))
+        {
             if let Some(p) = slot.take() {
                 pool.recycle_direct(p, 0);
             }
         }
-        self.pages = 0;
+        self.desc.pages = 0;
         self.posted = 0;
-        self.unready = Self::UNREADY_ALL;
+        self.desc.unready = UNREADY_ALL;
         self.head = self.tail;
         self.started = false;
     }
@@ -996,7 +1046,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 onic_hal::error!(
                     "onic: RX queue {} not quiesced: its rings and {} pages are left to the device",
                     self.cfg.qid,
-                    self.pages
+                    self.desc.pages
                 );
                 (Err(e), None)
             }
@@ -1013,9 +1063,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             return None;
         }
         self.drain(pool, proof);
-        self.desc.release(proof);
+        self.desc.region.release(proof);
         self.cmpt.release(proof);
-        Some(self.slots)
+        Some(self.desc.slots)
     }
 
     /// Whether `proof` covers this queue: the invalidation of its own contexts, or any proof for
@@ -1069,7 +1119,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         };
         self.stats.rx_abandoned += u64::from(self.unconsumed());
         self.drain(pool, &proof);
-        zero(&self.desc);
+        zero(&self.desc.region);
         zero(&self.cmpt);
         self.head = 0;
         self.tail = 0;
@@ -1131,7 +1181,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// Device address of the C2H descriptor ring.
     #[must_use]
     pub fn desc_ring_dma_addr(&self) -> DmaAddr {
-        self.desc.dma_addr()
+        self.desc.region.dma_addr()
     }
 
     /// Device address of the completion ring.
@@ -1144,7 +1194,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// replaces the next received page leaving its slot.
     #[must_use]
     pub const fn pages_in_ring(&self) -> u64 {
-        self.pages as u64
+        self.desc.pages as u64
     }
 
     /// Descriptors currently posted to the device.
@@ -1687,17 +1737,17 @@ mod tests {
     fn assert_descriptors_match(rx: &TestRx<'_>) {
         let len = rx.didx.len();
         let region = len - rx.posted;
-        let walked = rx.unready.min(region);
+        let walked = rx.desc.unready.min(region);
         for k in 0..len {
             let i = rx.didx.add(rx.head, k);
             let trusted = k < rx.posted || k - rx.posted >= walked;
             if !trusted {
                 continue;
             }
-            let page = rx.slots[usize::from(i)]
+            let page = rx.desc.slots[usize::from(i)]
                 .as_ref()
                 .unwrap_or_else(|| panic!("slot {i} ({k} from head) trusted without a page"));
-            let word = rx.desc.read_u64(C2H_DESC_BYTES * usize::from(i));
+            let word = rx.desc.region.read_u64(C2H_DESC_BYTES * usize::from(i));
             assert_eq!(
                 Some(word),
                 desc_word(page),
