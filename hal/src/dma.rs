@@ -625,8 +625,8 @@ impl<D: DmaMemory> CoherentRegion<D> {
     /// aligned), checked once to lie in the region: the batch form of
     /// [`read_u64`](Self::read_u64) for a ring's entries. Iterating reads each value when it is
     /// reached (a volatile read), so a caller that stops early reads nothing after it. The CPU is
-    /// asked to start loading the run's cache lines at once ([`prefetch`]): a caller that does
-    /// much work per entry then finds the later ones at hand.
+    /// asked to start loading the run's cache lines at once (`prefetcht0` on x86-64): a caller
+    /// that does much work per entry then finds the later ones at hand.
     ///
     /// # Panics
     ///

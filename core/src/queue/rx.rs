@@ -154,7 +154,7 @@ pub(crate) struct RxLen(u16);
 
 impl RxLen {
     /// A length for tests of the frame handlers, checked as the RX queue checks it.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "xdp"))]
     pub(crate) fn for_test(len: u16) -> Self {
         assert!(len >= 1 && u32::from(len) <= RX_BUFFER_ROOM);
         Self(len)
