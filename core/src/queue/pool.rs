@@ -195,7 +195,9 @@ struct Recycled<P> {
 /// packet built on a pool page, another queue or device completing a redirected frame.
 ///
 /// It lives outside the pool (in a `static`, or next to the queue pair) so that the pool's owner
-/// holds `&mut PagePool` while any number of other contexts hold `&RecycleRing`.
+/// holds `&mut PagePool` while any number of other contexts hold `&RecycleRing`. One ring serves
+/// one pool: two pools on the same ring would each count all of its traffic in their statistics
+/// and their page census.
 ///
 /// Backed by `heapless`' lock-free MPMC queue. That queue can refuse an operation while another
 /// context is preempted in the middle of one; a refused push is treated as "ring full" (the page
