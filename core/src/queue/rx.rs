@@ -909,15 +909,12 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         let limit = self.single_limit;
         let stride = self.cmpt_stride;
         let mut taken = 0u16;
+        // Three exits, each storing the indices back through `end_run`: a single exit (a labelled
+        // block yielding where the run stopped) measured 5 to 10 instructions more per frame, the
+        // stop reason becoming a flag stored on every entry.
         for word in self.cmpt.u64s(stride * usize::from(cidx), stride, n) {
             if word & mask != want {
-                self.head = head;
-                self.posted = posted;
-                return Batch {
-                    taken,
-                    not_visible: true,
-                    failed: None,
-                };
+                return self.end_run(head, posted, taken, true);
             }
             // The entry is the device's; everything it describes (the frame data) is read after
             // it.
@@ -932,19 +929,22 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 self.desc.deliver(first, len, pool, sink, tally);
                 continue;
             }
-            self.head = head;
-            self.posted = posted;
-            return Batch {
-                taken,
-                not_visible: false,
-                failed: self.complete_general(entry, pool, sink, tally).err(),
-            };
+            let mut batch = self.end_run(head, posted, taken, false);
+            batch.failed = self.complete_general(entry, pool, sink, tally).err();
+            return batch;
         }
+        self.end_run(head, posted, taken, false)
+    }
+
+    /// Stores the indices a run of [`RxQueue::complete_batch`] kept in registers and says what
+    /// the run did.
+    #[inline(always)]
+    fn end_run(&mut self, head: u16, posted: u16, taken: u16, not_visible: bool) -> Batch {
         self.head = head;
         self.posted = posted;
         Batch {
             taken,
-            not_visible: false,
+            not_visible,
             failed: None,
         }
     }

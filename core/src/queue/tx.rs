@@ -301,6 +301,15 @@ pub struct TxQueue<D: DmaMemory, Pg, F, St> {
     stats: TxStats,
 }
 
+impl<D: DmaMemory, Pg, F, St> TxQueue<D, Pg, F, St> {
+    /// Whether flow control has stopped the queue (the OS should not offer frames until a
+    /// reclaim reports [`Reclaimed::woke`]).
+    #[must_use]
+    pub const fn is_stopped(&self) -> bool {
+        self.stop_at == STOPPED
+    }
+}
+
 impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue<D, Pg, F, St> {
     /// Allocates the ring (zeroed, below 4 GiB, hardware.md §1.4) and takes `slots` (empty) as
     /// the queue's own bookkeeping storage: an array, a boxed slice, a `Vec`, a `heapless::Vec`
@@ -442,13 +451,6 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
     #[must_use]
     pub const fn pool_pages_parked(&self) -> u64 {
         (self.pool_held - self.pool_in_flight()) as u64
-    }
-
-    /// Whether flow control has stopped the queue (the OS should not offer frames until a
-    /// reclaim reports [`Reclaimed::woke`]).
-    #[must_use]
-    pub const fn is_stopped(&self) -> bool {
-        self.stop_at == STOPPED
     }
 
     /// Stops the queue (flow control); `true` if it was running.
@@ -1091,7 +1093,7 @@ impl<D: DmaMemory, Pg, F, St> core::fmt::Debug for TxQueue<D, Pg, F, St> {
             .field("qid", &self.cfg.qid)
             .field("next_to_use", &self.next_to_use)
             .field("next_to_clean", &self.next_to_clean)
-            .field("stopped", &(self.stop_at == STOPPED))
+            .field("stopped", &self.is_stopped())
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
