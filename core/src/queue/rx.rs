@@ -90,8 +90,11 @@ use crate::stats::counters::RxStats;
 /// Largest frame the stock shell passes (hardware.md §14: 1514 bytes without FCS).
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 1514;
 
-/// Most descriptors handed back per refill batch.
-pub const REFILL_BATCH_MAX: u16 = 32;
+/// Most descriptors handed back per refill batch: one NAPI budget, so that a full poll of a
+/// large ring writes one CIDX and one C2H PIDX doorbell. (32 measured 4 instructions per frame
+/// more on every RX path, each batch's doorbells, run checks and refill spread over half as many
+/// frames.)
+pub const REFILL_BATCH_MAX: u16 = 64;
 
 /// Polls in a row that may end without progress while the device claims work before the queue
 /// gives up ([`RxOptions::stall_polls`]). A poll that finds nothing it can consume costs a few
