@@ -55,7 +55,7 @@ const TUPLE_AT: usize = 22;
 #[inline]
 pub(crate) fn hash_common(frame: &[u8], segments: &[u64; 4], gfni: bool) -> Option<FrameHash> {
     let head = common_case(frame)?;
-    Some(if gfni {
+    let value = if gfni {
         // SAFETY: `gfni` is only passed as true by a hasher whose backend is ClmulGfni, which is
         // only chosen after the CPU reported PCLMULQDQ, SSSE3 and GFNI (`Backend::available` /
         // `Backend::detect`).
@@ -64,7 +64,8 @@ pub(crate) fn hash_common(frame: &[u8], segments: &[u64; 4], gfni: bool) -> Opti
         // SAFETY: only called for a hasher whose backend is Clmul or ClmulGfni, chosen after the
         // CPU reported PCLMULQDQ and SSSE3.
         unsafe { common_ssse3(head, segments) }
-    })
+    };
+    Some(with_kind(head, value))
 }
 
 /// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold, the common case by
@@ -174,11 +175,16 @@ fn load_u64x2(v: &[u64; 2]) -> __m128i {
     unsafe { _mm_loadu_si128(v.as_ptr().cast::<__m128i>()) }
 }
 
-/// [`Backend::Clmul`](crate::Backend::Clmul): one common-case frame.
+/// [`Backend::Clmul`](crate::Backend::Clmul): the hash value of one common-case frame.
+///
+/// The backend functions return the value alone, in a register, and the caller adds the kind
+/// ([`with_kind`]): returning a whole [`FrameHash`] from a function that is not inlined (its
+/// target features differ from the caller's) went through a stack slot written and read back
+/// with overlapping accesses of different widths, which the CPU cannot forward, once per frame.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
-    with_kind(head, products(reverse_bits_ssse3(load_tuple(head)), s))
+fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
+    products(reverse_bits_ssse3(load_tuple(head)), s)
 }
 
 /// The matrix of `gf2p8affineqb` that reverses the bits of each byte: result bit `i` is the parity
@@ -186,16 +192,17 @@ fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
 /// (byte 0 is 0x01, byte 7 is 0x80; the identity would be 0x0102_0408_1020_4080).
 const GFNI_REVERSE: u64 = 0x8040_2010_0804_0201;
 
-/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): one common-case frame; the per-byte bit
+/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): the hash value of one common-case frame
+/// (as [`common_ssse3`]); the per-byte bit
 /// reversal is one affine transformation over GF(2) whose matrix has its ones on the
 /// anti-diagonal.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3,gfni")]
-fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> FrameHash {
+fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
     // CAST: a bit pattern.
     let m = _mm_set1_epi64x(GFNI_REVERSE as i64);
     let reversed = _mm_gf2p8affine_epi64_epi8::<0>(load_tuple(head), m);
-    with_kind(head, products(reversed, s))
+    products(reversed, s)
 }
 
 /// Defines a batch function for one backend: the common case through that backend's
@@ -209,7 +216,7 @@ macro_rules! batch_fn {
             let n = frames.len().min(out.len());
             for (o, f) in out.iter_mut().zip(frames) {
                 *o = match common_case(f) {
-                    Some(head) => $one(head, s).hash,
+                    Some(head) => with_kind(head, $one(head, s)).hash,
                     None => table.hash_frame(f),
                 };
             }
