@@ -331,10 +331,18 @@ const UNREADY_ALL: u16 = u16::MAX;
 
 impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
     /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
-    /// its place must be at hand first (the spare); without one the frame is dropped and its page
-    /// stays. A frame the sink gives back leaves its page in the slot (through
-    /// [`PageProvider::reuse`], which syncs what was written), so the spare is only used up when
-    /// the page goes elsewhere. Always inlined: it is the body of the RX loop.
+    /// its place must be at hand first (the spare, or a fresh page from `pool`); without one the
+    /// frame is dropped and its page stays. A frame the sink gives back leaves its page in the
+    /// slot (through [`PageProvider::reuse`], which syncs what was written), so the spare is only
+    /// used up when the page goes elsewhere. Always inlined: it is the body of the RX loop.
+    ///
+    /// With no spare, the fresh page stays in a local until it is known where it goes (the slot,
+    /// or the spare if the frame's page stayed): stored as the spare and loaded back in the same
+    /// frame, it was written as two 8-byte stores and read with one 16-byte load, which the CPU
+    /// cannot forward from stores still on their way to the cache, and every frame that left its
+    /// slot waited for them. The two cases are two inlined copies of [`DescRing::deliver_with`],
+    /// so that the one with a spare (drop, XDP_TX, a copied frame) carries no local it never
+    /// uses.
     #[inline(always)]
     fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
@@ -344,15 +352,38 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         sink: &mut S,
         tally: &mut Tally,
     ) {
-        if self.spare.is_none() && !self.take_spare(pool) {
-            tally.no_page += 1;
+        if self.spare.is_none() {
+            let Some(p) = pool.alloc_page() else {
+                tally.no_page += 1;
+                return;
+            };
+            self.pages += 1;
+            self.deliver_with(first, len, Some(p), pool, sink, tally);
             return;
         }
+        self.deliver_with(first, len, None, pool, sink, tally);
+    }
+
+    /// [`DescRing::deliver`] with the replacement page at hand: `fresh`, or the spare when it is
+    /// `None`.
+    #[inline(always)]
+    fn deliver_with<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
+        &mut self,
+        first: u16,
+        len: u32,
+        fresh: Option<Pg>,
+        pool: &mut P,
+        sink: &mut S,
+        tally: &mut Tally,
+    ) {
         let slot = &mut self.slots.as_mut()[usize::from(first)];
         let Some(page) = slot.take() else {
             // Unreachable (a posted slot always holds a page); the next refill walks the slots
             // and fills it.
             self.unready = UNREADY_ALL;
+            if fresh.is_some() {
+                self.spare = fresh;
+            }
             return;
         };
         // Only the bytes the device wrote are handed to the CPU.
@@ -379,11 +410,16 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         };
         if slot.is_none() {
             // The page left (to the OS, a TX ring that gave none back, or a provider with
-            // nothing to give back): the spare takes its slot. The next frame asks the pool for
-            // the next spare, so a frame is dropped exactly when no replacement page can be had
-            // for it.
-            *slot = self.spare.take();
+            // nothing to give back): the fresh page or the spare takes its slot. The next frame
+            // asks the pool for the next one, so a frame is dropped exactly when no replacement
+            // page can be had for it.
+            *slot = match fresh {
+                Some(p) => Some(p),
+                None => self.spare.take(),
+            };
             self.pages -= 1;
+        } else if fresh.is_some() {
+            self.spare = fresh;
         }
         // The slot's descriptor points at the page it holds now, ready for the next refill
         // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
@@ -391,16 +427,6 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             Some(word) => self.region.write_u64(C2H_DESC_BYTES * usize::from(first), word),
             None => self.unready = UNREADY_ALL,
         }
-    }
-
-    /// Gets the spare page from `pool`; `false` if it has none.
-    #[inline]
-    fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
-        self.spare = pool.alloc_page();
-        if self.spare.is_some() {
-            self.pages += 1;
-        }
-        self.spare.is_some()
     }
 }
 
