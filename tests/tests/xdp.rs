@@ -309,7 +309,7 @@ fn foreign_frame<'c>(h: &mut Harness<'c>, len: usize) -> (u64, HFrame<'c>) {
         page,
         offset: 256,
         len: data.len() as u16,
-        origin: origin as u16,
+        origin: origin as u32,
     };
     (id, HFrame::Xdp(f))
 }

@@ -22,9 +22,14 @@ pub struct XdpFrame<Pg> {
     pub offset: u16,
     /// Frame length (at least `ETH_ZLEN`: short frames are padded before they leave).
     pub len: u16,
-    /// Index of the pool that owns the page (the caller's numbering, e.g. the global pair index),
-    /// for [`return_to_origin`].
-    pub origin: u16,
+    /// Index of the pool that owns the page (the caller's numbering, e.g. the global pair index,
+    /// [`crate::RxContext::origin`]), for [`return_to_origin`].
+    ///
+    /// 32 bits although the index is a `u16`: the frame goes to its target through a `dyn` call,
+    /// in memory, and the target read this field together with the padding behind it as one
+    /// 32-bit load, which the CPU cannot forward from the caller's 16-bit store (a stall on every
+    /// redirected frame).
+    pub origin: u32,
 }
 
 impl<Pg> XdpFrame<Pg> {
@@ -288,7 +293,8 @@ impl<Pg, const N: usize> core::fmt::Debug for DevMap<'_, Pg, N> {
 /// it to the HAL ([`crate::queue::pool::release_to_hal`]).
 pub fn return_to_origin<Pg>(rings: &[&RecycleRing<Pg>], frame: XdpFrame<Pg>) -> Result<(), Pg> {
     let dirty = frame.dirty_len();
-    match rings.get(usize::from(frame.origin)) {
+    let ring = usize::try_from(frame.origin).ok().and_then(|i| rings.get(i));
+    match ring {
         Some(ring) => ring.recycle(frame.page, dirty),
         None => Err(frame.page),
     }

@@ -412,7 +412,7 @@ where
             page: f.page,
             offset: f.offset,
             len: f.len,
-            origin: self.origin,
+            origin: u32::from(self.origin),
         };
         match self.redirect.redirect(target, xf) {
             Ok(Redirected::Queued) => {
