@@ -331,18 +331,15 @@ const UNREADY_ALL: u16 = u16::MAX;
 
 impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
     /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
-    /// its place must be at hand first (the spare, or a fresh page from `pool`); without one the
-    /// frame is dropped and its page stays. A frame the sink gives back leaves its page in the
-    /// slot (through [`PageProvider::reuse`], which syncs what was written), so the spare is only
-    /// used up when the page goes elsewhere. Always inlined: it is the body of the RX loop.
-    ///
-    /// With no spare, the fresh page stays in a local until it is known where it goes (the slot,
-    /// or the spare if the frame's page stayed): stored as the spare and loaded back in the same
-    /// frame, it was written as two 8-byte stores and read with one 16-byte load, which the CPU
-    /// cannot forward from stores still on their way to the cache, and every frame that left its
-    /// slot waited for them. The two cases are two inlined copies of [`DescRing::deliver_with`],
-    /// so that the one with a spare (drop, XDP_TX, a copied frame) carries no local it never
-    /// uses.
+    /// its place must be at hand first (the spare); without one the frame is dropped and its page
+    /// stays. A frame the sink gives back leaves its page in the slot (through
+    /// [`PageProvider::reuse`], which syncs what was written). A page that goes elsewhere is
+    /// replaced by a page from the pool, taken there and then, and by the spare only when the
+    /// pool has none: so the spare stays put while pages flow, and is not stored and loaded back
+    /// for every frame that leaves (written as two 8-byte stores and read a few dozen
+    /// instructions later with one 16-byte load, which the CPU cannot forward from stores still
+    /// in flight: a stall per frame, XDP_PASS 0.6x). Always inlined: it is the body of the RX
+    /// loop.
     #[inline(always)]
     fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
@@ -352,38 +349,15 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         sink: &mut S,
         tally: &mut Tally,
     ) {
-        if self.spare.is_none() {
-            let Some(p) = pool.alloc_page() else {
-                tally.no_page += 1;
-                return;
-            };
-            self.pages += 1;
-            self.deliver_with(first, len, Some(p), pool, sink, tally);
+        if self.spare.is_none() && !self.take_spare(pool) {
+            tally.no_page += 1;
             return;
         }
-        self.deliver_with(first, len, None, pool, sink, tally);
-    }
-
-    /// [`DescRing::deliver`] with the replacement page at hand: `fresh`, or the spare when it is
-    /// `None`.
-    #[inline(always)]
-    fn deliver_with<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
-        &mut self,
-        first: u16,
-        len: u32,
-        fresh: Option<Pg>,
-        pool: &mut P,
-        sink: &mut S,
-        tally: &mut Tally,
-    ) {
         let slot = &mut self.slots.as_mut()[usize::from(first)];
         let Some(page) = slot.take() else {
             // Unreachable (a posted slot always holds a page); the next refill walks the slots
             // and fills it.
             self.unready = UNREADY_ALL;
-            if fresh.is_some() {
-                self.spare = fresh;
-            }
             return;
         };
         // Only the bytes the device wrote are handed to the CPU.
@@ -410,16 +384,16 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         };
         if slot.is_none() {
             // The page left (to the OS, a TX ring that gave none back, or a provider with
-            // nothing to give back): the fresh page or the spare takes its slot. The next frame
-            // asks the pool for the next one, so a frame is dropped exactly when no replacement
-            // page can be had for it.
-            *slot = match fresh {
-                Some(p) => Some(p),
-                None => self.spare.take(),
-            };
-            self.pages -= 1;
-        } else if fresh.is_some() {
-            self.spare = fresh;
+            // nothing to give back): a page from the pool takes its slot, or the spare when the
+            // pool has none. The next frame then asks the pool for the next spare, so a frame is
+            // dropped exactly when no replacement page can be had for it.
+            match pool.alloc_page() {
+                Some(p) => *slot = Some(p),
+                None => {
+                    *slot = self.spare.take();
+                    self.pages -= 1;
+                }
+            }
         }
         // The slot's descriptor points at the page it holds now, ready for the next refill
         // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
@@ -427,6 +401,16 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             Some(word) => self.region.write_u64(C2H_DESC_BYTES * usize::from(first), word),
             None => self.unready = UNREADY_ALL,
         }
+    }
+
+    /// Gets the spare page from `pool`; `false` if it has none.
+    #[inline]
+    fn take_spare<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> bool {
+        self.spare = pool.alloc_page();
+        if self.spare.is_some() {
+            self.pages += 1;
+        }
+        self.spare.is_some()
     }
 }
 
@@ -1226,6 +1210,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         self.desc.pages as u64
     }
 
+    /// Whether the queue holds a spare page: the replacement for the next received page that
+    /// leaves its slot when the pool has none to give at that moment (counted in
+    /// [`RxQueue::pages_in_ring`]).
+    #[must_use]
+    pub const fn has_spare(&self) -> bool {
+        self.desc.spare.is_some()
+    }
+
     /// Descriptors currently posted to the device.
     #[must_use]
     pub const fn posted(&self) -> u16 {
@@ -1397,6 +1389,7 @@ mod tests {
         // posted (3 free descriptors are below the refill batch of 7, so not yet handed back),
         // and the queue holds the spare page it took before the first delivery.
         assert_eq!(rx.pages_in_ring(), 63);
+        assert!(rx.has_spare());
         assert_eq!(rx.posted(), 59);
         let counts = pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap();
         assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
@@ -1597,9 +1590,10 @@ mod tests {
         assert_eq!(rx.stats().to_os, 1);
         assert_eq!(os.len(), 1);
         assert_eq!(os[0].bytes()[256..256 + 91], frame(91, 2)[..]);
-        // 62 posted pages + 1 that went to the OS: the spare took its slot (the next frame asks
-        // for the next spare), so the ring still has 62 pages.
-        assert_eq!(rx.pages_in_ring(), 62);
+        // 62 posted pages + 1 that went to the OS: a page from the pool took its slot, and the
+        // spare the second frame needed before it was handed over stays for the next frame whose
+        // page leaves: 62 pages in slots and the spare.
+        assert_eq!(rx.pages_in_ring(), 63);
         let counts = pool
             .page_counts(rx.pages_in_ring(), 0, 0, rx.stats().to_os)
             .unwrap();
