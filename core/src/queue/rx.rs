@@ -343,7 +343,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
     #[inline(always)]
     fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
-        first: u16,
+        first: usize,
         len: u32,
         pool: &mut P,
         sink: &mut S,
@@ -353,7 +353,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             tally.no_page += 1;
             return;
         }
-        let slot = &mut self.slots.as_mut()[usize::from(first)];
+        let slot = &mut self.slots.as_mut()[first];
         let Some(page) = slot.take() else {
             // Unreachable (a posted slot always holds a page); the next refill walks the slots
             // and fills it.
@@ -398,7 +398,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         // The slot's descriptor points at the page it holds now, ready for the next refill
         // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
         match slot.as_ref().and_then(desc_word) {
-            Some(word) => self.region.write_u64(C2H_DESC_BYTES * usize::from(first), word),
+            Some(word) => self.region.write_u64(C2H_DESC_BYTES * first, word),
             None => self.unready = UNREADY_ALL,
         }
     }
@@ -871,16 +871,20 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     }
 
     /// Entries of the next batch from `cidx`: up to the producer index `pidx`, `budget`, the end
-    /// of the ring (where the color flips), [`REFILL_BATCH_MAX`], and the next refill (the
-    /// descriptors still to consume before the deficit reaches the refill batch; at least one).
+    /// of the ring (where the color flips), [`REFILL_BATCH_MAX`], the next refill (the
+    /// descriptors still to consume before the deficit reaches the refill batch; at least one),
+    /// and the end of the descriptor ring (so that a batch moves its head on without a wrap
+    /// test per frame; at least one).
     #[inline]
     fn batch_len(&self, cidx: u16, pidx: u16, budget: usize) -> usize {
         let to_refill = self.opts.refill_batch.saturating_sub(self.deficit()).max(1);
+        let to_desc_end = self.didx.len().saturating_sub(self.head).max(1);
         let n = self
             .cring
             .distance(cidx, pidx)
             .min(self.cring.len() - cidx)
             .min(to_refill)
+            .min(to_desc_end)
             .min(REFILL_BATCH_MAX);
         usize::from(n).min(budget)
     }
@@ -896,9 +900,11 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// error bit, a posted descriptor, and a length from 1 up to both the largest frame and one
     /// buffer ([`RxQueue::single_limit`]). Such a frame takes exactly one descriptor and passes
     /// every check of the general path, which handles everything else. The descriptor ring's
-    /// head and posted count (and the ring's size) stay in locals while the common case runs
-    /// (nothing in it reads them from `self`) and are stored back before the general path,
-    /// which reads them. The entries are read in place (no copy): the delivery borrows only the
+    /// head (as a `usize`, so that it indexes without a widening per frame) and posted count
+    /// stay in locals while the common case runs (nothing in it reads them from `self`) and are
+    /// stored back before the general path, which reads them. The batch ends at the descriptor
+    /// ring's end at the latest, so the head moves on by one without a wrap test; `end_run`
+    /// wraps it once. The entries are read in place (no copy): the delivery borrows only the
     /// descriptor ring ([`DescRing`]), not the completion ring being read.
     #[inline(always)]
     fn complete_batch<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
@@ -916,9 +922,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         only_color.set_color(true);
         let mask = only_color.to_word();
         let want = if color.bit() { mask } else { 0 };
-        let mut head = self.head;
+        let mut head = usize::from(self.head);
         let mut posted = self.posted;
-        let didx = self.didx;
         let limit = self.single_limit;
         let stride = self.cmpt_stride;
         let mut taken = 0u16;
@@ -937,7 +942,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             let len = u32::from(entry.pkt_len());
             if !entry.err() && posted > 0 && len.wrapping_sub(1) < limit {
                 let first = head;
-                head = didx.next(first);
+                // No wrap: the batch ends at the descriptor ring's end at the latest
+                // (`batch_len`); `end_run` wraps an index that reached it.
+                head = first + 1;
                 posted -= 1;
                 self.desc.deliver(first, len, pool, sink, tally);
                 continue;
@@ -952,8 +959,13 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// Stores the indices a run of [`RxQueue::complete_batch`] kept in registers and says what
     /// the run did.
     #[inline(always)]
-    fn end_run(&mut self, head: u16, posted: u16, taken: u16, not_visible: bool) -> Batch {
-        self.head = head;
+    fn end_run(&mut self, head: usize, posted: u16, taken: u16, not_visible: bool) -> Batch {
+        // CAST: `head` is at most the ring's length, a u16.
+        self.head = if head == usize::from(self.didx.len()) {
+            0
+        } else {
+            head as u16
+        };
         self.posted = posted;
         Batch {
             taken,
@@ -1004,7 +1016,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
             self.stats.rx_multi_buffer += 1;
             return Ok(());
         }
-        self.desc.deliver(first, len, pool, sink, tally);
+        self.desc.deliver(usize::from(first), len, pool, sink, tally);
         Ok(())
     }
 
