@@ -16,6 +16,10 @@
 //!   page into the slot;
 //! - TX: the program swaps the MAC addresses, the frame goes out on the pair's own TX queue (one
 //!   doorbell per poll), the next poll's reclaim recycles the page;
+//! - TX, untouched: as TX with a program that does not read or write the frame, so that the
+//!   driver's share of XDP_TX can be told from the program's first access to the frame (every
+//!   frame's headers sit at the same offset in their pages, so they compete for one set of the
+//!   first-level cache; see docs/benchmarks.md);
 //! - REDIRECT: the frame is queued on the redirect target (a TX queue standing for another
 //!   port's), flushed once per poll; the target's reclaim after the polls returns the pages
 //!   through their pool's recycle ring, from which the pool's cache refills;
@@ -51,6 +55,9 @@ pub enum XdpPath {
     Pass,
     /// XDP_TX after swapping the MAC addresses.
     Tx,
+    /// XDP_TX from a program that does not touch the frame: the driver's part of XDP_TX alone,
+    /// without the program's first access to the frame's header line.
+    TxUntouched,
     /// XDP_REDIRECT to the target.
     Redirect,
     /// XDP_DROP after reading the RX hash, computed for every frame by the table path
@@ -62,10 +69,11 @@ pub enum XdpPath {
 }
 
 /// The paths, with the names their figures carry.
-pub const XDP_PATHS: [(&str, XdpPath); 6] = [
+pub const XDP_PATHS: [(&str, XdpPath); 7] = [
     ("drop", XdpPath::Drop),
     ("pass", XdpPath::Pass),
     ("tx", XdpPath::Tx),
+    ("tx_untouched", XdpPath::TxUntouched),
     ("redirect", XdpPath::Redirect),
     ("drop_rx_hash", XdpPath::DropWithHash),
     ("drop_rx_hash_clmul", XdpPath::DropWithHashAccel),
@@ -166,6 +174,10 @@ pub fn xdp_driver_only(m: &Method, path: XdpPath, wire_len: usize) -> Sample {
             };
             measure_xdp(m, warm, &mut rig, &mut p, None, overhead)
         }
+        XdpPath::TxUntouched => {
+            let mut p = |_: &mut XdpBuff<'_>| XdpAction::Tx;
+            measure_xdp(m, warm, &mut rig, &mut p, None, overhead)
+        }
         XdpPath::Redirect => {
             let mut p = |x: &mut XdpBuff<'_>| x.redirect(0);
             measure_xdp(m, warm, &mut rig, &mut p, None, overhead)
@@ -208,7 +220,7 @@ fn check_verdicts<'a>(rig: &RxRig<'a, HostPool<'a>>, path: XdpPath) {
         let taken = match path {
             XdpPath::Drop | XdpPath::DropWithHash | XdpPath::DropWithHashAccel => s.rx_xdp_drop,
             XdpPath::Pass => s.rx_xdp_pass,
-            XdpPath::Tx => s.rx_xdp_tx,
+            XdpPath::Tx | XdpPath::TxUntouched => s.rx_xdp_tx,
             XdpPath::Redirect => s.rx_xdp_redirect,
         };
         assert_eq!(taken, rx.rx_packets, "{path:?}: every frame took the path");
