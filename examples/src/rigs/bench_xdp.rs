@@ -17,9 +17,8 @@
 //! - TX: the program swaps the MAC addresses, the frame goes out on the pair's own TX queue (one
 //!   doorbell per poll), the next poll's reclaim recycles the page;
 //! - TX, untouched: as TX with a program that does not read or write the frame, so that the
-//!   driver's share of XDP_TX can be told from the program's first access to the frame (every
-//!   frame's headers sit at the same offset in their pages, so they compete for one set of the
-//!   first-level cache; see docs/benchmarks.md);
+//!   driver's share of XDP_TX can be told from what the program's access to the frame costs
+//!   (see docs/benchmarks.md);
 //! - REDIRECT: the frame is queued on the redirect target (a TX queue standing for another
 //!   port's), flushed once per poll; the target's reclaim after the polls returns the pages
 //!   through their pool's recycle ring, from which the pool's cache refills;
