@@ -1462,6 +1462,58 @@ mod tests {
     }
 
     #[test]
+    fn batches_end_where_the_descriptor_ring_wraps() {
+        // A completion ring (127 entries) larger than the descriptor ring (63): a batch of
+        // entries would run past the descriptor ring's end, so it stops there and the head wraps
+        // between batches. Every frame arrives in order, no descriptor is left pointing at
+        // another page, and the head stays an entry of the ring.
+        let card = testutil::card();
+        let cfg = RxQueueConfig {
+            desc_ring: RingSizeIdx::new(1).unwrap(),
+            cmpt_ring: RingSizeIdx::new(2).unwrap(),
+            ..RxQueueConfig::new(onic_hal::QueueId::new(0))
+        };
+        // Refills of 10, which do not divide 63: batches bounded by the next refill alone would
+        // cross the descriptor ring's end.
+        let opts = RxOptions {
+            refill_batch: 10,
+            ..RxOptions::for_queue(&cfg)
+        };
+        let mut rx = RxQueue::new(card.dma(), cfg, opts, [const { None }; 63]).unwrap();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let mut pool = pool(&card, 64);
+        rx.start(&dev, &mut delay, &mut pool).unwrap();
+        let db = dev.doorbells();
+        let mut got = Vec::new();
+        let mut sent = Vec::new();
+        let total = if cfg!(miri) { 80 } else { 200 };
+        let mut seed = 0u8;
+        while sent.len() < total {
+            for _ in 0..50 {
+                let f = frame(60 + usize::from(seed % 70), seed);
+                seed = seed.wrapping_add(1);
+                card.inject(0, &f);
+                sent.push(f);
+            }
+            settle(&card);
+            loop {
+                let out = rx.poll(64, &db, &mut pool, &mut copy_sink(&mut got));
+                assert!(rx.didx.contains(rx.head), "head {} outside the ring", rx.head);
+                assert_descriptors_match(&rx);
+                if out.armed && !out.more {
+                    break;
+                }
+                settle(&card);
+            }
+        }
+        assert_eq!(got, sent);
+        assert_eq!(rx.stats().rx_dropped(), 0);
+        assert_eq!(card.stats().c2h_no_desc_dropped, 0);
+        finish(&card, &dev, &mut delay, pool, rx);
+    }
+
+    #[test]
     fn overload_never_overflows_the_completion_ring() {
         let card = testutil::card();
         let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
