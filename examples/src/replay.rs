@@ -237,7 +237,7 @@ fn poll_pair(
             queue_index: q as u16,
             port: f as u8,
         },
-        origin: origin as u16,
+        origin: origin as u32,
         hasher: Some(hasher),
     };
     let mut done = FrameDone::new(rings, dma);

@@ -434,7 +434,7 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
             queue_index: q as u16,
             port: fi as u8,
         },
-        origin: (fi * nq + q) as u16,
+        origin: (fi * nq + q) as u32,
         hasher: Some(rx.hasher),
     };
     pair.poll(rx.budget, &db, &mut ctx, &mut done)

@@ -284,7 +284,7 @@ where
                 queue_index: qid,
                 port: self.dev.function().port(),
             },
-            origin: qid,
+            origin: u32::from(qid),
             hasher: Some(hasher),
         };
         let mut done = Done {

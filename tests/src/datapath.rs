@@ -589,7 +589,7 @@ impl<'c> Harness<'c> {
                 queue_index: q as u16,
                 port: func as u8,
             },
-            origin: me as u16,
+            origin: me as u32,
             hasher: Some(&hasher),
         };
         let out = completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {

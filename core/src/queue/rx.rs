@@ -385,8 +385,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         if slot.is_none() {
             // The page left (to the OS, a TX ring that gave none back, or a provider with
             // nothing to give back): a page from the pool takes its slot, or the spare when the
-            // pool has none. The next frame then asks the pool for the next spare, so a frame is
-            // dropped exactly when no replacement page can be had for it.
+            // pool has none. When the spare went, the next frame first asks the pool for a new
+            // one, so a frame is dropped only when no replacement page can be had for it.
             match pool.alloc_page() {
                 Some(p) => *slot = Some(p),
                 None => {

@@ -25,10 +25,10 @@ pub struct XdpFrame<Pg> {
     /// Index of the pool that owns the page (the caller's numbering, e.g. the global pair index,
     /// [`crate::RxContext::origin`]), for [`return_to_origin`].
     ///
-    /// 32 bits although the index is a `u16`: the frame goes to its target through a `dyn` call,
-    /// in memory, and the target read this field together with the padding behind it as one
-    /// 32-bit load, which the CPU cannot forward from the caller's 16-bit store (a stall on every
-    /// redirected frame).
+    /// 32 bits (as [`crate::RxContext::origin`]): as a `u16`, the frame went to its target through
+    /// a `dyn` call, in memory, and the target read this field together with the padding behind
+    /// it as one 32-bit load, which the CPU cannot forward from the caller's 16-bit store (a stall
+    /// on every redirected frame).
     pub origin: u32,
 }
 

@@ -26,8 +26,9 @@ pub struct RxContext<'x, Prog: ?Sized, S, R> {
     pub redirect: &'x mut R,
     /// The queue and port (Linux `xdp_rxq_info`).
     pub rxq: XdpRxq,
-    /// This pair's pool index, recorded in redirected frames so their pages find the way back.
-    pub origin: u16,
+    /// This pair's pool index, recorded in redirected frames ([`XdpFrame::origin`]) so their
+    /// pages find the way back.
+    pub origin: u32,
     /// Computes the RX hash each frame is given when a program runs (`None`: no hash; the
     /// program's [`XdpBuff::rx_hash`] reports no data): a [`crate::rss::ShellHasher`], or an
     /// accelerated [`RxHasher`].
@@ -161,7 +162,7 @@ struct Runner<'r, D: DmaMemory, Pg, F, TSt, W, Prog: ?Sized, S, R, H> {
     sink: &'r mut S,
     redirect: &'r mut R,
     rxq: XdpRxq,
-    origin: u16,
+    origin: u32,
     hash: H,
     redirected: bool,
 }
@@ -412,7 +413,7 @@ where
             page: f.page,
             offset: f.offset,
             len: f.len,
-            origin: u32::from(self.origin),
+            origin: self.origin,
         };
         match self.redirect.redirect(target, xf) {
             Ok(Redirected::Queued) => {

@@ -545,7 +545,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                         queue_index: i as u16,
                         port: 0,
                     },
-                    origin: i as u16,
+                    origin: i as u32,
                     hasher: None,
                 };
                 let out = q.pair.poll(budget, &db, &mut ctx, &mut done).rx;
@@ -650,7 +650,7 @@ impl<'a> RxRig<'a, HostPool<'a>> {
                             queue_index: i as u16,
                             port: 0,
                         },
-                        origin: i as u16,
+                        origin: i as u32,
                         hasher,
                     };
                     let out = q.pair.poll(cfg.budget, &db, &mut ctx, &mut done);

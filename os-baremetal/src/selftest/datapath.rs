@@ -770,7 +770,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
         port: func,
     };
     // CAST: origin < TOTAL_PAIRS.
-    let (origin8, origin16) = (origin as u8, origin as u16);
+    let (origin8, origin32) = (origin as u8, origin as u32);
     let engines = &mut dp.engines;
     let out = match dp.slots[f].program_mut() {
         Some(prog) => {
@@ -790,7 +790,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
                 &mut pass,
                 &mut table,
                 rxq,
-                origin16,
+                origin32,
                 &mut done,
                 hash,
             )
@@ -805,7 +805,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
                 to_os(os, origin8, home, fr, dma)
             };
             xdp_poll::<Dispatch<'_, fn(&[u8])>, _>(
-                pair, &db, None, &mut pass, &mut table, rxq, origin16, &mut done, false,
+                pair, &db, None, &mut pass, &mut table, rxq, origin32, &mut done, false,
             )
         }
     };
@@ -846,7 +846,7 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
     sink: &mut S,
     table: &mut DevMap<'_, DmaPage, PAIRS>,
     rxq: XdpRxq,
-    origin: u16,
+    origin: u32,
     done: &mut Done<'_, '_>,
     hash: bool,
 ) -> PairPoll {
