@@ -960,7 +960,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// the run did.
     #[inline(always)]
     fn end_run(&mut self, head: usize, posted: u16, taken: u16, not_visible: bool) -> Batch {
-        // CAST: `head` is at most the ring's length, a u16.
+        // CAST: `head` is at most the ring's length, a u16. Written here rather than as a `Ring`
+        // helper that also guards larger values: that form cost the loops 1 to 2 instructions
+        // per frame more (XDP_DROP 64.0 -> 65.1, PASS 110.1 -> 112.1, callgrind).
         self.head = if head == usize::from(self.didx.len()) {
             0
         } else {
@@ -1331,7 +1333,16 @@ mod tests {
         bulk: usize,
         opts: Option<RxOptions>,
     ) -> (SimDevice<'_>, SimDelay<'_>, Pool<'_>, TestRx<'_>) {
-        let cfg = small_cfg();
+        queue_on(card, bulk, small_cfg(), opts)
+    }
+
+    /// As [`queue`], on the rings of `cfg` (a descriptor ring of 63 usable entries).
+    fn queue_on(
+        card: &Card,
+        bulk: usize,
+        cfg: RxQueueConfig,
+        opts: Option<RxOptions>,
+    ) -> (SimDevice<'_>, SimDelay<'_>, Pool<'_>, TestRx<'_>) {
         let opts = opts.unwrap_or(RxOptions::for_queue(&cfg));
         let rx = RxQueue::new(card.dma(), cfg, opts, [const { None }; 63]).unwrap();
         (testutil::device(card, 1), card.delay(), pool(card, bulk), rx)
@@ -1479,10 +1490,7 @@ mod tests {
             refill_batch: 10,
             ..RxOptions::for_queue(&cfg)
         };
-        let mut rx = RxQueue::new(card.dma(), cfg, opts, [const { None }; 63]).unwrap();
-        let dev = testutil::device(&card, 1);
-        let mut delay = card.delay();
-        let mut pool = pool(&card, 64);
+        let (dev, mut delay, mut pool, mut rx) = queue_on(&card, 64, cfg, Some(opts));
         rx.start(&dev, &mut delay, &mut pool).unwrap();
         let db = dev.doorbells();
         let mut got = Vec::new();
