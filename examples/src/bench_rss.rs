@@ -94,7 +94,7 @@ pub fn run() -> Figures {
 fn shell_figures(out: &mut Figures, rng: &mut Rng) {
     let key = RssKey::DEFAULT;
     let h = ShellHasher::new(&key);
-    println!(
+    outln!(
         "# onic-accel chooses the {} backend on this CPU",
         AccelHasher::new(&key).backend().name()
     );

@@ -3,6 +3,9 @@
 //! output that survives a closed pipe, and the benchmark rigs (`onic bench`, and the criterion
 //! benches of `onic-tests`).
 
+// Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod limits;
 pub mod out;
 pub mod pcap;

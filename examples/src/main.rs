@@ -2,6 +2,9 @@
 //! device model through the driver, or a capture through the driver and an XDP program), register
 //! traces of the driver's programming, RSS hashing, and benchmarks.
 
+// Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 // The output macros (`outln!`, `errln!`, ...) for every module of the tool.
 #[macro_use]
 extern crate onic_cli;

@@ -206,6 +206,8 @@ fn a_reader_that_goes_away_ends_the_run_quietly() {
         &["run", "--packets", "2000", "--progress-ms", "0"][..],
         &["run", "--xdp", "pass", "--frames", "200", "--out-dir"],
         &["trace", "init"],
+        // Its second line was printed with `println!`, which panics on a closed pipe.
+        &["bench", "rss", "--reps", "1", "--rep-ms", "1"],
     ] {
         let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         if args.last().is_some_and(|a| a == "--out-dir") {
@@ -228,4 +230,46 @@ fn a_reader_that_goes_away_ends_the_run_quietly() {
         assert!(!err.contains("panicked"), "{args:?}:\n{err}");
         assert!(out.status.success(), "{args:?}: {:?}\n{err}", out.status);
     }
+}
+
+/// Every line of the tool goes through `onic_cli::out` (which survives a closed pipe); a bare
+/// `println!`/`print!`/`eprintln!`/`eprint!`/`dbg!` anywhere in the tool's code panics once its
+/// reader has gone. Comment lines (documentation that names the macros) are skipped.
+#[test]
+fn no_output_bypasses_the_pipe_safe_writer() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.trim_start();
+                    if code.starts_with("//") {
+                        continue;
+                    }
+                    for mac in ["println!", "print!", "eprintln!", "eprint!", "dbg!"] {
+                        let hit = code.match_indices(mac).any(|(at, _)| {
+                            // `outln!`, `errout!`... end in the same letters: a hit must start a
+                            // word.
+                            at == 0
+                                || !code.as_bytes()[at - 1].is_ascii_alphanumeric()
+                                    && code.as_bytes()[at - 1] != b'_'
+                        });
+                        if hit {
+                            found.push(format!("{}:{}: {line}", path.display(), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
+    assert!(
+        found.is_empty(),
+        "output that panics on a closed pipe:\n{}",
+        found.join("\n")
+    );
 }
