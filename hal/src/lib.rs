@@ -13,6 +13,7 @@
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`id`]: [`FunctionId`], [`QueueId`] (function-relative) and [`AbsQueueId`] (QDMA queue
 //!   space), the indices registers and contexts take.
+//! - [`pci`]: the card's PCI identity, BARs and MSI-X vector counts.
 //! - [`regs`]: register maps of the QDMA CSR space, the shell, the CMACs and packet adapters.
 //! - [`layout`]: descriptors, completion entries, status records and indirect contexts.
 //! - [`barrier`]: the per-architecture barriers that give MMIO Linux's `writel`/`readl` ordering.
@@ -39,6 +40,7 @@ pub mod dma;
 pub mod layout;
 pub mod lock;
 pub mod mmio;
+pub mod pci;
 #[cfg(feature = "alloc")]
 pub mod recording;
 pub mod regs;

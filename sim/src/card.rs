@@ -180,6 +180,25 @@ impl Card {
         }
     }
 
+    /// Builds a card whose DMA goes through `bus` (a PCI device model's DMA in an emulator),
+    /// not to memory of the model's own: the driver allocates and maps its memory with its OS,
+    /// and every descriptor fetch, data transfer and status or completion write is a bus access
+    /// by the PCI function named in the queue's context. The DMA memory handle
+    /// ([`Card::dma`]) still works but the device never reaches what it hands out.
+    #[must_use]
+    pub fn with_bus(cfg: CardConfig, bus: alloc::boxed::Box<dyn crate::dma::DeviceBus>) -> Self {
+        let mut st = State::new(cfg);
+        st.dma.attach_bus(bus);
+        Self { st: RefCell::new(st) }
+    }
+
+    /// The virtual time at which the next completion timer expires, if one is running: an
+    /// embedding that drives the clock itself ([`Card::advance_time`]) wakes the card then.
+    #[must_use]
+    pub fn next_deadline_ns(&self) -> Option<u64> {
+        self.with(|s| s.rt.values().filter_map(|r| r.deadline).min())
+    }
+
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut self.st.borrow_mut())
     }
@@ -317,6 +336,12 @@ impl Card {
                 p.link_up = up;
             }
         });
+    }
+
+    /// Whether the link of `port` is up (`false` for a port that does not exist).
+    #[must_use]
+    pub fn link_up(&self, port: u8) -> bool {
+        self.with(|s| s.ports.get(usize::from(port)).is_some_and(|p| p.link_up))
     }
 
     /// Changes how SHELL_RESET completes, for resets started from now on.
@@ -676,7 +701,7 @@ impl Faults<'_> {
     pub fn device_write(&self, addr: DmaAddr, data: &[u8]) -> Result<(), Violation> {
         self.card.with(|s| {
             s.dma
-                .device_write(addr.get(), data, crate::config::DeviceAccess::FaultWrite)
+                .device_write(0, addr.get(), data, crate::config::DeviceAccess::FaultWrite)
         })
     }
 

@@ -168,6 +168,9 @@ pub enum AccessProblem {
     OutOfRange,
     /// The device wrote a page mapped `ToDevice`, or read one mapped `FromDevice`.
     WrongDirection,
+    /// The host bus refused the access (a card behind a [`crate::DeviceBus`]: an IOMMU that
+    /// has no mapping for the address, or no memory behind it).
+    BusFault,
 }
 
 /// A CPU-side misuse of the DMA API.

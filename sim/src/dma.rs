@@ -2,12 +2,17 @@
 //! mappings of host memory the model did not allocate, fake device addresses, and the translation
 //! every device-side access goes through.
 //!
+//! A card built with [`crate::Card::with_bus`] has no memory of its own: every device access goes
+//! to the [`DeviceBus`] (a PCI device model's DMA, through whatever IOMMU the host bus has), with
+//! the PCI function that owns the queue as the requester.
+//!
 //! Device addresses are never host pointers. Coherent regions below 4 GiB come from
 //! [`COHERENT_LOW_BASE`] up, coherent regions without a limit from [`COHERENT_HIGH_BASE`] up, page
 //! mappings from [`PAGE_MAP_BASE`] up and foreign mappings from [`FOREIGN_MAP_BASE`] up. No device
 //! address is ever handed out twice, so an access through a stale address always lands on a freed
 //! range and is reported as such.
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 
 use onic_hal::{AddrLimit, Direction, DmaAddr, PAGE_SIZE};
@@ -26,6 +31,42 @@ pub const PAGE_MAP_BASE: u64 = 0x1_0000_0000;
 /// the whole pages it spans. The base sits far above the other ranges, since OS buffers are
 /// mapped per packet and the address space is never reused.
 pub const FOREIGN_MAP_BASE: u64 = 0x1000_0000_0000;
+
+/// The host bus a card's DMA goes through when the card is a device of an emulator (see
+/// [`crate::Card::with_bus`]) instead of owning its DMA memory.
+///
+/// `func` is the requester: the PCI function named by the queue's context (its SW or CMPT
+/// context `func`), so that an IOMMU translates the access in that function's domain. An `Err`
+/// is the bus refusing the access (no mapping in the IOMMU, nothing behind the address); the
+/// model records it as [`AccessProblem::BusFault`] and treats it like any refused access.
+pub trait DeviceBus {
+    /// Reads `out.len()` bytes of host memory at `addr` for PCI function `func`.
+    ///
+    /// # Errors
+    ///
+    /// The bus refused the read.
+    fn read(&self, func: u8, addr: u64, out: &mut [u8]) -> Result<(), BusError>;
+
+    /// Writes `data` to host memory at `addr` for PCI function `func`.
+    ///
+    /// # Errors
+    ///
+    /// The bus refused the write.
+    fn write(&self, func: u8, addr: u64, data: &[u8]) -> Result<(), BusError>;
+}
+
+/// The host bus refused a device access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BusError;
+
+/// The bus of a card that is a device of an emulator.
+struct Bus(Box<dyn DeviceBus>);
+
+impl core::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("DeviceBus")
+    }
+}
 
 /// A live coherent region.
 #[derive(Debug)]
@@ -70,6 +111,8 @@ pub(crate) struct DmaState {
     next_foreign: u64,
     pub(crate) stats: DmaStats,
     pub(crate) fail_page_allocs: u32,
+    /// Set for a card behind a host bus: device accesses go there, not to the model's memory.
+    bus: Option<Bus>,
 }
 
 impl DmaState {
@@ -87,7 +130,13 @@ impl DmaState {
             next_foreign: FOREIGN_MAP_BASE,
             stats: DmaStats::default(),
             fail_page_allocs: 0,
+            bus: None,
         }
+    }
+
+    /// Sends every later device access to `bus`.
+    pub(crate) fn attach_bus(&mut self, bus: Box<dyn DeviceBus>) {
+        self.bus = Some(Bus(bus));
     }
 
     pub(crate) fn rings_below_4g(&self) -> bool {
@@ -538,13 +587,19 @@ impl DmaState {
         Err(fail(AccessProblem::Unmapped))
     }
 
-    /// Device read of `out.len()` bytes at `addr`.
+    /// Device read of `out.len()` bytes at `addr`, requested by PCI function `func`.
     pub(crate) fn device_read(
         &self,
+        func: u8,
         addr: u64,
         out: &mut [u8],
         access: DeviceAccess,
     ) -> Result<(), Violation> {
+        if let Some(Bus(bus)) = &self.bus {
+            return bus
+                .read(func, addr, out)
+                .map_err(|BusError| bus_fault(access, addr, out.len()));
+        }
         // Translation checked the range and the direction, so the copy cannot fail.
         match self.translate(addr, out.len(), access)? {
             Target::Region(b, o) | Target::Page(b, o) => b.read(o, out),
@@ -553,8 +608,19 @@ impl DmaState {
         Ok(())
     }
 
-    /// Device write of `data` at `addr`.
-    pub(crate) fn device_write(&self, addr: u64, data: &[u8], access: DeviceAccess) -> Result<(), Violation> {
+    /// Device write of `data` at `addr`, requested by PCI function `func`.
+    pub(crate) fn device_write(
+        &self,
+        func: u8,
+        addr: u64,
+        data: &[u8],
+        access: DeviceAccess,
+    ) -> Result<(), Violation> {
+        if let Some(Bus(bus)) = &self.bus {
+            return bus
+                .write(func, addr, data)
+                .map_err(|BusError| bus_fault(access, addr, data.len()));
+        }
         match self.translate(addr, data.len(), access)? {
             Target::Region(b, o) | Target::Page(b, o) => b.write(o, data),
             Target::Foreign(m, o) => m.write(o, data),
@@ -583,6 +649,16 @@ impl DmaState {
         self.stats.live_pages = 0;
         self.stats.mapped_pages = 0;
         self.stats.live_foreign = 0;
+    }
+}
+
+/// The violation of an access the host bus refused.
+fn bus_fault(access: DeviceAccess, addr: u64, len: usize) -> Violation {
+    Violation::DeviceAccess {
+        access,
+        addr: DmaAddr::new(addr),
+        len,
+        problem: AccessProblem::BusFault,
     }
 }
 
@@ -616,31 +692,31 @@ mod tests {
             .unwrap()
             .get();
         assert_eq!(at % PAGE_SIZE as u64, ptr.as_ptr() as u64 % PAGE_SIZE as u64);
-        assert_eq!(problem(st.device_write(at + 36, &[1, 2, 3, 4], WRITE)), None);
+        assert_eq!(problem(st.device_write(0, at + 36, &[1, 2, 3, 4], WRITE)), None);
         assert_eq!(
-            problem(st.device_write(at + 37, &[1, 2, 3, 4], WRITE)),
+            problem(st.device_write(0, at + 37, &[1, 2, 3, 4], WRITE)),
             Some(AccessProblem::OutOfRange)
         );
         // Bytes of the first page before the mapping were never mapped.
         if at % PAGE_SIZE as u64 > 0 {
             assert_eq!(
-                problem(st.device_write(at - 1, &[0], WRITE)),
+                problem(st.device_write(0, at - 1, &[0], WRITE)),
                 Some(AccessProblem::Unmapped)
             );
         }
         let mut out = [0u8; 5];
-        assert_eq!(problem(st.device_read(at + 35, &mut out, READ)), None);
+        assert_eq!(problem(st.device_read(0, at + 35, &mut out, READ)), None);
         assert_eq!(out, [0, 1, 2, 3, 4]);
         assert_eq!(
             st.unmap_foreign(DmaAddr::new(at), 40, Direction::Bidirectional),
             None
         );
         assert_eq!(
-            problem(st.device_read(at, &mut out, READ)),
+            problem(st.device_read(0, at, &mut out, READ)),
             Some(AccessProblem::Freed)
         );
         assert_eq!(
-            problem(st.device_read(at + 39, &mut out[..1], READ)),
+            problem(st.device_read(0, at + 39, &mut out[..1], READ)),
             Some(AccessProblem::Freed)
         );
         assert_eq!(host[43..47], [1, 2, 3, 4]);
@@ -657,13 +733,13 @@ mod tests {
         let attach =
             |st: &mut DmaState, len| unsafe { st.attach_foreign(at, ptr, len, Direction::FromDevice) };
         assert_eq!(attach(&mut st, 64), Ok(()));
-        assert_eq!(problem(st.device_write(at.get() + 60, &[9; 4], WRITE)), None);
+        assert_eq!(problem(st.device_write(0, at.get() + 60, &[9; 4], WRITE)), None);
         assert_eq!(
-            problem(st.device_write(at.get() + 61, &[9; 4], WRITE)),
+            problem(st.device_write(0, at.get() + 61, &[9; 4], WRITE)),
             Some(AccessProblem::OutOfRange)
         );
         assert_eq!(
-            problem(st.device_read(at.get(), &mut [0; 4], READ)),
+            problem(st.device_read(0, at.get(), &mut [0; 4], READ)),
             Some(AccessProblem::WrongDirection)
         );
         // The same or an overlapping range cannot be attached twice, nor an empty one.
@@ -677,12 +753,12 @@ mod tests {
         assert!(attach(&mut st, 0).is_err());
         assert_eq!(st.unmap_foreign(at, 64, Direction::FromDevice), None);
         assert_eq!(
-            problem(st.device_write(at.get(), &[1], WRITE)),
+            problem(st.device_write(0, at.get(), &[1], WRITE)),
             Some(AccessProblem::Freed)
         );
         // The OS reuses its addresses.
         assert_eq!(attach(&mut st, 32), Ok(()));
-        assert_eq!(problem(st.device_write(at.get(), &[1], WRITE)), None);
+        assert_eq!(problem(st.device_write(0, at.get(), &[1], WRITE)), None);
         assert_eq!(st.unmap_foreign(at, 32, Direction::FromDevice), None);
         assert_eq!(host[60..64], [9; 4]);
         assert_eq!(host[0], 1);
@@ -703,7 +779,7 @@ mod tests {
         }
         assert_eq!(st.dead.len(), 1);
         assert_eq!(
-            problem(st.device_read(addrs[500].get(), &mut [0; 1], READ)),
+            problem(st.device_read(0, addrs[500].get(), &mut [0; 1], READ)),
             Some(AccessProblem::Freed)
         );
     }
@@ -730,7 +806,7 @@ mod tests {
         st.reclaim_all();
         assert_eq!((st.stats.live_foreign, st.stats.foreign_mapped), (0, 4));
         assert_eq!(
-            problem(st.device_read(FOREIGN_MAP_BASE + 0x3001, &mut [0; 4], READ)),
+            problem(st.device_read(0, FOREIGN_MAP_BASE + 0x3001, &mut [0; 4], READ)),
             Some(AccessProblem::Freed)
         );
         // Far from every other range, even after a very long run.

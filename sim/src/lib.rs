@@ -52,3 +52,4 @@ pub use config::{
     AccessProblem, CardConfig, Corruption, DeviceAccess, DmaConfig, DmaStats, HostDmaProblem, Interrupt,
     ResetBehavior, SimStats, Violation, Wire,
 };
+pub use dma::{BusError, DeviceBus};

@@ -474,7 +474,10 @@ impl State {
         while cidx != sw.pidx && n < self.cfg.h2c_batch {
             let mut raw = [0u8; 16];
             let at = sw.base.wrapping_add(stride * u64::from(cidx));
-            if let Err(v) = self.dma.device_read(at, &mut raw, DeviceAccess::H2cDescFetch) {
+            if let Err(v) = self
+                .dma
+                .device_read(sw.func, at, &mut raw, DeviceAccess::H2cDescFetch)
+            {
                 self.violate(v);
                 self.rt(qid).h2c_error = true;
                 break;
@@ -484,7 +487,7 @@ impl State {
                 self.violate(Violation::H2cStalled { qid });
                 break;
             };
-            self.transmit_descriptor(qid, cidx, H2cDesc::decode(&raw), func);
+            self.transmit_descriptor(qid, cidx, H2cDesc::decode(&raw), func, sw.func);
             cidx = (cidx + 1) % usable;
             n += 1;
             self.stats.h2c_descriptors += 1;
@@ -516,13 +519,17 @@ impl State {
         };
         let at = sw.base.wrapping_add((8u64 << sw.desc_sz) * u64::from(size - 1));
         let rec = desc_status(sw.pidx, cidx).to_le_bytes();
-        if let Err(v) = self.dma.device_write(at, &rec, DeviceAccess::H2cStatusWrite) {
+        if let Err(v) = self
+            .dma
+            .device_write(sw.func, at, &rec, DeviceAccess::H2cStatusWrite)
+        {
             self.violate(v);
         }
     }
 
-    /// One H2C packet: shell checks, data fetch, adapter, CMAC, wire.
-    fn transmit_descriptor(&mut self, qid: AbsQueueId, index: u16, d: H2cDesc, func: u8) {
+    /// One H2C packet: shell checks, data fetch (as PCI function `requester`, the queue's
+    /// context function), adapter, CMAC, wire (the port of `func`, the QCONF owner).
+    fn transmit_descriptor(&mut self, qid: AbsQueueId, index: u16, d: H2cDesc, func: u8, requester: u8) {
         let port = usize::from(func);
         if port >= self.ports.len() {
             return self.violate(Violation::Queue {
@@ -552,7 +559,7 @@ impl State {
         let mut frame = vec![0u8; len];
         if let Err(v) = self
             .dma
-            .device_read(d.addr, &mut frame, DeviceAccess::H2cDataRead)
+            .device_read(requester, d.addr, &mut frame, DeviceAccess::H2cDataRead)
         {
             drop(self);
             return self.violate(v);
@@ -651,13 +658,19 @@ impl State {
             let slot = (cidx + i as u32) % usable;
             let mut raw = [0u8; 8];
             let at = sw.base.wrapping_add(stride * u64::from(slot));
-            if let Err(v) = self.dma.device_read(at, &mut raw, DeviceAccess::C2hDescFetch) {
+            if let Err(v) = self
+                .dma
+                .device_read(sw.func, at, &mut raw, DeviceAccess::C2hDescFetch)
+            {
                 self.violate(v);
                 self.rt(qid).c2h_error = true;
                 return false;
             }
             let dst = u64::from_le_bytes(raw);
-            if let Err(v) = self.dma.device_write(dst, chunk, DeviceAccess::C2hDataWrite) {
+            if let Err(v) = self
+                .dma
+                .device_write(sw.func, dst, chunk, DeviceAccess::C2hDataWrite)
+            {
                 self.violate(v);
             }
         }
@@ -666,7 +679,10 @@ impl State {
         if sw.wbk_en {
             let at = sw.base.wrapping_add(stride * u64::from(usable));
             let rec = desc_status(sw.pidx, new_cidx).to_le_bytes();
-            if let Err(v) = self.dma.device_write(at, &rec, DeviceAccess::C2hStatusWrite) {
+            if let Err(v) = self
+                .dma
+                .device_write(sw.func, at, &rec, DeviceAccess::C2hStatusWrite)
+            {
                 self.violate(v);
             }
         }
@@ -703,7 +719,10 @@ impl State {
         let mut entry = vec![0u8; esize];
         entry[..8].copy_from_slice(&cmpt_entry(cm.color, err, qid.get(), len, self.pkt_id).to_le_bytes());
         let at = cm.base.wrapping_add(esize as u64 * u64::from(cm.pidx));
-        if let Err(v) = self.dma.device_write(at, &entry, DeviceAccess::CmptEntryWrite) {
+        if let Err(v) = self
+            .dma
+            .device_write(cm.func, at, &entry, DeviceAccess::CmptEntryWrite)
+        {
             self.violate(v);
         }
         let pidx = ((u32::from(cm.pidx) + 1) % cusable) as u16;
@@ -817,7 +836,7 @@ impl State {
         let rec = cmpt_status(pidx, cm.cidx, cm.color, armed).to_le_bytes();
         if let Err(v) = self
             .dma
-            .device_write(at, &rec[..STATUS_LEN], DeviceAccess::CmptStatusWrite)
+            .device_write(cm.func, at, &rec[..STATUS_LEN], DeviceAccess::CmptStatusWrite)
         {
             self.violate(v);
         }
