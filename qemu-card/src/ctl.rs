@@ -1,0 +1,47 @@
+//! The test-control window: a register block that exists only on the emulated card, in the BAR
+//! of a third PCI function (`onic-card-ctl`) that no driver binds. A test inside the guest
+//! reaches the model's fault knobs through it (`devmem`), the way `sim=1`'s module parameters
+//! reach them in simulation mode. A real card has nothing like it.
+//!
+//! Every register is 32 bits; offsets are bytes from the start of the BAR. Reads of an unknown
+//! offset return 0; writes to one are ignored.
+
+/// Reads [`MAGIC_VALUE`] ("ONIC" in little-endian ASCII): the window is there.
+pub const MAGIC: u32 = 0x00;
+/// The value of [`MAGIC`].
+pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
+/// Reads the layout's version, [`VERSION_VALUE`].
+pub const VERSION: u32 = 0x04;
+/// The value of [`VERSION`].
+pub const VERSION_VALUE: u32 = 1;
+/// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
+/// reports the change as the real one does, latched low in STAT_RX_STATUS).
+pub const LINK: u32 = 0x08;
+/// 1: the H2C engine stops writing TX status back (a hung engine); 0: it catches up.
+pub const TX_STALL: u32 = 0x0C;
+/// 1: completion rings keep their color across a wrap (a broken device); 0: normal.
+pub const CMPT_FREEZE: u32 = 0x10;
+/// Write `kind << 16 | n`: the next `n` completion entries lie: kind 1 sets the error bit, 2
+/// reports length 0, 3 a length larger than the buffers posted.
+pub const CORRUPT_CMPT: u32 = 0x14;
+/// Write `n`: the next `n` frames arriving at any port are lost on the wire.
+pub const DROP_FRAMES: u32 = 0x18;
+/// Write `n`: the next `n` frames arrive with a bad FCS.
+pub const BAD_FCS: u32 = 0x1C;
+/// Reads how many violations the model recorded (driver mistakes the hardware would refuse or
+/// corrupt data on: see `onic_sim::Violation`); a write clears the count.
+pub const VIOLATIONS: u32 = 0x20;
+/// Reads how many device accesses the host bus refused (IOMMU faults among them).
+pub const BUS_FAULTS: u32 = 0x24;
+/// 1: the card is gone from the bus (surprise removal): every BAR read returns all ones, writes
+/// are dropped, the engines stop. 0: it is back, reset to its power-on state (PCIe resets a
+/// function whose link went down); the driver must probe it again.
+pub const GONE: u32 = 0x28;
+/// Reads how many MSI-X messages the card sent, all functions.
+pub const INTERRUPTS: u32 = 0x2C;
+/// Reads how many device accesses of a size other than 32 bits, or not 32-bit aligned, the
+/// card's BARs got (the shell's AXI-Lite registers take 32-bit accesses only).
+pub const BAD_MMIO: u32 = 0x30;
+
+/// Size of the control BAR.
+pub const BAR_SIZE: u64 = 0x1000;
