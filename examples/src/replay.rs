@@ -15,7 +15,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use onic_cli::pcap;
 use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig};
@@ -370,7 +370,7 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     )
 }
 
-pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
+pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), String> {
     check(args, queues)?;
     let mut prog = program(args)?;
     let frames = match &args.pcap {
@@ -395,6 +395,7 @@ pub fn run(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     let mut ports = bring_up(&card, queues, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
     let mut out = Outputs::default();
     Replay {
+        progress: Progress::new(progress_ms),
         card: &card,
         ports: &mut ports,
         prog: &mut prog,
@@ -448,8 +449,68 @@ fn program(args: &ReplayOpts) -> Result<Option<Prog>, String> {
     })
 }
 
+/// Progress lines on stderr for a long replay, one every `every` of host time (`--progress-ms`):
+/// rewritten in place on a terminal, one line each otherwise.
+struct Progress {
+    every: Option<Duration>,
+    start: Instant,
+    last: Instant,
+    terminal: bool,
+    shown: bool,
+    /// Frames injected so far, of `total`.
+    injected: usize,
+    total: usize,
+}
+
+impl Progress {
+    fn new(progress_ms: u64) -> Self {
+        let now = Instant::now();
+        Self {
+            every: (progress_ms > 0).then(|| Duration::from_millis(progress_ms)),
+            start: now,
+            last: now,
+            terminal: std::io::stderr().is_terminal(),
+            shown: false,
+            injected: 0,
+            total: 0,
+        }
+    }
+
+    /// Called between polling rounds: a line when `every` has passed since the last.
+    fn tick(&mut self, prog: Option<&Prog>) {
+        let Some(every) = self.every else { return };
+        if self.last.elapsed() < every {
+            return;
+        }
+        self.last = Instant::now();
+        self.shown = true;
+        let insns = match prog {
+            Some(Prog::Object(e, _)) => format!(", {} program instructions", e.engine.stats().insns),
+            _ => String::new(),
+        };
+        let line = format!(
+            "  progress: {} of {} frames injected in {:.1} s{insns}",
+            self.injected,
+            self.total,
+            self.start.elapsed().as_secs_f64()
+        );
+        if self.terminal {
+            errout!("\r{line}   ");
+        } else {
+            errln!("{line}");
+        }
+    }
+
+    fn end(&self) {
+        if self.shown && self.terminal {
+            errln!();
+        }
+    }
+}
+
 /// A replay in progress: the card, both ports, the program and what came out so far.
 struct Replay<'r, 'c> {
+    progress: Progress,
     card: &'c Card,
     ports: &'r mut [PortRig<'c>],
     prog: &'r mut Option<Prog>,
@@ -462,25 +523,17 @@ impl Replay<'_, '_> {
     /// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
     /// before the next; a progress line on a terminal for long captures.
     fn frames(&mut self, frames: &[(Duration, Vec<u8>)], port: u8) -> Result<(), String> {
-        let progress = std::io::stderr().is_terminal() && frames.len() > 10 * BATCH;
         let mut ts = Duration::ZERO;
-        for (i, batch) in frames.chunks(BATCH).enumerate() {
+        self.progress.total = frames.len();
+        for batch in frames.chunks(BATCH) {
             for (t, data) in batch {
                 self.card.inject(port, data);
                 ts = *t;
             }
+            self.progress.injected += batch.len();
             self.drain(ts)?;
-            if progress {
-                errout!(
-                    "\rreplayed {} of {} frames",
-                    (i * BATCH + batch.len()),
-                    frames.len()
-                );
-            }
         }
-        if progress {
-            errln!();
-        }
+        self.progress.end();
         Ok(())
     }
 
@@ -516,6 +569,10 @@ impl Replay<'_, '_> {
                     self.out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
                 }
             }
+            if let Some(Prog::Object(e, _)) = self.prog.as_ref() {
+                e.check()?;
+            }
+            self.progress.tick(self.prog.as_ref());
             if !busy {
                 return Ok(());
             }
@@ -540,7 +597,7 @@ fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
             }
             Ok(())
         }
-        Some(Prog::Object(e, _)) => crate::xdp_obj::report(e, args.obj.dump_maps.as_deref()),
+        Some(Prog::Object(e, _)) => crate::xdp_obj::report(&e.engine, args.obj.dump_maps.as_deref()),
         _ => Ok(()),
     }
 }

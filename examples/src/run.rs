@@ -22,7 +22,19 @@ pub struct RunArgs {
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.replay.wanted() {
-        replay::run(&args.replay, args.traffic.queues)
+        // The traffic options have defaults, so only a direction other than the default can
+        // be told apart from none; a replay would ignore it.
+        let way = match args.traffic.direction {
+            traffic::Way::ZeroToOne => None,
+            traffic::Way::OneToZero => Some("1to0"),
+            traffic::Way::Both => Some("both"),
+        };
+        if let Some(way) = way {
+            return Err(format!(
+                "--direction {way} is for traffic mode; a replay (--pcap, --xdp, --xdp-obj without --traffic) sends its frames into the one port --port names"
+            ));
+        }
+        replay::run(&args.replay, args.traffic.queues, args.traffic.progress_ms)
     } else {
         traffic::run(&args.traffic, &args.replay.obj)
     }

@@ -43,7 +43,6 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use onic_bpf::{SimHost, XdpEngine};
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RX_BUF_SIZE_INDEX_DEFAULT};
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{PageCounts, RecycleRing};
@@ -373,7 +372,7 @@ struct RxCtx<'x, 'c> {
     budget: usize,
     rings: &'x [&'c RecycleRing],
     dma: SimDma<'c>,
-    prog: Option<&'x mut XdpEngine<SimHost>>,
+    prog: Option<&'x mut crate::xdp_obj::ObjEngine>,
     /// Functions whose queues run the program.
     receivers: &'x [bool],
     hasher: &'x ShellHasher,
@@ -885,7 +884,7 @@ struct Run<'x, 'c> {
     funcs: Vec<Func<'c>>,
     streams: Vec<Stream>,
     rings: Vec<&'c RecycleRing>,
-    prog: Option<XdpEngine<SimHost>>,
+    prog: Option<crate::xdp_obj::ObjEngine>,
     /// Functions whose queues run the program.
     receivers: Vec<bool>,
     hasher: ShellHasher,
@@ -913,9 +912,12 @@ impl Run<'_, '_> {
             if self
                 .prog
                 .as_ref()
-                .is_some_and(|p| p.stats().runs > 4 * total_quota + 4096)
+                .is_some_and(|p| p.engine.stats().runs > 4 * total_quota + 4096)
             {
                 return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
+            }
+            if let Some(p) = &self.prog {
+                p.check()?;
             }
             if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
                 last_progress = Instant::now();
@@ -1016,7 +1018,7 @@ impl Run<'_, '_> {
         out!("{}", report.text);
         if let Some(e) = &self.prog {
             outln!();
-            crate::xdp_obj::report(e, obj.dump_maps.as_deref())?;
+            crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref())?;
         }
         let teardown = teardown(self.card, self.funcs, &self.rings);
         out!("{}", teardown.text);

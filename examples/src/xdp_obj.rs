@@ -47,9 +47,64 @@ pub struct ObjOpts {
     /// instead of replaying the sample mix.
     #[arg(long, requires = "xdp_obj", conflicts_with = "pcap")]
     pub traffic: bool,
-    /// Most instructions one run of the program may execute before it is aborted.
-    #[arg(long, default_value_t = 1_000_000, requires = "xdp_obj")]
+    /// Most instructions one run of the program may execute before it is aborted
+    /// (1..=100000000; a run of 1e8 instructions takes about a third of a second).
+    #[arg(long, default_value_t = DEFAULT_INSN_BUDGET, requires = "xdp_obj")]
     pub insn_budget: u64,
+    /// Most instructions all runs of the program together may execute (1..=1e13); the run stops
+    /// with an error when they reach it (the default is about half a minute of interpretation).
+    #[arg(long, default_value_t = DEFAULT_INSN_TOTAL, requires = "xdp_obj")]
+    pub insn_total: u64,
+}
+
+/// Default of `--insn-budget`.
+pub const DEFAULT_INSN_BUDGET: u64 = 1_000_000;
+/// Largest `--insn-budget`: one run may take about a third of a second (the interpreter runs
+/// about 3e8 instructions a second in a release build).
+pub const MAX_INSN_BUDGET: u64 = 100_000_000;
+/// Default of `--insn-total`: about half a minute of interpretation.
+pub const DEFAULT_INSN_TOTAL: u64 = 10_000_000_000;
+/// Largest `--insn-total`: about nine hours of interpretation.
+pub const MAX_INSN_TOTAL: u64 = 10_000_000_000_000;
+
+/// An object's engine with the cap on the instructions of all its runs (`--insn-total`): once
+/// the runs together reach it, the program is no longer run (the frame is aborted) and
+/// [`ObjEngine::check`] reports it, so the run ends with a message instead of going on.
+pub struct ObjEngine {
+    /// The engine.
+    pub engine: XdpEngine<SimHost>,
+    /// The cap.
+    pub insn_total: u64,
+    /// Frames that met the cap (not run).
+    pub refused: u64,
+}
+
+impl ObjEngine {
+    /// An error once the cap has been reached.
+    ///
+    /// # Errors
+    ///
+    /// What was run and which option to change.
+    pub fn check(&self) -> Result<(), String> {
+        if self.refused == 0 {
+            return Ok(());
+        }
+        let s = self.engine.stats();
+        Err(format!(
+            "the XDP program executed {} instructions in {} runs and reached --insn-total {}; the run stops here (raise --insn-total, lower --insn-budget or replay fewer frames)",
+            s.insns, s.runs, self.insn_total
+        ))
+    }
+}
+
+impl RawXdpProgram for ObjEngine {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        if self.engine.stats().insns >= self.insn_total {
+            self.refused += 1;
+            return onic_core::xdp::XdpAction::Aborted.raw();
+        }
+        self.engine.run(xdp)
+    }
 }
 
 /// The program `onic run` attaches: built in, or an object run by the engine.
@@ -57,14 +112,14 @@ pub enum Prog {
     /// A built-in program.
     Builtin(Builtin),
     /// An object.
-    Object(Box<XdpEngine<SimHost>>, PathBuf),
+    Object(Box<ObjEngine>, PathBuf),
 }
 
 impl RawXdpProgram for Prog {
     fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
         match self {
             Self::Builtin(b) => b.run(xdp).raw(),
-            Self::Object(e, _) => e.run(xdp),
+            Self::Object(e, _) => e.run_raw(xdp),
         }
     }
 }
@@ -73,7 +128,7 @@ impl Prog {
     /// Sets the time `bpf_ktime_get_ns` reports.
     pub fn set_time(&mut self, ns: u64) {
         if let Self::Object(e, _) = self {
-            e.host_mut().now_ns = ns;
+            e.engine.host_mut().now_ns = ns;
         }
     }
 
@@ -83,8 +138,8 @@ impl Prog {
             Self::Builtin(_) => builtin.to_string(),
             Self::Object(e, path) => format!(
                 "{} (section {}) of {}, onic-bpf interpreter",
-                e.program().name(),
-                e.program().info().section,
+                e.engine.program().name(),
+                e.engine.program().info().section,
                 path.display()
             ),
         }
@@ -96,11 +151,26 @@ impl Prog {
 /// # Errors
 ///
 /// The loader's refusal, a bad `--map`.
-pub fn load(o: &ObjOpts, path: &Path) -> Result<XdpEngine<SimHost>, String> {
+pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
+    use onic_cli::limits::in_range;
+    in_range(
+        "--insn-budget",
+        o.insn_budget,
+        1,
+        MAX_INSN_BUDGET,
+        "instructions one run of the program may execute",
+    )?;
+    in_range(
+        "--insn-total",
+        o.insn_total,
+        1,
+        MAX_INSN_TOTAL,
+        "instructions all runs of the program together may execute",
+    )?;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let opts = LoadOptions {
         cpus: CPUS,
-        budget: o.insn_budget.max(1),
+        budget: o.insn_budget,
         ..LoadOptions::default()
     };
     let loaded =
@@ -117,7 +187,11 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<XdpEngine<SimHost>, String> {
     for m in &o.maps {
         set_map(&mut e, m)?;
     }
-    Ok(e)
+    Ok(ObjEngine {
+        engine: e,
+        insn_total: o.insn_total,
+        refused: 0,
+    })
 }
 
 fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {

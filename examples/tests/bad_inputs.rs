@@ -9,24 +9,39 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `onic ARGS`; returns (success, stdout, stderr), and fails the test on a panic or a run
-/// longer than a minute (every case here must be refused at once).
+/// longer than a minute (every case here must be refused at once), killing such a run.
 fn onic(args: &[&str]) -> (bool, String, String) {
+    use std::io::Read;
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_onic"))
         .args(args)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run onic");
-    assert!(
-        start.elapsed() < Duration::from_secs(60),
-        "{args:?} took {:?}",
-        start.elapsed()
-    );
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            String::from_utf8_lossy(&b).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for onic") {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} took more than a minute (killed)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
     assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
-    (out.status.success(), stdout, stderr)
+    (status.success(), stdout, stderr)
 }
 
 /// `onic ARGS` must fail with a one-line message starting `onic: ` and containing `want`.
@@ -271,5 +286,69 @@ fn no_output_bypasses_the_pipe_safe_writer() {
         found.is_empty(),
         "output that panics on a closed pipe:\n{}",
         found.join("\n")
+    );
+}
+
+/// `bpf/objects/<name>`: the engine's prebuilt objects.
+fn bpf_object(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../bpf/objects")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn instruction_budgets_are_range_checked_and_capped_overall() {
+    let faults = bpf_object("faults.o");
+    let out = scratch("insn");
+    let out = out.to_str().unwrap();
+    let forever = ["run", "--xdp-obj", &faults, "--sec", "forever", "--out-dir", out];
+    let with =
+        |extra: &[&str]| -> Vec<String> { forever.iter().chain(extra).map(|s| s.to_string()).collect() };
+    for (extra, want) in [
+        (
+            &["--frames", "1", "--insn-budget", "18446744073709551615"][..],
+            "--insn-budget 18446744073709551615: outside 1..=100000000",
+        ),
+        (
+            &["--frames", "1", "--insn-budget", "0"],
+            "--insn-budget 0: outside 1..=",
+        ),
+        (
+            &["--frames", "1", "--insn-total", "0"],
+            "--insn-total 0: outside 1..=",
+        ),
+        // Three runs of a million instructions reach the cap: the run stops with a message.
+        (
+            &["--frames", "300", "--insn-total", "3000000"],
+            "executed 3000000 instructions in 3 runs and reached --insn-total 3000000",
+        ),
+    ] {
+        let args = with(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, want);
+    }
+    // A long run says how far it got, on stderr, also when stderr is no terminal.
+    let args = with(&["--frames", "20", "--progress-ms", "1"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, _, err) = onic(&args);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("progress: ") && err.contains("program instructions"),
+        "no progress line:\n{err}"
+    );
+}
+
+#[test]
+fn options_a_replay_would_ignore_are_refused() {
+    refused(
+        &["run", "--xdp", "pass", "--direction", "both"],
+        "--direction both is for traffic mode",
+    );
+    refused(
+        &["run", "--pcap", "x.pcap", "--direction", "1to0"],
+        "--direction 1to0 is for traffic mode",
     );
 }
