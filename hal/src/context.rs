@@ -18,7 +18,12 @@ pub const CTXT_POLL_LIMIT: u32 = 5000;
 /// Wait between two reads of a busy IND_CTXT_CMD, in microseconds.
 pub const CTXT_POLL_INTERVAL_US: u32 = 100;
 
-/// An indirect context command that stayed busy past [`CTXT_POLL_LIMIT`] reads.
+/// What a 32-bit read of a card that does not answer returns (a PCIe read completed by the root
+/// complex after the card left the bus).
+pub const NOT_ANSWERING: u32 = u32::MAX;
+
+/// An indirect context command that stayed busy past [`CTXT_POLL_LIMIT`] reads, or whose
+/// register read [`NOT_ANSWERING`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ContextBusy {
@@ -35,7 +40,8 @@ pub struct ContextBusy {
 ///
 /// # Errors
 ///
-/// [`ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads.
+/// [`ContextBusy`] when the busy bit is still set after [`CTXT_POLL_LIMIT`] reads, or at once
+/// when IND_CTXT_CMD reads all ones (the card does not answer).
 pub fn context_command<W: RegisterWindow, D: DelayNs>(
     bar0: &W,
     delay: &mut D,
@@ -50,7 +56,20 @@ pub fn context_command<W: RegisterWindow, D: DelayNs>(
     }
     bar0.write(qdma::IND_CTXT_CMD, command);
     for attempt in 0..CTXT_POLL_LIMIT {
-        if !bar0.read(qdma::IND_CTXT_CMD).busy() {
+        let now = bar0.read(qdma::IND_CTXT_CMD);
+        if crate::RegValue::bits(now) == NOT_ANSWERING {
+            // Bits 31:18 read 0 on a live card: all ones is a read nobody answered (the card
+            // left the bus, or its link is down). Polling on would only take the limit's time,
+            // command after command (seen: 1.7 s each on a removed card, minutes per removal).
+            crate::error!(
+                "onic: context command {:#x}: IND_CTXT_CMD reads all ones, the card does not answer",
+                command.bits()
+            );
+            return Err(ContextBusy {
+                command: command.bits(),
+            });
+        }
+        if !now.busy() {
             return Ok(());
         }
         if attempt + 1 < CTXT_POLL_LIMIT {
@@ -141,6 +160,9 @@ impl Quiesced {
 /// `lock`, the card's context-command lock. A command that stays busy does not stop the others;
 /// the first failure is returned.
 ///
+/// When a command fails on a card that has left the bus ([`RegisterWindow::gone`]), the proof
+/// is made all the same: a device that is gone reaches no memory.
+///
 /// # Errors
 ///
 /// [`ContextBusy`] for the first command that did not complete: the device may still use the
@@ -160,6 +182,13 @@ pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
         if let (Ok(_), Err(e)) = (&first, r) {
             first = Err(e);
         }
+    }
+    if first.is_err() && bar0.gone() {
+        crate::warn!(
+            "onic: the card has left the bus: queue {}'s memory is released without its invalidation",
+            abs_qid.get()
+        );
+        return Ok(Quiesced { side, qid: abs_qid });
     }
     first
 }
@@ -235,5 +264,60 @@ mod tests {
             }
         );
         assert_eq!(commands(&rec).len(), QueueSide::Tx.contexts().len());
+    }
+
+    #[test]
+    fn a_card_that_does_not_answer_is_given_up_at_the_first_read() {
+        let rec = Recorder::opennic();
+        rec.add_preset(Preset {
+            name: "gone",
+            bar: Bar::Qdma,
+            start: qdma::IND_CTXT_CMD.offset(),
+            end: qdma::IND_CTXT_CMD.offset() + 4,
+            value: PresetValue::Fixed(NOT_ANSWERING),
+        });
+        let err = invalidate_queue(
+            &rec.window(Bar::Qdma),
+            &Unshared,
+            &mut NoWait,
+            QueueSide::Rx,
+            AbsQueueId::new(5),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.command,
+            IndCtxtCmd::queue(CtxtSel::SwC2h, CtxtOp::Invalidate, AbsQueueId::new(5)).bits()
+        );
+        let reads = rec
+            .log()
+            .iter()
+            .filter(|a| a.kind == AccessKind::Read && a.offset == qdma::IND_CTXT_CMD.offset())
+            .count();
+        assert_eq!(
+            reads,
+            QueueSide::Rx.contexts().len(),
+            "one read per command, not the poll limit"
+        );
+    }
+
+    /// A window whose device has left the bus: every register reads all ones, and it says so.
+    struct Gone;
+
+    // SAFETY: no register is reached; reads return what a card off the bus answers.
+    unsafe impl RegisterWindow for Gone {
+        fn read32(&self, _offset: u32) -> u32 {
+            NOT_ANSWERING
+        }
+        fn write32(&self, _offset: u32, _value: u32) {}
+        fn gone(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_card_that_left_the_bus_gives_the_proof_without_the_invalidation() {
+        let proof =
+            invalidate_queue(&Gone, &Unshared, &mut NoWait, QueueSide::Tx, AbsQueueId::new(7)).unwrap();
+        assert!(proof.names(QueueSide::Tx, AbsQueueId::new(7)));
     }
 }

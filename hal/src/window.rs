@@ -52,6 +52,16 @@ pub unsafe trait RegisterWindow {
     fn read32(&self, offset: u32) -> u32;
     /// Writes `value` to the 32-bit register at byte `offset`.
     fn write32(&self, offset: u32, value: u32);
+    /// Whether the device is known to have left the bus (its OS says so: a PCI function whose
+    /// configuration space no longer answers), so that it can no longer read or write memory.
+    /// The default, for windows that cannot tell, is `false`.
+    ///
+    /// Implementation safety: `true` only when the device can reach no memory any more; the
+    /// driver then releases queue memory whose invalidation the device did not complete
+    /// ([`crate::context::invalidate_queue`]).
+    fn gone(&self) -> bool {
+        false
+    }
 }
 
 // SAFETY: forwards every call unchanged to `T`, which upholds the contract.
@@ -61,6 +71,9 @@ unsafe impl<T: RegisterWindow + ?Sized> RegisterWindow for &T {
     }
     fn write32(&self, offset: u32, value: u32) {
         (**self).write32(offset, value);
+    }
+    fn gone(&self) -> bool {
+        (**self).gone()
     }
 }
 

@@ -125,6 +125,7 @@ void onic_unlock(void *lock);
 void onic_ctx_lock(struct mutex *lock);
 void onic_ctx_unlock(struct mutex *lock);
 void onic_udelay(u32 us);
+bool onic_device_present(void *dev);
 void onic_ndelay(u32 ns);
 void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);
 void onic_dma_free_coherent(void *dev, size_t len, void *cpu, u64 dma);

@@ -258,6 +258,16 @@ void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
 		dma_sync_single_for_device(dev, dma, len, dir);
 }
 
+/* Whether the card is still on the bus: its configuration space answers (a function that left
+ * the bus reads all ones there). Rust asks it when a context command does not complete, before
+ * it gives up a queue's memory (hal RegisterWindow::gone). */
+bool onic_device_present(void *dev)
+{
+	struct device *d = dev;
+
+	return !dev_is_pci(d) || pci_device_is_present(to_pci_dev(d));
+}
+
 /* ---------------------------------------------------------------- PCI */
 
 /* hardware.md §1.1: device ID 0x9<PF><gen><lanes>, Gen3 x1/x2/x4/x8/x16 and Gen4 x1/x2/x4/x8,

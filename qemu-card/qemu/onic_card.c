@@ -249,6 +249,29 @@ static const MemoryRegionOps onic_bar0_ops = ONIC_MMIO_OPS(onic_bar0_read, onic_
 static const MemoryRegionOps onic_bar2_ops = ONIC_MMIO_OPS(onic_bar2_read, onic_bar2_write);
 static const MemoryRegionOps onic_ctl_ops = ONIC_MMIO_OPS(onic_ctl_read, onic_ctl_write);
 
+/* A card that left the bus (the control window's GONE) answers no configuration read either:
+ * all ones, as the root complex completes a read nobody claimed, so the OS can tell it is gone
+ * (pci_device_is_present). Its configuration writes go nowhere. */
+static bool onic_gone(OnicFunc *f)
+{
+    return f->card && f->card->model && onic_model_ctl_read(f->card->model, ONIC_CTL_GONE);
+}
+
+static uint32_t onic_config_read(PCIDevice *pdev, uint32_t addr, int len)
+{
+    if (onic_gone(ONIC_FUNC(pdev))) {
+        return len >= 4 ? UINT32_MAX : (1u << (8 * len)) - 1;
+    }
+    return pci_default_read_config(pdev, addr, len);
+}
+
+static void onic_config_write(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+{
+    if (!onic_gone(ONIC_FUNC(pdev))) {
+        pci_default_write_config(pdev, addr, val, len);
+    }
+}
+
 /* ------------------------------------------------------------------ network backend */
 
 static ssize_t onic_receive(NetClientState *nc, const uint8_t *buf, size_t size)
@@ -267,6 +290,19 @@ static NetClientInfo onic_net_info = {
 };
 
 /* ------------------------------------------------------------------ realize / unrealize */
+
+/* The PCIe capability of a QDMA function: the driver turns on relaxed ordering and extended
+ * tags and sets the read request size to 512 (hardware.md §1.4), so the card offers extended
+ * tags and lets those Device Control fields be written (QEMU's generic endpoint offers neither).
+ */
+static void onic_pcie_cap(PCIDevice *pdev)
+{
+    uint16_t devctl = PCI_EXP_DEVCTL_RELAX_EN | PCI_EXP_DEVCTL_EXT_TAG | PCI_EXP_DEVCTL_READRQ;
+
+    pcie_endpoint_cap_init(pdev, ONIC_PCIE_CAP);
+    pci_long_test_and_set_mask(pdev->config + pdev->exp.exp_cap + PCI_EXP_DEVCAP, PCI_EXP_DEVCAP_EXT_TAG);
+    pci_word_test_and_set_mask(pdev->wmask + pdev->exp.exp_cap + PCI_EXP_DEVCTL, devctl);
+}
 
 static void onic_join(OnicFunc *f, Error **errp)
 {
@@ -313,7 +349,7 @@ static void onic_pf_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, v);
     }
     if (pci_is_express(pdev)) {
-        pcie_endpoint_cap_init(pdev, ONIC_PCIE_CAP);
+        onic_pcie_cap(pdev);
     }
     if (f->conf.peers.ncs[0]) {
         f->nic = qemu_new_nic(&onic_net_info, &f->conf, object_get_typename(OBJECT(f)),
@@ -394,6 +430,8 @@ static void onic_pf_class_init(ObjectClass *klass, void *data)
 
     k->realize = onic_pf_realize;
     k->exit = onic_pf_exit;
+    k->config_read = onic_config_read;
+    k->config_write = onic_config_write;
     k->vendor_id = ONIC_PCI_VENDOR;
     k->device_id = ONIC_PCI_PF0_DEVICE;
     k->class_id = ONIC_PCI_CLASS;

@@ -38,6 +38,7 @@ pub fn c_constants() -> Vec<(&'static str, u64)> {
         ("ONIC_QDMA_BAR_LEN", pci::qdma_bar_len(queues)),
         ("ONIC_SHELL_BAR_LEN", pci::SHELL_BAR_LEN),
         ("ONIC_CTL_BAR_LEN", ctl::BAR_SIZE),
+        ("ONIC_CTL_GONE", ctl::GONE.into()),
         ("ONIC_TOTAL_QUEUES", queues.into()),
         (
             "ONIC_PF0_VECTORS",

@@ -17,8 +17,9 @@ use crate::simcard::{SimDelay, SimDma, SimRegs};
 
 /// A register window of either kind.
 pub enum KRegs {
-    /// An ioremapped BAR of a real card.
-    Mmio(Mmio<'static>),
+    /// An ioremapped BAR of a real card, and the card's `struct device` (asked whether the card
+    /// is still on the bus).
+    Mmio(Mmio<'static>, NonNull<c_void>),
     /// A BAR of the model card.
     Sim(SimRegs<KLock>),
 }
@@ -27,14 +28,24 @@ pub enum KRegs {
 unsafe impl RegisterWindow for KRegs {
     fn read32(&self, offset: u32) -> u32 {
         match self {
-            Self::Mmio(m) => m.read32(offset),
+            Self::Mmio(m, _) => m.read32(offset),
             Self::Sim(s) => s.read32(offset),
         }
     }
     fn write32(&self, offset: u32, value: u32) {
         match self {
-            Self::Mmio(m) => m.write32(offset, value),
+            Self::Mmio(m, _) => m.write32(offset, value),
             Self::Sim(s) => s.write32(offset, value),
+        }
+    }
+    fn gone(&self) -> bool {
+        match self {
+            // SAFETY: the device outlives the port that holds this window (onic_rs_port_new_pci's
+            // contract); the helper only reads its PCI configuration space. The kernel's
+            // pci_device_is_present says false only for a function whose configuration space no
+            // longer answers: it has left the bus and reaches no memory.
+            Self::Mmio(_, dev) => unsafe { !ffi::onic_device_present(dev.as_ptr()) },
+            Self::Sim(_) => false,
         }
     }
 }

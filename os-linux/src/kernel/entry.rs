@@ -263,8 +263,8 @@ pub unsafe extern "C" fn onic_rs_port_new_pci(
         // device reaches only memory handed to it through this port's DMA backend.
         let (q, s) = unsafe { (Mmio::new(b0, bar0_len), Mmio::new(b2, bar2_len)) };
         let regs = PortRegs {
-            qdma: KRegs::Mmio(q),
-            shell: KRegs::Mmio(s),
+            qdma: KRegs::Mmio(q, dev),
+            shell: KRegs::Mmio(s, dev),
             // SAFETY: caller's contract.
             lock: unsafe { card_lock(p) }?,
         };

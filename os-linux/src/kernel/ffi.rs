@@ -42,6 +42,8 @@ extern "C" {
 
     /// Waits `us` microseconds (sleeps when the context allows it).
     pub fn onic_udelay(us: u32);
+    /// Whether the PCI function behind `dev` still answers on the bus (pci_device_is_present).
+    pub fn onic_device_present(dev: *mut c_void) -> bool;
     /// Busy-waits `ns` nanoseconds.
     pub fn onic_ndelay(ns: u32);
 
