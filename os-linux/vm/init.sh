@@ -8,6 +8,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 # iputils' ping by their paths (ethtool and iperf3 have no applet).
 IP=/usr/sbin/ip
 PING=/usr/bin/ping
+LSPCI=/usr/bin/lspci
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -29,11 +30,20 @@ echo 1 >/sys/kernel/tracing/events/page_pool/page_pool_release/enable
 KO=/lib/modules/onic.ko
 FAILS=0
 PASSES=0
-# Simulation mode behind the kernel DMA API when the kernel command line asks for it (the xtask
-# boots one kernel so, with swiotlb=force: every buffer then bounces, and a missing or wrong sync
-# corrupts data).
-SIMARGS="sim=1"
-if grep -qw onic_sim_dma_api /proc/cmdline; then SIMARGS="sim=1 sim_dma_api=1"; fi
+# Which card: the model inside the kernel (`sim=1`; behind the kernel DMA API with every buffer
+# bounced when the command line says onic_sim_dma_api: the xtask boots one kernel so, with
+# swiotlb=force), or the model as a PCI device of QEMU (`onic_card=pci`: qemu-card/, the module
+# binds it like a real card, through BARs, MSI-X and DMA behind the vIOMMU or swiotlb).
+if grep -qw onic_card=pci /proc/cmdline; then
+	MODE=pci
+	SIMARGS=""
+elif grep -qw onic_sim_dma_api /proc/cmdline; then
+	MODE=sim-dma
+	SIMARGS="sim=1 sim_dma_api=1"
+else
+	MODE=sim
+	SIMARGS="sim=1"
+fi
 # The receive path tests a static key (netstamp_needed_key) that every ping process flips on
 # and off (SO_TIMESTAMP). Under QEMU's multi-threaded TCG (the default; the VM test runs one TCG
 # thread, VM_TEST_ACCEL in xtask/src/vm.rs, but other boots of this image may not), a vCPU can go
@@ -68,6 +78,66 @@ same() { # same DESC FILE1 FILE2
 	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; diff "$2" "$3" | sed 's/^/    | /'; fi
 }
 
+# ---- the card: its netdevs and its fault knobs, in either mode
+# pci_dev VENDOR:DEVICE: the sysfs directory of the first PCI function with that ID.
+pci_dev() {
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat $d/vendor):$(cat $d/device)" = "$1" ]; then
+			echo $d
+			return
+		fi
+	done
+}
+PF0ID=0x10ee:0x903f
+PF1ID=0x10ee:0x913f
+CTLID=0x10ee:0x0c7e
+# card_netdevs: IF0 and IF1, the netdevs of function 0 and 1 (PCI: named after the bus, slot
+# and function, e.g. onic1s0f0; simulation: onicsim0 and onicsim1).
+card_netdevs() {
+	if [ $MODE = pci ]; then
+		IF0=$(ls "$(pci_dev $PF0ID)/net" 2>/dev/null)
+		IF1=$(ls "$(pci_dev $PF1ID)/net" 2>/dev/null)
+	else
+		IF0=onicsim0
+		IF1=onicsim1
+	fi
+}
+IF0=onicsim0
+IF1=onicsim1
+# The test-control window of the QEMU card (qemu-card/src/ctl.rs), reached with devmem through
+# the BAR of its own PCI function, which no driver binds: ctl_rd OFFSET, ctl_wr OFFSET VALUE.
+CTL_LINK=0x08
+CTL_TX_STALL=0x0c
+CTL_CMPT_FREEZE=0x10
+CTL_CORRUPT_CMPT=0x14
+CTL_VIOLATIONS=0x20
+CTL_BUS_FAULTS=0x24
+CTL_GONE=0x28
+CTL_INTERRUPTS=0x2c
+CTL_BAD_MMIO=0x30
+if [ $MODE = pci ]; then
+	CTLDEV=$(pci_dev $CTLID)
+	echo 1 >"$CTLDEV/enable"
+	CTLBASE=$(awk 'NR == 1 { print $1 }' "$CTLDEV/resource")
+fi
+ctl_rd() { printf '%d\n' "$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)"; }
+ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 "$2"; }
+# The faults both cards offer: link state (bit p = port p up), a hung H2C engine, a completion
+# ring whose color never flips.
+set_link() {
+	if [ $MODE = pci ]; then ctl_wr $CTL_LINK "$1"; else echo "$1" >/sys/module/onic/parameters/sim_link; fi
+}
+set_tx_stall() {
+	if [ $MODE = pci ]; then ctl_wr $CTL_TX_STALL "$1"; else echo "$1" >/sys/module/onic/parameters/sim_tx_stall; fi
+}
+set_cmpt_freeze() {
+	if [ $MODE = pci ]; then ctl_wr $CTL_CMPT_FREEZE "$1"; else echo "$1" >/sys/module/onic/parameters/sim_cmpt_freeze; fi
+}
+# irqs NAME-PREFIX: interrupts counted on the vectors whose name starts with it, all CPUs.
+irqs() {
+	awk -v p="$1" '$NF ~ "^" p { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break } END { print s + 0 }' /proc/interrupts
+}
+
 # pools_out: "POOL INFLIGHT" for each traced page pool whose last release still had pages out (a
 # negative count, more pages back than went out, too); pools_seen: how many pools were traced.
 pool_releases() {
@@ -82,6 +152,8 @@ BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for
 # ... nor a report of the memory checks the xtask boots with (slub_debug, page_poison, KFENCE;
 # xtask/src/vm.rs MEMORY_CHECKS): a slab cache's "BUG <cache> (...): <what>", a page whose
 # poison was overwritten while free, a bad page, a corrupted list, a double free.
+# ... nor a fault of the IOMMU (a device access to an address the driver did not map for it).
+BADLOG="$BADLOG"'|DMAR: \[|DMAR: DRHD: handling fault|IO_PAGE_FAULT'
 BADLOG="$BADLOG"'|BUG [^ ]+ \(|Poison overwritten|Redzone|Object already free|Freepointer corrupt|Padding overwritten|slab error|[Ff]reelist|pagealloc: (memory corruption|single bit error)|[Bb]ad page (state|map)|list_(add|del) corruption|double free|kernel BUG|KFENCE: '
 
 finish() {
@@ -102,6 +174,16 @@ finish() {
 		grep "^overrun" /sys/kernel/tracing/per_cpu/cpu*/stats | sed 's/^/    | /'
 	else
 		pass "every page pool got all its pages back ($np pools traced, destroyed and released)"
+	fi
+	if [ $MODE = pci ]; then
+		# What the card itself saw, over the whole run (fault windows included: none of the
+		# faults makes the driver do what the hardware refuses).
+		V=$(ctl_rd $CTL_VIOLATIONS)
+		check "the card recorded no driver mistake (model violations: $V; the QEMU log has each)" test "$V" = 0
+		F=$(ctl_rd $CTL_BUS_FAULTS)
+		check "no device access was refused by the bus or the IOMMU ($F)" test "$F" = 0
+		M=$(ctl_rd $CTL_BAD_MMIO)
+		check "every BAR access was an aligned 32-bit one ($M others)" test "$M" = 0
 	fi
 	dmesg >/tmp/dmesg
 	echo "---- kernel log ----"
@@ -145,14 +227,43 @@ fi
 
 # ---- load, netdevs, driver info, statistics names
 check "insmod onic.ko $SIMARGS" insmod $KO $SIMARGS
-if [ "$SIMARGS" != sim=1 ]; then
+if [ $MODE = sim-dma ]; then
 	check "the ports map memory through the kernel DMA API" sh -c 'dmesg | grep -q "memory through the kernel DMA API"'
 	check "ethtool -i names the platform device" sh -c 'ethtool -i onicsim0 | grep -qx "bus-info: onic-sim.0"'
 fi
-check "netdev onicsim0 appears" $IP link show onicsim0
-check "netdev onicsim1 appears" $IP link show onicsim1
-check "ethtool -i reports driver onic" sh -c 'ethtool -i onicsim0 | grep -qx "driver: onic"'
-ethtool -S onicsim0 >/tmp/stats 2>&1
+card_netdevs
+# ---- the PCI card: probe, BARs, MSI-X, DMA path (qemu-card/; the model behind QEMU PCI functions)
+if [ $MODE = pci ]; then
+	check "the card's two functions got netdevs ($IF0, $IF1)" test -n "$IF0" -a -n "$IF1"
+	check "the test-control window answers (magic ONIC)" test "$(ctl_rd 0)" = $((0x43494e4f))
+	PF0=$(basename "$(pci_dev $PF0ID)")
+	PF1=$(basename "$(pci_dev $PF1ID)")
+	check "ethtool -i gives PF0's PCI address as bus-info ($PF0)" sh -c "ethtool -i $IF0 | grep -qx 'bus-info: $PF0'"
+	for d in $PF0 $PF1; do
+		$LSPCI -vv -s $d >/tmp/lspci 2>&1
+		check "lspci -vv: $d is bound by onic" grep -q 'Kernel driver in use: onic' /tmp/lspci
+		check "lspci -vv: $d has MSI-X enabled" grep -q 'MSI-X: Enable+' /tmp/lspci
+		check "lspci -vv: $d decodes memory and is a bus master" grep -q 'Control: .*Mem+ BusMaster+' /tmp/lspci
+		check "lspci -vv: $d maps BAR0 and BAR2 (64-bit)" sh -c "grep -q 'Region 0: Memory at .* (64-bit' /tmp/lspci && grep -q 'Region 2: Memory at .* (64-bit.*\[size=4M\]' /tmp/lspci"
+		check "lspci -vv: $d is a PCIe endpoint with relaxed ordering, extended tags and 512-byte reads (hardware.md §1.4)" sh -c \
+			"grep -q 'Express (v2) Endpoint' /tmp/lspci && grep -q 'RlxdOrd+ ExtTag+' /tmp/lspci && grep -q 'MaxReadReq 512 bytes' /tmp/lspci"
+	done
+	sed 's/^/    | /' /tmp/lspci
+	check "/proc/interrupts: $IF0 has 8 queue vectors, the user and the error vector" sh -c \
+		"[ \$(grep -Ec ' $IF0-q[0-7]\$' /proc/interrupts) = 8 ] && grep -q ' $IF0-user\$' /proc/interrupts && grep -q ' $IF0-err\$' /proc/interrupts"
+	check "/proc/interrupts: $IF1 has 8 queue vectors and the user vector, no error vector" sh -c \
+		"[ \$(grep -Ec ' $IF1-q[0-7]\$' /proc/interrupts) = 8 ] && grep -q ' $IF1-user\$' /proc/interrupts && ! grep -q ' $IF1-err\$' /proc/interrupts"
+	if grep -qw intel_iommu=on /proc/cmdline; then
+		check "the IOMMU translates the card's DMA (DMAR on, strict invalidation)" sh -c \
+			"dmesg | grep -q 'DMAR: IOMMU enabled' && dmesg | grep -q 'TLB invalidation policy: strict' && [ -e /sys/bus/pci/devices/$PF0/iommu_group ]"
+	else
+		check "every mapping bounces through swiotlb (swiotlb=force)" sh -c 'dmesg | grep -q "software IO TLB"'
+	fi
+fi
+check "netdev $IF0 appears" $IP link show $IF0
+check "netdev $IF1 appears" $IP link show $IF1
+check "ethtool -i reports driver onic" sh -c "ethtool -i $IF0 | grep -qx 'driver: onic'"
+ethtool -S $IF0 >/tmp/stats 2>&1
 sed -n '2,72p' /tmp/stats | sed 's/^ *//; s/:.*//' >/tmp/names71
 same "ethtool -S lists the reference driver's 71 names first, in order" /tmp/names71 /etc/onic/stats71.txt
 check "ethtool -S then lists per-queue counters" grep -q 'rx0_packets' /tmp/stats
@@ -166,32 +277,32 @@ stat() {
 }
 
 # ---- XDP_REDIRECT (both ports still in the first namespace, so the program can name the other
-# port by its index): ARP requests out of onicsim1 arrive at onicsim0, whose program redirects
-# each once to onicsim1 (ndo_xdp_xmit), which sends it back over the cable; the second arrival is
+# port by its index): ARP requests out of $IF1 arrive at $IF0, whose program redirects
+# each once to $IF1 (ndo_xdp_xmit), which sends it back over the cable; the second arrival is
 # dropped by the program.
-check "ip link set onicsim0 up (redirect test)" $IP link set onicsim0 up
-check "ip link set onicsim1 up (redirect test)" $IP link set onicsim1 up
-I0=$(cat /sys/class/net/onicsim0/ifindex)
-I1=$(cat /sys/class/net/onicsim1/ifindex)
-check "onicsim1 is registered right after onicsim0 (ifindex $I0, $I1)" test "$I1" = $((I0 + 1))
-check "attach xdp_redirect.o natively (xdpdrv) on onicsim0" $IP link set dev onicsim0 xdpdrv obj /xdp/xdp_redirect.o sec xdp
-check "ip link shows the native XDP program" sh -c "$IP link show onicsim0 | grep -q 'xdp '"
-$IP addr add 198.51.100.2/24 dev onicsim1
-arping -c 5 -w 4 -I onicsim1 198.51.100.1 >/dev/null 2>&1
-$IP addr del 198.51.100.2/24 dev onicsim1
+check "ip link set $IF0 up (redirect test)" $IP link set $IF0 up
+check "ip link set $IF1 up (redirect test)" $IP link set $IF1 up
+I0=$(cat /sys/class/net/$IF0/ifindex)
+I1=$(cat /sys/class/net/$IF1/ifindex)
+check "$IF1 is registered right after $IF0 (ifindex $I0, $I1)" test "$I1" = $((I0 + 1))
+check "attach xdp_redirect.o natively (xdpdrv) on $IF0" $IP link set dev $IF0 xdpdrv obj /xdp/xdp_redirect.o sec xdp
+check "ip link shows the native XDP program" sh -c "$IP link show $IF0 | grep -q 'xdp '"
+$IP addr add 198.51.100.2/24 dev $IF1
+arping -c 5 -w 4 -I $IF1 198.51.100.1 >/dev/null 2>&1
+$IP addr del 198.51.100.2/24 dev $IF1
 sleep 1
-R0=$(stat rx_xdp_redirect onicsim0)
-X1=$(stat tx_xdp_xmit onicsim1)
-D0=$(stat rx_xdp_drop onicsim0)
-check "onicsim0 redirected the ARP requests (rx_xdp_redirect=$R0)" test "${R0:-0}" -ge 5
-check "onicsim1 sent them through ndo_xdp_xmit (tx_xdp_xmit=$X1)" test "${X1:-0}" -ge 5
+R0=$(stat rx_xdp_redirect $IF0)
+X1=$(stat tx_xdp_xmit $IF1)
+D0=$(stat rx_xdp_drop $IF0)
+check "$IF0 redirected the ARP requests (rx_xdp_redirect=$R0)" test "${R0:-0}" -ge 5
+check "$IF1 sent them through ndo_xdp_xmit (tx_xdp_xmit=$X1)" test "${X1:-0}" -ge 5
 check "their second arrival was dropped by the program (rx_xdp_drop=$D0)" test "${D0:-0}" -ge 5
-check "detach xdp_redirect.o" $IP link set dev onicsim0 xdpdrv off
+check "detach xdp_redirect.o" $IP link set dev $IF0 xdpdrv off
 
 # ---- the same XDP objects as in `onic run --xdp-obj`: the shared capture replayed out of
-# onicsim1 into onicsim0 with each object attached natively; the frames the stack received and
-# the frames onicsim0 sent back must be, frame for frame, what onic run gives (os-linux/vm/README.md)
-for d in onicsim0 onicsim1; do
+# $IF1 into $IF0 with each object attached natively; the frames the stack received and
+# the frames $IF0 sent back must be, frame for frame, what onic run gives (os-linux/vm/README.md)
+for d in $IF0 $IF1; do
 	echo 1 >/proc/sys/net/ipv6/conf/$d/disable_ipv6
 	# Rings that hold the whole capture: a poll delayed by a busy host drops nothing.
 	ethtool -G $d rx 1023 tx 1023
@@ -206,18 +317,18 @@ for row in "xdp_pass 300 0 0 0" "xdp_drop 0 300 0 0" "xdp_swap 0 0 300 0" "xdp_d
 	P=$1
 	want="$2 $3 $4 $5"
 	mkdir -p /tmp/r/$P
-	before="$(xdpctr rx_xdp_pass onicsim0) $(xdpctr rx_xdp_drop onicsim0) $(xdpctr rx_xdp_tx onicsim0) $(xdpctr rx_xdp_redirect onicsim0)"
-	if timeout 60 onic_replay run /replay/$P.o $P onicsim0 onicsim1 /replay/xdp-shared.pcap /tmp/r/$P >/tmp/out 2>&1 &&
+	before="$(xdpctr rx_xdp_pass $IF0) $(xdpctr rx_xdp_drop $IF0) $(xdpctr rx_xdp_tx $IF0) $(xdpctr rx_xdp_redirect $IF0)"
+	if timeout 60 onic_replay run /replay/$P.o $P $IF0 $IF1 /replay/xdp-shared.pcap /tmp/r/$P >/tmp/out 2>&1 &&
 		onic_replay digest /tmp/r/$P/pass.pcap >/tmp/r/$P/pass.digest &&
 		onic_replay digest /tmp/r/$P/port0-out.pcap >/tmp/r/$P/port0-out.digest; then
 		same "$P: the stack received what onic run passes ($(cat /tmp/out))" /tmp/r/$P/pass.digest /replay/expected/$P.pass.digest
-		same "$P: onicsim0 sent what onic run sends (XDP_TX)" /tmp/r/$P/port0-out.digest /replay/expected/$P.port0-out.digest
+		same "$P: $IF0 sent what onic run sends (XDP_TX)" /tmp/r/$P/port0-out.digest /replay/expected/$P.port0-out.digest
 	else
 		fail "$P: replay through the kernel"
 		show
 	fi
-	ethtool -S onicsim0 | grep -E '^ *(rx_missed_errors|stat_adapt_rx_drop|rx_dropped)' | grep -v ': 0$' | sed 's/^/    | /'
-	after="$(xdpctr rx_xdp_pass onicsim0) $(xdpctr rx_xdp_drop onicsim0) $(xdpctr rx_xdp_tx onicsim0) $(xdpctr rx_xdp_redirect onicsim0)"
+	ethtool -S $IF0 | grep -E '^ *(rx_missed_errors|stat_adapt_rx_drop|rx_dropped)' | grep -v ': 0$' | sed 's/^/    | /'
+	after="$(xdpctr rx_xdp_pass $IF0) $(xdpctr rx_xdp_drop $IF0) $(xdpctr rx_xdp_tx $IF0) $(xdpctr rx_xdp_redirect $IF0)"
 	got=$(echo "$before $after" | awk '{ print $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')
 	if [ "$2" != - ]; then
 		check "$P: XDP verdict counters pass/drop/tx/redirect +$got as in onic run (+$want)" test "$got" = "$want"
@@ -225,15 +336,15 @@ for row in "xdp_pass 300 0 0 0" "xdp_drop 0 300 0 0" "xdp_swap 0 0 300 0" "xdp_d
 done
 grep '^flows ' /tmp/r/xdp_count/maps.txt >/tmp/flows
 same "xdp_count: the kernel's per-flow map equals onic run's" /tmp/flows /replay/expected/xdp_count.flows.txt
-$IP link set onicsim0 down
-$IP link set onicsim1 down
-for d in onicsim0 onicsim1; do ethtool -G $d rx 63 tx 63; done
+$IP link set $IF0 down
+$IP link set $IF1 down
+for d in $IF0 $IF1; do ethtool -G $d rx 63 tx 63; done
 
 # ---- each port in its own namespace, addresses, ping across the model's cable
 $IP netns add a
 $IP netns add b
-$IP link set onicsim0 netns a
-$IP link set onicsim1 netns b
+$IP link set $IF0 netns a
+$IP link set $IF1 netns b
 A="$IP netns exec a"
 B="$IP netns exec b"
 NB="nsenter --net=/run/netns/b"
@@ -243,74 +354,74 @@ $IP -n b link set lo up
 # on as an orphan that retries its FIN; the default (8 retries) keeps it, and any received pages in
 # its queues, for minutes. One retry ends it within seconds, so those pages are back before finish.
 for ns in a b; do $IP netns exec $ns sh -c 'echo 1 >/proc/sys/net/ipv4/tcp_orphan_retries'; done
-$IP -n a addr add 192.0.2.1/24 dev onicsim0
-$IP -n b addr add 192.0.2.2/24 dev onicsim1
-check "ip link set onicsim0 up" $IP -n a link set onicsim0 up
-check "ip link set onicsim1 up" $IP -n b link set onicsim1 up
+$IP -n a addr add 192.0.2.1/24 dev $IF0
+$IP -n b addr add 192.0.2.2/24 dev $IF1
+check "ip link set $IF0 up" $IP -n a link set $IF0 up
+check "ip link set $IF1 up" $IP -n b link set $IF1 up
 sleep 1
 check "ping a -> b across the model's cable" $A ping -c 3 -W 2 192.0.2.2
 check "ping b -> a" $B ping -c 2 -W 2 192.0.2.1
-check "ethtool -S counts the frames" sh -c "$B ethtool -S onicsim1 | grep -Eq 'stat_rx_total_pkts: [1-9]'"
+check "ethtool -S counts the frames" sh -c "$B ethtool -S $IF1 | grep -Eq 'stat_rx_total_pkts: [1-9]'"
 
 # ---- ethtool round trips; bad values rejected with an error and no change
 E="$A ethtool"
-check "ethtool -x: default key is the RTL reset key" sh -c "$E -x onicsim0 | grep -q '17:14:e3:d6:7e:c8'"
-check "ethtool -L combined 4" $E -L onicsim0 combined 4
+check "ethtool -x: default key is the RTL reset key" sh -c "$E -x $IF0 | grep -q '17:14:e3:d6:7e:c8'"
+check "ethtool -L combined 4" $E -L $IF0 combined 4
 # (the "Current hardware settings" part of -l / -g)
 cur() { sed -n '/^Current/,$p'; }
-check "ethtool -l shows 4 combined" sh -c "$E -l onicsim0 | sed -n '/^Current/,\$p' | grep -Eq '^Combined:[[:space:]]+4$'"
-check "ethtool -X equal 2" $E -X onicsim0 equal 2
-check "ethtool -x: table uses queues 0 and 1 only" sh -c "$E -x onicsim0 | grep -E '^ +[0-9]+:' | grep -Eq ' 1 ' && ! $E -x onicsim0 | grep -E '^ +[0-9]+:' | grep -Eq ' [2-9] '"
+check "ethtool -l shows 4 combined" sh -c "$E -l $IF0 | sed -n '/^Current/,\$p' | grep -Eq '^Combined:[[:space:]]+4$'"
+check "ethtool -X equal 2" $E -X $IF0 equal 2
+check "ethtool -x: table uses queues 0 and 1 only" sh -c "$E -x $IF0 | grep -E '^ +[0-9]+:' | grep -Eq ' 1 ' && ! $E -x $IF0 | grep -E '^ +[0-9]+:' | grep -Eq ' [2-9] '"
 KEY=01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13:14:15:16:17:18:19:1a:1b:1c:1d:1e:1f:20:21:22:23:24:25:26:27:28
-check "ethtool -X hkey" $E -X onicsim0 hkey $KEY
-check "ethtool -x shows the new key" sh -c "$E -x onicsim0 | grep -q '$KEY'"
-check "ethtool -G rx 127 tx 255" $E -G onicsim0 rx 127 tx 255
-$E -g onicsim0 | cur >/tmp/g
+check "ethtool -X hkey" $E -X $IF0 hkey $KEY
+check "ethtool -x shows the new key" sh -c "$E -x $IF0 | grep -q '$KEY'"
+check "ethtool -G rx 127 tx 255" $E -G $IF0 rx 127 tx 255
+$E -g $IF0 | cur >/tmp/g
 check "ethtool -g shows rx 127 tx 255" sh -c "grep -Eq '^RX:[[:space:]]+127$' /tmp/g && grep -Eq '^TX:[[:space:]]+255$' /tmp/g"
 check "ping still works after reconfiguration" $A ping -c 2 -W 2 192.0.2.2
-$E -l onicsim0 >/tmp/l.before
-$E -g onicsim0 >/tmp/g.before
-$E -x onicsim0 >/tmp/x.before
-refuse "ethtool -L combined 99 is rejected" $E -L onicsim0 combined 99
-refuse "ethtool -G rx 100 (not a ring size) is rejected" $E -G onicsim0 rx 100
-refuse "ethtool -G tx 20000 (too large) is rejected" $E -G onicsim0 tx 20000
-refuse "ethtool -X equal 9 (more queues than in use) is rejected" $E -X onicsim0 equal 9
-refuse "ethtool -X hkey of 4 bytes is rejected" $E -X onicsim0 hkey 01:02:03:04
-$E -l onicsim0 >/tmp/l.after
-$E -g onicsim0 >/tmp/g.after
-$E -x onicsim0 >/tmp/x.after
+$E -l $IF0 >/tmp/l.before
+$E -g $IF0 >/tmp/g.before
+$E -x $IF0 >/tmp/x.before
+refuse "ethtool -L combined 99 is rejected" $E -L $IF0 combined 99
+refuse "ethtool -G rx 100 (not a ring size) is rejected" $E -G $IF0 rx 100
+refuse "ethtool -G tx 20000 (too large) is rejected" $E -G $IF0 tx 20000
+refuse "ethtool -X equal 9 (more queues than in use) is rejected" $E -X $IF0 equal 9
+refuse "ethtool -X hkey of 4 bytes is rejected" $E -X $IF0 hkey 01:02:03:04
+$E -l $IF0 >/tmp/l.after
+$E -g $IF0 >/tmp/g.after
+$E -x $IF0 >/tmp/x.after
 same "rejected -L left the channels unchanged" /tmp/l.before /tmp/l.after
 same "rejected -G left the rings unchanged" /tmp/g.before /tmp/g.after
 same "rejected -X left table and key unchanged" /tmp/x.before /tmp/x.after
-check "ethtool -n rx-flow-hash tcp4 reports IP and port fields" sh -c "$E -n onicsim0 rx-flow-hash tcp4 | grep -q 'L4 bytes 0 & 1'"
+check "ethtool -n rx-flow-hash tcp4 reports IP and port fields" sh -c "$E -n $IF0 rx-flow-hash tcp4 | grep -q 'L4 bytes 0 & 1'"
 # The shell's hash input is fixed: asking for exactly it is accepted, anything else refused.
-check "ethtool -N rx-flow-hash tcp4 tsdfn (what the shell hashes) is accepted" $E -N onicsim0 rx-flow-hash tcp4 tsdfn
+check "ethtool -N rx-flow-hash tcp4 tsdfn (what the shell hashes) is accepted" $E -N $IF0 rx-flow-hash tcp4 tsdfn
 # (ethtool prints the refusal but exits 0, so the message is what is checked)
-check "ethtool -N rx-flow-hash tcp4 sd (other fields) is rejected" sh -c "$E -N onicsim0 rx-flow-hash tcp4 sd 2>&1 | grep -q 'Operation not supported'"
+check "ethtool -N rx-flow-hash tcp4 sd (other fields) is rejected" sh -c "$E -N $IF0 rx-flow-hash tcp4 sd 2>&1 | grep -q 'Operation not supported'"
 # MTU bounds come from the core: the shell's 1514-byte frames, ETH_MIN_MTU.
-refuse "MTU 1501 is rejected" $A $IP link set dev onicsim0 mtu 1501
-refuse "MTU 67 is rejected" $A $IP link set dev onicsim0 mtu 67
-check "MTU 1400" $A $IP link set dev onicsim0 mtu 1400
-check "MTU back to 1500" $A $IP link set dev onicsim0 mtu 1500
-check "ethtool -L combined 2 back" $E -L onicsim0 combined 2
+refuse "MTU 1501 is rejected" $A $IP link set dev $IF0 mtu 1501
+refuse "MTU 67 is rejected" $A $IP link set dev $IF0 mtu 67
+check "MTU 1400" $A $IP link set dev $IF0 mtu 1400
+check "MTU back to 1500" $A $IP link set dev $IF0 mtu 1500
+check "ethtool -L combined 2 back" $E -L $IF0 combined 2
 
 # ---- native XDP (ndo_bpf): drop, swap without a reset, XDP_TX, detach
-check "attach xdp_drop.o natively (xdpdrv)" $IP -n a link set dev onicsim0 xdpdrv obj /xdp/xdp_drop.o sec xdp
+check "attach xdp_drop.o natively (xdpdrv)" $IP -n a link set dev $IF0 xdpdrv obj /xdp/xdp_drop.o sec xdp
 refuse "ping fails while XDP drops the replies" $A ping -c 3 -W 1 192.0.2.2
-D=$(stat rx_xdp_drop onicsim0 $A)
+D=$(stat rx_xdp_drop $IF0 $A)
 check "rx_xdp_drop counts the dropped replies ($D)" test "${D:-0}" -ge 3
-check "swap in xdp_pass.o while attached (no detach, no reset)" $IP -n a -force link set dev onicsim0 xdpdrv obj /xdp/xdp_pass.o sec xdp
+check "swap in xdp_pass.o while attached (no detach, no reset)" $IP -n a -force link set dev $IF0 xdpdrv obj /xdp/xdp_pass.o sec xdp
 check "ping works through xdp_pass" $A ping -c 2 -W 2 192.0.2.2
-P=$(stat rx_xdp_pass onicsim0 $A)
+P=$(stat rx_xdp_pass $IF0 $A)
 check "rx_xdp_pass counts the passed frames ($P)" test "${P:-0}" -ge 2
-check "swap in xdp_tx.o (the ICMP echo responder)" $IP -n a -force link set dev onicsim0 xdpdrv obj /xdp/xdp_tx.o sec xdp
-T0=$(stat rx_xdp_tx onicsim0 $A)
+check "swap in xdp_tx.o (the ICMP echo responder)" $IP -n a -force link set dev $IF0 xdpdrv obj /xdp/xdp_tx.o sec xdp
+T0=$(stat rx_xdp_tx $IF0 $A)
 check "ping b -> a is answered by XDP_TX" $B ping -c 4 -W 2 192.0.2.1
-T1=$(stat rx_xdp_tx onicsim0 $A)
+T1=$(stat rx_xdp_tx $IF0 $A)
 check "rx_xdp_tx counts the reflected requests ($T0 -> $T1)" test $((T1 - T0)) -ge 4
-E=$(stat rx_xdp_tx_errors onicsim0 $A)
+E=$(stat rx_xdp_tx_errors $IF0 $A)
 check "no XDP_TX errors ($E)" test "${E:-1}" = 0
-check "detach XDP" $IP -n a link set dev onicsim0 xdpdrv off
+check "detach XDP" $IP -n a link set dev $IF0 xdpdrv off
 check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
 
 # ---- the RX hash through the XDP RX-metadata kfunc (6.3+, xdp_metadata_ops.xmo_rx_hash): a
@@ -321,7 +432,7 @@ case $(uname -r) in
 	echo "SKIP: RX-metadata hash (Linux $(uname -r) has no XDP RX-metadata kfuncs)"
 	;;
 *)
-	$A onic_xdp_hash onicsim0 /xdp/xdp_hash.o 8 >/tmp/hash 2>&1 &
+	$A onic_xdp_hash $IF0 /xdp/xdp_hash.o 8 >/tmp/hash 2>&1 &
 	HP=$!
 	# The probes go out once the program is attached (it says so), not after a guessed delay:
 	# on a loaded host loading and attaching it took more than a second. Deadline 30 s.
@@ -334,12 +445,12 @@ case $(uname -r) in
 	wait $HP
 	sed 's/^/    | /' /tmp/hash
 	check "a device-bound program reads the RX hash and its type through the kfunc" grep -Eq '^calls=[1-9][0-9]* errors=0 hash=0x[0-9a-f]{8} type=0x29$' /tmp/hash
-	check "the hash program detached itself" sh -c "! $IP -n a link show onicsim0 | grep -q 'xdp '"
+	check "the hash program detached itself" sh -c "! $IP -n a link show $IF0 | grep -q 'xdp '"
 	;;
 esac
-check "generic XDP still works too (xdpgeneric drop)" $IP -n a link set dev onicsim0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
+check "generic XDP still works too (xdpgeneric drop)" $IP -n a link set dev $IF0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
 refuse "ping fails under generic XDP drop" $A ping -c 2 -W 1 192.0.2.2
-check "detach generic XDP" $IP -n a link set dev onicsim0 xdpgeneric off
+check "detach generic XDP" $IP -n a link set dev $IF0 xdpgeneric off
 
 # ==== Load: real traffic at full rate, reconfiguration under traffic, link changes, unload. Every
 # step has a deadline (timeout), and the counters are checked against what the tools saw.
@@ -351,7 +462,7 @@ cnt() { $IP netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
 drops() {
 	n=0
 	for st in rx_dropped rx_errors tx_dropped tx_errors; do
-		n=$((n + $(cnt a onicsim0 $st) + $(cnt b onicsim1 $st)))
+		n=$((n + $(cnt a $IF0 $st) + $(cnt b $IF1 $st)))
 	done
 	echo $n
 }
@@ -388,15 +499,39 @@ iperf() {
 	wait $srv 2>/dev/null
 }
 
-echo "== load tests ($SIMARGS)"
-RX0=$(cnt b onicsim1 rx_bytes)
+echo "== load tests ($MODE card${SIMARGS:+, $SIMARGS})"
+# qsnap NS DEV: "QUEUE RX_PACKETS INTERRUPTS" for each queue index of DEV (interrupts of its
+# MSI-X vector DEV-qN; 0 in simulation, which has none).
+qsnap() {
+	for q in 0 1 2 3 4 5 6 7; do
+		echo "$q $($IP netns exec $1 ethtool -S $2 | sed -n "s/^ *rx${q}_packets: //p") $(irqs "$2-q$q")"
+	done
+}
+if [ $MODE = pci ]; then
+	qsnap b $IF1 >/tmp/q.before
+	IRQ0=$(($(irqs $IF0-) + $(irqs $IF1-)))
+	MSI0=$(ctl_rd $CTL_INTERRUPTS)
+fi
+RX0=$(cnt b $IF1 rx_bytes)
 D0=$(drops)
 iperf "iperf3 TCP, 1 stream, 15 s" 45 -t 15
-check "the receiver's rx_bytes cover what iperf3 received" test $(($(cnt b onicsim1 rx_bytes) - RX0)) -ge "${RECV:-1}"
-RX0=$(cnt b onicsim1 rx_bytes)
+check "the receiver's rx_bytes cover what iperf3 received" test $(($(cnt b $IF1 rx_bytes) - RX0)) -ge "${RECV:-1}"
+RX0=$(cnt b $IF1 rx_bytes)
 iperf "iperf3 TCP, 4 streams, 15 s" 45 -t 15 -P 4
-check "the receiver's rx_bytes cover what iperf3 received (4 streams)" test $(($(cnt b onicsim1 rx_bytes) - RX0)) -ge "${RECV:-1}"
+check "the receiver's rx_bytes cover what iperf3 received (4 streams)" test $(($(cnt b $IF1 rx_bytes) - RX0)) -ge "${RECV:-1}"
 check "no driver drops or errors under TCP load ($(($(drops) - D0)))" test "$(drops)" = "$D0"
+if [ $MODE = pci ]; then
+	# Each RX queue that received frames was driven by its own MSI-X vector (no queue was served
+	# only by another's poll or by a timer), and the guest saw no interrupt the card did not send.
+	qsnap b $IF1 >/tmp/q.after
+	paste /tmp/q.before /tmp/q.after | awk '{ printf "    | queue %s: rx_packets +%d, interrupts +%d\n", $1, $5 - $2, $6 - $3 }'
+	check "every RX queue that received frames took interrupts on its own vector" sh -c \
+		"paste /tmp/q.before /tmp/q.after | awk '\$5 > \$2 && \$6 <= \$3 { bad = 1 } \$5 > \$2 { used++ } END { exit bad || !used }'"
+	IRQ1=$(($(irqs $IF0-) + $(irqs $IF1-)))
+	MSI1=$(ctl_rd $CTL_INTERRUPTS)
+	check "the guest took $((IRQ1 - IRQ0)) interrupts on the card's vectors, the card sent $((MSI1 - MSI0)) MSI-X messages" \
+		test $((IRQ1 - IRQ0)) -gt 0 -a $((IRQ1 - IRQ0)) -le $((MSI1 - MSI0))
+fi
 iperf "iperf3 UDP, 64-byte frames, unlimited rate, 10 s" 40 -u -b 0 -l 22 -t 10
 U64=$((${RECV:-0} / 22))
 iperf "iperf3 UDP, 458-byte payload, unlimited rate, 5 s" 35 -u -b 0 -l 458 -t 5
@@ -426,7 +561,7 @@ for dir in "a b 192.0.2.2" "b a 192.0.2.1"; do
 done
 check "ping with a payload pattern (checked by ping) of 1400 bytes" timeout 20 $A $PING -c 20 -i 0.05 -s 1400 -p a55a0ff0 192.0.2.2
 check "no TCP/UDP checksum errors anywhere ($(csum_errors))" test "$(csum_errors)" = 0
-if [ "$SIMARGS" != sim=1 ]; then
+if [ $MODE != sim ]; then
 	for f in /sys/kernel/debug/swiotlb/*; do echo "    | swiotlb $(basename $f): $(cat $f)"; done
 fi
 
@@ -437,32 +572,32 @@ sleep 1
 timeout 90 $A iperf3 -c 192.0.2.2 -p 5201 --connect-timeout 5000 -J -t 50 -P 4 >/tmp/ip3.json 2>&1 &
 CLI=$!
 sleep 3
-check "under load: ethtool -L combined 4" timeout 30 $A ethtool -L onicsim0 combined 4
-check "under load: ethtool -L combined 4 on the receiver" timeout 30 $B ethtool -L onicsim1 combined 4
+check "under load: ethtool -L combined 4" timeout 30 $A ethtool -L $IF0 combined 4
+check "under load: ethtool -L combined 4 on the receiver" timeout 30 $B ethtool -L $IF1 combined 4
 sleep 2
-check "under load: ethtool -G rx 255 tx 255" timeout 30 $A ethtool -G onicsim0 rx 255 tx 255
+check "under load: ethtool -G rx 255 tx 255" timeout 30 $A ethtool -G $IF0 rx 255 tx 255
 sleep 2
-check "under load: attach xdp_pass.o natively" timeout 30 $IP -n b link set dev onicsim1 xdpdrv obj /xdp/xdp_pass.o sec xdp
+check "under load: attach xdp_pass.o natively" timeout 30 $IP -n b link set dev $IF1 xdpdrv obj /xdp/xdp_pass.o sec xdp
 sleep 2
-check "under load: swap in xdp_tx.o" timeout 30 $IP -n b -force link set dev onicsim1 xdpdrv obj /xdp/xdp_tx.o sec xdp
+check "under load: swap in xdp_tx.o" timeout 30 $IP -n b -force link set dev $IF1 xdpdrv obj /xdp/xdp_tx.o sec xdp
 sleep 2
-check "under load: detach XDP" timeout 30 $IP -n b link set dev onicsim1 xdpdrv off
+check "under load: detach XDP" timeout 30 $IP -n b link set dev $IF1 xdpdrv off
 sleep 2
 check "under load: xdp-loader loads xdp_pass.o and xdp_tx.o behind libxdp's dispatcher" sh -c \
-	"timeout 30 $NB xdp-loader load -m native onicsim1 /xdp/xdp_pass.o && timeout 30 $NB xdp-loader load -m native onicsim1 /xdp/xdp_tx.o && $NB xdp-loader status onicsim1 | grep -q xdp_dispatcher"
+	"timeout 30 $NB xdp-loader load -m native $IF1 /xdp/xdp_pass.o && timeout 30 $NB xdp-loader load -m native $IF1 /xdp/xdp_tx.o && $NB xdp-loader status $IF1 | grep -q xdp_dispatcher"
 sleep 2
-check "under load: xdp-loader unload --all" timeout 30 $NB xdp-loader unload onicsim1 --all
+check "under load: xdp-loader unload --all" timeout 30 $NB xdp-loader unload $IF1 --all
 sleep 2
-echo 2 >/sys/module/onic/parameters/sim_link
+set_link 2
 sleep 3
-check "link down: onicsim0 has no carrier" sh -c "$A ethtool onicsim0 | grep -q 'Link detected: no' && $IP -n a link show onicsim0 | grep -q NO-CARRIER"
-echo 3 >/sys/module/onic/parameters/sim_link
+check "link down: $IF0 has no carrier" sh -c "$A ethtool $IF0 | grep -q 'Link detected: no' && $IP -n a link show $IF0 | grep -q NO-CARRIER"
+set_link 3
 sleep 3
-check "link up again: onicsim0 has carrier" sh -c "$A ethtool onicsim0 | grep -q 'Link detected: yes' && ! $IP -n a link show onicsim0 | grep -q NO-CARRIER"
-check "the link changes were logged" sh -c 'dmesg | grep -q "onicsim0: link down" && dmesg | grep -q "onicsim0: link up"'
-check "under load: ethtool -G back to rx 63 tx 63" timeout 30 $A ethtool -G onicsim0 rx 63 tx 63
-check "under load: ethtool -L combined 2" timeout 30 $A ethtool -L onicsim0 combined 2
-check "under load: ethtool -L combined 2 on the receiver" timeout 30 $B ethtool -L onicsim1 combined 2
+check "link up again: $IF0 has carrier" sh -c "$A ethtool $IF0 | grep -q 'Link detected: yes' && ! $IP -n a link show $IF0 | grep -q NO-CARRIER"
+check "the link changes were logged" sh -c "dmesg | grep -q '$IF0: link down' && dmesg | grep -q '$IF0: link up'"
+check "under load: ethtool -G back to rx 63 tx 63" timeout 30 $A ethtool -G $IF0 rx 63 tx 63
+check "under load: ethtool -L combined 2" timeout 30 $A ethtool -L $IF0 combined 2
+check "under load: ethtool -L combined 2 on the receiver" timeout 30 $B ethtool -L $IF1 combined 2
 if wait $CLI; then
 	RECV=$(json_bytes /tmp/ip3.json)
 	check "TCP under reconfiguration ran its full time and moved data (${RECV:-0} bytes)" test "${RECV:-0}" -gt 0
@@ -475,30 +610,30 @@ wait $SRV 2>/dev/null
 check "ping after the reconfiguration" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 
 # ---- xdp-filter (Debian's xdp-tools) in native mode: a dropped UDP port, TCP still passes
-check "xdp-filter load -m native onicsim1" timeout 30 $NB xdp-filter load -m native onicsim1
+check "xdp-filter load -m native $IF1" timeout 30 $NB xdp-filter load -m native $IF1
 check "xdp-filter port 5555" timeout 30 $NB xdp-filter port 5555
 timeout 20 $A iperf3 -c 192.0.2.2 -u -p 5555 -b 1M -t 2 --connect-timeout 2000 >/dev/null 2>&1
 iperf "iperf3 TCP through xdp-filter, 3 s" 30 -t 3
 $NB xdp-filter status >/tmp/out 2>&1
 H=$(awk '$1 == "5555" { print $NF }' /tmp/out)
 check "xdp-filter dropped the frames to port 5555 ($H hits)" test "${H:-0}" -gt 0
-check "xdp-filter unload" timeout 30 $NB xdp-filter unload onicsim1
+check "xdp-filter unload" timeout 30 $NB xdp-filter unload $IF1
 
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
 echo "onic-vm: fault window begins" >/dev/kmsg
-echo 1 >/sys/module/onic/parameters/sim_tx_stall
+set_tx_stall 1
 timeout 40 $A $PING -f -w 25 -s 1000 192.0.2.2 >/dev/null 2>&1 &
 FL=$!
 n=0
 while [ $n -lt 30 ] && ! dmesg | grep -q "TX queue [0-9]* timed out"; do sleep 1; n=$((n + 1)); done
-echo 0 >/sys/module/onic/parameters/sim_tx_stall
+set_tx_stall 0
 n=0
 while [ $n -lt 20 ] && ! dmesg | grep -Eq "queue [0-9]+ restarted"; do sleep 1; n=$((n + 1)); done
 kill $FL 2>/dev/null
 wait $FL 2>/dev/null
 echo "onic-vm: fault window ends" >/dev/kmsg
 check "a stalled TX engine is reported (ndo_tx_timeout)" sh -c 'dmesg | grep -Eq "TX queue [0-9]+ timed out: [0-9]+ in flight"'
-check "and the queue restarted in place" sh -c 'dmesg | grep -Eq "onicsim[01]: queue [0-9]+ restarted"'
+check "and the queue restarted in place" sh -c "dmesg | grep -Eq '($IF0|$IF1): queue [0-9]+ restarted'"
 check "traffic flows after the restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &) && sleep 1 && timeout 30 $A iperf3 -c 192.0.2.2 -p 5201 -t 3 >/dev/null"
 
@@ -506,12 +641,12 @@ check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 
 # stops asking to be polled, and a work item restarts it
 R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
 echo "onic-vm: fault window begins" >/dev/kmsg
-echo 1 >/sys/module/onic/parameters/sim_cmpt_freeze
+set_cmpt_freeze 1
 timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
 FL=$!
 n=0
 while [ $n -lt 30 ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
-echo 0 >/sys/module/onic/parameters/sim_cmpt_freeze
+set_cmpt_freeze 0
 n=0
 while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
 kill $FL 2>/dev/null
@@ -532,14 +667,70 @@ sleep 4
 check "rmmod under TCP load (4 streams)" timeout 60 rmmod onic
 kill $CLI $SRV 2>/dev/null
 wait 2>/dev/null
-refuse "netdevs are gone after rmmod" $IP -n a link show onicsim0
+refuse "netdevs are gone after rmmod" $IP -n a link show $IF0
+
+# ports_up: both ports in their namespaces with their addresses, up.
+ports_up() {
+	$IP link set $IF0 netns a && $IP link set $IF1 netns b &&
+		$IP -n a addr add 192.0.2.1/24 dev $IF0 && $IP -n b addr add 192.0.2.2/24 dev $IF1 &&
+		$IP -n a link set $IF0 up && $IP -n b link set $IF1 up
+}
+# removal_tests (PCI card): the card falls off the bus under traffic (the control window's GONE:
+# every register and configuration read answers all ones, no DMA, no interrupt) and the kernel
+# removes its functions; it comes back reset and a rescan probes it again; then the host
+# hot-unplugs the card's slot (QMP device_del) under a ping flood.
+removal_tests() {
+	check "insmod for the removal tests" timeout 60 insmod $KO
+	card_netdevs
+	check "ports up in their namespaces" ports_up
+	check "ping before the card falls off the bus" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	$B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	SRV=$!
+	sleep 1
+	$A iperf3 -c 192.0.2.2 -p 5201 -t 60 -P 4 >/dev/null 2>&1 &
+	CLI=$!
+	sleep 3
+	ctl_wr $CTL_GONE 1
+	sleep 8
+	check "the dead card's configuration space reads all ones (vendor ID read live)" \
+		test "$(od -An -tx2 -N2 /sys/bus/pci/devices/$PF0/config | tr -d ' ')" = ffff
+	t0=$(cut -d. -f1 /proc/uptime)
+	check "the kernel removes the dead functions (sysfs remove) within 60 s" \
+		timeout 60 sh -c "echo 1 >/sys/bus/pci/devices/$PF1/remove && echo 1 >/sys/bus/pci/devices/$PF0/remove"
+	echo "    | removal took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
+	kill $CLI $SRV 2>/dev/null
+	wait $CLI $SRV 2>/dev/null
+	check "their netdevs are gone" sh -c "! $IP -n a link show $IF0 2>/dev/null && ! $IP -n b link show $IF1 2>/dev/null"
+	check "the driver released the queues of the card that left the bus" sh -c 'dmesg | grep -q "the card has left the bus"'
+	ctl_wr $CTL_GONE 0
+	echo "onic-vm: fault window ends" >/dev/kmsg
+	echo 1 >/sys/bus/pci/rescan
+	n=0
+	card_netdevs
+	while [ $n -lt 30 ] && [ -z "$IF1" ]; do sleep 1; n=$((n + 1)); card_netdevs; done
+	check "after a rescan the card is probed again ($IF0, $IF1)" test -n "$IF0" -a -n "$IF1"
+	check "ports up again" ports_up
+	check "traffic flows on the card probed again" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+	timeout 60 $A $PING -f -w 50 192.0.2.2 >/dev/null 2>&1 &
+	FL=$!
+	sleep 2
+	# The host presses the slot's attention button (QMP device_del; xtask/src/vm.rs): pciehp
+	# removes both functions after its 5 s grace time.
+	echo "onic-vm: qmp device_del onic0"
+	n=0
+	while [ $n -lt 60 ] && [ -e /sys/bus/pci/devices/$PF0 -o -e /sys/bus/pci/devices/$PF1 ]; do sleep 1; n=$((n + 1)); done
+	check "QMP device_del hot-unplugged the card's slot under a ping flood within 60 s ($n s)" \
+		test ! -e /sys/bus/pci/devices/$PF0 -a ! -e /sys/bus/pci/devices/$PF1
+	kill $FL 2>/dev/null
+	wait $FL 2>/dev/null
+	check "the module unloads after the card is gone" timeout 30 rmmod onic
+}
 
 ok=0
 i=0
 while [ $i -lt 20 ]; do
-	if timeout 30 insmod $KO $SIMARGS && $IP link set onicsim0 netns a && $IP link set onicsim1 netns b &&
-		$IP -n a addr add 192.0.2.1/24 dev onicsim0 && $IP -n b addr add 192.0.2.2/24 dev onicsim1 &&
-		$IP -n a link set onicsim0 up && $IP -n b link set onicsim1 up &&
+	if timeout 30 insmod $KO $SIMARGS && ports_up &&
 		timeout 20 $A $PING -c 200 -f -W 2 192.0.2.2 >/dev/null; then
 		timeout 20 $A $PING -f -w 10 192.0.2.2 >/dev/null 2>&1 &
 		FL=$!
@@ -553,6 +744,10 @@ while [ $i -lt 20 ]; do
 	i=$((i + 1))
 done
 if [ $ok = 20 ]; then pass "20 load/unload cycles, each with a ping flood and rmmod under it"; else fail "20 load/unload cycles ($ok succeeded)"; fi
+check "no interrupt vector of the module is left behind" sh -c '! grep -q onic /proc/interrupts'
+if [ $MODE = pci ]; then
+	removal_tests
+fi
 $IP netns del a
 $IP netns del b
 finish

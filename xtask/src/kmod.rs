@@ -38,6 +38,16 @@ pub struct Kernel {
     /// CONFIG_KFENCE, off by default there; 6.1 has none): an access out of such an object or
     /// after its free faults at once and is reported.
     pub vm_args: &'static str,
+    /// What the VM test on the PCI card (`vm-test --card pci`) adds instead: the 6.12 boot puts
+    /// the card behind QEMU's Intel IOMMU in strict mode, so that a device access to an address
+    /// the driver did not map, or unmapped, faults (DMAR) at once; 6.1 bounces every mapping
+    /// through swiotlb, so a missing or wrong sync corrupts data. Its bounce pool is 256 MiB
+    /// (131072 slots of 2 KiB): the card's 16 RX rings of 1023 pages alone take the default
+    /// 64 MiB, and with it full every later mapping fails (seen: "swiotlb buffer is full", no
+    /// frame moved).
+    pub pci_args: &'static str,
+    /// Whether the PCI card boot adds QEMU's `intel-iommu` device.
+    pub pci_iommu: bool,
 }
 
 /// Debian 12's own kernel (6.1) and the 6.12 series Debian 12 also ships.
@@ -47,12 +57,16 @@ pub const KERNELS: [Kernel; 2] = [
         headers_meta: "linux-headers-amd64",
         image_meta: "linux-image-amd64",
         vm_args: "",
+        pci_args: "swiotlb=131072,force",
+        pci_iommu: false,
     },
     Kernel {
         name: "6.12",
         headers_meta: "linux-headers-6.12-amd64",
         image_meta: "linux-image-6.12-amd64",
         vm_args: "swiotlb=force onic_sim_dma_api kfence.sample_interval=10",
+        pci_args: "intel_iommu=on iommu.strict=1 kfence.sample_interval=10",
+        pci_iommu: true,
     },
 ];
 
@@ -72,7 +86,7 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
 }
 
 /// Host packages the module build and the VM test need (Debian names).
-pub const HOST_PACKAGES: [&str; 18] = [
+pub const HOST_PACKAGES: [&str; 19] = [
     "iperf3",          // the VM test's load
     "iputils-ping",    // ping -f and payload patterns (busybox's ping has neither)
     "xdp-tools",       // xdp-loader, xdp-filter, xdp-bench (with libxdp's BPF objects)
@@ -91,6 +105,7 @@ pub const HOST_PACKAGES: [&str; 18] = [
     "iproute2",        // ip (copied into the initramfs)
     "ethtool",         // ethtool (copied into the initramfs)
     "qemu-system-x86", // the VM
+    "pciutils",        // lspci (copied into the initramfs)
 ];
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
@@ -116,7 +131,12 @@ fn output(cmd: &mut Command) -> Result<String, String> {
 
 /// Installs the missing host packages (apt-get, as root; CI runs as root).
 pub fn ensure_host_packages() -> Result<(), String> {
-    let missing: Vec<&str> = HOST_PACKAGES
+    ensure_packages(&HOST_PACKAGES)
+}
+
+/// Installs those of `packages` (Debian names) that are not installed.
+pub fn ensure_packages(packages: &[&str]) -> Result<(), String> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| {
@@ -138,7 +158,7 @@ pub fn ensure_host_packages() -> Result<(), String> {
     })
 }
 
-fn apt_update() -> Result<(), String> {
+pub fn apt_update() -> Result<(), String> {
     run_waiting_for_lock("apt-get update", || {
         let mut c = apt_get();
         c.args(["update", "-q"]);
@@ -154,7 +174,7 @@ const APT_LOCK_WAIT: Duration = Duration::from_secs(600);
 const APT_LOCK_RETRY: Duration = Duration::from_secs(10);
 
 /// `apt-get`, non-interactive, waiting up to [`APT_LOCK_WAIT`] for dpkg's frontend lock.
-fn apt_get() -> Command {
+pub fn apt_get() -> Command {
     let mut c = Command::new("apt-get");
     c.env("DEBIAN_FRONTEND", "noninteractive")
         .arg("-o")
@@ -178,7 +198,7 @@ fn lock_held(stderr: &str) -> bool {
 /// Runs a package-manager command as [`run`] does; while it fails because another process holds
 /// an apt or dpkg lock (the lists lock of `apt-get update` is not covered by
 /// `DPkg::Lock::Timeout`), waits and tries again, for up to [`APT_LOCK_WAIT`] in all.
-fn run_waiting_for_lock(step: &str, make: impl Fn() -> Command) -> Result<(), String> {
+pub fn run_waiting_for_lock(step: &str, make: impl Fn() -> Command) -> Result<(), String> {
     let deadline = Instant::now() + APT_LOCK_WAIT;
     loop {
         let start = Instant::now();

@@ -9,6 +9,7 @@ mod fuzz;
 mod kmod;
 mod peers;
 mod qemu;
+mod qemucard;
 mod vm;
 mod vmbench;
 
@@ -424,6 +425,7 @@ fn main() -> ExitCode {
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("bench-peers") => peers::bench_peers(&args[1..]),
+        Some("qemu-card") => qemucard::qemu_card(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -438,7 +440,7 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask qemu-card\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),

@@ -203,25 +203,38 @@ pub(crate) fn run_echoing(
     timeout: Duration,
     prefix: &str,
 ) -> Result<(Option<i32>, Vec<String>, Duration), String> {
+    run_echoing_with(cmd, timeout, prefix, |_| {})
+}
+
+/// [`run_echoing`], calling `on_line` with every console line as it arrives (the VM test
+/// answers the guest's requests to the host that way).
+pub(crate) fn run_echoing_with(
+    cmd: &mut Command,
+    timeout: Duration,
+    prefix: &str,
+    on_line: impl Fn(&str) + Sync,
+) -> Result<(Option<i32>, Vec<String>, Duration), String> {
     let start = Instant::now();
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
     let stdout = child.stdout.take().ok_or("no QEMU stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
-    let prefix = prefix.to_string();
-    let reader = thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
-            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-            println!("{prefix}{line}");
-            if tx.send(line).is_err() {
-                break;
+    let on_line = &on_line;
+    let status = thread::scope(|scope| {
+        scope.spawn(move || {
+            for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+                let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+                println!("{prefix}{line}");
+                on_line(&line);
+                if tx.send(line).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    let status = wait_with_timeout(&mut child, timeout)?;
+        });
+        wait_with_timeout(&mut child, timeout)
+    })?;
     let elapsed = start.elapsed();
-    let _ = reader.join();
     Ok((status, rx.try_iter().collect(), elapsed))
 }
 

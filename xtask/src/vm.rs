@@ -18,7 +18,55 @@ use crate::kmod::{self, Resolved};
 use crate::{root, run, run_sh};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--timeout SECONDS] [--expect-fail]";
+    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--card sim|pci|all] [--timeout SECONDS] [--expect-fail]";
+
+/// Which card the module drives in a VM test boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Card {
+    /// The model inside the guest kernel (`sim=1`).
+    Sim,
+    /// The model as QEMU PCI functions (`qemu-card/`): probe, BARs, MSI-X, DMA through the
+    /// vIOMMU (6.12) or bounced by swiotlb (6.1).
+    Pci,
+}
+
+impl Card {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sim => "sim",
+            Self::Pci => "pci",
+        }
+    }
+}
+
+fn select_cards(which: &str) -> Result<Vec<Card>, String> {
+    match which {
+        "sim" => Ok(vec![Card::Sim]),
+        "pci" => Ok(vec![Card::Pci]),
+        "all" => Ok(vec![Card::Sim, Card::Pci]),
+        other => Err(format!("unknown card {other:?}; one of sim, pci, all")),
+    }
+}
+
+/// The PCI card's devices: PF0 and PF1 as two functions of one slot behind a PCIe root port
+/// (hot-pluggable, as a card in a server's slot), and the test-control function on the root
+/// complex (it keeps the model alive when the card's slot is unplugged).
+fn pci_card_args() -> Vec<String> {
+    [
+        "-machine",
+        "q35",
+        "-device",
+        "pcie-root-port,id=rp1,slot=1,chassis=1",
+        "-device",
+        "onic-card,card=c0,bus=rp1,addr=0.0,multifunction=on,id=onic0",
+        "-device",
+        "onic-card,card=c0,bus=rp1,addr=0.1,id=onic1",
+        "-device",
+        "onic-card-ctl,card=c0,bus=pcie.0,addr=5.0,id=onicctl",
+    ]
+    .map(String::from)
+    .to_vec()
+}
 
 /// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
 const STATUS_PASS: i32 = 33;
@@ -55,8 +103,9 @@ pub const REPLAY_OBJECTS: [&str; 8] = [
 ];
 
 /// Host programs copied into the initramfs with their shared libraries.
-const GUEST_TOOLS: [&str; 7] = [
+const GUEST_TOOLS: [&str; 8] = [
     "ip",
+    "lspci",
     "ethtool",
     "iperf3",
     "ping",
@@ -95,6 +144,7 @@ pub const VM_TEST_ACCEL: &str = "tcg,thread=single";
 
 struct Options {
     kernel: String,
+    card: String,
     timeout: Duration,
     /// Boot with a deliberately failing check and expect the run to fail (status 35).
     expect_fail: bool,
@@ -103,6 +153,7 @@ struct Options {
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         kernel: "all".into(),
+        card: "all".into(),
         timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
         expect_fail: false,
     };
@@ -110,6 +161,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--kernel" => o.kernel = it.next().cloned().ok_or(USAGE)?,
+            "--card" => o.card = it.next().cloned().ok_or(USAGE)?,
             "--expect-fail" => o.expect_fail = true,
             "--timeout" => {
                 let s = it.next().and_then(|s| s.parse::<u64>().ok()).ok_or(USAGE)?;
@@ -310,18 +362,41 @@ pub struct GuestRun {
     pub elapsed: Duration,
 }
 
+/// The emulator and devices of a guest: `qemu` with `args` (machine, devices), `-L` firmware
+/// directories, a QMP socket when the guest may ask the host for monitor commands, and the name
+/// its console log gets in the kernel's directory.
+pub struct Machine {
+    pub qemu: PathBuf,
+    pub args: Vec<String>,
+    pub qmp: Option<PathBuf>,
+    pub log: String,
+}
+
+impl Machine {
+    /// Debian's `qemu-system-x86_64`, its default machine, no device added.
+    pub fn debian() -> Self {
+        Self {
+            qemu: PathBuf::from("qemu-system-x86_64"),
+            args: Vec::new(),
+            qmp: None,
+            log: "console.log".into(),
+        }
+    }
+}
+
 /// Boots one kernel with the initramfs and `append` as its command line, echoing the console
-/// (each line after `prefix`); the console is also written to `console.log` of the kernel's
+/// (each line after `prefix`); the console is also written to the machine's log in the kernel's
 /// directory.
 pub fn run_guest(
     r: &Resolved,
+    m: &Machine,
     initrd: &Path,
     timeout: Duration,
     accel: &str,
     append: &str,
     prefix: &str,
 ) -> Result<GuestRun, String> {
-    let mut cmd = Command::new("qemu-system-x86_64");
+    let mut cmd = Command::new(&m.qemu);
     cmd.args([
         "-accel",
         accel,
@@ -335,6 +410,7 @@ pub fn run_guest(
         "-nic",
         "none",
     ])
+    .args(&m.args)
     .args([
         "-serial",
         "stdio",
@@ -349,14 +425,25 @@ pub fn run_guest(
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
+    if let Some(sock) = &m.qmp {
+        let _ = fs::remove_file(sock);
+        cmd.arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", sock.display()));
+    }
     println!(
-        "{prefix}==> boot Linux {} under qemu-system-x86_64 (TCG, timeout {} s)",
+        "{prefix}==> boot Linux {} under {} (TCG, timeout {} s)",
         r.abi,
+        m.qemu.display(),
         timeout.as_secs()
     );
     println!("{prefix}---- console ({}) ----", r.kernel.name);
-    let (status, console, elapsed) = crate::qemu::run_echoing(&mut cmd, timeout, prefix)?;
-    let _ = fs::write(r.dir.join("console.log"), console.join("\n") + "\n");
+    let qmp = m.qmp.clone();
+    let (status, console, elapsed) = crate::qemu::run_echoing_with(&mut cmd, timeout, prefix, |line| {
+        if let (Some(sock), Some(request)) = (&qmp, line.trim().strip_prefix(QMP_REQUEST)) {
+            println!("{prefix}[host] QMP {request}: {}", qmp_command(sock, request));
+        }
+    })?;
+    let _ = fs::write(r.dir.join(&m.log), console.join("\n") + "\n");
     println!("{prefix}---- end of console ({}) ----", r.kernel.name);
     Ok(GuestRun {
         status,
@@ -365,24 +452,101 @@ pub fn run_guest(
     })
 }
 
-/// Boots one kernel with the VM test's initramfs; true when the guest's verdict is the expected
-/// one.
-fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Result<bool, String> {
-    let mut append = format!("{VM_CMDLINE} {MEMORY_CHECKS} {}", r.kernel.vm_args);
+/// A console line starting with this asks the host for a monitor command: `device_del ID`
+/// (the rest of the line). The guest prints it and then watches for the effect itself.
+const QMP_REQUEST: &str = "onic-vm: qmp ";
+
+/// Runs one request of the guest (`device_del ID` is the only one) on QEMU's QMP socket;
+/// returns QMP's answer or what went wrong.
+fn qmp_command(sock: &Path, request: &str) -> String {
+    let mut words = request.split_whitespace();
+    let command = match (words.next(), words.next(), words.next()) {
+        (Some("device_del"), Some(id), None) if id.chars().all(|c| c.is_ascii_alphanumeric()) => {
+            format!(r#"{{"execute":"device_del","arguments":{{"id":"{id}"}}}}"#)
+        }
+        _ => return format!("refused: not a request the VM test makes ({request:?})"),
+    };
+    qmp_exchange(sock, &command).unwrap_or_else(|e| format!("failed: {e}"))
+}
+
+fn qmp_exchange(sock: &Path, command: &str) -> Result<String, String> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let stream = UnixStream::connect(sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
+    let mut greeting = String::new();
+    reader.read_line(&mut greeting).map_err(|e| e.to_string())?;
+    let mut writer = stream;
+    let mut answer = |send: &str| -> Result<String, String> {
+        writeln!(writer, "{send}").map_err(|e| e.to_string())?;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Err("QMP closed the connection".into());
+            }
+            if line.contains("\"return\"") || line.contains("\"error\"") {
+                return Ok(line.trim().to_string());
+            }
+        }
+    };
+    answer(r#"{"execute":"qmp_capabilities"}"#)?;
+    answer(command)
+}
+
+/// The machine and kernel command line of a VM test boot of `r` on `card`.
+fn machine_for(r: &Resolved, card: Card, qemu: Option<&Path>) -> (Machine, String) {
+    let base = format!("{VM_CMDLINE} {MEMORY_CHECKS}");
+    match (card, qemu) {
+        (Card::Pci, Some(qemu)) => {
+            let mut args = pci_card_args();
+            for dir in crate::qemucard::FIRMWARE_DIRS {
+                args.extend(["-L".to_string(), dir.to_string()]);
+            }
+            if r.kernel.pci_iommu {
+                args.extend(["-device", "intel-iommu,intremap=on"].map(String::from));
+            }
+            let machine = Machine {
+                qemu: qemu.to_path_buf(),
+                args,
+                qmp: Some(r.dir.join("qmp-pci.sock")),
+                log: "console-pci.log".into(),
+            };
+            (machine, format!("{base} onic_card=pci {}", r.kernel.pci_args))
+        }
+        _ => (Machine::debian(), format!("{base} {}", r.kernel.vm_args)),
+    }
+}
+
+/// Boots one kernel with the VM test's initramfs on `card`; true when the guest's verdict is
+/// the expected one.
+fn boot(
+    r: &Resolved,
+    card: Card,
+    qemu: Option<&Path>,
+    initrd: &Path,
+    timeout: Duration,
+    expect_fail: bool,
+) -> Result<bool, String> {
+    let (machine, mut append) = machine_for(r, card, qemu);
     if expect_fail {
         append.push_str(" onic_vm_deliberate_fail");
     }
+    let name = format!("{} {}", r.kernel.name, card.name());
     let GuestRun {
         status,
         console,
         elapsed,
     } = run_guest(
         r,
+        &machine,
         initrd,
         timeout,
         VM_TEST_ACCEL,
         append.trim(),
-        &format!("[{}] ", r.kernel.name),
+        &format!("[{name}] "),
     )?;
     let secs = elapsed.as_secs_f64();
     let reported = console.iter().any(|l| l.trim() == "VM-TEST PASS");
@@ -392,7 +556,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
             && console.iter().any(|l| l.starts_with("FAIL: deliberate failure"));
         println!(
             "vm-test {} (deliberate failure): {} (QEMU status {status:?}) after {secs:.1} s",
-            r.kernel.name,
+            name,
             if failed {
                 "PASS: the failing check failed the run"
             } else {
@@ -405,7 +569,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
         None => {
             println!(
                 "vm-test {}: FAILED: no verdict within {} s, QEMU killed",
-                r.kernel.name,
+                name,
                 timeout.as_secs()
             );
             Ok(false)
@@ -413,7 +577,7 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
         Some(STATUS_PASS) if reported => {
             println!(
                 "vm-test {}: PASS (QEMU status {STATUS_PASS}) after {secs:.1} s",
-                r.kernel.name
+                name
             );
             Ok(true)
         }
@@ -426,19 +590,25 @@ fn boot(r: &Resolved, initrd: &Path, timeout: Duration, expect_fail: bool) -> Re
             };
             println!(
                 "vm-test {}: FAILED: QEMU status {s} ({why}) after {secs:.1} s",
-                r.kernel.name
+                name
             );
             Ok(false)
         }
     }
 }
 
-/// `cargo xtask vm-test [--kernel ...]`.
+/// `cargo xtask vm-test [--kernel ...] [--card ...]`.
 pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     let o = parse(args)?;
     let kernels = kmod::select(&o.kernel)?;
+    let cards = select_cards(&o.card)?;
     let total = Instant::now();
     kmod::ensure_host_packages()?;
+    let qemu = if cards.contains(&Card::Pci) {
+        Some(crate::qemucard::build()?)
+    } else {
+        None
+    };
     let t = Instant::now();
     let obj = kmod::build_rust_object()?;
     println!("Rust object built in {:.1} s", t.elapsed().as_secs_f64());
@@ -456,24 +626,30 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         );
         guests.push((r, img));
     }
-    // The guests boot side by side, each QEMU on one host thread (VM_TEST_ACCEL): on a machine
-    // with a core per guest that halves the job's time. Their console lines carry the kernel's
-    // name; each whole console is in target/vm/<kernel>/console.log.
-    let verdicts: Vec<Result<bool, String>> = thread::scope(|scope| {
-        let runs: Vec<_> = guests
-            .iter()
-            .map(|(r, img)| scope.spawn(|| boot(r, img, o.timeout, o.expect_fail)))
-            .collect();
-        runs.into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a guest's thread panicked".into()))
-            })
-            .collect()
-    });
+    // For each card, the kernels boot side by side, each QEMU on one host thread
+    // (VM_TEST_ACCEL): on a machine with a core per guest that halves the job's time. Their
+    // console lines carry the kernel's and the card's name; each whole console is in
+    // target/vm/<kernel>/console.log (console-pci.log for the PCI card).
     let mut results = Vec::new();
-    for ((r, _), ok) in guests.iter().zip(verdicts) {
-        results.push((r.kernel.name, ok?));
+    for &card in &cards {
+        let verdicts: Vec<Result<bool, String>> = thread::scope(|scope| {
+            let runs: Vec<_> = guests
+                .iter()
+                .map(|(r, img)| {
+                    let q = qemu.as_deref();
+                    scope.spawn(move || boot(r, card, q, img, o.timeout, o.expect_fail))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a guest's thread panicked".into()))
+                })
+                .collect()
+        });
+        for ((r, _), ok) in guests.iter().zip(verdicts) {
+            results.push((format!("{} on the {} card", r.kernel.name, card.name()), ok?));
+        }
     }
     println!(
         "==== vm-test summary ({:.1} s in all)",
@@ -501,7 +677,7 @@ pub fn ci_job() -> Result<(), String> {
     if vm_test(&[])? != ExitCode::SUCCESS {
         return Err("vm-test failed".into());
     }
-    let args = ["--kernel", "6.1", "--expect-fail"].map(String::from);
+    let args = ["--kernel", "6.1", "--card", "sim", "--expect-fail"].map(String::from);
     if vm_test(&args)? != ExitCode::SUCCESS {
         return Err("vm-test: a deliberately failing check did not fail the run".into());
     }

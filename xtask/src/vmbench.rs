@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::kmod;
 use crate::root;
-use crate::vm::{build_xdp, initramfs, run_guest, VM_CMDLINE};
+use crate::vm::{build_xdp, initramfs, run_guest, Machine, VM_CMDLINE};
 
 pub const USAGE: &str = "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N]";
 
@@ -117,7 +117,15 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         &[(pktgen, "lib/modules/pktgen.ko")],
     )?;
     let append = format!("{VM_CMDLINE} onic_bench_secs={secs}");
-    let run = run_guest(&r, &img, Duration::from_secs(3600), "tcg", &append, "")?;
+    let run = run_guest(
+        &r,
+        &Machine::debian(),
+        &img,
+        Duration::from_secs(3600),
+        "tcg",
+        &append,
+        "",
+    )?;
     if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
         return Err(format!(
             "vm-bench: the guest did not finish (QEMU status {:?})",
