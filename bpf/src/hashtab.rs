@@ -129,7 +129,8 @@ impl HashTable {
         self.len
     }
 
-    fn key(&self, slot: u32) -> &[u8] {
+    /// The key stored in `slot`.
+    pub fn key(&self, slot: u32) -> &[u8] {
         let s = slot as usize * self.key_size;
         &self.keys[s..s + self.key_size]
     }

@@ -12,6 +12,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::hashtab::{HashTable, Inserted};
+use core::fmt;
 
 /// Errno values the map helpers return (negated).
 pub mod errno {
@@ -415,6 +416,34 @@ impl Map {
             .collect()
     }
 
+    /// Copy `c` of the value in `slot`.
+    fn value_of(&self, slot: u32, c: usize) -> &[u8] {
+        let a = self.value_off(slot, c);
+        &self.values[a..a + self.def.value_size as usize]
+    }
+
+    /// Calls `f(key, slot)` for every entry: array slots in index order, hash entries sorted by
+    /// key bytes (only their slots are collected to sort).
+    fn for_each_entry<E>(&self, mut f: impl FnMut(&[u8], u32) -> Result<(), E>) -> Result<(), E> {
+        match &self.table {
+            Some(t) => {
+                let mut slots: Vec<u32> = t.iter().map(|(s, _)| s).collect();
+                slots.sort_by(|&a, &b| t.key(a).cmp(t.key(b)));
+                for s in slots {
+                    f(t.key(s), s)?;
+                }
+            }
+            None => {
+                for s in 0..self.def.max_entries {
+                    if self.present.get(s as usize).copied().unwrap_or(true) {
+                        f(&s.to_le_bytes(), s)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Every entry, sorted by key bytes: (key, one value per CPU).
     #[must_use]
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<&[u8]>)> {
@@ -470,31 +499,32 @@ pub fn parse_bytes(text: &str, size: usize) -> Result<Vec<u8>, String> {
 /// Writes bytes as a JSON value: a number for 1, 2, 4 and 8 bytes (little-endian), a hex string
 /// otherwise.
 pub fn json_bytes(out: &mut String, b: &[u8]) {
-    use core::fmt::Write;
-    if matches!(b.len(), 1 | 2 | 4 | 8) {
-        let mut v = [0u8; 8];
-        v[..b.len()].copy_from_slice(b);
-        let _ = write!(out, "{}", u64::from_le_bytes(v));
-    } else {
-        out.push('"');
-        for x in b {
-            let _ = write!(out, "{x:02x}");
-        }
-        out.push('"');
-    }
+    let _ = json_value(out, b);
 }
 
 /// A JSON document of every map and its entries: `{"maps": [{"name", "type", "key_size",
 /// "value_size", "max_entries", "entries": [{"key", "value"}]}]}`; per-CPU maps give `"values"`,
-/// one per CPU.
+/// one per CPU. Built in memory: for large maps use [`write_json`].
 #[must_use]
 pub fn to_json(maps: &[Map]) -> String {
-    use core::fmt::Write;
-    let mut s = String::from("{\"maps\": [");
+    let mut s = String::new();
+    let _ = write_json(maps, &mut s);
+    s
+}
+
+/// Writes the document of [`to_json`] piece by piece into `out`: array entries in index order,
+/// hash entries sorted by key bytes; nothing but a list of the hash maps' slots is held besides
+/// what `out` keeps. At most [`json_size_bound`] bytes.
+///
+/// # Errors
+///
+/// The first error of `out`.
+pub fn write_json<W: fmt::Write>(maps: &[Map], out: &mut W) -> fmt::Result {
+    out.write_str("{\"maps\": [")?;
     for (i, m) in maps.iter().enumerate() {
         let d = m.def();
-        let _ = write!(
-            s,
+        write!(
+            out,
             "{}\n  {{\"name\": \"{}\", \"type\": \"{}\", \"key_size\": {}, \"value_size\": {}, \"max_entries\": {}, \"entries\": [",
             if i > 0 { "," } else { "" },
             d.name.escape_default(),
@@ -502,33 +532,70 @@ pub fn to_json(maps: &[Map]) -> String {
             d.key_size,
             d.value_size,
             d.max_entries
-        );
-        for (j, (k, vs)) in m.entries().iter().enumerate() {
-            s.push_str(if j > 0 {
-                ",\n    {\"key\": "
-            } else {
+        )?;
+        let mut first = true;
+        m.for_each_entry(|key, slot| {
+            out.write_str(if first {
                 "\n    {\"key\": "
-            });
-            json_bytes(&mut s, k);
-            if d.map_type.is_percpu() {
-                s.push_str(", \"values\": [");
-                for (c, v) in vs.iter().enumerate() {
-                    if c > 0 {
-                        s.push_str(", ");
-                    }
-                    json_bytes(&mut s, v);
-                }
-                s.push_str("]}");
             } else {
-                s.push_str(", \"value\": ");
-                json_bytes(&mut s, vs.first().copied().unwrap_or(&[]));
-                s.push('}');
+                ",\n    {\"key\": "
+            })?;
+            first = false;
+            json_value(out, key)?;
+            if d.map_type.is_percpu() {
+                out.write_str(", \"values\": [")?;
+                for c in 0..m.copies {
+                    if c > 0 {
+                        out.write_str(", ")?;
+                    }
+                    json_value(out, m.value_of(slot, c))?;
+                }
+                out.write_str("]}")
+            } else {
+                out.write_str(", \"value\": ")?;
+                json_value(out, m.value_of(slot, 0))?;
+                out.write_char('}')
             }
-        }
-        s.push_str("]}");
+        })?;
+        out.write_str("]}")?;
     }
-    s.push_str("\n]}\n");
-    s
+    out.write_str("\n]}\n")
+}
+
+/// Most bytes [`write_json`] can write for `maps`, counting every possible entry as present and
+/// every number at its widest: known before a run, to refuse a dump that could not be handled.
+#[must_use]
+pub fn json_size_bound(maps: &[Map]) -> u64 {
+    // The widest rendering of `n` bytes: a 20-digit number, or 2n hex digits in quotes.
+    let item = |n: u64| if matches!(n, 1 | 2 | 4 | 8) { 20 } else { 2 * n + 2 };
+    let mut total: u64 = 16;
+    for m in maps {
+        let d = m.def();
+        let copies = m.copies as u64;
+        // escape_default writes a character as at most 10 (`\u{10ffff}`).
+        let head = 160 + 10 * d.name.len() as u64;
+        // `,\n    {"key": ` + key + `, "values": [` + values with ", " + `]}`
+        let entry = 16 + item(u64::from(d.key_size)) + 14 + copies * (item(u64::from(d.value_size)) + 2) + 2;
+        total = total
+            .saturating_add(head)
+            .saturating_add(entry.saturating_mul(u64::from(d.max_entries)));
+    }
+    total
+}
+
+/// Writes bytes as a JSON value (see [`json_bytes`]).
+fn json_value<W: fmt::Write>(out: &mut W, b: &[u8]) -> fmt::Result {
+    if matches!(b.len(), 1 | 2 | 4 | 8) {
+        let mut v = [0u8; 8];
+        v[..b.len()].copy_from_slice(b);
+        write!(out, "{}", u64::from_le_bytes(v))
+    } else {
+        out.write_char('"')?;
+        for x in b {
+            write!(out, "{x:02x}")?;
+        }
+        out.write_char('"')
+    }
 }
 
 #[cfg(test)]

@@ -383,3 +383,41 @@ fn huge_map_definitions_are_refused_before_allocating() {
         assert!(onic_bpf::Map::new(def(t, v, n), 64).is_err(), "{t:?}");
     }
 }
+
+#[test]
+fn map_dumps_stream_within_their_bound() {
+    let mut e = engine("xdp_count.o", None);
+    run(&mut e, &arp());
+    // Written piece by piece: the same document, never longer than the bound known before a run.
+    let mut pieces = 0usize;
+    let mut text = String::new();
+    struct Counting<'a>(&'a mut String, &'a mut usize);
+    impl core::fmt::Write for Counting<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            *self.1 += 1;
+            self.0.push_str(s);
+            Ok(())
+        }
+    }
+    onic_bpf::maps::write_json(e.maps(), &mut Counting(&mut text, &mut pieces)).unwrap();
+    assert_eq!(text, onic_bpf::maps::to_json(e.maps()));
+    assert!(pieces > 10, "{pieces}");
+    let bound = onic_bpf::maps::json_size_bound(e.maps());
+    assert!(text.len() as u64 <= bound, "{} > {bound}", text.len());
+    // Full maps: every entry at its widest still fits the bound.
+    let mut full = engine("xdp_features.o", None);
+    for m in full.maps_mut() {
+        let d = m.def().clone();
+        for k in 0..d.max_entries.min(64) {
+            let mut key = vec![0xffu8; d.key_size as usize];
+            if d.key_size == 4 && d.map_type == MapType::Array || d.map_type == MapType::PercpuArray {
+                key = k.to_le_bytes().to_vec();
+            } else if let Some(b) = key.first_mut() {
+                *b = k as u8;
+            }
+            let _ = m.host_set(&key, &vec![0xff; d.value_size as usize]);
+        }
+    }
+    let j = onic_bpf::maps::to_json(full.maps());
+    assert!(j.len() as u64 <= onic_bpf::maps::json_size_bound(full.maps()));
+}
