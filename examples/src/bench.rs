@@ -75,6 +75,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if let Some(r) = args.rounds {
         in_range("--rounds", r, 1, 1_000_000_000, "rounds of each workload")?;
     }
+    // Where the results go is checked before the benchmarks run, not after.
+    let peers = match &args.peers {
+        Some(p) => Some(crate::plot::read_peers(p)?),
+        None => None,
+    };
+    if let Some(dir) = &args.plot {
+        crate::plot::check_dir(dir)?;
+    }
     let m = Method {
         rep: Duration::from_millis(args.rep_ms),
         reps: args.reps,
@@ -123,10 +131,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         }
     }
     if let Some(dir) = &args.plot {
-        let peers = match &args.peers {
-            Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
-            None => None,
-        };
         for f in crate::plot::write_all(dir, &all, peers.as_deref())? {
             outln!("# plot: {}", dir.join(f).display());
         }

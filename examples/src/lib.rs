@@ -6,6 +6,7 @@
 // Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod file;
 pub mod limits;
 pub mod out;
 pub mod pcap;

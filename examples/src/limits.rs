@@ -61,18 +61,14 @@ pub fn check_memory(what: &str, need: u64, detail: &str, available: Option<u64>)
     }
 }
 
-/// Makes sure `dir` exists (created if missing) and a file can be created in it.
+/// Makes sure `dir` exists (created if missing) and a file can be created in it
+/// ([`crate::file::writable_dir`]).
 ///
 /// # Errors
 ///
-/// `DIR: cannot create ...` or `DIR: not writable: ...`.
+/// `OPTION DIR: cannot create ...` or `OPTION DIR: no file can be created ...`.
 pub fn writable_dir(dir: &Path, option: &str) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("{option} {}: cannot create the directory: {e}", dir.display()))?;
-    let probe = dir.join(format!(".onic-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| format!("{option} {}: not writable: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    crate::file::writable_dir(dir, option)
 }
 
 /// Checks that `value` (named `option`) lies in `lo..=hi`, with a message that says so.

@@ -16,9 +16,12 @@
 //!   snapshot length).
 
 use std::fmt;
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use crate::file::OutputFile;
 
 /// Bytes of the file header.
 pub const FILE_HEADER_LEN: usize = 24;
@@ -72,16 +75,16 @@ pub enum PcapError {
     /// A record header cut short by the end of the file.
     RecordHeader {
         /// Record number (from 1).
-        index: usize,
+        index: u64,
         /// Byte offset of the record.
-        offset: usize,
+        offset: u64,
     },
     /// A captured length above the snapshot length.
     CapLen {
         /// Record number (from 1).
-        index: usize,
+        index: u64,
         /// Byte offset of the record.
-        offset: usize,
+        offset: u64,
         /// The captured length.
         incl_len: u32,
         /// The snapshot length in effect.
@@ -90,20 +93,27 @@ pub enum PcapError {
     /// A timestamp fraction of a second or more.
     Timestamp {
         /// Record number (from 1).
-        index: usize,
+        index: u64,
         /// Byte offset of the record.
-        offset: usize,
+        offset: u64,
         /// The fraction field.
         frac: u32,
         /// Its unit: "microseconds" or "nanoseconds".
         unit: &'static str,
     },
+    /// The file could not be read (an I/O error, not its contents).
+    Io {
+        /// Byte offset the read started at.
+        offset: u64,
+        /// The system's message.
+        msg: String,
+    },
     /// Record data cut short by the end of the file.
     RecordData {
         /// Record number (from 1).
-        index: usize,
+        index: u64,
         /// Byte offset of the record.
-        offset: usize,
+        offset: u64,
         /// The captured length.
         incl_len: u32,
         /// Bytes left in the file after the record header.
@@ -155,6 +165,7 @@ impl fmt::Display for PcapError {
                 f,
                 "record {index} at byte {offset}: timestamp fraction {frac} {unit} is not below one second"
             ),
+            Self::Io { offset, ref msg } => write!(f, "cannot read at byte {offset}: {msg}"),
             Self::RecordData {
                 index,
                 offset,
@@ -233,34 +244,96 @@ fn file_header(data: &[u8]) -> Result<Format, PcapError> {
     Ok(fmt)
 }
 
-/// Parses a whole capture held in memory.
-///
-/// # Errors
-///
-/// [`PcapError`] for anything the rules above refuse; nothing is returned for a file that is not
-/// read in full.
-pub fn parse(data: &[u8]) -> Result<Vec<Record>, PcapError> {
-    let fmt = file_header(data)?;
-    let mut records = Vec::new();
-    let mut at = FILE_HEADER_LEN;
-    while at < data.len() {
-        let index = records.len() + 1;
-        let field = |n: usize| fmt.u32_at(data, at + 4 * n);
-        let (Some(sec), Some(frac), Some(incl_len), Some(orig_len)) =
-            (field(0), field(1), field(2), field(3))
-        else {
-            return Err(PcapError::RecordHeader { index, offset: at });
-        };
+/// Reads into `buf` until it is full or the input ends; returns the bytes read.
+fn fill(r: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, PcapError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(PcapError::Io {
+                    offset: offset + got as u64,
+                    msg: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(got)
+}
+
+/// A capture read one record at a time: the file header is checked when the reader is made, a
+/// record is read only when asked for, and no more than one record's bytes (at most
+/// [`MAX_SNAPLEN`]) are held, whatever the input's size (a file, a pipe, `/dev/zero`).
+pub struct Reader<R> {
+    input: R,
+    fmt: Format,
+    /// Records read so far.
+    records: u64,
+    /// Byte offset of the next record.
+    offset: u64,
+    /// After an error or the end: nothing more is read.
+    done: bool,
+}
+
+impl<R: Read> Reader<R> {
+    /// Reads and checks the file header.
+    ///
+    /// # Errors
+    ///
+    /// [`PcapError`] for a header the rules refuse, or one that cannot be read.
+    pub fn new(mut input: R) -> Result<Self, PcapError> {
+        let mut header = [0u8; FILE_HEADER_LEN];
+        let got = fill(&mut input, &mut header, 0)?;
+        let fmt = file_header(&header[..got])?;
+        Ok(Self {
+            input,
+            fmt,
+            records: 0,
+            offset: FILE_HEADER_LEN as u64,
+            done: false,
+        })
+    }
+
+    /// The next record, `Ok(None)` at the end of the input.
+    ///
+    /// # Errors
+    ///
+    /// [`PcapError`] naming the record and its byte offset; the reader then stops.
+    pub fn next_record(&mut self) -> Result<Option<Record>, PcapError> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.read_record();
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r
+    }
+
+    fn read_record(&mut self) -> Result<Option<Record>, PcapError> {
+        let (fmt, at) = (self.fmt, self.offset);
+        let index = self.records + 1;
+        let mut head = [0u8; RECORD_HEADER_LEN];
+        match fill(&mut self.input, &mut head, at)? {
+            0 => return Ok(None),
+            RECORD_HEADER_LEN => {}
+            _ => return Err(PcapError::RecordHeader { index, offset: at }),
+        }
+        let field = |n: usize| fmt.u32_at(&head, 4 * n).unwrap_or(0);
+        let (sec, frac, incl_len, orig_len) = (field(0), field(1), field(2), field(3));
         if u64::from(frac) * fmt.frac_ns >= 1_000_000_000 {
+            let unit = if fmt.frac_ns == 1 {
+                "nanoseconds"
+            } else {
+                "microseconds"
+            };
             return Err(PcapError::Timestamp {
                 index,
                 offset: at,
                 frac,
-                unit: if fmt.frac_ns == 1 {
-                    "nanoseconds"
-                } else {
-                    "microseconds"
-                },
+                unit,
             });
         }
         if incl_len > fmt.snaplen {
@@ -271,36 +344,99 @@ pub fn parse(data: &[u8]) -> Result<Vec<Record>, PcapError> {
                 snaplen: fmt.snaplen,
             });
         }
-        let start = at + RECORD_HEADER_LEN;
         // CAST: incl_len <= MAX_SNAPLEN, far below usize::MAX.
-        let end = start + incl_len as usize;
-        let Some(body) = data.get(start..end) else {
+        let mut data = vec![0u8; incl_len as usize];
+        let body_at = at + RECORD_HEADER_LEN as u64;
+        let got = fill(&mut self.input, &mut data, body_at)?;
+        if got < data.len() {
             return Err(PcapError::RecordData {
                 index,
                 offset: at,
                 incl_len,
-                left: data.len() - start,
+                left: got,
             });
-        };
+        }
+        self.records = index;
+        self.offset = body_at + u64::from(incl_len);
         let ts = Duration::from_secs(u64::from(sec)) + Duration::from_nanos(u64::from(frac) * fmt.frac_ns);
-        records.push(Record {
-            ts,
-            data: body.to_vec(),
-            orig_len,
-        });
-        at = end;
+        Ok(Some(Record { ts, data, orig_len }))
+    }
+}
+
+/// Parses a whole capture held in memory (through the same [`Reader`]).
+///
+/// # Errors
+///
+/// [`PcapError`] for anything the rules above refuse; nothing is returned for a file that is not
+/// read in full.
+pub fn parse(data: &[u8]) -> Result<Vec<Record>, PcapError> {
+    let mut r = Reader::new(data)?;
+    let mut records = Vec::new();
+    while let Some(rec) = r.next_record()? {
+        records.push(rec);
     }
     Ok(records)
 }
 
-/// Reads a capture file; errors name the file.
-///
-/// # Errors
-///
-/// `PATH: <what went wrong>`: the file cannot be read, or [`parse`] refuses it.
-pub fn read(path: &Path) -> Result<Vec<Record>, String> {
-    let data = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+/// A capture file opened for reading one record at a time; errors name the file.
+pub struct FileReader {
+    path: PathBuf,
+    inner: Reader<BufReader<File>>,
+}
+
+impl FileReader {
+    /// Opens `path` and checks its file header (nothing more is read).
+    ///
+    /// # Errors
+    ///
+    /// `PATH: <what went wrong>`.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let fail = |e: &dyn fmt::Display| format!("{}: {e}", path.display());
+        let file = File::open(path).map_err(|e| fail(&format_args!("cannot read: {e}")))?;
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(fail(&"is a directory, not a capture"));
+        }
+        let inner = Reader::new(BufReader::new(file)).map_err(|e| fail(&e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            inner,
+        })
+    }
+
+    /// The next record, `Ok(None)` at the end.
+    ///
+    /// # Errors
+    ///
+    /// `PATH: record N at byte B: ...`.
+    pub fn next_record(&mut self) -> Result<Option<Record>, String> {
+        self.inner
+            .next_record()
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// The file header of [`encode`] and [`Writer`].
+fn header_bytes() -> [u8; FILE_HEADER_LEN] {
+    let mut h = [0u8; FILE_HEADER_LEN];
+    h[..4].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    h[4..6].copy_from_slice(&2u16.to_le_bytes());
+    h[6..8].copy_from_slice(&4u16.to_le_bytes());
+    h[16..20].copy_from_slice(&WRITE_SNAPLEN.to_le_bytes());
+    h[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+    h
+}
+
+/// Appends one record in the writer's layout.
+fn encode_record(out: &mut Vec<u8>, ts: Duration, data: &[u8]) {
+    // Seconds past 2106 do not fit the field; such timestamps are not produced here.
+    let sec = u32::try_from(ts.as_secs()).unwrap_or(u32::MAX);
+    // A frame longer than the snapshot length is cut to it, as a capture would be.
+    let len = u32::try_from(data.len().min(WRITE_SNAPLEN as usize)).unwrap_or(WRITE_SNAPLEN);
+    out.extend_from_slice(&sec.to_le_bytes());
+    out.extend_from_slice(&ts.subsec_micros().to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(data.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(&data[..len as usize]);
 }
 
 /// Encodes records as a little-endian microsecond pcap file, version 2.4, snapshot length
@@ -309,45 +445,71 @@ pub fn read(path: &Path) -> Result<Vec<Record>, String> {
 pub fn encode(frames: &[(Duration, Vec<u8>)]) -> Vec<u8> {
     let mut out =
         Vec::with_capacity(FILE_HEADER_LEN + frames.iter().map(|(_, d)| 16 + d.len()).sum::<usize>());
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&WRITE_SNAPLEN.to_le_bytes());
-    out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+    out.extend_from_slice(&header_bytes());
     for (ts, data) in frames {
-        // Seconds past 2106 do not fit the field; such timestamps are not produced here.
-        let sec = u32::try_from(ts.as_secs()).unwrap_or(u32::MAX);
-        // A frame longer than the snapshot length is cut to it, as a capture would be.
-        let len = u32::try_from(data.len().min(WRITE_SNAPLEN as usize)).unwrap_or(WRITE_SNAPLEN);
-        out.extend_from_slice(&sec.to_le_bytes());
-        out.extend_from_slice(&ts.subsec_micros().to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&u32::try_from(data.len()).unwrap_or(u32::MAX).to_le_bytes());
-        out.extend_from_slice(&data[..len as usize]);
+        encode_record(&mut out, *ts, data);
     }
     out
 }
 
-/// Writes records to a capture file; errors name the file and say it was writing.
+/// A capture written one record at a time into an [`OutputFile`] (a temporary name until
+/// [`Writer::finish`]); errors name the file and say it was writing.
+pub struct Writer {
+    file: OutputFile,
+    buf: Vec<u8>,
+    /// Records written.
+    pub records: u64,
+}
+
+impl Writer {
+    /// Starts the capture `path` (see [`OutputFile::create`]) and writes its file header.
+    ///
+    /// # Errors
+    ///
+    /// `PATH: cannot write: <error>`.
+    pub fn create(path: &Path) -> Result<Self, String> {
+        let mut file = OutputFile::create(path)?;
+        file.write_bytes(&header_bytes())?;
+        Ok(Self {
+            file,
+            buf: Vec::new(),
+            records: 0,
+        })
+    }
+
+    /// Appends a record.
+    ///
+    /// # Errors
+    ///
+    /// `PATH: cannot write: <error>`.
+    pub fn record(&mut self, ts: Duration, data: &[u8]) -> Result<(), String> {
+        self.buf.clear();
+        encode_record(&mut self.buf, ts, data);
+        self.records += 1;
+        self.file.write_bytes(&self.buf)
+    }
+
+    /// Completes the capture: it appears under its name only now.
+    ///
+    /// # Errors
+    ///
+    /// `PATH: cannot write: <error>`; the partial file is removed.
+    pub fn finish(self) -> Result<(), String> {
+        self.file.commit()
+    }
+}
+
+/// Writes records to a capture file, complete or not at all (see [`OutputFile`]).
 ///
 /// # Errors
 ///
 /// `PATH: cannot write: <error>`.
 pub fn write(path: &Path, frames: &[(Duration, Vec<u8>)]) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("{}: cannot write: {e}", path.display());
-    let mut f = std::fs::File::create(path).map_err(fail)?;
-    f.write_all(&encode(frames)).map_err(fail)?;
-    f.sync_all()
-        .or_else(|e| {
-            // Syncing a device file (e.g. /dev/null) is refused; that is not a write failure.
-            if e.kind() == std::io::ErrorKind::InvalidInput {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(fail)
+    let mut w = Writer::create(path)?;
+    for (ts, data) in frames {
+        w.record(*ts, data)?;
+    }
+    w.finish()
 }
 
 #[cfg(test)]

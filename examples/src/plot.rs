@@ -55,7 +55,6 @@ struct LineChart<'a> {
 /// Writes every chart whose figures are in `figs` (and `peers.svg` from `peers`) into `dir`;
 /// returns the files written.
 pub fn write_all(dir: &Path, figs: &Figures, peers: Option<&str>) -> Result<Vec<String>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut written = Vec::new();
     for (file, chart) in charts(figs) {
         if chart.series.iter().any(|s| !s.points.is_empty()) {
@@ -68,6 +67,52 @@ pub fn write_all(dir: &Path, figs: &Figures, peers: Option<&str>) -> Result<Vec<
         written.push("peers.svg".into());
     }
     Ok(written)
+}
+
+/// Every file `write_all` may write.
+pub const FILES: [&str; 5] = [
+    "compare.svg",
+    "scaling_queues.svg",
+    "scaling_ring.svg",
+    "xdp.svg",
+    "peers.svg",
+];
+
+/// Checks before the benchmarks run that the charts can be written into `dir`: it is (or can be
+/// made) a directory that accepts files, and no chart's name is in the way.
+///
+/// # Errors
+///
+/// `--plot DIR: ...` saying what is in the way.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--plot {}: not a directory (--plot names the directory the SVG charts are written into)",
+            dir.display()
+        ));
+    }
+    onic_cli::file::writable_dir(dir, "--plot")?;
+    for f in FILES {
+        onic_cli::file::check_output(&dir.join(f), "--plot")?;
+    }
+    Ok(())
+}
+
+/// Reads the `--peers` file before the benchmarks run.
+///
+/// # Errors
+///
+/// `--peers FILE: ...`: missing, unreadable, not text, or larger than 1 MiB.
+pub fn read_peers(path: &Path) -> Result<String, String> {
+    let bytes =
+        onic_cli::file::read_bounded(path, 1 << 20, "a --peers file").map_err(|e| format!("--peers {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "--peers {}: not UTF-8 text (byte {} is not): expected the `figure ours peer ratio` lines of cargo xtask bench-peers",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// The line charts, from the figures' names (see the module docs).
@@ -159,7 +204,8 @@ impl LineChart<'_> {
         if x1 <= x0 {
             x1 = x0 + 1.0;
         }
-        let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+        let mut svg = String::new();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let mut b = ChartBuilder::on(&root);
         b.caption(self.title, ("sans-serif", 18))
@@ -179,8 +225,17 @@ impl LineChart<'_> {
                 .map_err(|e| err(&e))?;
             mesh_and_lines(&mut chart, self).map_err(|e| err(&e))?;
         }
-        root.present().map_err(|e| err(&e))
+        root.present().map_err(|e| err(&e))?;
+        drop(root);
+        save(path, &svg)
     }
+}
+
+/// Writes a chart through the tool's one output path (complete or not at all).
+fn save(path: &Path, svg: &str) -> Result<(), String> {
+    let mut f = onic_cli::file::OutputFile::create(path)?;
+    f.write_bytes(svg.as_bytes())?;
+    f.commit()
 }
 
 type Chart<'a, X> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>;
@@ -238,9 +293,16 @@ fn parse_ratios(text: &str) -> Vec<(String, f64, Option<f64>)> {
 
 /// Horizontal bars: ours / peer per comparison, the goal as a red tick.
 fn draw_ratios(path: &Path, rows: &[(String, f64, Option<f64>)]) -> Result<(), String> {
+    let mut svg = String::new();
+    render_ratios(&mut svg, path, rows)?;
+    save(path, &svg)
+}
+
+/// The SVG text of [`draw_ratios`]; errors name `path`.
+fn render_ratios(svg: &mut String, path: &Path, rows: &[(String, f64, Option<f64>)]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let height = 90 + 34 * rows.len().max(1) as u32;
-    let root = SVGBackend::new(path, (WIDTH + 200, height)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (WIDTH + 200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let top = rows
         .iter()

@@ -250,10 +250,6 @@ fn poll_pair(
     !r.rx.armed || r.rx.more || r.rx.done > 0 || r.tx.completed > 0 || pair.tx.in_flight() > 0
 }
 
-fn read_capture(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
-    Ok(pcap::read(path)?.into_iter().map(|r| (r.ts, r.data)).collect())
-}
-
 /// Tears every queue and both functions down; returns the pages still live in the model
 /// (0 unless something leaked).
 pub(crate) fn teardown(
@@ -320,68 +316,92 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
 
 /// Most frames of the generated sample mix (`--frames`, `onic pcap-sample --frames`).
 const MAX_SAMPLE_FRAMES: usize = 100_000_000;
-/// Largest frame of the sample mix.
-const SAMPLE_FRAME_MAX: u64 = 1514;
-/// Host bytes a frame held in memory costs besides its data (vector, timestamp, record).
-const FRAME_OVERHEAD: u64 = 64;
+
+/// The output captures of a replay: file name and what it holds; `xsk.pcap` only with an object.
+fn output_names(object: bool) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
+        ("pass.pcap", "received by the OS"),
+        ("tx-port0.pcap", "sent out of port 0"),
+        ("tx-port1.pcap", "sent out of port 1"),
+        ("drop.pcap", "dropped by the program"),
+    ];
+    if object {
+        v.push(("xsk.pcap", "redirected to the AF_XDP socket (xskmap)"));
+    }
+    v
+}
 
 /// Checks the options of a replay before anything runs: queue and frame counts, the output
-/// directory, and the memory the queues and the frames (input and output copies) need.
+/// directory and every output file in it, and the memory the queues need. The frames need no
+/// estimate: the input is read, and the outputs written, one batch at a time.
 fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
     let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
     in_range("--queues", queues, 1, max_q, "queue pairs per port")?;
-    let (what, frame_bytes) = match &args.pcap {
-        Some(p) => {
-            let len = std::fs::metadata(p)
-                .map_err(|e| format!("{}: cannot read: {e}", p.display()))?
-                .len();
-            // The file, its records (at least 16 bytes each in the file) and the outputs.
-            (format!("--pcap {}", p.display()), len.saturating_mul(6))
-        }
-        None => {
-            in_range(
-                "--frames",
-                args.frames,
-                1,
-                MAX_SAMPLE_FRAMES,
-                "frames of the sample mix",
-            )?;
-            // CAST: at most 1e8.
-            let n = args.frames as u64;
-            (
-                format!("--frames {n}"),
-                2 * n * (SAMPLE_FRAME_MAX + FRAME_OVERHEAD),
-            )
-        }
-    };
+    if args.pcap.is_none() {
+        in_range(
+            "--frames",
+            args.frames,
+            1,
+            MAX_SAMPLE_FRAMES,
+            "frames of the sample mix",
+        )?;
+    }
     limits::writable_dir(&args.out_dir, "--out-dir")?;
+    for (name, _) in output_names(args.obj.xdp_obj.is_some()) {
+        onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
+    }
     let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
     let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
-    let need = BASE_BYTES + pages * HOST_BYTES_PER_PAGE + frame_bytes;
+    let need = BASE_BYTES + pages * HOST_BYTES_PER_PAGE;
     limits::check_memory(
-        &format!("--queues {queues} with {what}"),
+        &format!("--queues {queues}"),
         need,
         &format!(
-            "{pages} pages of the model at {} KiB each, and the frames",
+            "{pages} pages of the model at {} KiB each",
             HOST_BYTES_PER_PAGE / 1024
         ),
         limits::mem_available(),
     )
 }
 
+/// Where the replayed frames come from: a capture read record by record, or the sample mix
+/// generated frame by frame.
+enum Source {
+    Capture(pcap::FileReader),
+    Sample { next: usize, frames: usize },
+}
+
+impl Source {
+    /// The next frame and its time stamp; `None` at the end.
+    fn next(&mut self) -> Result<Option<(Duration, Vec<u8>)>, String> {
+        match self {
+            Self::Capture(r) => Ok(r.next_record()?.map(|r| (r.ts, r.data))),
+            Self::Sample { next, frames } => {
+                if *next >= *frames {
+                    return Ok(None);
+                }
+                let i = *next;
+                *next += 1;
+                Ok(Some((Duration::from_micros(i as u64), sample_frame(i))))
+            }
+        }
+    }
+}
+
 pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), String> {
     check(args, queues)?;
-    let mut prog = program(args)?;
-    let frames = match &args.pcap {
-        Some(p) => read_capture(p)?,
-        None => sample_frames(args.frames)
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| (Duration::from_micros(i as u64), f))
-            .collect(),
+    // The capture's file header is checked before the program is loaded or the card built.
+    let mut source = match &args.pcap {
+        Some(p) => Source::Capture(pcap::FileReader::open(p)?),
+        None => Source::Sample {
+            next: 0,
+            frames: args.frames,
+        },
     };
-    let source = match &args.pcap {
+    let mut prog = program(args)?;
+    let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
+    let source_name = match &args.pcap {
         Some(p) => p.display().to_string(),
         None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
     };
@@ -394,7 +414,7 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
     let rings: Vec<&RecycleRing> = owned.iter().collect();
     let mut ports = bring_up(&card, queues, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
     let mut out = Outputs::default();
-    Replay {
+    let replayed = Replay {
         progress: Progress::new(progress_ms),
         card: &card,
         ports: &mut ports,
@@ -402,19 +422,17 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
         rings: &rings,
         hasher: ShellHasher::default(),
         out: &mut out,
+        writers: &mut writers,
     }
-    .frames(&frames, args.port)?;
+    .frames(&mut source, args.port)?;
     let seen: u64 = ports
         .iter()
         .flat_map(|p| p.pairs.iter())
         .map(|p| p.rx.stats().rx_packets)
         .sum();
     outln!(
-        "replayed {} frames from {} into port {} ({} queue pairs per port, XDP program: {})",
-        frames.len(),
-        source,
+        "replayed {replayed} frames from {source_name} into port {} ({queues} queue pairs per port, XDP program: {})",
         args.port,
-        queues,
         prog.as_ref().map_or_else(
             || "none".to_string(),
             |p| p.describe(args.xdp.as_deref().unwrap_or(""))
@@ -424,10 +442,10 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
         print_stats(p, rig, args.all_stats);
     }
     print_program(prog.as_ref(), args)?;
-    write_outputs(args, prog.as_ref(), &out)?;
+    writers.finish(&args.out_dir)?;
     outln!(
         "  (frames the shell or the driver dropped before the program: {})",
-        (frames.len() as u64).saturating_sub(seen)
+        replayed.saturating_sub(seen)
     );
     let live = teardown(&card, ports, &rings)?;
     if live != 0 {
@@ -435,6 +453,60 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
     }
     outln!("page accounting: every page returned after teardown");
     Ok(())
+}
+
+/// The output captures being written, in the order of [`output_names`]: pass, tx-port0,
+/// tx-port1, drop, and xsk with an object.
+struct OutWriters {
+    files: Vec<(&'static str, &'static str, pcap::Writer)>,
+}
+
+impl OutWriters {
+    fn create(dir: &Path, object: bool) -> Result<Self, String> {
+        let mut files = Vec::new();
+        for (name, what) in output_names(object) {
+            files.push((name, what, pcap::Writer::create(&dir.join(name))?));
+        }
+        Ok(Self { files })
+    }
+
+    /// Moves what came out so far from memory into the files.
+    fn take(&mut self, out: &mut Outputs) -> Result<(), String> {
+        let [pass, tx0, tx1, drop, rest @ ..] = &mut self.files[..] else {
+            return Err("output files missing".into());
+        };
+        let [egress0, egress1] = &mut out.egress;
+        let lists = [
+            (&mut pass.2, &mut out.pass),
+            (&mut tx0.2, egress0),
+            (&mut tx1.2, egress1),
+            (&mut drop.2, &mut out.dropped),
+        ];
+        for (w, frames) in lists {
+            for (ts, data) in frames.drain(..) {
+                w.record(ts, &data)?;
+            }
+        }
+        // Without an object nothing can reach the user sink.
+        if let Some(xsk) = rest.first_mut() {
+            for (ts, data) in out.xsk.drain(..) {
+                xsk.2.record(ts, &data)?;
+            }
+        }
+        out.xsk.clear();
+        Ok(())
+    }
+
+    /// Completes every file and lists them.
+    fn finish(self, dir: &Path) -> Result<(), String> {
+        outln!("output in {}:", dir.display());
+        for (name, what, w) in self.files {
+            let n = w.records;
+            w.finish()?;
+            outln!("  {name:<14} {n:>8} frames {what}");
+        }
+        Ok(())
+    }
 }
 
 /// The program the options name: an object (`--xdp-obj`), a built-in (`--xdp`), or none.
@@ -457,9 +529,9 @@ struct Progress {
     last: Instant,
     terminal: bool,
     shown: bool,
-    /// Frames injected so far, of `total`.
-    injected: usize,
-    total: usize,
+    /// Frames injected so far, of `total` (unknown for a capture).
+    injected: u64,
+    total: Option<usize>,
 }
 
 impl Progress {
@@ -472,7 +544,7 @@ impl Progress {
             terminal: std::io::stderr().is_terminal(),
             shown: false,
             injected: 0,
-            total: 0,
+            total: None,
         }
     }
 
@@ -489,9 +561,9 @@ impl Progress {
             _ => String::new(),
         };
         let line = format!(
-            "  progress: {} of {} frames injected in {:.1} s{insns}",
+            "  progress: {}{} frames injected in {:.1} s{insns}",
             self.injected,
-            self.total,
+            self.total.map_or_else(String::new, |t| format!(" of {t}")),
             self.start.elapsed().as_secs_f64()
         );
         if self.terminal {
@@ -517,24 +589,39 @@ struct Replay<'r, 'c> {
     rings: &'r [&'c RecycleRing],
     hasher: ShellHasher,
     out: &'r mut Outputs,
+    writers: &'r mut OutWriters,
 }
 
 impl Replay<'_, '_> {
     /// Injects `frames` into `port`, [`BATCH`] at a time, each batch drained through the driver
     /// before the next; a progress line on a terminal for long captures.
-    fn frames(&mut self, frames: &[(Duration, Vec<u8>)], port: u8) -> Result<(), String> {
+    fn frames(&mut self, source: &mut Source, port: u8) -> Result<u64, String> {
         let mut ts = Duration::ZERO;
-        self.progress.total = frames.len();
-        for batch in frames.chunks(BATCH) {
-            for (t, data) in batch {
-                self.card.inject(port, data);
-                ts = *t;
+        let mut total = 0u64;
+        self.progress.total = match source {
+            Source::Sample { frames, .. } => Some(*frames),
+            Source::Capture(_) => None,
+        };
+        loop {
+            let mut batch = 0;
+            while batch < BATCH {
+                let Some((t, data)) = source.next()? else {
+                    break;
+                };
+                self.card.inject(port, &data);
+                ts = t;
+                batch += 1;
             }
-            self.progress.injected += batch.len();
+            if batch == 0 {
+                break;
+            }
+            total += batch as u64;
+            self.progress.injected = total;
             self.drain(ts)?;
+            self.writers.take(self.out)?;
         }
         self.progress.end();
-        Ok(())
+        Ok(total)
     }
 
     /// Lets the model deliver, then polls every pair until nothing is pending; what comes out
@@ -602,25 +689,6 @@ fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
     }
 }
 
-/// Writes the output captures into `--out-dir` and lists them.
-fn write_outputs(args: &ReplayOpts, prog: Option<&Prog>, out: &Outputs) -> Result<(), String> {
-    let mut files = vec![
-        ("pass.pcap", &out.pass, "received by the OS"),
-        ("tx-port0.pcap", &out.egress[0], "sent out of port 0"),
-        ("tx-port1.pcap", &out.egress[1], "sent out of port 1"),
-        ("drop.pcap", &out.dropped, "dropped by the program"),
-    ];
-    if matches!(prog, Some(Prog::Object(..))) {
-        files.push(("xsk.pcap", &out.xsk, "redirected to the AF_XDP socket (xskmap)"));
-    }
-    outln!("output in {}:", args.out_dir.display());
-    for (name, frames, what) in files {
-        pcap::write(&args.out_dir.join(name), frames)?;
-        outln!("  {name:<14} {:>8} frames {what}", frames.len());
-    }
-    Ok(())
-}
-
 /// Arguments of `onic pcap-sample`.
 #[derive(clap::Args)]
 pub struct SampleArgs {
@@ -670,37 +738,33 @@ fn ipv4_frame(src: [u8; 4], dst: [u8; 4], proto: u8, sport: u16, dport: u16, len
     f
 }
 
-/// A deterministic mix of traffic: DNS queries (UDP 53) from several clients, other UDP flows,
-/// TCP flows, ARP, at sizes from 60 to 1514 bytes.
-pub fn sample_frames(n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| {
-            let client = [10, 0, (i % 7) as u8, 1 + (i % 13) as u8];
-            let size = [60, 64, 128, 250, 500, 1000, 1514][i % 7];
-            match i % 5 {
-                0 | 1 => ipv4_frame(
-                    client,
-                    [10, 0, 0, 53],
-                    17,
-                    40000 + (i % 11) as u16,
-                    53,
-                    60 + (i % 40),
-                ),
-                2 => ipv4_frame(client, [192, 168, 1, 10], 17, 5000 + (i % 3) as u16, 4789, size),
-                3 => ipv4_frame(client, [192, 168, 1, 20], 6, 33000 + (i % 17) as u16, 443, size),
-                _ => {
-                    let mut arp = vec![0u8; 60];
-                    arp[..6].fill(0xFF);
-                    arp[6..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x03]);
-                    arp[12..14].copy_from_slice(&[0x08, 0x06]);
-                    arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-                    arp[28..32].copy_from_slice(&client);
-                    arp[38..42].copy_from_slice(&[10, 0, 0, 254]);
-                    arp
-                }
-            }
-        })
-        .collect()
+/// Frame `i` of a deterministic mix of traffic: DNS queries (UDP 53) from several clients, other UDP
+/// flows, TCP flows, ARP, at sizes from 60 to 1514 bytes.
+fn sample_frame(i: usize) -> Vec<u8> {
+    let client = [10, 0, (i % 7) as u8, 1 + (i % 13) as u8];
+    let size = [60, 64, 128, 250, 500, 1000, 1514][i % 7];
+    match i % 5 {
+        0 | 1 => ipv4_frame(
+            client,
+            [10, 0, 0, 53],
+            17,
+            40000 + (i % 11) as u16,
+            53,
+            60 + (i % 40),
+        ),
+        2 => ipv4_frame(client, [192, 168, 1, 10], 17, 5000 + (i % 3) as u16, 4789, size),
+        3 => ipv4_frame(client, [192, 168, 1, 20], 6, 33000 + (i % 17) as u16, 443, size),
+        _ => {
+            let mut arp = vec![0u8; 60];
+            arp[..6].fill(0xFF);
+            arp[6..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x03]);
+            arp[12..14].copy_from_slice(&[0x08, 0x06]);
+            arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+            arp[28..32].copy_from_slice(&client);
+            arp[38..42].copy_from_slice(&[10, 0, 0, 254]);
+            arp
+        }
+    }
 }
 
 /// An ICMP echo request (type 8) or reply (type 0) with a correct checksum and `payload` bytes.
@@ -721,50 +785,49 @@ fn icmp_frame(src: [u8; 4], dst: [u8; 4], kind: u8, seq: u16, payload: usize) ->
     f
 }
 
-/// The `xdp` mix: half of the frames from the default mix, the others ICMP echo requests and
-/// replies, DNS behind a 24-byte IPv4 header, and IPv4 headers claiming 60 bytes in a 60-byte
-/// frame (no room for ports).
-pub fn xdp_sample_frames(n: usize) -> Vec<Vec<u8>> {
-    let base = sample_frames(n);
-    (0..n)
-        .map(|i| {
-            let client = [192, 0, 2, 1 + (i % 5) as u8];
-            match i % 6 {
-                1 => icmp_frame(client, [192, 0, 2, 100], 8, i as u16, 16 + (i % 3) * 40),
-                3 => icmp_frame(client, [192, 0, 2, 100], 0, i as u16, 24),
-                4 => {
-                    // 24-byte IPv4 header (one option word): the ports move 4 bytes on.
-                    let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 0, 0, 70);
-                    f[14] = 0x46;
-                    f[38..40].copy_from_slice(&(40000 + i as u16).to_be_bytes());
-                    f[40..42].copy_from_slice(&53u16.to_be_bytes());
-                    f
-                }
-                5 if i % 4 == 1 => {
-                    // The header length points at the frame's end: no room for ports.
-                    let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 7, 53, 60);
-                    f[14] = 0x4f;
-                    f
-                }
-                _ => base[i].clone(),
-            }
-        })
-        .collect()
+/// Frame `i` of the `xdp` mix: half of the frames from the default mix, the others ICMP echo
+/// requests and replies, DNS behind a 24-byte IPv4 header, and IPv4 headers claiming 60 bytes
+/// in a 60-byte frame (no room for ports).
+fn xdp_sample_frame(i: usize) -> Vec<u8> {
+    let client = [192, 0, 2, 1 + (i % 5) as u8];
+    match i % 6 {
+        1 => icmp_frame(client, [192, 0, 2, 100], 8, i as u16, 16 + (i % 3) * 40),
+        3 => icmp_frame(client, [192, 0, 2, 100], 0, i as u16, 24),
+        4 => {
+            // 24-byte IPv4 header (one option word): the ports move 4 bytes on.
+            let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 0, 0, 70);
+            f[14] = 0x46;
+            f[38..40].copy_from_slice(&(40000 + i as u16).to_be_bytes());
+            f[40..42].copy_from_slice(&53u16.to_be_bytes());
+            f
+        }
+        5 if i % 4 == 1 => {
+            // The header length points at the frame's end: no room for ports.
+            let mut f = ipv4_frame(client, [10, 0, 0, 53], 17, 7, 53, 60);
+            f[14] = 0x4f;
+            f
+        }
+        _ => sample_frame(i),
+    }
 }
 
 pub fn sample(args: &SampleArgs) -> Result<(), String> {
     onic_cli::limits::in_range("--frames", args.frames, 1, MAX_SAMPLE_FRAMES, "frames to write")?;
-    let mix = if args.mix == "xdp" {
-        xdp_sample_frames(args.frames)
+    onic_cli::file::check_output(&args.out, "pcap-sample")?;
+    let frame: fn(usize) -> Vec<u8> = if args.mix == "xdp" {
+        xdp_sample_frame
     } else {
-        sample_frames(args.frames)
+        sample_frame
     };
-    let frames: Vec<(Duration, Vec<u8>)> = mix
-        .into_iter()
-        .enumerate()
-        .map(|(i, f)| (Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64), f))
-        .collect();
-    pcap::write(&args.out, &frames)?;
-    outln!("wrote {} frames to {}", frames.len(), args.out.display());
+    // One frame at a time into a file that appears only once complete.
+    let mut w = pcap::Writer::create(&args.out)?;
+    for i in 0..args.frames {
+        w.record(
+            Duration::from_micros(1_700_000_000_000_000 + 10 * i as u64),
+            &frame(i),
+        )?;
+    }
+    w.finish()?;
+    outln!("wrote {} frames to {}", args.frames, args.out.display());
     Ok(())
 }

@@ -165,11 +165,14 @@ fn spread(a: &SpreadArgs) -> Result<(), String> {
     let mut counts = Counts::new(usize::from(a.queues));
     let mut count = |t: ShellTuple| counts.add(&t, hasher.hash_tuple(&t), &cfg);
     let source = if let Some(path) = &a.pcap {
-        let frames: Vec<Vec<u8>> = onic_cli::pcap::read(path)?.into_iter().map(|r| r.data).collect();
-        for f in &frames {
-            count(ShellTuple::parse(f));
+        // One record at a time: the capture is never held whole.
+        let mut reader = onic_cli::pcap::FileReader::open(path)?;
+        let mut n = 0u64;
+        while let Some(r) = reader.next_record()? {
+            count(ShellTuple::parse(&r.data));
+            n += 1;
         }
-        format!("{} frames from {}", frames.len(), path.display())
+        format!("{n} frames from {}", path.display())
     } else {
         generate(a, count)
     };
@@ -289,7 +292,10 @@ impl Counts {
             } else {
                 0.0
             };
-            let dev = if expected > 0.0 {
+            let dev = if total == 0 {
+                // Nothing to compare: no frame at all.
+                "-".to_string()
+            } else if expected > 0.0 {
                 format!("{:+.1}%", 100.0 * (share - expected) / expected)
             } else if packets[i] > 0 {
                 "unexpected".to_string()
@@ -327,6 +333,9 @@ impl Counts {
                 "balance: busiest queue {max:.3}x its expected load, idlest {min:.3}x; chi-square {chi2:.1} on {} degrees of freedom",
                 dof - 1
             );
+        }
+        if total == 0 {
+            let _ = writeln!(out, "no frames: nothing was hashed");
         }
         let kinds: Vec<String> = self.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(out, "hash types: {}", kinds.join(", "));

@@ -57,6 +57,10 @@ pub struct ObjOpts {
     pub insn_total: u64,
 }
 
+/// Largest object file `--xdp-obj` reads (clang's XDP objects are a few KiB to a few hundred
+/// KiB; their maps are created from definitions, not stored in the file).
+pub const MAX_OBJECT_BYTES: u64 = 16 << 20;
+
 /// Default of `--insn-budget`.
 pub const DEFAULT_INSN_BUDGET: u64 = 1_000_000;
 /// Largest `--insn-budget`: one run may take about a third of a second (the interpreter runs
@@ -167,7 +171,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         MAX_INSN_TOTAL,
         "instructions all runs of the program together may execute",
     )?;
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = onic_cli::file::read_bounded(path, MAX_OBJECT_BYTES, "an XDP object")?;
     let opts = LoadOptions {
         cpus: CPUS,
         budget: o.insn_budget,
@@ -186,6 +190,9 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     let mut e = XdpEngine::new(loaded, host, opts.budget);
     for m in &o.maps {
         set_map(&mut e, m)?;
+    }
+    if let Some(dump) = &o.dump_maps {
+        check_dump(e.maps(), dump)?;
     }
     Ok(ObjEngine {
         engine: e,
@@ -261,13 +268,78 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String>
         );
     }
     if let Some(path) = dump {
-        let json = onic_bpf::maps::to_json(e.maps());
-        if path == Path::new("-") {
-            out!("{json}");
-        } else {
-            std::fs::write(path, json).map_err(|err| format!("{}: {err}", path.display()))?;
-            outln!("maps written as JSON to {}", path.display());
+        dump_maps(e.maps(), path)?;
+    }
+    Ok(())
+}
+
+/// Most bytes `--dump-maps` writes: a dump that could be larger is refused before the run.
+pub const MAX_DUMP_BYTES: u64 = 256 << 20;
+
+/// Checks before the run that the maps' JSON fits [`MAX_DUMP_BYTES`] however full they get, and
+/// that `path` (unless `-`) can be written.
+fn check_dump(maps: &[onic_bpf::Map], path: &Path) -> Result<(), String> {
+    let bound = onic_bpf::maps::json_size_bound(maps);
+    if bound > MAX_DUMP_BYTES {
+        let (name, entries) = maps
+            .iter()
+            .map(|m| (m.def().name.as_str(), m.def().max_entries))
+            .max_by_key(|m| m.1)
+            .unwrap_or(("?", 0));
+        return Err(format!(
+            "--dump-maps: the maps could take up to {} as JSON (map {name} alone has {entries} entries), more than the {} a dump may take; run without --dump-maps",
+            onic_cli::limits::human(bound),
+            onic_cli::limits::human(MAX_DUMP_BYTES)
+        ));
+    }
+    if path != Path::new("-") {
+        onic_cli::file::check_output(path, "--dump-maps")?;
+    }
+    Ok(())
+}
+
+/// `fmt::Write` onto standard output or an output file, keeping the file's error.
+struct JsonOut<'f> {
+    file: Option<&'f mut onic_cli::file::OutputFile>,
+    error: Option<String>,
+}
+
+impl std::fmt::Write for JsonOut<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match self.file.as_deref_mut() {
+            None => {
+                out!("{s}");
+                Ok(())
+            }
+            Some(f) => f.write_bytes(s.as_bytes()).map_err(|e| {
+                self.error = Some(e);
+                std::fmt::Error
+            }),
         }
     }
+}
+
+/// Streams the maps' JSON to standard output (`-`) or into `path` (complete or not at all).
+fn dump_maps(maps: &[onic_bpf::Map], path: &Path) -> Result<(), String> {
+    if path == Path::new("-") {
+        let mut w = JsonOut {
+            file: None,
+            error: None,
+        };
+        let _ = onic_bpf::maps::write_json(maps, &mut w);
+        return Ok(());
+    }
+    let mut file = onic_cli::file::OutputFile::create(path)?;
+    let mut w = JsonOut {
+        file: Some(&mut file),
+        error: None,
+    };
+    if onic_bpf::maps::write_json(maps, &mut w).is_err() {
+        return Err(w
+            .error
+            .unwrap_or_else(|| format!("{}: cannot write", path.display())));
+    }
+    file.commit()?;
+    outln!("maps written as JSON to {}", path.display());
     Ok(())
 }

@@ -352,3 +352,289 @@ fn options_a_replay_would_ignore_are_refused() {
         "--direction 1to0 is for traffic mode",
     );
 }
+
+/// Runs `onic ARGS` with its address space limited to 512 MiB (`ulimit -v`): a whole-file read of
+/// a large or endless input dies there instead of taking the machine's memory.
+fn onic_in_512m(args: &[&str]) -> (bool, String, String) {
+    let mut sh = vec![
+        "-c",
+        "ulimit -v 524288 && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_onic"),
+    ];
+    sh.extend_from_slice(args);
+    let out = Command::new("sh").args(&sh).output().expect("run sh");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn large_and_endless_inputs_are_read_with_a_bound() {
+    let d = scratch("bounded");
+    // Sparse files: 4 GiB of zeros as a capture, 2 GiB as an object (no disk space used).
+    let big_pcap = d.join("big.pcap");
+    let big_obj = d.join("big.o");
+    std::fs::File::create(&big_pcap)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    std::fs::File::create(&big_obj).unwrap().set_len(2 << 30).unwrap();
+    let out_dir = d.join("out");
+    let out = out_dir.to_str().unwrap();
+    let (p, o) = (big_pcap.to_str().unwrap(), big_obj.to_str().unwrap());
+    let not_pcap = "not a pcap file (magic number 0x00000000";
+    let mut cases = vec![
+        (vec!["rss", "spread", "--pcap", p], format!("{p}: {not_pcap}")),
+        (
+            vec!["run", "--pcap", p, "--out-dir", out],
+            format!("{p}: {not_pcap}"),
+        ),
+        (
+            vec!["run", "--xdp-obj", o, "--out-dir", out],
+            format!("{o}: larger than 16777216 bytes, the most an XDP object may be"),
+        ),
+    ];
+    if Path::new("/dev/zero").exists() {
+        cases.push((
+            vec!["run", "--pcap", "/dev/zero", "--out-dir", out],
+            format!("/dev/zero: {not_pcap}"),
+        ));
+        cases.push((
+            vec!["run", "--xdp-obj", "/dev/zero", "--out-dir", out],
+            "/dev/zero: larger than 16777216 bytes".to_string(),
+        ));
+    }
+    for (args, want) in cases {
+        let start = Instant::now();
+        let (ok, _, err) = onic_in_512m(&args);
+        assert!(
+            !ok && err.starts_with("onic: ") && err.contains(&want),
+            "{args:?}: {err}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{args:?}: {:?}",
+            start.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Runs `onic ARGS` with files limited to 64 KiB (`ulimit -f`, SIGXFSZ ignored): a write past the
+/// limit fails with "File too large", as on a full file system.
+fn onic_with_small_files(args: &[&str]) -> (bool, String, String) {
+    let mut sh = vec![
+        "-c",
+        "trap '' XFSZ && ulimit -f 128 && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_onic"),
+    ];
+    sh.extend_from_slice(args);
+    let out = Command::new("sh").args(&sh).output().expect("run sh");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names in `dir`.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_failed_write_leaves_no_partial_file() {
+    let d = scratch("partial");
+    let input = d.join("in.pcap");
+    let (ok, _, err) = onic(&["pcap-sample", input.to_str().unwrap(), "--frames", "2000"]);
+    assert!(ok, "{err}");
+    // pcap-sample: no file at all.
+    let gen_dir = d.join("gen");
+    std::fs::create_dir_all(&gen_dir).unwrap();
+    let target = gen_dir.join("sample.pcap");
+    let (ok, _, err) = onic_with_small_files(&["pcap-sample", target.to_str().unwrap(), "--frames", "2000"]);
+    assert!(!ok && err.contains("cannot write"), "{err}");
+    assert_eq!(names(&gen_dir), Vec::<String>::new());
+    // A replay: its captures are written as it goes and appear together at the end, so none is
+    // there, and no temporary file is left.
+    let out_dir = d.join("out");
+    let (ok, _, err) = onic_with_small_files(&[
+        "run",
+        "--pcap",
+        input.to_str().unwrap(),
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("pass.pcap: cannot write"), "{err}");
+    assert_eq!(names(&out_dir), Vec::<String>::new());
+    // An existing capture is replaced only by a complete one.
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("pass.pcap"), b"earlier").unwrap();
+    let (ok, _, _) = onic_with_small_files(&[
+        "run",
+        "--pcap",
+        input.to_str().unwrap(),
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert_eq!(std::fs::read(out_dir.join("pass.pcap")).unwrap(), b"earlier");
+    assert_eq!(names(&out_dir), ["pass.pcap"]);
+}
+
+/// `legacy.o` with its map turned into an array of `entries` one-byte values (the legacy map
+/// definition is five little-endian words at byte 0xa8: type, key size, value size, entries,
+/// flags).
+fn legacy_with_entries(dir: &Path, entries: u32) -> PathBuf {
+    let mut obj = std::fs::read(bpf_object("legacy.o")).unwrap();
+    let def = 0xa8;
+    assert_eq!(
+        obj[def..def + 16],
+        [2, 0, 0, 0, 4, 0, 0, 0, 8, 0, 0, 0, 64, 0, 0, 0]
+    );
+    obj[def + 8..def + 12].copy_from_slice(&1u32.to_le_bytes());
+    obj[def + 12..def + 16].copy_from_slice(&entries.to_le_bytes());
+    let path = dir.join(format!("array{entries}.o"));
+    std::fs::write(&path, obj).unwrap();
+    path
+}
+
+#[test]
+fn a_map_dump_that_could_not_be_handled_is_refused_before_the_run() {
+    let d = scratch("dump");
+    let out = d.join("out");
+    let json = d.join("maps.json");
+    // 33 million one-byte values: 33 MB of map (inside the 64 MiB the maps may take), over a
+    // gigabyte as JSON.
+    let obj = legacy_with_entries(&d, 33_000_000);
+    let (o, j, out) = (
+        obj.to_str().unwrap(),
+        json.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    for dump in [&["--dump-maps", j][..], &["--dump-maps"]] {
+        let mut args = vec!["run", "--xdp-obj", o, "--frames", "10", "--out-dir", out];
+        args.extend_from_slice(dump);
+        let start = Instant::now();
+        let (ok, stdout, err) = onic_in_512m(&args);
+        assert!(
+            !ok && err.contains("--dump-maps: the maps could take up to"),
+            "{err}"
+        );
+        assert!(!stdout.contains("replayed"), "the replay ran first:\n{stdout}");
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+    assert!(!json.exists());
+    // A dump within the bound is streamed: 100000 entries, every one in the file.
+    let obj = legacy_with_entries(&d, 100_000);
+    let (ok, _, err) = onic_in_512m(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--frames",
+        "10",
+        "--out-dir",
+        out,
+        "--dump-maps",
+        j,
+    ]);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(text.matches("{\"key\": ").count(), 100_000);
+    assert!(text.ends_with("]}\n]}\n"));
+}
+
+#[test]
+fn where_results_go_is_checked_before_the_work() {
+    let d = scratch("before");
+    let file = d.join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let f = file.to_str().unwrap();
+    let plot = d.join("plots");
+    let p = plot.to_str().unwrap();
+    let bad_utf8 = d.join("peers.bin");
+    std::fs::write(&bad_utf8, [b'a', 0xff, 0xfe]).unwrap();
+    // Each would run every benchmark first (minutes): refused at once.
+    let bench = |extra: &[&str]| -> Vec<String> {
+        ["bench", "--reps", "1000", "--rep-ms", "60000"]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for (extra, want) in [
+        (&["--plot", f][..], format!("--plot {f}: not a directory")),
+        (
+            &["--plot", p, "--peers", "/nonexistent/peers.txt"],
+            "--peers /nonexistent/peers.txt: cannot read".to_string(),
+        ),
+        (
+            &["--plot", p, "--peers", bad_utf8.to_str().unwrap()],
+            format!("--peers {}: not UTF-8 text", bad_utf8.display()),
+        ),
+    ] {
+        let args = bench(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, &want);
+    }
+    // A read-only capture in a writable output directory.
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let pass = out.join("pass.pcap");
+    std::fs::write(&pass, b"keep").unwrap();
+    let mut perm = std::fs::metadata(&pass).unwrap().permissions();
+    perm.set_readonly(true);
+    std::fs::set_permissions(&pass, perm).unwrap();
+    // Root may write a read-only file: then there is nothing to refuse.
+    if std::fs::OpenOptions::new().write(true).open(&pass).is_err() {
+        let (ok, stdout, err) = onic(&["run", "--xdp", "pass", "--out-dir", out.to_str().unwrap()]);
+        assert!(
+            !ok && err.contains("pass.pcap: exists and cannot be written"),
+            "{err}"
+        );
+        assert!(!stdout.contains("replayed"), "the replay ran first:\n{stdout}");
+    }
+    // A directory where an output file should be.
+    let out2 = d.join("out2");
+    std::fs::create_dir_all(out2.join("drop.pcap")).unwrap();
+    let (ok, stdout, err) = onic(&["run", "--xdp", "pass", "--out-dir", out2.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("drop.pcap: is a directory, not a file"),
+        "{err}"
+    );
+    assert!(!stdout.contains("replayed"), "the replay ran first:\n{stdout}");
+}
+
+#[test]
+fn messages_say_what_is_wrong() {
+    if Path::new("/proc/self").exists() {
+        refused(
+            &["run", "--xdp", "pass", "--out-dir", "/proc/"],
+            "--out-dir /proc/: no file can be created in directory /proc/ (its file system refuses new files",
+        );
+    }
+    // An empty capture: no "-100.0%" against the expected share.
+    let d = scratch("empty");
+    let empty = d.join("empty.pcap");
+    let mut h = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    h.extend_from_slice(&[0; 8]);
+    h.extend_from_slice(&65535u32.to_le_bytes());
+    h.extend_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&empty, h).unwrap();
+    let (ok, out, err) = onic(&["rss", "spread", "--pcap", empty.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("-100.0%"), "{out}");
+    assert!(
+        out.contains("0 frames from") && out.contains("no frames"),
+        "{out}"
+    );
+}
