@@ -15,8 +15,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use object::read::elf::ElfFile64;
-use object::{LittleEndian, Object as _, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
-use object::{SectionIndex, SectionKind, SymbolKind, SymbolSection};
+use object::{LittleEndian, Object as _, ObjectSection, ObjectSymbol};
+use object::{SectionIndex, SectionKind, SymbolIndex, SymbolKind, SymbolSection};
 
 use crate::btf::{self, Btf};
 use crate::insn::{self, Insn, INSN_SIZE};
@@ -394,19 +394,26 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
         parts.iter().map(|p| (p.index, p.base, p.insns.len())).collect();
     for part in &parts {
         let sname = part.sec.name().unwrap_or("?");
-        for (off, rel) in part.sec.relocations() {
+        let mut relocs = relocations_of(file, part.index, sname)?;
+        // One relocation per instruction: a second one means a damaged offset, which would leave
+        // the instruction it belonged to unresolved (an lddw of 0 that faults on every run).
+        relocs.sort_unstable_by_key(|r| r.0);
+        if let Some(w) = relocs.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(err(format!(
+                "section {sname}: two relocations at byte {}: the relocation section is damaged",
+                w[0].0
+            )));
+        }
+        for (off, r_type, si) in relocs {
             let i = usize::try_from(off / INSN_SIZE as u64).unwrap_or(usize::MAX);
             if off % INSN_SIZE as u64 != 0 || i >= part.insns.len() {
                 return Err(err(format!(
                     "section {sname}: relocation at byte {off} is not on an instruction"
                 )));
             }
-            let RelocationFlags::Elf { r_type } = rel.flags() else {
-                return Err(err(format!("section {sname}: relocation of an unknown kind")));
-            };
-            let RelocationTarget::Symbol(si) = rel.target() else {
+            if si.0 == 0 {
                 return Err(err(format!("section {sname}: relocation without a symbol")));
-            };
+            }
             let sym = file
                 .symbol_by_index(si)
                 .map_err(|e| err(format!("section {sname}: relocation symbol: {e}")))?;
@@ -435,6 +442,69 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
     funcs.sort();
     let entry = usize::try_from(chosen.offset / INSN_SIZE as u64).unwrap_or(usize::MAX);
     Ok(Program::new(chosen.clone(), code, entry, funcs))
+}
+
+/// Every relocation (byte offset, type, symbol) of code section `target`, read from the
+/// relocation sections that name it. Unlike the `object` crate's iterator, which skips a
+/// relocation section it cannot read, a damaged one is an error: its size not a whole number of
+/// entries, its data outside the file, or its symbols in another table.
+fn relocations_of(
+    file: &Elf<'_>,
+    target: SectionIndex,
+    sname: &str,
+) -> Result<Vec<(u64, u32, SymbolIndex)>, LoadError> {
+    use object::elf::{Rel64, Rela64, SHT_REL, SHT_RELA};
+    use object::read::elf::SectionHeader as _;
+    let e = LittleEndian;
+    let table = file.elf_section_table();
+    let symtab = file.elf_symbol_table().section();
+    let mut out = Vec::new();
+    for (idx, h) in table.enumerate() {
+        let kind = h.sh_type(e);
+        if (kind != SHT_REL && kind != SHT_RELA) || h.sh_info(e) as usize != target.0 {
+            continue;
+        }
+        let rname = table
+            .section_name(e, h)
+            .ok()
+            .and_then(|n| core::str::from_utf8(n).ok())
+            .unwrap_or("?");
+        let bad = |why: &str| {
+            err(format!(
+                "section {sname}: relocation section {rname} (section {}) {why}",
+                idx.0
+            ))
+        };
+        if h.sh_link(e) as usize != symtab.0 {
+            return Err(bad("refers to another symbol table"));
+        }
+        let read = |what: &str| bad(&format!("cannot be read ({what}): its offset or size is damaged"));
+        if kind == SHT_REL {
+            let rels: &[Rel64<LittleEndian>] = h
+                .data_as_array(e, file.data())
+                .map_err(|x| read(&x.to_string()))?;
+            out.extend(
+                rels.iter()
+                    .map(|r| (r.r_offset.get(e), r.r_type(e), SymbolIndex(r.r_sym(e) as usize))),
+            );
+        } else {
+            let rels: &[Rela64<LittleEndian>] = h
+                .data_as_array(e, file.data())
+                .map_err(|x| read(&x.to_string()))?;
+            // An addend on a BPF relocation is not part of what clang emits; refuse it.
+            if rels.iter().any(|r| r.r_addend.get(e) != 0) {
+                return Err(bad("has addends, which BPF relocations do not use"));
+            }
+            out.extend(rels.iter().map(|r| {
+                (
+                    r.r_offset.get(e),
+                    r.r_type(e, false),
+                    SymbolIndex(r.r_sym(e, false) as usize),
+                )
+            }));
+        }
+    }
+    Ok(out)
 }
 
 /// One relocation, resolved to the image.

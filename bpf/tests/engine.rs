@@ -421,3 +421,56 @@ fn map_dumps_stream_within_their_bound() {
     let j = onic_bpf::maps::to_json(full.maps());
     assert!(j.len() as u64 <= onic_bpf::maps::json_size_bound(full.maps()));
 }
+
+/// The byte offset of the section header of `name` in a 64-bit little-endian ELF object.
+fn section_header(obj: &[u8], name: &str) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes([obj[o], obj[o + 1]]) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(obj[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
+    (0..shnum)
+        .map(|i| shoff + i * shentsize)
+        .find(|&h| {
+            let n = strtab + u32::from_le_bytes(obj[h..h + 4].try_into().unwrap()) as usize;
+            obj[n..].starts_with(name.as_bytes()) && obj[n + name.len()] == 0
+        })
+        .unwrap_or_else(|| panic!("no section {name}"))
+}
+
+#[test]
+fn damaged_relocations_are_refused_at_load() {
+    let obj = object("xdp_count.o");
+    let opts = LoadOptions::default();
+    let rel = section_header(&obj, ".relxdp");
+    let at = |o: usize| u64::from_le_bytes(obj[rel + o..rel + o + 8].try_into().unwrap()) as usize;
+    let (offset, size) = (at(0x18), at(0x20));
+    assert_eq!(size, 3 * 16, "xdp_count.o has three lddw relocations");
+    let load = |o: &[u8]| {
+        onic_bpf::load(o, None, &opts)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(load(&obj), Ok(()));
+    // The second relocation's offset made equal to the first: the second lddw would stay 0.
+    let mut dup = obj.clone();
+    let first = dup[offset..offset + 8].to_vec();
+    dup[offset + 16..offset + 24].copy_from_slice(&first);
+    let e = load(&dup).unwrap_err();
+    assert!(e.contains("two relocations at byte 376"), "{e}");
+    // The relocation section's size not a whole number of entries, or its data past the end of
+    // the file: the section cannot be read, which must not read as "no relocations".
+    for (field, value) in [(0x20, size as u64 - 1), (0x18, obj.len() as u64)] {
+        let mut bad = obj.clone();
+        bad[rel + field..rel + field + 8].copy_from_slice(&value.to_le_bytes());
+        let e = load(&bad).unwrap_err();
+        assert!(
+            e.contains("relocation section .relxdp") && e.contains("cannot be read"),
+            "{e}"
+        );
+    }
+    // Its symbols in another table.
+    let mut bad = obj.clone();
+    bad[rel + 0x28..rel + 0x2c].copy_from_slice(&0u32.to_le_bytes());
+    let e = load(&bad).unwrap_err();
+    assert!(e.contains("refers to another symbol table"), "{e}");
+}
