@@ -65,6 +65,15 @@ pub enum ConfigError {
         /// The address given.
         addr: u64,
     },
+    /// A ring whose bytes (status slot included) do not all have a device address: its end wraps
+    /// past 2^64, the QDMA's 64-bit address space (the device's DMA mask). Where the rings are
+    /// allocated (below 4 GiB, [`onic_hal::AddrLimit`]) is the allocator's policy, not checked here.
+    RingRange {
+        /// The ring's address.
+        addr: u64,
+        /// The ring's length in bytes.
+        bytes: u64,
+    },
     /// A producer index that is not below the ring's usable entries (indices wrap modulo the
     /// usable count, so `usable - 1` is the largest).
     RingIndex {
@@ -115,6 +124,10 @@ impl fmt::Display for ConfigError {
             Self::RingAddress { addr } => {
                 write!(f, "ring address {addr:#x} is not aligned to 4 KiB")
             }
+            Self::RingRange { addr, bytes } => write!(
+                f,
+                "ring at {addr:#x} of {bytes} bytes ends past 2^64 (the address range wraps; the device addresses 64 bits)"
+            ),
             Self::RingIndex { index, usable } => {
                 write!(f, "ring index {index} is not below the ring's {usable} usable entries")
             }

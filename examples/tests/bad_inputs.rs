@@ -138,6 +138,15 @@ fn ring_addresses_are_reported_for_what_is_checked() {
         &["trace", "tx-init", "--ring", "0x10000010"],
         "ring address 0x10000010 is not aligned to 4 KiB",
     );
+    // Rings whose end lies past 2^64.
+    refused(
+        &["trace", "tx-init", "--ring", "0xFFFFFFFFFFFFF000"],
+        "ring at 0xfffffffffffff000 of 65536 bytes ends past 2^64",
+    );
+    refused(
+        &["trace", "rx-init", "--cmpt-ring", "0xFFFFFFFFFFFFF000"],
+        "ring at 0xfffffffffffff000 of 8192 bytes ends past 2^64",
+    );
 }
 
 #[test]

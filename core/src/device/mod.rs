@@ -19,12 +19,13 @@ use onic_hal::{
     SharedLock, Unshared,
 };
 
-use crate::config::{DeviceConfig, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
+use crate::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
 use crate::rss::{RssError, RssKey};
 use crate::stats::hw::{self, HW_COUNTERS};
+use onic_hal::layout::desc::{C2H_DESC_BYTES, H2C_DESC_BYTES};
 
 #[cfg(feature = "raw-registers")]
 pub mod contexts;
@@ -483,7 +484,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
     fn init_tx_queue<D: DelayNs>(&self, delay: &mut D, q: &TxQueueConfig, ring: DmaAddr) -> Result<()> {
         let abs = self.cfg.check_tx_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
-        check_ring_addr(ring)?;
+        check_ring_addr(ring, ring_bytes(q.ring, H2C_DESC_BYTES))?;
         let sw = SwCtxt::reference_h2c(self.cfg.func, ring, q.ring.index(), q.vector);
         let r = (|| {
             self.context(delay, CtxtOp::Clear, CtxtSel::SwH2c, abs)?;
@@ -518,8 +519,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
     ) -> Result<()> {
         let abs = self.cfg.check_queue(q.qid)?;
         self.cfg.check_vector(q.vector)?;
-        check_ring_addr(desc_ring)?;
-        check_ring_addr(cmpt_ring)?;
+        check_ring_addr(desc_ring, ring_bytes(q.desc_ring, C2H_DESC_BYTES))?;
+        check_ring_addr(cmpt_ring, ring_bytes(q.cmpt_ring, q.cmpt_entry.bytes()))?;
         if c2h_pidx >= q.desc_ring.usable() {
             return Err(ConfigError::RingIndex {
                 index: c2h_pidx,
@@ -564,11 +565,82 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
 }
 
 /// Rings (descriptor and completion) must be 4 KiB aligned: the completion context does not even
-/// store the low 12 address bits (hardware.md §5.6, §8.1).
-fn check_ring_addr(addr: DmaAddr) -> Result<(), ConfigError> {
-    if addr.is_aligned(onic_hal::PAGE_SIZE as u64) {
-        Ok(())
-    } else {
-        Err(ConfigError::RingAddress { addr: addr.get() })
+/// store the low 12 address bits (hardware.md §5.6, §8.1). All `bytes` of the ring (its entries
+/// and the status slot the device writes back into) must have device addresses: a range whose
+/// end wraps past 2^64 (the QDMA's 64-bit DMA mask) is refused before any context names it.
+fn check_ring_addr(addr: DmaAddr, bytes: u64) -> Result<(), ConfigError> {
+    if !addr.is_aligned(onic_hal::PAGE_SIZE as u64) {
+        return Err(ConfigError::RingAddress { addr: addr.get() });
+    }
+    // The last byte's address must exist (`bytes` is never 0: every ring has its status slot).
+    match addr.checked_add(bytes.saturating_sub(1)) {
+        Some(_) => Ok(()),
+        None => Err(ConfigError::RingRange {
+            addr: addr.get(),
+            bytes,
+        }),
+    }
+}
+
+/// Bytes of a ring of `size` entries (status slot included) of `entry` bytes each.
+fn ring_bytes(size: RingSizeIdx, entry: usize) -> u64 {
+    u64::from(size.entries()) * entry as u64
+}
+
+#[cfg(test)]
+mod ring_range_tests {
+    use super::*;
+    use crate::testutil::{card, device};
+    use crate::QueueId;
+
+    /// Rings whose bytes wrap past 2^64 are refused before any context is written; a ring whose
+    /// last byte is the last address is accepted (the spec's examples put rings above 4 GiB).
+    #[test]
+    fn ring_ranges_that_wrap_are_refused() {
+        let c = card();
+        let dev = device(&c, 4);
+        let d = &mut c.delay();
+        let tx = TxQueueConfig::new(QueueId::new(0));
+        let tx_bytes = ring_bytes(tx.ring, H2C_DESC_BYTES);
+        let last = u64::MAX - tx_bytes + 1;
+        for addr in [0xFFFF_FFFF_FFFF_F000u64, last + 4096] {
+            assert_eq!(
+                dev.init_tx_queue(d, &tx, DmaAddr::new(addr)),
+                Err(ConfigError::RingRange {
+                    addr,
+                    bytes: tx_bytes
+                }
+                .into()),
+                "{addr:#x}"
+            );
+        }
+        let wrap = ConfigError::RingRange {
+            addr: 0xFFFF_FFFF_FFFF_F000,
+            bytes: tx_bytes,
+        };
+        assert!(std::format!("{wrap}").contains("past 2^64"), "{wrap}");
+        let rx = RxQueueConfig::new(QueueId::new(1));
+        let cmpt_bytes = ring_bytes(rx.cmpt_ring, rx.cmpt_entry.bytes());
+        let desc_bytes = ring_bytes(rx.desc_ring, C2H_DESC_BYTES);
+        let cmpt_at = 0u64.wrapping_sub(cmpt_bytes) + 4096;
+        assert_eq!(
+            dev.init_rx_queue(d, &rx, DmaAddr::new(0x1000_0000), DmaAddr::new(cmpt_at), 0),
+            Err(ConfigError::RingRange {
+                addr: cmpt_at,
+                bytes: cmpt_bytes
+            }
+            .into())
+        );
+        let desc_at = 0u64.wrapping_sub(desc_bytes) + 4096;
+        assert_eq!(
+            dev.init_rx_queue(d, &rx, DmaAddr::new(desc_at), DmaAddr::new(0x1000_0000), 0),
+            Err(ConfigError::RingRange {
+                addr: desc_at,
+                bytes: desc_bytes
+            }
+            .into())
+        );
+        // The last ring that fits.
+        assert_eq!(dev.init_tx_queue(d, &tx, DmaAddr::new(last)), Ok(()));
     }
 }
