@@ -386,7 +386,26 @@ impl Map {
         }
         match self.store(key, value, 0, None) {
             0 => Ok(()),
-            e => Err(format!("map {}: update failed (errno {})", self.def.name, -e)),
+            e => Err(format!("map {}: {}", self.def.name, self.update_refusal(key, -e))),
+        }
+    }
+
+    /// What a refused host update means, in words (the kernel's errno kept in parentheses).
+    fn update_refusal(&self, key: &[u8], errno: i64) -> String {
+        let d = &self.def;
+        let index = (key.len() == 4).then(|| u32::from_le_bytes([key[0], key[1], key[2], key[3]]));
+        match (errno, index) {
+            (errno::E2BIG, Some(i)) if self.table.is_none() => format!(
+                "key {i} is outside the map's {} entries (0..={}) (E2BIG)",
+                d.max_entries,
+                d.max_entries.saturating_sub(1)
+            ),
+            (errno::E2BIG, _) => format!("the map is full ({} entries) (E2BIG)", d.max_entries),
+            (errno::EINVAL, _) => "the value is not valid for this map type (EINVAL)".into(),
+            (errno::EOPNOTSUPP, _) => "this map type cannot be updated (EOPNOTSUPP)".into(),
+            (errno::EEXIST, _) => "the key exists already (EEXIST)".into(),
+            (errno::ENOENT, _) => "the key does not exist (ENOENT)".into(),
+            (e, _) => format!("update refused (errno {e})"),
         }
     }
 

@@ -333,7 +333,11 @@ fn rss_set(
     let hfunc = match hfunc {
         "toeplitz" => HashFunction::Toeplitz,
         "no-change" => HashFunction::NoChange,
-        other => HashFunction::Other(other.parse().unwrap_or(u8::MAX)),
+        other => HashFunction::Other(other.parse().map_err(|_| {
+            format!(
+                "--hfunc {other}: not a hash function (toeplitz, no-change, or a function number 0..=255)"
+            )
+        })?),
     };
     let key = key.map(crate::rss::parse_hex).transpose()?;
     let r = match (table, equal, weights) {

@@ -631,6 +631,26 @@ fn messages_say_what_is_wrong() {
             "--out-dir /proc/: no file can be created in directory /proc/ (its file system refuses new files",
         );
     }
+    refused(
+        &["trace", "rss-set", "--hfunc", "xor"],
+        "--hfunc xor: not a hash function (toeplitz, no-change, or a function number 0..=255)",
+    );
+    let redirect = bpf_object("xdp_redirect_map.o");
+    let out = scratch("msg-out");
+    refused(
+        &[
+            "run",
+            "--xdp-obj",
+            &redirect,
+            "--sec",
+            "xdp",
+            "--map",
+            "tx_port:64=2",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        "--map tx_port:64=2: map tx_port: key 64 is outside the map's 4 entries (0..=3) (E2BIG)",
+    );
     // An empty capture: no "-100.0%" against the expected share.
     let d = scratch("empty");
     let empty = d.join("empty.pcap");
