@@ -418,10 +418,11 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
                 .symbol_by_index(si)
                 .map_err(|e| err(format!("section {sname}: relocation symbol: {e}")))?;
             let at = part.base + i;
+            let name = symbol_label(file, &sym);
             let ctx = Reloc {
                 r_type,
                 at,
-                sym_name: sym.name().unwrap_or("?"),
+                sym_name: &name,
                 sym_sec: sym.section(),
                 sym_off: sym.address(),
                 where_: sname,
@@ -505,6 +506,25 @@ fn relocations_of(
         }
     }
     Ok(out)
+}
+
+/// A symbol's name for messages; a symbol without one (a section symbol, as clang emits for a
+/// reference to a function such as a `bpf_loop` callback) is named by its section and offset.
+fn symbol_label(file: &Elf<'_>, sym: &object::read::elf::ElfSymbol64<'_, '_, LittleEndian>) -> String {
+    match sym.name() {
+        Ok(n) if !n.is_empty() => n.to_owned(),
+        _ => {
+            let sec = match sym.section() {
+                SymbolSection::Section(i) => file
+                    .section_by_index(i)
+                    .ok()
+                    .and_then(|s| s.name().ok().map(str::to_owned))
+                    .unwrap_or_else(|| format!("{}", i.0)),
+                _ => "?".to_owned(),
+            };
+            format!("(unnamed symbol: byte {} of section {sec})", sym.address())
+        }
+    }
 }
 
 /// One relocation, resolved to the image.

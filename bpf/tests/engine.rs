@@ -474,3 +474,20 @@ fn damaged_relocations_are_refused_at_load() {
     let e = load(&bad).unwrap_err();
     assert!(e.contains("refers to another symbol table"), "{e}");
 }
+
+#[test]
+fn a_reference_to_code_names_where_it_points() {
+    // The first lddw relocation of xdp_count.o pointed at the section symbol of `xdp` (symbol 2,
+    // no name), as clang emits for a bpf_loop callback: the message must say what it is.
+    let mut obj = object("xdp_count.o");
+    let rel = section_header(&obj, ".relxdp");
+    let offset = u64::from_le_bytes(obj[rel + 0x18..rel + 0x20].try_into().unwrap()) as usize;
+    obj[offset + 8..offset + 16].copy_from_slice(&((2u64 << 32) | 1).to_le_bytes());
+    let e = onic_bpf::load(&obj, None, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("(unnamed symbol: byte 0 of section xdp) is neither a map nor global data"),
+        "{e}"
+    );
+}
