@@ -28,6 +28,18 @@ const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
 /// Most type references followed in one chain (typedefs, qualifiers).
 const MAX_CHAIN: usize = 32;
+/// The members a BTF map definition may have.
+pub const MAP_MEMBERS: [&str; 9] = [
+    "type",
+    "max_entries",
+    "map_flags",
+    "key_size",
+    "value_size",
+    "key",
+    "value",
+    "pinning",
+    "numa_node",
+];
 
 /// One type record.
 #[derive(Clone, Copy, Debug)]
@@ -217,18 +229,30 @@ impl<'a> Btf<'a> {
 
     /// Reads the map definition struct of type `id` (the type of a `.maps` variable).
     ///
+    /// Every member is known and given once, so no more than [`MAP_MEMBERS`] are read: many maps
+    /// may share one struct, and a struct of 65 535 members would otherwise be read in full for
+    /// each of them.
+    ///
     /// # Errors
     ///
-    /// A member the engine does not understand (e.g. `values`, for maps of maps), or a malformed
-    /// definition.
+    /// A member the engine does not understand (e.g. `values`, for maps of maps), one given
+    /// twice, or a malformed definition.
     pub fn map_fields(&self, id: u32) -> Result<MapFields, String> {
         let (_, st) = self.skip_mods(id)?;
         if st.kind != KIND_STRUCT {
             return Err("its BTF type is not a struct".into());
         }
         let mut f = MapFields::default();
+        let mut seen = [false; MAP_MEMBERS.len()];
         for i in 0..st.vlen {
             let name = self.name(self.extra_u32(&st, 3 * i)?);
+            let known = MAP_MEMBERS
+                .iter()
+                .position(|&m| m == name)
+                .ok_or_else(|| format!("member '{name}' is not supported"))?;
+            if core::mem::replace(&mut seen[known], true) {
+                return Err(format!("member '{name}' is given more than once"));
+            }
             let mty = self.extra_u32(&st, 3 * i + 1)?;
             let (_, ptr) = self.skip_mods(mty)?;
             if ptr.kind != KIND_PTR {
@@ -250,8 +274,8 @@ impl<'a> Btf<'a> {
                 "value_size" => f.value_size = Some(uint()?),
                 "key" => f.key_size = Some(self.size_of(target, 0)?),
                 "value" => f.value_size = Some(self.size_of(target, 0)?),
-                "pinning" | "numa_node" => {}
-                other => return Err(format!("member '{other}' is not supported")),
+                // The rest of MAP_MEMBERS: accepted, without meaning here.
+                _ => {}
             }
         }
         Ok(f)

@@ -9,6 +9,7 @@
 //! address of `symbol offset + imm` in that map's value.
 
 use alloc::borrow::ToOwned;
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
@@ -38,11 +39,94 @@ fn err(msg: impl Into<String>) -> LoadError {
     LoadError::new(msg)
 }
 
-/// What the object's sections and symbols say about its maps.
+/// The object's maps, and where each is defined: what a relocation against a symbol resolves
+/// to, found in logarithmic time.
+#[derive(Default)]
 struct MapTable {
     maps: Vec<Map>,
-    /// (section, offset of the definition or start of data, map index, global data?).
-    places: Vec<(SectionIndex, u64, usize, bool)>,
+    /// The map defined at (section, byte offset) of `.maps` or `maps`.
+    defs: BTreeMap<(usize, u64), usize>,
+    /// The map holding the global data of a section.
+    data: BTreeMap<usize, usize>,
+    /// The bytes the maps take so far ([`Map::footprint`]).
+    bytes: usize,
+}
+
+/// Where a map is defined.
+#[derive(Clone, Copy)]
+enum Place {
+    /// A definition in `.maps` or `maps`: its section and byte offset.
+    Def(SectionIndex, u64),
+    /// A global-data section.
+    Data(SectionIndex),
+}
+
+impl MapTable {
+    /// Makes the map of `def` (with `init` as its value, for global data) and records its place.
+    fn add(
+        &mut self,
+        def: MapDef,
+        place: Place,
+        init: Option<&[u8]>,
+        opts: &LoadOptions,
+    ) -> Result<(), LoadError> {
+        let name = def.name.clone();
+        self.bytes = self.bytes.saturating_add(Map::footprint(&def, opts.cpus));
+        if self.bytes > opts.max_map_bytes {
+            return Err(err(format!(
+                "map {name}: the object's maps need more than {} bytes (LoadOptions::max_map_bytes)",
+                opts.max_map_bytes
+            )));
+        }
+        let mut m = Map::new(def, opts.cpus).map_err(|e| err(format!("map {name}: {e}")))?;
+        if let Some(init) = init {
+            m.host_set(&0u32.to_le_bytes(), init)
+                .map_err(|e| err(format!("map {name}: {e}")))?;
+        }
+        let index = self.maps.len();
+        match place {
+            // The first definition at a place is the one a relocation names.
+            Place::Def(sec, off) => self.defs.entry((sec.0, off)).or_insert(index),
+            Place::Data(sec) => self.data.entry(sec.0).or_insert(index),
+        };
+        self.maps.push(m);
+        Ok(())
+    }
+}
+
+/// The maps one section defines, read from the object before any map is made, so that how many
+/// there are is known (and checked against [`mem::MAX_MAPS`]) before any work per map.
+enum MapSource<'a> {
+    /// `.maps`: its BTF variables (name, type), and the offsets of the section's symbols by name.
+    Btf {
+        sec: SectionIndex,
+        vars: Vec<(&'a str, u32)>,
+        syms: BTreeMap<&'a str, u64>,
+    },
+    /// `maps`: legacy `struct bpf_map_def`s, one per symbol (name, offset), in order of offset.
+    Legacy {
+        sec: SectionIndex,
+        data: &'a [u8],
+        syms: Vec<(&'a str, u64)>,
+    },
+    /// A global-data section: one map of one value of `size` bytes, `init` unless it is `.bss`.
+    Data {
+        sec: SectionIndex,
+        name: &'a str,
+        read_only: bool,
+        size: u32,
+        init: Option<&'a [u8]>,
+    },
+}
+
+impl MapSource<'_> {
+    fn count(&self) -> usize {
+        match self {
+            Self::Btf { vars, .. } => vars.len(),
+            Self::Legacy { syms, .. } => syms.len(),
+            Self::Data { .. } => 1,
+        }
+    }
 }
 
 /// A loaded object: the chosen program and the object's maps.
@@ -90,34 +174,33 @@ pub fn list_programs(data: &[u8]) -> Result<Vec<ProgramInfo>, LoadError> {
 }
 
 fn programs(file: &Elf<'_>) -> Result<Vec<ProgramInfo>, LoadError> {
+    // The function symbols of each section, gathered in one pass over the symbol table (not one
+    // pass per code section: an object may have thousands of each).
+    let mut funcs: BTreeMap<usize, Vec<(u64, &str)>> = BTreeMap::new();
+    for s in file.symbols().filter(|s| s.kind() == SymbolKind::Text) {
+        if let (SymbolSection::Section(i), Ok(name)) = (s.section(), s.name()) {
+            funcs.entry(i.0).or_default().push((s.address(), name));
+        }
+    }
     let mut out = Vec::new();
     for sec in file.sections() {
         let name = sec.name().map_err(|e| err(format!("section name: {e}")))?;
         if sec.kind() != SectionKind::Text || name == ".text" || sec.size() == 0 {
             continue;
         }
-        let mut funcs: Vec<ProgramInfo> = file
-            .symbols()
-            .filter(|s| s.kind() == SymbolKind::Text && s.section() == SymbolSection::Section(sec.index()))
-            .filter_map(|s| {
-                Some(ProgramInfo {
-                    name: s.name().ok()?.to_owned(),
-                    section: name.to_owned(),
-                    offset: s.address(),
-                    is_xdp: is_xdp_section(name),
-                })
-            })
-            .collect();
-        if funcs.is_empty() {
-            funcs.push(ProgramInfo {
-                name: name.to_owned(),
-                section: name.to_owned(),
-                offset: 0,
-                is_xdp: is_xdp_section(name),
-            });
+        let info = |(offset, func): (u64, &str)| ProgramInfo {
+            name: func.to_owned(),
+            section: name.to_owned(),
+            offset,
+            is_xdp: is_xdp_section(name),
+        };
+        match funcs.remove(&sec.index().0) {
+            Some(mut list) => {
+                list.sort_by_key(|f| f.0);
+                out.extend(list.into_iter().map(info));
+            }
+            None => out.push(info((0, name))),
         }
-        funcs.sort_by_key(|p| p.offset);
-        out.extend(funcs);
     }
     Ok(out)
 }
@@ -210,80 +293,183 @@ fn u32_at(b: &[u8], off: u64) -> Option<u32> {
 }
 
 fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Result<MapTable, LoadError> {
-    let mut t = MapTable {
-        maps: Vec::new(),
-        places: Vec::new(),
-    };
-    let mut bytes = 0usize;
-    let mut add = |t: &mut MapTable, def: MapDef, sec, off, data: bool, init: Option<&[u8]>| {
-        let name = def.name.clone();
-        bytes = bytes.saturating_add(Map::footprint(&def, opts.cpus));
-        if bytes > opts.max_map_bytes {
-            return Err(err(format!(
-                "map {name}: the object's maps need more than {} bytes (LoadOptions::max_map_bytes)",
-                opts.max_map_bytes
-            )));
+    let sources = map_sources(file, btf, opts)?;
+    let count = sources
+        .iter()
+        .map(MapSource::count)
+        .fold(0usize, usize::saturating_add);
+    if count > mem::MAX_MAPS {
+        return Err(err(format!(
+            "the object has {count} maps; at most {} are supported",
+            mem::MAX_MAPS
+        )));
+    }
+    let mut t = MapTable::default();
+    for source in sources {
+        match source {
+            MapSource::Btf { sec, vars, syms } => {
+                let btf = btf.ok_or_else(no_btf)?;
+                for (var, ty) in vars {
+                    let def = btf_map_def(btf, var, ty)?;
+                    let off = *syms
+                        .get(var)
+                        .ok_or_else(|| err(format!("map {var}: no symbol in .maps")))?;
+                    t.add(def, Place::Def(sec, off), None, opts)?;
+                }
+            }
+            MapSource::Legacy { sec, data, syms } => {
+                for (var, off) in syms {
+                    let def = legacy_map_def(data, var, off)?;
+                    t.add(def, Place::Def(sec, off), None, opts)?;
+                }
+            }
+            MapSource::Data {
+                sec,
+                name,
+                read_only,
+                size,
+                init,
+            } => {
+                let def = MapDef {
+                    name: name.to_owned(),
+                    map_type: MapType::Array,
+                    key_size: 4,
+                    value_size: size,
+                    max_entries: 1,
+                    flags: 0,
+                    read_only,
+                };
+                t.add(def, Place::Data(sec), init, opts)?;
+            }
         }
-        let mut m = Map::new(def, opts.cpus).map_err(|e| err(format!("map {name}: {e}")))?;
-        if let Some(init) = init {
-            m.host_set(&0u32.to_le_bytes(), init)
-                .map_err(|e| err(format!("map {name}: {e}")))?;
-        }
-        t.places.push((sec, off, t.maps.len(), data));
-        t.maps.push(m);
-        Ok(())
+    }
+    Ok(t)
+}
+
+fn no_btf() -> LoadError {
+    err("the object has a .maps section but no .BTF to describe it")
+}
+
+/// The sources of the object's maps, in the order of its sections: one pass over the sections,
+/// then one over the symbols for the two sections of definitions. A second `.maps` or `maps`
+/// section is refused (clang emits one of each at most; the BTF names only one `.maps`).
+fn map_sources<'a>(
+    file: &Elf<'a>,
+    btf: Option<&Btf<'a>>,
+    opts: &LoadOptions,
+) -> Result<Vec<MapSource<'a>>, LoadError> {
+    let mut out = Vec::new();
+    let (mut btf_seen, mut legacy_seen) = (false, false);
+    let once = |seen: &mut bool, name: &str| match core::mem::replace(seen, true) {
+        true => Err(err(format!("the object has more than one section named {name}"))),
+        false => Ok(()),
     };
     for sec in file.sections() {
         let name = sec.name().map_err(|e| err(format!("section name: {e}")))?;
         let idx = sec.index();
-        if name == ".maps" {
-            let btf = btf.ok_or_else(|| err("the object has a .maps section but no .BTF to describe it"))?;
-            for (var, ty) in btf.datasec_vars(".maps").map_err(err)? {
-                let def = btf_map_def(btf, var, ty)?;
-                let off = symbol_in(file, idx, var)?;
-                add(&mut t, def, idx, off, false, None)?;
+        let source = match name {
+            ".maps" => {
+                once(&mut btf_seen, name)?;
+                let btf = btf.ok_or_else(no_btf)?;
+                MapSource::Btf {
+                    sec: idx,
+                    vars: btf.datasec_vars(".maps").map_err(err)?,
+                    syms: BTreeMap::new(),
+                }
             }
-        } else if name == "maps" {
-            let data = sec.data().map_err(|e| err(format!("section maps: {e}")))?;
-            for (var, off) in legacy_symbols(file, idx, data.len() as u64)? {
-                let def = legacy_map_def(data, &var, off)?;
-                add(&mut t, def, idx, off, false, None)?;
+            "maps" => {
+                once(&mut legacy_seen, name)?;
+                MapSource::Legacy {
+                    sec: idx,
+                    data: sec.data().map_err(|e| err(format!("section maps: {e}")))?,
+                    syms: Vec::new(),
+                }
             }
-        } else if let Some(read_only) = is_data_section(name) {
-            let size = u32::try_from(sec.size())
-                .ok()
-                .filter(|&s| s as usize <= opts.max_map_bytes)
-                .ok_or_else(|| err(format!("section {name} is larger than the maps may take")))?;
-            if size == 0 {
-                continue;
+            _ => match is_data_section(name) {
+                Some(read_only) => match data_source(&sec, name, read_only, opts)? {
+                    Some(source) => source,
+                    None => continue,
+                },
+                None => continue,
+            },
+        };
+        out.push(source);
+    }
+    definition_symbols(file, &mut out)?;
+    Ok(out)
+}
+
+/// The map of global-data section `sec` (`None` when it is empty).
+fn data_source<'a>(
+    sec: &impl ObjectSection<'a>,
+    name: &'a str,
+    read_only: bool,
+    opts: &LoadOptions,
+) -> Result<Option<MapSource<'a>>, LoadError> {
+    let size = u32::try_from(sec.size())
+        .ok()
+        .filter(|&s| s as usize <= opts.max_map_bytes)
+        .ok_or_else(|| err(format!("section {name} is larger than the maps may take")))?;
+    if size == 0 {
+        return Ok(None);
+    }
+    // `.bss` has no bytes in the file: its map starts zeroed, as every new map does.
+    let init = if sec.kind() == SectionKind::UninitializedData {
+        None
+    } else {
+        Some(sec.data().map_err(|e| err(format!("section {name}: {e}")))?)
+    };
+    Ok(Some(MapSource::Data {
+        sec: sec.index(),
+        name,
+        read_only,
+        size,
+        init,
+    }))
+}
+
+/// Gives the `.maps` and `maps` sources their symbols, in one pass over the symbol table.
+fn definition_symbols<'a>(file: &Elf<'a>, sources: &mut [MapSource<'a>]) -> Result<(), LoadError> {
+    // At most two entries: (section, index of its source).
+    let wanted: Vec<(usize, usize)> = sources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s {
+            MapSource::Btf { sec, .. } | MapSource::Legacy { sec, .. } => Some((sec.0, i)),
+            MapSource::Data { .. } => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    for s in file.symbols() {
+        let SymbolSection::Section(si) = s.section() else {
+            continue;
+        };
+        let (Some(&(_, i)), Ok(name)) = (wanted.iter().find(|w| w.0 == si.0), s.name()) else {
+            continue;
+        };
+        match &mut sources[i] {
+            // The first symbol of a name is the one the definition's address is read from.
+            MapSource::Btf { syms, .. } => {
+                syms.entry(name).or_insert(s.address());
             }
-            let init: Vec<u8> = if sec.kind() == SectionKind::UninitializedData {
-                vec![0; size as usize]
-            } else {
-                sec.data()
-                    .map_err(|e| err(format!("section {name}: {e}")))?
-                    .to_vec()
-            };
-            let def = MapDef {
-                name: name.to_owned(),
-                map_type: MapType::Array,
-                key_size: 4,
-                value_size: size,
-                max_entries: 1,
-                flags: 0,
-                read_only,
-            };
-            add(&mut t, def, idx, 0, true, Some(&init))?;
+            MapSource::Legacy { syms, .. } if s.kind() != SymbolKind::Section => {
+                syms.push((name, s.address()));
+            }
+            _ => {}
         }
     }
-    if t.maps.len() > mem::MAX_MAPS {
-        return Err(err(format!(
-            "the object has {} maps; at most {} are supported",
-            t.maps.len(),
-            mem::MAX_MAPS
-        )));
+    for source in sources {
+        if let MapSource::Legacy { data, syms, .. } = source {
+            syms.sort_by_key(|s| s.1);
+            let n = syms.len() as u64;
+            if n == 0 || data.len() as u64 / n < LEGACY_DEF_LEN {
+                return Err(err("section maps: definitions shorter than struct bpf_map_def"));
+            }
+        }
     }
-    Ok(t)
+    Ok(())
 }
 
 fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
@@ -313,27 +499,6 @@ fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
         "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, devmap, devmap_hash, xskmap)"
     )
-}
-
-fn symbol_in(file: &Elf<'_>, sec: SectionIndex, name: &str) -> Result<u64, LoadError> {
-    file.symbols()
-        .find(|s| s.section() == SymbolSection::Section(sec) && s.name() == Ok(name))
-        .map(|s| s.address())
-        .ok_or_else(|| err(format!("map {name}: no symbol in .maps")))
-}
-
-fn legacy_symbols(file: &Elf<'_>, sec: SectionIndex, len: u64) -> Result<Vec<(String, u64)>, LoadError> {
-    let mut syms: Vec<(String, u64)> = file
-        .symbols()
-        .filter(|s| s.section() == SymbolSection::Section(sec) && s.kind() != SymbolKind::Section)
-        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
-        .collect();
-    syms.sort_by_key(|s| s.1);
-    let n = syms.len() as u64;
-    if n == 0 || len / n < LEGACY_DEF_LEN {
-        return Err(err("section maps: definitions shorter than struct bpf_map_def"));
-    }
-    Ok(syms)
 }
 
 fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError> {
@@ -605,8 +770,7 @@ fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, Stri
             r.sym_name
         ));
     };
-    let data = table.places.iter().find(|p| p.0 == si && p.3);
-    if let Some(&(_, _, m, _)) = data {
+    if let Some(&m) = table.data.get(&si.0) {
         let off = r.sym_off.wrapping_add(i64::from(ins.imm) as u64);
         let size = u64::from(table.maps[m].def().value_size);
         if off > size {
@@ -618,10 +782,9 @@ fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, Stri
         return Ok(mem::map_value_addr(m, off as u32));
     }
     let m = table
-        .places
-        .iter()
-        .find(|p| p.0 == si && !p.3 && p.1 == r.sym_off)
-        .map(|p| p.2)
+        .defs
+        .get(&(si.0, r.sym_off))
+        .copied()
         .ok_or_else(|| {
             format!(
                 "{} is neither a map nor global data (function pointers such as bpf_loop callbacks are not supported)",

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod elf_build;
+
 use std::path::PathBuf;
 
 use onic_bpf::{LoadOptions, SimHost, XdpEngine};
