@@ -23,6 +23,7 @@ use crate::btf::{self, Btf};
 use crate::insn::{self, Insn, INSN_SIZE};
 use crate::maps::{Map, MapDef, MapType};
 use crate::mem;
+use crate::msg;
 use crate::program::{Program, ProgramInfo};
 use crate::{LoadError, LoadOptions};
 
@@ -206,11 +207,13 @@ fn programs(file: &Elf<'_>) -> Result<Vec<ProgramInfo>, LoadError> {
 }
 
 fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p ProgramInfo, LoadError> {
+    // The object decides how many programs there are and how they are named: the lists in
+    // these messages are cut short (msg::list).
     let names = |v: &[&ProgramInfo]| -> String {
-        v.iter()
-            .map(|p| format!("{} (section {})", p.name, p.section))
-            .collect::<Vec<_>>()
-            .join(", ")
+        msg::list(
+            v.iter()
+                .map(|p| format!("{} (section {})", msg::clip(&p.name), msg::clip(&p.section))),
+        )
     };
     let all: Vec<&ProgramInfo> = progs.iter().collect();
     let found: Vec<&ProgramInfo> = match select {

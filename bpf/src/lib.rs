@@ -69,6 +69,7 @@ mod helpers;
 pub mod insn;
 pub mod maps;
 pub mod mem;
+pub mod msg;
 pub mod printk;
 pub mod program;
 pub mod validate;

@@ -179,3 +179,51 @@ fn a_second_section_of_map_definitions_is_refused() {
     .unwrap_err();
     assert_eq!(e, "the object has more than one section named .maps");
 }
+
+/// An object of `count` one-instruction programs named `prog_N` in section `section`, and one
+/// more program there whose name is 100 000 characters long.
+fn many_programs(section: &str, count: usize) -> Vec<u8> {
+    let mut elf = ElfBuilder::default();
+    let code: Vec<u8> = (0..=count).flat_map(|_| EXIT).collect();
+    let sec = elf.section(section, PROGBITS, CODE, code);
+    elf.symbol(&"long".repeat(25_000), FUNC, sec, 0);
+    for i in 0..count {
+        elf.symbol(&format!("prog_{i}"), FUNC, sec, 8 * (i as u64 + 1));
+    }
+    elf.build()
+}
+
+/// Every message built from the programs an object holds stays short: 20 000 programs once made
+/// a 557 KB error line. The first few are named (names cut), the rest counted.
+#[test]
+fn messages_about_many_programs_stay_short() {
+    let opts = LoadOptions::default();
+    let msg = |obj: &[u8], sel: Option<&str>| onic_bpf::load(obj, sel, &opts).unwrap_err().to_string();
+    let tc = many_programs("tc", 20_000);
+    assert_eq!(onic_bpf::list_programs(&tc).unwrap().len(), 20_001);
+    let xdp = many_programs("xdp", 20_000);
+    let cut = format!("{}...", &"long".repeat(25_000)[..onic_bpf::msg::NAME_CHARS]);
+    let listed = |sec: &str| {
+        format!("{cut} (section {sec}), prog_0 (section {sec}), prog_1 (section {sec}) and 19998 more")
+    };
+    for (m, want) in [
+        (
+            msg(&tc, None),
+            format!("the object holds no XDP program (programs: {})", listed("tc")),
+        ),
+        (
+            msg(&tc, Some("nothing")),
+            format!("no program or section 'nothing' (programs: {})", listed("tc")),
+        ),
+        (
+            msg(&xdp, None),
+            format!(
+                "20001 programs match; choose one by function name with --sec: {}",
+                listed("xdp")
+            ),
+        ),
+    ] {
+        assert!(m.len() < 300, "{} bytes: {m}", m.len());
+        assert_eq!(m, want);
+    }
+}

@@ -205,10 +205,12 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
     let bad = || format!("--map {spec}: expected NAME:KEY=VALUE");
     let (name, kv) = spec.split_once(':').ok_or_else(bad)?;
     let (k, v) = kv.split_once('=').ok_or_else(bad)?;
-    let names: Vec<String> = e.maps().iter().map(|m| m.def().name.clone()).collect();
+    // The object's maps, named the way every list from an object is (the first few, the rest
+    // counted): made before the map is borrowed for writing.
+    let names = onic_bpf::msg::list(e.maps().iter().map(|m| onic_bpf::msg::clip(&m.def().name)));
     let map = e
         .map_mut(name)
-        .ok_or_else(|| format!("--map {spec}: no map '{name}' (maps: {})", names.join(", ")))?;
+        .ok_or_else(|| format!("--map {spec}: no map '{name}' (maps: {names})"))?;
     let d = map.def().clone();
     let key =
         onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
