@@ -49,6 +49,9 @@
 //! at most the C2H buffer size there, which [`crate::config::BufSizeIdx`] keeps inside the page
 //! (deviation 1 of `docs/deviations.md`). A frame longer than one buffer spans several descriptors;
 //! this version drops such frames with a counter (they only occur with jumbo-frame shell builds).
+//! A page is posted only if all its bytes have device addresses (its range does not wrap past
+//! 2^64); a provider's page that does not is released for good and counted
+//! ([`RxStats::refill_bad_pages`]), and the slot is filled by a later refill.
 //!
 //! The queue owns the storage of its slots (one `Option` of a page per usable descriptor) as a
 //! type parameter, anything that is `AsMut<[Option<Pg>]>`: an array on bare metal, a boxed
@@ -76,7 +79,7 @@ use core::sync::atomic::{fence, Ordering};
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{C2hDesc, CmptEntry, WbStatus, C2H_DESC_BYTES};
 use onic_hal::{
-    AbsQueueId, AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow,
+    AbsQueueId, AddrLimit, CoherentRegion, DelayNs, DmaAddr, DmaMemory, Quiesced, RegisterWindow, PAGE_SIZE,
 };
 
 use crate::config::{RxQueueConfig, RX_BUFFER_ROOM, RX_HEADROOM};
@@ -396,7 +399,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             }
         }
         // The slot's descriptor points at the page it holds now, ready for the next refill
-        // (RxQueue::fill); a page whose buffer address does not fit makes that refill walk.
+        // (RxQueue::fill); a page the device cannot address whole makes that refill walk, and
+        // the walk releases it (DescRing::stage).
         match slot.as_ref().and_then(desc_word) {
             Some(word) => self.region.write_u64(C2H_DESC_BYTES * first, word),
             None => self.unready = UNREADY_ALL,
@@ -597,6 +601,11 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// into ring memory, each slot given a page from `pool` if it has none; returns how many are
     /// written (all but those from the first slot left without a page). The descriptors are made
     /// and written in one pass, with one bounds check for the run.
+    ///
+    /// A slot's page whose bytes do not all have a device address (whether it was just taken
+    /// from `pool` or put in the slot by [`DescRing::deliver`]) is never posted: it is released
+    /// to `pool` for good, counted, and the run stops there with the slot empty, to be filled by
+    /// a later refill as after an allocation failure.
     #[inline]
     fn stage<P: PageProvider<Page = Pg>>(&mut self, tail: u16, run: usize, pool: &mut P) -> usize {
         let start = usize::from(tail);
@@ -607,6 +616,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         // `self` next to the slots it walks.
         let mut added = 0u32;
         let mut failed = false;
+        let mut refused = 0u32;
         let mut slots = slots.iter_mut();
         let written = self
             .desc
@@ -621,12 +631,18 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                     *slot = Some(p);
                     added += 1;
                 }
-                slot.as_ref().and_then(desc_word)
+                let word = slot.as_ref().and_then(desc_word);
+                if word.is_none() {
+                    refused += release_unaddressable(slot, pool);
+                }
+                word
             });
         if failed {
             self.stats.refill_alloc_failures += 1;
         }
-        self.desc.pages += added;
+        self.stats.refill_bad_pages += u64::from(refused);
+        // No underflow: a page refused was in the slot, so counted before or added just now.
+        self.desc.pages = self.desc.pages + added - refused;
         written
     }
 
@@ -1251,15 +1267,36 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     }
 }
 
-/// Clears a ring (descriptors, entries and the status record).
 /// The C2H descriptor of a slot holding `page`: the buffer starts [`RX_HEADROOM`] bytes in
-/// (hardware.md §12.1). `None` when that address does not fit 64 bits.
+/// (hardware.md §12.1). `None` when some byte of the page has no device address: its range
+/// `[addr, addr + PAGE_SIZE)` wraps past 2^64, the device's 64-bit address space. The device
+/// writes up to a buffer's length from the descriptor's address, and an XDP_TX frame may be
+/// sent from anywhere in the page, so the whole page must be addressable, not only its first
+/// buffer byte. One checked addition covers it: the buffer's start lies below the page's end.
 #[inline]
 fn desc_word<Pg: PoolPage>(page: &Pg) -> Option<u64> {
-    let addr = page.dma_addr().checked_add(u64::from(RX_HEADROOM))?;
+    let start = page.dma_addr();
+    start.checked_add(PAGE_SIZE as u64 - 1)?;
+    // No overflow: RX_HEADROOM is below PAGE_SIZE.
+    let addr = DmaAddr::new(start.get() + u64::from(RX_HEADROOM));
     Some(C2hDesc::new(addr).to_word())
 }
 
+/// Releases the page of `slot`, which [`desc_word`] refused, to `pool` for good (the pool must
+/// not hand it out again); returns how many pages were released (0 for an empty slot).
+#[cold]
+#[inline(never)]
+fn release_unaddressable<P: PageProvider>(slot: &mut Option<P::Page>, pool: &mut P) -> u32 {
+    match slot.take() {
+        Some(page) => {
+            pool.release_page(page);
+            1
+        }
+        None => 0,
+    }
+}
+
+/// Clears a ring (descriptors, entries and the status record).
 fn zero<D: DmaMemory>(ring: &CoherentRegion<D>) {
     for off in (0..ring.len()).step_by(8) {
         ring.write_u64(off, 0);
@@ -1290,7 +1327,7 @@ mod tests {
     use super::*;
     use crate::config::RingSizeIdx;
     use crate::queue::pool::{PagePool, PoolConfig};
-    use crate::testutil::{self, SimDevice};
+    use crate::testutil::{self, Placed, SimDevice};
 
     /// RX queue 0 of PF0 with 64-entry rings (63 usable): small enough for Miri.
     fn small_cfg() -> RxQueueConfig {
@@ -1917,5 +1954,102 @@ mod tests {
             );
         }
         finish(&card, &dev, &mut delay, pool, rx);
+    }
+
+    type PlacedRx<'c> = RxQueue<onic_sim::SimDma<'c>, Placed, [Option<Placed>; 63]>;
+    type Placing<'c> = testutil::Placing<Pool<'c>>;
+
+    /// Every posted slot's descriptor points RX_HEADROOM bytes into the page the slot holds, at
+    /// the address the page claims; the census holds.
+    fn assert_posted_pages_match(rx: &PlacedRx<'_>, p: &Placing<'_>, with_os: u64) {
+        for k in 0..rx.posted {
+            let i = usize::from(rx.didx.add(rx.head, k));
+            let page = rx.desc.slots[i].as_ref().expect("a posted slot holds a page");
+            let word = rx.desc.region.read_u64(C2H_DESC_BYTES * i);
+            let want = C2hDesc::new(DmaAddr::new(page.addr.get() + u64::from(RX_HEADROOM)));
+            assert_eq!(word, want.to_word(), "slot {i}");
+        }
+        assert!(p.pool.page_counts(rx.pages_in_ring(), 0, 0, with_os).is_some());
+    }
+
+    /// A refill never posts a page whose bytes run past 2^64: the last page that fits is
+    /// posted, one a byte higher is released for good and counted, and the next refill fills
+    /// its slot with another page.
+    #[test]
+    fn a_page_that_wraps_past_the_address_space_is_never_posted() {
+        let card = testutil::card();
+        let (dev, mut delay) = (testutil::device(&card, 1), card.delay());
+        let db = dev.doorbells();
+        let last = 0u64.wrapping_sub(PAGE_SIZE as u64);
+        let mut p = Placing::new(pool(&card, 64));
+        p.lies = std::vec![(1, last), (2, last + 1), (3, u64::MAX)];
+        let cfg = small_cfg();
+        let mut rx: PlacedRx<'_> =
+            RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), [const { None }; 63]).unwrap();
+        rx.start(&dev, &mut delay, &mut p).unwrap();
+        // Slots 0 and 1 posted (slot 1 at the last page that fits); the third page refused.
+        assert_eq!((rx.posted(), rx.stats().refill_bad_pages), (2, 1));
+        assert_eq!(p.released, [last + 1]);
+        assert_posted_pages_match(&rx, &p, 0);
+        let mut sink = |f: RxFrame<Placed>, _: &mut Placing<'_>| Handled::Recycle(f);
+        rx.poll(64, &db, &mut p, &mut sink);
+        assert_eq!((rx.posted(), rx.stats().refill_bad_pages), (2, 2));
+        rx.poll(64, &db, &mut p, &mut sink);
+        assert_eq!((rx.posted(), rx.stats().refill_bad_pages), (62, 2));
+        assert_eq!(p.released, [last + 1, u64::MAX]);
+        assert_eq!(rx.stats().refill_alloc_failures, 0);
+        assert_posted_pages_match(&rx, &p, 0);
+        rx.teardown(&dev, &mut delay, &mut p).0.unwrap();
+        drop(p);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
+    }
+
+    /// A page that takes a received page's place (from the pool, as the frame went to the OS)
+    /// and wraps past 2^64 is not posted either: it waits in its slot at the back of the
+    /// unposted ones, and the refill that reaches the slot releases it.
+    #[test]
+    fn a_replacement_page_that_wraps_is_released_by_the_refill() {
+        let card = testutil::card();
+        let (dev, mut delay) = (testutil::device(&card, 1), card.delay());
+        let db = dev.doorbells();
+        let mut p = Placing::new(pool(&card, 64));
+        let cfg = small_cfg();
+        let opts = RxOptions {
+            refill_batch: 1,
+            ..RxOptions::for_queue(&cfg)
+        };
+        let mut rx: PlacedRx<'_> = RxQueue::new(card.dma(), cfg, opts, [const { None }; 63]).unwrap();
+        rx.start(&dev, &mut delay, &mut p).unwrap();
+        assert_eq!((p.allocs, rx.posted()), (62, 62));
+        // The spare is allocation 62, the first frame's replacement 63.
+        let bad = u64::MAX - 100;
+        p.lies.push((63, bad));
+        let mut os = Vec::new();
+        let mut to_os = |f: RxFrame<Placed>, _: &mut Placing<'_>| {
+            os.push(f.page);
+            Handled::ToOs
+        };
+        card.inject(0, &frame(80, 1));
+        settle(&card);
+        assert_eq!(rx.poll(64, &db, &mut p, &mut to_os).done, 1);
+        // The refill posted the empty slot ahead of it; the bad page is not posted.
+        assert_eq!((rx.posted(), rx.stats().refill_bad_pages), (62, 0));
+        assert_posted_pages_match(&rx, &p, 1);
+        let mut recycle = |f: RxFrame<Placed>, _: &mut Placing<'_>| Handled::Recycle(f);
+        card.inject(0, &frame(80, 2));
+        settle(&card);
+        // This poll's refills reach the bad page's slot: released, and the slot filled again.
+        assert_eq!(rx.poll(64, &db, &mut p, &mut recycle).done, 1);
+        assert_eq!((rx.posted(), rx.stats().refill_bad_pages), (62, 1));
+        assert_eq!(p.released, [bad]);
+        assert_posted_pages_match(&rx, &p, 1);
+        for page in os.drain(..) {
+            p.pool.return_from_os(page.page, 128);
+        }
+        rx.teardown(&dev, &mut delay, &mut p).0.unwrap();
+        drop(p);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
     }
 }

@@ -1117,7 +1117,9 @@ mod tests {
     use super::*;
     use crate::config::RingSizeIdx;
     use crate::queue::pool::{PagePool, PoolConfig};
-    use crate::testutil::{self, SimDevice};
+    use crate::testutil::{self, Placed, SimDevice};
+
+    type Placing<'c> = testutil::Placing<Pool<'c>>;
 
     #[test]
     fn descriptor_addresses_stop_at_the_top_of_the_address_space() {
@@ -1148,12 +1150,14 @@ mod tests {
         );
     }
 
-    /// An OS frame for the tests: a page mapped to-device with the frame at offset 0.
+    /// An OS frame for the tests: a page mapped to-device with the frame at offset 0, at the
+    /// page's device address unless `at` claims another.
     #[derive(Debug)]
     struct OsFrame<'c> {
         page: DmaPage,
         len: usize,
         dma: SimDma<'c>,
+        at: Option<DmaAddr>,
     }
 
     impl<'c> OsFrame<'c> {
@@ -1167,6 +1171,7 @@ mod tests {
                 page,
                 len: data.len(),
                 dma,
+                at: None,
             }
         }
 
@@ -1178,7 +1183,7 @@ mod tests {
 
     impl TxFrame for OsFrame<'_> {
         fn dma_addr(&self) -> DmaAddr {
-            self.page.dma_addr()
+            self.at.unwrap_or(self.page.dma_addr())
         }
         fn len(&self) -> usize {
             self.len
@@ -1255,6 +1260,56 @@ mod tests {
 
     fn frame(len: usize, seed: u8) -> Vec<u8> {
         (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
+    }
+
+    /// Every TX entry point refuses a frame whose bytes (padding included) would run past 2^64,
+    /// the end of the device's address space: counted, handed back, nothing posted. (Which
+    /// frames fit is `tx_desc`'s, tested on its own above; this is that every entry asks it.)
+    #[test]
+    fn frames_whose_bytes_wrap_past_the_address_space_are_refused_at_every_entry() {
+        let card = open_card();
+        let dev = testutil::device(&card, 1);
+        let mut delay = card.delay();
+        let slots: Box<[TxSlot<Placed, OsFrame<'_>>]> = (0..63).map(|_| TxSlot::new()).collect();
+        let mut tx = TxQueue::new(card.dma(), small_cfg(), slots).unwrap();
+        tx.start(&dev, &mut delay).unwrap();
+        let db = dev.doorbells();
+        // A 42-byte frame padded to 60 whose 60th byte would be at 2^64.
+        for remote in [false, true] {
+            let mut f = OsFrame::new(card.dma(), &frame(42, 1));
+            f.at = Some(DmaAddr::new(u64::MAX - 58));
+            let r = if remote {
+                tx.xmit_remote(&db, f, false)
+            } else {
+                tx.xmit_os(&db, f, false)
+            };
+            let e = r.expect_err("a frame past 2^64 was queued");
+            assert!(matches!(e, TxError::BeyondBuffer(_)), "{e:?}");
+            let back = e.into_inner();
+            assert_eq!(back.len, 42, "handed back unpadded");
+            back.free();
+        }
+        // An XDP_TX frame at the end of a page one byte above the last page that fits.
+        let mut pool = Placing::new(pool(&card));
+        pool.lies.push((0, 0u64.wrapping_sub(PAGE_SIZE as u64) + 1));
+        let pf = PoolFrame {
+            page: pool.alloc_page().unwrap(),
+            offset: (PAGE_SIZE - 60) as u16,
+            len: 60,
+        };
+        let e = tx.xmit_pool(&db, &mut pool, pf, false).unwrap_err();
+        assert!(matches!(e, TxError::BeyondBuffer(_)), "{e:?}");
+        pool.recycle_direct(e.into_inner().page, 0);
+        assert_eq!(tx.stats().tx_bad_length, 3);
+        assert_eq!(
+            (tx.in_flight(), tx.stats().queued, tx.stats().doorbells),
+            (0, 0, 0)
+        );
+        let mut done = Done::default();
+        tx.teardown(&dev, &mut delay, &mut pool, &mut done).0.unwrap();
+        drop(pool);
+        assert_eq!(card.dma_stats().live_pages, 0);
+        assert_eq!(card.violations(), []);
     }
 
     #[test]

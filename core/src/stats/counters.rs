@@ -130,6 +130,10 @@ pub struct RxStats {
     pub rx_no_page: u64,
     /// Refills that stopped because the pool had no page.
     pub refill_alloc_failures: u64,
+    /// Pages the provider handed out whose bytes do not all have a device address (the page's
+    /// range wraps past 2^64): released instead of posted, and the refill stopped there, as
+    /// when the pool has no page.
+    pub refill_bad_pages: u64,
     /// Completion entries reported by the status record but not yet visible (wrong color).
     pub cmpt_not_ready: u64,
     /// C2H PIDX doorbells written.
@@ -163,6 +167,7 @@ counters_add_assign!(RxStats {
     rx_multi_buffer,
     rx_no_page,
     refill_alloc_failures,
+    refill_bad_pages,
     cmpt_not_ready,
     c2h_doorbells,
     cmpt_doorbells,
