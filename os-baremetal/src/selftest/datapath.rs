@@ -34,10 +34,10 @@ use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::rss::{RxHasher, ShellHasher};
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpRxq, XdpSlot};
-use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
+use onic_core::{BufSizeIdx, Device, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::set::PairSpec;
-use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_hal::{Direction, DmaMemory, DmaPage, RegisterWindow, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
@@ -306,8 +306,8 @@ impl Steering {
         }
     }
 
-    /// Follows a change of `dev`'s RSS state.
-    pub fn refresh(&mut self, dev: &SimDevice<'_>) {
+    /// Follows a change of `dev`'s RSS state (the model's functions or the PCI card's).
+    pub fn refresh<Q: RegisterWindow, S: RegisterWindow>(&mut self, dev: &Device<Q, S>) {
         self.table = *dev.rss().table();
         self.hasher.rekey(dev.rss().key());
     }
@@ -942,8 +942,8 @@ pub enum SendError {
     Refused,
 }
 
-/// An OS TX buffer holding `data`: its own page, mapped to-device and synced.
-pub fn os_frame<'c>(dma: SimDmaMem<'c>, data: &[u8]) -> Option<Frame<'c>> {
+/// An OS TX buffer holding `data`: its own page of `dma`, mapped to-device and synced.
+pub fn os_frame<D: DmaMemory>(dma: D, data: &[u8]) -> Option<onic_embed::frame::Frame<D>> {
     let len = u16::try_from(data.len())
         .ok()
         .filter(|&l| usize::from(l) <= PAGE_SIZE)?;
@@ -957,7 +957,7 @@ pub fn os_frame<'c>(dma: SimDmaMem<'c>, data: &[u8]) -> Option<Frame<'c>> {
     };
     page.bytes_mut()[..data.len()].copy_from_slice(data);
     dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
-    Some(Frame::Os {
+    Some(onic_embed::frame::Frame::Os {
         page,
         len: usize::from(len),
         dma,

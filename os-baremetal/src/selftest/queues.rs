@@ -3,11 +3,13 @@
 //! `Device`, their contexts read back and their RX rings checked full.
 
 use onic_core::device::contexts::context_read;
-use onic_core::{AbsQueueId, QueueControl, QueueId, RingSizeIdx, TxQueueConfig};
+use onic_core::queue::tx::TxFrame;
+use onic_core::{AbsQueueId, Device, QueueControl, QueueId, RingSizeIdx, TxQueueConfig};
+use onic_embed::set::PairSpec;
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
-use onic_hal::{AddrLimit, CoherentRegion};
+use onic_hal::{AddrLimit, CoherentRegion, DmaMemory, RegisterWindow};
 
-use super::datapath::{alloc_slots, buffer_bytes, build_pair, Pair, PAIRS, RX_BUFFERS, RX_RING, TX_RING};
+use super::datapath::{alloc_slots, buffer_bytes, build_pair, spec, PAIRS, RX_RING, TX_RING};
 use super::{Bench, Runner, SimDevice};
 use crate::time::TscDelay;
 
@@ -35,7 +37,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         for q in 0..PAIRS {
             match build_pair(dev, dma, q as u16, alloc_slots(), b.dp.homes[f * PAIRS + q]) {
                 Ok(pair) => {
-                    if pair_as_programmed(dev, &pair, q) {
+                    if spec(q as u16).is_ok_and(|s| pair_as_programmed(dev, &pair, &s)) {
                         good += 1;
                     }
                     // At most PAIRS pairs per function.
@@ -66,11 +68,23 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     }
 }
 
-/// Reads pair `q`'s contexts back (SW H2C as the reference context; SW C2H, prefetch and CMPT
-/// with the values the pair gave) and checks that its RX ring is full and its pages accounted.
-fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> bool {
+/// Reads a started pair's contexts back (SW H2C as the reference context; SW C2H, prefetch and
+/// CMPT with the values `spec` gave) and checks that its RX ring is full and its pages
+/// accounted. For the model's pairs and the PCI card's alike.
+pub fn pair_as_programmed<Q, S, D, F, const C: usize>(
+    dev: &Device<Q, S>,
+    pair: &onic_embed::set::Pair<'_, D, F, C>,
+    spec: &PairSpec,
+) -> bool
+where
+    Q: RegisterWindow,
+    S: RegisterWindow,
+    D: DmaMemory,
+    F: TxFrame,
+{
     let func = dev.function();
-    let Some(abs) = func.abs_queue(QueueId::new(q as u16)) else {
+    let q = spec.rx.qid;
+    let Some(abs) = func.abs_queue(q) else {
         return false;
     };
     let read = |sel| read_context(dev, sel, abs, SwCtxt::from_words);
@@ -78,25 +92,27 @@ fn pair_as_programmed(dev: &SimDevice<'_>, pair: &Pair<'_, '_>, q: usize) -> boo
     let c2h = read(CtxtSel::SwC2h);
     let pf = read_context(dev, CtxtSel::Pfch, abs, PfchCtxt::from_words);
     let cm = read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words);
-    let want_h2c = SwCtxt::reference_h2c(func, pair.tx.ring_dma_addr(), TX_RING, q as u16);
-    let usable = RingSizeIdx::new(RX_RING).map_or(0, |r| r.usable());
+    let want_h2c = SwCtxt::reference_h2c(func, pair.tx.ring_dma_addr(), spec.tx.ring.index(), q.get());
+    let usable = spec.rx.desc_ring.usable();
     let census = pair.page_counts().is_some_and(|c| {
         c.total() == pair.pool.stats().live_pages() && c.in_rx_ring == u64::from(usable - 1)
     });
     h2c == Some(want_h2c)
-        && c2h.is_some_and(|c| c.qen() && c.func_id() == func.get() && c.rngsz_idx() == RX_RING)
-        && pf.is_some_and(|c| c.valid() && c.bufsz_idx() == RX_BUFFERS[q])
+        && c2h.is_some_and(|c| {
+            c.qen() && c.func_id() == func.get() && c.rngsz_idx() == spec.rx.desc_ring.index()
+        })
+        && pf.is_some_and(|c| c.valid() && c.bufsz_idx() == spec.rx.buf.index())
         && cm.is_some_and(|c| {
-            c.valid() && c.intr_en() && c.vec() == q as u16 && c.base_addr() == pair.rx.cmpt_ring_dma_addr()
+            c.valid() && c.intr_en() && c.vec() == q.get() && c.base_addr() == pair.rx.cmpt_ring_dma_addr()
         })
         && pair.rx.posted() == usable - 1
         && census
 }
 
-/// Context `sel` of absolute queue `abs` as the device holds it, decoded by `decode` (a context
-/// layout's `from_words`); `None` if the read failed.
-pub fn read_context<T, const N: usize>(
-    dev: &SimDevice<'_>,
+/// Context `sel` of absolute queue `abs` as the device (the model's function or the PCI card's)
+/// holds it, decoded by `decode` (a context layout's `from_words`); `None` if the read failed.
+pub fn read_context<T, Q: RegisterWindow, S: RegisterWindow, const N: usize>(
+    dev: &Device<Q, S>,
     sel: CtxtSel,
     abs: AbsQueueId,
     decode: fn([u32; N]) -> T,
@@ -109,7 +125,7 @@ pub fn read_context<T, const N: usize>(
 
 /// Whether the H2C software context of absolute queue `abs` still reads as enabled (`true` too
 /// when it cannot be read).
-pub fn h2c_enabled(dev: &SimDevice<'_>, abs: AbsQueueId) -> bool {
+pub fn h2c_enabled<Q: RegisterWindow, S: RegisterWindow>(dev: &Device<Q, S>, abs: AbsQueueId) -> bool {
     read_context(dev, CtxtSel::SwH2c, abs, SwCtxt::from_words).is_none_or(|c| c.qen())
 }
 
