@@ -13,6 +13,8 @@
 #[cfg(target_os = "none")]
 mod console;
 #[cfg(target_os = "none")]
+mod dmamem;
+#[cfg(target_os = "none")]
 mod exit;
 #[cfg(target_os = "none")]
 mod heap;
@@ -24,6 +26,8 @@ mod logger;
 mod model;
 #[cfg(target_os = "none")]
 mod panic;
+#[cfg(target_os = "none")]
+mod pci;
 #[cfg(all(target_os = "none", target_arch = "x86_64"))]
 #[path = "platform/x86_64/mod.rs"]
 mod platform;

@@ -14,6 +14,7 @@
 //! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `QueuePair::poll`: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, bring-up over MMIO, DMA at physical addresses, traffic between the PFs by polling, teardown |
 //!
 //! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
 //! [`xdp`] the XDP programs.
@@ -23,6 +24,7 @@
 
 mod bpf;
 mod bringup;
+mod card;
 mod datapath;
 mod faults;
 mod frames;
@@ -100,6 +102,12 @@ impl Runner {
             self.overflowed = true;
         }
         passed
+    }
+
+    /// Prints a line that records no check: a group that does not apply to this run says why.
+    pub fn note(&mut self, detail: fmt::Arguments<'_>) {
+        crate::println!("  NOTE {}", detail);
+        defmt::info!("NOTE {}", defmt::Display2Format(&detail));
     }
 
     /// Records a check that could not run because an earlier step failed.
@@ -189,6 +197,7 @@ pub fn run(boot: &Boot) -> ExitCode {
     }
     drop(card);
     teardown::heap_balance(&mut r, heap_before);
+    card::run(&mut r);
 
     #[cfg(feature = "fail-check")]
     r.check(

@@ -27,8 +27,21 @@ pub fn inb(port: u16) -> u8 {
 
 /// Writes a 32-bit word to an I/O port.
 pub fn outl(port: u16, value: u32) {
-    // SAFETY: as for `outb`.
+    // SAFETY: as for `outb`. The other 32-bit ports written are PCI configuration address and
+    // data (0xCF8, 0xCFC, `crate::pci`): a configuration write moves no memory either; the one
+    // that lets a device master the bus is made only for the OpenNIC card, which then reaches
+    // only the DMA memory its driver hands it (see `crate::pci::Function::enable`).
     unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack, preserves_flags)) };
+}
+
+/// Reads a 32-bit word from an I/O port.
+#[must_use]
+pub fn inl(port: u16) -> u32 {
+    let value: u32;
+    // SAFETY: as for `inb`; the only 32-bit port read is PCI configuration data (0xCFC), whose
+    // read has no effect beyond returning the register the address port selected.
+    unsafe { asm!("in eax, dx", out("eax") value, in("dx") port, options(nomem, nostack, preserves_flags)) };
+    value
 }
 
 /// A short pause for the slow legacy devices (a write to the unused POST port 0x80).
