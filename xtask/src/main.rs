@@ -312,7 +312,9 @@ fn step_doc() -> Result<(), String> {
 }
 
 /// The bare-metal image under QEMU: it must pass, a deliberately failing check must fail the run
-/// (the exit status is real), a deliberate panic must be reported, and the PVH entry must boot too.
+/// (the exit status is real), a deliberate panic must be reported, the PVH entry must boot too,
+/// and on the QEMU with the OpenNIC card as PCI functions (built once and cached by
+/// `qemucard::build`, as the VM test's) the image must find the card and drive it.
 fn step_qemu() -> Result<(), String> {
     let variants = [
         ("image self-test (multiboot)", qemu::Options::default()),
@@ -334,6 +336,13 @@ fn step_qemu() -> Result<(), String> {
             "image self-test (PVH entry)",
             qemu::Options {
                 pvh: true,
+                ..qemu::Options::default()
+            },
+        ),
+        (
+            "image self-test on the QEMU PCI card (--card pci)",
+            qemu::Options {
+                pci_card: true,
                 ..qemu::Options::default()
             },
         ),

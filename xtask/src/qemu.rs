@@ -5,6 +5,11 @@
 //! QEMU exits with `(code << 1) | 1`. 33 means every check passed; 35 a check failed; 37 a panic;
 //! 39 a CPU exception; 41 no long mode. A QEMU status of 0 (e.g. a triple fault with -no-reboot)
 //! and a timeout are failures too.
+//!
+//! `--card pci` boots the image on the QEMU that has the OpenNIC card as PCI functions
+//! (`qemucard::build`, with the card's devices of `qemucard::CARD_DEVICES`), built with feature
+//! `pci-card` so that its PCI-card group must find the card. QEMU's own log (stderr) is kept
+//! then, and a line in which the card reports a model violation fails the run.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -14,7 +19,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{cargo, root, run};
+use crate::{cargo, qemucard, root, run};
 
 /// The image's target.
 pub const TARGET: &str = "x86_64-unknown-none";
@@ -48,6 +53,8 @@ pub struct Options {
     pub pvh: bool,
     pub timeout: Duration,
     pub build: bool,
+    /// Boot on QEMU with the OpenNIC card as PCI functions (`--card pci`).
+    pub pci_card: bool,
 }
 
 impl Default for Options {
@@ -57,12 +64,13 @@ impl Default for Options {
             pvh: false,
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
             build: true,
+            pci_card: false,
         }
     }
 }
 
 pub const USAGE: &str = "usage: cargo xtask qemu [--expect-fail | --expect-panic] [--boot multiboot|pvh] \
-                         [--timeout SECONDS] [--no-build]";
+                         [--card none|pci] [--timeout SECONDS] [--no-build]";
 
 /// Parses `cargo xtask qemu` arguments.
 pub fn parse(args: &[String]) -> Result<Options, String> {
@@ -77,6 +85,11 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                 Some("pvh") => o.pvh = true,
                 Some("multiboot") => o.pvh = false,
                 other => return Err(format!("--boot takes multiboot or pvh, not {other:?}\n{USAGE}")),
+            },
+            "--card" => match it.next().map(String::as_str) {
+                Some("pci") => o.pci_card = true,
+                Some("none") => o.pci_card = false,
+                other => return Err(format!("--card takes none or pci, not {other:?}\n{USAGE}")),
             },
             "--timeout" => {
                 let secs = it
@@ -104,6 +117,9 @@ fn features(o: &Options) -> Vec<&'static str> {
     }
     if o.pvh {
         f.push("pvh-only");
+    }
+    if o.pci_card {
+        f.push("pci-card");
     }
     f
 }
@@ -174,9 +190,10 @@ fn have(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Makes sure QEMU and defmt-print are there; installs defmt-print with cargo if it is missing.
-pub fn ensure_tools() -> Result<(), String> {
-    if !have("qemu-system-x86_64") {
+/// Makes sure QEMU (unless `stock_qemu` is false: the card's QEMU is built by `qemucard`) and
+/// defmt-print are there; installs defmt-print with cargo if it is missing.
+pub fn ensure_tools(stock_qemu: bool) -> Result<(), String> {
+    if stock_qemu && !have("qemu-system-x86_64") {
         return Err(
             "qemu-system-x86_64 not found: install it (Debian: apt-get install --no-install-recommends \
                     qemu-system-x86); .ci/run does this on CI"
@@ -254,9 +271,20 @@ fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Resu
     }
 }
 
+/// The QEMU to boot: the stock one, or with `--card pci` the one with the card (built or
+/// reused by `qemucard::build`), given its firmware and the card's devices.
+fn qemu_command(o: &Options) -> Result<Command, String> {
+    if !o.pci_card {
+        return Ok(Command::new("qemu-system-x86_64"));
+    }
+    let mut c = Command::new(qemucard::build()?);
+    c.args(qemucard::firmware_args()).args(qemucard::device_args());
+    Ok(c)
+}
+
 /// Builds (unless told not to), boots and judges the image.
 pub fn qemu(o: &Options) -> Result<ExitCode, String> {
-    ensure_tools()?;
+    ensure_tools(!o.pci_card)?;
     let elf = if o.build {
         build(o)?
     } else {
@@ -265,8 +293,9 @@ pub fn qemu(o: &Options) -> Result<ExitCode, String> {
     let out = target_dir().join("qemu");
     let defmt_bin = out.join(format!("{}.defmt", variant(o)));
     let console_log = out.join(format!("{}.console.log", variant(o)));
+    let qemu_log = out.join(format!("{}.qemu.log", variant(o)));
 
-    let mut cmd = Command::new("qemu-system-x86_64");
+    let mut cmd = qemu_command(o)?;
     cmd.args(["-machine", "q35", "-m", "128M", "-display", "none", "-no-reboot"])
         .args(["-serial", "stdio"])
         .arg("-serial")
@@ -275,11 +304,18 @@ pub fn qemu(o: &Options) -> Result<ExitCode, String> {
         .arg("-kernel")
         .arg(&elf)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stdout(Stdio::piped());
+    if o.pci_card {
+        // The card reports model violations on QEMU's stderr: kept, shown and judged.
+        let log = fs::File::create(&qemu_log).map_err(|e| format!("{}: {e}", qemu_log.display()))?;
+        cmd.stderr(log);
+    } else {
+        cmd.stderr(Stdio::inherit());
+    }
     println!(
-        "==> boot {} under qemu-system-x86_64 (TCG, timeout {} s)",
+        "==> boot {} under {} (TCG, timeout {} s)",
         elf.display(),
+        cmd.get_program().to_string_lossy(),
         o.timeout.as_secs()
     );
     println!("---- console (COM1) ----");
@@ -291,7 +327,17 @@ pub fn qemu(o: &Options) -> Result<ExitCode, String> {
     decode_defmt(&elf, &defmt_bin);
     println!("---- end of defmt log ----");
 
-    Ok(judge(o, status, &console, elapsed))
+    let log = if o.pci_card {
+        let log = fs::read_to_string(&qemu_log).unwrap_or_default();
+        println!(
+            "---- QEMU log ({}) ----\n{log}---- end of QEMU log ----",
+            qemu_log.display()
+        );
+        log
+    } else {
+        String::new()
+    };
+    Ok(judge(o, status, &console, &log, elapsed))
 }
 
 fn decode_defmt(elf: &Path, frames: &Path) {
@@ -330,7 +376,21 @@ fn describe(status: i32) -> &'static str {
     }
 }
 
-fn judge(o: &Options, status: Option<i32>, console: &[String], elapsed: Duration) -> ExitCode {
+/// Lines of QEMU's log in which the card reports a driver mistake (`onic-card: model
+/// violation: ...`, qemu-card/src/model.rs).
+fn card_violations(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("onic-card:") && l.contains("violation"))
+        .collect()
+}
+
+fn judge(
+    o: &Options,
+    status: Option<i32>,
+    console: &[String],
+    qemu_log: &str,
+    elapsed: Duration,
+) -> ExitCode {
     let secs = elapsed.as_secs_f64();
     let Some(status) = status else {
         eprintln!(
@@ -341,8 +401,18 @@ fn judge(o: &Options, status: Option<i32>, console: &[String], elapsed: Duration
     };
     let saw = |needle: &str| console.iter().any(|l| l.contains(needle));
     println!("qemu: status {status} ({}) after {secs:.2} s", describe(status));
+    let violations = card_violations(qemu_log);
+    if !violations.is_empty() {
+        eprintln!(
+            "xtask qemu: FAILED: the card reported {} model violation line(s) in QEMU's log",
+            violations.len()
+        );
+        return ExitCode::FAILURE;
+    }
+    // On the card, its group must have run and moved frames both ways.
+    let on_card = !o.pci_card || (saw("PASS card-wire-pf0-to-pf1") && saw("PASS card-wire-pf1-to-pf0"));
     let (want, consistent) = match o.expect {
-        Expect::Pass => (STATUS_PASS, saw("SELFTEST PASS")),
+        Expect::Pass => (STATUS_PASS, saw("SELFTEST PASS") && on_card),
         Expect::Fail => (
             STATUS_CHECKS_FAILED,
             saw("FAIL deliberate-failure") && saw("SELFTEST FAIL"),

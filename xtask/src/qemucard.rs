@@ -48,6 +48,36 @@ const FIRMWARE_PACKAGES: [&str; 2] = ["seabios", "ipxe-qemu"];
 /// Where the binary finds its firmware: one `-L` each.
 pub const FIRMWARE_DIRS: [&str; 3] = ["/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"];
 
+/// The card's QEMU devices, one `-device` value each: PF0 and PF1 as functions 0 and 1 of one
+/// slot behind a PCIe root port (hot-pluggable, as a card in a server's slot), and the
+/// test-control function on the root complex (it keeps the model alive when the card's slot is
+/// unplugged). Functions with the same `card=` share one model; without `netdev=` its two ports
+/// are cabled to each other. The VM test and the bare-metal image boot with these same lines.
+pub const CARD_DEVICES: [&str; 4] = [
+    "pcie-root-port,id=rp1,slot=1,chassis=1",
+    "onic-card,card=c0,bus=rp1,addr=0.0,multifunction=on,id=onic0",
+    "onic-card,card=c0,bus=rp1,addr=0.1,id=onic1",
+    "onic-card-ctl,card=c0,bus=pcie.0,addr=5.0,id=onicctl",
+];
+
+/// [`CARD_DEVICES`] as QEMU arguments (`-device` before each).
+pub fn device_args() -> Vec<String> {
+    CARD_DEVICES
+        .iter()
+        .flat_map(|d| ["-device", d])
+        .map(String::from)
+        .collect()
+}
+
+/// [`FIRMWARE_DIRS`] as QEMU arguments (`-L` before each).
+pub fn firmware_args() -> Vec<String> {
+    FIRMWARE_DIRS
+        .iter()
+        .flat_map(|d| ["-L", d])
+        .map(String::from)
+        .collect()
+}
+
 const DEB_SRC: &str = "/etc/apt/sources.list.d/onic-rs-deb-src.sources";
 
 const CONFIGURE: [&str; 4] = [

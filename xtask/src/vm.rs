@@ -48,24 +48,12 @@ fn select_cards(which: &str) -> Result<Vec<Card>, String> {
     }
 }
 
-/// The PCI card's devices: PF0 and PF1 as two functions of one slot behind a PCIe root port
-/// (hot-pluggable, as a card in a server's slot), and the test-control function on the root
-/// complex (it keeps the model alive when the card's slot is unplugged).
+/// The PCI card's machine and devices (`qemucard::CARD_DEVICES`: PF0 and PF1 behind a PCIe root
+/// port, the test-control function on the root complex).
 fn pci_card_args() -> Vec<String> {
-    [
-        "-machine",
-        "q35",
-        "-device",
-        "pcie-root-port,id=rp1,slot=1,chassis=1",
-        "-device",
-        "onic-card,card=c0,bus=rp1,addr=0.0,multifunction=on,id=onic0",
-        "-device",
-        "onic-card,card=c0,bus=rp1,addr=0.1,id=onic1",
-        "-device",
-        "onic-card-ctl,card=c0,bus=pcie.0,addr=5.0,id=onicctl",
-    ]
-    .map(String::from)
-    .to_vec()
+    let mut args = vec!["-machine".to_string(), "q35".to_string()];
+    args.extend(crate::qemucard::device_args());
+    args
 }
 
 /// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
