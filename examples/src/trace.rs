@@ -69,7 +69,7 @@ enum Scenario {
         #[command(flatten)]
         dev: DeviceOpts,
     },
-    /// Device removal: error interrupt disarm (master PF), QCONF = 0, FMAP clear.
+    /// Device removal: error interrupt disarm (master PF), QCONF = qbase with numq 0, FMAP clear.
     Remove {
         #[command(flatten)]
         dev: DeviceOpts,

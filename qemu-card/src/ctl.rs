@@ -13,7 +13,7 @@ pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
 /// Reads the layout's version, [`VERSION_VALUE`].
 pub const VERSION: u32 = 0x04;
 /// The value of [`VERSION`].
-pub const VERSION_VALUE: u32 = 1;
+pub const VERSION_VALUE: u32 = 2;
 /// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
 /// reports the change as the real one does, latched low in STAT_RX_STATUS).
 pub const LINK: u32 = 0x08;
@@ -42,6 +42,10 @@ pub const INTERRUPTS: u32 = 0x2C;
 /// Reads how many device accesses of a size other than 32 bits, or not 32-bit aligned, the
 /// card's BARs got (the shell's AXI-Lite registers take 32-bit accesses only).
 pub const BAD_MMIO: u32 = 0x30;
+/// Write `leaf << 24 | bits`: the QDMA detects an error: `bits` (24 of them) of leaf status
+/// register `leaf` (an index of `onic_hal::regs::qdma::errors::LEAF_STATUS`) and its group in
+/// GLBL_ERR_STAT are set, and the error interrupt goes out if GLBL_ERR_INT is armed.
+pub const RAISE_ERROR: u32 = 0x34;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;

@@ -242,6 +242,9 @@ impl<H: Host> Model<H> {
             }
             ctl::DROP_FRAMES => faults.drop_next_frames(value),
             ctl::BAD_FCS => faults.bad_fcs_next_frames(value),
+            ctl::RAISE_ERROR => {
+                faults.raise_error((value >> 24) as usize, value & 0x00FF_FFFF);
+            }
             ctl::VIOLATIONS => {
                 self.violations = 0;
                 self.bus_faults = 0;

@@ -99,6 +99,31 @@ fn a_card_gone_from_the_bus_reads_all_ones_and_comes_back_reset() {
 }
 
 #[test]
+fn a_raised_error_reaches_the_error_vector_once_per_arming() {
+    let rec = Recorder::default();
+    let mut m = Model::new(CFG, rec.clone());
+    let glbl_err_int = u64::from(onic_hal::regs::qdma::GLBL_ERR_INT.offset());
+    // PF0's vector 9, armed (hardware.md §11.3).
+    m.bar_write(0, Bar::Qdma, glbl_err_int, 4, 0x0100_9000);
+    m.ctl_write(ctl::RAISE_ERROR.into(), 2 << 24 | 0x8);
+    m.ctl_write(ctl::RAISE_ERROR.into(), 2 << 24 | 0x10);
+    m.run(1_000);
+    let glbl_err_stat = u64::from(onic_hal::regs::qdma::GLBL_ERR_STAT.offset());
+    let c2h_err_stat = u64::from(onic_hal::regs::qdma::C2H_ERR_STAT.offset());
+    assert_eq!(m.bar_read(0, Bar::Qdma, glbl_err_stat, 4), 1 << 8);
+    assert_eq!(m.bar_read(0, Bar::Qdma, c2h_err_stat, 4), 0x18);
+    let irqs: Vec<String> = rec
+        .0
+        .borrow()
+        .iter()
+        .filter(|l| l.starts_with("irq"))
+        .cloned()
+        .collect();
+    assert_eq!(irqs, ["irq 0 9"]);
+    assert_eq!(m.ctl_read(ctl::INTERRUPTS.into()), 1);
+}
+
+#[test]
 fn the_control_window_identifies_itself() {
     let m = Model::new(CFG, Recorder::default());
     assert_eq!(m.ctl_read(ctl::MAGIC.into()), ctl::MAGIC_VALUE);

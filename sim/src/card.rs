@@ -651,6 +651,13 @@ impl Faults<'_> {
         self.card.with(|s| s.faults.bad_fcs_next = n);
     }
 
+    /// The QDMA detects an error: `bits` of leaf status register `leaf` (an index of
+    /// `onic_hal::regs::qdma::errors::LEAF_STATUS`) and its group in GLBL_ERR_STAT are set, and
+    /// the error interrupt is sent if armed. Returns whether it was.
+    pub fn raise_error(&self, leaf: usize, bits: u32) -> bool {
+        self.card.with(|s| s.raise_error(leaf, bits))
+    }
+
     /// The next `n` completion entries are corrupted as `how`.
     pub fn corrupt_next_completions(&self, n: u32, how: Corruption) {
         self.card.with(|s| {

@@ -268,7 +268,8 @@ pub enum Violation {
         /// The consumer index the driver last wrote.
         cidx: u16,
     },
-    /// An RSS indirection entry is not below the function's QCONF numq (hardware.md §14).
+    /// An RSS indirection entry is not below the function's QCONF numq (hardware.md §14), for a
+    /// function that has queues (numq > 0).
     IndirectionOutOfRange {
         /// PCI function.
         func: u8,
@@ -278,6 +279,18 @@ pub enum Violation {
         value: u16,
         /// QCONF numq.
         numq: u16,
+    },
+    /// A frame arriving at function `func`'s port was steered (its indirection entry + its
+    /// QCONF qbase, hardware.md §9) into a queue that another function's QCONF claims: that
+    /// function receives the other port's traffic. It happens when a function's QCONF is cleared
+    /// to 0 while its port still receives (qbase 0 then points at function 0's queues).
+    SteeredAcross {
+        /// The function whose port received the frame.
+        func: u8,
+        /// The absolute queue the frame was steered into.
+        qid: AbsQueueId,
+        /// The function whose QCONF range holds that queue.
+        owner: u8,
     },
 }
 
@@ -324,6 +337,10 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "function {func} indirection entry {entry} = {value} is not below numq {numq}"
+            ),
+            Self::SteeredAcross { func, qid, owner } => write!(
+                f,
+                "a frame of function {func}'s port was steered into queue {qid} of function {owner}"
             ),
         }
     }

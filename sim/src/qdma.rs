@@ -163,6 +163,35 @@ impl State {
         }
     }
 
+    /// An error the QDMA detected (fault knob): `bits` are set in leaf status register `leaf`
+    /// of [`regs::errors::LEAF_STATUS`] and its group bit in GLBL_ERR_STAT (the first of its
+    /// bits: the older map's for H2C, as the reference driver enables). If GLBL_ERR_INT is
+    /// armed, the error interrupt goes to the vector it names and the arm bit clears (one
+    /// interrupt per arming). Returns whether an interrupt was sent; an unknown `leaf` or no bits
+    /// change nothing.
+    pub(crate) fn raise_error(&mut self, leaf: usize, bits: u32) -> bool {
+        let Some(l) = regs::errors::LEAF_STATUS.get(leaf) else {
+            return false;
+        };
+        if bits == 0 {
+            return false;
+        }
+        let group = 1 << l.group_bits.trailing_zeros();
+        *self.csr.entry(l.reg.offset()).or_insert(0) |= bits;
+        *self.csr.entry(regs::GLBL_ERR_STAT.offset()).or_insert(0) |= group;
+        let mut int = onic_hal::layout::csr::GlblErrInt::from_bits(self.csr(regs::GLBL_ERR_INT));
+        if !int.arm() {
+            return false;
+        }
+        self.interrupts.push(crate::config::Interrupt {
+            func: int.func(),
+            vector: int.vec(),
+        });
+        int.set_arm(false);
+        self.csr.insert(regs::GLBL_ERR_INT.offset(), int.bits());
+        true
+    }
+
     // ---------------------------------------------------------------------------------------
     // Indirect contexts (hardware.md §5).
 
@@ -591,15 +620,21 @@ impl State {
         let entry = (block.indir[usize::from(entry_idx)] & INDIR_ENTRY_MASK) as u16;
         let qbase = (block.qconf >> 16) as u16;
         let numq = (block.qconf & 0xFFFF) as u16;
-        if entry >= numq {
+        let qid = AbsQueueId::new(qbase.wrapping_add(entry) & 0x7FF);
+        // A function with queues must steer into them. One without (numq 0: not brought up, or
+        // being removed while its port still receives, hardware.md §13.5) sends frames to the
+        // queues its qbase names, which drop them unless another function owns them.
+        let owner = self.qconf_owner(qid).filter(|&o| o != func);
+        if numq > 0 && entry >= numq {
             self.violate(Violation::IndirectionOutOfRange {
                 func,
                 entry: entry_idx,
                 value: entry,
                 numq,
             });
+        } else if let Some(owner) = owner {
+            self.violate(Violation::SteeredAcross { func, qid, owner });
         }
-        let qid = AbsQueueId::new(qbase.wrapping_add(entry) & 0x7FF);
         self.c2h_queue(qid, frame)
     }
 

@@ -268,6 +268,34 @@ fn indirection_entry_beyond_numq_is_reported() {
     );
 }
 
+/// A removed function's port still receives (the CMACs stay enabled): with QCONF = 0 its old
+/// table steers frames into function 0's queues, with its qbase kept (numq 0) they stay with its
+/// own, invalid queues and are dropped.
+#[test]
+fn frames_of_a_function_without_queues_stay_out_of_other_functions_queues() {
+    let card = ready_card();
+    let f1 = onic_hal::FunctionId::new(1).unwrap();
+    let mut f = frame(UNICAST, 0x86DD, 80, 0); // IPv6 hashes to entry 0, which names queue 0
+    f[14] = 0x60;
+    card.shell().write(shell::qconf(f1), 0);
+    card.inject(1, &f);
+    card.run_until_idle();
+    assert_eq!(
+        card.violations(),
+        [Violation::SteeredAcross {
+            func: 1,
+            qid: onic_hal::AbsQueueId::new(0),
+            owner: 0
+        }]
+    );
+    card.take_violations();
+    card.shell()
+        .write(shell::qconf(f1), shell::qconf_value(f1.qbase(), 0));
+    card.inject(1, &f);
+    card.run_until_idle();
+    assert_eq!(card.violations(), []);
+}
+
 #[test]
 fn trigger_timer_count_and_arm() {
     let card = ready_card();

@@ -374,3 +374,42 @@ fn arbitrary_device_writes_land_inside_device_memory_only() {
     assert_eq!(card.violations(), []);
     rx.free();
 }
+
+/// An error the QDMA detects sets its leaf and group status bits and, while GLBL_ERR_INT is
+/// armed, sends one error interrupt to the vector it names; the arm bit then clears.
+#[test]
+fn a_detected_error_sets_its_status_and_interrupts_once_per_arming() {
+    use onic_hal::layout::csr::GlblErrInt;
+    use onic_hal::regs::qdma::{self, errors};
+    let card = ready_card();
+    card.take_interrupts();
+    let pf0 = onic_hal::FunctionId::new(0).unwrap();
+    // Unarmed: status only.
+    card.qdma(0)
+        .write(qdma::GLBL_ERR_INT, GlblErrInt::new(pf0, 9, false));
+    assert!(!card.faults().raise_error(2, 0x8));
+    assert_eq!(card.take_interrupts(), []);
+    assert_eq!(card.qdma(0).read(qdma::GLBL_ERR_STAT), errors::GROUP_ST_C2H);
+    assert_eq!(card.qdma(0).read(qdma::C2H_ERR_STAT), 0x8);
+    // Armed: one interrupt, then disarmed.
+    card.qdma(0)
+        .write(qdma::GLBL_ERR_INT, GlblErrInt::new(pf0, 9, true));
+    assert!(card.faults().raise_error(4, 0x1));
+    assert_eq!(
+        card.take_interrupts(),
+        [onic_sim::Interrupt { func: 0, vector: 9 }]
+    );
+    assert_eq!(
+        card.qdma(0).read(qdma::GLBL_ERR_STAT),
+        errors::GROUP_ST_C2H | errors::GROUP_ST_H2C_V4
+    );
+    assert_eq!(card.qdma(0).read(qdma::H2C_ERR_STAT), 0x1);
+    assert!(!card.qdma(0).read(qdma::GLBL_ERR_INT).arm());
+    assert!(!card.faults().raise_error(4, 0x2));
+    assert_eq!(card.take_interrupts(), []);
+    // Nothing for a leaf that does not exist or no bits.
+    assert!(!card.faults().raise_error(7, 1));
+    assert!(!card.faults().raise_error(0, 0));
+    assert_eq!(card.qdma(0).read(qdma::GLBL_DSC_ERR_STS), 0);
+    assert_eq!(card.violations(), []);
+}

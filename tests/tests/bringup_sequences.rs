@@ -196,13 +196,13 @@ fn pf1_without_its_cmac_is_refused_and_undone() {
             found: 1
         }
     );
-    // Undone: QCONF back to 0, FMAP cleared last.
+    // Undone: QCONF back to numq 0 (qbase 64 kept, deviation 22), FMAP cleared last.
     let log = rec.log();
     let tail: Vec<String> = log[log.len() - 3..].iter().map(ToString::to_string).collect();
     assert_eq!(
         tail,
         [
-            "W 2 0x00002000 0x00000000",
+            "W 2 0x00002000 0x00400000",
             "W 0 0x00000844 0x00000098",
             "R 0 0x00000844 0x00000098"
         ]
@@ -463,7 +463,8 @@ fn remove_sequence_matches_the_spec() {
         (
             1,
             vec![
-                "W 2 0x00002000 0x00000000",
+                // Deviation 22: qbase 64 kept, numq 0 (the spec writes 0).
+                "W 2 0x00002000 0x00400000",
                 "W 0 0x00000844 0x00000098",
                 "R 0 0x00000844 0x00000098",
             ],

@@ -152,6 +152,22 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     );
     assert!(rec.log().is_empty());
     assert_eq!(dev.rss(), before);
+    // The shim's check before it stops the interface refuses the same request, for the same
+    // reason, and writes nothing either; a request that fits passes it without a change.
+    assert_eq!(
+        dev.check_set_channels(req(4)),
+        Err(EthtoolError::Rss(RssError::QueuesInUse {
+            rx_queues: 4,
+            max_entry: 7
+        }))
+    );
+    assert_eq!(
+        dev.check_set_channels(req(9)),
+        Err(EthtoolError::Channels { requested: 9, max: 8 })
+    );
+    assert_eq!(dev.check_set_channels(req(8)), Ok(()));
+    assert!(rec.log().is_empty());
+    assert_eq!(dev.rss(), before);
     // Going back to a default table, -L 4 spreads it over 4 pairs.
     dev.rss_reset().unwrap();
     dev.set_channels(req(4)).unwrap();

@@ -29,6 +29,7 @@ use onic_hal::layout::desc::{C2H_DESC_BYTES, H2C_DESC_BYTES};
 
 #[cfg(feature = "raw-registers")]
 pub mod contexts;
+pub mod error_status;
 pub mod rss_control;
 pub mod settings;
 
@@ -272,13 +273,18 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     }
 
     /// The register accesses of remove (hardware.md §13.5): master PF disarms the error interrupt,
-    /// QCONF = 0, FMAP CLEAR.
+    /// QCONF = qbase with numq 0 (the reference writes 0), FMAP CLEAR.
     fn release<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
         let f = self.cfg.func;
         if f.is_master() {
             self.qdma.write(qdma::GLBL_ERR_INT, GlblErrInt::default());
         }
-        self.shell.write(shell::qconf(f), 0);
+        // QCONF keeps the function's qbase with numq 0 (hardware.md §13.5 writes 0; deviation 22 of
+        // docs/deviations.md): the CMAC stays enabled, and frames still arriving at the port are
+        // steered to indirection entry + qbase, which must stay this function's (now invalid)
+        // queues, not function 0's.
+        self.shell
+            .write(shell::qconf(f), shell::qconf_value(f.qbase(), 0));
         self.command(delay, IndCtxtCmd::fmap(CtxtOp::Clear, f), &NO_DATA)
     }
 
@@ -343,6 +349,11 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// detected" when the carrier is on).
     pub fn link_up(&self) -> bool {
         hw::link_up(&self.shell, self.cfg.func.port())
+    }
+
+    /// The QDMA's error registers, read for the error interrupt's report (nothing is written).
+    pub fn error_status(&self) -> error_status::ErrorStatus {
+        error_status::ErrorStatus::read(&self.qdma)
     }
 
     /// The function's RSS state (indirection table, key, RX queue count) as last programmed.
@@ -428,13 +439,31 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// [`EthtoolError::ChannelsNotCombined`], [`EthtoolError::Channels`],
     /// [`EthtoolError::Rss`]; nothing is written and the state is unchanged.
     pub fn set_channels(&self, req: ChannelsRequest) -> Result<RssParts, EthtoolError> {
-        let n = check_channels(req, self.cfg.queues)?;
-        let mut next = self.rss.get();
-        next.set_rx_queues(n)?;
+        let mut next = self.channels_change(req)?;
         let parts = next.program(&self.shell, self.cfg.func);
         next.mark_programmed();
         self.rss.set(next);
         Ok(parts)
+    }
+
+    /// Checks an `ethtool -L` request as [`Device::set_channels`] would, without applying it: an
+    /// OS shim that must stop the interface to apply a layout asks first, so that a refused
+    /// request never takes the interface down.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::set_channels`].
+    pub fn check_set_channels(&self, req: ChannelsRequest) -> Result<(), EthtoolError> {
+        self.channels_change(req).map(|_| ())
+    }
+
+    /// The RSS state `req` would leave (the one check of [`Device::set_channels`] and
+    /// [`Device::check_set_channels`]).
+    fn channels_change(&self, req: ChannelsRequest) -> Result<RssConfig, EthtoolError> {
+        let n = check_channels(req, self.cfg.queues)?;
+        let mut next = self.rss.get();
+        next.set_rx_queues(n)?;
+        Ok(next)
     }
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds

@@ -173,8 +173,9 @@ pub mod tables {
 /// them: (leaf mask register, value, GLBL_ERR_MASK group bit).
 pub mod errors {
     use super::{
-        Reg, C2H_ERR_MASK, C2H_FATAL_ERR_MASK, GLBL_DSC_ERR_MSK, GLBL_TRQ_ERR_MSK, H2C_ERR_MASK,
-        RAM_DBE_MASK, RAM_SBE_MASK,
+        Reg, C2H_ERR_MASK, C2H_ERR_STAT, C2H_FATAL_ERR_MASK, C2H_FATAL_ERR_STAT, GLBL_DSC_ERR_MSK,
+        GLBL_DSC_ERR_STS, GLBL_TRQ_ERR_MSK, GLBL_TRQ_ERR_STS, H2C_ERR_MASK, H2C_ERR_STAT, RAM_DBE_MASK,
+        RAM_DBE_STS, RAM_SBE_MASK, RAM_SBE_STS,
     };
 
     /// GLBL_ERR_MASK bit 0: RAM single-bit errors.
@@ -240,6 +241,68 @@ pub mod errors {
             mask_reg: RAM_DBE_MASK,
             mask_value: 0xFFFFFF11,
             group_bit: GROUP_RAM_DBE,
+        },
+    ];
+
+    /// What each GLBL_ERR_STAT group bit stands for (hardware.md §3.3), for error reports.
+    pub const GROUP_NAMES: [(u32, &str); 7] = [
+        (GROUP_RAM_SBE, "RAM single-bit ECC"),
+        (GROUP_RAM_DBE, "RAM double-bit ECC"),
+        (GROUP_DSC, "descriptor"),
+        (GROUP_TRQ, "target request"),
+        (GROUP_ST_C2H, "streaming C2H"),
+        (GROUP_ST_H2C_V4, "streaming H2C"),
+        (GROUP_ST_H2C_V5, "streaming H2C"),
+    ];
+
+    /// One leaf status register (read-only, hardware.md §3.3) and the group bits of
+    /// GLBL_ERR_STAT that summarize it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct LeafStatus {
+        /// The register's name.
+        pub name: &'static str,
+        /// The register.
+        pub reg: Reg<u32>,
+        /// GLBL_ERR_STAT bits of its group.
+        pub group_bits: u32,
+    }
+
+    /// The leaf status registers, in the order of [`LEAF_GROUPS`].
+    pub const LEAF_STATUS: [LeafStatus; 7] = [
+        LeafStatus {
+            name: "GLBL_DSC_ERR_STS",
+            reg: GLBL_DSC_ERR_STS,
+            group_bits: GROUP_DSC,
+        },
+        LeafStatus {
+            name: "GLBL_TRQ_ERR_STS",
+            reg: GLBL_TRQ_ERR_STS,
+            group_bits: GROUP_TRQ,
+        },
+        LeafStatus {
+            name: "C2H_ERR_STAT",
+            reg: C2H_ERR_STAT,
+            group_bits: GROUP_ST_C2H,
+        },
+        LeafStatus {
+            name: "C2H_FATAL_ERR_STAT",
+            reg: C2H_FATAL_ERR_STAT,
+            group_bits: GROUP_ST_C2H,
+        },
+        LeafStatus {
+            name: "H2C_ERR_STAT",
+            reg: H2C_ERR_STAT,
+            group_bits: GROUP_ST_H2C_V4 | GROUP_ST_H2C_V5,
+        },
+        LeafStatus {
+            name: "RAM_SBE_STS",
+            reg: RAM_SBE_STS,
+            group_bits: GROUP_RAM_SBE,
+        },
+        LeafStatus {
+            name: "RAM_DBE_STS",
+            reg: RAM_DBE_STS,
+            group_bits: GROUP_RAM_DBE,
         },
     ];
 }
