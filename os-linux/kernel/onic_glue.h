@@ -69,6 +69,7 @@ struct onic_ndev {
 	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
 	struct work_struct reset_work;	/* queue restarts (takes RTNL) */
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
+	bool removing;			/* unregistering: no restart may be scheduled any more */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
 
@@ -98,6 +99,7 @@ void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *nap
 int onic_rs_xdp_xmit(const void *port, u16 qid, struct xdp_frame **frames, int n, bool flush);
 void onic_rs_stats64(const void *port, struct onic_link_stats *out);
 bool onic_rs_link_up(const void *port);
+bool onic_rs_error_report(const void *port, char *buf, size_t len);
 int onic_rs_sset_count(const void *port, u32 sset);
 void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
 void onic_rs_get_stats(const void *port, u64 *data, size_t n);

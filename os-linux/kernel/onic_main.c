@@ -341,6 +341,7 @@ static void onic_card_put(struct onic_card *c)
 }
 
 struct onic_pci {
+	struct pci_dev *pdev;
 	struct onic_ndev *nd;
 	struct onic_card *card;
 	void __iomem *bar0, *bar2;
@@ -360,11 +361,24 @@ static irqreturn_t onic_queue_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/* The user vector (the shell raises none the driver uses) and, on the master PF, the QDMA's
+ * error vector: its registers are read and decoded (onic_rs_error_report) and reported at most a
+ * few times in a burst (ratelimited), from hard-IRQ context (MMIO reads only; the error
+ * interrupt is not re-armed, as in the reference driver, so an error that stays asserted cannot
+ * become a storm). */
 static irqreturn_t onic_misc_irq(int irq, void *data)
 {
-	struct pci_dev *pdev = data;
+	struct onic_pci *op = data;
+	char report[256];
 
-	dev_info(&pdev->dev, "user/error interrupt on IRQ %d\n", irq);
+	if (irq == pci_irq_vector(op->pdev, op->queues)) {
+		dev_warn_ratelimited(&op->pdev->dev, "user interrupt on IRQ %d (not used by the shell)\n", irq);
+		return IRQ_HANDLED;
+	}
+	if (op->nd && op->nd->port && onic_rs_error_report(op->nd->port, report, sizeof(report)))
+		dev_err_ratelimited(&op->pdev->dev, "QDMA error interrupt: %s\n", report);
+	else
+		dev_warn_ratelimited(&op->pdev->dev, "QDMA error interrupt with no error reported\n");
 	return IRQ_HANDLED;
 }
 
@@ -379,7 +393,7 @@ static void onic_pci_free_irqs(struct pci_dev *pdev, struct onic_pci *op)
 			op->nd->qv[v].irq = -1;
 		}
 	for (v = op->queues; v < op->nvec; v++)
-		free_irq(pci_irq_vector(pdev, v), pdev);
+		free_irq(pci_irq_vector(pdev, v), op);
 	op->nvec = op->queues;
 }
 
@@ -424,7 +438,7 @@ static int onic_pci_request_irqs(struct pci_dev *pdev, struct onic_pci *op, cons
 		char *n = op->misc_name[v - op->queues];
 
 		snprintf(n, sizeof(op->misc_name[0]), "%s-%s", name, v == op->queues ? "user" : "err");
-		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, n, pdev);
+		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, n, op);
 		if (err)
 			return err;
 		op->nvec = v + 1;
@@ -445,6 +459,7 @@ static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	op = kzalloc(sizeof(*op), GFP_KERNEL);
 	if (!op)
 		return -ENOMEM;
+	op->pdev = pdev;
 	op->card = onic_card_get(pdev);
 	if (!op->card) {
 		kfree(op);

@@ -58,6 +58,8 @@ static void onic_tx_timer_cancel(struct onic_qv *qv)
  * state): the queue asks for nothing more until a restart, which needs process context. */
 static void onic_queue_failed(struct onic_ndev *nd, u16 q, const char *why)
 {
+	if (READ_ONCE(nd->removing))
+		return;
 	if (!test_and_set_bit(q, &nd->failed)) {
 		netdev_err(nd->netdev, "queue %u: %s; restarting the queue\n", q, why);
 		schedule_work(&nd->reset_work);
@@ -108,11 +110,15 @@ static int onic_poll(struct napi_struct *napi, int budget)
 	pending |= xc.in_flight > 0;
 	if (xc.error)
 		onic_queue_failed(nd, qv->qid, "redirect-in ring error");
-	/* NAPI runs in an RCU read-side section: the program stays alive for this poll even if
-	 * ndo_bpf swaps it meanwhile (the old one is freed after a grace period). */
+	/* The program stays alive for this poll even if ndo_bpf swaps it meanwhile (the old one is
+	 * freed after a grace period). NAPI's disabled bottom halves would hold that grace period
+	 * off too, but the read-side section is said explicitly so that PROVE_RCU can check it; the
+	 * redirects' flush belongs to the same section. */
+	rcu_read_lock();
 	onic_rs_poll(nd->port, qv->qid, budget, napi, rcu_dereference(nd->xdp_prog), &r);
 	if (r.redirected)
 		xdp_do_flush();
+	rcu_read_unlock();
 	if (r.error)
 		onic_queue_failed(nd, qv->qid, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
@@ -721,9 +727,13 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 	u16 q;
 
 	if (registered) {
-		/* A pending restart takes RTNL; finish it before unregistering (no RTNL held here). */
-		cancel_work_sync(&nd->reset_work);
+		/* From here no failure schedules a restart. unregister_netdev runs ndo_stop, whose
+		 * NAPI polls and TX watchdog may still have scheduled one before they stopped: it is
+		 * cancelled (or waited for: it takes RTNL, not held here) only after that, while the
+		 * netdev is still allocated. A restart that ran meanwhile found the interface down. */
+		WRITE_ONCE(nd->removing, true);
 		unregister_netdev(nd->netdev);
+		cancel_work_sync(&nd->reset_work);
 	}
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)

@@ -24,7 +24,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use onic_core::device::rss_control::HashFunction;
-use onic_core::device::settings::{check_channels, ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
+use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::{EthtoolStats, Stats64};
@@ -456,6 +456,12 @@ where
         self.dev.link_up()
     }
 
+    /// The QDMA's error registers, decoded on one line, for the error interrupt (registers are
+    /// only read: any context).
+    pub fn error_report(&self) -> onic_core::device::error_status::ErrorStatus {
+        self.dev.error_status()
+    }
+
     /// Number of entries of `ethtool -S` (every queue the function owns is listed, so the count
     /// stays the same when `ethtool -L` changes the queues in use).
     pub fn stats_count(&self) -> usize {
@@ -560,11 +566,14 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a queue count outside 1..=max or a ring size not in the QDMA's table.
+    /// `EINVAL` for a queue count outside 1..=max, an RSS table (set by `ethtool -X`) naming a
+    /// queue that would go away, or a ring size not in the QDMA's table: the same checks
+    /// [`Port::reconfigure`] applies, so that a request it would refuse never stops the interface.
     pub unsafe fn check_layout(&self, queues: u32, tx_ring: u32, rx_ring: u32) -> Result<(), Errno> {
         // SAFETY: forwarded contract.
         let mut net = unsafe { self.ctl() }.net;
-        check_channels(channels(queues), self.dev.channels().max_combined)
+        self.dev
+            .check_set_channels(channels(queues))
             .map_err(|e| errno::from_ethtool(&e))?;
         net.set_rings(rings(tx_ring, rx_ring))
             .map_err(|e| errno::from_ethtool(&e))?;

@@ -110,6 +110,8 @@ CTL_LINK=0x08
 CTL_TX_STALL=0x0c
 CTL_CMPT_FREEZE=0x10
 CTL_CORRUPT_CMPT=0x14
+CTL_BAD_FCS=0x1c
+CTL_RAISE_ERROR=0x34
 CTL_VIOLATIONS=0x20
 CTL_BUS_FAULTS=0x24
 CTL_GONE=0x28
@@ -403,6 +405,13 @@ refuse "MTU 1501 is rejected" $A $IP link set dev $IF0 mtu 1501
 refuse "MTU 67 is rejected" $A $IP link set dev $IF0 mtu 67
 check "MTU 1400" $A $IP link set dev $IF0 mtu 1400
 check "MTU back to 1500" $A $IP link set dev $IF0 mtu 1500
+# A refused -L never takes the interface down: a table naming queues 2 and 3 keeps 4 pairs.
+check "ethtool -X equal 4" $E -X $IF0 equal 4
+U0=$(dmesg | grep -c "$IF0: link up")
+refuse "ethtool -L combined 2 under a table naming queue 3 is rejected" $E -L $IF0 combined 2
+sleep 2
+check "and the interface was not restarted (no new carrier)" test "$(dmesg | grep -c "$IF0: link up")" = "$U0"
+check "ethtool -X default" $E -X $IF0 default
 check "ethtool -L combined 2 back" $E -L $IF0 combined 2
 
 # ---- native XDP (ndo_bpf): drop, swap without a reset, XDP_TX, detach
@@ -595,6 +604,13 @@ set_link 3
 sleep 3
 check "link up again: $IF0 has carrier" sh -c "$A ethtool $IF0 | grep -q 'Link detected: yes' && ! $IP -n a link show $IF0 | grep -q NO-CARRIER"
 check "the link changes were logged" sh -c "dmesg | grep -q '$IF0: link down' && dmesg | grep -q '$IF0: link up'"
+check "under load: MTU 1400 on both ports" sh -c "timeout 30 $A $IP link set dev $IF0 mtu 1400 && timeout 30 $B $IP link set dev $IF1 mtu 1400"
+sleep 2
+check "under load: ethtool -X equal 2 and a new key on the receiver" sh -c "timeout 30 $B ethtool -X $IF1 equal 2 && timeout 30 $B ethtool -X $IF1 hkey $KEY"
+sleep 2
+check "under load: MTU back to 1500, default RSS table and key" sh -c \
+	"timeout 30 $A $IP link set dev $IF0 mtu 1500 && timeout 30 $B $IP link set dev $IF1 mtu 1500 && timeout 30 $B ethtool -X $IF1 default && timeout 30 $B ethtool -X $IF1 hkey 17:14:e3:d6:7e:c8:96:d1:d8:63:b7:5e:13:7d:b6:3c:bd:4b:4e:25:a1:e0:15:64:25:83:e7:66:44:e1:f2:5c:45:e3:4d:f3:82:e9:5c:d4"
+sleep 2
 check "under load: ethtool -G back to rx 63 tx 63" timeout 30 $A ethtool -G $IF0 rx 63 tx 63
 check "under load: ethtool -L combined 2" timeout 30 $A ethtool -L $IF0 combined 2
 check "under load: ethtool -L combined 2 on the receiver" timeout 30 $B ethtool -L $IF1 combined 2
@@ -656,6 +672,53 @@ echo "onic-vm: fault window ends" >/dev/kmsg
 check "a completion ring whose color never flips is detected" sh -c 'dmesg | grep -q "RX or XDP_TX ring error; restarting the queue"'
 check "and the RX queue restarted in place" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
 check "traffic flows after the RX restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+
+# ---- the card's other faults (PCI card: the control window only, simulation mode has no knob
+# for them): completion entries that lie (the error bit, a length of 0, a length past the
+# buffers posted) are dropped one by one with their counter, the ring's buffers go back to the
+# card; frames with a bad FCS are dropped by the CMAC and counted there. Traffic goes on.
+# rxsum NAME: ethtool -S's rx<q>_NAME (or NAME itself) summed over the queues of both ports.
+rxsum() {
+	{ $A ethtool -S $IF0; $B ethtool -S $IF1; } |
+		awk -v n="$1" '{ sub(":", "", $1) } $1 ~ ("^(rx[0-9]+_)?" n "$") { s += $2 } END { print s + 0 }'
+}
+# lie KIND COUNT: the next COUNT completion entries lie as KIND (qemu-card/src/ctl.rs), then 40
+# pings (one per 50 ms) carry them.
+lie() {
+	ctl_wr $CTL_CORRUPT_CMPT $(($1 << 16 | $2))
+	timeout 20 $A $PING -c 40 -i 0.05 -W 1 192.0.2.2 >/dev/null 2>&1
+}
+if [ $MODE = pci ]; then
+	E0=$(rxsum cmpt_errors)
+	L0=$(rxsum bad_length)
+	F0=$(rxsum stat_rx_bad_fcs)
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	lie 1 5
+	lie 2 5
+	lie 3 5
+	ctl_wr $CTL_BAD_FCS 7
+	timeout 20 $A $PING -c 40 -i 0.05 -W 1 192.0.2.2 >/dev/null 2>&1
+	echo "onic-vm: fault window ends" >/dev/kmsg
+	check "5 completions with the error bit dropped and counted (cmpt_errors +$(($(rxsum cmpt_errors) - E0)))" \
+		test $(($(rxsum cmpt_errors) - E0)) = 5
+	check "10 completions with a length of 0 or past the buffers dropped and counted (bad_length +$(($(rxsum bad_length) - L0)))" \
+		test $(($(rxsum bad_length) - L0)) = 10
+	check "7 frames with a bad FCS counted by the CMACs (stat_rx_bad_fcs +$(($(rxsum stat_rx_bad_fcs) - F0)))" \
+		test $(($(rxsum stat_rx_bad_fcs) - F0)) = 7
+	check "traffic flows after the lying completions" timeout 20 $A $PING -c 20 -i 0.05 -W 2 192.0.2.2
+	# An error the QDMA detects (C2H_ERR_STAT bit 3, the card's RAISE_ERROR) reaches the
+	# master PF's error vector once (it is not re-armed) and is logged decoded.
+	X0=$(irqs "$IF0-err")
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	ctl_wr $CTL_RAISE_ERROR $((2 << 24 | 0x8))
+	sleep 1
+	ctl_wr $CTL_RAISE_ERROR $((2 << 24 | 0x10))
+	sleep 1
+	echo "onic-vm: fault window ends" >/dev/kmsg
+	check "a QDMA error is logged decoded" sh -c \
+		"dmesg | grep -q 'QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008; C2H first error on queue'"
+	check "on the master PF's error vector, once ($IF0-err +$(($(irqs "$IF0-err") - X0)))" test $(($(irqs "$IF0-err") - X0)) = 1
+fi
 
 # ---- rmmod under TCP load, then load/unload cycles with traffic
 $B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
@@ -744,6 +807,29 @@ while [ $i -lt 20 ]; do
 	i=$((i + 1))
 done
 if [ $ok = 20 ]; then pass "20 load/unload cycles, each with a ping flood and rmmod under it"; else fail "20 load/unload cycles ($ok succeeded)"; fi
+
+# ---- rmmod with an XDP program attached, right after a ring error whose queue restart is
+# pending or running (the restart work takes RTNL, which the unregister holds)
+if timeout 30 insmod $KO $SIMARGS && ports_up &&
+	$IP -n a link set dev $IF0 xdpdrv obj /xdp/xdp_pass.o sec xdp && $IP -n b link set dev $IF1 xdpdrv obj /xdp/xdp_pass.o sec xdp; then
+	pass "insmod, ports up, xdp_pass.o attached to both ports"
+else
+	fail "insmod, ports up, xdp_pass.o attached to both ports"
+fi
+R0=$(dmesg | grep -c "RX or XDP_TX ring error")
+echo "onic-vm: fault window begins" >/dev/kmsg
+set_cmpt_freeze 1
+timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
+FL=$!
+n=0
+while [ $n -lt 300 ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$R0" ]; do sleep 0.1; n=$((n + 1)); done
+check "a ring error is reported under the flood" test "$(dmesg | grep -c "RX or XDP_TX ring error")" -gt "$R0"
+check "rmmod at once, XDP attached, the restart pending" timeout 60 rmmod onic
+set_cmpt_freeze 0 2>/dev/null
+kill $FL 2>/dev/null
+wait $FL 2>/dev/null
+echo "onic-vm: fault window ends" >/dev/kmsg
+refuse "its netdevs are gone" $IP -n a link show $IF0
 check "no interrupt vector of the module is left behind" sh -c '! grep -q onic /proc/interrupts'
 if [ $MODE = pci ]; then
 	removal_tests

@@ -497,6 +497,45 @@ pub unsafe extern "C" fn onic_rs_link_up(p: *const c_void) -> bool {
     unsafe { port(p).link_up() }
 }
 
+/// The error interrupt's report: the QDMA's error registers decoded on one line, written into
+/// `buf` (`len` bytes, NUL-terminated, cut short if it does not fit). Returns whether any error
+/// is reported.
+///
+/// # Safety
+///
+/// Live port; `buf` valid for `len` bytes of writes. Any context (registers are only read).
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_error_report(p: *const c_void, buf: *mut u8, len: usize) -> bool {
+    // SAFETY: live port.
+    let status = unsafe { port(p).error_report() };
+    if len == 0 || buf.is_null() {
+        return status.any();
+    }
+    // SAFETY: the caller's buffer, `len` bytes.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut w = CutWriter { out, at: 0 };
+    let _ = core::fmt::write(&mut w, format_args!("{status}"));
+    let end = w.at.min(w.out.len() - 1);
+    w.out[end] = 0;
+    status.any()
+}
+
+/// Writes into a fixed buffer, keeping one byte for the NUL and dropping what does not fit.
+struct CutWriter<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl core::fmt::Write for CutWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.out.len().saturating_sub(1).saturating_sub(self.at);
+        let n = s.len().min(room);
+        self.out[self.at..self.at + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.at += n;
+        Ok(())
+    }
+}
+
 /// ethtool get_sset_count.
 ///
 /// # Safety
