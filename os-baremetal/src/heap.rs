@@ -1,6 +1,7 @@
-//! The static heap. Only the device model (`onic-sim`) allocates: the driver core is
-//! allocation-free and the image's own code uses fixed-size storage, so everything on this heap
-//! belongs to the model, and the self-test can check that dropping the model gives it all back.
+//! The static heap. The device model (`onic-sim`) and the self-test's queue storage allocate
+//! from it, and after the model is gone the PCI card's DMA memory (`crate::dmamem`); the driver
+//! core is allocation-free and the image's other code uses fixed-size storage, so the self-test
+//! can check that dropping the model, and ending the card group, gives it all back.
 //!
 //! The allocator is `talc`, used without its lock: every call runs with interrupts disabled,
 //! which on the image's single CPU is the lock (the timer handler reaches the model too).

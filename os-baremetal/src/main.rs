@@ -3,8 +3,10 @@
 //! A bare-metal image for `x86_64-unknown-none` that QEMU boots with `-kernel`: the driver core
 //! (`onic-core`) brings up the device model (`onic-sim`) on real boot code, real page tables,
 //! real interrupts and a real timer, runs a self-test, prints a report on COM1, logs defmt frames
-//! on COM2 and leaves through isa-debug-exit with a verdict (33 = pass). See `README.md` and
-//! `cargo xtask qemu`.
+//! on COM2 and leaves through isa-debug-exit with a verdict (33 = pass). When QEMU has the
+//! OpenNIC card as PCI functions, the self-test also finds it in PCI configuration space and
+//! drives it over its BARs with DMA at physical addresses (`pci`, `dmamem`,
+//! `selftest::card`). See `README.md` and `cargo xtask qemu [--card pci]`.
 //!
 //! On a hosted target this binary only says how to build the image.
 
