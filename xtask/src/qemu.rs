@@ -446,3 +446,27 @@ fn judge(
     // The image's own verdict, as far as it fits an exit status.
     ExitCode::from(u8::try_from(status).ok().filter(|&s| s != 0).unwrap_or(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_option_selects_the_pci_card_variant() {
+        let o = parse(&["--card".into(), "pci".into()]).unwrap();
+        assert!(o.pci_card);
+        assert_eq!(features(&o), ["pci-card"]);
+        assert_eq!(variant(&o), "onic-baremetal-pci-card");
+        assert!(!parse(&[]).unwrap().pci_card);
+        assert!(parse(&["--card".into(), "sim".into()]).is_err());
+    }
+
+    #[test]
+    fn only_the_cards_violation_lines_count() {
+        let log = "qemu-system-x86_64: warning: host doesn't support requested feature\n\
+                   qemu-system-x86_64: onic-card: model violation: descriptor outside a mapped page\n\
+                   qemu-system-x86_64: onic-card: further violations are counted, not logged\n";
+        assert_eq!(card_violations(log).len(), 2);
+        assert!(card_violations("qemu-system-x86_64: warning: nothing\n").is_empty());
+    }
+}
