@@ -107,6 +107,7 @@ int onic_rs_change_mtu(const void *port, u32 mtu);
 void onic_rs_mtu_range(const void *port, unsigned int *min, unsigned int *max);
 void onic_rs_rss_get(const void *port, u32 *indir, u8 *key);
 int onic_rs_rss_set(const void *port, const u32 *indir, const u8 *key);
+int onic_rs_rss_reset(const void *port);
 void onic_rs_get_layout(const void *port, struct onic_layout *out);
 int onic_rs_check_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
 int onic_rs_set_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
@@ -127,6 +128,9 @@ void onic_unlock(void *lock);
 void onic_ctx_lock(struct mutex *lock);
 void onic_ctx_unlock(struct mutex *lock);
 void onic_udelay(u32 us);
+/* Brackets every call into the Rust side from a context that may not sleep (onic_main.c). */
+void onic_atomic_enter(void);
+void onic_atomic_exit(void);
 bool onic_device_present(void *dev);
 void onic_ndelay(u32 ns);
 void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);

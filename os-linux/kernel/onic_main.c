@@ -58,11 +58,36 @@ MODULE_PARM_DESC(sim_dma_api,
 
 /* ---------------------------------------------------------------- helpers for the Rust side */
 
+/* The context the Rust side runs in is said by its callers, not guessed: every entry from a
+ * context that may not sleep (NAPI poll, transmit, ndo_xdp_xmit, the TX watchdog, stats64,
+ * timers, the model's lock held with interrupts off) is bracketed by onic_atomic_enter/exit,
+ * which count on this CPU (such a context cannot migrate). in_atomic() cannot tell: without
+ * CONFIG_PREEMPT_COUNT a spinlock leaves no trace in preempt_count. Allocations and delays take
+ * GFP_ATOMIC and busy-waiting inside, GFP_KERNEL and sleeping outside; might_sleep() there lets
+ * a debug kernel (DEBUG_ATOMIC_SLEEP) report an entry point that forgot to say so. */
+static DEFINE_PER_CPU(unsigned int, onic_atomic_depth);
+
+void onic_atomic_enter(void)
+{
+	this_cpu_inc(onic_atomic_depth);
+}
+
+void onic_atomic_exit(void)
+{
+	this_cpu_dec(onic_atomic_depth);
+}
+
+static bool onic_may_sleep(void)
+{
+	return this_cpu_read(onic_atomic_depth) == 0;
+}
+
 /* The Rust heap and the model allocate from NAPI, transmit and the engine timer too. */
 static gfp_t onic_gfp(void)
 {
-	if (in_atomic() || irqs_disabled() || in_interrupt() || rcu_preempt_depth())
+	if (!onic_may_sleep())
 		return GFP_ATOMIC;
+	might_sleep();
 	return GFP_KERNEL;
 }
 
@@ -143,12 +168,14 @@ void onic_lock(void *p)
 
 	spin_lock_irqsave(&l->lock, flags);
 	l->flags = flags;
+	onic_atomic_enter();
 }
 
 void onic_unlock(void *p)
 {
 	struct onic_irqlock *l = p;
 
+	onic_atomic_exit();
 	spin_unlock_irqrestore(&l->lock, l->flags);
 }
 
@@ -164,10 +191,12 @@ void onic_ctx_unlock(struct mutex *lock)
 
 void onic_udelay(u32 us)
 {
-	if (in_atomic() || irqs_disabled() || in_interrupt())
+	if (!onic_may_sleep()) {
 		udelay(us);
-	else
+	} else {
+		might_sleep();
 		fsleep(us);
+	}
 }
 
 void onic_ndelay(u32 ns)
@@ -370,12 +399,18 @@ static irqreturn_t onic_misc_irq(int irq, void *data)
 {
 	struct onic_pci *op = data;
 	char report[256];
+	bool any = false;
 
 	if (irq == pci_irq_vector(op->pdev, op->queues)) {
 		dev_warn_ratelimited(&op->pdev->dev, "user interrupt on IRQ %d (not used by the shell)\n", irq);
 		return IRQ_HANDLED;
 	}
-	if (op->nd && op->nd->port && onic_rs_error_report(op->nd->port, report, sizeof(report)))
+	if (op->nd && op->nd->port) {
+		onic_atomic_enter();
+		any = onic_rs_error_report(op->nd->port, report, sizeof(report));
+		onic_atomic_exit();
+	}
+	if (any)
 		dev_err_ratelimited(&op->pdev->dev, "QDMA error interrupt: %s\n", report);
 	else
 		dev_warn_ratelimited(&op->pdev->dev, "QDMA error interrupt with no error reported\n");
@@ -648,7 +683,9 @@ static enum hrtimer_restart onic_sim_engine(struct hrtimer *t)
 	struct onic_sim *s = container_of(t, struct onic_sim, engine);
 	u64 now = ktime_get_ns();
 
+	onic_atomic_enter();
 	onic_rs_sim_tick(s->card, now - s->last_ns, s);
+	onic_atomic_exit();
 	s->last_ns = now;
 	hrtimer_forward_now(t, ns_to_ktime(ONIC_SIM_PERIOD_NS));
 	return HRTIMER_RESTART;

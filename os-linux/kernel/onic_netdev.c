@@ -93,7 +93,7 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 
 /* One poll of queue index q. Locks are held only around the two reclaims, never while frames go
  * to the stack, to a redirect target or through xdp_do_flush (os-linux/README.md). */
-static int onic_poll(struct napi_struct *napi, int budget)
+static int onic_poll_atomic(struct napi_struct *napi, int budget)
 {
 	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
 	struct onic_ndev *nd = qv->nd;
@@ -128,6 +128,17 @@ static int onic_poll(struct napi_struct *napi, int budget)
 		return r.done;
 	}
 	return budget;
+}
+
+/* NAPI: softirq (or busy polling with bottom halves off): the Rust side may not sleep. */
+static int onic_poll(struct napi_struct *napi, int budget)
+{
+	int done;
+
+	onic_atomic_enter();
+	done = onic_poll_atomic(napi, budget);
+	onic_atomic_exit();
+	return done;
 }
 
 /* ---------------------------------------------------------------- link */
@@ -217,7 +228,7 @@ static int onic_stop(struct net_device *netdev)
 	return 0;
 }
 
-static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
+static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device *netdev)
 {
 	struct onic_ndev *nd = nd_of(netdev);
 	u16 q = skb_get_queue_mapping(skb);
@@ -268,6 +279,17 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 	}
 }
 
+/* Transmit: the TX queue's lock held, bottom halves off. */
+static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
+{
+	netdev_tx_t r;
+
+	onic_atomic_enter();
+	r = onic_start_xmit_atomic(skb, netdev);
+	onic_atomic_exit();
+	return r;
+}
+
 /* The watchdog found TX queue q stopped for watchdog_timeo: report the ring and restart the
  * queue from process context (the watchdog holds every TX lock, in softirq context). */
 static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
@@ -275,7 +297,9 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 	struct onic_ndev *nd = nd_of(netdev);
 	struct onic_tx_state st;
 
+	onic_atomic_enter();
 	onic_rs_tx_state(nd->port, q, &st);
+	onic_atomic_exit();
 	netdev_err(netdev,
 		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s\n",
 		   q, st.in_flight, st.free, st.next_to_clean, st.next_to_use, st.device_cidx,
@@ -380,8 +404,10 @@ static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **fr
 	qv = &nd->qv[smp_processor_id() % nq];
 	spin_lock(&qv->xmit_lock);
 	/* A restart of the queue owns the ring: the frames stay the caller's. */
+	onic_atomic_enter();
 	sent = READ_ONCE(qv->quiet) ? -ENETDOWN
 				   : onic_rs_xdp_xmit(nd->port, qv->qid, frames, n, flags & XDP_XMIT_FLUSH);
+	onic_atomic_exit();
 	spin_unlock(&qv->xmit_lock);
 	if (sent > 0)
 		napi_schedule(&qv->napi);
@@ -392,7 +418,10 @@ static void onic_get_stats64(struct net_device *netdev, struct rtnl_link_stats64
 {
 	struct onic_link_stats ls;
 
+	/* May be called under RCU or a spinlock (dev_get_stats). */
+	onic_atomic_enter();
 	onic_rs_stats64(nd_of(netdev)->port, &ls);
+	onic_atomic_exit();
 	s->rx_packets = ls.rx_packets;
 	s->rx_bytes = ls.rx_bytes;
 	s->rx_dropped = ls.rx_dropped;
@@ -561,6 +590,14 @@ static int onic_relayout(struct net_device *netdev, u32 queues, u32 tx_ring, u32
 	bool running = netif_running(netdev);
 	int err;
 
+	/* A table the user did not set follows the queue count. The kernel says which it is:
+	 * IFF_RXFH_CONFIGURED is clear before any -X and after `ethtool -X default`, which hands the
+	 * driver the kernel's default spread as if it were a table of the user's. */
+	if (!netif_is_rxfh_configured(netdev)) {
+		err = onic_rs_rss_reset(nd->port);
+		if (err)
+			return err;
+	}
 	err = onic_rs_check_layout(nd->port, queues, tx_ring, rx_ring);
 	if (err)
 		return err;

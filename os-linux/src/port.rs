@@ -358,6 +358,20 @@ where
         Ok(())
     }
 
+    /// Back to the default RSS table (the key stays), for a table the kernel says the user did
+    /// not set.
+    ///
+    /// # Safety
+    ///
+    /// Control call.
+    ///
+    /// # Errors
+    ///
+    /// As the core's `rss_reset`.
+    pub unsafe fn rss_reset(&self) -> Result<(), Errno> {
+        self.dev.rss_reset().map(|_| ()).map_err(|e| errno::from_core(&e))
+    }
+
     /// Makes the datapath's software hash follow a new key: the inactive hasher is rebuilt, made
     /// active, and the running polls are waited for, so the next change may rebuild the other.
     /// Control calls only (RTNL serializes them).

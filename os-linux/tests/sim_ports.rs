@@ -568,11 +568,18 @@ fn ring_sizes_and_reconfiguration_are_checked() {
         table[5] = 3;
         a.rss_set(Some(&table), None).unwrap();
         assert_eq!(a.reconfigure(2, r, r), Err(EINVAL));
+        // The check before the interface is stopped refuses it too.
+        assert_eq!(a.check_layout(2, r, r), Err(EINVAL));
         assert_eq!(a.layout().queues, 4);
         assert_eq!(a.rss_set(Some(&[4; 128]), None), Err(EINVAL));
         let mut back = [9u32; 128];
         a.rss_get(Some(&mut back), None);
         assert_eq!(back, table);
+        // Once the kernel says the table is not the user's (`ethtool -X default`), it follows
+        // the queue count again and the same request passes.
+        a.rss_reset().unwrap();
+        assert_eq!(a.check_layout(2, r, r), Ok(()));
+        a.rss_set(Some(&table), None).unwrap();
         a.open().unwrap();
         assert_eq!(a.change_mtu(9000), Err(EINVAL));
         assert_eq!(a.change_mtu(67), Err(EINVAL));

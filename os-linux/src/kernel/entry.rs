@@ -658,6 +658,21 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
     }
 }
 
+/// The default RSS table again (entry k = k % queues in use), following later queue-count
+/// changes; the key stays. 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_rss_reset(p: *const c_void) -> i32 {
+    // SAFETY: live port; control call.
+    match unsafe { port(p).rss_reset() } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
 /// ethtool get_channels / get_ringparam.
 ///
 /// # Safety
