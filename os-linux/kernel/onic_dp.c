@@ -284,16 +284,18 @@ const struct xdp_metadata_ops onic_xdp_metadata_ops = {
 };
 #endif
 
-/* 0: the kernel took the frame (its page comes back through xdp_return_frame). */
-int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len)
+/* 0: the kernel took the frame (its page comes back through xdp_return_frame). The metadata
+ * the program left (meta bytes in front of the frame) stays valid, so that a cpumap, devmap or
+ * AF_XDP target and the programs there see it. */
+int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, u8 meta)
 {
 	struct onic_qmem *m = qmem;
 	struct xdp_buff xdp;
-
 	int err;
 
 	xdp_init_buff(&xdp, PAGE_SIZE, &m->rxq);
-	xdp_prepare_buff(&xdp, hard_start, off, len, false);
+	xdp_prepare_buff(&xdp, hard_start, off, len, true);
+	xdp.data_meta = xdp.data - meta;
 	err = xdp_do_redirect(m->rxq.dev, &xdp, prog);
 	if (!err && !m->pp)
 		/* The target owns the page now and maps it itself. */

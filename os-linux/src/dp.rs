@@ -16,7 +16,7 @@ use onic_core::xdp::{RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame
 use onic_core::{PassInfo, RxSink};
 use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 
-use crate::os::{Os, PacketMap, RawPoolPage, SkbHash};
+use crate::os::{Os, PacketMap, RawPoolPage, RedirectedFrame, SkbHash};
 
 /// A page of the OS page pool while the driver holds it.
 #[derive(Debug)]
@@ -297,14 +297,17 @@ impl<K: Os, M: PacketMap> RedirectTable<OsPage> for Redirect<'_, K, M> {
         &mut self,
         _target: Option<u32>,
         frame: XdpFrame<OsPage>,
+        meta_len: u8,
     ) -> Result<Redirected<OsPage>, XdpFrame<OsPage>> {
         let Some(prog) = self.prog else {
             return Err(frame);
         };
-        if !self
-            .os
-            .xdp_redirect(prog, self.mem, &frame.page.raw, frame.offset, frame.len)
-        {
+        let at = RedirectedFrame {
+            offset: frame.offset,
+            len: frame.len,
+            meta: meta_len,
+        };
+        if !self.os.xdp_redirect(prog, self.mem, &frame.page.raw, at) {
             return Err(frame);
         }
         // The OS owns the page now (the target maps it on its own).

@@ -83,6 +83,18 @@ pub struct SkbHash {
     pub kind: u8,
 }
 
+/// Where a redirected frame lies in its page: `offset` and `len` of the frame, and `meta` bytes of
+/// XDP metadata right in front of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedirectedFrame {
+    /// Offset of the frame's first byte in the page.
+    pub offset: u16,
+    /// Frame length.
+    pub len: u16,
+    /// Bytes of metadata in front of the frame (0 to 32).
+    pub meta: u8,
+}
+
 /// Operating-system services of one port's datapath. All methods are called under the
 /// serialization the port's entry points document; handles are plain values the OS gave out.
 pub trait Os: 'static {
@@ -152,16 +164,16 @@ pub trait Os: 'static {
         buff: &mut XdpBuff<'_>,
         hash: Option<XdpRxHash>,
     ) -> u32;
-    /// Carries out the program's REDIRECT for the frame at `offset`/`len` of the page
-    /// (`xdp_do_redirect`). `true`: the OS took the page (it comes back to the pool through
+    /// Carries out the program's REDIRECT for the frame at `offset`/`len` of the page, with the
+    /// `meta` bytes of XDP metadata the program left in front of it (`xdp_do_redirect`, the
+    /// metadata valid). `true`: the OS took the page (it comes back to the pool through
     /// `xdp_return_frame`).
     fn xdp_redirect(
         &self,
         prog: Self::Prog,
         mem: Self::QMem,
         page: &RawPoolPage,
-        offset: u16,
-        len: u16,
+        frame: RedirectedFrame,
     ) -> bool;
 
     /// Publishes one counter block of queue `qid` (called only by that block's single writer).

@@ -17,7 +17,7 @@ use onic_hal::DmaAddr;
 use onic_linux::datapath::{TxClean, XmitResult};
 use onic_linux::errno::Errno;
 use onic_linux::ethtool::ETH_SS_STATS;
-use onic_linux::os::{Os, RawPoolPage, SkbHash, StatBlock};
+use onic_linux::os::{Os, RawPoolPage, RedirectedFrame, SkbHash, StatBlock};
 use onic_linux::port::{Port, PortConfig, PortRegs};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
@@ -54,6 +54,8 @@ struct State {
     delivered: Vec<(u16, Vec<u8>, Option<SkbHash>)>,
     /// Frames XDP redirected: bytes.
     redirected: Vec<Vec<u8>>,
+    /// The XDP metadata in front of each redirected frame.
+    redirected_meta: Vec<Vec<u8>>,
     /// Redirected-in frames (ndo_xdp_xmit): bytes, and whether they came back.
     xdp_frames: Vec<(Box<[u8]>, bool)>,
     syncs: u32,
@@ -232,13 +234,20 @@ impl Os for HostOs {
         prog(buff)
     }
 
-    fn xdp_redirect(&self, _prog: Prog, mem: usize, page: &RawPoolPage, offset: u16, len: u16) -> bool {
-        // SAFETY: the driver's page, frame inside it.
+    fn xdp_redirect(&self, _prog: Prog, mem: usize, page: &RawPoolPage, f: RedirectedFrame) -> bool {
+        let start = usize::from(f.offset) - usize::from(f.meta);
+        // SAFETY: the driver's page, metadata and frame inside it.
         let bytes = unsafe {
-            std::slice::from_raw_parts(page.virt.as_ptr().add(usize::from(offset)), usize::from(len))
-        }
-        .to_vec();
-        self.0.borrow_mut().redirected.push(bytes);
+            std::slice::from_raw_parts(
+                page.virt.as_ptr().add(start),
+                usize::from(f.meta) + usize::from(f.len),
+            )
+        };
+        let (meta, frame) = bytes.split_at(usize::from(f.meta));
+        let mut os = self.0.borrow_mut();
+        os.redirected.push(frame.to_vec());
+        os.redirected_meta.push(meta.to_vec());
+        drop(os);
         // The target sent it and returned the frame: back to its pool.
         self.give_back(mem, page.handle);
         true
@@ -466,7 +475,12 @@ fn xdp_tx(x: &mut XdpBuff<'_>) -> u32 {
     3
 }
 
-fn xdp_redirect(_: &mut XdpBuff<'_>) -> u32 {
+/// XDP_REDIRECT with 8 bytes of metadata in front of the frame (`bpf_xdp_adjust_meta`).
+fn xdp_redirect(x: &mut XdpBuff<'_>) -> u32 {
+    if x.adjust_meta(-8).is_err() {
+        return 0;
+    }
+    x.meta_mut().copy_from_slice(b"metadata");
     4
 }
 
@@ -499,6 +513,10 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     burst(4);
     drain(&card, [(&a, None), (&b, Some(xdp_redirect))]);
     assert_eq!(os.0.borrow().redirected.len(), 4, "XDP_REDIRECT through the OS");
+    assert!(
+        os.0.borrow().redirected_meta.iter().all(|m| m == b"metadata"),
+        "the program's metadata travels with each redirected frame"
+    );
 
     // XDP_TX: b reflects a's frames back to a, from the pages they arrived in.
     burst(6);

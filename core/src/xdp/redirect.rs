@@ -125,12 +125,20 @@ pub trait RedirectTarget<Pg> {
 /// Where a queue's redirected frames go: the table the program's target index refers to.
 pub trait RedirectTable<Pg> {
     /// Takes one frame for target `target` (`None` when the program returned REDIRECT without
-    /// choosing one: a table backed by the OS may know the target on its own).
+    /// choosing one: a table backed by the OS may know the target on its own). `meta_len` bytes
+    /// of XDP metadata the program left right in front of the frame (0 to 32,
+    /// [`crate::xdp::XDP_META_MAX`]) travel with it to targets that carry metadata (an OS's
+    /// redirect, which may hand the frame to another program); a TX queue sends none.
     ///
     /// # Errors
     ///
     /// The frame comes back when there is no such target or it cannot take the frame.
-    fn redirect(&mut self, target: Option<u32>, frame: XdpFrame<Pg>) -> Result<Redirected<Pg>, XdpFrame<Pg>>;
+    fn redirect(
+        &mut self,
+        target: Option<u32>,
+        frame: XdpFrame<Pg>,
+        meta_len: u8,
+    ) -> Result<Redirected<Pg>, XdpFrame<Pg>>;
 
     /// Flushes every target that took a frame since the last flush. Called at the end of each
     /// poll that redirected anything.
@@ -142,7 +150,12 @@ pub trait RedirectTable<Pg> {
 pub struct NoRedirect;
 
 impl<Pg> RedirectTable<Pg> for NoRedirect {
-    fn redirect(&mut self, _: Option<u32>, frame: XdpFrame<Pg>) -> Result<Redirected<Pg>, XdpFrame<Pg>> {
+    fn redirect(
+        &mut self,
+        _: Option<u32>,
+        frame: XdpFrame<Pg>,
+        _: u8,
+    ) -> Result<Redirected<Pg>, XdpFrame<Pg>> {
         Err(frame)
     }
 
@@ -249,7 +262,12 @@ impl<Pg, const N: usize> Default for DevMap<'_, Pg, N> {
 }
 
 impl<Pg, const N: usize> RedirectTable<Pg> for DevMap<'_, Pg, N> {
-    fn redirect(&mut self, target: Option<u32>, frame: XdpFrame<Pg>) -> Result<Redirected<Pg>, XdpFrame<Pg>> {
+    fn redirect(
+        &mut self,
+        target: Option<u32>,
+        frame: XdpFrame<Pg>,
+        _meta_len: u8,
+    ) -> Result<Redirected<Pg>, XdpFrame<Pg>> {
         let Some(i) = target.and_then(|t| usize::try_from(t).ok()) else {
             return Err(frame);
         };
@@ -369,15 +387,18 @@ mod tests {
             assert!(map.insert(2, &mut keep).is_ok_and(|old| old.is_none()));
             assert!(map.insert(4, &mut spare).is_err());
             assert!(matches!(
-                map.redirect(Some(0), frame(1)),
+                map.redirect(Some(0), frame(1), 0),
                 Ok(Redirected::Copied(_))
             ));
             // Full copy ring, empty entry, no target, index beyond the table: the frame comes back.
-            assert_eq!(map.redirect(Some(0), frame(2)).unwrap_err().page[0], 2);
-            assert!(map.redirect(Some(1), frame(3)).is_err());
-            assert!(map.redirect(None, frame(4)).is_err());
-            assert!(map.redirect(Some(u32::MAX), frame(5)).is_err());
-            assert!(matches!(map.redirect(Some(2), frame(6)), Ok(Redirected::Queued)));
+            assert_eq!(map.redirect(Some(0), frame(2), 0).unwrap_err().page[0], 2);
+            assert!(map.redirect(Some(1), frame(3), 0).is_err());
+            assert!(map.redirect(None, frame(4), 0).is_err());
+            assert!(map.redirect(Some(u32::MAX), frame(5), 0).is_err());
+            assert!(matches!(
+                map.redirect(Some(2), frame(6), 0),
+                Ok(Redirected::Queued)
+            ));
             map.flush();
             map.flush();
         }

@@ -226,7 +226,7 @@ where
             Some(XdpAction::Aborted) => self.refused(frame, ran.high_water, false),
             None => self.refused(frame, ran.high_water, true),
             Some(XdpAction::Tx) => self.xdp_tx(frame, ran.high_water, pool),
-            Some(XdpAction::Redirect) => self.xdp_redirect(frame, ran.target, ran.high_water, pool),
+            Some(XdpAction::Redirect) => self.xdp_redirect(frame, &ran, pool),
         }
     }
 }
@@ -384,13 +384,13 @@ where
     fn xdp_redirect<P: PageProvider<Page = Pg>>(
         &mut self,
         mut f: RxFrame<Pg>,
-        target: Option<u32>,
-        high_water: usize,
+        ran: &Ran,
         pool: &mut P,
     ) -> Handled<Pg>
     where
         R: RedirectTable<Pg>,
     {
+        let high_water = ran.high_water;
         let off = usize::from(f.offset);
         let mut len = usize::from(f.len);
         let addr_ok = f.page.dma_addr().checked_add(f.offset.into()).is_some();
@@ -415,7 +415,7 @@ where
             len: f.len,
             origin: self.origin,
         };
-        match self.redirect.redirect(target, xf) {
+        match self.redirect.redirect(ran.target, xf, ran.meta_len) {
             Ok(Redirected::Queued) => {
                 self.stats.rx_xdp_redirect += 1;
                 self.redirected = true;

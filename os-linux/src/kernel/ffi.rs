@@ -142,6 +142,7 @@ extern "C" {
         hard_start: *mut u8,
         off: u16,
         len: u16,
+        meta: u8,
     ) -> c_int;
     /// Publishes counter block `block` of queue `qid` (`u64_stats_update_begin/end`).
     pub fn onic_qstats_write(nd: *mut c_void, qid: u16, block: u8, v: *const u64, n: usize);

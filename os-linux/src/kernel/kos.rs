@@ -11,7 +11,7 @@ use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 use super::backend::{dir, ApiDma, KDma, KernelDma};
 use super::ffi;
 use crate::errno::{Errno, ENOMEM};
-use crate::os::{Os, PacketMap, RawPoolPage, SkbHash, StatBlock};
+use crate::os::{Os, PacketMap, RawPoolPage, RedirectedFrame, SkbHash, StatBlock};
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
@@ -171,10 +171,20 @@ impl Os for KOs {
         act
     }
 
-    fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, offset: u16, len: u16) -> bool {
+    fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, f: RedirectedFrame) -> bool {
         // SAFETY: called right after the program's run on this CPU (the kernel's redirect
-        // target is still set); the page is a pool page the driver holds.
-        unsafe { ffi::onic_xdp_redirect(prog.as_ptr(), mem.as_ptr(), page.virt.as_ptr(), offset, len) == 0 }
+        // target is still set); the page is a pool page the driver holds, and the frame and its
+        // metadata lie inside it (the core checked the offsets the program left).
+        unsafe {
+            ffi::onic_xdp_redirect(
+                prog.as_ptr(),
+                mem.as_ptr(),
+                page.virt.as_ptr(),
+                f.offset,
+                f.len,
+                f.meta,
+            ) == 0
+        }
     }
 
     fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
