@@ -301,6 +301,43 @@ check "$IF1 sent them through ndo_xdp_xmit (tx_xdp_xmit=$X1)" test "${X1:-0}" -g
 check "their second arrival was dropped by the program (rx_xdp_drop=$D0)" test "${D0:-0}" -ge 5
 check "detach xdp_redirect.o" $IP link set dev $IF0 xdpdrv off
 
+# ---- ndo_xdp_xmit under load: xdp-bench (Debian's xdp-tools) redirects every frame $IF0
+# receives out of $IF1, and pktgen floods $IF0 from $IF1 at full rate; each frame comes back
+# over the cable and goes round again, so $IF1's ndo_xdp_xmit runs with its rings full (what
+# it cannot queue stays with the kernel, which frees it). 10 s, then the loop is broken.
+insmod /lib/modules/pktgen.ko
+PG=/proc/net/pktgen
+X0=$(stat tx_xdp_xmit $IF1)
+E0=$(stat tx_xdp_xmit_errors $IF1)
+timeout 40 xdp-bench redirect -i 1 $IF0 $IF1 >/tmp/xb.log 2>&1 &
+XB=$!
+sleep 2
+echo "rem_device_all" >$PG/kpktgend_0
+echo "add_device $IF1" >$PG/kpktgend_0
+for c in "count 200000" "pkt_size 60" "delay 0" "dst_mac $(cat /sys/class/net/$IF0/address)" "dst 198.51.100.1" "udp_dst_min 9" "udp_dst_max 9"; do
+	echo "$c" >$PG/$IF1
+done
+timeout 60 sh -c "echo start >$PG/pgctrl" &
+PGJ=$!
+sleep 10
+echo stop >$PG/pgctrl
+wait $PGJ 2>/dev/null
+kill -INT $XB 2>/dev/null
+wait $XB 2>/dev/null
+sleep 2
+X1=$(stat tx_xdp_xmit $IF1)
+E1=$(stat tx_xdp_xmit_errors $IF1)
+echo "    | $IF1 ndo_xdp_xmit: $((X1 - X0)) frames sent, $((E1 - E0)) refused (rings full); pktgen: $(sed -n 's/^ *pkts-sofar: \([0-9]*\).*/\1/p' $PG/$IF1) sent"
+check "ndo_xdp_xmit carried a redirect loop at full rate ($((X1 - X0)) frames)" test $((X1 - X0)) -ge 20000
+check "xdp-bench's program is gone from $IF0" sh -c "! $IP link show $IF0 | grep -q 'xdp'"
+echo "rem_device_all" >$PG/kpktgend_0
+rmmod pktgen
+P0=$(cat /sys/class/net/$IF0/statistics/rx_packets)
+$IP addr add 198.51.100.2/24 dev $IF1
+arping -c 3 -w 3 -I $IF1 198.51.100.1 >/dev/null 2>&1
+$IP addr del 198.51.100.2/24 dev $IF1
+check "after the loop, frames from $IF1 still reach $IF0's stack" test "$(cat /sys/class/net/$IF0/statistics/rx_packets)" -ge $((P0 + 3))
+
 # ---- the same XDP objects as in `onic run --xdp-obj`: the shared capture replayed out of
 # $IF1 into $IF0 with each object attached natively; the frames the stack received and
 # the frames $IF0 sent back must be, frame for frame, what onic run gives (os-linux/vm/README.md)

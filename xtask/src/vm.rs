@@ -606,7 +606,15 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         let t = Instant::now();
         let r = kmod::fetch(k)?;
         let ko = kmod::build_module(&r, &obj)?;
-        let img = initramfs(&r, &ko, &xdp, &root().join("os-linux/vm/init.sh"), &[])?;
+        // pktgen drives the ndo_xdp_xmit load test (init.sh).
+        let pktgen = kmod::image_module(&r, "net/core/pktgen.ko")?;
+        let img = initramfs(
+            &r,
+            &ko,
+            &xdp,
+            &root().join("os-linux/vm/init.sh"),
+            &[(pktgen, "lib/modules/pktgen.ko")],
+        )?;
         println!(
             "kernel {}: module and initramfs ready in {:.1} s",
             k.name,
