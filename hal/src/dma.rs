@@ -550,23 +550,29 @@ impl<D: DmaMemory> CoherentRegion<D> {
         self.len() == 0
     }
 
-    fn ptr_at<const N: usize>(&self, offset: usize) -> *mut u8 {
+    fn ptr_at<const N: usize>(&self, offset: usize) -> Option<*mut u8> {
         let raw = self.raw();
         if !(offset.is_multiple_of(N) && offset.checked_add(N).is_some_and(|end| end <= raw.len)) {
             access_outside(offset, N, raw.len);
+            return None;
         }
         // SAFETY: `offset + N <= len`, so the pointer stays inside the allocation.
-        unsafe { raw.cpu.as_ptr().add(offset) }
+        Some(unsafe { raw.cpu.as_ptr().add(offset) })
     }
 
     /// Reads the little-endian `u32` at `offset` (4-byte aligned).
     ///
     /// # Panics
     ///
-    /// If the access is misaligned or outside the region (a driver bug, never device input).
+    /// If the access is misaligned or outside the region (a driver bug, never device input), in
+    /// builds with debug assertions (tests, Miri, fuzzing). Without them (the kernel module, the
+    /// bare-metal image) the bug is logged, the read gives all ones and a write writes nothing: a
+    /// driver bug must not take the machine down.
     #[must_use]
     pub fn read_u32(&self, offset: usize) -> u32 {
-        let p = self.ptr_at::<4>(offset);
+        let Some(p) = self.ptr_at::<4>(offset) else {
+            return u32::MAX;
+        };
         // SAFETY: in bounds and aligned (checked in `ptr_at`; the region is 4 KiB aligned); the
         // memory is valid for volatile access for the life of the token.
         u32::from_le(unsafe { p.cast::<u32>().read_volatile() })
@@ -578,7 +584,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// As [`read_u32`](Self::read_u32).
     pub fn write_u32(&self, offset: usize, value: u32) {
-        let p = self.ptr_at::<4>(offset);
+        let Some(p) = self.ptr_at::<4>(offset) else {
+            return;
+        };
         // SAFETY: as in `read_u32`.
         unsafe { p.cast::<u32>().write_volatile(value.to_le()) };
     }
@@ -590,7 +598,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
     /// As [`read_u32`](Self::read_u32).
     #[must_use]
     pub fn read_u64(&self, offset: usize) -> u64 {
-        let p = self.ptr_at::<8>(offset);
+        let Some(p) = self.ptr_at::<8>(offset) else {
+            return u64::MAX;
+        };
         // SAFETY: as in `read_u32`, with 8-byte alignment checked.
         u64::from_le(unsafe { p.cast::<u64>().read_volatile() })
     }
@@ -601,14 +611,16 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// As [`read_u32`](Self::read_u32).
     pub fn write_u64(&self, offset: usize, value: u64) {
-        let p = self.ptr_at::<8>(offset);
+        let Some(p) = self.ptr_at::<8>(offset) else {
+            return;
+        };
         // SAFETY: as in `read_u64`.
         unsafe { p.cast::<u64>().write_volatile(value.to_le()) };
     }
 
     /// The start of `count` 8-byte entries `stride` bytes apart from `offset`, after one check
     /// that all of them are aligned and inside the region.
-    fn run_at(&self, offset: usize, stride: usize, count: usize) -> *mut u8 {
+    fn run_at(&self, offset: usize, stride: usize, count: usize) -> Option<*mut u8> {
         let raw = self.raw();
         let end = count
             .checked_sub(1)
@@ -617,8 +629,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
             .and_then(|last_at| last_at.checked_add(8));
         if !(offset.is_multiple_of(8) && stride.is_multiple_of(8) && end.is_none_or(|end| end <= raw.len)) {
             run_outside(offset, count, stride, raw.len);
+            return None;
         }
-        raw.cpu.as_ptr()
+        Some(raw.cpu.as_ptr())
     }
 
     /// The `count` little-endian `u64`s at `offset`, `offset + stride`, ... (all 8-byte
@@ -630,10 +643,14 @@ impl<D: DmaMemory> CoherentRegion<D> {
     ///
     /// # Panics
     ///
-    /// If an entry would be misaligned or outside the region (a driver bug).
+    /// If an entry would be misaligned or outside the region (a driver bug), with debug
+    /// assertions; without them the run is logged and yields nothing (as [`read_u32`](Self::read_u32)).
     #[inline]
     pub fn u64s(&self, offset: usize, stride: usize, count: usize) -> U64s<'_> {
-        let base = self.run_at(offset, stride, count);
+        let (base, count) = match self.run_at(offset, stride, count) {
+            Some(base) => (base, count),
+            None => (self.raw().cpu.as_ptr(), 0),
+        };
         if let Some(last) = count.checked_sub(1) {
             // No overflow: `run_at` checked that the run ends inside the region.
             prefetch(base.wrapping_add(offset), last * stride + 8);
@@ -675,7 +692,9 @@ impl<D: DmaMemory> CoherentRegion<D> {
         count: usize,
         mut next: impl FnMut(usize) -> Option<u64>,
     ) -> usize {
-        let base = self.run_at(offset, stride, count);
+        let Some(base) = self.run_at(offset, stride, count) else {
+            return 0;
+        };
         for i in 0..count {
             let Some(v) = next(i) else {
                 return i;
@@ -749,25 +768,43 @@ impl Iterator for U64s<'_> {
     }
 }
 
-/// The panic of a coherent access of `size` bytes at `offset` outside its region of `len` bytes
-/// or misaligned (a driver bug). Out of line and cold, so that the accesses' fast paths do not set
-/// up its message.
+/// A coherent access of `size` bytes at `offset` outside its region of `len` bytes or misaligned
+/// (a driver bug): a panic with debug assertions (tests find the bug), a logged error without
+/// them (a kernel or firmware keeps running; the access is not made). Out of line and cold, so
+/// that the accesses' fast paths do not set up its message.
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn access_outside(offset: usize, size: usize, len: usize) -> ! {
-    panic!("coherent access of {size} bytes at {offset:#x} outside a region of {len:#x} bytes")
+fn access_outside(offset: usize, size: usize, len: usize) {
+    if cfg!(debug_assertions) {
+        panic!("coherent access of {size} bytes at {offset:#x} outside a region of {len:#x} bytes");
+    }
+    crate::error!(
+        "onic: driver bug, not carried out: coherent access of {} bytes at {:#x} outside a region of {:#x} bytes",
+        size,
+        offset,
+        len
+    );
 }
 
 /// As [`access_outside`] for a run of `count` entries of 8 bytes, `stride` bytes apart.
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn run_outside(offset: usize, count: usize, stride: usize, len: usize) -> ! {
-    panic!(
-        "coherent access of {count} entries of 8 bytes every {stride} bytes from {offset:#x} outside a \
-         region of {len:#x} bytes"
-    )
+fn run_outside(offset: usize, count: usize, stride: usize, len: usize) {
+    if cfg!(debug_assertions) {
+        panic!(
+            "coherent access of {count} entries of 8 bytes every {stride} bytes from {offset:#x} outside a \
+             region of {len:#x} bytes"
+        );
+    }
+    crate::error!(
+        "onic: driver bug, not carried out: coherent access of {} entries of 8 bytes every {} bytes from {:#x} outside a region of {:#x} bytes",
+        count,
+        stride,
+        offset,
+        len
+    );
 }
 
 impl<D: DmaMemory> Drop for CoherentRegion<D> {

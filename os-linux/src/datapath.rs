@@ -220,7 +220,7 @@ where
                 }
                 mapped += 1;
             }
-            let n = xdp_xmit(tx, &db, &mut items[..mapped], false);
+            let n = xdp_xmit(tx, &db, items.get_mut(..mapped).unwrap_or_default(), false);
             sent += n;
             for item in items.iter_mut().skip(n).filter_map(Option::take) {
                 item.unmap(&self.dma);

@@ -179,10 +179,16 @@ impl<L: RawLock> SimRegs<L> {
     }
 }
 
+// The trait methods of the model's windows, DMA memory and delay are never inlined: they are
+// where the module's real register and DMA paths stop and simulation mode's begin, which the
+// build's panic-path check (xtask/src/panicpaths.rs) does not follow (the model's own checks may
+// panic; it is a test device).
+//
 // SAFETY: each call is one model register access under the card's lock, in call order; the
 // model's own windows uphold the contract (unmapped reads, dropped writes), and taking the lock
 // orders this CPU's earlier DMA-memory writes before the model sees the register write.
 unsafe impl<L: RawLock> RegisterWindow for SimRegs<L> {
+    #[inline(never)]
     fn read32(&self, offset: u32) -> u32 {
         self.card.with(|c| match self.bar {
             SimBar::Qdma(f) => c.qdma(f).read32(offset),
@@ -190,6 +196,7 @@ unsafe impl<L: RawLock> RegisterWindow for SimRegs<L> {
         })
     }
 
+    #[inline(never)]
     fn write32(&self, offset: u32, value: u32) {
         self.card.with(|c| match self.bar {
             SimBar::Qdma(f) => c.qdma(f).write32(offset, value),
@@ -242,29 +249,37 @@ impl<L: RawLock> Clone for SimDma<L> {
 // SAFETY: every call is forwarded unchanged to the model's `DmaMemory`, which upholds the
 // contract; the lock only serializes the calls.
 unsafe impl<L: RawLock> DmaMemory for SimDma<L> {
+    #[inline(never)]
     fn alloc_coherent(&self, len: usize, limit: AddrLimit) -> Result<RawRegion, DmaError> {
         self.card.with(|c| c.dma().alloc_coherent(len, limit))
     }
+    #[inline(never)]
     unsafe fn free_coherent(&self, region: RawRegion) {
         // SAFETY: the caller guarantees the device no longer reaches the region.
         self.card.with(|c| unsafe { c.dma().free_coherent(region) });
     }
+    #[inline(never)]
     fn alloc_page(&self) -> Result<PageMem, DmaError> {
         self.card.with(|c| c.dma().alloc_page())
     }
+    #[inline(never)]
     fn free_page(&self, page: PageMem) {
         self.card.with(|c| c.dma().free_page(page));
     }
+    #[inline(never)]
     fn map_page(&self, page: PageMem, dir: Direction) -> Result<DmaPage, (PageMem, DmaError)> {
         self.card.with(|c| c.dma().map_page(page, dir))
     }
+    #[inline(never)]
     unsafe fn unmap_page(&self, page: DmaPage, dir: Direction) -> PageMem {
         // SAFETY: the caller guarantees the device no longer reaches the page.
         self.card.with(|c| unsafe { c.dma().unmap_page(page, dir) })
     }
+    #[inline(never)]
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
         self.card.with(|c| c.dma().sync_for_cpu(page, offset, len, dir));
     }
+    #[inline(never)]
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, dir: Direction) {
         self.card
             .with(|c| c.dma().sync_for_device(page, offset, len, dir));
@@ -275,6 +290,7 @@ unsafe impl<L: RawLock> DmaMemory for SimDma<L> {
 // direction checked on every device access, addresses never reused), ended by `unmap_foreign`;
 // misuse is recorded as a violation, never undefined behaviour.
 unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
+    #[inline(never)]
     unsafe fn map_single(&self, cpu: NonNull<u8>, len: usize, dir: Direction) -> Option<DmaAddr> {
         // SAFETY: forwarded contract: the bytes stay valid until unmapped.
         self.card
@@ -282,10 +298,12 @@ unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
             .ok()
     }
 
+    #[inline(never)]
     fn unmap_single(&self, dma: DmaAddr, len: usize, dir: Direction) {
         self.card.with(|c| c.dma().unmap_foreign(dma, len, dir));
     }
 
+    #[inline(never)]
     fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, dir: Direction, for_cpu: bool) {
         self.card
             .with(|c| c.dma().sync_foreign(dma, offset, len, dir, for_cpu));
@@ -293,12 +311,14 @@ unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
 
     /// The model's addresses are not the kernel's: the page pool cannot map for it, so each
     /// page is mapped with the model while the driver holds it.
+    #[inline(never)]
     fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
         // SAFETY: the page stays valid while the driver holds it, and `release_page` unmaps it
         // before it goes back to the pool or on to the OS.
         unsafe { self.map_single(page.virt, PAGE_SIZE, Direction::Bidirectional) }
     }
 
+    #[inline(never)]
     fn release_page(&self, dma: DmaAddr) {
         self.unmap_single(dma, PAGE_SIZE, Direction::Bidirectional);
     }
@@ -319,6 +339,7 @@ impl<L: RawLock> SimDelay<L> {
 }
 
 impl<L: RawLock> DelayNs for SimDelay<L> {
+    #[inline(never)]
     fn delay_ns(&mut self, ns: u32) {
         self.card.with(|c| c.delay().delay_ns(ns));
     }

@@ -482,6 +482,7 @@ pub fn build_rust_object() -> Result<PathBuf, String> {
     }
     fs::write(&bin, &bytes.stdout).map_err(|e| format!("{}: {e}", bin.display()))?;
     check_rust_object(&bin)?;
+    crate::panicpaths::check(&bin)?;
     Ok(bin)
 }
 

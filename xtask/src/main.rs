@@ -7,6 +7,7 @@ mod bpf;
 mod ffi;
 mod fuzz;
 mod kmod;
+mod panicpaths;
 mod peers;
 mod qemu;
 mod qemucard;
@@ -431,6 +432,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
         Some("kmod") => kmod::kmod(&args[1..]),
+        Some("panic-paths") => panicpaths::panic_paths(),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("bench-peers") => peers::bench_peers(&args[1..]),
@@ -449,7 +451,7 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask qemu-card\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),

@@ -53,7 +53,8 @@ impl Ring {
             // sum < 2 * len
             (if sum >= len { sum - len } else { sum }) as u16
         } else {
-            (sum % len) as u16
+            // `len` is at least 1 (the constructor's check); saying so spares a panic path.
+            (sum % nonzero(len)) as u16
         }
     }
 
@@ -83,7 +84,7 @@ impl Ring {
                 (to as u32 + self.len as u32 - from as u32) as u16
             }
         } else {
-            let len = self.len as u32;
+            let len = nonzero(self.len as u32);
             ((to as u32 % len + len - from as u32 % len) % len) as u16
         }
     }
@@ -139,6 +140,15 @@ impl Color {
     #[must_use]
     pub const fn flip(self) -> Self {
         Self(!self.0)
+    }
+}
+
+/// `n`, or 1 for 0: a divisor the compiler knows is not zero.
+const fn nonzero(n: u32) -> u32 {
+    if n == 0 {
+        1
+    } else {
+        n
     }
 }
 

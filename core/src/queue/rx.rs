@@ -356,10 +356,13 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             tally.no_page += 1;
             return;
         }
-        let slot = &mut self.slots.as_mut()[first];
+        // Unreachable without a page (a posted slot always holds one, and `first` is a slot of
+        // the ring); the next refill walks the slots and fills it.
+        let Some(slot) = self.slots.as_mut().get_mut(first) else {
+            self.unready = UNREADY_ALL;
+            return;
+        };
         let Some(page) = slot.take() else {
-            // Unreachable (a posted slot always holds a page); the next refill walks the slots
-            // and fills it.
             self.unready = UNREADY_ALL;
             return;
         };

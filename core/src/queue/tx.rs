@@ -560,8 +560,17 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
             self.os_in_flight += 1;
             Foreign::Os(frame)
         };
-        self.post_foreign(db, addr, len, frame, more);
-        Ok(())
+        match self.post_foreign(db, addr, len, frame, more) {
+            Ok(()) => Ok(()),
+            Err(Foreign::Remote(f)) => {
+                self.remote_in_flight -= 1;
+                Err(TxError::Full(f))
+            }
+            Err(Foreign::Os(f)) => {
+                self.os_in_flight -= 1;
+                Err(TxError::Full(f))
+            }
+        }
     }
 
     /// The length of the descriptor for an OS or remote frame, by [`tx_desc`] with the frame at
@@ -691,7 +700,12 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         more: bool,
     ) -> Option<PoolFrame<Pg>> {
         let i = self.next_to_use;
-        let back = self.next_slot(len).pool.replace(frame);
+        let Some(slot) = self.next_slot(len) else {
+            // Not reached (the producer index is always a slot of the ring): the frame is not
+            // posted and goes back as if it had been sent.
+            return Some(frame);
+        };
+        let back = slot.pool.replace(frame);
         self.post(db, i, addr, len, more);
         back
     }
@@ -705,24 +719,30 @@ impl<D: DmaMemory, Pg: PoolPage, F: TxFrame, St: AsMut<[TxSlot<Pg, F>]>> TxQueue
         len: u16,
         frame: Foreign<F>,
         more: bool,
-    ) {
+    ) -> Result<(), Foreign<F>> {
         let i = self.next_to_use;
-        let before = self.next_slot(len).foreign.replace(frame);
+        // Not reached without a slot (the producer index is always a slot of the ring): the
+        // frame goes back to the caller unposted.
+        let Some(slot) = self.next_slot(len) else {
+            return Err(frame);
+        };
+        let before = slot.foreign.replace(frame);
         // Not reached: the reclaim hands every OS and remote frame back from the slots it
         // completes, and only completed slots are posted again.
         debug_assert!(before.is_none(), "an OS or remote frame left in a free TX slot");
         drop(before);
         self.post(db, i, addr, len, more);
+        Ok(())
     }
 
     /// The next free slot, for a frame of `len` bytes: the running byte count moves on by
     /// `len` and the slot records it ([`TxSlot::end`]).
     #[inline(always)]
-    fn next_slot(&mut self, len: u16) -> &mut TxSlot<Pg, F> {
+    fn next_slot(&mut self, len: u16) -> Option<&mut TxSlot<Pg, F>> {
+        let slot = self.slots.as_mut().get_mut(usize::from(self.next_to_use))?;
         self.bytes_posted = self.bytes_posted.wrapping_add(u64::from(len));
-        let slot = &mut self.slots.as_mut()[usize::from(self.next_to_use)];
         slot.end = self.bytes_posted;
-        slot
+        Some(slot)
     }
 
     /// Writes the descriptor of slot `i` (the next free one, its buffer already in place through

@@ -515,8 +515,10 @@ pub unsafe extern "C" fn onic_rs_error_report(p: *const c_void, buf: *mut u8, le
     let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
     let mut w = CutWriter { out, at: 0 };
     let _ = core::fmt::write(&mut w, format_args!("{status}"));
-    let end = w.at.min(w.out.len() - 1);
-    w.out[end] = 0;
+    let end = w.at.min(w.out.len().saturating_sub(1));
+    if let Some(nul) = w.out.get_mut(end) {
+        *nul = 0;
+    }
     status.any()
 }
 
@@ -530,8 +532,10 @@ impl core::fmt::Write for CutWriter<'_> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let room = self.out.len().saturating_sub(1).saturating_sub(self.at);
         let n = s.len().min(room);
-        self.out[self.at..self.at + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.at += n;
+        if let (Some(to), Some(from)) = (self.out.get_mut(self.at..self.at + n), s.as_bytes().get(..n)) {
+            to.copy_from_slice(from);
+            self.at += n;
+        }
         Ok(())
     }
 }
