@@ -10,7 +10,7 @@
 //! Code that only simulation mode runs (the in-kernel model, `onic-sim`, and the module's
 //! `simcard` windows, which are never inlined into the real path) is not followed: the model is
 //! a test device whose own checks may panic. Every module build runs the pass
-//! (`kmod::build_rust_object`) and fails on a site; `cargo xtask panic-paths` runs it alone.
+//! (`kmod::build_rust_object`, which `cargo xtask panic-paths` runs alone) and fails on a site.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
@@ -216,12 +216,6 @@ pub fn check(obj: &Path) -> Result<(), String> {
             sites.len()
         ))
     }
-}
-
-/// `cargo xtask panic-paths`.
-pub fn panic_paths() -> Result<(), String> {
-    let obj = crate::kmod::build_rust_object()?;
-    check(&obj)
 }
 
 #[cfg(test)]
