@@ -70,10 +70,14 @@ pub const KERNELS: [Kernel; 2] = [
     },
 ];
 
-/// Picks kernels by `--kernel` value (`6.1`, `6.12`, `all`).
+/// Picks kernels by `--kernel` value (`6.1`, `6.12`, `all`, or `debug`: the debug kernel built
+/// from Debian's 6.1 source, `debugkernel.rs`; not part of `all`).
 pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
     if which == "all" {
         return Ok(KERNELS.iter().collect());
+    }
+    if which == crate::debugkernel::DEBUG.name {
+        return Ok(vec![&crate::debugkernel::DEBUG]);
     }
     KERNELS
         .iter()
@@ -81,7 +85,10 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
         .map(|k| vec![k])
         .ok_or_else(|| {
             let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
-            format!("unknown kernel {which:?}; one of {} or all", names.join(", "))
+            format!(
+                "unknown kernel {which:?}; one of {}, all or debug",
+                names.join(", ")
+            )
         })
 }
 
@@ -270,8 +277,12 @@ pub struct Resolved {
 }
 
 /// Extracts the module `rel` (a path under the image's `kernel/` tree, e.g. `net/core/pktgen.ko`)
-/// from the downloaded image package into `<dir>/modules`, decompressed; returns its path.
+/// from the downloaded image package into `<dir>/modules`, decompressed; returns its path (the
+/// debug kernel's comes from its own build tree).
 pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
+    if r.kernel.name == crate::debugkernel::DEBUG.name {
+        return crate::debugkernel::tree_module(r, rel);
+    }
     let out = r.dir.join("modules");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let deb = downloaded(&r.dir.join("debs"), &format!("linux-image-{}", r.abi))
@@ -291,8 +302,12 @@ pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
     Ok(out.join(name))
 }
 
-/// Resolves the ABI, downloads and unpacks headers (+ common part and kbuild) and the image.
+/// Resolves the ABI, downloads and unpacks headers (+ common part and kbuild) and the image; for
+/// the debug kernel, builds it or takes it from the cache.
 pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
+    if k.name == crate::debugkernel::DEBUG.name {
+        return crate::debugkernel::resolve(k);
+    }
     let start = Instant::now();
     let (abi, image, pkgs) = packages(k)?;
     let dir = vm_root().join(k.name);

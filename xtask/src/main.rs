@@ -4,6 +4,7 @@
 //! the DPDK peers side by side.
 
 mod bpf;
+mod debugkernel;
 mod ffi;
 mod fuzz;
 mod kmod;
@@ -438,6 +439,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("bench-peers") => peers::bench_peers(&args[1..]),
         Some("qemu-card") => qemucard::qemu_card(&args[1..]),
+        Some("debug-kernel") => debugkernel::debug_kernel(&args[1..]),
         Some("vm-test") => match vm::vm_test(&args[1..]) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -452,7 +454,7 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all|debug]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask debug-kernel\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),

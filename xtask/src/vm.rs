@@ -18,7 +18,7 @@ use crate::kmod::{self, Resolved};
 use crate::{root, run, run_sh};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all] [--card sim|pci|all] [--timeout SECONDS] [--expect-fail]";
+    "usage: cargo xtask vm-test [--kernel 6.1|6.12|all|debug] [--card sim|pci|all] [--timeout SECONDS] [--expect-fail]";
 
 /// Which card the module drives in a VM test boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +133,9 @@ pub const VM_TEST_ACCEL: &str = "tcg,thread=single";
 struct Options {
     kernel: String,
     card: String,
-    timeout: Duration,
+    /// `--timeout`; without it [`DEFAULT_TIMEOUT_S`], or the debug kernel's own
+    /// (`debugkernel::VM_TIMEOUT_S`).
+    timeout: Option<Duration>,
     /// Boot with a deliberately failing check and expect the run to fail (status 35).
     expect_fail: bool,
 }
@@ -142,7 +144,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         kernel: "all".into(),
         card: "all".into(),
-        timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+        timeout: None,
         expect_fail: false,
     };
     let mut it = args.iter();
@@ -153,7 +155,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--expect-fail" => o.expect_fail = true,
             "--timeout" => {
                 let s = it.next().and_then(|s| s.parse::<u64>().ok()).ok_or(USAGE)?;
-                o.timeout = Duration::from_secs(s);
+                o.timeout = Some(Duration::from_secs(s));
             }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
@@ -633,7 +635,14 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
                 .iter()
                 .map(|(r, img)| {
                     let q = qemu.as_deref();
-                    scope.spawn(move || boot(r, card, q, img, o.timeout, o.expect_fail))
+                    let timeout = o.timeout.unwrap_or(Duration::from_secs(
+                        if r.kernel.name == crate::debugkernel::DEBUG.name {
+                            crate::debugkernel::VM_TIMEOUT_S
+                        } else {
+                            DEFAULT_TIMEOUT_S
+                        },
+                    ));
+                    scope.spawn(move || boot(r, card, q, img, timeout, o.expect_fail))
                 })
                 .collect();
             runs.into_iter()
