@@ -112,6 +112,7 @@ CTL_CMPT_FREEZE=0x10
 CTL_CORRUPT_CMPT=0x14
 CTL_BAD_FCS=0x1c
 CTL_RAISE_ERROR=0x34
+CTL_CMPT_STATUS_FREEZE=0x38
 CTL_VIOLATIONS=0x20
 CTL_BUS_FAULTS=0x24
 CTL_GONE=0x28
@@ -134,6 +135,14 @@ set_tx_stall() {
 }
 set_cmpt_freeze() {
 	if [ $MODE = pci ]; then ctl_wr $CTL_CMPT_FREEZE "$1"; else echo "$1" >/sys/module/onic/parameters/sim_cmpt_freeze; fi
+}
+# flood_frozen: a fault window begins, completion rings keep their color across a wrap, and a
+# ping flood from a runs in the background (FL: its pid) until the ring error shows.
+flood_frozen() {
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	set_cmpt_freeze 1
+	timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
+	FL=$!
 }
 # irqs NAME-PREFIX: interrupts counted on the vectors whose name starts with it, all CPUs.
 irqs() {
@@ -693,10 +702,7 @@ check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 
 # ---- a lying completion ring (its color never flips after a wrap): the RX queue detects it,
 # stops asking to be polled, and a work item restarts it
 R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
-echo "onic-vm: fault window begins" >/dev/kmsg
-set_cmpt_freeze 1
-timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
-FL=$!
+flood_frozen
 n=0
 while [ $n -lt 30 ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
 set_cmpt_freeze 0
@@ -743,6 +749,26 @@ if [ $MODE = pci ]; then
 	check "7 frames with a bad FCS counted by the CMACs (stat_rx_bad_fcs +$(($(rxsum stat_rx_bad_fcs) - F0)))" \
 		test $(($(rxsum stat_rx_bad_fcs) - F0)) = 7
 	check "traffic flows after the lying completions" timeout 20 $A $PING -c 20 -i 0.05 -W 2 192.0.2.2
+	# A frozen completion ring (status records no longer written while entries keep coming):
+	# the poll finds entries nobody reported, the queue enters its error state and is restarted.
+	R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
+	E0=$(dmesg | grep -c "RX or XDP_TX ring error")
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	ctl_wr $CTL_CMPT_STATUS_FREEZE 1
+	timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
+	FL=$!
+	n=0
+	while [ $n -lt 30 ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$E0" ]; do sleep 1; n=$((n + 1)); done
+	ctl_wr $CTL_CMPT_STATUS_FREEZE 0
+	n=0
+	while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
+	kill $FL 2>/dev/null
+	wait $FL 2>/dev/null
+	sleep 2
+	echo "onic-vm: fault window ends" >/dev/kmsg
+	check "a completion ring whose status record stops moving is detected" test "$(dmesg | grep -c "RX or XDP_TX ring error")" -gt "$E0"
+	check "and its queue restarted in place" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
+	check "traffic flows after the frozen completion ring" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 	# An error the QDMA detects (C2H_ERR_STAT bit 3, the card's RAISE_ERROR) reaches the
 	# master PF's error vector once (it is not re-armed) and is logged decoded.
 	X0=$(irqs "$IF0-err")
@@ -854,10 +880,7 @@ else
 	fail "insmod, ports up, xdp_pass.o attached to both ports"
 fi
 R0=$(dmesg | grep -c "RX or XDP_TX ring error")
-echo "onic-vm: fault window begins" >/dev/kmsg
-set_cmpt_freeze 1
-timeout 40 $A $PING -f -w 25 -s 100 192.0.2.2 >/dev/null 2>&1 &
-FL=$!
+flood_frozen
 n=0
 while [ $n -lt 300 ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$R0" ]; do sleep 0.1; n=$((n + 1)); done
 check "a ring error is reported under the flood" test "$(dmesg | grep -c "RX or XDP_TX ring error")" -gt "$R0"

@@ -46,6 +46,9 @@ pub const BAD_MMIO: u32 = 0x30;
 /// register `leaf` (an index of `onic_hal::regs::qdma::errors::LEAF_STATUS`) and its group in
 /// GLBL_ERR_STAT are set, and the error interrupt goes out if GLBL_ERR_INT is armed.
 pub const RAISE_ERROR: u32 = 0x34;
+/// 1: completion status records are no longer written (the producer index the driver reads
+/// stays where it was while entries keep coming: a frozen completion ring); 0: normal.
+pub const CMPT_STATUS_FREEZE: u32 = 0x38;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;

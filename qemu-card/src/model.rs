@@ -229,6 +229,7 @@ impl<H: Host> Model<H> {
             }
             ctl::TX_STALL => faults.stall_h2c_writeback(value != 0),
             ctl::CMPT_FREEZE => faults.freeze_cmpt_color(value != 0),
+            ctl::CMPT_STATUS_FREEZE => faults.freeze_cmpt_status(value != 0),
             ctl::CORRUPT_CMPT => {
                 let how = match value >> 16 {
                     1 => Some(Corruption::ErrBit),
