@@ -208,7 +208,10 @@ pub fn check(obj: &Path) -> Result<(), String> {
         println!("panic site: {site}\n    reached by: {}", names.join(" -> "));
     }
     if sites.is_empty() {
-        println!("no panic reachable from the {} datapath entry points", DATAPATH_ENTRIES.len());
+        println!(
+            "no panic reachable from the {} datapath entry points",
+            DATAPATH_ENTRIES.len()
+        );
         Ok(())
     } else {
         Err(format!(
@@ -224,7 +227,8 @@ mod tests {
 
     #[test]
     fn section_table_lines_are_read() {
-        let t = "  [ 0]                   NULL            0000000000000000 000000 000000 00      0   0  0\n  \
+        let t =
+            "  [ 0]                   NULL            0000000000000000 000000 000000 00      0   0  0\n  \
                  [12] .text.onic_rs_poll PROGBITS        0000000000000000 000040 000123 00  AX  0   0 16\n";
         let s = section_names(t);
         assert_eq!(s.get(&12).map(String::as_str), Some(".text.onic_rs_poll"));
