@@ -10,11 +10,12 @@
 //! `arch/x86/boot/bzImage` is what the VM boots.
 //!
 //! The tree lives outside the clone, in `$ONIC_CACHE` (default `/var/cache/onic-rs`), in a
-//! directory named after the source package's version and a hash of the fragment, the recipe and
-//! the compiler: a machine that built it once reuses it, anything that changes the kernel builds
-//! afresh (and the tree of the old key is removed). An interrupted build goes on where it
-//! stopped (make is incremental); a finished one records how long it took, wall clock and CPU
-//! time (`build-seconds`).
+//! directory named after the source package's version (a new version unpacks afresh and removes
+//! the old tree), with the key of its configuration beside it (`key`: a hash of the fragment, the
+//! recipe and the compiler): a machine that built it once reuses it; a new key reconfigures the
+//! same tree and kbuild recompiles only what the changed options touch (a new compiler:
+//! everything). An interrupted build goes on where it stopped (make is incremental); a finished
+//! one records how long it took, wall clock and CPU time (`build-seconds`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -83,15 +84,16 @@ fn stdout_of(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The cache key: the source version and a hash of the fragment, the recipe and the compiler.
-fn cache_key(fragment: &[u8]) -> Result<String, String> {
+/// The source version, and the key of a configuration: a hash of the fragment, the recipe and
+/// the compiler.
+fn version_and_key(fragment: &[u8]) -> Result<(String, String), String> {
     let version = stdout_of(Command::new("dpkg-query").args(["-W", "-f=${Version}", SOURCE_PACKAGE]))?;
     let compiler = stdout_of(Command::new("gcc").arg("--version"))?;
     let mut inputs = fragment.to_vec();
     inputs.extend_from_slice(BASE_CONFIG.as_bytes());
     inputs.extend_from_slice(TARGETS.join(" ").as_bytes());
     inputs.extend_from_slice(compiler.lines().next().unwrap_or_default().as_bytes());
-    Ok(format!("{version}-{:016x}", fnv64(&inputs)))
+    Ok((version, format!("{:016x}", fnv64(&inputs))))
 }
 
 /// The lines of a fragment as (option, wanted value), `None` for `# CONFIG_X is not set`.
@@ -182,10 +184,7 @@ fn configure(tree: &Path, fragment: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Removes the trees of other keys (an older fragment, recipe or source): each is some 4 GB.
-/// (Moving one to the new key and rebuilding it in place would not save time: kbuild writes
-/// absolute paths into the dependencies of its host tools, so after a move objtool is rebuilt,
-/// and every object depends on objtool.)
+/// Removes the trees of other source versions: each is some 4 GB.
 fn remove_stale_trees(cache: &Path, dir: &Path) {
     let Ok(entries) = fs::read_dir(cache) else {
         return;
@@ -208,25 +207,31 @@ fn build() -> Result<PathBuf, String> {
     kmod::ensure_packages(&BUILD_PACKAGES)?;
     let fragment = root().join(FRAGMENT);
     let bytes = fs::read(&fragment).map_err(|e| format!("{}: {e}", fragment.display()))?;
-    let key = cache_key(&bytes)?;
+    let (version, key) = version_and_key(&bytes)?;
     let cache = crate::qemucard::cache_root();
-    let dir = cache.join(format!("debug-kernel-{key}"));
+    let dir = cache.join(format!("debug-kernel-{version}"));
     let tree = dir.join(SOURCE_DIR);
-    let built = dir.join("build-seconds");
-    if let Ok(secs) = fs::read_to_string(&built) {
-        println!(
-            "debug kernel: cached in {} (built in {} s)",
-            dir.display(),
-            secs.trim()
-        );
-        return Ok(tree);
-    }
-    let configured = dir.join("configured");
-    if !configured.exists() {
-        remove_stale_trees(&cache, &dir);
-        unpack(&dir)?;
+    let (key_file, built) = (dir.join("key"), dir.join("build-seconds"));
+    let configured_as = fs::read_to_string(&key_file).ok();
+    if configured_as.as_deref() == Some(key.as_str()) {
+        if let Ok(secs) = fs::read_to_string(&built) {
+            println!(
+                "debug kernel: cached in {} (built in {})",
+                dir.display(),
+                secs.trim()
+            );
+            return Ok(tree);
+        }
+    } else {
+        // A new configuration. The tree stays where it is (kbuild's dependency files hold
+        // absolute paths), so kbuild recompiles only the objects whose options changed.
+        let _ = fs::remove_file(&built);
+        if configured_as.is_none() {
+            remove_stale_trees(&cache, &dir);
+            unpack(&dir)?;
+        }
         configure(&tree, &fragment)?;
-        fs::write(&configured, b"").map_err(|e| format!("{}: {e}", configured.display()))?;
+        fs::write(&key_file, &key).map_err(|e| format!("{}: {e}", key_file.display()))?;
     }
     let jobs = format!(
         "-j{}",
@@ -245,7 +250,7 @@ fn build() -> Result<PathBuf, String> {
     }
     let secs = start.elapsed().as_secs();
     let cpu = children_cpu_seconds().map_or("?".to_string(), |c| c.to_string());
-    let record = format!("{secs} (CPU {cpu} s)\n");
+    let record = format!("{secs} s wall clock, {cpu} s CPU\n");
     fs::write(&built, &record).map_err(|e| format!("{}: {e}", built.display()))?;
     println!("debug kernel: built in {} in {}", record.trim(), dir.display());
     Ok(tree)
