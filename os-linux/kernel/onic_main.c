@@ -67,14 +67,19 @@ MODULE_PARM_DESC(sim_dma_api,
  * a debug kernel (DEBUG_ATOMIC_SLEEP) report an entry point that forgot to say so. */
 static DEFINE_PER_CPU(unsigned int, onic_atomic_depth);
 
+/* Preemption stays off inside (a no-op cost where the caller is atomic already): a caller that is
+ * preemptible (ndo_get_stats64 may be) cannot move to another CPU between enter and exit, which
+ * would leave one CPU's count up and bring another's to 0 under a spinlock. */
 void onic_atomic_enter(void)
 {
+	preempt_disable();
 	this_cpu_inc(onic_atomic_depth);
 }
 
 void onic_atomic_exit(void)
 {
 	this_cpu_dec(onic_atomic_depth);
+	preempt_enable();
 }
 
 static bool onic_may_sleep(void)
@@ -371,6 +376,7 @@ static void onic_card_put(struct onic_card *c)
 
 struct onic_pci {
 	struct pci_dev *pdev;
+	int user_irq;	/* the user vector's IRQ (pci_irq_vector takes a mutex: not in the handler) */
 	struct onic_ndev *nd;
 	struct onic_card *card;
 	void __iomem *bar0, *bar2;
@@ -401,7 +407,7 @@ static irqreturn_t onic_misc_irq(int irq, void *data)
 	char report[256];
 	bool any = false;
 
-	if (irq == pci_irq_vector(op->pdev, op->queues)) {
+	if (irq == op->user_irq) {
 		dev_warn_ratelimited(&op->pdev->dev, "user interrupt on IRQ %d (not used by the shell)\n", irq);
 		return IRQ_HANDLED;
 	}
@@ -473,6 +479,8 @@ static int onic_pci_request_irqs(struct pci_dev *pdev, struct onic_pci *op, cons
 		char *n = op->misc_name[v - op->queues];
 
 		snprintf(n, sizeof(op->misc_name[0]), "%s-%s", name, v == op->queues ? "user" : "err");
+		if (v == op->queues)
+			op->user_irq = pci_irq_vector(pdev, v);
 		err = request_irq(pci_irq_vector(pdev, v), onic_misc_irq, 0, n, op);
 		if (err)
 			return err;

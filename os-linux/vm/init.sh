@@ -165,6 +165,10 @@ BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for
 # poison was overwritten while free, a bad page, a corrupted list, a double free.
 # ... nor a fault of the IOMMU (a device access to an address the driver did not map for it).
 BADLOG="$BADLOG"'|DMAR: \[|DMAR: DRHD: handling fault|IO_PAGE_FAULT'
+# Reports of the kernel's checkers (the debug kernel, os-linux/vm/README.md), checked over the
+# whole log.
+CHECKERS='BUG: sleeping function|Invalid wait context|BUG: KASAN|suspicious RCU usage|lock order detected|locking dependency|inconsistent lock state|recursive locking|INFO: trying to register non-static key|turning off the locking correctness validator|ODEBUG: |DMA-API: '
+BADLOG="$BADLOG|$CHECKERS"
 BADLOG="$BADLOG"'|BUG [^ ]+ \(|Poison overwritten|Redzone|Object already free|Freepointer corrupt|Padding overwritten|slab error|[Ff]reelist|pagealloc: (memory corruption|single bit error)|[Bb]ad page (state|map)|list_(add|del) corruption|double free|kernel BUG|KFENCE: '
 
 finish() {
@@ -207,6 +211,14 @@ finish() {
 		show
 	else
 		pass "kernel log free of WARN/BUG/Oops/lockups/hung tasks/NETDEV WATCHDOG/page_pool leaks/model violations/memory-check reports"
+	fi
+	# The kernel's own checkers (atomic sleep, lockdep, KASAN, RCU, debugobjects, DMA API) report
+	# a driver bug whenever it happens: fault windows included.
+	if grep -E "$CHECKERS" /tmp/dmesg >/tmp/out; then
+		fail "no report of the kernel's checkers, fault windows included"
+		show
+	else
+		pass "no report of the kernel's checkers, fault windows included"
 	fi
 	echo "VM-TEST SUMMARY: checks that passed $PASSES, checks that failed $FAILS"
 	if [ "$FAILS" = 0 ]; then
