@@ -12,6 +12,7 @@ use onic_core::stats::ethtool::{
 };
 
 use crate::errno::{Errno, EOPNOTSUPP};
+use crate::text::FixedBuf;
 
 /// Bytes of one ethtool string (`ETH_GSTRING_LEN`), NUL padded.
 pub const ETH_GSTRING_LEN: usize = 32;
@@ -43,30 +44,15 @@ pub const fn sset_count(sset: u32, queues: usize) -> Result<usize, Errno> {
     }
 }
 
-/// A fixed buffer that `write!` fills and silently truncates (always leaving a NUL).
-struct GString<'a> {
-    out: &'a mut [u8; ETH_GSTRING_LEN],
-    len: usize,
-}
-
-impl Write for GString<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        for &b in s.as_bytes() {
-            if self.len + 1 >= ETH_GSTRING_LEN {
-                break;
-            }
-            self.out[self.len] = b;
-            self.len += 1;
-        }
-        Ok(())
-    }
-}
-
 /// Writes `name` into `out`, NUL padded (truncated to 31 bytes).
 pub fn write_name(name: StatName, out: &mut [u8; ETH_GSTRING_LEN]) {
     out.fill(0);
-    let mut w = GString { out, len: 0 };
+    // One byte short of the field: the last stays NUL.
+    let mut w = FixedBuf::<{ ETH_GSTRING_LEN - 1 }>::new();
     let _ = write!(w, "{name}");
+    for (d, s) in out.iter_mut().zip(w.as_bytes()) {
+        *d = *s;
+    }
 }
 
 /// The name of entry `index` of the reference driver's 71 (for the VM test's expected list).

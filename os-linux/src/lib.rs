@@ -16,6 +16,8 @@
 //! - [`os`]: what the datapath needs from the OS (page pools, packets, XDP, statistics), as
 //!   traits the module implements over the kernel and host tests over plain memory.
 //! - [`simcard`]: simulation mode's backend, the model card behind a lock.
+//! - [`heap`]: allocation that fails with `None` instead of panicking.
+//! - [`text`]: fixed buffers `write!` fills, with no allocation and no panic path.
 //! - [`ethtool`]: string sets, `ethtool -S` names, flow-hash fields.
 //! - `kernel` (feature `kernel` on a bare target only): heap, panic handler, printk logger, the
 //!   hardware backend over the kernel's MMIO/DMA API and the `extern "C"` entry points.
@@ -33,10 +35,12 @@ pub mod datapath;
 pub mod dp;
 pub mod errno;
 pub mod ethtool;
+pub mod heap;
 pub mod os;
 pub mod port;
 pub mod queues;
 pub mod simcard;
+pub mod text;
 
 #[cfg(all(feature = "kernel", target_os = "none"))]
 mod kernel;

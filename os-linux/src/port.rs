@@ -20,7 +20,6 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use onic_core::device::rss_control::HashFunction;
@@ -117,17 +116,9 @@ unsafe impl<
 static DEFAULT_HASHER: ShellHasher = ShellHasher::new(&RssKey::DEFAULT);
 
 fn boxed_hasher() -> Option<Box<ShellHasher>> {
-    let layout = core::alloc::Layout::new::<ShellHasher>();
-    // SAFETY: the layout is not zero-sized.
-    let p = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<ShellHasher>())?;
     // SAFETY: `ShellHasher` is plain data (integer tables and the key bytes, no pointers, no
-    // Drop), so a bitwise copy of a valid value is a valid value; the destination is the fresh
-    // allocation of its layout, which cannot overlap the static; the box then owns it with the
-    // global allocator's layout it was allocated with.
-    unsafe {
-        core::ptr::copy_nonoverlapping(&raw const DEFAULT_HASHER, p.as_ptr(), 1);
-        Some(Box::from_raw(p.as_ptr()))
-    }
+    // Drop).
+    unsafe { crate::heap::try_box_copy(&DEFAULT_HASHER) }
 }
 
 /// The register windows and lock a port's function is reached through.
@@ -171,19 +162,16 @@ where
         let dev =
             Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
         let n = usize::from(cfg.max_queues);
-        let mut queues = Vec::new();
-        let ready = queues
-            .try_reserve_exact(n)
-            .map_err(|_| ENOMEM)
-            .and_then(|()| Self::adopt(&dev, cfg.queues));
-        let key = match ready {
-            Ok(key) => key,
+        let ready = crate::heap::try_vec_with(n, |_| Queue::new())
+            .ok_or(ENOMEM)
+            .and_then(|queues| Ok((queues, Self::adopt(&dev, cfg.queues)?)));
+        let (queues, key) = match ready {
+            Ok(r) => r,
             Err(e) => {
                 let _ = dev.teardown(&mut delay);
                 return Err(e);
             }
         };
-        queues.resize_with(n, Queue::new);
         let net = NetSettings::new(
             cfg.rx_ring,
             cfg.tx_ring,
@@ -498,17 +486,17 @@ where
     ///
     /// Control call (RTNL: the pools do not come and go meanwhile).
     unsafe fn snapshots(&self) -> Result<Vec<QueueCounters>, Errno> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(self.queues.len()).map_err(|_| ENOMEM)?;
-        for (qid, q) in self.queues.iter().enumerate() {
+        crate::heap::try_vec_with(self.queues.len(), |qid| {
             let mut c = self.read_queue(qid);
-            // SAFETY: RTNL (caller's contract) serializes with open/stop, which set it.
-            if let Some(mem) = unsafe { *q.mem.get() } {
-                c.pool = self.os.pp_stats(mem);
+            if let Some(q) = self.queues.get(qid) {
+                // SAFETY: RTNL (caller's contract) serializes with open/stop, which set it.
+                if let Some(mem) = unsafe { *q.mem.get() } {
+                    c.pool = self.os.pp_stats(mem);
+                }
             }
-            v.push(c);
-        }
-        Ok(v)
+            c
+        })
+        .ok_or(ENOMEM)
     }
 
     /// `ethtool -S` names: `buf` holds [`Port::stats_count`] strings of `ETH_GSTRING_LEN`.

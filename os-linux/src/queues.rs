@@ -96,10 +96,7 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
 
 /// Storage for `n` slots on the heap, or `ENOMEM`.
 fn slots<T>(n: u16, mut fill: impl FnMut() -> T) -> Result<Slots<T>, Errno> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(usize::from(n)).map_err(|_| ENOMEM)?;
-    v.resize_with(usize::from(n), &mut fill);
-    Ok(v)
+    crate::heap::try_vec_with(usize::from(n), |_| fill()).ok_or(ENOMEM)
 }
 
 /// A NAPI pair's counters, XDP_TX ring included.

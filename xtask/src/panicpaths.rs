@@ -1,22 +1,27 @@
-//! `cargo xtask panic-paths`: where the module's datapath can still panic. A Rust panic in the
-//! kernel module ends in `onic_rust_panic`, which panics the kernel, so a path from a datapath
-//! entry point to it is a way to take the machine down from a packet (issue 33, finding 4).
+//! `cargo xtask panic-paths`: where the module can still panic. A Rust panic in the kernel
+//! module ends in `onic_rust_panic`, which panics the kernel, so a path from an entry point to it
+//! is a way to take the machine down from a packet or an `ethtool` call (issue 33, finding 4).
 //!
 //! The pass reads the module's Rust object (built as for `cargo xtask kmod`): its sections,
 //! symbols and relocations (`readelf`), makes a graph of which code section refers to which (a
 //! call, a jump table, a function pointer taken: every relocation counts, so the graph
-//! over-approximates the calls), walks it from the datapath entry points and lists every
-//! reachable function that calls into Rust's panic machinery, with the path that reaches it.
-//! Code that only simulation mode runs (the in-kernel model, `onic-sim`, and the module's
-//! `simcard` windows, which are never inlined into the real path) is not followed: the model is
-//! a test device whose own checks may panic. Every module build runs the pass
-//! (`kmod::build_rust_object`, which `cargo xtask panic-paths` runs alone) and fails on a site.
+//! over-approximates the calls), walks it from every entry point the C glue calls (each
+//! exported `onic_rs_*`: the datapath's and the control path's, probe, open, stop, ethtool) and
+//! lists every reachable function that calls into Rust's panic machinery, with the path that
+//! reaches it. All entries are walked, not only the datapath's: a call through a pointer stored
+//! at run time (the `log` facade's logger, set by `onic_rs_init`) is an edge only from where the
+//! pointer is taken. Code that only simulation mode runs (its entry points `onic_rs_sim_*` and
+//! `onic_rs_port_new_sim`, the in-kernel model `onic-sim`, and the module's `simcard` windows,
+//! which are never inlined into the real path) is not followed: the model is a test device
+//! whose own checks may panic. Every module build runs the pass (`kmod::build_rust_object`,
+//! which `cargo xtask panic-paths` runs alone) and fails on a site.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
 use std::process::Command;
 
-/// The module's entry points that run per packet or in atomic context (`entry.rs`).
+/// The module's entry points that run per packet or in atomic context (`entry.rs`): they must
+/// be in the object (a renamed one would otherwise drop out of the walk unnoticed).
 pub const DATAPATH_ENTRIES: [&str; 11] = [
     "onic_rs_poll",
     "onic_rs_xmit",
@@ -42,6 +47,12 @@ const PANICKING: [&str; 7] = [
     "17capacity_overflow",
     "18handle_alloc_error",
 ];
+
+/// Prefix of the entry points the C glue calls.
+const ENTRY_PREFIX: &str = "onic_rs_";
+
+/// Entry points only simulation mode calls.
+const SIMULATION_ENTRIES: [&str; 2] = ["onic_rs_sim_", "onic_rs_port_new_sim"];
 
 /// Parts of mangled names (Rust's v0 scheme: a length, then the identifier) of code only
 /// simulation mode runs.
@@ -185,8 +196,21 @@ fn is_panicking(node: &str) -> bool {
     PANICKING.iter().any(|p| node.contains(p))
 }
 
-/// Lists the panic sites reachable from the datapath entry points of `obj`; an error when there
-/// is one (or an entry point is missing).
+/// The entry points the C glue calls, simulation mode's left out, in name order.
+fn entry_points(g: &Graph) -> Vec<&str> {
+    let mut entries: Vec<&str> = g
+        .home
+        .keys()
+        .map(String::as_str)
+        .filter(|k| k.starts_with(ENTRY_PREFIX))
+        .filter(|k| !SIMULATION_ENTRIES.iter().any(|s| k.starts_with(s)))
+        .collect();
+    entries.sort_unstable();
+    entries
+}
+
+/// Lists the panic sites reachable from the entry points of `obj`; an error when there is one
+/// (or a datapath entry point is missing).
 pub fn check(obj: &Path) -> Result<(), String> {
     let g = Graph::read(obj)?;
     let missing: Vec<&str> = DATAPATH_ENTRIES
@@ -201,7 +225,8 @@ pub fn check(obj: &Path) -> Result<(), String> {
             missing.join(", ")
         ));
     }
-    let sites = g.panic_sites(&DATAPATH_ENTRIES);
+    let entries = entry_points(&g);
+    let sites = g.panic_sites(&entries);
     for path in &sites {
         let names: Vec<String> = path.iter().map(|n| g.name(n)).collect();
         let site = names.last().map_or("", String::as_str);
@@ -209,13 +234,14 @@ pub fn check(obj: &Path) -> Result<(), String> {
     }
     if sites.is_empty() {
         println!(
-            "no panic reachable from the {} datapath entry points",
+            "no panic reachable from the module's {} entry points ({} of the datapath)",
+            entries.len(),
             DATAPATH_ENTRIES.len()
         );
         Ok(())
     } else {
         Err(format!(
-            "{} functions reachable from the datapath can panic (a Rust panic panics the kernel)",
+            "{} functions reachable from the module's entry points can panic (a Rust panic panics the kernel)",
             sites.len()
         ))
     }
@@ -254,6 +280,29 @@ mod tests {
         assert_eq!(
             g.panic_sites(&["entry"]),
             vec![vec![".text.entry".to_string(), ".text.helper".to_string()]]
+        );
+    }
+
+    #[test]
+    fn every_entry_but_simulation_modes_is_walked() {
+        let mut g = Graph {
+            edges: HashMap::new(),
+            label: HashMap::new(),
+            home: HashMap::new(),
+        };
+        for name in [
+            "onic_rs_poll",
+            "onic_rs_open",
+            "onic_rs_sim_tick",
+            "onic_rs_port_new_sim",
+            "onic_rs_port_new_pci",
+            "memcpy",
+        ] {
+            g.home.insert(name.into(), format!(".text.{name}"));
+        }
+        assert_eq!(
+            entry_points(&g),
+            ["onic_rs_open", "onic_rs_poll", "onic_rs_port_new_pci"]
         );
     }
 }

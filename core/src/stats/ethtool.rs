@@ -168,20 +168,22 @@ impl<'q> EthtoolStats<'q> {
     #[must_use]
     pub fn entry(&self, i: usize) -> Option<(StatName, u64)> {
         if i < HW_COUNTERS {
-            return Some((StatName::Fixed(c_driver_stat_name(i)?), self.hw[i]));
+            return Some((StatName::Fixed(c_driver_stat_name(i)?), *self.hw.get(i)?));
         }
         if i < C_DRIVER_STATS {
             let k = i - HW_COUNTERS;
-            return Some((StatName::Fixed(XDP_STAT_NAMES[k]), self.xdp_totals()[k]));
+            let name = XDP_STAT_NAMES.get(k)?;
+            return Some((StatName::Fixed(name), *self.xdp_totals().get(k)?));
         }
         let mut i = i - C_DRIVER_STATS;
         for (dir, list) in [("rx", &RX_QUEUE_STATS[..]), ("tx", &TX_QUEUE_STATS[..])] {
             let n = self.queues.len() * list.len();
             if i < n {
                 let (q, k) = (i / list.len(), i % list.len());
-                let (name, get) = list[k];
+                let (name, get) = list.get(k)?;
                 let queue = u16::try_from(q).ok()?;
-                return Some((StatName::Queue { dir, queue, name }, get(&self.queues[q])));
+                let value = get(self.queues.get(q)?);
+                return Some((StatName::Queue { dir, queue, name }, value));
             }
             i -= n;
         }

@@ -17,7 +17,7 @@ use super::ffi;
 use super::kos::{KOs, KPtr};
 use super::lock::{KCardLock, KLock};
 use crate::abi::{LinkStats, OnicLayout, PollResult, PortParams, TxClean, TxState, XmitResult};
-use crate::errno::{Errno, EINVAL};
+use crate::errno::{Errno, EINVAL, ENOMEM};
 use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
 use crate::port::{Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
@@ -136,7 +136,10 @@ pub unsafe extern "C" fn onic_rs_sim_freeze_cmpt(sim: *const c_void, on: bool) {
 
 fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
     match r {
-        Ok(p) => Box::into_raw(Box::new(p)).cast(),
+        Ok(p) => match crate::heap::try_box(p) {
+            Some(b) => Box::into_raw(b).cast(),
+            None => finish(Err(ENOMEM), err),
+        },
         Err(e) => {
             if !err.is_null() {
                 // SAFETY: the C caller passes a valid out pointer or null.

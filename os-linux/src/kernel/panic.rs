@@ -5,11 +5,11 @@ use core::fmt::Write;
 use core::panic::PanicInfo;
 
 use super::ffi;
-use super::printk::StackBuf;
+use crate::text::FixedBuf;
 
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
-    let mut buf = StackBuf::<192>::new();
+    let mut buf = FixedBuf::<192>::new();
     let _ = write!(buf, "{info}");
     let msg = buf.as_bytes();
     // SAFETY: the message is a valid byte range for the call; the C side does not return.

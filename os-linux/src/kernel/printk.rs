@@ -6,33 +6,7 @@ use core::fmt::Write;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
 use super::ffi;
-
-/// A fixed buffer that `write!` fills and truncates.
-pub struct StackBuf<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackBuf<N> {
-    /// An empty buffer.
-    pub const fn new() -> Self {
-        Self { buf: [0; N], len: 0 }
-    }
-
-    /// What was written.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl<const N: usize> Write for StackBuf<N> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(N - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
-}
+use crate::text::FixedBuf;
 
 struct Printk;
 
@@ -47,7 +21,7 @@ impl Log for Printk {
         if !self.enabled(r.metadata()) {
             return;
         }
-        let mut buf = StackBuf::<256>::new();
+        let mut buf = FixedBuf::<256>::new();
         let _ = write!(buf, "{}", r.args());
         let level = match r.level() {
             Level::Error => 3,
