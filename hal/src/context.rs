@@ -157,11 +157,12 @@ impl Quiesced {
 }
 
 /// Invalidates every context of queue `abs_qid` on `side` (hardware.md §5.8), each command under
-/// `lock`, the card's context-command lock. A command that stays busy does not stop the others;
-/// the first failure is returned.
+/// `lock`, the card's context-command lock. A command that stays busy ends the sequence: the
+/// next command must not be written while one is still in progress.
 ///
-/// When a command fails on a card that has left the bus ([`RegisterWindow::gone`]), the proof
-/// is made all the same: a device that is gone reaches no memory.
+/// When a command fails and the window can cut the device off from memory
+/// ([`RegisterWindow::cut_off`]: a card that has left the bus, or one whose bus mastering the OS
+/// switched off), the proof is made all the same: the device reaches no memory.
 ///
 /// # Errors
 ///
@@ -174,23 +175,47 @@ pub fn invalidate_queue<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
     side: QueueSide,
     abs_qid: AbsQueueId,
 ) -> Result<Quiesced, ContextBusy> {
-    let mut first = Ok(Quiesced { side, qid: abs_qid });
+    match invalidate_contexts(bar0, lock, delay, side, abs_qid) {
+        Ok(()) => Ok(Quiesced { side, qid: abs_qid }),
+        Err(e) => cut_off_proof(bar0, side, abs_qid).ok_or(e),
+    }
+}
+
+/// The proof for queue `abs_qid` on `side` without its invalidation, when the window cuts the
+/// device off from memory ([`RegisterWindow::cut_off`]); `None` when it cannot. For a driver
+/// whose context commands do not complete.
+pub fn cut_off_proof<W: RegisterWindow>(bar0: &W, side: QueueSide, abs_qid: AbsQueueId) -> Option<Quiesced> {
+    if !bar0.cut_off() {
+        return None;
+    }
+    crate::warn!(
+        "onic: the card reaches no memory (off the bus or its DMA switched off): queue {}'s memory is released without its invalidation",
+        abs_qid.get()
+    );
+    Some(Quiesced { side, qid: abs_qid })
+}
+
+/// Invalidates every context of queue `abs_qid` on `side`, as [`invalidate_queue`] does, but
+/// with no fallback: `Ok` only when every command completed. For a driver that must know the
+/// card holds no stale context of the queue (before it lets the card reach memory again after
+/// [`RegisterWindow::cut_off`]).
+///
+/// # Errors
+///
+/// [`ContextBusy`] for the command that did not complete; the ones after it are not issued.
+pub fn invalidate_contexts<W: RegisterWindow, L: SharedLock + ?Sized, D: DelayNs>(
+    bar0: &W,
+    lock: &L,
+    delay: &mut D,
+    side: QueueSide,
+    abs_qid: AbsQueueId,
+) -> Result<(), ContextBusy> {
     for &sel in side.contexts() {
         let _held = SharedGuard::new(lock);
         let command = IndCtxtCmd::queue(sel, CtxtOp::Invalidate, abs_qid);
-        let r = context_command(bar0, delay, command, &[0; qdma::IND_CTXT_WORDS]);
-        if let (Ok(_), Err(e)) = (&first, r) {
-            first = Err(e);
-        }
+        context_command(bar0, delay, command, &[0; qdma::IND_CTXT_WORDS])?;
     }
-    if first.is_err() && bar0.gone() {
-        crate::warn!(
-            "onic: the card has left the bus: queue {}'s memory is released without its invalidation",
-            abs_qid.get()
-        );
-        return Ok(Quiesced { side, qid: abs_qid });
-    }
-    first
+    Ok(())
 }
 
 #[cfg(all(test, feature = "alloc"))]
@@ -239,8 +264,8 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "15 000 register reads; slow under Miri")]
-    fn a_command_that_stays_busy_makes_no_proof_but_the_others_still_run() {
+    #[cfg_attr(miri, ignore = "5 000 register reads; slow under Miri")]
+    fn a_command_that_stays_busy_makes_no_proof_and_no_command_follows_it() {
         let rec = Recorder::opennic();
         rec.add_preset(Preset {
             name: "busy",
@@ -263,7 +288,8 @@ mod tests {
                 command: IndCtxtCmd::queue(CtxtSel::SwH2c, CtxtOp::Invalidate, AbsQueueId::new(3)).bits()
             }
         );
-        assert_eq!(commands(&rec).len(), QueueSide::Tx.contexts().len());
+        // Writing the next command while this one is in progress would land on it.
+        assert_eq!(commands(&rec).len(), 1);
     }
 
     #[test]
@@ -294,9 +320,8 @@ mod tests {
             .filter(|a| a.kind == AccessKind::Read && a.offset == qdma::IND_CTXT_CMD.offset())
             .count();
         assert_eq!(
-            reads,
-            QueueSide::Rx.contexts().len(),
-            "one read per command, not the poll limit"
+            reads, 1,
+            "one read in all: not the poll limit, and no command after it"
         );
     }
 
@@ -309,9 +334,50 @@ mod tests {
             NOT_ANSWERING
         }
         fn write32(&self, _offset: u32, _value: u32) {}
-        fn gone(&self) -> bool {
+        fn cut_off(&self) -> bool {
             true
         }
+    }
+
+    /// A live card whose context engine stays busy; its OS can switch its DMA off.
+    struct Wedged {
+        busy: bool,
+        cut: core::cell::Cell<u32>,
+    }
+
+    // SAFETY: no register is reached; IND_CTXT_CMD reads busy or idle, the rest 0.
+    unsafe impl RegisterWindow for Wedged {
+        fn read32(&self, offset: u32) -> u32 {
+            u32::from(offset == qdma::IND_CTXT_CMD.offset() && self.busy)
+        }
+        fn write32(&self, _offset: u32, _value: u32) {}
+        fn cut_off(&self) -> bool {
+            self.cut.set(self.cut.get() + 1);
+            true
+        }
+    }
+
+    #[test]
+    fn a_failed_invalidation_cuts_the_device_off_and_only_then_gives_the_proof() {
+        let idle = Wedged {
+            busy: false,
+            cut: core::cell::Cell::new(0),
+        };
+        invalidate_queue(&idle, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).unwrap();
+        assert_eq!(idle.cut.get(), 0, "a device that answers is not cut off");
+        let wedged = Wedged {
+            busy: true,
+            cut: core::cell::Cell::new(0),
+        };
+        let proof =
+            invalidate_queue(&wedged, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).unwrap();
+        assert!(proof.names(QueueSide::Rx, AbsQueueId::new(3)));
+        assert_eq!(wedged.cut.get(), 1);
+        // The strict form never takes the cut-off for an answer.
+        assert!(
+            invalidate_contexts(&wedged, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).is_err()
+        );
+        assert_eq!(wedged.cut.get(), 1);
     }
 
     #[test]

@@ -52,14 +52,18 @@ pub unsafe trait RegisterWindow {
     fn read32(&self, offset: u32) -> u32;
     /// Writes `value` to the 32-bit register at byte `offset`.
     fn write32(&self, offset: u32, value: u32);
-    /// Whether the device is known to have left the bus (its OS says so: a PCI function whose
-    /// configuration space no longer answers), so that it can no longer read or write memory.
-    /// The default, for windows that cannot tell, is `false`.
+    /// Makes sure the device reaches no memory any more, where the window's OS can: `true` when
+    /// it has left the bus (a PCI function whose configuration space no longer answers) or when
+    /// its access to memory is now switched off (a PCI function's bus mastering cleared, the
+    /// transactions it already issued flushed; the OS enables it again when the function is
+    /// brought up). Called when the device did not complete a queue's invalidation
+    /// ([`crate::context::invalidate_queue`]): a device that ignores context commands might
+    /// still write into the queue's pages. The default, for windows that can do neither, is
+    /// `false`.
     ///
     /// Implementation safety: `true` only when the device can reach no memory any more; the
-    /// driver then releases queue memory whose invalidation the device did not complete
-    /// ([`crate::context::invalidate_queue`]).
-    fn gone(&self) -> bool {
+    /// driver then releases queue memory whose invalidation the device did not complete.
+    fn cut_off(&self) -> bool {
         false
     }
 }
@@ -72,8 +76,8 @@ unsafe impl<T: RegisterWindow + ?Sized> RegisterWindow for &T {
     fn write32(&self, offset: u32, value: u32) {
         (**self).write32(offset, value);
     }
-    fn gone(&self) -> bool {
-        (**self).gone()
+    fn cut_off(&self) -> bool {
+        (**self).cut_off()
     }
 }
 

@@ -93,6 +93,7 @@ u16 onic_rs_tx_free(const void *port, u16 qid);
 void onic_rs_tx_clean(const void *port, u16 qid, int budget, struct onic_tx_clean *out);
 void onic_rs_xmit_clean(const void *port, u16 qid, struct onic_tx_clean *out);
 int onic_rs_restart_queue(const void *port, u16 qid);
+int onic_rs_invalidate_all_queues(const void *port);
 void onic_rs_tx_state(const void *port, u16 qid, struct onic_tx_state *out);
 void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi,
 		  struct bpf_prog *prog, struct onic_poll_result *out);
@@ -131,7 +132,7 @@ void onic_udelay(u32 us);
 /* Brackets every call into the Rust side from a context that may not sleep (onic_main.c). */
 void onic_atomic_enter(void);
 void onic_atomic_exit(void);
-bool onic_device_present(void *dev);
+bool onic_dma_cut_off(void *dev);
 void onic_ndelay(u32 ns);
 void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);
 void onic_dma_free_coherent(void *dev, size_t len, void *cpu, u64 dma);

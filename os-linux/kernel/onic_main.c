@@ -292,14 +292,28 @@ void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
 		dma_sync_single_for_device(dev, dma, len, dir);
 }
 
-/* Whether the card is still on the bus: its configuration space answers (a function that left
- * the bus reads all ones there). Rust asks it when a context command does not complete, before
- * it gives up a queue's memory (hal RegisterWindow::gone). */
-bool onic_device_present(void *dev)
+/* Rust asks this when a queue's invalidation did not complete, before it gives the queue's
+ * memory up (hal RegisterWindow::cut_off): true when the function reaches no memory any more,
+ * because it has left the bus (its configuration space no longer answers) or because its bus
+ * mastering is now off. The configuration read after the write flushes: its completion cannot
+ * pass the memory writes the function issued before (PCIe ordering). ndo_open sets bus
+ * mastering again. Process context (the context-command paths sleep). */
+bool onic_dma_cut_off(void *dev)
 {
 	struct device *d = dev;
+	struct pci_dev *pdev;
+	u16 cmd;
 
-	return !dev_is_pci(d) || pci_device_is_present(to_pci_dev(d));
+	if (!dev_is_pci(d))
+		return false;
+	pdev = to_pci_dev(d);
+	if (!pci_device_is_present(pdev))
+		return true;
+	pci_clear_master(pdev);
+	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd) || (cmd & PCI_COMMAND_MASTER))
+		return false;
+	dev_err_ratelimited(d, "context commands do not complete: bus mastering is off until the interface is opened again\n");
+	return true;
 }
 
 /* ---------------------------------------------------------------- PCI */

@@ -10,6 +10,7 @@
 #include <linux/ethtool.h>
 #include <linux/filter.h>
 #include <linux/netdevice.h>
+#include <linux/pci.h>
 #include <linux/random.h>
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
@@ -165,6 +166,30 @@ static void onic_link_work(struct work_struct *w)
 
 /* ---------------------------------------------------------------- net_device_ops */
 
+/* A teardown whose invalidations did not complete cut the function off from memory (bus
+ * mastering off, onic_dma_cut_off) before its pages went back: the card may still hold live
+ * contexts naming them. It may reach memory again only once every queue context of the function
+ * is invalidated; until the card completes that, the interface cannot come up. */
+static int onic_dma_back_on(struct onic_ndev *nd)
+{
+	struct pci_dev *pdev;
+	int err;
+
+	if (!nd->dma_dev || !dev_is_pci(nd->dma_dev))
+		return 0;
+	pdev = to_pci_dev(nd->dma_dev);
+	if (pdev->is_busmaster)
+		return 0;
+	err = onic_rs_invalidate_all_queues(nd->port);
+	if (err) {
+		netdev_err(nd->netdev, "the card still does not complete context commands (%d): its DMA stays off\n", err);
+		return -EIO;
+	}
+	pci_set_master(pdev);
+	netdev_info(nd->netdev, "every queue context invalidated: the card's DMA is on again\n");
+	return 0;
+}
+
 static int onic_open(struct net_device *netdev)
 {
 	struct onic_ndev *nd = nd_of(netdev);
@@ -172,6 +197,9 @@ static int onic_open(struct net_device *netdev)
 	int err;
 
 	/* RTNL held, NAPI disabled, TX not started. */
+	err = onic_dma_back_on(nd);
+	if (err)
+		return err;
 	err = onic_rs_open(nd->port);
 	if (err)
 		return err;

@@ -284,6 +284,29 @@ where
         Ok(())
     }
 
+    /// Invalidates every context of every queue of the function, with no fallback: what the glue
+    /// does before it lets a card it cut off from memory (a teardown whose invalidation did not
+    /// complete, hal `RegisterWindow::cut_off`) reach memory again. The port must be down.
+    ///
+    /// # Safety
+    ///
+    /// Control call.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` when the port is up; `EIO` when the card still does not complete context
+    /// commands (its DMA must stay off).
+    pub unsafe fn invalidate_all_queues(&self) -> Result<(), Errno> {
+        // SAFETY: control call (caller's contract).
+        let ctl = unsafe { self.ctl() };
+        if ctl.up {
+            return Err(EBUSY);
+        }
+        self.dev
+            .invalidate_all_queues(&mut ctl.delay)
+            .map_err(|e| errno::from_core(&e))
+    }
+
     fn rings<'p>(&'p self, ctl: &'p mut Ctl<L>) -> Rings<'p, R, C, D, K, L> {
         Rings {
             dev: &self.dev,

@@ -113,6 +113,8 @@ CTL_CORRUPT_CMPT=0x14
 CTL_BAD_FCS=0x1c
 CTL_RAISE_ERROR=0x34
 CTL_CMPT_STATUS_FREEZE=0x38
+CTL_CTXT_BUSY=0x3c
+CTL_BLOCKED_DMA=0x40
 CTL_VIOLATIONS=0x20
 CTL_BUS_FAULTS=0x24
 CTL_GONE=0x28
@@ -728,6 +730,36 @@ check "a completion ring whose color never flips is detected" sh -c 'dmesg | gre
 check "and the RX queue restarted in place" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
 check "traffic flows after the RX restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 
+# wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
+# (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from
+# memory (bus mastering off) before any page goes back; the interface restart that follows
+# cannot program the card and closes the interface. While the engine stays wedged the interface
+# refuses to come up; once it answers, every queue context is invalidated, the DMA is on again
+# and traffic flows. Every page pool gets its pages back (checked at the end of the run).
+wedged_engine_tests() {
+	F0=$(dmesg | grep -c "interface restart failed")
+	echo "onic-vm: fault window begins" >/dev/kmsg
+	ctl_wr $CTL_CTXT_BUSY 1
+	flood_frozen
+	n=0
+	while [ $n -lt 150 ] && [ "$(dmesg | grep -c "interface restart failed")" -le "$F0" ]; do sleep 1; n=$((n + 1)); done
+	set_cmpt_freeze 0
+	kill $FL 2>/dev/null
+	wait $FL 2>/dev/null
+	sleep 5
+	check "a queue restart on a wedged context engine fails and is reported" sh -c 'dmesg | grep -Eq "queue [0-9]+: restart failed"'
+	check "the function is cut off from memory before its pages go back" sh -c 'dmesg | grep -q "bus mastering is off until the interface is opened again"'
+	check "the interface restart fails and closes the interface" test "$(dmesg | grep -c "interface restart failed")" -gt "$F0"
+	refuse "the interface does not come up while the engine stays wedged" timeout 60 $IP -n a link set $IF0 up
+	check "and says why" sh -c 'dmesg | grep -q "still does not complete context commands"'
+	ctl_wr $CTL_CTXT_BUSY 0
+	echo "onic-vm: fault window ends" >/dev/kmsg
+	check "once the engine answers, the interfaces come up again" sh -c "timeout 60 $IP -n a link set $IF0 up && timeout 60 $IP -n b link set $IF1 up"
+	check "with every queue context invalidated first" sh -c 'dmesg | grep -q "every queue context invalidated: the card.s DMA is on again"'
+	check "traffic flows after the wedged engine" sh -c "sleep 2; timeout 20 $A $PING -c 3 -W 2 192.0.2.2"
+	echo "card accesses blocked while the DMA was off: $(ctl_rd $CTL_BLOCKED_DMA)"
+}
+
 # ---- the card's other faults (PCI card: the control window only, simulation mode has no knob
 # for them): completion entries that lie (the error bit, a length of 0, a length past the
 # buffers posted) are dropped one by one with their counter, the ring's buffers go back to the
@@ -793,6 +825,7 @@ if [ $MODE = pci ]; then
 	check "a QDMA error is logged decoded" sh -c \
 		"dmesg | grep -q 'QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008; C2H first error on queue'"
 	check "on the master PF's error vector, once ($IF0-err +$(($(irqs "$IF0-err") - X0)))" test $(($(irqs "$IF0-err") - X0)) = 1
+	wedged_engine_tests
 fi
 
 # ---- rmmod under TCP load, then load/unload cycles with traffic

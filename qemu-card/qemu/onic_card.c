@@ -78,18 +78,37 @@ static PCIDevice *onic_pf_dev(OnicCard *c, uint8_t func)
     return func < ONIC_FUNCS && c->pf[func] ? PCI_DEVICE(c->pf[func]) : NULL;
 }
 
-static bool onic_dma_read(void *opaque, uint8_t func, uint64_t addr, uint8_t *buf, size_t len)
+/* A function whose bus mastering its driver switched off reaches no memory: the model counts
+ * such an access apart from those the bus refuses (qemu-card/src/ffi.rs). */
+static bool onic_master_on(PCIDevice *d)
 {
-    PCIDevice *d = onic_pf_dev(opaque, func);
-
-    return d && pci_dma_read(d, addr, buf, len) == MEMTX_OK;
+    return pci_get_word(d->config + PCI_COMMAND) & PCI_COMMAND_MASTER;
 }
 
-static bool onic_dma_write(void *opaque, uint8_t func, uint64_t addr, const uint8_t *buf, size_t len)
+static uint32_t onic_dma_read(void *opaque, uint8_t func, uint64_t addr, uint8_t *buf, size_t len)
 {
     PCIDevice *d = onic_pf_dev(opaque, func);
 
-    return d && pci_dma_write(d, addr, buf, len) == MEMTX_OK;
+    if (!d) {
+        return ONIC_DMA_REFUSED;
+    }
+    if (!onic_master_on(d)) {
+        return ONIC_DMA_MASTER_OFF;
+    }
+    return pci_dma_read(d, addr, buf, len) == MEMTX_OK ? ONIC_DMA_OK : ONIC_DMA_REFUSED;
+}
+
+static uint32_t onic_dma_write(void *opaque, uint8_t func, uint64_t addr, const uint8_t *buf, size_t len)
+{
+    PCIDevice *d = onic_pf_dev(opaque, func);
+
+    if (!d) {
+        return ONIC_DMA_REFUSED;
+    }
+    if (!onic_master_on(d)) {
+        return ONIC_DMA_MASTER_OFF;
+    }
+    return pci_dma_write(d, addr, buf, len) == MEMTX_OK ? ONIC_DMA_OK : ONIC_DMA_REFUSED;
 }
 
 static void onic_irq(void *opaque, uint8_t func, uint16_t vector)

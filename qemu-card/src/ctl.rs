@@ -13,7 +13,7 @@ pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
 /// Reads the layout's version, [`VERSION_VALUE`].
 pub const VERSION: u32 = 0x04;
 /// The value of [`VERSION`].
-pub const VERSION_VALUE: u32 = 2;
+pub const VERSION_VALUE: u32 = 3;
 /// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
 /// reports the change as the real one does, latched low in STAT_RX_STATUS).
 pub const LINK: u32 = 0x08;
@@ -29,7 +29,8 @@ pub const DROP_FRAMES: u32 = 0x18;
 /// Write `n`: the next `n` frames arrive with a bad FCS.
 pub const BAD_FCS: u32 = 0x1C;
 /// Reads how many violations the model recorded (driver mistakes the hardware would refuse or
-/// corrupt data on: see `onic_sim::Violation`); a write clears the count.
+/// corrupt data on: see `onic_sim::Violation`); a write clears it, [`BUS_FAULTS`] and
+/// [`BLOCKED_DMA`].
 pub const VIOLATIONS: u32 = 0x20;
 /// Reads how many device accesses the host bus refused (IOMMU faults among them).
 pub const BUS_FAULTS: u32 = 0x24;
@@ -49,6 +50,12 @@ pub const RAISE_ERROR: u32 = 0x34;
 /// 1: completion status records are no longer written (the producer index the driver reads
 /// stays where it was while entries keep coming: a frozen completion ring); 0: normal.
 pub const CMPT_STATUS_FREEZE: u32 = 0x38;
+/// 1: the QDMA's context engine is wedged: IND_CTXT_CMD reads busy and commands written
+/// meanwhile are lost (a driver can then neither program nor invalidate a queue); 0: normal.
+pub const CTXT_BUSY: u32 = 0x3C;
+/// Reads how many device accesses never left the card because their function's bus mastering
+/// was off (a driver that cut a misbehaving card off from memory); not violations.
+pub const BLOCKED_DMA: u32 = 0x40;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;

@@ -15,6 +15,15 @@ use crate::model::{Bar, Host, Model, ModelConfig};
 /// `onic_model_run`'s answer when no completion timer is running.
 pub const ONIC_MODEL_NO_DEADLINE: u64 = u64::MAX;
 
+/// A DMA callback's answer: the access was carried out.
+pub const ONIC_DMA_OK: u32 = 0;
+/// A DMA callback's answer: the bus refused the access (an IOMMU without a mapping for it,
+/// nothing behind the address).
+pub const ONIC_DMA_REFUSED: u32 = 1;
+/// A DMA callback's answer: the function's bus mastering is off (its PCI command register),
+/// so the access never left the card.
+pub const ONIC_DMA_MASTER_OFF: u32 = 2;
+
 /// What the emulator gives the model: its DMA, interrupts, network backend and log, each a
 /// callback that receives `opaque` first.
 #[repr(C)]
@@ -23,13 +32,14 @@ pub struct OnicModelHost {
     /// Passed back to every callback.
     pub opaque: *mut c_void,
     /// Reads `len` bytes of guest memory at bus address `addr` into `buf`, as PCI function
-    /// `func` (through its IOMMU domain). Returns false if the bus refused.
+    /// `func` (through its IOMMU domain). Returns [`ONIC_DMA_OK`], [`ONIC_DMA_REFUSED`] or
+    /// [`ONIC_DMA_MASTER_OFF`].
     pub dma_read:
-        unsafe extern "C" fn(opaque: *mut c_void, func: u8, addr: u64, buf: *mut u8, len: usize) -> bool,
-    /// Writes `len` bytes from `buf` to guest memory at `addr`, as function `func`. Returns false
-    /// if the bus refused.
+        unsafe extern "C" fn(opaque: *mut c_void, func: u8, addr: u64, buf: *mut u8, len: usize) -> u32,
+    /// Writes `len` bytes from `buf` to guest memory at `addr`, as function `func`. Returns as
+    /// `dma_read`.
     pub dma_write:
-        unsafe extern "C" fn(opaque: *mut c_void, func: u8, addr: u64, buf: *const u8, len: usize) -> bool,
+        unsafe extern "C" fn(opaque: *mut c_void, func: u8, addr: u64, buf: *const u8, len: usize) -> u32,
     /// Raises MSI-X vector `vector` of function `func`.
     pub irq: unsafe extern "C" fn(opaque: *mut c_void, func: u8, vector: u16),
     /// A frame of `len` bytes at `buf` left port `port` (open ports only).
@@ -62,14 +72,21 @@ impl DeviceBus for CHost {
         // SAFETY: `onic_model_new`'s contract: `dma_read` stays callable with this `opaque` for
         // the model's life and writes at most `len` bytes to `buf`; `out` is `len` writable
         // bytes that nothing else references during the call.
-        let ok = unsafe { (self.0.dma_read)(self.0.opaque, func, addr, out.as_mut_ptr(), out.len()) };
-        ok.then_some(()).ok_or(BusError)
+        bus_result(unsafe { (self.0.dma_read)(self.0.opaque, func, addr, out.as_mut_ptr(), out.len()) })
     }
 
     fn write(&self, func: u8, addr: u64, data: &[u8]) -> Result<(), BusError> {
         // SAFETY: as in `read`; `dma_write` only reads the `len` bytes at `buf`.
-        let ok = unsafe { (self.0.dma_write)(self.0.opaque, func, addr, data.as_ptr(), data.len()) };
-        ok.then_some(()).ok_or(BusError)
+        bus_result(unsafe { (self.0.dma_write)(self.0.opaque, func, addr, data.as_ptr(), data.len()) })
+    }
+}
+
+/// A DMA callback's answer as the model's bus result (an unknown answer is a refusal).
+fn bus_result(status: u32) -> Result<(), BusError> {
+    match status {
+        ONIC_DMA_OK => Ok(()),
+        ONIC_DMA_MASTER_OFF => Err(BusError::MasterOff),
+        _ => Err(BusError::Refused),
     }
 }
 

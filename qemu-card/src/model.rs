@@ -55,6 +55,8 @@ pub struct Model<H: Host> {
     last_now: Option<u64>,
     violations: u32,
     bus_faults: u32,
+    /// Device accesses that never left the card: the function's bus mastering was off.
+    blocked_dma: u32,
     interrupts: u32,
     bad_mmio: u32,
     gone: bool,
@@ -70,6 +72,7 @@ impl<H: Host> Model<H> {
             last_now: None,
             violations: 0,
             bus_faults: 0,
+            blocked_dma: 0,
             interrupts: 0,
             bad_mmio: 0,
             gone: false,
@@ -173,6 +176,17 @@ impl<H: Host> Model<H> {
         if matches!(
             v,
             Violation::DeviceAccess {
+                problem: AccessProblem::MasterOff,
+                ..
+            }
+        ) {
+            // The driver switched the function's DMA off on purpose: counted, not a mistake.
+            self.blocked_dma = self.blocked_dma.saturating_add(1);
+            return;
+        }
+        if matches!(
+            v,
+            Violation::DeviceAccess {
                 problem: AccessProblem::BusFault,
                 ..
             }
@@ -205,6 +219,7 @@ impl<H: Host> Model<H> {
             ctl::LINK => self.link_mask(),
             ctl::VIOLATIONS => self.violations,
             ctl::BUS_FAULTS => self.bus_faults,
+            ctl::BLOCKED_DMA => self.blocked_dma,
             ctl::GONE => u32::from(self.gone),
             ctl::INTERRUPTS => self.interrupts,
             ctl::BAD_MMIO => self.bad_mmio,
@@ -230,6 +245,7 @@ impl<H: Host> Model<H> {
             ctl::TX_STALL => faults.stall_h2c_writeback(value != 0),
             ctl::CMPT_FREEZE => faults.freeze_cmpt_color(value != 0),
             ctl::CMPT_STATUS_FREEZE => faults.freeze_cmpt_status(value != 0),
+            ctl::CTXT_BUSY => faults.hold_context_commands(value != 0),
             ctl::CORRUPT_CMPT => {
                 let how = match value >> 16 {
                     1 => Some(Corruption::ErrBit),
@@ -249,6 +265,7 @@ impl<H: Host> Model<H> {
             ctl::VIOLATIONS => {
                 self.violations = 0;
                 self.bus_faults = 0;
+                self.blocked_dma = 0;
             }
             // Back on the bus after a link down: the functions were reset (PCIe resets a
             // function whose link went down), so the card starts from power-on.

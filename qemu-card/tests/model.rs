@@ -18,11 +18,11 @@ struct Recorder(Rc<RefCell<Vec<String>>>);
 impl DeviceBus for Recorder {
     fn read(&self, func: u8, addr: u64, _out: &mut [u8]) -> Result<(), BusError> {
         self.0.borrow_mut().push(format!("read {func} {addr:#x}"));
-        Err(BusError)
+        Err(BusError::Refused)
     }
     fn write(&self, func: u8, addr: u64, _data: &[u8]) -> Result<(), BusError> {
         self.0.borrow_mut().push(format!("write {func} {addr:#x}"));
-        Err(BusError)
+        Err(BusError::Refused)
     }
 }
 
@@ -82,6 +82,33 @@ fn a_violation_is_counted_and_logged() {
 }
 
 #[test]
+fn a_wedged_context_engine_reads_busy_and_carries_out_nothing_until_released() {
+    let mut m = Model::new(CFG, Recorder::default());
+    let cmd = u64::from(onic_hal::regs::qdma::IND_CTXT_CMD.offset());
+    let data0 = u64::from(onic_hal::regs::qdma::ind_ctxt_data(0).offset());
+    let mask0 = u64::from(onic_hal::regs::qdma::ind_ctxt_mask(0).offset());
+    // SW H2C context (sel 1) of queue 3: WRITE (op 1) word 0 = 0x1234, then READ (op 2) it back.
+    let write = |m: &mut Model<Recorder>| {
+        m.bar_write(0, Bar::Qdma, data0, 4, 0x1234);
+        m.bar_write(0, Bar::Qdma, mask0, 4, u32::MAX);
+        m.bar_write(0, Bar::Qdma, cmd, 4, 3 << 7 | 1 << 5 | 1 << 1);
+    };
+    let read_back = |m: &mut Model<Recorder>| {
+        m.bar_write(0, Bar::Qdma, cmd, 4, 3 << 7 | 2 << 5 | 1 << 1);
+        m.bar_read(0, Bar::Qdma, data0, 4)
+    };
+    m.ctl_write(ctl::CTXT_BUSY.into(), 1);
+    write(&mut m);
+    assert_eq!(m.bar_read(0, Bar::Qdma, cmd, 4) & 1, 1, "busy");
+    m.ctl_write(ctl::CTXT_BUSY.into(), 0);
+    assert_eq!(m.bar_read(0, Bar::Qdma, cmd, 4) & 1, 0, "idle again");
+    assert_eq!(read_back(&mut m), 0, "the command written while wedged was lost");
+    write(&mut m);
+    assert_eq!(read_back(&mut m), 0x1234);
+    assert_eq!(m.ctl_read(ctl::VIOLATIONS.into()), 0);
+}
+
+#[test]
 fn a_card_gone_from_the_bus_reads_all_ones_and_comes_back_reset() {
     let mut m = Model::new(CFG, Recorder::default());
     m.ctl_write(ctl::LINK.into(), 0b01);
@@ -134,11 +161,11 @@ fn the_control_window_identifies_itself() {
 
 // ---- the C entry points, with C callbacks
 
-unsafe extern "C" fn c_dma_read(_: *mut c_void, _: u8, _: u64, _: *mut u8, _: usize) -> bool {
-    false
+unsafe extern "C" fn c_dma_read(_: *mut c_void, _: u8, _: u64, _: *mut u8, _: usize) -> u32 {
+    ffi::ONIC_DMA_REFUSED
 }
-unsafe extern "C" fn c_dma_write(_: *mut c_void, _: u8, _: u64, _: *const u8, _: usize) -> bool {
-    false
+unsafe extern "C" fn c_dma_write(_: *mut c_void, _: u8, _: u64, _: *const u8, _: usize) -> u32 {
+    ffi::ONIC_DMA_REFUSED
 }
 unsafe extern "C" fn c_irq(_: *mut c_void, _: u8, _: u16) {}
 unsafe extern "C" fn c_egress(_: *mut c_void, _: u8, _: *const u8, _: usize) {}

@@ -697,6 +697,13 @@ impl Faults<'_> {
         self.card.with(|s| s.faults.freeze_cmpt_status = on);
     }
 
+    /// While on, the QDMA's context engine is wedged: IND_CTXT_CMD reads with its busy bit set
+    /// and a command written meanwhile is never carried out (it is lost, not queued); the
+    /// engines go on with the contexts they have. Off: commands complete again at once.
+    pub fn hold_context_commands(&self, on: bool) {
+        self.card.with(|s| s.faults.hold_ctxt_cmds = on);
+    }
+
     /// The device writes `data` at device address `addr`, as a DMA write of its own (an arbitrary
     /// completion entry, a status record with any index...). The write is checked like every
     /// device access: it must fall inside memory the device may write.

@@ -171,6 +171,11 @@ pub enum AccessProblem {
     /// The host bus refused the access (a card behind a [`crate::DeviceBus`]: an IOMMU that
     /// has no mapping for the address, or no memory behind it).
     BusFault,
+    /// The requesting function's bus mastering is off, so its access never left the card (a
+    /// card behind a [`crate::DeviceBus`]). Not a driver mistake: a driver switches it off on
+    /// purpose to keep a device that ignores its commands away from memory. A host that counts
+    /// driver mistakes counts these apart.
+    MasterOff,
 }
 
 /// A CPU-side misuse of the DMA API.
@@ -429,6 +434,8 @@ pub(crate) struct FaultState {
     pub freeze_color: bool,
     /// Completion status records are not written.
     pub freeze_cmpt_status: bool,
+    /// The context engine is wedged: IND_CTXT_CMD reads busy and commands are not carried out.
+    pub hold_ctxt_cmds: bool,
 }
 
 /// A small deterministic xorshift64* generator for fault rates.

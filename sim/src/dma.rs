@@ -37,8 +37,9 @@ pub const FOREIGN_MAP_BASE: u64 = 0x1000_0000_0000;
 ///
 /// `func` is the requester: the PCI function named by the queue's context (its SW or CMPT
 /// context `func`), so that an IOMMU translates the access in that function's domain. An `Err`
-/// is the bus refusing the access (no mapping in the IOMMU, nothing behind the address); the
-/// model records it as [`AccessProblem::BusFault`] and treats it like any refused access.
+/// is the access not carried out: [`BusError::Refused`] (no mapping in the IOMMU, nothing
+/// behind the address), recorded as [`AccessProblem::BusFault`], or [`BusError::MasterOff`],
+/// recorded as [`AccessProblem::MasterOff`]; either is then treated like any refused access.
 pub trait DeviceBus {
     /// Reads `out.len()` bytes of host memory at `addr` for PCI function `func`.
     ///
@@ -55,9 +56,14 @@ pub trait DeviceBus {
     fn write(&self, func: u8, addr: u64, data: &[u8]) -> Result<(), BusError>;
 }
 
-/// The host bus refused a device access.
+/// Why the host bus did not carry out a device access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BusError;
+pub enum BusError {
+    /// The bus refused it: an IOMMU without a mapping for the address, nothing behind it.
+    Refused,
+    /// The requesting function's bus mastering is off: the access never left the card.
+    MasterOff,
+}
 
 /// The bus of a card that is a device of an emulator.
 struct Bus(Box<dyn DeviceBus>);
@@ -598,7 +604,7 @@ impl DmaState {
         if let Some(Bus(bus)) = &self.bus {
             return bus
                 .read(func, addr, out)
-                .map_err(|BusError| bus_fault(access, addr, out.len()));
+                .map_err(|e| bus_fault(e, access, addr, out.len()));
         }
         // Translation checked the range and the direction, so the copy cannot fail.
         match self.translate(addr, out.len(), access)? {
@@ -619,7 +625,7 @@ impl DmaState {
         if let Some(Bus(bus)) = &self.bus {
             return bus
                 .write(func, addr, data)
-                .map_err(|BusError| bus_fault(access, addr, data.len()));
+                .map_err(|e| bus_fault(e, access, addr, data.len()));
         }
         match self.translate(addr, data.len(), access)? {
             Target::Region(b, o) | Target::Page(b, o) => b.write(o, data),
@@ -652,13 +658,16 @@ impl DmaState {
     }
 }
 
-/// The violation of an access the host bus refused.
-fn bus_fault(access: DeviceAccess, addr: u64, len: usize) -> Violation {
+/// The violation of an access the host bus did not carry out.
+fn bus_fault(e: BusError, access: DeviceAccess, addr: u64, len: usize) -> Violation {
     Violation::DeviceAccess {
         access,
         addr: DmaAddr::new(addr),
         len,
-        problem: AccessProblem::BusFault,
+        problem: match e {
+            BusError::Refused => AccessProblem::BusFault,
+            BusError::MasterOff => AccessProblem::MasterOff,
+        },
     }
 }
 

@@ -119,7 +119,7 @@ impl State {
             }
         }
         match offset {
-            off::IND_CTXT_CMD => self.ind_cmd & !1,
+            off::IND_CTXT_CMD => self.ind_cmd & !1 | u32::from(self.faults.hold_ctxt_cmds),
             off::C2H_PFCH_CACHE_DEPTH => self.cfg.pfch_cache_depth,
             off::C2H_CMPL_COAL_BUF_DEPTH => self.cfg.cmpl_coal_buf_depth,
             off::GLBL2_CHANNEL_QDMA_CAP => u32::from(self.cfg.total_queues),
@@ -198,6 +198,9 @@ impl State {
     fn context_command(&mut self, func: u8, value: u32) {
         let cmd = CtxtCmd::decode(value);
         self.ind_cmd = value & !1;
+        if self.faults.hold_ctxt_cmds {
+            return;
+        }
         if cmd.reserved != 0 {
             return self.violate(reg_violation(
                 regs::IND_CTXT_CMD.offset(),

@@ -16,18 +16,23 @@ use onic_sim::{AccessProblem, BusError, Card, CardConfig, DeviceAccess, DeviceBu
 struct Memory {
     bytes: RefCell<Vec<u8>>,
     log: RefCell<Vec<(u8, u64, usize, bool)>>,
+    /// Functions whose bus mastering is off (bit per function).
+    master_off: core::cell::Cell<u8>,
 }
 
 const BASE: u64 = 0x4000_0000;
 const LEN: usize = 0x10000;
 
 impl Memory {
-    fn window(func: u8, addr: u64, len: usize) -> Result<usize, BusError> {
+    fn window(&self, func: u8, addr: u64, len: usize) -> Result<usize, BusError> {
+        if self.master_off.get() & 1 << func != 0 {
+            return Err(BusError::MasterOff);
+        }
         let half = LEN as u64 / 2;
         let lo = BASE + half * u64::from(func);
-        let end = addr.checked_add(len as u64).ok_or(BusError)?;
+        let end = addr.checked_add(len as u64).ok_or(BusError::Refused)?;
         if addr < lo || end > lo + half {
-            return Err(BusError);
+            return Err(BusError::Refused);
         }
         Ok((addr - BASE) as usize)
     }
@@ -39,14 +44,14 @@ struct Shared(Rc<Memory>);
 impl DeviceBus for Shared {
     fn read(&self, func: u8, addr: u64, out: &mut [u8]) -> Result<(), BusError> {
         self.0.log.borrow_mut().push((func, addr, out.len(), false));
-        let at = Memory::window(func, addr, out.len())?;
+        let at = self.0.window(func, addr, out.len())?;
         out.copy_from_slice(&self.0.bytes.borrow()[at..at + out.len()]);
         Ok(())
     }
 
     fn write(&self, func: u8, addr: u64, data: &[u8]) -> Result<(), BusError> {
         self.0.log.borrow_mut().push((func, addr, data.len(), true));
-        let at = Memory::window(func, addr, data.len())?;
+        let at = self.0.window(func, addr, data.len())?;
         self.0.bytes.borrow_mut()[at..at + data.len()].copy_from_slice(data);
         Ok(())
     }
@@ -56,6 +61,7 @@ fn bus_card() -> (Card, Shared) {
     let mem = Shared(Rc::new(Memory {
         bytes: RefCell::new(vec![0; LEN]),
         log: RefCell::new(Vec::new()),
+        master_off: core::cell::Cell::new(0),
     }));
     let card = Card::with_bus(CardConfig::default(), Box::new(mem.clone()));
     init_globals(&card);
@@ -143,6 +149,27 @@ fn an_access_the_bus_refuses_is_a_bus_fault_and_nothing_leaves() {
             addr: onic_hal::DmaAddr::new(data),
             len: 60,
             problem: AccessProblem::BusFault,
+        }]
+    );
+}
+
+#[test]
+fn an_access_of_a_function_whose_bus_mastering_is_off_is_told_apart() {
+    let (card, mem) = bus_card();
+    let ring = BASE + LEN as u64 / 2;
+    h2c_queue(&card, 1, ring);
+    post(&mem, ring, 0, ring + 0x2000, 60);
+    mem.0.master_off.set(0b10);
+    doorbell(&card, 1, 1);
+    card.run_until_idle();
+    assert_eq!(card.take_egress(1), Vec::<Vec<u8>>::new());
+    assert_eq!(
+        card.violations(),
+        [Violation::DeviceAccess {
+            access: DeviceAccess::H2cDescFetch,
+            addr: onic_hal::DmaAddr::new(ring),
+            len: 16,
+            problem: AccessProblem::MasterOff,
         }]
     );
 }

@@ -235,7 +235,7 @@ fn cmac_reset_that_never_finishes_times_out() {
 }
 
 #[test]
-fn busy_context_command_gives_up_after_5000_reads() {
+fn busy_context_command_gives_up_after_5000_reads_and_writes_no_other() {
     let rec = Recorder::opennic();
     rec.add_preset(Preset {
         name: "busy",
@@ -253,14 +253,21 @@ fn busy_context_command_gives_up_after_5000_reads() {
     )
     .unwrap_err();
     assert_eq!(err, Error::ContextBusy { command: 0x18 });
-    // 5000 reads for the failed FMAP clear, then 5000 more for the clean-up's FMAP clear.
+    // 5000 reads for the failed FMAP clear; the clean-up's FMAP clear then finds the command
+    // still in progress with one read and writes nothing over it.
     let reads = rec
         .log()
         .iter()
         .filter(|a| a.offset == 0x844 && a.kind == onic_hal::recording::AccessKind::Read)
         .count();
-    assert_eq!(reads, 10_000);
-    assert_eq!(delay.ns, 2 * 4999 * 100_000);
+    assert_eq!(reads, 5_001);
+    let commands = rec
+        .log()
+        .iter()
+        .filter(|a| a.offset == 0x844 && a.kind == onic_hal::recording::AccessKind::Write)
+        .count();
+    assert_eq!(commands, 1, "no command written over the one in progress");
+    assert_eq!(delay.ns, 4999 * 100_000);
 }
 
 #[test]

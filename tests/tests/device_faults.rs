@@ -489,3 +489,74 @@ fn a_tx_writeback_index_past_what_was_published_is_a_lie() {
     assert_eq!(card.take_egress(0).len(), 0);
     h.teardown();
 }
+
+#[test]
+fn a_context_engine_that_stays_busy_fails_the_restart_and_keeps_every_page() {
+    let setup = Setup::new().ring_size_idx(1);
+    let card = setup.card();
+    let rings = setup.recycle_rings();
+    let mut h = Harness::new(&card, &setup, &rings);
+    card.faults().freeze_cmpt_color(true);
+    for i in 0..40 {
+        h.inject(0, i, 100);
+    }
+    h.drain();
+    for i in 0..40 {
+        h.inject(0, i, 100);
+    }
+    h.settle();
+    h.poll(0, 0, 64);
+    let e = poll_until_error(&mut h);
+    assert!(matches!(e, QueueError::CmptNotVisible { .. }), "{e:?}");
+    card.faults().freeze_cmpt_color(false);
+    // The context engine wedges: the restart can neither invalidate nor program a context.
+    card.faults().hold_context_commands(true);
+    let posted = h.funcs[0].pairs[0].rx.posted();
+    let err = h.restart(0, 0).expect_err("a restart on a wedged context engine");
+    assert!(matches!(err, onic_core::Error::ContextBusy { .. }), "{err:?}");
+    let p = &h.funcs[0].pairs[0];
+    assert_eq!(p.rx.error(), Some(QueueError::Restart));
+    assert_eq!(p.tx.error(), Some(QueueError::Restart));
+    // The device may still use the ring: every posted page stays in its slot, none is freed.
+    assert_eq!(p.rx.posted(), posted);
+    h.check_census();
+    stays_stopped_after_restart(&mut h);
+    // What a driver checks before it lets a card it cut off reach memory again: no stale
+    // context may remain. Not while the engine is wedged; once it answers, every one is gone.
+    let mut delay = card.delay();
+    assert!(h.funcs[0].dev.invalidate_all_queues(&mut delay).is_err());
+    card.faults().hold_context_commands(false);
+    h.funcs[0]
+        .dev
+        .invalidate_all_queues(&mut delay)
+        .expect("every context invalidated");
+    assert_eq!(card.violations(), []);
+    // The engine recovers: the next restart brings the queue back.
+    h.restart(0, 0).expect("restart once the engine answers");
+    assert_eq!(h.funcs[0].pairs[0].rx.error(), None);
+    assert_eq!(h.funcs[0].pairs[0].rx.posted(), 62);
+    h.check_pages();
+    for i in 0..8 {
+        h.inject(0, i, 300);
+    }
+    h.drain();
+    h.check_delivery();
+    h.check_pages();
+    h.teardown();
+}
+
+/// A queue whose restart failed asks for nothing and touches nothing.
+fn stays_stopped_after_restart(h: &mut Harness<'_>) {
+    let before = *h.funcs[0].pairs[0].rx.stats();
+    for _ in 0..3 {
+        let out = h.poll(0, 0, 64).rx;
+        assert_eq!(
+            (out.error, out.more, out.armed, out.done),
+            (Some(QueueError::Restart), false, false, 0)
+        );
+    }
+    let after = h.funcs[0].pairs[0].rx.stats();
+    assert_eq!(after.cmpt_doorbells, before.cmpt_doorbells);
+    assert_eq!(after.c2h_doorbells, before.c2h_doorbells);
+    h.check_census();
+}

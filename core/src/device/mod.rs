@@ -13,7 +13,9 @@ use onic_hal::layout::ctxt::{CtxtOp, IndCtxtCmd};
 use onic_hal::regs::qdma::{self, errors, tables};
 use onic_hal::regs::{cmac, shell};
 
-use onic_hal::context::{context_command, invalidate_queue, QueueSide};
+use onic_hal::context::{
+    context_command, cut_off_proof, invalidate_contexts, invalidate_queue, ContextBusy, QueueSide,
+};
 use onic_hal::{
     AbsQueueId, DelayNs, DmaAddr, FunctionId, QueueId, Quiesced, RegisterAccess, RegisterWindow, SharedGuard,
     SharedLock, Unshared,
@@ -68,6 +70,10 @@ pub struct Device<Q, S, L = Unshared> {
     cfg: DeviceConfig,
     cmacs: u8,
     rss: Cell<RssConfig>,
+    /// The context command that timed out, while IND_CTXT_CMD has not read idle since: no new
+    /// command is written over one still in progress, and each call fails at once instead of
+    /// waiting out the poll limit again (a wedged engine would hold RTNL for minutes).
+    stuck: Cell<Option<u32>>,
 }
 
 /// The register windows behind a [`Device`], for tools and tests that look at (or poke) the
@@ -120,6 +126,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             cfg,
             cmacs: 0,
             rss: Cell::new(rss),
+            stuck: Cell::new(None),
         };
         match dev.bring_up(delay) {
             Ok(()) => Ok(dev),
@@ -498,8 +505,68 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         command: IndCtxtCmd,
         data: &[u32; qdma::IND_CTXT_WORDS],
     ) -> Result<()> {
-        let _held = SharedGuard::new(&self.lock);
-        Ok(context_command(&self.qdma, delay, command, data)?)
+        self.engine(|| {
+            let _held = SharedGuard::new(&self.lock);
+            context_command(&self.qdma, delay, command, data)
+        })
+    }
+
+    /// The command in progress since one timed out, if IND_CTXT_CMD still reads busy (all ones,
+    /// a card gone from the bus, reads busy too); forgotten once it reads idle.
+    fn still_stuck(&self) -> Option<u32> {
+        let command = self.stuck.get()?;
+        if self.qdma.read(qdma::IND_CTXT_CMD).busy() {
+            return Some(command);
+        }
+        self.stuck.set(None);
+        None
+    }
+
+    /// Runs context commands `f` unless a command that timed out is still in progress; a new
+    /// timeout is remembered.
+    fn engine<T>(&self, f: impl FnOnce() -> core::result::Result<T, ContextBusy>) -> Result<T> {
+        if let Some(command) = self.still_stuck() {
+            return Err(Error::ContextBusy { command });
+        }
+        f().map_err(|e| {
+            self.stuck.set(Some(e.command));
+            e.into()
+        })
+    }
+
+    /// Invalidates queue `abs` on `side` (the proof), or, with the engine stuck, gives the
+    /// proof only if the window cuts the device off from memory.
+    fn invalidate<D: DelayNs>(&self, delay: &mut D, side: QueueSide, abs: AbsQueueId) -> Result<Quiesced> {
+        if let Some(command) = self.still_stuck() {
+            return cut_off_proof(&self.qdma, side, abs).ok_or(Error::ContextBusy { command });
+        }
+        invalidate_queue(&self.qdma, &self.lock, delay, side, abs).map_err(|e| {
+            self.stuck.set(Some(e.command));
+            e.into()
+        })
+    }
+
+    /// Invalidates every context of every queue the function owns (its span, both sides), with
+    /// no fallback: `Ok` only when the card completed every command, so that it holds no stale
+    /// context of the function. What a driver does before it lets a card it cut off from memory
+    /// ([`onic_hal::RegisterWindow::cut_off`]) reach memory again: the queues whose
+    /// invalidation failed then still had live contexts naming memory that went back to its
+    /// owners.
+    ///
+    /// Context: process context, no queue of the function running.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ContextBusy`] for the first command that did not complete (none is issued after
+    /// it).
+    pub fn invalidate_all_queues<D: DelayNs>(&self, delay: &mut D) -> Result<()> {
+        for q in 0..self.cfg.span() {
+            let abs = self.cfg.check_tx_queue(QueueId::new(q))?;
+            for side in [QueueSide::Tx, QueueSide::Rx] {
+                self.engine(|| invalidate_contexts(&self.qdma, &self.lock, delay, side, abs))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -529,13 +596,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
 
     fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced> {
         let abs = self.cfg.check_tx_queue(qid)?;
-        Ok(invalidate_queue(
-            &self.qdma,
-            &self.lock,
-            delay,
-            QueueSide::Tx,
-            abs,
-        )?)
+        self.invalidate(delay, QueueSide::Tx, abs)
     }
 
     fn init_rx_queue<D: DelayNs>(
@@ -583,13 +644,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
 
     fn teardown_rx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced> {
         let abs = self.cfg.check_queue(qid)?;
-        Ok(invalidate_queue(
-            &self.qdma,
-            &self.lock,
-            delay,
-            QueueSide::Rx,
-            abs,
-        )?)
+        self.invalidate(delay, QueueSide::Rx, abs)
     }
 }
 

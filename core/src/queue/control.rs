@@ -60,8 +60,8 @@ pub trait QueueControl {
     ///
     /// # Errors
     ///
-    /// [`crate::ConfigError::QueueIndex`]; [`crate::Error::ContextBusy`] (the remaining contexts
-    /// are still invalidated; the first error is returned, and the device may still use the
-    /// queue).
+    /// [`crate::ConfigError::QueueIndex`]; [`crate::Error::ContextBusy`] (no command is written
+    /// after the one in progress, and the device may still use the queue; unless the register
+    /// window cut it off from memory, `onic_hal::RegisterWindow::cut_off`, which gives the proof).
     fn teardown_tx_queue<D: DelayNs>(&self, delay: &mut D, qid: QueueId) -> Result<Quiesced>;
 }

@@ -38,13 +38,15 @@ unsafe impl RegisterWindow for KRegs {
             Self::Sim(s) => s.write32(offset, value),
         }
     }
-    fn gone(&self) -> bool {
+    fn cut_off(&self) -> bool {
         match self {
             // SAFETY: the device outlives the port that holds this window (onic_rs_port_new_pci's
-            // contract); the helper only reads its PCI configuration space. The kernel's
-            // pci_device_is_present says false only for a function whose configuration space no
-            // longer answers: it has left the bus and reaches no memory.
-            Self::Mmio(_, dev) => unsafe { !ffi::onic_device_present(dev.as_ptr()) },
+            // contract). The helper says true only for a function that reaches no memory: one
+            // whose configuration space no longer answers (it has left the bus), or whose bus
+            // mastering it has just cleared, with a configuration read after the write, whose
+            // completion the function's earlier memory writes cannot pass (PCIe ordering).
+            Self::Mmio(_, dev) => unsafe { ffi::onic_dma_cut_off(dev.as_ptr()) },
+            // The in-kernel model's DMA has no switch (its memory checks stay on).
             Self::Sim(_) => false,
         }
     }

@@ -419,6 +419,21 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
     }
 }
 
+/// Invalidates every queue context of the port's function, with no fallback (before a card that
+/// was cut off from memory may reach it again): 0 or a negative errno.
+///
+/// # Safety
+///
+/// RTNL held, process context, the interface down.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_invalidate_all_queues(p: *const c_void) -> i32 {
+    // SAFETY: live port; control call (caller's contract).
+    match unsafe { port(p).invalidate_all_queues() } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
+}
+
 /// NAPI poll of queue index `qid`'s RX and XDP_TX rings with the attached program (null: none);
 /// the result goes to `*out`. No driver lock may be held.
 ///

@@ -42,8 +42,9 @@ extern "C" {
 
     /// Waits `us` microseconds (sleeps when the context allows it).
     pub fn onic_udelay(us: u32);
-    /// Whether the PCI function behind `dev` still answers on the bus (pci_device_is_present).
-    pub fn onic_device_present(dev: *mut c_void) -> bool;
+    /// Makes sure the PCI function behind `dev` reaches no memory: true when it has left the
+    /// bus or its bus mastering is now off (false for the model).
+    pub fn onic_dma_cut_off(dev: *mut c_void) -> bool;
     /// Busy-waits `ns` nanoseconds.
     pub fn onic_ndelay(ns: u32);
 
