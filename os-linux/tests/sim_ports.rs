@@ -422,7 +422,7 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     assert_eq!((sb.tx_packets, sa.rx_packets), (1, 1));
 
     // ethtool -S: the core's list, hardware counters of the port, queue counters, pool stats.
-    assert_eq!(a.sset_count(ETH_SS_STATS), Ok(71 + 8 * (16 + 9) + 11));
+    assert_eq!(a.sset_count(ETH_SS_STATS), Ok(71 + 8 * (21 + 13) + 11));
     let mut names = Vec::new();
     // SAFETY: single-threaded test (control call).
     unsafe { a.stat_names(|_, n| names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())) };

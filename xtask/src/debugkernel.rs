@@ -34,8 +34,8 @@ pub const DEBUG: Kernel = Kernel {
     name: "debug",
     headers_meta: "",
     image_meta: "",
-    vm_args: "swiotlb=force onic_sim_dma_api kasan_multi_shot",
-    pci_args: "intel_iommu=on iommu.strict=1 kasan_multi_shot",
+    vm_args: "swiotlb=force onic_sim_dma_api kasan_multi_shot onic_vm_slow=4",
+    pci_args: "intel_iommu=on iommu.strict=1 kasan_multi_shot onic_vm_slow=4",
     pci_iommu: true,
 };
 

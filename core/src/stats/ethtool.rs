@@ -32,7 +32,7 @@ pub const C_DRIVER_STATS: usize = HW_COUNTERS + XDP_STAT_NAMES.len();
 pub type QueueStat = (&'static str, fn(&QueueCounters) -> u64);
 
 /// The per-RX-queue counters, named `rx{q}_<name>`.
-pub const RX_QUEUE_STATS: [QueueStat; 16] = [
+pub const RX_QUEUE_STATS: [QueueStat; 21] = [
     ("packets", |c| c.rx.rx_packets),
     ("bytes", |c| c.rx.rx_bytes),
     ("cmpt_errors", |c| c.rx.rx_cmpt_errors),
@@ -49,10 +49,15 @@ pub const RX_QUEUE_STATS: [QueueStat; 16] = [
     ("xdp_redirect_errors", |c| c.pair.rx_xdp_redirect_errors),
     ("xdp_aborted", |c| c.pair.rx_xdp_aborted),
     ("xdp_invalid", |c| c.pair.rx_xdp_invalid),
+    ("bad_page", |c| c.rx.refill_bad_pages),
+    ("stall_polls", |c| c.rx.stall_polls),
+    ("queue_errors", |c| c.rx.queue_errors),
+    ("restarts", |c| c.rx.restarts),
+    ("abandoned", |c| c.rx.rx_abandoned),
 ];
 
 /// The per-TX-queue counters, named `tx{q}_<name>`.
-pub const TX_QUEUE_STATS: [QueueStat; 9] = [
+pub const TX_QUEUE_STATS: [QueueStat; 13] = [
     ("packets", |c| c.tx.tx_packets),
     ("bytes", |c| c.tx.tx_bytes),
     ("busy", |c| c.tx.tx_busy),
@@ -62,6 +67,10 @@ pub const TX_QUEUE_STATS: [QueueStat; 9] = [
     ("doorbells", |c| c.tx.doorbells),
     ("xdp_xmit", |c| c.tx.tx_xdp_xmit),
     ("xdp_xmit_errors", |c| c.tx.tx_xdp_xmit_errors),
+    ("stall_reclaims", |c| c.tx.stall_reclaims),
+    ("queue_errors", |c| c.tx.queue_errors),
+    ("restarts", |c| c.tx.restarts),
+    ("aborted", |c| c.tx.tx_aborted),
 ];
 
 /// The page-pool counters, summed over the queues, with Linux's `page_pool` ethtool names.
@@ -371,7 +380,7 @@ mod tests {
             *v = (1 << 40) + i as u64;
         }
         let s = EthtoolStats::new(hw, &qs);
-        assert_eq!(s.len(), 71 + 2 * (16 + 9) + 11);
+        assert_eq!(s.len(), 71 + 2 * (21 + 13) + 11);
         let names: Vec<_> = s.iter().map(|(n, _)| n.to_string()).collect();
         assert_eq!(names.len(), s.len());
         assert_eq!(names[0], "stat_tx_total_pkts");
@@ -380,8 +389,8 @@ mod tests {
         assert_eq!(names[63], "stat_adapt_rx_error");
         assert_eq!(names[64..71], XDP_STAT_NAMES);
         assert_eq!(names[71], "rx0_packets");
-        assert_eq!(names[71 + 16], "rx1_packets");
-        assert_eq!(names[71 + 32], "tx0_packets");
+        assert_eq!(names[71 + 21], "rx1_packets");
+        assert_eq!(names[71 + 2 * 21], "tx0_packets");
         assert_eq!(
             names.last().map(String::as_str),
             Some("rx_pp_recycle_released_ref")
