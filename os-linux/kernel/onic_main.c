@@ -307,13 +307,15 @@ bool onic_dma_cut_off(void *dev)
 	if (!dev_is_pci(d))
 		return false;
 	pdev = to_pci_dev(d);
-	if (!pci_device_is_present(pdev))
+	if (!pci_device_is_present(pdev)) {
+		dev_warn_ratelimited(d, "the card has left the bus: its queues' memory goes back without their invalidation\n");
 		return true;
-	pci_clear_master(pdev);
-	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd) || (cmd & PCI_COMMAND_MASTER))
-		return false;
-	dev_err_ratelimited(d, "context commands do not complete: bus mastering is off until the interface is opened again\n");
-	return true;
+	}
+	if (pdev->is_busmaster) {
+		pci_clear_master(pdev);
+		dev_err(d, "context commands do not complete: bus mastering is off until the interface is opened again\n");
+	}
+	return !pci_read_config_word(pdev, PCI_COMMAND, &cmd) && !(cmd & PCI_COMMAND_MASTER);
 }
 
 /* ---------------------------------------------------------------- PCI */
