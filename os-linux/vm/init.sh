@@ -349,7 +349,7 @@ for c in "count 200000" "pkt_size 60" "delay 0" "dst_mac $(cat /sys/class/net/$I
 done
 timeout 60 sh -c "echo start >$PG/pgctrl" &
 PGJ=$!
-sleep 10
+sleep $((10 * SLOW))
 echo stop >$PG/pgctrl
 wait $PGJ 2>/dev/null
 kill -INT $XB 2>/dev/null

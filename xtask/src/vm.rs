@@ -53,7 +53,22 @@ fn select_cards(which: &str) -> Result<Vec<Card>, String> {
 fn pci_card_args() -> Vec<String> {
     let mut args = vec!["-machine".to_string(), "q35".to_string()];
     args.extend(crate::qemucard::device_args());
+    for dir in crate::qemucard::FIRMWARE_DIRS {
+        args.extend(["-L".to_string(), dir.to_string()]);
+    }
     args
+}
+
+/// The QEMU built with the card (`qemu`), a q35 machine with the card's devices; `log` names
+/// its console log.
+pub fn pci_card_machine(qemu: &Path, log: &str) -> Machine {
+    Machine {
+        qemu: qemu.to_path_buf(),
+        args: pci_card_args(),
+        qmp: None,
+        log: log.into(),
+        cpus: 2,
+    }
 }
 
 /// QEMU status for the guest's "every check passed" (0x10 written to isa-debug-exit).
@@ -360,6 +375,8 @@ pub struct Machine {
     pub args: Vec<String>,
     pub qmp: Option<PathBuf>,
     pub log: String,
+    /// vCPUs.
+    pub cpus: u8,
 }
 
 impl Machine {
@@ -370,6 +387,7 @@ impl Machine {
             args: Vec::new(),
             qmp: None,
             log: "console.log".into(),
+            cpus: 2,
         }
     }
 }
@@ -393,7 +411,7 @@ pub fn run_guest(
         "-m",
         "1G",
         "-smp",
-        "2",
+        &m.cpus.to_string(),
         "-display",
         "none",
         "-no-reboot",
@@ -491,19 +509,13 @@ fn machine_for(r: &Resolved, card: Card, qemu: Option<&Path>) -> (Machine, Strin
     let base = format!("{VM_CMDLINE} {MEMORY_CHECKS}");
     match (card, qemu) {
         (Card::Pci, Some(qemu)) => {
-            let mut args = pci_card_args();
-            for dir in crate::qemucard::FIRMWARE_DIRS {
-                args.extend(["-L".to_string(), dir.to_string()]);
-            }
+            let mut machine = pci_card_machine(qemu, "console-pci.log");
             if r.kernel.pci_iommu {
-                args.extend(["-device", "intel-iommu,intremap=on"].map(String::from));
+                machine
+                    .args
+                    .extend(["-device", "intel-iommu,intremap=on"].map(String::from));
             }
-            let machine = Machine {
-                qemu: qemu.to_path_buf(),
-                args,
-                qmp: Some(r.dir.join("qmp-pci.sock")),
-                log: "console-pci.log".into(),
-            };
+            machine.qmp = Some(r.dir.join("qmp-pci.sock"));
             (machine, format!("{base} onic_card=pci {}", r.kernel.pci_args))
         }
         _ => (Machine::debian(), format!("{base} {}", r.kernel.vm_args)),

@@ -1,4 +1,4 @@
-//! `cargo xtask vm-bench`: the module's throughput tables, measured in one VM boot with the
+//! `cargo xtask vm-bench`: the module's throughput tables, measured in VM boots with the
 //! configurations side by side (`os-linux/vm/bench.sh` is the guest's `/init`). Not part of CI.
 //!
 //! (a) the RX memory model: `page_pool` against a page allocated and mapped per packet
@@ -6,20 +6,62 @@
 //! (b) XDP: not built in (`xdp=0`), built in with no program, an XDP_PASS program, iperf3 UDP per
 //!     frame size;
 //! (c) XDP_DROP per frame size: the kernel's pktgen sends from port 0, Debian's `xdp-bench drop`
-//!     drops on port 1, the rate is the driver's `rx_xdp_drop` over the sending time.
+//!     drops on port 1, the rate is port 1's received frames over the sending time.
+//!
+//! Each on a device of its own boot (`--dev`): the module in simulation mode (`sim`), the module
+//! on the QEMU card (`pci`), and the peer, the kernel's virtio_net on two virtio-net-pci NICs
+//! joined by a QEMU hub (`virtio`), the same tools in the same namespaces.
+//!
+//! `--icount` runs each guest with one vCPU under QEMU's `-icount shift=0,sleep=off`: guest time
+//! advances by one nanosecond per guest instruction and not with the host's clock, so the figures
+//! do not move with the host's load, and the guest's busy time is its instruction count (each
+//! rate gets its instructions per packet beside it). The boots then run side by side.
 //!
 //! The guest prints `BENCH <table> <configuration> <what> <value> <unit>` lines; they are turned
-//! into markdown tables with ratios against the first configuration of each table.
+//! into markdown tables with ratios against the first configuration of each device.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::kmod;
 use crate::root;
-use crate::vm::{build_xdp, initramfs, run_guest, Machine, VM_CMDLINE};
+use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
 
-pub const USAGE: &str = "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N]";
+pub const USAGE: &str =
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all]";
+
+/// The device a boot measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dev {
+    /// onic.ko in simulation mode.
+    Sim,
+    /// onic.ko on the QEMU card.
+    Pci,
+    /// virtio_net on two virtio-net-pci NICs (the peer).
+    Virtio,
+}
+
+impl Dev {
+    const ALL: [Dev; 3] = [Dev::Sim, Dev::Pci, Dev::Virtio];
+
+    fn name(self) -> &'static str {
+        match self {
+            Dev::Sim => "sim",
+            Dev::Pci => "pci",
+            Dev::Virtio => "virtio",
+        }
+    }
+}
+
+/// The command line.
+struct Opts {
+    kernel: String,
+    secs: u32,
+    icount: bool,
+    devs: Vec<Dev>,
+}
 
 /// One figure the guest reported.
 struct Figure {
@@ -30,24 +72,51 @@ struct Figure {
     unit: String,
 }
 
-fn parse_args(args: &[String]) -> Result<(String, u32), String> {
-    let mut kernel = "6.1".to_string();
-    let mut secs = 5;
+/// Kernel modules the virtio peer needs (Debian builds them as modules), in load order.
+const VIRTIO_MODULES: [&str; 8] = [
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
+];
+
+fn parse_args(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        kernel: "6.1".to_string(),
+        secs: 5,
+        icount: false,
+        devs: vec![Dev::Sim],
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--kernel" => kernel = it.next().cloned().ok_or(USAGE)?,
+            "--kernel" => o.kernel = it.next().cloned().ok_or(USAGE)?,
+            "--icount" => o.icount = true,
             "--secs" => {
-                secs = it
+                o.secs = it
                     .next()
                     .and_then(|s| s.parse().ok())
                     .filter(|s| (1..=60).contains(s))
                     .ok_or("--secs takes 1..=60")?;
             }
+            "--dev" => {
+                o.devs = match it.next().map(String::as_str) {
+                    Some("all") => Dev::ALL.to_vec(),
+                    Some(name) => vec![Dev::ALL
+                        .into_iter()
+                        .find(|d| d.name() == name)
+                        .ok_or_else(|| format!("--dev {name:?}: sim, pci, virtio or all"))?],
+                    None => return Err(USAGE.into()),
+                }
+            }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
-    Ok((kernel, secs))
+    Ok(o)
 }
 
 fn figures(console: &[String]) -> Vec<Figure> {
@@ -67,7 +136,7 @@ fn figures(console: &[String]) -> Vec<Figure> {
 }
 
 /// One markdown table: a row per measured quantity, a column per configuration (in the order
-/// the guest ran them), each with its ratio to the first configuration.
+/// the guests ran them), each with its ratio to the first configuration of its device.
 fn table(figs: &[&Figure]) -> String {
     let mut configs: Vec<&str> = Vec::new();
     let mut rows: Vec<(&str, &str)> = Vec::new();
@@ -83,15 +152,20 @@ fn table(figs: &[&Figure]) -> String {
     }
     let mut out = format!("| figure | unit | {} |\n", configs.join(" | "));
     out.push_str(&format!("| --- | --- |{}\n", " --- |".repeat(configs.len())));
+    // A configuration's ratio is to the first configuration of its device ("dev:config").
+    let device = |c: &str| c.split(':').next().unwrap_or("").to_string();
+    let first_of = |c: &str| configs.iter().copied().find(|f| device(f) == device(c));
     for (what, unit) in rows {
-        let base = v.get(&(what, configs[0])).copied().unwrap_or(0);
         let cells: Vec<String> = configs
             .iter()
-            .enumerate()
-            .map(|(i, c)| match v.get(&(what, c)) {
-                Some(&x) if i > 0 && base > 0 => format!("{x} ({:.2}×)", x as f64 / base as f64),
-                Some(&x) => x.to_string(),
-                None => "-".into(),
+            .map(|c| {
+                let first = first_of(c).unwrap_or(c);
+                let base = v.get(&(what, first)).copied().unwrap_or(0);
+                match v.get(&(what, c)) {
+                    Some(&x) if first != *c && base > 0 => format!("{x} ({:.2}×)", x as f64 / base as f64),
+                    Some(&x) => x.to_string(),
+                    None => "-".into(),
+                }
             })
             .collect();
         out.push_str(&format!("| {what} | {unit} | {} |\n", cells.join(" | ")));
@@ -99,48 +173,121 @@ fn table(figs: &[&Figure]) -> String {
     out
 }
 
-/// `cargo xtask vm-bench`.
-pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
-    let (kernel, secs) = parse_args(args)?;
-    let k = *kmod::select(&kernel)?.first().ok_or("no kernel selected")?;
-    kmod::ensure_host_packages()?;
+/// The machine `dev` runs on.
+fn machine(dev: Dev, icount: bool) -> Result<Machine, String> {
+    let mut m = match dev {
+        Dev::Sim => Machine::debian(),
+        Dev::Pci => pci_card_machine(&crate::qemucard::build()?, "console-bench-pci.log"),
+        Dev::Virtio => {
+            let mut m = Machine::debian();
+            for p in 0..2 {
+                m.args.extend([
+                    "-netdev".to_string(),
+                    format!("hubport,id=p{p},hubid=0"),
+                    "-device".to_string(),
+                    format!("virtio-net-pci,netdev=p{p}"),
+                ]);
+            }
+            m
+        }
+    };
+    if dev != Dev::Pci {
+        m.log = format!("console-bench-{}.log", dev.name());
+    }
+    if icount {
+        m.cpus = 1;
+        m.args.extend(["-icount", "shift=0,sleep=off"].map(String::from));
+    }
+    Ok(m)
+}
+
+/// Builds the module and the one initramfs every device's boot uses.
+fn image(r: &kmod::Resolved) -> Result<PathBuf, String> {
     let obj = kmod::build_rust_object()?;
     let xdp = build_xdp()?;
-    let r = kmod::fetch(k)?;
-    let ko = kmod::build_module(&r, &obj)?;
-    let pktgen = kmod::image_module(&r, "net/core/pktgen.ko")?;
-    let img = initramfs(
-        &r,
-        &ko,
-        &xdp,
-        &root().join("os-linux/vm/bench.sh"),
-        &[(pktgen, "lib/modules/pktgen.ko")],
-    )?;
-    let append = format!("{VM_CMDLINE} onic_bench_secs={secs}");
-    let run = run_guest(
-        &r,
-        &Machine::debian(),
-        &img,
-        Duration::from_secs(3600),
-        "tcg",
-        &append,
-        "",
-    )?;
-    if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
-        return Err(format!(
-            "vm-bench: the guest did not finish (QEMU status {:?})",
-            run.status
-        ));
+    let ko = kmod::build_module(r, &obj)?;
+    let mut extra = vec![(
+        kmod::image_module(r, "net/core/pktgen.ko")?,
+        "lib/modules/pktgen.ko".to_string(),
+    )];
+    for rel in VIRTIO_MODULES {
+        let name = Path::new(rel).file_name().and_then(|n| n.to_str()).unwrap_or(rel);
+        extra.push((kmod::image_module(r, rel)?, format!("lib/modules/{name}")));
     }
-    let figs = figures(&run.console);
-    println!(
-        "==== vm-bench: Linux {}, {} s per figure, {:.0} s in all",
-        r.abi,
-        secs,
-        run.elapsed.as_secs_f64()
-    );
+    let extra: Vec<(PathBuf, &str)> = extra.iter().map(|(p, d)| (p.clone(), d.as_str())).collect();
+    initramfs(r, &ko, &xdp, &root().join("os-linux/vm/bench.sh"), &extra)
+}
+
+/// `cargo xtask vm-bench`.
+pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
+    let o = parse_args(args)?;
+    let k = *kmod::select(&o.kernel)?.first().ok_or("no kernel selected")?;
+    kmod::ensure_host_packages()?;
+    let r = kmod::fetch(k)?;
+    let img = image(&r)?;
+    let boots: Vec<(Dev, Machine, String)> = o
+        .devs
+        .iter()
+        .map(|&d| {
+            let append = format!(
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={}",
+                o.secs,
+                d.name(),
+                u8::from(o.icount)
+            );
+            machine(d, o.icount).map(|m| (d, m, append))
+        })
+        .collect::<Result<_, _>>()?;
+    let run = |(d, m, append): &(Dev, Machine, String)| {
+        let prefix = format!("[{}] ", d.name());
+        run_guest(&r, m, &img, Duration::from_secs(7200), "tcg", append, &prefix)
+    };
+    // Under icount the figures do not depend on the host's load: the boots run side by side.
+    let runs: Vec<Result<GuestRun, String>> = if o.icount {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = boots.iter().map(|b| s.spawn(move || run(b))).collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a boot thread panicked".into())))
+                .collect()
+        })
+    } else {
+        boots.iter().map(run).collect()
+    };
+    let mut figs = Vec::new();
+    for ((d, ..), run) in boots.iter().zip(runs) {
+        let run = run?;
+        if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
+            return Err(format!(
+                "vm-bench {}: the guest did not finish (QEMU status {:?})",
+                d.name(),
+                run.status
+            ));
+        }
+        println!(
+            "==== vm-bench {}: Linux {}, {} s per figure{}, {:.0} s",
+            d.name(),
+            r.abi,
+            o.secs,
+            if o.icount {
+                ", icount (instruction-exact)"
+            } else {
+                ""
+            },
+            run.elapsed.as_secs_f64()
+        );
+        figs.extend(figures(&run.console).into_iter().map(|mut f| {
+            f.config = format!("{}:{}", d.name(), f.config);
+            f
+        }));
+    }
+    print_tables(&figs);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table, each device's configurations side by side.
+fn print_tables(figs: &[Figure]) {
     let mut tables: Vec<&str> = Vec::new();
-    for f in &figs {
+    for f in figs {
         if !tables.contains(&f.table.as_str()) {
             tables.push(&f.table);
         }
@@ -149,5 +296,40 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         let in_table: Vec<&Figure> = figs.iter().filter(|f| f.table == t).collect();
         println!("\n{t}\n\n{}", table(&in_table));
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_to_the_first_configuration_of_the_same_device() {
+        let console: Vec<String> = [
+            "BENCH memory sim:page_pool udp64 100 datagrams/s",
+            "BENCH memory sim:page_per_packet udp64 50 datagrams/s",
+            "BENCH memory virtio:virtio_net udp64 80 datagrams/s",
+            "BENCH memory virtio:virtio_net udp64_insn 1000 insn/datagram",
+            "noise BENCH x y z 1 u",
+            "BENCH memory sim:page_pool udp64_insn not-a-number insn/datagram",
+        ]
+        .map(String::from)
+        .to_vec();
+        let figs = figures(&console);
+        assert_eq!(figs.len(), 4);
+        let t = table(&figs.iter().collect::<Vec<_>>());
+        assert!(
+            t.contains("| udp64 | datagrams/s | 100 | 50 (0.50×) | 80 |"),
+            "{t}"
+        );
+        assert!(t.contains("| udp64_insn | insn/datagram | - | - | 1000 |"), "{t}");
+    }
+
+    #[test]
+    fn devices_and_modes_are_parsed() {
+        let o = parse_args(&["--icount".into(), "--dev".into(), "all".into()]).unwrap();
+        assert!(o.icount);
+        assert_eq!(o.devs, Dev::ALL);
+        assert!(parse_args(&["--dev".into(), "e1000".into()]).is_err());
+        assert!(parse_args(&["--secs".into(), "0".into()]).is_err());
+    }
 }
