@@ -173,8 +173,9 @@ BADLOG='WARNING:|BUG:|Oops|Call Trace|general protection|soft lockup|blocked for
 # ... nor a fault of the IOMMU (a device access to an address the driver did not map for it).
 BADLOG="$BADLOG"'|DMAR: \[|DMAR: DRHD: handling fault|IO_PAGE_FAULT'
 # Reports of the kernel's checkers (the debug kernel, os-linux/vm/README.md), checked over the
-# whole log.
-CHECKERS='BUG: sleeping function|Invalid wait context|BUG: KASAN|suspicious RCU usage|lock order detected|locking dependency|inconsistent lock state|recursive locking|INFO: trying to register non-static key|turning off the locking correctness validator|ODEBUG: |DMA-API: '
+# whole log. DMA API debugging's reports name the driver and the device ("DMA-API: onic
+# 0000:01:00.0: device driver ..."); its boot lines ("DMA-API: preallocated ...") do not.
+CHECKERS='BUG: sleeping function|Invalid wait context|BUG: KASAN|suspicious RCU usage|lock order detected|locking dependency|inconsistent lock state|recursive locking|INFO: trying to register non-static key|turning off the locking correctness validator|ODEBUG: |DMA-API: ([^ ]+ [^ ]+: |debugging out of memory)'
 BADLOG="$BADLOG|$CHECKERS"
 BADLOG="$BADLOG"'|BUG [^ ]+ \(|Poison overwritten|Redzone|Object already free|Freepointer corrupt|Padding overwritten|slab error|[Ff]reelist|pagealloc: (memory corruption|single bit error)|[Bb]ad page (state|map)|list_(add|del) corruption|double free|kernel BUG|KFENCE: '
 
