@@ -75,6 +75,20 @@ fn restart_and_flow(h: &mut Harness<'_>, sizes: &[usize]) {
     h.check_pages();
 }
 
+/// Completion colors stop flipping; 40 frames are received, then 40 more: 23 fill the first
+/// lap, 17 come after the wrap with the first lap's color (the ring of `ring_size_idx(1)`).
+fn wrap_with_frozen_color(h: &mut Harness<'_>) {
+    h.card.faults().freeze_cmpt_color(true);
+    for i in 0..40 {
+        h.inject(0, i, 100);
+    }
+    h.drain();
+    for i in 0..40 {
+        h.inject(0, i, 100);
+    }
+    h.settle();
+}
+
 /// Frames of `sizes` (cycled over 40) that span several buffers of the setup.
 fn multi(h: &Harness<'_>, sizes: &[usize]) -> usize {
     let buf = onic_core::BufSizeIdx::new(h.setup.buf_idx).unwrap().bytes() as usize;
@@ -87,16 +101,7 @@ fn a_completion_color_that_never_flips_is_detected_and_recovered() {
     let card = setup.card();
     let rings = setup.recycle_rings();
     let mut h = Harness::new(&card, &setup, &rings);
-    card.faults().freeze_cmpt_color(true);
-    for i in 0..40 {
-        h.inject(0, i, 100);
-    }
-    h.drain();
-    // 40 more: 23 fill the first lap, 17 come after the wrap with the first lap's color.
-    for i in 0..40 {
-        h.inject(0, i, 100);
-    }
-    h.settle();
+    wrap_with_frozen_color(&mut h);
     let out = h.poll(0, 0, 64).rx;
     assert_eq!(out.done, 23);
     assert!(out.more && out.error.is_none());
@@ -496,15 +501,7 @@ fn a_context_engine_that_stays_busy_fails_the_restart_and_keeps_every_page() {
     let card = setup.card();
     let rings = setup.recycle_rings();
     let mut h = Harness::new(&card, &setup, &rings);
-    card.faults().freeze_cmpt_color(true);
-    for i in 0..40 {
-        h.inject(0, i, 100);
-    }
-    h.drain();
-    for i in 0..40 {
-        h.inject(0, i, 100);
-    }
-    h.settle();
+    wrap_with_frozen_color(&mut h);
     h.poll(0, 0, 64);
     let e = poll_until_error(&mut h);
     assert!(matches!(e, QueueError::CmptNotVisible { .. }), "{e:?}");
