@@ -4,7 +4,7 @@
 //! each command, no command interleaves; without it, they do.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -15,9 +15,9 @@ use onic_sim::Violation;
 
 type Card = Arc<SimCard<SpinLock>>;
 
-/// Function `func` brings itself up, then programs and tears down TX queue contexts until `stop`
-/// is set or `rounds` are done.
-fn program<L: SharedLock>(card: &Card, func: u8, lock: L, rounds: u32, stop: &AtomicBool) {
+/// Function `func` brings itself up, waits at `start` for the other function, then programs and
+/// tears down TX queue contexts until `stop` is set or `rounds` are done.
+fn program<L: SharedLock>(card: &Card, func: u8, lock: L, rounds: u32, start: &Barrier, stop: &AtomicBool) {
     let mut delay = SimDelay::new(card);
     let cfg = DeviceConfig::new(func, 4).unwrap();
     let dev = Device::init_shared(
@@ -28,6 +28,9 @@ fn program<L: SharedLock>(card: &Card, func: u8, lock: L, rounds: u32, stop: &At
         cfg,
     )
     .expect("function comes up");
+    // Both functions enter the loop together: on a loaded machine one thread could otherwise
+    // finish every round before the other is scheduled at all.
+    start.wait();
     let ring = DmaAddr::new(0x1000_0000 + u64::from(func) * 0x10_0000);
     for i in 0..rounds {
         if stop.load(Ordering::Relaxed) {
@@ -49,9 +52,10 @@ fn interleaved(v: &[Violation]) -> usize {
         .count()
 }
 
-/// Both functions at once, each with its own handle of `lock`; returns the interleaved commands
-/// the model saw. Stops early once one was seen.
-fn race<L: SharedLock + Clone + Send + 'static>(lock: L, budget: Duration) -> usize {
+/// Both functions at once, each with its own handle of `lock`, for `rounds` each or until
+/// `budget` has passed; returns the interleaved commands the model saw. Stops early once one was
+/// seen.
+fn race<L: SharedLock + Clone + Send + 'static>(lock: L, rounds: u32, budget: Duration) -> usize {
     let card: Card = SimCard::new(SpinLock::default(), {
         let mut c = sim_config();
         // The test's ring addresses are not allocated: only the contexts are checked.
@@ -59,11 +63,13 @@ fn race<L: SharedLock + Clone + Send + 'static>(lock: L, budget: Duration) -> us
         c
     });
     let stop = Arc::new(AtomicBool::new(false));
+    let together = Arc::new(Barrier::new(2));
     let start = Instant::now();
     let workers: Vec<_> = (0..2u8)
         .map(|func| {
             let (card, lock, stop) = (Arc::clone(&card), lock.clone(), Arc::clone(&stop));
-            thread::spawn(move || program(&card, func, lock, 20_000, &stop))
+            let together = Arc::clone(&together);
+            thread::spawn(move || program(&card, func, lock, rounds, &together, &stop))
         })
         .collect();
     let mut seen = 0;
@@ -84,13 +90,17 @@ fn race<L: SharedLock + Clone + Send + 'static>(lock: L, budget: Duration) -> us
 #[test]
 #[cfg_attr(miri, ignore = "a wall-clock race of 20000 commands")]
 fn two_functions_program_contexts_concurrently_without_interleaving() {
-    assert_eq!(race(SharedSpinLock::default(), Duration::from_secs(60)), 0);
+    assert_eq!(
+        race(SharedSpinLock::default(), 20_000, Duration::from_secs(60)),
+        0
+    );
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "a wall-clock race of 20000 commands")]
 fn without_the_lock_the_commands_of_two_functions_interleave() {
     // The control: the same race with no lock shows what the lock prevents (on a machine with
-    // one core, preemption inside a command sequence is what interleaves them, so allow time).
-    assert!(race(Unshared, Duration::from_secs(60)) > 0);
+    // one core, preemption inside a command sequence is what interleaves them, so the functions
+    // go on until one is seen or the time is up).
+    assert!(race(Unshared, u32::MAX, Duration::from_secs(60)) > 0);
 }
