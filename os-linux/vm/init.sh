@@ -79,8 +79,21 @@ refuse() {
 	shift
 	if "$@" >/tmp/out 2>&1; then fail "$desc (was accepted)"; show; else pass "$desc"; fi
 }
-same() { # same DESC FILE1 FILE2
-	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; diff "$2" "$3" | sed 's/^/    | /'; fi
+same() { # same DESC FILE1 FILE2 (the first differences, as cmp lists them, on a failure)
+	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; cmp -l "$2" "$3" 2>&1 | head -5 | sed 's/^/    | /'; fi
+}
+# listening NETNS-PREFIX PORT: waits, up to 40 s times the slow factor, until a socket in that
+# namespace listens on TCP PORT (a server started in the background may take seconds to get
+# there on a debug kernel); then returns, whether or not it did.
+listening() {
+	hex=$(printf '%04X' $2)
+	n=0
+	while [ $n -lt $((160 * SLOW)) ]; do
+		$1 cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+			awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' && return 0
+		sleep 0.25
+		n=$((n + 1))
+	done
 }
 
 # ---- the card: its netdevs and its fault knobs, in either mode
@@ -563,7 +576,7 @@ iperf() {
 	shift 2
 	$B iperf3 -s -1 -p 5201 >/tmp/ip3s.log 2>&1 &
 	srv=$!
-	sleep $SLOW
+	listening "$B" 5201
 	RECV=0
 	if timeout "$dl" $A iperf3 -c 192.0.2.2 -p 5201 --connect-timeout 5000 -J "$@" >/tmp/ip3.json 2>&1; then
 		RECV=$(json_bytes /tmp/ip3.json)
@@ -630,7 +643,7 @@ for dir in "a b 192.0.2.2" "b a 192.0.2.1"; do
 	rm -f /tmp/blob.in
 	$IP netns exec $2 sh -c 'sleep 60 | nc -l -p 5202 >/tmp/blob.in' &
 	srv=$!
-	sleep 1
+	listening "$IP netns exec $2" 5202
 	timeout 60 $IP netns exec $1 nc -w 5 $3 5202 </tmp/blob
 	n=0
 	while [ $n -lt 30 ] && [ "$(wc -c </tmp/blob.in)" -lt 8388608 ]; do sleep 1; n=$((n + 1)); done
@@ -646,7 +659,7 @@ fi
 # ---- reconfiguration, XDP and link changes under TCP load (4 streams, 50 s)
 $B iperf3 -s -1 -p 5201 >/tmp/ip3s.log 2>&1 &
 SRV=$!
-sleep $SLOW
+listening "$B" 5201
 timeout 90 $A iperf3 -c 192.0.2.2 -p 5201 --connect-timeout 5000 -J -t 50 -P 4 >/tmp/ip3.json 2>&1 &
 CLI=$!
 sleep 3
@@ -844,7 +857,7 @@ fi
 # ---- rmmod under TCP load, then load/unload cycles with traffic
 $B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 SRV=$!
-sleep $SLOW
+listening "$B" 5201
 $A iperf3 -c 192.0.2.2 -p 5201 -t 30 -P 4 >/dev/null 2>&1 &
 CLI=$!
 sleep 4
@@ -871,7 +884,7 @@ removal_tests() {
 	echo "onic-vm: fault window begins" >/dev/kmsg
 	$B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 	SRV=$!
-	sleep $SLOW
+	listening "$B" 5201
 	$A iperf3 -c 192.0.2.2 -p 5201 -t 60 -P 4 >/dev/null 2>&1 &
 	CLI=$!
 	sleep 3
