@@ -203,10 +203,14 @@ impl<H: Host> Model<H> {
         }
     }
 
-    /// A frame arrives at `port` from the outside (open ports only; ignored otherwise).
+    /// A frame arrives at `port` from the outside (open ports only; ignored otherwise), as a
+    /// QEMU network backend hands it over: without its FCS and, from most of QEMU's NIC models,
+    /// not padded. On a real wire the sending MAC pads every frame to the Ethernet minimum, so
+    /// the card receives it as that MAC would have sent it ([`padded_for_wire`]); otherwise
+    /// the CMAC would count a 42-byte ARP request as a runt and drop it.
     pub fn inject(&mut self, port: u8, frame: &[u8]) {
         if self.cfg.open_ports && !self.gone {
-            self.card.inject(port, frame);
+            self.card.inject(port, &padded_for_wire(frame));
         }
     }
 
@@ -274,4 +278,17 @@ impl<H: Host> Model<H> {
             _ => {}
         }
     }
+}
+
+/// `frame` zero-padded to the smallest frame a MAC puts on the wire (60 bytes before the FCS),
+/// as the sending NIC's MAC would; longer frames unchanged.
+#[must_use]
+pub fn padded_for_wire(frame: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let min = onic_sim::MIN_WIRE_LEN - onic_sim::FCS_LEN;
+    if frame.len() >= min {
+        return std::borrow::Cow::Borrowed(frame);
+    }
+    let mut padded = frame.to_vec();
+    padded.resize(min, 0);
+    std::borrow::Cow::Owned(padded)
 }

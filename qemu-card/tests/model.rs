@@ -214,3 +214,17 @@ fn the_c_entry_points_drive_the_same_model() {
     assert_eq!(log.len(), 1, "{log:?}");
     assert!(log[0].contains("unmapped shell address"), "{log:?}");
 }
+
+#[test]
+fn frames_from_a_network_backend_are_padded_as_a_sending_mac_would() {
+    use onic_qemu_card::model::padded_for_wire;
+    let arp = [0xAAu8; 42];
+    let p = padded_for_wire(&arp);
+    assert_eq!(p.len(), 60);
+    assert_eq!(&p[..42], &arp[..]);
+    assert!(p[42..].iter().all(|&b| b == 0));
+    let full = [0x55u8; 60];
+    assert_eq!(&*padded_for_wire(&full), &full[..]);
+    assert_eq!(padded_for_wire(&[0u8; 1514]).len(), 1514);
+    assert_eq!(padded_for_wire(&[]).len(), 60);
+}
