@@ -647,6 +647,15 @@ static struct onic_sim *onic_sim;
 /* Serializes the sim_link / sim_tx_stall setters with the card's creation and destruction. */
 static DEFINE_MUTEX(onic_sim_knobs);
 
+/* The time the model's engine has run, in ns since load: under QEMU's -icount shift=0 one ns is
+ * one guest instruction, so `cargo xtask vm-bench` reads the model's share of the guest's
+ * instructions here (the register accesses, one call each into the model, stay the driver's).
+ * Written by the engine only (one hrtimer), read through sysfs. */
+static unsigned long long sim_model_ns;
+module_param(sim_model_ns, ullong, 0444);
+MODULE_PARM_DESC(sim_model_ns,
+		 "Simulation mode: nanoseconds the card model's engine has run since load (under QEMU's -icount shift=0, its instructions); read-only");
+
 static uint sim_link = (1 << ONIC_SIM_FUNCS) - 1;
 static bool sim_tx_stall;
 static bool sim_cmpt_freeze;
@@ -710,6 +719,7 @@ static enum hrtimer_restart onic_sim_engine(struct hrtimer *t)
 	onic_atomic_enter();
 	onic_rs_sim_tick(s->card, now - s->last_ns, s);
 	onic_atomic_exit();
+	WRITE_ONCE(sim_model_ns, sim_model_ns + (ktime_get_ns() - now));
 	s->last_ns = now;
 	hrtimer_forward_now(t, ns_to_ktime(ONIC_SIM_PERIOD_NS));
 	return HRTIMER_RESTART;
