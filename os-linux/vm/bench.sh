@@ -8,45 +8,129 @@
 # kernel); `pci`, onic.ko on the QEMU card (the model runs in QEMU, outside the guest); `virtio`,
 # two virtio-net-pci NICs joined by a QEMU hub, the kernel's own virtio_net driver: the peer.
 #
+# The sender (onic_bench_sender=): `same`, traffic from the device's other port in this guest;
+# `guest`, from a second guest (onic_bench_role=sender, this same script) whose virtio NIC is
+# cabled to the device's port 0 by a QEMU socket netdev, so that this guest's instructions are
+# only its receiving driver's and stack's. The two guests talk over a second cable of their own
+# (a virtio NIC each, 10.9.9.0/24): the receiver asks, the sender runs iperf3 or pktgen and
+# answers with their output when done (busybox nc, one command per connection).
+#
 # Under QEMU's -icount shift=0,sleep=off (onic_bench_icount=1) one guest instruction is one
 # nanosecond of guest time, so the guest's busy time is its instruction count: each rate gets a
 # second figure, the guest's instructions per packet (per KiB for TCP), measured as the busy
 # time (elapsed minus idle, /proc/uptime, 10 ms resolution) over the packets counted.
-/bin/busybox --install -s /bin
+
+# `/init serve`: the sender guest's command server runs this script again for each command.
+SERVE=$1
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 IP=/usr/sbin/ip
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mkdir -p /run /var /tmp
-ln -s /run /var/run
-mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /tmp
-mount -t bpf bpf /sys/fs/bpf
+if [ "$SERVE" != serve ]; then
+	/bin/busybox --install -s /bin
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs devtmpfs /dev
+	mkdir -p /run /var /tmp
+	ln -s /run /var/run
+	mount -t tmpfs tmpfs /run
+	mount -t tmpfs tmpfs /tmp
+	mount -t bpf bpf /sys/fs/bpf
+fi
 KO=/lib/modules/onic.ko
 SECS=$(sed -n 's/.*onic_bench_secs=\([0-9]*\).*/\1/p' /proc/cmdline)
 SECS=${SECS:-5}
 DEV=$(sed -n 's/.*onic_bench_dev=\([a-z]*\).*/\1/p' /proc/cmdline)
 DEV=${DEV:-sim}
 ICOUNT=$(sed -n 's/.*onic_bench_icount=\([01]\).*/\1/p' /proc/cmdline)
+SENDER=$(sed -n 's/.*onic_bench_sender=\([a-z]*\).*/\1/p' /proc/cmdline)
+SENDER=${SENDER:-same}
+ROLE=$(sed -n 's/.*onic_bench_role=\([a-z]*\).*/\1/p' /proc/cmdline)
+ROLE=${ROLE:-receiver}
+# The two guests' MAC addresses (set by xtask/src/vmbench.rs): the control cable's NICs, the
+# sender's data NIC, and the receiver's data NIC when it is a virtio one.
+CTL_SENDER=52:54:00:c0:00:01 CTL_RECEIVER=52:54:00:c0:00:02
+DATA_SENDER=52:54:00:5e:00:01 DATA_RECEIVER=52:54:00:5e:00:02
 # Frame sizes on the wire (with the 4-byte FCS); UDP payload = size - 46.
 SIZES="1518 1000 500 250 64"
 
-echo "== onic VM benchmark on Linux $(uname -r), device $DEV, $SECS s per figure, icount ${ICOUNT:-0}, $(grep -c ^processor /proc/cpuinfo) CPU"
+[ "$SERVE" = serve ] || echo "== onic VM benchmark on Linux $(uname -r), $ROLE, device $DEV, sender $SENDER, $SECS s per figure, icount ${ICOUNT:-0}, $(grep -c ^processor /proc/cpuinfo) CPU"
 
-# ifaces: P0 and P1, the two cabled ports of the device.
+# by_mac MAC: the interface with that address.
+by_mac() {
+	for n in /sys/class/net/*; do
+		[ "$(cat $n/address)" = "$1" ] && basename $n
+	done
+}
+# virtio_up: the virtio driver (the peer's, and both guests' control NICs').
+virtio_up() {
+	[ -d /sys/module/virtio_net ] || for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover net_failover virtio_net; do
+		insmod /lib/modules/$m.ko 2>/dev/null
+	done
+	sleep 1
+}
+# pktgen_start IFACE SIZE MAC: the kernel's pktgen starts sending SIZE-byte frames (FCS
+# included) from IFACE to MAC at full speed, until traffic_stop.
+pktgen_start() {
+	PG=/proc/net/pktgen
+	echo "rem_device_all" >$PG/kpktgend_0
+	echo "add_device $1" >$PG/kpktgend_0
+	for c in "count 0" "pkt_size $(($2 - 4))" "delay 0" "dst_mac $3" "dst 192.0.2.2" "udp_dst_min 9" "udp_dst_max 9"; do
+		echo "$c" >$PG/$1
+	done
+	# Its own output away from this shell's: a command server's answer ends with its stdout.
+	echo start >$PG/pgctrl 2>/dev/null </dev/null &
+}
+# iperf3_start ARGS...: iperf3's client with ARGS starts towards the receiver, until
+# traffic_stop (its report is not used: the receiver counts).
+iperf3_start() {
+	iperf3 -c 192.0.2.2 -p 5201 "$@" >/tmp/iperf3.out 2>&1 &
+}
+# traffic_stop: whatever pktgen_start or iperf3_start started stops.
+traffic_stop() {
+	[ -e /proc/net/pktgen/pgctrl ] && echo stop >/proc/net/pktgen/pgctrl
+	killall iperf3 2>/dev/null
+	sleep 1
+	[ -e /proc/net/pktgen/kpktgend_0 ] && echo "rem_device_all" >/proc/net/pktgen/kpktgend_0
+	return 0
+}
+# remote COMMAND...: has the sender guest run COMMAND (serve_one) and prints its answer.
+remote() {
+	echo "$*" | nc 10.9.9.1 7000
+}
+# send_start KIND ARGS...: traffic of KIND (pktgen SIZE MAC, or iperf3 ARGS...) starts, from the
+# first namespace's port or from the sender guest.
+send_start() {
+	if [ $SENDER = guest ]; then
+		remote "$@" >/dev/null
+	elif [ $1 = pktgen ]; then
+		shift
+		pktgen_start $P0 "$@"
+	else
+		shift
+		$IP netns exec a sh -c "iperf3 -c 192.0.2.2 -p 5201 $* >/tmp/iperf3.out 2>&1" &
+	fi
+}
+send_stop() {
+	if [ $SENDER = guest ]; then remote stop >/dev/null; else traffic_stop; fi
+}
+
+# ifaces: P0 and P1, the two cabled ports of the device; with a sender guest, P1 is the
+# device's port cabled to it (port 0 of the card, the virtio data NIC) and P0 is not used.
 ifaces() {
-	case $DEV in
-	sim) P0=onicsim0 P1=onicsim1 ;;
-	*)
-		drv=onic
-		[ $DEV = virtio ] && drv=virtio_net
-		set -- $(for n in /sys/class/net/*; do
-			[ "$(basename "$(readlink $n/device/driver 2>/dev/null)")" = $drv ] && basename $n
-		done | sort)
+	drv=onic
+	[ $DEV = virtio ] && drv=virtio_net
+	set -- $(for n in /sys/class/net/*; do
+		[ "$(basename "$(readlink $n/device/driver 2>/dev/null)")" = $drv ] &&
+			[ "$(cat $n/address)" != $CTL_RECEIVER ] && basename $n
+	done | sort)
+	if [ $DEV = sim ]; then
+		P0=onicsim0 P1=onicsim1
+	elif [ $SENDER = guest ] && [ $DEV = virtio ]; then
+		P0=none P1=$(by_mac $DATA_RECEIVER)
+	elif [ $SENDER = guest ]; then
+		P0=none P1=$1
+	else
 		P0=$1 P1=$2
-		;;
-	esac
+	fi
 }
 # load ARGS...: the driver with ARGS (onic.ko's module parameters; the virtio driver has none and
 # stays loaded).
@@ -54,9 +138,7 @@ load() {
 	case $DEV in
 	sim) insmod $KO sim=1 "$@" ;;
 	pci) insmod $KO "$@" ;;
-	virtio) [ -d /sys/module/virtio_net ] || for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover net_failover virtio_net; do
-		insmod /lib/modules/$m.ko 2>/dev/null
-	done ;;
+	virtio) virtio_up ;;
 	esac
 	sleep 1
 	ifaces
@@ -65,115 +147,196 @@ load() {
 unload() {
 	[ $DEV = virtio ] || rmmod onic
 }
-# up ARGS...: the driver with ARGS, each port in its own namespace.
+# up ARGS...: the driver with ARGS, each port in its own namespace (with a sender guest, only
+# the receiving port, in the second).
 up() {
 	load "$@" || return 1
-	$IP netns add a
 	$IP netns add b
-	$IP link set $P0 netns a
 	$IP link set $P1 netns b
-	$IP -n a addr add 192.0.2.1/24 dev $P0
 	$IP -n b addr add 192.0.2.2/24 dev $P1
-	$IP -n a link set $P0 up
 	$IP -n b link set $P1 up
+	if [ $SENDER = same ]; then
+		$IP netns add a
+		$IP link set $P0 netns a
+		$IP -n a addr add 192.0.2.1/24 dev $P0
+		$IP -n a link set $P0 up
+	fi
 	sleep 2
+	$IP netns exec b ping -c 2 -W 5 192.0.2.1 >/dev/null 2>&1 && echo "== $P1: the sender answers" ||
+		echo "== $P1: no answer from the sender"
 }
 down() {
-	$IP netns del a
 	$IP netns del b
+	[ $SENDER = same ] && $IP netns del a
 	sleep 1
 	unload
 }
-# busy_mark: the guest's uptime and idle time so far (one CPU under icount: busy = up - idle).
-busy_mark() { cat /proc/uptime; }
-# insn MARK COUNT: the guest's instructions since MARK per COUNT (one decimal of a unit is kept).
-insn() {
-	set -- $1 $2 $(cat /proc/uptime) $3
-	awk -v u0="$1" -v i0="$2" -v u1="$3" -v i1="$4" -v n="$5" \
-		'BEGIN { b = (u1 - u0) - (i1 - i0); if (n > 0 && b > 0) printf "%d\n", b * 1e9 / n; else print 0 }'
+# busy_mark: the guest's uptime and idle time so far (one CPU under icount: busy = up - idle),
+# and in simulation mode the time the card model's engine has run (its instructions, under icount).
+busy_mark() {
+	echo $(cat /proc/uptime) $(cat /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0)
 }
-# figure TABLE CONFIG WHAT VALUE UNIT [MARK COUNT INSN-UNIT]: one rate, and with icount the
-# instructions per INSN-UNIT beside it.
+# rx_count NETNS-PREFIX STAT: P1's counter STAT (rx_packets, rx_bytes).
+rx_count() {
+	$1 cat /sys/class/net/$P1/statistics/$2
+}
+# window NETNS-PREFIX: once traffic arrives at P1, measures SECS of it in steady state. Prints
+# "packets bytes busy_ns model_ns" of the window, or nothing when no traffic came (60 s).
+# Setup and teardown (processes starting, connections, ARP) stay outside the window, so the
+# instructions are those of the running datapath.
+window() {
+	r0=$(rx_count "$1" rx_packets)
+	n=0
+	while [ $(rx_count "$1" rx_packets) -lt $((r0 + 200)) ]; do
+		[ $n -ge 600 ] && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	sleep 1
+	m0=$(busy_mark)
+	p0=$(rx_count "$1" rx_packets)
+	b0=$(rx_count "$1" rx_bytes)
+	sleep $SECS
+	p1=$(rx_count "$1" rx_packets)
+	b1=$(rx_count "$1" rx_bytes)
+	m1=$(busy_mark)
+	set -- $m0 $m1
+	awk -v u0=$1 -v i0=$2 -v m0=$3 -v u1=$4 -v i1=$5 -v m1=$6 -v p=$((p1 - p0)) -v b=$((b1 - b0)) \
+		'BEGIN { printf "%d %d %d %d\n", p, b, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
+}
+# figure TABLE CONFIG WHAT RATE-UNIT PER-UNIT COUNT BUSY MODEL: the rate (COUNT over SECS); with
+# icount instead the guest's instructions per COUNT (in simulation mode, the model's share
+# beside) and the COUNT of the window. (Under icount an idle guest's clock jumps to its next
+# timer, so a rate over guest time says nothing unless the guest was busy all the time.)
 figure() {
-	echo "BENCH $1 $2 $3 $4 $5"
-	[ "$ICOUNT" = 1 ] && [ -n "$6" ] && echo "BENCH $1 $2 $3_insn $(insn "$6" "$7") $8"
+	if [ "$ICOUNT" != 1 ]; then
+		echo "BENCH $1 $2 $3 $(($6 / SECS)) $4"
+		return 0
+	fi
+	echo "BENCH $1 $2 $3_insn $([ $6 -gt 0 ] && echo $(($7 / $6)) || echo 0) $5"
+	[ $DEV = sim ] && echo "BENCH $1 $2 $3_model_insn $([ $6 -gt 0 ] && echo $(($8 / $6)) || echo 0) $5"
+	echo "BENCH $1 $2 $3_count $6 ${5#insn/}s"
+	return 0
 }
-# udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size, datagrams per second received.
+# measure TABLE CONFIG WHAT KIND ARGS...: traffic of KIND (see send_start) into P1, measured
+# over a window; `tcp` figures are Mbit/s and instructions per KiB, the others packets.
+measure() {
+	table=$1 config=$2 what=$3
+	shift 3
+	send_start "$@"
+	set -- $(window "$NS") 0 0 0 0
+	send_stop
+	if [ $what = tcp ]; then
+		figure $table $config $what KiB/s insn/KiB $(($2 / 1024)) $3 $4
+	else
+		figure $table $config $what $UNIT/s insn/$UNIT $1 $3 $4
+	fi
+}
+# udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace.
 udp() {
+	NS="$IP netns exec b" UNIT=datagram
 	for size in $SIZES; do
-		len=$((size - 46))
-		$IP netns exec b iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+		$IP netns exec b iperf3 -s -p 5201 >/dev/null 2>&1 &
 		srv=$!
 		sleep 1
-		m=$(busy_mark)
-		timeout $((SECS * 20 + 30)) $IP netns exec a iperf3 -c 192.0.2.2 -p 5201 -u -b 0 -l $len -t "$SECS" -J >/tmp/u.json 2>&1
-		got=$(awk '/"sum_received"/ { f = 1 } f && /"bytes"/ { gsub(/[^0-9]/, ""); print; exit }' /tmp/u.json)
-		n=$((${got:-0} / len))
-		figure $1 $2 udp$size $((n / SECS)) datagrams/s "$m" $n insn/datagram
+		measure $1 $2 udp$size iperf3 -u -b 0 -l $((size - 46)) -t 600
 		kill $srv 2>/dev/null
 		wait $srv 2>/dev/null
 	done
+	return 0
 }
-# tcp TABLE CONFIG: one iperf3 TCP stream, receiver Mbit/s.
+# tcp TABLE CONFIG: one iperf3 TCP stream.
 tcp() {
-	$IP netns exec b iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	NS="$IP netns exec b"
+	$IP netns exec b iperf3 -s -p 5201 >/dev/null 2>&1 &
 	srv=$!
 	sleep 1
-	m=$(busy_mark)
-	timeout $((SECS * 40 + 30)) $IP netns exec a iperf3 -c 192.0.2.2 -p 5201 -t $((SECS * 2)) -J >/tmp/t.json 2>&1
-	got=$(awk '/"sum_received"/ { f = 1 } f && /"bytes"/ { gsub(/[^0-9]/, ""); print; exit }' /tmp/t.json)
-	figure $1 $2 tcp $((${got:-0} * 8 / (SECS * 2) / 1000000)) Mbit/s "$m" $((${got:-0} / 1024)) insn/KiB
+	measure $1 $2 tcp iperf3 -t 600
 	kill $srv 2>/dev/null
 	wait $srv 2>/dev/null
+	return 0
 }
-# xdp_drop_bench CONFIG: XDP_DROP rate per size: the kernel's pktgen sends from P0 at full speed,
-# xdp-bench drop drops on P1 (both ports in the first namespace: pktgen needs no route). The rate
-# is P1's rx_packets (frames received, whatever the verdict) over exactly the time pktgen sends.
-xdp_drop_bench() {
+# xdp_verdict_bench CONFIG ACTION: with `xdp-bench ACTION` (drop, or tx: MACs swapped, back out
+# of the port) on P1, the kernel's pktgen sends at full speed per frame size, from P0 (both ports
+# in the first namespace: pktgen needs no route) or from the sender guest; counted by P1's
+# rx_packets (frames received, whatever the verdict).
+xdp_verdict_bench() {
 	load || return 1
-	$IP link set $P0 up
+	[ $SENDER = same ] && $IP link set $P0 up
 	$IP link set $P1 up
 	sleep 2
 	MAC1=$(cat /sys/class/net/$P1/address)
-	PG=/proc/net/pktgen
-	echo "rem_device_all" >$PG/kpktgend_0
-	echo "add_device $P0" >$PG/kpktgend_0
+	NS= UNIT=packet
 	for size in $SIZES; do
-		for c in "count 0" "pkt_size $((size - 4))" "delay 0" "dst_mac $MAC1" "dst 192.0.2.2" "udp_dst_min 9" "udp_dst_max 9"; do
-			echo "$c" >$PG/$P0
-		done
-		timeout $((SECS * 20 + 60)) xdp-bench drop -i 1 $P1 >/tmp/xb.log 2>&1 &
+		xdp-bench $2 -i 1 $P1 >/tmp/xb.log 2>&1 &
 		xb=$!
 		n=0
 		while [ $n -lt 60 ] && ! $IP link show $P1 | grep -q xdp; do sleep 1; n=$((n + 1)); done
-		r0=$(cat /sys/class/net/$P1/statistics/rx_packets)
-		m=$(busy_mark)
-		echo start >$PG/pgctrl &
-		pg=$!
-		sleep "$SECS"
-		r1=$(cat /sys/class/net/$P1/statistics/rx_packets)
-		cnt=$((r1 - r0))
-		figure xdp_drop $1 drop$size $((cnt / SECS)) packets/s "$m" $cnt insn/packet
-		echo stop >$PG/pgctrl
-		wait $pg 2>/dev/null
+		measure xdp_$2 $1 $2$size pktgen $size $MAC1
 		kill -INT $xb 2>/dev/null
 		wait $xb 2>/dev/null
 		# xdp-bench's own count (its program's counters, from attach to exit): the driver's
-		# rx_packets must include the frames the program dropped, or the two disagree.
-		echo "BENCH xdp_drop $1 counted$size $(awk '/Packets received/ { print $NF }' /tmp/xb.log | tail -1) packets"
+		# rx_packets must include the frames the program handled, or the two disagree.
+		echo "BENCH xdp_$2 $1 counted$size $(awk '/Packets received/ { print $NF }' /tmp/xb.log | tail -1) packets"
 	done
-	echo "rem_device_all" >$PG/kpktgend_0
 	unload
 }
 
+# sender: the second guest's part. Its virtio data NIC is 192.0.2.1 (cabled to the receiver's
+# device), its control NIC 10.9.9.1; it runs what the receiver asks until asked to stop.
+sender() {
+	virtio_up
+	D=$(by_mac $DATA_SENDER)
+	C=$(by_mac $CTL_SENDER)
+	$IP addr add 192.0.2.1/24 dev $D
+	$IP addr add 10.9.9.1/24 dev $C
+	$IP link set $D up
+	$IP link set $C up
+	printf '#!/bin/sh\nexec /init serve\n' >/bin/onic-bench-serve
+	chmod +x /bin/onic-bench-serve
+	echo "== sender ready: data $D, control $C"
+	# Each connection is one command; a receiver that never asks again ends it after 30 min.
+	while [ ! -e /tmp/quit ] && timeout 1800 nc -l -p 7000 -e /bin/onic-bench-serve; do :; done
+}
+
+# serve_one: one command of the receiver's (see `remote`), on stdin; its answer goes back.
+serve_one() {
+	read cmd args
+	case $cmd in
+	pktgen) pktgen_start "$(by_mac $DATA_SENDER)" $args ;;
+	iperf3) iperf3_start $args ;;
+	stop) traffic_stop ;;
+	quit) touch /tmp/quit ;;
+	esac
+	echo ok
+}
+
+if [ "$SERVE" = serve ]; then
+	serve_one
+	exit 0
+fi
 insmod /lib/modules/pktgen.ko
+if [ $ROLE = sender ]; then
+	sender
+	echo "VM-BENCH SENDER DONE"
+	poweroff -f
+fi
+if [ $SENDER = guest ]; then
+	virtio_up
+	C=$(by_mac $CTL_RECEIVER)
+	$IP addr add 10.9.9.2/24 dev $C
+	$IP link set $C up
+	n=0
+	until [ "$(remote hello 2>/dev/null)" = ok ] || [ $n -ge 600 ]; do sleep 1; n=$((n + 1)); done
+fi
 if [ $DEV = virtio ]; then
 	# The peer: one configuration per table, the same tools and namespaces.
 	up && udp memory virtio_net && tcp memory virtio_net
 	down
 	up && udp xdp virtio_net && $IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp virtio_net_xdp_pass
 	down
-	xdp_drop_bench virtio_net
+	xdp_verdict_bench virtio_net drop
+	xdp_verdict_bench virtio_net tx
 else
 	# (a) the memory model: page_pool against a page allocated and mapped per packet
 	for mode in "page_pool 1" "page_per_packet 0"; do
@@ -187,9 +350,11 @@ else
 	up && udp xdp no_program
 	$IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp xdp_pass
 	down
-	# (c) XDP_DROP per frame size
-	xdp_drop_bench onic
+	# (c) XDP_DROP and XDP_TX per frame size
+	xdp_verdict_bench onic drop
+	xdp_verdict_bench onic tx
 fi
+[ $SENDER = guest ] && remote quit >/dev/null
 
 echo "VM-BENCH DONE"
 printf "\\$(printf %o 16)" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null

@@ -62,10 +62,21 @@ pub const CARD_DEVICES: [&str; 4] = [
 
 /// [`CARD_DEVICES`] as QEMU arguments (`-device` before each).
 pub fn device_args() -> Vec<String> {
+    device_args_with_port0(None)
+}
+
+/// [`CARD_DEVICES`] as QEMU arguments, with port 0 (PF0) on the QEMU network backend `netdev`
+/// when one is named: the card's ports then leave the VM instead of being cabled to each other.
+pub fn device_args_with_port0(netdev: Option<&str>) -> Vec<String> {
     CARD_DEVICES
         .iter()
-        .flat_map(|d| ["-device", d])
-        .map(String::from)
+        .flat_map(|d| {
+            let d = match netdev {
+                Some(n) if d.contains("id=onic0") => format!("{d},netdev={n}"),
+                _ => (*d).to_string(),
+            };
+            ["-device".to_string(), d]
+        })
         .collect()
 }
 

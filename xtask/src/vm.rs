@@ -50,21 +50,22 @@ fn select_cards(which: &str) -> Result<Vec<Card>, String> {
 
 /// The PCI card's machine and devices (`qemucard::CARD_DEVICES`: PF0 and PF1 behind a PCIe root
 /// port, the test-control function on the root complex).
-fn pci_card_args() -> Vec<String> {
+fn pci_card_args(port0: Option<&str>) -> Vec<String> {
     let mut args = vec!["-machine".to_string(), "q35".to_string()];
-    args.extend(crate::qemucard::device_args());
+    args.extend(crate::qemucard::device_args_with_port0(port0));
     for dir in crate::qemucard::FIRMWARE_DIRS {
         args.extend(["-L".to_string(), dir.to_string()]);
     }
     args
 }
 
-/// The QEMU built with the card (`qemu`), a q35 machine with the card's devices; `log` names
+/// The QEMU built with the card (`qemu`), a q35 machine with the card's devices (port 0 on the
+/// network backend `port0` if one is named, else the ports cabled to each other); `log` names
 /// its console log.
-pub fn pci_card_machine(qemu: &Path, log: &str) -> Machine {
+pub fn pci_card_machine(qemu: &Path, log: &str, port0: Option<&str>) -> Machine {
     Machine {
         qemu: qemu.to_path_buf(),
-        args: pci_card_args(),
+        args: pci_card_args(port0),
         qmp: None,
         log: log.into(),
         cpus: 2,
@@ -509,7 +510,7 @@ fn machine_for(r: &Resolved, card: Card, qemu: Option<&Path>) -> (Machine, Strin
     let base = format!("{VM_CMDLINE} {MEMORY_CHECKS}");
     match (card, qemu) {
         (Card::Pci, Some(qemu)) => {
-            let mut machine = pci_card_machine(qemu, "console-pci.log");
+            let mut machine = pci_card_machine(qemu, "console-pci.log", None);
             if r.kernel.pci_iommu {
                 machine
                     .args

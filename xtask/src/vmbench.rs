@@ -5,12 +5,19 @@
 //!     (`rx_page_pool=0`), iperf3 UDP per frame size and TCP;
 //! (b) XDP: not built in (`xdp=0`), built in with no program, an XDP_PASS program, iperf3 UDP per
 //!     frame size;
-//! (c) XDP_DROP per frame size: the kernel's pktgen sends from port 0, Debian's `xdp-bench drop`
-//!     drops on port 1, the rate is port 1's received frames over the sending time.
+//! (c) XDP_DROP and XDP_TX per frame size: the kernel's pktgen sends at full speed, Debian's
+//!     `xdp-bench drop` or `xdp-bench tx` runs on the receiving port, the rate is that port's
+//!     received frames over the sending time.
 //!
 //! Each on a device of its own boot (`--dev`): the module in simulation mode (`sim`), the module
 //! on the QEMU card (`pci`), and the peer, the kernel's virtio_net on two virtio-net-pci NICs
 //! joined by a QEMU hub (`virtio`), the same tools in the same namespaces.
+//!
+//! `--sender guest` sends from a second guest instead (pci and virtio only): its virtio NIC is
+//! cabled to the device's port 0 by a QEMU socket netdev (UDP on the host's loopback), and the
+//! guests talk over a second such cable (`os-linux/vm/bench.sh`), so the measured guest's
+//! instructions are its receiving driver's and stack's alone, as with the seed's separate
+//! sending machine. The sender runs without icount (its speed is not measured).
 //!
 //! `--icount` runs each guest with one vCPU under QEMU's `-icount shift=0,sleep=off`: guest time
 //! advances by one nanosecond per guest instruction and not with the host's clock, so the figures
@@ -30,7 +37,7 @@ use crate::root;
 use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all]";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest]";
 
 /// The device a boot measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,13 +62,40 @@ impl Dev {
     }
 }
 
+/// Where the traffic comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sender {
+    /// The device's other port, in the measured guest.
+    Same,
+    /// A second guest, cabled to the device's port 0.
+    Guest,
+}
+
+impl Sender {
+    fn name(self) -> &'static str {
+        match self {
+            Sender::Same => "same",
+            Sender::Guest => "guest",
+        }
+    }
+}
+
 /// The command line.
 struct Opts {
     kernel: String,
     secs: u32,
     icount: bool,
     devs: Vec<Dev>,
+    sender: Sender,
 }
+
+/// The MAC addresses `os-linux/vm/bench.sh` finds the two guests' NICs by: the control cable's
+/// (sender, receiver), and the data NICs' (the sender's, the receiver's when it is virtio).
+const CTL_MACS: [&str; 2] = ["52:54:00:c0:00:01", "52:54:00:c0:00:02"];
+const DATA_MACS: [&str; 2] = ["52:54:00:5e:00:01", "52:54:00:5e:00:02"];
+
+/// The first host UDP port of the socket netdevs; each device's pair of guests takes four.
+const CABLE_PORT_BASE: u16 = 17_400;
 
 /// One figure the guest reported.
 struct Figure {
@@ -72,11 +106,11 @@ struct Figure {
     unit: String,
 }
 
-/// Kernel modules the virtio peer needs, in load order (Debian's 6.1 builds them all as modules,
+/// Kernel modules the virtio peer needs, in load order (virtio's core uses virtio_ring's symbols) (Debian's 6.1 builds them all as modules,
 /// its 6.12 builds the virtio core in).
 const VIRTIO_MODULES: [&str; 8] = [
-    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_pci_legacy_dev.ko",
     "drivers/virtio/virtio_pci_modern_dev.ko",
     "drivers/virtio/virtio_pci.ko",
@@ -91,6 +125,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         secs: 5,
         icount: false,
         devs: vec![Dev::Sim],
+        sender: Sender::Same,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -114,8 +149,24 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                     None => return Err(USAGE.into()),
                 }
             }
+            "--sender" => {
+                o.sender = match it.next().map(String::as_str) {
+                    Some("same") => Sender::Same,
+                    Some("guest") => Sender::Guest,
+                    _ => return Err(format!("--sender takes same or guest\n{USAGE}")),
+                }
+            }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
+    }
+    if o.sender == Sender::Guest {
+        if o.devs.contains(&Dev::Sim) && o.devs.len() == 1 {
+            return Err(
+                "--sender guest: simulation mode's ports are inside the guest; use --dev pci or virtio"
+                    .into(),
+            );
+        }
+        o.devs.retain(|d| *d != Dev::Sim);
     }
     Ok(o)
 }
@@ -174,11 +225,39 @@ fn table(figs: &[&Figure]) -> String {
     out
 }
 
-/// The machine `dev` runs on.
-fn machine(dev: Dev, icount: bool) -> Result<Machine, String> {
+/// One end of a QEMU socket netdev `id` over the host's loopback: this end listens on `local`
+/// and sends to `remote`.
+fn cable(id: &str, local: u16, remote: u16) -> [String; 2] {
+    [
+        "-netdev".to_string(),
+        format!("socket,id={id},udp=127.0.0.1:{remote},localaddr=127.0.0.1:{local}"),
+    ]
+}
+
+/// A virtio-net-pci NIC on the netdev `id` with the address `mac`.
+fn virtio_nic(id: &str, mac: &str) -> [String; 2] {
+    [
+        "-device".to_string(),
+        format!("virtio-net-pci,netdev={id},mac={mac}"),
+    ]
+}
+
+/// The machine `dev` runs on; with a sender guest, its port 0 and a control NIC are cabled to
+/// the sender's, on the host ports from `ports`.
+fn machine(dev: Dev, icount: bool, sender: Sender, ports: u16) -> Result<Machine, String> {
+    let guest = sender == Sender::Guest;
     let mut m = match dev {
         Dev::Sim => Machine::debian(),
-        Dev::Pci => pci_card_machine(&crate::qemucard::build()?, "console-bench-pci.log"),
+        Dev::Pci => pci_card_machine(
+            &crate::qemucard::build()?,
+            "console-bench-pci.log",
+            guest.then_some("data"),
+        ),
+        Dev::Virtio if guest => {
+            let mut m = Machine::debian();
+            m.args.extend(virtio_nic("data", DATA_MACS[1]));
+            m
+        }
         Dev::Virtio => {
             let mut m = Machine::debian();
             for p in 0..2 {
@@ -192,6 +271,11 @@ fn machine(dev: Dev, icount: bool) -> Result<Machine, String> {
             m
         }
     };
+    if guest {
+        m.args.extend(cable("data", ports, ports + 2));
+        m.args.extend(cable("ctl", ports + 1, ports + 3));
+        m.args.extend(virtio_nic("ctl", CTL_MACS[1]));
+    }
     if dev != Dev::Pci {
         m.log = format!("console-bench-{}.log", dev.name());
     }
@@ -200,6 +284,19 @@ fn machine(dev: Dev, icount: bool) -> Result<Machine, String> {
         m.args.extend(["-icount", "shift=0,sleep=off"].map(String::from));
     }
     Ok(m)
+}
+
+/// The sender guest of the receiver on `ports` (one vCPU, no icount): a virtio NIC on each of
+/// the receiver's two cables.
+fn sender_machine(dev: Dev, ports: u16) -> Machine {
+    let mut m = Machine::debian();
+    m.cpus = 1;
+    m.log = format!("console-bench-{}-sender.log", dev.name());
+    m.args.extend(cable("data", ports + 2, ports));
+    m.args.extend(virtio_nic("data", DATA_MACS[0]));
+    m.args.extend(cable("ctl", ports + 3, ports + 1));
+    m.args.extend(virtio_nic("ctl", CTL_MACS[0]));
+    m
 }
 
 /// Builds the module and the one initramfs every device's boot uses.
@@ -226,6 +323,74 @@ fn image(r: &kmod::Resolved) -> Result<PathBuf, String> {
     initramfs(r, &ko, &xdp, &root().join("os-linux/vm/bench.sh"), &extra)
 }
 
+/// One guest to boot: the device it measures, whether it is the sender, its machine and its
+/// kernel command line.
+struct Boot {
+    dev: Dev,
+    sender: bool,
+    machine: Machine,
+    append: String,
+}
+
+/// The boots of each device: its measured guest, and its sender guest if it has one.
+fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
+    let mut sets = Vec::new();
+    for (i, &d) in o.devs.iter().enumerate() {
+        let ports = CABLE_PORT_BASE + 4 * i as u16;
+        let append = |role: &str| {
+            format!(
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_role={role}",
+                o.secs,
+                d.name(),
+                u8::from(o.icount),
+                o.sender.name(),
+            )
+        };
+        let mut set = vec![Boot {
+            dev: d,
+            sender: false,
+            machine: machine(d, o.icount, o.sender, ports)?,
+            append: append("receiver"),
+        }];
+        if o.sender == Sender::Guest {
+            set.push(Boot {
+                dev: d,
+                sender: true,
+                machine: sender_machine(d, ports),
+                append: append("sender"),
+            });
+        }
+        sets.push(set);
+    }
+    Ok(sets)
+}
+
+/// Runs `boots` side by side; the results in the same order.
+fn run_side_by_side(r: &kmod::Resolved, img: &Path, boots: &[&Boot]) -> Vec<Result<GuestRun, String>> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = boots
+            .iter()
+            .map(|b| {
+                s.spawn(move || {
+                    let prefix = format!("[{}{}] ", b.dev.name(), if b.sender { " sender" } else { "" });
+                    run_guest(
+                        r,
+                        &b.machine,
+                        img,
+                        Duration::from_secs(7200),
+                        "tcg",
+                        &b.append,
+                        &prefix,
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a boot thread panicked".into())))
+            .collect()
+    })
+}
+
 /// `cargo xtask vm-bench`.
 pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
     let o = parse_args(args)?;
@@ -233,60 +398,47 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
     kmod::ensure_host_packages()?;
     let r = kmod::fetch(k)?;
     let img = image(&r)?;
-    let boots: Vec<(Dev, Machine, String)> = o
-        .devs
-        .iter()
-        .map(|&d| {
-            let append = format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={}",
-                o.secs,
-                d.name(),
-                u8::from(o.icount)
-            );
-            machine(d, o.icount).map(|m| (d, m, append))
-        })
-        .collect::<Result<_, _>>()?;
-    let run = |(d, m, append): &(Dev, Machine, String)| {
-        let prefix = format!("[{}] ", d.name());
-        run_guest(&r, m, &img, Duration::from_secs(7200), "tcg", append, &prefix)
-    };
-    // Under icount the figures do not depend on the host's load: the boots run side by side.
-    let runs: Vec<Result<GuestRun, String>> = if o.icount {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = boots.iter().map(|b| s.spawn(move || run(b))).collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a boot thread panicked".into())))
-                .collect()
-        })
+    let sets = boots(&o)?;
+    // A device's guests always run together. Under icount the figures do not depend on the
+    // host's load, so every device's guests run side by side; otherwise one device at a time.
+    let groups: Vec<Vec<&Boot>> = if o.icount {
+        vec![sets.iter().flatten().collect()]
     } else {
-        boots.iter().map(run).collect()
+        sets.iter().map(|s| s.iter().collect()).collect()
     };
     let mut figs = Vec::new();
-    for ((d, ..), run) in boots.iter().zip(runs) {
-        let run = run?;
-        if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
-            return Err(format!(
-                "vm-bench {}: the guest did not finish (QEMU status {:?})",
-                d.name(),
-                run.status
-            ));
+    for group in groups {
+        let runs = run_side_by_side(&r, &img, &group);
+        for (b, run) in group.iter().zip(runs) {
+            let run = run?;
+            if b.sender {
+                continue;
+            }
+            if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
+                return Err(format!(
+                    "vm-bench {}: the guest did not finish (QEMU status {:?})",
+                    b.dev.name(),
+                    run.status
+                ));
+            }
+            println!(
+                "==== vm-bench {}: Linux {}, {} s per figure{}, sender {}, {:.0} s",
+                b.dev.name(),
+                r.abi,
+                o.secs,
+                if o.icount {
+                    ", icount (instruction-exact)"
+                } else {
+                    ""
+                },
+                o.sender.name(),
+                run.elapsed.as_secs_f64()
+            );
+            figs.extend(figures(&run.console).into_iter().map(|mut f| {
+                f.config = format!("{}:{}", b.dev.name(), f.config);
+                f
+            }));
         }
-        println!(
-            "==== vm-bench {}: Linux {}, {} s per figure{}, {:.0} s",
-            d.name(),
-            r.abi,
-            o.secs,
-            if o.icount {
-                ", icount (instruction-exact)"
-            } else {
-                ""
-            },
-            run.elapsed.as_secs_f64()
-        );
-        figs.extend(figures(&run.console).into_iter().map(|mut f| {
-            f.config = format!("{}:{}", d.name(), f.config);
-            f
-        }));
     }
     print_tables(&figs);
     Ok(ExitCode::SUCCESS)
@@ -339,5 +491,39 @@ mod tests {
         assert_eq!(o.devs, Dev::ALL);
         assert!(parse_args(&["--dev".into(), "e1000".into()]).is_err());
         assert!(parse_args(&["--secs".into(), "0".into()]).is_err());
+        let o = parse_args(&["--dev".into(), "all".into(), "--sender".into(), "guest".into()]).unwrap();
+        assert_eq!(o.devs, [Dev::Pci, Dev::Virtio]);
+        assert!(parse_args(&["--sender".into(), "guest".into()]).is_err());
+    }
+
+    #[test]
+    fn the_two_guests_cables_meet() {
+        let rx = machine(Dev::Virtio, true, Sender::Guest, 100).unwrap();
+        let tx = sender_machine(Dev::Virtio, 100);
+        let netdevs = |m: &Machine| -> Vec<String> {
+            m.args
+                .iter()
+                .filter(|a| a.starts_with("socket,"))
+                .cloned()
+                .collect()
+        };
+        // Each end sends to the port the other listens on.
+        assert_eq!(
+            netdevs(&rx),
+            [
+                "socket,id=data,udp=127.0.0.1:102,localaddr=127.0.0.1:100",
+                "socket,id=ctl,udp=127.0.0.1:103,localaddr=127.0.0.1:101"
+            ]
+        );
+        assert_eq!(
+            netdevs(&tx),
+            [
+                "socket,id=data,udp=127.0.0.1:100,localaddr=127.0.0.1:102",
+                "socket,id=ctl,udp=127.0.0.1:101,localaddr=127.0.0.1:103"
+            ]
+        );
+        assert_eq!((rx.cpus, tx.cpus), (1, 1));
+        assert!(rx.args.iter().any(|a| a == "shift=0,sleep=off"));
+        assert!(!tx.args.iter().any(|a| a == "shift=0,sleep=off"));
     }
 }
