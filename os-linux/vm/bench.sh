@@ -171,38 +171,34 @@ down() {
 	sleep 1
 	unload
 }
-# busy_mark: the guest's uptime and idle time so far (one CPU under icount: busy = up - idle),
-# and in simulation mode the time the card model's engine has run (its instructions, under icount).
-busy_mark() {
-	echo $(cat /proc/uptime) $(cat /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0)
-}
-# rx_count NETNS-PREFIX STAT: P1's counter STAT (rx_packets, rx_bytes).
-rx_count() {
-	$1 cat /sys/class/net/$P1/statistics/$2
+# snap NETNS-PREFIX: one process reads, at one moment, the guest's uptime and idle time (one
+# CPU under icount: busy = up - idle, in instructions), the time the card model's engine has run
+# (simulation mode: its instructions under icount, else 0) and P1's received packets and bytes.
+snap() {
+	$1 sh -c "cat /proc/uptime /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0;
+		cat /sys/class/net/$P1/statistics/rx_packets /sys/class/net/$P1/statistics/rx_bytes" | tr '\n' ' '
 }
 # window NETNS-PREFIX: once traffic arrives at P1, measures SECS of it in steady state. Prints
 # "packets bytes busy_ns model_ns" of the window, or nothing when no traffic came (60 s).
 # Setup and teardown (processes starting, connections, ARP) stay outside the window, so the
-# instructions are those of the running datapath.
+# instructions are those of the running datapath (and of the one process that takes the second
+# snapshot).
 window() {
-	r0=$(rx_count "$1" rx_packets)
+	set -- "$1" $(snap "$1")
+	r0=$5
 	n=0
-	while [ $(rx_count "$1" rx_packets) -lt $((r0 + 200)) ]; do
+	while [ $(snap "$1" | awk '{ print $4 }') -lt $((r0 + 200)) ]; do
 		[ $n -ge 600 ] && return 0
 		sleep 0.1
 		n=$((n + 1))
 	done
 	sleep 1
-	m0=$(busy_mark)
-	p0=$(rx_count "$1" rx_packets)
-	b0=$(rx_count "$1" rx_bytes)
+	s0=$(snap "$1")
 	sleep $SECS
-	p1=$(rx_count "$1" rx_packets)
-	b1=$(rx_count "$1" rx_bytes)
-	m1=$(busy_mark)
-	set -- $m0 $m1
-	awk -v u0=$1 -v i0=$2 -v m0=$3 -v u1=$4 -v i1=$5 -v m1=$6 -v p=$((p1 - p0)) -v b=$((b1 - b0)) \
-		'BEGIN { printf "%d %d %d %d\n", p, b, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
+	s1=$(snap "$1")
+	set -- $s0 $s1
+	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v u1=$6 -v i1=$7 -v m1=$8 -v p1=$9 -v b1=${10} \
+		'BEGIN { printf "%d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
 }
 # figure TABLE CONFIG WHAT RATE-UNIT PER-UNIT COUNT BUSY MODEL: the rate (COUNT over SECS); with
 # icount instead the guest's instructions per COUNT (in simulation mode, the model's share
