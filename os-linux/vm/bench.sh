@@ -71,8 +71,9 @@ virtio_up() {
 # included) from IFACE to MAC at full speed, until traffic_stop.
 pktgen_start() {
 	PG=/proc/net/pktgen
-	echo "rem_device_all" >$PG/kpktgend_0
-	echo "add_device $1" >$PG/kpktgend_0
+	# The device stays with pktgen's thread from one size to the next (removing it is done
+	# asynchronously, and adding it again right after can fail).
+	[ -e $PG/$1 ] || echo "add_device $1" >$PG/kpktgend_0
 	for c in "count 0" "pkt_size $(($2 - 4))" "delay 0" "dst_mac $3" "dst 192.0.2.2" "udp_dst_min 9" "udp_dst_max 9"; do
 		echo "$c" >$PG/$1
 	done
@@ -89,7 +90,6 @@ traffic_stop() {
 	[ -e /proc/net/pktgen/pgctrl ] && echo stop >/proc/net/pktgen/pgctrl
 	killall iperf3 2>/dev/null
 	sleep 1
-	[ -e /proc/net/pktgen/kpktgend_0 ] && echo "rem_device_all" >/proc/net/pktgen/kpktgend_0
 	return 0
 }
 # remote COMMAND...: has the sender guest run COMMAND (serve_one) and prints its answer.
@@ -273,8 +273,14 @@ xdp_verdict_bench() {
 		wait $xb 2>/dev/null
 		# xdp-bench's own count (its program's counters, from attach to exit): the driver's
 		# rx_packets must include the frames the program handled, or the two disagree.
-		echo "BENCH xdp_$2 $1 counted$size $(awk '/Packets received/ { print $NF }' /tmp/xb.log | tail -1) packets"
+		counted=$(awk '/Packets received/ { print $NF }' /tmp/xb.log | tail -1)
+		if [ -n "$counted" ]; then
+			echo "BENCH xdp_$2 $1 counted$size $counted packets"
+		else
+			tail -5 /tmp/xb.log | sed "s/^/== xdp-bench $2 on $P1: /"
+		fi
 	done
+	[ $SENDER = same ] && echo "rem_device_all" >/proc/net/pktgen/kpktgend_0
 	unload
 }
 
