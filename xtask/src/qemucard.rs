@@ -70,15 +70,20 @@ pub fn device_args() -> Vec<String> {
 pub fn device_args_with_port0(netdev: Option<&str>) -> Vec<String> {
     CARD_DEVICES
         .iter()
-        .flat_map(|d| {
+        .enumerate()
+        .flat_map(|(i, d)| {
             let d = match netdev {
-                Some(n) if d.contains("id=onic0") => format!("{d},netdev={n}"),
+                Some(n) if i == PF0_DEVICE => format!("{d},netdev={n}"),
                 _ => (*d).to_string(),
             };
             ["-device".to_string(), d]
         })
         .collect()
 }
+
+/// The index of PF0 (port 0's function) in [`CARD_DEVICES`].
+const PF0_DEVICE: usize = 1;
+const _: () = assert!(PF0_DEVICE < CARD_DEVICES.len());
 
 /// [`FIRMWARE_DIRS`] as QEMU arguments (`-L` before each).
 pub fn firmware_args() -> Vec<String> {
@@ -292,4 +297,22 @@ pub fn qemu_card(args: &[String]) -> Result<(), String> {
         return Err("the built QEMU does not list the onic-card devices".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_backend_goes_to_pf0_only() {
+        let args = device_args_with_port0(Some("data"));
+        let with: Vec<&String> = args.iter().filter(|a| a.contains("netdev=")).collect();
+        assert_eq!(with.len(), 1);
+        assert!(
+            with[0].contains("id=onic0") && with[0].ends_with(",netdev=data"),
+            "{with:?}"
+        );
+        assert_eq!(device_args(), device_args_with_port0(None));
+        assert!(!device_args().iter().any(|a| a.contains("netdev=")));
+    }
 }

@@ -399,27 +399,40 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
     let r = kmod::fetch(k)?;
     let img = image(&r)?;
     let sets = boots(&o)?;
-    // A device's guests always run together. Under icount the figures do not depend on the
-    // host's load, so every device's guests run side by side; otherwise one device at a time.
+    // A device's guests always run together. Under icount the host's load does not enter the
+    // guests' clocks, so every device's guests run side by side; otherwise one device at a time.
     let groups: Vec<Vec<&Boot>> = if o.icount {
         vec![sets.iter().flatten().collect()]
     } else {
         sets.iter().map(|s| s.iter().collect()).collect()
     };
     let mut figs = Vec::new();
+    // A device whose guest failed is reported after the tables of those that finished.
+    let mut failed = Vec::new();
     for group in groups {
         let runs = run_side_by_side(&r, &img, &group);
         for (b, run) in group.iter().zip(runs) {
-            let run = run?;
+            let run = match run {
+                Ok(run) => run,
+                Err(e) => {
+                    failed.push(format!(
+                        "{}{}: {e}",
+                        b.dev.name(),
+                        if b.sender { " sender" } else { "" }
+                    ));
+                    continue;
+                }
+            };
             if b.sender {
                 continue;
             }
             if !run.console.iter().any(|l| l.trim() == "VM-BENCH DONE") {
-                return Err(format!(
-                    "vm-bench {}: the guest did not finish (QEMU status {:?})",
+                failed.push(format!(
+                    "{}: the guest did not finish (QEMU status {:?})",
                     b.dev.name(),
                     run.status
                 ));
+                continue;
             }
             println!(
                 "==== vm-bench {}: Linux {}, {} s per figure{}, sender {}, {:.0} s",
@@ -441,7 +454,11 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         }
     }
     print_tables(&figs);
-    Ok(ExitCode::SUCCESS)
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(format!("vm-bench: {}", failed.join("; ")))
+    }
 }
 
 /// Every table, each device's configurations side by side.
