@@ -97,20 +97,19 @@ remote() {
 	echo "$*" | nc 10.9.9.1 7000
 }
 # send_start KIND ARGS...: traffic of KIND (pktgen SIZE MAC, or iperf3 ARGS...) starts, from the
-# first namespace's port or from the sender guest.
+# sender guest or from this guest's other port, through the same command server (serve_one):
+# pktgen on P0 (in the first namespace with the XDP benches' ports), iperf3 from namespace a.
 send_start() {
 	if [ $SENDER = guest ]; then
 		remote "$@" >/dev/null
 	elif [ $1 = pktgen ]; then
-		shift
-		pktgen_start $P0 "$@"
+		echo "$*" | PKTGEN_IF=$P0 /init serve >/dev/null
 	else
-		shift
-		$IP netns exec a sh -c "iperf3 -c 192.0.2.2 -p 5201 $* >/tmp/iperf3.out 2>&1" &
+		echo "$*" | $IP netns exec a /init serve >/dev/null
 	fi
 }
 send_stop() {
-	if [ $SENDER = guest ]; then remote stop >/dev/null; else traffic_stop; fi
+	if [ $SENDER = guest ]; then remote stop >/dev/null; else echo stop | /init serve >/dev/null; fi
 }
 
 # ifaces: P0 and P1, the two cabled ports of the device; with a sender guest, P1 is the
@@ -301,11 +300,12 @@ sender() {
 	while [ ! -e /tmp/quit ] && timeout 1800 nc -l -p 7000 -e /bin/onic-bench-serve; do :; done
 }
 
-# serve_one: one command of the receiver's (see `remote`), on stdin; its answer goes back.
+# serve_one: one command (see send_start), on stdin; its answer goes back. pktgen sends from
+# PKTGEN_IF when set, else from the sender guest's data NIC.
 serve_one() {
 	read cmd args
 	case $cmd in
-	pktgen) pktgen_start "$(by_mac $DATA_SENDER)" $args ;;
+	pktgen) pktgen_start "${PKTGEN_IF:-$(by_mac $DATA_SENDER)}" $args ;;
 	iperf3) iperf3_start $args ;;
 	stop) traffic_stop ;;
 	quit) touch /tmp/quit ;;
