@@ -45,6 +45,9 @@ SENDER=$(sed -n 's/.*onic_bench_sender=\([a-z]*\).*/\1/p' /proc/cmdline)
 SENDER=${SENDER:-same}
 ROLE=$(sed -n 's/.*onic_bench_role=\([a-z]*\).*/\1/p' /proc/cmdline)
 ROLE=${ROLE:-receiver}
+# The tables to measure (onic_bench_tables=, comma-separated): memory, xdp, xdp_drop, xdp_tx.
+TABLES=$(sed -n 's/.*onic_bench_tables=\([a-z_,]*\).*/\1/p' /proc/cmdline)
+TABLES=${TABLES:-memory,xdp,xdp_drop,xdp_tx}
 # The two guests' MAC addresses (set by xtask/src/vmbench.rs): the control cable's NICs, the
 # sender's data NIC, and the receiver's data NIC when it is a virtio one.
 CTL_SENDER=52:54:00:c0:00:01 CTL_RECEIVER=52:54:00:c0:00:02
@@ -52,7 +55,13 @@ DATA_SENDER=52:54:00:5e:00:01 DATA_RECEIVER=52:54:00:5e:00:02
 # Frame sizes on the wire (with the 4-byte FCS); UDP payload = size - 46.
 SIZES="1518 1000 500 250 64"
 
-[ "$SERVE" = serve ] || echo "== onic VM benchmark on Linux $(uname -r), $ROLE, device $DEV, sender $SENDER, $SECS s per figure, icount ${ICOUNT:-0}, $(grep -c ^processor /proc/cpuinfo) CPU"
+[ "$SERVE" = serve ] || echo "== onic VM benchmark on Linux $(uname -r), $ROLE, device $DEV, sender $SENDER, $SECS s per figure, icount ${ICOUNT:-0}, $(grep -c ^processor /proc/cpuinfo) CPU, tables $TABLES, IOMMU $(ls /sys/class/iommu 2>/dev/null | tr '\n' ' ')"
+
+# want TABLE: whether this boot measures TABLE.
+want() {
+	case ",$TABLES," in *",$1,"*) return 0 ;; esac
+	return 1
+}
 
 # by_mac MAC: the interface with that address.
 by_mac() {
@@ -333,28 +342,34 @@ if [ $SENDER = guest ]; then
 fi
 if [ $DEV = virtio ]; then
 	# The peer: one configuration per table, the same tools and namespaces.
-	up && udp memory virtio_net && tcp memory virtio_net
-	down
-	up && udp xdp virtio_net && $IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp virtio_net_xdp_pass
-	down
-	xdp_verdict_bench virtio_net drop
-	xdp_verdict_bench virtio_net tx
+	if want memory; then
+		up && udp memory virtio_net && tcp memory virtio_net
+		down
+	fi
+	if want xdp; then
+		up && udp xdp virtio_net && $IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp virtio_net_xdp_pass
+		down
+	fi
+	want xdp_drop && xdp_verdict_bench virtio_net drop
+	want xdp_tx && xdp_verdict_bench virtio_net tx
 else
 	# (a) the memory model: page_pool against a page allocated and mapped per packet
-	for mode in "page_pool 1" "page_per_packet 0"; do
+	want memory && for mode in "page_pool 1" "page_per_packet 0"; do
 		set -- $mode
 		up rx_page_pool=$2 && udp memory "$1" && tcp memory "$1"
 		down
 	done
 	# (b) XDP: not built in, built in with no program, an XDP_PASS program
-	up xdp=0 && udp xdp no_xdp
-	down
-	up && udp xdp no_program
-	$IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp xdp_pass
-	down
+	if want xdp; then
+		up xdp=0 && udp xdp no_xdp
+		down
+		up && udp xdp no_program
+		$IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp xdp_pass
+		down
+	fi
 	# (c) XDP_DROP and XDP_TX per frame size
-	xdp_verdict_bench onic drop
-	xdp_verdict_bench onic tx
+	want xdp_drop && xdp_verdict_bench onic drop
+	want xdp_tx && xdp_verdict_bench onic tx
 fi
 [ $SENDER = guest ] && remote quit >/dev/null
 

@@ -37,7 +37,10 @@ use crate::root;
 use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest]";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu]";
+
+/// The tables a boot can measure, in the order it measures them (`--tables` picks some).
+const TABLES: [&str; 4] = ["memory", "xdp", "xdp_drop", "xdp_tx"];
 
 /// The device a boot measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +90,10 @@ struct Opts {
     icount: bool,
     devs: Vec<Dev>,
     sender: Sender,
+    /// The tables to measure, a subset of [`TABLES`].
+    tables: Vec<&'static str>,
+    /// The PCI card behind QEMU's Intel IOMMU in strict mode, as on a host with the IOMMU on.
+    iommu: bool,
 }
 
 /// The MAC addresses `os-linux/vm/bench.sh` finds the two guests' NICs by: the control cable's
@@ -126,6 +133,8 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         icount: false,
         devs: vec![Dev::Sim],
         sender: Sender::Same,
+        tables: TABLES.to_vec(),
+        iommu: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -156,6 +165,8 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                     _ => return Err(format!("--sender takes same or guest\n{USAGE}")),
                 }
             }
+            "--tables" => o.tables = parse_tables(it.next().ok_or(USAGE)?)?,
+            "--iommu" => o.iommu = true,
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -169,6 +180,15 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         o.devs.retain(|d| *d != Dev::Sim);
     }
     Ok(o)
+}
+
+/// `--tables`: a comma-separated subset of [`TABLES`], kept in [`TABLES`]' order.
+fn parse_tables(list: &str) -> Result<Vec<&'static str>, String> {
+    let asked: Vec<&str> = list.split(',').collect();
+    if let Some(bad) = asked.iter().find(|t| !TABLES.contains(t)) {
+        return Err(format!("--tables: {bad:?} is not one of {}", TABLES.join(",")));
+    }
+    Ok(TABLES.into_iter().filter(|t| asked.contains(t)).collect())
 }
 
 fn figures(console: &[String]) -> Vec<Figure> {
@@ -244,8 +264,8 @@ fn virtio_nic(id: &str, mac: &str) -> [String; 2] {
 
 /// The machine `dev` runs on; with a sender guest, its port 0 and a control NIC are cabled to
 /// the sender's, on the host ports from `ports`.
-fn machine(dev: Dev, icount: bool, sender: Sender, ports: u16) -> Result<Machine, String> {
-    let guest = sender == Sender::Guest;
+fn machine(dev: Dev, o: &Opts, ports: u16) -> Result<Machine, String> {
+    let guest = o.sender == Sender::Guest;
     let mut m = match dev {
         Dev::Sim => Machine::debian(),
         Dev::Pci => pci_card_machine(
@@ -278,8 +298,11 @@ fn machine(dev: Dev, icount: bool, sender: Sender, ports: u16) -> Result<Machine
     }
     if dev != Dev::Pci {
         m.log = format!("console-bench-{}.log", dev.name());
+    } else if o.iommu {
+        m.args
+            .extend(["-device", "intel-iommu,intremap=on"].map(String::from));
     }
-    if icount {
+    if o.icount {
         m.cpus = 1;
         m.args.extend(["-icount", "shift=0,sleep=off"].map(String::from));
     }
@@ -338,18 +361,24 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
     for (i, &d) in o.devs.iter().enumerate() {
         let ports = CABLE_PORT_BASE + 4 * i as u16;
         let append = |role: &str| {
+            let iommu = if o.iommu && d == Dev::Pci && role == "receiver" {
+                " intel_iommu=on iommu.strict=1"
+            } else {
+                ""
+            };
             format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_role={role}",
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_role={role}{iommu}",
                 o.secs,
                 d.name(),
                 u8::from(o.icount),
                 o.sender.name(),
+                o.tables.join(","),
             )
         };
         let mut set = vec![Boot {
             dev: d,
             sender: false,
-            machine: machine(d, o.icount, o.sender, ports)?,
+            machine: machine(d, o, ports)?,
             append: append("receiver"),
         }];
         if o.sender == Sender::Guest {
@@ -514,8 +543,24 @@ mod tests {
     }
 
     #[test]
+    fn tables_are_a_subset_in_the_boot_order() {
+        assert_eq!(parse_args(&[]).unwrap().tables, TABLES);
+        let o = parse_args(&["--tables".into(), "xdp_tx,memory".into()]).unwrap();
+        assert_eq!(o.tables, ["memory", "xdp_tx"]);
+        assert!(parse_args(&["--tables".into(), "memory,bogus".into()]).is_err());
+    }
+
+    #[test]
     fn the_two_guests_cables_meet() {
-        let rx = machine(Dev::Virtio, true, Sender::Guest, 100).unwrap();
+        let o = parse_args(&[
+            "--icount".into(),
+            "--dev".into(),
+            "virtio".into(),
+            "--sender".into(),
+            "guest".into(),
+        ])
+        .unwrap();
+        let rx = machine(Dev::Virtio, &o, 100).unwrap();
         let tx = sender_machine(Dev::Virtio, 100);
         let netdevs = |m: &Machine| -> Vec<String> {
             m.args
