@@ -23,6 +23,16 @@
 #define ONIC_HAVE_XDP_METADATA 1
 #endif
 
+/* page_pool_params.napi (the one NAPI that consumes the pool's pages: a page freed in softirq
+ * on the CPU that NAPI is scheduled on goes straight back to the pool's lockless cache, not
+ * through the ptr_ring) exists since 6.5, but only since 6.8 does page_pool_destroy unbind the
+ * NAPI; before that a page freed after the netdev (and the NAPI in it) was gone would read the
+ * freed NAPI. So the pool is bound from 6.8, where .netdev (the pool listed under its netdev in
+ * netlink) also exists. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define ONIC_HAVE_PP_NAPI 1
+#endif
+
 /* The page_pool header was split into types and helpers in 6.6. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
 #include <net/page_pool/helpers.h>

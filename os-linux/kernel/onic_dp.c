@@ -68,6 +68,13 @@ void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err)
 			pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
 			pp.dev = m->dev;
 		}
+#ifdef ONIC_HAVE_PP_NAPI
+		/* The queue's NAPI is the pool's only consumer. Pools are created and destroyed
+		 * with that NAPI disabled (open, stop, a queue restart), as page_pool_destroy
+		 * requires of a bound pool. */
+		pp.napi = &nd->qv[qid].napi;
+		pp.netdev = nd->netdev;
+#endif
 		m->pp = page_pool_create(&pp);
 		if (IS_ERR(m->pp)) {
 			*err = PTR_ERR(m->pp);
