@@ -24,6 +24,10 @@
 //! do not move with the host's load, and the guest's busy time is its instruction count (each
 //! rate gets its instructions per packet beside it). The boots then run side by side.
 //!
+//! `--tables` measures some of the four tables; `--iommu` puts the QEMU card behind QEMU's Intel
+//! IOMMU (strict mode, `intel_iommu=on`); `--profile` adds, after each window, a window traced
+//! by ftrace's function_graph (`profile_window` in bench.sh), printed as a table per figure.
+//!
 //! The guest prints `BENCH <table> <configuration> <what> <value> <unit>` lines; they are turned
 //! into markdown tables with ratios against the first configuration of each device.
 
@@ -37,7 +41,7 @@ use crate::root;
 use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu]";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu] [--profile]";
 
 /// The tables a boot can measure, in the order it measures them (`--tables` picks some).
 const TABLES: [&str; 4] = ["memory", "xdp", "xdp_drop", "xdp_tx"];
@@ -94,6 +98,9 @@ struct Opts {
     tables: Vec<&'static str>,
     /// The PCI card behind QEMU's Intel IOMMU in strict mode, as on a host with the IOMMU on.
     iommu: bool,
+    /// After each window, a second one traced by ftrace's function_graph (`profile_window` in
+    /// bench.sh): where the instructions of a packet go.
+    profile: bool,
 }
 
 /// The MAC addresses `os-linux/vm/bench.sh` finds the two guests' NICs by: the control cable's
@@ -135,6 +142,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         sender: Sender::Same,
         tables: TABLES.to_vec(),
         iommu: false,
+        profile: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -167,6 +175,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "--tables" => o.tables = parse_tables(it.next().ok_or(USAGE)?)?,
             "--iommu" => o.iommu = true,
+            "--profile" => o.profile = true,
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -367,12 +376,13 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
                 ""
             };
             format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_role={role}{iommu}",
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_profile={} onic_bench_role={role}{iommu}",
                 o.secs,
                 d.name(),
                 u8::from(o.icount),
                 o.sender.name(),
                 o.tables.join(","),
+                u8::from(o.profile),
             )
         };
         let mut set = vec![Boot {
@@ -480,6 +490,7 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
                 f.config = format!("{}:{}", b.dev.name(), f.config);
                 f
             }));
+            print_profiles(b.dev, &run.console);
         }
     }
     print_tables(&figs);
@@ -487,6 +498,41 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(format!("vm-bench: {}", failed.join("; ")))
+    }
+}
+
+/// The `--profile` lines of one guest (`PROFILE table config what function calls_per_1000
+/// inclusive_insn own_insn`, per packet), a table per figure, the functions by their own
+/// instructions; the `_window` line is the traced window's packets, instructions per packet and
+/// the tracer's estimated cost per traced call.
+fn print_profiles(dev: Dev, console: &[String]) {
+    type Row = (String, [i64; 3]);
+    let mut groups: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    for l in console {
+        let Some(rest) = l.trim().strip_prefix("PROFILE ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        if let [table, config, what, func, a, b, c] = w[..] {
+            if let (Ok(a), Ok(b), Ok(c)) = (a.parse(), b.parse(), c.parse()) {
+                let key = format!("{} {table} {config} {what}", dev.name());
+                groups.entry(key).or_default().push((func.to_string(), [a, b, c]));
+            }
+        }
+    }
+    for (key, mut rows) in groups {
+        rows.sort_by_key(|(f, v)| (f != "_window", -v[2]));
+        println!("\n**profile {key}** (instructions per packet; own = inclusive minus traced callees and the tracer's cost)\n");
+        println!("| function | calls per 1000 packets | inclusive | own |\n| --- | --- | --- | --- |");
+        for (f, [a, b, c]) in rows {
+            if f == "_window" {
+                println!(
+                    "| (traced window: packets, busy insn per packet, tracer per call) | {a} | {b} | {c} |"
+                );
+            } else {
+                println!("| {f} | {a} | {b} | {c} |");
+            }
+        }
     }
 }
 
