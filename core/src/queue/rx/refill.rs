@@ -16,7 +16,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// The unposted slots are the ring from `tail` to `head`, oldest first: a slot joins them at
     /// the back when its completion is consumed, and leaves at the front when posted. A consumed
     /// slot always keeps a page (its own, or the one that took its place), and
-    /// [`RxQueue::deliver`] writes the descriptor of a page that takes a slot's place as it puts
+    /// [`DescRing::deliver`] writes the descriptor of a page that takes a slot's place as it puts
     /// it there; the device never writes the descriptor ring (hardware.md §7.4), so a page that
     /// stays keeps its descriptor. So only the `unready` slots at the front (empty after a start
     /// or a drain, or left by a refill that ran out of pages) need a page and a descriptor
