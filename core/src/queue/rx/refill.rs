@@ -21,6 +21,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
     /// stays keeps its descriptor. So only the `unready` slots at the front (empty after a start
     /// or a drain, or left by a refill that ran out of pages) need a page and a descriptor
     /// written; the slots behind them are posted as they are.
+    ///
+    /// [`DescRing::deliver`]: super::desc::DescRing::deliver
     pub(super) fn fill<P: PageProvider<Page = Pg>>(&mut self, pool: &mut P) -> u16 {
         let target = self.didx.len() - 1;
         self.desc.unready = self.desc.unready.min(self.didx.len() - self.posted);
