@@ -226,15 +226,18 @@ window() {
 	sleep $SECS
 	s1=$(snap "$1")
 	[ "$PROFILE" = 1 ] && profile_window "$1" >/tmp/profile
-	set -- $s0 $s1
+	delta $s0 $s1
+}
+# delta SNAP0 SNAP1 (snap's five words each): "packets bytes busy_ns model_ns" between the two.
+delta() {
 	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v u1=$6 -v i1=$7 -v m1=$8 -v p1=$9 -v b1=${10} \
 		'BEGIN { printf "%d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
 }
 # profile_window NETNS-PREFIX: PROFILE_MS of the traffic traced by function_graph over those of
 # PROFILE_FUNCS the kernel has (a module's functions leave the filter when it is unloaded, so it
-# is set each time). Prints the traced window's "packets busy_ns", then for each function that
-# ran "name calls total_ns" (inclusive: callees and their tracing included). Under icount ns are
-# instructions; a function that slept holds the idle time too (the clock jumps over it).
+# is set each time). Prints the traced window's "packets busy_ns", then a line per function that
+# ran (below), for profile_report. Under icount ns are instructions; a function that slept holds
+# the idle time too (the clock jumps over it).
 profile_window() {
 	T=/sys/kernel/tracing
 	[ -e $T/trace ] || mount -t tracefs tracefs $T
@@ -252,9 +255,7 @@ profile_window() {
 	sleep 0.$PROFILE_MS
 	echo 0 >$T/tracing_on
 	t1=$(snap "$1")
-	set -- $t0 $t1
-	awk -v u0=$1 -v i0=$2 -v p0=$4 -v u1=$6 -v i1=$7 -v p1=$9 \
-		'BEGIN { printf "%d %d\n", p1 - p0, ((u1 - u0) - (i1 - i0)) * 1e9 }'
+	delta $t0 $t1 | awk '{ print $1, $3 }'
 	# Per function: calls, inclusive time, own time (inclusive minus the traced callees'; an
 	# interrupt counts as a callee of what it interrupted), traced children and traced
 	# descendants; the last line, "_shortest", is the shortest call seen. A closing line that
