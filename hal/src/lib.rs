@@ -10,6 +10,8 @@
 //!   were invalidated (what lets its rings and pages go back to the allocator).
 //! - [`DelayNs`]: busy-wait delays, from `embedded-hal` 1.0.
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
+//! - [`exec`]: execution contexts as types: tokens of the OS's contexts and the state cells
+//!   only the owning context opens.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`id`]: [`FunctionId`], [`QueueId`] (function-relative) and [`AbsQueueId`] (QDMA queue
 //!   space), the indices registers and contexts take.
@@ -37,6 +39,7 @@ pub mod addr;
 pub mod barrier;
 pub mod context;
 pub mod dma;
+pub mod exec;
 pub mod layout;
 pub mod lock;
 pub mod mmio;
