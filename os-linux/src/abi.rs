@@ -150,6 +150,7 @@ pub struct PortParams {
 
 /// Current and maximum queue pairs and ring sizes (usable entries), for ethtool -l / -g.
 #[repr(C)]
+#[derive(Default)]
 pub struct OnicLayout {
     /// Queue pairs the function may use.
     pub max_queues: u32,

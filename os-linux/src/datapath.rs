@@ -1,8 +1,8 @@
-//! The port's datapath entry points. Each names the one context that may call it for a given
-//! queue index (its owner in the locking rules of `os-linux/README.md`); none of them calls out
-//! into code that could call the driver back while a ring of the port is borrowed, except the RX
-//! poll, which holds no lock and borrows only its own NAPI rings when it hands frames to the
-//! stack or to a redirect.
+//! The port's datapath entry points. Each takes the token of the one context that owns the
+//! rings it touches for a queue index (the locking rules of `os-linux/README.md`); none of them
+//! calls out into code that could call the driver back while a ring of the port is borrowed,
+//! except the RX poll, which holds no lock and borrows only its own NAPI rings when it hands
+//! frames to the stack or to a redirect.
 
 use core::sync::atomic::Ordering;
 
@@ -14,11 +14,12 @@ use onic_core::RxContext;
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::{PollResult, TxClean, TxState, XmitResult};
+use crate::contexts::{Napi, Token, TxLock, XmitLock};
 use crate::dp::{self, Done, OsProg, Pass, Redirect, TxItem};
 use crate::errno::{Errno, ENETDOWN};
 use crate::os::{Os, PacketMap, StatBlock};
 use crate::port::Port;
-use crate::queues::{napi_counters, tx_counters, NapiPair, TxRing};
+use crate::queues::{napi_counters, tx_counters, NapiState, TxRing};
 
 /// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
 const XMIT_CHUNK: usize = 16;
@@ -31,40 +32,29 @@ where
     K: Os + Clone,
     C: SharedLock,
 {
-    /// The NAPI rings of queue index `qid`.
-    ///
-    /// # Safety
-    ///
-    /// The caller is queue `qid`'s NAPI context and holds no other reference from this method.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn napi(&self, qid: u16) -> Option<&mut NapiPair<K, D>> {
-        let q = self.queues.get(usize::from(qid))?;
-        // SAFETY: caller's contract: the one context that owns these rings.
-        unsafe { (*q.napi.get()).as_mut() }
+    /// The NAPI state of the token's queue index.
+    fn napi<'t>(&'t self, t: &'t mut Token<'_, Napi>) -> Option<&'t mut NapiState<K, D>> {
+        self.queues.get(usize::from(t.index()))?.napi.open(t).ok()
     }
 
-    /// The stack's TX ring of queue index `qid`.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds netdev TX queue `qid`'s lock and no other reference from this method.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn stack(&self, qid: u16) -> Option<&mut TxRing<K, D>> {
-        let q = self.queues.get(usize::from(qid))?;
-        // SAFETY: caller's contract.
-        unsafe { (*q.stack.get()).as_mut() }
+    /// The stack's TX ring of the token's queue index, if it runs.
+    fn stack<'t>(&'t self, t: &'t mut Token<'_, TxLock>) -> Option<&'t mut TxRing<K, D>> {
+        self.queues
+            .get(usize::from(t.index()))?
+            .stack
+            .open(t)
+            .ok()?
+            .as_mut()
     }
 
-    /// The redirect-in ring of queue index `qid`.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds queue `qid`'s xmit lock and no other reference from this method.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn xmit_ring(&self, qid: u16) -> Option<&mut TxRing<K, D>> {
-        let q = self.queues.get(usize::from(qid))?;
-        // SAFETY: caller's contract.
-        unsafe { (*q.xmit.get()).as_mut() }
+    /// The redirect-in ring of the token's queue index, if it runs.
+    fn xmit_ring<'t>(&'t self, t: &'t mut Token<'_, XmitLock>) -> Option<&'t mut TxRing<K, D>> {
+        self.queues
+            .get(usize::from(t.index()))?
+            .xmit
+            .open(t)
+            .ok()?
+            .as_mut()
     }
 
     fn publish(&self, qid: u16, block: StatBlock, c: &QueueCounters) {
@@ -77,13 +67,11 @@ where
     /// filled up is published at once. On `Ok`/`OkStop` the packet belongs to the ring until its
     /// completion frees it; otherwise it is still the caller's.
     ///
-    /// # Safety
-    ///
-    /// The caller holds netdev TX queue `qid`'s lock; the packet is linear and at least
+    /// The caller holds the netdev TX queue's lock (`lock`); the packet is linear and at least
     /// `ETH_ZLEN` long.
-    pub unsafe fn xmit(&self, qid: u16, skb: K::Skb, done: &mut TxClean) -> XmitResult {
-        // SAFETY: the TX lock of this queue makes us its only user (caller's contract).
-        let Some(tx) = (unsafe { self.stack(qid) }) else {
+    pub fn xmit(&self, lock: &mut Token<'_, TxLock>, skb: K::Skb, done: &mut TxClean) -> XmitResult {
+        let qid = lock.index();
+        let Some(tx) = self.stack(lock) else {
             return XmitResult::Dropped;
         };
         *done = self.reclaim_stack(tx, None);
@@ -112,26 +100,17 @@ where
     }
 
     /// Rings the stack TX ring's doorbell for everything queued (end of a transmit batch).
-    ///
-    /// # Safety
-    ///
-    /// As [`Port::xmit`].
-    pub unsafe fn tx_flush(&self, qid: u16) {
-        // SAFETY: caller's contract.
-        if let Some(tx) = unsafe { self.stack(qid) } {
+    pub fn tx_flush(&self, lock: &mut Token<'_, TxLock>) {
+        let qid = lock.index();
+        if let Some(tx) = self.stack(lock) {
             tx.flush(&self.dev.doorbells());
             self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
         }
     }
 
     /// Free descriptors of the stack TX ring (the re-check after stopping the queue).
-    ///
-    /// # Safety
-    ///
-    /// As [`Port::xmit`].
-    pub unsafe fn tx_free(&self, qid: u16) -> u16 {
-        // SAFETY: caller's contract.
-        unsafe { self.stack(qid) }.map_or(0, |tx| tx.free())
+    pub fn tx_free(&self, lock: &mut Token<'_, TxLock>) -> u16 {
+        self.stack(lock).map_or(0, |tx| tx.free())
     }
 
     /// Reclaims a TX-only ring (the stack's or the redirect-in one) and says what it did.
@@ -154,15 +133,11 @@ where
         }
     }
 
-    /// Reclaims the stack TX ring `qid` from the queue's NAPI poll (`budget` as NAPI gave it:
-    /// packets are freed with `napi_consume_skb`).
-    ///
-    /// # Safety
-    ///
-    /// The caller holds netdev TX queue `qid`'s lock.
-    pub unsafe fn tx_clean(&self, qid: u16, budget: u32) -> TxClean {
-        // SAFETY: caller's contract.
-        let Some(tx) = (unsafe { self.stack(qid) }) else {
+    /// Reclaims the stack TX ring from the queue's NAPI poll, which holds the netdev TX queue's
+    /// lock (`budget` as NAPI gave it: packets are freed with `napi_consume_skb`).
+    pub fn tx_clean(&self, lock: &mut Token<'_, TxLock>, budget: u32) -> TxClean {
+        let qid = lock.index();
+        let Some(tx) = self.stack(lock) else {
             return TxClean::default();
         };
         let c = self.reclaim_stack(tx, Some(budget));
@@ -172,15 +147,11 @@ where
         c
     }
 
-    /// Reclaims the redirect-in ring `qid` (frames still on it in `in_flight`, its error state
-    /// in `error`).
-    ///
-    /// # Safety
-    ///
-    /// The caller holds queue `qid`'s xmit lock.
-    pub unsafe fn xmit_clean(&self, qid: u16) -> TxClean {
-        // SAFETY: caller's contract.
-        let Some(tx) = (unsafe { self.xmit_ring(qid) }) else {
+    /// Reclaims the redirect-in ring of the xmit lock's queue (frames still on it in
+    /// `in_flight`, its error state in `error`).
+    pub fn xmit_clean(&self, lock: &mut Token<'_, XmitLock>) -> TxClean {
+        let qid = lock.index();
+        let Some(tx) = self.xmit_ring(lock) else {
             return TxClean::default();
         };
         let c = self.reclaim_stack(tx, None);
@@ -190,16 +161,21 @@ where
         c
     }
 
-    /// `ndo_xdp_xmit` on the redirect-in ring `qid`: reclaims it, then queues the frames in order,
-    /// stopping at the first that does not fit. Returns how many were queued (the rest are still
-    /// the caller's), or `ENETDOWN` when the ring is not running.
+    /// `ndo_xdp_xmit` on the redirect-in ring of the xmit lock's queue: reclaims it, then queues
+    /// the frames in order, stopping at the first that does not fit. Returns how many were
+    /// queued (the rest are still the caller's), or `ENETDOWN` when the ring is not running.
     ///
-    /// # Safety
+    /// # Errors
     ///
-    /// The caller holds queue `qid`'s xmit lock.
-    pub unsafe fn xdp_xmit(&self, qid: u16, frames: &[K::XdpFrame], flush: bool) -> Result<usize, Errno> {
-        // SAFETY: caller's contract.
-        let Some(tx) = (unsafe { self.xmit_ring(qid) }) else {
+    /// `ENETDOWN` when the ring is not running.
+    pub fn xdp_xmit(
+        &self,
+        lock: &mut Token<'_, XmitLock>,
+        frames: &[K::XdpFrame],
+        flush: bool,
+    ) -> Result<usize, Errno> {
+        let qid = lock.index();
+        let Some(tx) = self.xmit_ring(lock) else {
             return Err(ENETDOWN);
         };
         let mut done = Done {
@@ -242,12 +218,19 @@ where
     /// from here) and redirect targets (which may be this port's `ndo_xdp_xmit`) while only
     /// this context's rings are borrowed.
     ///
-    /// # Safety
-    ///
-    /// Called from queue `qid`'s NAPI poll (budget > 0); `napi` is that poll's context.
-    pub unsafe fn poll(&self, qid: u16, budget: u32, napi: K::Napi, prog: Option<K::Prog>) -> PollResult {
-        // SAFETY: the NAPI context of this queue is the rings' only user.
-        let Some(qp) = (unsafe { self.napi(qid) }) else {
+    /// `poll` is the queue's NAPI context (budget > 0); `napi` is its kernel object.
+    pub fn poll(
+        &self,
+        poll: &mut Token<'_, Napi>,
+        budget: u32,
+        napi: K::Napi,
+        prog: Option<K::Prog>,
+    ) -> PollResult {
+        let qid = poll.index();
+        let Some(state) = self.napi(poll) else {
+            return PollResult::default();
+        };
+        let NapiState { pair: Some(qp), base } = state else {
             return PollResult::default();
         };
         let mem = qp.pool.mem();
@@ -301,7 +284,9 @@ where
         );
         qp.pool.in_napi = false;
         let redirected = redirect.redirected;
-        self.publish_napi(qid, &napi_counters(qp));
+        let mut published = *base;
+        published += napi_counters(qp);
+        self.publish(qid, StatBlock::Napi, &published);
         PollResult {
             done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
             more: out.rx.more,
@@ -311,26 +296,10 @@ where
         }
     }
 
-    /// Publishes the NAPI block: the index's history plus the running pair.
-    fn publish_napi(&self, qid: u16, now: &QueueCounters) {
-        let Some(q) = self.queues.get(usize::from(qid)) else {
-            return;
-        };
-        // SAFETY: `base` changes only at stop, under RTNL with NAPI disabled; the NAPI poll (our
-        // caller) only reads it.
-        let mut c = unsafe { *q.base.get() };
-        c += *now;
-        self.publish(qid, StatBlock::Napi, &c);
-    }
-
-    /// The stack TX ring's state, for a TX timeout report.
-    ///
-    /// # Safety
-    ///
-    /// As [`Port::xmit`] (the kernel's watchdog holds every TX queue lock).
-    pub unsafe fn tx_state(&self, qid: u16) -> TxState {
-        // SAFETY: caller's contract.
-        let Some(tx) = (unsafe { self.stack(qid) }) else {
+    /// The stack TX ring's state, for a TX timeout report (the kernel's watchdog holds every TX
+    /// queue lock).
+    pub fn tx_state(&self, lock: &mut Token<'_, TxLock>) -> TxState {
+        let Some(tx) = self.stack(lock) else {
             return TxState::default();
         };
         let (next_to_clean, next_to_use) = tx.indices();

@@ -6,6 +6,8 @@
 //!
 //! - [`abi`]: the structs and constants shared with the C glue, the one definition its header
 //!   is generated from.
+//! - [`contexts`]: the kernel's calling contexts (RTNL, NAPI, the TX and xmit locks) as tokens,
+//!   and the cells only the owning context opens.
 //! - [`port`]: one PCI function's netdev state (bring-up, open/stop, RSS, ethtool, statistics).
 //! - [`datapath`]: the port's datapath entry points (transmit, NAPI poll, `ndo_xdp_xmit`, the
 //!   reclaims), each for the one context that owns the rings it touches.
@@ -31,6 +33,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod contexts;
 pub mod datapath;
 pub mod dp;
 pub mod errno;

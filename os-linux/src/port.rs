@@ -2,16 +2,19 @@
 //!
 //! The C glue owns the kernel objects (the `net_device`, its NAPI instances, IRQs, the attached
 //! XDP program) and calls in here for every decision. The kernel's own serialization decides who
-//! may call what at the same time, and the entry points below state it as their safety contract:
+//! may call what at the same time; each method takes the token of the context it runs in
+//! ([`crate::contexts`]):
 //!
-//! - *control* calls (`open`, `stop`, ethtool setters, `Drop`) run under RTNL, with NAPI disabled
-//!   and TX stopped whenever they touch the queues;
-//! - the *datapath* entry points of queue index `q` (`src/datapath.rs`) each touch the rings of
-//!   one owner only: the NAPI poll its RX and XDP_TX rings (no lock), transmit and the NAPI
-//!   reclaim the stack's TX ring (netdev TX queue `q`'s lock), `ndo_xdp_xmit` and its reclaim
-//!   the redirect-in ring (the queue's xmit lock); see `src/queues.rs`;
-//! - readers (`link_stats`, `ethtool_stats`, `link_up`) may run any time; they read what the
-//!   datapath published (`Os::stats_publish`), never the running rings.
+//! - *control* calls (`open`, `stop`, ethtool setters) take the control token (RTNL); those that
+//!   start, stop or restart rings also take the proof that the datapath contexts are stopped
+//!   ([`Quiet`], or one queue's [`QueueTokens`]);
+//! - the *datapath* entry points of queue index `q` (`src/datapath.rs`) each take the token of
+//!   the one owner of the rings they touch: the NAPI poll its RX and XDP_TX rings, transmit and
+//!   the NAPI reclaim the stack's TX ring (netdev TX queue `q`'s lock), `ndo_xdp_xmit` and its
+//!   reclaim the redirect-in ring (the queue's xmit lock); see `src/queues.rs`;
+//! - readers (`link_stats`, `rss_get`, `link_up`, `error_report`) take no token and may run any
+//!   time; they read registers and what the datapath published (`Os::stats_publish`), never the
+//!   running rings.
 //!
 //! RX pages come from the OS page pool ([`crate::dp::OsPool`]), become packets in place
 //! (`build_skb`, recycled by the stack into the pool), XDP runs on them where they lie, XDP_TX
@@ -33,6 +36,7 @@ use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::LinkStats;
 use crate::abi::OnicLayout;
+use crate::contexts::{Control, Domain, Owned, QueueTokens, Quiet, Token, CONTROL};
 use crate::dp::{self, QSTAT_WORDS};
 use crate::errno::{self, Errno, EBUSY, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN};
@@ -68,7 +72,9 @@ pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs,
     pub(crate) dev: Device<R, R, C>,
     pub(crate) dma: D,
     pub(crate) os: K,
-    ctl: UnsafeCell<Ctl<L>>,
+    /// The port's contexts: tokens of another port open none of its cells.
+    domain: Domain,
+    ctl: Owned<Ctl<L, K>, Control>,
     pub(crate) queues: Vec<Queue<K, D>>,
     /// The shell's hash under the key the shell holds, double-buffered: the datapath reads
     /// `hashers[active]`; `ethtool -X hkey` rebuilds the other one, switches, and waits for
@@ -77,20 +83,23 @@ pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs,
     pub(crate) active: AtomicUsize,
 }
 
-/// Control-plane state, touched by control calls only. The queue pairs in use and the RSS
+/// Control-plane state, opened by control calls only. The queue pairs in use and the RSS
 /// state are the device's ([`Device::channels`], [`Device::rss`]); the ring sizes and the MTU are
 /// `net`'s.
-struct Ctl<L> {
+struct Ctl<L, K: Os> {
     delay: L,
     net: NetSettings,
     up: bool,
+    /// The page pool of each running queue index, for its statistics.
+    mems: Vec<Option<K::QMem>>,
 }
 
-// SAFETY: the cells are only reached under the serialization documented on each entry point
-// (control under RTNL, one context per queue); the backends and OS handles are thread-safe. The
-// device's RSS state (a `Cell`, which makes `Device` not `Sync`) is touched by its control
-// methods only, which run under RTNL; the datapath calls only methods that leave it alone
-// (doorbells, function).
+// SAFETY: the rings and the control state sit in context cells, opened only with their owner's
+// token; what else is shared: the double-buffered hashers (read by polls, the inactive one
+// rebuilt by control calls only, see `set_hash_key`) and the device, whose RSS state (a `Cell`,
+// which makes `Device` not `Sync`) is touched by its control methods only, called with the
+// control token (RTNL); the datapath calls only methods that leave it alone (doorbells,
+// function). The backends and OS handles are thread-safe.
 unsafe impl<
         R: RegisterWindow + Sync,
         D: DmaMemory + PacketMap + Clone + Send + Sync,
@@ -162,10 +171,13 @@ where
         let dev =
             Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
         let n = usize::from(cfg.max_queues);
-        let ready = crate::heap::try_vec_with(n, |_| Queue::new())
+        let domain = Domain::new();
+        // CAST: below `max_queues`, a u16.
+        let ready = crate::heap::try_vec_with(n, |q| Queue::new(domain, q as u16))
+            .zip(crate::heap::try_vec_with(n, |_| None))
             .ok_or(ENOMEM)
-            .and_then(|queues| Ok((queues, Self::adopt(&dev, cfg.queues)?)));
-        let (queues, key) = match ready {
+            .and_then(|(queues, mems)| Ok((queues, mems, Self::adopt(&dev, cfg.queues)?)));
+        let (queues, mems, key) = match ready {
             Ok(r) => r,
             Err(e) => {
                 let _ = dev.teardown(&mut delay);
@@ -178,15 +190,18 @@ where
             RxQueueConfig::new(QueueId::new(0)).buf,
             DEFAULT_MAX_FRAME_LEN,
         );
+        let ctl = Ctl {
+            delay,
+            net,
+            up: false,
+            mems,
+        };
         let port = Self {
             dev,
             dma,
             os,
-            ctl: UnsafeCell::new(Ctl {
-                delay,
-                net,
-                up: false,
-            }),
+            domain,
+            ctl: Owned::new(ctl, domain, CONTROL),
             queues,
             hashers: [UnsafeCell::new(h0), UnsafeCell::new(h1)],
             active: AtomicUsize::new(0),
@@ -214,34 +229,34 @@ where
         Ok(key)
     }
 
-    /// The control state.
-    ///
-    /// # Safety
-    ///
-    /// Only from a control call (RTNL held), and no other reference from this method is alive.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn ctl(&self) -> &mut Ctl<L> {
-        // SAFETY: the caller holds the control serialization (RTNL), so this is the only
-        // reference to the control state.
-        unsafe { &mut *self.ctl.get() }
+    /// The port's contexts (what the entry points make its tokens for).
+    pub const fn domain(&self) -> Domain {
+        self.domain
+    }
+
+    /// The control state, for the control context.
+    fn ctl<'t>(&'t self, token: &'t mut Token<'_, Control>) -> Result<&'t mut Ctl<L, K>, Errno> {
+        self.ctl.open(token).map_err(|e| {
+            onic_hal::error!("onic: {}", e);
+            EINVAL
+        })
     }
 
     /// `ethtool -l` and `-g`: queue pairs (owned, in use) and ring sizes (largest, current).
     ///
-    /// # Safety
+    /// # Errors
     ///
-    /// Control call.
-    pub unsafe fn layout(&self) -> OnicLayout {
+    /// `EINVAL` for another port's token.
+    pub fn layout(&self, ctl: &mut Token<'_, Control>) -> Result<OnicLayout, Errno> {
         let ch = self.dev.channels();
-        // SAFETY: forwarded contract.
-        let rings = unsafe { self.ctl() }.net.rings();
-        OnicLayout {
+        let rings = self.ctl(ctl)?.net.rings();
+        Ok(OnicLayout {
             max_queues: u32::from(ch.max_combined),
             queues: u32::from(ch.combined),
             tx_ring: rings.tx,
             rx_ring: rings.rx,
             max_ring: rings.rx_max,
-        }
+        })
     }
 
     /// The PCI function.
@@ -251,36 +266,36 @@ where
 
     /// Starts every queue pair in use (hardware.md §13.2): the queue's page pool, TX ring, RX ring
     /// filled from the pool, contexts, interrupt armed. On failure everything started is torn
-    /// down again.
-    ///
-    /// # Safety
-    ///
-    /// Control call: RTNL held, NAPI of every queue disabled, no transmit running.
+    /// down again. The datapath is stopped (`quiet`).
     ///
     /// # Errors
     ///
-    /// `ENOMEM`, `EIO`.
-    pub unsafe fn open(&self) -> Result<(), Errno> {
-        // SAFETY: control call (caller's contract).
-        let ctl = unsafe { self.ctl() };
-        if ctl.up {
+    /// `ENOMEM`, `EIO`; `EINVAL` for another port's tokens.
+    pub fn open(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        if c.up {
             return Ok(());
         }
         let ch = self.dev.channels();
-        let (rx_ring, tx_ring) = ctl.net.ring_sizes();
+        let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
-            // SAFETY: control call with the datapath quiet (caller's contract).
-            let r = unsafe {
-                self.rings(ctl)
-                    .start_queue(queue, q, ch.max_combined, tx_ring, rx_ring)
-            };
-            if let Err(e) = r {
-                // SAFETY: as above.
-                unsafe { self.stop_queues(ctl) };
-                return Err(e);
+            let mut t = quiet.queue(q);
+            let r = self
+                .rings(&mut c.delay)
+                .start_queue(queue, &mut t, ch.max_combined, tx_ring, rx_ring);
+            match r {
+                Ok(mem) => {
+                    if let Some(m) = c.mems.get_mut(usize::from(q)) {
+                        *m = Some(mem);
+                    }
+                }
+                Err(e) => {
+                    self.stop_queues(c, quiet);
+                    return Err(e);
+                }
             }
         }
-        ctl.up = true;
+        c.up = true;
         Ok(())
     }
 
@@ -288,36 +303,31 @@ where
     /// does before it lets a card it cut off from memory (a teardown whose invalidation did not
     /// complete, hal `RegisterWindow::cut_off`) reach memory again. The port must be down.
     ///
-    /// # Safety
-    ///
-    /// Control call.
-    ///
     /// # Errors
     ///
     /// `EBUSY` when the port is up; `EIO` when the card still does not complete context
-    /// commands (its DMA must stay off).
-    pub unsafe fn invalidate_all_queues(&self) -> Result<(), Errno> {
-        // SAFETY: control call (caller's contract).
-        let ctl = unsafe { self.ctl() };
-        if ctl.up {
+    /// commands (its DMA must stay off); `EINVAL` for another port's token.
+    pub fn invalidate_all_queues(&self, ctl: &mut Token<'_, Control>) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        if c.up {
             return Err(EBUSY);
         }
         self.dev
-            .invalidate_all_queues(&mut ctl.delay)
+            .invalidate_all_queues(&mut c.delay)
             .map_err(|e| errno::from_core(&e))
     }
 
-    fn rings<'p>(&'p self, ctl: &'p mut Ctl<L>) -> Rings<'p, R, C, D, K, L> {
+    fn rings<'p>(&'p self, delay: &'p mut L) -> Rings<'p, R, C, D, K, L> {
         Rings {
             dev: &self.dev,
             dma: &self.dma,
             os: &self.os,
-            delay: &mut ctl.delay,
+            delay,
         }
     }
 
     /// `ethtool -x`: the indirection table and the hash key as the shell holds them (the core's
-    /// read-back, hardware.md §9.2).
+    /// read-back, hardware.md §9.2). Registers are only read: any context.
     pub fn rss_get(&self, indir: Option<&mut [u32; RSS_INDIR_SIZE]>, key: Option<&mut [u8; RSS_KEY_SIZE]>) {
         let (table, k) = self.dev.rss_read_back();
         if let Some(t) = indir {
@@ -334,18 +344,16 @@ where
     /// use), then writes the table, then the key; nothing is written when anything is invalid.
     /// A table set here is the user's: it survives queue-count changes that keep its queues.
     ///
-    /// # Safety
-    ///
-    /// Control call.
-    ///
     /// # Errors
     ///
-    /// `EINVAL` for an entry that names a queue not in use.
-    pub unsafe fn rss_set(
+    /// `EINVAL` for an entry that names a queue not in use, or another port's token.
+    pub fn rss_set(
         &self,
+        ctl: &mut Token<'_, Control>,
         indir: Option<&[u32; RSS_INDIR_SIZE]>,
         key: Option<&[u8; RSS_KEY_SIZE]>,
     ) -> Result<(), Errno> {
+        self.ctl(ctl)?;
         let table = match indir {
             Some(t) => {
                 let mut out = [0u16; RSS_INDIR_SIZE];
@@ -372,14 +380,11 @@ where
     /// Back to the default RSS table (the key stays), for a table the kernel says the user did
     /// not set.
     ///
-    /// # Safety
-    ///
-    /// Control call.
-    ///
     /// # Errors
     ///
-    /// As the core's `rss_reset`.
-    pub unsafe fn rss_reset(&self) -> Result<(), Errno> {
+    /// As the core's `rss_reset`; `EINVAL` for another port's token.
+    pub fn rss_reset(&self, ctl: &mut Token<'_, Control>) -> Result<(), Errno> {
+        self.ctl(ctl)?;
         self.dev.rss_reset().map(|_| ()).map_err(|e| errno::from_core(&e))
     }
 
@@ -396,65 +401,54 @@ where
         self.os.synchronize();
     }
 
-    /// Tears every queue down (hardware.md §13.4).
-    ///
-    /// # Safety
-    ///
-    /// As [`Port::open`].
-    pub unsafe fn stop(&self) {
-        // SAFETY: control call (caller's contract).
-        let ctl = unsafe { self.ctl() };
-        // SAFETY: forwarded contract.
-        unsafe { self.stop_queues(ctl) };
-        ctl.up = false;
-    }
-
-    /// # Safety
-    ///
-    /// As [`Port::open`].
-    unsafe fn stop_queues(&self, ctl: &mut Ctl<L>) {
-        for (q, queue) in (0..).zip(&self.queues) {
-            // SAFETY: no datapath call runs (caller's contract), so the cells are ours.
-            unsafe { self.rings(ctl).stop_queue(queue, q) };
-        }
-    }
-
-    /// Restarts queue index `q`'s rings in place: the recovery from a ring in its error state or
-    /// a TX timeout (each ring's buffers and pages back to their owners, contexts programmed
-    /// again, counters kept).
-    ///
-    /// # Safety
-    ///
-    /// Control call (RTNL, process context), with queue `q` quiesced: its NAPI disabled, its
-    /// netdev TX queue stopped, `ndo_xdp_xmit` kept off its redirect-in ring.
+    /// Tears every queue down (hardware.md §13.4). The datapath is stopped (`quiet`).
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a queue index that is not running; `EIO` when the device did not take a
-    /// context command (the rings keep their buffers; retry, or stop the interface).
-    pub unsafe fn restart_queue(&self, q: u16) -> Result<(), Errno> {
-        // SAFETY: control call (caller's contract).
-        let ctl = unsafe { self.ctl() };
-        if !ctl.up || q >= self.dev.channels().combined {
-            return Err(EINVAL);
-        }
-        let queue = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
-        // SAFETY: caller's contract: the queue is quiesced.
-        unsafe { self.rings(ctl).restart_queue(queue, q) }
+    /// `EINVAL` for another port's token (nothing is torn down).
+    pub fn stop(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        self.stop_queues(c, quiet);
+        c.up = false;
+        Ok(())
     }
 
-    /// Whether the interface is up.
+    fn stop_queues(&self, c: &mut Ctl<L, K>, quiet: &mut Quiet<'_>) {
+        for (q, queue) in (0..).zip(&self.queues) {
+            if let Err(e) = self.rings(&mut c.delay).stop_queue(queue, &mut quiet.queue(q)) {
+                onic_hal::error!("onic: queue {} not stopped: errno {}", q, e);
+            }
+            if let Some(m) = c.mems.get_mut(usize::from(q)) {
+                *m = None;
+            }
+        }
+    }
+
+    /// Restarts one queue index's rings in place (its contexts stopped: `queue`): the recovery
+    /// from a ring in its error state or a TX timeout (each ring's buffers and pages back to
+    /// their owners, contexts programmed again, counters kept). Process context.
     ///
-    /// # Safety
+    /// # Errors
     ///
-    /// Control call.
-    pub unsafe fn is_up(&self) -> bool {
-        // SAFETY: forwarded contract.
-        unsafe { self.ctl().up }
+    /// `EINVAL` for a queue index that is not running or another port's tokens; `EIO` when the
+    /// device did not take a context command (the rings keep their buffers; retry, or stop the
+    /// interface).
+    pub fn restart_queue(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        queue: &mut QueueTokens<'_>,
+    ) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        let q = queue.napi.index();
+        if !c.up || q >= self.dev.channels().combined {
+            return Err(EINVAL);
+        }
+        let cells = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
+        self.rings(&mut c.delay).restart_queue(cells, queue)
     }
 
     /// Link statistics (`ndo_get_stats64`): the core's `rtnl_link_stats64` view of the queues'
-    /// published counters, and the packet adapter's RX drops as missed frames.
+    /// published counters, and the packet adapter's RX drops as missed frames. Any context.
     pub fn link_stats(&self) -> LinkStats {
         let mut s = Stats64::default();
         for qid in 0..self.queues.len() {
@@ -504,32 +498,25 @@ where
 
     /// The per-queue snapshots `ethtool -S` shows: published counters, and the statistics of the
     /// queue's page pool while it runs.
-    ///
-    /// # Safety
-    ///
-    /// Control call (RTNL: the pools do not come and go meanwhile).
-    unsafe fn snapshots(&self) -> Result<Vec<QueueCounters>, Errno> {
+    fn snapshots(&self, ctl: &mut Token<'_, Control>) -> Result<Vec<QueueCounters>, Errno> {
+        let c = self.ctl(ctl)?;
         crate::heap::try_vec_with(self.queues.len(), |qid| {
-            let mut c = self.read_queue(qid);
-            if let Some(q) = self.queues.get(qid) {
-                // SAFETY: RTNL (caller's contract) serializes with open/stop, which set it.
-                if let Some(mem) = unsafe { *q.mem.get() } {
-                    c.pool = self.os.pp_stats(mem);
-                }
+            let mut counters = self.read_queue(qid);
+            if let Some(&Some(mem)) = c.mems.get(qid) {
+                counters.pool = self.os.pp_stats(mem);
             }
-            c
+            counters
         })
         .ok_or(ENOMEM)
     }
 
-    /// `ethtool -S` names: `buf` holds [`Port::stats_count`] strings of `ETH_GSTRING_LEN`.
-    ///
-    /// # Safety
-    ///
-    /// Control call.
-    pub unsafe fn stat_names(&self, mut out: impl FnMut(usize, &[u8; ETH_GSTRING_LEN])) {
-        // SAFETY: forwarded contract.
-        let Ok(v) = (unsafe { self.snapshots() }) else {
+    /// `ethtool -S` names: `out` gets [`Port::stats_count`] strings of `ETH_GSTRING_LEN`.
+    pub fn stat_names(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        mut out: impl FnMut(usize, &[u8; ETH_GSTRING_LEN]),
+    ) {
+        let Ok(v) = self.snapshots(ctl) else {
             return;
         };
         let view = EthtoolStats::new([0; HW_COUNTERS], &v);
@@ -542,13 +529,8 @@ where
 
     /// `ethtool -S` values: hardware counters of the port (TICK + reads), the XDP totals, the
     /// per-queue counters and the page pools.
-    ///
-    /// # Safety
-    ///
-    /// Control call.
-    pub unsafe fn ethtool_stats(&self, out: &mut [u64]) {
-        // SAFETY: forwarded contract.
-        let Ok(v) = (unsafe { self.snapshots() }) else {
+    pub fn ethtool_stats(&self, ctl: &mut Token<'_, Control>, out: &mut [u64]) {
+        let Ok(v) = self.snapshots(ctl) else {
             return;
         };
         let hw = self.dev.hw_counters();
@@ -558,45 +540,39 @@ where
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the
     /// shell's largest frame, hardware.md §14).
     ///
-    /// # Safety
-    ///
-    /// Control call.
-    ///
     /// # Errors
     ///
-    /// `EINVAL` outside the core's bounds.
-    pub unsafe fn change_mtu(&self, mtu: u32) -> Result<(), Errno> {
-        // SAFETY: forwarded contract.
-        let ctl = unsafe { self.ctl() };
-        ctl.net.set_mtu(mtu).map_err(|e| errno::from_ethtool(&e))
+    /// `EINVAL` outside the core's bounds, or for another port's token.
+    pub fn change_mtu(&self, ctl: &mut Token<'_, Control>, mtu: u32) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        c.net.set_mtu(mtu).map_err(|e| errno::from_ethtool(&e))
     }
 
     /// The MTU bounds the core accepts (`netdev->min_mtu`, `max_mtu`).
     ///
-    /// # Safety
+    /// # Errors
     ///
-    /// Control call.
-    pub unsafe fn mtu_range(&self) -> (u32, u32) {
-        // SAFETY: forwarded contract.
-        let net = unsafe { &self.ctl().net };
-        (MIN_MTU, net.max_mtu())
+    /// `EINVAL` for another port's token.
+    pub fn mtu_range(&self, ctl: &mut Token<'_, Control>) -> Result<(u32, u32), Errno> {
+        Ok((MIN_MTU, self.ctl(ctl)?.net.max_mtu()))
     }
 
     /// Checks a new layout (`ethtool -L combined queues`, `-G tx tx_ring rx rx_ring`, usable
     /// entries) against the core's rules without applying it.
-    ///
-    /// # Safety
-    ///
-    /// Control call.
     ///
     /// # Errors
     ///
     /// `EINVAL` for a queue count outside 1..=max, an RSS table (set by `ethtool -X`) naming a
     /// queue that would go away, or a ring size not in the QDMA's table: the same checks
     /// [`Port::reconfigure`] applies, so that a request it would refuse never stops the interface.
-    pub unsafe fn check_layout(&self, queues: u32, tx_ring: u32, rx_ring: u32) -> Result<(), Errno> {
-        // SAFETY: forwarded contract.
-        let mut net = unsafe { self.ctl() }.net;
+    pub fn check_layout(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        queues: u32,
+        tx_ring: u32,
+        rx_ring: u32,
+    ) -> Result<(), Errno> {
+        let mut net = self.ctl(ctl)?.net;
         self.dev
             .check_set_channels(channels(queues))
             .map_err(|e| errno::from_ethtool(&e))?;
@@ -609,36 +585,58 @@ where
     /// with it at the next `open`. The core checks it first, including that a table set by
     /// `ethtool -X` names no queue that would go away; nothing changes on a refusal.
     ///
-    /// # Safety
-    ///
-    /// Control call, interface down.
-    ///
     /// # Errors
     ///
     /// `EBUSY` if the interface is up, `EINVAL` as [`Port::check_layout`] or for an RSS table
     /// naming a queue that would go away.
-    pub unsafe fn reconfigure(&self, queues: u32, tx_ring: u32, rx_ring: u32) -> Result<(), Errno> {
-        // SAFETY: forwarded contract.
-        let ctl = unsafe { self.ctl() };
-        if ctl.up {
+    pub fn reconfigure(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        queues: u32,
+        tx_ring: u32,
+        rx_ring: u32,
+    ) -> Result<(), Errno> {
+        let c = self.ctl(ctl)?;
+        if c.up {
             return Err(EBUSY);
         }
-        let mut net = ctl.net;
+        let mut net = c.net;
         net.set_rings(rings(tx_ring, rx_ring))
             .map_err(|e| errno::from_ethtool(&e))?;
         self.dev
             .set_channels(channels(queues))
             .map_err(|e| errno::from_ethtool(&e))?;
-        ctl.net = net;
+        c.net = net;
         Ok(())
     }
 
     /// Takes the function down (hardware.md §13.5); queues still running are torn down first.
+    /// Owning the port, the caller is every one of its contexts: the cells open without tokens.
     pub fn remove(self) {
-        // SAFETY: `self` is owned, so no other call on this port can run.
-        unsafe { self.stop() };
-        let Self { dev, ctl, .. } = self;
+        let Self {
+            dev,
+            dma,
+            os,
+            ctl,
+            queues,
+            ..
+        } = self;
         let mut ctl = ctl.into_inner();
+        for (q, queue) in (0..).zip(queues) {
+            let Queue { napi, stack, xmit } = queue;
+            let mut rings = Rings {
+                dev: &dev,
+                dma: &dma,
+                os: &os,
+                delay: &mut ctl.delay,
+            };
+            rings.stop_rings(
+                &mut napi.into_inner(),
+                &mut stack.into_inner(),
+                &mut xmit.into_inner(),
+                q,
+            );
+        }
         let (r, _, _) = dev.teardown(&mut ctl.delay);
         if let Err(e) = r {
             onic_hal::warn!("onic: teardown of the function failed: {}", e);

@@ -16,7 +16,6 @@
 //! `ethtool -L` changes how many queue indices are in use.
 
 use alloc::vec::Vec;
-use core::cell::UnsafeCell;
 
 use onic_core::config::MAX_QUEUES_PER_FUNCTION;
 use onic_core::queue::tx::TxSlot;
@@ -27,8 +26,9 @@ use onic_core::{
 };
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
+use crate::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
 use crate::dp::{self, Done, OsPage, OsPool, TxItem};
-use crate::errno::{self, Errno, ENOMEM};
+use crate::errno::{self, Errno, EINVAL, ENOMEM};
 use crate::os::{Os, PacketMap, StatBlock};
 
 /// The TX rings of a queue index.
@@ -68,29 +68,57 @@ pub(crate) type NapiPair<K, D> =
 /// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
 pub(crate) type TxRing<K, D> = TxQueue<D, NoPage, TxItem<K>, Slots<TxSlot<NoPage, TxItem<K>>>>;
 
-/// One queue index's state. Each cell is reached only by its owner (module docs); control calls
-/// reach them all while the datapath is quiet (RTNL, NAPI disabled, TX stopped, `ndo_xdp_xmit`
-/// fenced off).
+/// What queue index `q`'s NAPI context owns: its pair (RX, XDP_TX, their pool) while it runs,
+/// and the counters of the pairs and rings the index ran before (written by a [`Quiet`] control
+/// call at stop, published with the poll's own counters).
+pub(crate) struct NapiState<K: Os, D: DmaMemory + PacketMap + Clone> {
+    pub(crate) pair: Option<NapiPair<K, D>>,
+    pub(crate) base: QueueCounters,
+}
+
+/// One queue index's rings, each in the cell of the context that owns it (module docs).
 pub(crate) struct Queue<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) napi: UnsafeCell<Option<NapiPair<K, D>>>,
-    pub(crate) stack: UnsafeCell<Option<TxRing<K, D>>>,
-    pub(crate) xmit: UnsafeCell<Option<TxRing<K, D>>>,
-    /// Counters of the rings this index ran before (written at stop; read by the NAPI poll,
-    /// which publishes them with its own block).
-    pub(crate) base: UnsafeCell<QueueCounters>,
-    /// The page pool of the running pair, for its statistics (control calls).
-    pub(crate) mem: UnsafeCell<Option<K::QMem>>,
+    pub(crate) napi: Owned<NapiState<K, D>, Napi>,
+    pub(crate) stack: Owned<Option<TxRing<K, D>>, TxLock>,
+    pub(crate) xmit: Owned<Option<TxRing<K, D>>, XmitLock>,
 }
 
 impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
-    pub(crate) fn new() -> Self {
+    /// Queue index `q` of the port whose contexts are `domain`'s, with no ring running.
+    pub(crate) fn new(domain: Domain, q: u16) -> Self {
+        let napi = NapiState {
+            pair: None,
+            base: QueueCounters::default(),
+        };
         Self {
-            napi: UnsafeCell::new(None),
-            stack: UnsafeCell::new(None),
-            xmit: UnsafeCell::new(None),
-            base: UnsafeCell::new(QueueCounters::default()),
-            mem: UnsafeCell::new(None),
+            napi: Owned::new(napi, domain, q),
+            stack: Owned::new(None, domain, q),
+            xmit: Owned::new(None, domain, q),
         }
+    }
+
+    /// The three cells, opened with the tokens of the queue's contexts.
+    ///
+    /// # Errors
+    ///
+    /// [`WrongContext`] for tokens of another queue or port.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn open<'t>(
+        &'t self,
+        t: &'t mut QueueTokens<'_>,
+    ) -> Result<
+        (
+            &'t mut NapiState<K, D>,
+            &'t mut Option<TxRing<K, D>>,
+            &'t mut Option<TxRing<K, D>>,
+        ),
+        WrongContext,
+    > {
+        Ok((
+            self.napi.open(&mut t.napi)?,
+            self.stack.open(&mut t.stack)?,
+            self.xmit.open(&mut t.xmit)?,
+        ))
     }
 }
 
@@ -231,19 +259,22 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     }
 
     /// Starts every ring of queue index `q` (TX-only rings first, then the NAPI pair) into its
-    /// cells; on failure, what was started is torn down again.
+    /// cells, opened with the tokens of the queue's stopped contexts; returns the pair's queue
+    /// memory. On failure, what was started is torn down again.
     ///
-    /// # Safety
+    /// # Errors
     ///
-    /// Control call with the datapath quiet: the cells are the caller's.
-    pub(crate) unsafe fn start_queue(
+    /// `EINVAL` for tokens of another queue; `ENOMEM`, `EIO`.
+    pub(crate) fn start_queue(
         &mut self,
         queue: &Queue<K, D>,
-        q: u16,
+        tokens: &mut QueueTokens<'_>,
         max: u16,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
-    ) -> Result<(), Errno> {
+    ) -> Result<K::QMem, Errno> {
+        let q = tokens.napi.index();
+        let (napi, stack_cell, xmit_cell) = queue.open(tokens).map_err(|_| EINVAL)?;
         let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
         // The stack's ring has the kernel's watchdog (ndo_tx_timeout) for a stalled device; the
         // core's own stall limit is for the rings nobody else watches.
@@ -255,7 +286,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
                 return Err(e);
             }
         };
-        let (napi, mem) = match self.start_napi(q, TxRole::XdpTx.qid(max, q), tx_ring, rx_ring) {
+        let (pair, mem) = match self.start_napi(q, TxRole::XdpTx.qid(max, q), tx_ring, rx_ring) {
             Ok(n) => n,
             Err(e) => {
                 self.stop_tx(&mut Some(stack), q);
@@ -263,29 +294,27 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
                 return Err(e);
             }
         };
-        // SAFETY: caller's contract.
-        unsafe {
-            *queue.stack.get() = Some(stack);
-            *queue.xmit.get() = Some(xmit);
-            *queue.napi.get() = Some(napi);
-            *queue.mem.get() = Some(mem);
-        }
-        Ok(())
+        *stack_cell = Some(stack);
+        *xmit_cell = Some(xmit);
+        napi.pair = Some(pair);
+        Ok(mem)
     }
 
     /// Restarts every ring of queue index `q` in place (the core's restarts: each ring's buffers
     /// and pages back to their owners, contexts programmed again, counters kept): the recovery
-    /// from a ring in its error state or a TX timeout.
-    ///
-    /// # Safety
-    ///
-    /// Process context; no context uses the rings: NAPI `q` disabled, netdev TX queue `q`
-    /// stopped, `ndo_xdp_xmit` kept off the redirect-in ring.
+    /// from a ring in its error state or a TX timeout. Process context.
     ///
     /// # Errors
     ///
-    /// The first failure (`EIO`: the device did not take a context command); every ring is tried.
-    pub(crate) unsafe fn restart_queue(&mut self, queue: &Queue<K, D>, q: u16) -> Result<(), Errno> {
+    /// `EINVAL` for tokens of another queue; the first failure (`EIO`: the device did not take a
+    /// context command); every ring is tried.
+    pub(crate) fn restart_queue(
+        &mut self,
+        queue: &Queue<K, D>,
+        tokens: &mut QueueTokens<'_>,
+    ) -> Result<(), Errno> {
+        let q = tokens.napi.index();
+        let (napi, stack, xmit) = queue.open(tokens).map_err(|_| EINVAL)?;
         let mut done = teardown_done(self.os, self.dma);
         let mut first = Ok(());
         let mut note = |r: onic_core::Result<()>| {
@@ -293,18 +322,10 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
                 first = Err(errno::from_core(e));
             }
         };
-        // SAFETY: caller's contract: the cells are ours.
-        let (napi, stack, xmit) = unsafe {
-            (
-                &mut *queue.napi.get(),
-                &mut *queue.stack.get(),
-                &mut *queue.xmit.get(),
-            )
-        };
         for tx in [stack, xmit].into_iter().flatten() {
             note(tx.restart(self.dev, self.delay, &mut NoPages, &mut done));
         }
-        if let Some(n) = napi {
+        if let Some(n) = &mut napi.pair {
             note(n.restart(self.dev, self.delay, &mut done));
         }
         if let Err(e) = first {
@@ -313,35 +334,44 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         first
     }
 
+    /// Tears queue index `q`'s rings down, the cells opened with the tokens of its stopped
+    /// contexts ([`Rings::stop_rings`]).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for tokens of another queue (nothing is torn down).
+    pub(crate) fn stop_queue(
+        &mut self,
+        queue: &Queue<K, D>,
+        tokens: &mut QueueTokens<'_>,
+    ) -> Result<(), Errno> {
+        let q = tokens.napi.index();
+        let (napi, stack, xmit) = queue.open(tokens).map_err(|_| EINVAL)?;
+        self.stop_rings(napi, stack, xmit, q);
+        Ok(())
+    }
+
     /// Tears queue index `q`'s rings down; their counters join the index's history, which is
     /// published as the NAPI block (the other blocks start again from zero), so the netdev's
     /// totals survive down/up.
-    ///
-    /// # Safety
-    ///
-    /// As [`Rings::start_queue`].
-    pub(crate) unsafe fn stop_queue(&mut self, queue: &Queue<K, D>, q: u16) {
-        // SAFETY: caller's contract.
-        let (napi, stack, xmit, base, mem) = unsafe {
-            (
-                &mut *queue.napi.get(),
-                &mut *queue.stack.get(),
-                &mut *queue.xmit.get(),
-                &mut *queue.base.get(),
-                &mut *queue.mem.get(),
-            )
-        };
+    pub(crate) fn stop_rings(
+        &mut self,
+        napi: &mut NapiState<K, D>,
+        stack: &mut Option<TxRing<K, D>>,
+        xmit: &mut Option<TxRing<K, D>>,
+        q: u16,
+    ) {
         if let Some(s) = self.stop_tx(stack, q) {
-            *base += tx_counters(&s);
+            napi.base += tx_counters(&s);
         }
         if let Some(x) = self.stop_tx(xmit, q) {
-            *base += tx_counters(&x);
+            napi.base += tx_counters(&x);
         }
-        if let Some(n) = self.stop_napi(napi, q) {
-            *base += n;
+        if let Some(n) = self.stop_napi(&mut napi.pair, q) {
+            napi.base += n;
         }
-        *mem = None;
-        self.os.stats_publish(q, StatBlock::Napi, &dp::to_words(base));
+        self.os
+            .stats_publish(q, StatBlock::Napi, &dp::to_words(&napi.base));
         let zero = dp::to_words(&QueueCounters::default());
         self.os.stats_publish(q, StatBlock::Stack, &zero);
         self.os.stats_publish(q, StatBlock::Xmit, &zero);

@@ -14,6 +14,7 @@ use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
 use onic_hal::DmaAddr;
+use onic_linux::contexts::{AllContexts, Control, Kind, Quiet, Token, CONTROL};
 use onic_linux::datapath::{TxClean, XmitResult};
 use onic_linux::errno::Errno;
 use onic_linux::ethtool::ETH_SS_STATS;
@@ -277,6 +278,62 @@ impl Os for HostOs {
 
 type SimPort = Port<SimRegs<SpinLock>, SimDma<SpinLock>, SimDelay<SpinLock>, HostOs, SharedSpinLock>;
 
+/// The tokens a single-threaded test makes for each call, as the module's entry points do.
+///
+/// # Safety
+///
+/// The caller runs no other code as that context while the token lives: in these tests, each
+/// token is made for one call on one thread and dropped with it.
+unsafe fn token<K: Kind>(p: &SimPort, index: u16) -> Token<'static, K> {
+    // SAFETY: caller's contract.
+    unsafe { Token::new(p.domain(), index) }
+}
+
+/// A control call with the datapath stopped: the control token and the proof that no datapath
+/// context runs.
+///
+/// # Safety
+///
+/// As [`token`]; no datapath call on the port runs while they live.
+unsafe fn quiesced(p: &SimPort) -> (Token<'static, Control>, Quiet<'static>) {
+    let d = p.domain();
+    // SAFETY: caller's contract.
+    unsafe {
+        (
+            Token::new(d, CONTROL),
+            Quiet {
+                napi: AllContexts::new(d),
+                stack: AllContexts::new(d),
+                xmit: AllContexts::new(d),
+            },
+        )
+    }
+}
+
+/// The control token.
+///
+/// # Safety
+///
+/// As [`token`].
+unsafe fn ctl(p: &SimPort) -> Token<'static, Control> {
+    // SAFETY: caller's contract.
+    unsafe { token(p, CONTROL) }
+}
+
+/// Starts the port's queues, as `ndo_open` does.
+fn open(p: &SimPort) -> Result<(), Errno> {
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, mut q) = unsafe { quiesced(p) };
+    p.open(&mut c, &mut q)
+}
+
+/// Stops the port's queues, as `ndo_stop` does.
+fn stop(p: &SimPort) {
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, mut q) = unsafe { quiesced(p) };
+    p.stop(&mut c, &mut q).unwrap();
+}
+
 fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> SimPort {
     let cfg = PortConfig {
         func,
@@ -322,7 +379,7 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
             let (p, prog) = ports[usize::from(irq.func)];
             polls += 1;
             // SAFETY: single-threaded test: this is the queue's only user.
-            let r = unsafe { p.poll(irq.vector, 64, (), prog) };
+            let r = p.poll(&mut unsafe { token(p, irq.vector) }, 64, (), prog);
             assert!(r.done <= 64);
         }
     }
@@ -334,7 +391,7 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
 fn reclaim(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> (TxClean, TxClean) {
     card.tick(10_000);
     // SAFETY: single-threaded test: the rings' only user.
-    unsafe { (p.tx_clean(q, 64), p.xmit_clean(q)) }
+    unsafe { (p.tx_clean(&mut token(p, q), 64), p.xmit_clean(&mut token(p, q))) }
 }
 
 /// Transmits like the glue: queued without a doorbell, flushed at the end of the batch.
@@ -342,18 +399,17 @@ fn send(os: &HostOs, p: &SimPort, q: u16, f: &[u8], more: bool) -> XmitResult {
     let skb = os.tx_skb(f);
     let mut done = TxClean::default();
     // SAFETY: single-threaded: the queue's only transmitter.
-    let r = unsafe { p.xmit(q, skb, &mut done) };
+    let r = p.xmit(&mut unsafe { token(p, q) }, skb, &mut done);
     if !more {
         // SAFETY: as above.
-        unsafe { p.tx_flush(q) };
+        p.tx_flush(&mut unsafe { token(p, q) });
     }
     r
 }
 
 fn finish(card: &Arc<SimCard<SpinLock>>, os: &HostOs, ports: Vec<SimPort>) {
     for p in ports {
-        // SAFETY: single-threaded test.
-        unsafe { p.stop() };
+        stop(&p);
         p.remove();
     }
     assert_eq!(os.pages_out(), 0, "every page is back in its pool");
@@ -379,11 +435,8 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     let os = HostOs::default();
     let a = port(&card, &os, 0, 2);
     let b = port(&card, &os.other(), 1, 2);
-    // SAFETY: single-threaded test: control calls never overlap datapath calls.
-    unsafe {
-        a.open().unwrap();
-        b.open().unwrap();
-    }
+    open(&a).unwrap();
+    open(&b).unwrap();
     assert!(a.link_up() && b.link_up());
 
     let sent: Vec<Vec<u8>> = (0..10).map(|i| frame(i, 60 + usize::from(i) * 100)).collect();
@@ -425,12 +478,16 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     assert_eq!(a.sset_count(ETH_SS_STATS), Ok(71 + 8 * (21 + 13) + 11));
     let mut names = Vec::new();
     // SAFETY: single-threaded test (control call).
-    unsafe { a.stat_names(|_, n| names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())) };
+    unsafe {
+        a.stat_names(&mut ctl(&a), |_, n| {
+            names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
+        })
+    };
     assert_eq!(names.len(), a.stats_count());
     assert_eq!(names[0], "stat_tx_total_pkts");
     let mut vals = vec![0u64; a.stats_count()];
     // SAFETY: as above.
-    unsafe { a.ethtool_stats(&mut vals) };
+    unsafe { a.ethtool_stats(&mut ctl(&a), &mut vals) };
     let val = |n: &str| vals[names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n}"))];
     assert_eq!(val("stat_tx_total_pkts"), 10);
     assert_eq!(val("tx0_packets") + val("tx1_packets"), 10);
@@ -441,17 +498,14 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     );
 
     // Counters survive down/up.
-    // SAFETY: single-threaded test.
-    unsafe {
-        a.stop();
-        a.open().unwrap();
-    }
+    stop(&a);
+    open(&a).unwrap();
     assert_eq!(a.link_stats().tx_packets, 10);
 
     // ethtool -X hkey: the software hash follows (waiting for the datapath once).
     let syncs = os.0.borrow().syncs;
     // SAFETY: as above.
-    unsafe { a.rss_set(None, Some(&[7; 40])).unwrap() };
+    unsafe { a.rss_set(&mut ctl(&a), None, Some(&[7; 40])).unwrap() };
     assert_eq!(os.0.borrow().syncs, syncs + 1);
 
     finish(&card, &os, vec![a, b]);
@@ -490,11 +544,8 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     let os = HostOs::default();
     let a = port(&card, &os, 0, 1);
     let b = port(&card, &os.other(), 1, 1);
-    // SAFETY: single-threaded test.
-    unsafe {
-        a.open().unwrap();
-        b.open().unwrap();
-    }
+    open(&a).unwrap();
+    open(&b).unwrap();
     let burst = |n: u8| {
         for i in 0..n {
             assert_eq!(send(&os, &a, 0, &frame(i, 100), i + 1 < n), XmitResult::Ok);
@@ -531,8 +582,10 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     let mut names = Vec::new();
     // SAFETY: single-threaded test.
     unsafe {
-        b.ethtool_stats(&mut vals);
-        b.stat_names(|_, n| names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string()));
+        b.ethtool_stats(&mut ctl(&b), &mut vals);
+        b.stat_names(&mut ctl(&b), |_, n| {
+            names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
+        });
     }
     let val = |n: &str| vals[names.iter().position(|x| x == n).unwrap()];
     assert_eq!(val("rx_xdp_drop"), 5);
@@ -545,14 +598,14 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     // owner when the device is done.
     let frames: Vec<usize> = (0..3).map(|i| os.xdp_frame(&frame(40 + i, 80))).collect();
     // SAFETY: single-threaded test: the queue's only user.
-    assert_eq!(unsafe { a.xdp_xmit(0, &frames, true) }, Ok(3));
+    assert_eq!(a.xdp_xmit(&mut unsafe { token(&a, 0) }, &frames, true), Ok(3));
     drain(&card, [(&a, None), (&b, None)]);
     reclaim(&card, &a, 0);
     assert!(os.0.borrow().xdp_frames.iter().all(|f| f.1));
     assert_eq!(delivered(&os), 5 + 6 + 3);
     let mut avals = vec![0u64; a.stats_count()];
     // SAFETY: as above.
-    unsafe { a.ethtool_stats(&mut avals) };
+    unsafe { a.ethtool_stats(&mut ctl(&a), &mut avals) };
     assert_eq!(avals[names.iter().position(|x| x == "tx_xdp_xmit").unwrap()], 3);
 
     finish(&card, &os, vec![a, b]);
@@ -568,41 +621,91 @@ fn ring_sizes_and_reconfiguration_are_checked() {
     // SAFETY: single-threaded test.
     unsafe {
         // Ring sizes must be entries of the QDMA's table (usable = entries - 1).
-        assert_eq!(a.check_layout(1, 63, 1023), Ok(()));
-        assert_eq!(a.check_layout(1, 100, 1023), Err(EINVAL));
-        assert_eq!(a.check_layout(1, u32::MAX, 1023), Err(EINVAL));
-        assert_eq!(a.check_layout(9, 63, 1023), Err(EINVAL));
-        assert_eq!(a.reconfigure(9, r, r), Err(EINVAL));
-        assert_eq!(a.reconfigure(0, r, r), Err(EINVAL));
-        assert_eq!(a.reconfigure(1, 100, r), Err(EINVAL));
-        a.open().unwrap();
-        assert_eq!(a.reconfigure(4, r, r), Err(EBUSY));
-        a.stop();
-        a.reconfigure(4, r, r).unwrap();
-        let l = a.layout();
+        assert_eq!(a.check_layout(&mut ctl(&a), 1, 63, 1023), Ok(()));
+        assert_eq!(a.check_layout(&mut ctl(&a), 1, 100, 1023), Err(EINVAL));
+        assert_eq!(a.check_layout(&mut ctl(&a), 1, u32::MAX, 1023), Err(EINVAL));
+        assert_eq!(a.check_layout(&mut ctl(&a), 9, 63, 1023), Err(EINVAL));
+        assert_eq!(a.reconfigure(&mut ctl(&a), 9, r, r), Err(EINVAL));
+        assert_eq!(a.reconfigure(&mut ctl(&a), 0, r, r), Err(EINVAL));
+        assert_eq!(a.reconfigure(&mut ctl(&a), 1, 100, r), Err(EINVAL));
+        open(&a).unwrap();
+        assert_eq!(a.reconfigure(&mut ctl(&a), 4, r, r), Err(EBUSY));
+        stop(&a);
+        a.reconfigure(&mut ctl(&a), 4, r, r).unwrap();
+        let l = a.layout(&mut ctl(&a)).unwrap();
         assert_eq!((l.max_queues, l.queues, l.tx_ring, l.rx_ring), (8, 4, r, r));
         // A table set by ethtool -X keeps its queues: fewer pairs are refused, nothing changes.
         let mut table = [0u32; 128];
         table[5] = 3;
-        a.rss_set(Some(&table), None).unwrap();
-        assert_eq!(a.reconfigure(2, r, r), Err(EINVAL));
+        a.rss_set(&mut ctl(&a), Some(&table), None).unwrap();
+        assert_eq!(a.reconfigure(&mut ctl(&a), 2, r, r), Err(EINVAL));
         // The check before the interface is stopped refuses it too.
-        assert_eq!(a.check_layout(2, r, r), Err(EINVAL));
-        assert_eq!(a.layout().queues, 4);
-        assert_eq!(a.rss_set(Some(&[4; 128]), None), Err(EINVAL));
+        assert_eq!(a.check_layout(&mut ctl(&a), 2, r, r), Err(EINVAL));
+        assert_eq!(a.layout(&mut ctl(&a)).unwrap().queues, 4);
+        assert_eq!(a.rss_set(&mut ctl(&a), Some(&[4; 128]), None), Err(EINVAL));
         let mut back = [9u32; 128];
         a.rss_get(Some(&mut back), None);
         assert_eq!(back, table);
         // Once the kernel says the table is not the user's (`ethtool -X default`), it follows
         // the queue count again and the same request passes.
-        a.rss_reset().unwrap();
-        assert_eq!(a.check_layout(2, r, r), Ok(()));
-        a.rss_set(Some(&table), None).unwrap();
-        a.open().unwrap();
-        assert_eq!(a.change_mtu(9000), Err(EINVAL));
-        assert_eq!(a.change_mtu(67), Err(EINVAL));
-        a.change_mtu(1400).unwrap();
-        assert_eq!(a.mtu_range(), (68, 1500));
+        a.rss_reset(&mut ctl(&a)).unwrap();
+        assert_eq!(a.check_layout(&mut ctl(&a), 2, r, r), Ok(()));
+        a.rss_set(&mut ctl(&a), Some(&table), None).unwrap();
+        open(&a).unwrap();
+        assert_eq!(a.change_mtu(&mut ctl(&a), 9000), Err(EINVAL));
+        assert_eq!(a.change_mtu(&mut ctl(&a), 67), Err(EINVAL));
+        a.change_mtu(&mut ctl(&a), 1400).unwrap();
+        assert_eq!(a.mtu_range(&mut ctl(&a)), Ok((68, 1500)));
     }
     finish(&card, &os, vec![a]);
+}
+
+/// A token opens only its own context's state: another port's control token changes nothing,
+/// another port's NAPI token polls nothing, a queue's TX token reaches no other queue's ring.
+#[test]
+fn tokens_of_another_port_or_queue_open_nothing() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    use onic_linux::errno::EINVAL;
+    // SAFETY: single-threaded test: no other call runs as these contexts.
+    unsafe {
+        assert_eq!(a.change_mtu(&mut ctl(&b), 1400), Err(EINVAL));
+        assert_eq!(a.mtu_range(&mut ctl(&a)), Ok((68, 1500)), "a's MTU is unchanged");
+        assert_eq!(a.layout(&mut ctl(&b)).err(), Some(EINVAL));
+    }
+
+    let f = frame(1, 200);
+    assert_eq!(send(&os, &b, 0, &f, false), XmitResult::Ok);
+    for _ in 0..5 {
+        card.tick(10_000);
+    }
+    // b's NAPI token for queue 0 on a, and a's token for a queue a does not run: nothing polled.
+    // SAFETY: single-threaded test: no other call runs as these contexts.
+    let foreign = a.poll(&mut unsafe { token(&b, 0) }, 64, (), None);
+    assert_eq!(foreign.done, 0);
+    // SAFETY: as above.
+    assert_eq!(a.poll(&mut unsafe { token(&a, 5) }, 64, (), None).done, 0);
+    assert!(os.0.borrow().delivered.is_empty());
+    // SAFETY: as above.
+    assert_eq!(a.poll(&mut unsafe { token(&a, 0) }, 64, (), None).done, 1);
+    assert_eq!(os.0.borrow().delivered.last().unwrap().1, f);
+
+    // A TX token of queue 3 (not running) and b's xmit token of queue 0 reach no ring of a.
+    let mut done = TxClean::default();
+    let skb = os.tx_skb(&f);
+    // SAFETY: as above.
+    let (mut tx3, mut b_xmit) = unsafe { (token(&a, 3), token(&b, 0)) };
+    assert_eq!(a.xmit(&mut tx3, skb, &mut done), XmitResult::Dropped);
+    // Refused: the packet is still the caller's, which frees it.
+    os.skb_done(skb, None);
+    assert_eq!(
+        a.xdp_xmit(&mut b_xmit, &[], true),
+        Err(onic_linux::errno::ENETDOWN)
+    );
+    reclaim(&card, &b, 0);
+    finish(&card, &os, vec![a, b]);
 }

@@ -17,6 +17,9 @@ use super::ffi;
 use super::kos::{KOs, KPtr};
 use super::lock::{KCardLock, KLock};
 use crate::abi::{LinkStats, OnicLayout, PollResult, PortParams, TxClean, TxState, XmitResult};
+use crate::contexts::{
+    AllContexts, Control, Kind, Napi, QueueTokens, Quiet, Token, TxLock, XmitLock, CONTROL,
+};
 use crate::errno::{Errno, EINVAL, ENOMEM};
 use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
 use crate::port::{Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
@@ -38,6 +41,48 @@ fn neg(e: Errno) -> i32 {
 unsafe fn port<'a>(port: *const c_void) -> &'a KPort {
     // SAFETY: caller's contract: a live Box<KPort>.
     unsafe { &*port.cast::<KPort>() }
+}
+
+/// The port and the token of its control context.
+///
+/// # Safety
+///
+/// As [`port`]; RTNL is held (or the netdev is not registered yet) for as long as the token
+/// lives, and no other token of the port's control context is alive.
+unsafe fn control<'a>(p: *const c_void) -> (&'a KPort, Token<'a, Control>) {
+    // SAFETY: caller's contract.
+    let port = unsafe { port(p) };
+    // SAFETY: RTNL serializes every control call of the port (caller's contract).
+    (port, unsafe { Token::new(port.domain(), CONTROL) })
+}
+
+/// The proof that none of the port's datapath contexts runs.
+///
+/// # Safety
+///
+/// For as long as it lives: every NAPI instance of the port is disabled, every netdev TX queue
+/// stopped (`netif_tx_disable`), and `ndo_xdp_xmit` cannot reach the port's rings.
+unsafe fn quiet<'a>(port: &KPort) -> Quiet<'a> {
+    let d = port.domain();
+    // SAFETY: caller's contract, kind by kind.
+    unsafe {
+        Quiet {
+            napi: AllContexts::new(d),
+            stack: AllContexts::new(d),
+            xmit: AllContexts::new(d),
+        }
+    }
+}
+
+/// The token of context `K` of queue index `qid`.
+///
+/// # Safety
+///
+/// For as long as it lives, the caller is that context (holds that queue's lock, or is its NAPI
+/// poll) and no other token of it is alive.
+unsafe fn queue_token<'a, K: Kind>(port: &KPort, qid: u16) -> Token<'a, K> {
+    // SAFETY: caller's contract.
+    unsafe { Token::new(port.domain(), qid) }
 }
 
 /// Module load: routes the logging facade to printk.
@@ -296,11 +341,15 @@ pub unsafe extern "C" fn onic_rs_port_free(port: *mut c_void) {
 ///
 /// # Safety
 ///
-/// RTNL held; NAPI disabled; TX stopped.
+/// RTNL held; NAPI disabled; TX stopped; `ndo_xdp_xmit` fenced off (`xdp_xmit_ready` clear).
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_open(p: *const c_void) -> i32 {
-    // SAFETY: live port; control call under the caller's serialization.
-    match unsafe { port(p).open() } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    // SAFETY: NAPI disabled and TX stopped (caller's contract); `ndo_xdp_xmit` waits for
+    // `xdp_xmit_ready`, which the glue sets only after this returns.
+    let mut quiet = unsafe { quiet(port) };
+    match port.open(&mut ctl, &mut quiet) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -313,8 +362,14 @@ pub unsafe extern "C" fn onic_rs_open(p: *const c_void) -> i32 {
 /// As `onic_rs_open`.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_stop(p: *const c_void) {
-    // SAFETY: live port; control call.
-    unsafe { port(p).stop() };
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    // SAFETY: NAPI disabled and TX stopped (caller's contract); the glue cleared
+    // `xdp_xmit_ready` and waited a grace period, so no `ndo_xdp_xmit` runs.
+    let mut quiet = unsafe { quiet(port) };
+    if let Err(e) = port.stop(&mut ctl, &mut quiet) {
+        onic_hal::error!("onic: stop: errno {}", e);
+    }
 }
 
 /// ndo_start_xmit: reclaims the stack TX ring (counts in `*done`, for BQL), then queues `skb`
@@ -333,9 +388,12 @@ pub unsafe extern "C" fn onic_rs_xmit(
     done: *mut TxClean,
 ) -> i32 {
     let mut d = TxClean::default();
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: TX queue `qid`'s lock held (caller's contract).
+    let mut lock = unsafe { queue_token::<TxLock>(port, qid) };
     let r = match NonNull::new(skb) {
-        // SAFETY: live port, TX lock held.
-        Some(skb) => unsafe { port(p).xmit(qid, skb, &mut d) },
+        Some(skb) => port.xmit(&mut lock, skb, &mut d),
         None => XmitResult::Dropped,
     };
     // SAFETY: valid out pointer (caller's contract).
@@ -350,8 +408,10 @@ pub unsafe extern "C" fn onic_rs_xmit(
 /// TX queue `qid`'s lock held.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_tx_flush(p: *const c_void, qid: u16) {
-    // SAFETY: live port, TX lock held.
-    unsafe { port(p).tx_flush(qid) };
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: TX queue `qid`'s lock held (caller's contract).
+    port.tx_flush(&mut unsafe { queue_token::<TxLock>(port, qid) });
 }
 
 /// Free descriptors of the stack TX ring.
@@ -361,8 +421,10 @@ pub unsafe extern "C" fn onic_rs_tx_flush(p: *const c_void, qid: u16) {
 /// TX queue `qid`'s lock held.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_tx_free(p: *const c_void, qid: u16) -> u16 {
-    // SAFETY: live port, TX lock held.
-    unsafe { port(p).tx_free(qid) }
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: TX queue `qid`'s lock held (caller's contract).
+    port.tx_free(&mut unsafe { queue_token::<TxLock>(port, qid) })
 }
 
 /// Reclaims the stack TX ring from the queue's NAPI poll; the counts go to `*out`.
@@ -372,8 +434,11 @@ pub unsafe extern "C" fn onic_rs_tx_free(p: *const c_void, qid: u16) -> u16 {
 /// TX queue `qid`'s lock held; called from that queue's NAPI poll; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_tx_clean(p: *const c_void, qid: u16, budget: i32, out: *mut TxClean) {
-    // SAFETY: live port, TX lock held.
-    let c = unsafe { port(p).tx_clean(qid, u32::try_from(budget).unwrap_or(0)) };
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: TX queue `qid`'s lock held (caller's contract).
+    let mut lock = unsafe { queue_token::<TxLock>(port, qid) };
+    let c = port.tx_clean(&mut lock, u32::try_from(budget).unwrap_or(0));
     // SAFETY: valid out pointer.
     unsafe { *out = c };
 }
@@ -385,8 +450,10 @@ pub unsafe extern "C" fn onic_rs_tx_clean(p: *const c_void, qid: u16, budget: i3
 /// Queue `qid`'s xmit lock held; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_xmit_clean(p: *const c_void, qid: u16, out: *mut TxClean) {
-    // SAFETY: live port, xmit lock held.
-    let c = unsafe { port(p).xmit_clean(qid) };
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: queue `qid`'s xmit lock held (caller's contract).
+    let c = port.xmit_clean(&mut unsafe { queue_token::<XmitLock>(port, qid) });
     // SAFETY: valid out pointer.
     unsafe { *out = c };
 }
@@ -398,8 +465,10 @@ pub unsafe extern "C" fn onic_rs_xmit_clean(p: *const c_void, qid: u16, out: *mu
 /// TX queue `qid`'s lock held; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_tx_state(p: *const c_void, qid: u16, out: *mut TxState) {
-    // SAFETY: live port, TX lock held.
-    let st = unsafe { port(p).tx_state(qid) };
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: TX queue `qid`'s lock held (caller's contract).
+    let st = port.tx_state(&mut unsafe { queue_token::<TxLock>(port, qid) });
     // SAFETY: valid out pointer.
     unsafe { *out = st };
 }
@@ -412,8 +481,18 @@ pub unsafe extern "C" fn onic_rs_tx_state(p: *const c_void, qid: u16, out: *mut 
 /// `ndo_xdp_xmit` kept off its redirect-in ring.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i32 {
-    // SAFETY: live port; control call with the queue quiesced (caller's contract).
-    match unsafe { port(p).restart_queue(qid) } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    // SAFETY: the queue's three contexts are stopped (caller's contract): NAPI `qid` disabled,
+    // its TX queue stopped, its redirect-in ring fenced off (`quiet` set under the xmit lock).
+    let mut tokens = unsafe {
+        QueueTokens {
+            napi: queue_token::<Napi>(port, qid),
+            stack: queue_token::<TxLock>(port, qid),
+            xmit: queue_token::<XmitLock>(port, qid),
+        }
+    };
+    match port.restart_queue(&mut ctl, &mut tokens) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -427,8 +506,9 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
 /// RTNL held, process context, the interface down.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_invalidate_all_queues(p: *const c_void) -> i32 {
-    // SAFETY: live port; control call (caller's contract).
-    match unsafe { port(p).invalidate_all_queues() } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.invalidate_all_queues(&mut ctl) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -450,9 +530,12 @@ pub unsafe extern "C" fn onic_rs_poll(
     prog: *mut c_void,
     out: *mut PollResult,
 ) {
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: the NAPI poll of queue `qid` (caller's contract).
+    let mut poll = unsafe { queue_token::<Napi>(port, qid) };
     let r = match (NonNull::new(napi), u32::try_from(budget)) {
-        // SAFETY: live port; the NAPI context of this queue (caller's contract).
-        (Some(napi), Ok(b)) if b > 0 => unsafe { port(p).poll(qid, b, napi, NonNull::new(prog)) },
+        (Some(napi), Ok(b)) if b > 0 => port.poll(&mut poll, b, napi, NonNull::new(prog)),
         _ => PollResult::default(),
     };
     // SAFETY: valid out pointer (caller's contract).
@@ -485,8 +568,11 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
     // SAFETY: the first `valid` entries are `Some`, and `Some(NonNull)` has the same layout as
     // `NonNull` (the niche is the null pointer).
     let list = unsafe { core::slice::from_raw_parts(frames.cast::<KPtr>(), valid) };
-    // SAFETY: live port, xmit lock held; the frames are live.
-    let sent = match unsafe { port(p).xdp_xmit(qid, list, flush) } {
+    // SAFETY: live port (caller's contract).
+    let port = unsafe { port(p) };
+    // SAFETY: queue `qid`'s xmit lock held (caller's contract).
+    let mut lock = unsafe { queue_token::<XmitLock>(port, qid) };
+    let sent = match port.xdp_xmit(&mut lock, list, flush) {
         Ok(k) => k,
         Err(e) => return neg(e),
     };
@@ -579,8 +665,8 @@ pub unsafe extern "C" fn onic_rs_sset_count(p: *const c_void, sset: u32) -> i32 
 /// Live port; `buf` valid for that many bytes.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *mut u8) {
-    // SAFETY: live port.
-    let port = unsafe { port(p) };
+    // SAFETY: live port, RTNL held (ethtool's serialization).
+    let (port, mut ctl) = unsafe { control(p) };
     if sset != ETH_SS_STATS {
         return;
     }
@@ -593,8 +679,7 @@ pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *
             *s = *name;
         }
     };
-    // SAFETY: control call (RTNL).
-    unsafe { port.stat_names(write) };
+    port.stat_names(&mut ctl, write);
 }
 
 /// ethtool get_ethtool_stats: `data` holds `n` values.
@@ -606,8 +691,9 @@ pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *
 pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: usize) {
     // SAFETY: caller's contract.
     let out = unsafe { core::slice::from_raw_parts_mut(data, n) };
-    // SAFETY: live port.
-    unsafe { port(p).ethtool_stats(out) };
+    // SAFETY: live port, RTNL held (ethtool's serialization).
+    let (port, mut ctl) = unsafe { control(p) };
+    port.ethtool_stats(&mut ctl, out);
 }
 
 /// ndo_change_mtu validation and bookkeeping.
@@ -617,8 +703,9 @@ pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: 
 /// Live port; RTNL held.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
-    // SAFETY: live port; control call.
-    match unsafe { port(p).change_mtu(mtu) } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.change_mtu(&mut ctl, mtu) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -632,8 +719,9 @@ pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
 /// Live port; `min` and `max` valid for a write; RTNL held or the netdev not registered yet.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_mtu_range(p: *const c_void, min: *mut u32, max: *mut u32) {
-    // SAFETY: live port; control call (caller's contract).
-    let (lo, hi) = unsafe { port(p).mtu_range() };
+    // SAFETY: live port, RTNL held or the netdev not registered yet (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    let (lo, hi) = port.mtu_range(&mut ctl).unwrap_or((0, 0));
     // SAFETY: valid out pointers (caller's contract).
     unsafe {
         *min = lo;
@@ -656,7 +744,7 @@ pub unsafe extern "C" fn onic_rs_rss_get(p: *const c_void, indir: *mut u32, key:
         )
     };
     // SAFETY: live port.
-    unsafe { port(p).rss_get(t, k) };
+    unsafe { port(p) }.rss_get(t, k);
 }
 
 /// ethtool set_rxfh: validated as a whole before anything is written.
@@ -673,8 +761,9 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
             key.cast::<[u8; RSS_KEY_SIZE]>().as_ref(),
         )
     };
-    // SAFETY: live port; control call.
-    match unsafe { port(p).rss_set(t, k) } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.rss_set(&mut ctl, t, k) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -688,8 +777,9 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
 /// Live port; RTNL held.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_rss_reset(p: *const c_void) -> i32 {
-    // SAFETY: live port; control call.
-    match unsafe { port(p).rss_reset() } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.rss_reset(&mut ctl) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -702,8 +792,11 @@ pub unsafe extern "C" fn onic_rs_rss_reset(p: *const c_void) -> i32 {
 /// Live port; RTNL held; `out` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut OnicLayout) {
-    // SAFETY: live port; control call; valid out pointer (caller's contract).
-    unsafe { *out = port(p).layout() };
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    let layout = port.layout(&mut ctl).unwrap_or_default();
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe { *out = layout };
 }
 
 /// Checks a new layout (queue pairs, usable ring entries) without applying it: 0 or a negative
@@ -719,8 +812,9 @@ pub unsafe extern "C" fn onic_rs_check_layout(
     tx_ring: u32,
     rx_ring: u32,
 ) -> i32 {
-    // SAFETY: live port; control call.
-    match unsafe { port(p).check_layout(queues, tx_ring, rx_ring) } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.check_layout(&mut ctl, queues, tx_ring, rx_ring) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
@@ -738,8 +832,9 @@ pub unsafe extern "C" fn onic_rs_set_layout(
     tx_ring: u32,
     rx_ring: u32,
 ) -> i32 {
-    // SAFETY: live port; control call; interface down.
-    match unsafe { port(p).reconfigure(queues, tx_ring, rx_ring) } {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.reconfigure(&mut ctl, queues, tx_ring, rx_ring) {
         Ok(()) => 0,
         Err(e) => neg(e),
     }
