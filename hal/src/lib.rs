@@ -12,6 +12,8 @@
 //! - [`lock`]: [`SharedLock`], the OS's lock for registers all functions of a card share.
 //! - [`exec`]: execution contexts as types: tokens of the OS's contexts and the state cells
 //!   only the owning context opens.
+//! - [`grace`]: [`grace::Published`], state datapaths read without a lock while a control call
+//!   replaces it, and [`grace::GracePeriod`], the OS's way of waiting out those readers.
 //! - [`fmt`]: the logging facade (`defmt`, `log` or nothing).
 //! - [`id`]: [`FunctionId`], [`QueueId`] (function-relative) and [`AbsQueueId`] (QDMA queue
 //!   space), the indices registers and contexts take.
@@ -40,6 +42,7 @@ pub mod barrier;
 pub mod context;
 pub mod dma;
 pub mod exec;
+pub mod grace;
 pub mod layout;
 pub mod lock;
 pub mod mmio;
