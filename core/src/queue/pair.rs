@@ -23,6 +23,7 @@ use onic_hal::{DelayNs, DmaMemory, DmaPage, RegisterWindow};
 
 use crate::error::{QueueError, Result};
 use crate::queue::control::QueueControl;
+use crate::queue::dispatch::{RxContext, RxDispatch};
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PageCounts, PagePool, PageProvider};
 use crate::queue::rx::{Handled, PollOutcome, RxFrame, RxQueue};
@@ -116,24 +117,6 @@ pub(crate) fn pass_up<Pg, S: RxSink<Pg>>(
     }
 }
 
-/// What one poll needs besides the pair, without the `xdp` feature: where the frames go.
-#[cfg(not(feature = "xdp"))]
-pub struct RxContext<'x, S> {
-    /// Where every frame goes.
-    pub sink: &'x mut S,
-    /// The queue and port (reported to the sink with each frame).
-    pub rxq: XdpRxq,
-}
-
-#[cfg(not(feature = "xdp"))]
-impl<S> core::fmt::Debug for RxContext<'_, S> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RxContext")
-            .field("rxq", &self.rxq)
-            .finish_non_exhaustive()
-    }
-}
-
 /// What a pair poll did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -185,19 +168,26 @@ where
         self.rx.start(dev, delay, &mut self.pool)
     }
 
-    /// One poll of the pair without the `xdp` feature: reclaim the TX queue, then hand up to
-    /// `budget` received frames to `ctx.sink` (a refusal recycles the page, `rx_pass_refused`).
-    /// With the feature, the poll also runs the attached XDP program, if any.
-    #[cfg(not(feature = "xdp"))]
-    pub fn poll<W: RegisterWindow, S: RxSink<P::Page>, C: TxDone<F>>(
+    /// One poll of the pair: reclaim the TX queue, then take up to `budget` received frames as
+    /// `ctx.dispatch` decides. With [`PassAll`](crate::PassAll) every frame goes to `ctx.sink`
+    /// (a refusal recycles the page, `rx_pass_refused`); with the `xdp` feature's
+    /// `xdp::XdpDispatch` the attached program, if any, runs on each frame, its verdicts are
+    /// carried out, and what they queued for the device is flushed before the poll returns.
+    pub fn poll<W, S, X, C>(
         &mut self,
         budget: usize,
         db: &Doorbells<W>,
-        ctx: &mut RxContext<'_, S>,
+        ctx: &mut RxContext<'_, S, X>,
         done: &mut C,
-    ) -> PairPoll {
+    ) -> PairPoll
+    where
+        W: RegisterWindow,
+        S: RxSink<P::Page>,
+        X: RxDispatch<P::Page>,
+        C: TxDone<F>,
+    {
         let tx = self.tx.reclaim(done);
-        let rx = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+        let rx = ctx.dispatch.rx(self, budget, db, ctx.sink, ctx.rxq);
         PairPoll { tx, rx }
     }
 
@@ -416,19 +406,10 @@ mod tests {
         dev: &testutil::SimDevice<'_>,
         sink: &mut S,
     ) -> PairPoll {
-        #[cfg(feature = "xdp")]
-        let mut ctx = crate::xdp::RxContext {
-            prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
-            sink,
-            redirect: &mut crate::xdp::NoRedirect,
-            rxq: XdpRxq::default(),
-            origin: 0,
-            hasher: None,
-        };
-        #[cfg(not(feature = "xdp"))]
         let mut ctx = RxContext {
             sink,
             rxq: XdpRxq::default(),
+            dispatch: crate::PassAll,
         };
         p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone)
     }
@@ -492,7 +473,7 @@ mod tests {
     #[cfg(feature = "xdp")]
     #[test]
     fn xdp_tx_checks_that_the_device_may_read_the_page() {
-        use crate::xdp::{NoRedirect, XdpAction, XdpBuff};
+        use crate::xdp::{NoRedirect, XdpAction, XdpBuff, XdpDispatch};
 
         for (dir, sent) in [(Direction::FromDevice, false), (Direction::Bidirectional, true)] {
             let card = open_card();
@@ -506,13 +487,15 @@ mod tests {
             let mut tx_all = |_: &mut XdpBuff<'_>| XdpAction::Tx;
             let mut refuse =
                 |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> { Err(f) };
-            let mut ctx = crate::xdp::RxContext {
-                prog: Some(&mut tx_all),
+            let mut ctx = RxContext {
                 sink: &mut refuse,
-                redirect: &mut NoRedirect,
                 rxq: XdpRxq::default(),
-                origin: 0,
-                hasher: None,
+                dispatch: XdpDispatch {
+                    prog: Some(&mut tx_all),
+                    redirect: &mut NoRedirect,
+                    origin: 0,
+                    hasher: None,
+                },
             };
             let out = p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
             assert_eq!(out.rx.done, 1);
