@@ -400,15 +400,30 @@ mod tests {
         card.run_until_idle();
     }
 
-    /// Polls once with no program: `sink` takes every frame.
+    /// Polls once with no program: `sink` takes every frame. With `via_xdp`, through the XDP
+    /// dispatch with no program attached instead of [`crate::PassAll`].
     fn poll_plain<S: RxSink<DmaPage>>(
         p: &mut Pair<'_>,
         dev: &testutil::SimDevice<'_>,
         sink: &mut S,
+        via_xdp: bool,
     ) -> PairPoll {
+        let rxq = XdpRxq::default();
+        #[cfg(feature = "xdp")]
+        if via_xdp {
+            let dispatch = crate::xdp::XdpDispatch {
+                prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
+                redirect: &mut crate::xdp::NoRedirect,
+                origin: 0,
+                hasher: None,
+            };
+            let mut ctx = RxContext { sink, rxq, dispatch };
+            return p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+        }
+        assert!(!via_xdp, "built without the xdp feature");
         let mut ctx = RxContext {
             sink,
-            rxq: XdpRxq::default(),
+            rxq,
             dispatch: crate::PassAll,
         };
         p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone)
@@ -416,6 +431,19 @@ mod tests {
 
     #[test]
     fn without_a_program_every_frame_goes_to_the_sink() {
+        every_frame_to_the_sink(false);
+    }
+
+    /// The XDP dispatch with no program attached is the plain poll.
+    #[cfg(feature = "xdp")]
+    #[test]
+    fn xdp_dispatch_without_a_program_passes_every_frame() {
+        every_frame_to_the_sink(true);
+    }
+
+    /// One poll with no program (`via_xdp` as in [`poll_plain`]) of six frames, the sink
+    /// keeping every other one.
+    fn every_frame_to_the_sink(via_xdp: bool) {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -438,7 +466,7 @@ mod tests {
                 Err(f)
             }
         };
-        let out = poll_plain(&mut p, &dev, &mut sink);
+        let out = poll_plain(&mut p, &dev, &mut sink, via_xdp);
         assert_eq!(out.rx.done, 6);
         assert_eq!(got, frames);
         let s = *p.stats();
