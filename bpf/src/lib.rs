@@ -9,7 +9,7 @@
 //! ```text
 //! let loaded = onic_bpf::load(&elf_bytes, Some("xdp"), &LoadOptions::default())?;
 //! let mut prog = XdpEngine::new(loaded, host);   // a RawXdpProgram
-//! // put it in an RxContext, QueuePair::poll as with any program; prog.maps() afterwards
+//! // the `prog` of an XdpDispatch, polled as any program; prog.maps() afterwards
 //! ```
 //!
 //! ## Pieces

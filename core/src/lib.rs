@@ -40,8 +40,7 @@ pub use device::Device;
 pub use error::{ConfigError, Error, QueueError, Result};
 pub use onic_hal::{AbsQueueId, FunctionId, QueueId};
 pub use queue::control::QueueControl;
-#[cfg(not(feature = "xdp"))]
-pub use queue::pair::RxContext;
+pub use queue::dispatch::{PassAll, RxContext, RxDispatch};
 pub use queue::pair::{PassInfo, QueuePair, RxSink, XdpRxHash, XdpRxq};
 pub use queue::pool::{
     NoPage, NoPages, PageBurst, PageCounts, PagePool, PageProvider, PoolConfig, PoolPage, RecycleRing,
@@ -49,5 +48,3 @@ pub use queue::pool::{
 pub use queue::rx::{PollOutcome, RxFrame, RxOptions, RxQueue};
 pub use queue::tx::{PoolFrame, TxDone, TxError, TxFrame, TxQueue, TxSlot};
 pub use stats::{PairStats, PoolStats, QueueCounters, RxStats, TxStats};
-#[cfg(feature = "xdp")]
-pub use xdp::RxContext;

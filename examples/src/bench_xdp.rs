@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use onic_core::queue::rx::RxFrame;
 use onic_core::rss::ShellHasher;
-use onic_core::xdp::{DevMap, TxTarget, XdpAction, XdpBuff};
+use onic_core::xdp::{DevMap, TxTarget, XdpAction, XdpBuff, XdpDispatch};
 use onic_core::{PassInfo, RxContext, XdpRxq};
 use onic_hal::DmaPage;
 use onic_sim::{Card, CardConfig, Wire};
@@ -156,12 +156,14 @@ impl Bench<'_> {
             // Objects get the RX hash, as a driver offering the kfunc computes it.
             let hash = matches!(path, Path::Program(_, true) | Path::Held(_));
             let mut ctx = RxContext {
-                prog,
                 sink: &mut to_os,
-                redirect: &mut map,
                 rxq: XdpRxq::default(),
-                origin: 0,
-                hasher: hash.then_some(&self.hasher),
+                dispatch: XdpDispatch {
+                    prog,
+                    redirect: &mut map,
+                    origin: 0,
+                    hasher: hash.then_some(&self.hasher),
+                },
             };
             let n = pair.poll(64, &db, &mut ctx, &mut done).rx.done;
             got += n;

@@ -25,7 +25,7 @@ use onic_core::rss::ShellHasher;
 use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{
-    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpFrame,
+    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpDispatch, XdpFrame,
 };
 use onic_core::{Device, PassInfo, QueueId, RxContext, XdpRxq};
 use onic_embed::done::FrameDone;
@@ -230,15 +230,17 @@ fn poll_pair(
     };
     let origin = f * pairs.len() + q;
     let mut ctx = RxContext {
-        prog: prog.map(|p| p as &mut dyn RawXdpProgram),
         sink: &mut pass,
-        redirect: &mut map,
         rxq: XdpRxq {
             queue_index: q as u16,
             port: f as u8,
         },
-        origin: origin as u32,
-        hasher: Some(hasher),
+        dispatch: XdpDispatch {
+            prog: prog.map(|p| p as &mut dyn RawXdpProgram),
+            redirect: &mut map,
+            origin: origin as u32,
+            hasher: Some(hasher),
+        },
     };
     let mut done = FrameDone::new(rings, dma);
     let pair = &mut pairs[q];

@@ -52,7 +52,7 @@ use onic_core::rss::ShellHasher;
 use onic_core::stats::read_hw_counters;
 use onic_core::stats::PoolStats;
 use onic_core::stats::{RxStats, TxStats};
-use onic_core::xdp::{DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpFrame};
+use onic_core::xdp::{DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpDispatch, XdpFrame};
 
 use crate::rng::Rng;
 use crate::xdp_obj::ObjOpts;
@@ -426,15 +426,17 @@ fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_
         Ok(())
     };
     let mut ctx = RxContext {
-        prog: prog.map(|p| p as &mut dyn RawXdpProgram),
         sink: &mut pass,
-        redirect: &mut map,
         rxq: XdpRxq {
             queue_index: q as u16,
             port: fi as u8,
         },
-        origin: (fi * nq + q) as u32,
-        hasher: Some(rx.hasher),
+        dispatch: XdpDispatch {
+            prog: prog.map(|p| p as &mut dyn RawXdpProgram),
+            redirect: &mut map,
+            origin: (fi * nq + q) as u32,
+            hasher: Some(rx.hasher),
+        },
     };
     pair.poll(rx.budget, &db, &mut ctx, &mut done)
 }

@@ -9,7 +9,7 @@ use core::sync::atomic::Ordering;
 use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
-use onic_core::xdp::{xdp_xmit, XdpRxq};
+use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::RxContext;
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
@@ -260,15 +260,17 @@ where
             mem,
         });
         let mut ctx = RxContext {
-            prog: program.as_mut(),
             sink: &mut pass,
-            redirect: &mut redirect,
             rxq: XdpRxq {
                 queue_index: qid,
                 port: self.dev.function().port(),
             },
-            origin: u32::from(qid),
-            hasher: Some(hasher),
+            dispatch: XdpDispatch {
+                prog: program.as_mut(),
+                redirect: &mut redirect,
+                origin: u32::from(qid),
+                hasher: Some(hasher),
+            },
         };
         let mut done = Done {
             os: &self.os,

@@ -28,7 +28,8 @@ use onic_core::queue::pool::{release_to_hal, PageCounts, PagePool, RecycleRing};
 use onic_core::queue::rx::{RxFrame, RxOptions};
 use onic_core::queue::tx::TxError;
 use onic_core::xdp::{
-    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpFrame, XdpProgram,
+    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpDispatch, XdpFrame,
+    XdpProgram,
 };
 use onic_core::{Device, PassInfo, RxContext, XdpRxq};
 use onic_embed::done::FrameDone;
@@ -582,15 +583,17 @@ impl<'c> Harness<'c> {
         });
         let hasher = onic_core::rss::ShellHasher::default();
         let mut ctx = RxContext {
-            prog: recorder.as_mut().map(|r| r as &mut dyn RawXdpProgram),
             sink: &mut pass,
-            redirect: &mut map,
             rxq: XdpRxq {
                 queue_index: q as u16,
                 port: func as u8,
             },
-            origin: me as u32,
-            hasher: Some(&hasher),
+            dispatch: XdpDispatch {
+                prog: recorder.as_mut().map(|r| r as &mut dyn RawXdpProgram),
+                redirect: &mut map,
+                origin: me as u32,
+                hasher: Some(&hasher),
+            },
         };
         let out = completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
             pair.poll(budget, &dbs[func], &mut ctx, done)

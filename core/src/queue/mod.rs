@@ -7,6 +7,8 @@
 //!   [`pool::PagePool`]);
 //! - [`rx`], [`tx`]: the receive and transmit queues;
 //! - [`pair`]: one RX queue, one TX queue and their page pool, owned by one context;
+//! - [`dispatch`]: what a pair's poll is given ([`dispatch::RxContext`]) and what decides the
+//!   fate of each frame ([`dispatch::RxDispatch`]);
 //! - [`control`]: [`control::QueueControl`], the little the queues need from the device:
 //!   programming and invalidating their contexts. [`crate::Device`] implements it; the queues
 //!   know no more of it.
@@ -14,6 +16,7 @@
 //! Nothing here imports the device: the device stands above the queues.
 
 pub mod control;
+pub mod dispatch;
 pub mod doorbell;
 pub mod pair;
 pub mod pool;

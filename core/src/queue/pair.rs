@@ -23,6 +23,7 @@ use onic_hal::{DelayNs, DmaMemory, DmaPage, RegisterWindow};
 
 use crate::error::{QueueError, Result};
 use crate::queue::control::QueueControl;
+use crate::queue::dispatch::{RxContext, RxDispatch};
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PageCounts, PagePool, PageProvider};
 use crate::queue::rx::{Handled, PollOutcome, RxFrame, RxQueue};
@@ -116,24 +117,6 @@ pub(crate) fn pass_up<Pg, S: RxSink<Pg>>(
     }
 }
 
-/// What one poll needs besides the pair, without the `xdp` feature: where the frames go.
-#[cfg(not(feature = "xdp"))]
-pub struct RxContext<'x, S> {
-    /// Where every frame goes.
-    pub sink: &'x mut S,
-    /// The queue and port (reported to the sink with each frame).
-    pub rxq: XdpRxq,
-}
-
-#[cfg(not(feature = "xdp"))]
-impl<S> core::fmt::Debug for RxContext<'_, S> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RxContext")
-            .field("rxq", &self.rxq)
-            .finish_non_exhaustive()
-    }
-}
-
 /// What a pair poll did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -185,19 +168,26 @@ where
         self.rx.start(dev, delay, &mut self.pool)
     }
 
-    /// One poll of the pair without the `xdp` feature: reclaim the TX queue, then hand up to
-    /// `budget` received frames to `ctx.sink` (a refusal recycles the page, `rx_pass_refused`).
-    /// With the feature, the poll also runs the attached XDP program, if any.
-    #[cfg(not(feature = "xdp"))]
-    pub fn poll<W: RegisterWindow, S: RxSink<P::Page>, C: TxDone<F>>(
+    /// One poll of the pair: reclaim the TX queue, then take up to `budget` received frames as
+    /// `ctx.dispatch` decides. With [`PassAll`](crate::PassAll) every frame goes to `ctx.sink`
+    /// (a refusal recycles the page, `rx_pass_refused`); with the `xdp` feature's
+    /// `xdp::XdpDispatch` the attached program, if any, runs on each frame, its verdicts are
+    /// carried out, and what they queued for the device is flushed before the poll returns.
+    pub fn poll<W, S, X, C>(
         &mut self,
         budget: usize,
         db: &Doorbells<W>,
-        ctx: &mut RxContext<'_, S>,
+        ctx: &mut RxContext<'_, S, X>,
         done: &mut C,
-    ) -> PairPoll {
+    ) -> PairPoll
+    where
+        W: RegisterWindow,
+        S: RxSink<P::Page>,
+        X: RxDispatch<P::Page>,
+        C: TxDone<F>,
+    {
         let tx = self.tx.reclaim(done);
-        let rx = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
+        let rx = ctx.dispatch.rx(self, budget, db, ctx.sink, ctx.rxq);
         PairPoll { tx, rx }
     }
 
@@ -410,31 +400,50 @@ mod tests {
         card.run_until_idle();
     }
 
-    /// Polls once with no program: `sink` takes every frame.
+    /// Polls once with no program: `sink` takes every frame. With `via_xdp`, through the XDP
+    /// dispatch with no program attached instead of [`crate::PassAll`].
     fn poll_plain<S: RxSink<DmaPage>>(
         p: &mut Pair<'_>,
         dev: &testutil::SimDevice<'_>,
         sink: &mut S,
+        via_xdp: bool,
     ) -> PairPoll {
+        let rxq = XdpRxq::default();
         #[cfg(feature = "xdp")]
-        let mut ctx = crate::xdp::RxContext {
-            prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
-            sink,
-            redirect: &mut crate::xdp::NoRedirect,
-            rxq: XdpRxq::default(),
-            origin: 0,
-            hasher: None,
-        };
-        #[cfg(not(feature = "xdp"))]
+        if via_xdp {
+            let dispatch = crate::xdp::XdpDispatch {
+                prog: None::<&mut dyn crate::xdp::RawXdpProgram>,
+                redirect: &mut crate::xdp::NoRedirect,
+                origin: 0,
+                hasher: None,
+            };
+            let mut ctx = RxContext { sink, rxq, dispatch };
+            return p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
+        }
+        assert!(!via_xdp, "built without the xdp feature");
         let mut ctx = RxContext {
             sink,
-            rxq: XdpRxq::default(),
+            rxq,
+            dispatch: crate::PassAll,
         };
         p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone)
     }
 
     #[test]
     fn without_a_program_every_frame_goes_to_the_sink() {
+        every_frame_to_the_sink(false);
+    }
+
+    /// The XDP dispatch with no program attached is the plain poll.
+    #[cfg(feature = "xdp")]
+    #[test]
+    fn xdp_dispatch_without_a_program_passes_every_frame() {
+        every_frame_to_the_sink(true);
+    }
+
+    /// One poll with no program (`via_xdp` as in [`poll_plain`]) of six frames, the sink
+    /// keeping every other one.
+    fn every_frame_to_the_sink(via_xdp: bool) {
         let card = open_card();
         let dev = testutil::device(&card, 1);
         let mut delay = card.delay();
@@ -457,7 +466,7 @@ mod tests {
                 Err(f)
             }
         };
-        let out = poll_plain(&mut p, &dev, &mut sink);
+        let out = poll_plain(&mut p, &dev, &mut sink, via_xdp);
         assert_eq!(out.rx.done, 6);
         assert_eq!(got, frames);
         let s = *p.stats();
@@ -492,7 +501,7 @@ mod tests {
     #[cfg(feature = "xdp")]
     #[test]
     fn xdp_tx_checks_that_the_device_may_read_the_page() {
-        use crate::xdp::{NoRedirect, XdpAction, XdpBuff};
+        use crate::xdp::{NoRedirect, XdpAction, XdpBuff, XdpDispatch};
 
         for (dir, sent) in [(Direction::FromDevice, false), (Direction::Bidirectional, true)] {
             let card = open_card();
@@ -506,13 +515,15 @@ mod tests {
             let mut tx_all = |_: &mut XdpBuff<'_>| XdpAction::Tx;
             let mut refuse =
                 |f: RxFrame<DmaPage>, _: PassInfo| -> core::result::Result<(), RxFrame<DmaPage>> { Err(f) };
-            let mut ctx = crate::xdp::RxContext {
-                prog: Some(&mut tx_all),
+            let mut ctx = RxContext {
                 sink: &mut refuse,
-                redirect: &mut NoRedirect,
                 rxq: XdpRxq::default(),
-                origin: 0,
-                hasher: None,
+                dispatch: XdpDispatch {
+                    prog: Some(&mut tx_all),
+                    redirect: &mut NoRedirect,
+                    origin: 0,
+                    hasher: None,
+                },
             };
             let out = p.poll(64, &dev.doorbells(), &mut ctx, &mut NoDone);
             assert_eq!(out.rx.done, 1);

@@ -11,10 +11,11 @@
 //!   [`RawXdpProgram`].
 //! - [`XdpAction`]: the verdicts, with Linux's values. A raw value that is none of them is
 //!   handled like [`XdpAction::Aborted`] and counted as an exception (`rx_xdp_invalid`).
-//! - [`crate::QueuePair::poll`]: the poll of a pair, which runs the program on every frame: PASS
-//!   hands the page to a [`crate::RxSink`] (the OS), DROP and ABORTED recycle it, TX queues it on the pair's
-//!   own TX queue (same page, no copy, one doorbell per poll), REDIRECT hands it to a
-//!   [`RedirectTable`] flushed at the end of the poll.
+//! - [`XdpDispatch`]: the dispatch part of a [`crate::RxContext`] with which
+//!   [`crate::QueuePair::poll`] runs the program on every frame: PASS hands the page to a
+//!   [`crate::RxSink`] (the OS), DROP and ABORTED recycle it, TX queues it on the pair's own TX
+//!   queue (same page, no copy, one doorbell per poll), REDIRECT hands it to a [`RedirectTable`]
+//!   flushed at the end of the poll.
 //! - [`RedirectTable`] / [`RedirectTarget`]: where redirected frames go: [`TxTarget`] (a TX queue
 //!   of another pair or port), [`DevMap`] (a table of targets, like a devmap), or any user sink
 //!   (an AF_XDP-like ring) implementing [`RedirectTarget`].
@@ -25,7 +26,7 @@
 //! # Costs
 //!
 //! With no program attached, [`crate::QueuePair::poll`] hands each frame straight to the
-//! [`crate::RxSink`]: one branch per frame, no hash, no buffer view. Pages are mapped bidirectionally
+//! [`crate::RxSink`], as with [`crate::PassAll`]: one test per poll, no hash, no buffer view. Pages are mapped bidirectionally
 //! once (the pool's setting), so attaching a program needs no re-mapping and no queue restart.
 
 mod buff;
@@ -38,7 +39,7 @@ pub use redirect::{
     return_to_origin, DevMap, FromXdpFrame, NoRedirect, RedirectTable, RedirectTarget, Redirected, TxTarget,
     XdpFrame,
 };
-pub use run::RxContext;
+pub use run::XdpDispatch;
 pub use xmit::xdp_xmit;
 
 /// What a program decided for a frame. The discriminants are Linux's `enum xdp_action`.

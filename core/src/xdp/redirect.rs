@@ -23,12 +23,12 @@ pub struct XdpFrame<Pg> {
     /// Frame length (at least `ETH_ZLEN`: short frames are padded before they leave).
     pub len: u16,
     /// Index of the pool that owns the page (the caller's numbering, e.g. the global pair index,
-    /// [`crate::RxContext::origin`]), for [`return_to_origin`].
+    /// [`XdpDispatch::origin`](super::XdpDispatch::origin)), for [`return_to_origin`].
     ///
-    /// 32 bits (as [`crate::RxContext::origin`]): as a `u16`, the frame went to its target through
-    /// a `dyn` call, in memory, and the target read this field together with the padding behind
-    /// it as one 32-bit load, which the CPU cannot forward from the caller's 16-bit store (a stall
-    /// on every redirected frame).
+    /// 32 bits (as [`XdpDispatch::origin`](super::XdpDispatch::origin)): as a `u16`, the frame
+    /// went to its target through a `dyn` call, in memory, and the target read this field
+    /// together with the padding behind it as one 32-bit load, which the CPU cannot forward from
+    /// the caller's 16-bit store (a stall on every redirected frame).
     pub origin: u32,
 }
 

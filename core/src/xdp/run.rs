@@ -1,5 +1,5 @@
-//! The poll of a queue pair: every frame through the attached program (if any), verdicts carried
-//! out on the pair's own rings, redirects flushed once at the end.
+//! The XDP dispatch of a queue pair's poll: every frame through the attached program (if any),
+//! verdicts carried out on the pair's own rings, redirects flushed once at the end.
 
 use onic_hal::{DmaMemory, RegisterWindow};
 
@@ -7,25 +7,59 @@ use super::buff::{XdpBuff, XdpRxHash, XdpRxq};
 use super::redirect::{RedirectTable, Redirected, XdpFrame};
 use super::{RawXdpProgram, XdpAction};
 use crate::config::RX_HEADROOM;
+use crate::queue::dispatch::sealed::Dispatch;
 use crate::queue::doorbell::Doorbells;
-use crate::queue::pair::{pass_up, PairPoll, PassInfo, QueuePair, RxSink};
+use crate::queue::pair::{pass_up, PassInfo, QueuePair, RxSink};
 use crate::queue::pool::{PageProvider, PoolPage};
 use crate::queue::rx::{FrameHandler, Handled, PollOutcome, RxFrame, RxLen, RxQueue};
-use crate::queue::tx::{PoolFrame, TxDone, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
+use crate::queue::tx::{PoolFrame, TxFrame, TxQueue, TxSlot, ETH_ZLEN};
 use crate::rss::RxHasher;
 use crate::stats::counters::PairStats;
 
-/// What one poll needs besides the pair: the program (if any), where passed and redirected
-/// frames go, and what the program may ask about a frame.
-pub struct RxContext<'x, Prog: ?Sized, S, R> {
-    /// The attached program; `None` hands every frame to `sink` untouched.
+/// The XDP dispatch of an [`RxContext`](crate::RxContext): the program (if any), where
+/// redirected frames go, and what the program may ask about a frame. With it,
+/// [`QueuePair::poll`] carries out each verdict:
+///
+/// - PASS: the page goes to the context's sink (a refusal recycles it, `rx_pass_refused`).
+/// - DROP, ABORTED, a raw verdict that is no [`XdpAction`]: the page is recycled
+///   (`rx_xdp_drop`; also `rx_xdp_aborted` or `rx_xdp_invalid`).
+/// - TX: the same page is queued on the pair's TX queue; once sent it stays parked in its TX
+///   slot until a later XDP_TX frame of that slot sends it to the RX ring (the pool gets it
+///   back at teardown); on a full ring it is recycled at once (`rx_xdp_tx_errors`).
+/// - REDIRECT: the frame is padded, synced for the device and handed to `redirect`; a refusal
+///   recycles it (`rx_xdp_redirect_errors`).
+///
+/// After the frames, the pair's TX doorbell is rung once for the poll's XDP_TX frames and the
+/// redirect table is flushed if anything was redirected. TX and REDIRECT need pages the device
+/// may read ([`PageProvider::device_readable`]); otherwise they fail like a full ring.
+///
+/// Without a program (`prog` is `None`) the poll is the one of [`crate::PassAll`]: every frame
+/// goes to the sink untouched, one test per poll, no hash, no buffer view.
+///
+/// ```
+/// use onic_core::xdp::{NoRedirect, XdpAction, XdpBuff, XdpDispatch};
+/// use onic_core::{PassInfo, RxContext, RxFrame, XdpRxq};
+/// # use onic_hal::DmaPage;
+///
+/// let mut drop_all = |_: &mut XdpBuff<'_>| XdpAction::Drop;
+/// let mut to_os = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> { Err(f) };
+/// let ctx = RxContext {
+///     sink: &mut to_os,
+///     rxq: XdpRxq::default(),
+///     dispatch: XdpDispatch {
+///         prog: Some(&mut drop_all),
+///         redirect: &mut NoRedirect,
+///         origin: 0,
+///         hasher: None,
+///     },
+/// };
+/// # let _ = ctx;
+/// ```
+pub struct XdpDispatch<'x, Prog: ?Sized, R> {
+    /// The attached program; `None` hands every frame to the sink untouched.
     pub prog: Option<&'x mut Prog>,
-    /// Where the frames go that no program ran on, and XDP_PASS frames.
-    pub sink: &'x mut S,
     /// Where XDP_REDIRECT frames go.
     pub redirect: &'x mut R,
-    /// The queue and port (Linux `xdp_rxq_info`).
-    pub rxq: XdpRxq,
     /// This pair's pool index, recorded in redirected frames ([`XdpFrame::origin`]) so their
     /// pages find the way back.
     pub origin: u32,
@@ -35,92 +69,68 @@ pub struct RxContext<'x, Prog: ?Sized, S, R> {
     pub hasher: Option<&'x dyn RxHasher>,
 }
 
-impl<Prog: ?Sized, S, R> core::fmt::Debug for RxContext<'_, Prog, S, R> {
+impl<Prog: ?Sized, R> core::fmt::Debug for XdpDispatch<'_, Prog, R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RxContext")
+        f.debug_struct("XdpDispatch")
             .field("attached", &self.prog.is_some())
-            .field("rxq", &self.rxq)
             .field("origin", &self.origin)
+            .field("hashes", &self.hasher.is_some())
             .finish_non_exhaustive()
     }
 }
 
-impl<D, P, F, RSt, TSt> QueuePair<D, P, F, RSt, TSt>
+impl<Pg, Prog, R> Dispatch<Pg> for XdpDispatch<'_, Prog, R>
 where
-    D: DmaMemory,
-    P: PageProvider,
-    F: TxFrame,
-    RSt: AsMut<[Option<P::Page>]>,
-    TSt: AsMut<[TxSlot<P::Page, F>]>,
+    Pg: PoolPage,
+    Prog: RawXdpProgram + ?Sized,
+    R: RedirectTable<Pg>,
 {
-    /// One poll of the pair: reclaim the TX queue, take up to `budget` received frames, then ring
-    /// the TX doorbell once for this poll's XDP_TX frames and flush the redirect table if
-    /// anything was redirected.
-    ///
-    /// Without a program (`ctx.prog` is `None`) every frame goes to `ctx.sink` untouched: one
-    /// branch per frame, no hash, no buffer view. With one, each verdict is carried out:
-    ///
-    /// - PASS: the page goes to `ctx.sink` (a refusal recycles it, `rx_pass_refused`).
-    /// - DROP, ABORTED, a raw verdict that is no [`XdpAction`]: the page is recycled
-    ///   (`rx_xdp_drop`; also `rx_xdp_aborted` or `rx_xdp_invalid`).
-    /// - TX: the same page is queued on the pair's TX queue; once sent it stays parked in its TX
-    ///   slot until a later XDP_TX frame of that slot sends it to the RX ring (the pool gets it
-    ///   back at teardown); on a full ring it is recycled at once (`rx_xdp_tx_errors`).
-    /// - REDIRECT: the frame is padded, synced for the device and handed to `ctx.redirect`; a
-    ///   refusal recycles it (`rx_xdp_redirect_errors`).
-    ///
-    /// TX and REDIRECT need pages the device may read ([`PageProvider::device_readable`]);
-    /// otherwise they fail like a full ring.
-    pub fn poll<W, Prog, S, R, C>(
+    #[inline]
+    fn rx<D, P, F, RSt, TSt, W, S>(
         &mut self,
+        pair: &mut QueuePair<D, P, F, RSt, TSt>,
         budget: usize,
         db: &Doorbells<W>,
-        ctx: &mut RxContext<'_, Prog, S, R>,
-        done: &mut C,
-    ) -> PairPoll
+        sink: &mut S,
+        rxq: XdpRxq,
+    ) -> PollOutcome
     where
+        D: DmaMemory,
+        P: PageProvider<Page = Pg>,
+        F: TxFrame,
+        RSt: AsMut<[Option<Pg>]>,
+        TSt: AsMut<[TxSlot<Pg, F>]>,
         W: RegisterWindow,
-        Prog: RawXdpProgram + ?Sized,
-        S: RxSink<P::Page>,
-        R: RedirectTable<P::Page>,
-        C: TxDone<F>,
+        S: RxSink<Pg>,
     {
-        let reclaimed = self.tx.reclaim(done);
         // The program is looked at once per poll: without one, the loop is the plain one.
-        let Some(prog) = ctx.prog.as_deref_mut() else {
-            let out = self.rx_to_sink(budget, db, ctx.sink, ctx.rxq);
-            return PairPoll {
-                tx: reclaimed,
-                rx: out,
-            };
+        let Some(prog) = self.prog.as_deref_mut() else {
+            return pair.rx_to_sink(budget, db, sink, rxq);
         };
-        let (rx, tx, pool, stats) = self.parts_mut();
+        let (rx, tx, pool, stats) = pair.parts_mut();
         let mut runner = Runner {
             tx,
             db,
             stats,
             prog,
-            sink: &mut *ctx.sink,
-            redirect: &mut *ctx.redirect,
-            rxq: ctx.rxq,
-            origin: ctx.origin,
+            sink,
+            redirect: &mut *self.redirect,
+            rxq,
+            origin: self.origin,
             hash: NoHash,
             redirected: false,
         };
         // The hash source is chosen once per poll too: a poll without one tests for it in no
         // frame (each source has a loop of its own).
-        let (out, redirected) = match ctx.hasher {
+        let (out, redirected) = match self.hasher {
             None => runner.run(rx, budget, pool),
             Some(h) => runner.with_hash(WithHash(h)).run(rx, budget, pool),
         };
         tx.flush(db);
         if redirected {
-            ctx.redirect.flush();
+            self.redirect.flush();
         }
-        PairPoll {
-            tx: reclaimed,
-            rx: out,
-        }
+        out
     }
 }
 

@@ -31,8 +31,7 @@ use onic_core::config::BufSizeIdx;
 use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::queue::pool::{PageBurst, PageProvider, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::xdp::{NoRedirect, RawXdpProgram};
-use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_core::{Device, PassAll, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
@@ -433,12 +432,9 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
             card.run_until_idle();
             loop {
                 let mut ctx = RxContext {
-                    prog: None::<&mut dyn RawXdpProgram>,
                     sink: &mut drop_sink,
-                    redirect: &mut NoRedirect,
                     rxq: XdpRxq::default(),
-                    origin: 0,
-                    hasher: None,
+                    dispatch: PassAll,
                 };
                 let out = pair.poll(64, &db, &mut ctx, &mut free);
                 pkts += out.rx.done as u64;

@@ -24,8 +24,8 @@ use onic_core::queue::pool::{PagePool, PageProvider, PoolConfig, RecycleRing};
 use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
-use onic_core::xdp::{DevMap, NoRedirect, RawXdpProgram, TxTarget, XdpFrame};
-use onic_core::{Device, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpFrame};
+use onic_core::{Device, PassAll, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
 use onic_hal::recording::Recorder;
@@ -538,15 +538,12 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             for (i, q) in self.queues.iter_mut().enumerate().filter(|(_, q)| !q.caught_up) {
                 // CAST: at most 64 queues.
                 let mut ctx = RxContext {
-                    prog: None::<&mut dyn RawXdpProgram>,
                     sink: &mut *sink,
-                    redirect: &mut NoRedirect,
                     rxq: XdpRxq {
                         queue_index: i as u16,
                         port: 0,
                     },
-                    origin: i as u32,
-                    hasher: None,
+                    dispatch: PassAll,
                 };
                 let out = q.pair.poll(budget, &db, &mut ctx, &mut done).rx;
                 after(&mut q.pair.pool);
@@ -643,15 +640,17 @@ impl<'a> RxRig<'a, HostPool<'a>> {
                     };
                     // CAST: at most 63 queues.
                     let mut ctx = RxContext {
-                        prog: Some(&mut *prog),
                         sink: &mut to_os,
-                        redirect: &mut map,
                         rxq: XdpRxq {
                             queue_index: i as u16,
                             port: 0,
                         },
-                        origin: i as u32,
-                        hasher,
+                        dispatch: XdpDispatch {
+                            prog: Some(&mut *prog),
+                            redirect: &mut map,
+                            origin: i as u32,
+                            hasher,
+                        },
                     };
                     let out = q.pair.poll(cfg.budget, &db, &mut ctx, &mut done);
                     for (page, len) in os.drain(..) {

@@ -32,8 +32,9 @@ use core::ptr::NonNull;
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::stats::HW_COUNTERS;
-use onic_core::xdp::{NoRedirect, RawXdpProgram, XdpRxq};
-use onic_core::{BufSizeIdx, Device, DeviceConfig, PassInfo, QueueError, QueueId, RingSizeIdx, RxContext};
+use onic_core::{
+    BufSizeIdx, Device, DeviceConfig, PassAll, PassInfo, QueueError, QueueId, RingSizeIdx, RxContext, XdpRxq,
+};
 use onic_embed::done::FrameDone;
 use onic_embed::frame::Frame;
 use onic_embed::set::{PairSpec, QueueSet};
@@ -596,15 +597,12 @@ fn poll_all<'m>(
                     tally.on_frame(func, queue, fr.data())
                 });
                 let mut ctx = RxContext {
-                    prog: None::<&mut dyn RawXdpProgram>,
                     sink: &mut sink,
-                    redirect: &mut NoRedirect,
                     rxq: XdpRxq {
                         queue_index: queue,
                         port: func,
                     },
-                    origin: 0,
-                    hasher: None,
+                    dispatch: PassAll,
                 };
                 pair.poll(BUDGET, &db, &mut ctx, &mut done)
             };

@@ -33,7 +33,7 @@ use onic_core::queue::pool::{release_to_hal, RecycleRing};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::rss::{RxHasher, ShellHasher};
-use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpRxq, XdpSlot};
+use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
 use onic_core::{BufSizeIdx, Device, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::set::PairSpec;
@@ -851,13 +851,15 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
     hash: bool,
 ) -> PairPoll {
     let mut ctx = RxContext {
-        prog,
         sink,
-        redirect: table,
         rxq,
-        origin,
-        // The shell's hash, for the RX-hash kfunc of the embedded objects.
-        hasher: hash.then_some(&HASHER as &dyn RxHasher),
+        dispatch: XdpDispatch {
+            prog,
+            redirect: table,
+            origin,
+            // The shell's hash, for the RX-hash kfunc of the embedded objects.
+            hasher: hash.then_some(&HASHER as &dyn RxHasher),
+        },
     };
     pair.poll(BUDGET, db, &mut ctx, done)
 }
