@@ -1,10 +1,10 @@
 //! `onic bench`: benchmarks printing one `name value unit` line per figure (the fastest of the
 //! repetitions), each followed by a `# name median ... spread ...` comment line. The workloads and
-//! the method are documented in `onic_cli::rigs::bench` and `docs/benchmarks.md`.
+//! the method are documented in `onic_testkit::bench` and `docs/benchmarks.md`.
 
 use std::time::Duration;
 
-use onic_cli::rigs::bench::{self, Figure, Method};
+use onic_testkit::bench::{self, Figure, Method};
 
 /// Benchmark groups, in the order `onic bench` runs them when none is named.
 const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp"];
@@ -121,7 +121,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         }
     }
     if wanted("xdp") {
-        print(&onic_cli::rigs::bench_xdp::xdp(&m), &mut all);
+        print(&onic_testkit::bench_xdp::xdp(&m), &mut all);
         // The figures with the model in the loop and the object path: not with a selection or a
         // fixed number of rounds (they run their own loops).
         if m.only.is_none() && m.rounds.is_none() {

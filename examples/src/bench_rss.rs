@@ -21,9 +21,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use onic_accel::{AccelHasher, Backend};
-use onic_cli::rigs::rss_inputs::{frames, tuples, Rng, INPUTS};
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
+use onic_testkit::rss_inputs::{frames, tuples, Rng, INPUTS};
 
 const MASK: usize = INPUTS - 1;
 const BATCH: usize = 32;

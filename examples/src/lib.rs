@@ -1,7 +1,7 @@
 //! The library part of the `onic` tool: what the tool's subcommands share and what is tested on
 //! its own (the fuzz targets in `fuzz/` read captures through it): the capture reader and writer,
-//! output that survives a closed pipe, and the benchmark rigs (`onic bench`, and the criterion
-//! benches of `onic-tests`).
+//! the limits checked up front and output that survives a closed pipe. The benchmark rigs and
+//! workloads `onic bench` runs are in `onic-testkit`.
 
 // Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -10,4 +10,3 @@ pub mod file;
 pub mod limits;
 pub mod out;
 pub mod pcap;
-pub mod rigs;

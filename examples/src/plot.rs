@@ -18,8 +18,8 @@ use std::path::Path;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use onic_cli::rigs::bench::{ring_sizes, COMPARE_SIZES, SCALING_QUEUES};
-use onic_cli::rigs::bench_xdp::XDP_PATHS;
+use onic_testkit::bench::{ring_sizes, COMPARE_SIZES, SCALING_QUEUES};
+use onic_testkit::bench_xdp::XDP_PATHS;
 
 /// Figures of the run by name.
 pub type Figures = BTreeMap<String, f64>;

@@ -1,9 +1,9 @@
 //! Criterion benches of the datapath, kernel for kernel the workloads of `onic bench`
-//! (`onic_cli::rigs::bench`): the driver-only RX drop and to-OS paths, the TX path, the page pool,
+//! (`onic_testkit::bench`): the driver-only RX drop and to-OS paths, the TX path, the page pool,
 //! queue and ring-size scaling, and the page-per-packet baseline against the pool at the
-//! comparison's frame sizes, and the driver-only XDP verdict paths (`onic_cli::rigs::bench_xdp`) beside
-//! the RX drop path of the same rig. Driver-only benches time only the driver's calls (the device
-//! side runs between timed regions, see `onic_cli::rigs::rig`).
+//! comparison's frame sizes, and the driver-only XDP verdict paths (`onic_testkit::bench_xdp`)
+//! beside the RX drop path of the same rig. Driver-only benches time only the driver's calls (the
+//! device side runs between timed regions, see `onic_testkit::rig`).
 //!
 //! Run: `cargo bench -p onic-tests --bench datapath` (a group: append its name, e.g. `-- pool`).
 
@@ -13,18 +13,18 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use onic_cli::rigs::bench::{
-    ring_sizes, rx_drop_driver_only, timer_overhead, tx_round, Method, COMPARE_SIZES, SCALING_QUEUES,
-};
-use onic_cli::rigs::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
-use onic_cli::rigs::hostdma::HostDma;
-use onic_cli::rigs::rig::{
-    host_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots,
-};
 use onic_core::queue::pool::{PageBurst, PageProvider};
 use onic_core::queue::rx::RxFrame;
 use onic_core::PassInfo;
 use onic_hal::{Direction, DmaPage};
+use onic_testkit::bench::{
+    ring_sizes, rx_drop_driver_only, timer_overhead, tx_round, Method, COMPARE_SIZES, SCALING_QUEUES,
+};
+use onic_testkit::bench_xdp::{xdp_driver_only, xdp_rig_config, XDP_PATHS, XDP_ROUND};
+use onic_testkit::hostdma::HostDma;
+use onic_testkit::rig::{
+    host_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig, TxSlots,
+};
 
 fn config() -> Criterion {
     Criterion::default()

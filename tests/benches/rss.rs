@@ -2,7 +2,7 @@
 //! 4-tuple, table-driven beside the bit-serial reference, one at a time and in batches of 32, and
 //! the shell hash by `onic-accel`'s carry-less multiplication where the CPU has it.
 //!
-//! Inputs are the 4096 pseudo-random frames or tuples of `onic_cli::rigs::rss_inputs` (the same as
+//! Inputs are the 4096 pseudo-random frames or tuples of `onic_testkit::rss_inputs` (the same as
 //! `onic bench rss`), visited in order, so nothing is hoisted out of the loop; consecutive hashes
 //! are independent, so these are throughput figures, like the DPDK peer's.
 //! Run: `cargo bench -p onic-tests --bench rss`.
@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use onic_accel::{AccelHasher, Backend};
-use onic_cli::rigs::rss_inputs::{frames, tuples, Rng, INPUTS};
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
+use onic_testkit::rss_inputs::{frames, tuples, Rng, INPUTS};
 
 const MASK: usize = INPUTS - 1;
 const BATCH: usize = 32;

@@ -1,8 +1,8 @@
 //! Shared fixtures for the integration tests: an expected-trace builder that spells out register
 //! sequences from the hardware spec's tables, independent of the driver's own constants, and the
 //! datapath harness over the model. The driver-only rigs and workloads of the benchmarks live in
-//! the `onic` tool (`onic_cli::rigs`), which runs them as `onic bench`; `cargo bench -p
-//! onic-tests` times the same workloads with criterion.
+//! `onic-testkit`; the `onic` tool runs them as `onic bench`, and `cargo bench -p onic-tests` times
+//! the same workloads with criterion.
 
 pub mod datapath;
 

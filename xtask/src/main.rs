@@ -304,6 +304,8 @@ fn step_doc() -> Result<(), String> {
         "-p",
         "onic-sim",
         "-p",
+        "onic-testkit",
+        "-p",
         "onic-bpf",
         "-p",
         "onic-linux",

@@ -36,8 +36,8 @@ use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
 
-use crate::rigs::hostdma::HostDma;
-use crate::rigs::rig::{
+use crate::hostdma::HostDma;
+use crate::rig::{
     host_pool, test_frame, xdp_pool, DoorbellLatch, PagePerPacket, RxRig, RxRigConfig, RxSlots, TxRig,
     TxSlots,
 };

@@ -4,7 +4,7 @@
 //!
 //! # Method
 //!
-//! As the driver-only RX figures ([`crate::rigs::bench`]): the device side of an [`RxRig`] built with
+//! As the driver-only RX figures ([`crate::bench`]): the device side of an [`RxRig`] built with
 //! [`RxRigConfig::xdp`] completes [`XDP_ROUND`] frames per round (the frame bytes written into
 //! the pages, so that programs and the hash read real headers) and, after the round, writes the
 //! TX status records as if everything queued had been sent; neither is timed. What is timed is
@@ -36,11 +36,9 @@ use onic_accel::{AccelHasher, Backend};
 use onic_core::rss::{RssKey, RxHasher, ShellHasher};
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 
-use crate::rigs::bench::{
-    measure, rx_drop_driver_only, timer_overhead, Figure, Method, Sample, COMPARE_SIZES,
-};
-use crate::rigs::hostdma::HostDma;
-use crate::rigs::rig::{xdp_pool, DoorbellLatch, HostPool, RxRig, RxRigConfig, RxSlots};
+use crate::bench::{measure, rx_drop_driver_only, timer_overhead, Figure, Method, Sample, COMPARE_SIZES};
+use crate::hostdma::HostDma;
+use crate::rig::{xdp_pool, DoorbellLatch, HostPool, RxRig, RxRigConfig, RxSlots};
 
 /// Frames per queue per round of the XDP workloads (one NAPI budget).
 pub const XDP_ROUND: usize = 64;

@@ -36,7 +36,7 @@ use onic_hal::{
 
 use onic_embed::done::FrameDone;
 
-use crate::rigs::hostdma::HostDma;
+use crate::hostdma::HostDma;
 
 /// A delay that returns at once (the recording bus completes everything immediately).
 #[derive(Clone, Copy, Debug, Default)]
