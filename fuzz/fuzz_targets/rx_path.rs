@@ -14,9 +14,10 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use onic_hal::layout::desc::{CmptEntrySize, C2H_DESC_BYTES};
+use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::DmaAddr;
 use onic_sim::{Card, Corruption, Violation};
+use onic_testkit::device::{DeviceMemory, DeviceRing};
 use onic_tests::datapath::{drop_all, mixed, pass_all, Harness, Setup};
 
 /// Polls a queue may keep asking for more once the device is quiet and has no lie left to tell.
@@ -77,7 +78,7 @@ fn setup(c: &Config) -> Setup {
 }
 
 /// Usable entries of the setup's rings (ring-size index 1: 64 entries).
-const USABLE: u64 = 63;
+const USABLE: u16 = 63;
 
 fn poll(h: &mut Harness<'_>, q: usize, budget: usize) -> bool {
     let out = h.poll(0, q, budget).rx;
@@ -114,11 +115,13 @@ fn step(h: &mut Harness<'_>, op: Op) {
     let queues = h.funcs[0].pairs.len();
     let q = |b: bool| usize::from(b) % queues;
     let card = h.card;
-    let stride = h.setup.cmpt_entry.bytes() as u64;
     let write = |at: DmaAddr, word: u64| {
-        card.faults()
-            .device_write(at, &word.to_le_bytes())
+        card.write_word(at, word)
             .expect("ring memory is the device's to write");
+    };
+    let cmpt = |h: &Harness<'_>, queue: bool| {
+        let base = h.funcs[0].pairs[q(queue)].rx.cmpt_ring_dma_addr();
+        DeviceRing::cmpt(base, h.setup.cmpt_entry, USABLE)
     };
     match op {
         Op::Inject { flow, len } => {
@@ -140,17 +143,11 @@ fn step(h: &mut Harness<'_>, op: Op) {
         Op::FreezeColor(on) => card.faults().freeze_cmpt_color(on),
         Op::FreezeStatus(on) => card.faults().freeze_cmpt_status(on),
         Op::StatusJump => card.faults().cmpt_status_pidx_jump(),
-        Op::Entry { queue, index, word } => {
-            let base = h.funcs[0].pairs[q(queue)].rx.cmpt_ring_dma_addr().get();
-            write(DmaAddr::new(base + stride * (u64::from(index) % USABLE)), word);
-        }
-        Op::CmptStatus { queue, word } => {
-            let base = h.funcs[0].pairs[q(queue)].rx.cmpt_ring_dma_addr().get();
-            write(DmaAddr::new(base + stride * USABLE), word);
-        }
+        Op::Entry { queue, index, word } => write(cmpt(h, queue).entry(index % USABLE), word),
+        Op::CmptStatus { queue, word } => write(cmpt(h, queue).status(), word),
         Op::C2hStatus { queue, word } => {
-            let base = h.funcs[0].pairs[q(queue)].rx.desc_ring_dma_addr().get();
-            write(DmaAddr::new(base + C2H_DESC_BYTES as u64 * USABLE), word);
+            let base = h.funcs[0].pairs[q(queue)].rx.desc_ring_dma_addr();
+            write(DeviceRing::c2h(base, USABLE).status(), word);
         }
         Op::FailAllocs(n) => card.faults().fail_next_page_allocs(u32::from(n % 16)),
         Op::ReturnOsPages(n) => h.return_os_pages(usize::from(n)),

@@ -13,8 +13,8 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use onic_core::queue::tx::{PoolFrame, TxError, ETH_ZLEN, TX_MAX_FRAME};
 use onic_core::xdp::{xdp_xmit, XdpFrame};
-use onic_hal::layout::desc::{WbStatus, H2C_DESC_BYTES};
-use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
 use onic_tests::datapath::{HFrame, HPool, Harness, Setup};
 
 #[derive(Arbitrary, Debug)]
@@ -34,7 +34,7 @@ enum Op {
 }
 
 /// Usable entries of the setup's ring (ring-size index 1: 64 entries).
-const USABLE: usize = 63;
+const USABLE: u16 = 63;
 
 /// Whether a refusal is the one the frame's extent calls for (`Full` and `Queue` depend on the
 /// ring, not on the frame).
@@ -156,16 +156,9 @@ fn step(h: &mut Harness<'_>, op: Op) {
             // The device reads everything it was told about first, so whatever index in the
             // driver's window the record names, the device is done with those buffers.
             h.card.run_until_idle();
-            let ring = h.funcs[0].pairs[0].tx.ring_dma_addr().get();
-            let mut st = WbStatus::default();
-            st.set_cidx(cidx);
-            st.set_pidx(pidx);
+            let ring = DeviceRing::h2c(h.funcs[0].pairs[0].tx.ring_dma_addr(), USABLE);
             h.card
-                .faults()
-                .device_write(
-                    DmaAddr::new(ring + (H2C_DESC_BYTES * USABLE) as u64),
-                    &st.to_word().to_le_bytes(),
-                )
+                .write_word(ring.status(), status_word(pidx, cidx, false))
                 .expect("the status slot is the device's to write");
         }
         Op::Stall(on) => h.card.faults().stall_h2c_writeback(on),

@@ -5,13 +5,16 @@
 //!
 //! - **host DMA**: [`hostdma`], heap memory without an IOMMU for the benchmarks (see below for
 //!   why tests use the model's memory instead);
-//! - **rigs**: [`rig`], the driver's RX and TX queues over that memory with the card replaced by a
+//! - **device side**: [`device`], where a ring's entries and status record lie, the record's word,
+//!   and the memory a device-side write goes to: [`hostdma::HostDma`], or the model's memory
+//!   through its fault knob for tests and fuzz targets that make the device lie;
+//! - **rigs**: [`rig`], the driver's RX and TX queues over `HostDma` with the card replaced by a
 //!   device side that writes only what the QDMA would write (completion entries, status records,
 //!   frame data), so that the driver's own cost can be timed without the model's;
-//! - **workloads**: [`bench`](mod@bench) (the method of `onic bench` and its figures: RX, TX, page pool,
-//!   scaling, page per packet against the pool), [`bench_xdp`] (the driver-only XDP verdict
-//!   paths) and [`rss_inputs`] (the inputs of the RSS hash benchmarks). `onic bench` prints them;
-//!   the criterion benches of `onic-tests` time the same workloads.
+//! - **workloads**: [`bench`](mod@bench) (the method of `onic bench` and its figures: RX, TX,
+//!   page pool, scaling, page per packet against the pool), [`bench_xdp`] (the driver-only XDP
+//!   verdict paths) and [`rss_inputs`] (the inputs of the RSS hash benchmarks). `onic bench`
+//!   prints them; the criterion benches of `onic-tests` time the same workloads.
 //!
 //! # One host DMA for tests
 //!
@@ -40,6 +43,7 @@
 
 pub mod bench;
 pub mod bench_xdp;
+pub mod device;
 pub mod hostdma;
 pub mod rig;
 pub mod rss_inputs;

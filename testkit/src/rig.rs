@@ -1,7 +1,8 @@
 //! Driver-only rigs for the benchmarks: the driver's RX and TX queues over [`HostDma`], with the
 //! card replaced by a few lines that write what the QDMA would write (completion entries with
-//! their color, the status records in the rings' last slots, frame data), so that the driver's own
-//! cost can be timed without the model's.
+//! their color, the status records in the rings' last slots, frame data; the rings' layout and the
+//! records' words from [`crate::device`]), so that the driver's own cost can be timed without the
+//! model's.
 //!
 //! The split is always the same: the *device side* of a rig ([`RxRig::produce`],
 //! [`TxRig::complete`]) does the card's work and is never timed; the *driver side*
@@ -27,7 +28,7 @@ use onic_core::rss::RxHasher;
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpFrame};
 use onic_core::{Device, PassAll, PassInfo, RxContext, RxSink, XdpRxq};
 use onic_hal::context::QueueSide;
-use onic_hal::layout::desc::{CmptEntry, WbStatus, C2H_DESC_BYTES, H2C_DESC_BYTES};
+use onic_hal::layout::desc::CmptEntry;
 use onic_hal::recording::Recorder;
 use onic_hal::regs::qdma;
 use onic_hal::{
@@ -36,6 +37,7 @@ use onic_hal::{
 
 use onic_embed::done::FrameDone;
 
+use crate::device::{status_word, DeviceMemory, DeviceRing};
 use crate::hostdma::HostDma;
 
 /// A delay that returns at once (the recording bus completes everything immediately).
@@ -291,6 +293,11 @@ impl RxSlots {
 }
 
 /// What the device side of an RX queue remembers: where the rings are and how far it got.
+///
+/// The timed polls walk the rig's queues, which hold this: a change of its size or layout moves
+/// the fields the polls read and changes the instructions callgrind counts for them
+/// (docs/benchmarks.md), so the rings are kept as plain addresses and made into
+/// [`DeviceRing`]s where they are written.
 #[derive(Debug)]
 struct RxDeviceSide {
     qid: u16,
@@ -309,6 +316,16 @@ struct RxDeviceSide {
 impl RxDeviceSide {
     fn distance(&self, from: u16, to: u16) -> u16 {
         (to + self.usable - from) % self.usable
+    }
+
+    /// The C2H descriptor ring.
+    const fn desc(&self) -> DeviceRing {
+        DeviceRing::c2h(DmaAddr::new(self.desc_base), self.usable)
+    }
+
+    /// The completion ring.
+    const fn cmpt(&self) -> DeviceRing {
+        DeviceRing::with_entry_bytes(DmaAddr::new(self.cmpt_base), self.cmpt_stride, self.usable)
     }
 }
 
@@ -450,10 +467,9 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
             let n = usize::from(posted.min(cmpt_free)).min(per_queue);
             for _ in 0..n {
                 if self.cfg.write_data {
-                    let at = DmaAddr::new(d.desc_base + C2H_DESC_BYTES as u64 * u64::from(d.desc_cidx));
                     let dst = self
                         .dma
-                        .device_read_u64(at)
+                        .device_read_u64(d.desc().entry(d.desc_cidx))
                         .expect("C2H descriptor in live memory");
                     assert!(
                         self.dma.device_write(DmaAddr::new(dst), &self.frame),
@@ -466,36 +482,23 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
                 e.set_qid(d.qid);
                 e.set_pkt_len(self.cfg.frame_len);
                 e.set_pkt_id(d.pkt_id);
-                let at = DmaAddr::new(d.cmpt_base + d.cmpt_stride * u64::from(d.cmpt_pidx));
-                assert!(
-                    self.dma.device_write_u64(at, e.to_word()),
-                    "completion ring in live memory"
-                );
+                self.dma
+                    .write_word(d.cmpt().entry(d.cmpt_pidx), e.to_word())
+                    .expect("completion ring in live memory");
                 d.desc_cidx = (d.desc_cidx + 1) % d.usable;
                 d.cmpt_pidx = (d.cmpt_pidx + 1) % d.usable;
                 if d.cmpt_pidx == 0 {
                     d.color = !d.color;
                 }
             }
-            let mut st = WbStatus::default();
-            st.set_pidx(d.cmpt_pidx);
-            st.set_cidx(cmpt_cidx);
-            st.set_color(d.color);
-            let at = DmaAddr::new(d.cmpt_base + d.cmpt_stride * u64::from(d.usable));
-            assert!(
-                self.dma.device_write_u64(at, st.to_word()),
-                "status slot in live memory"
-            );
+            self.dma
+                .write_word(d.cmpt().status(), status_word(d.cmpt_pidx, cmpt_cidx, d.color))
+                .expect("status slot in live memory");
             // The C2H ring's own status record (wbk_en, hardware.md §7.4): how far the device
             // consumed.
-            let mut st = WbStatus::default();
-            st.set_pidx(c2h_pidx);
-            st.set_cidx(d.desc_cidx);
-            let at = DmaAddr::new(d.desc_base + C2H_DESC_BYTES as u64 * u64::from(d.usable));
-            assert!(
-                self.dma.device_write_u64(at, st.to_word()),
-                "C2H status slot in live memory"
-            );
+            self.dma
+                .write_word(d.desc().status(), status_word(c2h_pidx, d.desc_cidx, false))
+                .expect("C2H status slot in live memory");
             total += n;
         }
         total
@@ -733,14 +736,11 @@ fn complete_h2c(dma: &HostDma, latch: &DoorbellLatch, qid: u16, ring: DmaAddr, u
     let pidx = latch
         .latched(qdma::dmap_sel_h2c_dsc_pidx(onic_hal::QueueId::new(qid)))
         .pidx();
-    let mut st = WbStatus::default();
-    st.set_pidx(pidx);
-    st.set_cidx(pidx);
-    let at = DmaAddr::new(ring.get() + H2C_DESC_BYTES as u64 * u64::from(usable));
-    assert!(
-        dma.device_write_u64(at, st.to_word()),
-        "H2C status slot in live memory"
-    );
+    dma.write_word(
+        DeviceRing::h2c(ring, usable).status(),
+        status_word(pidx, pidx, false),
+    )
+    .expect("H2C status slot in live memory");
 }
 
 /// A 60..1514-byte IPv4/UDP test frame with a recognisable payload (byte i of the frame is

@@ -6,8 +6,8 @@
 use onic_core::error::QueueError;
 use onic_core::queue::rx::{PollOutcome, RX_STALL_POLLS_DEFAULT};
 use onic_core::queue::tx::TxError;
-use onic_hal::layout::desc::{WbStatus, H2C_DESC_BYTES};
-use onic_hal::{Direction, DmaAddr, DmaMemory};
+use onic_hal::{Direction, DmaMemory};
+use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
 use onic_tests::datapath::{HFrame, Harness, Setup};
 
 /// Polls pair 0 of function 0 until its RX queue reports an error; checks that every poll before
@@ -243,10 +243,8 @@ fn the_check_of_the_c2h_status_record_can_be_switched_off() {
         h.inject(0, i, 100);
     }
     h.drain();
-    let desc = h.funcs[0].pairs[0].rx.desc_ring_dma_addr();
-    card.faults()
-        .device_write(DmaAddr::new(desc.get() + 8 * 63), &[0; 8])
-        .unwrap();
+    let desc = DeviceRing::c2h(h.funcs[0].pairs[0].rx.desc_ring_dma_addr(), 63);
+    card.write_word(desc.status(), 0).unwrap();
     let out = h.poll(0, 0, 64).rx;
     assert_eq!((out.armed, out.more, out.error), (true, false, None));
     h.teardown();
@@ -349,15 +347,8 @@ fn an_arbitrary_tx_writeback_index_stops_the_queue_and_a_restart_recovers() {
     h.transmit(0, 0, &frames);
     h.settle();
     // The device writes a consumer index beyond what was posted.
-    let ring = h.funcs[0].pairs[0].tx.ring_dma_addr();
-    let mut st = WbStatus::default();
-    st.set_cidx(40);
-    card.faults()
-        .device_write(
-            DmaAddr::new(ring.get() + (H2C_DESC_BYTES * 63) as u64),
-            &st.to_word().to_le_bytes(),
-        )
-        .unwrap();
+    let ring = DeviceRing::h2c(h.funcs[0].pairs[0].tx.ring_dma_addr(), 63);
+    card.write_word(ring.status(), status_word(0, 40, false)).unwrap();
     h.reclaim(0, 0);
     let e = h.funcs[0].pairs[0].tx.error();
     assert_eq!(
@@ -468,15 +459,8 @@ fn a_tx_writeback_index_past_what_was_published_is_a_lie() {
     }
     h.os_tx_live += 4;
     assert!(h.funcs[0].pairs[0].tx.has_unpublished());
-    let ring = h.funcs[0].pairs[0].tx.ring_dma_addr();
-    let mut st = WbStatus::default();
-    st.set_cidx(2);
-    card.faults()
-        .device_write(
-            DmaAddr::new(ring.get() + (H2C_DESC_BYTES * 63) as u64),
-            &st.to_word().to_le_bytes(),
-        )
-        .unwrap();
+    let ring = DeviceRing::h2c(h.funcs[0].pairs[0].tx.ring_dma_addr(), 63);
+    card.write_word(ring.status(), status_word(0, 2, false)).unwrap();
     h.reclaim(0, 0);
     assert_eq!(
         h.funcs[0].pairs[0].tx.error(),
