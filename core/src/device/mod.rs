@@ -7,6 +7,7 @@
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
 
 use core::cell::Cell;
+use core::sync::atomic::{AtomicU32, Ordering};
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::layout::ctxt::{CtxtOp, IndCtxtCmd};
@@ -37,6 +38,10 @@ pub mod settings;
 
 use rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
 use settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
+
+/// [`Device::stuck`] when no context command is stuck. A command word leaves bits 31:18 zero
+/// ([`IndCtxtCmd`]), so all ones names none.
+const NONE_STUCK: u32 = u32::MAX;
 
 /// The data words of a context command that carries none.
 const NO_DATA: [u32; qdma::IND_CTXT_WORDS] = [0; qdma::IND_CTXT_WORDS];
@@ -70,10 +75,17 @@ pub struct Device<Q, S, L = Unshared> {
     cfg: DeviceConfig,
     cmacs: u8,
     rss: Cell<RssConfig>,
-    /// The context command that timed out, while IND_CTXT_CMD has not read idle since: no new
-    /// command is written over one still in progress, and each call fails at once instead of
-    /// waiting out the poll limit again (a wedged engine would hold RTNL for minutes).
-    stuck: Cell<Option<u32>>,
+    /// The context command that timed out ([`NONE_STUCK`] if none), while IND_CTXT_CMD has not
+    /// read idle since: no new command is written over one still in progress, and each call fails
+    /// at once instead of waiting out the poll limit again (a wedged engine would hold RTNL for
+    /// minutes).
+    ///
+    /// Every access is `Relaxed`: the word carries only itself (no other memory is published
+    /// through it), the register it stands for is read again before it is cleared, and the
+    /// commands around it are ordered by the card lock `L`, whose lock and unlock acquire and
+    /// release. A clear only replaces the command it read (compare-exchange), so a timeout
+    /// recorded meanwhile by another context is not lost.
+    stuck: AtomicU32,
 }
 
 /// The register windows behind a [`Device`], for tools and tests that look at (or poke) the
@@ -126,7 +138,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             cfg,
             cmacs: 0,
             rss: Cell::new(rss),
-            stuck: Cell::new(None),
+            stuck: AtomicU32::new(NONE_STUCK),
         };
         match dev.bring_up(delay) {
             Ok(()) => Ok(dev),
@@ -514,12 +526,25 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// The command in progress since one timed out, if IND_CTXT_CMD still reads busy (all ones,
     /// a card gone from the bus, reads busy too); forgotten once it reads idle.
     fn still_stuck(&self) -> Option<u32> {
-        let command = self.stuck.get()?;
+        let command = self.stuck.load(Ordering::Relaxed);
+        if command == NONE_STUCK {
+            return None;
+        }
         if self.qdma.read(qdma::IND_CTXT_CMD).busy() {
             return Some(command);
         }
-        self.stuck.set(None);
+        // Forget it unless another context recorded a newer timeout meanwhile; if it did, that
+        // one is left in place, and the caller goes on (the engine read idle just now).
+        let _ = self
+            .stuck
+            .compare_exchange(command, NONE_STUCK, Ordering::Relaxed, Ordering::Relaxed);
         None
+    }
+
+    /// Remembers a command that timed out.
+    fn mark_stuck(&self, e: ContextBusy) -> Error {
+        self.stuck.store(e.command, Ordering::Relaxed);
+        e.into()
     }
 
     /// Runs context commands `f` unless a command that timed out is still in progress; a new
@@ -528,10 +553,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         if let Some(command) = self.still_stuck() {
             return Err(Error::ContextBusy { command });
         }
-        f().map_err(|e| {
-            self.stuck.set(Some(e.command));
-            e.into()
-        })
+        f().map_err(|e| self.mark_stuck(e))
     }
 
     /// Invalidates queue `abs` on `side` (the proof), or, with the engine stuck, gives the
@@ -540,10 +562,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         if let Some(command) = self.still_stuck() {
             return cut_off_proof(&self.qdma, side, abs).ok_or(Error::ContextBusy { command });
         }
-        invalidate_queue(&self.qdma, &self.lock, delay, side, abs).map_err(|e| {
-            self.stuck.set(Some(e.command));
-            e.into()
-        })
+        invalidate_queue(&self.qdma, &self.lock, delay, side, abs).map_err(|e| self.mark_stuck(e))
     }
 
     /// Invalidates every context of every queue the function owns (its span, both sides), with
