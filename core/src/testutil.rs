@@ -20,7 +20,7 @@ pub(crate) type SimDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 /// Brings up PF0 with `queues` queue pairs.
 pub(crate) fn device(card: &Card, queues: u16) -> SimDevice<'_> {
     let cfg = DeviceConfig::new(0, queues).unwrap();
-    let dev = Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg).unwrap();
+    let (dev, _) = Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg).unwrap();
     assert_eq!(card.violations(), []);
     dev
 }

@@ -12,7 +12,9 @@ type Pool<'c> = PagePool<'static, SimDma<'c>, 16>;
 
 fn device(card: &Card) -> Device<QdmaWindow<'_>, ShellWindow<'_>> {
     let cfg = DeviceConfig::new(0, 1).unwrap();
-    Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg).unwrap()
+    Device::init(card.qdma(0), card.shell(), &mut card.delay(), cfg)
+        .unwrap()
+        .0
 }
 
 /// RX queue 0 with 64-entry rings (63 usable).

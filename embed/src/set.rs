@@ -231,7 +231,7 @@ mod tests {
     fn a_set_starts_counts_its_pages_and_gives_every_one_back() {
         let card = Card::new(CardConfig::default());
         let mut delay = card.delay();
-        let dev = Device::init(
+        let (dev, _) = Device::init(
             card.qdma(0),
             card.shell(),
             &mut delay,

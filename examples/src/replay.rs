@@ -157,7 +157,8 @@ pub(crate) fn bring_up<'c>(
     let mut ports = Vec::new();
     for f in 0..2u8 {
         let cfg = DeviceConfig::new(f, queues).map_err(|e| e.to_string())?;
-        let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
+        let (dev, _) =
+            Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
         let mut specs = Vec::new();
         for q in 0..queues {
             let mut spec = PairSpec::new(

@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::device::rss_control::HashFunction;
+use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::{Device, QueueControl, QueueId};
 use onic_hal::recording::{opennic_presets, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
@@ -201,15 +201,16 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
 
 type RecDevice<'a> = Device<RecordingWindow<'a>, RecordingWindow<'a>>;
 
-fn bring_up<'a>(rec: &'a Recorder, opts: &DeviceOpts) -> Result<RecDevice<'a>, String> {
+/// The device, and its RSS state for the scenarios that change it.
+fn bring_up<'a>(rec: &'a Recorder, opts: &DeviceOpts) -> Result<(RecDevice<'a>, Rss), String> {
     let mut cfg = DeviceConfig::new(opts.pf, opts.queues).map_err(|e| e.to_string())?;
     cfg.rs_fec = !opts.no_rs_fec;
-    let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, cfg)
+    let up = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, cfg)
         .map_err(|e| e.to_string())?;
     if !opts.with_init {
         rec.take_log();
     }
-    Ok(dev)
+    Ok(up)
 }
 
 /// Runs a scenario on a fresh recording bus and returns the trace text.
@@ -225,7 +226,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             bring_up(&rec, &opts)?;
         }
         Scenario::Remove { dev } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             let (r, _, _) = device.teardown(d);
             r.map_err(|e| e.to_string())?;
         }
@@ -237,7 +238,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             vector,
             teardown,
         } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             let ring_size = RingSizeIdx::new(*ring_size_idx).map_err(|e| e.to_string())?;
             let q = TxQueueConfig {
                 qid: QueueId::new(*qid),
@@ -259,7 +260,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             c2h_pidx,
             teardown,
         } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             let q = rx_queue_config(
                 *qid,
                 *buf_size_idx,
@@ -283,7 +284,7 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             index,
             no_arm,
         } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             ring_doorbell(&device, *kind, *qid, *index, !*no_arm)?;
         }
         Scenario::RssSet {
@@ -295,16 +296,16 @@ pub fn trace(args: &TraceArgs) -> Result<String, String> {
             key,
             hfunc,
         } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, mut rss) = bring_up(&rec, dev)?;
             let spread = (table.as_deref(), *equal, weights.as_deref(), *default);
-            rss_set(&device, spread, key.as_deref(), hfunc)?;
+            rss_set(&device, &mut rss, spread, key.as_deref(), hfunc)?;
         }
         Scenario::RssGet { dev } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             let _ = device.rss_read_back();
         }
         Scenario::Stats { dev } => {
-            let device = bring_up(&rec, dev)?;
+            let (device, _) = bring_up(&rec, dev)?;
             device.hw_counters();
         }
     }
@@ -322,9 +323,10 @@ fn tx_init(device: &RecDevice<'_>, q: &TxQueueConfig, ring: DmaAddr, teardown: b
 }
 
 /// `ethtool -X`: the table (given, an equal spread, weights or the default), then key and hash
-/// function, through the device's one RSS control path.
+/// function, through the function's one RSS owner.
 fn rss_set(
     device: &RecDevice<'_>,
+    rss: &mut Rss,
     spread: RssSpread<'_>,
     key: Option<&str>,
     hfunc: &str,
@@ -341,16 +343,16 @@ fn rss_set(
     };
     let key = key.map(crate::rss::parse_hex).transpose()?;
     let r = match (table, equal, weights) {
-        _ if default => device
-            .rss_set(None, key.as_deref(), hfunc)
-            .and_then(|_| device.rss_reset()),
-        (_, Some(n), _) => device
-            .rss_set(None, key.as_deref(), hfunc)
-            .and_then(|_| device.rss_equal(n)),
-        (_, _, Some(w)) => device
-            .rss_set(None, key.as_deref(), hfunc)
-            .and_then(|_| device.rss_weights(w)),
-        (t, None, None) => device.rss_set(t, key.as_deref(), hfunc),
+        _ if default => rss
+            .set(device, None, key.as_deref(), hfunc)
+            .and_then(|_| rss.reset(device)),
+        (_, Some(n), _) => rss
+            .set(device, None, key.as_deref(), hfunc)
+            .and_then(|_| rss.equal(device, n)),
+        (_, _, Some(w)) => rss
+            .set(device, None, key.as_deref(), hfunc)
+            .and_then(|_| rss.weights(device, w)),
+        (t, None, None) => rss.set(device, t, key.as_deref(), hfunc),
     };
     r.map(|_| ()).map_err(|e| e.to_string())
 }

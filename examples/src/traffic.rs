@@ -740,7 +740,7 @@ fn bring_up<'c>(
     let mut funcs = Vec::new();
     for f in 0..2u8 {
         let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
-        let dev = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
+        let (dev, _) = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
             .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
         let mine = usize::from(f) * specs.len();
         let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..mine + specs.len()])

@@ -10,7 +10,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use onic_core::device::settings::{self, ChannelsRequest, NetSettings, RingRequest};
-use onic_core::device::rss_control::{HashFunction, RssConfig};
+use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::{BufSizeIdx, Device, DeviceConfig, RingSizeIdx};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, Wire};
 
@@ -54,28 +54,27 @@ struct Input {
 type Dev<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 
 /// The shell holds what the state says, and the table only names queue pairs in use.
-fn check(dev: &Dev<'_>) {
-    let rss: RssConfig = dev.rss();
+fn check(dev: &Dev<'_>, rss: &Rss) {
     let (table, key) = dev.rss_read_back();
-    assert_eq!(&table, rss.table(), "indirection table in the shell");
-    assert_eq!(&key, rss.key(), "key in the shell");
-    let ch = dev.channels();
+    assert_eq!(&table, rss.config().table(), "indirection table in the shell");
+    assert_eq!(&key, rss.config().key(), "key in the shell");
+    let ch = rss.channels(dev);
     assert!(ch.combined >= 1 && ch.combined <= ch.max_combined, "{ch:?}");
     let max_entry = table.entries().iter().copied().max().unwrap_or(0);
     assert!(max_entry < ch.combined, "table names a queue not in use");
 }
 
-fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
-    let before = (dev.rss(), dev.channels());
+fn step(dev: &Dev<'_>, rss: &mut Rss, net: &mut NetSettings, op: Op) {
+    let before = (*rss.config(), rss.channels(dev));
     let net_before = *net;
     let refused = match op {
         Op::Set { indir, key, hfunc } => {
             let hf = HashFunction::from_ethtool(hfunc);
-            dev.rss_set(indir.as_deref(), key.as_deref(), hf).is_err()
+            rss.set(dev, indir.as_deref(), key.as_deref(), hf).is_err()
         }
-        Op::Equal(n) => dev.rss_equal(n).is_err(),
-        Op::Weights(w) => dev.rss_weights(&w).is_err(),
-        Op::Reset => dev.rss_reset().is_err(),
+        Op::Equal(n) => rss.equal(dev, n).is_err(),
+        Op::Weights(w) => rss.weights(dev, &w).is_err(),
+        Op::Reset => rss.reset(dev).is_err(),
         Op::Channels {
             rx,
             tx,
@@ -88,9 +87,9 @@ fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
                 other,
                 combined,
             };
-            let r = dev.set_channels(req);
+            let r = rss.set_channels(dev, req);
             if r.is_ok() {
-                assert_eq!(u32::from(dev.channels().combined), combined);
+                assert_eq!(u32::from(rss.channels(dev).combined), combined);
             }
             r.is_err()
         }
@@ -128,8 +127,12 @@ fn step(dev: &mut Dev<'_>, net: &mut NetSettings, op: Op) {
         Op::ReadFlowHash(t) => settings::rx_flow_hash(t).is_err(),
     };
     if refused {
-        assert_eq!(dev.rss(), before.0, "a refused request changed the RSS state");
-        assert_eq!(dev.channels(), before.1, "a refused request changed the channels");
+        assert_eq!(*rss.config(), before.0, "a refused request changed the RSS state");
+        assert_eq!(
+            rss.channels(dev),
+            before.1,
+            "a refused request changed the channels"
+        );
         assert_eq!(*net, net_before, "a refused request changed the settings");
     }
 }
@@ -142,7 +145,7 @@ fuzz_target!(|input: Input| {
     let queues = u16::from(input.queues % 64) + 1;
     let cfg = DeviceConfig::new(func, queues).expect("config");
     let mut delay = card.delay();
-    let mut dev = Device::init(card.qdma(func), card.shell(), &mut delay, cfg).expect("bring-up");
+    let (dev, mut rss) = Device::init(card.qdma(func), card.shell(), &mut delay, cfg).expect("bring-up");
     let idx = |i| RingSizeIdx::new(i).expect("ring");
     let mut net = NetSettings::new(
         idx(8),
@@ -150,10 +153,10 @@ fuzz_target!(|input: Input| {
         BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT).expect("buffer"),
         1514,
     );
-    check(&dev);
+    check(&dev, &rss);
     for op in input.ops.into_iter().take(64) {
-        step(&mut dev, &mut net, op);
-        check(&dev);
+        step(&dev, &mut rss, &mut net, op);
+        check(&dev, &rss);
     }
     assert_eq!(card.violations(), []);
     let (r, _, _) = dev.teardown(&mut delay);

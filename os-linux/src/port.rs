@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use onic_core::device::rss_control::HashFunction;
+use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
@@ -83,12 +83,12 @@ pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs,
     pub(crate) active: AtomicUsize,
 }
 
-/// Control-plane state, opened by control calls only. The queue pairs in use and the RSS
-/// state are the device's ([`Device::channels`], [`Device::rss`]); the ring sizes and the MTU are
-/// `net`'s.
+/// Control-plane state, opened by control calls only. The RSS state and the queue pairs in use
+/// are `rss`'s; the ring sizes and the MTU are `net`'s.
 struct Ctl<L, K: Os> {
     delay: L,
     net: NetSettings,
+    rss: Rss,
     up: bool,
     /// The page pool of each running queue index, for its statistics.
     mems: Vec<Option<K::QMem>>,
@@ -96,10 +96,8 @@ struct Ctl<L, K: Os> {
 
 // SAFETY: the rings and the control state sit in context cells, opened only with their owner's
 // token; what else is shared: the double-buffered hashers (read by polls, the inactive one
-// rebuilt by control calls only, see `set_hash_key`) and the device, whose RSS state (a `Cell`,
-// which makes `Device` not `Sync`) is touched by its control methods only, called with the
-// control token (RTNL); the datapath calls only methods that leave it alone (doorbells,
-// function). The backends and OS handles are thread-safe.
+// rebuilt by control calls only, see `set_hash_key`) and the device (`Sync` over `Sync` windows
+// and lock; its RSS state is `Ctl::rss`). The backends and OS handles are thread-safe.
 unsafe impl<
         R: RegisterWindow + Sync,
         D: DmaMemory + PacketMap + Clone + Send + Sync,
@@ -168,7 +166,7 @@ where
             return Err(ENOMEM);
         };
         let PortRegs { qdma, shell, lock } = regs;
-        let dev =
+        let (dev, mut rss) =
             Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
         let n = usize::from(cfg.max_queues);
         let domain = Domain::new();
@@ -176,7 +174,7 @@ where
         let ready = crate::heap::try_vec_with(n, |q| Queue::new(domain, q as u16))
             .zip(crate::heap::try_vec_with(n, |_| None))
             .ok_or(ENOMEM)
-            .and_then(|(queues, mems)| Ok((queues, mems, Self::adopt(&dev, cfg.queues)?)));
+            .and_then(|(queues, mems)| Ok((queues, mems, Self::adopt(&dev, &mut rss, cfg.queues)?)));
         let (queues, mems, key) = match ready {
             Ok(r) => r,
             Err(e) => {
@@ -193,6 +191,7 @@ where
         let ctl = Ctl {
             delay,
             net,
+            rss,
             up: false,
             mems,
         };
@@ -214,16 +213,19 @@ where
     /// Makes a freshly brought-up device's state the port's: `queues` pairs in use, and the
     /// hash key the shell holds now (the RTL's reset key unless an earlier driver changed it),
     /// which is returned.
-    fn adopt(dev: &Device<R, R, C>, queues: u16) -> Result<RssKey, Errno> {
+    fn adopt(dev: &Device<R, R, C>, rss: &mut Rss, queues: u16) -> Result<RssKey, Errno> {
         let combined = u32::from(queues);
-        dev.set_channels(ChannelsRequest {
-            combined,
-            ..ChannelsRequest::default()
-        })
+        rss.set_channels(
+            dev,
+            ChannelsRequest {
+                combined,
+                ..ChannelsRequest::default()
+            },
+        )
         .map_err(|e| errno::from_ethtool(&e))?;
         let (_, key) = dev.rss_read_back();
-        if key != *dev.rss().key() {
-            dev.rss_set(None, Some(key.as_bytes()), HashFunction::NoChange)
+        if key != *rss.config().key() {
+            rss.set(dev, None, Some(key.as_bytes()), HashFunction::NoChange)
                 .map_err(|e| errno::from_core(&e))?;
         }
         Ok(key)
@@ -248,8 +250,9 @@ where
     ///
     /// `EINVAL` for another port's token.
     pub fn layout(&self, ctl: &mut Token<'_, Control>) -> Result<OnicLayout, Errno> {
-        let ch = self.dev.channels();
-        let rings = self.ctl(ctl)?.net.rings();
+        let c = self.ctl(ctl)?;
+        let ch = c.rss.channels(&self.dev);
+        let rings = c.net.rings();
         Ok(OnicLayout {
             max_queues: u32::from(ch.max_combined),
             queues: u32::from(ch.combined),
@@ -276,7 +279,7 @@ where
         if c.up {
             return Ok(());
         }
-        let ch = self.dev.channels();
+        let ch = c.rss.channels(&self.dev);
         let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
             let mut t = quiet.queue(q);
@@ -353,7 +356,7 @@ where
         indir: Option<&[u32; RSS_INDIR_SIZE]>,
         key: Option<&[u8; RSS_KEY_SIZE]>,
     ) -> Result<(), Errno> {
-        self.ctl(ctl)?;
+        let c = self.ctl(ctl)?;
         let table = match indir {
             Some(t) => {
                 let mut out = [0u16; RSS_INDIR_SIZE];
@@ -364,8 +367,9 @@ where
             }
             None => None,
         };
-        self.dev
-            .rss_set(
+        c.rss
+            .set(
+                &self.dev,
                 table.as_ref().map(|t| &t[..]),
                 key.map(|k| &k[..]),
                 HashFunction::NoChange,
@@ -382,10 +386,13 @@ where
     ///
     /// # Errors
     ///
-    /// As the core's `rss_reset`; `EINVAL` for another port's token.
+    /// As the core's `Rss::reset`; `EINVAL` for another port's token.
     pub fn rss_reset(&self, ctl: &mut Token<'_, Control>) -> Result<(), Errno> {
-        self.ctl(ctl)?;
-        self.dev.rss_reset().map(|_| ()).map_err(|e| errno::from_core(&e))
+        let c = self.ctl(ctl)?;
+        c.rss
+            .reset(&self.dev)
+            .map(|_| ())
+            .map_err(|e| errno::from_core(&e))
     }
 
     /// Makes the datapath's software hash follow a new key: the inactive hasher is rebuilt, made
@@ -440,7 +447,7 @@ where
     ) -> Result<(), Errno> {
         let c = self.ctl(ctl)?;
         let q = queue.napi.index();
-        if !c.up || q >= self.dev.channels().combined {
+        if !c.up || q >= c.rss.channels(&self.dev).combined {
             return Err(EINVAL);
         }
         let cells = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
@@ -572,9 +579,10 @@ where
         tx_ring: u32,
         rx_ring: u32,
     ) -> Result<(), Errno> {
-        let mut net = self.ctl(ctl)?.net;
-        self.dev
-            .check_set_channels(channels(queues))
+        let c = self.ctl(ctl)?;
+        let mut net = c.net;
+        c.rss
+            .check_set_channels(&self.dev, channels(queues))
             .map_err(|e| errno::from_ethtool(&e))?;
         net.set_rings(rings(tx_ring, rx_ring))
             .map_err(|e| errno::from_ethtool(&e))?;
@@ -603,8 +611,8 @@ where
         let mut net = c.net;
         net.set_rings(rings(tx_ring, rx_ring))
             .map_err(|e| errno::from_ethtool(&e))?;
-        self.dev
-            .set_channels(channels(queues))
+        c.rss
+            .set_channels(&self.dev, channels(queues))
             .map_err(|e| errno::from_ethtool(&e))?;
         c.net = net;
         Ok(())

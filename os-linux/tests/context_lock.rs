@@ -20,7 +20,7 @@ type Card = Arc<SimCard<SpinLock>>;
 fn program<L: SharedLock>(card: &Card, func: u8, lock: L, rounds: u32, start: &Barrier, stop: &AtomicBool) {
     let mut delay = SimDelay::new(card);
     let cfg = DeviceConfig::new(func, 4).unwrap();
-    let dev = Device::init_shared(
+    let (dev, _) = Device::init_shared(
         SimRegs::new(card, SimBar::Qdma(func)),
         SimRegs::new(card, SimBar::Shell),
         lock,

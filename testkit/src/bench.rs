@@ -390,7 +390,7 @@ fn model_pair<'c>(
     Device<onic_sim::QdmaWindow<'c>, onic_sim::ShellWindow<'c>>,
     Pair<'c, SimDma<'c>, Frame<SimDma<'c>>>,
 ) {
-    let dev = Device::init(
+    let (dev, _) = Device::init(
         card.qdma(0),
         card.shell(),
         &mut card.delay(),

@@ -383,7 +383,7 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         let rec = Recorder::opennic();
         let functions = cfg.queues + u16::from(cfg.xdp);
         let dcfg = DeviceConfig::new(0, functions).map_err(|e| format!("{e:?}"))?;
-        let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
+        let (dev, _) = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
             .map_err(|e| format!("device init: {e:?}"))?;
         let RxSlots {
             rx,
@@ -847,7 +847,7 @@ impl<'a> TxRig<'a> {
     ) -> Result<Self, String> {
         let rec = Recorder::opennic();
         let dcfg = DeviceConfig::new(0, 1).map_err(|e| format!("{e:?}"))?;
-        let dev = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
+        let (dev, _) = Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, dcfg)
             .map_err(|e| format!("device init: {e:?}"))?;
         let txc = TxQueueConfig {
             ring,

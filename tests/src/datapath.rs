@@ -449,7 +449,7 @@ impl<'c> Harness<'c> {
         let rings: Vec<&'c RecycleRing> = rings.iter().collect();
         for f in 0..setup.functions {
             let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
-            let dev = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
+            let (dev, _) = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
             let mut pairs = Vec::new();
             for q in 0..setup.queues {
                 let rr = rings[usize::from(f) * usize::from(setup.queues) + usize::from(q)];

@@ -4,6 +4,7 @@
 //! here. Deviations from the reference driver (docs/deviations.md) are marked "deviation".
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::device::Rss;
 use onic_core::{ConfigError, Device, Error, QueueControl};
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::recording::{Preset, PresetValue, Recorder, RecordingWindow};
@@ -114,7 +115,7 @@ fn init(
     rec: &Recorder,
     func: u8,
     queues: u16,
-) -> Result<Device<RecordingWindow<'_>, RecordingWindow<'_>>, Error> {
+) -> Result<(Device<RecordingWindow<'_>, RecordingWindow<'_>>, Rss), Error> {
     let cfg = DeviceConfig::new(func, queues)?;
     Device::init(
         rec.window(Bar::Qdma),
@@ -127,7 +128,7 @@ fn init(
 #[test]
 fn pf0_bring_up_matches_the_spec() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 0, 8).unwrap();
+    let (dev, _) = init(&rec, 0, 8).unwrap();
     assert_eq!(dev.cmacs(), 2);
     let mut e = Expect::new();
     expect_fmap_and_shell(&mut e, 0, 8);
@@ -146,7 +147,7 @@ fn pf0_bring_up_matches_the_spec() {
 #[test]
 fn pf1_bring_up_touches_no_global_register() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 8).unwrap();
+    let (dev, _) = init(&rec, 1, 8).unwrap();
     assert_eq!(dev.cmacs(), 2);
     let mut e = Expect::new();
     expect_fmap_and_shell(&mut e, 1, 8);
@@ -166,7 +167,7 @@ fn single_port_shell_stops_detection_at_the_first_mismatch() {
         end: 0xC028,
         value: PresetValue::Fixed(0),
     });
-    let dev = init(&rec, 0, 4).unwrap();
+    let (dev, _) = init(&rec, 0, 4).unwrap();
     assert_eq!(dev.cmacs(), 1);
     let log = rec.log();
     assert!(log.iter().any(|a| a.offset == 0xC024), "CMAC1 version is read");
@@ -291,7 +292,7 @@ fn bad_configuration_is_refused_before_any_access() {
         })
     );
     let rec = Recorder::opennic();
-    let dev = init(&rec, 0, 4).unwrap();
+    let (dev, _) = init(&rec, 0, 4).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
     let tx = TxQueueConfig::new(onic_core::QueueId::new(4));
@@ -338,7 +339,7 @@ fn bad_configuration_is_refused_before_any_access() {
 #[test]
 fn tx_queue_contexts_match_the_spec() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 0, 8).unwrap();
+    let (dev, _) = init(&rec, 0, 8).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
     // hardware.md §5.2 worked example: H2C on PF0, ring at 0x123456000, vector 1 (queue 1 here, abs
@@ -369,7 +370,7 @@ fn tx_queue_contexts_match_the_spec() {
 #[test]
 fn pf1_tx_queue_uses_absolute_ids_in_contexts() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 8).unwrap();
+    let (dev, _) = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
     dev.teardown_tx_queue(d, onic_core::QueueId::new(5)).unwrap();
@@ -380,7 +381,7 @@ fn pf1_tx_queue_uses_absolute_ids_in_contexts() {
 #[test]
 fn rx_queue_contexts_and_doorbells_match_the_spec() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 8).unwrap();
+    let (dev, _) = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let d = &mut CountingDelay::default();
     // PF1 (abs qid 64 + 2), rings as in the spec's worked examples.
@@ -438,7 +439,7 @@ fn rx_queue_reference_layout_with_4k_buffers_is_refused() {
 #[test]
 fn doorbells_match_the_spec_examples() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 8).unwrap();
+    let (dev, _) = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let db = dev.doorbells();
     db.h2c_pidx(onic_core::QueueId::new(3), 17);
@@ -478,7 +479,7 @@ fn remove_sequence_matches_the_spec() {
         ),
     ] {
         let rec = Recorder::opennic();
-        let dev = init(&rec, func, 8).unwrap();
+        let (dev, _) = init(&rec, func, 8).unwrap();
         rec.take_log();
         let (r, _, _) = dev.teardown(&mut CountingDelay::default());
         r.unwrap();
@@ -490,7 +491,7 @@ fn remove_sequence_matches_the_spec() {
 #[test]
 fn statistics_read_latches_then_reads_full_counters() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 8).unwrap();
+    let (dev, _) = init(&rec, 1, 8).unwrap();
     rec.take_log();
     let v = dev.hw_counters();
     let log = rec.log();
@@ -534,10 +535,10 @@ const MS_KEY: [u8; 40] = [
 fn rss_set_writes_table_then_key_in_spec_order() {
     use onic_core::device::rss_control::HashFunction;
     let rec = Recorder::opennic();
-    let dev = init(&rec, 0, 8).unwrap();
+    let (dev, mut rss) = init(&rec, 0, 8).unwrap();
     rec.take_log();
     let table: Vec<u16> = (0..128).map(|k| (127 - k) % 8).collect();
-    dev.rss_set(Some(&table), Some(&MS_KEY), HashFunction::Toeplitz)
+    rss.set(&dev, Some(&table), Some(&MS_KEY), HashFunction::Toeplitz)
         .unwrap();
     let mut e = Expect::new();
     for k in 0..128u32 {
@@ -562,9 +563,10 @@ fn rss_set_writes_table_then_key_in_spec_order() {
     // Key only: 10 writes; table only: 128 writes (hardware.md §9.2: a part not supplied is
     // skipped).
     rec.take_log();
-    dev.rss_set(None, Some(&MS_KEY), HashFunction::NoChange).unwrap();
+    rss.set(&dev, None, Some(&MS_KEY), HashFunction::NoChange)
+        .unwrap();
     assert_eq!(rec.take_log().len(), 10);
-    dev.rss_equal(2).unwrap();
+    rss.equal(&dev, 2).unwrap();
     let log = rec.take_log();
     assert_eq!(log.len(), 128);
     assert_eq!(log[3].to_string(), "W 2 0x0000140c 0x00000001");
@@ -573,7 +575,7 @@ fn rss_set_writes_table_then_key_in_spec_order() {
 #[test]
 fn rss_get_reads_table_then_key_and_masks_stale_bits() {
     let rec = Recorder::opennic();
-    let dev = init(&rec, 1, 4).unwrap();
+    let (dev, _) = init(&rec, 1, 4).unwrap();
     // The upper half of an entry reads stale (hardware.md §2.3): the driver must mask it.
     rec.poke(Bar::Shell, 0x2404, 0xBEEF_0003);
     rec.take_log();
@@ -593,13 +595,13 @@ fn rss_requests_that_fail_validation_touch_nothing() {
     use onic_core::device::rss_control::HashFunction;
     use onic_core::rss::RssError;
     let rec = Recorder::opennic();
-    let dev = init(&rec, 0, 4).unwrap();
+    let (dev, mut rss) = init(&rec, 0, 4).unwrap();
     rec.take_log();
-    let before = dev.rss();
+    let before = *rss.config();
     let mut bad = vec![0u16; 128];
     bad[77] = 4;
     assert_eq!(
-        dev.rss_set(Some(&bad), Some(&MS_KEY), HashFunction::Toeplitz),
+        rss.set(&dev, Some(&bad), Some(&MS_KEY), HashFunction::Toeplitz),
         Err(Error::Rss(RssError::QueueOutOfRange {
             index: 77,
             queue: 4,
@@ -607,25 +609,25 @@ fn rss_requests_that_fail_validation_touch_nothing() {
         }))
     );
     assert!(matches!(
-        dev.rss_set(None, Some(&MS_KEY[..39]), HashFunction::NoChange),
+        rss.set(&dev, None, Some(&MS_KEY[..39]), HashFunction::NoChange),
         Err(Error::Rss(RssError::KeyLength { .. }))
     ));
     assert!(matches!(
-        dev.rss_set(None, Some(&MS_KEY), HashFunction::Other(2)),
+        rss.set(&dev, None, Some(&MS_KEY), HashFunction::Other(2)),
         Err(Error::Rss(RssError::UnsupportedHashFunction(2)))
     ));
     assert!(matches!(
-        dev.rss_equal(0),
+        rss.equal(&dev, 0),
         Err(Error::Rss(RssError::EqualOutOfRange { .. }))
     ));
     assert!(matches!(
-        dev.rss_equal(5),
+        rss.equal(&dev, 5),
         Err(Error::Rss(RssError::EqualOutOfRange { .. }))
     ));
     assert!(matches!(
-        dev.rss_weights(&[0, 0, 0]),
+        rss.weights(&dev, &[0, 0, 0]),
         Err(Error::Rss(RssError::WeightsAllZero))
     ));
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
-    assert_eq!(dev.rss(), before);
+    assert_eq!(*rss.config(), before);
 }

@@ -3,7 +3,7 @@
 //! change.
 
 use onic_core::config::DeviceConfig;
-use onic_core::device::rss_control::HashFunction;
+use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, EthtoolError};
 use onic_core::rss::RssError;
 use onic_core::stats::ethtool::{c_driver_stat_name, EthtoolStats, Stats64};
@@ -20,7 +20,9 @@ impl DelayNs for NoDelay {
     fn delay_ns(&mut self, _: u32) {}
 }
 
-fn recorded(rec: &Recorder, func: u8, queues: u16) -> Device<RecordingWindow<'_>, RecordingWindow<'_>> {
+type RecDevice<'r> = Device<RecordingWindow<'r>, RecordingWindow<'r>>;
+
+fn recorded(rec: &Recorder, func: u8, queues: u16) -> (RecDevice<'_>, Rss) {
     let cfg = DeviceConfig::new(func, queues).unwrap();
     Device::init(rec.window(Bar::Qdma), rec.window(Bar::Shell), &mut NoDelay, cfg).unwrap()
 }
@@ -28,7 +30,7 @@ fn recorded(rec: &Recorder, func: u8, queues: u16) -> Device<RecordingWindow<'_>
 #[test]
 fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
     let rec = Recorder::opennic();
-    let dev = recorded(&rec, 1, 8);
+    let (dev, _) = recorded(&rec, 1, 8);
     rec.take_log();
     let qs = [QueueCounters::default(); 8];
     let s = EthtoolStats::new(dev.hw_counters(), &qs);
@@ -109,69 +111,71 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
 #[test]
 fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     let rec = Recorder::opennic();
-    let dev = recorded(&rec, 0, 8);
-    assert_eq!(dev.channels().max_combined, 8);
-    assert_eq!(dev.channels().combined, 8);
-    let before = dev.rss();
+    let (dev, mut rss) = recorded(&rec, 0, 8);
+    assert_eq!(rss.channels(&dev).max_combined, 8);
+    assert_eq!(rss.channels(&dev).combined, 8);
+    let before = *rss.config();
     rec.take_log();
     let req = |combined| ChannelsRequest {
         combined,
         ..ChannelsRequest::default()
     };
     assert_eq!(
-        dev.set_channels(req(9)),
+        rss.set_channels(&dev, req(9)),
         Err(EthtoolError::Channels { requested: 9, max: 8 })
     );
-    assert!(dev.set_channels(req(0)).is_err());
+    assert!(rss.set_channels(&dev, req(0)).is_err());
     assert_eq!(
-        dev.set_channels(ChannelsRequest { tx: 2, ..req(4) }),
+        rss.set_channels(&dev, ChannelsRequest { tx: 2, ..req(4) }),
         Err(EthtoolError::ChannelsNotCombined)
     );
     assert!(matches!(
-        dev.rss_set(Some(&[8; 128]), None, HashFunction::NoChange),
+        rss.set(&dev, Some(&[8; 128]), None, HashFunction::NoChange),
         Err(Error::Rss(RssError::QueueOutOfRange { .. }))
     ));
-    assert!(dev.rss_set(None, Some(&[0; 39]), HashFunction::NoChange).is_err());
-    assert!(dev.rss_set(None, None, HashFunction::Other(2)).is_err());
-    assert!(dev.rss_equal(9).is_err());
-    assert!(dev.rss_weights(&[0, 0]).is_err());
+    assert!(rss
+        .set(&dev, None, Some(&[0; 39]), HashFunction::NoChange)
+        .is_err());
+    assert!(rss.set(&dev, None, None, HashFunction::Other(2)).is_err());
+    assert!(rss.equal(&dev, 9).is_err());
+    assert!(rss.weights(&dev, &[0, 0]).is_err());
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
-    assert_eq!(dev.rss(), before);
+    assert_eq!(*rss.config(), before);
     // A user-set table naming queue 7 keeps -L from going below 8 pairs.
     let mut table = [0u16; 128];
     table[5] = 7;
-    dev.rss_set(Some(&table), None, HashFunction::NoChange).unwrap();
-    let before = dev.rss();
+    rss.set(&dev, Some(&table), None, HashFunction::NoChange).unwrap();
+    let before = *rss.config();
     rec.take_log();
     assert_eq!(
-        dev.set_channels(req(4)),
+        rss.set_channels(&dev, req(4)),
         Err(EthtoolError::Rss(RssError::QueuesInUse {
             rx_queues: 4,
             max_entry: 7
         }))
     );
     assert!(rec.log().is_empty());
-    assert_eq!(dev.rss(), before);
+    assert_eq!(*rss.config(), before);
     // The shim's check before it stops the interface refuses the same request, for the same
     // reason, and writes nothing either; a request that fits passes it without a change.
     assert_eq!(
-        dev.check_set_channels(req(4)),
+        rss.check_set_channels(&dev, req(4)),
         Err(EthtoolError::Rss(RssError::QueuesInUse {
             rx_queues: 4,
             max_entry: 7
         }))
     );
     assert_eq!(
-        dev.check_set_channels(req(9)),
+        rss.check_set_channels(&dev, req(9)),
         Err(EthtoolError::Channels { requested: 9, max: 8 })
     );
-    assert_eq!(dev.check_set_channels(req(8)), Ok(()));
+    assert_eq!(rss.check_set_channels(&dev, req(8)), Ok(()));
     assert!(rec.log().is_empty());
-    assert_eq!(dev.rss(), before);
+    assert_eq!(*rss.config(), before);
     // Going back to a default table, -L 4 spreads it over 4 pairs.
-    dev.rss_reset().unwrap();
-    dev.set_channels(req(4)).unwrap();
-    assert_eq!(dev.channels().combined, 4);
+    rss.reset(&dev).unwrap();
+    rss.set_channels(&dev, req(4)).unwrap();
+    assert_eq!(rss.channels(&dev).combined, 4);
     let (table, _) = dev.rss_read_back();
     assert_eq!(table.entries().iter().max(), Some(&3));
 }

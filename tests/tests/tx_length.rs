@@ -256,7 +256,7 @@ fn the_default_buffer_length_is_the_frame_itself() {
     let card = onic_sim::Card::new(cc);
     let mut delay = card.delay();
     let cfg = onic_core::DeviceConfig::new(0, 1).unwrap();
-    let dev = onic_core::Device::init(card.qdma(0), card.shell(), &mut delay, cfg).unwrap();
+    let (dev, _) = onic_core::Device::init(card.qdma(0), card.shell(), &mut delay, cfg).unwrap();
     let txc = onic_core::TxQueueConfig {
         ring: onic_core::RingSizeIdx::new(1).unwrap(),
         ..onic_core::TxQueueConfig::new(onic_core::QueueId::new(0))

@@ -1,12 +1,16 @@
 //! Device control of one PCI function: bring-up and teardown (hardware.md §3, §4, §10, §11, §13)
 //! and the per-queue context programming (hardware.md §5.8, as [`QueueControl`]), here; the raw QDMA
-//! context read for tools in `contexts` (feature `raw-registers`); the indirection table and key in [`rss_control`]; the settings
-//! ethtool changes (channels, rings, MTU, flow hash) in [`settings`].
+//! context read for tools in `contexts` (feature `raw-registers`); the indirection table and key,
+//! and [`Rss`], their one owner, in [`rss_control`]; the settings ethtool changes (channels, rings,
+//! MTU, flow hash) in [`settings`].
+//!
+//! A brought-up function comes in two halves: the [`Device`], shared by every context that drives
+//! the function (`&self` only), and its [`Rss`], owned by the control path (`&mut self` to
+//! change). See [`Device`] for who may call what.
 //!
 //! The order of register accesses follows the reference driver exactly, except for the documented
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
 
-use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, Ordering};
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
@@ -26,7 +30,7 @@ use crate::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig, C2H
 use crate::error::{ConfigError, Error, Result};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
-use crate::rss::{RssError, RssKey};
+use crate::rss::RssKey;
 use crate::stats::hw::{self, HW_COUNTERS};
 use onic_hal::layout::desc::{C2H_DESC_BYTES, H2C_DESC_BYTES};
 
@@ -36,8 +40,8 @@ pub mod error_status;
 pub mod rss_control;
 pub mod settings;
 
-use rss_control::{HashFunction, IndirectionTable, RssConfig, RssParts};
-use settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
+pub use rss_control::Rss;
+use rss_control::{IndirectionTable, RssConfig};
 
 /// [`Device::stuck`] when no context command is stuck. A command word leaves bits 31:18 zero
 /// ([`IndCtxtCmd`]), so all ones names none.
@@ -62,11 +66,24 @@ pub(crate) const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
 /// one context drives the whole card, the OS's per-card lock where several functions are driven
 /// at once (the Linux module).
 ///
-/// Every method takes `&self`: the queue methods are called from the datapath's owners while the
-/// control plane changes RSS and channels. The RSS state sits in a [`Cell`], so a `Device` is
-/// `Send` but not `Sync`: whoever shares one between contexts (the Linux shim) serializes the
-/// control calls ([`Device::rss_set`], [`Device::set_channels`], ...) itself; the other methods
-/// do not touch that state.
+/// # The two halves
+///
+/// Bring-up hands out the device together with its [`Rss`] ([`Device::init`]):
+///
+/// - The `Device` is the shared half. Every method takes `&self`, and the only state it changes
+///   after bring-up is the stuck-command marker (an atomic), so it is `Sync` whenever its register
+///   windows and its lock are: the datapath's owners ring doorbells through it
+///   ([`Device::doorbells`]) while the control path programs queue contexts ([`QueueControl`]).
+///   Context commands serialize themselves on the card lock `L` and poll with the caller's delay,
+///   so they belong to contexts that may wait (process context in Linux). The register readers
+///   (hardware counters, link, error status, [`Device::rss_read_back`]) take no lock and never
+///   wait; the counter read writes the port's TICK first, so two of them at once latch twice.
+/// - The [`Rss`] is the control half: the table, key and queues in use that the shell holds. Its
+///   changes (`ethtool -X`, `-L`) take it by `&mut` and read the device's registers and queue
+///   count, so the one context that owns it (RTNL in Linux) is the only one that changes RSS.
+///
+/// With [`Unshared`] as the lock, the caller promises that one context drives the card (commands
+/// of two contexts would interleave); share such a device only where that holds.
 #[derive(Debug)]
 pub struct Device<Q, S, L = Unshared> {
     qdma: Q,
@@ -74,7 +91,6 @@ pub struct Device<Q, S, L = Unshared> {
     lock: L,
     cfg: DeviceConfig,
     cmacs: u8,
-    rss: Cell<RssConfig>,
     /// The context command that timed out ([`NONE_STUCK`] if none), while IND_CTXT_CMD has not
     /// read idle since: no new command is written over one still in progress, and each call fails
     /// at once instead of waiting out the poll limit again (a wedged engine would hold RTNL for
@@ -88,6 +104,19 @@ pub struct Device<Q, S, L = Unshared> {
     stuck: AtomicU32,
 }
 
+// The shared half stays shareable: no `Cell` (or other `!Sync` field) may come back into
+// `Device`, and the control half can move to the context that owns it.
+const _: fn() = || {
+    fn is_sync<T: Sync>() {}
+    fn is_send<T: Send>() {}
+    fn device_is_sync<Q: Sync, S: Sync, L: Sync>() {
+        is_sync::<Device<Q, S, L>>();
+    }
+    device_is_sync::<(), (), ()>();
+    is_sync::<Rss>();
+    is_send::<Rss>();
+};
+
 /// The register windows behind a [`Device`], for tools and tests that look at (or poke) the
 /// hardware below the driver: the `onic trace` tool, register-sequence tests. Enabled by the
 /// `raw-registers` feature; drivers change the device only through [`Device`]'s methods.
@@ -100,6 +129,31 @@ pub struct RawRegisters<'d, Q, S> {
     pub shell: &'d S,
 }
 
+impl<Q, S, L> Device<Q, S, L> {
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    /// The PCI function.
+    #[must_use]
+    pub const fn function(&self) -> FunctionId {
+        self.cfg.func
+    }
+
+    /// CMACs detected (consecutive ports from 0 reporting version 0x301).
+    #[must_use]
+    pub const fn cmacs(&self) -> u8 {
+        self.cmacs
+    }
+
+    /// The shell BAR, for the RSS state's programming ([`Rss`]).
+    pub(crate) const fn shell(&self) -> &S {
+        &self.shell
+    }
+}
+
 impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
     /// Brings up one PCI function (hardware.md §13.1 steps 5-10) of a card that no other context
     /// drives at the same time; see [`Device::init_shared`].
@@ -107,7 +161,7 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
     /// # Errors
     ///
     /// As [`Device::init_shared`].
-    pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<Self> {
+    pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<(Self, Rss)> {
         Self::init_shared(qdma, shell, Unshared, delay, cfg)
     }
 }
@@ -116,6 +170,10 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// Brings up one PCI function (hardware.md §13.1 steps 5-10). `lock` is the card's
     /// context-command lock, shared with the other functions of the card; it is taken around each
     /// command.
+    ///
+    /// Returns the device and the function's [`Rss`], the one owner of the RSS state bring-up
+    /// programmed (the default table over every queue pair, the key the shell holds from reset):
+    /// keep it where RSS and channel changes are made, or drop it if they never are.
     ///
     /// # Errors
     ///
@@ -129,19 +187,21 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         lock: L,
         delay: &mut D,
         cfg: DeviceConfig,
-    ) -> Result<Self> {
-        let rss = RssConfig::new(cfg.queues).map_err(Error::Rss)?;
+    ) -> Result<(Self, Rss)> {
+        let mut rss = RssConfig::new(cfg.queues).map_err(Error::Rss)?;
         let mut dev = Self {
             qdma,
             shell,
             lock,
             cfg,
             cmacs: 0,
-            rss: Cell::new(rss),
             stuck: AtomicU32::new(NONE_STUCK),
         };
-        match dev.bring_up(delay) {
-            Ok(()) => Ok(dev),
+        match dev.bring_up(delay, &mut rss) {
+            Ok(()) => {
+                let rss = Rss::programmed(dev.cfg.func, rss);
+                Ok((dev, rss))
+            }
             Err(e) => {
                 // Best effort: the first error is the one reported.
                 let _ = dev.release(delay);
@@ -150,7 +210,8 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         }
     }
 
-    fn bring_up<D: DelayNs>(&mut self, delay: &mut D) -> Result<()> {
+    /// Steps 5-10 of bring-up; `rss` is the probe-time RSS state, programmed here.
+    fn bring_up<D: DelayNs>(&mut self, delay: &mut D, rss: &mut RssConfig) -> Result<()> {
         let f = self.cfg.func;
         // Step 5: FMAP clear, then write {qbase, qmax}; the command's qid field is the function.
         self.command(delay, IndCtxtCmd::fmap(CtxtOp::Clear, f), &NO_DATA)?;
@@ -162,7 +223,6 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             .write(shell::qconf(f), shell::qconf_value(f.qbase(), self.cfg.span()));
         // Step 7: default indirection table, entry k = k mod queues; the key keeps the RTL's reset
         // value (hardware.md §9.2), so only the table is pending here.
-        let rss = self.rss.get_mut();
         rss.program(&self.shell, f);
         rss.mark_programmed();
         // Step 8: global CSRs, master PF only.
@@ -319,24 +379,6 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         (r, self.qdma, self.shell)
     }
 
-    /// The configuration.
-    #[must_use]
-    pub const fn config(&self) -> &DeviceConfig {
-        &self.cfg
-    }
-
-    /// The PCI function.
-    #[must_use]
-    pub const fn function(&self) -> FunctionId {
-        self.cfg.func
-    }
-
-    /// CMACs detected (consecutive ports from 0 reporting version 0x301).
-    #[must_use]
-    pub const fn cmacs(&self) -> u8 {
-        self.cmacs
-    }
-
     /// The register windows, below the driver (feature `raw-registers`): for the trace tool and
     /// register-level tests only.
     #[cfg(feature = "raw-registers")]
@@ -373,116 +415,6 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// The QDMA's error registers, read for the error interrupt's report (nothing is written).
     pub fn error_status(&self) -> error_status::ErrorStatus {
         error_status::ErrorStatus::read(&self.qdma)
-    }
-
-    /// The function's RSS state (indirection table, key, RX queue count) as last programmed.
-    #[must_use]
-    pub fn rss(&self) -> RssConfig {
-        self.rss.get()
-    }
-
-    /// `ethtool -X`: validates every part first, then writes what was given (table entries, then
-    /// key words, hardware.md §9.2). Returns the parts written.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Rss`] for a bad table, key or hash function; nothing is written and the state is
-    /// unchanged.
-    pub fn rss_set(
-        &self,
-        indir: Option<&[u16]>,
-        key: Option<&[u8]>,
-        hfunc: HashFunction,
-    ) -> Result<RssParts> {
-        self.rss_apply(|rss| rss.set(indir, key, hfunc))
-    }
-
-    /// `ethtool -X equal n`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Device::rss_set`].
-    pub fn rss_equal(&self, n: u16) -> Result<RssParts> {
-        self.rss_apply(|rss| rss.equal(n))
-    }
-
-    /// `ethtool -X weight w0 w1 ...`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Device::rss_set`].
-    pub fn rss_weights(&self, weights: &[u32]) -> Result<RssParts> {
-        self.rss_apply(|rss| rss.weights(weights))
-    }
-
-    /// `ethtool -X default`: back to the default table (entry `k` = `k % queues in use`), which
-    /// follows later channel changes again.
-    ///
-    /// # Errors
-    ///
-    /// As [`Device::rss_set`].
-    pub fn rss_reset(&self) -> Result<RssParts> {
-        self.rss_apply(|rss| Ok(rss.reset_table()))
-    }
-
-    /// Validates a change on a copy of the state, programs the pending parts, and only then
-    /// keeps the copy: a refused change leaves the state as it was.
-    fn rss_apply(
-        &self,
-        change: impl FnOnce(&mut RssConfig) -> Result<RssParts, RssError>,
-    ) -> Result<RssParts> {
-        let mut next = self.rss.get();
-        change(&mut next).map_err(Error::Rss)?;
-        let parts = next.program(&self.shell, self.cfg.func);
-        next.mark_programmed();
-        self.rss.set(next);
-        Ok(parts)
-    }
-
-    /// `ethtool -l`: queue pairs the function owns and queue pairs in use.
-    #[must_use]
-    pub fn channels(&self) -> Channels {
-        Channels {
-            max_combined: self.cfg.queues,
-            combined: self.rss.get().rx_queues(),
-        }
-    }
-
-    /// `ethtool -L combined n`: validates the request against the function's queue pairs and the
-    /// RSS table (a table the user set must not name a queue that would go away), then spreads
-    /// a default table over the `n` pairs. The OS shim starts or stops queue pairs to match.
-    /// Returns the RSS parts written.
-    ///
-    /// # Errors
-    ///
-    /// [`EthtoolError::ChannelsNotCombined`], [`EthtoolError::Channels`],
-    /// [`EthtoolError::Rss`]; nothing is written and the state is unchanged.
-    pub fn set_channels(&self, req: ChannelsRequest) -> Result<RssParts, EthtoolError> {
-        let mut next = self.channels_change(req)?;
-        let parts = next.program(&self.shell, self.cfg.func);
-        next.mark_programmed();
-        self.rss.set(next);
-        Ok(parts)
-    }
-
-    /// Checks an `ethtool -L` request as [`Device::set_channels`] would, without applying it: an
-    /// OS shim that must stop the interface to apply a layout asks first, so that a refused
-    /// request never takes the interface down.
-    ///
-    /// # Errors
-    ///
-    /// As [`Device::set_channels`].
-    pub fn check_set_channels(&self, req: ChannelsRequest) -> Result<(), EthtoolError> {
-        self.channels_change(req).map(|_| ())
-    }
-
-    /// The RSS state `req` would leave (the one check of [`Device::set_channels`] and
-    /// [`Device::check_set_channels`]).
-    fn channels_change(&self, req: ChannelsRequest) -> Result<RssConfig, EthtoolError> {
-        let n = check_channels(req, self.cfg.queues)?;
-        let mut next = self.rss.get();
-        next.set_rx_queues(n)?;
-        Ok(next)
     }
 
     /// `ethtool -x`: the table (entries masked to their 16 valid bits) and key as the shell holds

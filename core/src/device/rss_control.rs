@@ -4,16 +4,21 @@
 //! [`RssConfig`] validates every request completely before it changes anything: a refused request
 //! leaves table, key, queue count and pending writes as they were. (The C driver checks each entry
 //! just before writing it, so a bad entry `k` leaves entries `0..k` already written,
-//! hardware.md §9.2; here nothing reaches the registers unless the whole request is valid.) The
-//! register layer (crate private, reached through [`crate::Device`]) follows hardware.md §9.2: 128
-//! table entries from entry 0 up, each written as the plain queue index, then the 10 key words from
-//! word 0 up; reads in the same order, table entries masked with 0xFFFF because the RTL leaves the
-//! upper half stale.
+//! hardware.md §9.2; here nothing reaches the registers unless the whole request is valid.)
+//! [`Rss`] is the one owner of a brought-up function's state: it tries each change on a copy,
+//! writes it, then keeps it. The register layer (crate private, written through [`Rss`], read
+//! back through [`crate::Device::rss_read_back`]) follows hardware.md §9.2: 128 table entries
+//! from entry 0 up, each written as the plain queue index, then the 10 key words from word 0 up;
+//! reads in the same order, table entries masked with 0xFFFF because the RTL leaves the upper half
+//! stale.
 
 use onic_hal::regs::shell::{self, HASH_KEY_WORDS, INDIR_ENTRY_MASK};
 use onic_hal::{FunctionId, QueueId, RegisterAccess, RegisterWindow};
 
 use crate::rss::{RssError, RssKey, TABLE_INDEX_MASK, TABLE_LEN};
+
+mod owner;
+pub use owner::Rss;
 
 /// The 128-entry indirection table of one function: entry `hash & 0x7F` is the function-relative
 /// RX queue of a frame (hardware.md §9.4). The entries are the plain numbers ethtool and the
@@ -252,8 +257,8 @@ pub(crate) fn read_back<W: RegisterWindow + ?Sized>(
 /// The RSS state of one PCI function: indirection table, key and RX queue count, with the ethtool
 /// operations on them, and what is still to be written to the shell.
 ///
-/// [`crate::Device`] keeps one per function and writes what a change leaves pending to the shell
-/// ([`crate::Device::rss_set`] and its siblings); the state alone can be tried out:
+/// [`Rss`] keeps one per brought-up function and writes what a change leaves pending to the shell
+/// ([`Rss::set`] and its siblings); the state alone can be tried out:
 ///
 /// ```
 /// use onic_core::device::rss_control::{HashFunction, RssConfig};

@@ -402,6 +402,14 @@ pub enum RssError {
         /// Highest queue the table names.
         max_entry: u16,
     },
+    /// A change through one function's RSS state with another function's device: the state
+    /// would have been written to the wrong function's registers.
+    OtherFunction {
+        /// The function the state belongs to.
+        owner: onic_hal::FunctionId,
+        /// The function of the device given.
+        given: onic_hal::FunctionId,
+    },
 }
 
 impl fmt::Display for RssError {
@@ -440,6 +448,10 @@ impl fmt::Display for RssError {
             Self::QueuesInUse { rx_queues, max_entry } => write!(
                 f,
                 "cannot use {rx_queues} RX queues: the indirection table names queue {max_entry}"
+            ),
+            Self::OtherFunction { owner, given } => write!(
+                f,
+                "the RSS state of function {owner} was given the device of function {given}"
             ),
         }
     }

@@ -10,14 +10,14 @@ use crate::time::TscDelay;
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.group("bring-up (onic-core Device::init on the model)");
     let model = b.model;
-    for (slot, &func) in b.devices.iter_mut().zip(PFS.iter()) {
+    for ((slot, rss_slot), &func) in b.devices.iter_mut().zip(&mut b.rss).zip(PFS.iter()) {
         let name = if func == 0 { "init-pf0" } else { "init-pf1" };
         let Some(cfg) = device_config(func) else {
             r.check(name, false, format_args!("no valid configuration for PF{func}"));
             continue;
         };
         match Device::init(model.qdma(func), model.shell(), &mut TscDelay, cfg) {
-            Ok(dev) => {
+            Ok((dev, rss)) => {
                 let cmacs = dev.cmacs();
                 r.check(
                     name,
@@ -29,6 +29,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
                     ),
                 );
                 *slot = Some(dev);
+                *rss_slot = Some(rss);
             }
             Err(e) => {
                 r.check(name, false, format_args!("PF{func}: Device::init failed: {e}"));

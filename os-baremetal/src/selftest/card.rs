@@ -29,6 +29,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::ptr::NonNull;
 
+use onic_core::device::Rss;
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::stats::HW_COUNTERS;
@@ -187,8 +188,8 @@ pub fn run(r: &mut Runner) {
     };
     {
         let dma = IdentityDma::new();
-        if let Some(devs) = bring_up(r, &pfs) {
-            drive(r, devs, &dma);
+        if let Some((devs, rss)) = bring_up(r, &pfs) {
+            drive(r, devs, &rss, &dma);
         }
         let s = dma.stats();
         r.check(
@@ -356,8 +357,9 @@ fn map_bars(r: &mut Runner, funcs: [Function; 2]) -> Option<[Pf; 2]> {
 }
 
 /// Brings up PF0, then PF1, with the driver core over the BAR windows; checks the link.
-fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<[CardDevice<'b>; 2]> {
-    let mut devs: [Option<CardDevice<'b>>; 2] = [None, None];
+/// Returns the devices and their RSS states.
+fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<([CardDevice<'b>; 2], [Rss; 2])> {
+    let mut devs: [Option<(CardDevice<'b>, Rss)>; 2] = [None, None];
     for (pf, p) in pfs.iter().enumerate() {
         let name = if pf == 0 { "card-init-pf0" } else { "card-init-pf1" };
         let (qdma, shell) = p.windows();
@@ -366,14 +368,14 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<[CardDevice<'b>; 2]>
             .map_err(onic_core::Error::from)
             .and_then(|cfg| Device::init(qdma, shell, &mut TscDelay, cfg));
         match result {
-            Ok(dev) => {
+            Ok((dev, rss)) => {
                 let cmacs = dev.cmacs();
                 r.check(
                     name,
                     cmacs == 2,
                     format_args!("Device::init over the BARs: {QUEUES} queue pairs, {cmacs} CMAC(s) found (2 expected)"),
                 );
-                devs[pf] = Some(dev);
+                devs[pf] = Some((dev, rss));
             }
             Err(e) => {
                 r.check(name, false, format_args!("Device::init failed: {e}"));
@@ -381,7 +383,7 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<[CardDevice<'b>; 2]>
         }
     }
     match devs {
-        [Some(d0), Some(d1)] => {
+        [Some((d0, rss0)), Some((d1, rss1))] => {
             let up = [d0.link_up(), d1.link_up()];
             r.check(
                 "card-link-up",
@@ -391,10 +393,10 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<[CardDevice<'b>; 2]>
                     up[0], up[1]
                 ),
             );
-            Some([d0, d1])
+            Some(([d0, d1], [rss0, rss1]))
         }
         [d0, d1] => {
-            for dev in [d1, d0].into_iter().flatten() {
+            for (dev, _) in [d1, d0].into_iter().flatten() {
                 let _ = dev.teardown(&mut TscDelay);
             }
             None
@@ -403,14 +405,14 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<[CardDevice<'b>; 2]>
 }
 
 /// The queue pairs of both functions, traffic in both directions, teardown.
-fn drive<'m>(r: &mut Runner, devs: [CardDevice<'_>; 2], dma: Dma<'m>) {
+fn drive<'m>(r: &mut Runner, devs: [CardDevice<'_>; 2], rss: &[Rss; 2], dma: Dma<'m>) {
     let specs = specs();
     let Some(mut sets) = start_pairs(r, &devs, dma, &specs) else {
         teardown_devices(r, devs);
         return;
     };
     for from in 0..2 {
-        wire(r, &devs, &mut sets, dma, from);
+        wire(r, &devs, rss, &mut sets, dma, from);
     }
     teardown(r, &devs, sets, dma);
     teardown_devices(r, devs);
@@ -723,13 +725,14 @@ impl Snapshot {
 fn wire<'m>(
     r: &mut Runner,
     devs: &[CardDevice<'_>; 2],
+    rss: &[Rss; 2],
     sets: &mut [CardSet<'m>; 2],
     dma: Dma<'m>,
     from: usize,
 ) {
     let to = 1 - from;
     let mut steer = Steering::initial();
-    steer.refresh(&devs[to]);
+    steer.refresh(&rss[to]);
     // CAST: to < 2; SIZES has 22 entries.
     let mut tally = Tally::new(to as u8);
     let total = FLOWS * SIZES.len() as u32;

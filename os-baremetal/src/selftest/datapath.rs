@@ -26,7 +26,7 @@
 use alloc::boxed::Box;
 
 use heapless::Vec as HVec;
-use onic_core::device::rss_control::IndirectionTable;
+use onic_core::device::rss_control::{IndirectionTable, Rss};
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{release_to_hal, RecycleRing};
@@ -34,10 +34,10 @@ use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::rss::{RxHasher, ShellHasher};
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
-use onic_core::{BufSizeIdx, Device, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
+use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::set::PairSpec;
-use onic_hal::{Direction, DmaMemory, DmaPage, RegisterWindow, PAGE_SIZE};
+use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
 use super::frames::{self, MAX_BUILD};
@@ -306,10 +306,10 @@ impl Steering {
         }
     }
 
-    /// Follows a change of `dev`'s RSS state (the model's functions or the PCI card's).
-    pub fn refresh<Q: RegisterWindow, S: RegisterWindow>(&mut self, dev: &Device<Q, S>) {
-        self.table = *dev.rss().table();
-        self.hasher.rekey(dev.rss().key());
+    /// Follows a change of a function's RSS state (the model's functions or the PCI card's).
+    pub fn refresh(&mut self, rss: &Rss) {
+        self.table = *rss.config().table();
+        self.hasher.rekey(rss.config().key());
     }
 
     /// The queue the shell sends `frame` to.

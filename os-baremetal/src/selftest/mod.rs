@@ -40,6 +40,7 @@ mod xdp;
 use core::fmt;
 
 use heapless::Vec;
+use onic_core::device::Rss;
 use onic_core::{Device, DeviceConfig};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma};
 
@@ -150,6 +151,8 @@ pub struct Bench<'c, 's> {
     pub model: &'c Model<'c>,
     /// PF0 and PF1 once `bringup` succeeded.
     pub devices: [Option<SimDevice<'c>>; 2],
+    /// Their RSS states, which the RSS group changes.
+    pub rss: [Option<Rss>; 2],
     /// The queue pairs and the main loop's state.
     pub dp: datapath::Datapath<'c, 's>,
 }
@@ -178,6 +181,7 @@ pub fn run(boot: &Boot) -> ExitCode {
         let mut bench = Bench {
             model: &model,
             devices: [None, None],
+            rss: [None, None],
             dp: datapath::Datapath::new(
                 model.dma(),
                 [datapath::Steering::initial(), datapath::Steering::initial()],

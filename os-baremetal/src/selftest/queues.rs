@@ -27,10 +27,10 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         return;
     }
     for f in 0..2 {
-        let Some(dev) = b.devices[f].as_ref() else {
+        let (Some(dev), Some(rss)) = (b.devices[f].as_ref(), b.rss[f].as_ref()) else {
             continue;
         };
-        b.dp.steer[f].refresh(dev);
+        b.dp.steer[f].refresh(rss);
         let name = if f == 0 { "pairs-pf0" } else { "pairs-pf1" };
         let mut good = 0;
         let mut failure = None;

@@ -1,10 +1,10 @@
-//! RSS through the driver: the state `Device` holds read back from the shell (`ethtool -x`),
+//! RSS through the driver: the state each function's `Rss` holds read back from the shell (`ethtool -x`),
 //! changes in the middle of a run (`ethtool -X equal 2`, a new key) that steer the frames sent
 //! after them, and refused requests that change nothing. Every frame's queue is checked against
 //! `IndirectionTable::queue_for(ShellHasher::hash_frame(frame).value)` of the receiving PF's
 //! current state.
 
-use onic_core::device::rss_control::{HashFunction, IndirectionTable};
+use onic_core::device::rss_control::{HashFunction, IndirectionTable, Rss};
 use onic_core::rss::{RssKey, ShellHasher};
 
 use super::datapath::{self, PAIRS};
@@ -19,9 +19,22 @@ const FRAMES: u32 = 64;
 const NEW_KEY: RssKey = RssKey::MICROSOFT;
 
 /// Whether the shell holds what the driver thinks it holds.
-fn read_back_matches(dev: &SimDevice<'_>) -> bool {
+fn read_back_matches(dev: &SimDevice<'_>, rss: &Rss) -> bool {
     let (t, k) = dev.rss_read_back();
-    t == *dev.rss().table() && k == *dev.rss().key()
+    t == *rss.config().table() && k == *rss.config().key()
+}
+
+/// Function `f`'s device and its RSS state, to change it.
+fn control<'b, 'c>(b: &'b mut Bench<'c, '_>, f: usize) -> Option<(&'b SimDevice<'c>, &'b mut Rss)> {
+    Some((b.devices[f].as_ref()?, b.rss[f].as_mut()?))
+}
+
+/// Whether function `f`'s shell holds what its RSS state says.
+fn shell_matches(b: &Bench<'_, '_>, f: usize) -> bool {
+    match (&b.devices[f], &b.rss[f]) {
+        (Some(dev), Some(rss)) => read_back_matches(dev, rss),
+        _ => false,
+    }
 }
 
 /// Sends a round of small frames (so that they fit every queue's buffer) from PF0 to PF1; returns
@@ -34,7 +47,7 @@ fn round(b: &mut Bench<'_, '_>, seed: u32) -> (bool, [u32; PAIRS], u32, u32) {
 }
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("RSS (ethtool -x/-X through Device, software shell hash)");
+    r.group("RSS (ethtool -x/-X through Device and Rss, software shell hash)");
     if !datapath::ready(r, b, "rss") {
         return;
     }
@@ -48,10 +61,12 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Both PFs start with the round-robin table and the RTL reset key, and the shell holds them.
 fn initial_state(r: &mut Runner, b: &Bench<'_, '_>) {
-    let initial = b.devices.iter().flatten().all(|d| {
-        read_back_matches(d)
-            && *d.rss().table() == IndirectionTable::round_robin(PAIRS as u16)
-            && *d.rss().key() == RssKey::DEFAULT
+    let initial = (0..2).all(|f| {
+        b.rss[f].as_ref().is_some_and(|rss| {
+            shell_matches(b, f)
+                && *rss.config().table() == IndirectionTable::round_robin(PAIRS as u16)
+                && *rss.config().key() == RssKey::DEFAULT
+        })
     });
     r.check(
         "rss-read-back",
@@ -65,10 +80,10 @@ fn initial_state(r: &mut Runner, b: &Bench<'_, '_>) {
 
 /// ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
 fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let changed = b.devices[1].as_mut().map(|d| d.rss_equal(2));
+    let changed = control(b, 1).map(|(d, rss)| rss.equal(d, 2));
     refresh(b, 1);
     let (ok, per_queue, misrouted, corrupt) = round(b, 100);
-    let back = b.devices[1].as_ref().is_some_and(read_back_matches);
+    let back = shell_matches(b, 1);
     r.check(
         "rss-equal-2",
         matches!(changed, Some(Ok(p)) if p.table && !p.key)
@@ -80,7 +95,7 @@ fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && per_queue[1] > 0
             && per_queue[2..].iter().all(|&n| n == 0),
         format_args!(
-            "rss_equal(2) on PF1 wrote the table only; the next {FRAMES} frames went to queues {per_queue:?} \
+            "equal(2) on PF1's Rss wrote the table only; the next {FRAMES} frames went to queues {per_queue:?} \
              ({misrouted} off the prediction)"
         ),
     );
@@ -89,15 +104,15 @@ fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// A new key on PF1: the hash changes with it.
 fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let old = ShellHasher::new(&RssKey::DEFAULT);
-    let changed = b.devices[1]
-        .as_mut()
-        .map(|d| d.rss_set(None, Some(NEW_KEY.as_bytes()), HashFunction::NoChange));
+    let changed =
+        control(b, 1).map(|(d, rss)| rss.set(d, None, Some(NEW_KEY.as_bytes()), HashFunction::NoChange));
     refresh(b, 1);
     let moved = flows_moved(&old, &b.dp.steer[1].hasher, &b.dp.steer[1].table);
     let (ok, per_queue, misrouted, corrupt) = round(b, 200);
-    let back = b.devices[1]
-        .as_ref()
-        .is_some_and(|d| read_back_matches(d) && *d.rss().key() == NEW_KEY);
+    let back = shell_matches(b, 1)
+        && b.rss[1]
+            .as_ref()
+            .is_some_and(|rss| *rss.config().key() == NEW_KEY);
     r.check(
         "rss-new-key",
         matches!(changed, Some(Ok(p)) if p.key && !p.table)
@@ -107,7 +122,7 @@ fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && corrupt == 0
             && moved > 0,
         format_args!(
-            "rss_set(key) on PF1 wrote the key only; {moved} of 64 flows change queue under it; the next \
+            "set(key) on PF1's Rss wrote the key only; {moved} of 64 flows change queue under it; the next \
              {FRAMES} frames went to queues {per_queue:?} ({misrouted} off the prediction)"
         ),
     );
@@ -115,19 +130,21 @@ fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Refused requests change nothing, in the driver or in the shell.
 fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let before = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
-    let refused = b.devices[1].as_mut().map(|d| {
+    let before = b.rss[1].as_ref().map(|rss| *rss.config());
+    let refused = control(b, 1).map(|(d, rss)| {
         let short_key = [0x11u8; 39];
         let bad_table = [PAIRS as u16; 128];
         [
-            d.rss_equal(0).is_err(),
-            d.rss_equal(PAIRS as u16 + 1).is_err(),
-            d.rss_set(None, Some(&short_key), HashFunction::NoChange).is_err(),
-            d.rss_set(Some(&bad_table), None, HashFunction::NoChange).is_err(),
+            rss.equal(d, 0).is_err(),
+            rss.equal(d, PAIRS as u16 + 1).is_err(),
+            rss.set(d, None, Some(&short_key), HashFunction::NoChange)
+                .is_err(),
+            rss.set(d, Some(&bad_table), None, HashFunction::NoChange)
+                .is_err(),
         ]
     });
-    let after = b.devices[1].as_ref().map(|d| (*d.rss().table(), *d.rss().key()));
-    let back = b.devices[1].as_ref().is_some_and(read_back_matches);
+    let after = b.rss[1].as_ref().map(|rss| *rss.config());
+    let back = shell_matches(b, 1);
     let (ok, per_queue, misrouted, _) = round(b, 300);
     r.check(
         "rss-refused",
@@ -148,9 +165,10 @@ fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Back to the defaults for the groups that follow.
 fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let restored = b.devices[1].as_mut().map(|d| {
-        d.rss_equal(PAIRS as u16).is_ok()
-            && d.rss_set(None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)
+    let restored = control(b, 1).map(|(d, rss)| {
+        rss.equal(d, PAIRS as u16).is_ok()
+            && rss
+                .set(d, None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)
                 .is_ok()
     });
     refresh(b, 1);
@@ -158,7 +176,7 @@ fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.check(
         "rss-restore",
         restored == Some(true)
-            && b.devices[1].as_ref().is_some_and(read_back_matches)
+            && shell_matches(b, 1)
             && ok
             && misrouted == 0
             && per_queue.iter().all(|&n| n > 0),
@@ -169,8 +187,8 @@ fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
 }
 
 fn refresh(b: &mut Bench<'_, '_>, f: usize) {
-    if let Some(dev) = b.devices[f].as_ref() {
-        b.dp.steer[f].refresh(dev);
+    if let Some(rss) = b.rss[f].as_ref() {
+        b.dp.steer[f].refresh(rss);
     }
 }
 
