@@ -1,7 +1,8 @@
 //! The card's context-command lock: the two functions of one model card program queue contexts
 //! from two threads at once, each through its own BAR0 (the model checks that every context
 //! WRITE runs with its own function's data words). With the shared lock the core takes around
-//! each command, no command interleaves; without it, they do.
+//! each command, no command interleaves; without it, they do. One function's device shared by
+//! two threads programs its queues the same way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -103,4 +104,45 @@ fn without_the_lock_the_commands_of_two_functions_interleave() {
     // one core, preemption inside a command sequence is what interleaves them, so the functions
     // go on until one is seen or the time is up).
     assert!(race(Unshared, u32::MAX, Duration::from_secs(60)) > 0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a wall-clock race of 4000 commands")]
+fn one_device_shared_by_two_threads_programs_contexts_without_interleaving() {
+    // `Device` has no `Cell` in it: over windows and a lock that are `Sync`, two threads share
+    // one by reference (no wrapper, no `unsafe`), each programming its own queues of PF0.
+    let card: Card = SimCard::new(SpinLock::default(), {
+        let mut c = sim_config();
+        c.dma.rings_below_4g = false;
+        c
+    });
+    let mut delay = SimDelay::new(&card);
+    let (dev, _) = Device::init_shared(
+        SimRegs::new(&card, SimBar::Qdma(0)),
+        SimRegs::new(&card, SimBar::Shell),
+        SharedSpinLock::default(),
+        &mut delay,
+        DeviceConfig::new(0, 4).unwrap(),
+    )
+    .expect("function comes up");
+    thread::scope(|s| {
+        for half in 0..2u16 {
+            let (dev, card) = (&dev, &card);
+            s.spawn(move || {
+                let mut delay = SimDelay::new(card);
+                for i in 0..1000u16 {
+                    let q = TxQueueConfig {
+                        ring: RingSizeIdx::new(1).unwrap(),
+                        ..TxQueueConfig::new(onic_core::QueueId::new(2 * half + i % 2))
+                    };
+                    let ring = DmaAddr::new(0x1000_0000 + u64::from(q.qid.get()) * 0x10_0000);
+                    dev.init_tx_queue(&mut delay, &q, ring).unwrap();
+                    dev.teardown_tx_queue(&mut delay, q.qid).unwrap();
+                }
+            });
+        }
+    });
+    let (r, _, _) = dev.teardown(&mut delay);
+    r.unwrap();
+    assert_eq!(card.with(|c| interleaved(&c.violations())), 0);
 }

@@ -179,3 +179,37 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     let (table, _) = dev.rss_read_back();
     assert_eq!(table.entries().iter().max(), Some(&3));
 }
+
+#[test]
+fn an_rss_state_refuses_the_device_of_another_function() {
+    // PF0's state with PF1's device would write PF0's table and key into PF1's registers.
+    let rec = Recorder::opennic();
+    let (pf0, mut rss0) = recorded(&rec, 0, 8);
+    let (pf1, _) = recorded(&rec, 1, 4);
+    let before = *rss0.config();
+    rec.take_log();
+    let refusal = RssError::OtherFunction {
+        owner: pf0.function(),
+        given: pf1.function(),
+    };
+    let other = Error::Rss(refusal);
+    assert_eq!(rss0.equal(&pf1, 2), Err(other));
+    assert_eq!(rss0.reset(&pf1), Err(other));
+    assert_eq!(
+        rss0.set(&pf1, None, Some(&[7; 40]), HashFunction::NoChange),
+        Err(other)
+    );
+    let req = ChannelsRequest {
+        combined: 2,
+        ..ChannelsRequest::default()
+    };
+    assert_eq!(rss0.set_channels(&pf1, req), Err(EthtoolError::Rss(refusal)));
+    assert_eq!(
+        rss0.check_set_channels(&pf1, req),
+        Err(EthtoolError::Rss(refusal))
+    );
+    assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
+    assert_eq!(*rss0.config(), before);
+    // With its own device the same change goes through.
+    assert!(rss0.equal(&pf0, 2).is_ok());
+}
