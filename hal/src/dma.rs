@@ -99,6 +99,11 @@ pub struct RawRegion {
     len: usize,
 }
 
+// SAFETY: owning the token is owning the memory, which the constructor's contract makes valid
+// from any thread; moving the token to another thread moves that ownership. (Not `Sync`: two
+// threads with `&RawRegion` could write the same bytes through `cpu_ptr`.)
+unsafe impl Send for RawRegion {}
+
 impl RawRegion {
     /// Builds the token for a fresh allocation.
     ///

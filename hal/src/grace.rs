@@ -72,6 +72,97 @@ impl fmt::Debug for ReadSection<'_> {
     }
 }
 
+/// A grace period for threads that share nothing else: readers count themselves in one of two
+/// counters, by the parity of an epoch; a writer flips the epoch and waits for the old parity's
+/// count to drain, twice, so every section that began before it has ended (the two-phase scheme
+/// of user-space RCU). Readers never wait; writers spin. For hosts with threads and no OS grace
+/// period of their own (tests, user-space drivers).
+#[derive(Debug, Default)]
+pub struct Counted {
+    epoch: AtomicUsize,
+    readers: [AtomicUsize; 2],
+    writing: AtomicBool,
+}
+
+impl Counted {
+    /// No reader, no writer.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            epoch: AtomicUsize::new(0),
+            readers: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            writing: AtomicBool::new(false),
+        }
+    }
+
+    /// Enters a read-side section, until the value is dropped.
+    pub fn section(&self) -> CountedSection<'_> {
+        loop {
+            let parity = self.epoch.load(Ordering::SeqCst) & 1;
+            self.readers[parity].fetch_add(1, Ordering::SeqCst);
+            // Counted under the parity that is still current: a writer flipping after this
+            // waits for us.
+            if self.epoch.load(Ordering::SeqCst) & 1 == parity {
+                return CountedSection {
+                    grace: self,
+                    parity,
+                    // SAFETY: counted in `readers[parity]` until dropped, which `synchronize`
+                    // waits out (see its comment).
+                    section: unsafe { ReadSection::new() },
+                };
+            }
+            self.readers[parity].fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+// SAFETY: a section is counted in `readers[p]` (p the epoch's parity it saw after counting
+// itself) from before it reads until it is dropped. `synchronize` flips the epoch and waits for
+// the old parity's count to reach zero, twice: a section that began before the call was counted
+// under the parity current at one of the two flips, and is waited out there. Writers exclude
+// each other (`writing`).
+unsafe impl GracePeriod for Counted {
+    fn synchronize(&self) {
+        while self
+            .writing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        for _ in 0..2 {
+            let old = self.epoch.fetch_add(1, Ordering::SeqCst) & 1;
+            while self.readers[old].load(Ordering::SeqCst) != 0 {
+                core::hint::spin_loop();
+            }
+        }
+        self.writing.store(false, Ordering::Release);
+    }
+}
+
+/// A read-side section of a [`Counted`] grace period; it ends when dropped. Reads take
+/// `&section` (it dereferences to a [`ReadSection`]).
+#[derive(Debug)]
+pub struct CountedSection<'a> {
+    grace: &'a Counted,
+    parity: usize,
+    section: ReadSection<'a>,
+}
+
+impl<'a> core::ops::Deref for CountedSection<'a> {
+    type Target = ReadSection<'a>;
+
+    fn deref(&self) -> &ReadSection<'a> {
+        &self.section
+    }
+}
+
+impl Drop for CountedSection<'_> {
+    fn drop(&mut self) {
+        self.grace.readers[self.parity].fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Another writer was changing the value at the same moment; nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -180,59 +271,16 @@ impl<T> fmt::Debug for Published<T> {
 mod tests {
     extern crate std;
 
-    use std::sync::Mutex;
     use std::thread;
     use std::vec::Vec;
 
     use super::*;
 
-    /// A grace period over two reader counts and an epoch that flips between them (the
-    /// two-phase scheme of user-space RCU): `synchronize` waits for each count in turn to drain.
-    #[derive(Default)]
-    struct Epochs {
-        epoch: AtomicUsize,
-        readers: [AtomicUsize; 2],
-        writer: Mutex<()>,
-    }
-
-    impl Epochs {
-        /// Enters a section; returns its parity, to leave it with.
-        fn enter(&self) -> usize {
-            loop {
-                let e = self.epoch.load(Ordering::SeqCst) & 1;
-                self.readers[e].fetch_add(1, Ordering::SeqCst);
-                if self.epoch.load(Ordering::SeqCst) & 1 == e {
-                    return e;
-                }
-                self.readers[e].fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-
-        fn leave(&self, e: usize) {
-            self.readers[e].fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-
-    // SAFETY: a section counts itself in `readers[e]` before it reads and uncounts itself after;
-    // `synchronize` flips the epoch twice, each time waiting for the old parity's count to drain,
-    // so every section that began before it was counted in a drained parity.
-    unsafe impl GracePeriod for Epochs {
-        fn synchronize(&self) {
-            let _w = self.writer.lock().unwrap();
-            for _ in 0..2 {
-                let old = self.epoch.fetch_add(1, Ordering::SeqCst) & 1;
-                while self.readers[old].load(Ordering::SeqCst) != 0 {
-                    thread::yield_now();
-                }
-            }
-        }
-    }
-
     const WORDS: usize = 64;
 
     #[test]
     fn readers_see_one_version_whole_while_a_writer_replaces_it() {
-        let grace = Epochs::default();
+        let grace = Counted::new();
         let value = Published::new([0u64; WORDS]);
         let versions = if cfg!(miri) { 8 } else { 2000 };
         let done = AtomicBool::new(false);
@@ -242,22 +290,15 @@ mod tests {
                     s.spawn(|| {
                         let (mut seen, mut reads) = (0u64, 0u64);
                         while !done.load(Ordering::SeqCst) || reads == 0 {
-                            let e = grace.enter();
-                            {
-                                // SAFETY: inside a section of `grace` (until `leave` below),
-                                // which every writer waits out.
-                                let section = unsafe { ReadSection::new() };
-                                let v = value.read(&section);
-                                let first = v[0];
-                                // Give the writer time to come round twice, as a slow reader
-                                // would.
-                                thread::yield_now();
-                                assert!(v.iter().all(|&w| w == first), "a mix of two versions");
-                                assert!(first >= seen, "an older version after a newer one");
-                                seen = first;
-                                reads += 1;
-                            }
-                            grace.leave(e);
+                            let section = grace.section();
+                            let v = value.read(&section);
+                            let first = v[0];
+                            // Give the writer time to come round twice, as a slow reader would.
+                            thread::yield_now();
+                            assert!(v.iter().all(|&w| w == first), "a mix of two versions");
+                            assert!(first >= seen, "an older version after a newer one");
+                            seen = first;
+                            reads += 1;
                         }
                     })
                 })
