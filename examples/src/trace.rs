@@ -4,7 +4,9 @@
 use clap::{Args, Subcommand};
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::device::rss_control::{HashFunction, Rss};
+use onic_core::rss::PublishedHasher;
 use onic_core::{Device, QueueControl, QueueId};
+use onic_hal::grace::TakingTurns;
 use onic_hal::recording::{opennic_presets, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
 
@@ -342,17 +344,14 @@ fn rss_set(
         })?),
     };
     let key = key.map(crate::rss::parse_hex).transpose()?;
+    // No datapath runs under the trace; the hasher a key change publishes is read by nobody.
+    let soft = Box::new(PublishedHasher::new(rss.config().key()));
+    let set = |rss: &mut Rss, t| rss.set(device, &soft, &TakingTurns, t, key.as_deref(), hfunc);
     let r = match (table, equal, weights) {
-        _ if default => rss
-            .set(device, None, key.as_deref(), hfunc)
-            .and_then(|_| rss.reset(device)),
-        (_, Some(n), _) => rss
-            .set(device, None, key.as_deref(), hfunc)
-            .and_then(|_| rss.equal(device, n)),
-        (_, _, Some(w)) => rss
-            .set(device, None, key.as_deref(), hfunc)
-            .and_then(|_| rss.weights(device, w)),
-        (t, None, None) => rss.set(device, t, key.as_deref(), hfunc),
+        _ if default => set(rss, None).and_then(|_| rss.reset(device)),
+        (_, Some(n), _) => set(rss, None).and_then(|_| rss.equal(device, n)),
+        (_, _, Some(w)) => set(rss, None).and_then(|_| rss.weights(device, w)),
+        (t, None, None) => set(rss, t),
     };
     r.map(|_| ()).map_err(|e| e.to_string())
 }

@@ -11,7 +11,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use onic_core::device::settings::{self, ChannelsRequest, NetSettings, RingRequest};
 use onic_core::device::rss_control::{HashFunction, Rss};
+use onic_core::rss::PublishedHasher;
 use onic_core::{BufSizeIdx, Device, DeviceConfig, RingSizeIdx};
+use onic_hal::grace::TakingTurns;
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, Wire};
 
 #[derive(Arbitrary, Debug)]
@@ -53,24 +55,27 @@ struct Input {
 
 type Dev<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
 
-/// The shell holds what the state says, and the table only names queue pairs in use.
-fn check(dev: &Dev<'_>, rss: &Rss) {
+/// The shell holds what the state says, the datapaths' hasher has the same key, and the table
+/// only names queue pairs in use.
+fn check(dev: &Dev<'_>, rss: &Rss, soft: &mut PublishedHasher) {
     let (table, key) = dev.rss_read_back();
     assert_eq!(&table, rss.config().table(), "indirection table in the shell");
     assert_eq!(&key, rss.config().key(), "key in the shell");
+    assert_eq!(soft.key_mut(), key, "key of the datapaths' hasher");
     let ch = rss.channels(dev);
     assert!(ch.combined >= 1 && ch.combined <= ch.max_combined, "{ch:?}");
     let max_entry = table.entries().iter().copied().max().unwrap_or(0);
     assert!(max_entry < ch.combined, "table names a queue not in use");
 }
 
-fn step(dev: &Dev<'_>, rss: &mut Rss, net: &mut NetSettings, op: Op) {
+fn step(dev: &Dev<'_>, rss: &mut Rss, soft: &PublishedHasher, net: &mut NetSettings, op: Op) {
     let before = (*rss.config(), rss.channels(dev));
     let net_before = *net;
     let refused = match op {
         Op::Set { indir, key, hfunc } => {
             let hf = HashFunction::from_ethtool(hfunc);
-            rss.set(dev, indir.as_deref(), key.as_deref(), hf).is_err()
+            rss.set(dev, soft, &TakingTurns, indir.as_deref(), key.as_deref(), hf)
+                .is_err()
         }
         Op::Equal(n) => rss.equal(dev, n).is_err(),
         Op::Weights(w) => rss.weights(dev, &w).is_err(),
@@ -153,10 +158,11 @@ fuzz_target!(|input: Input| {
         BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT).expect("buffer"),
         1514,
     );
-    check(&dev, &rss);
+    let mut soft = Box::new(PublishedHasher::new(rss.config().key()));
+    check(&dev, &rss, &mut soft);
     for op in input.ops.into_iter().take(64) {
-        step(&dev, &mut rss, &mut net, op);
-        check(&dev, &rss);
+        step(&dev, &mut rss, &soft, &mut net, op);
+        check(&dev, &rss, &mut soft);
     }
     assert_eq!(card.violations(), []);
     let (r, _, _) = dev.teardown(&mut delay);

@@ -5,7 +5,9 @@
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::device::Rss;
+use onic_core::rss::{PublishedHasher, RssKey};
 use onic_core::{ConfigError, Device, Error, QueueControl};
+use onic_hal::grace::TakingTurns;
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::recording::{Preset, PresetValue, Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs, DmaAddr};
@@ -536,10 +538,18 @@ fn rss_set_writes_table_then_key_in_spec_order() {
     use onic_core::device::rss_control::HashFunction;
     let rec = Recorder::opennic();
     let (dev, mut rss) = init(&rec, 0, 8).unwrap();
+    let mut soft = PublishedHasher::new(rss.config().key());
     rec.take_log();
     let table: Vec<u16> = (0..128).map(|k| (127 - k) % 8).collect();
-    rss.set(&dev, Some(&table), Some(&MS_KEY), HashFunction::Toeplitz)
-        .unwrap();
+    rss.set(
+        &dev,
+        &soft,
+        &TakingTurns,
+        Some(&table),
+        Some(&MS_KEY),
+        HashFunction::Toeplitz,
+    )
+    .unwrap();
     let mut e = Expect::new();
     for k in 0..128u32 {
         e.w2(0x1400 + 4 * k, (127 - k) % 8);
@@ -560,11 +570,23 @@ fn rss_set_writes_table_then_key_in_spec_order() {
         e.w2(0x1600 + 4 * k as u32, *w);
     }
     assert_trace_eq(&rec.log(), &e.accesses);
+    assert_eq!(
+        soft.key_mut(),
+        RssKey::new(MS_KEY),
+        "the datapaths' hasher follows the key"
+    );
     // Key only: 10 writes; table only: 128 writes (hardware.md §9.2: a part not supplied is
     // skipped).
     rec.take_log();
-    rss.set(&dev, None, Some(&MS_KEY), HashFunction::NoChange)
-        .unwrap();
+    rss.set(
+        &dev,
+        &soft,
+        &TakingTurns,
+        None,
+        Some(&MS_KEY),
+        HashFunction::NoChange,
+    )
+    .unwrap();
     assert_eq!(rec.take_log().len(), 10);
     rss.equal(&dev, 2).unwrap();
     let log = rec.take_log();
@@ -596,12 +618,20 @@ fn rss_requests_that_fail_validation_touch_nothing() {
     use onic_core::rss::RssError;
     let rec = Recorder::opennic();
     let (dev, mut rss) = init(&rec, 0, 4).unwrap();
+    let soft = PublishedHasher::new(rss.config().key());
     rec.take_log();
     let before = *rss.config();
     let mut bad = vec![0u16; 128];
     bad[77] = 4;
     assert_eq!(
-        rss.set(&dev, Some(&bad), Some(&MS_KEY), HashFunction::Toeplitz),
+        rss.set(
+            &dev,
+            &soft,
+            &TakingTurns,
+            Some(&bad),
+            Some(&MS_KEY),
+            HashFunction::Toeplitz
+        ),
         Err(Error::Rss(RssError::QueueOutOfRange {
             index: 77,
             queue: 4,
@@ -609,11 +639,25 @@ fn rss_requests_that_fail_validation_touch_nothing() {
         }))
     );
     assert!(matches!(
-        rss.set(&dev, None, Some(&MS_KEY[..39]), HashFunction::NoChange),
+        rss.set(
+            &dev,
+            &soft,
+            &TakingTurns,
+            None,
+            Some(&MS_KEY[..39]),
+            HashFunction::NoChange
+        ),
         Err(Error::Rss(RssError::KeyLength { .. }))
     ));
     assert!(matches!(
-        rss.set(&dev, None, Some(&MS_KEY), HashFunction::Other(2)),
+        rss.set(
+            &dev,
+            &soft,
+            &TakingTurns,
+            None,
+            Some(&MS_KEY),
+            HashFunction::Other(2)
+        ),
         Err(Error::Rss(RssError::UnsupportedHashFunction(2)))
     ));
     assert!(matches!(

@@ -5,11 +5,12 @@
 use onic_core::config::DeviceConfig;
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, EthtoolError};
-use onic_core::rss::RssError;
+use onic_core::rss::{PublishedHasher, RssError, RssKey};
 use onic_core::stats::ethtool::{c_driver_stat_name, EthtoolStats, Stats64};
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{Device, Error};
+use onic_hal::grace::TakingTurns;
 use onic_hal::recording::{Recorder, RecordingWindow};
 use onic_hal::{Bar, DelayNs};
 use onic_tests::datapath::{frame_id, Harness, Setup};
@@ -112,6 +113,7 @@ fn ethtool_s_and_stats64_agree_with_the_model_after_xdp_traffic() {
 fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
     let rec = Recorder::opennic();
     let (dev, mut rss) = recorded(&rec, 0, 8);
+    let mut soft = PublishedHasher::new(rss.config().key());
     assert_eq!(rss.channels(&dev).max_combined, 8);
     assert_eq!(rss.channels(&dev).combined, 8);
     let before = *rss.config();
@@ -130,21 +132,46 @@ fn bad_channel_and_rss_requests_write_nothing_and_change_nothing() {
         Err(EthtoolError::ChannelsNotCombined)
     );
     assert!(matches!(
-        rss.set(&dev, Some(&[8; 128]), None, HashFunction::NoChange),
+        rss.set(
+            &dev,
+            &soft,
+            &TakingTurns,
+            Some(&[8; 128]),
+            None,
+            HashFunction::NoChange
+        ),
         Err(Error::Rss(RssError::QueueOutOfRange { .. }))
     ));
     assert!(rss
-        .set(&dev, None, Some(&[0; 39]), HashFunction::NoChange)
+        .set(
+            &dev,
+            &soft,
+            &TakingTurns,
+            None,
+            Some(&[0; 39]),
+            HashFunction::NoChange
+        )
         .is_err());
-    assert!(rss.set(&dev, None, None, HashFunction::Other(2)).is_err());
+    assert!(rss
+        .set(&dev, &soft, &TakingTurns, None, None, HashFunction::Other(2))
+        .is_err());
     assert!(rss.equal(&dev, 9).is_err());
     assert!(rss.weights(&dev, &[0, 0]).is_err());
     assert!(rec.log().is_empty(), "a refused request wrote {:?}", rec.log());
     assert_eq!(*rss.config(), before);
+    assert_eq!(soft.key_mut(), RssKey::DEFAULT, "a refused key is not published");
     // A user-set table naming queue 7 keeps -L from going below 8 pairs.
     let mut table = [0u16; 128];
     table[5] = 7;
-    rss.set(&dev, Some(&table), None, HashFunction::NoChange).unwrap();
+    rss.set(
+        &dev,
+        &soft,
+        &TakingTurns,
+        Some(&table),
+        None,
+        HashFunction::NoChange,
+    )
+    .unwrap();
     let before = *rss.config();
     rec.take_log();
     assert_eq!(
@@ -186,6 +213,7 @@ fn an_rss_state_refuses_the_device_of_another_function() {
     let rec = Recorder::opennic();
     let (pf0, mut rss0) = recorded(&rec, 0, 8);
     let (pf1, _) = recorded(&rec, 1, 4);
+    let soft = PublishedHasher::new(rss0.config().key());
     let before = *rss0.config();
     rec.take_log();
     let refusal = RssError::OtherFunction {
@@ -196,7 +224,14 @@ fn an_rss_state_refuses_the_device_of_another_function() {
     assert_eq!(rss0.equal(&pf1, 2), Err(other));
     assert_eq!(rss0.reset(&pf1), Err(other));
     assert_eq!(
-        rss0.set(&pf1, None, Some(&[7; 40]), HashFunction::NoChange),
+        rss0.set(
+            &pf1,
+            &soft,
+            &TakingTurns,
+            None,
+            Some(&[7; 40]),
+            HashFunction::NoChange
+        ),
         Err(other)
     );
     let req = ChannelsRequest {

@@ -12,6 +12,9 @@
 //!   per key) and [`shell_hash_reference`] (bit-serial, for tests).
 //! - [`toeplitz`]: the Microsoft RSS Toeplitz hash as other NICs compute it, [`Toeplitz`]
 //!   (table-driven) and [`toeplitz_reference`].
+//! - [`PublishedHasher`]: the shell hash under the key the shell holds, as datapaths read it
+//!   without a lock while the function's `Rss` (its one writer) replaces it through the OS's
+//!   grace period ([`onic_hal::grace`]).
 //!
 //! # Calling it from the RX path without parsing twice
 //!
@@ -38,8 +41,11 @@ use core::fmt;
 
 use onic_hal::regs::shell::{DEFAULT_HASH_KEY_WORDS, HASH_KEY_WORDS, INDIR_TABLE_ENTRIES};
 
+mod published;
 pub mod shell_hash;
 pub mod toeplitz;
+
+pub use published::PublishedHasher;
 
 pub use shell_hash::{
     common_case, ipv4_hash_type, shell_hash_reference, ShellHasher, ShellTuple, COMMON_LEN,
@@ -410,6 +416,9 @@ pub enum RssError {
         /// The function of the device given.
         given: onic_hal::FunctionId,
     },
+    /// Another writer was rebuilding the datapaths' hasher at the same moment: the new key is in
+    /// the shell, the hasher still has the old one.
+    HasherBusy,
 }
 
 impl fmt::Display for RssError {
@@ -453,6 +462,7 @@ impl fmt::Display for RssError {
                 f,
                 "the RSS state of function {owner} was given the device of function {given}"
             ),
+            Self::HasherBusy => f.write_str("another writer was rebuilding the datapaths' RSS hasher"),
         }
     }
 }

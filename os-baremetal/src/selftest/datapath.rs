@@ -32,11 +32,12 @@ use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{release_to_hal, RecycleRing};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
-use onic_core::rss::{RxHasher, ShellHasher};
+use onic_core::rss::{PublishedHasher, RssKey, RxHasher, ShellHasher};
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
 use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::set::PairSpec;
+use onic_hal::grace::ReadSection;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
 
@@ -513,8 +514,11 @@ pub struct Datapath<'c, 's> {
     pub os: Os,
     /// Expectations of the phase running.
     pub tally: Tally,
-    /// Each PF's RSS state as the driver holds it.
+    /// Each PF's RSS state as the tests expect it (their prediction of every frame's queue).
     pub steer: [Steering; FUNCTIONS],
+    /// Each PF's hash under the key its shell holds, as the polls read it: published by the PF's
+    /// `Rss` (its only writer) whenever the RSS group sets a key.
+    pub hashers: Box<[PublishedHasher; FUNCTIONS]>,
     /// Egress capture.
     pub wire: WireLog,
     /// OS TX buffers allocated and not yet completed.
@@ -548,6 +552,7 @@ impl<'c, 's> Datapath<'c, 's> {
             os: Os::new(),
             tally: Tally::new(),
             steer,
+            hashers: Box::new([const { PublishedHasher::new(&RssKey::DEFAULT) }; FUNCTIONS]),
             wire: WireLog::default(),
             os_tx_live: 0,
             raised: [[0; MSIX_VECTORS]; FUNCTIONS],
@@ -772,9 +777,14 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     // CAST: origin < TOTAL_PAIRS.
     let (origin8, origin32) = (origin as u8, origin as u32);
     let engines = &mut dp.engines;
+    // SAFETY: the image is single-threaded and RSS changes run from the main loop between polls,
+    // so no writer of the hasher runs until this poll has returned (the `TakingTurns` contract).
+    let section = unsafe { ReadSection::new() };
+    let shell_hash = dp.hashers[f].read(&section);
     let out = match dp.slots[f].program_mut() {
         Some(prog) => {
-            let hash = matches!(prog, Program::Object(_));
+            // The shell's hash, for the RX-hash kfunc of the embedded objects.
+            let hash = matches!(prog, Program::Object(_)).then_some(shell_hash);
             let mut prog = Dispatch {
                 prog: *prog,
                 engines,
@@ -805,7 +815,7 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
                 to_os(os, origin8, home, fr, dma)
             };
             xdp_poll::<Dispatch<'_, fn(&[u8])>, _>(
-                pair, &db, None, &mut pass, &mut table, rxq, origin32, &mut done, false,
+                pair, &db, None, &mut pass, &mut table, rxq, origin32, &mut done, None,
             )
         }
     };
@@ -833,10 +843,6 @@ fn to_os(
     Ok(())
 }
 
-/// The shell hash with its default key, as the card computes it.
-static HASHER: onic_core::rss::ShellHasher =
-    onic_core::rss::ShellHasher::new(&onic_core::rss::RssKey::DEFAULT);
-
 /// One `QueuePair::poll` of `pair` with the given program (if any), sink and redirect table.
 #[allow(clippy::too_many_arguments)]
 fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
@@ -848,7 +854,7 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
     rxq: XdpRxq,
     origin: u32,
     done: &mut Done<'_, '_>,
-    hash: bool,
+    hasher: Option<&ShellHasher>,
 ) -> PairPoll {
     let mut ctx = RxContext {
         sink,
@@ -857,8 +863,7 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
             prog,
             redirect: table,
             origin,
-            // The shell's hash, for the RX-hash kfunc of the embedded objects.
-            hasher: hash.then_some(&HASHER as &dyn RxHasher),
+            hasher: hasher.map(|h| h as &dyn RxHasher),
         },
     };
     pair.poll(BUDGET, db, &mut ctx, done)

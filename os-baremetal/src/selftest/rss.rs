@@ -5,7 +5,8 @@
 //! current state.
 
 use onic_core::device::rss_control::{HashFunction, IndirectionTable, Rss};
-use onic_core::rss::{RssKey, ShellHasher};
+use onic_core::rss::{PublishedHasher, RssKey, ShellHasher};
+use onic_hal::grace::TakingTurns;
 
 use super::datapath::{self, PAIRS};
 use super::frames::{self, MAX_BUILD};
@@ -25,9 +26,12 @@ fn read_back_matches(dev: &SimDevice<'_>, rss: &Rss) -> bool {
 }
 
 /// Function `f`'s device and its RSS state, to change it.
-fn control<'b, 'c>(b: &'b mut Bench<'c, '_>, f: usize) -> Option<(&'b SimDevice<'c>, &'b mut Rss)> {
-    Some((b.devices[f].as_ref()?, b.rss[f].as_mut()?))
+fn control<'b, 'c>(b: &'b mut Bench<'c, '_>, f: usize) -> Option<Control<'b, 'c>> {
+    Some((b.devices[f].as_ref()?, b.rss[f].as_mut()?, b.dp.hashers.get(f)?))
 }
+
+/// What changing a function's RSS takes: its device, its `Rss` and the hasher its polls read.
+type Control<'b, 'c> = (&'b SimDevice<'c>, &'b mut Rss, &'b PublishedHasher);
 
 /// Whether function `f`'s shell holds what its RSS state says.
 fn shell_matches(b: &Bench<'_, '_>, f: usize) -> bool {
@@ -80,7 +84,7 @@ fn initial_state(r: &mut Runner, b: &Bench<'_, '_>) {
 
 /// ethtool -X equal 2 on PF1: later frames use queues 0 and 1 only.
 fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let changed = control(b, 1).map(|(d, rss)| rss.equal(d, 2));
+    let changed = control(b, 1).map(|(d, rss, _)| rss.equal(d, 2));
     refresh(b, 1);
     let (ok, per_queue, misrouted, corrupt) = round(b, 100);
     let back = shell_matches(b, 1);
@@ -104,8 +108,16 @@ fn equal_2(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// A new key on PF1: the hash changes with it.
 fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let old = ShellHasher::new(&RssKey::DEFAULT);
-    let changed =
-        control(b, 1).map(|(d, rss)| rss.set(d, None, Some(NEW_KEY.as_bytes()), HashFunction::NoChange));
+    let changed = control(b, 1).map(|(d, rss, h)| {
+        rss.set(
+            d,
+            h,
+            &TakingTurns,
+            None,
+            Some(NEW_KEY.as_bytes()),
+            HashFunction::NoChange,
+        )
+    });
     refresh(b, 1);
     let moved = flows_moved(&old, &b.dp.steer[1].hasher, &b.dp.steer[1].table);
     let (ok, per_queue, misrouted, corrupt) = round(b, 200);
@@ -113,16 +125,18 @@ fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
         && b.rss[1]
             .as_ref()
             .is_some_and(|rss| *rss.config().key() == NEW_KEY);
+    let published = b.dp.hashers[1].key_mut() == NEW_KEY;
     r.check(
         "rss-new-key",
         matches!(changed, Some(Ok(p)) if p.key && !p.table)
             && back
+            && published
             && ok
             && misrouted == 0
             && corrupt == 0
             && moved > 0,
         format_args!(
-            "set(key) on PF1's Rss wrote the key only; {moved} of 64 flows change queue under it; the next \
+            "set(key) on PF1's Rss wrote the key only and published it to PF1's polls ({published}); {moved} of 64 flows change queue under it; the next \
              {FRAMES} frames went to queues {per_queue:?} ({misrouted} off the prediction)"
         ),
     );
@@ -131,15 +145,15 @@ fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// Refused requests change nothing, in the driver or in the shell.
 fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let before = b.rss[1].as_ref().map(|rss| *rss.config());
-    let refused = control(b, 1).map(|(d, rss)| {
+    let refused = control(b, 1).map(|(d, rss, h)| {
         let short_key = [0x11u8; 39];
         let bad_table = [PAIRS as u16; 128];
         [
             rss.equal(d, 0).is_err(),
             rss.equal(d, PAIRS as u16 + 1).is_err(),
-            rss.set(d, None, Some(&short_key), HashFunction::NoChange)
+            rss.set(d, h, &TakingTurns, None, Some(&short_key), HashFunction::NoChange)
                 .is_err(),
-            rss.set(d, Some(&bad_table), None, HashFunction::NoChange)
+            rss.set(d, h, &TakingTurns, Some(&bad_table), None, HashFunction::NoChange)
                 .is_err(),
         ]
     });
@@ -165,10 +179,17 @@ fn refused(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// Back to the defaults for the groups that follow.
 fn restore(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let restored = control(b, 1).map(|(d, rss)| {
+    let restored = control(b, 1).map(|(d, rss, h)| {
         rss.equal(d, PAIRS as u16).is_ok()
             && rss
-                .set(d, None, Some(RssKey::DEFAULT.as_bytes()), HashFunction::Toeplitz)
+                .set(
+                    d,
+                    h,
+                    &TakingTurns,
+                    None,
+                    Some(RssKey::DEFAULT.as_bytes()),
+                    HashFunction::Toeplitz,
+                )
                 .is_ok()
     });
     refresh(b, 1);

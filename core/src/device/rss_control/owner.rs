@@ -1,13 +1,14 @@
 //! [`Rss`]: the one value that holds a function's RSS state as its shell holds it, and the only way
 //! to change that state.
 
+use onic_hal::grace::GracePeriod;
 use onic_hal::{FunctionId, RegisterWindow};
 
 use super::{HashFunction, RssConfig, RssParts};
 use crate::device::settings::{check_channels, Channels, ChannelsRequest, EthtoolError};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::rss::RssError;
+use crate::rss::{PublishedHasher, RssError};
 
 /// The RSS state of one brought-up PCI function (indirection table, key, RX queues in use): what
 /// the shell's registers hold, and the control half of the function beside the shared
@@ -25,13 +26,17 @@ use crate::rss::RssError;
 /// then written to the shell, then kept: a refused change writes nothing and changes nothing.
 ///
 /// The core's datapath does not read it: the shell steers each frame by its own registers
-/// (hardware.md §9.4). An OS that also hashes frames in software follows [`Rss::config`]'s key.
+/// (hardware.md §9.4). Datapaths that hash frames in software (the packet's hash, XDP's RX-hash
+/// metadata) read the function's [`PublishedHasher`], which [`Rss::set`] keeps on the key the
+/// shell holds.
 ///
 /// ```
 /// use onic_core::config::DeviceConfig;
 /// use onic_core::device::rss_control::HashFunction;
 /// use onic_core::device::settings::ChannelsRequest;
+/// use onic_core::rss::{PublishedHasher, RssKey};
 /// use onic_core::Device;
+/// use onic_hal::grace::TakingTurns;
 /// use onic_sim::{Card, CardConfig};
 ///
 /// let card = Card::new(CardConfig::default());
@@ -42,8 +47,13 @@ use crate::rss::RssError;
 /// rss.set_channels(&dev, ChannelsRequest { combined: 2, ..Default::default() })?;
 /// assert_eq!(rss.channels(&dev).combined, 2);
 /// // A refused request leaves the shell and the state as they were.
-/// assert!(rss.set(&dev, Some(&[3; 128]), None, HashFunction::NoChange).is_err());
+/// let mut soft = Box::new(PublishedHasher::new(rss.config().key()));
+/// assert!(rss.set(&dev, &soft, &TakingTurns, Some(&[3; 128]), None, HashFunction::NoChange).is_err());
 /// assert_eq!(dev.rss_read_back().0, *rss.config().table());
+/// // ethtool -X eth0 hkey ...: the shell and the datapaths' hasher get the new key.
+/// rss.set(&dev, &soft, &TakingTurns, None, Some(RssKey::MICROSOFT.as_bytes()), HashFunction::NoChange)?;
+/// assert_eq!(dev.rss_read_back().1, RssKey::MICROSOFT);
+/// assert_eq!(soft.key_mut(), RssKey::MICROSOFT);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, PartialEq, Eq)]
@@ -81,20 +91,33 @@ impl Rss {
     }
 
     /// `ethtool -X`: checks every part first, then writes what was given (table entries, then key
-    /// words, hardware.md §9.2). Returns the parts written.
+    /// words, hardware.md §9.2). A new key is also published to the datapaths: `hasher` (the
+    /// function's [`PublishedHasher`], which starts out for [`Rss::config`]'s key) is rebuilt
+    /// for it and `grace` waited out before this returns, so from then on every frame a datapath
+    /// hashes is hashed with the key the shell holds. Returns the parts written.
     ///
     /// # Errors
     ///
-    /// [`Error::Rss`] for a bad table, key or hash function, or a `dev` of another function;
-    /// nothing is written and the state is unchanged.
-    pub fn set<Q, S: RegisterWindow, L>(
+    /// [`Error::Rss`] for a bad table, key or hash function, or a `dev` of another function
+    /// (nothing is written and the state is unchanged); [`RssError::HasherBusy`] when another
+    /// writer was rebuilding `hasher` (the shell holds the new key, the state says so, and the
+    /// datapaths still hash with the old one until a later `set` of the key succeeds).
+    pub fn set<Q, S: RegisterWindow, L, G: GracePeriod + ?Sized>(
         &mut self,
         dev: &Device<Q, S, L>,
+        hasher: &PublishedHasher,
+        grace: &G,
         indir: Option<&[u16]>,
         key: Option<&[u8]>,
         hfunc: HashFunction,
     ) -> Result<RssParts> {
-        self.apply(dev, |next| next.set(indir, key, hfunc))
+        let parts = self.apply(dev, |next| next.set(indir, key, hfunc))?;
+        if key.is_some() {
+            hasher
+                .rekey(grace, self.state.key())
+                .map_err(|_| Error::Rss(RssError::HasherBusy))?;
+        }
+        Ok(parts)
     }
 
     /// `ethtool -X equal n`.
