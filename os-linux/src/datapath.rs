@@ -4,13 +4,11 @@
 //! except the RX poll, which holds no lock and borrows only its own NAPI rings when it hands
 //! frames to the stack or to a redirect.
 
-use core::sync::atomic::Ordering;
-
 use onic_core::queue::tx::{TxError, TxThresholds};
-use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::RxContext;
+use onic_hal::grace::ReadSection;
 use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
 pub use crate::abi::{PollResult, TxClean, TxState, XmitResult};
@@ -218,10 +216,12 @@ where
     /// from here) and redirect targets (which may be this port's `ndo_xdp_xmit`) while only
     /// this context's rings are borrowed.
     ///
-    /// `poll` is the queue's NAPI context (budget > 0); `napi` is its kernel object.
+    /// `poll` is the queue's NAPI context (budget > 0), inside a read-side section of the OS's
+    /// grace period (`section`: bottom halves off); `napi` is its kernel object.
     pub fn poll(
         &self,
         poll: &mut Token<'_, Napi>,
+        section: &ReadSection<'_>,
         budget: u32,
         napi: K::Napi,
         prog: Option<K::Prog>,
@@ -234,11 +234,7 @@ where
             return PollResult::default();
         };
         let mem = qp.pool.mem();
-        // Acquire: pairs with the release in `set_hash_key`; the hasher read is complete.
-        let active = self.active.load(Ordering::Acquire) & 1;
-        // SAFETY: the active hasher is not written while a poll may read it (`set_hash_key`
-        // rebuilds only the inactive one, and waits for running polls after each switch).
-        let hasher: &ShellHasher = unsafe { &*self.hashers[active].get() };
+        let hasher = self.hasher.read(section);
         let mut pass = Pass {
             os: &self.os,
             map: &self.dma,

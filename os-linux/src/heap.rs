@@ -7,6 +7,8 @@ use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
+use onic_core::rss::{PublishedHasher, RssKey};
+
 /// Room for one `T` from the global allocator (a dangling pointer for a zero-sized `T`, as
 /// `Box` uses), or `None`.
 fn alloc_one<T>() -> Option<NonNull<T>> {
@@ -45,6 +47,17 @@ pub unsafe fn try_box_copy<T>(src: &T) -> Option<Box<T>> {
         core::ptr::copy_nonoverlapping(src, p.as_ptr(), 1);
         Some(Box::from_raw(p.as_ptr()))
     }
+}
+
+/// The published RSS hasher for the RTL's reset key, built at compile time.
+static DEFAULT_HASHER: PublishedHasher = PublishedHasher::new(&RssKey::DEFAULT);
+
+/// A published RSS hasher for the RTL's reset key on the heap (26 KiB, more than a kernel stack
+/// holds: copied from a compile-time value, never built on the stack), or `None`.
+pub fn try_box_default_hasher() -> Option<Box<PublishedHasher>> {
+    // SAFETY: a `PublishedHasher` is plain data (integer tables, key bytes, an atomic index and
+    // flag, no pointers, no `Drop`), and the static's copy is never changed (nothing writes it).
+    unsafe { try_box_copy(&DEFAULT_HASHER) }
 }
 
 /// A vector of `n` values made by `f(0)`, `f(1)`, ..., or `None` when the allocation fails.

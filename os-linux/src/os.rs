@@ -11,6 +11,7 @@ use core::ptr::NonNull;
 
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
+use onic_hal::grace::GracePeriod;
 use onic_hal::{Direction, DmaAddr};
 
 use crate::errno::Errno;
@@ -97,14 +98,14 @@ pub struct RedirectedFrame {
 
 /// Operating-system services of one port's datapath. All methods are called under the
 /// serialization the port's entry points document; handles are plain values the OS gave out.
-pub trait Os: 'static {
+pub trait Os: GracePeriod + 'static {
     /// An RX queue's OS memory: its page pool, and what XDP knows about the queue
     /// (`xdp_rxq_info` registered with the page pool as its memory model).
-    type QMem: Copy;
+    type QMem: Copy + Send;
     /// A packet of the stack handed to transmit (`struct sk_buff *`).
-    type Skb: Copy;
+    type Skb: Copy + Send;
     /// A frame another device redirected to this one (`struct xdp_frame *`).
-    type XdpFrame: Copy;
+    type XdpFrame: Copy + Send;
     /// An attached XDP program (`struct bpf_prog *`).
     type Prog: Copy;
     /// The NAPI context of the running poll (`struct napi_struct *`).
@@ -181,6 +182,4 @@ pub trait Os: 'static {
     /// Reads one published counter block of queue `qid`, consistently
     /// (`u64_stats_fetch_begin/retry`).
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
-    /// Waits until every datapath call that started before has returned (`synchronize_net`).
-    fn synchronize(&self);
 }

@@ -22,13 +22,11 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicUsize, Ordering};
 
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
-use onic_core::rss::{RssKey, ShellHasher, KEY_LEN, TABLE_LEN};
+use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::{EthtoolStats, Stats64};
 use onic_core::stats::{QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxQueueConfig};
@@ -76,11 +74,9 @@ pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs,
     domain: Domain,
     ctl: Owned<Ctl<L, K>, Control>,
     pub(crate) queues: Vec<Queue<K, D>>,
-    /// The shell's hash under the key the shell holds, double-buffered: the datapath reads
-    /// `hashers[active]`; `ethtool -X hkey` rebuilds the other one, switches, and waits for
-    /// the datapath (`Os::synchronize`) before the old one may be rebuilt again.
-    pub(crate) hashers: [UnsafeCell<Box<ShellHasher>>; 2],
-    pub(crate) active: AtomicUsize,
+    /// The shell's hash under the key the shell holds, for the polls: published by the core's
+    /// `Rss` whenever it writes a key, the OS's grace period (`synchronize_net`) waited out.
+    pub(crate) hasher: Box<PublishedHasher>,
 }
 
 /// Control-plane state, opened by control calls only. The RSS state and the queue pairs in use
@@ -92,40 +88,6 @@ struct Ctl<L, K: Os> {
     up: bool,
     /// The page pool of each running queue index, for its statistics.
     mems: Vec<Option<K::QMem>>,
-}
-
-// SAFETY: the rings and the control state sit in context cells, opened only with their owner's
-// token; what else is shared: the double-buffered hashers (read by polls, the inactive one
-// rebuilt by control calls only, see `set_hash_key`) and the device (`Sync` over `Sync` windows
-// and lock; its RSS state is `Ctl::rss`). The backends and OS handles are thread-safe.
-unsafe impl<
-        R: RegisterWindow + Sync,
-        D: DmaMemory + PacketMap + Clone + Send + Sync,
-        L: DelayNs + Send,
-        K: Os + Sync,
-        C: SharedLock + Sync,
-    > Sync for Port<R, D, L, K, C>
-{
-}
-// SAFETY: moving the port moves ownership of its rings, pages and handles.
-unsafe impl<
-        R: RegisterWindow + Send,
-        D: DmaMemory + PacketMap + Clone + Send,
-        L: DelayNs + Send,
-        K: Os + Send,
-        C: SharedLock + Send,
-    > Send for Port<R, D, L, K, C>
-{
-}
-
-/// A hasher for the RTL's reset key, built at compile time; copied to the heap, never to the
-/// stack (13 KiB).
-static DEFAULT_HASHER: ShellHasher = ShellHasher::new(&RssKey::DEFAULT);
-
-fn boxed_hasher() -> Option<Box<ShellHasher>> {
-    // SAFETY: `ShellHasher` is plain data (integer tables and the key bytes, no pointers, no
-    // Drop).
-    unsafe { crate::heap::try_box_copy(&DEFAULT_HASHER) }
 }
 
 /// The register windows and lock a port's function is reached through.
@@ -162,9 +124,7 @@ where
             .and_then(|c| c.with_tx_only(2 * cfg.max_queues))
             .map_err(|_| EINVAL)?;
         dcfg.rs_fec = cfg.rs_fec;
-        let (Some(h0), Some(h1)) = (boxed_hasher(), boxed_hasher()) else {
-            return Err(ENOMEM);
-        };
+        let hasher = crate::heap::try_box_default_hasher().ok_or(ENOMEM)?;
         let PortRegs { qdma, shell, lock } = regs;
         let (dev, mut rss) =
             Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
@@ -174,8 +134,11 @@ where
         let ready = crate::heap::try_vec_with(n, |q| Queue::new(domain, q as u16))
             .zip(crate::heap::try_vec_with(n, |_| None))
             .ok_or(ENOMEM)
-            .and_then(|(queues, mems)| Ok((queues, mems, Self::adopt(&dev, &mut rss, cfg.queues)?)));
-        let (queues, mems, key) = match ready {
+            .and_then(|(queues, mems)| {
+                Self::adopt(&dev, &mut rss, (&hasher, &os), cfg.queues)?;
+                Ok((queues, mems))
+            });
+        let (queues, mems) = match ready {
             Ok(r) => r,
             Err(e) => {
                 let _ = dev.teardown(&mut delay);
@@ -202,18 +165,20 @@ where
             domain,
             ctl: Owned::new(ctl, domain, CONTROL),
             queues,
-            hashers: [UnsafeCell::new(h0), UnsafeCell::new(h1)],
-            active: AtomicUsize::new(0),
+            hasher,
         };
-        // SAFETY: nothing else can reach the port yet.
-        unsafe { (*port.hashers[0].get()).rekey(&key) };
         Ok(port)
     }
 
     /// Makes a freshly brought-up device's state the port's: `queues` pairs in use, and the
     /// hash key the shell holds now (the RTL's reset key unless an earlier driver changed it),
-    /// which is returned.
-    fn adopt(dev: &Device<R, R, C>, rss: &mut Rss, queues: u16) -> Result<RssKey, Errno> {
+    /// published to the port's hasher.
+    fn adopt(
+        dev: &Device<R, R, C>,
+        rss: &mut Rss,
+        (hasher, os): (&PublishedHasher, &K),
+        queues: u16,
+    ) -> Result<(), Errno> {
         let combined = u32::from(queues);
         rss.set_channels(
             dev,
@@ -225,10 +190,17 @@ where
         .map_err(|e| errno::from_ethtool(&e))?;
         let (_, key) = dev.rss_read_back();
         if key != *rss.config().key() {
-            rss.set(dev, None, Some(key.as_bytes()), HashFunction::NoChange)
-                .map_err(|e| errno::from_core(&e))?;
+            rss.set(
+                dev,
+                hasher,
+                os,
+                None,
+                Some(key.as_bytes()),
+                HashFunction::NoChange,
+            )
+            .map_err(|e| errno::from_core(&e))?;
         }
-        Ok(key)
+        Ok(())
     }
 
     /// The port's contexts (what the entry points make its tokens for).
@@ -344,7 +316,8 @@ where
     }
 
     /// `ethtool -X`: the core validates everything first (every entry below the queue pairs in
-    /// use), then writes the table, then the key; nothing is written when anything is invalid.
+    /// use), then writes the table, then the key, and publishes a new key to the polls' hasher;
+    /// nothing is written when anything is invalid.
     /// A table set here is the user's: it survives queue-count changes that keep its queues.
     ///
     /// # Errors
@@ -370,15 +343,14 @@ where
         c.rss
             .set(
                 &self.dev,
+                &self.hasher,
+                &self.os,
                 table.as_ref().map(|t| &t[..]),
                 key.map(|k| &k[..]),
                 HashFunction::NoChange,
             )
-            .map_err(|e| errno::from_core(&e))?;
-        if let Some(key) = key {
-            self.set_hash_key(&RssKey::new(*key));
-        }
-        Ok(())
+            .map(|_| ())
+            .map_err(|e| errno::from_core(&e))
     }
 
     /// Back to the default RSS table (the key stays), for a table the kernel says the user did
@@ -393,19 +365,6 @@ where
             .reset(&self.dev)
             .map(|_| ())
             .map_err(|e| errno::from_core(&e))
-    }
-
-    /// Makes the datapath's software hash follow a new key: the inactive hasher is rebuilt, made
-    /// active, and the running polls are waited for, so the next change may rebuild the other.
-    /// Control calls only (RTNL serializes them).
-    fn set_hash_key(&self, key: &RssKey) {
-        let next = (self.active.load(Ordering::Relaxed) + 1) & 1;
-        // SAFETY: the inactive hasher is read by no poll: every poll that could have loaded its
-        // index before the last switch was waited for by that switch's `synchronize`.
-        unsafe { (*self.hashers[next].get()).rekey(key) };
-        // Release: the rebuilt tables are visible to a poll that loads the new index.
-        self.active.store(next, Ordering::Release);
-        self.os.synchronize();
     }
 
     /// Tears every queue down (hardware.md §13.4). The datapath is stopped (`quiet`).

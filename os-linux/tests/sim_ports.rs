@@ -13,6 +13,7 @@ use std::sync::Arc;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
+use onic_hal::grace::{GracePeriod, ReadSection};
 use onic_hal::DmaAddr;
 use onic_linux::contexts::{AllContexts, Control, Kind, Quiet, Token, CONTROL};
 use onic_linux::datapath::{TxClean, XmitResult};
@@ -270,7 +271,11 @@ impl Os for HostOs {
             None => out.fill(0),
         }
     }
+}
 
+// SAFETY: the tests are single-threaded: every poll (the only read-side sections) has returned
+// before a control call runs, so there is nothing to wait for; the count shows a writer asked.
+unsafe impl GracePeriod for HostOs {
     fn synchronize(&self) {
         self.0.borrow_mut().syncs += 1;
     }
@@ -308,6 +313,12 @@ unsafe fn quiesced(p: &SimPort) -> (Token<'static, Control>, Quiet<'static>) {
             },
         )
     }
+}
+
+/// A poll's read-side section: the tests are single-threaded, so no writer runs during a poll.
+fn section() -> ReadSection<'static> {
+    // SAFETY: no control call (the only writers) runs until the poll that uses it has returned.
+    unsafe { ReadSection::new() }
 }
 
 /// The control token.
@@ -379,7 +390,7 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
             let (p, prog) = ports[usize::from(irq.func)];
             polls += 1;
             // SAFETY: single-threaded test: this is the queue's only user.
-            let r = p.poll(&mut unsafe { token(p, irq.vector) }, 64, (), prog);
+            let r = p.poll(&mut unsafe { token(p, irq.vector) }, &section(), 64, (), prog);
             assert!(r.done <= 64);
         }
     }
@@ -685,13 +696,11 @@ fn tokens_of_another_port_or_queue_open_nothing() {
     }
     // b's NAPI token for queue 0 on a, and a's token for a queue a does not run: nothing polled.
     // SAFETY: single-threaded test: no other call runs as these contexts.
-    let foreign = a.poll(&mut unsafe { token(&b, 0) }, 64, (), None);
-    assert_eq!(foreign.done, 0);
-    // SAFETY: as above.
-    assert_eq!(a.poll(&mut unsafe { token(&a, 5) }, 64, (), None).done, 0);
+    let (mut foreign, mut idle, mut own) = unsafe { (token(&b, 0), token(&a, 5), token(&a, 0)) };
+    assert_eq!(a.poll(&mut foreign, &section(), 64, (), None).done, 0);
+    assert_eq!(a.poll(&mut idle, &section(), 64, (), None).done, 0);
     assert!(os.0.borrow().delivered.is_empty());
-    // SAFETY: as above.
-    assert_eq!(a.poll(&mut unsafe { token(&a, 0) }, 64, (), None).done, 1);
+    assert_eq!(a.poll(&mut own, &section(), 64, (), None).done, 1);
     assert_eq!(os.0.borrow().delivered.last().unwrap().1, f);
 
     // A TX token of queue 3 (not running) and b's xmit token of queue 0 reach no ring of a.

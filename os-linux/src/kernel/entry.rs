@@ -10,6 +10,7 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use onic_core::RingSizeIdx;
+use onic_hal::grace::ReadSection;
 use onic_hal::mmio::Mmio;
 
 use super::backend::{ApiDma, KDelay, KDma, KRegs, KernelDma};
@@ -26,6 +27,14 @@ use crate::port::{Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
 
 type KPort = Port<KRegs, KDma, KDelay, KOs, KCardLock>;
+
+// The port is shared by every context the C glue calls in from (RTNL, NAPI polls on any CPU, the
+// TX and xmit lock holders): the compiler proves it may be, from its parts (context cells, the
+// published hasher, a `Sync` device), with no `unsafe impl` of the port's own.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<KPort>();
+};
 type KSim = SimCard<KLock>;
 
 /// Ring-size index of simulation-mode rings: 64 entries keep the model's memory small.
@@ -226,7 +235,7 @@ unsafe fn card_lock(p: &PortParams) -> Result<KCardLock, Errno> {
 /// `nd` is null or a `struct onic_ndev *` that outlives the port.
 unsafe fn kos(nd: *mut c_void) -> Result<KOs, Errno> {
     // SAFETY: caller's contract.
-    NonNull::new(nd).map(|nd| unsafe { KOs::new(nd) }).ok_or(EINVAL)
+    KPtr::new(nd).map(|nd| unsafe { KOs::new(nd) }).ok_or(EINVAL)
 }
 
 /// Simulation mode: brings up PCI function `p.func` of the model card and returns its port (or
@@ -392,7 +401,7 @@ pub unsafe extern "C" fn onic_rs_xmit(
     let port = unsafe { port(p) };
     // SAFETY: TX queue `qid`'s lock held (caller's contract).
     let mut lock = unsafe { queue_token::<TxLock>(port, qid) };
-    let r = match NonNull::new(skb) {
+    let r = match KPtr::new(skb) {
         Some(skb) => port.xmit(&mut lock, skb, &mut d),
         None => XmitResult::Dropped,
     };
@@ -534,8 +543,11 @@ pub unsafe extern "C" fn onic_rs_poll(
     let port = unsafe { port(p) };
     // SAFETY: the NAPI poll of queue `qid` (caller's contract).
     let mut poll = unsafe { queue_token::<Napi>(port, qid) };
-    let r = match (NonNull::new(napi), u32::try_from(budget)) {
-        (Some(napi), Ok(b)) if b > 0 => port.poll(&mut poll, b, napi, NonNull::new(prog)),
+    // SAFETY: a NAPI poll runs in softirq context with bottom halves off until it returns: an RCU
+    // read-side section, which `synchronize_net` (the port's grace period) waits out.
+    let section = unsafe { ReadSection::new() };
+    let r = match (KPtr::new(napi), u32::try_from(budget)) {
+        (Some(napi), Ok(b)) if b > 0 => port.poll(&mut poll, &section, b, napi, KPtr::new(prog)),
         _ => PollResult::default(),
     };
     // SAFETY: valid out pointer (caller's contract).

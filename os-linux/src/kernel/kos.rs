@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use onic_core::stats::{PoolAllocStats, PoolRecycleStats, PoolStats};
 use onic_core::xdp::{XdpBuff, XdpRxHash};
+use onic_hal::grace::GracePeriod;
 use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 
 use super::backend::{dir, ApiDma, KDma, KernelDma};
@@ -16,8 +17,30 @@ use crate::os::{Os, PacketMap, RawPoolPage, RedirectedFrame, SkbHash, StatBlock}
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
 
-/// A kernel object handed through the glue.
-pub type KPtr = NonNull<c_void>;
+/// A kernel object handed through the glue (`struct sk_buff *`, `struct xdp_frame *`, a queue's
+/// memory, ...): never null, laid out as a pointer (an `Option<KPtr>` is a nullable one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct KPtr(NonNull<c_void>);
+
+impl KPtr {
+    /// The object at `p`, or `None` for null.
+    pub fn new(p: *mut c_void) -> Option<Self> {
+        NonNull::new(p).map(Self)
+    }
+
+    /// The pointer, for the C side.
+    pub const fn as_ptr(self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+}
+
+// SAFETY: the objects are the kernel's, usable from any CPU; which context may use one when is
+// the port's rule (a packet on a ring belongs to that ring's owner), and the handle moves between
+// CPUs only as that ownership does.
+unsafe impl Send for KPtr {}
+// SAFETY: as above; the handle itself is an address, read-only.
+unsafe impl Sync for KPtr {}
 
 /// The OS services of one netdev (`struct onic_ndev *`).
 #[derive(Clone, Copy)]
@@ -53,7 +76,7 @@ impl Os for KOs {
         let mut err = 0;
         // SAFETY: live netdev (constructor contract); `err` is a valid out pointer.
         let m = unsafe { ffi::onic_qmem_new(self.nd.as_ptr(), qid, pages, &mut err) };
-        NonNull::new(m).ok_or(if err < 0 { -err } else { ENOMEM })
+        KPtr::new(m).ok_or(if err < 0 { -err } else { ENOMEM })
     }
 
     fn qmem_free(&self, mem: KPtr) {
@@ -114,7 +137,7 @@ impl Os for KOs {
     ) -> Option<KPtr> {
         // SAFETY: the running poll's queue memory and NAPI; a pool page the driver holds, frame
         // inside it.
-        NonNull::new(unsafe {
+        KPtr::new(unsafe {
             ffi::onic_rx_build(mem.as_ptr(), napi.as_ptr(), virt.as_ptr(), offset, len, meta)
         })
     }
@@ -196,9 +219,14 @@ impl Os for KOs {
         // SAFETY: live netdev; `out` is valid for its length.
         unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, block as u8, out.as_mut_ptr(), out.len()) };
     }
+}
 
+// SAFETY: `synchronize_net` returns after an RCU grace period, which waits out every section with
+// bottom halves disabled; the module's read-side sections are its NAPI polls (softirq), the only
+// places `onic_rs_poll` makes a `ReadSection`.
+unsafe impl GracePeriod for KOs {
     fn synchronize(&self) {
-        // SAFETY: called from process context (RTNL held).
+        // SAFETY: called from process context (RTNL held: `Rss::set` runs in control calls only).
         unsafe { ffi::onic_synchronize_net() };
     }
 }
