@@ -14,10 +14,42 @@
 use onic_hal::{DmaMemory, RegisterWindow};
 
 use crate::queue::doorbell::Doorbells;
-use crate::queue::pair::{QueuePair, RxSink, XdpRxq};
+use crate::queue::pair::{PairPoll, QueuePair, RxSink, XdpRxq};
 use crate::queue::pool::PageProvider;
 use crate::queue::rx::PollOutcome;
-use crate::queue::tx::{TxFrame, TxSlot};
+use crate::queue::tx::{TxDone, TxFrame, TxSlot};
+
+impl<D, P, F, RSt, TSt> QueuePair<D, P, F, RSt, TSt>
+where
+    D: DmaMemory,
+    P: PageProvider,
+    F: TxFrame,
+    RSt: AsMut<[Option<P::Page>]>,
+    TSt: AsMut<[TxSlot<P::Page, F>]>,
+{
+    /// One poll of the pair: reclaim the TX queue, then take up to `budget` received frames as
+    /// `ctx.dispatch` decides. With [`PassAll`] every frame goes to `ctx.sink`
+    /// (a refusal recycles the page, `rx_pass_refused`); with the `xdp` feature's
+    /// `xdp::XdpDispatch` the attached program, if any, runs on each frame, its verdicts are
+    /// carried out, and what they queued for the device is flushed before the poll returns.
+    pub fn poll<W, S, X, C>(
+        &mut self,
+        budget: usize,
+        db: &Doorbells<W>,
+        ctx: &mut RxContext<'_, S, X>,
+        done: &mut C,
+    ) -> PairPoll
+    where
+        W: RegisterWindow,
+        S: RxSink<P::Page>,
+        X: RxDispatch<P::Page>,
+        C: TxDone<F>,
+    {
+        let tx = self.tx.reclaim(done);
+        let rx = ctx.dispatch.rx(self, budget, db, ctx.sink, ctx.rxq);
+        PairPoll { tx, rx }
+    }
+}
 
 /// What one [`QueuePair::poll`] needs besides the pair: where passed frames go, which queue they
 /// came in on, and the dispatch part `X` ([`PassAll`] unless given).

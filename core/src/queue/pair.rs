@@ -23,7 +23,6 @@ use onic_hal::{DelayNs, DmaMemory, DmaPage, RegisterWindow};
 
 use crate::error::{QueueError, Result};
 use crate::queue::control::QueueControl;
-use crate::queue::dispatch::{RxContext, RxDispatch};
 use crate::queue::doorbell::Doorbells;
 use crate::queue::pool::{PageCounts, PagePool, PageProvider};
 use crate::queue::rx::{Handled, PollOutcome, RxFrame, RxQueue};
@@ -168,29 +167,6 @@ where
         self.rx.start(dev, delay, &mut self.pool)
     }
 
-    /// One poll of the pair: reclaim the TX queue, then take up to `budget` received frames as
-    /// `ctx.dispatch` decides. With [`PassAll`](crate::PassAll) every frame goes to `ctx.sink`
-    /// (a refusal recycles the page, `rx_pass_refused`); with the `xdp` feature's
-    /// `xdp::XdpDispatch` the attached program, if any, runs on each frame, its verdicts are
-    /// carried out, and what they queued for the device is flushed before the poll returns.
-    pub fn poll<W, S, X, C>(
-        &mut self,
-        budget: usize,
-        db: &Doorbells<W>,
-        ctx: &mut RxContext<'_, S, X>,
-        done: &mut C,
-    ) -> PairPoll
-    where
-        W: RegisterWindow,
-        S: RxSink<P::Page>,
-        X: RxDispatch<P::Page>,
-        C: TxDone<F>,
-    {
-        let tx = self.tx.reclaim(done);
-        let rx = ctx.dispatch.rx(self, budget, db, ctx.sink, ctx.rxq);
-        PairPoll { tx, rx }
-    }
-
     /// The RX half of a poll without a program: up to `budget` frames, each handed to `sink` as
     /// received; the only per-frame decision is whether the sink kept the page.
     pub(crate) fn rx_to_sink<W: RegisterWindow, S: RxSink<P::Page>>(
@@ -324,6 +300,7 @@ mod tests {
 
     use super::*;
     use crate::config::{RingSizeIdx, RxQueueConfig, TxQueueConfig};
+    use crate::queue::dispatch::RxContext;
     use crate::queue::pool::{PagePool, PoolConfig};
     use crate::queue::rx::RxOptions;
     use crate::queue::tx::TxSlot;
