@@ -248,7 +248,7 @@ mod tests {
         let rec = Recorder::opennic();
         let proof = invalidate_queue(
             &rec.window(Bar::Qdma),
-            &Unshared,
+            &Unshared::NEW,
             &mut NoWait,
             QueueSide::Rx,
             AbsQueueId::new(9),
@@ -276,7 +276,7 @@ mod tests {
         });
         let err = invalidate_queue(
             &rec.window(Bar::Qdma),
-            &Unshared,
+            &Unshared::NEW,
             &mut NoWait,
             QueueSide::Tx,
             AbsQueueId::new(3),
@@ -304,7 +304,7 @@ mod tests {
         });
         let err = invalidate_queue(
             &rec.window(Bar::Qdma),
-            &Unshared,
+            &Unshared::NEW,
             &mut NoWait,
             QueueSide::Rx,
             AbsQueueId::new(5),
@@ -363,27 +363,51 @@ mod tests {
             busy: false,
             cut: core::cell::Cell::new(0),
         };
-        invalidate_queue(&idle, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).unwrap();
+        invalidate_queue(
+            &idle,
+            &Unshared::NEW,
+            &mut NoWait,
+            QueueSide::Rx,
+            AbsQueueId::new(3),
+        )
+        .unwrap();
         assert_eq!(idle.cut.get(), 0, "a device that answers is not cut off");
         let wedged = Wedged {
             busy: true,
             cut: core::cell::Cell::new(0),
         };
-        let proof =
-            invalidate_queue(&wedged, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).unwrap();
+        let proof = invalidate_queue(
+            &wedged,
+            &Unshared::NEW,
+            &mut NoWait,
+            QueueSide::Rx,
+            AbsQueueId::new(3),
+        )
+        .unwrap();
         assert!(proof.names(QueueSide::Rx, AbsQueueId::new(3)));
         assert_eq!(wedged.cut.get(), 1);
         // The strict form never takes the cut-off for an answer.
-        assert!(
-            invalidate_contexts(&wedged, &Unshared, &mut NoWait, QueueSide::Rx, AbsQueueId::new(3)).is_err()
-        );
+        assert!(invalidate_contexts(
+            &wedged,
+            &Unshared::NEW,
+            &mut NoWait,
+            QueueSide::Rx,
+            AbsQueueId::new(3)
+        )
+        .is_err());
         assert_eq!(wedged.cut.get(), 1);
     }
 
     #[test]
     fn a_card_that_left_the_bus_gives_the_proof_without_the_invalidation() {
-        let proof =
-            invalidate_queue(&Gone, &Unshared, &mut NoWait, QueueSide::Tx, AbsQueueId::new(7)).unwrap();
+        let proof = invalidate_queue(
+            &Gone,
+            &Unshared::NEW,
+            &mut NoWait,
+            QueueSide::Tx,
+            AbsQueueId::new(7),
+        )
+        .unwrap();
         assert!(proof.names(QueueSide::Tx, AbsQueueId::new(7)));
     }
 }

@@ -23,9 +23,25 @@ pub unsafe trait SharedLock {
 }
 
 /// No lock: one context drives the whole card (the bare-metal image, single-threaded tools and
-/// tests), so command sequences cannot interleave.
+/// tests), so command sequences cannot interleave. It may move to another thread with everything
+/// it guards, but is not `Sync`: a device over it cannot be shared between threads, which would
+/// let two of them run commands at once.
+///
+/// ```compile_fail
+/// fn shared<T: Sync>() {}
+/// shared::<onic_hal::Unshared>();
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Unshared;
+pub struct Unshared {
+    _one_context: core::marker::PhantomData<core::cell::Cell<()>>,
+}
+
+impl Unshared {
+    /// The lock of a card one context drives.
+    pub const NEW: Self = Self {
+        _one_context: core::marker::PhantomData,
+    };
+}
 
 // SAFETY: `Unshared` is only for cards driven by a single context, where no two command sequences
 // can overlap; there is nothing to exclude.

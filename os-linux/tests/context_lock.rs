@@ -103,7 +103,7 @@ fn without_the_lock_the_commands_of_two_functions_interleave() {
     // The control: the same race with no lock shows what the lock prevents (on a machine with
     // one core, preemption inside a command sequence is what interleaves them, so the functions
     // go on until one is seen or the time is up).
-    assert!(race(Unshared, u32::MAX, Duration::from_secs(60)) > 0);
+    assert!(race(Unshared::NEW, u32::MAX, Duration::from_secs(60)) > 0);
 }
 
 #[test]

@@ -83,7 +83,8 @@ pub(crate) const CMAC_RESET_POLL_INTERVAL_US: u32 = 1000;
 ///   count, so the one context that owns it (RTNL in Linux) is the only one that changes RSS.
 ///
 /// With [`Unshared`] as the lock, the caller promises that one context drives the card (commands
-/// of two contexts would interleave); share such a device only where that holds.
+/// of two contexts would interleave); such a device is not `Sync`, so it cannot be shared between
+/// threads, only moved.
 #[derive(Debug)]
 pub struct Device<Q, S, L = Unshared> {
     qdma: Q,
@@ -162,7 +163,7 @@ impl<Q: RegisterWindow, S: RegisterWindow> Device<Q, S, Unshared> {
     ///
     /// As [`Device::init_shared`].
     pub fn init<D: DelayNs>(qdma: Q, shell: S, delay: &mut D, cfg: DeviceConfig) -> Result<(Self, Rss)> {
-        Self::init_shared(qdma, shell, Unshared, delay, cfg)
+        Self::init_shared(qdma, shell, Unshared::NEW, delay, cfg)
     }
 }
 
