@@ -61,7 +61,7 @@ fn check(dev: &Dev<'_>, rss: &Rss, soft: &mut PublishedHasher) {
     let (table, key) = dev.rss_read_back();
     assert_eq!(&table, rss.config().table(), "indirection table in the shell");
     assert_eq!(&key, rss.config().key(), "key in the shell");
-    assert_eq!(soft.key_mut(), key, "key of the datapaths' hasher");
+    assert_eq!(soft.current_key(), key, "key of the datapaths' hasher");
     let ch = rss.channels(dev);
     assert!(ch.combined >= 1 && ch.combined <= ch.max_combined, "{ch:?}");
     let max_entry = table.entries().iter().copied().max().unwrap_or(0);

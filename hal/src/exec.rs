@@ -136,12 +136,6 @@ impl<K: Kind> Token<'_, K> {
     pub const fn index(&self) -> u16 {
         self.index
     }
-
-    /// The token's domain.
-    #[must_use]
-    pub const fn domain(&self) -> Domain {
-        self.domain
-    }
 }
 
 impl<K: Kind> fmt::Debug for Token<'_, K> {
@@ -227,12 +221,6 @@ impl<T, K: Kind> Owned<T, K> {
     pub fn into_inner(self) -> T {
         self.value.into_inner()
     }
-
-    /// The index of the owning context.
-    #[must_use]
-    pub const fn index(&self) -> u16 {
-        self.index
-    }
 }
 
 impl<T, K: Kind> fmt::Debug for Owned<T, K> {
@@ -269,12 +257,6 @@ impl<K: Kind> AllContexts<'_, K> {
         // SAFETY: no context of this kind runs and no token of one is alive (constructor's
         // contract); the mutable borrow of `self` keeps this the only token minted here.
         unsafe { Token::new(self.domain, index) }
-    }
-
-    /// The domain.
-    #[must_use]
-    pub const fn domain(&self) -> Domain {
-        self.domain
     }
 }
 

@@ -39,7 +39,7 @@ pub fn try_box<T>(v: T) -> Option<Box<T>> {
 ///
 /// `T` is plain data: no pointers it owns, no `Drop` with effects, so a bitwise copy of a
 /// valid value is a valid, independent value.
-pub unsafe fn try_box_copy<T>(src: &T) -> Option<Box<T>> {
+unsafe fn try_box_copy<T>(src: &T) -> Option<Box<T>> {
     let p = alloc_one::<T>()?;
     // SAFETY: the destination is fresh room for a `T`, which cannot overlap `src`; the copy is
     // a valid `T` (caller's contract); the box owns it as `try_box` does.

@@ -101,7 +101,7 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
     ///
     /// # Errors
     ///
-    /// [`WrongContext`] for tokens of another queue or port.
+    /// `EINVAL` for tokens of another queue or port.
     #[allow(clippy::type_complexity)]
     pub(crate) fn open<'t>(
         &'t self,
@@ -112,12 +112,16 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
             &'t mut Option<TxRing<K, D>>,
             &'t mut Option<TxRing<K, D>>,
         ),
-        WrongContext,
+        Errno,
     > {
+        let refused = |e: WrongContext| {
+            onic_hal::error!("onic: {}", e);
+            EINVAL
+        };
         Ok((
-            self.napi.open(&mut t.napi)?,
-            self.stack.open(&mut t.stack)?,
-            self.xmit.open(&mut t.xmit)?,
+            self.napi.open(&mut t.napi).map_err(refused)?,
+            self.stack.open(&mut t.stack).map_err(refused)?,
+            self.xmit.open(&mut t.xmit).map_err(refused)?,
         ))
     }
 }
@@ -274,7 +278,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         rx_ring: RingSizeIdx,
     ) -> Result<K::QMem, Errno> {
         let q = tokens.napi.index();
-        let (napi, stack_cell, xmit_cell) = queue.open(tokens).map_err(|_| EINVAL)?;
+        let (napi, stack_cell, xmit_cell) = queue.open(tokens)?;
         let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
         // The stack's ring has the kernel's watchdog (ndo_tx_timeout) for a stalled device; the
         // core's own stall limit is for the rings nobody else watches.
@@ -314,7 +318,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         tokens: &mut QueueTokens<'_>,
     ) -> Result<(), Errno> {
         let q = tokens.napi.index();
-        let (napi, stack, xmit) = queue.open(tokens).map_err(|_| EINVAL)?;
+        let (napi, stack, xmit) = queue.open(tokens)?;
         let mut done = teardown_done(self.os, self.dma);
         let mut first = Ok(());
         let mut note = |r: onic_core::Result<()>| {
@@ -346,7 +350,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         tokens: &mut QueueTokens<'_>,
     ) -> Result<(), Errno> {
         let q = tokens.napi.index();
-        let (napi, stack, xmit) = queue.open(tokens).map_err(|_| EINVAL)?;
+        let (napi, stack, xmit) = queue.open(tokens)?;
         self.stop_rings(napi, stack, xmit, q);
         Ok(())
     }

@@ -315,9 +315,14 @@ unsafe fn quiesced(p: &SimPort) -> (Token<'static, Control>, Quiet<'static>) {
     }
 }
 
-/// A poll's read-side section: the tests are single-threaded, so no writer runs during a poll.
-fn section() -> ReadSection<'static> {
-    // SAFETY: no control call (the only writers) runs until the poll that uses it has returned.
+/// A poll's read-side section.
+///
+/// # Safety
+///
+/// No control call (the hasher's only writers) runs while it lives: in these single-threaded
+/// tests, each is made for one poll and dropped with it.
+unsafe fn section() -> ReadSection<'static> {
+    // SAFETY: caller's contract.
     unsafe { ReadSection::new() }
 }
 
@@ -389,8 +394,10 @@ fn drain(card: &SimCard<SpinLock>, ports: [(&SimPort, Option<Prog>); 2]) -> usiz
         for irq in card.tick(10_000) {
             let (p, prog) = ports[usize::from(irq.func)];
             polls += 1;
-            // SAFETY: single-threaded test: this is the queue's only user.
-            let r = p.poll(&mut unsafe { token(p, irq.vector) }, &section(), 64, (), prog);
+            // SAFETY: single-threaded test: this is the queue's only user, and no control call
+            // runs during the poll.
+            let (mut t, s) = unsafe { (token(p, irq.vector), section()) };
+            let r = p.poll(&mut t, &s, 64, (), prog);
             assert!(r.done <= 64);
         }
     }
@@ -695,12 +702,14 @@ fn tokens_of_another_port_or_queue_open_nothing() {
         card.tick(10_000);
     }
     // b's NAPI token for queue 0 on a, and a's token for a queue a does not run: nothing polled.
-    // SAFETY: single-threaded test: no other call runs as these contexts.
-    let (mut foreign, mut idle, mut own) = unsafe { (token(&b, 0), token(&a, 5), token(&a, 0)) };
-    assert_eq!(a.poll(&mut foreign, &section(), 64, (), None).done, 0);
-    assert_eq!(a.poll(&mut idle, &section(), 64, (), None).done, 0);
+    // SAFETY: single-threaded test: no other call runs as these contexts, and no control call
+    // runs during these polls.
+    let (mut foreign, mut idle, mut own, s) =
+        unsafe { (token(&b, 0), token(&a, 5), token(&a, 0), section()) };
+    assert_eq!(a.poll(&mut foreign, &s, 64, (), None).done, 0);
+    assert_eq!(a.poll(&mut idle, &s, 64, (), None).done, 0);
     assert!(os.0.borrow().delivered.is_empty());
-    assert_eq!(a.poll(&mut own, &section(), 64, (), None).done, 1);
+    assert_eq!(a.poll(&mut own, &s, 64, (), None).done, 1);
     assert_eq!(os.0.borrow().delivered.last().unwrap().1, f);
 
     // A TX token of queue 3 (not running) and b's xmit token of queue 0 reach no ring of a.

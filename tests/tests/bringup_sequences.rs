@@ -571,7 +571,7 @@ fn rss_set_writes_table_then_key_in_spec_order() {
     }
     assert_trace_eq(&rec.log(), &e.accesses);
     assert_eq!(
-        soft.key_mut(),
+        soft.current_key(),
         RssKey::new(MS_KEY),
         "the datapaths' hasher follows the key"
     );

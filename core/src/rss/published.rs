@@ -41,7 +41,7 @@ impl PublishedHasher {
     }
 
     /// The key of the current hasher, through exclusive access.
-    pub fn key_mut(&mut self) -> RssKey {
+    pub fn current_key(&mut self) -> RssKey {
         *self.0.get_mut().key()
     }
 }

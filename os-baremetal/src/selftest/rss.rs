@@ -125,7 +125,7 @@ fn new_key(r: &mut Runner, b: &mut Bench<'_, '_>) {
         && b.rss[1]
             .as_ref()
             .is_some_and(|rss| *rss.config().key() == NEW_KEY);
-    let published = b.dp.hashers[1].key_mut() == NEW_KEY;
+    let published = b.dp.hashers[1].current_key() == NEW_KEY;
     r.check(
         "rss-new-key",
         matches!(changed, Some(Ok(p)) if p.key && !p.table)

@@ -53,7 +53,7 @@ use crate::rss::{PublishedHasher, RssError};
 /// // ethtool -X eth0 hkey ...: the shell and the datapaths' hasher get the new key.
 /// rss.set(&dev, &soft, &TakingTurns, None, Some(RssKey::MICROSOFT.as_bytes()), HashFunction::NoChange)?;
 /// assert_eq!(dev.rss_read_back().1, RssKey::MICROSOFT);
-/// assert_eq!(soft.key_mut(), RssKey::MICROSOFT);
+/// assert_eq!(soft.current_key(), RssKey::MICROSOFT);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, PartialEq, Eq)]
