@@ -1,13 +1,17 @@
-//! What every user of `onic-core` writes around it, written once: the owner of a frame on a TX
-//! ring that is not an XDP_TX page of the pair's own pool ([`frame::Frame`]), where such frames go
-//! when the device is done with them ([`done::FrameDone`]), a pass sink that keeps the pages it is
-//! handed and counts them ([`sink::OsQueue`]), and a builder for a device's queue pairs with their
-//! pools and slot storage ([`set::PairBuilder`], [`set::QueueSet`]).
+//! The one door into the driver core for a host that runs a port: [`port::Port`] owns one
+//! function's device, RSS state with its published hasher, queue indices and their rings, and
+//! statistics; a host implements [`port::Host`] (pages, DMA, delivery to its stack, programs,
+//! grace periods, allocation) and calls the port from its entry points with the tokens of its
+//! calling contexts ([`port::contexts`]). The Linux kernel module is such a host.
 //!
-//! The crate is `no_std` with `alloc`: the bare-metal image (which has a heap), the host tools and
-//! tests, and any OS shim with an allocator use the same types. It adds no driver logic of its
-//! own; everything it does goes through the core's traits and helpers (`TxFrame`, `FromXdpFrame`,
-//! `TxDone`, `RxSink`, `return_to_origin`, `release_to_hal`).
+//! Beside the port, what hosts over the model write around the core, written once: the owner of
+//! a frame on a TX ring that is not an XDP_TX page of the pair's own pool ([`frame::Frame`]),
+//! where such frames go when the device is done with them ([`done::FrameDone`]), a pass sink
+//! that keeps the pages it is handed and counts them ([`sink::OsQueue`]), and a builder for a
+//! device's queue pairs with their pools and slot storage ([`set::QueueSet`]).
+//!
+//! The crate is `no_std` with `alloc`, and free of `unsafe`: where a host hands out raw memory,
+//! its own types keep the unsafe on its side of the seam.
 //!
 //! ```
 //! use onic_embed::done::FrameDone;
@@ -35,5 +39,6 @@ extern crate alloc;
 
 pub mod done;
 pub mod frame;
+pub mod port;
 pub mod set;
 pub mod sink;

@@ -1,8 +1,9 @@
 //! What the C glue and the Rust side share by layout: the `#[repr(C)]` structs passed across
 //! the `extern "C"` entry points, the transmit result and the constants that size C arrays.
 //!
-//! This file is the one definition. The C declarations the glue uses (`onic_ffi.h`) are
-//! generated from it by cbindgen at every module build (`cargo xtask kmod`, configured by
+//! This file and `embed/src/port/abi.rs` (the port's call results, re-exported here) are the one
+//! definition. The C declarations the glue uses (`onic_ffi.h`) are generated from the two by
+//! cbindgen at every module build (`cargo xtask kmod`, configured by
 //! `os-linux/cbindgen.toml`), and [`C_LAYOUTS`] gives the C side compile-time checks of each
 //! struct's size, alignment, field offsets and field widths as rustc laid them out (`onic_ffi_layout.h`, from
 //! `cargo run -p onic-linux --example c_layout`): a C declaration that drifts from these fails
@@ -13,94 +14,42 @@ use core::ffi::c_void;
 use core::fmt::{self, Write};
 use core::mem::{align_of, offset_of, size_of};
 
-use crate::os::StatBlock;
+use onic_core::stats::ethtool::Stats64;
 
-/// Words of a queue's published counters: RX, TX and pair counters (the pool's statistics are
-/// the OS's, read from the pool). The C side sizes its `u64_stats_t` blocks with it.
-pub const QSTAT_WORDS: usize = 15 + 11 + 9;
+pub use onic_embed::port::abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
+use onic_embed::port::StatBlock;
 
-/// Queue indices a port may own ([`crate::queues::MAX_PORT_QUEUES`], written out as a literal
+/// Words of a queue's published counters ([`onic_embed::port::counters::QSTAT_WORDS`], written
+/// out as a literal for cbindgen): the C side sizes its `u64_stats_t` blocks with it.
+pub const QSTAT_WORDS: usize = 35;
+
+const _: () = assert!(QSTAT_WORDS == onic_embed::port::counters::QSTAT_WORDS);
+
+/// Queue indices a port may own ([`onic_embed::port::MAX_PORT_QUEUES`], written out as a literal
 /// for cbindgen): the C side sizes its array of queue vectors with it.
 pub const MAX_QUEUES: u16 = 21;
 
-const _: () = assert!(MAX_QUEUES == crate::queues::MAX_PORT_QUEUES);
+const _: () = assert!(MAX_QUEUES == onic_embed::port::MAX_PORT_QUEUES);
 
 /// Counter blocks per queue index, one per writer ([`StatBlock`]).
 pub const QSTAT_BLOCKS: usize = 3;
 
 const _: () = assert!(StatBlock::ALL.len() == QSTAT_BLOCKS);
 
-/// What a transmit did, for the C glue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(i32)]
-pub enum XmitResult {
-    /// Queued (no doorbell yet: the glue flushes at the end of the batch); the packet is the
-    /// ring's until its completion.
-    Ok = 0,
-    /// Ring full: stop the queue, return NETDEV_TX_BUSY (the packet is still the caller's).
-    Busy = 1,
-    /// Not queued (bad length, mapping failed, queue down): the caller frees and counts it.
-    Dropped = 2,
-    /// Queued and published, and the ring is now full: stop the queue until a reclaim frees
-    /// slots.
-    OkStop = 3,
-}
-
-/// What a reclaim of the stack's TX ring did, for BQL and the queue state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct TxClean {
-    /// Bytes of the packets completed (as posted: what BQL was told at transmit).
-    pub bytes: u64,
-    /// Packets completed.
-    pub packets: u32,
-    /// Packets still on the ring (a reclaim must follow within bounded time).
-    pub in_flight: u32,
-    /// Descriptors free now.
-    pub free: u32,
-    /// Free descriptors at which a stopped queue may be woken (the core's
-    /// [`onic_core::queue::tx::TxThresholds::for_ring`]).
-    pub wake_at: u32,
-    /// The ring is in its error state (a device index it cannot trust, or stalled): the queue
-    /// needs [`crate::port::Port::restart_queue`].
-    pub error: bool,
-}
-
-/// What one NAPI poll did, for the C glue.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct PollResult {
-    /// Frames consumed (NAPI work done).
-    pub done: u32,
-    /// Poll again without waiting for the interrupt (more completions are known).
-    pub more: bool,
-    /// Frames were redirected: the glue calls `xdp_do_flush`.
-    pub redirected: bool,
-    /// XDP_TX frames are still on the ring: their reclaim needs a later poll.
-    pub tx_pending: bool,
-    /// The RX or XDP_TX ring is in its error state: the poll asks for nothing more and the
-    /// queue needs [`crate::port::Port::restart_queue`].
-    pub error: bool,
-}
-
-/// A TX ring's state, for a TX timeout report.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct TxState {
-    /// Oldest descriptor whose packet the driver holds.
-    pub next_to_clean: u16,
-    /// The producer index.
-    pub next_to_use: u16,
-    /// The consumer index the device last wrote back.
-    pub device_cidx: u16,
-    /// Packets on the ring.
-    pub in_flight: u16,
-    /// Descriptors free.
-    pub free: u16,
-    /// The ring is running.
-    pub running: bool,
-    /// The ring stopped on an inconsistent device index.
-    pub error: bool,
+impl From<Stats64> for LinkStats {
+    fn from(s: Stats64) -> Self {
+        Self {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_dropped: s.rx_dropped,
+            rx_errors: s.rx_errors,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            tx_dropped: s.tx_dropped,
+            tx_errors: s.tx_errors,
+            rx_missed_errors: s.rx_missed_errors,
+        }
+    }
 }
 
 /// The netdev's link statistics (`rtnl_link_stats64` fields the driver fills, from the core's
@@ -146,22 +95,6 @@ pub struct PortParams {
     pub func: u8,
     /// Enable RS-FEC on the CMACs.
     pub rs_fec: bool,
-}
-
-/// Current and maximum queue pairs and ring sizes (usable entries), for ethtool -l / -g.
-#[repr(C)]
-#[derive(Default)]
-pub struct OnicLayout {
-    /// Queue pairs the function may use.
-    pub max_queues: u32,
-    /// Queue pairs in use.
-    pub queues: u32,
-    /// TX ring entries usable.
-    pub tx_ring: u32,
-    /// RX ring entries usable.
-    pub rx_ring: u32,
-    /// Largest ring the QDMA's table offers (usable entries).
-    pub max_ring: u32,
 }
 
 /// A struct's layout as rustc computed it, under the name the C glue knows it by.
@@ -220,7 +153,7 @@ pub const C_LAYOUTS: [CLayout; 6] = [
         rx_packets, rx_bytes, rx_dropped, rx_errors, tx_packets, tx_bytes, tx_dropped,
         tx_errors, rx_missed_errors
     }),
-    c_layout!(OnicLayout => "onic_layout" { max_queues, queues, tx_ring, rx_ring, max_ring }),
+    c_layout!(PortLayout => "onic_layout" { max_queues, queues, tx_ring, rx_ring, max_ring }),
 ];
 
 /// Writes the C11 `static_assert`s that pin each struct of [`C_LAYOUTS`] (size, alignment,

@@ -1,6 +1,7 @@
 //! Kernel error numbers the shim returns to the C glue (negated there, as the kernel expects).
 
 use onic_core::device::settings::EthtoolError;
+use onic_embed::port::PortError;
 
 /// A positive Linux error number.
 pub type Errno = i32;
@@ -51,6 +52,21 @@ pub const fn from_dma(e: onic_hal::DmaError) -> Errno {
     match e {
         onic_hal::DmaError::InvalidRequest => EINVAL,
         onic_hal::DmaError::OutOfMemory | onic_hal::DmaError::MapFailed => ENOMEM,
+    }
+}
+
+/// A port's error as the kernel's error number.
+#[must_use]
+pub fn from_port(e: &PortError) -> Errno {
+    match e {
+        PortError::Invalid | PortError::WrongContext => EINVAL,
+        PortError::Busy => EBUSY,
+        PortError::Down => ENETDOWN,
+        PortError::NoMemory => ENOMEM,
+        PortError::Core(c) => from_core(c),
+        PortError::Setting(s) => from_ethtool(s),
+        // The OS's own code, passed through (a positive errno).
+        PortError::Host(code) => *code,
     }
 }
 

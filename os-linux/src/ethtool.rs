@@ -8,8 +8,11 @@
 use core::fmt::Write;
 
 use onic_core::stats::ethtool::{
-    c_driver_stat_name, StatName, C_DRIVER_STATS, PAGE_POOL_STATS, RX_QUEUE_STATS, TX_QUEUE_STATS,
+    c_driver_stat_name, EthtoolStats, StatName, C_DRIVER_STATS, PAGE_POOL_STATS, RX_QUEUE_STATS,
+    TX_QUEUE_STATS,
 };
+use onic_core::stats::HW_COUNTERS;
+use onic_embed::port::{Control, Host, Port, Token};
 
 use crate::errno::{Errno, EOPNOTSUPP};
 use crate::text::FixedBuf;
@@ -42,6 +45,34 @@ pub const fn sset_count(sset: u32, queues: usize) -> Result<usize, Errno> {
     } else {
         Err(EOPNOTSUPP)
     }
+}
+
+/// `ethtool -S` names of `port`: `out` gets [`stats_count`] strings of `ETH_GSTRING_LEN`, every
+/// queue the function owns listed (so the count stays the same when `ethtool -L` changes the
+/// queues in use). Nothing when the snapshots cannot be taken.
+pub fn stat_names<H: Host>(
+    port: &Port<H>,
+    ctl: &mut Token<'_, Control>,
+    mut out: impl FnMut(usize, &[u8; ETH_GSTRING_LEN]),
+) {
+    let Ok(v) = port.queue_snapshots(ctl) else {
+        return;
+    };
+    let view = EthtoolStats::new([0; HW_COUNTERS], &v);
+    let mut b = [0u8; ETH_GSTRING_LEN];
+    for (i, (name, _)) in view.iter().enumerate() {
+        write_name(name, &mut b);
+        out(i, &b);
+    }
+}
+
+/// `ethtool -S` values of `port`: its hardware counters (TICK + reads), the XDP totals, the
+/// per-queue counters and the page pools. Nothing when the snapshots cannot be taken.
+pub fn stat_values<H: Host>(port: &Port<H>, ctl: &mut Token<'_, Control>, out: &mut [u64]) {
+    let Ok(v) = port.queue_snapshots(ctl) else {
+        return;
+    };
+    EthtoolStats::new(port.hw_counters(), &v).fill(out);
 }
 
 /// Writes `name` into `out`, NUL padded (truncated to 31 bytes).

@@ -1,16 +1,18 @@
-//! What the datapath needs from the operating system, as two traits: [`PacketMap`] (making
-//! memory the OS owns reachable by the device) and [`Os`] (page pools, packets, XDP programs,
-//! statistics publication).
+//! The kernel's services in two halves, as two traits: [`PacketMap`] (making memory the OS owns
+//! reachable by the device: the DMA API on a card, the model's attach in simulation mode) and
+//! [`Os`] (page pools, packets, XDP programs, statistics publication). [`crate::host::OsHost`]
+//! joins one of each into the port's [`onic_embed::port::Host`].
 //!
 //! The kernel module implements both over the kernel's APIs (`src/kernel/`): `page_pool`,
 //! `sk_buff`, `xdp_frame`, `bpf_prog_run_xdp`, `xdp_do_redirect`, `u64_stats_sync`. Host tests
-//! implement them over plain memory, so the whole datapath of the shim (`src/dp.rs`,
-//! `src/port.rs`) runs in `cargo test` against the model card too.
+//! implement [`Os`] over plain memory, so the port runs in `cargo test` against the model card
+//! through the same host code as in the module.
 
 use core::ptr::NonNull;
 
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
+pub use onic_embed::port::{FrameAt, SkbHash, StatBlock};
 use onic_hal::grace::GracePeriod;
 use onic_hal::{Direction, DmaAddr};
 
@@ -45,24 +47,6 @@ pub unsafe trait PacketMap: 'static {
     fn release_page(&self, dma: DmaAddr);
 }
 
-/// The independently published counter blocks of one queue index: each has exactly one writer,
-/// the context that owns the rings it counts (see `os-linux/README.md`, locking rules).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum StatBlock {
-    /// RX, the XDP verdicts and the XDP_TX ring: the queue's NAPI context.
-    Napi = 0,
-    /// The stack's TX ring: the holder of the netdev TX queue's lock.
-    Stack = 1,
-    /// The ring of frames other devices redirect here: the holder of its xmit lock.
-    Xmit = 2,
-}
-
-impl StatBlock {
-    /// Every block, in index order.
-    pub const ALL: [Self; 3] = [Self::Napi, Self::Stack, Self::Xmit];
-}
-
 /// A page of an OS page pool, as the pool hands it out.
 #[derive(Debug)]
 pub struct RawPoolPage {
@@ -75,29 +59,8 @@ pub struct RawPoolPage {
     pub dma: DmaAddr,
 }
 
-/// The RX hash as the OS packet gets it (`skb_set_hash`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SkbHash {
-    /// The 32-bit hash.
-    pub value: u32,
-    /// Linux's `enum pkt_hash_types`: 2 = `PKT_HASH_TYPE_L3`, 3 = `PKT_HASH_TYPE_L4`.
-    pub kind: u8,
-}
-
-/// Where a redirected frame lies in its page: `offset` and `len` of the frame, and `meta` bytes of
-/// XDP metadata right in front of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RedirectedFrame {
-    /// Offset of the frame's first byte in the page.
-    pub offset: u16,
-    /// Frame length.
-    pub len: u16,
-    /// Bytes of metadata in front of the frame (0 to 32).
-    pub meta: u8,
-}
-
 /// Operating-system services of one port's datapath. All methods are called under the
-/// serialization the port's entry points document; handles are plain values the OS gave out.
+/// serialization the port's calls document; handles are plain values the OS gave out.
 pub trait Os: GracePeriod + 'static {
     /// An RX queue's OS memory: its page pool, and what XDP knows about the queue
     /// (`xdp_rxq_info` registered with the page pool as its memory model).
@@ -169,13 +132,7 @@ pub trait Os: GracePeriod + 'static {
     /// `meta` bytes of XDP metadata the program left in front of it (`xdp_do_redirect`, the
     /// metadata valid). `true`: the OS took the page (it comes back to the pool through
     /// `xdp_return_frame`).
-    fn xdp_redirect(
-        &self,
-        prog: Self::Prog,
-        mem: Self::QMem,
-        page: &RawPoolPage,
-        frame: RedirectedFrame,
-    ) -> bool;
+    fn xdp_redirect(&self, prog: Self::Prog, mem: Self::QMem, page: &RawPoolPage, frame: FrameAt) -> bool;
 
     /// Publishes one counter block of queue `qid` (called only by that block's single writer).
     fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]);

@@ -13,14 +13,17 @@ use std::sync::Arc;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
+use onic_embed::port::{
+    AllContexts, Control, Kind, Port, PortConfig, PortRegs, PortResult, Quiet, Token, TxClean, XmitResult,
+    CONTROL,
+};
 use onic_hal::grace::{GracePeriod, ReadSection};
 use onic_hal::DmaAddr;
-use onic_linux::contexts::{AllContexts, Control, Kind, Quiet, Token, CONTROL};
-use onic_linux::datapath::{TxClean, XmitResult};
-use onic_linux::errno::Errno;
+use onic_linux::errno::{from_port, Errno};
 use onic_linux::ethtool::ETH_SS_STATS;
-use onic_linux::os::{Os, RawPoolPage, RedirectedFrame, SkbHash, StatBlock};
-use onic_linux::port::{Port, PortConfig, PortRegs};
+use onic_linux::ethtool::{self, sset_count, stats_count};
+use onic_linux::host::OsHost;
+use onic_linux::os::{FrameAt, Os, RawPoolPage, SkbHash, StatBlock};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
 const PAGE: usize = 4096;
@@ -236,7 +239,7 @@ impl Os for HostOs {
         prog(buff)
     }
 
-    fn xdp_redirect(&self, _prog: Prog, mem: usize, page: &RawPoolPage, f: RedirectedFrame) -> bool {
+    fn xdp_redirect(&self, _prog: Prog, mem: usize, page: &RawPoolPage, f: FrameAt) -> bool {
         let start = usize::from(f.offset) - usize::from(f.meta);
         // SAFETY: the driver's page, metadata and frame inside it.
         let bytes = unsafe {
@@ -281,7 +284,13 @@ unsafe impl GracePeriod for HostOs {
     }
 }
 
-type SimPort = Port<SimRegs<SpinLock>, SimDma<SpinLock>, SimDelay<SpinLock>, HostOs, SharedSpinLock>;
+type SimHost = OsHost<HostOs, SimDma<SpinLock>, SimRegs<SpinLock>, SimDelay<SpinLock>, SharedSpinLock>;
+type SimPort = Port<SimHost>;
+
+/// A port call's result as the kernel's glue sees it.
+fn errno<T>(r: PortResult<T>) -> Result<T, Errno> {
+    r.map_err(|e| from_port(&e))
+}
 
 /// The tokens a single-threaded test makes for each call, as the module's entry points do.
 ///
@@ -340,7 +349,7 @@ unsafe fn ctl(p: &SimPort) -> Token<'static, Control> {
 fn open(p: &SimPort) -> Result<(), Errno> {
     // SAFETY: single-threaded test: no datapath call runs meanwhile.
     let (mut c, mut q) = unsafe { quiesced(p) };
-    p.open(&mut c, &mut q)
+    errno(p.open(&mut c, &mut q))
 }
 
 /// Stops the port's queues, as `ndo_stop` does.
@@ -364,7 +373,8 @@ fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> Si
         shell: SimRegs::new(card, SimBar::Shell),
         lock: SharedSpinLock::default(),
     };
-    Port::new(regs, SimDma::new(card), SimDelay::new(card), os.clone(), cfg).expect("port comes up")
+    let host = SimHost::new(os.clone(), SimDma::new(card));
+    Port::new(regs, SimDelay::new(card), host, cfg).expect("port comes up")
 }
 
 /// An IPv4/UDP frame of `len` bytes, with `n` in the source port and the payload.
@@ -493,19 +503,22 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     assert_eq!((sb.tx_packets, sa.rx_packets), (1, 1));
 
     // ethtool -S: the core's list, hardware counters of the port, queue counters, pool stats.
-    assert_eq!(a.sset_count(ETH_SS_STATS), Ok(71 + 8 * (21 + 13) + 11));
+    assert_eq!(
+        sset_count(ETH_SS_STATS, a.queue_count()),
+        Ok(71 + 8 * (21 + 13) + 11)
+    );
     let mut names = Vec::new();
     // SAFETY: single-threaded test (control call).
     unsafe {
-        a.stat_names(&mut ctl(&a), |_, n| {
+        ethtool::stat_names(&a, &mut ctl(&a), |_, n| {
             names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
         })
     };
-    assert_eq!(names.len(), a.stats_count());
+    assert_eq!(names.len(), stats_count(a.queue_count()));
     assert_eq!(names[0], "stat_tx_total_pkts");
-    let mut vals = vec![0u64; a.stats_count()];
+    let mut vals = vec![0u64; stats_count(a.queue_count())];
     // SAFETY: as above.
-    unsafe { a.ethtool_stats(&mut ctl(&a), &mut vals) };
+    unsafe { ethtool::stat_values(&a, &mut ctl(&a), &mut vals) };
     let val = |n: &str| vals[names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n}"))];
     assert_eq!(val("stat_tx_total_pkts"), 10);
     assert_eq!(val("tx0_packets") + val("tx1_packets"), 10);
@@ -596,12 +609,12 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     assert_eq!(&back[0].1[..6], &[0x02, 0, 0, 0, 0, 2], "MACs swapped");
     reclaim(&card, &b, 0);
 
-    let mut vals = vec![0u64; b.stats_count()];
+    let mut vals = vec![0u64; stats_count(b.queue_count())];
     let mut names = Vec::new();
     // SAFETY: single-threaded test.
     unsafe {
-        b.ethtool_stats(&mut ctl(&b), &mut vals);
-        b.stat_names(&mut ctl(&b), |_, n| {
+        ethtool::stat_values(&b, &mut ctl(&b), &mut vals);
+        ethtool::stat_names(&b, &mut ctl(&b), |_, n| {
             names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
         });
     }
@@ -621,9 +634,9 @@ fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
     reclaim(&card, &a, 0);
     assert!(os.0.borrow().xdp_frames.iter().all(|f| f.1));
     assert_eq!(delivered(&os), 5 + 6 + 3);
-    let mut avals = vec![0u64; a.stats_count()];
+    let mut avals = vec![0u64; stats_count(a.queue_count())];
     // SAFETY: as above.
-    unsafe { a.ethtool_stats(&mut ctl(&a), &mut avals) };
+    unsafe { ethtool::stat_values(&a, &mut ctl(&a), &mut avals) };
     assert_eq!(avals[names.iter().position(|x| x == "tx_xdp_xmit").unwrap()], 3);
 
     finish(&card, &os, vec![a, b]);
@@ -640,14 +653,17 @@ fn ring_sizes_and_reconfiguration_are_checked() {
     unsafe {
         // Ring sizes must be entries of the QDMA's table (usable = entries - 1).
         assert_eq!(a.check_layout(&mut ctl(&a), 1, 63, 1023), Ok(()));
-        assert_eq!(a.check_layout(&mut ctl(&a), 1, 100, 1023), Err(EINVAL));
-        assert_eq!(a.check_layout(&mut ctl(&a), 1, u32::MAX, 1023), Err(EINVAL));
-        assert_eq!(a.check_layout(&mut ctl(&a), 9, 63, 1023), Err(EINVAL));
-        assert_eq!(a.reconfigure(&mut ctl(&a), 9, r, r), Err(EINVAL));
-        assert_eq!(a.reconfigure(&mut ctl(&a), 0, r, r), Err(EINVAL));
-        assert_eq!(a.reconfigure(&mut ctl(&a), 1, 100, r), Err(EINVAL));
+        assert_eq!(errno(a.check_layout(&mut ctl(&a), 1, 100, 1023)), Err(EINVAL));
+        assert_eq!(
+            errno(a.check_layout(&mut ctl(&a), 1, u32::MAX, 1023)),
+            Err(EINVAL)
+        );
+        assert_eq!(errno(a.check_layout(&mut ctl(&a), 9, 63, 1023)), Err(EINVAL));
+        assert_eq!(errno(a.reconfigure(&mut ctl(&a), 9, r, r)), Err(EINVAL));
+        assert_eq!(errno(a.reconfigure(&mut ctl(&a), 0, r, r)), Err(EINVAL));
+        assert_eq!(errno(a.reconfigure(&mut ctl(&a), 1, 100, r)), Err(EINVAL));
         open(&a).unwrap();
-        assert_eq!(a.reconfigure(&mut ctl(&a), 4, r, r), Err(EBUSY));
+        assert_eq!(errno(a.reconfigure(&mut ctl(&a), 4, r, r)), Err(EBUSY));
         stop(&a);
         a.reconfigure(&mut ctl(&a), 4, r, r).unwrap();
         let l = a.layout(&mut ctl(&a)).unwrap();
@@ -656,11 +672,11 @@ fn ring_sizes_and_reconfiguration_are_checked() {
         let mut table = [0u32; 128];
         table[5] = 3;
         a.rss_set(&mut ctl(&a), Some(&table), None).unwrap();
-        assert_eq!(a.reconfigure(&mut ctl(&a), 2, r, r), Err(EINVAL));
+        assert_eq!(errno(a.reconfigure(&mut ctl(&a), 2, r, r)), Err(EINVAL));
         // The check before the interface is stopped refuses it too.
-        assert_eq!(a.check_layout(&mut ctl(&a), 2, r, r), Err(EINVAL));
+        assert_eq!(errno(a.check_layout(&mut ctl(&a), 2, r, r)), Err(EINVAL));
         assert_eq!(a.layout(&mut ctl(&a)).unwrap().queues, 4);
-        assert_eq!(a.rss_set(&mut ctl(&a), Some(&[4; 128]), None), Err(EINVAL));
+        assert_eq!(errno(a.rss_set(&mut ctl(&a), Some(&[4; 128]), None)), Err(EINVAL));
         let mut back = [9u32; 128];
         a.rss_get(Some(&mut back), None);
         assert_eq!(back, table);
@@ -670,8 +686,8 @@ fn ring_sizes_and_reconfiguration_are_checked() {
         assert_eq!(a.check_layout(&mut ctl(&a), 2, r, r), Ok(()));
         a.rss_set(&mut ctl(&a), Some(&table), None).unwrap();
         open(&a).unwrap();
-        assert_eq!(a.change_mtu(&mut ctl(&a), 9000), Err(EINVAL));
-        assert_eq!(a.change_mtu(&mut ctl(&a), 67), Err(EINVAL));
+        assert_eq!(errno(a.change_mtu(&mut ctl(&a), 9000)), Err(EINVAL));
+        assert_eq!(errno(a.change_mtu(&mut ctl(&a), 67)), Err(EINVAL));
         a.change_mtu(&mut ctl(&a), 1400).unwrap();
         assert_eq!(a.mtu_range(&mut ctl(&a)), Ok((68, 1500)));
     }
@@ -691,9 +707,9 @@ fn tokens_of_another_port_or_queue_open_nothing() {
     use onic_linux::errno::EINVAL;
     // SAFETY: single-threaded test: no other call runs as these contexts.
     unsafe {
-        assert_eq!(a.change_mtu(&mut ctl(&b), 1400), Err(EINVAL));
+        assert_eq!(errno(a.change_mtu(&mut ctl(&b), 1400)), Err(EINVAL));
         assert_eq!(a.mtu_range(&mut ctl(&a)), Ok((68, 1500)), "a's MTU is unchanged");
-        assert_eq!(a.layout(&mut ctl(&b)).err(), Some(EINVAL));
+        assert_eq!(errno(a.layout(&mut ctl(&b))).err(), Some(EINVAL));
     }
 
     let f = frame(1, 200);
@@ -721,7 +737,7 @@ fn tokens_of_another_port_or_queue_open_nothing() {
     // Refused: the packet is still the caller's, which frees it.
     os.skb_done(skb, None);
     assert_eq!(
-        a.xdp_xmit(&mut b_xmit, &[], true),
+        errno(a.xdp_xmit(&mut b_xmit, &[], true)),
         Err(onic_linux::errno::ENETDOWN)
     );
     reclaim(&card, &b, 0);

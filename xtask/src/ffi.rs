@@ -1,5 +1,6 @@
 //! The C side of the structs and constants the kernel module's C glue shares with its Rust side,
-//! generated for every module build from their one definition, `os-linux/src/abi.rs`:
+//! generated for every module build from their one definition, `os-linux/src/abi.rs` with the
+//! port's call results it re-exports from `embed/src/port/abi.rs`:
 //!
 //! - `onic_ffi.h`: the declarations, by cbindgen (`os-linux/cbindgen.toml`);
 //! - `onic_ffi_layout.h`: `static_assert`s of every struct's size, alignment and field offsets
@@ -58,14 +59,32 @@ pub fn generate_headers(dir: &Path) -> Result<(), String> {
     }
     ensure_cbindgen()?;
     let os_linux = root().join("os-linux");
+    // cbindgen reads one file: the two definitions, joined (it takes items, not paths, so the
+    // re-export in abi.rs and the definitions after it read as one module).
+    let mut joined = String::new();
+    for part in ["os-linux/src/abi.rs", "embed/src/port/abi.rs"] {
+        let path = root().join(part);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // A module's own docs (`//!`) may only open a file: the second file's are left out.
+        let first = joined.is_empty();
+        for line in text.lines().filter(|l| first || !l.starts_with("//!")) {
+            joined.push_str(line);
+            joined.push('\n');
+        }
+    }
+    let input = dir.join("onic_ffi_input.rs");
+    fs::write(&input, joined).map_err(|e| format!("{}: {e}", input.display()))?;
     let mut c = Command::new("cbindgen");
     c.arg("--quiet")
         .arg("--config")
         .arg(os_linux.join("cbindgen.toml"))
         .arg("--output")
         .arg(dir.join("onic_ffi.h"))
-        .arg(os_linux.join("src/abi.rs"));
-    run("cbindgen: onic_ffi.h from os-linux/src/abi.rs", c)?;
+        .arg(&input);
+    run(
+        "cbindgen: onic_ffi.h from os-linux/src/abi.rs and embed/src/port/abi.rs",
+        c,
+    )?;
 
     let mut c = cargo();
     c.args(["run", "--quiet", "-p", "onic-linux", "--example", "c_layout"]);

@@ -300,6 +300,8 @@ fn step_doc() -> Result<(), String> {
         "-p",
         "onic-core",
         "-p",
+        "onic-embed",
+        "-p",
         "onic-accel",
         "-p",
         "onic-sim",

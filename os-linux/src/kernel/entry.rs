@@ -17,16 +17,20 @@ use super::backend::{ApiDma, KDelay, KDma, KRegs, KernelDma};
 use super::ffi;
 use super::kos::{KOs, KPtr};
 use super::lock::{KCardLock, KLock};
-use crate::abi::{LinkStats, OnicLayout, PollResult, PortParams, TxClean, TxState, XmitResult};
-use crate::contexts::{
-    AllContexts, Control, Kind, Napi, QueueTokens, Quiet, Token, TxLock, XmitLock, CONTROL,
+use onic_embed::port::{
+    AllContexts, Control, Kind, Napi, Port, PortConfig, PortError, PortRegs, QueueTokens, Quiet, Token,
+    TxLock, XmitLock, CONTROL, RSS_INDIR_SIZE, RSS_KEY_SIZE,
 };
-use crate::errno::{Errno, EINVAL, ENOMEM};
-use crate::ethtool::{ETH_GSTRING_LEN, ETH_SS_STATS};
-use crate::port::{Port, PortConfig, PortRegs, RSS_INDIR_SIZE, RSS_KEY_SIZE};
+
+use crate::abi::{LinkStats, PollResult, PortLayout, PortParams, TxClean, TxState, XmitResult};
+use crate::errno::{self, Errno, EINVAL, ENOMEM};
+use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS};
+use crate::host::OsHost;
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
 
-type KPort = Port<KRegs, KDma, KDelay, KOs, KCardLock>;
+/// The kernel as the port's host.
+type KHost = OsHost<KOs, KDma, KRegs, KDelay, KCardLock>;
+type KPort = Port<KHost>;
 
 // The port is shared by every context the C glue calls in from (RTNL, NAPI polls on any CPU, the
 // TX and xmit lock holders): the compiler proves it may be, from its parts (context cells, the
@@ -42,6 +46,14 @@ const SIM_RING_INDEX: u8 = 1;
 
 fn neg(e: Errno) -> i32 {
     -e
+}
+
+/// 0, or the port's error as a negative errno.
+fn status(r: Result<(), PortError>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => neg(errno::from_port(&e)),
+    }
 }
 
 /// # Safety
@@ -277,7 +289,8 @@ pub unsafe extern "C" fn onic_rs_port_new_sim(
         };
         // SAFETY: caller's contract.
         let os = unsafe { kos(nd) }?;
-        Port::new(regs, dma, KDelay::Sim(SimDelay::new(&card)), os, cfg)
+        Port::new(regs, KDelay::Sim(SimDelay::new(&card)), KHost::new(os, dma), cfg)
+            .map_err(|e| errno::from_port(&e))
     });
     finish(r, err)
 }
@@ -329,7 +342,8 @@ pub unsafe extern "C" fn onic_rs_port_new_pci(
         let dma = unsafe { KernelDma::new(dev) };
         // SAFETY: caller's contract.
         let os = unsafe { kos(nd) }?;
-        Port::new(regs, KDma::Kernel(dma), KDelay::Kernel, os, cfg)
+        Port::new(regs, KDelay::Kernel, KHost::new(os, KDma::Kernel(dma)), cfg)
+            .map_err(|e| errno::from_port(&e))
     });
     finish(r, err)
 }
@@ -358,10 +372,7 @@ pub unsafe extern "C" fn onic_rs_open(p: *const c_void) -> i32 {
     // SAFETY: NAPI disabled and TX stopped (caller's contract); `ndo_xdp_xmit` waits for
     // `xdp_xmit_ready`, which the glue sets only after this returns.
     let mut quiet = unsafe { quiet(port) };
-    match port.open(&mut ctl, &mut quiet) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.open(&mut ctl, &mut quiet))
 }
 
 /// ndo_stop's queue teardown.
@@ -377,7 +388,7 @@ pub unsafe extern "C" fn onic_rs_stop(p: *const c_void) {
     // `xdp_xmit_ready` and waited a grace period, so no `ndo_xdp_xmit` runs.
     let mut quiet = unsafe { quiet(port) };
     if let Err(e) = port.stop(&mut ctl, &mut quiet) {
-        onic_hal::error!("onic: stop: errno {}", e);
+        onic_hal::error!("onic: stop: {}", e);
     }
 }
 
@@ -501,10 +512,7 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
             xmit: queue_token::<XmitLock>(port, qid),
         }
     };
-    match port.restart_queue(&mut ctl, &mut tokens) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.restart_queue(&mut ctl, &mut tokens))
 }
 
 /// Invalidates every queue context of the port's function, with no fallback (before a card that
@@ -517,10 +525,7 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
 pub unsafe extern "C" fn onic_rs_invalidate_all_queues(p: *const c_void) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.invalidate_all_queues(&mut ctl) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.invalidate_all_queues(&mut ctl))
 }
 
 /// NAPI poll of queue index `qid`'s RX and XDP_TX rings with the attached program (null: none);
@@ -586,7 +591,7 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
     let mut lock = unsafe { queue_token::<XmitLock>(port, qid) };
     let sent = match port.xdp_xmit(&mut lock, list, flush) {
         Ok(k) => k,
-        Err(e) => return neg(e),
+        Err(e) => return neg(errno::from_port(&e)),
     };
     i32::try_from(sent).unwrap_or(i32::MAX)
 }
@@ -599,7 +604,7 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_stats64(p: *const c_void, out: *mut LinkStats) {
     // SAFETY: live port; valid out pointer.
-    unsafe { *out = port(p).link_stats() };
+    unsafe { *out = LinkStats::from(port(p).link_stats()) };
 }
 
 /// ethtool get_link.
@@ -664,7 +669,7 @@ impl core::fmt::Write for CutWriter<'_> {
 #[no_mangle]
 pub unsafe extern "C" fn onic_rs_sset_count(p: *const c_void, sset: u32) -> i32 {
     // SAFETY: live port.
-    match unsafe { port(p).sset_count(sset) } {
+    match ethtool::sset_count(sset, unsafe { port(p) }.queue_count()) {
         Ok(n) => i32::try_from(n).unwrap_or(i32::MAX),
         Err(e) => neg(e),
     }
@@ -682,7 +687,7 @@ pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *
     if sset != ETH_SS_STATS {
         return;
     }
-    let n = port.stats_count();
+    let n = ethtool::stats_count(port.queue_count());
     let write = |i: usize, name: &[u8; ETH_GSTRING_LEN]| {
         if i < n {
             // SAFETY: `buf` holds stats_count strings of ETH_GSTRING_LEN bytes (caller's
@@ -691,7 +696,7 @@ pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *
             *s = *name;
         }
     };
-    port.stat_names(&mut ctl, write);
+    ethtool::stat_names(port, &mut ctl, write);
 }
 
 /// ethtool get_ethtool_stats: `data` holds `n` values.
@@ -705,7 +710,7 @@ pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: 
     let out = unsafe { core::slice::from_raw_parts_mut(data, n) };
     // SAFETY: live port, RTNL held (ethtool's serialization).
     let (port, mut ctl) = unsafe { control(p) };
-    port.ethtool_stats(&mut ctl, out);
+    ethtool::stat_values(port, &mut ctl, out);
 }
 
 /// ndo_change_mtu validation and bookkeeping.
@@ -717,10 +722,7 @@ pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: 
 pub unsafe extern "C" fn onic_rs_change_mtu(p: *const c_void, mtu: u32) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.change_mtu(&mut ctl, mtu) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.change_mtu(&mut ctl, mtu))
 }
 
 /// The MTU bounds of the port (`netdev->min_mtu`, `max_mtu`), set before the netdev is
@@ -775,10 +777,7 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
     };
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.rss_set(&mut ctl, t, k) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.rss_set(&mut ctl, t, k))
 }
 
 /// The default RSS table again (entry k = k % queues in use), following later queue-count
@@ -791,10 +790,7 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
 pub unsafe extern "C" fn onic_rs_rss_reset(p: *const c_void) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.rss_reset(&mut ctl) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.rss_reset(&mut ctl))
 }
 
 /// ethtool get_channels / get_ringparam.
@@ -803,7 +799,7 @@ pub unsafe extern "C" fn onic_rs_rss_reset(p: *const c_void) -> i32 {
 ///
 /// Live port; RTNL held; `out` valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut OnicLayout) {
+pub unsafe extern "C" fn onic_rs_get_layout(p: *const c_void, out: *mut PortLayout) {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
     let layout = port.layout(&mut ctl).unwrap_or_default();
@@ -826,10 +822,7 @@ pub unsafe extern "C" fn onic_rs_check_layout(
 ) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.check_layout(&mut ctl, queues, tx_ring, rx_ring) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.check_layout(&mut ctl, queues, tx_ring, rx_ring))
 }
 
 /// Applies a layout checked by `onic_rs_check_layout`; the interface must be down.
@@ -846,10 +839,7 @@ pub unsafe extern "C" fn onic_rs_set_layout(
 ) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    match port.reconfigure(&mut ctl, queues, tx_ring, rx_ring) {
-        Ok(()) => 0,
-        Err(e) => neg(e),
-    }
+    status(port.reconfigure(&mut ctl, queues, tx_ring, rx_ring))
 }
 
 /// ethtool get_rxnfc ETHTOOL_GRXFH: the RXH_* fields the shell's hash covers for `flow_type`.

@@ -12,7 +12,7 @@ use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 use super::backend::{dir, ApiDma, KDma, KernelDma};
 use super::ffi;
 use crate::errno::{Errno, ENOMEM};
-use crate::os::{Os, PacketMap, RawPoolPage, RedirectedFrame, SkbHash, StatBlock};
+use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, SkbHash, StatBlock};
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
@@ -194,7 +194,7 @@ impl Os for KOs {
         act
     }
 
-    fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, f: RedirectedFrame) -> bool {
+    fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, f: FrameAt) -> bool {
         // SAFETY: called right after the program's run on this CPU (the kernel's redirect
         // target is still set); the page is a pool page the driver holds, and the frame and its
         // metadata lie inside it (the core checked the offsets the program left).

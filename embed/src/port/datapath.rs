@@ -1,5 +1,5 @@
-//! The port's datapath entry points. Each takes the token of the one context that owns the
-//! rings it touches for a queue index (the locking rules of `os-linux/README.md`); none of them
+//! The port's datapath calls. Each takes the token of the one context that owns the rings it
+//! touches for a queue index (the rules of [`crate::port`]); none of them
 //! calls out into code that could call the driver back while a ring of the port is borrowed,
 //! except the RX poll, which holds no lock and borrows only its own NAPI rings when it hands
 //! frames to the stack or to a redirect.
@@ -9,34 +9,27 @@ use onic_core::stats::QueueCounters;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::RxContext;
 use onic_hal::grace::ReadSection;
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
-pub use crate::abi::{PollResult, TxClean, TxState, XmitResult};
-use crate::contexts::{Napi, Token, TxLock, XmitLock};
-use crate::dp::{self, Done, OsProg, Pass, Redirect, TxItem};
-use crate::errno::{Errno, ENETDOWN};
-use crate::os::{Os, PacketMap, StatBlock};
-use crate::port::Port;
-use crate::queues::{napi_counters, tx_counters, NapiState, TxRing};
+use super::abi::{PollResult, TxClean, TxState, XmitResult};
+use super::contexts::{Napi, Token, TxLock, XmitLock};
+use super::counters::to_words;
+use super::error::{PortError, PortResult};
+use super::host::{Host, StatBlock};
+use super::queues::{napi_counters, tx_counters, NapiState, TxRing};
+use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
+use super::Port;
 
 /// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
 const XMIT_CHUNK: usize = 16;
 
-impl<R, D, L, K, C> Port<R, D, L, K, C>
-where
-    R: RegisterWindow,
-    D: DmaMemory + PacketMap + Clone,
-    L: DelayNs,
-    K: Os + Clone,
-    C: SharedLock,
-{
+impl<H: Host> Port<H> {
     /// The NAPI state of the token's queue index.
-    fn napi<'t>(&'t self, t: &'t mut Token<'_, Napi>) -> Option<&'t mut NapiState<K, D>> {
+    fn napi<'t>(&'t self, t: &'t mut Token<'_, Napi>) -> Option<&'t mut NapiState<H>> {
         self.queues.get(usize::from(t.index()))?.napi.open(t).ok()
     }
 
     /// The stack's TX ring of the token's queue index, if it runs.
-    fn stack<'t>(&'t self, t: &'t mut Token<'_, TxLock>) -> Option<&'t mut TxRing<K, D>> {
+    fn stack<'t>(&'t self, t: &'t mut Token<'_, TxLock>) -> Option<&'t mut TxRing<H>> {
         self.queues
             .get(usize::from(t.index()))?
             .stack
@@ -46,7 +39,7 @@ where
     }
 
     /// The redirect-in ring of the token's queue index, if it runs.
-    fn xmit_ring<'t>(&'t self, t: &'t mut Token<'_, XmitLock>) -> Option<&'t mut TxRing<K, D>> {
+    fn xmit_ring<'t>(&'t self, t: &'t mut Token<'_, XmitLock>) -> Option<&'t mut TxRing<H>> {
         self.queues
             .get(usize::from(t.index()))?
             .xmit
@@ -56,7 +49,7 @@ where
     }
 
     fn publish(&self, qid: u16, block: StatBlock, c: &QueueCounters) {
-        self.os.stats_publish(qid, block, &dp::to_words(c));
+        self.host.stats_publish(qid, block, &to_words(c));
     }
 
     /// Sends one packet of the stack on TX ring `qid`, after reclaiming what the device has
@@ -65,15 +58,15 @@ where
     /// filled up is published at once. On `Ok`/`OkStop` the packet belongs to the ring until its
     /// completion frees it; otherwise it is still the caller's.
     ///
-    /// The caller holds the netdev TX queue's lock (`lock`); the packet is linear and at least
+    /// The caller holds the stack's TX queue lock (`lock`); the packet is linear and at least
     /// `ETH_ZLEN` long.
-    pub fn xmit(&self, lock: &mut Token<'_, TxLock>, skb: K::Skb, done: &mut TxClean) -> XmitResult {
+    pub fn xmit(&self, lock: &mut Token<'_, TxLock>, skb: H::Skb, done: &mut TxClean) -> XmitResult {
         let qid = lock.index();
         let Some(tx) = self.stack(lock) else {
             return XmitResult::Dropped;
         };
         *done = self.reclaim_stack(tx, None);
-        let Some(item) = TxItem::map_skb(&self.os, &self.dma, skb) else {
+        let Some(item) = TxItem::map_skb(&self.host, skb) else {
             return XmitResult::Dropped;
         };
         let r = match tx.xmit_os(&self.dev.doorbells(), item, true) {
@@ -81,7 +74,7 @@ where
             Ok(()) => XmitResult::Ok,
             Err(e) => {
                 let busy = matches!(e, TxError::Full(_));
-                e.into_inner().unmap(&self.dma);
+                e.into_inner().unmap(&self.host);
                 if busy {
                     XmitResult::Busy
                 } else {
@@ -112,11 +105,10 @@ where
     }
 
     /// Reclaims a TX-only ring (the stack's or the redirect-in one) and says what it did.
-    fn reclaim_stack(&self, tx: &mut TxRing<K, D>, napi_budget: Option<u32>) -> TxClean {
+    fn reclaim_stack(&self, tx: &mut TxRing<H>, napi_budget: Option<u32>) -> TxClean {
         let before = *tx.stats();
         let mut done = Done {
-            os: &self.os,
-            map: &self.dma,
+            host: &self.host,
             napi_budget,
         };
         tx.reclaim(&mut done);
@@ -161,34 +153,33 @@ where
 
     /// `ndo_xdp_xmit` on the redirect-in ring of the xmit lock's queue: reclaims it, then queues
     /// the frames in order, stopping at the first that does not fit. Returns how many were
-    /// queued (the rest are still the caller's), or `ENETDOWN` when the ring is not running.
+    /// queued (the rest are still the caller's).
     ///
     /// # Errors
     ///
-    /// `ENETDOWN` when the ring is not running.
+    /// `Down` when the ring is not running.
     pub fn xdp_xmit(
         &self,
         lock: &mut Token<'_, XmitLock>,
-        frames: &[K::XdpFrame],
+        frames: &[H::XdpFrame],
         flush: bool,
-    ) -> Result<usize, Errno> {
+    ) -> PortResult<usize> {
         let qid = lock.index();
         let Some(tx) = self.xmit_ring(lock) else {
-            return Err(ENETDOWN);
+            return Err(PortError::Down);
         };
         let mut done = Done {
-            os: &self.os,
-            map: &self.dma,
+            host: &self.host,
             napi_budget: None,
         };
         tx.reclaim(&mut done);
         let db = self.dev.doorbells();
         let mut sent = 0;
         for chunk in frames.chunks(XMIT_CHUNK) {
-            let mut items: [Option<TxItem<K>>; XMIT_CHUNK] = Default::default();
+            let mut items: [Option<TxItem<H>>; XMIT_CHUNK] = Default::default();
             let mut mapped = 0;
             for (slot, &f) in items.iter_mut().zip(chunk) {
-                match TxItem::map_xdp(&self.os, &self.dma, f) {
+                match TxItem::map_xdp(&self.host, f) {
                     Some(item) => *slot = Some(item),
                     None => break,
                 }
@@ -197,7 +188,7 @@ where
             let n = xdp_xmit(tx, &db, items.get_mut(..mapped).unwrap_or_default(), false);
             sent += n;
             for item in items.iter_mut().skip(n).filter_map(Option::take) {
-                item.unmap(&self.dma);
+                item.unmap(&self.host);
             }
             if n < chunk.len() {
                 break;
@@ -223,8 +214,8 @@ where
         poll: &mut Token<'_, Napi>,
         section: &ReadSection<'_>,
         budget: u32,
-        napi: K::Napi,
-        prog: Option<K::Prog>,
+        napi: H::Napi,
+        prog: Option<H::Prog>,
     ) -> PollResult {
         let qid = poll.index();
         let Some(state) = self.napi(poll) else {
@@ -236,22 +227,20 @@ where
         let mem = qp.pool.mem();
         let hasher = self.hasher.read(section);
         let mut pass = Pass {
-            os: &self.os,
-            map: &self.dma,
+            host: &self.host,
             napi,
             mem,
             qid,
             hasher,
         };
         let mut redirect = Redirect {
-            os: &self.os,
-            map: &self.dma,
+            host: &self.host,
             prog,
             mem,
             redirected: false,
         };
-        let mut program = prog.map(|prog| OsProg {
-            os: &self.os,
+        let mut program = prog.map(|prog| HostProg {
+            host: &self.host,
             prog,
             mem,
         });
@@ -269,8 +258,7 @@ where
             },
         };
         let mut done = Done {
-            os: &self.os,
-            map: &self.dma,
+            host: &self.host,
             napi_budget: Some(budget),
         };
         qp.pool.in_napi = true;
@@ -294,7 +282,7 @@ where
         }
     }
 
-    /// The stack TX ring's state, for a TX timeout report (the kernel's watchdog holds every TX
+    /// The stack TX ring's state, for a TX timeout report (Linux's watchdog holds every TX
     /// queue lock).
     pub fn tx_state(&self, lock: &mut Token<'_, TxLock>) -> TxState {
         let Some(tx) = self.stack(lock) else {

@@ -1,7 +1,7 @@
 //! The rings behind one queue index of a port, and their start and teardown.
 //!
-//! Each queue index `q` (one MSI-X vector, one NAPI instance) owns four rings, each with exactly
-//! one owning context (the locking rules of `os-linux/README.md`):
+//! Each queue index `q` (one interrupt vector, one NAPI instance) owns four rings, each with
+//! exactly one owning context (the rules of [`crate::port`]):
 //!
 //! | ring | H2C / C2H queue id | owner |
 //! | --- | --- | --- |
@@ -12,7 +12,7 @@
 //!
 //! The first two form the core's [`QueuePair`]: XDP_TX frames go out of the pair's own ring, so
 //! the RX poll takes no lock at all and never shares a ring with the stack. `max` is the port's
-//! largest queue count ([`crate::port::PortConfig::max_queues`]), so the ids do not move when
+//! largest queue count ([`super::PortConfig::max_queues`]), so the ids do not move when
 //! `ethtool -L` changes how many queue indices are in use.
 
 use alloc::vec::Vec;
@@ -24,12 +24,12 @@ use onic_core::{
     Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
     TxQueueConfig, TxStats,
 };
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
-use crate::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
-use crate::dp::{self, Done, OsPage, OsPool, TxItem};
-use crate::errno::{self, Errno, EINVAL, ENOMEM};
-use crate::os::{Os, PacketMap, StatBlock};
+use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
+use super::counters::to_words;
+use super::error::{PortError, PortResult};
+use super::host::{Host, StatBlock};
+use super::sinks::{Done, HostPool, TxItem};
 
 /// The TX rings of a queue index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,32 +58,37 @@ impl TxRole {
     }
 }
 
-/// The slot storage of a ring: on the kernel heap, allocated when the ring starts and owned by
+/// The slot storage of a ring: on the host's heap, allocated when the ring starts and owned by
 /// its queue, freed when the queue is torn down.
 type Slots<T> = Vec<T>;
 
 /// The NAPI context's rings: RX and XDP_TX with the page pool they share.
-pub(crate) type NapiPair<K, D> =
-    QueuePair<D, OsPool<K, D>, TxItem<K>, Slots<Option<OsPage>>, Slots<TxSlot<OsPage, TxItem<K>>>>;
+pub(crate) type NapiPair<H> = QueuePair<
+    <H as Host>::Dma,
+    HostPool<H>,
+    TxItem<H>,
+    Slots<Option<<H as Host>::Page>>,
+    Slots<TxSlot<<H as Host>::Page, TxItem<H>>>,
+>;
 /// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
-pub(crate) type TxRing<K, D> = TxQueue<D, NoPage, TxItem<K>, Slots<TxSlot<NoPage, TxItem<K>>>>;
+pub(crate) type TxRing<H> = TxQueue<<H as Host>::Dma, NoPage, TxItem<H>, Slots<TxSlot<NoPage, TxItem<H>>>>;
 
 /// What queue index `q`'s NAPI context owns: its pair (RX, XDP_TX, their pool) while it runs,
 /// and the counters of the pairs and rings the index ran before (written by a [`Quiet`] control
 /// call at stop, published with the poll's own counters).
-pub(crate) struct NapiState<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) pair: Option<NapiPair<K, D>>,
+pub(crate) struct NapiState<H: Host> {
+    pub(crate) pair: Option<NapiPair<H>>,
     pub(crate) base: QueueCounters,
 }
 
 /// One queue index's rings, each in the cell of the context that owns it (module docs).
-pub(crate) struct Queue<K: Os, D: DmaMemory + PacketMap + Clone> {
-    pub(crate) napi: Owned<NapiState<K, D>, Napi>,
-    pub(crate) stack: Owned<Option<TxRing<K, D>>, TxLock>,
-    pub(crate) xmit: Owned<Option<TxRing<K, D>>, XmitLock>,
+pub(crate) struct Queue<H: Host> {
+    pub(crate) napi: Owned<NapiState<H>, Napi>,
+    pub(crate) stack: Owned<Option<TxRing<H>>, TxLock>,
+    pub(crate) xmit: Owned<Option<TxRing<H>>, XmitLock>,
 }
 
-impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
+impl<H: Host> Queue<H> {
     /// Queue index `q` of the port whose contexts are `domain`'s, with no ring running.
     pub(crate) fn new(domain: Domain, q: u16) -> Self {
         let napi = NapiState {
@@ -101,22 +106,23 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
     ///
     /// # Errors
     ///
-    /// `EINVAL` for tokens of another queue or port.
+    /// `WrongContext` for tokens of another queue or port (logged: a bug of the host's entry
+    /// points).
     #[allow(clippy::type_complexity)]
     pub(crate) fn open<'t>(
         &'t self,
         t: &'t mut QueueTokens<'_>,
     ) -> Result<
         (
-            &'t mut NapiState<K, D>,
-            &'t mut Option<TxRing<K, D>>,
-            &'t mut Option<TxRing<K, D>>,
+            &'t mut NapiState<H>,
+            &'t mut Option<TxRing<H>>,
+            &'t mut Option<TxRing<H>>,
         ),
-        Errno,
+        PortError,
     > {
         let refused = |e: WrongContext| {
             onic_hal::error!("onic: {}", e);
-            EINVAL
+            PortError::WrongContext
         };
         Ok((
             self.napi.open(&mut t.napi).map_err(refused)?,
@@ -126,13 +132,14 @@ impl<K: Os, D: DmaMemory + PacketMap + Clone> Queue<K, D> {
     }
 }
 
-/// Storage for `n` slots on the heap, or `ENOMEM`.
-fn slots<T>(n: u16, mut fill: impl FnMut() -> T) -> Result<Slots<T>, Errno> {
-    crate::heap::try_vec_with(usize::from(n), |_| fill()).ok_or(ENOMEM)
+/// Storage for `n` slots on the host's heap.
+fn slots<H: Host, T>(host: &H, n: u16, mut fill: impl FnMut() -> T) -> PortResult<Slots<T>> {
+    host.try_vec(usize::from(n), |_| fill())
+        .ok_or(PortError::NoMemory)
 }
 
 /// A NAPI pair's counters, XDP_TX ring included.
-pub(crate) fn napi_counters<K: Os, D: DmaMemory + PacketMap + Clone>(qp: &NapiPair<K, D>) -> QueueCounters {
+pub(crate) fn napi_counters<H: Host>(qp: &NapiPair<H>) -> QueueCounters {
     QueueCounters {
         rx: *qp.rx.stats(),
         tx: *qp.tx.stats(),
@@ -150,53 +157,42 @@ pub(crate) fn tx_counters(stats: &TxStats) -> QueueCounters {
 }
 
 /// Where buffers go when a ring is torn down (outside any NAPI poll).
-fn teardown_done<'a, K: Os, D: PacketMap>(os: &'a K, map: &'a D) -> Done<'a, K, D> {
+const fn teardown_done<H: Host>(host: &H) -> Done<'_, H> {
     Done {
-        os,
-        map,
+        host,
         napi_budget: None,
     }
 }
 
-/// What starting and stopping rings needs: the device, the memory, the OS and a delay.
-pub(crate) struct Rings<'p, R: RegisterWindow, C: SharedLock, D, K, L> {
-    pub(crate) dev: &'p Device<R, R, C>,
-    pub(crate) dma: &'p D,
-    pub(crate) os: &'p K,
-    pub(crate) delay: &'p mut L,
+/// The device of a port over host `H`.
+pub(crate) type HostDevice<H> = Device<<H as Host>::Regs, <H as Host>::Regs, <H as Host>::CardLock>;
+
+/// What starting and stopping rings needs: the device, the host and a delay.
+pub(crate) struct Rings<'p, H: Host> {
+    pub(crate) dev: &'p HostDevice<H>,
+    pub(crate) host: &'p H,
+    pub(crate) delay: &'p mut H::Delay,
 }
 
-impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os + Clone, L: DelayNs>
-    Rings<'_, R, C, D, K, L>
-{
+impl<H: Host> Rings<'_, H> {
     /// Builds and starts a TX-only ring on H2C queue `qid`, whose contexts name `vector`.
-    pub(crate) fn start_tx(
-        &mut self,
-        qid: QueueId,
-        vector: u16,
-        ring: RingSizeIdx,
-    ) -> Result<TxRing<K, D>, Errno> {
+    pub(crate) fn start_tx(&mut self, qid: QueueId, vector: u16, ring: RingSizeIdx) -> PortResult<TxRing<H>> {
         let cfg = TxQueueConfig { qid, ring, vector };
-        let storage = slots(ring.entries(), TxSlot::new)?;
-        let mut tx = TxQueue::new(self.dma.clone(), cfg, storage).map_err(|_| ENOMEM)?;
+        let storage = slots(self.host, ring.entries(), TxSlot::new)?;
+        let mut tx = TxQueue::new(self.host.dma().clone(), cfg, storage)?;
         if let Err(e) = tx.start(self.dev, self.delay) {
-            let _ = tx.teardown(
-                self.dev,
-                self.delay,
-                &mut NoPages,
-                &mut teardown_done(self.os, self.dma),
-            );
-            return Err(errno::from_core(&e));
+            let _ = tx.teardown(self.dev, self.delay, &mut NoPages, &mut teardown_done(self.host));
+            return Err(e.into());
         }
         Ok(tx)
     }
 
     /// Tears the TX-only ring in `cell` down (every buffer back to its owner, its slot storage
     /// freed) and empties the cell; returns the ring's counters, or `None` if the cell was empty.
-    pub(crate) fn stop_tx(&mut self, cell: &mut Option<TxRing<K, D>>, q: u16) -> Option<TxStats> {
+    pub(crate) fn stop_tx(&mut self, cell: &mut Option<TxRing<H>>, q: u16) -> Option<TxStats> {
         let tx = cell.take()?;
         let stats = *tx.stats();
-        let mut done = teardown_done(self.os, self.dma);
+        let mut done = teardown_done(self.host);
         if let (Err(e), _) = tx.teardown(self.dev, self.delay, &mut NoPages, &mut done) {
             onic_hal::warn!("onic: TX ring of queue {} teardown: {}", q, e);
         }
@@ -211,7 +207,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         xdp_qid: QueueId,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
-    ) -> Result<(NapiPair<K, D>, K::QMem), Errno> {
+    ) -> PortResult<(NapiPair<H>, H::QMem)> {
         let mut rxc = RxQueueConfig::new(QueueId::new(q));
         rxc.desc_ring = rx_ring;
         rxc.cmpt_ring = rx_ring;
@@ -220,27 +216,31 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
             ring: tx_ring,
             vector: q,
         };
-        let rx_slots = slots(rx_ring.entries(), || None)?;
-        let tx_slots = slots(tx_ring.entries(), TxSlot::new)?;
-        let mem = self.os.qmem_new(q, u32::from(rx_ring.entries()))?;
-        let rx = RxQueue::new(self.dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_slots);
-        let tx = TxQueue::new(self.dma.clone(), txc, tx_slots);
+        let rx_slots = slots(self.host, rx_ring.entries(), || None)?;
+        let tx_slots = slots(self.host, tx_ring.entries(), TxSlot::new)?;
+        let mem = self
+            .host
+            .qmem_new(q, u32::from(rx_ring.entries()))
+            .map_err(PortError::Host)?;
+        let dma = self.host.dma();
+        let rx = RxQueue::new(dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_slots);
+        let tx = TxQueue::new(dma.clone(), txc, tx_slots);
         let (rx, tx) = match (rx, tx) {
             (Ok(rx), Ok(tx)) => (rx, tx),
             (rx, tx) => {
                 drop((rx, tx));
-                self.os.qmem_free(mem);
-                return Err(ENOMEM);
+                self.host.qmem_free(mem);
+                return Err(PortError::NoMemory);
             }
         };
-        let pool = OsPool::new(self.os.clone(), mem, self.dma.clone());
+        let pool = HostPool::new(self.host.clone(), mem);
         let mut qp = QueuePair::new(rx, tx, pool);
         if let Err(e) = qp.start(self.dev, self.delay) {
-            let mut done = teardown_done(self.os, self.dma);
+            let mut done = teardown_done(self.host);
             let (_, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
             drop(pool);
-            self.os.qmem_free(mem);
-            return Err(errno::from_core(&e));
+            self.host.qmem_free(mem);
+            return Err(e.into());
         }
         Ok((qp, mem))
     }
@@ -248,17 +248,17 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     /// Tears the NAPI pair in `cell` down (every page back to the pool, the pool destroyed, the
     /// slot storage freed) and empties the cell; returns the pair's counters, or `None` if the
     /// cell was empty.
-    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiPair<K, D>>, q: u16) -> Option<QueueCounters> {
+    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiPair<H>>, q: u16) -> Option<QueueCounters> {
         let qp = cell.take()?;
         let now = napi_counters(&qp);
-        let mut done = teardown_done(self.os, self.dma);
+        let mut done = teardown_done(self.host);
         let (r, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
         if let Err(e) = r {
             onic_hal::warn!("onic: queue {} teardown: {}", q, e);
         }
         let mem = pool.mem();
         drop(pool);
-        self.os.qmem_free(mem);
+        self.host.qmem_free(mem);
         Some(now)
     }
 
@@ -268,15 +268,15 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     ///
     /// # Errors
     ///
-    /// `EINVAL` for tokens of another queue; `ENOMEM`, `EIO`.
+    /// `WrongContext` for tokens of another queue; `NoMemory`, the core's errors.
     pub(crate) fn start_queue(
         &mut self,
-        queue: &Queue<K, D>,
+        queue: &Queue<H>,
         tokens: &mut QueueTokens<'_>,
         max: u16,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
-    ) -> Result<K::QMem, Errno> {
+    ) -> PortResult<H::QMem> {
         let q = tokens.napi.index();
         let (napi, stack_cell, xmit_cell) = queue.open(tokens)?;
         let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
@@ -310,20 +310,16 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     ///
     /// # Errors
     ///
-    /// `EINVAL` for tokens of another queue; the first failure (`EIO`: the device did not take a
+    /// `WrongContext` for tokens of another queue; the first failure (the device did not take a
     /// context command); every ring is tried.
-    pub(crate) fn restart_queue(
-        &mut self,
-        queue: &Queue<K, D>,
-        tokens: &mut QueueTokens<'_>,
-    ) -> Result<(), Errno> {
+    pub(crate) fn restart_queue(&mut self, queue: &Queue<H>, tokens: &mut QueueTokens<'_>) -> PortResult<()> {
         let q = tokens.napi.index();
         let (napi, stack, xmit) = queue.open(tokens)?;
-        let mut done = teardown_done(self.os, self.dma);
+        let mut done = teardown_done(self.host);
         let mut first = Ok(());
         let mut note = |r: onic_core::Result<()>| {
-            if let (Err(e), Ok(())) = (&r, &first) {
-                first = Err(errno::from_core(e));
+            if let (Err(e), Ok(())) = (r, &first) {
+                first = Err(PortError::Core(e));
             }
         };
         for tx in [stack, xmit].into_iter().flatten() {
@@ -333,7 +329,7 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
             note(n.restart(self.dev, self.delay, &mut done));
         }
         if let Err(e) = first {
-            onic_hal::error!("onic: restart of queue {} failed: errno {}", q, e);
+            onic_hal::error!("onic: restart of queue {} failed: {}", q, e);
         }
         first
     }
@@ -343,12 +339,8 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     ///
     /// # Errors
     ///
-    /// `EINVAL` for tokens of another queue (nothing is torn down).
-    pub(crate) fn stop_queue(
-        &mut self,
-        queue: &Queue<K, D>,
-        tokens: &mut QueueTokens<'_>,
-    ) -> Result<(), Errno> {
+    /// `WrongContext` for tokens of another queue (nothing is torn down).
+    pub(crate) fn stop_queue(&mut self, queue: &Queue<H>, tokens: &mut QueueTokens<'_>) -> PortResult<()> {
         let q = tokens.napi.index();
         let (napi, stack, xmit) = queue.open(tokens)?;
         self.stop_rings(napi, stack, xmit, q);
@@ -360,9 +352,9 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
     /// totals survive down/up.
     pub(crate) fn stop_rings(
         &mut self,
-        napi: &mut NapiState<K, D>,
-        stack: &mut Option<TxRing<K, D>>,
-        xmit: &mut Option<TxRing<K, D>>,
+        napi: &mut NapiState<H>,
+        stack: &mut Option<TxRing<H>>,
+        xmit: &mut Option<TxRing<H>>,
         q: u16,
     ) {
         if let Some(s) = self.stop_tx(stack, q) {
@@ -374,10 +366,9 @@ impl<R: RegisterWindow, C: SharedLock, D: DmaMemory + PacketMap + Clone, K: Os +
         if let Some(n) = self.stop_napi(&mut napi.pair, q) {
             napi.base += n;
         }
-        self.os
-            .stats_publish(q, StatBlock::Napi, &dp::to_words(&napi.base));
-        let zero = dp::to_words(&QueueCounters::default());
-        self.os.stats_publish(q, StatBlock::Stack, &zero);
-        self.os.stats_publish(q, StatBlock::Xmit, &zero);
+        self.host.stats_publish(q, StatBlock::Napi, &to_words(&napi.base));
+        let zero = to_words(&QueueCounters::default());
+        self.host.stats_publish(q, StatBlock::Stack, &zero);
+        self.host.stats_publish(q, StatBlock::Xmit, &zero);
     }
 }

@@ -1,5 +1,6 @@
-//! The kernel's calling contexts of one port, as types (the rules of `os-linux/README.md`,
-//! "Contexts and locks").
+//! The calling contexts of one port, as types. They are Linux's (the kernel module's rules are in
+//! `os-linux/README.md`, "Contexts and locks"); a host with fewer contexts (one thread) makes its
+//! tokens the same way and simply never runs two at once.
 //!
 //! | kind | who | index | owns |
 //! | --- | --- | --- | --- |
@@ -8,8 +9,9 @@
 //! | [`TxLock`] | the holder of netdev TX queue `q`'s lock | `q` | the stack's TX ring |
 //! | [`XmitLock`] | the holder of queue `q`'s `ndo_xdp_xmit` lock | `q` | the redirect-in ring |
 //!
-//! The `extern "C"` entry points (`src/kernel/entry.rs`) make the tokens, one per call, from the
-//! C glue's guarantees; everything below them takes a token by `&mut` and opens only the cells
+//! The host's entry points (the kernel module's `extern "C"` ones in
+//! `os-linux/src/kernel/entry.rs`) make the tokens, one per call, from what the OS guarantees
+//! for that call; everything below them takes a token by `&mut` and opens only the cells
 //! of its own context ([`onic_hal::exec`]). A control call that starts, stops or restarts rings
 //! also holds a [`Quiet`]: the proof that the datapath contexts it touches are stopped.
 

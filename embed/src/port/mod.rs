@@ -1,24 +1,44 @@
-//! One port = one PCI function = one netdev: the Rust state behind the C glue's `net_device`.
+//! A port: one PCI function, one network interface, driven by a host through this one door.
 //!
-//! The C glue owns the kernel objects (the `net_device`, its NAPI instances, IRQs, the attached
-//! XDP program) and calls in here for every decision. The kernel's own serialization decides who
-//! may call what at the same time; each method takes the token of the context it runs in
-//! ([`crate::contexts`]):
+//! A [`Port`] owns everything the core needs around one function: the device and its RSS state
+//! with the published hasher, the queue indices with their rings (built, started, restarted and
+//! torn down here), the statistics the datapath publishes and the control settings. A host (the
+//! kernel module, a test over the model) implements [`Host`] and calls the port's methods from
+//! its entry points; it writes no driver logic of its own.
 //!
-//! - *control* calls (`open`, `stop`, ethtool setters) take the control token (RTNL); those that
-//!   start, stop or restart rings also take the proof that the datapath contexts are stopped
-//!   ([`Quiet`], or one queue's [`QueueTokens`]);
-//! - the *datapath* entry points of queue index `q` (`src/datapath.rs`) each take the token of
-//!   the one owner of the rings they touch: the NAPI poll its RX and XDP_TX rings, transmit and
-//!   the NAPI reclaim the stack's TX ring (netdev TX queue `q`'s lock), `ndo_xdp_xmit` and its
-//!   reclaim the redirect-in ring (the queue's xmit lock); see `src/queues.rs`;
+//! Who may call what at the same time is the host's serialization, made types
+//! ([`contexts`]): each method takes the token of the context it runs in.
+//!
+//! - *control* calls (`open`, `stop`, the settings) take the control token (Linux: RTNL); those
+//!   that start, stop or restart rings also take the proof that the datapath contexts are
+//!   stopped ([`Quiet`], or one queue's [`QueueTokens`]);
+//! - the *datapath* calls of queue index `q` (`datapath.rs`) each take the token of the one owner
+//!   of the rings they touch: the NAPI poll its RX and XDP_TX rings, transmit and the poll's
+//!   reclaim the stack's TX ring (the stack's TX queue lock), the redirect-in transmit and its
+//!   reclaim the redirect-in ring (the queue's xmit lock); see `queues.rs`;
 //! - readers (`link_stats`, `rss_get`, `link_up`, `error_report`) take no token and may run any
-//!   time; they read registers and what the datapath published (`Os::stats_publish`), never the
-//!   running rings.
+//!   time; they read registers and what the datapath published (`Host::stats_publish`), never
+//!   the running rings.
 //!
-//! RX pages come from the OS page pool ([`crate::dp::OsPool`]), become packets in place
-//! (`build_skb`, recycled by the stack into the pool), XDP runs on them where they lie, XDP_TX
-//! sends them from the same page.
+//! RX pages come from the host's page pool ([`sinks::HostPool`]), become the stack's packets in
+//! place, XDP runs on them where they lie, XDP_TX sends them from the same page.
+
+pub mod abi;
+pub mod contexts;
+pub mod counters;
+mod datapath;
+mod error;
+mod host;
+mod queues;
+pub mod sinks;
+
+pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
+pub use contexts::{
+    AllContexts, Control, Domain, Kind, Napi, QueueTokens, Quiet, Token, TxLock, XmitLock, CONTROL,
+};
+pub use error::{PortError, PortResult};
+pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
+pub use queues::{TxRole, MAX_PORT_QUEUES};
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -27,19 +47,13 @@ use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
-use onic_core::stats::ethtool::{EthtoolStats, Stats64};
+use onic_core::stats::ethtool::Stats64;
 use onic_core::stats::{QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxQueueConfig};
-use onic_hal::{DelayNs, DmaMemory, RegisterWindow, SharedLock};
 
-pub use crate::abi::LinkStats;
-use crate::abi::OnicLayout;
-use crate::contexts::{Control, Domain, Owned, QueueTokens, Quiet, Token, CONTROL};
-use crate::dp::{self, QSTAT_WORDS};
-use crate::errno::{self, Errno, EBUSY, EINVAL, ENOMEM};
-use crate::ethtool::{self, ETH_GSTRING_LEN};
-use crate::os::{Os, PacketMap, StatBlock};
-use crate::queues::{Queue, Rings, MAX_PORT_QUEUES};
+use contexts::Owned;
+use counters::{from_words, QSTAT_WORDS};
+use queues::{HostDevice, Queue, Rings};
 
 /// Entries of the shell's RSS indirection table (`ethtool -x` indirection size).
 pub const RSS_INDIR_SIZE: usize = TABLE_LEN;
@@ -51,8 +65,7 @@ pub const RSS_KEY_SIZE: usize = KEY_LEN;
 pub struct PortConfig {
     /// PCI function (= port).
     pub func: u8,
-    /// Queue indices the function may use (MSI-X queue vectors), at most
-    /// [`crate::queues::MAX_PORT_QUEUES`].
+    /// Queue indices the function may use (interrupt vectors), at most [`MAX_PORT_QUEUES`].
     pub max_queues: u16,
     /// Queue pairs in use at start.
     pub queues: u16,
@@ -64,30 +77,28 @@ pub struct PortConfig {
     pub rs_fec: bool,
 }
 
-/// The Rust side of one netdev. `C` is the card's context-command lock, shared with the other
-/// functions of the card.
-pub struct Port<R: RegisterWindow, D: DmaMemory + PacketMap + Clone, L: DelayNs, K: Os, C: SharedLock> {
-    pub(crate) dev: Device<R, R, C>,
-    pub(crate) dma: D,
-    pub(crate) os: K,
+/// One function's port over host `H`.
+pub struct Port<H: Host> {
+    pub(crate) dev: HostDevice<H>,
+    pub(crate) host: H,
     /// The port's contexts: tokens of another port open none of its cells.
     domain: Domain,
-    ctl: Owned<Ctl<L, K>, Control>,
-    pub(crate) queues: Vec<Queue<K, D>>,
+    ctl: Owned<Ctl<H>, Control>,
+    pub(crate) queues: Vec<Queue<H>>,
     /// The shell's hash under the key the shell holds, for the polls: published by the core's
-    /// `Rss` whenever it writes a key, the OS's grace period (`synchronize_net`) waited out.
+    /// `Rss` whenever it writes a key, the host's grace period waited out.
     pub(crate) hasher: Box<PublishedHasher>,
 }
 
 /// Control-plane state, opened by control calls only. The RSS state and the queue pairs in use
 /// are `rss`'s; the ring sizes and the MTU are `net`'s.
-struct Ctl<L, K: Os> {
-    delay: L,
+struct Ctl<H: Host> {
+    delay: H::Delay,
     net: NetSettings,
     rss: Rss,
     up: bool,
     /// The page pool of each running queue index, for its statistics.
-    mems: Vec<Option<K::QMem>>,
+    mems: Vec<Option<H::QMem>>,
 }
 
 /// The register windows and lock a port's function is reached through.
@@ -100,42 +111,40 @@ pub struct PortRegs<R, C> {
     pub lock: C,
 }
 
-impl<R, D, L, K, C> Port<R, D, L, K, C>
-where
-    R: RegisterWindow,
-    D: DmaMemory + PacketMap + Clone,
-    L: DelayNs,
-    K: Os + Clone,
-    C: SharedLock,
-{
+impl<H: Host> Port<H> {
     /// Brings the function up (hardware.md §13.1 steps 5-10 through `Device::init_shared`, with the
     /// function's TX-only queue ids after its pairs) and builds the port's state. Nothing runs
     /// yet; `open` starts the queues.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a bad configuration, `ENODEV` when the function's CMAC is missing, `EIO` when
-    /// the device does not respond, `ENOMEM`.
-    pub fn new(regs: PortRegs<R, C>, dma: D, mut delay: L, os: K, cfg: PortConfig) -> Result<Self, Errno> {
+    /// `Invalid` for a bad configuration; the core's errors (a missing CMAC, a device that does
+    /// not respond); `NoMemory`.
+    pub fn new(
+        regs: PortRegs<H::Regs, H::CardLock>,
+        mut delay: H::Delay,
+        host: H,
+        cfg: PortConfig,
+    ) -> PortResult<Self> {
         if cfg.queues == 0 || cfg.queues > cfg.max_queues || cfg.max_queues > MAX_PORT_QUEUES {
-            return Err(EINVAL);
+            return Err(PortError::Invalid);
         }
         let mut dcfg = DeviceConfig::new(cfg.func, cfg.max_queues)
             .and_then(|c| c.with_tx_only(2 * cfg.max_queues))
-            .map_err(|_| EINVAL)?;
+            .map_err(|_| PortError::Invalid)?;
         dcfg.rs_fec = cfg.rs_fec;
-        let hasher = crate::heap::try_box_default_hasher().ok_or(ENOMEM)?;
+        let hasher = host.try_box_hasher().ok_or(PortError::NoMemory)?;
         let PortRegs { qdma, shell, lock } = regs;
-        let (dev, mut rss) =
-            Device::init_shared(qdma, shell, lock, &mut delay, dcfg).map_err(|e| errno::from_core(&e))?;
+        let (dev, mut rss) = Device::init_shared(qdma, shell, lock, &mut delay, dcfg)?;
         let n = usize::from(cfg.max_queues);
         let domain = Domain::new();
         // CAST: below `max_queues`, a u16.
-        let ready = crate::heap::try_vec_with(n, |q| Queue::new(domain, q as u16))
-            .zip(crate::heap::try_vec_with(n, |_| None))
-            .ok_or(ENOMEM)
+        let ready = host
+            .try_vec(n, |q| Queue::new(domain, q as u16))
+            .zip(host.try_vec(n, |_| None))
+            .ok_or(PortError::NoMemory)
             .and_then(|(queues, mems)| {
-                Self::adopt(&dev, &mut rss, (&hasher, &os), cfg.queues)?;
+                Self::adopt(&dev, &mut rss, (&hasher, host.grace()), cfg.queues)?;
                 Ok((queues, mems))
             });
         let (queues, mems) = match ready {
@@ -160,8 +169,7 @@ where
         };
         let port = Self {
             dev,
-            dma,
-            os,
+            host,
             domain,
             ctl: Owned::new(ctl, domain, CONTROL),
             queues,
@@ -174,31 +182,22 @@ where
     /// hash key the shell holds now (the RTL's reset key unless an earlier driver changed it),
     /// published to the port's hasher.
     fn adopt(
-        dev: &Device<R, R, C>,
+        dev: &HostDevice<H>,
         rss: &mut Rss,
-        (hasher, os): (&PublishedHasher, &K),
+        (hasher, grace): (&PublishedHasher, &H::Grace),
         queues: u16,
-    ) -> Result<(), Errno> {
-        let combined = u32::from(queues);
-        rss.set_channels(
-            dev,
-            ChannelsRequest {
-                combined,
-                ..ChannelsRequest::default()
-            },
-        )
-        .map_err(|e| errno::from_ethtool(&e))?;
+    ) -> PortResult<()> {
+        rss.set_channels(dev, channels(u32::from(queues)))?;
         let (_, key) = dev.rss_read_back();
         if key != *rss.config().key() {
             rss.set(
                 dev,
                 hasher,
-                os,
+                grace,
                 None,
                 Some(key.as_bytes()),
                 HashFunction::NoChange,
-            )
-            .map_err(|e| errno::from_core(&e))?;
+            )?;
         }
         Ok(())
     }
@@ -209,10 +208,10 @@ where
     }
 
     /// The control state, for the control context.
-    fn ctl<'t>(&'t self, token: &'t mut Token<'_, Control>) -> Result<&'t mut Ctl<L, K>, Errno> {
+    fn ctl<'t>(&'t self, token: &'t mut Token<'_, Control>) -> PortResult<&'t mut Ctl<H>> {
         self.ctl.open(token).map_err(|e| {
             onic_hal::error!("onic: {}", e);
-            EINVAL
+            PortError::WrongContext
         })
     }
 
@@ -220,12 +219,12 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` for another port's token.
-    pub fn layout(&self, ctl: &mut Token<'_, Control>) -> Result<OnicLayout, Errno> {
+    /// `WrongContext` for another port's token.
+    pub fn layout(&self, ctl: &mut Token<'_, Control>) -> PortResult<PortLayout> {
         let c = self.ctl(ctl)?;
         let ch = c.rss.channels(&self.dev);
         let rings = c.net.rings();
-        Ok(OnicLayout {
+        Ok(PortLayout {
             max_queues: u32::from(ch.max_combined),
             queues: u32::from(ch.combined),
             tx_ring: rings.tx,
@@ -245,8 +244,8 @@ where
     ///
     /// # Errors
     ///
-    /// `ENOMEM`, `EIO`; `EINVAL` for another port's tokens.
-    pub fn open(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> Result<(), Errno> {
+    /// `NoMemory`, the core's errors, the host's; `WrongContext` for another port's tokens.
+    pub fn open(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         if c.up {
             return Ok(());
@@ -280,23 +279,20 @@ where
     ///
     /// # Errors
     ///
-    /// `EBUSY` when the port is up; `EIO` when the card still does not complete context
-    /// commands (its DMA must stay off); `EINVAL` for another port's token.
-    pub fn invalidate_all_queues(&self, ctl: &mut Token<'_, Control>) -> Result<(), Errno> {
+    /// `Busy` when the port is up; the core's error when the card still does not complete
+    /// context commands (its DMA must stay off); `WrongContext` for another port's token.
+    pub fn invalidate_all_queues(&self, ctl: &mut Token<'_, Control>) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         if c.up {
-            return Err(EBUSY);
+            return Err(PortError::Busy);
         }
-        self.dev
-            .invalidate_all_queues(&mut c.delay)
-            .map_err(|e| errno::from_core(&e))
+        Ok(self.dev.invalidate_all_queues(&mut c.delay)?)
     }
 
-    fn rings<'p>(&'p self, delay: &'p mut L) -> Rings<'p, R, C, D, K, L> {
+    fn rings<'p>(&'p self, delay: &'p mut H::Delay) -> Rings<'p, H> {
         Rings {
             dev: &self.dev,
-            dma: &self.dma,
-            os: &self.os,
+            host: &self.host,
             delay,
         }
     }
@@ -322,35 +318,34 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` for an entry that names a queue not in use, or another port's token.
+    /// `Invalid` for an entry beyond any queue id, the core's RSS error for an entry that names
+    /// a queue not in use; `WrongContext` for another port's token.
     pub fn rss_set(
         &self,
         ctl: &mut Token<'_, Control>,
         indir: Option<&[u32; RSS_INDIR_SIZE]>,
         key: Option<&[u8; RSS_KEY_SIZE]>,
-    ) -> Result<(), Errno> {
+    ) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         let table = match indir {
             Some(t) => {
                 let mut out = [0u16; RSS_INDIR_SIZE];
                 for (o, &e) in out.iter_mut().zip(t) {
-                    *o = u16::try_from(e).map_err(|_| EINVAL)?;
+                    *o = u16::try_from(e).map_err(|_| PortError::Invalid)?;
                 }
                 Some(out)
             }
             None => None,
         };
-        c.rss
-            .set(
-                &self.dev,
-                &self.hasher,
-                &self.os,
-                table.as_ref().map(|t| &t[..]),
-                key.map(|k| &k[..]),
-                HashFunction::NoChange,
-            )
-            .map(|_| ())
-            .map_err(|e| errno::from_core(&e))
+        c.rss.set(
+            &self.dev,
+            &self.hasher,
+            self.host.grace(),
+            table.as_ref().map(|t| &t[..]),
+            key.map(|k| &k[..]),
+            HashFunction::NoChange,
+        )?;
+        Ok(())
     }
 
     /// Back to the default RSS table (the key stays), for a table the kernel says the user did
@@ -358,31 +353,29 @@ where
     ///
     /// # Errors
     ///
-    /// As the core's `Rss::reset`; `EINVAL` for another port's token.
-    pub fn rss_reset(&self, ctl: &mut Token<'_, Control>) -> Result<(), Errno> {
+    /// As the core's `Rss::reset`; `WrongContext` for another port's token.
+    pub fn rss_reset(&self, ctl: &mut Token<'_, Control>) -> PortResult<()> {
         let c = self.ctl(ctl)?;
-        c.rss
-            .reset(&self.dev)
-            .map(|_| ())
-            .map_err(|e| errno::from_core(&e))
+        c.rss.reset(&self.dev)?;
+        Ok(())
     }
 
     /// Tears every queue down (hardware.md §13.4). The datapath is stopped (`quiet`).
     ///
     /// # Errors
     ///
-    /// `EINVAL` for another port's token (nothing is torn down).
-    pub fn stop(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> Result<(), Errno> {
+    /// `WrongContext` for another port's token (nothing is torn down).
+    pub fn stop(&self, ctl: &mut Token<'_, Control>, quiet: &mut Quiet<'_>) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         self.stop_queues(c, quiet);
         c.up = false;
         Ok(())
     }
 
-    fn stop_queues(&self, c: &mut Ctl<L, K>, quiet: &mut Quiet<'_>) {
+    fn stop_queues(&self, c: &mut Ctl<H>, quiet: &mut Quiet<'_>) {
         for (q, queue) in (0..).zip(&self.queues) {
             if let Err(e) = self.rings(&mut c.delay).stop_queue(queue, &mut quiet.queue(q)) {
-                onic_hal::error!("onic: queue {} not stopped: errno {}", q, e);
+                onic_hal::error!("onic: queue {} not stopped: {}", q, e);
             }
             if let Some(m) = c.mems.get_mut(usize::from(q)) {
                 *m = None;
@@ -396,32 +389,29 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a queue index that is not running or another port's tokens; `EIO` when the
-    /// device did not take a context command (the rings keep their buffers; retry, or stop the
-    /// interface).
-    pub fn restart_queue(
-        &self,
-        ctl: &mut Token<'_, Control>,
-        queue: &mut QueueTokens<'_>,
-    ) -> Result<(), Errno> {
+    /// `Invalid` for a queue index that is not running, `WrongContext` for another port's
+    /// tokens; the core's error when the device did not take a context command (the rings keep
+    /// their buffers; retry, or stop the interface).
+    pub fn restart_queue(&self, ctl: &mut Token<'_, Control>, queue: &mut QueueTokens<'_>) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         let q = queue.napi.index();
         if !c.up || q >= c.rss.channels(&self.dev).combined {
-            return Err(EINVAL);
+            return Err(PortError::Invalid);
         }
-        let cells = self.queues.get(usize::from(q)).ok_or(EINVAL)?;
+        let cells = self.queues.get(usize::from(q)).ok_or(PortError::Invalid)?;
         self.rings(&mut c.delay).restart_queue(cells, queue)
     }
 
-    /// Link statistics (`ndo_get_stats64`): the core's `rtnl_link_stats64` view of the queues'
-    /// published counters, and the packet adapter's RX drops as missed frames. Any context.
-    pub fn link_stats(&self) -> LinkStats {
+    /// Link statistics (Linux: `ndo_get_stats64`): the core's `rtnl_link_stats64` view of the
+    /// queues' published counters, and the packet adapter's RX drops as missed frames. Any
+    /// context.
+    pub fn link_stats(&self) -> Stats64 {
         let mut s = Stats64::default();
         for qid in 0..self.queues.len() {
             s += Stats64::from_queues(core::slice::from_ref(&self.read_queue(qid)), 0);
         }
         s.rx_missed_errors = self.dev.adapter_rx_drops();
-        LinkStats::from(s)
+        s
     }
 
     /// Queue index `qid`'s published counters: the sum of its blocks.
@@ -430,8 +420,8 @@ where
         for block in StatBlock::ALL {
             let mut w = [0u64; QSTAT_WORDS];
             // CAST: at most 64 queues.
-            self.os.stats_read(qid as u16, block, &mut w);
-            c += dp::from_words(&w);
+            self.host.stats_read(qid as u16, block, &mut w);
+            c += from_words(&w);
         }
         c
     }
@@ -447,60 +437,34 @@ where
         self.dev.error_status()
     }
 
-    /// Number of entries of `ethtool -S` (every queue the function owns is listed, so the count
-    /// stays the same when `ethtool -L` changes the queues in use).
-    pub fn stats_count(&self) -> usize {
-        ethtool::stats_count(self.queues.len())
+    /// Queue indices the port owns (every one is listed in the statistics, so their number
+    /// stays the same when the queues in use change).
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
     }
 
-    /// `get_sset_count`.
+    /// The per-queue snapshots the extended statistics show (`ethtool -S`): published counters,
+    /// and the statistics of the queue's page pool while it runs.
     ///
     /// # Errors
     ///
-    /// `EOPNOTSUPP` for string sets other than statistics.
-    pub fn sset_count(&self, sset: u32) -> Result<usize, Errno> {
-        ethtool::sset_count(sset, self.queues.len())
-    }
-
-    /// The per-queue snapshots `ethtool -S` shows: published counters, and the statistics of the
-    /// queue's page pool while it runs.
-    fn snapshots(&self, ctl: &mut Token<'_, Control>) -> Result<Vec<QueueCounters>, Errno> {
+    /// `NoMemory`; `WrongContext` for another port's token.
+    pub fn queue_snapshots(&self, ctl: &mut Token<'_, Control>) -> PortResult<Vec<QueueCounters>> {
         let c = self.ctl(ctl)?;
-        crate::heap::try_vec_with(self.queues.len(), |qid| {
-            let mut counters = self.read_queue(qid);
-            if let Some(&Some(mem)) = c.mems.get(qid) {
-                counters.pool = self.os.pp_stats(mem);
-            }
-            counters
-        })
-        .ok_or(ENOMEM)
+        self.host
+            .try_vec(self.queues.len(), |qid| {
+                let mut counters = self.read_queue(qid);
+                if let Some(&Some(mem)) = c.mems.get(qid) {
+                    counters.pool = self.host.pool_stats(mem);
+                }
+                counters
+            })
+            .ok_or(PortError::NoMemory)
     }
 
-    /// `ethtool -S` names: `out` gets [`Port::stats_count`] strings of `ETH_GSTRING_LEN`.
-    pub fn stat_names(
-        &self,
-        ctl: &mut Token<'_, Control>,
-        mut out: impl FnMut(usize, &[u8; ETH_GSTRING_LEN]),
-    ) {
-        let Ok(v) = self.snapshots(ctl) else {
-            return;
-        };
-        let view = EthtoolStats::new([0; HW_COUNTERS], &v);
-        let mut b = [0u8; ETH_GSTRING_LEN];
-        for (i, (name, _)) in view.iter().enumerate() {
-            ethtool::write_name(name, &mut b);
-            out(i, &b);
-        }
-    }
-
-    /// `ethtool -S` values: hardware counters of the port (TICK + reads), the XDP totals, the
-    /// per-queue counters and the page pools.
-    pub fn ethtool_stats(&self, ctl: &mut Token<'_, Control>, out: &mut [u64]) {
-        let Ok(v) = self.snapshots(ctl) else {
-            return;
-        };
-        let hw = self.dev.hw_counters();
-        EthtoolStats::new(hw, &v).fill(out);
+    /// The port's hardware counters (a TICK, then the reads; hardware.md §10.5).
+    pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
+        self.dev.hw_counters()
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the
@@ -508,18 +472,18 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` outside the core's bounds, or for another port's token.
-    pub fn change_mtu(&self, ctl: &mut Token<'_, Control>, mtu: u32) -> Result<(), Errno> {
+    /// The core's refusal outside its bounds; `WrongContext` for another port's token.
+    pub fn change_mtu(&self, ctl: &mut Token<'_, Control>, mtu: u32) -> PortResult<()> {
         let c = self.ctl(ctl)?;
-        c.net.set_mtu(mtu).map_err(|e| errno::from_ethtool(&e))
+        Ok(c.net.set_mtu(mtu)?)
     }
 
     /// The MTU bounds the core accepts (`netdev->min_mtu`, `max_mtu`).
     ///
     /// # Errors
     ///
-    /// `EINVAL` for another port's token.
-    pub fn mtu_range(&self, ctl: &mut Token<'_, Control>) -> Result<(u32, u32), Errno> {
+    /// `WrongContext` for another port's token.
+    pub fn mtu_range(&self, ctl: &mut Token<'_, Control>) -> PortResult<(u32, u32)> {
         Ok((MIN_MTU, self.ctl(ctl)?.net.max_mtu()))
     }
 
@@ -528,23 +492,21 @@ where
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a queue count outside 1..=max, an RSS table (set by `ethtool -X`) naming a
-    /// queue that would go away, or a ring size not in the QDMA's table: the same checks
-    /// [`Port::reconfigure`] applies, so that a request it would refuse never stops the interface.
+    /// The core's refusal of a queue count outside 1..=max, an RSS table (set by `ethtool -X`)
+    /// naming a queue that would go away, or a ring size not in the QDMA's table: the same checks
+    /// [`Port::reconfigure`] applies, so that a request it would refuse never stops the
+    /// interface. `WrongContext` for another port's token.
     pub fn check_layout(
         &self,
         ctl: &mut Token<'_, Control>,
         queues: u32,
         tx_ring: u32,
         rx_ring: u32,
-    ) -> Result<(), Errno> {
+    ) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         let mut net = c.net;
-        c.rss
-            .check_set_channels(&self.dev, channels(queues))
-            .map_err(|e| errno::from_ethtool(&e))?;
-        net.set_rings(rings(tx_ring, rx_ring))
-            .map_err(|e| errno::from_ethtool(&e))?;
+        c.rss.check_set_channels(&self.dev, channels(queues))?;
+        net.set_rings(rings(tx_ring, rx_ring))?;
         Ok(())
     }
 
@@ -554,25 +516,21 @@ where
     ///
     /// # Errors
     ///
-    /// `EBUSY` if the interface is up, `EINVAL` as [`Port::check_layout`] or for an RSS table
-    /// naming a queue that would go away.
+    /// `Busy` if the interface is up; as [`Port::check_layout`].
     pub fn reconfigure(
         &self,
         ctl: &mut Token<'_, Control>,
         queues: u32,
         tx_ring: u32,
         rx_ring: u32,
-    ) -> Result<(), Errno> {
+    ) -> PortResult<()> {
         let c = self.ctl(ctl)?;
         if c.up {
-            return Err(EBUSY);
+            return Err(PortError::Busy);
         }
         let mut net = c.net;
-        net.set_rings(rings(tx_ring, rx_ring))
-            .map_err(|e| errno::from_ethtool(&e))?;
-        c.rss
-            .set_channels(&self.dev, channels(queues))
-            .map_err(|e| errno::from_ethtool(&e))?;
+        net.set_rings(rings(tx_ring, rx_ring))?;
+        c.rss.set_channels(&self.dev, channels(queues))?;
         c.net = net;
         Ok(())
     }
@@ -582,8 +540,7 @@ where
     pub fn remove(self) {
         let Self {
             dev,
-            dma,
-            os,
+            host,
             ctl,
             queues,
             ..
@@ -593,8 +550,7 @@ where
             let Queue { napi, stack, xmit } = queue;
             let mut rings = Rings {
                 dev: &dev,
-                dma: &dma,
-                os: &os,
+                host: &host,
                 delay: &mut ctl.delay,
             };
             rings.stop_rings(
@@ -625,21 +581,5 @@ fn rings(tx: u32, rx: u32) -> RingRequest {
         rx,
         tx,
         ..RingRequest::default()
-    }
-}
-
-impl From<Stats64> for LinkStats {
-    fn from(s: Stats64) -> Self {
-        Self {
-            rx_packets: s.rx_packets,
-            rx_bytes: s.rx_bytes,
-            rx_dropped: s.rx_dropped,
-            rx_errors: s.rx_errors,
-            tx_packets: s.tx_packets,
-            tx_bytes: s.tx_bytes,
-            tx_dropped: s.tx_dropped,
-            tx_errors: s.tx_errors,
-            rx_missed_errors: s.rx_missed_errors,
-        }
     }
 }

@@ -1,0 +1,57 @@
+//! What a port's calls refuse with.
+
+use core::fmt;
+
+use onic_core::device::settings::EthtoolError;
+
+/// Why a port call did not do what it was asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortError {
+    /// A setting or request the port cannot take (a queue count or index out of range, a table
+    /// entry that does not fit).
+    Invalid,
+    /// A token of another port or another context (a bug of the host's entry points).
+    WrongContext,
+    /// The interface is up and the change needs it down.
+    Busy,
+    /// The ring the call needs is not running.
+    Down,
+    /// An allocation failed.
+    NoMemory,
+    /// The core refused, or the device did not do what it was told.
+    Core(onic_core::Error),
+    /// The core's checks of a user setting (ethtool's rules) refused it.
+    Setting(EthtoolError),
+    /// The host's own error code (an errno in the kernel).
+    Host(i32),
+}
+
+impl From<onic_core::Error> for PortError {
+    fn from(e: onic_core::Error) -> Self {
+        Self::Core(e)
+    }
+}
+
+impl From<EthtoolError> for PortError {
+    fn from(e: EthtoolError) -> Self {
+        Self::Setting(e)
+    }
+}
+
+impl fmt::Display for PortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Invalid => f.write_str("invalid request"),
+            Self::WrongContext => f.write_str("token of another context"),
+            Self::Busy => f.write_str("interface is up"),
+            Self::Down => f.write_str("ring not running"),
+            Self::NoMemory => f.write_str("out of memory"),
+            Self::Core(e) => write!(f, "{e}"),
+            Self::Setting(e) => write!(f, "{e}"),
+            Self::Host(code) => write!(f, "host error {code}"),
+        }
+    }
+}
+
+/// A port call's result.
+pub type PortResult<T> = Result<T, PortError>;
