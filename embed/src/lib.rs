@@ -39,6 +39,8 @@ extern crate alloc;
 
 pub mod done;
 pub mod frame;
+#[cfg(feature = "model")]
+pub mod model;
 pub mod port;
 pub mod set;
 pub mod sink;

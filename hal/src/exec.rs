@@ -68,6 +68,7 @@
 //! send(unsafe { Token::<Poll>::new(Domain::new(), 0) });
 //! ```
 
+use core::any::TypeId;
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::marker::PhantomData;
@@ -266,6 +267,124 @@ impl<K: Kind> fmt::Debug for AllContexts<'_, K> {
     }
 }
 
+/// Every context of one domain, run by a single thread that makes one call at a time (a tool, a
+/// test, a bare-metal main loop whose interrupts only mark work): the safe source of that
+/// domain's proofs.
+///
+/// Its domain is fresh and it is the domain's only source of proofs (minting one elsewhere is
+/// `unsafe`, and that contract forbids it here). Each proof borrows the `OneThread` mutably, so
+/// at most one is alive, except the proofs one call hands out together
+/// ([`OneThread::all4`]), which are of four different kinds. It is neither `Send` nor `Sync`.
+///
+/// ```compile_fail
+/// # use onic_hal::exec::{Kind, OneThread, Owned};
+/// # enum Poll {}
+/// # impl Kind for Poll { const NAME: &'static str = "poll"; }
+/// let mut one = OneThread::new();
+/// let ring = Owned::<u32, Poll>::new(0, one.domain(), 0);
+/// let mut a = one.token::<Poll>(0);
+/// let mut b = one.token::<Poll>(0); // a second proof while the first lives
+/// *ring.open(&mut a).unwrap() += *ring.open(&mut b).unwrap();
+/// ```
+pub struct OneThread {
+    domain: Domain,
+    _one: PhantomData<*const ()>,
+}
+
+/// [`OneThread::all4`] was asked for two proofs of one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SameKind;
+
+impl fmt::Display for SameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("two proofs of one kind of context asked for at once")
+    }
+}
+
+/// Four proofs that no context of kinds `A`, `B`, `C`, `D` runs, made together.
+pub type AllFour<'a, A, B, C, D> = (
+    AllContexts<'a, A>,
+    AllContexts<'a, B>,
+    AllContexts<'a, C>,
+    AllContexts<'a, D>,
+);
+
+impl OneThread {
+    /// The contexts of a fresh domain.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            domain: Domain::new(),
+            _one: PhantomData,
+        }
+    }
+
+    /// The domain whose contexts these are.
+    #[must_use]
+    pub const fn domain(&self) -> Domain {
+        self.domain
+    }
+
+    /// The token of context `(domain, K, index)`, for as long as `self` is borrowed.
+    pub fn token<K: Kind>(&mut self, index: u16) -> Token<'_, K> {
+        // SAFETY: this thread runs every context of the domain, one call at a time, and no other
+        // proof of it is alive: the domain is fresh, only `self` makes its proofs, and the
+        // mutable borrow keeps this one the only proof alive.
+        unsafe { Token::new(self.domain, index) }
+    }
+
+    /// The right to act as every context of kind `K`, for as long as `self` is borrowed.
+    pub fn all<K: Kind>(&mut self) -> AllContexts<'_, K> {
+        // SAFETY: as in `token`: nothing else runs as a context of the domain, and no other
+        // proof of it is alive while `self` is borrowed.
+        unsafe { AllContexts::new(self.domain) }
+    }
+
+    /// The rights to act as every context of four kinds at once (a control call that also
+    /// holds the datapath's contexts stopped).
+    ///
+    /// # Errors
+    ///
+    /// [`SameKind`] when two of the kinds are one: their proofs could mint one token twice.
+    pub fn all4<A: Kind, B: Kind, C: Kind, D: Kind>(&mut self) -> Result<AllFour<'_, A, B, C, D>, SameKind> {
+        let ids = [
+            TypeId::of::<A>(),
+            TypeId::of::<B>(),
+            TypeId::of::<C>(),
+            TypeId::of::<D>(),
+        ];
+        let distinct = ids
+            .iter()
+            .enumerate()
+            .all(|(i, a)| ids.iter().skip(i + 1).all(|b| a != b));
+        if !distinct {
+            return Err(SameKind);
+        }
+        let d = self.domain;
+        // SAFETY: as in `all`, per kind; the kinds differ, so no token can be minted twice.
+        Ok(unsafe {
+            (
+                AllContexts::new(d),
+                AllContexts::new(d),
+                AllContexts::new(d),
+                AllContexts::new(d),
+            )
+        })
+    }
+}
+
+impl Default for OneThread {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for OneThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OneThread({:?})", self.domain)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +433,35 @@ mod tests {
         }
         let [a, b] = cells;
         assert_eq!((a.into_inner(), b.into_inner()), (10, 11));
+    }
+
+    struct Other;
+    impl Kind for Other {
+        const NAME: &'static str = "other";
+    }
+
+    #[test]
+    fn one_thread_makes_its_proofs_one_borrow_at_a_time() {
+        let mut one = OneThread::new();
+        let d = one.domain();
+        assert_ne!(d, OneThread::new().domain());
+        let cell = Owned::<u32, Poll>::new(0, d, 2);
+        *cell.open(&mut one.token(2)).unwrap() += 1;
+        assert!(cell.open(&mut one.token(3)).is_err());
+        *cell.open(&mut one.all().token(2)).unwrap() += 1;
+        let (mut a, _b, _c, _d) = one.all4::<Poll, Other, Control4, Xmit4>().unwrap();
+        *cell.open(&mut a.token(2)).unwrap() += 1;
+        assert_eq!(cell.into_inner(), 3);
+        assert_eq!(one.all4::<Poll, Other, Poll, Xmit4>().err(), Some(SameKind));
+    }
+
+    struct Control4;
+    impl Kind for Control4 {
+        const NAME: &'static str = "control";
+    }
+    struct Xmit4;
+    impl Kind for Xmit4 {
+        const NAME: &'static str = "xmit";
     }
 
     #[test]

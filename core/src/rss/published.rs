@@ -40,9 +40,15 @@ impl PublishedHasher {
         self.0.update(grace, |h| h.rekey(key))
     }
 
+    /// The current hasher, through exclusive access (no writer can run meanwhile, so no
+    /// read-side section is needed).
+    pub fn current(&mut self) -> &ShellHasher {
+        self.0.get_mut()
+    }
+
     /// The key of the current hasher, through exclusive access.
     pub fn current_key(&mut self) -> RssKey {
-        *self.0.get_mut().key()
+        *self.current().key()
     }
 }
 

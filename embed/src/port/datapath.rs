@@ -5,6 +5,7 @@
 //! frames to the stack or to a redirect.
 
 use onic_core::queue::tx::{TxError, TxThresholds};
+use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::RxContext;
@@ -15,7 +16,7 @@ use super::contexts::{Napi, Token, TxLock, XmitLock};
 use super::counters::to_words;
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::queues::{napi_counters, tx_counters, NapiState, TxRing};
+use super::queues::{napi_counters, tx_counters, HostDevice, NapiState, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
 use super::Port;
 
@@ -221,65 +222,31 @@ impl<H: Host> Port<H> {
         let Some(state) = self.napi(poll) else {
             return PollResult::default();
         };
-        let NapiState { pair: Some(qp), base } = state else {
+        let call = NapiCall { budget, napi, prog };
+        poll_queue(
+            &self.dev,
+            &self.host,
+            state,
+            (qid, self.hasher.read(section)),
+            call,
+        )
+    }
+
+    /// The same poll as [`Port::poll`] through exclusive access to the port (a host whose one
+    /// thread runs every context, [`super::SoloPort`]): no token or read-side section is needed,
+    /// since nothing else can reach the port meanwhile.
+    pub(crate) fn poll_exclusive(&mut self, qid: u16, call: NapiCall<H>) -> PollResult {
+        let Self {
+            dev,
+            host,
+            queues,
+            hasher,
+            ..
+        } = self;
+        let Some(queue) = queues.get_mut(usize::from(qid)) else {
             return PollResult::default();
         };
-        let mem = qp.pool.mem();
-        let hasher = self.hasher.read(section);
-        let mut pass = Pass {
-            host: &self.host,
-            napi,
-            mem,
-            qid,
-            hasher,
-        };
-        let mut redirect = Redirect {
-            host: &self.host,
-            prog,
-            mem,
-            redirected: false,
-        };
-        let mut program = prog.map(|prog| HostProg {
-            host: &self.host,
-            prog,
-            mem,
-        });
-        let mut ctx = RxContext {
-            sink: &mut pass,
-            rxq: XdpRxq {
-                queue_index: qid,
-                port: self.dev.function().port(),
-            },
-            dispatch: XdpDispatch {
-                prog: program.as_mut(),
-                redirect: &mut redirect,
-                origin: u32::from(qid),
-                hasher: Some(hasher),
-            },
-        };
-        let mut done = Done {
-            host: &self.host,
-            napi_budget: Some(budget),
-        };
-        qp.pool.in_napi = true;
-        let out = qp.poll(
-            usize::try_from(budget).unwrap_or(usize::MAX),
-            &self.dev.doorbells(),
-            &mut ctx,
-            &mut done,
-        );
-        qp.pool.in_napi = false;
-        let redirected = redirect.redirected;
-        let mut published = *base;
-        published += napi_counters(qp);
-        self.publish(qid, StatBlock::Napi, &published);
-        PollResult {
-            done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
-            more: out.rx.more,
-            redirected,
-            tx_pending: qp.tx.in_flight() > 0,
-            error: qp.error().is_some(),
-        }
+        poll_queue(dev, host, queue.napi.get_mut(), (qid, hasher.current()), call)
     }
 
     /// The stack TX ring's state, for a TX timeout report (Linux's watchdog holds every TX
@@ -298,5 +265,80 @@ impl<H: Host> Port<H> {
             running: true,
             error: tx.error().is_some(),
         }
+    }
+}
+
+/// What a NAPI poll is given besides its queue: the budget, the host's poll object and the
+/// attached program, if any.
+pub(crate) struct NapiCall<H: Host> {
+    pub(crate) budget: u32,
+    pub(crate) napi: H::Napi,
+    pub(crate) prog: Option<H::Prog>,
+}
+
+/// The one poll of a queue index's NAPI rings, however the caller reached them: the XDP_TX
+/// ring's reclaim, then up to `budget` received frames through the program (if attached) or
+/// straight to the host's stack, XDP_TX on the own ring; then the NAPI block published.
+fn poll_queue<H: Host>(
+    dev: &HostDevice<H>,
+    host: &H,
+    state: &mut NapiState<H>,
+    (qid, hasher): (u16, &ShellHasher),
+    call: NapiCall<H>,
+) -> PollResult {
+    let NapiCall { budget, napi, prog } = call;
+    let NapiState { pair: Some(qp), base } = state else {
+        return PollResult::default();
+    };
+    let mem = qp.pool.mem();
+    let mut pass = Pass {
+        host,
+        napi,
+        mem,
+        qid,
+        hasher,
+    };
+    let mut redirect = Redirect {
+        host,
+        prog,
+        mem,
+        redirected: false,
+    };
+    let mut program = prog.map(|prog| HostProg { host, prog, mem });
+    let mut ctx = RxContext {
+        sink: &mut pass,
+        rxq: XdpRxq {
+            queue_index: qid,
+            port: dev.function().port(),
+        },
+        dispatch: XdpDispatch {
+            prog: program.as_mut(),
+            redirect: &mut redirect,
+            origin: u32::from(qid),
+            hasher: Some(hasher),
+        },
+    };
+    let mut done = Done {
+        host,
+        napi_budget: Some(budget),
+    };
+    qp.pool.in_napi = true;
+    let out = qp.poll(
+        usize::try_from(budget).unwrap_or(usize::MAX),
+        &dev.doorbells(),
+        &mut ctx,
+        &mut done,
+    );
+    qp.pool.in_napi = false;
+    let redirected = redirect.redirected;
+    let mut published = *base;
+    published += napi_counters(qp);
+    host.stats_publish(qid, StatBlock::Napi, &to_words(&published));
+    PollResult {
+        done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
+        more: out.rx.more,
+        redirected,
+        tx_pending: qp.tx.in_flight() > 0,
+        error: qp.error().is_some(),
     }
 }

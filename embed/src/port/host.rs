@@ -70,8 +70,10 @@ impl StatBlock {
 /// Operating-system services of one port. Each method is called from the context the port's
 /// entry point for it names (see [`crate::port`]); handles are plain values the OS gave out.
 pub trait Host: Clone {
-    /// A register window of the function (BAR0, BAR2).
-    type Regs: RegisterWindow;
+    /// The function's QDMA register window (BAR0).
+    type Qdma: RegisterWindow;
+    /// The shell's register window (BAR2).
+    type Shell: RegisterWindow;
     /// The card's context-command lock, shared with the card's other functions.
     type CardLock: SharedLock;
     /// Coherent memory for the rings.

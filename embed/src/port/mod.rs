@@ -31,6 +31,7 @@ mod error;
 mod host;
 mod queues;
 pub mod sinks;
+mod solo;
 
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
@@ -39,6 +40,7 @@ pub use contexts::{
 pub use error::{PortError, PortResult};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{TxRole, MAX_PORT_QUEUES};
+pub use solo::SoloPort;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -102,14 +104,17 @@ struct Ctl<H: Host> {
 }
 
 /// The register windows and lock a port's function is reached through.
-pub struct PortRegs<R, C> {
+pub struct PortRegs<Q, S, C> {
     /// BAR0 (QDMA).
-    pub qdma: R,
+    pub qdma: Q,
     /// BAR2 (shell).
-    pub shell: R,
+    pub shell: S,
     /// The card's context-command lock.
     pub lock: C,
 }
+
+/// The register windows and lock of a port over host `H`.
+pub type HostRegs<H> = PortRegs<<H as Host>::Qdma, <H as Host>::Shell, <H as Host>::CardLock>;
 
 impl<H: Host> Port<H> {
     /// Brings the function up (hardware.md §13.1 steps 5-10 through `Device::init_shared`, with the
@@ -120,11 +125,18 @@ impl<H: Host> Port<H> {
     ///
     /// `Invalid` for a bad configuration; the core's errors (a missing CMAC, a device that does
     /// not respond); `NoMemory`.
-    pub fn new(
-        regs: PortRegs<H::Regs, H::CardLock>,
+    pub fn new(regs: HostRegs<H>, delay: H::Delay, host: H, cfg: PortConfig) -> PortResult<Self> {
+        Self::in_domain(regs, delay, host, cfg, Domain::new())
+    }
+
+    /// As [`Port::new`], with the contexts of `domain` (a [`SoloPort`]'s, whose one thread makes
+    /// every proof of it).
+    pub(crate) fn in_domain(
+        regs: HostRegs<H>,
         mut delay: H::Delay,
         host: H,
         cfg: PortConfig,
+        domain: Domain,
     ) -> PortResult<Self> {
         if cfg.queues == 0 || cfg.queues > cfg.max_queues || cfg.max_queues > MAX_PORT_QUEUES {
             return Err(PortError::Invalid);
@@ -137,7 +149,6 @@ impl<H: Host> Port<H> {
         let PortRegs { qdma, shell, lock } = regs;
         let (dev, mut rss) = Device::init_shared(qdma, shell, lock, &mut delay, dcfg)?;
         let n = usize::from(cfg.max_queues);
-        let domain = Domain::new();
         // CAST: below `max_queues`, a u16.
         let ready = host
             .try_vec(n, |q| Queue::new(domain, q as u16))

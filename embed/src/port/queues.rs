@@ -165,7 +165,7 @@ const fn teardown_done<H: Host>(host: &H) -> Done<'_, H> {
 }
 
 /// The device of a port over host `H`.
-pub(crate) type HostDevice<H> = Device<<H as Host>::Regs, <H as Host>::Regs, <H as Host>::CardLock>;
+pub(crate) type HostDevice<H> = Device<<H as Host>::Qdma, <H as Host>::Shell, <H as Host>::CardLock>;
 
 /// What starting and stopping rings needs: the device, the host and a delay.
 pub(crate) struct Rings<'p, H: Host> {

@@ -1,0 +1,540 @@
+//! The port's [`Host`] over the model card (`onic-sim`), for hosts with no OS of their own: the
+//! `onic` tool, the tests, the bare-metal image. With [`SoloPort`](crate::port::SoloPort) they
+//! drive the same [`Port`](crate::port::Port) the kernel module does.
+//!
+//! What the kernel provides, the model host provides in plain memory, one thread at a time:
+//!
+//! - **page pools**: one core [`PagePool`] per queue, numbered in the order the ports create
+//!   them (the queue memory handle, [`QMem`], is that number; it is also how a page finds its
+//!   way home from another port);
+//! - **the stack**: frames passed to it wait until the caller reads them
+//!   ([`ModelHost::drain_received`]), which gives their pages back, as a socket would;
+//! - **packets**: [`ModelHost::packet`] copies a frame into a buffer the device reads (mapped
+//!   to-device once); a completed packet's buffer is kept for the next one;
+//! - **redirects**: a frame the program redirects waits in [`ModelHost::take_redirects`] with
+//!   the target the program named; the caller hands it to a port's redirect-in ring
+//!   (`Port::xdp_xmit`), reads it, or gives it back ([`ModelHost::return_frame`]);
+//! - **programs**: the caller attaches programs of type `P` and reaches them again by handle;
+//! - **statistics**: each port's published counter blocks, kept per port;
+//! - **grace period**: none to wait for ([`TakingTurns`]: one thread, calls in turn).
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::rc::Rc;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig};
+use onic_core::rss::{PublishedHasher, RssKey};
+use onic_core::stats::PoolStats;
+use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpRxHash};
+use onic_core::{QueueId, RxQueueConfig};
+use onic_hal::grace::TakingTurns;
+use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
+use onic_sim::{Card, QdmaWindow, ShellWindow, SimDelay, SimDma};
+
+use crate::port::counters::QSTAT_WORDS;
+use crate::port::{FrameAt, Host, HostRegs, Mapped, SkbHash, StatBlock};
+
+/// A queue's page pool: its number among every pool the model host made.
+pub type QMem = u16;
+
+/// Pool pages are mapped both ways: XDP_TX and redirects send a frame from the page it arrived
+/// in.
+const PAGE_DIR: Direction = Direction::Bidirectional;
+
+/// A frame passed to the host's stack, with the page it lies in (the host's until the caller has
+/// read it, [`ModelHost::drain_received`]).
+#[derive(Debug)]
+pub struct Received {
+    /// The port that received it.
+    pub port: u8,
+    /// Its RX queue.
+    pub qid: u16,
+    /// The pool its page belongs to.
+    pub mem: QMem,
+    /// The page.
+    pub page: DmaPage,
+    /// Where the frame lies in the page.
+    pub at: FrameAt,
+    /// The hash the driver gave it.
+    pub hash: Option<SkbHash>,
+}
+
+impl Received {
+    /// The frame's bytes.
+    #[must_use]
+    pub fn data(&self) -> &[u8] {
+        frame_bytes(&self.page, self.at)
+    }
+}
+
+/// The bytes of the frame `at` in `page` (empty if `at` lies outside it).
+fn frame_bytes(page: &DmaPage, at: FrameAt) -> &[u8] {
+    let start = usize::from(at.offset);
+    page.bytes()
+        .get(start..start + usize::from(at.len))
+        .unwrap_or(&[])
+}
+
+/// A frame a program redirected, waiting for the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    /// The port whose program redirected it.
+    pub from: u8,
+    /// The target the program named (a devmap or xskmap entry), if any.
+    pub target: Option<u32>,
+    /// The frame, for `Port::xdp_xmit`, [`ModelHost::frame_data`] or
+    /// [`ModelHost::return_frame`].
+    pub frame: u32,
+}
+
+/// A redirected frame while the host holds it: its page stays its pool's.
+struct HeldFrame {
+    page: DmaPage,
+    at: FrameAt,
+    mem: QMem,
+}
+
+/// A packet buffer: one to-device page, mapped while it lives.
+struct Packet {
+    page: DmaPage,
+    len: usize,
+}
+
+/// Slots that hand out numbers and take them back.
+struct Slots<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Slots<T> {
+    const fn new() -> Self {
+        Self {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn insert(&mut self, v: T) -> u32 {
+        if let Some(i) = self.free.pop() {
+            if let Some(slot) = self.items.get_mut(i as usize) {
+                *slot = Some(v);
+                return i;
+            }
+        }
+        self.items.push(Some(v));
+        // CAST: more than 4 G slots would exhaust memory first.
+        (self.items.len() - 1) as u32
+    }
+
+    fn get(&self, i: u32) -> Option<&T> {
+        self.items.get(i as usize)?.as_ref()
+    }
+
+    fn take(&mut self, i: u32) -> Option<T> {
+        let v = self.items.get_mut(i as usize)?.take()?;
+        self.free.push(i);
+        Some(v)
+    }
+
+    fn live(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+}
+
+/// What every port of one model host shares.
+struct Net<'c, P> {
+    pools: Vec<Option<PagePool<'static, SimDma<'c>>>>,
+    packets: Slots<Packet>,
+    /// Packet buffers of completed packets, still mapped, for the next packets.
+    spare: Vec<DmaPage>,
+    frames: Slots<HeldFrame>,
+    received: Vec<Received>,
+    redirects: Vec<Redirect>,
+    programs: Vec<P>,
+    stats: BTreeMap<(u8, u16, u8), [u64; QSTAT_WORDS]>,
+}
+
+/// Where the pages of a model host are, for a leak check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelCensus {
+    /// Pools still alive (queues running).
+    pub pools: usize,
+    /// Frames received and not yet released.
+    pub received: usize,
+    /// Redirected frames the host holds.
+    pub frames: usize,
+    /// Packets not yet completed.
+    pub packets: usize,
+}
+
+/// The port's host over the model card: one per port, sharing one [`Net`] among the ports of
+/// a card (made with [`ModelHost::new`], then [`ModelHost::for_port`]). `P` is the type of the
+/// XDP programs the caller attaches.
+pub struct ModelHost<'c, P> {
+    dma: SimDma<'c>,
+    port: u8,
+    net: Rc<RefCell<Net<'c, P>>>,
+    grace: TakingTurns,
+}
+
+impl<P> Clone for ModelHost<'_, P> {
+    fn clone(&self) -> Self {
+        Self {
+            dma: self.dma,
+            port: self.port,
+            net: Rc::clone(&self.net),
+            grace: TakingTurns,
+        }
+    }
+}
+
+impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
+    /// The host of port 0 of `card` (the ports' DMA memory is the card's).
+    #[must_use]
+    pub fn new(card: &'c Card) -> Self {
+        let net = Net {
+            pools: Vec::new(),
+            packets: Slots::new(),
+            spare: Vec::new(),
+            frames: Slots::new(),
+            received: Vec::new(),
+            redirects: Vec::new(),
+            programs: Vec::new(),
+            stats: BTreeMap::new(),
+        };
+        Self {
+            dma: card.dma(),
+            port: 0,
+            net: Rc::new(RefCell::new(net)),
+            grace: TakingTurns,
+        }
+    }
+
+    /// The host of `port`, sharing pools, frames and programs with `self`.
+    #[must_use]
+    pub fn for_port(&self, port: u8) -> Self {
+        Self { port, ..self.clone() }
+    }
+
+    /// The register windows of function `func` of `card`, with no lock (one thread drives the
+    /// card).
+    #[must_use]
+    pub fn regs(card: &'c Card, func: u8) -> HostRegs<Self> {
+        HostRegs::<Self> {
+            qdma: card.qdma(func),
+            shell: card.shell(),
+            lock: Unshared::NEW,
+        }
+    }
+
+    /// Attaches a program; the handle is what `Port::poll` takes.
+    pub fn attach(&self, prog: P) -> u16 {
+        let mut net = self.net.borrow_mut();
+        net.programs.push(prog);
+        // CAST: a caller attaches a handful of programs.
+        (net.programs.len() - 1) as u16
+    }
+
+    /// Runs `f` on attached program `id` (its maps, its counters); `None` for an unknown id.
+    pub fn with_program<R>(&self, id: u16, f: impl FnOnce(&mut P) -> R) -> Option<R> {
+        self.net.borrow_mut().programs.get_mut(usize::from(id)).map(f)
+    }
+
+    /// A packet of the stack with `data`, for `Port::xmit`; `None` if no page is left or `data`
+    /// does not fit one.
+    pub fn packet(&self, data: &[u8]) -> Option<u32> {
+        let mut net = self.net.borrow_mut();
+        let mut page = match net.spare.pop() {
+            Some(p) => p,
+            None => {
+                let mem = self.dma.alloc_page().ok()?;
+                self.dma
+                    .map_page(mem, Direction::ToDevice)
+                    .map_err(|(mem, _)| self.dma.free_page(mem))
+                    .ok()?
+            }
+        };
+        let Some(room) = page.bytes_mut().get_mut(..data.len()) else {
+            net.spare.push(page);
+            return None;
+        };
+        room.copy_from_slice(data);
+        self.dma
+            .sync_for_device(&page, 0, data.len(), Direction::ToDevice);
+        Some(net.packets.insert(Packet {
+            page,
+            len: data.len(),
+        }))
+    }
+
+    /// Shows `f` every frame this host's port passed to the stack since the last call, oldest
+    /// first, and gives each page back to its pool after, as a socket reading them would;
+    /// returns how many there were.
+    pub fn drain_received(&self, mut f: impl FnMut(&Received)) -> usize {
+        let mine: Vec<Received> = {
+            let mut net = self.net.borrow_mut();
+            let (mine, others) = core::mem::take(&mut net.received)
+                .into_iter()
+                .partition(|r| r.port == self.port);
+            net.received = others;
+            mine
+        };
+        let n = mine.len();
+        for r in mine {
+            f(&r);
+            self.release(r);
+        }
+        n
+    }
+
+    /// The stack is done with a received frame: its page goes back to its pool.
+    fn release(&self, r: Received) {
+        let dirty = written(r.at);
+        let mut net = self.net.borrow_mut();
+        match net.pools.get_mut(usize::from(r.mem)).and_then(Option::as_mut) {
+            Some(pool) => pool.return_from_os(r.page, dirty),
+            None => release_to_hal(&self.dma, PAGE_DIR, r.page),
+        }
+    }
+
+    /// Frames this host's port redirected since the last call, oldest first.
+    pub fn take_redirects(&self) -> Vec<Redirect> {
+        let mut net = self.net.borrow_mut();
+        let (mine, others) = core::mem::take(&mut net.redirects)
+            .into_iter()
+            .partition(|r| r.from == self.port);
+        net.redirects = others;
+        mine
+    }
+
+    /// A copy of a held redirected frame's bytes (empty for an unknown frame).
+    #[must_use]
+    pub fn frame_data(&self, frame: u32) -> Vec<u8> {
+        let net = self.net.borrow();
+        net.frames
+            .get(frame)
+            .map(|f| frame_bytes(&f.page, f.at).to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Gives a held redirected frame back: its page goes home to its pool.
+    pub fn return_frame(&self, frame: u32) {
+        let mut net = self.net.borrow_mut();
+        let Some(f) = net.frames.take(frame) else {
+            return;
+        };
+        let dirty = written(f.at);
+        match net.pools.get_mut(usize::from(f.mem)).and_then(Option::as_mut) {
+            Some(pool) => pool.recycle(f.page, dirty),
+            None => release_to_hal(&self.dma, PAGE_DIR, f.page),
+        }
+    }
+
+    /// Where the host's pages are.
+    #[must_use]
+    pub fn census(&self) -> ModelCensus {
+        let net = self.net.borrow();
+        ModelCensus {
+            pools: net.pools.iter().flatten().count(),
+            received: net.received.len(),
+            frames: net.frames.live(),
+            packets: net.packets.live(),
+        }
+    }
+
+    /// Frees the kept packet buffers (after the ports are gone).
+    pub fn free_spare(&self) {
+        for page in self.net.borrow_mut().spare.drain(..) {
+            release_to_hal(&self.dma, Direction::ToDevice, page);
+        }
+    }
+}
+
+/// Bytes of a page after the RX headroom the CPU may have written, for a frame at `at`.
+fn written(at: FrameAt) -> usize {
+    (usize::from(at.offset) + usize::from(at.len)).saturating_sub(onic_core::config::RX_HEADROOM as usize)
+}
+
+impl<'c, P: RawXdpProgram> Host for ModelHost<'c, P> {
+    type Qdma = QdmaWindow<'c>;
+    type Shell = ShellWindow<'c>;
+    type CardLock = Unshared;
+    type Dma = SimDma<'c>;
+    type Delay = SimDelay<'c>;
+    type QMem = QMem;
+    type Page = DmaPage;
+    type Skb = u32;
+    type XdpFrame = u32;
+    type Prog = u16;
+    type Napi = ();
+    type Grace = TakingTurns;
+
+    fn dma(&self) -> &SimDma<'c> {
+        &self.dma
+    }
+
+    fn grace(&self) -> &TakingTurns {
+        &self.grace
+    }
+
+    fn try_vec<T>(&self, n: usize, f: impl FnMut(usize) -> T) -> Option<Vec<T>> {
+        Some((0..n).map(f).collect())
+    }
+
+    fn try_box_hasher(&self) -> Option<Box<PublishedHasher>> {
+        Some(Box::new(PublishedHasher::new(&RssKey::DEFAULT)))
+    }
+
+    fn qmem_new(&self, qid: u16, _pages: u32) -> Result<QMem, i32> {
+        let buf = RxQueueConfig::new(QueueId::new(qid)).buf.bytes();
+        let pool = PagePool::new(self.dma, PoolConfig::rx(PAGE_DIR, buf), None);
+        let mut net = self.net.borrow_mut();
+        let mem = QMem::try_from(net.pools.len()).map_err(|_| -1)?;
+        net.pools.push(Some(pool));
+        Ok(mem)
+    }
+
+    /// The pool goes, with the pages in it; pages still out come home to the HAL.
+    fn qmem_free(&self, mem: QMem) {
+        let pool = self
+            .net
+            .borrow_mut()
+            .pools
+            .get_mut(usize::from(mem))
+            .and_then(Option::take);
+        drop(pool);
+    }
+
+    fn page_alloc(&self, mem: QMem) -> Option<DmaPage> {
+        self.net
+            .borrow_mut()
+            .pools
+            .get_mut(usize::from(mem))?
+            .as_mut()?
+            .alloc()
+    }
+
+    fn page_put(&self, mem: QMem, page: DmaPage, dirty: usize, _direct: bool) {
+        let mut net = self.net.borrow_mut();
+        match net.pools.get_mut(usize::from(mem)).and_then(Option::as_mut) {
+            Some(pool) => pool.recycle(page, dirty),
+            None => release_to_hal(&self.dma, PAGE_DIR, page),
+        }
+    }
+
+    fn page_sync(&self, page: &DmaPage, offset: usize, len: usize, for_cpu: bool) {
+        if for_cpu {
+            self.dma.sync_for_cpu(page, offset, len, PAGE_DIR);
+        } else {
+            self.dma.sync_for_device(page, offset, len, PAGE_DIR);
+        }
+    }
+
+    fn pool_stats(&self, mem: QMem) -> PoolStats {
+        self.net
+            .borrow()
+            .pools
+            .get(usize::from(mem))
+            .and_then(Option::as_ref)
+            .map(PagePool::stats)
+            .unwrap_or_default()
+    }
+
+    fn rx_deliver(
+        &self,
+        mem: QMem,
+        _napi: (),
+        page: DmaPage,
+        at: FrameAt,
+        qid: u16,
+        hash: Option<SkbHash>,
+    ) -> Result<(), DmaPage> {
+        self.net.borrow_mut().received.push(Received {
+            port: self.port,
+            qid,
+            mem,
+            page,
+            at,
+            hash,
+        });
+        Ok(())
+    }
+
+    fn map_skb(&self, skb: u32) -> Option<Mapped> {
+        let net = self.net.borrow();
+        let p = net.packets.get(skb)?;
+        Some(Mapped {
+            dma: p.page.dma_addr(),
+            len: p.len,
+        })
+    }
+
+    fn map_xdp_frame(&self, frame: u32) -> Option<Mapped> {
+        let net = self.net.borrow();
+        let f = net.frames.get(frame)?;
+        Some(Mapped {
+            dma: DmaAddr::new(f.page.dma_addr().get() + u64::from(f.at.offset)),
+            len: usize::from(f.at.len),
+        })
+    }
+
+    /// Packet buffers stay mapped while they live, and redirected frames lie in pool pages
+    /// mapped for as long as the pool holds them: nothing to end here.
+    fn unmap(&self, _mapped: Mapped) {}
+
+    fn skb_done(&self, skb: u32, _napi_budget: Option<u32>) {
+        let mut net = self.net.borrow_mut();
+        if let Some(p) = net.packets.take(skb) {
+            net.spare.push(p.page);
+        }
+    }
+
+    fn xdp_frame_return(&self, frame: u32) {
+        self.return_frame(frame);
+    }
+
+    fn xdp_run(&self, prog: u16, _mem: QMem, buff: &mut XdpBuff<'_>, _hash: Option<XdpRxHash>) -> u32 {
+        let mut net = self.net.borrow_mut();
+        match net.programs.get_mut(usize::from(prog)) {
+            Some(p) => p.run_raw(buff),
+            // An unknown handle aborts, as a program that faults does.
+            None => 0,
+        }
+    }
+
+    fn xdp_redirect(
+        &self,
+        _prog: u16,
+        mem: QMem,
+        page: DmaPage,
+        at: FrameAt,
+        target: Option<u32>,
+    ) -> Result<(), DmaPage> {
+        let mut net = self.net.borrow_mut();
+        let frame = net.frames.insert(HeldFrame { page, at, mem });
+        let from = self.port;
+        net.redirects.push(Redirect { from, target, frame });
+        Ok(())
+    }
+
+    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
+        let mut w = [0u64; QSTAT_WORDS];
+        for (d, s) in w.iter_mut().zip(words) {
+            *d = *s;
+        }
+        self.net
+            .borrow_mut()
+            .stats
+            .insert((self.port, qid, block as u8), w);
+    }
+
+    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
+        let net = self.net.borrow();
+        let w = net.stats.get(&(self.port, qid, block as u8));
+        for (i, d) in out.iter_mut().enumerate() {
+            *d = w.and_then(|w| w.get(i)).copied().unwrap_or(0);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! A port whose every context one thread runs, one call at a time: the way a tool, a test or a
+//! bare-metal main loop is a host. [`SoloPort`] owns its [`Port`] and the port's
+//! [`OneThread`], which makes the context proofs the port's calls take, so such a host needs no
+//! `unsafe` of its own: the compiler's borrow of the `SoloPort` is its serialization.
+
+use onic_hal::exec::OneThread;
+
+use super::contexts::{Control, Kind, Napi, Quiet, Token, TxLock, XmitLock, CONTROL};
+use super::datapath::NapiCall;
+use super::error::{PortError, PortResult};
+use super::host::Host;
+use super::{HostRegs, PollResult, Port, PortConfig};
+
+/// A port and the one thread that runs all of its contexts.
+pub struct SoloPort<H: Host> {
+    port: Port<H>,
+    contexts: OneThread,
+}
+
+impl<H: Host> SoloPort<H> {
+    /// Brings the function up as [`Port::new`] does, with the contexts of a fresh [`OneThread`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::new`].
+    pub fn new(regs: HostRegs<H>, delay: H::Delay, host: H, cfg: PortConfig) -> PortResult<Self> {
+        let contexts = OneThread::new();
+        let port = Port::in_domain(regs, delay, host, cfg, contexts.domain())?;
+        Ok(Self { port, contexts })
+    }
+
+    /// The port, for the calls that take no token (statistics, link state, RSS read-back).
+    pub const fn port(&self) -> &Port<H> {
+        &self.port
+    }
+
+    /// Runs `call` as the port's control context (a settings call: RSS, layout, MTU,
+    /// statistics).
+    pub fn control<R>(&mut self, call: impl FnOnce(&Port<H>, &mut Token<'_, Control>) -> R) -> R {
+        call(&self.port, &mut self.contexts.token(CONTROL))
+    }
+
+    /// Runs `call` as the control context with every datapath context stopped (`open`, `stop`,
+    /// `restart_queue`).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` if the port's kinds were not four different ones (never: they are).
+    pub fn quiesced<R>(
+        &mut self,
+        call: impl FnOnce(&Port<H>, &mut Token<'_, Control>, &mut Quiet<'_>) -> PortResult<R>,
+    ) -> PortResult<R> {
+        let (mut control, napi, stack, xmit) = self
+            .contexts
+            .all4::<Control, Napi, TxLock, XmitLock>()
+            .map_err(|_| PortError::WrongContext)?;
+        let mut quiet = Quiet { napi, stack, xmit };
+        call(&self.port, &mut control.token(CONTROL), &mut quiet)
+    }
+
+    /// Starts every queue in use ([`Port::open`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::open`].
+    pub fn open(&mut self) -> PortResult<()> {
+        self.quiesced(|p, c, q| p.open(c, q))
+    }
+
+    /// Tears every queue down ([`Port::stop`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::stop`].
+    pub fn stop(&mut self) -> PortResult<()> {
+        self.quiesced(|p, c, q| p.stop(c, q))
+    }
+
+    /// Runs `call` as context `K` of queue index `q` (the stack's TX lock for transmit and its
+    /// reclaim, the xmit lock for frames redirected here).
+    pub fn queue<K: Kind, R>(&mut self, q: u16, call: impl FnOnce(&Port<H>, &mut Token<'_, K>) -> R) -> R {
+        call(&self.port, &mut self.contexts.token(q))
+    }
+
+    /// One NAPI poll of queue index `q` ([`Port::poll`]).
+    pub fn poll(&mut self, q: u16, budget: u32, napi: H::Napi, prog: Option<H::Prog>) -> PollResult {
+        self.port.poll_exclusive(q, NapiCall { budget, napi, prog })
+    }
+
+    /// Takes the function down ([`Port::remove`]).
+    pub fn remove(self) {
+        self.port.remove();
+    }
+}
