@@ -100,7 +100,8 @@ where
     L: DelayNs + 'static,
     C: SharedLock + 'static,
 {
-    type Regs = R;
+    type Qdma = R;
+    type Shell = R;
     type CardLock = C;
     type Dma = D;
     type Delay = L;
