@@ -82,6 +82,8 @@ fn frame_bytes(page: &DmaPage, at: FrameAt) -> &[u8] {
 pub struct Redirect {
     /// The port whose program redirected it.
     pub from: u8,
+    /// The RX queue it arrived on.
+    pub qid: u16,
     /// The target the program named (a devmap or xskmap entry), if any.
     pub target: Option<u32>,
     /// The frame, for `Port::xdp_xmit`, [`ModelHost::frame_data`] or
@@ -145,7 +147,11 @@ impl<T> Slots<T> {
 
 /// What every port of one model host shares.
 struct Net<'c, P> {
+    /// Each pool, and the RX queue it serves.
     pools: Vec<Option<PagePool<'static, SimDma<'c>>>>,
+    pool_queue: Vec<u16>,
+    /// The redirect targets a program may name (a devmap's entries); `None`: any.
+    targets: Option<Vec<u32>>,
     packets: Slots<Packet>,
     /// Packet buffers of completed packets, still mapped, for the next packets.
     spare: Vec<DmaPage>,
@@ -196,6 +202,8 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
     pub fn new(card: &'c Card) -> Self {
         let net = Net {
             pools: Vec::new(),
+            pool_queue: Vec::new(),
+            targets: None,
             packets: Slots::new(),
             spare: Vec::new(),
             frames: Slots::new(),
@@ -227,6 +235,13 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
             shell: card.shell(),
             lock: Unshared::NEW,
         }
+    }
+
+    /// The redirect targets programs may name from now on (the entries of their devmaps and
+    /// xskmaps); a redirect to any other fails as `xdp_do_redirect` does for a missing entry,
+    /// and the driver counts it. Until called, every target is taken.
+    pub fn set_targets(&self, targets: &[u32]) {
+        self.net.borrow_mut().targets = Some(targets.to_vec());
     }
 
     /// Attaches a program; the handle is what `Port::poll` takes.
@@ -393,6 +408,7 @@ impl<'c, P: RawXdpProgram> Host for ModelHost<'c, P> {
         let mut net = self.net.borrow_mut();
         let mem = QMem::try_from(net.pools.len()).map_err(|_| -1)?;
         net.pools.push(Some(pool));
+        net.pool_queue.push(qid);
         Ok(mem)
     }
 
@@ -513,9 +529,23 @@ impl<'c, P: RawXdpProgram> Host for ModelHost<'c, P> {
         target: Option<u32>,
     ) -> Result<(), DmaPage> {
         let mut net = self.net.borrow_mut();
+        let known = match (&net.targets, target) {
+            (None, _) => true,
+            (Some(list), Some(t)) => list.contains(&t),
+            (Some(_), None) => false,
+        };
+        if !known {
+            return Err(page);
+        }
+        let qid = net.pool_queue.get(usize::from(mem)).copied().unwrap_or(0);
         let frame = net.frames.insert(HeldFrame { page, at, mem });
         let from = self.port;
-        net.redirects.push(Redirect { from, target, frame });
+        net.redirects.push(Redirect {
+            from,
+            qid,
+            target,
+            frame,
+        });
         Ok(())
     }
 

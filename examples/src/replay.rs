@@ -8,33 +8,30 @@
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
 //! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
 //!
-//! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1), each with
-//! `--queues` queue pairs over which the shell's RSS spreads the frames; the wire is open, so a
-//! frame sent out of a port is captured, not looped back. Output frames carry the timestamp of the
-//! last input frame replayed before they came out.
+//! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1) through the door
+//! the kernel module uses, `onic_embed`'s `Port`, with the model as its host
+//! (`onic_embed::model`): each with `--queues` queue indices over which the shell's RSS spreads
+//! the frames, four rings each (RX and XDP_TX, the stack's TX, redirect-in). The host does what
+//! the kernel would: it reads what the stack received, carries out the program's redirects (out
+//! of the other port's redirect-in ring, or a copy to the user sink) and keeps the frames the
+//! program dropped. The wire is open, so a frame sent out of a port is captured, not looped back.
+//! Output frames carry the timestamp of the last input frame replayed before they came out.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use onic_cli::pcap;
-use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig};
-use onic_core::queue::pool::RecycleRing;
-use onic_core::queue::rx::RxFrame;
-use onic_core::rss::ShellHasher;
-use onic_core::stats::ethtool::{EthtoolStats, Stats64};
+use onic_core::config::{DeviceConfig, RingSizeIdx};
+use onic_core::stats::ethtool::EthtoolStats;
 use onic_core::stats::QueueCounters;
-use onic_core::xdp::{
-    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpDispatch, XdpFrame,
-};
-use onic_core::{Device, PassInfo, QueueId, RxContext, XdpRxq};
-use onic_embed::done::FrameDone;
-use onic_embed::set::{PairSpec, QueueSet};
-use onic_hal::{Direction, DmaPage};
-use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
+use onic_embed::model::{ModelCensus, ModelHost};
+use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
+use onic_sim::{Card, CardConfig, Wire};
 
 use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
-use crate::xdp_progs::{this_and_other, Builtin, OTHER_PORT, PROGRAMS};
+use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
 
 /// Frames injected before the driver polls.
 const BATCH: usize = 256;
@@ -87,21 +84,23 @@ impl ReplayOpts {
     }
 }
 
-pub(crate) type Pair<'c> = onic_embed::set::Pair<'c, SimDma<'c>, XdpFrame<DmaPage>>;
-
-/// One PCI function (one port) and its queue pairs.
-pub(crate) struct PortRig<'c> {
-    pub(crate) dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
-    pub(crate) pairs: Vec<Pair<'c>>,
+/// Output captures, in memory until the end.
+#[derive(Default)]
+struct Outputs {
+    pass: Vec<(Duration, Vec<u8>)>,
+    egress: [Vec<(Duration, Vec<u8>)>; 2],
+    dropped: Vec<(Duration, Vec<u8>)>,
+    xsk: Vec<(Duration, Vec<u8>)>,
 }
 
-/// Records frames the program dropped, then hands its verdict on.
-struct DropRecorder<'p> {
-    prog: &'p mut Prog,
-    dropped: &'p mut Vec<Vec<u8>>,
+/// The attached program, keeping a copy of each frame it drops (DROP, ABORTED, an unknown
+/// verdict) as it left it.
+pub(crate) struct Recorder {
+    prog: Prog,
+    dropped: Vec<Vec<u8>>,
 }
 
-impl RawXdpProgram for DropRecorder<'_> {
+impl RawXdpProgram for Recorder {
     fn run_raw(&mut self, x: &mut XdpBuff<'_>) -> u32 {
         let raw = self.prog.run_raw(x);
         if !matches!(
@@ -114,172 +113,142 @@ impl RawXdpProgram for DropRecorder<'_> {
     }
 }
 
-/// Output captures, in memory until the end.
-#[derive(Default)]
-struct Outputs {
-    pass: Vec<(Duration, Vec<u8>)>,
-    egress: [Vec<(Duration, Vec<u8>)>; 2],
-    dropped: Vec<(Duration, Vec<u8>)>,
-    xsk: Vec<(Duration, Vec<u8>)>,
-}
+/// The model host of a replay: ports over the model card, the program recording its drops.
+type Host<'c> = ModelHost<'c, Recorder>;
 
-/// The run's user sink (an AF_XDP socket in copy mode): keeps a copy of every frame.
-struct XskSink<'o> {
-    frames: &'o mut Vec<(Duration, Vec<u8>)>,
-    ts: Duration,
-}
-
-impl RedirectTarget<DmaPage> for XskSink<'_> {
-    fn enqueue(&mut self, f: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
-        let start = usize::from(f.offset);
-        let bytes = f
-            .page
-            .bytes()
-            .get(start..start + usize::from(f.len))
-            .unwrap_or(&[]);
-        self.frames.push((self.ts, bytes.to_vec()));
-        Ok(Redirected::Copied(f))
-    }
-
-    fn flush(&mut self) {}
-}
-
-/// Brings up both functions (ports) with `queues` pairs each, frames up to `max_frame_len`;
-/// pair `q` of port `f` recycles through `rings[f * queues + q]` (see [`recycle_rings`]).
-pub(crate) fn bring_up<'c>(
-    card: &'c Card,
+/// Both ports of the card as the replay drives them: through the door the kernel module uses
+/// (`onic_embed`'s `Port`), each port's host over the model.
+struct Rig<'c> {
+    hosts: Vec<Host<'c>>,
+    ports: Vec<SoloPort<Host<'c>>>,
+    /// The attached program's handle (both ports run it).
+    prog: Option<u16>,
     queues: u16,
-    max_frame_len: u32,
-    rings: &[&'c RecycleRing],
-) -> Result<Vec<PortRig<'c>>, String> {
-    let mut delay = card.delay();
-    let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
-    let mut ports = Vec::new();
-    for f in 0..2u8 {
-        let cfg = DeviceConfig::new(f, queues).map_err(|e| e.to_string())?;
-        let (dev, _) =
-            Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
-        let mut specs = Vec::new();
-        for q in 0..queues {
-            let mut spec = PairSpec::new(
-                QueueId::new(q),
-                ring,
-                RxQueueConfig::new(QueueId::new(q)).buf,
-                Direction::Bidirectional,
-            );
-            spec.opts.max_frame_len = max_frame_len;
-            specs.push(spec);
+}
+
+impl<'c> Rig<'c> {
+    /// Brings up both functions (ports) with `queues` queue indices each and opens them; the
+    /// program, if any, is attached to both.
+    fn bring_up(card: &'c Card, queues: u16, prog: Option<Prog>) -> Result<Self, String> {
+        let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
+        let host: Host<'c> = ModelHost::new(card);
+        host.set_targets(&[OTHER_PORT, XSK_SINK]);
+        let prog = prog.map(|prog| {
+            host.attach(Recorder {
+                prog,
+                dropped: Vec::new(),
+            })
+        });
+        let mut hosts = Vec::new();
+        let mut ports = Vec::new();
+        for f in 0..2u8 {
+            let cfg = PortConfig {
+                func: f,
+                max_queues: queues,
+                queues,
+                tx_ring: ring,
+                rx_ring: ring,
+                rs_fec: DeviceConfig::new(f, queues).map_err(|e| e.to_string())?.rs_fec,
+            };
+            let h = host.for_port(f);
+            let mut port = SoloPort::new(Host::regs(card, f), card.delay(), h.clone(), cfg)
+                .map_err(|e| format!("port {f}: {e}"))?;
+            port.open().map_err(|e| format!("port {f}: {e}"))?;
+            hosts.push(h);
+            ports.push(port);
         }
-        let mine = usize::from(f) * specs.len();
-        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..mine + specs.len()])
-            .map_err(|e| e.to_string())?;
-        set.start(&dev, &mut delay).map_err(|e| e.to_string())?;
-        let pairs = set.pairs;
-        ports.push(PortRig { dev, pairs });
+        Ok(Self {
+            hosts,
+            ports,
+            prog,
+            queues,
+        })
     }
-    Ok(ports)
-}
 
-/// Fresh recycle rings for a two-port bring-up ([`bring_up`], the traffic run's): one per pair
-/// of both ports; the caller owns them for as long as the pools live.
-pub(crate) fn recycle_rings(queues: u16) -> Vec<RecycleRing> {
-    (0..2 * usize::from(queues)).map(|_| RecycleRing::new()).collect()
-}
-
-/// What a poll needs besides the pair: the pools' recycle rings, the shell's hash, the time
-/// stamp of what comes out, and the DMA memory.
-struct PollEnv<'a, 'c> {
-    rings: &'a [&'c RecycleRing],
-    hasher: &'a ShellHasher,
-    ts: Duration,
-    dma: SimDma<'c>,
-}
-
-/// Polls pair `q` of port `f` once through the XDP path; returns whether it still has work.
-fn poll_pair(
-    ports: &mut [PortRig<'_>],
-    f: usize,
-    q: usize,
-    prog: Option<&mut DropRecorder<'_>>,
-    out: &mut Outputs,
-    env: &PollEnv<'_, '_>,
-) -> bool {
-    let PollEnv {
-        rings,
-        hasher,
-        ts,
-        dma,
-    } = *env;
-    let Outputs {
-        pass: passed, xsk, ..
-    } = out;
-    let mut sink = XskSink { frames: xsk, ts };
-    let (me, other) = this_and_other(ports, f);
-    let PortRig { dev, pairs } = me;
-    let db = dev.doorbells();
-    let other_db = other.dev.doorbells();
-    let nq_other = other.pairs.len();
-    let mut target = TxTarget::new(&mut other.pairs[q % nq_other].tx, &other_db);
-    let mut map: DevMap<'_, DmaPage, 2> = DevMap::new();
-    let _ = map.insert(OTHER_PORT, &mut target);
-    let _ = map.insert(XSK_SINK, &mut sink);
-    let mut os_pages: Vec<(DmaPage, usize)> = Vec::new();
-    let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
-        passed.push((ts, fr.data().to_vec()));
-        os_pages.push((fr.page, usize::from(fr.offset) + usize::from(fr.len)));
-        Ok(())
-    };
-    let origin = f * pairs.len() + q;
-    let mut ctx = RxContext {
-        sink: &mut pass,
-        rxq: XdpRxq {
-            queue_index: q as u16,
-            port: f as u8,
-        },
-        dispatch: XdpDispatch {
-            prog: prog.map(|p| p as &mut dyn RawXdpProgram),
-            redirect: &mut map,
-            origin: origin as u32,
-            hasher: Some(hasher),
-        },
-    };
-    let mut done = FrameDone::new(rings, dma);
-    let pair = &mut pairs[q];
-    let r = pair.poll(64, &db, &mut ctx, &mut done);
-    // The "OS" is done with the passed frames once they are copied: their pages go home.
-    for (page, end) in os_pages {
-        pair.pool.return_from_os(page, end.saturating_sub(256));
+    /// One NAPI round of queue `q` of port `f`: the poll, then the reclaims of its stack and
+    /// redirect-in rings; returns whether it still has work.
+    fn poll(&mut self, f: usize, q: u16) -> bool {
+        let port = &mut self.ports[f];
+        let r = port.poll(q, 64, (), self.prog);
+        let stack = port.queue::<TxLock, _>(q, |p, t| p.tx_clean(t, 64));
+        let xmit = port.queue::<XmitLock, _>(q, |p, t| p.xmit_clean(t));
+        r.done > 0 || r.more || r.tx_pending || stack.in_flight > 0 || xmit.in_flight > 0
     }
-    !r.rx.armed || r.rx.more || r.rx.done > 0 || r.tx.completed > 0 || pair.tx.in_flight() > 0
+
+    /// What the OS does after the polls: reads the frames its stack received, carries out the
+    /// program's redirects (out of the other port, or a copy to the user sink) and takes the
+    /// copies of dropped frames; all stamped `ts`. Returns whether anything was redirected out.
+    fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
+        let mut moved = false;
+        for f in 0..self.ports.len() {
+            let host = self.hosts[f].clone();
+            host.drain_received(|r| out.pass.push((ts, r.data().to_vec())));
+            let mut out_of_other: Vec<Vec<u32>> = vec![Vec::new(); usize::from(self.queues)];
+            for r in host.take_redirects() {
+                match r.target {
+                    Some(OTHER_PORT) => out_of_other[usize::from(r.qid % self.queues)].push(r.frame),
+                    Some(XSK_SINK) => {
+                        out.xsk.push((ts, host.frame_data(r.frame)));
+                        host.return_frame(r.frame);
+                    }
+                    // Refused at the redirect (the host knows only these two targets).
+                    _ => host.return_frame(r.frame),
+                }
+            }
+            let other = &mut self.ports[1 - f];
+            for (q, frames) in (0..).zip(&out_of_other) {
+                if frames.is_empty() {
+                    continue;
+                }
+                moved = true;
+                let sent = other
+                    .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
+                    .unwrap_or(0);
+                // What the ring did not take goes home, as the kernel frees what
+                // `ndo_xdp_xmit` refused.
+                frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
+            }
+        }
+        if let Some(id) = self.prog {
+            self.hosts[0].with_program(id, |r| {
+                out.dropped.extend(r.dropped.drain(..).map(|d| (ts, d)));
+            });
+        }
+        moved
+    }
+
+    /// Runs `f` on the attached program, if any.
+    fn with_prog<R>(&self, f: impl FnOnce(&mut Prog) -> R) -> Option<R> {
+        self.hosts[0].with_program(self.prog?, |r| f(&mut r.prog))
+    }
+
+    /// Frames both ports received, whatever became of them.
+    fn frames_seen(&self) -> u64 {
+        self.ports.iter().map(|p| p.port().link_stats().rx_packets).sum()
+    }
+
+    /// Stops and removes both ports; returns the model's pages still live (0 unless something
+    /// leaked).
+    fn teardown(self, card: &Card) -> Result<usize, String> {
+        for mut p in self.ports {
+            p.stop().map_err(|e| e.to_string())?;
+            p.remove();
+        }
+        let c = self.hosts[0].census();
+        if c != ModelCensus::default() {
+            return Err(format!("the host still holds pages after teardown: {c:?}"));
+        }
+        self.hosts[0].free_spare();
+        Ok(card.dma_stats().live_pages)
+    }
 }
 
-/// Tears every queue and both functions down; returns the pages still live in the model
-/// (0 unless something leaked).
-pub(crate) fn teardown(
-    card: &Card,
-    ports: Vec<PortRig<'_>>,
-    rings: &[&RecycleRing],
-) -> Result<usize, String> {
-    let mut delay = card.delay();
-    let (devs, sets): (Vec<_>, Vec<_>) = ports
-        .into_iter()
-        .map(|p| (p.dev, QueueSet { pairs: p.pairs }))
-        .unzip();
-    let mut done = FrameDone::new(rings, card.dma());
-    // TX queues first: redirected pages find their pools still there.
-    QueueSet::teardown_all(devs.iter().zip(sets).collect(), &mut delay, &mut done)
+fn print_stats(port_no: usize, port: &mut SoloPort<Host<'_>>, all: bool) -> Result<(), String> {
+    let counters: Vec<QueueCounters> = port
+        .control(|p, t| p.queue_snapshots(t))
         .map_err(|e| e.to_string())?;
-    for dev in devs {
-        let (r, _, _) = dev.teardown(&mut delay);
-        r.map_err(|e| e.to_string())?;
-    }
-    Ok(card.dma_stats().live_pages)
-}
-
-fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
-    let counters: Vec<QueueCounters> = rig.pairs.iter().map(Pair::counters).collect();
-    let stats = EthtoolStats::new(rig.dev.hw_counters(), &counters);
-    outln!("NIC statistics (port {port}, ethtool -S):");
+    let stats = EthtoolStats::new(port.port().hw_counters(), &counters);
+    outln!("NIC statistics (port {port_no}, ethtool -S):");
     let mut hidden = 0;
     for (name, value) in stats.iter() {
         if all || value != 0 {
@@ -291,7 +260,7 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
     if hidden > 0 {
         outln!("     ({hidden} more entries are 0; --all-stats shows them)");
     }
-    let s64 = Stats64::from_queues(&counters, rig.dev.adapter_rx_drops());
+    let s64 = port.port().link_stats();
     outln!(
         "  stats64: rx_packets {} rx_bytes {} tx_packets {} tx_bytes {} rx_dropped {} rx_errors {} rx_missed_errors {}",
         s64.rx_packets, s64.rx_bytes, s64.tx_packets, s64.tx_bytes, s64.rx_dropped, s64.rx_errors, s64.rx_missed_errors
@@ -315,6 +284,7 @@ fn print_stats(port: usize, rig: &PortRig<'_>, all: bool) {
             c.tx.tx_packets,
         );
     }
+    Ok(())
 }
 
 /// Most frames of the generated sample mix (`--frames`, `onic pcap-sample --frames`).
@@ -339,8 +309,9 @@ fn output_names(object: bool) -> Vec<(&'static str, &'static str)> {
 /// estimate: the input is read, and the outputs written, one batch at a time.
 fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
-    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
-    in_range("--queues", queues, 1, max_q, "queue pairs per port")?;
+    // Each queue index has four rings, three of them TX (hardware.md §1.3: 64 H2C queues a
+    // function), as in the kernel module.
+    in_range("--queues", queues, 1, MAX_PORT_QUEUES, "queue indices per port")?;
     if args.pcap.is_none() {
         in_range(
             "--frames",
@@ -402,7 +373,7 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
             frames: args.frames,
         },
     };
-    let mut prog = program(args)?;
+    let prog = program(args)?;
     let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
     let source_name = match &args.pcap {
         Some(p) => p.display().to_string(),
@@ -413,44 +384,35 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
     cc.ports = 2;
     cc.functions = 2;
     let card = Card::new(cc);
-    let owned = recycle_rings(queues);
-    let rings: Vec<&RecycleRing> = owned.iter().collect();
-    let mut ports = bring_up(&card, queues, onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN, &rings)?;
+    let describe = prog
+        .as_ref()
+        .map(|p| p.describe(args.xdp.as_deref().unwrap_or("")));
+    let mut rig = Rig::bring_up(&card, queues, prog)?;
     let mut out = Outputs::default();
     let replayed = Replay {
         progress: Progress::new(progress_ms),
         card: &card,
-        ports: &mut ports,
-        prog: &mut prog,
-        rings: &rings,
-        hasher: ShellHasher::default(),
+        rig: &mut rig,
         out: &mut out,
         writers: &mut writers,
     }
     .frames(&mut source, args.port)?;
-    let seen: u64 = ports
-        .iter()
-        .flat_map(|p| p.pairs.iter())
-        .map(|p| p.rx.stats().rx_packets)
-        .sum();
+    let seen = rig.frames_seen();
     outln!(
         "replayed {replayed} frames from {source_name} into port {} ({queues} queue pairs per port, XDP program: {})",
         args.port,
-        prog.as_ref().map_or_else(
-            || "none".to_string(),
-            |p| p.describe(args.xdp.as_deref().unwrap_or(""))
-        )
+        describe.unwrap_or_else(|| "none".to_string())
     );
-    for (p, rig) in ports.iter().enumerate() {
-        print_stats(p, rig, args.all_stats);
+    for (p, port) in rig.ports.iter_mut().enumerate() {
+        print_stats(p, port, args.all_stats)?;
     }
-    print_program(prog.as_ref(), args)?;
+    rig.with_prog(|p| print_program(p, args)).transpose()?;
     writers.finish(&args.out_dir)?;
     outln!(
         "  (frames the shell or the driver dropped before the program: {})",
         replayed.saturating_sub(seen)
     );
-    let live = teardown(&card, ports, &rings)?;
+    let live = rig.teardown(&card)?;
     if live != 0 {
         return Err(format!("{live} pages still live after teardown"));
     }
@@ -552,17 +514,14 @@ impl Progress {
     }
 
     /// Called between polling rounds: a line when `every` has passed since the last.
-    fn tick(&mut self, prog: Option<&Prog>) {
+    fn tick(&mut self, insns: Option<u64>) {
         let Some(every) = self.every else { return };
         if self.last.elapsed() < every {
             return;
         }
         self.last = Instant::now();
         self.shown = true;
-        let insns = match prog {
-            Some(Prog::Object(e, _)) => format!(", {} program instructions", e.engine.stats().insns),
-            _ => String::new(),
-        };
+        let insns = insns.map_or_else(String::new, |n| format!(", {n} program instructions"));
         let line = format!(
             "  progress: {}{} frames injected in {:.1} s{insns}",
             self.injected,
@@ -583,14 +542,11 @@ impl Progress {
     }
 }
 
-/// A replay in progress: the card, both ports, the program and what came out so far.
+/// A replay in progress: the card, both ports with the program, and what came out so far.
 struct Replay<'r, 'c> {
     progress: Progress,
     card: &'c Card,
-    ports: &'r mut [PortRig<'c>],
-    prog: &'r mut Option<Prog>,
-    rings: &'r [&'c RecycleRing],
-    hasher: ShellHasher,
+    rig: &'r mut Rig<'c>,
     out: &'r mut Outputs,
     writers: &'r mut OutWriters,
 }
@@ -627,13 +583,12 @@ impl Replay<'_, '_> {
         Ok(total)
     }
 
-    /// Lets the model deliver, then polls every pair until nothing is pending; what comes out
-    /// is stamped `ts`.
+    /// Lets the model deliver, then polls every queue of both ports until nothing is pending;
+    /// what comes out is stamped `ts`.
     fn drain(&mut self, ts: Duration) -> Result<(), String> {
         let card = self.card;
-        if let Some(p) = self.prog.as_mut() {
-            p.set_time(u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX));
-        }
+        let ns = u64::try_from(ts.as_nanos()).unwrap_or(u64::MAX);
+        self.rig.with_prog(|p| p.set_time(ns));
         for _ in 0..100_000 {
             card.run_until_idle();
             card.advance_time(2_000);
@@ -642,27 +597,24 @@ impl Replay<'_, '_> {
                 e.extend(card.take_egress(p as u8).into_iter().map(|f| (ts, f)));
             }
             let mut busy = false;
-            for f in 0..self.ports.len() {
-                for q in 0..self.ports[f].pairs.len() {
-                    let mut dropped = Vec::new();
-                    let mut rec = self.prog.as_mut().map(|p| DropRecorder {
-                        prog: p,
-                        dropped: &mut dropped,
-                    });
-                    let env = PollEnv {
-                        rings: self.rings,
-                        hasher: &self.hasher,
-                        ts,
-                        dma: card.dma(),
-                    };
-                    busy |= poll_pair(self.ports, f, q, rec.as_mut(), self.out, &env);
-                    self.out.dropped.extend(dropped.into_iter().map(|d| (ts, d)));
+            for f in 0..self.rig.ports.len() {
+                for q in 0..self.rig.queues {
+                    busy |= self.rig.poll(f, q);
                 }
             }
-            if let Some(Prog::Object(e, _)) = self.prog.as_ref() {
-                e.check()?;
-            }
-            self.progress.tick(self.prog.as_ref());
+            busy |= self.rig.carry_out(ts, self.out);
+            let object = self.rig.with_prog(|p| match p {
+                Prog::Object(e, _) => Some((e.check(), e.engine.stats().insns)),
+                Prog::Builtin(_) => None,
+            });
+            let insns = match object.flatten() {
+                Some((check, insns)) => {
+                    check?;
+                    Some(insns)
+                }
+                None => None,
+            };
+            self.progress.tick(insns);
             if !busy {
                 return Ok(());
             }
@@ -673,9 +625,9 @@ impl Replay<'_, '_> {
 
 /// What the program itself reports: the flows the built-in counter counted, or an object's
 /// statistics and maps.
-fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
+fn print_program(prog: &Prog, args: &ReplayOpts) -> Result<(), String> {
     match prog {
-        Some(Prog::Builtin(Builtin::Count(flows))) => {
+        Prog::Builtin(Builtin::Count(flows)) => {
             outln!("flows counted by the program (frames, bytes):");
             for (flow, (n, bytes)) in flows {
                 match flow {
@@ -687,8 +639,8 @@ fn print_program(prog: Option<&Prog>, args: &ReplayOpts) -> Result<(), String> {
             }
             Ok(())
         }
-        Some(Prog::Object(e, _)) => crate::xdp_obj::report(&e.engine, args.obj.dump_maps.as_deref()),
-        _ => Ok(()),
+        Prog::Object(e, _) => crate::xdp_obj::report(&e.engine, args.obj.dump_maps.as_deref()),
+        Prog::Builtin(_) => Ok(()),
     }
 }
 

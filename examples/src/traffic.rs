@@ -655,7 +655,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     cc.wire = Wire::Cable;
     cc.capture_egress = false;
     let card = Card::new(cc);
-    let owned = crate::replay::recycle_rings(args.queues);
+    let owned = crate::bench_xdp::recycle_rings(args.queues);
     let rings: Vec<&RecycleRing> = owned.iter().collect();
     let funcs = bring_up(&card, args, plan.ring, &rings)?;
     let streams = streams(args.direction, plan.quota);
