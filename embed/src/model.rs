@@ -159,6 +159,8 @@ struct Net<'c, P> {
     received: Vec<Received>,
     redirects: Vec<Redirect>,
     programs: Vec<P>,
+    /// Packet buffers taken from the HAL (in flight or spare).
+    buffers: u64,
     stats: BTreeMap<(u8, u16, u8), [u64; QSTAT_WORDS]>,
 }
 
@@ -173,6 +175,8 @@ pub struct ModelCensus {
     pub frames: usize,
     /// Packets not yet completed.
     pub packets: usize,
+    /// Packet buffers taken from the HAL and not freed (in flight or kept for the next packet).
+    pub buffers: u64,
 }
 
 /// The port's host over the model card: one per port, sharing one [`Net`] among the ports of
@@ -210,6 +214,7 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
             received: Vec::new(),
             redirects: Vec::new(),
             programs: Vec::new(),
+            buffers: 0,
             stats: BTreeMap::new(),
         };
         Self {
@@ -260,28 +265,34 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
     /// A packet of the stack with `data`, for `Port::xmit`; `None` if no page is left or `data`
     /// does not fit one.
     pub fn packet(&self, data: &[u8]) -> Option<u32> {
+        self.packet_with(data.len(), |b| b.copy_from_slice(data))
+    }
+
+    /// A packet of the stack of `len` bytes that `fill` writes in place, for `Port::xmit`;
+    /// `None` if no page is left or `len` does not fit one. A packet the port refuses goes
+    /// back with `Host::skb_done`.
+    pub fn packet_with(&self, len: usize, fill: impl FnOnce(&mut [u8])) -> Option<u32> {
         let mut net = self.net.borrow_mut();
         let mut page = match net.spare.pop() {
             Some(p) => p,
             None => {
                 let mem = self.dma.alloc_page().ok()?;
-                self.dma
+                let page = self
+                    .dma
                     .map_page(mem, Direction::ToDevice)
                     .map_err(|(mem, _)| self.dma.free_page(mem))
-                    .ok()?
+                    .ok()?;
+                net.buffers += 1;
+                page
             }
         };
-        let Some(room) = page.bytes_mut().get_mut(..data.len()) else {
+        let Some(room) = page.bytes_mut().get_mut(..len) else {
             net.spare.push(page);
             return None;
         };
-        room.copy_from_slice(data);
-        self.dma
-            .sync_for_device(&page, 0, data.len(), Direction::ToDevice);
-        Some(net.packets.insert(Packet {
-            page,
-            len: data.len(),
-        }))
+        fill(room);
+        self.dma.sync_for_device(&page, 0, len, Direction::ToDevice);
+        Some(net.packets.insert(Packet { page, len }))
     }
 
     /// Shows `f` every frame this host's port passed to the stack since the last call, oldest
@@ -356,13 +367,16 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
             received: net.received.len(),
             frames: net.frames.live(),
             packets: net.packets.live(),
+            buffers: net.buffers,
         }
     }
 
     /// Frees the kept packet buffers (after the ports are gone).
     pub fn free_spare(&self) {
-        for page in self.net.borrow_mut().spare.drain(..) {
+        let mut net = self.net.borrow_mut();
+        for page in core::mem::take(&mut net.spare) {
             release_to_hal(&self.dma, Direction::ToDevice, page);
+            net.buffers -= 1;
         }
     }
 }

@@ -132,10 +132,10 @@ fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     // Teardown: every page home, nothing leaked, no violation.
     a.stop().unwrap();
     b.stop().unwrap();
+    h0.free_spare();
     assert_eq!(h0.census(), Default::default());
     a.remove();
     b.remove();
-    h0.free_spare();
     let s = card.dma_stats();
     assert_eq!((s.live_pages, s.live_regions), (0, 0));
     assert_eq!(card.violations(), []);

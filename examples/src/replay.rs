@@ -234,11 +234,11 @@ impl<'c> Rig<'c> {
             p.stop().map_err(|e| e.to_string())?;
             p.remove();
         }
+        self.hosts[0].free_spare();
         let c = self.hosts[0].census();
         if c != ModelCensus::default() {
             return Err(format!("the host still holds pages after teardown: {c:?}"));
         }
-        self.hosts[0].free_spare();
         Ok(card.dma_stats().live_pages)
     }
 }

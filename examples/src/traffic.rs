@@ -26,13 +26,18 @@
 //!
 //! # What happens to received frames
 //!
+//! Both functions are driven through the door the kernel module uses, `onic_embed`'s `Port`, with
+//! the model as its host (`onic_embed::model`): the generator's frames go out of each queue
+//! index's stack TX ring, received frames reach the host's stack, redirects are carried out by the
+//! host.
+//!
 //! Without a program, every frame is checked, counted and handed to the "OS", which gives the page
 //! back to the pool after the poll. With `--xdp-obj FILE.o --traffic`, the receiving function's
-//! queues run the object's program through the pair's poll (`QueuePair::poll`): passed frames are
+//! queues run the object's program through the port's poll: passed frames are
 //! checked and counted as before (a frame the program changed is counted as changed, not
 //! corrupt), dropped and aborted ones are counted by the driver, XDP_TX sends frames back out of
 //! the receiving port (across the cable to the sending function, which receives them without a
-//! program), XDP_REDIRECT out of the other port (across the cable back to the receiving port,
+//! program), XDP_REDIRECT out of the other port's redirect-in ring (across the cable back to the receiving port,
 //! where the program meets them again: a program that redirects everything makes them circle,
 //! and the run stops with an error once the program has run four times per frame sent), an
 //! xskmap entry hands them to a user sink. The accounting then reads: sent = received (both
@@ -43,34 +48,22 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx, RX_BUF_SIZE_INDEX_DEFAULT};
-use onic_core::queue::pair::PairPoll;
-use onic_core::queue::pool::{PageCounts, RecycleRing};
-use onic_core::queue::rx::RxFrame;
-use onic_core::queue::tx::TxError;
-use onic_core::rss::ShellHasher;
+use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::stats::read_hw_counters;
-use onic_core::stats::PoolStats;
+use onic_core::stats::{PairStats, PoolStats, QueueCounters};
 use onic_core::stats::{RxStats, TxStats};
-use onic_core::xdp::{DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpDispatch, XdpFrame};
+use onic_embed::model::{ModelCensus, ModelHost, Received};
+use onic_embed::port::{
+    Host as _, PollResult, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES,
+};
+use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
+use onic_sim::{Card, CardConfig, Wire};
 
 use crate::rng::Rng;
-use crate::xdp_obj::ObjOpts;
-use crate::xdp_progs::this_and_other;
-use onic_core::{Device, PassInfo, RxContext, XdpRxq};
-use onic_embed::done::FrameDone;
-use onic_embed::frame::Frame;
-use onic_embed::set::{PairSpec, QueueSet};
-use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
-use onic_hal::{DmaMemory, DmaPage};
-use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+use crate::xdp_obj::{ObjEngine, ObjOpts};
 
-/// A PCI function of the model as the driver sees it.
-type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
-/// A frame on a TX ring: an OS frame, or one redirected from another pair.
-type HFrame<'c> = Frame<SimDma<'c>>;
-/// A queue pair.
-type HPair<'c> = onic_embed::set::Pair<'c, SimDma<'c>, HFrame<'c>>;
+/// The model host of a traffic run; its program is the object's.
+type Host<'c> = ModelHost<'c, ObjEngine>;
 
 /// Bytes of preamble, start delimiter and inter-frame gap around every frame on the wire.
 const WIRE_OVERHEAD: f64 = 20.0;
@@ -133,7 +126,8 @@ pub struct TrafficArgs {
     /// Direction of the traffic.
     #[arg(long, value_enum, default_value_t = Way::ZeroToOne)]
     pub direction: Way,
-    /// Queue pairs of each function (1..=64).
+    /// Queue indices of each function (1..=21: each has a stack TX ring, an XDP_TX ring and a
+    /// redirect-in ring, three of the function's 64 H2C queues, as in the kernel module).
     #[arg(long, default_value_t = 4)]
     pub queues: u16,
     /// Entries of every descriptor and completion ring (a size of the QDMA ring-size table).
@@ -342,161 +336,143 @@ struct QueueRx {
     changed: u64,
 }
 
-/// The run's RX sink for one queue: checks every frame, counts it, and hands it to the OS.
-struct Sink<'x> {
+/// What the receiving side checks frames against.
+struct Checker<'x> {
     flows: &'x [Flow],
     ramp: &'x [u8],
-    count: &'x mut QueueRx,
-    os: &'x mut Vec<(DmaPage, usize)>,
 }
 
-impl Sink<'_> {
-    /// Checks and counts a frame the OS takes; `changed` counts a mismatch as the program's doing.
-    fn take(&mut self, f: &RxFrame<DmaPage>, changed: bool) {
-        let len = usize::from(f.len);
-        if check_frame(f.data(), self.flows, self.ramp).is_some() {
-            self.count.packets += 1;
-            self.count.bytes += len as u64;
+impl Checker<'_> {
+    /// Checks and counts a frame the stack received; `changed`: a mismatch is the program's
+    /// doing, not corruption.
+    fn take(&self, count: &mut QueueRx, r: &Received, changed: bool) {
+        let d = r.data();
+        if check_frame(d, self.flows, self.ramp).is_some() {
+            count.packets += 1;
+            count.bytes += d.len() as u64;
         } else if changed {
-            self.count.changed += 1;
+            count.changed += 1;
         } else {
-            self.count.corrupt += 1;
+            count.corrupt += 1;
         }
     }
 }
 
 /// What the NAPI polls of one tick share.
-struct RxCtx<'x, 'c> {
-    flows: &'x [Flow],
-    ramp: &'x [u8],
-    budget: usize,
-    rings: &'x [&'c RecycleRing],
-    dma: SimDma<'c>,
-    prog: Option<&'x mut crate::xdp_obj::ObjEngine>,
+struct RxCtx<'x> {
+    check: Checker<'x>,
+    budget: u32,
+    /// The attached program's handle, if any.
+    prog: Option<u16>,
     /// Functions whose queues run the program.
     receivers: &'x [bool],
-    hasher: &'x ShellHasher,
     /// Frames the program sent to the user sink (xskmap).
     xsk: &'x mut u64,
-    os: &'x mut Vec<(DmaPage, usize)>,
 }
 
-/// The user sink of traffic mode: counts the frames, copies nothing.
-struct XskCount<'x>(&'x mut u64);
-
-impl RedirectTarget<DmaPage> for XskCount<'_> {
-    fn enqueue(&mut self, f: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
-        *self.0 += 1;
-        Ok(Redirected::Copied(f))
-    }
-
-    fn flush(&mut self) {}
-}
-
-/// Polls queue `q` of function `fi` once, running the program if the function is a receiver and
-/// a program is attached.
-fn poll_queue<'c>(funcs: &mut [Func<'c>], fi: usize, q: usize, rx: &mut RxCtx<'_, 'c>) -> PairPoll {
-    let (me, other) = this_and_other(funcs, fi);
-    let db = me.dev.doorbells();
-    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut me.os_free);
-    let mut sink = Sink {
-        flows: rx.flows,
-        ramp: rx.ramp,
-        count: &mut me.rx[q],
-        os: rx.os,
-    };
-    let pair = &mut me.pairs[q];
-    let prog = rx.prog.as_deref_mut().filter(|_| rx.receivers[fi]);
-    // A program may have rewritten the frame.
+/// Polls queue `q` of function `fi` once (running the program if the function is a receiver),
+/// then does what the OS does after a poll: reads the frames its stack received and carries out
+/// the program's redirects.
+fn poll_queue(funcs: &mut [Func<'_>], fi: usize, q: u16, rx: &mut RxCtx<'_>) -> PollResult {
+    let prog = rx.prog.filter(|_| rx.receivers[fi]);
+    let f = &mut funcs[fi];
+    let r = f.port.poll(q, rx.budget, (), prog);
     let changed = prog.is_some();
-    let other_db = other.dev.doorbells();
-    let nq = other.pairs.len();
-    let mut target = TxTarget::new(&mut other.pairs[q % nq].tx, &other_db);
-    let mut user = XskCount(rx.xsk);
-    let mut map: DevMap<'_, DmaPage, 2> = DevMap::new();
-    let _ = map.insert(crate::xdp_progs::OTHER_PORT, &mut target);
-    let _ = map.insert(crate::xdp_obj::XSK_SINK, &mut user);
-    let mut pass = |f: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
-        sink.take(&f, changed);
-        let end = usize::from(f.offset) + usize::from(f.len);
-        sink.os.push((
-            f.page,
-            end.saturating_sub(onic_core::config::RX_HEADROOM as usize),
-        ));
-        Ok(())
-    };
-    let mut ctx = RxContext {
-        sink: &mut pass,
-        rxq: XdpRxq {
-            queue_index: q as u16,
-            port: fi as u8,
-        },
-        dispatch: XdpDispatch {
-            prog: prog.map(|p| p as &mut dyn RawXdpProgram),
-            redirect: &mut map,
-            origin: (fi * nq + q) as u32,
-            hasher: Some(rx.hasher),
-        },
-    };
-    pair.poll(rx.budget, &db, &mut ctx, &mut done)
+    let Func { host, rx: counts, .. } = f;
+    host.drain_received(|frame| {
+        if let Some(c) = counts.get_mut(usize::from(frame.qid)) {
+            rx.check.take(c, frame, changed);
+        }
+    });
+    carry_out_redirects(funcs, fi, rx.xsk);
+    r
+}
+
+/// The program's redirects of function `fi`: the other port's redirect-in ring of the same
+/// queue index (`OTHER_PORT`), or the user sink (counted, nothing copied).
+fn carry_out_redirects(funcs: &mut [Func<'_>], fi: usize, xsk: &mut u64) {
+    let host = funcs[fi].host.clone();
+    let other = &mut funcs[1 - fi];
+    let nq = other.rx.len() as u16;
+    for r in host.take_redirects() {
+        match r.target {
+            Some(crate::xdp_progs::OTHER_PORT) => {
+                let q = r.qid % nq;
+                let sent = other
+                    .port
+                    .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, &[r.frame], true));
+                if sent != Ok(1) {
+                    host.return_frame(r.frame);
+                }
+            }
+            Some(crate::xdp_obj::XSK_SINK) => {
+                *xsk += 1;
+                host.return_frame(r.frame);
+            }
+            _ => host.return_frame(r.frame),
+        }
+    }
 }
 
 /// One round of NAPI: every scheduled queue polled until it caught up; returns whether anything
 /// is still moving.
-fn napi_round<'c>(funcs: &mut [Func<'c>], rx: &mut RxCtx<'_, 'c>) -> Result<bool, String> {
+fn napi_round(funcs: &mut [Func<'_>], rx: &mut RxCtx<'_>) -> Result<bool, String> {
     let mut busy = false;
     for fi in 0..funcs.len() {
-        for q in 0..funcs[fi].pairs.len() {
-            if !funcs[fi].napi[q] {
-                // The bounded-latency reclaim of a TX queue no one transmits on (XDP_TX frames
-                // of a receiving queue whose interrupts stopped).
-                let f = &mut funcs[fi];
-                let pair = &mut f.pairs[q];
-                if pair.tx.in_flight() > 0 {
-                    let mut done = FrameDone::new(rx.rings, rx.dma).keep_os_pages(&mut f.os_free);
-                    pair.tx.reclaim(&mut done);
-                }
-                busy |= pair.tx.in_flight() > 0;
+        for q in 0..funcs[fi].rx.len() as u16 {
+            // The reclaims of the queue's TX rings (the module's NAPI poll does them; TX
+            // completions raise no interrupt of their own here).
+            let port = &mut funcs[fi].port;
+            let stack = port.queue::<TxLock, _>(q, |p, t| p.tx_clean(t, 64));
+            let xmit = port.queue::<XmitLock, _>(q, |p, t| p.xmit_clean(t));
+            busy |= stack.in_flight > 0 || xmit.in_flight > 0;
+            if !funcs[fi].napi[usize::from(q)] {
                 continue;
             }
             let mut caught_up = false;
+            let mut tx_pending = false;
             for _ in 0..1024 {
-                let out = poll_queue(funcs, fi, q, rx);
-                let pair = &mut funcs[fi].pairs[q];
-                for (p, len) in rx.os.drain(..) {
-                    pair.pool.return_from_os(p, len);
+                let r = poll_queue(funcs, fi, q, rx);
+                if r.error {
+                    return Err(format!("PF{fi} queue {q}: a ring is in its error state"));
                 }
-                if let Some(e) = out.rx.error {
-                    return Err(format!("RX queue {q}: {e:?}"));
-                }
-                busy |= out.rx.done > 0 || out.tx.completed > 0;
-                if out.rx.armed && !out.rx.more {
+                busy |= r.done > 0;
+                tx_pending = r.tx_pending;
+                if !r.more {
                     caught_up = true;
                     break;
                 }
             }
-            // NAPI complete: wait for the next interrupt.
-            funcs[fi].napi[q] = !caught_up;
-            busy |= !caught_up || funcs[fi].pairs[q].tx.in_flight() > 0;
+            // NAPI complete: wait for the next interrupt, unless XDP_TX frames are still on the
+            // queue's own ring (their reclaim is the poll's: poll again next tick, as the
+            // module's glue does).
+            funcs[fi].napi[usize::from(q)] = !caught_up || tx_pending;
+            busy |= !caught_up || tx_pending;
         }
     }
     Ok(busy)
 }
 
-/// One PCI function: the device, its queue pairs, the OS's TX buffers and per-queue counters.
+/// One PCI function: its port, the port's host, and the run's per-queue counters.
 struct Func<'c> {
-    dev: HDevice<'c>,
-    pairs: Vec<HPair<'c>>,
-    /// Mapped to-device pages the OS writes frames into, not in flight.
-    os_free: Vec<DmaPage>,
-    /// OS TX pages allocated in all (free + in flight).
-    os_pages: u64,
+    port: SoloPort<Host<'c>>,
+    host: Host<'c>,
     rx: Vec<QueueRx>,
     /// Frames refused by a full TX ring, per queue (the generator retries them).
     tx_busy: Vec<u64>,
     /// RX queues whose NAPI poll is scheduled (by an interrupt, or because the last poll did not
     /// catch up).
     napi: Vec<bool>,
+}
+
+impl Func<'_> {
+    /// Every queue index's counters as the port published them (RX, TX rings, XDP verdicts,
+    /// pools).
+    fn snapshots(&mut self) -> Result<Vec<QueueCounters>, String> {
+        self.port
+            .control(|p, t| p.queue_snapshots(t))
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// One direction of traffic.
@@ -547,8 +523,13 @@ struct Plan {
 fn plan(args: &TrafficArgs) -> Result<Plan, String> {
     use onic_cli::limits::in_range;
     let sizes = parse_sizes(args)?;
-    let max_q = onic_core::config::MAX_QUEUES_PER_FUNCTION;
-    in_range("--queues", args.queues, 1, max_q, "queue pairs per function")?;
+    in_range(
+        "--queues",
+        args.queues,
+        1,
+        MAX_PORT_QUEUES,
+        "queue indices per function",
+    )?;
     in_range("--flows", args.flows, 1, u32::from(u16::MAX), "distinct 5-tuples")?;
     let ring = RingSizeIdx::for_entries(args.ring).ok_or_else(|| {
         format!(
@@ -655,9 +636,10 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     cc.wire = Wire::Cable;
     cc.capture_egress = false;
     let card = Card::new(cc);
-    let owned = crate::bench_xdp::recycle_rings(args.queues);
-    let rings: Vec<&RecycleRing> = owned.iter().collect();
-    let funcs = bring_up(&card, args, plan.ring, &rings)?;
+    let host: Host<'_> = ModelHost::new(&card);
+    host.set_targets(&[crate::xdp_progs::OTHER_PORT, crate::xdp_obj::XSK_SINK]);
+    let prog = prog.map(|p| host.attach(p));
+    let funcs = bring_up(&card, &host, args, plan.ring)?;
     let streams = streams(args.direction, plan.quota);
     // With a program, it runs on the queues of the functions that receive a stream.
     let receivers: Vec<bool> = (0..2)
@@ -666,7 +648,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     let mut run = Run {
         args,
         card: &card,
-        dma: card.dma(),
+        host,
         send_ticks: plan.ticks,
         gen: Generator {
             flows: make_flows(args.flows, args.proto, args.seed),
@@ -677,12 +659,9 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         },
         funcs,
         streams,
-        rings,
         prog,
         receivers,
-        hasher: ShellHasher::default(),
         xsk_frames: 0,
-        os_pages: Vec::new(),
     };
     let totals = run.drive()?;
     run.finish(&totals, obj)
@@ -691,7 +670,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
 /// The lines that say what the run will do.
 fn announce(args: &TrafficArgs, plan: &Plan) {
     outln!(
-        "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue pairs each, rings of {} entries, budget {}",
+        "onic run: PF0 + PF1 on one model card, cable port 0 <-> port 1; {} queue indices each, rings of {} entries, budget {}",
         args.queues,
         plan.ring.entries(),
         args.budget
@@ -718,41 +697,33 @@ fn announce(args: &TrafficArgs, plan: &Plan) {
     outln!("  received frames: checked byte for byte, then handed to the OS (XDP_PASS), which gives the page back after the poll");
 }
 
-/// Brings up PF0 and PF1 with `--queues` started pairs each; pair `q` of PF`f` recycles
-/// through `rings[f * queues + q]`.
+/// Brings up PF0 and PF1 as ports over `host` with `--queues` queue indices each, and opens
+/// them.
 fn bring_up<'c>(
     card: &'c Card,
+    host: &Host<'c>,
     args: &TrafficArgs,
     ring: RingSizeIdx,
-    rings: &[&'c RecycleRing],
 ) -> Result<Vec<Func<'c>>, String> {
-    let buf = BufSizeIdx::new(RX_BUF_SIZE_INDEX_DEFAULT).map_err(|e| format!("{e:?}"))?;
-    let specs: Vec<PairSpec> = (0..args.queues)
-        .map(|q| {
-            PairSpec::new(
-                onic_core::QueueId::new(q),
-                ring,
-                buf,
-                onic_hal::Direction::Bidirectional,
-            )
-        })
-        .collect();
     let mut funcs = Vec::new();
     for f in 0..2u8 {
-        let cfg = DeviceConfig::new(f, args.queues).map_err(|e| format!("{e:?}"))?;
-        let (dev, _) = Device::init(card.qdma(f), card.shell(), &mut card.delay(), cfg)
-            .map_err(|e| format!("PF{f} bring-up: {e:?}"))?;
-        let mine = usize::from(f) * specs.len();
-        let mut set = QueueSet::build(&card.dma(), &specs, &rings[mine..mine + specs.len()])
-            .map_err(|e| format!("PF{f} queues: {e:?}"))?;
-        set.start(&dev, &mut card.delay())
-            .map_err(|e| format!("PF{f} queue start: {e:?}"))?;
-        let pairs = set.pairs;
+        let cfg = PortConfig {
+            func: f,
+            max_queues: args.queues,
+            queues: args.queues,
+            tx_ring: ring,
+            rx_ring: ring,
+            rs_fec: DeviceConfig::new(f, args.queues)
+                .map_err(|e| format!("{e:?}"))?
+                .rs_fec,
+        };
+        let h = host.for_port(f);
+        let mut port = SoloPort::new(Host::regs(card, f), card.delay(), h.clone(), cfg)
+            .map_err(|e| format!("PF{f} bring-up: {e}"))?;
+        port.open().map_err(|e| format!("PF{f} queue start: {e}"))?;
         funcs.push(Func {
-            dev,
-            pairs,
-            os_free: Vec::new(),
-            os_pages: 0,
+            port,
+            host: h,
             rx: vec![QueueRx::default(); usize::from(args.queues)],
             tx_busy: vec![0; usize::from(args.queues)],
             // A first poll of every queue, as the OS does when it opens the device.
@@ -793,63 +764,49 @@ struct Generator {
 }
 
 impl Generator {
-    /// The OS of `s`'s sending function transmits what the rate makes due by `now_ns` (its TX
-    /// queues reclaim first, as the transmit path does); returns whether the stream still had
-    /// frames to send when the tick began.
-    fn send_due<'c>(
-        &mut self,
-        s: &mut Stream,
-        func: &mut Func<'c>,
-        rings: &[&RecycleRing],
-        dma: SimDma<'c>,
-        now_ns: u64,
-    ) -> Result<bool, String> {
+    /// The OS of `s`'s sending function transmits what the rate makes due by `now_ns` (each
+    /// transmit reclaims its ring first, as the module's does); returns whether the stream still
+    /// had frames to send when the tick began.
+    fn send_due(&mut self, s: &mut Stream, func: &mut Func<'_>, now_ns: u64) -> Result<bool, String> {
         let due = ((self.rate * now_ns as f64 / 1e9) as u64).min(s.quota);
         let sending = s.sent < s.quota;
-        for pair in &mut func.pairs {
-            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut func.os_free);
-            pair.tx.reclaim(&mut done);
-        }
-        let db = func.dev.doorbells();
+        let queues = func.rx.len();
         while s.sent < due {
             let k = s.sent;
             let flow_id = (k % self.flows.len() as u64) as u16;
-            let q = usize::from(flow_id) % func.pairs.len();
-            if func.pairs[q].tx.free() == 0 {
-                func.tx_busy[q] += 1;
-                break;
-            }
+            let q = usize::from(flow_id) % queues;
             let len = self.size(k) - onic_sim::FCS_LEN;
-            let mut page = os_page(&mut func.os_free, &mut func.os_pages, dma)?;
-            build_frame(
-                &mut page.bytes_mut()[..len],
-                &self.flows[usize::from(flow_id)],
-                flow_id,
-                k as u32,
-                s.from as u8,
-                &self.ramp,
-            );
-            dma.sync_for_device(&page, 0, len, onic_hal::Direction::ToDevice);
-            let frame = HFrame::Os { page, len, dma };
-            match func.pairs[q].tx.xmit_os(&db, frame, true) {
-                Ok(()) => {
+            let (flow, ramp) = (&self.flows[usize::from(flow_id)], &self.ramp);
+            let skb = func
+                .host
+                .packet_with(len, |b| {
+                    build_frame(b, flow, flow_id, k as u32, s.from as u8, ramp)
+                })
+                .ok_or("no OS TX buffer left for the generator")?;
+            let mut done = Default::default();
+            // CAST: q < queues <= 21.
+            let r = func
+                .port
+                .queue::<TxLock, _>(q as u16, |p, t| p.xmit(t, skb, &mut done));
+            match r {
+                XmitResult::Ok | XmitResult::OkStop => {
                     s.sent += 1;
                     s.bytes += len as u64;
                     s.done_ns = now_ns;
                 }
-                Err(e) => {
-                    let busy = matches!(e, TxError::Full(_));
-                    func.os_free.push(e.into_inner().into_page());
-                    if !busy {
-                        return Err("the driver refused a frame of the generator".into());
-                    }
+                XmitResult::Busy => {
+                    func.host.skb_done(skb, None);
                     func.tx_busy[q] += 1;
                     break;
                 }
+                XmitResult::Dropped => {
+                    func.host.skb_done(skb, None);
+                    return Err("the driver refused a frame of the generator".into());
+                }
             }
         }
-        for pair in &mut func.pairs {
-            pair.tx.flush(&db);
+        for q in 0..queues as u16 {
+            func.port.queue::<TxLock, _>(q, |p, t| p.tx_flush(t));
         }
         Ok(sending)
     }
@@ -863,37 +820,23 @@ impl Generator {
     }
 }
 
-/// A to-device page for the OS to write a frame into: one off `free`, or a new one (counted in
-/// `allocated`).
-fn os_page(free: &mut Vec<DmaPage>, allocated: &mut u64, dma: SimDma<'_>) -> Result<DmaPage, String> {
-    if let Some(p) = free.pop() {
-        return Ok(p);
-    }
-    *allocated += 1;
-    let mem = dma.alloc_page().map_err(|e| format!("OS TX buffer: {e:?}"))?;
-    dma.map_page(mem, onic_hal::Direction::ToDevice)
-        .map_err(|(_, e)| format!("OS TX buffer: {e:?}"))
-}
-
 /// A run in progress: the card, both functions, the streams and the receiving side's state.
 struct Run<'x, 'c> {
     args: &'x TrafficArgs,
     card: &'c Card,
-    dma: SimDma<'c>,
+    /// The host of both ports (PF0's; PF1's shares its state).
+    host: Host<'c>,
     /// Ticks of the sending period.
     send_ticks: u64,
     gen: Generator,
     funcs: Vec<Func<'c>>,
     streams: Vec<Stream>,
-    rings: Vec<&'c RecycleRing>,
-    prog: Option<crate::xdp_obj::ObjEngine>,
+    /// The object's handle in the host, if one is attached.
+    prog: Option<u16>,
     /// Functions whose queues run the program.
     receivers: Vec<bool>,
-    hasher: ShellHasher,
     /// Frames the program sent to the user sink (xskmap).
     xsk_frames: u64,
-    /// Pages the OS holds until the poll that passed them ends.
-    os_pages: Vec<(DmaPage, usize)>,
 }
 
 impl Run<'_, '_> {
@@ -911,15 +854,15 @@ impl Run<'_, '_> {
             // At most MAX_TICKS + DRAIN_TICKS ticks of at most MAX_TICK_NS: no overflow.
             let now_ns = tick.saturating_mul(args.tick_ns);
             let (sending, busy) = self.tick(now_ns)?;
-            if self
-                .prog
-                .as_ref()
-                .is_some_and(|p| p.engine.stats().runs > 4 * total_quota + 4096)
-            {
-                return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
-            }
-            if let Some(p) = &self.prog {
-                p.check()?;
+            if let Some(id) = self.prog {
+                let (runs, check) = self
+                    .host
+                    .with_program(id, |p| (p.engine.stats().runs, p.check()))
+                    .unwrap_or((0, Ok(())));
+                if runs > 4 * total_quota + 4096 {
+                    return Err("the XDP program has run four times per frame sent: frames circle through it (a redirect out of the port that feeds the receiving one?)".into());
+                }
+                check?;
             }
             if args.progress_ms > 0 && last_progress.elapsed() >= Duration::from_millis(args.progress_ms) {
                 last_progress = Instant::now();
@@ -958,9 +901,7 @@ impl Run<'_, '_> {
         //    tick.
         let mut sending = false;
         for s in &mut self.streams {
-            sending |= self
-                .gen
-                .send_due(s, &mut self.funcs[s.from], &self.rings, self.dma, now_ns)?;
+            sending |= self.gen.send_due(s, &mut self.funcs[s.from], now_ns)?;
         }
         // 2. The card works, its clock moves by one tick (completion timers fire).
         self.card.run_until_idle();
@@ -979,16 +920,14 @@ impl Run<'_, '_> {
             }
         }
         let mut rx = RxCtx {
-            flows: &self.gen.flows,
-            ramp: &self.gen.ramp,
-            budget: self.args.budget,
-            rings: &self.rings,
-            dma: self.dma,
-            prog: self.prog.as_mut(),
+            check: Checker {
+                flows: &self.gen.flows,
+                ramp: &self.gen.ramp,
+            },
+            budget: u32::try_from(self.args.budget).unwrap_or(u32::MAX),
+            prog: self.prog,
             receivers: &self.receivers,
-            hasher: &self.hasher,
             xsk: &mut self.xsk_frames,
-            os: &mut self.os_pages,
         };
         let busy = napi_round(&mut self.funcs, &mut rx)?;
         Ok((sending, busy))
@@ -1014,15 +953,27 @@ impl Run<'_, '_> {
     }
 
     /// Prints the report and the program's, tears everything down and gives the verdict.
-    fn finish(self, totals: &Totals, obj: &ObjOpts) -> Result<(), String> {
-        let xdp = self.prog.as_ref().map(|_| self.xsk_frames);
-        let report = report(self.card, &self.funcs, &self.streams, totals, xdp);
+    fn finish(mut self, totals: &Totals, obj: &ObjOpts) -> Result<(), String> {
+        let xdp = self.prog.map(|_| self.xsk_frames);
+        let snaps = [self.funcs[0].snapshots()?, self.funcs[1].snapshots()?];
+        let census = self.host.census();
+        let report = report(
+            self.card,
+            &self.funcs,
+            &snaps,
+            (&self.streams, totals),
+            (xdp, census),
+        );
         out!("{}", report.text);
-        if let Some(e) = &self.prog {
+        if let Some(id) = self.prog {
             outln!();
-            crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref())?;
+            self.host
+                .with_program(id, |e| {
+                    crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref())
+                })
+                .unwrap_or(Ok(()))?;
         }
-        let teardown = teardown(self.card, self.funcs, &self.rings);
+        let teardown = teardown(self.card, &self.host, self.funcs);
         out!("{}", teardown.text);
         let mut failures = report.failures;
         failures.extend(teardown.failures);
@@ -1042,10 +993,10 @@ struct Report {
     failures: Vec<String>,
 }
 
-/// One counter struct summed over the pairs.
-fn sum<T: Default + std::ops::AddAssign>(pairs: &[HPair<'_>], get: impl Fn(&HPair<'_>) -> T) -> T {
-    pairs.iter().fold(T::default(), |mut t, p| {
-        t += get(p);
+/// One counter struct summed over a function's queue indices.
+fn sum<T: Default + std::ops::AddAssign>(snaps: &[QueueCounters], get: impl Fn(&QueueCounters) -> T) -> T {
+    snaps.iter().fold(T::default(), |mut t, c| {
+        t += get(c);
         t
     })
 }
@@ -1120,30 +1071,34 @@ const POOL_ROWS: &[Field<PoolStats>] = &[
     ("os_returns", |p| p.os_returns),
 ];
 
-/// Where the pages of one function's pools are.
-const PAGE_ROWS: &[Field<PageCounts>] = &[
-    ("in_pool", |c| c.in_pool),
-    ("in_rx_ring", |c| c.in_rx_ring),
-    ("in_tx_flight", |c| c.in_tx_flight),
-    ("tx_parked", |c| c.tx_parked),
-    ("with_os", |c| c.with_os),
-    ("total", PageCounts::total),
-];
+/// Each function's queue snapshots (`ethtool -S`'s per-queue counters, pools included).
+type Snaps = [Vec<QueueCounters>; 2];
 
 /// The report of a run: rates, per-queue tables, the driver's, the pools' and the MACs'
 /// statistics, and the frame and page accounting with the checks that failed.
-fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: Option<u64>) -> Report {
+fn report(
+    card: &Card,
+    funcs: &[Func<'_>],
+    snaps: &Snaps,
+    (streams, t): (&[Stream], &Totals),
+    (xsk, census): (Option<u64>, ModelCensus),
+) -> Report {
     let mut r = Report {
         text: String::new(),
         failures: Vec::new(),
     };
     throughput(&mut r.text, funcs, streams, t);
     for st in streams {
-        per_queue(&mut r.text, &funcs[st.to], &funcs[st.from], st);
+        per_queue(
+            &mut r.text,
+            (&funcs[st.to], &snaps[st.to]),
+            (&funcs[st.from], &snaps[st.from]),
+            st,
+        );
     }
     let _ = writeln!(r.text, "\ndriver statistics {:>36} {:>14}", "PF0", "PF1");
-    let rx: Vec<RxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.rx.stats())).collect();
-    let tx: Vec<TxStats> = funcs.iter().map(|f| sum(&f.pairs, |p| *p.tx.stats())).collect();
+    let rx: Vec<RxStats> = snaps.iter().map(|s| sum(s, |c| c.rx)).collect();
+    let tx: Vec<TxStats> = snaps.iter().map(|s| sum(s, |c| c.tx)).collect();
     rows(&mut r.text, RX_ROWS, &rx);
     rows(&mut r.text, TX_ROWS, &tx);
     let _ = writeln!(
@@ -1151,7 +1106,7 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
         "\npage_pool statistics (all queues) {:>20} {:>14}",
         "PF0", "PF1"
     );
-    let pools: Vec<PoolStats> = funcs.iter().map(|f| sum(&f.pairs, |p| p.pool.stats())).collect();
+    let pools: Vec<PoolStats> = snaps.iter().map(|s| sum(s, |c| c.pool)).collect();
     rows(&mut r.text, POOL_ROWS, &pools);
     // CMAC and adapter counters, read through the driver's statistics path.
     let _ = writeln!(
@@ -1165,8 +1120,9 @@ fn report(card: &Card, funcs: &[Func<'_>], streams: &[Stream], t: &Totals, xsk: 
             row(&mut r.text, name, *a, *b);
         }
     }
-    frame_accounting(&mut r, card, funcs, streams, (&rx, &tx), &hws, xsk);
-    page_accounting(&mut r, card, funcs, &pools);
+    let pair: Vec<PairStats> = snaps.iter().map(|s| sum(s, |c| c.pair)).collect();
+    frame_accounting(&mut r, card, funcs, streams, (&rx, &tx, &pair), &hws, xsk);
+    page_accounting(&mut r, card, &pools, census);
     r
 }
 
@@ -1214,8 +1170,14 @@ fn throughput(s: &mut String, funcs: &[Func<'_>], streams: &[Stream], t: &Totals
     );
 }
 
-/// The per-queue table of stream `st`'s receiving function `f` (and its sender `tx`).
-fn per_queue(s: &mut String, f: &Func<'_>, tx: &Func<'_>, st: &Stream) {
+/// The per-queue table of stream `st`'s receiving function `f` (and its sender `tx`), each with
+/// its queue snapshots.
+fn per_queue(
+    s: &mut String,
+    (f, f_snaps): (&Func<'_>, &[QueueCounters]),
+    (tx, tx_snaps): (&Func<'_>, &[QueueCounters]),
+    st: &Stream,
+) {
     let total: u64 = f.rx.iter().map(|r| r.packets).sum();
     let _ = writeln!(
         s,
@@ -1237,8 +1199,8 @@ fn per_queue(s: &mut String, f: &Func<'_>, tx: &Func<'_>, st: &Stream) {
         "tx_packets",
         "tx_busy"
     );
-    for (q, (pair, r)) in f.pairs.iter().zip(&f.rx).enumerate() {
-        let rs = pair.rx.stats();
+    for (q, (c, r)) in f_snaps.iter().zip(&f.rx).enumerate() {
+        let rs = &c.rx;
         let _ = writeln!(
             s,
             "  {:>5} {:>10} {:>12} {:>7.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>8}",
@@ -1251,7 +1213,7 @@ fn per_queue(s: &mut String, f: &Func<'_>, tx: &Func<'_>, st: &Stream) {
             rs.rx_multi_buffer,
             rs.rx_no_page,
             r.corrupt,
-            tx.pairs[q].tx.stats().tx_packets,
+            tx_snaps.get(q).map_or(0, |c| c.tx.tx_packets),
             tx.tx_busy[q]
         );
     }
@@ -1268,11 +1230,11 @@ fn frame_accounting(
     card: &Card,
     funcs: &[Func<'_>],
     streams: &[Stream],
-    stats: (&[RxStats], &[TxStats]),
+    stats: (&[RxStats], &[TxStats], &[PairStats]),
     hws: &[Vec<(&'static str, u64)>; 2],
     xsk: Option<u64>,
 ) {
-    let (rx, tx) = stats;
+    let (rx, tx, pair) = stats;
     let model = card.stats();
     let mac_drops: u64 = (0..2)
         .map(|p| {
@@ -1297,7 +1259,7 @@ fn frame_accounting(
     let received: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
     let corrupt: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.corrupt).sum();
     let driver_drops: u64 = rx.iter().map(RxStats::rx_dropped).sum();
-    let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, xsk);
+    let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, pair, xsk);
     let _ = write!(r.text, "{xdp_line}");
     let _ = writeln!(r.text, "\nframe accounting");
     let _ = writeln!(
@@ -1339,56 +1301,39 @@ fn frame_accounting(
     }
 }
 
-/// Where every page is: each function's pools by their census, and the model's live pages
-/// against the pools' and the OS's.
-fn page_accounting(r: &mut Report, card: &Card, funcs: &[Func<'_>], pools: &[PoolStats]) {
+/// Where every page is: the model's live pages against the pages the pools took from it and the
+/// OS's packet buffers; and nothing the host holds that it should not (frames unread or
+/// redirected and not carried out, packets not completed).
+fn page_accounting(r: &mut Report, card: &Card, pools: &[PoolStats], census: ModelCensus) {
     let _ = writeln!(r.text, "\npage accounting {:>38} {:>14}", "PF0", "PF1");
-    let mut counts = Vec::new();
-    for (i, f) in funcs.iter().enumerate() {
-        let mut c = PageCounts::default();
-        let mut ok = true;
-        for p in &f.pairs {
-            match p.page_counts() {
-                Some(pc) => c = c + pc,
-                None => ok = false,
-            }
-        }
-        if !ok {
-            r.failures
-                .push(format!("PF{i}: a pool's page census does not add up"));
-        }
-        counts.push((c, pools[i].live_pages(), f.os_pages));
-    }
-    rows(&mut r.text, PAGE_ROWS, &[counts[0].0, counts[1].0]);
     row(
         &mut r.text,
         "pool pages live (taken from the HAL)",
-        counts[0].1,
-        counts[1].1,
+        pools[0].live_pages(),
+        pools[1].live_pages(),
     );
-    row(
-        &mut r.text,
-        "OS TX buffers (own pages, not pooled)",
-        counts[0].2,
-        counts[1].2,
-    );
-    let live = card.dma_stats().live_pages as u64;
-    let expect: u64 = counts.iter().map(|c| c.1 + c.2).sum();
-    let census_ok = counts.iter().all(|c| c.0.total() == c.1);
     let _ = writeln!(
         r.text,
-        "  model: {live} live pages = pool pages {} + OS TX buffers {}: {}",
-        counts[0].1 + counts[1].1,
-        counts[0].2 + counts[1].2,
-        if live == expect && census_ok {
+        "  OS TX buffers (own pages, not pooled): {}; held by the host: {} received, {} redirected, {} packets in flight",
+        census.buffers, census.received, census.frames, census.packets
+    );
+    let live = card.dma_stats().live_pages as u64;
+    let pooled: u64 = pools.iter().map(PoolStats::live_pages).sum();
+    let expect = pooled + census.buffers;
+    let held = census.received + census.frames + census.packets;
+    let _ = writeln!(
+        r.text,
+        "  model: {live} live pages = pool pages {pooled} + OS TX buffers {}: {}",
+        census.buffers,
+        if live == expect && held == 0 {
             "OK"
         } else {
             "MISMATCH"
         }
     );
-    if live != expect || !census_ok {
+    if live != expect || held != 0 {
         r.failures.push(format!(
-            "page accounting: model {live} live pages, driver accounts for {expect}"
+            "page accounting: model {live} live pages, driver and host account for {expect}; the host still holds {held}"
         ));
     }
 }
@@ -1396,16 +1341,14 @@ fn page_accounting(r: &mut Report, card: &Card, funcs: &[Func<'_>], pools: &[Poo
 /// With a program: a line of XDP totals, the frames the program took out of the stream (changed,
 /// dropped or aborted, given to the user sink), and the frames it sent back out (XDP_TX and
 /// redirects to the other port, which the TX queues also complete).
-fn xdp_accounting(funcs: &[Func<'_>], xsk: Option<u64>) -> (String, u64, u64) {
+fn xdp_accounting(funcs: &[Func<'_>], pair: &[PairStats], xsk: Option<u64>) -> (String, u64, u64) {
     let Some(xsk) = xsk else {
         return (String::new(), 0, 0);
     };
-    let x = funcs
-        .iter()
-        .fold(onic_core::stats::PairStats::default(), |mut t, f| {
-            t += sum(&f.pairs, |p| *p.stats());
-            t
-        });
+    let x = pair.iter().fold(PairStats::default(), |mut t, p| {
+        t += *p;
+        t
+    });
     let changed: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.changed).sum();
     let resent = (x.rx_xdp_tx - x.rx_xdp_tx_errors) + (x.rx_xdp_redirect - xsk);
     let line = format!(
@@ -1415,40 +1358,18 @@ fn xdp_accounting(funcs: &[Func<'_>], xsk: Option<u64>) -> (String, u64, u64) {
     (line, changed + x.rx_xdp_drop + xsk, resent)
 }
 
-/// Tears everything down (all TX queues first, then RX, then the devices) and checks that the
-/// model has no page, mapping or ring left and saw no violation.
-fn teardown<'c>(card: &'c Card, funcs: Vec<Func<'c>>, rings: &[&RecycleRing]) -> Report {
+/// Tears everything down (each port stopped, then removed) and checks that the model has no
+/// page, mapping or ring left and saw no violation.
+fn teardown(card: &Card, host: &Host<'_>, funcs: Vec<Func<'_>>) -> Report {
     let mut failures = Vec::new();
-    let mut delay = card.delay();
-    let dma: SimDma<'_> = card.dma();
-    let mut parts = Vec::new();
-    for mut f in funcs {
-        let mut rxs = Vec::new();
-        for pair in f.pairs {
-            let onic_core::QueuePair { rx, tx, mut pool, .. } = pair;
-            let mut done = FrameDone::new(rings, dma).keep_os_pages(&mut f.os_free);
-            if let (Err(e), _) = tx.teardown(&f.dev, &mut delay, &mut pool, &mut done) {
-                failures.push(format!("TX teardown: {e:?}"));
-            }
-            rxs.push((rx, pool));
+    for f in funcs {
+        let mut port = f.port;
+        if let Err(e) = port.stop() {
+            failures.push(format!("queue teardown: {e}"));
         }
-        parts.push((f.dev, rxs, f.os_free));
+        port.remove();
     }
-    for (dev, rxs, os_free) in parts {
-        for (rx, mut pool) in rxs {
-            if let (Err(e), _) = rx.teardown(&dev, &mut delay, &mut pool) {
-                failures.push(format!("RX teardown: {e:?}"));
-            }
-            drop(pool);
-        }
-        let (r, _, _) = dev.teardown(&mut delay);
-        if let Err(e) = r {
-            failures.push(format!("device teardown: {e:?}"));
-        }
-        for p in os_free {
-            dma.free_page(p.unmap(&dma, onic_hal::Direction::ToDevice));
-        }
-    }
+    host.free_spare();
     let d = card.dma_stats();
     let v = card.violations();
     let ok = d.live_pages == 0 && d.mapped_pages == 0 && d.live_regions == 0 && v.is_empty();

@@ -9,16 +9,6 @@ use onic_core::xdp::{XdpAction, XdpBuff, XdpProgram};
 /// Redirect target number of the other port in `onic run`'s redirect table.
 pub const OTHER_PORT: u32 = 0;
 
-/// Of the two ports' (or functions') states, `i`'s and the other one's.
-pub fn this_and_other<T>(two: &mut [T], i: usize) -> (&mut T, &mut T) {
-    let (a, b) = two.split_at_mut(1);
-    if i == 0 {
-        (&mut a[0], &mut b[0])
-    } else {
-        (&mut b[0], &mut a[0])
-    }
-}
-
 /// Names accepted by `--xdp`, with what they do.
 pub const PROGRAMS: &[(&str, &str)] = &[
     ("pass", "every frame to the OS"),
