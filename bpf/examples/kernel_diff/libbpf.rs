@@ -37,6 +37,15 @@ struct Fns {
     map_create: unsafe extern "C" fn(u32, *const c_char, u32, u32, u32, *const c_void) -> c_int,
     next_key: unsafe extern "C" fn(c_int, *const c_void, *mut c_void) -> c_int,
     lookup: unsafe extern "C" fn(c_int, *const c_void, *mut c_void) -> c_int,
+    lookup_batch: unsafe extern "C" fn(
+        c_int,
+        *const c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut u32,
+        *const c_void,
+    ) -> c_int,
     update: unsafe extern "C" fn(c_int, *const c_void, *const c_void, u64) -> c_int,
     delete: unsafe extern "C" fn(c_int, *const c_void) -> c_int,
     test_run: unsafe extern "C" fn(c_int, *mut TestRunOpts) -> c_int,
@@ -181,6 +190,7 @@ impl Lib {
                 map_create: sym(h, "bpf_map_create")?,
                 next_key: sym(h, "bpf_map_get_next_key")?,
                 lookup: sym(h, "bpf_map_lookup_elem")?,
+                lookup_batch: sym(h, "bpf_map_lookup_batch")?,
                 update: sym(h, "bpf_map_update_elem")?,
                 delete: sym(h, "bpf_map_delete_elem")?,
                 test_run: sym(h, "bpf_prog_test_run_opts")?,
@@ -469,13 +479,75 @@ impl Loaded<'_> {
         })
     }
 
-    /// Every entry of `m`, sorted by key: (key, value; per-CPU maps: CPU 0's copy).
+    /// Every entry of `m`, sorted by key: (key, value; per-CPU maps: CPU 0's copy). Read in
+    /// batches (one syscall for thousands of entries), one key at a time where batches fail.
     pub fn entries(&self, m: &KMap, cpus: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = self
+            .entries_batched(m, cpus)
+            .unwrap_or_else(|| self.entries_one_by_one(m, cpus));
+        out.sort();
+        out
+    }
+
+    /// Bytes of one entry's value as the kernel hands it out: per-CPU maps give every possible
+    /// CPU's copy, each rounded up to 8 bytes.
+    fn value_stride(m: &KMap, cpus: usize) -> usize {
+        let vs = m.value_size as usize;
+        if matches!(m.map_type, 5 | 6 | 10) {
+            vs.div_ceil(8) * 8 * cpus
+        } else {
+            vs
+        }
+    }
+
+    fn entries_batched(&self, m: &KMap, cpus: usize) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        const BATCH: usize = 4096;
+        let (ks, vs) = (m.key_size as usize, m.value_size as usize);
+        let stride = Self::value_stride(m, cpus);
+        let mut keys = vec![0u8; ks * BATCH];
+        let mut values = vec![0u8; stride * BATCH];
+        let mut token_in = vec![0u8; ks.max(8)];
+        let mut token_out = vec![0u8; ks.max(8)];
+        let mut out = Vec::new();
+        let mut first = true;
+        loop {
+            let mut n = BATCH as u32;
+            let tin = if first {
+                std::ptr::null()
+            } else {
+                token_in.as_ptr().cast()
+            };
+            // SAFETY: the tokens have room for a key (at least 8 bytes), keys and values for
+            // BATCH entries of the map's sizes; null options are the defaults.
+            let r = unsafe {
+                (self.f().lookup_batch)(
+                    m.fd,
+                    tin,
+                    token_out.as_mut_ptr().cast(),
+                    keys.as_mut_ptr().cast(),
+                    values.as_mut_ptr().cast(),
+                    &mut n,
+                    std::ptr::null(),
+                )
+            };
+            if r != 0 && r != -libc::ENOENT {
+                return None;
+            }
+            for i in 0..(n as usize).min(BATCH) {
+                out.push((keys[i * ks..][..ks].to_vec(), values[i * stride..][..vs].to_vec()));
+            }
+            if r == -libc::ENOENT {
+                return Some(out);
+            }
+            std::mem::swap(&mut token_in, &mut token_out);
+            first = false;
+        }
+    }
+
+    fn entries_one_by_one(&self, m: &KMap, cpus: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
         let ks = m.key_size as usize;
         let vs = m.value_size as usize;
-        let per_cpu = matches!(m.map_type, 5 | 6 | 10);
-        let stride = if per_cpu { vs.div_ceil(8) * 8 } else { vs };
-        let mut value = vec![0u8; stride * if per_cpu { cpus } else { 1 }];
+        let mut value = vec![0u8; Self::value_stride(m, cpus)];
         let mut out = Vec::new();
         let mut key: Option<Vec<u8>> = None;
         loop {
@@ -492,26 +564,35 @@ impl Loaded<'_> {
             }
             key = Some(next);
         }
-        out.sort();
         out
     }
 
-    /// Puts `m` back to `entries` (what [`Loaded::entries`] read after the load): hash entries
-    /// not in it are deleted, every listed entry is written (per-CPU maps: CPU 0's copy, the
-    /// others zero, as they stay in a run pinned to CPU 0).
-    pub fn restore(&self, m: &KMap, entries: &[(Vec<u8>, Vec<u8>)], cpus: usize) {
-        let per_cpu = matches!(m.map_type, 5 | 6 | 10);
+    /// Puts `m` back from `now` (what [`Loaded::entries`] read after the last run) to `initial`
+    /// (what it read after the load), writing only what differs: hash entries not in `initial`
+    /// are deleted, changed or missing ones written (per-CPU maps: CPU 0's copy, the others
+    /// zero, as a run pinned to CPU 0 leaves them). Both lists are sorted by key.
+    pub fn restore(&self, m: &KMap, initial: &[(Vec<u8>, Vec<u8>)], now: &[(Vec<u8>, Vec<u8>)], cpus: usize) {
+        if initial == now {
+            return;
+        }
         let is_hash = matches!(m.map_type, 1 | 5 | 9 | 10);
+        fn find<'a>(list: &'a [(Vec<u8>, Vec<u8>)], k: &[u8]) -> Option<&'a Vec<u8>> {
+            list.binary_search_by(|e| e.0.as_slice().cmp(k))
+                .ok()
+                .map(|i| &list[i].1)
+        }
         if is_hash {
-            for (k, _) in self.entries(m, cpus) {
+            for (k, _) in now.iter().filter(|(k, _)| find(initial, k).is_none()) {
                 // SAFETY: a key of the map's key size.
                 unsafe { (self.f().delete)(m.fd, k.as_ptr().cast()) };
             }
         }
         let vs = m.value_size as usize;
-        let stride = if per_cpu { vs.div_ceil(8) * 8 } else { vs };
-        let mut value = vec![0u8; stride * if per_cpu { cpus } else { 1 }];
-        for (k, v) in entries {
+        let mut value = vec![0u8; Self::value_stride(m, cpus)];
+        for (k, v) in initial {
+            if find(now, k) == Some(v) {
+                continue;
+            }
             value.fill(0);
             value[..vs].copy_from_slice(v);
             // SAFETY: key and value of the map's sizes (all CPUs' copies for per-CPU maps).

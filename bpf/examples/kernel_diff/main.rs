@@ -6,8 +6,8 @@
 //! kernel_diff --probe
 //! ```
 //!
-//! The manifest (written by the xtask) lists one object per line: `id<TAB>path<TAB>status`, where
-//! the status is `ok` or why the source did not compile. For every XDP program of every object,
+//! The manifest (written by the xtask) lists one object per line: `id<TAB>path<TAB>status` (the
+//! path relative to the manifest's directory), where the status is `ok` or why the source did not compile. For every XDP program of every object,
 //! the program is loaded into the host kernel (libbpf, the verifier) and into the engine; where
 //! both load, it runs on every frame of [`frames::all`] on both sides (the kernel through
 //! `BPF_PROG_TEST_RUN`), each frame from the maps as loaded, and the verdict, the bytes after the
@@ -105,8 +105,11 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
-/// Maps after a run: (name, sorted (key, value; per-CPU maps: CPU 0's copy)).
-pub type MapState = Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)>;
+/// A map's entries, sorted by key: (key, value; per-CPU maps: CPU 0's copy).
+pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Maps after a run: (name, entries).
+pub type MapState = Vec<(String, Entries)>;
 
 /// Compares the maps after one frame; `None` if they agree, else the first difference.
 fn maps_differ(kernel: &MapState, onic: &MapState) -> Option<String> {
@@ -132,14 +135,16 @@ struct Compare<'a, 'l> {
     k: &'a Loaded<'l>,
     o: &'a Onic<'a>,
     cpus: usize,
+    /// The kernel's maps as the last run left them.
+    now: Vec<Entries>,
     res: ProgResult,
     diffs: [Diff; 3],
 }
 
 impl Compare<'_, '_> {
-    fn frame(&mut self, name: &str, f: &[u8], maps: &[&KMap], initial: &[Vec<(Vec<u8>, Vec<u8>)>]) {
-        for (m, init) in maps.iter().zip(initial) {
-            self.k.restore(m, init, self.cpus);
+    fn frame(&mut self, name: &str, f: &[u8], maps: &[&KMap], initial: &[Entries]) {
+        for ((m, init), now) in maps.iter().zip(initial).zip(&self.now) {
+            self.k.restore(m, init, now, self.cpus);
         }
         let kr = match self.k.test_run(f) {
             Ok(r) => r,
@@ -154,6 +159,7 @@ impl Compare<'_, '_> {
             .iter()
             .map(|m| (m.name.clone(), self.k.entries(m, self.cpus)))
             .collect();
+        self.now = kernel_maps.iter().map(|(_, e)| e.clone()).collect();
         let kout = Outcome::Ran {
             verdict: kr.retval,
             meta: kr.meta,
@@ -247,6 +253,7 @@ fn run_program(
         k: &k,
         o: &o,
         cpus,
+        now: initial.clone(),
         res,
         diffs: ["verdict", "bytes", "maps"].map(|kind| load_diff(kind, "")),
     };
@@ -352,6 +359,11 @@ fn run() -> Result<ExitCode, String> {
     }
     pin_cpu0()?;
     let manifest = std::fs::read_to_string(&args.manifest).map_err(|e| format!("{}: {e}", args.manifest))?;
+    // Object paths in the manifest are relative to its directory.
+    let base = std::path::Path::new(&args.manifest)
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
     let mut tally = report::Tally::default();
     let mut diffs = Vec::new();
     for line in manifest
@@ -369,12 +381,15 @@ fn run() -> Result<ExitCode, String> {
             tally.compile_failed.push(format!("{id}: {status}"));
             continue;
         }
+        let path = base.join(path);
+        let path = path.to_str().ok_or("a path that is not UTF-8")?;
         let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
         let (progs, other) = xdp_programs(&lib, path, &bytes);
         tally.other += other;
         for func in progs {
+            let t = std::time::Instant::now();
             let r = run_program(&lib, id, path, &bytes, &func, &mut diffs);
-            report::program_line(&r);
+            report::program_line(&r, t.elapsed());
             tally.add(r);
         }
     }

@@ -54,7 +54,7 @@ fn short(s: &str) -> String {
 }
 
 /// One line per program (and the reasons of refusals under it).
-pub fn program_line(r: &ProgResult) {
+pub fn program_line(r: &ProgResult, took: std::time::Duration) {
     let side = |x: &Option<String>| if x.is_some() { "refuses" } else { "loads" };
     let cmp = if r.kernel.is_some() || r.onic.is_some() {
         "-".to_string()
@@ -64,8 +64,13 @@ pub fn program_line(r: &ProgResult) {
             r.compared, r.verdict, r.bytes, r.maps
         )
     };
+    let slow = if took.as_secs_f64() >= 1.0 {
+        format!(" ({:.1} s)", took.as_secs_f64())
+    } else {
+        String::new()
+    };
     println!(
-        "{:<58} kernel {:<7} onic {:<7} {cmp}",
+        "{:<58} kernel {:<7} onic {:<7} {cmp}{slow}",
         r.id,
         side(&r.kernel),
         side(&r.onic)
