@@ -30,6 +30,8 @@ struct Fns {
     next_map: unsafe extern "C" fn(Ptr, Ptr) -> Ptr,
     map_name: unsafe extern "C" fn(Ptr) -> *const c_char,
     map_set_pin_path: unsafe extern "C" fn(Ptr, *const c_char) -> c_int,
+    map_max_entries: unsafe extern "C" fn(Ptr) -> u32,
+    map_set_max_entries: unsafe extern "C" fn(Ptr, u32) -> c_int,
     map_fd: unsafe extern "C" fn(Ptr) -> c_int,
     map_type: unsafe extern "C" fn(Ptr) -> u32,
     map_key_size: unsafe extern "C" fn(Ptr) -> u32,
@@ -183,6 +185,8 @@ impl Lib {
                 next_map: sym(h, "bpf_object__next_map")?,
                 map_name: sym(h, "bpf_map__name")?,
                 map_set_pin_path: sym(h, "bpf_map__set_pin_path")?,
+                map_max_entries: sym(h, "bpf_map__max_entries")?,
+                map_set_max_entries: sym(h, "bpf_map__set_max_entries")?,
                 map_fd: sym(h, "bpf_map__fd")?,
                 map_type: sym(h, "bpf_map__type")?,
                 map_key_size: sym(h, "bpf_map__key_size")?,
@@ -371,10 +375,19 @@ impl Lib {
             return Err(format!("libbpf sees no program {func}"));
         }
         // Maps declared for pinning by name would be shared with the previous load (and need a
-        // BPF file system): every load here gets maps of its own.
+        // BPF file system): every load here gets maps of its own. Maps declared without a size
+        // are sized by their programs' loaders before the load (xdp-tools and the samples give
+        // them a multiple of the CPU count); here they get 64 entries per CPU, more than any of
+        // those loaders asks for on this machine.
+        let sized = u32::try_from(64 * self.possible_cpus()).unwrap_or(u32::MAX);
         for m in maps_raw(self, &obj) {
             // SAFETY: a map of the open, not yet loaded object; a null path clears pinning.
-            unsafe { (self.f.map_set_pin_path)(m, std::ptr::null()) };
+            unsafe {
+                (self.f.map_set_pin_path)(m, std::ptr::null());
+                if (self.f.map_max_entries)(m) == 0 {
+                    (self.f.map_set_max_entries)(m, sized);
+                }
+            }
         }
         take_log();
         // SAFETY: the object is open; its programs' log buffers are alive.

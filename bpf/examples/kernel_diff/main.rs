@@ -71,10 +71,17 @@ pub struct ProgResult {
     pub kernel: Option<String>,
     /// The engine's refusal, if it refused.
     pub onic: Option<String>,
-    /// The kernel refused to test-run these frames (errno text, frames).
-    pub run_refused: Option<(String, usize)>,
+    /// Frames the kernel refused to test-run: (errno text, frame names).
+    pub run_refused: Option<(String, Vec<String>)>,
     /// Frames compared.
     pub compared: usize,
+    /// Frames the kernel's run changed (bytes or metadata), so the byte comparison had
+    /// something to compare beyond a copy.
+    pub rewritten: usize,
+    /// Frames after which the kernel's maps differed from their state after the load.
+    pub maps_changed: usize,
+    /// Map comparisons made (a kernel map with an engine map of the same name, per frame).
+    pub map_checks: usize,
     /// Frames whose verdicts, bytes, maps differed.
     pub verdict: usize,
     /// See `verdict`.
@@ -150,8 +157,8 @@ impl Compare<'_, '_> {
             Ok(r) => r,
             Err(errno) => {
                 let why = std::io::Error::from_raw_os_error(errno).to_string();
-                let n = self.res.run_refused.as_ref().map_or(0, |r| r.1);
-                self.res.run_refused = Some((why, n + 1));
+                let r = self.res.run_refused.get_or_insert((why, Vec::new()));
+                r.1.push(name.to_string());
                 return;
             }
         };
@@ -160,6 +167,8 @@ impl Compare<'_, '_> {
             .map(|m| (m.name.clone(), self.k.entries(m, self.cpus)))
             .collect();
         self.now = kernel_maps.iter().map(|(_, e)| e.clone()).collect();
+        self.res.maps_changed += usize::from(self.now.as_slice() != initial);
+        self.res.rewritten += usize::from(!kr.meta.is_empty() || kr.frame != f);
         let kout = Outcome::Ran {
             verdict: kr.retval,
             meta: kr.meta,
@@ -189,6 +198,10 @@ impl Compare<'_, '_> {
                 self.note(1, name, report::bytes_diff(km, kf, om, of));
             }
         }
+        self.res.map_checks += kernel_maps
+            .iter()
+            .filter(|(n, _)| onic_maps.iter().any(|(o, _)| o == onic_name(n)))
+            .count();
         if let Some(d) = maps_differ(&kernel_maps, &onic_maps) {
             self.note(2, name, d);
         }

@@ -81,8 +81,13 @@ pub fn program_line(r: &ProgResult, took: std::time::Duration) {
     if let Some(o) = &r.onic {
         println!("    onic:   {}", short(o));
     }
-    if let Some((why, n)) = &r.run_refused {
-        println!("    the kernel's test run refuses {n} frames: {why}");
+    if let Some((why, frames)) = &r.run_refused {
+        let which = if frames.len() <= 3 {
+            frames.join(", ")
+        } else {
+            format!("{} frames", frames.len())
+        };
+        println!("    the kernel's test run refuses {which}: {why}");
     }
 }
 
@@ -103,6 +108,9 @@ pub struct Tally {
     agree: [usize; 3],
     frames: usize,
     frames_agree: [usize; 3],
+    rewritten: usize,
+    maps_changed: usize,
+    map_checks: usize,
 }
 
 impl Tally {
@@ -120,6 +128,9 @@ impl Tally {
         }
         self.runnable += 1;
         self.frames += r.compared;
+        self.rewritten += r.rewritten;
+        self.maps_changed += r.maps_changed;
+        self.map_checks += r.map_checks;
         for (i, n) in [r.verdict, r.bytes, r.maps].into_iter().enumerate() {
             self.agree[i] += usize::from(n == 0);
             self.frames_agree[i] += r.compared - n;
@@ -150,6 +161,18 @@ impl Tally {
                 self.agree[i], self.runnable, self.frames_agree[i], self.frames
             );
         }
+        println!(
+            "| frames the kernel's run rewrote (bytes or metadata) | {} of {} |",
+            self.rewritten, self.frames
+        );
+        println!(
+            "| frames after which the kernel's maps had changed | {} of {} |",
+            self.maps_changed, self.frames
+        );
+        println!(
+            "| map comparisons (one map after one frame) | {} |",
+            self.map_checks
+        );
         println!();
     }
 }
