@@ -4,6 +4,7 @@
 //! the DPDK peers side by side.
 
 mod bpf;
+mod bpfdiff;
 mod debugkernel;
 mod ffi;
 mod fuzz;
@@ -393,7 +394,7 @@ fn step_kmod_clippy() -> Result<(), String> {
 }
 
 fn ci(only: Option<&str>) -> Result<(), String> {
-    let steps: [Job; 11] = [
+    let steps: [Job; 12] = [
         ("fmt", step_fmt),
         ("clippy", step_clippy),
         ("test", step_test),
@@ -406,6 +407,9 @@ fn ci(only: Option<&str>) -> Result<(), String> {
         // mismatches fail it).
         ("fuzz", fuzz::ci_job),
         ("kmod-clippy", step_kmod_clippy),
+        // The engine against the host kernel's BPF_PROG_TEST_RUN on Linux's and xdp-tools' XDP
+        // programs (installs its packages as root; skipped where bpf() is not permitted).
+        ("bpf-diff", bpfdiff::ci_job),
         // The kernel module in Debian's 6.1 and 6.12 under QEMU (installs its packages as root).
         ("vm-test", vm::ci_job),
     ];
@@ -425,7 +429,7 @@ fn ci(only: Option<&str>) -> Result<(), String> {
     }
     if ran == 0 {
         return Err(format!(
-            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri, fuzz, kmod-clippy, vm-test",
+            "unknown ci job {:?}; jobs: fmt, clippy, test, no-std, features, doc, qemu, miri, fuzz, kmod-clippy, bpf-diff, vm-test",
             only.unwrap_or_default()
         ));
     }
@@ -440,6 +444,7 @@ fn main() -> ExitCode {
         // The Rust object's build runs the panic-path check.
         Some("panic-paths") => kmod::build_rust_object().map(|_| ()),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),
+        Some("bpf-diff") => bpfdiff::bpf_diff(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("bench-peers") => peers::bench_peers(&args[1..]),
         Some("qemu-card") => qemucard::qemu_card(&args[1..]),
@@ -457,8 +462,8 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         _ => Err(format!(
-            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all|debug]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask debug-kernel\n       cargo xtask bpf-objects [--check]\n       {}\n       {}\n       {}\n       {}",
+            "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|bpf-diff|vm-test]\n       {}\n       \
+             cargo xtask kmod [--kernel 6.1|6.12|all|debug]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask debug-kernel\n       cargo xtask bpf-objects [--check]\n       cargo xtask bpf-diff [--update]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),

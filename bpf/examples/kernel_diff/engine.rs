@@ -1,0 +1,75 @@
+//! The onic side: the engine on one frame laid out as the kernel's test run lays it out (256 bytes
+//! of headroom, 320 of tailroom reserved at the end of a 4096-byte page, all zero), received on
+//! queue 0 of port 0 (interface 1, as the test run's loopback device), on CPU 0. Each frame gets a
+//! freshly loaded engine, so that every frame starts from the maps as the object declares them,
+//! as the kernel side does by restoring its maps.
+
+use onic_bpf::{LoadOptions, SimHost, XdpEngine};
+use onic_core::xdp::{XdpBuff, XdpRxq};
+
+use crate::{MapState, Outcome};
+
+/// Headroom in front of the frame (the kernel's `XDP_PACKET_HEADROOM`).
+const HEADROOM: usize = 256;
+/// The page a frame lies in (the kernel's test run uses one page too).
+const PAGE: usize = 4096;
+
+/// A program the engine accepted: the object's bytes and the function to load.
+pub struct Onic<'a> {
+    bytes: &'a [u8],
+    func: &'a str,
+}
+
+impl<'a> Onic<'a> {
+    /// Loads `func` of `bytes` once to see whether the engine takes it.
+    pub fn load(bytes: &'a [u8], func: &'a str) -> Result<Self, String> {
+        onic_bpf::load(bytes, Some(func), &LoadOptions::default()).map_err(|e| e.to_string())?;
+        Ok(Self { bytes, func })
+    }
+
+    /// Runs the program on `frame` with fresh maps: the outcome and the maps' entries after the
+    /// run (map name, sorted (key, CPU 0's value)).
+    pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
+        let opts = LoadOptions::default();
+        let loaded = match onic_bpf::load(self.bytes, Some(self.func), &opts) {
+            Ok(l) => l,
+            Err(e) => return (Outcome::Refused(e.to_string()), Vec::new()),
+        };
+        let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
+        let mut page = vec![0u8; PAGE];
+        let Some(room) = page.get_mut(HEADROOM..HEADROOM + frame.len()) else {
+            return (Outcome::Refused("frame larger than a page".into()), Vec::new());
+        };
+        room.copy_from_slice(frame);
+        let rxq = XdpRxq {
+            queue_index: 0,
+            port: 0,
+        };
+        let out = match XdpBuff::new(&mut page, HEADROOM, frame.len(), rxq) {
+            Ok(mut b) => {
+                let verdict = e.run(&mut b);
+                let log = e.host().lines.last().cloned().unwrap_or_default();
+                Outcome::Ran {
+                    verdict,
+                    meta: b.meta().to_vec(),
+                    frame: b.data().to_vec(),
+                    note: log,
+                }
+            }
+            Err(err) => Outcome::Refused(format!("the buffer is refused: {err:?}")),
+        };
+        let maps = e
+            .maps()
+            .iter()
+            .map(|m| {
+                let entries = m
+                    .entries()
+                    .into_iter()
+                    .map(|(k, copies)| (k, copies.first().map(|c| c.to_vec()).unwrap_or_default()))
+                    .collect();
+                (m.def().name.clone(), entries)
+            })
+            .collect();
+        (out, maps)
+    }
+}

@@ -1,0 +1,411 @@
+//! The differential test of the engine against the host kernel (`cargo xtask bpf-diff` builds the
+//! objects and runs this; see docs/bpf-differential.md).
+//!
+//! ```text
+//! kernel_diff --manifest FILE --expect FILE [--update]
+//! kernel_diff --probe
+//! ```
+//!
+//! The manifest (written by the xtask) lists one object per line: `id<TAB>path<TAB>status` (the
+//! path relative to the manifest's directory), where the status is `ok` or why the source did not compile. For every XDP program of every object,
+//! the program is loaded into the host kernel (libbpf, the verifier) and into the engine; where
+//! both load, it runs on every frame of [`frames::all`] on both sides (the kernel through
+//! `BPF_PROG_TEST_RUN`), each frame from the maps as loaded, and the verdict, the bytes after the
+//! run (metadata and frame) and the maps' contents are compared. Every difference is checked
+//! against the expectations file: one not listed there fails the run, and so does a listed one
+//! that did not occur (a fix shows up as much as a regression). `--update` rewrites the
+//! expectations file with what was seen, keeping the reasons of entries that stay.
+//!
+//! Where bpf() is not permitted, the run says so and succeeds without comparing anything.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod engine;
+mod expect;
+mod frames;
+mod libbpf;
+mod report;
+
+use std::process::ExitCode;
+
+use engine::Onic;
+use libbpf::{KMap, Lib, Loaded};
+
+/// What one side did with one frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The program ran: its verdict, the metadata and frame after it, a log line (onic: its last).
+    Ran {
+        /// The return value.
+        verdict: u32,
+        /// Metadata in front of the frame.
+        meta: Vec<u8>,
+        /// The frame.
+        frame: Vec<u8>,
+        /// A log line (the engine's last: a fault names what and where).
+        note: String,
+    },
+    /// The run was refused (the kernel's errno or the engine's reason).
+    Refused(String),
+}
+
+/// One kind of difference of one program: what differs, on how many frames, the first example.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    /// `object-id:function`.
+    pub program: String,
+    /// `onic-refuses`, `kernel-refuses`, `verdict`, `bytes`, `maps`.
+    pub kind: &'static str,
+    /// Frames it happened on (0 for load differences).
+    pub frames: usize,
+    /// What was seen (first frame).
+    pub detail: String,
+}
+
+/// What happened to one program.
+#[derive(Debug, Default)]
+pub struct ProgResult {
+    /// `object-id:function`.
+    pub id: String,
+    /// The kernel's refusal, if it refused.
+    pub kernel: Option<String>,
+    /// The engine's refusal, if it refused.
+    pub onic: Option<String>,
+    /// Frames the kernel refused to test-run: (errno text, frame names).
+    pub run_refused: Option<(String, Vec<String>)>,
+    /// Frames compared.
+    pub compared: usize,
+    /// Frames the kernel's run changed (bytes or metadata), so the byte comparison had
+    /// something to compare beyond a copy.
+    pub rewritten: usize,
+    /// Frames after which the kernel's maps differed from their state after the load.
+    pub maps_changed: usize,
+    /// Map comparisons made (a kernel map with an engine map of the same name, per frame).
+    pub map_checks: usize,
+    /// Frames whose verdicts, bytes, maps differed.
+    pub verdict: usize,
+    /// See `verdict`.
+    pub bytes: usize,
+    /// See `verdict`.
+    pub maps: usize,
+}
+
+/// Map types whose contents are compared (hash, array and their per-CPU and LRU kinds).
+fn comparable(m: &KMap) -> bool {
+    matches!(m.map_type, 1 | 2 | 5 | 6 | 9 | 10)
+}
+
+/// The engine's name for kernel map `k`: libbpf prefixes global-data maps with part of the
+/// object's name (`test_xd.rodata`); the engine calls them by their section (`.rodata`).
+fn onic_name(k: &str) -> &str {
+    match k.find('.') {
+        Some(i) => &k[i..],
+        None => k,
+    }
+}
+
+fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::Ran { verdict, note, .. } if note.is_empty() => format!("verdict {verdict}"),
+        Outcome::Ran { verdict, note, .. } => format!("verdict {verdict} ({note})"),
+        Outcome::Refused(why) => format!("refused: {why}"),
+    }
+}
+
+/// A map's entries, sorted by key: (key, value; per-CPU maps: CPU 0's copy).
+pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Maps after a run: (name, entries).
+pub type MapState = Vec<(String, Entries)>;
+
+/// Compares the maps after one frame; `None` if they agree, else the first difference.
+fn maps_differ(kernel: &MapState, onic: &MapState) -> Option<String> {
+    for (name, kv) in kernel {
+        let Some((_, ov)) = onic.iter().find(|(n, _)| n == onic_name(name)) else {
+            continue;
+        };
+        if kv != ov {
+            let k = kv.iter().find(|e| !ov.contains(e));
+            let o = ov.iter().find(|e| !kv.contains(e));
+            return Some(format!(
+                "map {name}: kernel has {}, onic {}",
+                report::entry(k),
+                report::entry(o)
+            ));
+        }
+    }
+    None
+}
+
+/// Frame-by-frame comparison of a program both sides loaded.
+struct Compare<'a, 'l> {
+    k: &'a Loaded<'l>,
+    o: &'a Onic<'a>,
+    cpus: usize,
+    /// The kernel's maps as the last run left them.
+    now: Vec<Entries>,
+    res: ProgResult,
+    diffs: [Diff; 3],
+}
+
+impl Compare<'_, '_> {
+    fn frame(&mut self, name: &str, f: &[u8], maps: &[&KMap], initial: &[Entries]) {
+        for ((m, init), now) in maps.iter().zip(initial).zip(&self.now) {
+            self.k.restore(m, init, now, self.cpus);
+        }
+        let kr = match self.k.test_run(f) {
+            Ok(r) => r,
+            Err(errno) => {
+                let why = std::io::Error::from_raw_os_error(errno).to_string();
+                let r = self.res.run_refused.get_or_insert((why, Vec::new()));
+                r.1.push(name.to_string());
+                return;
+            }
+        };
+        let kernel_maps: MapState = maps
+            .iter()
+            .map(|m| (m.name.clone(), self.k.entries(m, self.cpus)))
+            .collect();
+        self.now = kernel_maps.iter().map(|(_, e)| e.clone()).collect();
+        self.res.maps_changed += usize::from(self.now.as_slice() != initial);
+        self.res.rewritten += usize::from(!kr.meta.is_empty() || kr.frame != f);
+        let kout = Outcome::Ran {
+            verdict: kr.retval,
+            meta: kr.meta,
+            frame: kr.frame,
+            note: String::new(),
+        };
+        let (oout, onic_maps) = self.o.run(f);
+        self.res.compared += 1;
+        let (kv, ov) = (verdict_of(&kout), verdict_of(&oout));
+        if kv != ov {
+            self.note(
+                0,
+                name,
+                format!("kernel {}, onic {}", describe(&kout), describe(&oout)),
+            );
+        }
+        if let (
+            Outcome::Ran {
+                meta: km, frame: kf, ..
+            },
+            Outcome::Ran {
+                meta: om, frame: of, ..
+            },
+        ) = (&kout, &oout)
+        {
+            if km != om || kf != of {
+                self.note(1, name, report::bytes_diff(km, kf, om, of));
+            }
+        }
+        self.res.map_checks += kernel_maps
+            .iter()
+            .filter(|(n, _)| onic_maps.iter().any(|(o, _)| o == onic_name(n)))
+            .count();
+        if let Some(d) = maps_differ(&kernel_maps, &onic_maps) {
+            self.note(2, name, d);
+        }
+    }
+
+    fn note(&mut self, i: usize, frame: &str, detail: String) {
+        let d = &mut self.diffs[i];
+        if d.frames == 0 {
+            d.detail = format!("frame {frame}: {detail}");
+        }
+        d.frames += 1;
+    }
+}
+
+fn verdict_of(o: &Outcome) -> Option<u32> {
+    match o {
+        Outcome::Ran { verdict, .. } => Some(*verdict),
+        Outcome::Refused(_) => None,
+    }
+}
+
+/// Runs program `func` of object `path` on both sides.
+fn run_program(
+    lib: &Lib,
+    id: &str,
+    path: &str,
+    bytes: &[u8],
+    func: &str,
+    diffs: &mut Vec<Diff>,
+) -> ProgResult {
+    let program = format!("{id}:{func}");
+    let kernel = lib.load(path, func);
+    let onic = Onic::load(bytes, func);
+    let res = ProgResult {
+        id: program.clone(),
+        kernel: kernel.as_ref().err().cloned(),
+        onic: onic.as_ref().err().cloned(),
+        ..ProgResult::default()
+    };
+    let load_diff = |kind: &'static str, detail: &str| Diff {
+        program: program.clone(),
+        kind,
+        frames: 0,
+        detail: detail.to_string(),
+    };
+    let (k, o) = match (kernel, onic) {
+        (Ok(k), Ok(o)) => (k, o),
+        (Ok(_), Err(why)) => {
+            diffs.push(load_diff("onic-refuses", &why));
+            return res;
+        }
+        (Err(why), Ok(_)) => {
+            diffs.push(load_diff("kernel-refuses", &why));
+            return res;
+        }
+        (Err(_), Err(_)) => return res,
+    };
+    let maps: Vec<&KMap> = k.maps.iter().filter(|m| comparable(m)).collect();
+    let cpus = lib.possible_cpus();
+    let initial: Vec<_> = maps.iter().map(|m| k.entries(m, cpus)).collect();
+    let mut c = Compare {
+        k: &k,
+        o: &o,
+        cpus,
+        now: initial.clone(),
+        res,
+        diffs: ["verdict", "bytes", "maps"].map(|kind| load_diff(kind, "")),
+    };
+    for (name, f) in frames::all() {
+        c.frame(&name, &f, &maps, &initial);
+    }
+    let [v, b, m] = &c.diffs;
+    (c.res.verdict, c.res.bytes, c.res.maps) = (v.frames, b.frames, m.frames);
+    diffs.extend(c.diffs.into_iter().filter(|d| d.frames > 0));
+    c.res
+}
+
+/// The XDP programs of an object: those libbpf types as XDP and those the engine's section
+/// names call XDP (a section neither knows is not an XDP program for either).
+fn xdp_programs(lib: &Lib, path: &str, bytes: &[u8]) -> (Vec<String>, usize) {
+    let mut out = Vec::new();
+    let mut other = 0;
+    let onic: Vec<_> = onic_bpf::list_programs(bytes).unwrap_or_default();
+    let kernel = lib.programs(path).unwrap_or_default();
+    for (name, _sec, ty) in &kernel {
+        let onic_xdp = onic.iter().any(|p| &p.name == name && p.is_xdp);
+        if *ty == libbpf::PROG_TYPE_XDP || onic_xdp {
+            out.push(name.clone());
+        } else {
+            other += 1;
+        }
+    }
+    for p in onic.iter().filter(|p| p.is_xdp) {
+        if !out.contains(&p.name) {
+            out.push(p.name.clone());
+        }
+    }
+    (out, other)
+}
+
+/// Pins this process to CPU 0, so that the kernel's test runs (and with them per-CPU map copies
+/// and `bpf_get_smp_processor_id`) are on CPU 0, as the engine's are.
+fn pin_cpu0() -> Result<(), String> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity get a valid
+    // pointer to it and its size.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!("sched_setaffinity: {}", std::io::Error::last_os_error()))
+    }
+}
+
+struct Args {
+    manifest: String,
+    expect: String,
+    update: bool,
+    probe: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        manifest: String::new(),
+        expect: String::new(),
+        update: false,
+        probe: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--manifest" => a.manifest = it.next().ok_or("--manifest FILE")?,
+            "--expect" => a.expect = it.next().ok_or("--expect FILE")?,
+            "--update" => a.update = true,
+            "--probe" => a.probe = true,
+            _ => return Err(format!("unknown argument {x}")),
+        }
+    }
+    if !a.probe && (a.manifest.is_empty() || a.expect.is_empty()) {
+        return Err("usage: kernel_diff --manifest FILE --expect FILE [--update] | --probe".into());
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kernel_diff: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, String> {
+    let args = parse_args()?;
+    let lib = Lib::open()?;
+    if let Err(why) = lib.probe() {
+        println!("bpf-diff: SKIPPED, nothing compared: {why}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.probe {
+        println!("bpf-diff: bpf() is permitted");
+        return Ok(ExitCode::SUCCESS);
+    }
+    pin_cpu0()?;
+    let manifest = std::fs::read_to_string(&args.manifest).map_err(|e| format!("{}: {e}", args.manifest))?;
+    // Object paths in the manifest are relative to its directory.
+    let base = std::path::Path::new(&args.manifest)
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let mut tally = report::Tally::default();
+    let mut diffs = Vec::new();
+    for line in manifest
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let mut parts = line.splitn(3, '\t');
+        let (id, path, status) = (
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        tally.sources += 1;
+        if status != "ok" {
+            tally.compile_failed.push(format!("{id}: {status}"));
+            continue;
+        }
+        let path = base.join(path);
+        let path = path.to_str().ok_or("a path that is not UTF-8")?;
+        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        let (progs, other) = xdp_programs(&lib, path, &bytes);
+        tally.other += other;
+        for func in progs {
+            let t = std::time::Instant::now();
+            let r = run_program(&lib, id, path, &bytes, &func, &mut diffs);
+            report::program_line(&r, t.elapsed());
+            tally.add(r);
+        }
+    }
+    tally.print();
+    expect::check(&args.expect, &diffs, args.update)
+}
