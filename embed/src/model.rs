@@ -34,7 +34,7 @@ use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
 use onic_sim::{Card, QdmaWindow, ShellWindow, SimDelay, SimDma};
 
 use crate::port::counters::QSTAT_WORDS;
-use crate::port::{FrameAt, Host, HostRegs, Mapped, SkbHash, StatBlock};
+use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBlock};
 
 /// A queue's page pool: its number among every pool the model host made.
 pub type QMem = u16;
@@ -378,6 +378,115 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
             release_to_hal(&self.dma, Direction::ToDevice, page);
             net.buffers -= 1;
         }
+    }
+}
+
+/// The page census of one pool: where each page it took from the HAL is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCensus {
+    /// Pages the pool took from the HAL and did not give back.
+    pub live: u64,
+    /// In the pool's cache.
+    pub in_pool: u64,
+    /// In its queue's RX ring, on its XDP_TX ring or parked there (the port's count).
+    pub in_rings: u64,
+    /// Passed to the stack and not yet read (the host's count).
+    pub received: u64,
+    /// Redirected, held by the host or on a redirect-in ring (the host's count).
+    pub redirected: u64,
+}
+
+impl PoolCensus {
+    /// Whether every live page is somewhere.
+    #[must_use]
+    pub const fn adds_up(&self) -> bool {
+        self.in_pool + self.in_rings + self.received + self.redirected == self.live
+    }
+}
+
+/// A page census that does not add up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CensusError {
+    /// The port runs a pool the host does not know.
+    UnknownPool(QMem),
+    /// The stack holds another number of a pool's pages than the RX path handed it minus what
+    /// it gave back.
+    Stack {
+        /// The pool.
+        mem: QMem,
+        /// Frames the RX path passed to the stack.
+        to_os: u64,
+        /// Pages the stack gave back.
+        returned: u64,
+        /// Pages the stack holds.
+        held: u64,
+    },
+    /// A pool's live pages are not all somewhere.
+    Lost {
+        /// The pool.
+        mem: QMem,
+        /// Where its pages were found.
+        census: PoolCensus,
+    },
+}
+
+impl core::fmt::Display for CensusError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::UnknownPool(m) => write!(f, "pool {m}: the port runs it, the host does not know it"),
+            Self::Stack {
+                mem,
+                to_os,
+                returned,
+                held,
+            } => write!(
+                f,
+                "pool {mem}: the RX path passed {to_os} frames, the stack gave back {returned}, but it holds {held}"
+            ),
+            Self::Lost { mem, census } => write!(f, "pool {mem}: pages do not add up: {census:?}"),
+        }
+    }
+}
+
+impl<P: RawXdpProgram> ModelHost<'_, P> {
+    /// The census of every running pool, from the port's ring holdings (`Port::holdings`, of
+    /// every port over this host's card) and the host's own counts.
+    ///
+    /// # Errors
+    ///
+    /// The first pool whose pages do not add up, or whose stack count differs from what the RX
+    /// path handed over and the stack gave back: a lost or doubled page.
+    pub fn check_census(&self, holdings: &[(QMem, RingHoldings)]) -> Result<Vec<PoolCensus>, CensusError> {
+        let net = self.net.borrow();
+        let mut out = Vec::new();
+        for &(mem, h) in holdings {
+            let Some(pool) = net.pools.get(usize::from(mem)).and_then(Option::as_ref) else {
+                return Err(CensusError::UnknownPool(mem));
+            };
+            let stats = pool.stats();
+            let received = net.received.iter().filter(|r| r.mem == mem).count() as u64;
+            let with_os = h.to_os.checked_sub(stats.os_returns);
+            if with_os != Some(received) {
+                return Err(CensusError::Stack {
+                    mem,
+                    to_os: h.to_os,
+                    returned: stats.os_returns,
+                    held: received,
+                });
+            }
+            let c = PoolCensus {
+                live: stats.live_pages(),
+                in_pool: pool.available() as u64,
+                in_rings: h.in_rx_ring + h.in_tx_flight + h.tx_parked,
+                received,
+                redirected: net.frames.items.iter().flatten().filter(|f| f.mem == mem).count() as u64,
+            };
+            if !c.adds_up() {
+                return Err(CensusError::Lost { mem, census: c });
+            }
+            out.push(c);
+        }
+        Ok(out)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
-use onic_embed::model::ModelHost;
+use onic_embed::model::{CensusError, ModelHost, PoolCensus};
 use onic_embed::port::{PortConfig, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::{Card, CardConfig};
 
@@ -72,6 +72,14 @@ fn run(card: &Card, ports: &mut [&mut SoloPort<Host<'_>>; 2], progs: [Option<u16
     panic!("the datapath did not settle");
 }
 
+/// The page census of both ports' pools, checked; every pool accounts for all its pages.
+fn census(host: &Host<'_>, a: &mut SoloPort<Host<'_>>, b: &mut SoloPort<Host<'_>>) -> Vec<PoolCensus> {
+    let mut holdings = a.holdings().unwrap();
+    holdings.extend(b.holdings().unwrap());
+    assert_eq!(holdings.len(), 4, "two running queue indices per port");
+    host.check_census(&holdings).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     let card = Card::new(CardConfig::default());
@@ -112,8 +120,13 @@ fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     });
     let pid = h1.attach(prog);
     send(&mut a, &h0, &sent);
-    for _ in 0..4 {
+    for round in 0..4 {
         run(&card, &mut [&mut a, &mut b], [None, Some(pid)]);
+        // Every page somewhere, with frames still held by the stacks and redirects pending.
+        let census = census(&h0, &mut a, &mut b);
+        if round == 0 {
+            assert_eq!(census.iter().map(|c| c.redirected).sum::<u64>(), 4);
+        }
         for r in h1.take_redirects() {
             assert_eq!((r.from, r.target), (1, Some(7)));
             let n = a.queue::<XmitLock, _>(0, |p, t| p.xdp_xmit(t, &[r.frame], true));
@@ -139,4 +152,38 @@ fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     let s = card.dma_stats();
     assert_eq!((s.live_pages, s.live_regions), (0, 0));
     assert_eq!(card.violations(), []);
+}
+
+#[test]
+fn the_census_finds_a_frame_the_stack_holds_that_the_port_did_not_hand_over() {
+    let card = Card::new(CardConfig::default());
+    let h0: Host<'_> = ModelHost::new(&card);
+    let h1 = h0.for_port(1);
+    let mut a = SoloPort::new(Host::regs(&card, 0), card.delay(), h0.clone(), config(0)).unwrap();
+    let mut b = SoloPort::new(Host::regs(&card, 1), card.delay(), h1.clone(), config(1)).unwrap();
+    a.open().unwrap();
+    b.open().unwrap();
+    send(&mut a, &h0, &[frame(1)]);
+    run(&card, &mut [&mut a, &mut b], [None, None]);
+    let mut holdings = a.holdings().unwrap();
+    holdings.extend(b.holdings().unwrap());
+    assert!(h0.check_census(&holdings).is_ok());
+    // The port's count of frames handed over, off by one: the census sees the difference.
+    let (_, h) = holdings.iter_mut().find(|(_, h)| h.to_os == 1).unwrap();
+    h.to_os = 2;
+    assert!(matches!(
+        h0.check_census(&holdings),
+        Err(CensusError::Stack {
+            to_os: 2,
+            held: 1,
+            ..
+        })
+    ));
+    h1.drain_received(|_| ());
+    a.stop().unwrap();
+    b.stop().unwrap();
+    a.remove();
+    b.remove();
+    h0.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
 }

@@ -39,7 +39,7 @@ pub use contexts::{
 };
 pub use error::{PortError, PortResult};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
-pub use queues::{TxRole, MAX_PORT_QUEUES};
+pub use queues::{RingHoldings, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
 
 use alloc::boxed::Box;
@@ -471,6 +471,31 @@ impl<H: Host> Port<H> {
                 counters
             })
             .ok_or(PortError::NoMemory)
+    }
+
+    /// Where the pages of every running queue index's pool are, as the port's rings hold them
+    /// (the datapath stopped, `quiet`): the pool's own count and what the host holds complete
+    /// the census ([`crate::model::ModelHost::check_census`] for the model).
+    ///
+    /// # Errors
+    ///
+    /// `NoMemory`; `WrongContext` for another port's tokens.
+    pub fn holdings(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        quiet: &mut Quiet<'_>,
+    ) -> PortResult<Vec<(H::QMem, RingHoldings)>> {
+        self.ctl(ctl)?;
+        let mut out = Vec::new();
+        for (q, queue) in (0..).zip(&self.queues) {
+            let mut t = quiet.queue(q);
+            let (napi, _, _) = queue.open(&mut t)?;
+            if let Some(pair) = &napi.pair {
+                out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
+                out.push((pair.pool.mem(), RingHoldings::of(pair)));
+            }
+        }
+        Ok(out)
     }
 
     /// The port's hardware counters (a TICK, then the reads; hardware.md §10.5).

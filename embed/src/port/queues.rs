@@ -148,6 +148,31 @@ pub(crate) fn napi_counters<H: Host>(qp: &NapiPair<H>) -> QueueCounters {
     }
 }
 
+/// Where a queue index's pool pages are as its rings hold them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingHoldings {
+    /// In an RX ring slot.
+    pub in_rx_ring: u64,
+    /// On the XDP_TX ring, not yet completed.
+    pub in_tx_flight: u64,
+    /// Sent, and parked in an XDP_TX slot.
+    pub tx_parked: u64,
+    /// Frames the RX path handed to the host's stack (whatever became of them since).
+    pub to_os: u64,
+}
+
+impl RingHoldings {
+    /// What `pair` holds.
+    pub(crate) fn of<H: Host>(pair: &NapiPair<H>) -> Self {
+        Self {
+            in_rx_ring: pair.rx.pages_in_ring(),
+            in_tx_flight: pair.tx.pool_pages_in_flight(),
+            tx_parked: pair.tx.pool_pages_parked(),
+            to_os: pair.rx.stats().to_os,
+        }
+    }
+}
+
 /// A TX-only ring's counters.
 pub(crate) fn tx_counters(stats: &TxStats) -> QueueCounters {
     QueueCounters {

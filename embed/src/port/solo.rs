@@ -3,13 +3,15 @@
 //! [`OneThread`], which makes the context proofs the port's calls take, so such a host needs no
 //! `unsafe` of its own: the compiler's borrow of the `SoloPort` is its serialization.
 
+use alloc::vec::Vec;
+
 use onic_hal::exec::OneThread;
 
 use super::contexts::{Control, Kind, Napi, Quiet, Token, TxLock, XmitLock, CONTROL};
 use super::datapath::NapiCall;
 use super::error::{PortError, PortResult};
 use super::host::Host;
-use super::{HostRegs, PollResult, Port, PortConfig};
+use super::{HostRegs, PollResult, Port, PortConfig, RingHoldings};
 
 /// A port and the one thread that runs all of its contexts.
 pub struct SoloPort<H: Host> {
@@ -80,6 +82,16 @@ impl<H: Host> SoloPort<H> {
     /// reclaim, the xmit lock for frames redirected here).
     pub fn queue<K: Kind, R>(&mut self, q: u16, call: impl FnOnce(&Port<H>, &mut Token<'_, K>) -> R) -> R {
         call(&self.port, &mut self.contexts.token(q))
+    }
+
+    /// Where the pages of every running queue index are, as the rings hold them
+    /// ([`Port::holdings`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::holdings`].
+    pub fn holdings(&mut self) -> PortResult<Vec<(H::QMem, RingHoldings)>> {
+        self.quiesced(|p, c, q| p.holdings(c, q))
     }
 
     /// One NAPI poll of queue index `q` ([`Port::poll`]).
