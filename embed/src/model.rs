@@ -30,6 +30,7 @@ use onic_core::stats::PoolStats;
 use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpRxHash};
 use onic_core::{QueueId, RxQueueConfig};
 use onic_hal::grace::TakingTurns;
+use onic_hal::{DelayNs, RegisterWindow};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
 use onic_sim::{Card, QdmaWindow, ShellWindow, SimDelay, SimDma};
 
@@ -38,6 +39,51 @@ use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBl
 
 /// A queue's page pool: its number among every pool the model host made.
 pub type QMem = u16;
+
+/// How a model host reaches the card: its register windows, DMA memory and delay, wrapped as
+/// the caller needs them (the bare-metal image masks interrupts around every call into the
+/// model, which its timer handler also drives). A plain `&Card` reaches them directly.
+pub trait ModelAccess: Clone {
+    /// A function's QDMA window.
+    type Qdma: RegisterWindow;
+    /// The shell's window.
+    type Shell: RegisterWindow;
+    /// The card's DMA memory.
+    type Dma: DmaMemory + Copy;
+    /// The control path's delay.
+    type Delay: DelayNs;
+    /// Function `func`'s QDMA window.
+    fn qdma(&self, func: u8) -> Self::Qdma;
+    /// The shell's window.
+    fn shell(&self) -> Self::Shell;
+    /// The DMA memory.
+    fn dma(&self) -> Self::Dma;
+    /// A delay.
+    fn delay(&self) -> Self::Delay;
+}
+
+impl<'c> ModelAccess for &'c Card {
+    type Qdma = QdmaWindow<'c>;
+    type Shell = ShellWindow<'c>;
+    type Dma = SimDma<'c>;
+    type Delay = SimDelay<'c>;
+
+    fn qdma(&self, func: u8) -> QdmaWindow<'c> {
+        Card::qdma(self, func)
+    }
+
+    fn shell(&self) -> ShellWindow<'c> {
+        Card::shell(self)
+    }
+
+    fn dma(&self) -> SimDma<'c> {
+        Card::dma(self)
+    }
+
+    fn delay(&self) -> SimDelay<'c> {
+        Card::delay(self)
+    }
+}
 
 /// Pool pages are mapped both ways: XDP_TX and redirects send a frame from the page it arrived
 /// in.
@@ -146,9 +192,9 @@ impl<T> Slots<T> {
 }
 
 /// What every port of one model host shares.
-struct Net<'c, P> {
+struct Net<P, D: DmaMemory> {
     /// Each pool, and the RX queue it serves.
-    pools: Vec<Option<PagePool<'static, SimDma<'c>>>>,
+    pools: Vec<Option<PagePool<'static, D>>>,
     pool_queue: Vec<u16>,
     /// The redirect targets a program may name (a devmap's entries); `None`: any.
     targets: Option<Vec<u32>>,
@@ -181,17 +227,22 @@ pub struct ModelCensus {
 
 /// The port's host over the model card: one per port, sharing one [`Net`] among the ports of
 /// a card (made with [`ModelHost::new`], then [`ModelHost::for_port`]). `P` is the type of the
-/// XDP programs the caller attaches.
-pub struct ModelHost<'c, P> {
-    dma: SimDma<'c>,
+/// XDP programs the caller attaches, `A` how it reaches the card.
+pub struct ModelHost<P, A: ModelAccess> {
+    access: A,
+    dma: A::Dma,
     port: u8,
-    net: Rc<RefCell<Net<'c, P>>>,
+    net: Rc<RefCell<Net<P, A::Dma>>>,
     grace: TakingTurns,
 }
 
-impl<P> Clone for ModelHost<'_, P> {
+/// The model host of a card reached directly.
+pub type CardHost<'c, P> = ModelHost<P, &'c Card>;
+
+impl<P, A: ModelAccess> Clone for ModelHost<P, A> {
     fn clone(&self) -> Self {
         Self {
+            access: self.access.clone(),
             dma: self.dma,
             port: self.port,
             net: Rc::clone(&self.net),
@@ -200,10 +251,10 @@ impl<P> Clone for ModelHost<'_, P> {
     }
 }
 
-impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
-    /// The host of port 0 of `card` (the ports' DMA memory is the card's).
+impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
+    /// The host of port 0 of the card `access` reaches (the ports' DMA memory is the card's).
     #[must_use]
-    pub fn new(card: &'c Card) -> Self {
+    pub fn new(access: A) -> Self {
         let net = Net {
             pools: Vec::new(),
             pool_queue: Vec::new(),
@@ -218,7 +269,8 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
             stats: BTreeMap::new(),
         };
         Self {
-            dma: card.dma(),
+            dma: access.dma(),
+            access,
             port: 0,
             net: Rc::new(RefCell::new(net)),
             grace: TakingTurns,
@@ -231,15 +283,20 @@ impl<'c, P: RawXdpProgram> ModelHost<'c, P> {
         Self { port, ..self.clone() }
     }
 
-    /// The register windows of function `func` of `card`, with no lock (one thread drives the
-    /// card).
+    /// The register windows of function `func`, with no lock (one thread drives the card).
     #[must_use]
-    pub fn regs(card: &'c Card, func: u8) -> HostRegs<Self> {
+    pub fn regs(&self, func: u8) -> HostRegs<Self> {
         HostRegs::<Self> {
-            qdma: card.qdma(func),
-            shell: card.shell(),
+            qdma: self.access.qdma(func),
+            shell: self.access.shell(),
             lock: Unshared::NEW,
         }
+    }
+
+    /// A delay for the port's control path.
+    #[must_use]
+    pub fn delay(&self) -> A::Delay {
+        self.access.delay()
     }
 
     /// The redirect targets programs may name from now on (the entries of their devmaps and
@@ -448,7 +505,7 @@ impl core::fmt::Display for CensusError {
     }
 }
 
-impl<P: RawXdpProgram> ModelHost<'_, P> {
+impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
     /// The census of every running pool, from the port's ring holdings (`Port::holdings`, of
     /// every port over this host's card) and the host's own counts.
     ///
@@ -495,12 +552,12 @@ fn written(at: FrameAt) -> usize {
     (usize::from(at.offset) + usize::from(at.len)).saturating_sub(onic_core::config::RX_HEADROOM as usize)
 }
 
-impl<'c, P: RawXdpProgram> Host for ModelHost<'c, P> {
-    type Qdma = QdmaWindow<'c>;
-    type Shell = ShellWindow<'c>;
+impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
+    type Qdma = A::Qdma;
+    type Shell = A::Shell;
     type CardLock = Unshared;
-    type Dma = SimDma<'c>;
-    type Delay = SimDelay<'c>;
+    type Dma = A::Dma;
+    type Delay = A::Delay;
     type QMem = QMem;
     type Page = DmaPage;
     type Skb = u32;
@@ -509,7 +566,7 @@ impl<'c, P: RawXdpProgram> Host for ModelHost<'c, P> {
     type Napi = ();
     type Grace = TakingTurns;
 
-    fn dma(&self) -> &SimDma<'c> {
+    fn dma(&self) -> &A::Dma {
         &self.dma
     }
 

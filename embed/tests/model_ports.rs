@@ -5,12 +5,12 @@
 
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
-use onic_embed::model::{CensusError, ModelHost, PoolCensus};
+use onic_embed::model::{CardHost, CensusError, ModelHost, PoolCensus};
 use onic_embed::port::{PortConfig, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::{Card, CardConfig};
 
 type Prog = Box<dyn FnMut(&mut XdpBuff<'_>) -> XdpAction>;
-type Host<'c> = ModelHost<'c, Prog>;
+type Host<'c> = CardHost<'c, Prog>;
 
 fn config(func: u8) -> PortConfig {
     PortConfig {
@@ -85,8 +85,8 @@ fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     let card = Card::new(CardConfig::default());
     let h0: Host<'_> = ModelHost::new(&card);
     let h1 = h0.for_port(1);
-    let mut a = SoloPort::new(Host::regs(&card, 0), card.delay(), h0.clone(), config(0)).unwrap();
-    let mut b = SoloPort::new(Host::regs(&card, 1), card.delay(), h1.clone(), config(1)).unwrap();
+    let mut a = SoloPort::new(h0.regs(0), h0.delay(), h0.clone(), config(0)).unwrap();
+    let mut b = SoloPort::new(h1.regs(1), h1.delay(), h1.clone(), config(1)).unwrap();
     a.open().unwrap();
     b.open().unwrap();
 
@@ -159,8 +159,8 @@ fn the_census_finds_a_frame_the_stack_holds_that_the_port_did_not_hand_over() {
     let card = Card::new(CardConfig::default());
     let h0: Host<'_> = ModelHost::new(&card);
     let h1 = h0.for_port(1);
-    let mut a = SoloPort::new(Host::regs(&card, 0), card.delay(), h0.clone(), config(0)).unwrap();
-    let mut b = SoloPort::new(Host::regs(&card, 1), card.delay(), h1.clone(), config(1)).unwrap();
+    let mut a = SoloPort::new(h0.regs(0), h0.delay(), h0.clone(), config(0)).unwrap();
+    let mut b = SoloPort::new(h1.regs(1), h1.delay(), h1.clone(), config(1)).unwrap();
     a.open().unwrap();
     b.open().unwrap();
     send(&mut a, &h0, &[frame(1)]);

@@ -26,7 +26,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::stats::ethtool::EthtoolStats;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
-use onic_embed::model::{ModelCensus, ModelHost};
+use onic_embed::model::{CardHost, ModelCensus, ModelHost};
 use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
 use onic_sim::{Card, CardConfig, Wire};
 
@@ -114,7 +114,7 @@ impl RawXdpProgram for Recorder {
 }
 
 /// The model host of a replay: ports over the model card, the program recording its drops.
-type Host<'c> = ModelHost<'c, Recorder>;
+type Host<'c> = CardHost<'c, Recorder>;
 
 /// Both ports of the card as the replay drives them: through the door the kernel module uses
 /// (`onic_embed`'s `Port`), each port's host over the model.
@@ -151,8 +151,8 @@ impl<'c> Rig<'c> {
                 rs_fec: DeviceConfig::new(f, queues).map_err(|e| e.to_string())?.rs_fec,
             };
             let h = host.for_port(f);
-            let mut port = SoloPort::new(Host::regs(card, f), card.delay(), h.clone(), cfg)
-                .map_err(|e| format!("port {f}: {e}"))?;
+            let mut port =
+                SoloPort::new(h.regs(f), h.delay(), h.clone(), cfg).map_err(|e| format!("port {f}: {e}"))?;
             port.open().map_err(|e| format!("port {f}: {e}"))?;
             hosts.push(h);
             ports.push(port);

@@ -52,7 +52,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::stats::read_hw_counters;
 use onic_core::stats::{PairStats, PoolStats, QueueCounters};
 use onic_core::stats::{RxStats, TxStats};
-use onic_embed::model::{ModelCensus, ModelHost, Received};
+use onic_embed::model::{CardHost, ModelCensus, ModelHost, Received};
 use onic_embed::port::{
     Host as _, PollResult, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES,
 };
@@ -63,7 +63,7 @@ use crate::rng::Rng;
 use crate::xdp_obj::{ObjEngine, ObjOpts};
 
 /// The model host of a traffic run; its program is the object's.
-type Host<'c> = ModelHost<'c, ObjEngine>;
+type Host<'c> = CardHost<'c, ObjEngine>;
 
 /// Bytes of preamble, start delimiter and inter-frame gap around every frame on the wire.
 const WIRE_OVERHEAD: f64 = 20.0;
@@ -639,7 +639,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     let host: Host<'_> = ModelHost::new(&card);
     host.set_targets(&[crate::xdp_progs::OTHER_PORT, crate::xdp_obj::XSK_SINK]);
     let prog = prog.map(|p| host.attach(p));
-    let funcs = bring_up(&card, &host, args, plan.ring)?;
+    let funcs = bring_up(&host, args, plan.ring)?;
     let streams = streams(args.direction, plan.quota);
     // With a program, it runs on the queues of the functions that receive a stream.
     let receivers: Vec<bool> = (0..2)
@@ -699,12 +699,7 @@ fn announce(args: &TrafficArgs, plan: &Plan) {
 
 /// Brings up PF0 and PF1 as ports over `host` with `--queues` queue indices each, and opens
 /// them.
-fn bring_up<'c>(
-    card: &'c Card,
-    host: &Host<'c>,
-    args: &TrafficArgs,
-    ring: RingSizeIdx,
-) -> Result<Vec<Func<'c>>, String> {
+fn bring_up<'c>(host: &Host<'c>, args: &TrafficArgs, ring: RingSizeIdx) -> Result<Vec<Func<'c>>, String> {
     let mut funcs = Vec::new();
     for f in 0..2u8 {
         let cfg = PortConfig {
@@ -718,7 +713,7 @@ fn bring_up<'c>(
                 .rs_fec,
         };
         let h = host.for_port(f);
-        let mut port = SoloPort::new(Host::regs(card, f), card.delay(), h.clone(), cfg)
+        let mut port = SoloPort::new(h.regs(f), h.delay(), h.clone(), cfg)
             .map_err(|e| format!("PF{f} bring-up: {e}"))?;
         port.open().map_err(|e| format!("PF{f} queue start: {e}"))?;
         funcs.push(Func {
