@@ -14,11 +14,13 @@
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
+use onic_embed::model::ModelAccess;
 use onic_hal::dma::RawRegion;
 use onic_hal::{AddrLimit, Direction, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow};
 use onic_sim::{Card, QdmaWindow, ShellWindow, SimDma};
 
 use crate::platform::without_interrupts;
+use crate::time::TscDelay;
 
 /// The card the interrupt handlers may use, or null.
 static ISR_CARD: AtomicPtr<Card> = AtomicPtr::new(ptr::null_mut());
@@ -76,6 +78,31 @@ impl<'c> Model<'c> {
 impl Drop for Model<'_> {
     fn drop(&mut self) {
         without_interrupts(|| ISR_CARD.store(ptr::null_mut(), Ordering::Release));
+    }
+}
+
+/// The model as the port's model host reaches it (`onic_embed::model`): every window and DMA
+/// call guarded, the control path's delay on the TSC (the timer moves the model's clock).
+impl<'c> ModelAccess for &Model<'c> {
+    type Qdma = Guarded<QdmaWindow<'c>>;
+    type Shell = Guarded<ShellWindow<'c>>;
+    type Dma = Guarded<SimDma<'c>>;
+    type Delay = TscDelay;
+
+    fn qdma(&self, func: u8) -> Self::Qdma {
+        Model::qdma(self, func)
+    }
+
+    fn shell(&self) -> Self::Shell {
+        Model::shell(self)
+    }
+
+    fn dma(&self) -> Self::Dma {
+        Model::dma(self)
+    }
+
+    fn delay(&self) -> TscDelay {
+        TscDelay
     }
 }
 

@@ -6,6 +6,7 @@ use onic_core::device::settings::EthtoolError;
 
 /// Why a port call did not do what it was asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PortError {
     /// A setting or request the port cannot take (a queue count or index out of range, a table
     /// entry that does not fit).

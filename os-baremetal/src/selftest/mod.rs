@@ -14,6 +14,7 @@
 //! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `QueuePair::poll`: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, bring-up over MMIO, DMA at physical addresses, traffic between the PFs by polling, teardown |
 //!
 //! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
@@ -29,6 +30,7 @@ mod datapath;
 mod faults;
 mod frames;
 mod platform;
+mod port;
 mod queues;
 mod report;
 mod rss;
@@ -201,6 +203,7 @@ pub fn run(boot: &Boot) -> ExitCode {
     }
     drop(card);
     teardown::heap_balance(&mut r, heap_before);
+    port::run(&mut r);
     card::run(&mut r);
 
     #[cfg(feature = "fail-check")]
