@@ -475,7 +475,7 @@ impl<H: Host> Port<H> {
 
     /// Where the pages of every running queue index's pool are, as the port's rings hold them
     /// (the datapath stopped, `quiet`): the pool's own count and what the host holds complete
-    /// the census ([`crate::model::ModelHost::check_census`] for the model).
+    /// the census (`model::ModelHost::check_census` for the model, feature `model`).
     ///
     /// # Errors
     ///
