@@ -80,15 +80,21 @@ fn census(host: &Host<'_>, a: &mut SoloPort<Host<'_>>, b: &mut SoloPort<Host<'_>
     host.check_census(&holdings).unwrap_or_else(|e| panic!("{e}"))
 }
 
-#[test]
-fn frames_cross_the_cable_through_the_ports_the_module_drives() {
-    let card = Card::new(CardConfig::default());
-    let h0: Host<'_> = ModelHost::new(&card);
+/// Both functions of `card` as opened ports, with their hosts.
+fn two_ports(card: &Card) -> (Host<'_>, Host<'_>, SoloPort<Host<'_>>, SoloPort<Host<'_>>) {
+    let h0: Host<'_> = ModelHost::new(card);
     let h1 = h0.for_port(1);
     let mut a = SoloPort::new(h0.regs(0), h0.delay(), h0.clone(), config(0)).unwrap();
     let mut b = SoloPort::new(h1.regs(1), h1.delay(), h1.clone(), config(1)).unwrap();
     a.open().unwrap();
     b.open().unwrap();
+    (h0, h1, a, b)
+}
+
+#[test]
+fn frames_cross_the_cable_through_the_ports_the_module_drives() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
 
     // Plain traffic a -> b: every frame reaches b's stack, byte for byte.
     let sent: Vec<Vec<u8>> = (0..10).map(frame).collect();
@@ -157,12 +163,7 @@ fn frames_cross_the_cable_through_the_ports_the_module_drives() {
 #[test]
 fn the_census_finds_a_frame_the_stack_holds_that_the_port_did_not_hand_over() {
     let card = Card::new(CardConfig::default());
-    let h0: Host<'_> = ModelHost::new(&card);
-    let h1 = h0.for_port(1);
-    let mut a = SoloPort::new(h0.regs(0), h0.delay(), h0.clone(), config(0)).unwrap();
-    let mut b = SoloPort::new(h1.regs(1), h1.delay(), h1.clone(), config(1)).unwrap();
-    a.open().unwrap();
-    b.open().unwrap();
+    let (h0, h1, mut a, mut b) = two_ports(&card);
     send(&mut a, &h0, &[frame(1)]);
     run(&card, &mut [&mut a, &mut b], [None, None]);
     let mut holdings = a.holdings().unwrap();
