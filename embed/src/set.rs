@@ -5,7 +5,9 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::queue::pool::{PageCounts, PagePool, PoolConfig, RecycleRing, POOL_CACHE_DEFAULT};
+use onic_core::queue::pool::{
+    PageCounts, PagePool, PageProvider, PoolConfig, RecycleRing, POOL_CACHE_DEFAULT,
+};
 use onic_core::queue::rx::{RxOptions, RxQueue};
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::{QueueControl, QueueId, QueuePair, Result};
@@ -79,8 +81,34 @@ impl<F> Slots<F> {
     }
 }
 
-/// Builds (does not start) a pair as `spec` says, over `slots`, with a pool that recycles
-/// through `ring`.
+/// Puts a pair together (does not start it): its RX and TX queues as `spec` says, over the slot
+/// storage given, with `pool` as its page source (`spec.pool` is for the callers that make a
+/// [`PagePool`]). The one place a pair is built: the port's NAPI pairs, the sets' and the bench
+/// rigs' all come from here.
+///
+/// # Errors
+///
+/// What `RxQueue::new` or `TxQueue::new` report (the storage and the pool are dropped).
+pub fn assemble_pair<D, P, F, RSt, TSt>(
+    dma: D,
+    spec: &PairSpec,
+    (rx_slots, tx_slots): (RSt, TSt),
+    pool: P,
+) -> Result<QueuePair<D, P, F, RSt, TSt>>
+where
+    D: DmaMemory + Clone,
+    P: PageProvider,
+    F: TxFrame,
+    RSt: AsMut<[Option<P::Page>]>,
+    TSt: AsMut<[TxSlot<P::Page, F>]>,
+{
+    let rx = RxQueue::new(dma.clone(), spec.rx, spec.opts, rx_slots)?;
+    let tx = TxQueue::new(dma, spec.tx, tx_slots)?;
+    Ok(QueuePair::new(rx, tx, pool))
+}
+
+/// Builds (does not start) a pair as `spec` says, over `slots`, with a [`PagePool`] that
+/// recycles through `ring`.
 ///
 /// # Errors
 ///
@@ -96,9 +124,7 @@ where
     F: TxFrame,
 {
     let pool = PagePool::new(dma.clone(), spec.pool, ring);
-    let rx = RxQueue::new(dma.clone(), spec.rx, spec.opts, slots.rx)?;
-    let tx = TxQueue::new(dma, spec.tx, slots.tx)?;
-    Ok(QueuePair::new(rx, tx, pool))
+    assemble_pair(dma, spec, (slots.rx, slots.tx), pool)
 }
 
 /// The queue pairs of one device.

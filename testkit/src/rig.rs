@@ -22,7 +22,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig}
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::QueuePair;
 use onic_core::queue::pool::{PagePool, PageProvider, PoolConfig, RecycleRing};
-use onic_core::queue::rx::{RxFrame, RxOptions, RxQueue};
+use onic_core::queue::rx::{RxFrame, RxOptions};
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpFrame};
@@ -36,6 +36,7 @@ use onic_hal::{
 };
 
 use onic_embed::done::FrameDone;
+use onic_embed::set::{assemble_pair, PairSpec};
 
 use crate::device::{status_word, DeviceMemory, DeviceRing};
 use crate::hostdma::HostDma;
@@ -711,10 +712,14 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
         cmpt_ring: cfg.ring,
         ..RxQueueConfig::new(onic_core::QueueId::new(q))
     };
-    let rx = RxQueue::new(dma, rxc, RxOptions::for_queue(&rxc), rx_slots)
-        .map_err(|e| format!("rx queue: {e:?}"))?;
-    let tx = TxQueue::new(dma, rig_tx_config(cfg, q), tx_slots).map_err(|e| format!("tx queue: {e:?}"))?;
-    let mut pair = QueuePair::new(rx, tx, pool);
+    let spec = PairSpec {
+        rx: rxc,
+        opts: RxOptions::for_queue(&rxc),
+        tx: rig_tx_config(cfg, q),
+        pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
+    };
+    let mut pair =
+        assemble_pair(dma, &spec, (rx_slots, tx_slots), pool).map_err(|e| format!("queue pair: {e:?}"))?;
     if cfg.xdp {
         pair.tx
             .start(dev, &mut NoDelay)

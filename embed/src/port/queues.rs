@@ -18,18 +18,21 @@
 use alloc::vec::Vec;
 
 use onic_core::config::MAX_QUEUES_PER_FUNCTION;
+use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::tx::TxSlot;
 use onic_core::stats::QueueCounters;
 use onic_core::{
-    Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
+    Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, RxOptions, RxQueueConfig, TxQueue,
     TxQueueConfig, TxStats,
 };
+use onic_hal::Direction;
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
 use super::counters::to_words;
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::sinks::{Done, HostPool, TxItem};
+use crate::set::{assemble_pair, PairSpec};
 
 /// The TX rings of a queue index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,19 +250,20 @@ impl<H: Host> Rings<'_, H> {
             .host
             .qmem_new(q, u32::from(rx_ring.entries()))
             .map_err(PortError::Host)?;
-        let dma = self.host.dma();
-        let rx = RxQueue::new(dma.clone(), rxc, RxOptions::for_queue(&rxc), rx_slots);
-        let tx = TxQueue::new(dma.clone(), txc, tx_slots);
-        let (rx, tx) = match (rx, tx) {
-            (Ok(rx), Ok(tx)) => (rx, tx),
-            (rx, tx) => {
-                drop((rx, tx));
+        let spec = PairSpec {
+            rx: rxc,
+            opts: RxOptions::for_queue(&rxc),
+            tx: txc,
+            pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
+        };
+        let pool = HostPool::new(self.host.clone(), mem);
+        let mut qp = match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
+            Ok(qp) => qp,
+            Err(_) => {
                 self.host.qmem_free(mem);
                 return Err(PortError::NoMemory);
             }
         };
-        let pool = HostPool::new(self.host.clone(), mem);
-        let mut qp = QueuePair::new(rx, tx, pool);
         if let Err(e) = qp.start(self.dev, self.delay) {
             let mut done = teardown_done(self.host);
             let (_, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
