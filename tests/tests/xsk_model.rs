@@ -338,7 +338,22 @@ fn run_with(c: &Case, card: &Card, pages: &mut [DmaPage]) {
         take_egress(card, &app, &mut egress);
         census(&umem, &p, &xsk_tx, &rings, &app);
     }
-    let (r, mut pool, _, _) = p.teardown(&dev, &mut delay, &mut xsk_tx);
+    finish(&umem, p, &mut xsk_tx, &rings, &mut app, &dev, &mut delay);
+    let _ = copies;
+}
+
+/// Tears the pair down and checks that every chunk is the application's, each once (idle, or
+/// still in the fill or TX ring it produced into).
+fn finish<'u, 'c>(
+    umem: &Umem<'u>,
+    p: Pair<'u, '_, 'c>,
+    xsk_tx: &mut XskTx<'u, '_, SimDma<'c>>,
+    rings: &Rings<'_>,
+    app: &mut App,
+    dev: &Device<onic_sim::QdmaWindow<'c>, onic_sim::ShellWindow<'c>>,
+    delay: &mut onic_sim::SimDelay<'c>,
+) {
+    let (r, mut pool, _, _) = p.teardown(dev, delay, xsk_tx);
     r.unwrap();
     xsk_tx.drop_stash();
     pool.drain(|a| app.idle.push(a));
@@ -348,7 +363,7 @@ fn run_with(c: &Case, card: &Card, pages: &mut [DmaPage]) {
         "the application never hands a chunk over twice"
     );
     drop(pool);
-    read_rx(&umem, &rings, &mut app, usize::MAX);
+    read_rx(umem, rings, app, usize::MAX);
     app.idle
         .extend(std::iter::from_fn(|| rings.cq.consume()).map(chunk_base));
     let n = umem.counts();
@@ -369,7 +384,6 @@ fn run_with(c: &Case, card: &Card, pages: &mut [DmaPage]) {
         app.idle.len() + rings.fill.len() as usize + rings.tx.len() as usize,
         all.len()
     );
-    let _ = copies;
 }
 
 fn fill(rings: &Rings<'_>, app: &mut App, n: usize) {

@@ -190,6 +190,18 @@ fn frame(kind: u8, seq: u8, len: usize) -> Vec<u8> {
     f
 }
 
+/// The frames of an RX ring, read by the application from its chunks (each at the RX headroom).
+fn read_rx_ring(umem: &Umem<'_>, rxr: &XskRing<'_, XskDesc>) -> Vec<Vec<u8>> {
+    core::iter::from_fn(|| rxr.consume())
+        .map(|d| {
+            let off = (d.addr % PAGE_SIZE as u64) as usize;
+            assert_eq!(off, 256, "the frame at the RX headroom");
+            umem.with_app_chunk(d.addr, |b| b[off..off + d.len as usize].to_vec())
+                .unwrap()
+        })
+        .collect()
+}
+
 /// Every verdict on UMEM frames: DROP keeps the frame in its slot, PASS is copied, TX goes out
 /// from the chunk, REDIRECT lands in the application's RX ring without a copy; at teardown every
 /// chunk is the application's again.
@@ -267,14 +279,7 @@ fn every_verdict_on_umem_frames_and_every_chunk_back_at_teardown() {
 
         assert_eq!(copies, [sent[1].clone(), sent[5].clone(), sent[9].clone()]);
         // REDIRECT: the application reads its frames where the device wrote them.
-        let got: Vec<Vec<u8>> = core::iter::from_fn(|| rxr.consume())
-            .map(|d| {
-                let off = (d.addr % PAGE_SIZE as u64) as usize;
-                assert_eq!(off, 256, "the frame at the RX headroom");
-                umem.with_app_chunk(d.addr, |b| b[off..off + d.len as usize].to_vec())
-                    .unwrap()
-            })
-            .collect();
+        let got = read_rx_ring(&umem, &rxr);
         assert_eq!(got, [sent[3].clone(), sent[7].clone(), sent[11].clone()]);
         // TX: out of the port from the chunk.
         card.run_until_idle();
