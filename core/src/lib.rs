@@ -10,7 +10,8 @@
 //! - `xdp`: XDP on the receive path (programs, verdicts, redirects), over the queues;
 //! - [`device`]: control of one PCI function: bring-up, QDMA contexts, the RSS table and key,
 //!   the ethtool settings; it implements [`QueueControl`] for the queues;
-//! - [`queue`]: the datapath: rings, RX and TX queues, the queue pair, page pools, doorbells;
+//! - [`queue`]: the datapath: rings, RX and TX queues, the queue pair, page pools, doorbells,
+//!   and the frames of an application's UMEM behind the same seams (`queue::xsk`, AF_XDP zero copy);
 //! - [`stats`]: the counters the queues update, the hardware counters, the `ethtool -S` list;
 //! - [`rss`]: hashing only (the shell's RX hash, Toeplitz);
 //! - [`config`] and [`error`]: the vocabulary every layer shares, at the root.

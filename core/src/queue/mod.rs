@@ -6,6 +6,8 @@
 //! - [`pool`]: the pages behind the RX descriptors and XDP_TX frames ([`pool::PageProvider`],
 //!   [`pool::PagePool`]);
 //! - [`rx`], [`tx`]: the receive and transmit queues;
+//! - [`xsk`]: frames of an application's UMEM as RX buffers and TX frames (AF_XDP zero copy),
+//!   behind the same seams ([`xsk::XskPool`], [`xsk::UmemTxFrame`], [`xsk::XskTx`]);
 //! - [`pair`]: one RX queue, one TX queue and their page pool, owned by one context;
 //! - [`dispatch`]: what a pair's poll is given ([`dispatch::RxContext`]) and what decides the
 //!   fate of each frame ([`dispatch::RxDispatch`]);
@@ -23,3 +25,4 @@ pub mod pool;
 pub mod ring;
 pub mod rx;
 pub mod tx;
+pub mod xsk;

@@ -106,16 +106,19 @@ impl<'a> XdpBuff<'a> {
     ///
     /// # Errors
     ///
-    /// [`XdpError::OutOfBounds`] for a page too short to hold a full buffer between the headroom
-    /// and [`XDP_TAILROOM_RESERVED`].
+    /// [`XdpError::OutOfBounds`] for a page too short to hold a full buffer, or at least this
+    /// frame, between the headroom and [`XDP_TAILROOM_RESERVED`].
     pub(crate) fn received(page: &'a mut [u8], len: RxLen, rxq: XdpRxq) -> Result<Self, XdpError> {
         const _: () = assert!(RX_HEADROOM as usize >= XDP_FRAME_RESERVED);
         const NEEDED: usize = (RX_HEADROOM + RX_BUFFER_ROOM) as usize + XDP_TAILROOM_RESERVED;
-        if page.len() < NEEDED {
-            return Err(XdpError::OutOfBounds);
-        }
         let start = RX_HEADROOM as usize;
         let end = start + usize::from(len.get());
+        // A page that holds a whole buffer holds every frame; a shorter one (a UMEM frame's view
+        // behind a headroom) must hold this frame and the tailroom. The first test is the only
+        // one for a page of constant length (a `DmaPage`), and is decided at compile time.
+        if page.len() < NEEDED && page.len() < end + XDP_TAILROOM_RESERVED {
+            return Err(XdpError::OutOfBounds);
+        }
         Ok(Self {
             page,
             data_meta: start,
@@ -401,14 +404,23 @@ mod tests {
     }
 
     #[test]
-    fn received_frames_sit_at_the_headroom_and_need_a_full_page() {
+    fn received_frames_sit_at_the_headroom_and_need_room_before_the_tailroom() {
         let mut p = page();
         let b = XdpBuff::received(&mut p, RxLen::for_test(3520), rxq()).unwrap();
         assert_eq!(b.offsets(), (256, 256, 3776));
         assert_eq!((b.tailroom(), b.high_water()), (0, 3776));
+        // A view shorter than a page (a UMEM frame behind a headroom) holds the frames that end
+        // before its tailroom, and no longer ones.
         let mut short = [0u8; 4095];
+        let b = XdpBuff::received(&mut short, RxLen::for_test(3519), rxq()).unwrap();
+        assert_eq!((b.offsets(), b.tailroom()), ((256, 256, 3775), 0));
         assert_eq!(
-            XdpBuff::received(&mut short, RxLen::for_test(60), rxq()).unwrap_err(),
+            XdpBuff::received(&mut short, RxLen::for_test(3520), rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+        let mut tiny = [0u8; 256 + 60 + 319];
+        assert_eq!(
+            XdpBuff::received(&mut tiny, RxLen::for_test(60), rxq()).unwrap_err(),
             XdpError::OutOfBounds
         );
     }
