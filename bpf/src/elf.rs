@@ -51,6 +51,10 @@ struct MapTable {
     data: BTreeMap<usize, usize>,
     /// The bytes the maps take so far ([`Map::footprint`]).
     bytes: usize,
+    /// Definitions the engine cannot make (an unsupported type, ...), by place, with the reason:
+    /// refused only when the chosen program refers to one, as the kernel refuses a program
+    /// only for what it uses.
+    refused: BTreeMap<(usize, u64), String>,
 }
 
 /// Where a map is defined.
@@ -79,7 +83,14 @@ impl MapTable {
                 opts.max_map_bytes
             )));
         }
-        let mut m = Map::new(def, opts.cpus).map_err(|e| err(format!("map {name}: {e}")))?;
+        let mut m = match (Map::new(def, opts.cpus), place) {
+            (Ok(m), _) => m,
+            (Err(e), Place::Def(sec, off)) => {
+                self.refuse(sec, off, err(format!("map {name}: {e}")));
+                return Ok(());
+            }
+            (Err(e), Place::Data(_)) => return Err(err(format!("map {name}: {e}"))),
+        };
         if let Some(init) = init {
             m.host_set(&0u32.to_le_bytes(), init)
                 .map_err(|e| err(format!("map {name}: {e}")))?;
@@ -92,6 +103,15 @@ impl MapTable {
         };
         self.maps.push(m);
         Ok(())
+    }
+}
+
+impl MapTable {
+    /// Records a definition the engine cannot make: a program that refers to it is refused.
+    fn refuse(&mut self, sec: SectionIndex, off: u64, why: LoadError) {
+        self.refused
+            .entry((sec.0, off))
+            .or_insert_with(|| why.message().to_owned());
     }
 }
 
@@ -139,6 +159,81 @@ pub struct Loaded {
     pub maps: Vec<Map>,
     /// Every program the object holds (XDP or not).
     pub programs: Vec<ProgramInfo>,
+}
+
+/// [`load`] with more choices than [`LoadOptions`] holds: how to size maps declared without
+/// `max_entries`, whether a program in any section may be loaded as XDP, the kernel's BTF for
+/// CO-RE relocations.
+///
+/// ```text
+/// let loaded = Loader::new(opts).unsized_max_entries(64 * cpus).prog_type_xdp(true).load(&elf, Some("f"))?;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Loader<'k> {
+    opts: LoadOptions,
+    unsized_max_entries: Option<u32>,
+    prog_type_xdp: bool,
+    kernel_btf: Option<&'k [u8]>,
+}
+
+impl<'k> Loader<'k> {
+    /// A loader with these options and the defaults below.
+    #[must_use]
+    pub const fn new(opts: LoadOptions) -> Self {
+        Self {
+            opts,
+            unsized_max_entries: None,
+            prog_type_xdp: false,
+            kernel_btf: None,
+        }
+    }
+
+    /// The `max_entries` of a map declared without one (or with 0). The programs that do so
+    /// (xdp-tools, the kernel's samples) expect their loader to size the map before loading,
+    /// usually from the number of CPUs (`bpf_map__set_max_entries`). Default:
+    /// [`LoadOptions::cpus`], the model's CPU count.
+    #[must_use]
+    pub const fn unsized_max_entries(mut self, n: u32) -> Self {
+        self.unsized_max_entries = Some(n);
+        self
+    }
+
+    /// Loads the chosen program as XDP whatever its section is called (libbpf's
+    /// `bpf_program__set_type`, `onic run --prog-type xdp`). Default: only sections named `xdp`,
+    /// `xdp/...`, `xdp.frags`, ... hold XDP programs.
+    #[must_use]
+    pub const fn prog_type_xdp(mut self, yes: bool) -> Self {
+        self.prog_type_xdp = yes;
+        self
+    }
+
+    /// The kernel's BTF (the bytes of `/sys/kernel/btf/vmlinux`) to resolve CO-RE relocations
+    /// against. Default: the engine's own description of the types XDP programs read
+    /// (see `crate::core`).
+    #[must_use]
+    pub const fn kernel_btf(mut self, btf: &'k [u8]) -> Self {
+        self.kernel_btf = Some(btf);
+        self
+    }
+
+    /// The options.
+    #[must_use]
+    pub const fn options(&self) -> &LoadOptions {
+        &self.opts
+    }
+
+    fn max_entries_when_unset(&self) -> u32 {
+        self.unsized_max_entries.unwrap_or(self.opts.cpus).max(1)
+    }
+
+    /// Loads program `select` of an object, as [`load`] does.
+    ///
+    /// # Errors
+    ///
+    /// Anything the engine cannot run, with a message that says what and where.
+    pub fn load(&self, data: &[u8], select: Option<&str>) -> Result<Loaded, LoadError> {
+        load_with(self, data, select)
+    }
 }
 
 fn parse(data: &[u8]) -> Result<Elf<'_>, LoadError> {
@@ -206,7 +301,11 @@ fn programs(file: &Elf<'_>) -> Result<Vec<ProgramInfo>, LoadError> {
     Ok(out)
 }
 
-fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p ProgramInfo, LoadError> {
+fn choose<'p>(
+    progs: &'p [ProgramInfo],
+    select: Option<&str>,
+    any_section: bool,
+) -> Result<&'p ProgramInfo, LoadError> {
     // The object decides how many programs there are and how they are named: the lists in
     // these messages are cut short (msg::list).
     let names = |v: &[&ProgramInfo]| -> String {
@@ -221,9 +320,9 @@ fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p Prog
         Some(s) => progs.iter().filter(|p| p.section == s || p.name == s).collect(),
     };
     match (found.as_slice(), select) {
-        ([one], _) if one.is_xdp => Ok(one),
+        ([one], _) if one.is_xdp || any_section => Ok(one),
         ([one], _) => Err(err(format!(
-            "{} in section '{}' is not an XDP program (XDP sections are named xdp, xdp/..., xdp.frags)",
+            "{} in section '{}' is not an XDP program (XDP sections are named xdp, xdp/..., xdp.frags; --prog-type xdp loads it anyway)",
             one.name, one.section
         ))),
         ([], None) => Err(err(format!(
@@ -249,15 +348,28 @@ fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p Prog
 ///
 /// Anything the engine cannot run, with a message that says what and where.
 pub fn load(data: &[u8], select: Option<&str>, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    Loader::new(*opts).load(data, select)
+}
+
+fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loaded, LoadError> {
     let file = parse(data)?;
     let progs = programs(&file)?;
-    let chosen = choose(&progs, select)?.clone();
+    let chosen = choose(&progs, select, ld.prog_type_xdp)?.clone();
     let btf_data = section_data(&file, ".BTF")?;
     let btf = btf_data.map(Btf::parse).transpose().map_err(err)?;
-    let table = collect_maps(&file, btf.as_ref(), opts)?;
+    let table = collect_maps(&file, btf.as_ref(), ld)?;
+    let (program, mut pending) = link(&file, &table, &chosen)?;
+    pending.sort_by_key(|p| p.0);
+    if !pending.is_empty() {
+        let reach = crate::validate::walk(&program, &[], false)?;
+        if let Some((at, e)) = pending.iter().find(|(at, _)| reach.get(*at) == Some(&true)) {
+            let (f, o) = program.locate(*at);
+            return Err(err(format!("{} ({}+{o}): {e}", chosen.name, f.unwrap_or("?"))));
+        }
+    }
+    let slots: Vec<usize> = pending.iter().map(|p| p.0).collect();
+    crate::validate::walk(&program, &slots, true)?;
     refuse_core_relocs(&file, btf.as_ref(), &chosen.section)?;
-    let program = link(&file, &table, &chosen)?;
-    crate::validate::validate(&program)?;
     Ok(Loaded {
         program,
         maps: table.maps,
@@ -295,7 +407,9 @@ fn u32_at(b: &[u8], off: u64) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
-fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Result<MapTable, LoadError> {
+fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, ld: &Loader<'_>) -> Result<MapTable, LoadError> {
+    let opts = &ld.opts;
+    let unset = ld.max_entries_when_unset();
     let sources = map_sources(file, btf, opts)?;
     let count = sources
         .iter()
@@ -313,17 +427,21 @@ fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Re
             MapSource::Btf { sec, vars, syms } => {
                 let btf = btf.ok_or_else(no_btf)?;
                 for (var, ty) in vars {
-                    let def = btf_map_def(btf, var, ty)?;
                     let off = *syms
                         .get(var)
                         .ok_or_else(|| err(format!("map {var}: no symbol in .maps")))?;
-                    t.add(def, Place::Def(sec, off), None, opts)?;
+                    match btf_map_def(btf, var, ty, unset) {
+                        Ok(def) => t.add(def, Place::Def(sec, off), None, opts)?,
+                        Err(e) => t.refuse(sec, off, e),
+                    }
                 }
             }
             MapSource::Legacy { sec, data, syms } => {
                 for (var, off) in syms {
-                    let def = legacy_map_def(data, var, off)?;
-                    t.add(def, Place::Def(sec, off), None, opts)?;
+                    match legacy_map_def(data, var, off, unset) {
+                        Ok(def) => t.add(def, Place::Def(sec, off), None, opts)?,
+                        Err(e) => t.refuse(sec, off, e),
+                    }
                 }
             }
             MapSource::Data {
@@ -475,7 +593,7 @@ fn definition_symbols<'a>(file: &Elf<'a>, sources: &mut [MapSource<'a>]) -> Resu
     Ok(())
 }
 
-fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
+fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, LoadError> {
     let f = btf.map_fields(ty).map_err(|e| err(format!("map {var}: {e}")))?;
     let raw = f.map_type.ok_or_else(|| err(format!("map {var}: no type")))?;
     let map_type = MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(var, raw)))?;
@@ -490,9 +608,8 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
         map_type,
         key_size,
         value_size,
-        max_entries: f
-            .max_entries
-            .ok_or_else(|| err(format!("map {var}: no max_entries")))?,
+        // Declared without one: the loader sizes it (Loader::unsized_max_entries).
+        max_entries: f.max_entries.filter(|&n| n > 0).unwrap_or(unset),
         flags: f.flags.unwrap_or(0),
         read_only: false,
     })
@@ -504,7 +621,7 @@ fn unsupported_map(name: &str, raw: u32) -> String {
     )
 }
 
-fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError> {
+fn legacy_map_def(data: &[u8], name: &str, off: u64, unset: u32) -> Result<MapDef, LoadError> {
     let field = |i: u64| {
         u32_at(data, off + 4 * i).ok_or_else(|| err(format!("map {name}: definition out of bounds")))
     };
@@ -514,7 +631,7 @@ fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError
         map_type: MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(name, raw)))?,
         key_size: field(1)?,
         value_size: field(2)?,
-        max_entries: field(3)?,
+        max_entries: Some(field(3)?).filter(|&n| n > 0).unwrap_or(unset),
         flags: field(4)?,
         read_only: false,
     })
@@ -548,7 +665,15 @@ fn code_part<'a>(file: &'a Elf<'a>, index: SectionIndex, base: usize) -> Result<
     })
 }
 
-fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result<Program, LoadError> {
+/// Relocations that failed, by instruction slot: an error only if the program can reach them.
+type Pending = Vec<(usize, LoadError)>;
+
+fn link<'a>(
+    file: &'a Elf<'a>,
+    table: &MapTable,
+    chosen: &ProgramInfo,
+) -> Result<(Program, Pending), LoadError> {
+    let mut pending = Vec::new();
     let sec = file
         .section_by_name(&chosen.section)
         .ok_or_else(|| err(format!("section {} vanished", chosen.section)))?;
@@ -595,7 +720,9 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
                 sym_off: sym.address(),
                 where_: sname,
             };
-            apply(&mut code, &ctx, table, &spans)?;
+            if let Err(e) = apply(&mut code, &ctx, table, &spans) {
+                pending.push((at, e));
+            }
         }
     }
     let mut funcs: Vec<(usize, String)> = Vec::new();
@@ -610,7 +737,7 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
     }
     funcs.sort();
     let entry = usize::try_from(chosen.offset / INSN_SIZE as u64).unwrap_or(usize::MAX);
-    Ok(Program::new(chosen.clone(), code, entry, funcs))
+    Ok((Program::new(chosen.clone(), code, entry, funcs), pending))
 }
 
 /// Every relocation (byte offset, type, symbol) of code section `target`, read from the
@@ -714,6 +841,19 @@ fn apply(
     let ins = code[r.at];
     let here = format!("section {}, instruction {}", r.where_, r.at);
     match (r.r_type, ins.op) {
+        (R_BPF_64_64, insn::LDDW) if code_span(r, spans).is_some() => {
+            // The address of a function (a bpf_loop callback): its slot, pc-relative.
+            let (base, len) = code_span(r, spans).unwrap_or((0, 0));
+            let byte = r.sym_off.wrapping_add(i64::from(ins.imm) as u64);
+            let target = byte / INSN_SIZE as u64;
+            if byte % INSN_SIZE as u64 != 0 || target >= len as u64 {
+                return Err(err(format!("{here}: function reference outside its section")));
+            }
+            let rel = (base as i64 + target as i64) - (r.at as i64 + 1);
+            code[r.at].imm = i32::try_from(rel).map_err(|_| err(format!("{here}: function too far")))?;
+            code[r.at].src = insn::pseudo::FUNC;
+            Ok(())
+        }
         (R_BPF_64_64, insn::LDDW) => {
             let value = map_reference(r, ins, table).map_err(|e| err(format!("{here}: {e}")))?;
             let next = code
@@ -765,6 +905,14 @@ fn apply(
     }
 }
 
+/// The (base, length) in the image of the code section symbol `r` lies in, if it is one.
+fn code_span(r: &Reloc<'_>, spans: &[(SectionIndex, usize, usize)]) -> Option<(usize, usize)> {
+    let SymbolSection::Section(si) = r.sym_sec else {
+        return None;
+    };
+    spans.iter().find(|s| s.0 == si).map(|s| (s.1, s.2))
+}
+
 /// The 64-bit value an `lddw` of symbol `r` loads: a map handle or a global-data address.
 fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, String> {
     let SymbolSection::Section(si) = r.sym_sec else {
@@ -783,6 +931,9 @@ fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, Stri
             ));
         }
         return Ok(mem::map_value_addr(m, off as u32));
+    }
+    if let Some(why) = table.refused.get(&(si.0, r.sym_off)) {
+        return Err(why.clone());
     }
     let m = table
         .defs

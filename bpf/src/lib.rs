@@ -82,7 +82,7 @@ use core::fmt;
 
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
-pub use elf::{list_programs, load, Loaded};
+pub use elf::{list_programs, load, Loaded, Loader};
 pub use maps::{Map, MapDef, MapType};
 pub use program::{Program, ProgramInfo};
 pub use vm::{Fault, FaultKind, Vm};
@@ -146,6 +146,35 @@ pub trait Host {
 
     /// The redirect target of the AF_XDP socket an xskmap holds for `queue`.
     fn redirect_xsk(&self, rxq: XdpRxq, queue: u32) -> Option<u32>;
+
+    /// The redirect target of CPU `cpu` of a cpumap (`bpf_redirect_map` into a cpumap entry):
+    /// in the kernel the frame continues on that CPU as if the program had passed it, so a
+    /// model delivers it as XDP_PASS on the queue that CPU serves. `None` (the default): the
+    /// host cannot, the redirect fails in the driver and is counted there.
+    fn redirect_cpu(&mut self, rxq: XdpRxq, cpu: u32) -> Option<u32> {
+        let _ = (rxq, cpu);
+        None
+    }
+
+    /// The redirect target for a broadcast (`bpf_redirect_map` with `BPF_F_BROADCAST`): one copy
+    /// of the frame to each interface of `ifindexes` (every devmap entry, without the ingress
+    /// interface under `BPF_F_EXCLUDE_INGRESS`; possibly empty, possibly repeating one). `None`
+    /// (the default): the host cannot copy frames; the redirect fails in the driver and is
+    /// counted there. The verdict is XDP_REDIRECT either way, as in the kernel.
+    fn redirect_broadcast(&mut self, rxq: XdpRxq, ifindexes: &[u32]) -> Option<u32> {
+        let _ = (rxq, ifindexes);
+        None
+    }
+
+    /// The MTU of interface `ifindex` (0: the ingress interface) for `bpf_check_mtu`; `None`: no
+    /// such interface. Default: 1500 for the ingress interface and every interface
+    /// [`Host::redirect_ifindex`] knows.
+    fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        let known = ifindex == 0
+            || ifindex == self.ingress_ifindex(rxq)
+            || self.redirect_ifindex(rxq, ifindex).is_some();
+        known.then_some(1500)
+    }
 
     /// The CPU a frame of `rxq` is processed on (for per-CPU maps and
     /// `bpf_get_smp_processor_id`); must be below [`LoadOptions::cpus`] to get its own copy.
@@ -320,6 +349,15 @@ pub struct SimHost {
     pub xsk_target: Option<u32>,
     /// CPUs: queue `q` runs on CPU `q % cpus`.
     pub cpus: u32,
+    /// Redirect target of cpumap entries: CPU `c` is target `cpu_target_base + c` (`None`: the
+    /// host has none, such redirects fail).
+    pub cpu_target_base: Option<u32>,
+    /// Redirect target of broadcasts (`None`: the host has none, such redirects fail).
+    pub broadcast_target: Option<u32>,
+    /// The interfaces of the last broadcast redirect, as the engine listed them.
+    pub last_broadcast: Vec<u32>,
+    /// MTU of every interface (`bpf_check_mtu`).
+    pub mtu: u32,
     /// What `bpf_ktime_get_ns` returns.
     pub now_ns: u64,
     rng: u64,
@@ -341,6 +379,10 @@ impl SimHost {
             redirects: Vec::new(),
             xsk_target: None,
             cpus: cpus.max(1),
+            cpu_target_base: None,
+            broadcast_target: None,
+            last_broadcast: Vec::new(),
+            mtu: 1500,
             now_ns: 0,
             rng: seed | 1,
             lines: Vec::new(),
@@ -367,6 +409,23 @@ impl Host for SimHost {
 
     fn cpu(&self, rxq: XdpRxq) -> u32 {
         u32::from(rxq.queue_index) % self.cpus
+    }
+
+    fn redirect_cpu(&mut self, _: XdpRxq, cpu: u32) -> Option<u32> {
+        self.cpu_target_base.map(|b| b.wrapping_add(cpu))
+    }
+
+    fn redirect_broadcast(&mut self, _: XdpRxq, ifindexes: &[u32]) -> Option<u32> {
+        self.last_broadcast.clear();
+        self.last_broadcast.extend_from_slice(ifindexes);
+        self.broadcast_target
+    }
+
+    fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        let known = ifindex == 0
+            || ifindex == self.ingress_ifindex(rxq)
+            || self.redirect_ifindex(rxq, ifindex).is_some();
+        known.then_some(self.mtu)
     }
 
     fn ktime_ns(&mut self) -> u64 {

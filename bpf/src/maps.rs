@@ -22,6 +22,8 @@ pub mod errno {
     pub const EEXIST: i64 = 17;
     pub const EACCES: i64 = 13;
     pub const EINVAL: i64 = 22;
+    pub const EFAULT: i64 = 14;
+    pub const ENODEV: i64 = 19;
     pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
 }
@@ -47,6 +49,9 @@ pub enum MapType {
     LruPercpuHash,
     /// `BPF_MAP_TYPE_DEVMAP` (14): interface indexes, redirect targets.
     DevMap,
+    /// `BPF_MAP_TYPE_CPUMAP` (16): CPUs a frame may be redirected to (the value is the queue
+    /// size, or `struct bpf_cpumap_val`), onto the host's [`crate::Host::redirect_cpu`].
+    CpuMap,
     /// `BPF_MAP_TYPE_XSKMAP` (17): AF_XDP sockets by RX queue, onto the host's user sink.
     XskMap,
     /// `BPF_MAP_TYPE_DEVMAP_HASH` (25).
@@ -65,6 +70,7 @@ impl MapType {
             9 => Self::LruHash,
             10 => Self::LruPercpuHash,
             14 => Self::DevMap,
+            16 => Self::CpuMap,
             17 => Self::XskMap,
             25 => Self::DevMapHash,
             _ => return None,
@@ -82,6 +88,7 @@ impl MapType {
             Self::LruHash => "lru_hash",
             Self::LruPercpuHash => "lru_percpu_hash",
             Self::DevMap => "devmap",
+            Self::CpuMap => "cpumap",
             Self::XskMap => "xskmap",
             Self::DevMapHash => "devmap_hash",
         }
@@ -106,13 +113,22 @@ impl MapType {
 
     /// Entries exist only once set (devmaps and xskmaps), unlike array slots.
     const fn is_sparse_array(self) -> bool {
-        matches!(self, Self::DevMap | Self::XskMap)
+        matches!(self, Self::DevMap | Self::XskMap | Self::CpuMap)
     }
 
     /// Maps that only the host fills (a program may look them up and redirect through them).
     #[must_use]
     pub const fn is_redirect(self) -> bool {
-        matches!(self, Self::DevMap | Self::XskMap | Self::DevMapHash)
+        matches!(
+            self,
+            Self::DevMap | Self::XskMap | Self::DevMapHash | Self::CpuMap
+        )
+    }
+
+    /// Devmaps (array or hash): interface indexes, the maps a broadcast redirect goes through.
+    #[must_use]
+    pub const fn is_devmap(self) -> bool {
+        matches!(self, Self::DevMap | Self::DevMapHash)
     }
 }
 
@@ -370,6 +386,24 @@ impl Map {
         let a = self.value_off(s, 0);
         let v = self.values.get(a..a + 4)?;
         Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+    }
+
+    /// The first four bytes (interface index) of every entry's value, in slot order: the targets
+    /// of a broadcast redirect through a devmap.
+    pub fn redirect_values(&self, out: &mut Vec<u32>) {
+        out.clear();
+        let mut push = |slot: u32| {
+            let a = self.value_off(slot, 0);
+            if let Some(v) = self.values.get(a..a + 4) {
+                out.push(u32::from_le_bytes([v[0], v[1], v[2], v[3]]));
+            }
+        };
+        match &self.table {
+            Some(t) => t.iter().for_each(|(s, _)| push(s)),
+            None => (0..self.def.max_entries)
+                .filter(|&s| self.present.get(s as usize).copied().unwrap_or(true))
+                .for_each(&mut push),
+        }
     }
 
     /// Host side: sets `key` to `value` in every CPU's copy (`--map`, initial global data).

@@ -4,7 +4,7 @@
 //! freshly loaded engine, so that every frame starts from the maps as the object declares them,
 //! as the kernel side does by restoring its maps.
 
-use onic_bpf::{LoadOptions, SimHost, XdpEngine};
+use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
 use onic_core::xdp::{XdpBuff, XdpRxq};
 
 use crate::{MapState, Outcome};
@@ -18,20 +18,26 @@ const PAGE: usize = 4096;
 pub struct Onic<'a> {
     bytes: &'a [u8],
     func: &'a str,
+    loader: Loader<'static>,
 }
 
 impl<'a> Onic<'a> {
-    /// Loads `func` of `bytes` once to see whether the engine takes it.
-    pub fn load(bytes: &'a [u8], func: &'a str) -> Result<Self, String> {
-        onic_bpf::load(bytes, Some(func), &LoadOptions::default()).map_err(|e| e.to_string())?;
-        Ok(Self { bytes, func })
+    /// Loads `func` of `bytes` once to see whether the engine takes it. A map declared without
+    /// `max_entries` gets `entries` entries, as on the kernel side; the program is loaded as XDP
+    /// whatever its section (the harness only asks for programs libbpf types as XDP).
+    pub fn load(bytes: &'a [u8], func: &'a str, entries: u32) -> Result<Self, String> {
+        let loader = Loader::new(LoadOptions::default())
+            .unsized_max_entries(entries)
+            .prog_type_xdp(true);
+        loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
+        Ok(Self { bytes, func, loader })
     }
 
     /// Runs the program on `frame` with fresh maps: the outcome and the maps' entries after the
     /// run (map name, sorted (key, CPU 0's value)).
     pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
-        let opts = LoadOptions::default();
-        let loaded = match onic_bpf::load(self.bytes, Some(self.func), &opts) {
+        let opts = *self.loader.options();
+        let loaded = match self.loader.load(self.bytes, Some(self.func)) {
             Ok(l) => l,
             Err(e) => return (Outcome::Refused(e.to_string()), Vec::new()),
         };
