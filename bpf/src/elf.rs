@@ -19,7 +19,7 @@ use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object as _, ObjectSection, ObjectSymbol};
 use object::{SectionIndex, SectionKind, SymbolIndex, SymbolKind, SymbolSection};
 
-use crate::btf::{self, Btf};
+use crate::btf::Btf;
 use crate::insn::{self, Insn, INSN_SIZE};
 use crate::maps::{Map, MapDef, MapType};
 use crate::mem;
@@ -209,7 +209,7 @@ impl<'k> Loader<'k> {
 
     /// The kernel's BTF (the bytes of `/sys/kernel/btf/vmlinux`) to resolve CO-RE relocations
     /// against. Default: the engine's own description of the types XDP programs read
-    /// (see `crate::core`).
+    /// ([`crate::co_re::BUILTIN`]).
     #[must_use]
     pub const fn kernel_btf(mut self, btf: &'k [u8]) -> Self {
         self.kernel_btf = Some(btf);
@@ -358,7 +358,10 @@ fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loade
     let btf_data = section_data(&file, ".BTF")?;
     let btf = btf_data.map(Btf::parse).transpose().map_err(err)?;
     let table = collect_maps(&file, btf.as_ref(), ld)?;
-    let (program, mut pending) = link(&file, &table, &chosen)?;
+    let (mut program, mut pending, text_base) = link(&file, &table, &chosen)?;
+    if let Some(btf) = btf.as_ref() {
+        core_relocate(&file, btf, ld, &chosen, text_base, &mut program, &mut pending)?;
+    }
     pending.sort_by_key(|p| p.0);
     if !pending.is_empty() {
         let reach = crate::validate::walk(&program, &[], false)?;
@@ -369,7 +372,6 @@ fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loade
     }
     let slots: Vec<usize> = pending.iter().map(|p| p.0).collect();
     crate::validate::walk(&program, &slots, true)?;
-    refuse_core_relocs(&file, btf.as_ref(), &chosen.section)?;
     Ok(Loaded {
         program,
         maps: table.maps,
@@ -387,18 +389,56 @@ fn section_data<'a>(file: &Elf<'a>, name: &str) -> Result<Option<&'a [u8]>, Load
     }
 }
 
-fn refuse_core_relocs(file: &Elf<'_>, btf: Option<&Btf<'_>>, sec: &str) -> Result<(), LoadError> {
-    let (Some(ext), Some(btf)) = (section_data(file, ".BTF.ext")?, btf) else {
+/// Resolves the CO-RE relocations of the chosen program's section and `.text` (at `text_base`)
+/// against the kernel's BTF ([`Loader::kernel_btf`]) or the engine's ([`crate::co_re::BUILTIN`]);
+/// one that cannot be resolved is pending: an error only if the program reaches it.
+fn core_relocate(
+    file: &Elf<'_>,
+    btf: &Btf<'_>,
+    ld: &Loader<'_>,
+    chosen: &ProgramInfo,
+    text_base: Option<usize>,
+    program: &mut Program,
+    pending: &mut Pending,
+) -> Result<(), LoadError> {
+    let Some(ext) = section_data(file, ".BTF.ext")? else {
         return Ok(());
     };
-    for s in [sec, ".text"] {
-        if btf::has_core_relocs(ext, btf, s).map_err(err)? {
-            return Err(err(format!(
-                "section {s} has CO-RE relocations (BPF_CORE_READ, vmlinux.h types); the engine has no kernel types to relocate against"
-            )));
+    let relos = crate::co_re::relocations(ext, btf).map_err(err)?;
+    let base_of = |sec: &str| match sec {
+        ".text" => text_base,
+        s if s == chosen.section => Some(0),
+        _ => None,
+    };
+    let mine: Vec<_> = relos
+        .iter()
+        .filter_map(|r| Some((base_of(r.section)?, r)))
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let target_bytes = match ld.kernel_btf {
+        Some(b) => b,
+        None => builtin_btf()?,
+    };
+    let target = Btf::parse(target_bytes).map_err(|e| err(format!("the kernel's BTF: {e}")))?;
+    for (base, r) in mine {
+        let at = base + r.insn_off as usize / INSN_SIZE;
+        let res = crate::co_re::resolve(btf, &target, r).and_then(|v| match v {
+            Some(v) => crate::co_re::patch(program.code_mut(), at, v),
+            None => Err("the kernel's types have no such field, type or enum value".into()),
+        });
+        if let Err(e) = res {
+            pending.push((at, err(format!("CO-RE relocation at instruction {at}: {e}"))));
         }
     }
     Ok(())
+}
+
+/// The `.BTF` section of the engine's built-in description of the UAPI types.
+fn builtin_btf() -> Result<&'static [u8], LoadError> {
+    let file = parse(crate::co_re::BUILTIN)?;
+    section_data(&file, ".BTF")?.ok_or_else(|| err("the built-in types have no .BTF"))
 }
 
 fn u32_at(b: &[u8], off: u64) -> Option<u32> {
@@ -600,7 +640,7 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
     let (key_size, value_size) = match (f.key_size, f.value_size) {
         (Some(k), Some(v)) => (k, v),
         // Devmaps and xskmaps may leave sizes out: 4-byte keys and values.
-        (None, None) if map_type.is_redirect() => (4, 4),
+        (None, None) if map_type.is_host_filled() => (4, 4),
         _ => return Err(err(format!("map {var}: key and value sizes are missing"))),
     };
     Ok(MapDef {
@@ -617,7 +657,7 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
 
 fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
-        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, devmap, devmap_hash, xskmap)"
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
     )
 }
 
@@ -672,7 +712,7 @@ fn link<'a>(
     file: &'a Elf<'a>,
     table: &MapTable,
     chosen: &ProgramInfo,
-) -> Result<(Program, Pending), LoadError> {
+) -> Result<(Program, Pending, Option<usize>), LoadError> {
     let mut pending = Vec::new();
     let sec = file
         .section_by_name(&chosen.section)
@@ -737,7 +777,12 @@ fn link<'a>(
     }
     funcs.sort();
     let entry = usize::try_from(chosen.offset / INSN_SIZE as u64).unwrap_or(usize::MAX);
-    Ok((Program::new(chosen.clone(), code, entry, funcs), pending))
+    let text_base = parts.get(1).map(|p| p.base);
+    Ok((
+        Program::new(chosen.clone(), code, entry, funcs),
+        pending,
+        text_base,
+    ))
 }
 
 /// Every relocation (byte offset, type, symbol) of code section `target`, read from the

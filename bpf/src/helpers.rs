@@ -61,6 +61,8 @@ impl<H: Host> Run<'_, '_, H> {
             h::KTIME_GET_BOOT_NS | h::KTIME_GET_COARSE_NS => Ok(self.host.ktime_ns()),
             h::CHECK_MTU => self.check_mtu(r[1], r[2] as u32, r[3], r[4] as u32 as i32, r[5]),
             h::LOOP => self.bpf_loop(r[1], r[2], r[3], r[4]),
+            h::PERF_EVENT_OUTPUT => self.perf_output(r[1], r[2], r[3], r[4], r[5]),
+            h::FIB_LOOKUP => self.fib_lookup(r[1], r[2], r[3], r[4]),
             h::XDP_GET_BUFF_LEN => {
                 self.ctx_arg(r[1], "bpf_xdp_get_buff_len")?;
                 Ok(self.buff.len() as u64)
@@ -198,6 +200,62 @@ impl<H: Host> Run<'_, '_, H> {
         let target = self.host.redirect_broadcast(rxq, &list);
         self.vm.targets = list;
         u64::from(self.buff.redirect(target.unwrap_or(u32::MAX)).raw())
+    }
+
+    /// `bpf_perf_event_output(ctx, map, flags, data, size)`: a record of `size` bytes of `data`
+    /// followed by the frame's first `flags >> 32` bytes, to the entry of `flags`' low 32 bits
+    /// (0xffffffff: this CPU's), through [`Host::output`]. An entry the host has not opened:
+    /// -ENOENT, as the kernel's answer for an event array nobody reads.
+    fn perf_output(
+        &mut self,
+        ctx: u64,
+        map: u64,
+        flags: u64,
+        data: u64,
+        size: u64,
+    ) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_perf_event_output";
+        self.ctx_arg(ctx, NAME)?;
+        let m = self.map_index(map, NAME)?;
+        if self.maps[m].def().map_type != crate::MapType::PerfEventArray {
+            return Err(bad(NAME, "the map is no perf event array"));
+        }
+        let (index, pkt) = (flags as u32, (flags >> 32) as usize & 0xf_ffff);
+        if flags & !0x000f_ffff_ffff_ffff != 0 || pkt > self.buff.len() {
+            return Ok(neg(EINVAL));
+        }
+        let index = if index == u32::MAX { self.cpu as u32 } else { index };
+        if index >= self.maps[m].def().max_entries {
+            return Ok(neg(-errno::E2BIG));
+        }
+        if self.maps[m].host_get(&index.to_le_bytes()).is_none() {
+            return Ok(neg(-errno::ENOENT));
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 16);
+        let mut rec = alloc::vec![0u8; size];
+        self.read(data, &mut rec)
+            .map_err(|_| bad(NAME, "data outside program memory"))?;
+        rec.extend_from_slice(&self.buff.data()[..pkt]);
+        let name = self.maps[m].def().name.clone();
+        self.host.output(&name, index, &rec);
+        Ok(0)
+    }
+
+    /// `bpf_fib_lookup(ctx, params, plen, flags)`: the host's FIB ([`Host::fib_lookup`]) on the
+    /// program's 64-byte `struct bpf_fib_lookup`; a shorter one is -EINVAL.
+    fn fib_lookup(&mut self, ctx: u64, params: u64, plen: u64, flags: u64) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_fib_lookup";
+        self.ctx_arg(ctx, NAME)?;
+        if plen < 64 {
+            return Ok(neg(EINVAL));
+        }
+        let mut p = [0u8; 64];
+        self.read(params, &mut p)
+            .map_err(|_| bad(NAME, "params outside program memory"))?;
+        let rc = self.host.fib_lookup(self.buff.rxq(), &mut p, flags as u32);
+        self.write(params, &p)
+            .map_err(|_| bad(NAME, "params outside program memory"))?;
+        Ok(u64::from(rc))
     }
 
     fn ctx_arg(&self, ctx: u64, helper: &'static str) -> Result<(), FaultKind> {

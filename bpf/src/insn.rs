@@ -207,6 +207,8 @@ pub mod helper {
     pub const REDIRECT_MAP: i32 = 51;
     pub const XDP_ADJUST_META: i32 = 54;
     pub const XDP_ADJUST_TAIL: i32 = 65;
+    pub const PERF_EVENT_OUTPUT: i32 = 25;
+    pub const FIB_LOOKUP: i32 = 69;
     pub const SPIN_LOCK: i32 = 93;
     pub const SPIN_UNLOCK: i32 = 94;
     pub const KTIME_GET_BOOT_NS: i32 = 125;
@@ -232,6 +234,8 @@ pub mod helper {
         (REDIRECT_MAP, "bpf_redirect_map"),
         (XDP_ADJUST_META, "bpf_xdp_adjust_meta"),
         (XDP_ADJUST_TAIL, "bpf_xdp_adjust_tail"),
+        (PERF_EVENT_OUTPUT, "bpf_perf_event_output"),
+        (FIB_LOOKUP, "bpf_fib_lookup"),
         (SPIN_LOCK, "bpf_spin_lock"),
         (SPIN_UNLOCK, "bpf_spin_unlock"),
         (KTIME_GET_BOOT_NS, "bpf_ktime_get_boot_ns"),
@@ -247,10 +251,8 @@ pub mod helper {
     const OTHERS: &[(i32, &str)] = &[
         (4, "bpf_probe_read"),
         (12, "bpf_tail_call"),
-        (25, "bpf_perf_event_output"),
         (34, "bpf_get_hash_recalc"),
         (42, "bpf_get_numa_node_id"),
-        (69, "bpf_fib_lookup"),
         (84, "bpf_sk_lookup_tcp"),
         (85, "bpf_sk_lookup_udp"),
         (86, "bpf_sk_release"),

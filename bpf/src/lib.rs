@@ -63,6 +63,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod btf;
+pub mod co_re;
 pub mod elf;
 mod hashtab;
 mod helpers;
@@ -164,6 +165,21 @@ pub trait Host {
     fn redirect_broadcast(&mut self, rxq: XdpRxq, ifindexes: &[u32]) -> Option<u32> {
         let _ = (rxq, ifindexes);
         None
+    }
+
+    /// A record a program wrote with `bpf_perf_event_output` into entry `index` of event array
+    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them).
+    /// Default: dropped.
+    fn output(&mut self, map: &str, index: u32, record: &[u8]) {
+        let _ = (map, index, record);
+    }
+
+    /// `bpf_fib_lookup` for XDP: fills `params` (the program's `struct bpf_fib_lookup`, 64
+    /// bytes) and returns a `BPF_FIB_LKUP_RET_*` code. Default: no route,
+    /// `BPF_FIB_LKUP_RET_NOT_FWDED` (4), as the kernel answers when its FIB has none.
+    fn fib_lookup(&mut self, rxq: XdpRxq, params: &mut [u8; 64], flags: u32) -> u32 {
+        let _ = (rxq, params, flags);
+        4
     }
 
     /// The MTU of interface `ifindex` (0: the ingress interface) for `bpf_check_mtu`; `None`: no
@@ -358,6 +374,12 @@ pub struct SimHost {
     pub last_broadcast: Vec<u32>,
     /// MTU of every interface (`bpf_check_mtu`).
     pub mtu: u32,
+    /// Records written with `bpf_perf_event_output`: (map, entry, bytes); at most
+    /// [`SimHost::MAX_LINES`], the rest counted in `lines_dropped`.
+    pub records: Vec<(String, u32, Vec<u8>)>,
+    /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,
+    /// egress interface, source MAC, next hop MAC). Empty: every lookup answers "no route".
+    pub routes: Vec<([u8; 4], u8, u32, [u8; 6], [u8; 6])>,
     /// What `bpf_ktime_get_ns` returns.
     pub now_ns: u64,
     rng: u64,
@@ -383,6 +405,8 @@ impl SimHost {
             broadcast_target: None,
             last_broadcast: Vec::new(),
             mtu: 1500,
+            records: Vec::new(),
+            routes: Vec::new(),
             now_ns: 0,
             rng: seed | 1,
             lines: Vec::new(),
@@ -426,6 +450,34 @@ impl Host for SimHost {
             || ifindex == self.ingress_ifindex(rxq)
             || self.redirect_ifindex(rxq, ifindex).is_some();
         known.then_some(self.mtu)
+    }
+
+    fn output(&mut self, map: &str, index: u32, record: &[u8]) {
+        if self.records.len() < Self::MAX_LINES {
+            self.records.push((map.into(), index, record.to_vec()));
+        } else {
+            self.lines_dropped += 1;
+        }
+    }
+
+    fn fib_lookup(&mut self, _: XdpRxq, p: &mut [u8; 64], _: u32) -> u32 {
+        const AF_INET: u8 = 2;
+        if p[0] != AF_INET {
+            return 4;
+        }
+        let dst = u32::from_be_bytes([p[32], p[33], p[34], p[35]]);
+        let matches = |r: &&([u8; 4], u8, u32, [u8; 6], [u8; 6])| {
+            let mask = u32::MAX.checked_shl(32 - u32::from(r.1.min(32))).unwrap_or(0);
+            dst & mask == u32::from_be_bytes(r.0) & mask
+        };
+        let Some(r) = self.routes.iter().filter(matches).max_by_key(|r| r.1) else {
+            return 4;
+        };
+        p[8..12].copy_from_slice(&r.2.to_le_bytes());
+        p[6..8].copy_from_slice(&(self.mtu as u16).to_le_bytes());
+        p[52..58].copy_from_slice(&r.3);
+        p[58..64].copy_from_slice(&r.4);
+        0
     }
 
     fn ktime_ns(&mut self) -> u64 {

@@ -47,6 +47,10 @@ pub enum MapType {
     LruHash,
     /// `BPF_MAP_TYPE_LRU_PERCPU_HASH` (10).
     LruPercpuHash,
+    /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY` (4): one event stream per CPU; an entry exists once the
+    /// host opens it (`host_set`), and `bpf_perf_event_output` records go to
+    /// [`crate::Host::output`].
+    PerfEventArray,
     /// `BPF_MAP_TYPE_DEVMAP` (14): interface indexes, redirect targets.
     DevMap,
     /// `BPF_MAP_TYPE_CPUMAP` (16): CPUs a frame may be redirected to (the value is the queue
@@ -65,6 +69,7 @@ impl MapType {
         Some(match t {
             1 => Self::Hash,
             2 => Self::Array,
+            4 => Self::PerfEventArray,
             5 => Self::PercpuHash,
             6 => Self::PercpuArray,
             9 => Self::LruHash,
@@ -83,6 +88,7 @@ impl MapType {
         match self {
             Self::Hash => "hash",
             Self::Array => "array",
+            Self::PerfEventArray => "perf_event_array",
             Self::PercpuHash => "percpu_hash",
             Self::PercpuArray => "percpu_array",
             Self::LruHash => "lru_hash",
@@ -113,7 +119,17 @@ impl MapType {
 
     /// Entries exist only once set (devmaps and xskmaps), unlike array slots.
     const fn is_sparse_array(self) -> bool {
-        matches!(self, Self::DevMap | Self::XskMap | Self::CpuMap)
+        matches!(
+            self,
+            Self::DevMap | Self::XskMap | Self::CpuMap | Self::PerfEventArray
+        )
+    }
+
+    /// Maps only the host writes (redirect maps, event arrays): a program's update, delete or
+    /// store into a value is refused.
+    #[must_use]
+    pub const fn is_host_filled(self) -> bool {
+        self.is_redirect() || matches!(self, Self::PerfEventArray)
     }
 
     /// Maps that only the host fills (a program may look them up and redirect through them).
@@ -176,7 +192,7 @@ fn check_def(d: &MapDef) -> Result<(), String> {
             d.key_size
         ));
     }
-    if t.is_redirect() && !(d.value_size == 4 || (d.value_size == 8 && t != MapType::XskMap)) {
+    if t.is_host_filled() && !(d.value_size == 4 || (d.value_size == 8 && t != MapType::XskMap)) {
         return Err(format!(
             "a {} map needs 4-byte values (8 with a program fd)",
             t.name()
@@ -306,7 +322,7 @@ impl Map {
     /// `bpf_map_update_elem` from a program: sets CPU `cpu`'s copy (a new entry of a per-CPU
     /// map has its other copies zeroed). Returns 0 or a negative errno.
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
-        if self.def.map_type.is_redirect() {
+        if self.def.map_type.is_host_filled() {
             return -errno::EOPNOTSUPP;
         }
         self.store(key, value, flags, Some(cpu))
@@ -367,7 +383,7 @@ impl Map {
 
     /// `bpf_map_delete_elem` from a program: 0 or a negative errno.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
-        if self.def.map_type.is_redirect() {
+        if self.def.map_type.is_host_filled() {
             return -errno::EOPNOTSUPP;
         }
         match self.table.as_mut() {

@@ -646,7 +646,7 @@ impl<H: Host> Run<'_, '_, H> {
             }
             Region::MapValue(mi, o) => {
                 let map = self.maps.get_mut(mi).ok_or(FaultKind::NotAnAddress { addr })?;
-                if map.def().read_only || map.def().map_type.is_redirect() {
+                if map.def().read_only || map.def().map_type.is_host_filled() {
                     return Err(FaultKind::ReadOnly { addr });
                 }
                 let dst = value_span(map, o, n).ok_or(oob(addr, n, "map value"))?;

@@ -134,3 +134,77 @@ fn spin_locks_are_free_in_a_single_run() {
     let val = v.host_get(&0u32.to_le_bytes()).unwrap()[0].to_vec();
     assert_eq!(u64::from_le_bytes(val[8..16].try_into().unwrap()), 3);
 }
+
+#[test]
+fn core_relocations_move_a_field_to_where_the_kernel_has_it() {
+    // Built-in types: ethhdr's h_proto is at byte 12, not 0 as in the program's own view.
+    let mut e = engine("kernel_like.o", Some("core_proto"));
+    assert_eq!(run(&mut e, &frame()).verdict, PASS);
+    let mut arp = frame();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert_eq!(run(&mut e, &arp).verdict, DROP);
+    // Against a kernel BTF without the type: refused, naming the relocation.
+    let bytes = object("kernel_like.o");
+    let none = object("refused_map.o");
+    let btf = section(&none, ".BTF");
+    let err = Loader::new(LoadOptions::default())
+        .kernel_btf(&btf)
+        .load(&bytes, Some("core_proto"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("CO-RE relocation at instruction"), "{err}");
+    // Other programs of the object do not care.
+    Loader::new(LoadOptions::default())
+        .kernel_btf(&btf)
+        .load(&bytes, Some("loop"))
+        .unwrap();
+}
+
+/// The bytes of section `name` of an ELF object (64-bit little-endian).
+fn section(elf: &[u8], name: &str) -> Vec<u8> {
+    let u = |o: usize, n: usize| {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&elf[o..o + n]);
+        u64::from_le_bytes(b) as usize
+    };
+    let (shoff, shnum, shstr) = (u(0x28, 8), u(0x3c, 2), u(0x3e, 2));
+    let strtab = u(shoff + shstr * 64 + 0x18, 8);
+    for i in 0..shnum {
+        let h = shoff + i * 64;
+        let n = strtab + u(h, 4);
+        let end = elf[n..].iter().position(|&c| c == 0).unwrap();
+        if &elf[n..n + end] == name.as_bytes() {
+            let (off, size) = (u(h + 0x18, 8), u(h + 0x20, 8));
+            return elf[off..off + size].to_vec();
+        }
+    }
+    panic!("no section {name}");
+}
+
+#[test]
+fn perf_event_records_go_to_the_host_once_it_opened_the_entry() {
+    let mut e = engine("kernel_like.o", Some("sample"));
+    // Nobody reads the events: -ENOENT, as in the kernel.
+    assert_eq!(run(&mut e, &frame()).verdict, DROP);
+    // CPU 1 (queue 1) opened.
+    e.map_mut("events")
+        .unwrap()
+        .host_set(&1u32.to_le_bytes(), &7u32.to_le_bytes())
+        .unwrap();
+    assert_eq!(run_on(&mut e, &frame(), 1, 0).verdict, PASS);
+    let (map, index, rec) = e.host().records.last().cloned().unwrap();
+    assert_eq!((map.as_str(), index), ("events", 1));
+    assert_eq!(rec[..4], 1u32.to_le_bytes());
+    assert_eq!(rec[4..], frame()[..14]);
+}
+
+#[test]
+fn fib_lookup_answers_from_the_routes_the_caller_gives() {
+    let mut e = engine("kernel_like.o", Some("fib"));
+    // No routes: NOT_FWDED, as the kernel says for no route.
+    assert_eq!(run(&mut e, &frame()).verdict, DROP);
+    e.host_mut().routes.push(([10, 0, 0, 0], 8, 2, [2; 6], [4; 6]));
+    let o = run(&mut e, &frame());
+    // Interface 2 is redirect target 0 in the tests' host.
+    assert_eq!((o.verdict, o.target), (REDIRECT, Some(0)));
+}

@@ -14,6 +14,14 @@ const HEADROOM: usize = 256;
 /// The page a frame lies in (the kernel's test run uses one page too).
 const PAGE: usize = 4096;
 
+/// The running kernel's BTF, which the kernel side's CO-RE relocations are resolved against
+/// (read once).
+fn kernel_btf() -> Option<&'static [u8]> {
+    static BTF: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| std::fs::read("/sys/kernel/btf/vmlinux").ok())
+        .as_deref()
+}
+
 /// A program the engine accepted: the object's bytes and the function to load.
 pub struct Onic<'a> {
     bytes: &'a [u8],
@@ -24,11 +32,15 @@ pub struct Onic<'a> {
 impl<'a> Onic<'a> {
     /// Loads `func` of `bytes` once to see whether the engine takes it. A map declared without
     /// `max_entries` gets `entries` entries, as on the kernel side; the program is loaded as XDP
-    /// whatever its section (the harness only asks for programs libbpf types as XDP).
+    /// whatever its section (the harness only asks for programs libbpf types as XDP); CO-RE
+    /// relocations are resolved against the running kernel's BTF, as libbpf resolves them.
     pub fn load(bytes: &'a [u8], func: &'a str, entries: u32) -> Result<Self, String> {
-        let loader = Loader::new(LoadOptions::default())
+        let mut loader = Loader::new(LoadOptions::default())
             .unsized_max_entries(entries)
             .prog_type_xdp(true);
+        if let Some(btf) = kernel_btf() {
+            loader = loader.kernel_btf(btf);
+        }
         loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
         Ok(Self { bytes, func, loader })
     }

@@ -130,4 +130,55 @@ int locked_count(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* A local view of struct ethhdr holding only the field it reads, at another offset than the
+ * kernel's: CO-RE moves the load to byte 12. */
+struct ethhdr___mine {
+	__u16 h_proto;
+} __attribute__((preserve_access_index));
+
+SEC("xdp")
+int core_proto(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr___mine *eth = data;
+
+	if (data + 14 > end)
+		return XDP_ABORTED;
+	return eth->h_proto == __builtin_bswap16(0x0800) ? XDP_PASS : XDP_DROP;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} events SEC(".maps");
+
+/* A 4-byte record (the queue) followed by the frame's first 14 bytes. */
+SEC("xdp")
+int sample(struct xdp_md *ctx)
+{
+	__u32 q = ctx->rx_queue_index;
+	long r = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU | (14ULL << 32), &q, sizeof(q));
+
+	return r == 0 ? XDP_PASS : XDP_DROP;
+}
+
+SEC("xdp")
+int fib(struct xdp_md *ctx)
+{
+	struct bpf_fib_lookup p = {};
+	long rc;
+
+	p.family = 2;
+	p.ifindex = ctx->ingress_ifindex;
+	p.ipv4_dst = __builtin_bswap32(0x0a000002);
+	rc = bpf_fib_lookup(ctx, &p, sizeof(p), 0);
+	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED)
+		return XDP_DROP;
+	if (rc != 0)
+		return XDP_ABORTED;
+	return bpf_redirect(p.ifindex, 0);
+}
+
 char _license[] SEC("license") = "GPL";
