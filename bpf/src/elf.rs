@@ -151,7 +151,7 @@ impl MapSource<'_> {
 }
 
 /// A loaded object: the chosen program and the object's maps.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Loaded {
     /// The program.
     pub program: Program,

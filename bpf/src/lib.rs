@@ -17,9 +17,12 @@
 //! - [`load`] ([`elf`], [`btf`]): sections, programs (several per object, chosen by section or
 //!   function name), BTF-defined maps (`.maps`), legacy maps (`maps`), global data (`.rodata`,
 //!   `.data`, `.bss` as one-entry arrays), `lddw` and `call` relocations, bpf-to-bpf calls into
-//!   `.text`, the RX-hash kfunc. Anything else (other helpers, map types, relocations, CO-RE,
-//!   `__ksym`/`__kconfig` externs) is refused at load with a message saying what and where.
-//! - [`validate`]: every instruction checked before the first run.
+//!   `.text`, callback references, the RX-hash kfunc, CO-RE relocations ([`co_re`]) against the
+//!   kernel's BTF or the engine's own. [`Loader`] sizes maps declared without `max_entries` and
+//!   loads a program from any section as XDP. Anything else (other helpers, map types,
+//!   relocations, `__ksym`/`__kconfig` externs) is refused at load with a message saying what
+//!   and where, and only if the chosen program can reach it.
+//! - [`validate`]: every instruction the program's entry can reach, checked before the first run.
 //! - [`vm`]: the interpreter for what clang emits today: ALU32/ALU64, JMP/JMP32, `-mcpu=v1..v3`
 //!   plus the v4 additions (sign-extending loads and moves, signed division, byte swaps, `gotol`),
 //!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
@@ -31,12 +34,17 @@
 //!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
 //!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
 //!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
-//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, devmap,
-//!   devmap_hash, xskmap, with the kernel's update flags and errors; storage allocated at load.
+//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash,
+//!   perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
+//!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
 //!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
 //!   `xdp_adjust_head`/`tail`/`meta` (the core's [`XdpBuff`] with Linux's bounds), `ktime_get_ns`,
-//!   `get_prandom_u32`, `get_smp_processor_id`, `csum_diff`, `trace_printk` (to [`Host::log`]);
+//!   `get_prandom_u32`, `get_smp_processor_id`, `csum_diff`, `trace_printk` (to [`Host::log`]),
+//!   `redirect_map` with `BPF_F_BROADCAST` ([`Host::redirect_broadcast`]) and into cpumaps
+//!   ([`Host::redirect_cpu`]), `xdp_load_bytes`/`store_bytes`/`get_buff_len`, `check_mtu`
+//!   ([`Host::mtu`]), `fib_lookup` ([`Host::fib_lookup`]), `perf_event_output`
+//!   ([`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
 //!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
 //!
 //! ## What was taken and what was written

@@ -168,7 +168,7 @@ pub struct MapDef {
 }
 
 /// One map with its storage.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Map {
     def: MapDef,
     copies: usize,

@@ -24,9 +24,11 @@ fn kernel_btf() -> Option<&'static [u8]> {
 
 /// A program the engine accepted: the object's bytes and the function to load.
 pub struct Onic<'a> {
-    bytes: &'a [u8],
-    func: &'a str,
     loader: Loader<'static>,
+    /// The program as loaded: every frame gets a copy (loading again would resolve the CO-RE
+    /// relocations against the kernel's BTF again, for the same result).
+    loaded: onic_bpf::Loaded,
+    _bytes: std::marker::PhantomData<&'a [u8]>,
 }
 
 impl<'a> Onic<'a> {
@@ -41,18 +43,19 @@ impl<'a> Onic<'a> {
         if let Some(btf) = kernel_btf() {
             loader = loader.kernel_btf(btf);
         }
-        loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
-        Ok(Self { bytes, func, loader })
+        let loaded = loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
+        Ok(Self {
+            loader,
+            loaded,
+            _bytes: std::marker::PhantomData,
+        })
     }
 
     /// Runs the program on `frame` with fresh maps: the outcome and the maps' entries after the
     /// run (map name, sorted (key, CPU 0's value)).
     pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
         let opts = *self.loader.options();
-        let loaded = match self.loader.load(self.bytes, Some(self.func)) {
-            Ok(l) => l,
-            Err(e) => return (Outcome::Refused(e.to_string()), Vec::new()),
-        };
+        let loaded = self.loaded.clone();
         let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
         let mut page = vec![0u8; PAGE];
         let Some(room) = page.get_mut(HEADROOM..HEADROOM + frame.len()) else {
