@@ -891,7 +891,7 @@ fn apply(
             let (base, len) = code_span(r, spans).unwrap_or((0, 0));
             let byte = r.sym_off.wrapping_add(i64::from(ins.imm) as u64);
             let target = byte / INSN_SIZE as u64;
-            if byte % INSN_SIZE as u64 != 0 || target >= len as u64 {
+            if !byte.is_multiple_of(INSN_SIZE as u64) || target >= len as u64 {
                 return Err(err(format!("{here}: function reference outside its section")));
             }
             let rel = (base as i64 + target as i64) - (r.at as i64 + 1);

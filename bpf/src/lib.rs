@@ -360,6 +360,10 @@ impl<H> fmt::Debug for XdpEngine<H> {
     }
 }
 
+/// An IPv4 route of [`SimHost::routes`]: (destination, prefix length, egress interface, source
+/// MAC, next hop MAC).
+pub type Route = ([u8; 4], u8, u32, [u8; 6], [u8; 6]);
+
 /// A host for tools and tests: ports have interface indexes `ifindex_base + port`, redirect
 /// targets come from a table, time is set by the caller (e.g. the model's virtual clock), random
 /// numbers come from a seeded xorshift, log lines are kept (up to [`SimHost::MAX_LINES`]).
@@ -387,7 +391,7 @@ pub struct SimHost {
     pub records: Vec<(String, u32, Vec<u8>)>,
     /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,
     /// egress interface, source MAC, next hop MAC). Empty: every lookup answers "no route".
-    pub routes: Vec<([u8; 4], u8, u32, [u8; 6], [u8; 6])>,
+    pub routes: Vec<Route>,
     /// What `bpf_ktime_get_ns` returns.
     pub now_ns: u64,
     rng: u64,
@@ -474,7 +478,7 @@ impl Host for SimHost {
             return 4;
         }
         let dst = u32::from_be_bytes([p[32], p[33], p[34], p[35]]);
-        let matches = |r: &&([u8; 4], u8, u32, [u8; 6], [u8; 6])| {
+        let matches = |r: &&Route| {
             let mask = u32::MAX.checked_shl(32 - u32::from(r.1.min(32))).unwrap_or(0);
             dst & mask == u32::from_be_bytes(r.0) & mask
         };
