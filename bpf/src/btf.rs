@@ -11,21 +11,21 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 const MAGIC: u16 = 0xeb9f;
-const KIND_INT: u32 = 1;
-const KIND_PTR: u32 = 2;
-const KIND_ARRAY: u32 = 3;
-const KIND_STRUCT: u32 = 4;
-const KIND_UNION: u32 = 5;
-const KIND_ENUM: u32 = 6;
-const KIND_TYPEDEF: u32 = 8;
-const KIND_VOLATILE: u32 = 9;
-const KIND_CONST: u32 = 10;
-const KIND_RESTRICT: u32 = 11;
-const KIND_VAR: u32 = 14;
-const KIND_DATASEC: u32 = 15;
-const KIND_FLOAT: u32 = 16;
-const KIND_TYPE_TAG: u32 = 18;
-const KIND_ENUM64: u32 = 19;
+pub(crate) const KIND_INT: u32 = 1;
+pub(crate) const KIND_PTR: u32 = 2;
+pub(crate) const KIND_ARRAY: u32 = 3;
+pub(crate) const KIND_STRUCT: u32 = 4;
+pub(crate) const KIND_UNION: u32 = 5;
+pub(crate) const KIND_ENUM: u32 = 6;
+pub(crate) const KIND_TYPEDEF: u32 = 8;
+pub(crate) const KIND_VOLATILE: u32 = 9;
+pub(crate) const KIND_CONST: u32 = 10;
+pub(crate) const KIND_RESTRICT: u32 = 11;
+pub(crate) const KIND_VAR: u32 = 14;
+pub(crate) const KIND_DATASEC: u32 = 15;
+pub(crate) const KIND_FLOAT: u32 = 16;
+pub(crate) const KIND_TYPE_TAG: u32 = 18;
+pub(crate) const KIND_ENUM64: u32 = 19;
 /// Most type references followed in one chain (typedefs, qualifiers).
 const MAX_CHAIN: usize = 32;
 /// The members a BTF map definition may have.
@@ -43,12 +43,14 @@ pub const MAP_MEMBERS: [&str; 9] = [
 
 /// One type record.
 #[derive(Clone, Copy, Debug)]
-struct Type {
-    kind: u32,
-    name_off: u32,
-    vlen: usize,
+pub(crate) struct Type {
+    pub(crate) kind: u32,
+    /// The kind flag (bitfield offsets in struct members; signedness of enums).
+    pub(crate) kflag: bool,
+    pub(crate) name_off: u32,
+    pub(crate) vlen: usize,
     /// Size (INT, STRUCT, ...) or referenced type (PTR, TYPEDEF, VAR, ...).
-    size_or_type: u32,
+    pub(crate) size_or_type: u32,
     /// Offset of the kind-specific data in the type section.
     extra: usize,
 }
@@ -139,6 +141,7 @@ impl<'a> Btf<'a> {
             }
             types.push(Type {
                 kind,
+                kflag: info >> 31 != 0,
                 name_off,
                 vlen,
                 size_or_type: st,
@@ -152,7 +155,12 @@ impl<'a> Btf<'a> {
         })
     }
 
-    fn ty(&self, id: u32) -> Result<Type, String> {
+    /// Number of types (ids 1..=count).
+    pub(crate) fn count(&self) -> u32 {
+        self.types.len() as u32
+    }
+
+    pub(crate) fn ty(&self, id: u32) -> Result<Type, String> {
         id.checked_sub(1)
             .and_then(|i| self.types.get(i as usize))
             .copied()
@@ -167,12 +175,12 @@ impl<'a> Btf<'a> {
         core::str::from_utf8(&s[..end]).unwrap_or("")
     }
 
-    fn extra_u32(&self, t: &Type, i: usize) -> Result<u32, String> {
+    pub(crate) fn extra_u32(&self, t: &Type, i: usize) -> Result<u32, String> {
         u32_at(self.type_data, t.extra + 4 * i).ok_or_else(|| ".BTF: truncated record".to_string())
     }
 
     /// Follows typedefs and qualifiers.
-    fn skip_mods(&self, mut id: u32) -> Result<(u32, Type), String> {
+    pub(crate) fn skip_mods(&self, mut id: u32) -> Result<(u32, Type), String> {
         for _ in 0..MAX_CHAIN {
             let t = self.ty(id)?;
             match t.kind {
@@ -186,7 +194,7 @@ impl<'a> Btf<'a> {
     }
 
     /// Size in bytes of type `id`.
-    fn size_of(&self, id: u32, depth: usize) -> Result<u32, String> {
+    pub(crate) fn size_of(&self, id: u32, depth: usize) -> Result<u32, String> {
         if depth > MAX_CHAIN {
             return Err(".BTF: type nesting too deep".into());
         }

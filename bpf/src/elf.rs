@@ -19,7 +19,7 @@ use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object as _, ObjectSection, ObjectSymbol};
 use object::{SectionIndex, SectionKind, SymbolIndex, SymbolKind, SymbolSection};
 
-use crate::btf::{self, Btf};
+use crate::btf::Btf;
 use crate::insn::{self, Insn, INSN_SIZE};
 use crate::maps::{Map, MapDef, MapType};
 use crate::mem;
@@ -51,6 +51,10 @@ struct MapTable {
     data: BTreeMap<usize, usize>,
     /// The bytes the maps take so far ([`Map::footprint`]).
     bytes: usize,
+    /// Definitions the engine cannot make (an unsupported type, ...), by place, with the reason:
+    /// refused only when the chosen program refers to one, as the kernel refuses a program
+    /// only for what it uses.
+    refused: BTreeMap<(usize, u64), String>,
 }
 
 /// Where a map is defined.
@@ -79,7 +83,14 @@ impl MapTable {
                 opts.max_map_bytes
             )));
         }
-        let mut m = Map::new(def, opts.cpus).map_err(|e| err(format!("map {name}: {e}")))?;
+        let mut m = match (Map::new(def, opts.cpus), place) {
+            (Ok(m), _) => m,
+            (Err(e), Place::Def(sec, off)) => {
+                self.refuse(sec, off, err(format!("map {name}: {e}")));
+                return Ok(());
+            }
+            (Err(e), Place::Data(_)) => return Err(err(format!("map {name}: {e}"))),
+        };
         if let Some(init) = init {
             m.host_set(&0u32.to_le_bytes(), init)
                 .map_err(|e| err(format!("map {name}: {e}")))?;
@@ -92,6 +103,15 @@ impl MapTable {
         };
         self.maps.push(m);
         Ok(())
+    }
+}
+
+impl MapTable {
+    /// Records a definition the engine cannot make: a program that refers to it is refused.
+    fn refuse(&mut self, sec: SectionIndex, off: u64, why: LoadError) {
+        self.refused
+            .entry((sec.0, off))
+            .or_insert_with(|| why.message().to_owned());
     }
 }
 
@@ -131,7 +151,7 @@ impl MapSource<'_> {
 }
 
 /// A loaded object: the chosen program and the object's maps.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Loaded {
     /// The program.
     pub program: Program,
@@ -139,6 +159,81 @@ pub struct Loaded {
     pub maps: Vec<Map>,
     /// Every program the object holds (XDP or not).
     pub programs: Vec<ProgramInfo>,
+}
+
+/// [`load`] with more choices than [`LoadOptions`] holds: how to size maps declared without
+/// `max_entries`, whether a program in any section may be loaded as XDP, the kernel's BTF for
+/// CO-RE relocations.
+///
+/// ```text
+/// let loaded = Loader::new(opts).unsized_max_entries(64 * cpus).prog_type_xdp(true).load(&elf, Some("f"))?;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Loader<'k> {
+    opts: LoadOptions,
+    unsized_max_entries: Option<u32>,
+    prog_type_xdp: bool,
+    kernel_btf: Option<&'k [u8]>,
+}
+
+impl<'k> Loader<'k> {
+    /// A loader with these options and the defaults below.
+    #[must_use]
+    pub const fn new(opts: LoadOptions) -> Self {
+        Self {
+            opts,
+            unsized_max_entries: None,
+            prog_type_xdp: false,
+            kernel_btf: None,
+        }
+    }
+
+    /// The `max_entries` of a map declared without one (or with 0). The programs that do so
+    /// (xdp-tools, the kernel's samples) expect their loader to size the map before loading,
+    /// usually from the number of CPUs (`bpf_map__set_max_entries`). Default:
+    /// [`LoadOptions::cpus`], the model's CPU count.
+    #[must_use]
+    pub const fn unsized_max_entries(mut self, n: u32) -> Self {
+        self.unsized_max_entries = Some(n);
+        self
+    }
+
+    /// Loads the chosen program as XDP whatever its section is called (libbpf's
+    /// `bpf_program__set_type`, `onic run --prog-type xdp`). Default: only sections named `xdp`,
+    /// `xdp/...`, `xdp.frags`, ... hold XDP programs.
+    #[must_use]
+    pub const fn prog_type_xdp(mut self, yes: bool) -> Self {
+        self.prog_type_xdp = yes;
+        self
+    }
+
+    /// The kernel's BTF (the bytes of `/sys/kernel/btf/vmlinux`) to resolve CO-RE relocations
+    /// against. Default: the engine's own description of the types XDP programs read
+    /// ([`crate::co_re::BUILTIN`]).
+    #[must_use]
+    pub const fn kernel_btf(mut self, btf: &'k [u8]) -> Self {
+        self.kernel_btf = Some(btf);
+        self
+    }
+
+    /// The options.
+    #[must_use]
+    pub const fn options(&self) -> &LoadOptions {
+        &self.opts
+    }
+
+    fn max_entries_when_unset(&self) -> u32 {
+        self.unsized_max_entries.unwrap_or(self.opts.cpus).max(1)
+    }
+
+    /// Loads program `select` of an object, as [`load`] does.
+    ///
+    /// # Errors
+    ///
+    /// Anything the engine cannot run, with a message that says what and where.
+    pub fn load(&self, data: &[u8], select: Option<&str>) -> Result<Loaded, LoadError> {
+        load_with(self, data, select)
+    }
 }
 
 fn parse(data: &[u8]) -> Result<Elf<'_>, LoadError> {
@@ -206,7 +301,11 @@ fn programs(file: &Elf<'_>) -> Result<Vec<ProgramInfo>, LoadError> {
     Ok(out)
 }
 
-fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p ProgramInfo, LoadError> {
+fn choose<'p>(
+    progs: &'p [ProgramInfo],
+    select: Option<&str>,
+    any_section: bool,
+) -> Result<&'p ProgramInfo, LoadError> {
     // The object decides how many programs there are and how they are named: the lists in
     // these messages are cut short (msg::list).
     let names = |v: &[&ProgramInfo]| -> String {
@@ -221,9 +320,9 @@ fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p Prog
         Some(s) => progs.iter().filter(|p| p.section == s || p.name == s).collect(),
     };
     match (found.as_slice(), select) {
-        ([one], _) if one.is_xdp => Ok(one),
+        ([one], _) if one.is_xdp || any_section => Ok(one),
         ([one], _) => Err(err(format!(
-            "{} in section '{}' is not an XDP program (XDP sections are named xdp, xdp/..., xdp.frags)",
+            "{} in section '{}' is not an XDP program (XDP sections are named xdp, xdp/..., xdp.frags; --prog-type xdp loads it anyway)",
             one.name, one.section
         ))),
         ([], None) => Err(err(format!(
@@ -249,15 +348,30 @@ fn choose<'p>(progs: &'p [ProgramInfo], select: Option<&str>) -> Result<&'p Prog
 ///
 /// Anything the engine cannot run, with a message that says what and where.
 pub fn load(data: &[u8], select: Option<&str>, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    Loader::new(*opts).load(data, select)
+}
+
+fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loaded, LoadError> {
     let file = parse(data)?;
     let progs = programs(&file)?;
-    let chosen = choose(&progs, select)?.clone();
+    let chosen = choose(&progs, select, ld.prog_type_xdp)?.clone();
     let btf_data = section_data(&file, ".BTF")?;
     let btf = btf_data.map(Btf::parse).transpose().map_err(err)?;
-    let table = collect_maps(&file, btf.as_ref(), opts)?;
-    refuse_core_relocs(&file, btf.as_ref(), &chosen.section)?;
-    let program = link(&file, &table, &chosen)?;
-    crate::validate::validate(&program)?;
+    let table = collect_maps(&file, btf.as_ref(), ld)?;
+    let (mut program, mut pending, text_base) = link(&file, &table, &chosen)?;
+    if let Some(btf) = btf.as_ref() {
+        core_relocate(&file, btf, ld, &chosen, text_base, &mut program, &mut pending)?;
+    }
+    pending.sort_by_key(|p| p.0);
+    if !pending.is_empty() {
+        let reach = crate::validate::walk(&program, &[], false)?;
+        if let Some((at, e)) = pending.iter().find(|(at, _)| reach.get(*at) == Some(&true)) {
+            let (f, o) = program.locate(*at);
+            return Err(err(format!("{} ({}+{o}): {e}", chosen.name, f.unwrap_or("?"))));
+        }
+    }
+    let slots: Vec<usize> = pending.iter().map(|p| p.0).collect();
+    crate::validate::walk(&program, &slots, true)?;
     Ok(Loaded {
         program,
         maps: table.maps,
@@ -275,18 +389,56 @@ fn section_data<'a>(file: &Elf<'a>, name: &str) -> Result<Option<&'a [u8]>, Load
     }
 }
 
-fn refuse_core_relocs(file: &Elf<'_>, btf: Option<&Btf<'_>>, sec: &str) -> Result<(), LoadError> {
-    let (Some(ext), Some(btf)) = (section_data(file, ".BTF.ext")?, btf) else {
+/// Resolves the CO-RE relocations of the chosen program's section and `.text` (at `text_base`)
+/// against the kernel's BTF ([`Loader::kernel_btf`]) or the engine's ([`crate::co_re::BUILTIN`]);
+/// one that cannot be resolved is pending: an error only if the program reaches it.
+fn core_relocate(
+    file: &Elf<'_>,
+    btf: &Btf<'_>,
+    ld: &Loader<'_>,
+    chosen: &ProgramInfo,
+    text_base: Option<usize>,
+    program: &mut Program,
+    pending: &mut Pending,
+) -> Result<(), LoadError> {
+    let Some(ext) = section_data(file, ".BTF.ext")? else {
         return Ok(());
     };
-    for s in [sec, ".text"] {
-        if btf::has_core_relocs(ext, btf, s).map_err(err)? {
-            return Err(err(format!(
-                "section {s} has CO-RE relocations (BPF_CORE_READ, vmlinux.h types); the engine has no kernel types to relocate against"
-            )));
+    let relos = crate::co_re::relocations(ext, btf).map_err(err)?;
+    let base_of = |sec: &str| match sec {
+        ".text" => text_base,
+        s if s == chosen.section => Some(0),
+        _ => None,
+    };
+    let mine: Vec<_> = relos
+        .iter()
+        .filter_map(|r| Some((base_of(r.section)?, r)))
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let target_bytes = match ld.kernel_btf {
+        Some(b) => b,
+        None => builtin_btf()?,
+    };
+    let target = Btf::parse(target_bytes).map_err(|e| err(format!("the kernel's BTF: {e}")))?;
+    for (base, r) in mine {
+        let at = base + r.insn_off as usize / INSN_SIZE;
+        let res = crate::co_re::resolve(btf, &target, r).and_then(|v| match v {
+            Some(v) => crate::co_re::patch(program.code_mut(), at, v),
+            None => Err("the kernel's types have no such field, type or enum value".into()),
+        });
+        if let Err(e) = res {
+            pending.push((at, err(format!("CO-RE relocation at instruction {at}: {e}"))));
         }
     }
     Ok(())
+}
+
+/// The `.BTF` section of the engine's built-in description of the UAPI types.
+fn builtin_btf() -> Result<&'static [u8], LoadError> {
+    let file = parse(crate::co_re::BUILTIN)?;
+    section_data(&file, ".BTF")?.ok_or_else(|| err("the built-in types have no .BTF"))
 }
 
 fn u32_at(b: &[u8], off: u64) -> Option<u32> {
@@ -295,7 +447,9 @@ fn u32_at(b: &[u8], off: u64) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
-fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Result<MapTable, LoadError> {
+fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, ld: &Loader<'_>) -> Result<MapTable, LoadError> {
+    let opts = &ld.opts;
+    let unset = ld.max_entries_when_unset();
     let sources = map_sources(file, btf, opts)?;
     let count = sources
         .iter()
@@ -313,17 +467,21 @@ fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, opts: &LoadOptions) -> Re
             MapSource::Btf { sec, vars, syms } => {
                 let btf = btf.ok_or_else(no_btf)?;
                 for (var, ty) in vars {
-                    let def = btf_map_def(btf, var, ty)?;
                     let off = *syms
                         .get(var)
                         .ok_or_else(|| err(format!("map {var}: no symbol in .maps")))?;
-                    t.add(def, Place::Def(sec, off), None, opts)?;
+                    match btf_map_def(btf, var, ty, unset) {
+                        Ok(def) => t.add(def, Place::Def(sec, off), None, opts)?,
+                        Err(e) => t.refuse(sec, off, e),
+                    }
                 }
             }
             MapSource::Legacy { sec, data, syms } => {
                 for (var, off) in syms {
-                    let def = legacy_map_def(data, var, off)?;
-                    t.add(def, Place::Def(sec, off), None, opts)?;
+                    match legacy_map_def(data, var, off, unset) {
+                        Ok(def) => t.add(def, Place::Def(sec, off), None, opts)?,
+                        Err(e) => t.refuse(sec, off, e),
+                    }
                 }
             }
             MapSource::Data {
@@ -475,14 +633,14 @@ fn definition_symbols<'a>(file: &Elf<'a>, sources: &mut [MapSource<'a>]) -> Resu
     Ok(())
 }
 
-fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
+fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, LoadError> {
     let f = btf.map_fields(ty).map_err(|e| err(format!("map {var}: {e}")))?;
     let raw = f.map_type.ok_or_else(|| err(format!("map {var}: no type")))?;
     let map_type = MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(var, raw)))?;
     let (key_size, value_size) = match (f.key_size, f.value_size) {
         (Some(k), Some(v)) => (k, v),
         // Devmaps and xskmaps may leave sizes out: 4-byte keys and values.
-        (None, None) if map_type.is_redirect() => (4, 4),
+        (None, None) if map_type.is_host_filled() => (4, 4),
         _ => return Err(err(format!("map {var}: key and value sizes are missing"))),
     };
     Ok(MapDef {
@@ -490,9 +648,8 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
         map_type,
         key_size,
         value_size,
-        max_entries: f
-            .max_entries
-            .ok_or_else(|| err(format!("map {var}: no max_entries")))?,
+        // Declared without one: the loader sizes it (Loader::unsized_max_entries).
+        max_entries: f.max_entries.filter(|&n| n > 0).unwrap_or(unset),
         flags: f.flags.unwrap_or(0),
         read_only: false,
     })
@@ -500,11 +657,11 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32) -> Result<MapDef, LoadError> {
 
 fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
-        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, devmap, devmap_hash, xskmap)"
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
     )
 }
 
-fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError> {
+fn legacy_map_def(data: &[u8], name: &str, off: u64, unset: u32) -> Result<MapDef, LoadError> {
     let field = |i: u64| {
         u32_at(data, off + 4 * i).ok_or_else(|| err(format!("map {name}: definition out of bounds")))
     };
@@ -514,7 +671,7 @@ fn legacy_map_def(data: &[u8], name: &str, off: u64) -> Result<MapDef, LoadError
         map_type: MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(name, raw)))?,
         key_size: field(1)?,
         value_size: field(2)?,
-        max_entries: field(3)?,
+        max_entries: Some(field(3)?).filter(|&n| n > 0).unwrap_or(unset),
         flags: field(4)?,
         read_only: false,
     })
@@ -548,7 +705,15 @@ fn code_part<'a>(file: &'a Elf<'a>, index: SectionIndex, base: usize) -> Result<
     })
 }
 
-fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result<Program, LoadError> {
+/// Relocations that failed, by instruction slot: an error only if the program can reach them.
+type Pending = Vec<(usize, LoadError)>;
+
+fn link<'a>(
+    file: &'a Elf<'a>,
+    table: &MapTable,
+    chosen: &ProgramInfo,
+) -> Result<(Program, Pending, Option<usize>), LoadError> {
+    let mut pending = Vec::new();
     let sec = file
         .section_by_name(&chosen.section)
         .ok_or_else(|| err(format!("section {} vanished", chosen.section)))?;
@@ -595,7 +760,9 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
                 sym_off: sym.address(),
                 where_: sname,
             };
-            apply(&mut code, &ctx, table, &spans)?;
+            if let Err(e) = apply(&mut code, &ctx, table, &spans) {
+                pending.push((at, e));
+            }
         }
     }
     let mut funcs: Vec<(usize, String)> = Vec::new();
@@ -610,7 +777,12 @@ fn link<'a>(file: &'a Elf<'a>, table: &MapTable, chosen: &ProgramInfo) -> Result
     }
     funcs.sort();
     let entry = usize::try_from(chosen.offset / INSN_SIZE as u64).unwrap_or(usize::MAX);
-    Ok(Program::new(chosen.clone(), code, entry, funcs))
+    let text_base = parts.get(1).map(|p| p.base);
+    Ok((
+        Program::new(chosen.clone(), code, entry, funcs),
+        pending,
+        text_base,
+    ))
 }
 
 /// Every relocation (byte offset, type, symbol) of code section `target`, read from the
@@ -714,6 +886,19 @@ fn apply(
     let ins = code[r.at];
     let here = format!("section {}, instruction {}", r.where_, r.at);
     match (r.r_type, ins.op) {
+        (R_BPF_64_64, insn::LDDW) if code_span(r, spans).is_some() => {
+            // The address of a function (a bpf_loop callback): its slot, pc-relative.
+            let (base, len) = code_span(r, spans).unwrap_or((0, 0));
+            let byte = r.sym_off.wrapping_add(i64::from(ins.imm) as u64);
+            let target = byte / INSN_SIZE as u64;
+            if !byte.is_multiple_of(INSN_SIZE as u64) || target >= len as u64 {
+                return Err(err(format!("{here}: function reference outside its section")));
+            }
+            let rel = (base as i64 + target as i64) - (r.at as i64 + 1);
+            code[r.at].imm = i32::try_from(rel).map_err(|_| err(format!("{here}: function too far")))?;
+            code[r.at].src = insn::pseudo::FUNC;
+            Ok(())
+        }
         (R_BPF_64_64, insn::LDDW) => {
             let value = map_reference(r, ins, table).map_err(|e| err(format!("{here}: {e}")))?;
             let next = code
@@ -765,6 +950,14 @@ fn apply(
     }
 }
 
+/// The (base, length) in the image of the code section symbol `r` lies in, if it is one.
+fn code_span(r: &Reloc<'_>, spans: &[(SectionIndex, usize, usize)]) -> Option<(usize, usize)> {
+    let SymbolSection::Section(si) = r.sym_sec else {
+        return None;
+    };
+    spans.iter().find(|s| s.0 == si).map(|s| (s.1, s.2))
+}
+
 /// The 64-bit value an `lddw` of symbol `r` loads: a map handle or a global-data address.
 fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, String> {
     let SymbolSection::Section(si) = r.sym_sec else {
@@ -783,6 +976,9 @@ fn map_reference(r: &Reloc<'_>, ins: Insn, table: &MapTable) -> Result<u64, Stri
             ));
         }
         return Ok(mem::map_value_addr(m, off as u32));
+    }
+    if let Some(why) = table.refused.get(&(si.0, r.sym_off)) {
+        return Err(why.clone());
     }
     let m = table
         .defs

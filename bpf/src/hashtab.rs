@@ -19,7 +19,7 @@ fn hash(key: &[u8]) -> u64 {
 }
 
 /// Recency order of the live slots: most recent at the head.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Lru {
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -66,7 +66,7 @@ impl Lru {
 }
 
 /// The table. Slots are numbered `0..capacity`; a slot's value lives in the map's value storage.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct HashTable {
     key_size: usize,
     keys: Vec<u8>,

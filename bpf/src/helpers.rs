@@ -16,6 +16,9 @@ const EINVAL: i64 = -errno::EINVAL;
 const ENODATA: i64 = -errno::ENODATA;
 /// Low bits of `bpf_redirect_map`'s flags: the verdict when the key has no entry.
 const REDIRECT_MISS_MASK: u64 = 0x7;
+/// `bpf_redirect_map` flags: a copy to every devmap entry, and not to the ingress interface.
+const BROADCAST: u64 = 1 << 3;
+const EXCLUDE_INGRESS: u64 = 1 << 4;
 /// Most bytes `bpf_trace_printk` formats.
 const PRINTK_MAX: usize = 256;
 
@@ -53,6 +56,21 @@ impl<H: Host> Run<'_, '_, H> {
             h::REDIRECT_MAP => self.redirect_map(r[1], r[2], r[3]),
             h::CSUM_DIFF => self.csum_diff(r[1], r[2], r[3], r[4], r[5]),
             h::XDP_ADJUST_HEAD | h::XDP_ADJUST_TAIL | h::XDP_ADJUST_META => self.adjust(id, r[1], r[2]),
+            // One run at a time holds every map value: a lock is always free.
+            h::SPIN_LOCK | h::SPIN_UNLOCK => Ok(0),
+            h::KTIME_GET_BOOT_NS | h::KTIME_GET_COARSE_NS => Ok(self.host.ktime_ns()),
+            h::CHECK_MTU => self.check_mtu(r[1], r[2] as u32, r[3], r[4] as u32 as i32, r[5]),
+            h::LOOP => self.bpf_loop(r[1], r[2], r[3], r[4]),
+            h::PERF_EVENT_OUTPUT => self.perf_output(r[1], r[2], r[3], r[4], r[5]),
+            h::FIB_LOOKUP => self.fib_lookup(r[1], r[2], r[3], r[4]),
+            h::XDP_GET_BUFF_LEN => {
+                self.ctx_arg(r[1], "bpf_xdp_get_buff_len")?;
+                Ok(self.buff.len() as u64)
+            }
+            h::XDP_LOAD_BYTES | h::XDP_STORE_BYTES => {
+                self.ctx_arg(r[1], "bpf_xdp_load_bytes/store_bytes")?;
+                self.xdp_bytes(id == h::XDP_STORE_BYTES, r[2] as u32, r[3], r[4] as u32)
+            }
             _ => Err(bad("call", "helper not provided")),
         }
     }
@@ -141,21 +159,188 @@ impl<H: Host> Run<'_, '_, H> {
         let m = self.map_index(map, NAME)?;
         let t = self.maps[m].def().map_type;
         if !t.is_redirect() {
-            return Err(bad(NAME, "the map is no devmap or xskmap"));
+            return Err(bad(NAME, "the map is no devmap, cpumap or xskmap"));
         }
-        if flags & !REDIRECT_MISS_MASK != 0 {
-            // BPF_F_BROADCAST / BPF_F_EXCLUDE_INGRESS: multicast needs frame clones.
-            return Err(bad(NAME, "broadcast flags are not supported"));
+        // Flags beyond the fallback verdict: the broadcast pair, for devmaps only; anything else
+        // is the kernel's XDP_ABORTED verdict (not a fault).
+        let allowed = if t.is_devmap() {
+            BROADCAST | EXCLUDE_INGRESS
+        } else {
+            0
+        };
+        if flags & !(REDIRECT_MISS_MASK | allowed) != 0 {
+            return Ok(u64::from(XdpAction::Aborted.raw()));
+        }
+        let rxq = self.buff.rxq();
+        if flags & BROADCAST != 0 {
+            return Ok(self.broadcast(m, flags & EXCLUDE_INGRESS != 0));
         }
         let key32 = key as u32;
-        let rxq = self.buff.rxq();
         let entry = self.maps[m].redirect_entry(&key32.to_le_bytes());
         let target = match (entry, t) {
             (None, _) => return Ok(flags & REDIRECT_MISS_MASK),
             (Some(_), crate::MapType::XskMap) => self.host.redirect_xsk(rxq, key32),
+            (Some(_), crate::MapType::CpuMap) => self.host.redirect_cpu(rxq, key32),
             (Some(ifindex), _) => self.host.redirect_ifindex(rxq, ifindex),
         };
         Ok(u64::from(self.buff.redirect(target.unwrap_or(u32::MAX)).raw()))
+    }
+
+    /// A broadcast through devmap `m`: one copy to each entry's interface (without the ingress
+    /// one when `exclude` is set), through the host's broadcast target; XDP_REDIRECT whether or
+    /// not there is an entry, as in the kernel.
+    fn broadcast(&mut self, m: usize, exclude: bool) -> u64 {
+        let rxq = self.buff.rxq();
+        let mut list = core::mem::take(&mut self.vm.targets);
+        self.maps[m].redirect_values(&mut list);
+        if exclude {
+            let ingress = self.ifindex;
+            list.retain(|&i| i != ingress);
+        }
+        let target = self.host.redirect_broadcast(rxq, &list);
+        self.vm.targets = list;
+        u64::from(self.buff.redirect(target.unwrap_or(u32::MAX)).raw())
+    }
+
+    /// `bpf_perf_event_output(ctx, map, flags, data, size)`: a record of `size` bytes of `data`
+    /// followed by the frame's first `flags >> 32` bytes, to the entry of `flags`' low 32 bits
+    /// (0xffffffff: this CPU's), through [`Host::output`]. An entry the host has not opened:
+    /// -ENOENT, as the kernel's answer for an event array nobody reads.
+    fn perf_output(
+        &mut self,
+        ctx: u64,
+        map: u64,
+        flags: u64,
+        data: u64,
+        size: u64,
+    ) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_perf_event_output";
+        self.ctx_arg(ctx, NAME)?;
+        let m = self.map_index(map, NAME)?;
+        if self.maps[m].def().map_type != crate::MapType::PerfEventArray {
+            return Err(bad(NAME, "the map is no perf event array"));
+        }
+        let (index, pkt) = (flags as u32, (flags >> 32) as usize & 0xf_ffff);
+        if flags & !0x000f_ffff_ffff_ffff != 0 || pkt > self.buff.len() {
+            return Ok(neg(EINVAL));
+        }
+        let index = if index == u32::MAX { self.cpu as u32 } else { index };
+        if index >= self.maps[m].def().max_entries {
+            return Ok(neg(-errno::E2BIG));
+        }
+        if self.maps[m].host_get(&index.to_le_bytes()).is_none() {
+            return Ok(neg(-errno::ENOENT));
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 16);
+        let mut rec = alloc::vec![0u8; size];
+        self.read(data, &mut rec)
+            .map_err(|_| bad(NAME, "data outside program memory"))?;
+        rec.extend_from_slice(&self.buff.data()[..pkt]);
+        let name = self.maps[m].def().name.clone();
+        self.host.output(&name, index, &rec);
+        Ok(0)
+    }
+
+    /// `bpf_fib_lookup(ctx, params, plen, flags)`: the host's FIB ([`Host::fib_lookup`]) on the
+    /// program's 64-byte `struct bpf_fib_lookup`; a shorter one is -EINVAL.
+    fn fib_lookup(&mut self, ctx: u64, params: u64, plen: u64, flags: u64) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_fib_lookup";
+        self.ctx_arg(ctx, NAME)?;
+        if plen < 64 {
+            return Ok(neg(EINVAL));
+        }
+        let mut p = [0u8; 64];
+        self.read(params, &mut p)
+            .map_err(|_| bad(NAME, "params outside program memory"))?;
+        let rc = self.host.fib_lookup(self.buff.rxq(), &mut p, flags as u32);
+        self.write(params, &p)
+            .map_err(|_| bad(NAME, "params outside program memory"))?;
+        Ok(u64::from(rc))
+    }
+
+    fn ctx_arg(&self, ctx: u64, helper: &'static str) -> Result<(), FaultKind> {
+        if ctx == mem::addr(mem::CTX, 0) {
+            Ok(())
+        } else {
+            Err(bad(helper, "the first argument is not the context"))
+        }
+    }
+
+    /// `bpf_xdp_load_bytes` / `bpf_xdp_store_bytes(ctx, offset, buf, len)`: copies between the
+    /// frame (from `data + offset`) and program memory; -EFAULT for an offset or length above
+    /// 0xffff, -EINVAL past the end of the frame, as the kernel.
+    fn xdp_bytes(&mut self, store: bool, offset: u32, buf: u64, len: u32) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_xdp_load_bytes/store_bytes";
+        if offset > 0xffff || len > 0xffff {
+            return Ok(neg(-errno::EFAULT));
+        }
+        let (o, n) = (offset as usize, len as usize);
+        if o + n > self.buff.len() {
+            return Ok(neg(EINVAL));
+        }
+        let mut tmp = alloc::vec![0u8; n];
+        if store {
+            self.read(buf, &mut tmp)
+                .map_err(|_| bad(NAME, "buffer outside program memory"))?;
+            self.buff.data_mut()[o..o + n].copy_from_slice(&tmp);
+        } else {
+            tmp.copy_from_slice(&self.buff.data()[o..o + n]);
+            self.write(buf, &tmp)
+                .map_err(|_| bad(NAME, "buffer outside program memory"))?;
+        }
+        Ok(0)
+    }
+
+    /// `bpf_check_mtu(ctx, ifindex, &mtu_len, len_diff, flags)` for XDP: whether the frame (its
+    /// length plus `len_diff`, or `*mtu_len` plus the Ethernet header when that is set) fits the
+    /// MTU of `ifindex` (0: the ingress interface) plus the Ethernet header: 0, or 1
+    /// (`BPF_MTU_CHK_RET_FRAG_NEEDED`); `*mtu_len` becomes the MTU. Flags: -EINVAL, an unknown
+    /// interface -ENODEV, as the kernel.
+    fn check_mtu(
+        &mut self,
+        ctx: u64,
+        ifindex: u32,
+        mtu_at: u64,
+        diff: i32,
+        flags: u64,
+    ) -> Result<u64, FaultKind> {
+        self.ctx_arg(ctx, "bpf_check_mtu")?;
+        if flags != 0 {
+            return Ok(neg(EINVAL));
+        }
+        let Some(mtu) = self.host.mtu(self.buff.rxq(), ifindex) else {
+            return Ok(neg(-errno::ENODEV));
+        };
+        let asked = self.load(mtu_at, 4)? as u32;
+        let len = if asked != 0 {
+            i64::from(asked) + 14
+        } else {
+            self.buff.len() as i64 + i64::from(diff)
+        };
+        self.store(mtu_at, 4, u64::from(mtu))?;
+        Ok(u64::from(len > i64::from(mtu) + 14))
+    }
+
+    /// `bpf_loop(n, callback, ctx, flags)`: calls `callback(i, ctx)` for i = 0.. until it returns
+    /// non-zero or `n` calls were made; the calls made. At most 1 << 23 iterations and no flags
+    /// (-E2BIG, -EINVAL), as the kernel; the instruction budget bounds the whole run.
+    fn bpf_loop(&mut self, n: u64, callback: u64, ctx: u64, flags: u64) -> Result<u64, FaultKind> {
+        let Region::Func(slot) = mem::region(callback) else {
+            return Err(bad("bpf_loop", "the callback is not a function of the program"));
+        };
+        if flags != 0 {
+            return Ok(neg(EINVAL));
+        }
+        let n = n as u32;
+        if n > 1 << 23 {
+            return Ok(neg(-errno::E2BIG));
+        }
+        for i in 0..n {
+            if self.call_callback(slot as usize, [u64::from(i), ctx])? != 0 {
+                return Ok(u64::from(i) + 1);
+            }
+        }
+        Ok(u64::from(n))
     }
 
     fn adjust(&mut self, id: i32, ctx: u64, delta: u64) -> Result<u64, FaultKind> {

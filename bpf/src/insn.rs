@@ -117,6 +117,8 @@ pub mod pseudo {
     pub const MAP_FD: u8 = 1;
     /// `lddw`: the address of a map value (global data).
     pub const MAP_VALUE: u8 = 2;
+    /// `lddw`: the address of a function of the program (a `bpf_loop` callback), pc-relative.
+    pub const FUNC: u8 = 4;
 }
 
 /// Size in bytes of a load/store size field.
@@ -205,6 +207,17 @@ pub mod helper {
     pub const REDIRECT_MAP: i32 = 51;
     pub const XDP_ADJUST_META: i32 = 54;
     pub const XDP_ADJUST_TAIL: i32 = 65;
+    pub const PERF_EVENT_OUTPUT: i32 = 25;
+    pub const FIB_LOOKUP: i32 = 69;
+    pub const SPIN_LOCK: i32 = 93;
+    pub const SPIN_UNLOCK: i32 = 94;
+    pub const KTIME_GET_BOOT_NS: i32 = 125;
+    pub const KTIME_GET_COARSE_NS: i32 = 160;
+    pub const CHECK_MTU: i32 = 163;
+    pub const LOOP: i32 = 181;
+    pub const XDP_GET_BUFF_LEN: i32 = 188;
+    pub const XDP_LOAD_BYTES: i32 = 189;
+    pub const XDP_STORE_BYTES: i32 = 190;
 
     /// Every helper the engine provides, with its name.
     pub const SUPPORTED: &[(i32, &str)] = &[
@@ -221,27 +234,41 @@ pub mod helper {
         (REDIRECT_MAP, "bpf_redirect_map"),
         (XDP_ADJUST_META, "bpf_xdp_adjust_meta"),
         (XDP_ADJUST_TAIL, "bpf_xdp_adjust_tail"),
+        (PERF_EVENT_OUTPUT, "bpf_perf_event_output"),
+        (FIB_LOOKUP, "bpf_fib_lookup"),
+        (SPIN_LOCK, "bpf_spin_lock"),
+        (SPIN_UNLOCK, "bpf_spin_unlock"),
+        (KTIME_GET_BOOT_NS, "bpf_ktime_get_boot_ns"),
+        (KTIME_GET_COARSE_NS, "bpf_ktime_get_coarse_ns"),
+        (CHECK_MTU, "bpf_check_mtu"),
+        (LOOP, "bpf_loop"),
+        (XDP_GET_BUFF_LEN, "bpf_xdp_get_buff_len"),
+        (XDP_LOAD_BYTES, "bpf_xdp_load_bytes"),
+        (XDP_STORE_BYTES, "bpf_xdp_store_bytes"),
     ];
 
     /// A few helpers XDP programs use that the engine does not provide, named in load errors.
     const OTHERS: &[(i32, &str)] = &[
         (4, "bpf_probe_read"),
         (12, "bpf_tail_call"),
-        (25, "bpf_perf_event_output"),
         (34, "bpf_get_hash_recalc"),
         (42, "bpf_get_numa_node_id"),
-        (69, "bpf_fib_lookup"),
+        (84, "bpf_sk_lookup_tcp"),
+        (85, "bpf_sk_lookup_udp"),
+        (86, "bpf_sk_release"),
+        (99, "bpf_skc_lookup_tcp"),
+        (100, "bpf_tcp_check_syncookie"),
+        (110, "bpf_tcp_gen_syncookie"),
         (112, "bpf_probe_read_kernel"),
         (114, "bpf_probe_read_kernel_str"),
-        (125, "bpf_ktime_get_boot_ns"),
+        (121, "bpf_xdp_output"),
         (130, "bpf_ringbuf_output"),
         (131, "bpf_ringbuf_reserve"),
         (132, "bpf_ringbuf_submit"),
+        (133, "bpf_ringbuf_discard"),
+        (134, "bpf_ringbuf_query"),
+        (164, "bpf_for_each_map_elem"),
         (165, "bpf_snprintf"),
-        (181, "bpf_loop"),
-        (188, "bpf_xdp_get_buff_len"),
-        (189, "bpf_xdp_load_bytes"),
-        (190, "bpf_xdp_store_bytes"),
         (208, "bpf_ktime_get_tai_ns"),
     ];
 

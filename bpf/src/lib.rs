@@ -17,9 +17,12 @@
 //! - [`load`] ([`elf`], [`btf`]): sections, programs (several per object, chosen by section or
 //!   function name), BTF-defined maps (`.maps`), legacy maps (`maps`), global data (`.rodata`,
 //!   `.data`, `.bss` as one-entry arrays), `lddw` and `call` relocations, bpf-to-bpf calls into
-//!   `.text`, the RX-hash kfunc. Anything else (other helpers, map types, relocations, CO-RE,
-//!   `__ksym`/`__kconfig` externs) is refused at load with a message saying what and where.
-//! - [`validate`]: every instruction checked before the first run.
+//!   `.text`, callback references, the RX-hash kfunc, CO-RE relocations ([`co_re`]) against the
+//!   kernel's BTF or the engine's own. [`Loader`] sizes maps declared without `max_entries` and
+//!   loads a program from any section as XDP. Anything else (other helpers, map types,
+//!   relocations, `__ksym`/`__kconfig` externs) is refused at load with a message saying what
+//!   and where, and only if the chosen program can reach it.
+//! - [`validate`]: every instruction the program's entry can reach, checked before the first run.
 //! - [`vm`]: the interpreter for what clang emits today: ALU32/ALU64, JMP/JMP32, `-mcpu=v1..v3`
 //!   plus the v4 additions (sign-extending loads and moves, signed division, byte swaps, `gotol`),
 //!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
@@ -31,12 +34,17 @@
 //!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
 //!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
 //!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
-//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, devmap,
-//!   devmap_hash, xskmap, with the kernel's update flags and errors; storage allocated at load.
+//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash,
+//!   perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
+//!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
 //!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
 //!   `xdp_adjust_head`/`tail`/`meta` (the core's [`XdpBuff`] with Linux's bounds), `ktime_get_ns`,
-//!   `get_prandom_u32`, `get_smp_processor_id`, `csum_diff`, `trace_printk` (to [`Host::log`]);
+//!   `get_prandom_u32`, `get_smp_processor_id`, `csum_diff`, `trace_printk` (to [`Host::log`]),
+//!   `redirect_map` with `BPF_F_BROADCAST` ([`Host::redirect_broadcast`]) and into cpumaps
+//!   ([`Host::redirect_cpu`]), `xdp_load_bytes`/`store_bytes`/`get_buff_len`, `check_mtu`
+//!   ([`Host::mtu`]), `fib_lookup` ([`Host::fib_lookup`]), `perf_event_output`
+//!   ([`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
 //!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
 //!
 //! ## What was taken and what was written
@@ -63,6 +71,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod btf;
+pub mod co_re;
 pub mod elf;
 mod hashtab;
 mod helpers;
@@ -82,7 +91,7 @@ use core::fmt;
 
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
-pub use elf::{list_programs, load, Loaded};
+pub use elf::{list_programs, load, Loaded, Loader};
 pub use maps::{Map, MapDef, MapType};
 pub use program::{Program, ProgramInfo};
 pub use vm::{Fault, FaultKind, Vm};
@@ -146,6 +155,50 @@ pub trait Host {
 
     /// The redirect target of the AF_XDP socket an xskmap holds for `queue`.
     fn redirect_xsk(&self, rxq: XdpRxq, queue: u32) -> Option<u32>;
+
+    /// The redirect target of CPU `cpu` of a cpumap (`bpf_redirect_map` into a cpumap entry):
+    /// in the kernel the frame continues on that CPU as if the program had passed it, so a
+    /// model delivers it as XDP_PASS on the queue that CPU serves. `None` (the default): the
+    /// host cannot, the redirect fails in the driver and is counted there.
+    fn redirect_cpu(&mut self, rxq: XdpRxq, cpu: u32) -> Option<u32> {
+        let _ = (rxq, cpu);
+        None
+    }
+
+    /// The redirect target for a broadcast (`bpf_redirect_map` with `BPF_F_BROADCAST`): one copy
+    /// of the frame to each interface of `ifindexes` (every devmap entry, without the ingress
+    /// interface under `BPF_F_EXCLUDE_INGRESS`; possibly empty, possibly repeating one). `None`
+    /// (the default): the host cannot copy frames; the redirect fails in the driver and is
+    /// counted there. The verdict is XDP_REDIRECT either way, as in the kernel.
+    fn redirect_broadcast(&mut self, rxq: XdpRxq, ifindexes: &[u32]) -> Option<u32> {
+        let _ = (rxq, ifindexes);
+        None
+    }
+
+    /// A record a program wrote with `bpf_perf_event_output` into entry `index` of event array
+    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them).
+    /// Default: dropped.
+    fn output(&mut self, map: &str, index: u32, record: &[u8]) {
+        let _ = (map, index, record);
+    }
+
+    /// `bpf_fib_lookup` for XDP: fills `params` (the program's `struct bpf_fib_lookup`, 64
+    /// bytes) and returns a `BPF_FIB_LKUP_RET_*` code. Default: no route,
+    /// `BPF_FIB_LKUP_RET_NOT_FWDED` (4), as the kernel answers when its FIB has none.
+    fn fib_lookup(&mut self, rxq: XdpRxq, params: &mut [u8; 64], flags: u32) -> u32 {
+        let _ = (rxq, params, flags);
+        4
+    }
+
+    /// The MTU of interface `ifindex` (0: the ingress interface) for `bpf_check_mtu`; `None`: no
+    /// such interface. Default: 1500 for the ingress interface and every interface
+    /// [`Host::redirect_ifindex`] knows.
+    fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        let known = ifindex == 0
+            || ifindex == self.ingress_ifindex(rxq)
+            || self.redirect_ifindex(rxq, ifindex).is_some();
+        known.then_some(1500)
+    }
 
     /// The CPU a frame of `rxq` is processed on (for per-CPU maps and
     /// `bpf_get_smp_processor_id`); must be below [`LoadOptions::cpus`] to get its own copy.
@@ -307,6 +360,10 @@ impl<H> fmt::Debug for XdpEngine<H> {
     }
 }
 
+/// An IPv4 route of [`SimHost::routes`]: (destination, prefix length, egress interface, source
+/// MAC, next hop MAC).
+pub type Route = ([u8; 4], u8, u32, [u8; 6], [u8; 6]);
+
 /// A host for tools and tests: ports have interface indexes `ifindex_base + port`, redirect
 /// targets come from a table, time is set by the caller (e.g. the model's virtual clock), random
 /// numbers come from a seeded xorshift, log lines are kept (up to [`SimHost::MAX_LINES`]).
@@ -320,6 +377,21 @@ pub struct SimHost {
     pub xsk_target: Option<u32>,
     /// CPUs: queue `q` runs on CPU `q % cpus`.
     pub cpus: u32,
+    /// Redirect target of cpumap entries: CPU `c` is target `cpu_target_base + c` (`None`: the
+    /// host has none, such redirects fail).
+    pub cpu_target_base: Option<u32>,
+    /// Redirect target of broadcasts (`None`: the host has none, such redirects fail).
+    pub broadcast_target: Option<u32>,
+    /// The interfaces of the last broadcast redirect, as the engine listed them.
+    pub last_broadcast: Vec<u32>,
+    /// MTU of every interface (`bpf_check_mtu`).
+    pub mtu: u32,
+    /// Records written with `bpf_perf_event_output`: (map, entry, bytes); at most
+    /// [`SimHost::MAX_LINES`], the rest counted in `lines_dropped`.
+    pub records: Vec<(String, u32, Vec<u8>)>,
+    /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,
+    /// egress interface, source MAC, next hop MAC). Empty: every lookup answers "no route".
+    pub routes: Vec<Route>,
     /// What `bpf_ktime_get_ns` returns.
     pub now_ns: u64,
     rng: u64,
@@ -341,6 +413,12 @@ impl SimHost {
             redirects: Vec::new(),
             xsk_target: None,
             cpus: cpus.max(1),
+            cpu_target_base: None,
+            broadcast_target: None,
+            last_broadcast: Vec::new(),
+            mtu: 1500,
+            records: Vec::new(),
+            routes: Vec::new(),
             now_ns: 0,
             rng: seed | 1,
             lines: Vec::new(),
@@ -367,6 +445,51 @@ impl Host for SimHost {
 
     fn cpu(&self, rxq: XdpRxq) -> u32 {
         u32::from(rxq.queue_index) % self.cpus
+    }
+
+    fn redirect_cpu(&mut self, _: XdpRxq, cpu: u32) -> Option<u32> {
+        self.cpu_target_base.map(|b| b.wrapping_add(cpu))
+    }
+
+    fn redirect_broadcast(&mut self, _: XdpRxq, ifindexes: &[u32]) -> Option<u32> {
+        self.last_broadcast.clear();
+        self.last_broadcast.extend_from_slice(ifindexes);
+        self.broadcast_target
+    }
+
+    fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        let known = ifindex == 0
+            || ifindex == self.ingress_ifindex(rxq)
+            || self.redirect_ifindex(rxq, ifindex).is_some();
+        known.then_some(self.mtu)
+    }
+
+    fn output(&mut self, map: &str, index: u32, record: &[u8]) {
+        if self.records.len() < Self::MAX_LINES {
+            self.records.push((map.into(), index, record.to_vec()));
+        } else {
+            self.lines_dropped += 1;
+        }
+    }
+
+    fn fib_lookup(&mut self, _: XdpRxq, p: &mut [u8; 64], _: u32) -> u32 {
+        const AF_INET: u8 = 2;
+        if p[0] != AF_INET {
+            return 4;
+        }
+        let dst = u32::from_be_bytes([p[32], p[33], p[34], p[35]]);
+        let matches = |r: &&Route| {
+            let mask = u32::MAX.checked_shl(32 - u32::from(r.1.min(32))).unwrap_or(0);
+            dst & mask == u32::from_be_bytes(r.0) & mask
+        };
+        let Some(r) = self.routes.iter().filter(matches).max_by_key(|r| r.1) else {
+            return 4;
+        };
+        p[8..12].copy_from_slice(&r.2.to_le_bytes());
+        p[6..8].copy_from_slice(&(self.mtu as u16).to_le_bytes());
+        p[52..58].copy_from_slice(&r.3);
+        p[58..64].copy_from_slice(&r.4);
+        0
     }
 
     fn ktime_ns(&mut self) -> u64 {

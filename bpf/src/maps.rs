@@ -22,6 +22,8 @@ pub mod errno {
     pub const EEXIST: i64 = 17;
     pub const EACCES: i64 = 13;
     pub const EINVAL: i64 = 22;
+    pub const EFAULT: i64 = 14;
+    pub const ENODEV: i64 = 19;
     pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
 }
@@ -45,8 +47,15 @@ pub enum MapType {
     LruHash,
     /// `BPF_MAP_TYPE_LRU_PERCPU_HASH` (10).
     LruPercpuHash,
+    /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY` (4): one event stream per CPU; an entry exists once the
+    /// host opens it (`host_set`), and `bpf_perf_event_output` records go to
+    /// [`crate::Host::output`].
+    PerfEventArray,
     /// `BPF_MAP_TYPE_DEVMAP` (14): interface indexes, redirect targets.
     DevMap,
+    /// `BPF_MAP_TYPE_CPUMAP` (16): CPUs a frame may be redirected to (the value is the queue
+    /// size, or `struct bpf_cpumap_val`), onto the host's [`crate::Host::redirect_cpu`].
+    CpuMap,
     /// `BPF_MAP_TYPE_XSKMAP` (17): AF_XDP sockets by RX queue, onto the host's user sink.
     XskMap,
     /// `BPF_MAP_TYPE_DEVMAP_HASH` (25).
@@ -60,11 +69,13 @@ impl MapType {
         Some(match t {
             1 => Self::Hash,
             2 => Self::Array,
+            4 => Self::PerfEventArray,
             5 => Self::PercpuHash,
             6 => Self::PercpuArray,
             9 => Self::LruHash,
             10 => Self::LruPercpuHash,
             14 => Self::DevMap,
+            16 => Self::CpuMap,
             17 => Self::XskMap,
             25 => Self::DevMapHash,
             _ => return None,
@@ -77,11 +88,13 @@ impl MapType {
         match self {
             Self::Hash => "hash",
             Self::Array => "array",
+            Self::PerfEventArray => "perf_event_array",
             Self::PercpuHash => "percpu_hash",
             Self::PercpuArray => "percpu_array",
             Self::LruHash => "lru_hash",
             Self::LruPercpuHash => "lru_percpu_hash",
             Self::DevMap => "devmap",
+            Self::CpuMap => "cpumap",
             Self::XskMap => "xskmap",
             Self::DevMapHash => "devmap_hash",
         }
@@ -106,13 +119,32 @@ impl MapType {
 
     /// Entries exist only once set (devmaps and xskmaps), unlike array slots.
     const fn is_sparse_array(self) -> bool {
-        matches!(self, Self::DevMap | Self::XskMap)
+        matches!(
+            self,
+            Self::DevMap | Self::XskMap | Self::CpuMap | Self::PerfEventArray
+        )
+    }
+
+    /// Maps only the host writes (redirect maps, event arrays): a program's update, delete or
+    /// store into a value is refused.
+    #[must_use]
+    pub const fn is_host_filled(self) -> bool {
+        self.is_redirect() || matches!(self, Self::PerfEventArray)
     }
 
     /// Maps that only the host fills (a program may look them up and redirect through them).
     #[must_use]
     pub const fn is_redirect(self) -> bool {
-        matches!(self, Self::DevMap | Self::XskMap | Self::DevMapHash)
+        matches!(
+            self,
+            Self::DevMap | Self::XskMap | Self::DevMapHash | Self::CpuMap
+        )
+    }
+
+    /// Devmaps (array or hash): interface indexes, the maps a broadcast redirect goes through.
+    #[must_use]
+    pub const fn is_devmap(self) -> bool {
+        matches!(self, Self::DevMap | Self::DevMapHash)
     }
 }
 
@@ -136,7 +168,7 @@ pub struct MapDef {
 }
 
 /// One map with its storage.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Map {
     def: MapDef,
     copies: usize,
@@ -160,7 +192,7 @@ fn check_def(d: &MapDef) -> Result<(), String> {
             d.key_size
         ));
     }
-    if t.is_redirect() && !(d.value_size == 4 || (d.value_size == 8 && t != MapType::XskMap)) {
+    if t.is_host_filled() && !(d.value_size == 4 || (d.value_size == 8 && t != MapType::XskMap)) {
         return Err(format!(
             "a {} map needs 4-byte values (8 with a program fd)",
             t.name()
@@ -290,7 +322,7 @@ impl Map {
     /// `bpf_map_update_elem` from a program: sets CPU `cpu`'s copy (a new entry of a per-CPU
     /// map has its other copies zeroed). Returns 0 or a negative errno.
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
-        if self.def.map_type.is_redirect() {
+        if self.def.map_type.is_host_filled() {
             return -errno::EOPNOTSUPP;
         }
         self.store(key, value, flags, Some(cpu))
@@ -351,7 +383,7 @@ impl Map {
 
     /// `bpf_map_delete_elem` from a program: 0 or a negative errno.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
-        if self.def.map_type.is_redirect() {
+        if self.def.map_type.is_host_filled() {
             return -errno::EOPNOTSUPP;
         }
         match self.table.as_mut() {
@@ -370,6 +402,24 @@ impl Map {
         let a = self.value_off(s, 0);
         let v = self.values.get(a..a + 4)?;
         Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+    }
+
+    /// The first four bytes (interface index) of every entry's value, in slot order: the targets
+    /// of a broadcast redirect through a devmap.
+    pub fn redirect_values(&self, out: &mut Vec<u32>) {
+        out.clear();
+        let mut push = |slot: u32| {
+            let a = self.value_off(slot, 0);
+            if let Some(v) = self.values.get(a..a + 4) {
+                out.push(u32::from_le_bytes([v[0], v[1], v[2], v[3]]));
+            }
+        };
+        match &self.table {
+            Some(t) => t.iter().for_each(|(s, _)| push(s)),
+            None => (0..self.def.max_entries)
+                .filter(|&s| self.present.get(s as usize).copied().unwrap_or(true))
+                .for_each(&mut push),
+        }
     }
 
     /// Host side: sets `key` to `value` in every CPU's copy (`--map`, initial global data).

@@ -24,6 +24,8 @@ pub const STACK: u64 = 2;
 pub const PACKET: u64 = 3;
 /// Region of map handles.
 pub const MAP_HANDLE: u64 = 4;
+/// Region of function addresses (`bpf_loop` callbacks): the offset is an instruction slot.
+pub const FUNC: u64 = 5;
 /// First region of map values.
 pub const MAP_BASE: u64 = 0x100;
 /// Most maps per object.
@@ -50,6 +52,8 @@ pub enum Region {
     Packet(u32),
     /// A map handle.
     MapHandle(usize),
+    /// The function at this instruction slot.
+    Func(u32),
     /// Map `n`'s value storage, at this offset.
     MapValue(usize, u32),
 }
@@ -64,6 +68,7 @@ pub const fn region(addr: u64) -> Region {
         STACK => Region::Stack(off),
         PACKET => Region::Packet(off),
         MAP_HANDLE => Region::MapHandle(off as usize),
+        FUNC => Region::Func(off),
         r if r >= MAP_BASE && r < MAP_BASE + MAX_MAPS as u64 => {
             Region::MapValue((r - MAP_BASE) as usize, off)
         }
@@ -101,6 +106,7 @@ impl core::fmt::Display for Shown {
             Region::Stack(o) => write!(f, "stack{:+}", signed(o)),
             Region::Packet(o) => write!(f, "packet{:+}", signed(o)),
             Region::MapHandle(m) => write!(f, "map handle {m}"),
+            Region::Func(s) => write!(f, "function at instruction {s}"),
             Region::MapValue(m, o) => write!(f, "map {m}{:+}", signed(o)),
             Region::None => write!(f, "{:#x}", self.0),
         }

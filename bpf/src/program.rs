@@ -73,6 +73,11 @@ impl Program {
         &self.code
     }
 
+    /// The instructions, for the loader's late relocations (CO-RE).
+    pub(crate) fn code_mut(&mut self) -> &mut [Insn] {
+        &mut self.code
+    }
+
     /// The first instruction run.
     #[must_use]
     pub const fn entry(&self) -> usize {

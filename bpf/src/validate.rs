@@ -6,6 +6,7 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
+use alloc::vec::Vec;
 
 use crate::insn::{self, alu, class, jmp, mem, pseudo, Insn, SRC_X};
 use crate::program::Program;
@@ -14,32 +15,47 @@ use crate::LoadError;
 /// The frame pointer, read-only.
 const R10: u8 = 10;
 
-/// Checks `p`; the error names the instruction and what is wrong with it.
+/// Checks `p`: every instruction its entry can reach (through jumps, calls and callback
+/// references); the error names the instruction, its function and what is wrong with it. Code no
+/// path reaches (another program of the same section, a subprogram nothing calls) is not checked
+/// and never runs: a refusal always belongs to this program.
 ///
 /// # Errors
 ///
-/// The first instruction the engine cannot run.
+/// The first reachable instruction the engine cannot run.
 pub fn validate(p: &Program) -> Result<(), LoadError> {
+    reachable(p).map(|_| ())
+}
+
+/// The slots program `p` can reach from its entry (each checked), in a vector indexed by slot.
+///
+/// # Errors
+///
+/// As [`validate`].
+pub fn reachable(p: &Program) -> Result<Vec<bool>, LoadError> {
+    walk(p, &[], true)
+}
+
+/// [`reachable`], leaving the slots of `unchecked` (sorted; instructions whose relocation failed,
+/// which the loader reports itself when they are reachable) unchecked; with `check` false,
+/// nothing is checked and paths that leave the code are not followed (a first look, to report a
+/// failed relocation before what it may have caused).
+pub(crate) fn walk(p: &Program, unchecked: &[usize], check_all: bool) -> Result<Vec<bool>, LoadError> {
     let code = p.code();
     let name = p.name();
     if code.is_empty() {
         return Err(LoadError::new(format!("program {name} has no instructions")));
     }
-    let mut second = vec![false; code.len()];
-    for (i, ins) in code.iter().enumerate() {
-        if ins.op == insn::LDDW && !second[i] {
-            if let Some(s) = second.get_mut(i + 1) {
-                *s = true;
-            }
-        }
-    }
+    let second = lddw_seconds(code);
     if p.entry() >= code.len() || second[p.entry()] {
         return Err(LoadError::new(format!(
             "program {name}: entry point outside its code"
         )));
     }
-    let mut i = 0;
-    while i < code.len() {
+    let mut seen = vec![false; code.len()];
+    let mut todo = vec![p.entry()];
+    seen[p.entry()] = true;
+    while let Some(i) = todo.pop() {
         let at = |why: String| {
             let (f, o) = p.locate(i);
             LoadError::new(format!(
@@ -48,16 +64,73 @@ pub fn validate(p: &Program) -> Result<(), LoadError> {
                 code[i].op
             ))
         };
-        check(code, i, &second).map_err(at)?;
-        i += if code[i].op == insn::LDDW { 2 } else { 1 };
+        let nexts = if !check_all {
+            successors(code, i)
+        } else if unchecked.binary_search(&i).is_ok() {
+            let len = if code[i].op == insn::LDDW { 2 } else { 1 };
+            [Some(i + len), None]
+        } else {
+            check(code, i, &second).map_err(at)?;
+            successors(code, i)
+        };
+        for next in nexts.into_iter().flatten() {
+            if !check_all && (next >= code.len() || second[next]) {
+                continue;
+            }
+            if next >= code.len() || second[next] {
+                return Err(at(
+                    "the program can run past this instruction off its end, or into the middle of an lddw"
+                        .into(),
+                ));
+            }
+            if !core::mem::replace(&mut seen[next], true) {
+                todo.push(next);
+            }
+        }
     }
-    let last = code[code.len() - 1];
-    if second[code.len() - 1] || !(last.op == insn::EXIT || last.op == class::JMP | jmp::JA) {
-        return Err(LoadError::new(format!(
-            "program {name}: the last instruction is neither exit nor a jump, so a run could fall off the end"
-        )));
+    Ok(seen)
+}
+
+/// Which slots are the second half of an `lddw` (no jump may land there).
+fn lddw_seconds(code: &[Insn]) -> Vec<bool> {
+    let mut second = vec![false; code.len()];
+    let mut i = 0;
+    while i < code.len() {
+        if code[i].op == insn::LDDW {
+            if let Some(s) = second.get_mut(i + 1) {
+                *s = true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
     }
-    Ok(())
+    second
+}
+
+/// Where control may go after checked instruction `i`: the next slot, a jump or call target, a
+/// callback a `lddw` refers to.
+fn successors(code: &[Insn], i: usize) -> [Option<usize>; 2] {
+    let ins = code[i];
+    let rel = |off: i64| usize::try_from(i as i64 + 1 + off).ok();
+    let class = ins.op & 7;
+    if ins.op == insn::LDDW {
+        let callback = (ins.src == pseudo::FUNC)
+            .then(|| rel(i64::from(ins.imm)))
+            .flatten();
+        return [Some(i + 2), callback];
+    }
+    if class != class::JMP && class != class::JMP32 {
+        return [Some(i + 1), None];
+    }
+    match ins.op & 0xf0 {
+        jmp::EXIT => [None, None],
+        jmp::JA if class == class::JMP => [rel(i64::from(ins.off)), None],
+        jmp::JA => [rel(i64::from(ins.imm)), None],
+        jmp::CALL if ins.src == pseudo::CALL => [Some(i + 1), rel(i64::from(ins.imm))],
+        jmp::CALL => [Some(i + 1), None],
+        _ => [Some(i + 1), rel(i64::from(ins.off))],
+    }
 }
 
 fn target_ok(code_len: usize, second: &[bool], i: usize, off: i64) -> Result<(), String> {
@@ -81,7 +154,7 @@ fn check(code: &[Insn], i: usize, second: &[bool]) -> Result<(), String> {
         return Err("r10 (the frame pointer) is read-only".into());
     }
     match ins.op & 7 {
-        class::LD => check_ld(code, i),
+        class::LD => check_ld(code, i, second),
         class::LDX => match (ins.op & 0xe0, ins.op & 0x18) {
             (mem::MEM, _) | (mem::MEMSX, mem::B | mem::H | mem::W) => Ok(()),
             _ => Err("unknown load (packet loads LD_ABS/LD_IND are for socket filters, not XDP)".into()),
@@ -94,12 +167,15 @@ fn check(code: &[Insn], i: usize, second: &[bool]) -> Result<(), String> {
     }
 }
 
-fn check_ld(code: &[Insn], i: usize) -> Result<(), String> {
+fn check_ld(code: &[Insn], i: usize, second: &[bool]) -> Result<(), String> {
     let ins = code[i];
     if ins.op != insn::LDDW {
         return Err("only lddw is allowed in the LD class (LD_ABS/LD_IND are for socket filters)".into());
     }
-    if ins.src != 0 {
+    if ins.src == pseudo::FUNC {
+        // A callback (bpf_loop): the address of a function of the program, pc-relative.
+        target_ok(code.len(), second, i, i64::from(ins.imm))?;
+    } else if ins.src != 0 {
         return Err(format!(
             "lddw with source {} (a map or function reference) that no relocation resolved",
             ins.src

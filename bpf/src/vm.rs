@@ -87,6 +87,9 @@ pub struct Fault {
     pub kind: FaultKind,
 }
 
+/// The return slot of a frame a helper's callback runs in (no instruction has it).
+const CALLBACK_RETURN: usize = usize::MAX;
+
 /// A caller's registers kept across a bpf-to-bpf call.
 #[derive(Clone, Copy, Debug, Default)]
 struct Frame {
@@ -103,6 +106,8 @@ pub struct Vm {
     stack_low: usize,
     /// Room for helper arguments copied out of program memory (keys, values, strings).
     pub(crate) scratch: alloc::vec::Vec<u8>,
+    /// The interfaces of a broadcast redirect (kept to reuse its allocation).
+    pub(crate) targets: alloc::vec::Vec<u32>,
     budget: u64,
 }
 
@@ -115,6 +120,7 @@ impl Vm {
             stack: alloc::vec![0; mem::STACK_SIZE],
             stack_low: mem::STACK_SIZE,
             scratch: alloc::vec![0; scratch.max(64)],
+            targets: alloc::vec::Vec::new(),
             budget: budget.max(1),
         }
     }
@@ -348,7 +354,12 @@ impl<H: Host> Run<'_, '_, H> {
                 _ => {
                     // lddw (the only LD instruction validation lets through).
                     let hi = self.code.get(pc + 1).map_or(0, |n| n.imm as u32);
-                    self.regs[d] = u64::from(ins.imm as u32) | (u64::from(hi) << 32);
+                    self.regs[d] = if ins.src == pseudo::FUNC {
+                        // Validated: the slot lies in the program.
+                        mem::addr(mem::FUNC, (pc as i64 + 1 + i64::from(ins.imm)) as u32)
+                    } else {
+                        u64::from(ins.imm as u32) | (u64::from(hi) << 32)
+                    };
                     pc += 2;
                 }
             }
@@ -382,6 +393,10 @@ impl<H: Host> Run<'_, '_, H> {
                 let f = self.frames[self.depth];
                 self.regs[6..10].copy_from_slice(&f.saved);
                 self.regs[10] = f.fp;
+                if f.ret == CALLBACK_RETURN {
+                    // The end of a callback a helper called: back to the helper.
+                    return Ok(Some(self.regs[0]));
+                }
                 self.pc = f.ret;
             }
             _ => {
@@ -404,6 +419,33 @@ impl<H: Host> Run<'_, '_, H> {
             return Err(FaultKind::BadPc);
         }
         Ok(t as usize)
+    }
+
+    /// Calls the function at `slot` with `args` in r1 and r2 (a helper's callback, such as
+    /// `bpf_loop`'s) in the next stack frame and runs it to its return: its r0. The caller's
+    /// registers are as they were before (a helper call clobbers only r0-r5).
+    pub(crate) fn call_callback(&mut self, slot: usize, args: [u64; 2]) -> Result<u64, FaultKind> {
+        if self.depth + 1 >= mem::MAX_FRAMES {
+            return Err(FaultKind::CallDepth);
+        }
+        let (regs, pc) = (self.regs, self.pc);
+        self.frames[self.depth] = Frame {
+            ret: CALLBACK_RETURN,
+            saved: [regs[6], regs[7], regs[8], regs[9]],
+            fp: regs[10],
+        };
+        self.depth += 1;
+        self.regs[10] = mem::addr(
+            mem::STACK,
+            (mem::STACK_SIZE - self.depth * mem::FRAME_SIZE) as u32,
+        );
+        self.regs[1] = args[0];
+        self.regs[2] = args[1];
+        self.pc = slot;
+        let r = self.go();
+        self.regs = regs;
+        self.pc = pc;
+        r.map_err(|f| f.kind)
     }
 
     fn call_local(&mut self, imm: i32) -> Result<(), FaultKind> {
@@ -571,7 +613,9 @@ impl<H: Host> Run<'_, '_, H> {
                 out.copy_from_slice(&map.storage()[src]);
             }
             Region::Ctx(_) => return Err(oob(addr, n, "context (only its fields may be loaded)")),
-            Region::MapHandle(_) | Region::None => return Err(FaultKind::NotAnAddress { addr }),
+            Region::MapHandle(_) | Region::Func(_) | Region::None => {
+                return Err(FaultKind::NotAnAddress { addr })
+            }
         }
         Ok(())
     }
@@ -602,14 +646,16 @@ impl<H: Host> Run<'_, '_, H> {
             }
             Region::MapValue(mi, o) => {
                 let map = self.maps.get_mut(mi).ok_or(FaultKind::NotAnAddress { addr })?;
-                if map.def().read_only || map.def().map_type.is_redirect() {
+                if map.def().read_only || map.def().map_type.is_host_filled() {
                     return Err(FaultKind::ReadOnly { addr });
                 }
                 let dst = value_span(map, o, n).ok_or(oob(addr, n, "map value"))?;
                 map.storage_mut()[dst].copy_from_slice(data);
             }
             Region::Ctx(_) => return Err(FaultKind::ReadOnly { addr }),
-            Region::MapHandle(_) | Region::None => return Err(FaultKind::NotAnAddress { addr }),
+            Region::MapHandle(_) | Region::Func(_) | Region::None => {
+                return Err(FaultKind::NotAnAddress { addr })
+            }
         }
         Ok(())
     }

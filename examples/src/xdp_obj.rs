@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use onic_bpf::{LoadOptions, SimHost, XdpEngine};
+use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
 use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpProgram};
 
 use crate::xdp_progs::{Builtin, OTHER_PORT};
@@ -35,6 +35,11 @@ pub struct ObjOpts {
     /// the object's only XDP program].
     #[arg(long, requires = "xdp_obj")]
     pub sec: Option<String>,
+    /// Loads the chosen program as this type whatever its section is named (only `xdp`), as
+    /// libbpf's bpf_program__set_type does; without it, programs load from sections named
+    /// xdp, xdp/..., xdp.frags...
+    #[arg(long, value_name = "TYPE", value_parser = ["xdp"], requires = "xdp_obj")]
+    pub prog_type: Option<String>,
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
     /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1).
@@ -177,8 +182,10 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         budget: o.insn_budget,
         ..LoadOptions::default()
     };
-    let loaded =
-        onic_bpf::load(&bytes, o.sec.as_deref(), &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let loaded = Loader::new(opts)
+        .prog_type_xdp(o.prog_type.is_some())
+        .load(&bytes, o.sec.as_deref())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut host = SimHost::new(CPUS, 0x5eed);
     host.ifindex_base = IFINDEX_BASE;
     // From port 0, interface 2 (port 1) is the other port, and the other way round.

@@ -4,7 +4,7 @@
 //! freshly loaded engine, so that every frame starts from the maps as the object declares them,
 //! as the kernel side does by restoring its maps.
 
-use onic_bpf::{LoadOptions, SimHost, XdpEngine};
+use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
 use onic_core::xdp::{XdpBuff, XdpRxq};
 
 use crate::{MapState, Outcome};
@@ -14,27 +14,48 @@ const HEADROOM: usize = 256;
 /// The page a frame lies in (the kernel's test run uses one page too).
 const PAGE: usize = 4096;
 
+/// The running kernel's BTF, which the kernel side's CO-RE relocations are resolved against
+/// (read once).
+fn kernel_btf() -> Option<&'static [u8]> {
+    static BTF: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| std::fs::read("/sys/kernel/btf/vmlinux").ok())
+        .as_deref()
+}
+
 /// A program the engine accepted: the object's bytes and the function to load.
 pub struct Onic<'a> {
-    bytes: &'a [u8],
-    func: &'a str,
+    loader: Loader<'static>,
+    /// The program as loaded: every frame gets a copy (loading again would resolve the CO-RE
+    /// relocations against the kernel's BTF again, for the same result).
+    loaded: onic_bpf::Loaded,
+    _bytes: std::marker::PhantomData<&'a [u8]>,
 }
 
 impl<'a> Onic<'a> {
-    /// Loads `func` of `bytes` once to see whether the engine takes it.
-    pub fn load(bytes: &'a [u8], func: &'a str) -> Result<Self, String> {
-        onic_bpf::load(bytes, Some(func), &LoadOptions::default()).map_err(|e| e.to_string())?;
-        Ok(Self { bytes, func })
+    /// Loads `func` of `bytes` once to see whether the engine takes it. A map declared without
+    /// `max_entries` gets `entries` entries, as on the kernel side; the program is loaded as XDP
+    /// whatever its section (the harness only asks for programs libbpf types as XDP); CO-RE
+    /// relocations are resolved against the running kernel's BTF, as libbpf resolves them.
+    pub fn load(bytes: &'a [u8], func: &'a str, entries: u32) -> Result<Self, String> {
+        let mut loader = Loader::new(LoadOptions::default())
+            .unsized_max_entries(entries)
+            .prog_type_xdp(true);
+        if let Some(btf) = kernel_btf() {
+            loader = loader.kernel_btf(btf);
+        }
+        let loaded = loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
+        Ok(Self {
+            loader,
+            loaded,
+            _bytes: std::marker::PhantomData,
+        })
     }
 
     /// Runs the program on `frame` with fresh maps: the outcome and the maps' entries after the
     /// run (map name, sorted (key, CPU 0's value)).
     pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
-        let opts = LoadOptions::default();
-        let loaded = match onic_bpf::load(self.bytes, Some(self.func), &opts) {
-            Ok(l) => l,
-            Err(e) => return (Outcome::Refused(e.to_string()), Vec::new()),
-        };
+        let opts = *self.loader.options();
+        let loaded = self.loaded.clone();
         let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
         let mut page = vec![0u8; PAGE];
         let Some(room) = page.get_mut(HEADROOM..HEADROOM + frame.len()) else {

@@ -118,6 +118,11 @@ unsafe extern "C" fn print(_level: c_int, fmt: *const c_char, ap: *mut c_void) -
     0
 }
 
+/// The `max_entries` both sides give a map declared without one: 64 per CPU.
+pub fn unsized_entries(cpus: usize) -> u32 {
+    u32::try_from(64 * cpus).unwrap_or(u32::MAX)
+}
+
 /// Takes what libbpf printed so far.
 pub fn take_log() -> String {
     LOG.lock()
@@ -379,7 +384,7 @@ impl Lib {
         // are sized by their programs' loaders before the load (xdp-tools and the samples give
         // them a multiple of the CPU count); here they get 64 entries per CPU, more than any of
         // those loaders asks for on this machine.
-        let sized = u32::try_from(64 * self.possible_cpus()).unwrap_or(u32::MAX);
+        let sized = unsized_entries(self.possible_cpus());
         for m in maps_raw(self, &obj) {
             // SAFETY: a map of the open, not yet loaded object; a null path clears pinning.
             unsafe {

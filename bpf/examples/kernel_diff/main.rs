@@ -234,7 +234,7 @@ fn run_program(
 ) -> ProgResult {
     let program = format!("{id}:{func}");
     let kernel = lib.load(path, func);
-    let onic = Onic::load(bytes, func);
+    let onic = Onic::load(bytes, func, libbpf::unsized_entries(lib.possible_cpus()));
     let res = ProgResult {
         id: program.clone(),
         kernel: kernel.as_ref().err().cloned(),

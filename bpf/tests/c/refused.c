@@ -15,7 +15,7 @@ struct hidden {
 SEC("xdp/helper")
 int helper(struct xdp_md *ctx)
 {
-	return bpf_xdp_get_buff_len(ctx) > 64 ? XDP_PASS : XDP_DROP;
+	return bpf_get_numa_node_id() > 0 ? XDP_PASS : XDP_DROP;
 }
 
 SEC("xdp/kconfig")
