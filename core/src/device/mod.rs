@@ -401,6 +401,17 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         hw::read_hw_counters(&self.shell, self.cfg.func.port())
     }
 
+    /// The standard statistic groups of the function's port (`eth-mac`, `eth-phy`, `eth-ctrl`,
+    /// `rmon`, pause frames): one TICK, then the CMAC counters ([`crate::stats::mac`]).
+    pub fn mac_stat_groups(&self) -> crate::stats::MacStatGroups {
+        crate::stats::MacStatGroups::read(&self.shell, self.cfg.func.port())
+    }
+
+    /// The pause settings of the function's port's CMAC (`ethtool -a`).
+    pub fn pause_params(&self) -> crate::stats::PauseParams {
+        crate::stats::PauseParams::read(&self.shell, self.cfg.func.port())
+    }
+
     /// The packet adapter's RX drop counter of the function's port (frames dropped before the
     /// driver saw them).
     pub fn adapter_rx_drops(&self) -> u64 {
