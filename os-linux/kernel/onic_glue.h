@@ -81,6 +81,7 @@ void onic_rs_sim_tick(const void *sim, u64 elapsed_ns, void *cookie);
 void onic_rs_sim_set_link(const void *sim, u8 port, bool up);
 void onic_rs_sim_stall_tx(const void *sim, bool on);
 void onic_rs_sim_freeze_cmpt(const void *sim, bool on);
+void onic_rs_sim_bad_fcs(const void *sim, u32 frames);
 void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, const struct onic_port_params *p, int *err);
 void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, void __iomem *bar0, size_t bar0_len,
 			   void __iomem *bar2, size_t bar2_len, const struct onic_port_params *p, int *err);
@@ -104,6 +105,9 @@ bool onic_rs_error_report(const void *port, char *buf, size_t len);
 int onic_rs_sset_count(const void *port, u32 sset);
 void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
 void onic_rs_get_stats(const void *port, u64 *data, size_t n);
+int onic_rs_mac_groups(const void *port, struct onic_mac_groups *out);
+int onic_rs_pause_params(const void *port, bool *rx, bool *tx);
+extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
 int onic_rs_change_mtu(const void *port, u32 mtu);
 void onic_rs_mtu_range(const void *port, unsigned int *min, unsigned int *max);
 void onic_rs_rss_get(const void *port, u32 *indir, u8 *key);

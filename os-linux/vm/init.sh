@@ -446,6 +446,86 @@ check "ping a -> b across the model's cable" $A ping -c 3 -W 2 192.0.2.2
 check "ping b -> a" $B ping -c 2 -W 2 192.0.2.1
 check "ethtool -S counts the frames" sh -c "$B ethtool -S $IF1 | grep -Eq 'stat_rx_total_pkts: [1-9]'"
 
+# ---- the standard statistic groups (ethtool -S --groups, -I --show-pause) after known traffic:
+# the CMAC's counters as IEEE 802.3 / RMON name them (core::stats::mac, docs/statistics.md).
+# grp NAME DEV NETNS-PREFIX...: one counter of the four groups; pstat NAME DEV NETNS-PREFIX...:
+# one line of -I --show-pause (a statistic or the RX/TX setting).
+GROUPS="eth-mac eth-phy eth-ctrl rmon"
+grp() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -S "$d" --groups $GROUPS | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p"
+}
+pstat() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -I --show-pause "$d" | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p"
+}
+# settle NAME DEV WANT NETNS-PREFIX...: waits up to 10 s (times the slow factor) until group
+# counter NAME reaches WANT (frames still on their way through the model's rings).
+settle() {
+	sn=$1
+	sd=$2
+	sw=$3
+	shift 3
+	n=0
+	while [ $n -lt $((50 * SLOW)) ] && [ "$(grp "$sn" "$sd" "$@")" != "$sw" ]; do sleep 0.2; n=$((n + 1)); done
+}
+$A ethtool -S $IF0 --groups $GROUPS >/tmp/groups 2>&1
+check "ethtool -S --groups $GROUPS answers" grep -q 'FramesReceivedOK' /tmp/groups
+sed 's/^/    | /' /tmp/groups
+check "eth-mac, eth-phy, eth-ctrl and rmon are all there" sh -c \
+	"grep -q 'eth-mac-FramesTransmittedOK' /tmp/groups && grep -q 'eth-phy-SymbolErrorDuringCarrier' /tmp/groups &&
+	 grep -q 'eth-ctrl-MACControlFramesReceived' /tmp/groups && grep -q 'rmon-etherStatsUndersizePkts' /tmp/groups"
+check "rmon lists the CMAC's histogram ranges, 64 to 9215 bytes" sh -c \
+	"grep -q 'rx-rmon-etherStatsPkts64to64Octets' /tmp/groups && grep -q 'rx-rmon-etherStatsPkts1519to2047Octets' /tmp/groups &&
+	 grep -q 'tx-rmon-etherStatsPkts8192to9215Octets' /tmp/groups"
+check "counters the CMAC lacks are not reported (no AlignmentErrors, no collisions)" sh -c \
+	"! grep -Eq 'AlignmentErrors|Collision' /tmp/groups"
+# 7 pings of 600 bytes: 646 bytes on the wire each way (600 + ICMP 8 + IPv4 20 + Ethernet 14 +
+# FCS 4), the only frames of the run in the 512-1023 bucket.
+H=rmon-etherStatsPkts512to1023Octets
+T0=$(grp tx-$H $IF0 $A)
+R1=$(grp rx-$H $IF1 $B)
+T1=$(grp tx-$H $IF1 $B)
+R0=$(grp rx-$H $IF0 $A)
+OK1=$(grp eth-mac-FramesReceivedOK $IF1 $B)
+OC1=$(grp eth-mac-OctetsReceivedOK $IF1 $B)
+check "7 pings of 600 bytes a -> b" timeout $((20 * SLOW)) $A $PING -c 7 -i 0.2 -s 600 -W 2 192.0.2.2
+settle rx-$H $IF0 $((R0 + 7)) $A
+check "rmon: $IF0 sent 7 frames of 512-1023 bytes (+$(($(grp tx-$H $IF0 $A) - T0)))" test $(($(grp tx-$H $IF0 $A) - T0)) = 7
+check "rmon: $IF1 received them (+$(($(grp rx-$H $IF1 $B) - R1)))" test $(($(grp rx-$H $IF1 $B) - R1)) = 7
+check "rmon: $IF1 sent 7 replies of 512-1023 bytes (+$(($(grp tx-$H $IF1 $B) - T1)))" test $(($(grp tx-$H $IF1 $B) - T1)) = 7
+check "rmon: $IF0 received them (+$(($(grp rx-$H $IF0 $A) - R0)))" test $(($(grp rx-$H $IF0 $A) - R0)) = 7
+OK1=$(($(grp eth-mac-FramesReceivedOK $IF1 $B) - OK1))
+OC1=$(($(grp eth-mac-OctetsReceivedOK $IF1 $B) - OC1))
+check "eth-mac: FramesReceivedOK (+$OK1) and OctetsReceivedOK (+$OC1) of $IF1 cover them" \
+	test $OK1 -ge 7 -a $OC1 -ge $((7 * 646))
+check "eth-phy: no code violations on the model's cable" test "$(grp eth-phy-SymbolErrorDuringCarrier $IF0 $A)" = 0
+# Frames with a bad FCS: counted by whichever port received them, dropped there.
+fcs() { echo $(($(grp eth-mac-FrameCheckSequenceErrors $IF0 $A) + $(grp eth-mac-FrameCheckSequenceErrors $IF1 $B))); }
+F0=$(fcs)
+if [ $MODE = pci ]; then ctl_wr $CTL_BAD_FCS 3; else echo 3 >/sys/module/onic/parameters/sim_bad_fcs; fi
+timeout $((20 * SLOW)) $A $PING -c 8 -i 0.2 -W 1 192.0.2.2 >/dev/null 2>&1
+check "eth-mac: 3 frames with a bad FCS counted in FrameCheckSequenceErrors (+$(($(fcs) - F0)))" test $(($(fcs) - F0)) = 3
+# Pause frames: 5 sent out of $IF1 (MAC control, 64 bytes on the wire), consumed by $IF0's MAC.
+PT1=$(pstat tx_pause_frames $IF1 $B)
+PR0=$(pstat rx_pause_frames $IF0 $A)
+CT1=$(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B)
+CR0=$(grp eth-ctrl-MACControlFramesReceived $IF0 $A)
+check "5 pause frames out of $IF1" timeout $((20 * SLOW)) $B onic_replay pause $IF1 5
+settle eth-ctrl-MACControlFramesReceived $IF0 $((CR0 + 5)) $A
+$A ethtool -I --show-pause $IF0 >/tmp/pause 2>&1
+sed 's/^/    | /' /tmp/pause
+check "--show-pause: global pause on both ways, no autonegotiation" sh -c \
+	"grep -Eq '^RX:[[:space:]]+on' /tmp/pause && grep -Eq '^TX:[[:space:]]+on' /tmp/pause && grep -Eq '^Autonegotiate:[[:space:]]+off' /tmp/pause"
+check "--show-pause: $IF1 sent 5 pause frames (+$(($(pstat tx_pause_frames $IF1 $B) - PT1)))" test $(($(pstat tx_pause_frames $IF1 $B) - PT1)) = 5
+check "--show-pause: $IF0 received them (+$(($(pstat rx_pause_frames $IF0 $A) - PR0)))" test $(($(pstat rx_pause_frames $IF0 $A) - PR0)) = 5
+check "eth-ctrl: MAC control frames, 5 sent and 5 received (+$(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)), +$(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)))" \
+	test $(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)) = 5 -a $(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)) = 5
+
 # ---- ethtool round trips; bad values rejected with an error and no change
 E="$A ethtool"
 check "ethtool -x: default key is the RTL reset key" sh -c "$E -x $IF0 | grep -q '17:14:e3:d6:7e:c8'"

@@ -48,7 +48,7 @@ use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::Stats64;
-use onic_core::stats::{QueueCounters, HW_COUNTERS};
+use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxQueueConfig};
 
 use contexts::Owned;
@@ -465,6 +465,29 @@ impl<H: Host> Port<H> {
     /// The port's hardware counters (a TICK, then the reads; hardware.md §10.5).
     pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
         self.dev.hw_counters()
+    }
+
+    /// The standard statistic groups of the port's MAC (`ethtool -S --groups eth-mac eth-phy
+    /// eth-ctrl rmon`, the pause-frame counts of `ethtool -I -a`): one TICK of the CMAC, then its
+    /// counters mapped by the core ([`onic_core::stats::mac`]). A control call: the TICK latches
+    /// the counters every reader of the port shares, so readers take turns.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn mac_stat_groups(&self, ctl: &mut Token<'_, Control>) -> PortResult<MacStatGroups> {
+        self.ctl(ctl)?;
+        Ok(self.dev.mac_stat_groups())
+    }
+
+    /// The pause settings of the port's CMAC (`ethtool -a`).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn pause_params(&self, ctl: &mut Token<'_, Control>) -> PortResult<PauseParams> {
+        self.ctl(ctl)?;
+        Ok(self.dev.pause_params())
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the
