@@ -413,14 +413,15 @@ static irqreturn_t onic_queue_irq(int irq, void *data)
 }
 
 /* The user vector (the shell raises none the driver uses) and, on the master PF, the QDMA's
- * error vector: its registers are read and decoded (onic_rs_error_report) and reported at most a
- * few times in a burst (ratelimited), from hard-IRQ context (MMIO reads only; the error
+ * error vector: its registers are read and decoded (onic_rs_error_report: each error register
+ * whose group is set, each bit set in it with its name and meaning) and reported at most a few
+ * times in a burst (ratelimited), from hard-IRQ context (MMIO reads only; the error
  * interrupt is not re-armed, as in the reference driver, so an error that stays asserted cannot
  * become a storm). */
 static irqreturn_t onic_misc_irq(int irq, void *data)
 {
 	struct onic_pci *op = data;
-	char report[256];
+	char report[512];
 	bool any = false;
 
 	if (irq == op->user_irq) {

@@ -788,3 +788,87 @@ fn tokens_of_another_port_or_queue_open_nothing() {
     reclaim(&card, &b, 0);
     finish(&card, &os, vec![a, b]);
 }
+
+/// `ethtool -S` value `name` of port `p`.
+fn stat_of(p: &SimPort, name: &str) -> u64 {
+    let mut names = Vec::new();
+    let mut vals = vec![0u64; stats_count(p.queue_count())];
+    // SAFETY: single-threaded test (control calls).
+    unsafe {
+        ethtool::stat_names(p, &mut ctl(p), |_, n| {
+            names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
+        });
+        ethtool::stat_values(p, &mut ctl(p), &mut vals);
+    }
+    vals[names
+        .iter()
+        .position(|x| x == name)
+        .unwrap_or_else(|| panic!("{name}"))]
+}
+
+/// One NAPI poll of queue `q`, as the glue runs it.
+fn poll_once(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> onic_embed::port::PollResult {
+    card.tick(10_000);
+    // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
+    let (mut t, s) = unsafe { (token(p, q), section()) };
+    p.poll(&mut t, &s, 64, (), None)
+}
+
+/// A completion ring whose color never flips after a wrap (a broken device): the receiving
+/// queue counts its stalled polls, enters its error state, is restarted in place, and all of it
+/// is in `ethtool -S` (`rx0_stall_polls`, `rx0_queue_errors`, `rx0_restarts`), as the
+/// module's reset work and the user see it.
+#[test]
+fn queue_health_reaches_ethtool_s() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    card.with(|c| c.faults().freeze_cmpt_color(true));
+    // b's completion ring has 64 entries: 100 frames wrap it, and the second lap never shows.
+    let mut failed = false;
+    for batch in 0..25u8 {
+        for i in 0..4u8 {
+            assert_eq!(
+                send(&os, &a, 0, &frame(batch * 4 + i, 100), i < 3),
+                XmitResult::Ok
+            );
+        }
+        reclaim(&card, &a, 0);
+        for _ in 0..2000 {
+            let r = poll_once(&card, &b, 0);
+            if r.error {
+                failed = true;
+                break;
+            }
+            if !r.more {
+                break;
+            }
+        }
+        if failed {
+            break;
+        }
+    }
+    assert!(failed, "the frozen ring was detected");
+    assert!(stat_of(&b, "rx0_queue_errors") >= 1);
+    assert!(stat_of(&b, "rx0_stall_polls") >= 1);
+    card.with(|c| c.faults().freeze_cmpt_color(false));
+    // The reset work: the queue's contexts stopped, its rings restarted.
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, mut q) = unsafe { quiesced(&b) };
+    b.restart_queue(&mut c, &mut q.queue(0)).unwrap();
+    assert_eq!(stat_of(&b, "rx0_restarts"), 1);
+    assert_eq!(
+        stat_of(&b, "tx0_restarts"),
+        3,
+        "the index's rings restart together: the stack's, the redirect-in and the XDP_TX ring"
+    );
+    let before = os.0.borrow().delivered.len();
+    assert_eq!(send(&os, &a, 0, &frame(7, 100), false), XmitResult::Ok);
+    drain(&card, [(&a, None), (&b, None)]);
+    assert_eq!(os.0.borrow().delivered.len(), before + 1, "traffic flows again");
+    reclaim(&card, &a, 0);
+    finish(&card, &os, vec![a, b]);
+}

@@ -817,7 +817,14 @@ H=$(awk '$1 == "5555" { print $NF }' /tmp/out)
 check "xdp-filter dropped the frames to port 5555 ($H hits)" test "${H:-0}" -gt 0
 check "xdp-filter unload" timeout 30 $NB xdp-filter unload $IF1
 
+# qsum DIR NAME: ethtool -S's queue-health counter DIR<q>_NAME summed over the queues of both
+# ports (docs/statistics.md, queue health).
+qsum() {
+	{ $A ethtool -S $IF0; $B ethtool -S $IF1; } |
+		awk -v p="$1" -v n="$2" '{ sub(":", "", $1) } $1 ~ ("^" p "[0-9]+_" n "$") { s += $2 } END { print s + 0 }'
+}
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
+TXR0=$(qsum tx restarts)
 echo "onic-vm: fault window begins" >/dev/kmsg
 set_tx_stall 1
 timeout $((40 * SLOW)) $A $PING -f -w $((25 * SLOW)) -s 1000 192.0.2.2 >/dev/null 2>&1 &
@@ -834,10 +841,14 @@ check "a stalled TX engine is reported (ndo_tx_timeout)" sh -c 'dmesg | grep -Eq
 check "and the queue restarted in place" sh -c "dmesg | grep -Eq '($IF0|$IF1): queue [0-9]+ restarted'"
 check "traffic flows after the restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &) && sleep $SLOW && timeout 30 $A iperf3 -c 192.0.2.2 -p 5201 -t 3 >/dev/null"
+check "ethtool -S: tx<q>_restarts counts the TX restart (+$(($(qsum tx restarts) - TXR0)))" test $(($(qsum tx restarts) - TXR0)) -ge 1
 
 # ---- a lying completion ring (its color never flips after a wrap): the RX queue detects it,
 # stops asking to be polled, and a work item restarts it
 R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
+QE0=$(qsum rx queue_errors)
+QR0=$(qsum rx restarts)
+QS0=$(qsum rx stall_polls)
 flood_frozen
 n=0
 while [ $n -lt $((30 * SLOW)) ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
@@ -851,6 +862,11 @@ echo "onic-vm: fault window ends" >/dev/kmsg
 check "a completion ring whose color never flips is detected" sh -c 'dmesg | grep -q "RX or XDP_TX ring error; restarting the queue"'
 check "and the RX queue restarted in place" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
 check "traffic flows after the RX restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+QE0=$(($(qsum rx queue_errors) - QE0))
+QR0=$(($(qsum rx restarts) - QR0))
+QS0=$(($(qsum rx stall_polls) - QS0))
+check "ethtool -S: the frozen ring in rx<q>_queue_errors (+$QE0), rx<q>_restarts (+$QR0), rx<q>_stall_polls (+$QS0)" \
+	test $QE0 -ge 1 -a $QR0 -ge 1 -a $QS0 -ge 1
 
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from
@@ -949,7 +965,7 @@ if [ $MODE = pci ]; then
 	sleep 1
 	echo "onic-vm: fault window ends" >/dev/kmsg
 	check "a QDMA error is logged decoded" sh -c \
-		"dmesg | grep -q 'QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008; C2H first error on queue'"
+		"dmesg | grep -q \"QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008: bit 3 QID_MISMATCH (a packet's queue id did not match its queue); C2H first error on queue\""
 	check "on the master PF's error vector, once ($IF0-err +$(($(irqs "$IF0-err") - X0)))" test $(($(irqs "$IF0-err") - X0)) = 1
 	wedged_engine_tests
 fi
