@@ -107,6 +107,8 @@ void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
 void onic_rs_get_stats(const void *port, u64 *data, size_t n);
 int onic_rs_mac_groups(const void *port, struct onic_mac_groups *out);
 int onic_rs_pause_params(const void *port, bool *rx, bool *tx);
+int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames);
+int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames);
 extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
 int onic_rs_change_mtu(const void *port, u32 mtu);
 void onic_rs_mtu_range(const void *port, unsigned int *min, unsigned int *max);

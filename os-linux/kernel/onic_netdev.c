@@ -640,6 +640,33 @@ static void onic_get_pauseparam(struct net_device *netdev, struct ethtool_pausep
 	p->tx_pause = tx;
 }
 
+/* Interrupt moderation: RX only. The QDMA raises no TX completion interrupt (hardware.md §11.2;
+ * TX is reclaimed by transmit, the poll and the tx_timer_us timer), so the kernel refuses the
+ * tx-* parameters (supported_coalesce_params). */
+static int onic_get_coalesce(struct net_device *netdev, struct ethtool_coalesce *ec,
+			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
+{
+	u32 usecs, frames;
+	int err = onic_rs_get_coalesce(nd_of(netdev)->port, &usecs, &frames);
+
+	if (err)
+		return err;
+	ec->rx_coalesce_usecs = usecs;
+	ec->rx_max_coalesced_frames = frames;
+	return 0;
+}
+
+static int onic_set_coalesce(struct net_device *netdev, struct ethtool_coalesce *ec,
+			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
+{
+	int err = onic_rs_set_coalesce(nd_of(netdev)->port, ec->rx_coalesce_usecs,
+				       ec->rx_max_coalesced_frames);
+
+	if (err)
+		NL_SET_ERR_MSG_MOD(extack, "rx-usecs 0-20 and rx-frames 2-192 (the QDMA's completion timer and count tables)");
+	return err;
+}
+
 static int onic_get_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd, u32 *rule_locs)
 {
 	switch (cmd->cmd) {
@@ -786,6 +813,9 @@ static int onic_set_ringparam(struct net_device *netdev, struct ethtool_ringpara
 }
 
 static const struct ethtool_ops onic_ethtool_ops = {
+	.supported_coalesce_params = ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES,
+	.get_coalesce = onic_get_coalesce,
+	.set_coalesce = onic_set_coalesce,
 	.get_drvinfo = onic_get_drvinfo,
 	.get_link = onic_get_link,
 	.get_link_ksettings = onic_get_link_ksettings,

@@ -872,3 +872,101 @@ fn queue_health_reaches_ethtool_s() {
     reclaim(&card, &a, 0);
     finish(&card, &os, vec![a, b]);
 }
+
+/// Runs the model for `ns` and serves `b`'s interrupts as NAPI does (polls until the queue has
+/// nothing more and is armed again); returns how many interrupts `b` raised.
+fn serve(card: &SimCard<SpinLock>, b: &SimPort, ns: u64) -> usize {
+    let mut irqs = 0;
+    for irq in card.tick(ns) {
+        if irq.func != 1 {
+            continue;
+        }
+        irqs += 1;
+        for _ in 0..100 {
+            // A poll takes time: the device's timers run meanwhile.
+            card.tick(1_000);
+            // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
+            let (mut t, s) = unsafe { (token(b, irq.vector), section()) };
+            if !b.poll(&mut t, &s, 64, (), None).more {
+                break;
+            }
+        }
+    }
+    irqs
+}
+
+/// Sends `n` frames from `a` to `b`, one every `gap_ns`, serving `b`'s interrupts; returns how
+/// many `b` raised.
+fn trickle(card: &SimCard<SpinLock>, os: &HostOs, a: &SimPort, b: &SimPort, n: u8, gap_ns: u64) -> usize {
+    let mut irqs = 0;
+    for i in 0..n {
+        assert_eq!(send(os, a, 0, &frame(i, 200), false), XmitResult::Ok);
+        irqs += serve(card, b, gap_ns);
+        // The sender's reclaim, without running the model (whose interrupts `serve` takes).
+        // SAFETY: single-threaded test: the ring's only user.
+        unsafe { a.tx_clean(&mut token(a, 0), 64) };
+    }
+    for _ in 0..10 {
+        irqs += serve(card, b, 50_000);
+    }
+    irqs
+}
+
+/// `ethtool -c`: the port's rx-usecs and rx-frames.
+fn get(p: &SimPort) -> (u32, u32) {
+    // SAFETY: single-threaded test (a control call).
+    let m = unsafe { p.coalesce(&mut ctl(p)) }.unwrap();
+    (m.usecs(), m.frames())
+}
+
+/// `ethtool -C rx-usecs U rx-frames F`.
+fn set_coalesce(p: &SimPort, usecs: u32, frames: u32) -> PortResult<()> {
+    // SAFETY: single-threaded test (a control call).
+    unsafe { p.set_coalesce(&mut ctl(p), usecs, frames) }
+}
+
+/// `ethtool -C rx-usecs, rx-frames` onto the QDMA's tables while the queues run: refused values
+/// change nothing, accepted ones round down to a table entry, no frame is lost across a change,
+/// and the receiving queue raises fewer interrupts per frame as the thresholds rise.
+#[test]
+fn interrupt_moderation_changes_while_traffic_runs() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    assert_eq!(get(&b), (1, 64), "the reference: 1 us, 64 completions");
+    for (usecs, frames) in [(21, 64), (1, 1), (1, 193)] {
+        assert_eq!(
+            errno(set_coalesce(&b, usecs, frames)),
+            Err(onic_linux::errno::EINVAL)
+        );
+    }
+    assert_eq!(get(&b), (1, 64), "a refused request changes nothing");
+
+    // 40 frames 5 us apart at each setting: one interrupt per frame with the reference's 1 us
+    // timer, one per two frames at 10 us, one per four at 20 us; a count of 2 fires every
+    // second frame whatever the timer.
+    let mut irqs = Vec::new();
+    for (usecs, frames) in [(1, 64), (10, 128), (20, 192), (20, 2)] {
+        set_coalesce(&b, usecs, frames).unwrap();
+        trickle(&card, &os, &a, &b, 2, 5_000); // the queue's next doorbells take the setting
+        irqs.push(trickle(&card, &os, &a, &b, 40, 5_000));
+    }
+    assert_eq!(irqs[0], 40, "{irqs:?}");
+    assert!(
+        irqs[1] < irqs[0] && irqs[2] < irqs[1],
+        "fewer interrupts as the timer grows: {irqs:?}"
+    );
+    assert!(irqs[2] <= irqs[0] / 3, "{irqs:?}");
+    assert!(irqs[3] > irqs[2], "the count threshold fires first: {irqs:?}");
+    set_coalesce(&b, 7, 100).unwrap();
+    assert_eq!(get(&b), (5, 96), "rounded down to table entries");
+    assert_eq!(
+        os.0.borrow().delivered.len(),
+        4 * 42,
+        "no frame lost across the changes"
+    );
+    finish(&card, &os, vec![a, b]);
+}

@@ -756,6 +756,51 @@ if [ $MODE != sim ]; then
 	for f in /sys/kernel/debug/swiotlb/*; do echo "    | swiotlb $(basename $f): $(cat $f)"; done
 fi
 
+# ---- interrupt moderation (ethtool -c/-C): rx-usecs and rx-frames onto the QDMA's completion
+# timer and count tables, changed on both ports while a ping stream runs (each queue takes the
+# new entries at its next poll's doorbell), nothing lost; values between entries round down,
+# values beyond the tables and TX moderation (no TX interrupts) are refused with nothing changed.
+coal() { $A ethtool -c $IF0 | sed -n "s/^$1:[[:space:]]*//p"; }
+check "ethtool -c: the reference's moderation, 1 us and 64 completions" test "$(coal rx-usecs) $(coal rx-frames)" = "1 64"
+timeout $((40 * SLOW)) $B $PING -c 400 -i 0.01 -q 192.0.2.1 >/tmp/coal 2>&1 &
+CP=$!
+for v in "10 128" "20 192" "0 2" "5 96" "1 64"; do
+	set -- $v
+	check "ethtool -C rx-usecs $1 rx-frames $2 on both ports while pings run" sh -c \
+		"timeout 30 $A ethtool -C $IF0 rx-usecs $1 rx-frames $2 && timeout 30 $B ethtool -C $IF1 rx-usecs $1 rx-frames $2"
+	check "ethtool -c shows rx-usecs $1 rx-frames $2 ($(coal rx-usecs), $(coal rx-frames))" test "$(coal rx-usecs) $(coal rx-frames)" = "$1 $2"
+	sleep 0.5
+done
+wait $CP
+sed 's/^/    | /' /tmp/coal
+check "no ping lost while the moderation changed" grep -q ' 0% packet loss' /tmp/coal
+check "ethtool -C rx-usecs 7 rx-frames 100 rounds down to the tables' 5 us and 96" sh -c \
+	"$A ethtool -C $IF0 rx-usecs 7 rx-frames 100 && [ \"\$($A ethtool -c $IF0 | sed -n 's/^rx-usecs:[[:space:]]*//p') \$($A ethtool -c $IF0 | sed -n 's/^rx-frames:[[:space:]]*//p')\" = '5 96' ]"
+refuse "ethtool -C rx-usecs 21 (longer than the longest timer) is rejected" $A ethtool -C $IF0 rx-usecs 21
+refuse "ethtool -C rx-frames 1 (below the smallest count) is rejected" $A ethtool -C $IF0 rx-frames 1
+refuse "ethtool -C tx-usecs 10 (no TX interrupts to moderate) is rejected" $A ethtool -C $IF0 tx-usecs 10
+check "and the moderation is unchanged ($(coal rx-usecs) us, $(coal rx-frames))" test "$(coal rx-usecs) $(coal rx-frames)" = "5 96"
+check "ethtool -C back to the reference" $A ethtool -C $IF0 rx-usecs 1 rx-frames 64
+# On the PCI card the queue vectors are real interrupts: a UDP stream of small datagrams at a
+# fixed rate raises fewer of them per received frame as the timer and count grow.
+if [ $MODE = pci ]; then
+	# per_kframe USECS FRAMES: interrupts on $IF1's queue vectors per 1000 frames it received
+	# during a 3 s UDP stream into it.
+	per_kframe() {
+		$B ethtool -C $IF1 rx-usecs $1 rx-frames $2
+		$B iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
+		listening "$B" 5202
+		i0=$(irqs "$IF1-q")
+		p0=$(cnt b $IF1 rx_packets)
+		timeout $((30 * SLOW)) $A iperf3 -c 192.0.2.2 -p 5202 -u -b 4M -l 200 -t 3 --connect-timeout 5000 >/dev/null 2>&1
+		echo $(((($(irqs "$IF1-q") - i0) * 1000) / ($(cnt b $IF1 rx_packets) - p0 + 1)))
+	}
+	LOWI=$(per_kframe 1 64)
+	HIGHI=$(per_kframe 20 192)
+	$B ethtool -C $IF1 rx-usecs 1 rx-frames 64
+	check "PCI card: fewer interrupts per 1000 frames at 20 us / 192 ($HIGHI) than at 1 us / 64 ($LOWI)" test "$HIGHI" -lt "$LOWI"
+fi
+
 # ---- reconfiguration, XDP and link changes under TCP load (4 streams, 50 s)
 $B iperf3 -s -1 -p 5201 >/tmp/ip3s.log 2>&1 &
 SRV=$!

@@ -167,6 +167,9 @@ pub mod tables {
         [64, 2, 4, 8, 16, 24, 32, 48, 80, 96, 112, 128, 144, 160, 176, 192];
     /// C2H_INT_TIMER_TICK: 25 user-clock cycles = 100 ns at 250 MHz.
     pub const C2H_INT_TIMER_TICK_VALUE: u32 = 25;
+    /// Length of one completion-timer tick in ns: [`C2H_INT_TIMER_TICK_VALUE`] cycles of the
+    /// 250 MHz user clock (hardware.md §3.2).
+    pub const C2H_TIMER_TICK_NS: u32 = C2H_INT_TIMER_TICK_VALUE * 4;
 }
 
 /// Error-mask programming of hardware.md §11.3 (values from §3.3), in the order the driver writes

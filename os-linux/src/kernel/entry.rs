@@ -779,6 +779,42 @@ pub unsafe extern "C" fn onic_rs_pause_params(p: *const c_void, rx: *mut bool, t
     }
 }
 
+/// ethtool get_coalesce: the RX completion timer (whole µs) and count threshold the queues use.
+/// Returns 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held; `usecs` and `frames` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_coalesce(p: *const c_void, usecs: *mut u32, frames: *mut u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.coalesce(&mut ctl) {
+        Ok(m) => {
+            // SAFETY: valid out pointers (caller's contract).
+            unsafe {
+                *usecs = m.usecs();
+                *frames = m.frames();
+            }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool set_coalesce: rx-usecs and rx-frames onto the QDMA's timer and count tables (the
+/// queues take them at their next poll). Returns 0 or a negative errno (nothing changed).
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_coalesce(p: *const c_void, usecs: u32, frames: u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    status(port.set_coalesce(&mut ctl, usecs, frames))
+}
+
 /// ndo_change_mtu validation and bookkeeping.
 ///
 /// # Safety
