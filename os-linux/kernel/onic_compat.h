@@ -9,6 +9,7 @@
 
 #include <linux/version.h>
 #include <linux/hrtimer.h>
+#include <linux/ethtool.h>
 #include <linux/netdevice.h>
 
 /* ethtool get/set_rxfh take a struct ethtool_rxfh_param since 6.8. */
@@ -21,6 +22,16 @@
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 #define ONIC_HAVE_XDP_FEATURES 1
 #define ONIC_HAVE_XDP_METADATA 1
+#endif
+
+/* The standard statistic groups (ethtool_eth_mac_stats, ..., ethtool_pause_stats) carry the
+ * MAC they describe (.src: the aggregate, the express or the preemptible MAC of a MAC merge
+ * layer) since 6.3; a driver without a MAC merge layer only reports the aggregate. Before, every
+ * request is for the one MAC. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define onic_stats_src_is_aggregate(s) ((s)->src == ETHTOOL_MAC_STATS_SRC_AGGREGATE)
+#else
+#define onic_stats_src_is_aggregate(s) true
 #endif
 
 /* page_pool_params.napi (the one NAPI that consumes the pool's pages: a page freed in softirq

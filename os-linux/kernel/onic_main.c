@@ -413,14 +413,15 @@ static irqreturn_t onic_queue_irq(int irq, void *data)
 }
 
 /* The user vector (the shell raises none the driver uses) and, on the master PF, the QDMA's
- * error vector: its registers are read and decoded (onic_rs_error_report) and reported at most a
- * few times in a burst (ratelimited), from hard-IRQ context (MMIO reads only; the error
+ * error vector: its registers are read and decoded (onic_rs_error_report: each error register
+ * whose group is set, each bit set in it with its name and meaning) and reported at most a few
+ * times in a burst (ratelimited), from hard-IRQ context (MMIO reads only; the error
  * interrupt is not re-armed, as in the reference driver, so an error that stays asserted cannot
  * become a storm). */
 static irqreturn_t onic_misc_irq(int irq, void *data)
 {
 	struct onic_pci *op = data;
-	char report[256];
+	char report[512];
 	bool any = false;
 
 	if (irq == op->user_irq) {
@@ -701,6 +702,31 @@ MODULE_PARM_DESC(sim_tx_stall,
 module_param_cb(sim_cmpt_freeze, &onic_sim_bool_ops, &sim_cmpt_freeze, 0644);
 MODULE_PARM_DESC(sim_cmpt_freeze,
 		 "Simulation mode: completion rings keep their color across a wrap (a broken device), for RX recovery tests; writable at run time");
+
+/* A one-shot fault, not a state: writing N makes the next N frames that arrive at either port of
+ * the model carry a bad FCS (the CMAC counts and drops them); reading gives the last N written. */
+static uint sim_bad_fcs;
+
+static int onic_sim_bad_fcs_set(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	mutex_lock(&onic_sim_knobs);
+	err = param_set_uint(val, kp);
+	if (!err && onic_sim)
+		onic_rs_sim_bad_fcs(onic_sim->card, sim_bad_fcs);
+	mutex_unlock(&onic_sim_knobs);
+	return err;
+}
+
+static const struct kernel_param_ops onic_sim_bad_fcs_ops = {
+	.set = onic_sim_bad_fcs_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(sim_bad_fcs, &onic_sim_bad_fcs_ops, &sim_bad_fcs, 0644);
+MODULE_PARM_DESC(sim_bad_fcs,
+		 "Simulation mode: writing N gives the next N frames arriving at the model's ports a bad FCS, for the MAC's error counters; writable at run time");
 
 void onic_sim_irq(void *cookie, u8 func, u16 vector)
 {

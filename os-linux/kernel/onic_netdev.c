@@ -545,6 +545,128 @@ static void onic_get_ethtool_stats(struct net_device *netdev, struct ethtool_sta
 	onic_rs_get_stats(nd_of(netdev)->port, data, stats->n_stats);
 }
 
+/* The standard statistic groups: the Rust side reads the CMAC once per call (one TICK) and fills
+ * every group; each callback copies its own. A counter the CMAC does not have arrives as
+ * ONIC_STAT_NOT_SET, which is the kernel's "not reported" (ETHTOOL_STAT_NOT_SET), so a field is
+ * copied as it is. */
+static_assert(ONIC_STAT_NOT_SET == ETHTOOL_STAT_NOT_SET);
+static_assert(ONIC_RMON_HIST == ETHTOOL_RMON_HIST_MAX);
+static_assert(sizeof(struct onic_rmon_range) == sizeof(struct ethtool_rmon_hist_range));
+static_assert(offsetof(struct onic_rmon_range, low) == offsetof(struct ethtool_rmon_hist_range, low));
+static_assert(offsetof(struct onic_rmon_range, high) == offsetof(struct ethtool_rmon_hist_range, high));
+
+static bool onic_mac_groups(struct net_device *netdev, struct onic_mac_groups *g)
+{
+	return onic_rs_mac_groups(nd_of(netdev)->port, g) == 0;
+}
+
+static void onic_get_eth_mac_stats(struct net_device *netdev, struct ethtool_eth_mac_stats *s)
+{
+	struct onic_mac_groups g;
+
+	if (!onic_stats_src_is_aggregate(s) || !onic_mac_groups(netdev, &g))
+		return;
+	s->FramesTransmittedOK = g.frames_transmitted_ok;
+	s->FramesReceivedOK = g.frames_received_ok;
+	s->FrameCheckSequenceErrors = g.frame_check_sequence_errors;
+	s->OctetsTransmittedOK = g.octets_transmitted_ok;
+	s->OctetsReceivedOK = g.octets_received_ok;
+	s->MulticastFramesXmittedOK = g.multicast_frames_xmitted_ok;
+	s->BroadcastFramesXmittedOK = g.broadcast_frames_xmitted_ok;
+	s->MulticastFramesReceivedOK = g.multicast_frames_received_ok;
+	s->BroadcastFramesReceivedOK = g.broadcast_frames_received_ok;
+	s->InRangeLengthErrors = g.in_range_length_errors;
+	s->FrameTooLongErrors = g.frame_too_long_errors;
+}
+
+static void onic_get_eth_phy_stats(struct net_device *netdev, struct ethtool_eth_phy_stats *s)
+{
+	struct onic_mac_groups g;
+
+	if (!onic_stats_src_is_aggregate(s) || !onic_mac_groups(netdev, &g))
+		return;
+	s->SymbolErrorDuringCarrier = g.symbol_error_during_carrier;
+}
+
+static void onic_get_eth_ctrl_stats(struct net_device *netdev, struct ethtool_eth_ctrl_stats *s)
+{
+	struct onic_mac_groups g;
+
+	if (!onic_stats_src_is_aggregate(s) || !onic_mac_groups(netdev, &g))
+		return;
+	s->MACControlFramesTransmitted = g.mac_control_frames_transmitted;
+	s->MACControlFramesReceived = g.mac_control_frames_received;
+}
+
+static void onic_get_rmon_stats(struct net_device *netdev, struct ethtool_rmon_stats *s,
+				const struct ethtool_rmon_hist_range **ranges)
+{
+	struct onic_mac_groups g;
+	int i;
+
+	if (!onic_stats_src_is_aggregate(s) || !onic_mac_groups(netdev, &g))
+		return;
+	s->undersize_pkts = g.undersize_pkts;
+	s->oversize_pkts = g.oversize_pkts;
+	s->fragments = g.fragments;
+	s->jabbers = g.jabbers;
+	for (i = 0; i < ONIC_RMON_HIST; i++) {
+		s->hist[i] = g.hist[i];
+		s->hist_tx[i] = g.hist_tx[i];
+	}
+	*ranges = (const struct ethtool_rmon_hist_range *)onic_rs_rmon_ranges;
+}
+
+static void onic_get_pause_stats(struct net_device *netdev, struct ethtool_pause_stats *s)
+{
+	struct onic_mac_groups g;
+
+	if (!onic_stats_src_is_aggregate(s) || !onic_mac_groups(netdev, &g))
+		return;
+	s->tx_pause_frames = g.tx_pause_frames;
+	s->rx_pause_frames = g.rx_pause_frames;
+}
+
+/* Pause as the CMAC is configured (global pause enables, hardware.md §10.2); no autonegotiation,
+ * and no set_pauseparam: the enables are the shell's bring-up values. */
+static void onic_get_pauseparam(struct net_device *netdev, struct ethtool_pauseparam *p)
+{
+	bool rx = false, tx = false;
+
+	if (onic_rs_pause_params(nd_of(netdev)->port, &rx, &tx))
+		return;
+	p->autoneg = AUTONEG_DISABLE;
+	p->rx_pause = rx;
+	p->tx_pause = tx;
+}
+
+/* Interrupt moderation: RX only. The QDMA raises no TX completion interrupt (hardware.md §11.2;
+ * TX is reclaimed by transmit, the poll and the tx_timer_us timer), so the kernel refuses the
+ * tx-* parameters (supported_coalesce_params). */
+static int onic_get_coalesce(struct net_device *netdev, struct ethtool_coalesce *ec,
+			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
+{
+	u32 usecs, frames;
+	int err = onic_rs_get_coalesce(nd_of(netdev)->port, &usecs, &frames);
+
+	if (err)
+		return err;
+	ec->rx_coalesce_usecs = usecs;
+	ec->rx_max_coalesced_frames = frames;
+	return 0;
+}
+
+static int onic_set_coalesce(struct net_device *netdev, struct ethtool_coalesce *ec,
+			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
+{
+	int err = onic_rs_set_coalesce(nd_of(netdev)->port, ec->rx_coalesce_usecs,
+				       ec->rx_max_coalesced_frames);
+
+	if (err)
+		NL_SET_ERR_MSG_MOD(extack, "rx-usecs 0-20 and rx-frames 2-192 (the QDMA's completion timer and count tables)");
+	return err;
+}
+
 static int onic_get_rxnfc(struct net_device *netdev, struct ethtool_rxnfc *cmd, u32 *rule_locs)
 {
 	switch (cmd->cmd) {
@@ -691,12 +813,21 @@ static int onic_set_ringparam(struct net_device *netdev, struct ethtool_ringpara
 }
 
 static const struct ethtool_ops onic_ethtool_ops = {
+	.supported_coalesce_params = ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES,
+	.get_coalesce = onic_get_coalesce,
+	.set_coalesce = onic_set_coalesce,
 	.get_drvinfo = onic_get_drvinfo,
 	.get_link = onic_get_link,
 	.get_link_ksettings = onic_get_link_ksettings,
 	.get_sset_count = onic_get_sset_count,
 	.get_strings = onic_get_strings,
 	.get_ethtool_stats = onic_get_ethtool_stats,
+	.get_eth_mac_stats = onic_get_eth_mac_stats,
+	.get_eth_phy_stats = onic_get_eth_phy_stats,
+	.get_eth_ctrl_stats = onic_get_eth_ctrl_stats,
+	.get_rmon_stats = onic_get_rmon_stats,
+	.get_pause_stats = onic_get_pause_stats,
+	.get_pauseparam = onic_get_pauseparam,
 	.get_rxnfc = onic_get_rxnfc,
 	.set_rxnfc = onic_set_rxnfc,
 	.get_rxfh_indir_size = onic_get_rxfh_indir_size,

@@ -15,13 +15,14 @@ use core::fmt::{self, Write};
 use core::mem::{align_of, offset_of, size_of};
 
 use onic_core::stats::ethtool::Stats64;
+use onic_core::stats::MacStatGroups;
 
 pub use onic_embed::port::abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 use onic_embed::port::StatBlock;
 
 /// Words of a queue's published counters ([`onic_embed::port::counters::QSTAT_WORDS`], written
 /// out as a literal for cbindgen): the C side sizes its `u64_stats_t` blocks with it.
-pub const QSTAT_WORDS: usize = 35;
+pub const QSTAT_WORDS: usize = 44;
 
 const _: () = assert!(QSTAT_WORDS == onic_embed::port::counters::QSTAT_WORDS);
 
@@ -78,6 +79,125 @@ pub struct LinkStats {
     /// Frames the packet adapter dropped before the driver saw them (`stat_adapt_rx_drop`).
     pub rx_missed_errors: u64,
 }
+
+/// Value of a standard statistic the device does not count: the kernel's
+/// `ETHTOOL_STAT_NOT_SET`, which ethtool's netlink reply leaves out.
+pub const STAT_NOT_SET: u64 = 0xFFFF_FFFF_FFFF_FFFF;
+
+/// Buckets of the RMON histograms (the kernel's `ETHTOOL_RMON_HIST_MAX`, the core's
+/// [`onic_core::stats::mac::RMON_BUCKETS`]), written out as a literal for cbindgen.
+pub const RMON_HIST: usize = 10;
+
+const _: () = assert!(RMON_HIST == onic_core::stats::mac::RMON_BUCKETS);
+
+/// One RMON histogram range, laid out as the kernel's `struct ethtool_rmon_hist_range`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct RmonRange {
+    /// Shortest frame, bytes on the wire with FCS.
+    pub low: u16,
+    /// Longest frame.
+    pub high: u16,
+}
+
+/// The standard statistic groups of a port's MAC, as the C glue copies them into the kernel's
+/// `ethtool_eth_mac_stats`, `ethtool_eth_phy_stats`, `ethtool_eth_ctrl_stats`,
+/// `ethtool_rmon_stats` and `ethtool_pause_stats` (field names after the kernel's, which follow
+/// IEEE 802.3 and RFC 2819). [`STAT_NOT_SET`] where the CMAC has no such counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct MacGroups {
+    /// eth-mac FramesTransmittedOK.
+    pub frames_transmitted_ok: u64,
+    /// eth-mac FramesReceivedOK.
+    pub frames_received_ok: u64,
+    /// eth-mac FrameCheckSequenceErrors.
+    pub frame_check_sequence_errors: u64,
+    /// eth-mac OctetsTransmittedOK.
+    pub octets_transmitted_ok: u64,
+    /// eth-mac OctetsReceivedOK.
+    pub octets_received_ok: u64,
+    /// eth-mac MulticastFramesXmittedOK.
+    pub multicast_frames_xmitted_ok: u64,
+    /// eth-mac BroadcastFramesXmittedOK.
+    pub broadcast_frames_xmitted_ok: u64,
+    /// eth-mac MulticastFramesReceivedOK.
+    pub multicast_frames_received_ok: u64,
+    /// eth-mac BroadcastFramesReceivedOK.
+    pub broadcast_frames_received_ok: u64,
+    /// eth-mac InRangeLengthErrors.
+    pub in_range_length_errors: u64,
+    /// eth-mac FrameTooLongErrors.
+    pub frame_too_long_errors: u64,
+    /// eth-phy SymbolErrorDuringCarrier.
+    pub symbol_error_during_carrier: u64,
+    /// eth-ctrl MACControlFramesTransmitted.
+    pub mac_control_frames_transmitted: u64,
+    /// eth-ctrl MACControlFramesReceived.
+    pub mac_control_frames_received: u64,
+    /// rmon undersize_pkts.
+    pub undersize_pkts: u64,
+    /// rmon oversize_pkts.
+    pub oversize_pkts: u64,
+    /// rmon fragments.
+    pub fragments: u64,
+    /// rmon jabbers.
+    pub jabbers: u64,
+    /// rmon hist: received frames per range of [`RMON_RANGES`].
+    pub hist: [u64; RMON_HIST],
+    /// rmon hist_tx: transmitted frames per range.
+    pub hist_tx: [u64; RMON_HIST],
+    /// Pause tx_pause_frames.
+    pub tx_pause_frames: u64,
+    /// Pause rx_pause_frames.
+    pub rx_pause_frames: u64,
+}
+
+impl From<MacStatGroups> for MacGroups {
+    fn from(g: MacStatGroups) -> Self {
+        let v = |x: Option<u64>| x.unwrap_or(STAT_NOT_SET);
+        Self {
+            frames_transmitted_ok: v(g.mac.frames_transmitted_ok),
+            frames_received_ok: v(g.mac.frames_received_ok),
+            frame_check_sequence_errors: v(g.mac.frame_check_sequence_errors),
+            octets_transmitted_ok: v(g.mac.octets_transmitted_ok),
+            octets_received_ok: v(g.mac.octets_received_ok),
+            multicast_frames_xmitted_ok: v(g.mac.multicast_frames_xmitted_ok),
+            broadcast_frames_xmitted_ok: v(g.mac.broadcast_frames_xmitted_ok),
+            multicast_frames_received_ok: v(g.mac.multicast_frames_received_ok),
+            broadcast_frames_received_ok: v(g.mac.broadcast_frames_received_ok),
+            in_range_length_errors: v(g.mac.in_range_length_errors),
+            frame_too_long_errors: v(g.mac.frame_too_long_errors),
+            symbol_error_during_carrier: v(g.phy.symbol_error_during_carrier),
+            mac_control_frames_transmitted: v(g.ctrl.mac_control_frames_transmitted),
+            mac_control_frames_received: v(g.ctrl.mac_control_frames_received),
+            undersize_pkts: v(g.rmon.undersize_pkts),
+            oversize_pkts: v(g.rmon.oversize_pkts),
+            fragments: v(g.rmon.fragments),
+            jabbers: v(g.rmon.jabbers),
+            hist: g.rmon.hist.map(v),
+            hist_tx: g.rmon.hist_tx.map(v),
+            tx_pause_frames: v(g.pause.tx_pause_frames),
+            rx_pause_frames: v(g.pause.rx_pause_frames),
+        }
+    }
+}
+
+/// The RMON histogram ranges the glue hands the kernel with [`MacGroups::hist`]: the core's
+/// [`onic_core::stats::mac::RMON_RANGES`], then the all-zero entry that ends the kernel's list.
+pub const RMON_RANGES: [RmonRange; RMON_HIST + 1] = {
+    let mut out = [RmonRange { low: 0, high: 0 }; RMON_HIST + 1];
+    let mut i = 0;
+    while i < RMON_HIST {
+        let r = onic_core::stats::mac::RMON_RANGES[i];
+        out[i] = RmonRange {
+            low: r.low,
+            high: r.high,
+        };
+        i += 1;
+    }
+    out
+};
 
 /// What the C glue chooses for a port (`struct onic_port_params`).
 #[repr(C)]
@@ -140,7 +260,7 @@ macro_rules! c_layout {
 }
 
 /// Every struct shared with the C glue.
-pub const C_LAYOUTS: [CLayout; 6] = [
+pub const C_LAYOUTS: [CLayout; 8] = [
     c_layout!(PollResult => "onic_poll_result" { done, more, redirected, tx_pending, error }),
     c_layout!(TxClean => "onic_tx_clean" { bytes, packets, in_flight, free, wake_at, error }),
     c_layout!(TxState => "onic_tx_state" {
@@ -154,6 +274,15 @@ pub const C_LAYOUTS: [CLayout; 6] = [
         tx_errors, rx_missed_errors
     }),
     c_layout!(PortLayout => "onic_layout" { max_queues, queues, tx_ring, rx_ring, max_ring }),
+    c_layout!(RmonRange => "onic_rmon_range" { low, high }),
+    c_layout!(MacGroups => "onic_mac_groups" {
+        frames_transmitted_ok, frames_received_ok, frame_check_sequence_errors,
+        octets_transmitted_ok, octets_received_ok, multicast_frames_xmitted_ok,
+        broadcast_frames_xmitted_ok, multicast_frames_received_ok, broadcast_frames_received_ok,
+        in_range_length_errors, frame_too_long_errors, symbol_error_during_carrier,
+        mac_control_frames_transmitted, mac_control_frames_received, undersize_pkts,
+        oversize_pkts, fragments, jabbers, hist, hist_tx, tx_pause_frames, rx_pause_frames
+    }),
 ];
 
 /// Writes the C11 `static_assert`s that pin each struct of [`C_LAYOUTS`] (size, alignment,
@@ -212,6 +341,26 @@ mod tests {
         assert!(s.contains("static_assert(offsetof(struct onic_tx_clean, error) == 24, "));
         assert!(s.contains("static_assert(sizeof_field(struct onic_tx_clean, packets) == 4, "));
         assert!(s.contains("static_assert(sizeof(struct onic_link_stats) == 72, "));
+    }
+
+    #[test]
+    fn counters_the_cmac_lacks_are_not_set_and_the_ranges_end_with_zero() {
+        let c = MacGroups::from(MacStatGroups::default());
+        assert_eq!(c.frames_received_ok, STAT_NOT_SET);
+        assert!(c.hist.iter().chain(c.hist_tx.iter()).all(|&v| v == STAT_NOT_SET));
+        let mut g = MacStatGroups::default();
+        g.rmon.hist[2] = Some(7);
+        g.pause.rx_pause_frames = Some(3);
+        let c = MacGroups::from(g);
+        assert_eq!(
+            (c.hist[2], c.rx_pause_frames, c.tx_pause_frames),
+            (7, 3, STAT_NOT_SET)
+        );
+        assert_eq!(RMON_RANGES[0], RmonRange { low: 64, high: 64 });
+        assert_eq!(RMON_RANGES[RMON_HIST], RmonRange { low: 0, high: 0 });
+        assert!(RMON_RANGES[..RMON_HIST]
+            .iter()
+            .all(|r| r.high >= r.low && r.low > 0));
     }
 
     #[test]

@@ -528,6 +528,51 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
         "the pool statistics come from the OS pool"
     );
 
+    // ethtool -S --groups and --show-pause: the CMAC's counts in the standard groups. Port a
+    // sent 10 frames of 64, 164, 264, ..., 964 bytes on the wire and got one of 364 back.
+    // SAFETY: as above.
+    let (ga, gb) = unsafe {
+        (
+            a.mac_stat_groups(&mut ctl(&a)).unwrap(),
+            b.mac_stat_groups(&mut ctl(&b)).unwrap(),
+        )
+    };
+    let sizes = [
+        Some(1),
+        Some(0),
+        Some(1),
+        Some(3),
+        Some(5),
+        Some(0),
+        Some(0),
+        Some(0),
+        Some(0),
+        Some(0),
+    ];
+    assert_eq!(ga.rmon.hist_tx, sizes);
+    assert_eq!(gb.rmon.hist, sizes, "what a sent, b received");
+    assert_eq!(ga.rmon.hist[3], Some(1));
+    assert_eq!(
+        (ga.mac.frames_transmitted_ok, gb.mac.frames_received_ok),
+        (Some(10), Some(10))
+    );
+    let octets: u64 = sent.iter().map(|f| f.len() as u64 + 4).sum();
+    assert_eq!(gb.mac.octets_received_ok, Some(octets));
+    assert_eq!(gb.mac.frame_check_sequence_errors, Some(0));
+    assert_eq!(
+        (ga.pause.tx_pause_frames, gb.pause.rx_pause_frames),
+        (Some(0), Some(0))
+    );
+    let c = onic_linux::abi::MacGroups::from(ga);
+    assert_eq!((c.hist_tx[4], c.frames_transmitted_ok), (5, 10));
+    assert_eq!(onic_linux::abi::RMON_RANGES[4].low, 512);
+    // SAFETY: as above.
+    let pause = unsafe { a.pause_params(&mut ctl(&a)).unwrap() };
+    assert!(
+        pause.rx && pause.tx,
+        "the bring-up enables global pause both ways"
+    );
+
     // Counters survive down/up.
     stop(&a);
     open(&a).unwrap();
@@ -741,5 +786,187 @@ fn tokens_of_another_port_or_queue_open_nothing() {
         Err(onic_linux::errno::ENETDOWN)
     );
     reclaim(&card, &b, 0);
+    finish(&card, &os, vec![a, b]);
+}
+
+/// `ethtool -S` value `name` of port `p`.
+fn stat_of(p: &SimPort, name: &str) -> u64 {
+    let mut names = Vec::new();
+    let mut vals = vec![0u64; stats_count(p.queue_count())];
+    // SAFETY: single-threaded test (control calls).
+    unsafe {
+        ethtool::stat_names(p, &mut ctl(p), |_, n| {
+            names.push(String::from_utf8_lossy(n).trim_end_matches('\0').to_string())
+        });
+        ethtool::stat_values(p, &mut ctl(p), &mut vals);
+    }
+    vals[names
+        .iter()
+        .position(|x| x == name)
+        .unwrap_or_else(|| panic!("{name}"))]
+}
+
+/// One NAPI poll of queue `q`, as the glue runs it.
+fn poll_once(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> onic_embed::port::PollResult {
+    card.tick(10_000);
+    // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
+    let (mut t, s) = unsafe { (token(p, q), section()) };
+    p.poll(&mut t, &s, 64, (), None)
+}
+
+/// A completion ring whose color never flips after a wrap (a broken device): the receiving
+/// queue counts its stalled polls, enters its error state, is restarted in place, and all of it
+/// is in `ethtool -S` (`rx0_stall_polls`, `rx0_queue_errors`, `rx0_restarts`), as the
+/// module's reset work and the user see it.
+#[test]
+fn queue_health_reaches_ethtool_s() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    card.with(|c| c.faults().freeze_cmpt_color(true));
+    // b's completion ring has 64 entries: 100 frames wrap it, and the second lap never shows.
+    let mut failed = false;
+    for batch in 0..25u8 {
+        for i in 0..4u8 {
+            assert_eq!(
+                send(&os, &a, 0, &frame(batch * 4 + i, 100), i < 3),
+                XmitResult::Ok
+            );
+        }
+        reclaim(&card, &a, 0);
+        for _ in 0..2000 {
+            let r = poll_once(&card, &b, 0);
+            if r.error {
+                failed = true;
+                break;
+            }
+            if !r.more {
+                break;
+            }
+        }
+        if failed {
+            break;
+        }
+    }
+    assert!(failed, "the frozen ring was detected");
+    assert!(stat_of(&b, "rx0_queue_errors") >= 1);
+    assert!(stat_of(&b, "rx0_stall_polls") >= 1);
+    card.with(|c| c.faults().freeze_cmpt_color(false));
+    // The reset work: the queue's contexts stopped, its rings restarted.
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, mut q) = unsafe { quiesced(&b) };
+    b.restart_queue(&mut c, &mut q.queue(0)).unwrap();
+    assert_eq!(stat_of(&b, "rx0_restarts"), 1);
+    assert_eq!(
+        stat_of(&b, "tx0_restarts"),
+        3,
+        "the index's rings restart together: the stack's, the redirect-in and the XDP_TX ring"
+    );
+    let before = os.0.borrow().delivered.len();
+    assert_eq!(send(&os, &a, 0, &frame(7, 100), false), XmitResult::Ok);
+    drain(&card, [(&a, None), (&b, None)]);
+    assert_eq!(os.0.borrow().delivered.len(), before + 1, "traffic flows again");
+    reclaim(&card, &a, 0);
+    finish(&card, &os, vec![a, b]);
+}
+
+/// Runs the model for `ns` and serves `b`'s interrupts as NAPI does (polls until the queue has
+/// nothing more and is armed again); returns how many interrupts `b` raised.
+fn serve(card: &SimCard<SpinLock>, b: &SimPort, ns: u64) -> usize {
+    let mut irqs = 0;
+    for irq in card.tick(ns) {
+        if irq.func != 1 {
+            continue;
+        }
+        irqs += 1;
+        for _ in 0..100 {
+            // A poll takes time: the device's timers run meanwhile.
+            card.tick(1_000);
+            // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
+            let (mut t, s) = unsafe { (token(b, irq.vector), section()) };
+            if !b.poll(&mut t, &s, 64, (), None).more {
+                break;
+            }
+        }
+    }
+    irqs
+}
+
+/// Sends `n` frames from `a` to `b`, one every `gap_ns`, serving `b`'s interrupts; returns how
+/// many `b` raised.
+fn trickle(card: &SimCard<SpinLock>, os: &HostOs, a: &SimPort, b: &SimPort, n: u8, gap_ns: u64) -> usize {
+    let mut irqs = 0;
+    for i in 0..n {
+        assert_eq!(send(os, a, 0, &frame(i, 200), false), XmitResult::Ok);
+        irqs += serve(card, b, gap_ns);
+        // The sender's reclaim, without running the model (whose interrupts `serve` takes).
+        // SAFETY: single-threaded test: the ring's only user.
+        unsafe { a.tx_clean(&mut token(a, 0), 64) };
+    }
+    for _ in 0..10 {
+        irqs += serve(card, b, 50_000);
+    }
+    irqs
+}
+
+/// `ethtool -c`: the port's rx-usecs and rx-frames.
+fn get(p: &SimPort) -> (u32, u32) {
+    // SAFETY: single-threaded test (a control call).
+    let m = unsafe { p.coalesce(&mut ctl(p)) }.unwrap();
+    (m.usecs(), m.frames())
+}
+
+/// `ethtool -C rx-usecs U rx-frames F`.
+fn set_coalesce(p: &SimPort, usecs: u32, frames: u32) -> PortResult<()> {
+    // SAFETY: single-threaded test (a control call).
+    unsafe { p.set_coalesce(&mut ctl(p), usecs, frames) }
+}
+
+/// `ethtool -C rx-usecs, rx-frames` onto the QDMA's tables while the queues run: refused values
+/// change nothing, accepted ones round down to a table entry, no frame is lost across a change,
+/// and the receiving queue raises fewer interrupts per frame as the thresholds rise.
+#[test]
+fn interrupt_moderation_changes_while_traffic_runs() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    assert_eq!(get(&b), (1, 64), "the reference: 1 us, 64 completions");
+    for (usecs, frames) in [(21, 64), (1, 1), (1, 193)] {
+        assert_eq!(
+            errno(set_coalesce(&b, usecs, frames)),
+            Err(onic_linux::errno::EINVAL)
+        );
+    }
+    assert_eq!(get(&b), (1, 64), "a refused request changes nothing");
+
+    // 40 frames 5 us apart at each setting: one interrupt per frame with the reference's 1 us
+    // timer, one per two frames at 10 us, one per four at 20 us; a count of 2 fires every
+    // second frame whatever the timer.
+    let mut irqs = Vec::new();
+    for (usecs, frames) in [(1, 64), (10, 128), (20, 192), (20, 2)] {
+        set_coalesce(&b, usecs, frames).unwrap();
+        trickle(&card, &os, &a, &b, 2, 5_000); // the queue's next doorbells take the setting
+        irqs.push(trickle(&card, &os, &a, &b, 40, 5_000));
+    }
+    assert_eq!(irqs[0], 40, "{irqs:?}");
+    assert!(
+        irqs[1] < irqs[0] && irqs[2] < irqs[1],
+        "fewer interrupts as the timer grows: {irqs:?}"
+    );
+    assert!(irqs[2] <= irqs[0] / 3, "{irqs:?}");
+    assert!(irqs[3] > irqs[2], "the count threshold fires first: {irqs:?}");
+    set_coalesce(&b, 7, 100).unwrap();
+    assert_eq!(get(&b), (5, 96), "rounded down to table entries");
+    assert_eq!(
+        os.0.borrow().delivered.len(),
+        4 * 42,
+        "no frame lost across the changes"
+    );
     finish(&card, &os, vec![a, b]);
 }

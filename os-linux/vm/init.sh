@@ -446,6 +446,86 @@ check "ping a -> b across the model's cable" $A ping -c 3 -W 2 192.0.2.2
 check "ping b -> a" $B ping -c 2 -W 2 192.0.2.1
 check "ethtool -S counts the frames" sh -c "$B ethtool -S $IF1 | grep -Eq 'stat_rx_total_pkts: [1-9]'"
 
+# ---- the standard statistic groups (ethtool -S --groups, -I --show-pause) after known traffic:
+# the CMAC's counters as IEEE 802.3 / RMON name them (core::stats::mac, docs/statistics.md).
+# grp NAME DEV NETNS-PREFIX...: one counter of the four groups; pstat NAME DEV NETNS-PREFIX...:
+# one line of -I --show-pause (a statistic or the RX/TX setting).
+GROUPS="eth-mac eth-phy eth-ctrl rmon"
+grp() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -S "$d" --groups $GROUPS | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p"
+}
+pstat() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -I --show-pause "$d" | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p"
+}
+# settle NAME DEV WANT NETNS-PREFIX...: waits up to 10 s (times the slow factor) until group
+# counter NAME reaches WANT (frames still on their way through the model's rings).
+settle() {
+	sn=$1
+	sd=$2
+	sw=$3
+	shift 3
+	n=0
+	while [ $n -lt $((50 * SLOW)) ] && [ "$(grp "$sn" "$sd" "$@")" != "$sw" ]; do sleep 0.2; n=$((n + 1)); done
+}
+$A ethtool -S $IF0 --groups $GROUPS >/tmp/groups 2>&1
+check "ethtool -S --groups $GROUPS answers" grep -q 'FramesReceivedOK' /tmp/groups
+sed 's/^/    | /' /tmp/groups
+check "eth-mac, eth-phy, eth-ctrl and rmon are all there" sh -c \
+	"grep -q 'eth-mac-FramesTransmittedOK' /tmp/groups && grep -q 'eth-phy-SymbolErrorDuringCarrier' /tmp/groups &&
+	 grep -q 'eth-ctrl-MACControlFramesReceived' /tmp/groups && grep -q 'rmon-etherStatsUndersizePkts' /tmp/groups"
+check "rmon lists the CMAC's histogram ranges, 64 to 9215 bytes" sh -c \
+	"grep -q 'rx-rmon-etherStatsPkts64to64Octets' /tmp/groups && grep -q 'rx-rmon-etherStatsPkts1519to2047Octets' /tmp/groups &&
+	 grep -q 'tx-rmon-etherStatsPkts8192to9215Octets' /tmp/groups"
+check "counters the CMAC lacks are not reported (no AlignmentErrors, no collisions)" sh -c \
+	"! grep -Eq 'AlignmentErrors|Collision' /tmp/groups"
+# 7 pings of 600 bytes: 646 bytes on the wire each way (600 + ICMP 8 + IPv4 20 + Ethernet 14 +
+# FCS 4), the only frames of the run in the 512-1023 bucket.
+H=rmon-etherStatsPkts512to1023Octets
+T0=$(grp tx-$H $IF0 $A)
+R1=$(grp rx-$H $IF1 $B)
+T1=$(grp tx-$H $IF1 $B)
+R0=$(grp rx-$H $IF0 $A)
+OK1=$(grp eth-mac-FramesReceivedOK $IF1 $B)
+OC1=$(grp eth-mac-OctetsReceivedOK $IF1 $B)
+check "7 pings of 600 bytes a -> b" timeout $((20 * SLOW)) $A $PING -c 7 -i 0.2 -s 600 -W 2 192.0.2.2
+settle rx-$H $IF0 $((R0 + 7)) $A
+check "rmon: $IF0 sent 7 frames of 512-1023 bytes (+$(($(grp tx-$H $IF0 $A) - T0)))" test $(($(grp tx-$H $IF0 $A) - T0)) = 7
+check "rmon: $IF1 received them (+$(($(grp rx-$H $IF1 $B) - R1)))" test $(($(grp rx-$H $IF1 $B) - R1)) = 7
+check "rmon: $IF1 sent 7 replies of 512-1023 bytes (+$(($(grp tx-$H $IF1 $B) - T1)))" test $(($(grp tx-$H $IF1 $B) - T1)) = 7
+check "rmon: $IF0 received them (+$(($(grp rx-$H $IF0 $A) - R0)))" test $(($(grp rx-$H $IF0 $A) - R0)) = 7
+OK1=$(($(grp eth-mac-FramesReceivedOK $IF1 $B) - OK1))
+OC1=$(($(grp eth-mac-OctetsReceivedOK $IF1 $B) - OC1))
+check "eth-mac: FramesReceivedOK (+$OK1) and OctetsReceivedOK (+$OC1) of $IF1 cover them" \
+	test $OK1 -ge 7 -a $OC1 -ge $((7 * 646))
+check "eth-phy: no code violations on the model's cable" test "$(grp eth-phy-SymbolErrorDuringCarrier $IF0 $A)" = 0
+# Frames with a bad FCS: counted by whichever port received them, dropped there.
+fcs() { echo $(($(grp eth-mac-FrameCheckSequenceErrors $IF0 $A) + $(grp eth-mac-FrameCheckSequenceErrors $IF1 $B))); }
+F0=$(fcs)
+if [ $MODE = pci ]; then ctl_wr $CTL_BAD_FCS 3; else echo 3 >/sys/module/onic/parameters/sim_bad_fcs; fi
+timeout $((20 * SLOW)) $A $PING -c 8 -i 0.2 -W 1 192.0.2.2 >/dev/null 2>&1
+check "eth-mac: 3 frames with a bad FCS counted in FrameCheckSequenceErrors (+$(($(fcs) - F0)))" test $(($(fcs) - F0)) = 3
+# Pause frames: 5 sent out of $IF1 (MAC control, 64 bytes on the wire), consumed by $IF0's MAC.
+PT1=$(pstat tx_pause_frames $IF1 $B)
+PR0=$(pstat rx_pause_frames $IF0 $A)
+CT1=$(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B)
+CR0=$(grp eth-ctrl-MACControlFramesReceived $IF0 $A)
+check "5 pause frames out of $IF1" timeout $((20 * SLOW)) $B onic_replay pause $IF1 5
+settle eth-ctrl-MACControlFramesReceived $IF0 $((CR0 + 5)) $A
+$A ethtool -I --show-pause $IF0 >/tmp/pause 2>&1
+sed 's/^/    | /' /tmp/pause
+check "--show-pause: global pause on both ways, no autonegotiation" sh -c \
+	"grep -Eq '^RX:[[:space:]]+on' /tmp/pause && grep -Eq '^TX:[[:space:]]+on' /tmp/pause && grep -Eq '^Autonegotiate:[[:space:]]+off' /tmp/pause"
+check "--show-pause: $IF1 sent 5 pause frames (+$(($(pstat tx_pause_frames $IF1 $B) - PT1)))" test $(($(pstat tx_pause_frames $IF1 $B) - PT1)) = 5
+check "--show-pause: $IF0 received them (+$(($(pstat rx_pause_frames $IF0 $A) - PR0)))" test $(($(pstat rx_pause_frames $IF0 $A) - PR0)) = 5
+check "eth-ctrl: MAC control frames, 5 sent and 5 received (+$(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)), +$(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)))" \
+	test $(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)) = 5 -a $(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)) = 5
+
 # ---- ethtool round trips; bad values rejected with an error and no change
 E="$A ethtool"
 check "ethtool -x: default key is the RTL reset key" sh -c "$E -x $IF0 | grep -q '17:14:e3:d6:7e:c8'"
@@ -676,6 +756,51 @@ if [ $MODE != sim ]; then
 	for f in /sys/kernel/debug/swiotlb/*; do echo "    | swiotlb $(basename $f): $(cat $f)"; done
 fi
 
+# ---- interrupt moderation (ethtool -c/-C): rx-usecs and rx-frames onto the QDMA's completion
+# timer and count tables, changed on both ports while a ping stream runs (each queue takes the
+# new entries at its next poll's doorbell), nothing lost; values between entries round down,
+# values beyond the tables and TX moderation (no TX interrupts) are refused with nothing changed.
+coal() { $A ethtool -c $IF0 | sed -n "s/^$1:[[:space:]]*//p"; }
+check "ethtool -c: the reference's moderation, 1 us and 64 completions" test "$(coal rx-usecs) $(coal rx-frames)" = "1 64"
+timeout $((40 * SLOW)) $B $PING -c 400 -i 0.01 -q 192.0.2.1 >/tmp/coal 2>&1 &
+CP=$!
+for v in "10 128" "20 192" "0 2" "5 96" "1 64"; do
+	set -- $v
+	check "ethtool -C rx-usecs $1 rx-frames $2 on both ports while pings run" sh -c \
+		"timeout 30 $A ethtool -C $IF0 rx-usecs $1 rx-frames $2 && timeout 30 $B ethtool -C $IF1 rx-usecs $1 rx-frames $2"
+	check "ethtool -c shows rx-usecs $1 rx-frames $2 ($(coal rx-usecs), $(coal rx-frames))" test "$(coal rx-usecs) $(coal rx-frames)" = "$1 $2"
+	sleep 0.5
+done
+wait $CP
+sed 's/^/    | /' /tmp/coal
+check "no ping lost while the moderation changed" grep -q ' 0% packet loss' /tmp/coal
+check "ethtool -C rx-usecs 7 rx-frames 100 rounds down to the tables' 5 us and 96" sh -c \
+	"$A ethtool -C $IF0 rx-usecs 7 rx-frames 100 && [ \"\$($A ethtool -c $IF0 | sed -n 's/^rx-usecs:[[:space:]]*//p') \$($A ethtool -c $IF0 | sed -n 's/^rx-frames:[[:space:]]*//p')\" = '5 96' ]"
+refuse "ethtool -C rx-usecs 21 (longer than the longest timer) is rejected" $A ethtool -C $IF0 rx-usecs 21
+refuse "ethtool -C rx-frames 1 (below the smallest count) is rejected" $A ethtool -C $IF0 rx-frames 1
+refuse "ethtool -C tx-usecs 10 (no TX interrupts to moderate) is rejected" $A ethtool -C $IF0 tx-usecs 10
+check "and the moderation is unchanged ($(coal rx-usecs) us, $(coal rx-frames))" test "$(coal rx-usecs) $(coal rx-frames)" = "5 96"
+check "ethtool -C back to the reference" $A ethtool -C $IF0 rx-usecs 1 rx-frames 64
+# On the PCI card the queue vectors are real interrupts: a UDP stream of small datagrams at a
+# fixed rate raises fewer of them per received frame as the timer and count grow.
+if [ $MODE = pci ]; then
+	# per_kframe USECS FRAMES: interrupts on $IF1's queue vectors per 1000 frames it received
+	# during a 3 s UDP stream into it.
+	per_kframe() {
+		$B ethtool -C $IF1 rx-usecs $1 rx-frames $2
+		$B iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
+		listening "$B" 5202
+		i0=$(irqs "$IF1-q")
+		p0=$(cnt b $IF1 rx_packets)
+		timeout $((30 * SLOW)) $A iperf3 -c 192.0.2.2 -p 5202 -u -b 4M -l 200 -t 3 --connect-timeout 5000 >/dev/null 2>&1
+		echo $(((($(irqs "$IF1-q") - i0) * 1000) / ($(cnt b $IF1 rx_packets) - p0 + 1)))
+	}
+	LOWI=$(per_kframe 1 64)
+	HIGHI=$(per_kframe 20 192)
+	$B ethtool -C $IF1 rx-usecs 1 rx-frames 64
+	check "PCI card: fewer interrupts per 1000 frames at 20 us / 192 ($HIGHI) than at 1 us / 64 ($LOWI)" test "$HIGHI" -lt "$LOWI"
+fi
+
 # ---- reconfiguration, XDP and link changes under TCP load (4 streams, 50 s)
 $B iperf3 -s -1 -p 5201 >/tmp/ip3s.log 2>&1 &
 SRV=$!
@@ -737,7 +862,14 @@ H=$(awk '$1 == "5555" { print $NF }' /tmp/out)
 check "xdp-filter dropped the frames to port 5555 ($H hits)" test "${H:-0}" -gt 0
 check "xdp-filter unload" timeout 30 $NB xdp-filter unload $IF1
 
+# qsum DIR NAME: ethtool -S's queue-health counter DIR<q>_NAME summed over the queues of both
+# ports (docs/statistics.md, queue health).
+qsum() {
+	{ $A ethtool -S $IF0; $B ethtool -S $IF1; } |
+		awk -v p="$1" -v n="$2" '{ sub(":", "", $1) } $1 ~ ("^" p "[0-9]+_" n "$") { s += $2 } END { print s + 0 }'
+}
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
+TXR0=$(qsum tx restarts)
 echo "onic-vm: fault window begins" >/dev/kmsg
 set_tx_stall 1
 timeout $((40 * SLOW)) $A $PING -f -w $((25 * SLOW)) -s 1000 192.0.2.2 >/dev/null 2>&1 &
@@ -754,10 +886,14 @@ check "a stalled TX engine is reported (ndo_tx_timeout)" sh -c 'dmesg | grep -Eq
 check "and the queue restarted in place" sh -c "dmesg | grep -Eq '($IF0|$IF1): queue [0-9]+ restarted'"
 check "traffic flows after the restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &) && sleep $SLOW && timeout 30 $A iperf3 -c 192.0.2.2 -p 5201 -t 3 >/dev/null"
+check "ethtool -S: tx<q>_restarts counts the TX restart (+$(($(qsum tx restarts) - TXR0)))" test $(($(qsum tx restarts) - TXR0)) -ge 1
 
 # ---- a lying completion ring (its color never flips after a wrap): the RX queue detects it,
 # stops asking to be polled, and a work item restarts it
 R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
+QE0=$(qsum rx queue_errors)
+QR0=$(qsum rx restarts)
+QS0=$(qsum rx stall_polls)
 flood_frozen
 n=0
 while [ $n -lt $((30 * SLOW)) ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
@@ -771,6 +907,11 @@ echo "onic-vm: fault window ends" >/dev/kmsg
 check "a completion ring whose color never flips is detected" sh -c 'dmesg | grep -q "RX or XDP_TX ring error; restarting the queue"'
 check "and the RX queue restarted in place" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
 check "traffic flows after the RX restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+QE0=$(($(qsum rx queue_errors) - QE0))
+QR0=$(($(qsum rx restarts) - QR0))
+QS0=$(($(qsum rx stall_polls) - QS0))
+check "ethtool -S: the frozen ring in rx<q>_queue_errors (+$QE0), rx<q>_restarts (+$QR0), rx<q>_stall_polls (+$QS0)" \
+	test $QE0 -ge 1 -a $QR0 -ge 1 -a $QS0 -ge 1
 
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from
@@ -869,7 +1010,7 @@ if [ $MODE = pci ]; then
 	sleep 1
 	echo "onic-vm: fault window ends" >/dev/kmsg
 	check "a QDMA error is logged decoded" sh -c \
-		"dmesg | grep -q 'QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008; C2H first error on queue'"
+		"dmesg | grep -q \"QDMA error interrupt: GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008: bit 3 QID_MISMATCH (a packet's queue id did not match its queue); C2H first error on queue\""
 	check "on the master PF's error vector, once ($IF0-err +$(($(irqs "$IF0-err") - X0)))" test $(($(irqs "$IF0-err") - X0)) = 1
 	wedged_engine_tests
 fi

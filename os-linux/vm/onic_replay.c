@@ -14,6 +14,10 @@
  *                                 XDP_TX, or redirects to it);
  *       <out-dir>/maps.txt        every map entry, "name key-hex value-hex", sorted;
  *     then prints "sent=N pass=N port0-out=N" and detaches.
+ *   onic_replay pause <send-if> <count>
+ *     Sends <count> IEEE 802.3x pause frames (MAC control, opcode 1, to 01:80:c2:00:00:01, pause
+ *     time 0) out of <send-if>, 60 bytes each (64 on the wire), and prints "sent=N": the MAC
+ *     counters of the sending and the receiving port must count them.
  *   onic_replay digest <pcap>
  *     Prints one "length fnv64" line per frame, sorted: the order-free form of a capture (RSS
  *     spreads frames over queues, so arrival order is not part of the comparison).
@@ -380,15 +384,42 @@ static int run(int argc, char **argv)
 	return 0;
 }
 
+static int pause_frames(const char *ifname, int count)
+{
+	unsigned char f[60] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01,	/* the MAC-control address */
+				0x02, 0x00, 0x00, 0x00, 0x00, 0x01,	/* a local source */
+				0x88, 0x08,				/* MAC control */
+				0x00, 0x01,				/* PAUSE */
+				0x00, 0x00 };				/* pause time 0 */
+	int ifindex, fd = packet_socket(ifname, &ifindex);
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = ETH_ALEN };
+	int i;
+
+	memcpy(to.sll_addr, f, ETH_ALEN);
+	for (i = 0; i < count; i++) {
+		while (sendto(fd, f, sizeof(f), 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+			if (errno != EAGAIN && errno != ENOBUFS)
+				die("sendto");
+			usleep(1000);
+		}
+	}
+	printf("sent=%d\n", count);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "pause"))
+		return pause_frames(argv[2], atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "digest"))
 		return digest(argv[2]);
 	if (argc >= 8 && !strcmp(argv[1], "run"))
 		return run(argc - 2, argv + 2);
 	fprintf(stderr,
 		"usage: %s run <object> <program> <xdp-if> <send-if> <pcap> <out-dir> [MAP:KEY=VALUE ...]\n"
+		"       %s pause <send-if> <count>\n"
 		"       %s digest <pcap>\n",
-		argv[0], argv[0]);
+		argv[0], argv[0], argv[0]);
 	return 2;
 }

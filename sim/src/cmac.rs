@@ -8,7 +8,7 @@
 
 use alloc::collections::BTreeMap;
 
-use onic_hal::regs::cmac::{self as regs, adapter, CMAC_STATS};
+use onic_hal::regs::cmac::{self as regs, adapter, CMAC_STATS, CMAC_STATS_EXTRA};
 
 /// Bytes the MAC adds to every frame.
 pub const FCS_LEN: usize = 4;
@@ -205,8 +205,10 @@ impl Port {
     }
 
     /// Copies every live counter into the STAT_* registers (TICK).
+    /// The model has no PCS, so the latched counters outside the list
+    /// ([`CMAC_STATS_EXTRA`]: code violations) stay 0.
     pub(crate) fn tick(&mut self) {
-        for c in CMAC_STATS {
+        for c in CMAC_STATS.iter().chain(CMAC_STATS_EXTRA.iter()) {
             self.latched.insert(c.low.offset(), self.live.get(c.name));
         }
     }
@@ -216,11 +218,12 @@ impl Port {
         if let Some(v) = self.latched.get(&offset) {
             return Some(*v as u32);
         }
+        let latched = || CMAC_STATS.iter().chain(CMAC_STATS_EXTRA.iter());
         let low = offset.checked_sub(4)?;
-        if CMAC_STATS.iter().any(|c| c.low.offset() == low) {
+        if latched().any(|c| c.low.offset() == low) {
             return Some((self.latched.get(&low).copied().unwrap_or(0) >> 32) as u32 & 0xFFFF);
         }
-        if CMAC_STATS.iter().any(|c| c.low.offset() == offset) {
+        if latched().any(|c| c.low.offset() == offset) {
             return Some(0);
         }
         None
@@ -353,6 +356,9 @@ mod tests {
                 c.name
             );
         }
+        // Code violations are latched too, and the model (no PCS) has none.
+        assert_eq!(p.read_stat(regs::STAT_RX_BAD_CODE.low.offset()), Some(0));
+        assert_eq!(p.read_stat(regs::STAT_RX_BAD_CODE.high().offset()), Some(0));
         // Half of the data frames had a bad FCS; the two MAC control frames were good.
         assert_eq!(
             p.live.get("stat_rx_bad_fcs") * 2 + 2,

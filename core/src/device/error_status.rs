@@ -49,9 +49,11 @@ impl ErrorStatus {
     }
 }
 
-/// One line: `GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008; C2H first
-/// error on queue 3`, or `no error reported`. Group bits the spec does not name are shown as
-/// `bit N`; leaf bits in hex (their meanings are the QDMA IP's, not listed in hardware.md).
+/// One line: `GLBL_ERR_STAT 0x00000100 (streaming C2H); C2H_ERR_STAT 0x00000008: bit 3
+/// QID_MISMATCH (a packet's queue id did not match its queue); C2H first error on queue 3`, or
+/// `no error reported`. Each leaf bit set is named with its meaning
+/// ([`errors::ErrBit`], the QDMA's definitions); bits the QDMA does not define are shown as
+/// `bit N`, and so are group bits the spec does not name.
 impl fmt::Display for ErrorStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.any() {
@@ -76,7 +78,8 @@ impl fmt::Display for ErrorStatus {
         f.write_str(")")?;
         for (value, leaf) in self.leaves.iter().zip(errors::LEAF_STATUS) {
             if *value != 0 {
-                write!(f, "; {} {value:#010x}", leaf.name)?;
+                write!(f, "; {} {value:#010x}:", leaf.name)?;
+                write_leaf_bits(f, *value, leaf.bits)?;
             }
         }
         if let Some(q) = self.c2h_first_qid {
@@ -87,6 +90,23 @@ impl fmt::Display for ErrorStatus {
         }
         Ok(())
     }
+}
+
+/// The bits set in a leaf status value, each with its name and meaning where the QDMA defines
+/// it: ` bit 3 QID_MISMATCH (...), bit 5`.
+fn write_leaf_bits(f: &mut fmt::Formatter<'_>, value: u32, bits: &[errors::ErrBit]) -> fmt::Result {
+    let mut rest = value;
+    let mut sep = " ";
+    while rest != 0 {
+        let n = rest.trailing_zeros();
+        rest &= rest - 1;
+        write!(f, "{sep}bit {n}")?;
+        if let Some(b) = bits.iter().find(|b| u32::from(b.bit) == n) {
+            write!(f, " {} ({})", b.name, b.meaning)?;
+        }
+        sep = ", ";
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -137,7 +157,26 @@ mod tests {
         assert_eq!(
             s.to_string(),
             "GLBL_ERR_STAT 0x00100104 (descriptor, streaming C2H, bit 20); GLBL_DSC_ERR_STS \
-             0x00000004; C2H_ERR_STAT 0x00000008; C2H first error on queue 3"
+             0x00000004: bit 2 PARAM (a descriptor fetch completion did not match its request); \
+             C2H_ERR_STAT 0x00000008: bit 3 QID_MISMATCH (a packet's queue id did not match its \
+             queue); C2H first error on queue 3"
+        );
+    }
+
+    #[test]
+    fn bits_the_qdma_does_not_define_are_shown_by_number() {
+        let rec = Recorder::opennic();
+        preset(&rec, "stat", qdma::GLBL_ERR_STAT, errors::GROUP_ST_C2H);
+        preset(&rec, "c2h", qdma::C2H_ERR_STAT, 1 << 13 | 1 << 2);
+        preset(&rec, "fatal", qdma::C2H_FATAL_ERR_STAT, 1 << 31);
+        preset(&rec, "qid", qdma::C2H_FIRST_ERR_QID, 0);
+        let s = ErrorStatus::read(&rec.window(Bar::Qdma)).to_string();
+        assert!(
+            s.contains(
+                "C2H_ERR_STAT 0x00002004: bit 2, bit 13 CMPT_QFULL_ERR (a completion ring was full); \
+                 C2H_FATAL_ERR_STAT 0x80000000: bit 31;"
+            ),
+            "{s}"
         );
     }
 
@@ -151,8 +190,10 @@ mod tests {
             let s = ErrorStatus::read(&rec.window(Bar::Qdma));
             assert_eq!(s.h2c_first_qid, Some(70));
             assert!(
-                s.to_string()
-                    .ends_with("(streaming H2C); H2C_ERR_STAT 0x00000010; H2C first error on queue 70"),
+                s.to_string().ends_with(
+                    "(streaming H2C); H2C_ERR_STAT 0x00000010: bit 4 DBE (uncorrectable ECC error \
+                         in H2C stream data); H2C first error on queue 70"
+                ),
                 "{s}"
             );
         }

@@ -11,7 +11,7 @@
 //! The order of register accesses follows the reference driver exactly, except for the documented
 //! deviations in `docs/deviations.md` (each is marked "Deviation" below).
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use onic_hal::layout::csr::{C2hPfchCfg, C2hWbCoalCfg, GlblDscCfg, GlblErrInt, H2cReqThrot};
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, FmapCtxt, PfchCtxt, SwCtxt};
 use onic_hal::layout::ctxt::{CtxtOp, IndCtxtCmd};
@@ -28,6 +28,7 @@ use onic_hal::{
 
 use crate::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
+use crate::moderation::RxModeration;
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
 use crate::rss::RssKey;
@@ -103,6 +104,10 @@ pub struct Device<Q, S, L = Unshared> {
     /// release. A clear only replaces the command it read (compare-exchange), so a timeout
     /// recorded meanwhile by another context is not lost.
     stuck: AtomicU32,
+    /// The RX queues' interrupt moderation ([`RxModeration::to_bits`]): written by the control
+    /// path (`ethtool -C`), read by each queue's doorbells. `Relaxed`: it carries only itself,
+    /// and a poll that reads the old value sets it at its next doorbell.
+    moderation: AtomicU8,
 }
 
 // The shared half stays shareable: no `Cell` (or other `!Sync` field) may come back into
@@ -197,6 +202,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             cfg,
             cmacs: 0,
             stuck: AtomicU32::new(NONE_STUCK),
+            moderation: AtomicU8::new(RxModeration::REFERENCE.to_bits()),
         };
         match dev.bring_up(delay, &mut rss) {
             Ok(()) => {
@@ -392,13 +398,36 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
 
     /// The queue doorbells of this function.
     pub fn doorbells(&self) -> Doorbells<&Q> {
-        Doorbells::new(&self.qdma)
+        Doorbells::new(&self.qdma).with_moderation(self.rx_moderation())
+    }
+
+    /// The RX queues' interrupt moderation (`ethtool -c`).
+    pub fn rx_moderation(&self) -> RxModeration {
+        RxModeration::from_bits(self.moderation.load(Ordering::Relaxed))
+    }
+
+    /// Sets the RX queues' interrupt moderation (`ethtool -C`): queues started from now on get
+    /// it in their completion context, running ones at their next CMPT CIDX doorbell (the end
+    /// of their next poll), with nothing stopped or restarted.
+    pub fn set_rx_moderation(&self, m: RxModeration) {
+        self.moderation.store(m.to_bits(), Ordering::Relaxed);
     }
 
     /// The hardware counters of the function's port, in the order of
     /// [`crate::stats::hw::read_hw_counters`] (TICK, then each counter in full).
     pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
         hw::read_hw_counters(&self.shell, self.cfg.func.port())
+    }
+
+    /// The standard statistic groups of the function's port (`eth-mac`, `eth-phy`, `eth-ctrl`,
+    /// `rmon`, pause frames): one TICK, then the CMAC counters ([`crate::stats::mac`]).
+    pub fn mac_stat_groups(&self) -> crate::stats::MacStatGroups {
+        crate::stats::MacStatGroups::read(&self.shell, self.cfg.func.port())
+    }
+
+    /// The pause settings of the function's port's CMAC (`ethtool -a`).
+    pub fn pause_params(&self) -> crate::stats::PauseParams {
+        crate::stats::PauseParams::read(&self.shell, self.cfg.func.port())
     }
 
     /// The packet adapter's RX drop counter of the function's port (frames dropped before the
@@ -573,7 +602,10 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         let f = self.cfg.func;
         let sw = SwCtxt::reference_c2h(f, desc_ring, q.desc_ring.index());
         let pfch = PfchCtxt::reference(q.buf.index());
-        let cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
+        let mut cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
+        let m = self.rx_moderation();
+        cmpt.set_timer_idx(m.timer_idx());
+        cmpt.set_counter_idx(m.counter_idx());
         let r = (|| {
             self.context(delay, CtxtOp::Clear, CtxtSel::SwC2h, abs)?;
             self.context_write(delay, CtxtSel::SwC2h, abs, &sw.data_regs())?;

@@ -1,12 +1,14 @@
 //! The settings ethtool changes on a function, each checked all-or-nothing before anything
-//! changes: channels (`-L`), ring sizes (`-G`), the MTU, and the RX flow hash (`-n/-N
-//! rx-flow-hash`), which the shell fixes (hardware.md §9.4).
+//! changes: channels (`-L`), ring sizes (`-G`), the MTU, the RX flow hash (`-n/-N
+//! rx-flow-hash`), which the shell fixes (hardware.md §9.4), and the RX interrupt moderation
+//! (`-C`, [`crate::moderation`]).
 
 use core::fmt;
 
 use onic_hal::regs::qdma::tables::RING_SIZES;
 
 use crate::config::{BufSizeIdx, RingSizeIdx};
+use crate::moderation::RxModeration;
 use crate::rss::RssError;
 
 /// Why an ethtool request was refused. Nothing was changed.
@@ -51,6 +53,24 @@ pub enum EthtoolError {
     },
     /// A flow type ethtool does not define.
     FlowType(u32),
+    /// `-C rx-usecs` above the longest completion timer, or `rx-frames` outside the count
+    /// thresholds ([`crate::moderation::RxModeration::for_request`]).
+    Coalesce {
+        /// `rx-usecs` asked for.
+        usecs: u32,
+        /// `rx-frames` asked for.
+        frames: u32,
+    },
+}
+
+/// `ethtool -C rx-usecs, rx-frames`: the moderation coming closest without exceeding either
+/// ([`RxModeration::for_request`]).
+///
+/// # Errors
+///
+/// [`EthtoolError::Coalesce`] for a time or count the QDMA's tables cannot give.
+pub fn rx_moderation_for(usecs: u32, frames: u32) -> Result<RxModeration, EthtoolError> {
+    RxModeration::for_request(usecs, frames).ok_or(EthtoolError::Coalesce { usecs, frames })
 }
 
 impl fmt::Display for EthtoolError {
@@ -72,6 +92,13 @@ impl fmt::Display for EthtoolError {
                 "flow type {flow_type}: the shell's hash fields are fixed, {requested:#x} cannot be set"
             ),
             Self::FlowType(t) => write!(f, "unknown flow type {t}"),
+            Self::Coalesce { usecs, frames } => write!(
+                f,
+                "rx-usecs {usecs}, rx-frames {frames}: the completion timers go up to {} us, the count thresholds from {} to {}",
+                RxModeration::MAX_USECS,
+                RxModeration::MIN_FRAMES,
+                RxModeration::MAX_FRAMES
+            ),
         }
     }
 }

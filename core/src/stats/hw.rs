@@ -22,9 +22,7 @@ pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUN
     shell.write(cmac::TICK.on(base), cmac::TICK_LATCH);
     let mut out = [0u64; HW_COUNTERS];
     for (slot, c) in out.iter_mut().zip(cmac::CMAC_STATS.iter()) {
-        let lo = shell.read(c.low.on(base));
-        let hi = shell.read(c.high().on(base)) & CMAC_HIGH_MASK;
-        *slot = u64::from(hi) << 32 | u64::from(lo);
+        *slot = read_latched(shell, base, c);
     }
     let abase = cmac::adapter_base(port);
     for (slot, c) in out[cmac::CMAC_STATS.len()..]
@@ -34,6 +32,13 @@ pub fn read_hw_counters<W: RegisterWindow>(shell: &W, port: u8) -> [u64; HW_COUN
         *slot = read_u64_untorn(shell, c.low.on(abase));
     }
     out
+}
+
+/// Reads one CMAC counter latched by the last TICK: low word, then the 16 bits of the high word.
+pub(crate) fn read_latched<W: RegisterWindow>(shell: &W, base: u32, c: &cmac::Counter) -> u64 {
+    let lo = shell.read(c.low.on(base));
+    let hi = shell.read(c.high().on(base)) & CMAC_HIGH_MASK;
+    u64::from(hi) << 32 | u64::from(lo)
 }
 
 /// Reads a free-running 64-bit counter made of the low register `low` and the high register after

@@ -3,16 +3,20 @@
 
 use onic_core::stats::{PairStats, QueueCounters, RxStats, TxStats};
 
-/// Words of a queue's published counters: RX, TX and pair counters (the pool's statistics are
-/// the host's, read from the pool).
-pub const QSTAT_WORDS: usize = 15 + 11 + 9;
+/// Words of a queue's published counters: every RX, TX and pair counter (the pool's statistics
+/// are the host's, read from the pool).
+pub const QSTAT_WORDS: usize = 20 + 15 + 9;
 
+/// Lists each counter struct's fields once: the flat words are built by destructuring each
+/// struct without `..`, so a counter added to the core and not listed here does not compile
+/// (and would otherwise never reach a host's statistics).
 macro_rules! words {
-    ($($s:ident . $f:ident),* $(,)?) => {
+    ($(($s:ident: $t:ident { $($f:ident),* $(,)? })),* $(,)?) => {
         /// The counters as the flat words the host publishes.
         #[must_use]
         pub fn to_words(c: &QueueCounters) -> [u64; QSTAT_WORDS] {
-            [$(c.$s.$f),*]
+            $( let $t { $($f: _),* } = c.$s; )*
+            [$($(c.$s.$f),*),*]
         }
 
         /// The counters from published words.
@@ -24,53 +28,65 @@ macro_rules! words {
                 pair: PairStats::default(),
                 pool: Default::default(),
             };
-            let mut i = 0;
-            $(
-                c.$s.$f = w[i];
-                i += 1;
-            )*
-            debug_assert_eq!(i, QSTAT_WORDS);
+            let mut words = w.iter().copied();
+            $($( c.$s.$f = words.next().unwrap_or(0); )*)*
+            debug_assert!(words.next().is_none());
             c
         }
     };
 }
 
 words!(
-    rx.rx_packets,
-    rx.rx_bytes,
-    rx.recycled,
-    rx.to_os,
-    rx.to_tx,
-    rx.rx_cmpt_errors,
-    rx.rx_bad_length,
-    rx.rx_multi_buffer,
-    rx.rx_no_page,
-    rx.refill_alloc_failures,
-    rx.cmpt_not_ready,
-    rx.c2h_doorbells,
-    rx.cmpt_doorbells,
-    rx.rearms,
-    rx.rearm_rechecks,
-    tx.tx_packets,
-    tx.tx_bytes,
-    tx.queued,
-    tx.tx_busy,
-    tx.tx_bad_length,
-    tx.padded,
-    tx.stops,
-    tx.wakes,
-    tx.doorbells,
-    tx.tx_xdp_xmit,
-    tx.tx_xdp_xmit_errors,
-    pair.rx_xdp_tx,
-    pair.rx_xdp_redirect,
-    pair.rx_xdp_tx_errors,
-    pair.rx_xdp_pass,
-    pair.rx_xdp_drop,
-    pair.rx_xdp_aborted,
-    pair.rx_xdp_invalid,
-    pair.rx_xdp_redirect_errors,
-    pair.rx_pass_refused,
+    (rx: RxStats {
+        rx_packets,
+        rx_bytes,
+        recycled,
+        to_os,
+        to_tx,
+        rx_cmpt_errors,
+        rx_bad_length,
+        rx_multi_buffer,
+        rx_no_page,
+        refill_alloc_failures,
+        refill_bad_pages,
+        cmpt_not_ready,
+        c2h_doorbells,
+        cmpt_doorbells,
+        rearms,
+        rearm_rechecks,
+        stall_polls,
+        queue_errors,
+        restarts,
+        rx_abandoned,
+    }),
+    (tx: TxStats {
+        tx_packets,
+        tx_bytes,
+        queued,
+        tx_busy,
+        tx_bad_length,
+        padded,
+        stops,
+        wakes,
+        doorbells,
+        tx_xdp_xmit,
+        tx_xdp_xmit_errors,
+        stall_reclaims,
+        queue_errors,
+        restarts,
+        tx_aborted,
+    }),
+    (pair: PairStats {
+        rx_xdp_tx,
+        rx_xdp_redirect,
+        rx_xdp_tx_errors,
+        rx_xdp_pass,
+        rx_xdp_drop,
+        rx_xdp_aborted,
+        rx_xdp_invalid,
+        rx_xdp_redirect_errors,
+        rx_pass_refused,
+    }),
 );
 
 #[cfg(test)]
@@ -87,5 +103,8 @@ mod tests {
         assert_eq!(c.rx.rx_packets, 1000);
         assert_eq!(c.pair.rx_pass_refused, 1000 + QSTAT_WORDS as u64 - 1);
         assert_eq!(to_words(&c), w);
+        // The queue-health counters travel too (they were once left out of the words).
+        assert_eq!(c.rx.rx_abandoned, 1019);
+        assert_eq!(c.tx.tx_aborted, 1034);
     }
 }

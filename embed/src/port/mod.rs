@@ -50,8 +50,8 @@ use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::Stats64;
-use onic_core::stats::{QueueCounters, HW_COUNTERS};
-use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxQueueConfig};
+use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
+use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxModeration, RxQueueConfig};
 
 use contexts::Owned;
 use counters::{from_words, QSTAT_WORDS};
@@ -501,6 +501,54 @@ impl<H: Host> Port<H> {
     /// The port's hardware counters (a TICK, then the reads; hardware.md §10.5).
     pub fn hw_counters(&self) -> [u64; HW_COUNTERS] {
         self.dev.hw_counters()
+    }
+
+    /// The standard statistic groups of the port's MAC (`ethtool -S --groups eth-mac eth-phy
+    /// eth-ctrl rmon`, the pause-frame counts of `ethtool -I -a`): one TICK of the CMAC, then its
+    /// counters mapped by the core ([`onic_core::stats::mac`]). A control call: the TICK latches
+    /// the counters every reader of the port shares, so readers take turns.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn mac_stat_groups(&self, ctl: &mut Token<'_, Control>) -> PortResult<MacStatGroups> {
+        self.ctl(ctl)?;
+        Ok(self.dev.mac_stat_groups())
+    }
+
+    /// The pause settings of the port's CMAC (`ethtool -a`).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn pause_params(&self, ctl: &mut Token<'_, Control>) -> PortResult<PauseParams> {
+        self.ctl(ctl)?;
+        Ok(self.dev.pause_params())
+    }
+
+    /// The RX queues' interrupt moderation (`ethtool -c`).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn coalesce(&self, ctl: &mut Token<'_, Control>) -> PortResult<RxModeration> {
+        self.ctl(ctl)?;
+        Ok(self.dev.rx_moderation())
+    }
+
+    /// `ethtool -C rx-usecs, rx-frames`: the table entries coming closest without exceeding
+    /// either (the core's rule). Running queues take them at their next poll's doorbell, queues
+    /// started later in their completion context: nothing is stopped, no frame lost.
+    ///
+    /// # Errors
+    ///
+    /// The core's refusal of a time or count its tables cannot give (nothing changes);
+    /// `WrongContext` for another port's token.
+    pub fn set_coalesce(&self, ctl: &mut Token<'_, Control>, usecs: u32, frames: u32) -> PortResult<()> {
+        self.ctl(ctl)?;
+        let m = onic_core::device::settings::rx_moderation_for(usecs, frames)?;
+        self.dev.set_rx_moderation(m);
+        Ok(())
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the

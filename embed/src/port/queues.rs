@@ -351,11 +351,25 @@ impl<H: Host> Rings<'_, H> {
                 first = Err(PortError::Core(e));
             }
         };
-        for tx in [stack, xmit].into_iter().flatten() {
+        for tx in [&mut *stack, &mut *xmit].into_iter().flatten() {
             note(tx.restart(self.dev, self.delay, &mut NoPages, &mut done));
         }
         if let Some(n) = &mut napi.pair {
             note(n.restart(self.dev, self.delay, &mut done));
+        }
+        // What the restart counted (restarts, abandoned completions, aborted buffers) is
+        // published now, as each ring's owner would: the user sees it without waiting for the
+        // next poll or transmit.
+        let mut published = napi.base;
+        if let Some(n) = &napi.pair {
+            published += napi_counters(n);
+        }
+        self.host.stats_publish(q, StatBlock::Napi, &to_words(&published));
+        for (ring, block) in [(&*stack, StatBlock::Stack), (&*xmit, StatBlock::Xmit)] {
+            if let Some(tx) = ring {
+                self.host
+                    .stats_publish(q, block, &to_words(&tx_counters(tx.stats())));
+            }
         }
         if let Err(e) = first {
             onic_hal::error!("onic: restart of queue {} failed: {}", q, e);

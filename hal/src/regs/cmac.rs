@@ -41,7 +41,7 @@ pub const CORE_MODE: BlockReg<u32> = BlockReg::at(0x020);
 pub const CORE_VERSION: BlockReg<u32> = BlockReg::at(0x024);
 /// CONF_TX_BIP_OVERRIDE.
 pub const CONF_TX_BIP_OVERRIDE: BlockReg<u32> = BlockReg::at(0x02C);
-/// CONF_TX_FC_CTRL_1: \[8:0\] TX pause enable.
+/// CONF_TX_FC_CTRL_1: \[8:0\] TX pause enable ([`PAUSE_GLOBAL`] and the eight priorities).
 pub const CONF_TX_FC_CTRL_1: BlockReg<u32> = BlockReg::at(0x030);
 /// CONF_TX_FC_RFRH_1..5: pause refresh timers, two per register (the fifth holds one).
 pub const CONF_TX_FC_RFRH: [BlockReg<u32>; 5] = [
@@ -59,7 +59,8 @@ pub const CONF_TX_FC_QNTA: [BlockReg<u32>; 5] = [
     BlockReg::at(0x054),
     BlockReg::at(0x058),
 ];
-/// CONF_RX_FC_CTRL_1: RX pause enables.
+/// CONF_RX_FC_CTRL_1: \[8:0\] RX pause enable ([`PAUSE_GLOBAL`] and the eight priorities), \[13:10\]
+/// the GCP/PCP/GPP/PPP checks.
 pub const CONF_RX_FC_CTRL_1: BlockReg<u32> = BlockReg::at(0x084);
 /// CONF_RX_FC_CTRL_2: RX pause check enables.
 pub const CONF_RX_FC_CTRL_2: BlockReg<u32> = BlockReg::at(0x088);
@@ -83,6 +84,11 @@ pub const RSFEC_CONF_IND_CORRECTION: BlockReg<u32> = BlockReg::at(0x1000);
 pub const RSFEC_STATUS: BlockReg<u32> = BlockReg::at(0x1004);
 /// RSFEC_CONF_ENABLE: \[0\] RX RS-FEC, \[1\] TX RS-FEC.
 pub const RSFEC_CONF_ENABLE: BlockReg<u32> = BlockReg::at(0x107C);
+
+/// Bit of the \[8:0\] pause enables of CONF_TX_FC_CTRL_1 and CONF_RX_FC_CTRL_1 for global
+/// (IEEE 802.3x) pause frames; bits 7:0 are the eight priority (PFC) classes (the CMAC's
+/// `ctl_tx_pause_enable` / `ctl_rx_pause_enable`, PG203).
+pub const PAUSE_GLOBAL: u32 = 1 << 8;
 
 /// CORE_VERSION of the CMAC the shell instantiates.
 pub const CORE_VERSION_EXPECTED: u32 = 0x0000_0301;
@@ -208,67 +214,166 @@ const fn c(name: &'static str, offset: u32) -> Counter {
     }
 }
 
-/// The 59 CMAC statistics in `ethtool -S` order (hardware.md §10.5 entries 0-58).
-pub const CMAC_STATS: [Counter; 59] = [
-    c("stat_tx_total_pkts", 0x0500),
-    c("stat_tx_total_good_pkts", 0x0508),
-    c("stat_tx_total_bytes", 0x0510),
-    c("stat_tx_total_good_bytes", 0x0518),
-    c("stat_tx_pkt_64_bytes", 0x0520),
-    c("stat_tx_pkt_65_127_bytes", 0x0528),
-    c("stat_tx_pkt_128_255_bytes", 0x0530),
-    c("stat_tx_pkt_256_511_bytes", 0x0538),
-    c("stat_tx_pkt_512_1023_bytes", 0x0540),
-    c("stat_tx_pkt_1024_1518_bytes", 0x0548),
-    c("stat_tx_pkt_1519_1522_bytes", 0x0550),
-    c("stat_tx_pkt_1523_1548_bytes", 0x0558),
-    c("stat_tx_pkt_1549_2047_bytes", 0x0560),
-    c("stat_tx_pkt_2048_4095_bytes", 0x0568),
-    c("stat_tx_pkt_4096_8191_bytes", 0x0570),
-    c("stat_tx_pkt_8192_9215_bytes", 0x0578),
-    c("stat_tx_pkt_large", 0x0580),
-    c("stat_tx_pkt_small", 0x0588),
-    c("stat_tx_bad_fcs", 0x05B8),
-    c("stat_tx_unicast", 0x05D0),
-    c("stat_tx_multicast", 0x05D8),
-    c("stat_tx_broadcast", 0x05E0),
-    c("stat_tx_vlan", 0x05E8),
-    c("stat_tx_pause", 0x05F0),
-    c("stat_tx_user_pause", 0x05F8),
-    c("stat_rx_total_pkts", 0x0608),
-    c("stat_rx_total_good_pkts", 0x0610),
-    c("stat_rx_total_bytes", 0x0618),
-    c("stat_rx_total_good_bytes", 0x0620),
-    c("stat_rx_pkt_64_bytes", 0x0628),
-    c("stat_rx_pkt_65_127_bytes", 0x0630),
-    c("stat_rx_pkt_128_255_bytes", 0x0638),
-    c("stat_rx_pkt_256_511_bytes", 0x0640),
-    c("stat_rx_pkt_512_1023_bytes", 0x0648),
-    c("stat_rx_pkt_1024_1518_bytes", 0x0650),
-    c("stat_rx_pkt_1519_1522_bytes", 0x0658),
-    c("stat_rx_pkt_1523_1548_bytes", 0x0660),
-    c("stat_rx_pkt_1549_2047_bytes", 0x0668),
-    c("stat_rx_pkt_2048_4095_bytes", 0x0670),
-    c("stat_rx_pkt_4096_8191_bytes", 0x0678),
-    c("stat_rx_pkt_8192_9215_bytes", 0x0680),
-    c("stat_rx_pkt_large", 0x0688),
-    c("stat_rx_pkt_small", 0x0690),
-    c("stat_rx_undersize", 0x0698),
-    c("stat_rx_fragment", 0x06A0),
-    c("stat_rx_oversize", 0x06A8),
-    c("stat_rx_toolong", 0x06B0),
-    c("stat_rx_jabber", 0x06B8),
-    c("stat_rx_bad_fcs", 0x06C0),
-    c("stat_rx_pkt_bad_fcs", 0x06C8),
-    c("stat_rx_stomped_fcs", 0x06D0),
-    c("stat_rx_unicast", 0x06D8),
-    c("stat_rx_multicast", 0x06E0),
-    c("stat_rx_broadcast", 0x06E8),
-    c("stat_rx_vlan", 0x06F0),
-    c("stat_rx_pause", 0x06F8),
-    c("stat_rx_user_pause", 0x0700),
-    c("stat_rx_inrangeerr", 0x0708),
-    c("stat_rx_truncated", 0x0710),
+/// Defines each CMAC counter of the `ethtool -S` list once: a named constant in [`stat`] and its
+/// place in [`CMAC_STATS`].
+macro_rules! cmac_counters {
+    ($($id:ident = $name:literal @ $off:literal),* $(,)?) => {
+        /// The CMAC statistics counters by name, relative to the CMAC base (hardware.md §10.5).
+        pub mod stat {
+            use super::{c, Counter};
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                pub const $id: Counter = c($name, $off);
+            )*
+        }
+
+        /// The 59 CMAC statistics in `ethtool -S` order (hardware.md §10.5 entries 0-58).
+        pub const CMAC_STATS: [Counter; [$($off),*].len()] = [$(stat::$id),*];
+    };
+}
+
+cmac_counters! {
+    TX_TOTAL_PKTS = "stat_tx_total_pkts" @ 0x0500,
+    TX_TOTAL_GOOD_PKTS = "stat_tx_total_good_pkts" @ 0x0508,
+    TX_TOTAL_BYTES = "stat_tx_total_bytes" @ 0x0510,
+    TX_TOTAL_GOOD_BYTES = "stat_tx_total_good_bytes" @ 0x0518,
+    TX_PKT_64_BYTES = "stat_tx_pkt_64_bytes" @ 0x0520,
+    TX_PKT_65_127_BYTES = "stat_tx_pkt_65_127_bytes" @ 0x0528,
+    TX_PKT_128_255_BYTES = "stat_tx_pkt_128_255_bytes" @ 0x0530,
+    TX_PKT_256_511_BYTES = "stat_tx_pkt_256_511_bytes" @ 0x0538,
+    TX_PKT_512_1023_BYTES = "stat_tx_pkt_512_1023_bytes" @ 0x0540,
+    TX_PKT_1024_1518_BYTES = "stat_tx_pkt_1024_1518_bytes" @ 0x0548,
+    TX_PKT_1519_1522_BYTES = "stat_tx_pkt_1519_1522_bytes" @ 0x0550,
+    TX_PKT_1523_1548_BYTES = "stat_tx_pkt_1523_1548_bytes" @ 0x0558,
+    TX_PKT_1549_2047_BYTES = "stat_tx_pkt_1549_2047_bytes" @ 0x0560,
+    TX_PKT_2048_4095_BYTES = "stat_tx_pkt_2048_4095_bytes" @ 0x0568,
+    TX_PKT_4096_8191_BYTES = "stat_tx_pkt_4096_8191_bytes" @ 0x0570,
+    TX_PKT_8192_9215_BYTES = "stat_tx_pkt_8192_9215_bytes" @ 0x0578,
+    TX_PKT_LARGE = "stat_tx_pkt_large" @ 0x0580,
+    TX_PKT_SMALL = "stat_tx_pkt_small" @ 0x0588,
+    TX_BAD_FCS = "stat_tx_bad_fcs" @ 0x05B8,
+    TX_UNICAST = "stat_tx_unicast" @ 0x05D0,
+    TX_MULTICAST = "stat_tx_multicast" @ 0x05D8,
+    TX_BROADCAST = "stat_tx_broadcast" @ 0x05E0,
+    TX_VLAN = "stat_tx_vlan" @ 0x05E8,
+    TX_PAUSE = "stat_tx_pause" @ 0x05F0,
+    TX_USER_PAUSE = "stat_tx_user_pause" @ 0x05F8,
+    RX_TOTAL_PKTS = "stat_rx_total_pkts" @ 0x0608,
+    RX_TOTAL_GOOD_PKTS = "stat_rx_total_good_pkts" @ 0x0610,
+    RX_TOTAL_BYTES = "stat_rx_total_bytes" @ 0x0618,
+    RX_TOTAL_GOOD_BYTES = "stat_rx_total_good_bytes" @ 0x0620,
+    RX_PKT_64_BYTES = "stat_rx_pkt_64_bytes" @ 0x0628,
+    RX_PKT_65_127_BYTES = "stat_rx_pkt_65_127_bytes" @ 0x0630,
+    RX_PKT_128_255_BYTES = "stat_rx_pkt_128_255_bytes" @ 0x0638,
+    RX_PKT_256_511_BYTES = "stat_rx_pkt_256_511_bytes" @ 0x0640,
+    RX_PKT_512_1023_BYTES = "stat_rx_pkt_512_1023_bytes" @ 0x0648,
+    RX_PKT_1024_1518_BYTES = "stat_rx_pkt_1024_1518_bytes" @ 0x0650,
+    RX_PKT_1519_1522_BYTES = "stat_rx_pkt_1519_1522_bytes" @ 0x0658,
+    RX_PKT_1523_1548_BYTES = "stat_rx_pkt_1523_1548_bytes" @ 0x0660,
+    RX_PKT_1549_2047_BYTES = "stat_rx_pkt_1549_2047_bytes" @ 0x0668,
+    RX_PKT_2048_4095_BYTES = "stat_rx_pkt_2048_4095_bytes" @ 0x0670,
+    RX_PKT_4096_8191_BYTES = "stat_rx_pkt_4096_8191_bytes" @ 0x0678,
+    RX_PKT_8192_9215_BYTES = "stat_rx_pkt_8192_9215_bytes" @ 0x0680,
+    RX_PKT_LARGE = "stat_rx_pkt_large" @ 0x0688,
+    RX_PKT_SMALL = "stat_rx_pkt_small" @ 0x0690,
+    RX_UNDERSIZE = "stat_rx_undersize" @ 0x0698,
+    RX_FRAGMENT = "stat_rx_fragment" @ 0x06A0,
+    RX_OVERSIZE = "stat_rx_oversize" @ 0x06A8,
+    RX_TOOLONG = "stat_rx_toolong" @ 0x06B0,
+    RX_JABBER = "stat_rx_jabber" @ 0x06B8,
+    RX_BAD_FCS = "stat_rx_bad_fcs" @ 0x06C0,
+    RX_PKT_BAD_FCS = "stat_rx_pkt_bad_fcs" @ 0x06C8,
+    RX_STOMPED_FCS = "stat_rx_stomped_fcs" @ 0x06D0,
+    RX_UNICAST = "stat_rx_unicast" @ 0x06D8,
+    RX_MULTICAST = "stat_rx_multicast" @ 0x06E0,
+    RX_BROADCAST = "stat_rx_broadcast" @ 0x06E8,
+    RX_VLAN = "stat_rx_vlan" @ 0x06F0,
+    RX_PAUSE = "stat_rx_pause" @ 0x06F8,
+    RX_USER_PAUSE = "stat_rx_user_pause" @ 0x0700,
+    RX_INRANGEERR = "stat_rx_inrangeerr" @ 0x0708,
+    RX_TRUNCATED = "stat_rx_truncated" @ 0x0710,
+}
+
+/// `stat_rx_bad_code`: 64B/66B code violations the PCS saw (hardware.md §10.7; 48 bits, latched
+/// by TICK like the counters of the list, but not in the reference driver's `ethtool -S`).
+pub const STAT_RX_BAD_CODE: Counter = c("stat_rx_bad_code", 0x0418);
+
+/// Counters TICK latches besides [`CMAC_STATS`].
+pub const CMAC_STATS_EXTRA: [Counter; 1] = [STAT_RX_BAD_CODE];
+
+/// The CMAC's frame-size histogram, one bucket per counter pair, by frame length on the wire (FCS
+/// included): `stat_tx_pkt_*` / `stat_rx_pkt_*` of hardware.md §10.5 from 64 to 9215 bytes.
+/// Shorter frames are counted in `pkt_small`, longer ones in `pkt_large`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeBucket {
+    /// Shortest frame of the bucket, in bytes.
+    pub low: u16,
+    /// Longest frame of the bucket, in bytes.
+    pub high: u16,
+    /// Its transmit counter.
+    pub tx: Counter,
+    /// Its receive counter.
+    pub rx: Counter,
+}
+
+const fn bucket(low: u16, high: u16, tx: Counter, rx: Counter) -> SizeBucket {
+    SizeBucket { low, high, tx, rx }
+}
+
+/// The histogram buckets in increasing size.
+pub const SIZE_BUCKETS: [SizeBucket; 12] = [
+    bucket(64, 64, stat::TX_PKT_64_BYTES, stat::RX_PKT_64_BYTES),
+    bucket(65, 127, stat::TX_PKT_65_127_BYTES, stat::RX_PKT_65_127_BYTES),
+    bucket(128, 255, stat::TX_PKT_128_255_BYTES, stat::RX_PKT_128_255_BYTES),
+    bucket(256, 511, stat::TX_PKT_256_511_BYTES, stat::RX_PKT_256_511_BYTES),
+    bucket(
+        512,
+        1023,
+        stat::TX_PKT_512_1023_BYTES,
+        stat::RX_PKT_512_1023_BYTES,
+    ),
+    bucket(
+        1024,
+        1518,
+        stat::TX_PKT_1024_1518_BYTES,
+        stat::RX_PKT_1024_1518_BYTES,
+    ),
+    bucket(
+        1519,
+        1522,
+        stat::TX_PKT_1519_1522_BYTES,
+        stat::RX_PKT_1519_1522_BYTES,
+    ),
+    bucket(
+        1523,
+        1548,
+        stat::TX_PKT_1523_1548_BYTES,
+        stat::RX_PKT_1523_1548_BYTES,
+    ),
+    bucket(
+        1549,
+        2047,
+        stat::TX_PKT_1549_2047_BYTES,
+        stat::RX_PKT_1549_2047_BYTES,
+    ),
+    bucket(
+        2048,
+        4095,
+        stat::TX_PKT_2048_4095_BYTES,
+        stat::RX_PKT_2048_4095_BYTES,
+    ),
+    bucket(
+        4096,
+        8191,
+        stat::TX_PKT_4096_8191_BYTES,
+        stat::RX_PKT_4096_8191_BYTES,
+    ),
+    bucket(
+        8192,
+        9215,
+        stat::TX_PKT_8192_9215_BYTES,
+        stat::RX_PKT_8192_9215_BYTES,
+    ),
 ];
 
 const fn a(name: &'static str, offset: u32) -> Counter {
@@ -328,3 +433,38 @@ pub const XDP_STAT_NAMES: [&str; 7] = [
     "tx_xdp_xmit",
     "tx_xdp_xmit_errors",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::format;
+
+    #[test]
+    fn size_buckets_are_contiguous_and_named_after_their_range() {
+        for pair in SIZE_BUCKETS.windows(2) {
+            assert_eq!(pair[0].high + 1, pair[1].low);
+        }
+        for b in SIZE_BUCKETS {
+            let range = if b.low == b.high {
+                format!("{}_bytes", b.low)
+            } else {
+                format!("{}_{}_bytes", b.low, b.high)
+            };
+            assert_eq!(b.tx.name, format!("stat_tx_pkt_{range}"));
+            assert_eq!(b.rx.name, format!("stat_rx_pkt_{range}"));
+        }
+    }
+
+    #[test]
+    fn the_named_counters_are_the_list() {
+        assert_eq!(CMAC_STATS.len(), 59);
+        assert_eq!(CMAC_STATS[48], stat::RX_BAD_FCS);
+        assert_eq!(stat::RX_PKT_BAD_FCS.low.offset(), 0x06C8);
+        for extra in CMAC_STATS_EXTRA {
+            assert!(CMAC_STATS
+                .iter()
+                .all(|c| c.low != extra.low && c.name != extra.name));
+        }
+    }
+}

@@ -167,6 +167,9 @@ pub mod tables {
         [64, 2, 4, 8, 16, 24, 32, 48, 80, 96, 112, 128, 144, 160, 176, 192];
     /// C2H_INT_TIMER_TICK: 25 user-clock cycles = 100 ns at 250 MHz.
     pub const C2H_INT_TIMER_TICK_VALUE: u32 = 25;
+    /// Length of one completion-timer tick in ns: [`C2H_INT_TIMER_TICK_VALUE`] cycles of the
+    /// 250 MHz user clock (hardware.md §3.2).
+    pub const C2H_TIMER_TICK_NS: u32 = C2H_INT_TIMER_TICK_VALUE * 4;
 }
 
 /// Error-mask programming of hardware.md §11.3 (values from §3.3), in the order the driver writes
@@ -265,7 +268,204 @@ pub mod errors {
         pub reg: Reg<u32>,
         /// GLBL_ERR_STAT bits of its group.
         pub group_bits: u32,
+        /// The bits the QDMA defines in it (those the driver unmasks, hardware.md §3.3).
+        pub bits: &'static [ErrBit],
     }
+
+    /// One bit of a leaf status register: its field name in the QDMA IP's register reference
+    /// (PG302, the IP's register access layer) and what it reports.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ErrBit {
+        /// Bit number.
+        pub bit: u8,
+        /// Field name.
+        pub name: &'static str,
+        /// What the QDMA saw.
+        pub meaning: &'static str,
+    }
+
+    const fn b(bit: u8, name: &'static str, meaning: &'static str) -> ErrBit {
+        ErrBit { bit, name, meaning }
+    }
+
+    /// GLBL_DSC_ERR_STS: the descriptor engine (mask 0x01F9023F).
+    pub const DSC_ERR_BITS: [ErrBit; 14] = [
+        b(0, "POISON", "a descriptor fetch completed poisoned"),
+        b(1, "UR_CA", "a descriptor fetch was refused (UR or CA)"),
+        b(
+            2,
+            "PARAM",
+            "a descriptor fetch completion did not match its request",
+        ),
+        b(
+            3,
+            "ADDR",
+            "a descriptor fetch completion for an unexpected address",
+        ),
+        b(4, "TAG", "a descriptor fetch completion with an unexpected tag"),
+        b(5, "FLR", "a function-level reset hit descriptor processing"),
+        b(9, "TIMEOUT", "a descriptor fetch timed out"),
+        b(16, "DAT_POISON", "descriptor data arrived poisoned"),
+        b(
+            19,
+            "FLR_CANCEL",
+            "a descriptor fetch was cancelled by a function-level reset",
+        ),
+        b(20, "DMA", "the DMA engine failed a descriptor"),
+        b(21, "DSC", "a producer index update the engine could not accept"),
+        b(
+            22,
+            "RQ_CANCEL",
+            "a descriptor fetch was cancelled: its queue was disabled",
+        ),
+        b(23, "DBE", "uncorrectable ECC error in a descriptor engine RAM"),
+        b(24, "SBE", "corrected ECC error in a descriptor engine RAM"),
+    ];
+
+    /// GLBL_TRQ_ERR_STS: register accesses of the host (mask 0x0000000F).
+    pub const TRQ_ERR_BITS: [ErrBit; 4] = [
+        b(0, "UNMAPPED", "a register access to unmapped space"),
+        b(
+            1,
+            "QID_RANGE",
+            "a register access named a queue outside the function's range",
+        ),
+        b(
+            2,
+            "VF_ACCESS",
+            "a virtual function accessed a register it may not",
+        ),
+        b(3, "TCP_TIMEOUT", "a register access timed out"),
+    ];
+
+    /// C2H_ERR_STAT: the streaming C2H engine (mask 0x0000FEDB).
+    pub const C2H_ERR_BITS: [ErrBit; 13] = [
+        b(0, "MTY_MISMATCH", "a packet's empty-byte count was inconsistent"),
+        b(1, "LEN_MISMATCH", "a packet's length disagreed with its data"),
+        b(3, "QID_MISMATCH", "a packet's queue id did not match its queue"),
+        b(
+            4,
+            "DESC_RSP_ERR",
+            "a C2H descriptor arrived with its error bit set",
+        ),
+        b(
+            6,
+            "ENG_WPL_DATA_PAR_ERR",
+            "parity error in the engine's write payload",
+        ),
+        b(7, "MSI_INT_FAIL", "an MSI-X interrupt write failed"),
+        b(9, "ERR_DESC_CNT", "descriptor count error"),
+        b(
+            10,
+            "PORTID_CTXT_MISMATCH",
+            "a packet's port id differs from its prefetch context's",
+        ),
+        b(
+            11,
+            "PORTID_BYP_IN_MISMATCH",
+            "a packet's port id differs from the bypass input's",
+        ),
+        b(12, "CMPT_INV_Q_ERR", "a completion for an invalid queue"),
+        b(13, "CMPT_QFULL_ERR", "a completion ring was full"),
+        b(14, "CMPT_CIDX_ERR", "the driver wrote a bad completion CIDX"),
+        b(15, "CMPT_PRTY_ERR", "parity error in a completion"),
+    ];
+
+    /// C2H_FATAL_ERR_STAT: C2H errors the engine cannot go on from (mask 0x0007DF1B).
+    pub const C2H_FATAL_ERR_BITS: [ErrBit; 14] = [
+        b(0, "MTY_MISMATCH", "a packet's empty-byte count was inconsistent"),
+        b(1, "LEN_MISMATCH", "a packet's length disagreed with its data"),
+        b(3, "QID_MISMATCH", "a packet's queue id did not match its queue"),
+        b(
+            4,
+            "TIMER_FIFO_RAM_RDBE",
+            "uncorrectable ECC error in the timer FIFO RAM",
+        ),
+        b(8, "PFCH_II_RAM_RDBE", "uncorrectable ECC error in a prefetch RAM"),
+        b(
+            9,
+            "CMPT_CTXT_RAM_RDBE",
+            "uncorrectable ECC error in the completion context RAM",
+        ),
+        b(
+            10,
+            "PFCH_CTXT_RAM_RDBE",
+            "uncorrectable ECC error in the prefetch context RAM",
+        ),
+        b(
+            11,
+            "DESC_REQ_FIFO_RAM_RDBE",
+            "uncorrectable ECC error in the descriptor request RAM",
+        ),
+        b(
+            12,
+            "INT_CTXT_RAM_RDBE",
+            "uncorrectable ECC error in the interrupt context RAM",
+        ),
+        b(
+            14,
+            "CMPT_COAL_DATA_RAM_RDBE",
+            "uncorrectable ECC error in the completion coalescing RAM",
+        ),
+        b(
+            15,
+            "TUSER_FIFO_RAM_RDBE",
+            "uncorrectable ECC error in the TUSER FIFO RAM",
+        ),
+        b(
+            16,
+            "QID_FIFO_RAM_RDBE",
+            "uncorrectable ECC error in the queue-id FIFO RAM",
+        ),
+        b(
+            17,
+            "PAYLOAD_FIFO_RAM_RDBE",
+            "uncorrectable ECC error in the payload FIFO RAM",
+        ),
+        b(18, "WPL_DATA_PAR", "parity error in write payload data"),
+    ];
+
+    /// H2C_ERR_STAT: the streaming H2C engine (mask 0x0000001F).
+    pub const H2C_ERR_BITS: [ErrBit; 5] = [
+        b(0, "ZERO_LEN_DESC", "an H2C descriptor of length 0"),
+        b(
+            1,
+            "CSI_MOP",
+            "a descriptor without end of packet where one was needed",
+        ),
+        b(2, "NO_DMA_DSC", "a request came with no DMA descriptor"),
+        b(3, "SBE", "corrected ECC error in H2C stream data"),
+        b(4, "DBE", "uncorrectable ECC error in H2C stream data"),
+    ];
+
+    /// RAM_SBE_STS and RAM_DBE_STS: which RAM had the ECC error (mask 0xFFFFFF11).
+    pub const RAM_ERR_BITS: [ErrBit; 25] = [
+        b(0, "MI_H2C0_DAT", "H2C memory-mapped data buffer"),
+        b(4, "MI_C2H0_DAT", "C2H memory-mapped data buffer"),
+        b(9, "H2C_RD_BRG_DAT", "bridge master read data"),
+        b(10, "H2C_WR_BRG_DAT", "bridge master write data"),
+        b(11, "C2H_RD_BRG_DAT", "bridge slave read data buffer"),
+        b(12, "C2H_WR_BRG_DAT", "bridge slave write data buffer"),
+        b(13, "FUNC_MAP", "function map"),
+        b(14, "DSC_HW_CTXT", "descriptor engine hardware context"),
+        b(15, "DSC_CRD_RCV", "descriptor engine credit context"),
+        b(16, "DSC_SW_CTXT", "descriptor engine software context"),
+        b(17, "DSC_CPLI", "descriptor fetch completion information"),
+        b(18, "DSC_CPLD", "descriptor fetch completion data"),
+        b(19, "PASID_CTXT_RAM", "PASID configuration"),
+        b(20, "TIMER_FIFO_RAM", "timer FIFO"),
+        b(21, "PAYLOAD_FIFO_RAM", "C2H stream payload"),
+        b(22, "QID_FIFO_RAM", "C2H stream queue-id FIFO"),
+        b(23, "TUSER_FIFO_RAM", "C2H stream TUSER"),
+        b(24, "WB_COAL_DATA_RAM", "completion coalescing data"),
+        b(25, "INT_QID2VEC_RAM", "interrupt QID2VEC"),
+        b(26, "INT_CTXT_RAM", "interrupt context"),
+        b(27, "DESC_REQ_FIFO_RAM", "C2H stream descriptor request"),
+        b(28, "PFCH_CTXT_RAM", "prefetch context"),
+        b(29, "WB_CTXT_RAM", "completion context"),
+        b(30, "PFCH_LL_RAM", "prefetch list"),
+        b(31, "H2C_PEND_FIFO", "H2C pending FIFO"),
+    ];
 
     /// The leaf status registers, in the order of [`LEAF_GROUPS`].
     pub const LEAF_STATUS: [LeafStatus; 7] = [
@@ -273,36 +473,68 @@ pub mod errors {
             name: "GLBL_DSC_ERR_STS",
             reg: GLBL_DSC_ERR_STS,
             group_bits: GROUP_DSC,
+            bits: &DSC_ERR_BITS,
         },
         LeafStatus {
             name: "GLBL_TRQ_ERR_STS",
             reg: GLBL_TRQ_ERR_STS,
             group_bits: GROUP_TRQ,
+            bits: &TRQ_ERR_BITS,
         },
         LeafStatus {
             name: "C2H_ERR_STAT",
             reg: C2H_ERR_STAT,
             group_bits: GROUP_ST_C2H,
+            bits: &C2H_ERR_BITS,
         },
         LeafStatus {
             name: "C2H_FATAL_ERR_STAT",
             reg: C2H_FATAL_ERR_STAT,
             group_bits: GROUP_ST_C2H,
+            bits: &C2H_FATAL_ERR_BITS,
         },
         LeafStatus {
             name: "H2C_ERR_STAT",
             reg: H2C_ERR_STAT,
             group_bits: GROUP_ST_H2C_V4 | GROUP_ST_H2C_V5,
+            bits: &H2C_ERR_BITS,
         },
         LeafStatus {
             name: "RAM_SBE_STS",
             reg: RAM_SBE_STS,
             group_bits: GROUP_RAM_SBE,
+            bits: &RAM_ERR_BITS,
         },
         LeafStatus {
             name: "RAM_DBE_STS",
             reg: RAM_DBE_STS,
             group_bits: GROUP_RAM_DBE,
+            bits: &RAM_ERR_BITS,
         },
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::errors::{LEAF_GROUPS, LEAF_STATUS};
+
+    /// Each leaf's defined bits are what the driver unmasks in it (hardware.md §3.3), bit 8 of
+    /// the RAM masks aside (unmasked, but the QDMA names no RAM there).
+    #[test]
+    fn leaf_bits_are_the_unmasked_bits() {
+        for (leaf, group) in LEAF_STATUS.iter().zip(LEAF_GROUPS.iter()) {
+            let defined = leaf.bits.iter().fold(0u32, |m, b| m | 1 << b.bit);
+            let expected = if leaf.name.starts_with("RAM_") {
+                group.mask_value & !(1 << 8)
+            } else {
+                group.mask_value
+            };
+            assert_eq!(defined, expected, "{}", leaf.name);
+            assert!(leaf.bits.windows(2).all(|w| w[0].bit < w[1].bit), "{}", leaf.name);
+            assert!(leaf
+                .bits
+                .iter()
+                .all(|b| !b.name.is_empty() && b.meaning.len() < 64));
+        }
+    }
 }

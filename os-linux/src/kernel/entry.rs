@@ -22,7 +22,10 @@ use onic_embed::port::{
     TxLock, XmitLock, CONTROL, RSS_INDIR_SIZE, RSS_KEY_SIZE,
 };
 
-use crate::abi::{LinkStats, PollResult, PortLayout, PortParams, TxClean, TxState, XmitResult};
+use crate::abi::{
+    LinkStats, MacGroups, PollResult, PortLayout, PortParams, RmonRange, TxClean, TxState, XmitResult,
+    RMON_HIST, RMON_RANGES,
+};
 use crate::errno::{self, Errno, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS};
 use crate::host::OsHost;
@@ -198,6 +201,20 @@ pub unsafe extern "C" fn onic_rs_sim_freeze_cmpt(sim: *const c_void, on: bool) {
     // SAFETY: caller's contract: a live Arc pointer; borrowed.
     let card = unsafe { &*sim.cast::<KSim>() };
     card.with(|c| c.faults().freeze_cmpt_color(on));
+}
+
+/// Gives the next `frames` frames arriving at the model's ports a bad FCS (the `sim_bad_fcs`
+/// module parameter): the receiving CMAC counts them (`stat_rx_bad_fcs`, the eth-mac group's
+/// FrameCheckSequenceErrors) and drops them.
+///
+/// # Safety
+///
+/// `sim` is live.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_bad_fcs(sim: *const c_void, frames: u32) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    card.with(|c| c.faults().bad_fcs_next_frames(frames));
 }
 
 fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
@@ -711,6 +728,91 @@ pub unsafe extern "C" fn onic_rs_get_stats(p: *const c_void, data: *mut u64, n: 
     // SAFETY: live port, RTNL held (ethtool's serialization).
     let (port, mut ctl) = unsafe { control(p) };
     ethtool::stat_values(port, &mut ctl, out);
+}
+
+/// The RMON histogram ranges ethtool's `get_rmon_stats` hands the kernel (ended by a zero
+/// entry), laid out as `struct ethtool_rmon_hist_range` (the glue checks that at compile time).
+#[no_mangle]
+pub static onic_rs_rmon_ranges: [RmonRange; RMON_HIST + 1] = RMON_RANGES;
+
+/// ethtool get_eth_mac_stats, get_eth_phy_stats, get_eth_ctrl_stats, get_rmon_stats and
+/// get_pause_stats: the standard groups of the port's MAC (one TICK of the CMAC). Returns 0 or a
+/// negative errno (`out` untouched then).
+///
+/// # Safety
+///
+/// Live port; RTNL held (ethtool's serialization); `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_mac_groups(p: *const c_void, out: *mut MacGroups) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.mac_stat_groups(&mut ctl) {
+        Ok(g) => {
+            // SAFETY: valid out pointer (caller's contract).
+            unsafe { *out = MacGroups::from(g) };
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool get_pauseparam: whether the CMAC acts on (`rx`) and may send (`tx`) global pause
+/// frames. Returns 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held; `rx` and `tx` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_pause_params(p: *const c_void, rx: *mut bool, tx: *mut bool) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.pause_params(&mut ctl) {
+        Ok(pp) => {
+            // SAFETY: valid out pointers (caller's contract).
+            unsafe {
+                *rx = pp.rx;
+                *tx = pp.tx;
+            }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool get_coalesce: the RX completion timer (whole µs) and count threshold the queues use.
+/// Returns 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held; `usecs` and `frames` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_coalesce(p: *const c_void, usecs: *mut u32, frames: *mut u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.coalesce(&mut ctl) {
+        Ok(m) => {
+            // SAFETY: valid out pointers (caller's contract).
+            unsafe {
+                *usecs = m.usecs();
+                *frames = m.frames();
+            }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool set_coalesce: rx-usecs and rx-frames onto the QDMA's timer and count tables (the
+/// queues take them at their next poll). Returns 0 or a negative errno (nothing changed).
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_coalesce(p: *const c_void, usecs: u32, frames: u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    status(port.set_coalesce(&mut ctl, usecs, frames))
 }
 
 /// ndo_change_mtu validation and bookkeeping.
