@@ -781,11 +781,15 @@ refuse "ethtool -C rx-frames 1 (below the smallest count) is rejected" $A ethtoo
 refuse "ethtool -C tx-usecs 10 (no TX interrupts to moderate) is rejected" $A ethtool -C $IF0 tx-usecs 10
 check "and the moderation is unchanged ($(coal rx-usecs) us, $(coal rx-frames))" test "$(coal rx-usecs) $(coal rx-frames)" = "5 96"
 check "ethtool -C back to the reference" $A ethtool -C $IF0 rx-usecs 1 rx-frames 64
-# On the PCI card the queue vectors are real interrupts: a UDP stream of small datagrams at a
-# fixed rate raises fewer of them per received frame as the timer and count grow.
+# On the PCI card the queue vectors are real interrupts: the interrupts per received frame of a
+# UDP stream at two settings are printed as a figure, not checked. Under TCG they follow the
+# host's timing (a CI run measured 862 at 1 us / 64 and 999 at 20 us / 192, the other order
+# from an earlier run's 999 and 782), so no order between them can be asserted; that the
+# moderation lowers interrupts is checked on the model, where time is the model's (the module's
+# port over the model in os-linux/tests/sim_ports.rs: interrupt_moderation_changes_while_traffic_runs).
 if [ $MODE = pci ]; then
-	# per_kframe USECS FRAMES: interrupts on $IF1's queue vectors per 1000 frames it received
-	# during a 3 s UDP stream into it.
+	# per_kframe USECS FRAMES: the frames $IF1 received during a 3 s UDP stream into it, and
+	# the interrupts on its queue vectors per 1000 of them.
 	per_kframe() {
 		$B ethtool -C $IF1 rx-usecs $1 rx-frames $2
 		$B iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
@@ -793,12 +797,14 @@ if [ $MODE = pci ]; then
 		i0=$(irqs "$IF1-q")
 		p0=$(cnt b $IF1 rx_packets)
 		timeout $((30 * SLOW)) $A iperf3 -c 192.0.2.2 -p 5202 -u -b 4M -l 200 -t 3 --connect-timeout 5000 >/dev/null 2>&1
-		echo $(((($(irqs "$IF1-q") - i0) * 1000) / ($(cnt b $IF1 rx_packets) - p0 + 1)))
+		got=$(($(cnt b $IF1 rx_packets) - p0))
+		echo "$got $(((($(irqs "$IF1-q") - i0) * 1000) / (got + 1)))"
 	}
-	LOWI=$(per_kframe 1 64)
-	HIGHI=$(per_kframe 20 192)
+	set -- $(per_kframe 1 64) $(per_kframe 20 192)
+	LOWF=$1 LOWI=$2 HIGHF=$3 HIGHI=$4
 	$B ethtool -C $IF1 rx-usecs 1 rx-frames 64
-	check "PCI card: fewer interrupts per 1000 frames at 20 us / 192 ($HIGHI) than at 1 us / 64 ($LOWI)" test "$HIGHI" -lt "$LOWI"
+	echo "FIGURE: PCI card: interrupts per 1000 frames of a 2500 frames/s UDP stream: $LOWI at 1 us / 64, $HIGHI at 20 us / 192"
+	check "PCI card: the stream arrived under both settings ($LOWF and $HIGHF frames)" test "$LOWF" -gt 1000 -a "$HIGHF" -gt 1000
 fi
 
 # ---- reconfiguration, XDP and link changes under TCP load (4 streams, 50 s)
