@@ -6,6 +6,32 @@
 /// is destructured, so a field added later without being listed here does not compile. Fields
 /// that are counter structs themselves are added with their own `+=`.
 macro_rules! counters_add_assign {
+    // A flat counter struct that also travels as plain words (a host publishes them, Linux's
+    // u64_stats blocks): the field list written once serves both.
+    ($t:ident { $($f:ident),* $(,)? } words) => {
+        counters_add_assign!($t { $($f),* });
+
+        impl $t {
+            /// How many counters the struct has (the length of [`Self::to_words`]).
+            pub const WORDS: usize = [$(stringify!($f)),*].len();
+
+            /// Every counter, in declaration order.
+            #[must_use]
+            pub const fn to_words(&self) -> [u64; Self::WORDS] {
+                [$(self.$f),*]
+            }
+
+            /// The counters from `w`, in the order of [`Self::to_words`]; counters past the end
+            /// of `w` are 0.
+            #[must_use]
+            pub fn from_words(w: &[u64]) -> Self {
+                let mut it = w.iter().copied();
+                let mut c = Self::default();
+                $( c.$f = it.next().unwrap_or(0); )*
+                c
+            }
+        }
+    };
     ($t:ident { $($f:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
         impl core::ops::AddAssign for $t {
             fn add_assign(&mut self, o: Self) {
@@ -177,7 +203,7 @@ counters_add_assign!(RxStats {
     queue_errors,
     restarts,
     rx_abandoned,
-});
+} words);
 
 impl RxStats {
     /// All frames dropped by the queue itself (not by the sink).
@@ -245,7 +271,7 @@ counters_add_assign!(TxStats {
     queue_errors,
     restarts,
     tx_aborted,
-});
+} words);
 
 /// Counters of a pair beyond those of its queues.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -287,7 +313,7 @@ counters_add_assign!(PairStats {
     rx_xdp_invalid,
     rx_xdp_redirect_errors,
     rx_pass_refused,
-});
+} words);
 
 /// A snapshot of one queue pair's counters (taken by its owner, read by whoever asks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
