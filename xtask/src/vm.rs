@@ -523,7 +523,50 @@ fn machine_for(r: &Resolved, card: Card, qemu: Option<&Path>) -> (Machine, Strin
     }
 }
 
-/// Boots one kernel with the VM test's initramfs on `card`; true when the guest's verdict is
+/// What one guest's run came to: whether its verdict is the expected one, and the console lines
+/// that say why not (its failed checks with their detail, or its last lines when it gave no
+/// verdict), so the run's summary at the end of a long log shows them.
+struct Verdict {
+    ok: bool,
+    why: Vec<String>,
+}
+
+/// At most this many console lines per guest are repeated in the summary.
+const SUMMARY_LINES: usize = 60;
+
+impl Verdict {
+    fn pass() -> Self {
+        Verdict {
+            ok: true,
+            why: Vec::new(),
+        }
+    }
+
+    /// A failed run: its `FAIL:` lines and the `    |` detail under each, or, when the guest
+    /// printed no failed check, its console's last lines.
+    fn fail(console: &[String]) -> Self {
+        let mut why = Vec::new();
+        let mut in_failure = false;
+        for line in console {
+            if line.starts_with("FAIL: ") {
+                in_failure = true;
+            } else if !line.starts_with("    |") {
+                in_failure = false;
+            }
+            if in_failure {
+                why.push(line.clone());
+            }
+        }
+        if why.is_empty() {
+            let skip = console.len().saturating_sub(20);
+            why.extend(console[skip..].iter().cloned());
+        }
+        why.truncate(SUMMARY_LINES);
+        Verdict { ok: false, why }
+    }
+}
+
+/// Boots one kernel with the VM test's initramfs on `card`; says whether the guest's verdict is
 /// the expected one.
 fn boot(
     r: &Resolved,
@@ -532,7 +575,7 @@ fn boot(
     initrd: &Path,
     timeout: Duration,
     expect_fail: bool,
-) -> Result<bool, String> {
+) -> Result<Verdict, String> {
     let (machine, mut append) = machine_for(r, card, qemu);
     if expect_fail {
         append.push_str(" onic_vm_deliberate_fail");
@@ -566,7 +609,11 @@ fn boot(
                 "FAILED: a failing check did not fail the run"
             }
         );
-        return Ok(failed);
+        return Ok(if failed {
+            Verdict::pass()
+        } else {
+            Verdict::fail(&console)
+        });
     }
     match status {
         None => {
@@ -575,14 +622,14 @@ fn boot(
                 name,
                 timeout.as_secs()
             );
-            Ok(false)
+            Ok(Verdict::fail(&console))
         }
         Some(STATUS_PASS) if reported => {
             println!(
                 "vm-test {}: PASS (QEMU status {STATUS_PASS}) after {secs:.1} s",
                 name
             );
-            Ok(true)
+            Ok(Verdict::pass())
         }
         Some(s) => {
             let why = match s {
@@ -595,7 +642,7 @@ fn boot(
                 "vm-test {}: FAILED: QEMU status {s} ({why}) after {secs:.1} s",
                 name
             );
-            Ok(false)
+            Ok(Verdict::fail(&console))
         }
     }
 }
@@ -643,7 +690,7 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     // target/vm/<kernel>/console.log (console-pci.log for the PCI card).
     let mut results = Vec::new();
     for &card in &cards {
-        let verdicts: Vec<Result<bool, String>> = thread::scope(|scope| {
+        let verdicts: Vec<Result<Verdict, String>> = thread::scope(|scope| {
             let runs: Vec<_> = guests
                 .iter()
                 .map(|(r, img)| {
@@ -673,16 +720,19 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
         "==== vm-test summary ({:.1} s in all)",
         total.elapsed().as_secs_f64()
     );
-    for (name, ok) in &results {
-        let what = match (o.expect_fail, *ok) {
+    for (name, verdict) in &results {
+        let what = match (o.expect_fail, verdict.ok) {
             (false, true) => "PASS",
             (false, false) => "FAIL",
             (true, true) => "PASS (the deliberately failing check failed the run)",
             (true, false) => "FAIL (the deliberately failing check did not fail the run)",
         };
         println!("  Linux {name}: {what}");
+        for line in &verdict.why {
+            println!("    {line}");
+        }
     }
-    Ok(if results.iter().all(|(_, ok)| *ok) {
+    Ok(if results.iter().all(|(_, v)| v.ok) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
