@@ -346,7 +346,9 @@ check "detach xdp_redirect.o" $IP link set dev $IF0 xdpdrv off
 # ---- ndo_xdp_xmit under load: xdp-bench (Debian's xdp-tools) redirects every frame $IF0
 # receives out of $IF1, and pktgen floods $IF0 from $IF1 at full rate; each frame comes back
 # over the cable and goes round again, so $IF1's ndo_xdp_xmit runs with its rings full (what
-# it cannot queue stays with the kernel, which frees it). 10 s, then the loop is broken.
+# it cannot queue stays with the kernel, which frees it). The loop runs until $IF1 has sent
+# 20000 frames through ndo_xdp_xmit (or 30 s pass: the deadline), then it is broken. The rate
+# is printed, not checked: under TCG it follows the host's load.
 insmod /lib/modules/pktgen.ko
 PG=/proc/net/pktgen
 X0=$(stat tx_xdp_xmit $IF1)
@@ -363,7 +365,11 @@ for c in "count 200000" "pkt_size 60" "delay 0" "dst_mac $(cat /sys/class/net/$I
 done
 timeout 60 sh -c "echo start >$PG/pgctrl" &
 PGJ=$!
-sleep $((10 * SLOW))
+n=0
+while [ $n -lt $((30 * SLOW)) ] && [ $(($(stat tx_xdp_xmit $IF1) - X0)) -lt 20000 ]; do
+	sleep 1
+	n=$((n + 1))
+done
 echo stop >$PG/pgctrl
 wait $PGJ 2>/dev/null
 kill -INT $XB 2>/dev/null
@@ -371,8 +377,8 @@ wait $XB 2>/dev/null
 sleep 2
 X1=$(stat tx_xdp_xmit $IF1)
 E1=$(stat tx_xdp_xmit_errors $IF1)
-echo "    | $IF1 ndo_xdp_xmit: $((X1 - X0)) frames sent, $((E1 - E0)) refused (rings full); pktgen: $(sed -n 's/^ *pkts-sofar: \([0-9]*\).*/\1/p' $PG/$IF1) sent"
-check "ndo_xdp_xmit carried a redirect loop at full rate ($((X1 - X0)) frames)" test $((X1 - X0)) -ge 20000
+echo "    | $IF1 ndo_xdp_xmit: $((X1 - X0)) frames sent in about $n s, $((E1 - E0)) refused (rings full); pktgen: $(sed -n 's/^ *pkts-sofar: \([0-9]*\).*/\1/p' $PG/$IF1) sent"
+check "ndo_xdp_xmit carried a redirect loop of 20000 frames within $((30 * SLOW)) s ($((X1 - X0)) frames)" test $((X1 - X0)) -ge 20000
 check "xdp-bench's program is gone from $IF0" sh -c "! $IP link show $IF0 | grep -q 'xdp'"
 echo "rem_device_all" >$PG/kpktgend_0
 rmmod pktgen
@@ -708,10 +714,18 @@ iperf "iperf3 UDP, 458-byte payload, unlimited rate, 5 s" 35 -u -b 0 -l 458 -t 5
 U458=$((${RECV:-0} / 458))
 iperf "iperf3 UDP, 1472-byte payload, unlimited rate, 5 s" 35 -u -b 0 -l 1472 -t 5
 U1472=$((${RECV:-0} / 1472))
-echo "    | UDP datagrams received: 22 B: $U64 in 10 s; 458 B: $U458 in 5 s; 1472 B: $U1472 in 5 s"
-# Full-size datagrams must not fall off a cliff against mid-size ones (TX completions are
-# reclaimed by transmit and a timer, not only when RX traffic happens to arrive).
-check "UDP at 1472 B moves at least a third as many datagrams as at 458 B" test $((U1472 * 3)) -ge "$U458"
+# The rates are figures, not checks: under TCG they follow the host's load, which can change
+# between two runs of 5 s.
+echo "    | FIGURE: UDP datagrams received: 22 B: $U64 in 10 s; 458 B: $U458 in 5 s; 1472 B: $U1472 in 5 s"
+# TX completions are reclaimed by transmit and a timer, not only when RX traffic happens to
+# arrive (without the timer, full-size datagrams stalled with the ring full): once the stream
+# has ended, every TX queue of the sender has nothing in flight (BQL) within the deadline.
+inflight() {
+	$A sh -c "cat /sys/class/net/$IF0/queues/tx-*/byte_queue_limits/inflight" | awk '{ t += $1 } END { print t + 0 }'
+}
+n=0
+while [ $n -lt $((50 * SLOW)) ] && [ "$(inflight)" != 0 ]; do sleep 0.1; n=$((n + 1)); done
+check "after the 1472 B stream, no TX queue of $IF0 has bytes in flight within $((5 * SLOW)) s ($(inflight) bytes)" test "$(inflight)" = 0
 # On a loss, every counter of both ports (ethtool -S and the netdev's) and of both stacks
 # (/proc/net/snmp) that moved during the flood follows the ping's output.
 port_counters() {
@@ -729,8 +743,25 @@ moved() {
 	awk 'NR == FNR { v[$1 " " $2] = $3; next } ($1 " " $2) in v && v[$1 " " $2] != $3 { print "moved: " $1 " " $2 " " $3 - v[$1 " " $2] }' "$1" "$2"
 }
 port_counters >/tmp/flood.before
-check "ping flood, 2000 x 1000 bytes, no loss" sh -c "timeout 60 $A $PING -f -c 2000 -s 1000 -w 50 192.0.2.2 >/tmp/out 2>&1 && grep -q ' 0% packet loss' /tmp/out"
-if ! grep -q ' 0% packet loss' /tmp/out; then
+# ping -f stops at its 2000th reply, and whenever a reply is late it sends the next request
+# without waiting: it may end with a request more than it counted ("2001 transmitted, 2000
+# received", the last reply still on its way, or "2001 received"), which is not a loss. A loss is an echo request of
+# a's stack without its reply reaching a's stack: a's ICMP counters must agree once the last
+# reply has arrived. ping's -w deadline is far beyond the flood's usual 10-30 s (a request in
+# flight at the deadline would count as lost); the time it took is printed.
+icmp() {
+	$A cat /proc/net/snmp | awk -v f="$1" '/^Icmp: [A-Z]/ { for (i = 2; i <= NF; i++) h[i] = $i } /^Icmp: [0-9]/ { for (i = 2; i <= NF; i++) if (h[i] == f) print $i }'
+}
+E0=$(icmp OutEchos)
+R0=$(icmp InEchoReps)
+check "ping flood, 2000 x 1000 bytes: ping got at least its 2000 replies" sh -c "timeout 180 $A $PING -f -c 2000 -s 1000 -w 150 192.0.2.2 >/tmp/out 2>&1 && awk '/packets transmitted/ { got = \$4 } END { exit !(got >= 2000) }' /tmp/out"
+sed -n 's/^\(.*packets transmitted.*\)$/    | FIGURE: ping flood: \1/p' /tmp/out
+n=0
+while [ $n -lt $((50 * SLOW)) ] && [ $(($(icmp OutEchos) - E0)) != $(($(icmp InEchoReps) - R0)) ]; do sleep 0.1; n=$((n + 1)); done
+SENT=$(($(icmp OutEchos) - E0))
+GOT=$(($(icmp InEchoReps) - R0))
+check "ping flood: every echo request of a's stack got its reply back ($SENT sent, $GOT replies, a's ICMP counters)" test "$SENT" -ge 2000 -a "$SENT" = "$GOT"
+if [ "$SENT" != "$GOT" ]; then
 	port_counters >/tmp/flood.after
 	moved /tmp/flood.before /tmp/flood.after | sed 's/^/    | /'
 fi
