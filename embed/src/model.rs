@@ -233,7 +233,7 @@ pub struct ModelCensus {
     pub buffers: u64,
 }
 
-/// The port's host over the model card: one per port, sharing one [`Net`] among the ports of
+/// The port's host over the model card: one per port, sharing one `Net` among the ports of
 /// a card (made with [`ModelHost::new`], then [`ModelHost::for_port`]). `P` is the type of the
 /// XDP programs the caller attaches, `A` how it reaches the card.
 pub struct ModelHost<P, A: ModelAccess> {
