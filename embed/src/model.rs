@@ -8,12 +8,15 @@
 //!   them (the queue memory handle, [`QMem`], is that number; it is also how a page finds its
 //!   way home from another port);
 //! - **the stack**: frames passed to it wait until the caller reads them
-//!   ([`ModelHost::drain_received`]), which gives their pages back, as a socket would;
+//!   ([`ModelHost::drain_received`]), which gives their pages back, as a socket would; or the
+//!   stack holds them for as long as the caller likes ([`ModelHost::look_received`],
+//!   [`ModelHost::release_received`]), which is how a test runs a queue's pool dry;
 //! - **packets**: [`ModelHost::packet`] copies a frame into a buffer the device reads (mapped
 //!   to-device once); a completed packet's buffer is kept for the next one;
 //! - **redirects**: a frame the program redirects waits in [`ModelHost::take_redirects`] with
 //!   the target the program named; the caller hands it to a port's redirect-in ring
-//!   (`Port::xdp_xmit`), reads it, or gives it back ([`ModelHost::return_frame`]);
+//!   (`Port::xdp_xmit`), reads it, or gives it back ([`ModelHost::return_frame`]); a target
+//!   may take a limited number of frames ([`ModelHost::limit_target`]), as a full AF_XDP ring;
 //! - **programs**: the caller attaches programs of type `P` and reaches them again by handle;
 //! - **statistics**: each port's published counter blocks, kept per port;
 //! - **grace period**: none to wait for ([`TakingTurns`]: one thread, calls in turn).
@@ -28,7 +31,7 @@ use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig};
 use onic_core::rss::{PublishedHasher, RssKey};
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpRxHash};
-use onic_core::{QueueId, RxQueueConfig};
+use onic_core::{BufSizeIdx, QueueId, RxQueueConfig};
 use onic_hal::grace::TakingTurns;
 use onic_hal::{DelayNs, RegisterWindow};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
@@ -198,6 +201,11 @@ struct Net<P, D: DmaMemory> {
     pool_queue: Vec<u16>,
     /// The redirect targets a program may name (a devmap's entries); `None`: any.
     targets: Option<Vec<u32>>,
+    /// Frames a target still takes, for the targets that have a limit.
+    room: BTreeMap<u32, usize>,
+    /// The pools' slow-path bulk and buffer size.
+    pool_bulk: Option<usize>,
+    pool_buf: BufSizeIdx,
     packets: Slots<Packet>,
     /// Packet buffers of completed packets, still mapped, for the next packets.
     spare: Vec<DmaPage>,
@@ -225,7 +233,7 @@ pub struct ModelCensus {
     pub buffers: u64,
 }
 
-/// The port's host over the model card: one per port, sharing one [`Net`] among the ports of
+/// The port's host over the model card: one per port, sharing one `Net` among the ports of
 /// a card (made with [`ModelHost::new`], then [`ModelHost::for_port`]). `P` is the type of the
 /// XDP programs the caller attaches, `A` how it reaches the card.
 pub struct ModelHost<P, A: ModelAccess> {
@@ -259,6 +267,9 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
             pools: Vec::new(),
             pool_queue: Vec::new(),
             targets: None,
+            room: BTreeMap::new(),
+            pool_bulk: None,
+            pool_buf: RxQueueConfig::new(QueueId::new(0)).buf,
             packets: Slots::new(),
             spare: Vec::new(),
             frames: Slots::new(),
@@ -304,6 +315,20 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
     /// and the driver counts it. Until called, every target is taken.
     pub fn set_targets(&self, targets: &[u32]) {
         self.net.borrow_mut().targets = Some(targets.to_vec());
+    }
+
+    /// From now on, target `target` takes `room` more frames; a redirect to it beyond them
+    /// fails as one to a full AF_XDP ring does, and the driver counts it.
+    pub fn limit_target(&self, target: u32, room: usize) {
+        self.net.borrow_mut().room.insert(target, room);
+    }
+
+    /// The page pools made from now on take `bulk` pages from the HAL per slow-path call (the
+    /// core's default when `None`) and serve RX buffers of `buf` (the ports' `QueueTuning`).
+    pub fn set_pool_config(&self, bulk: Option<usize>, buf: BufSizeIdx) {
+        let mut net = self.net.borrow_mut();
+        net.pool_bulk = bulk;
+        net.pool_buf = buf;
     }
 
     /// Attaches a program; the handle is what `Port::poll` takes.
@@ -355,18 +380,36 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
     /// Shows `f` every frame this host's port passed to the stack since the last call, oldest
     /// first, and gives each page back to its pool after, as a socket reading them would;
     /// returns how many there were.
-    pub fn drain_received(&self, mut f: impl FnMut(&Received)) -> usize {
+    pub fn drain_received(&self, f: impl FnMut(&Received)) -> usize {
+        self.look_received(f);
+        self.release_received(usize::MAX)
+    }
+
+    /// Shows `f` every frame this host's port passed to the stack that the stack still holds,
+    /// oldest first; nothing is given back.
+    pub fn look_received(&self, mut f: impl FnMut(&Received)) {
+        let net = self.net.borrow();
+        for r in net.received.iter().filter(|r| r.port == self.port) {
+            f(r);
+        }
+    }
+
+    /// The stack is done with the `n` oldest frames it holds from this host's port: their pages
+    /// go back to their pools. Returns how many there were.
+    pub fn release_received(&self, n: usize) -> usize {
         let mine: Vec<Received> = {
             let mut net = self.net.borrow_mut();
-            let (mine, others) = core::mem::take(&mut net.received)
-                .into_iter()
-                .partition(|r| r.port == self.port);
+            let mut taken = 0;
+            let (mine, others) = core::mem::take(&mut net.received).into_iter().partition(|r| {
+                let take = r.port == self.port && taken < n;
+                taken += usize::from(take);
+                take
+            });
             net.received = others;
             mine
         };
         let n = mine.len();
         for r in mine {
-            f(&r);
             self.release(r);
         }
         n
@@ -583,9 +626,12 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
     }
 
     fn qmem_new(&self, qid: u16, _pages: u32) -> Result<QMem, i32> {
-        let buf = RxQueueConfig::new(QueueId::new(qid)).buf.bytes();
-        let pool = PagePool::new(self.dma, PoolConfig::rx(PAGE_DIR, buf), None);
         let mut net = self.net.borrow_mut();
+        let mut cfg = PoolConfig::rx(PAGE_DIR, net.pool_buf.bytes());
+        if let Some(bulk) = net.pool_bulk {
+            cfg.bulk = bulk;
+        }
+        let pool = PagePool::new(self.dma, cfg, None);
         let mem = QMem::try_from(net.pools.len()).map_err(|_| -1)?;
         net.pools.push(Some(pool));
         net.pool_queue.push(qid);
@@ -715,6 +761,14 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
             (Some(_), None) => false,
         };
         if !known {
+            return Err(page);
+        }
+        let full = target.and_then(|t| net.room.get_mut(&t)).is_some_and(|room| {
+            let left = *room;
+            *room = left.saturating_sub(1);
+            left == 0
+        });
+        if full {
             return Err(page);
         }
         let qid = net.pool_queue.get(usize::from(mem)).copied().unwrap_or(0);

@@ -4,9 +4,9 @@
 //! redirect-in ring, and after teardown every page is home and the model saw no violation.
 
 use onic_core::xdp::{XdpAction, XdpBuff};
-use onic_core::RingSizeIdx;
+use onic_core::{BufSizeIdx, RingSizeIdx};
 use onic_embed::model::{CardHost, CensusError, ModelHost, PoolCensus};
-use onic_embed::port::{PortConfig, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
+use onic_embed::port::{PortConfig, PortError, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::{Card, CardConfig};
 
 type Prog = Box<dyn FnMut(&mut XdpBuff<'_>) -> XdpAction>;
@@ -181,6 +181,89 @@ fn the_census_finds_a_frame_the_stack_holds_that_the_port_did_not_hand_over() {
         })
     ));
     h1.drain_received(|_| ());
+    a.stop().unwrap();
+    b.stop().unwrap();
+    a.remove();
+    b.remove();
+    h0.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+#[test]
+fn a_stack_that_holds_its_frames_keeps_their_pages_until_it_gives_them_back() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
+    // Queues are built with the tuning of the last `open`: refused while up.
+    let tuning = QueueTuning {
+        buf: BufSizeIdx::new(3).unwrap(),
+        ..QueueTuning::default()
+    };
+    assert_eq!(b.set_tuning(tuning), Err(PortError::Busy));
+    b.stop().unwrap();
+    b.set_tuning(tuning).unwrap();
+    h1.set_pool_config(Some(1), tuning.buf);
+    b.open().unwrap();
+    assert!(b
+        .inspect_all()
+        .iter()
+        .all(|v| v.pair.rx.config().buf == tuning.buf));
+    let frames: Vec<_> = (0..6).map(frame).collect();
+    send(&mut a, &h0, &frames);
+    run(&card, &mut [&mut a, &mut b], [None, None]);
+    let mut seen = Vec::new();
+    h1.look_received(|r| seen.push(r.data()[99]));
+    seen.sort_unstable();
+    assert_eq!(seen, [0, 1, 2, 3, 4, 5]);
+    // Looking gives nothing back: the stack holds all six pages, the census says so.
+    let held = |c: &[PoolCensus]| c.iter().map(|p| p.received).sum::<u64>();
+    assert_eq!(held(&census(&h0, &mut a, &mut b)), 6);
+    assert_eq!(h1.release_received(2), 2);
+    assert_eq!(held(&census(&h0, &mut a, &mut b)), 4);
+    let to_os: u64 = b.inspect_all().iter().map(|v| v.pair.rx.stats().to_os).sum();
+    assert_eq!(to_os, 6);
+    assert_eq!(h1.release_received(usize::MAX), 4);
+    assert_eq!(held(&census(&h0, &mut a, &mut b)), 0);
+    a.stop().unwrap();
+    b.stop().unwrap();
+    a.remove();
+    b.remove();
+    h0.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+#[test]
+fn a_target_with_no_room_left_fails_the_redirect_and_the_driver_counts_it() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
+    let prog = h1.attach(Box::new(|x: &mut XdpBuff<'_>| x.redirect(5)));
+    h1.limit_target(5, 2);
+    let frames: Vec<_> = (0..6).map(frame).collect();
+    send(&mut a, &h0, &frames);
+    run(&card, &mut [&mut a, &mut b], [None, Some(prog)]);
+    let taken = h1.take_redirects();
+    assert_eq!(taken.len(), 2);
+    assert!(taken.iter().all(|r| r.target == Some(5)));
+    let (ok, failed) = b
+        .inspect_all()
+        .iter()
+        .map(|v| {
+            (
+                v.pair.stats().rx_xdp_redirect,
+                v.pair.stats().rx_xdp_redirect_errors,
+            )
+        })
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    assert_eq!((ok, failed), (2, 4));
+    assert_eq!(
+        census(&h0, &mut a, &mut b)
+            .iter()
+            .map(|p| p.redirected)
+            .sum::<u64>(),
+        2
+    );
+    for r in taken {
+        h1.return_frame(r.frame);
+    }
     a.stop().unwrap();
     b.stop().unwrap();
     a.remove();

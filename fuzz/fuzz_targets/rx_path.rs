@@ -1,9 +1,10 @@
-//! The RX path against a device that does anything: frames of any length, completions whose
+//! The RX path, driven through onic-embed's port as every host drives it (the datapath
+//! harness), against a device that does anything: frames of any length, completions whose
 //! error bit, length or count lie, a frozen color or status record, arbitrary completion
 //! entries and status records (completion ring and C2H ring) written by the device at any time,
 //! page allocations that fail, polls of any budget, restarts. After every step the page census
-//! must hold (every page the pools took is in a pool, a ring, TX flight or with the OS, and the
-//! model agrees); a poll must never report more work or an armed interrupt from an error state;
+//! must hold (every page the pools took is in a pool, a ring, TX flight, with the stack or
+//! redirected, and the model agrees); a poll must never report more work or an armed interrupt from an error state;
 //! once the device stops sending, polling must come to rest (no `more` forever); at the end a
 //! restart and a full teardown must leave no page, mapping or ring, and the model must have seen
 //! no device access outside the driver's memory and no completion-ring overflow unless the device
@@ -112,16 +113,17 @@ fn check_violations(card: &Card, lied: bool) {
 }
 
 fn step(h: &mut Harness<'_>, op: Op) {
-    let queues = h.funcs[0].pairs.len();
+    let queues = usize::from(h.setup.queues);
     let q = |b: bool| usize::from(b) % queues;
     let card = h.card;
     let write = |at: DmaAddr, word: u64| {
         card.write_word(at, word)
             .expect("ring memory is the device's to write");
     };
-    let cmpt = |h: &Harness<'_>, queue: bool| {
-        let base = h.funcs[0].pairs[q(queue)].rx.cmpt_ring_dma_addr();
-        DeviceRing::cmpt(base, h.setup.cmpt_entry, USABLE)
+    let cmpt = |h: &mut Harness<'_>, queue: bool| {
+        let entry = h.setup.cmpt_entry;
+        let base = h.queue(0, q(queue)).pair.rx.cmpt_ring_dma_addr();
+        DeviceRing::cmpt(base, entry, USABLE)
     };
     match op {
         Op::Inject { flow, len } => {
@@ -146,7 +148,7 @@ fn step(h: &mut Harness<'_>, op: Op) {
         Op::Entry { queue, index, word } => write(cmpt(h, queue).entry(index % USABLE), word),
         Op::CmptStatus { queue, word } => write(cmpt(h, queue).status(), word),
         Op::C2hStatus { queue, word } => {
-            let base = h.funcs[0].pairs[q(queue)].rx.desc_ring_dma_addr();
+            let base = h.queue(0, q(queue)).pair.rx.desc_ring_dma_addr();
             write(DeviceRing::c2h(base, USABLE).status(), word);
         }
         Op::FailAllocs(n) => card.faults().fail_next_page_allocs(u32::from(n % 16)),
@@ -158,8 +160,7 @@ fn step(h: &mut Harness<'_>, op: Op) {
 fuzz_target!(|input: Input| {
     let setup = setup(&input.config);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let mut lied = false;
     for op in input.ops.into_iter().take(128) {
         lied |= lies_about_completions(&op);
@@ -169,7 +170,7 @@ fuzz_target!(|input: Input| {
     }
     // The device sends nothing more (lies still on): every queue comes to rest or stops.
     h.settle();
-    for q in 0..h.funcs[0].pairs.len() {
+    for q in 0..usize::from(h.setup.queues) {
         let mut polls = 0;
         while poll(&mut h, q, 64) {
             polls += 1;
@@ -180,7 +181,7 @@ fuzz_target!(|input: Input| {
     check_violations(&card, lied);
     // Back to an honest device: restart everything, run traffic, tear down.
     card.faults().clear();
-    for q in 0..h.funcs[0].pairs.len() {
+    for q in 0..usize::from(h.setup.queues) {
         h.restart(0, q).expect("restart");
     }
     h.check_pages();

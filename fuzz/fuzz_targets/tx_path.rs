@@ -1,201 +1,183 @@
-//! The TX path against arbitrary writeback indices and arbitrary frames on every entry point:
-//! OS frames of any length (`xmit_os`), frames of another pool at any offset and length
-//! (`xmit_remote`), batches of redirected frames (`xdp_xmit`), XDP_TX frames (`xmit_pool`),
-//! xmit-more batches, the H2C status record overwritten with any consumer index, writebacks
-//! withheld, stall limits, restarts. After every step: the page census holds, every OS buffer
-//! is either on the ring or back with the OS, a refused frame came back with the error its
-//! length calls for, and the model saw no device read outside a buffer the driver was given (a
-//! descriptor past a buffer, or a buffer handed back while the device could still read it).
+//! The TX path through onic-embed's port, as every host drives it (the datapath harness): the
+//! stack's packets of any length in xmit-more batches (`Port::xmit`, `tx_flush`), redirected
+//! frames of any length in batches onto the redirect-in ring (`Port::xdp_xmit`), XDP_TX frames
+//! whose program moved their head and tail anywhere (the queue's own ring), any H2C writeback
+//! index on any of the three TX rings, withheld writebacks, a stall limit on the stack's ring,
+//! reclaims, polls, restarts. After every step: the page census holds, every packet of the
+//! stack is on its ring or back with the stack, a refused packet is one its length or the
+//! ring's state calls for, and the model saw no device read outside a buffer the driver was
+//! given. The core's TX entry points with frames no host makes are `tx_queue`'s.
 
 #![no_main]
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use onic_core::queue::tx::{PoolFrame, TxError, ETH_ZLEN, TX_MAX_FRAME};
-use onic_core::xdp::{xdp_xmit, XdpFrame};
-use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
+use onic_core::queue::tx::ETH_ZLEN;
+use onic_core::xdp::{XdpAction, XdpBuff};
+use onic_embed::port::{Host, TxClean, TxLock, XmitResult};
 use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
-use onic_tests::datapath::{HFrame, HPool, Harness, Setup};
+use onic_tests::datapath::{targets, Harness, Prog, Setup};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Os { len: u32, more: bool },
-    Remote { offset: u16, len: u16, more: bool },
-    XdpXmit { frames: Vec<(u16, u16)>, flush: bool },
-    Pool { offset: u16, len: u16, more: bool },
-    Writeback { cidx: u16, pidx: u16 },
+    Os { len: u16, more: bool },
+    Foreign { n: u8, len: u16 },
+    XdpXmit { n: u8, flush: bool },
+    XdpTx { len: u16, head: i16, tail: i16 },
+    Writeback { ring: u8, cidx: u16, pidx: u16 },
     Stall(bool),
     Settle,
     Reclaim,
     Poll,
     Flush,
-    StallLimit(u8),
     Restart,
 }
 
-/// Usable entries of the setup's ring (ring-size index 1: 64 entries).
+#[derive(Arbitrary, Debug)]
+struct Input {
+    stall_limit: u8,
+    ops: Vec<Op>,
+}
+
+/// Usable entries of the setup's rings (ring-size index 1: 64 entries).
 const USABLE: u16 = 63;
 
-/// Whether a refusal is the one the frame's extent calls for (`Full` and `Queue` depend on the
-/// ring, not on the frame).
-fn refusal_fits<B>(e: &TxError<B>, offset: usize, len: usize, room: usize) -> bool {
-    match e {
-        TxError::BadLength(_) => len == 0 || len > TX_MAX_FRAME,
-        TxError::BeyondBuffer(_) => offset + len.max(ETH_ZLEN) > room,
-        TxError::Full(_) | TxError::Queue(..) => true,
+/// What a run keeps beside the harness: the programs, the head and tail moves of the next
+/// XDP_TX frames, and the redirected frames of port 1 waiting for `xdp_xmit`.
+struct Run {
+    hold: Prog,
+    tx_edit: Prog,
+    edit: Rc<Cell<(isize, isize)>>,
+    held: Vec<u32>,
+}
+
+impl Run {
+    fn new(h: &mut Harness<'_>) -> Self {
+        let edit = Rc::new(Cell::new((0, 0)));
+        let moves = Rc::clone(&edit);
+        let tx_edit = h.attach(move |x: &mut XdpBuff<'_>| {
+            let (head, tail) = moves.get();
+            // A move the buffer cannot take fails and changes nothing.
+            let _ = x.adjust_head(head);
+            let _ = x.adjust_tail(tail);
+            XdpAction::Tx
+        });
+        let hold = h.attach(|x: &mut XdpBuff<'_>| x.redirect(targets::HOLD));
+        Self {
+            hold,
+            tx_edit,
+            edit,
+            held: Vec::new(),
+        }
     }
 }
 
-/// A frame another pair redirected here: a page of that pair's pool.
-fn redirected<'c>(page: DmaPage, offset: u16, len: u16) -> HFrame<'c> {
-    HFrame::Xdp(XdpFrame {
-        page,
-        offset,
-        len,
-        origin: 0,
-    })
-}
-
-/// A redirected frame the TX queue gave back: its page goes back to the pool.
-fn recycle_refused(pool: &mut HPool<'_>, f: HFrame<'_>) {
-    let HFrame::Xdp(x) = f else {
-        panic!("another frame came back")
+/// A packet of the stack of `len` bytes on queue 0 of port 0.
+fn os(h: &mut Harness<'_>, len: usize, more: bool) {
+    let host = h.host(0).clone();
+    let Some(skb) = host.packet_with(len, |b| b.fill(0x11)) else {
+        return;
     };
-    pool.recycle(x.page, 0);
+    let mut clean = TxClean::default();
+    let r = h.port(0).queue::<TxLock, _>(0, |p, t| p.xmit(t, skb, &mut clean));
+    let stack = h.queue(0, 0).stack;
+    match r {
+        XmitResult::Ok | XmitResult::OkStop => {}
+        XmitResult::Busy => {
+            assert!(stack.free() == 0 || stack.is_stopped(), "busy with room");
+            host.skb_done(skb, None);
+        }
+        XmitResult::Dropped => {
+            assert!(
+                len < ETH_ZLEN || stack.error().is_some(),
+                "a {len}-byte packet dropped by a healthy ring"
+            );
+            host.skb_done(skb, None);
+        }
+    }
+    if !more {
+        h.port(0).queue::<TxLock, _>(0, |p, t| p.tx_flush(t));
+    }
 }
 
-fn os_page(h: &mut Harness<'_>) -> DmaPage {
-    let dma = h.card.dma();
-    let mut page = dma
-        .map_page(dma.alloc_page().expect("page"), Direction::ToDevice)
-        .expect("map");
-    page.bytes_mut().fill(0x11);
-    dma.sync_for_device(&page, 0, PAGE_SIZE, Direction::ToDevice);
-    page
-}
-
-fn pool_page(h: &mut Harness<'_>) -> Option<DmaPage> {
-    let dma = h.card.dma();
-    let page = h.funcs[0].pairs[0].pool.alloc()?;
-    dma.sync_for_device(&page, 0, PAGE_SIZE, Direction::Bidirectional);
-    Some(page)
-}
-
-fn step(h: &mut Harness<'_>, op: Op) {
-    let dma = h.card.dma();
+fn step(h: &mut Harness<'_>, run: &mut Run, op: Op) {
     match op {
-        Op::Os { len, more } => {
-            let len = (len % 70_000) as usize;
-            let page = os_page(h);
-            h.os_tx_live += 1;
-            let func = &mut h.funcs[0];
-            let db = func.dev.doorbells();
-            if let Err(e) = func.pairs[0].tx.xmit_os(&db, HFrame::Os { page, len, dma }, more) {
-                assert!(refusal_fits(&e, 0, len, PAGE_SIZE), "{e:?}");
-                let HFrame::Os { page, .. } = e.into_inner() else {
-                    panic!("another frame came back")
-                };
-                dma.free_page(page.unmap(&dma, Direction::ToDevice));
-                h.os_tx_live -= 1;
+        Op::Os { len, more } => os(h, usize::from(len % 4097), more),
+        Op::Foreign { n, len } => {
+            for i in 0..u16::from(n % 8) {
+                h.inject(1, i, usize::from(len % 1600));
             }
+            h.settle();
+            h.poll_with(1, 0, 64, Some(run.hold));
+            run.held.extend(h.take_held());
         }
-        Op::Remote { offset, len, more } => {
-            let Some(page) = pool_page(h) else { return };
-            let f = redirected(page, offset, len);
-            let func = &mut h.funcs[0];
-            let db = func.dev.doorbells();
-            if let Err(e) = func.pairs[0].tx.xmit_remote(&db, f, more) {
-                let (offset, len) = (usize::from(offset), usize::from(len));
-                // A redirected frame arrives padded (its own pool's path pads it): a shorter one
-                // is refused, as is anything `refusal_fits` allows.
-                let short = matches!(e, TxError::BadLength(_)) && len < ETH_ZLEN;
-                assert!(short || refusal_fits(&e, offset, len, PAGE_SIZE), "{e:?}");
-                recycle_refused(&mut func.pairs[0].pool, e.into_inner());
-            }
+        Op::XdpXmit { n, flush } => {
+            let k = usize::from(n % 9).min(run.held.len());
+            let batch: Vec<u32> = run.held.drain(..k).collect();
+            let sent = h.xdp_xmit(0, 0, &batch, flush);
+            assert!(sent <= batch.len());
+            // What the ring did not take is still the caller's, first in line again.
+            run.held.splice(0..0, batch[sent..].iter().copied());
         }
-        Op::XdpXmit { frames, flush } => {
-            let mut batch = Vec::new();
-            for (offset, len) in frames.into_iter().take(8) {
-                let Some(page) = pool_page(h) else { break };
-                batch.push(Some(redirected(page, offset, len)));
-            }
-            let func = &mut h.funcs[0];
-            let db = func.dev.doorbells();
-            let sent = xdp_xmit(&mut func.pairs[0].tx, &db, &mut batch, flush);
-            assert!(batch[..sent].iter().all(Option::is_none));
-            for f in batch.into_iter().flatten() {
-                recycle_refused(&mut func.pairs[0].pool, f);
-            }
+        Op::XdpTx { len, head, tail } => {
+            run.edit.set((isize::from(head), isize::from(tail)));
+            h.inject(0, len, usize::from(len % 1600));
+            h.settle();
+            h.poll_with(0, 0, 64, Some(run.tx_edit));
         }
-        Op::Pool { offset, len, more } => {
-            let Some(page) = pool_page(h) else { return };
-            let func = &mut h.funcs[0];
-            let db = func.dev.doorbells();
-            let pair = &mut func.pairs[0];
-            let f = PoolFrame { page, offset, len };
-            match pair.tx.xmit_pool(&db, &mut pair.pool, f, more) {
-                // A page parked in the slot (synced for the device on its way out) goes back to
-                // the pool.
-                Ok(back) => {
-                    if let Some(p) = back {
-                        pair.pool.recycle(p, 0);
-                    }
-                }
-                Err(e) => {
-                    assert!(
-                        refusal_fits(&e, usize::from(offset), usize::from(len), PAGE_SIZE),
-                        "{e:?}"
-                    );
-                    let f = e.into_inner();
-                    assert_eq!((f.offset, f.len), (offset, len), "the frame came back changed");
-                    pair.pool.recycle(f.page, 0);
-                }
-            }
-        }
-        Op::Writeback { cidx, pidx } => {
+        Op::Writeback { ring, cidx, pidx } => {
             // The device reads everything it was told about first, so whatever index in the
             // driver's window the record names, the device is done with those buffers.
             h.card.run_until_idle();
-            let ring = DeviceRing::h2c(h.funcs[0].pairs[0].tx.ring_dma_addr(), USABLE);
+            let v = h.queue(0, 0);
+            let base = match ring % 3 {
+                0 => v.stack.ring_dma_addr(),
+                1 => v.pair.tx.ring_dma_addr(),
+                _ => v.xmit.ring_dma_addr(),
+            };
+            let at = DeviceRing::h2c(base, USABLE).status();
             h.card
-                .write_word(ring.status(), status_word(pidx, cidx, false))
+                .write_word(at, status_word(pidx, cidx, false))
                 .expect("the status slot is the device's to write");
         }
         Op::Stall(on) => h.card.faults().stall_h2c_writeback(on),
         Op::Settle => h.settle(),
-        Op::Reclaim => h.reclaim(0, 0),
+        Op::Reclaim => {
+            h.reclaim(0, 0);
+        }
         Op::Poll => {
-            h.poll(0, 0, 64);
+            h.poll_with(0, 0, 64, Some(run.tx_edit));
         }
-        Op::Flush => {
-            let func = &mut h.funcs[0];
-            let db = func.dev.doorbells();
-            func.pairs[0].tx.flush(&db);
-        }
-        Op::StallLimit(n) => h.funcs[0].pairs[0].tx.set_stall_limit(u32::from(n)),
+        Op::Flush => h.port(0).queue::<TxLock, _>(0, |p, t| p.tx_flush(t)),
         Op::Restart => h.restart(0, 0).expect("restart"),
     }
 }
 
-fuzz_target!(|ops: Vec<Op>| {
-    let setup = Setup::new().ring_size_idx(1);
+fuzz_target!(|input: Input| {
+    let setup = Setup::new()
+        .functions(2)
+        .ring_size_idx(1)
+        .stack_stall_reclaims(u32::from(input.stall_limit));
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
-    for op in ops.into_iter().take(128) {
-        step(&mut h, op);
+    let mut h = Harness::new(&card, &setup);
+    let mut run = Run::new(&mut h);
+    for op in input.ops.into_iter().take(128) {
+        step(&mut h, &mut run, op);
         h.check_census();
-        let tx = &h.funcs[0].pairs[0].tx;
-        assert_eq!(
-            h.os_tx_live,
-            tx.in_flight_by_owner().os as usize,
-            "OS buffers vs the ring"
-        );
+        let live = h.os_tx_live();
+        let on_ring = h.queue(0, 0).stack.in_flight_by_owner().os;
+        assert_eq!(live, on_ring as usize, "packets of the stack vs the ring");
         assert_eq!(card.violations(), [], "device access outside a buffer");
     }
     card.faults().clear();
+    for f in run.held.drain(..) {
+        h.return_frame(f);
+    }
     h.restart(0, 0).expect("restart");
-    assert_eq!(h.os_tx_live, 0);
+    assert_eq!(h.os_tx_live(), 0);
     h.check_pages();
     h.drain();
     h.teardown();

@@ -1,14 +1,15 @@
-//! A datapath harness: a model card, one or two PCI functions brought up by the driver, queue pairs
-//! with their pools, an "OS" that holds passed pages and transmits its own frames, and the census
-//! checks the datapath tests run after every step.
+//! A datapath harness: a model card, one or two PCI functions each driven as a port through
+//! onic-embed's door ([`SoloPort`] over the model host, [`CardHost`]), the setup's XDP policy
+//! as an attached program, an "OS" whose stack holds passed frames until the test gives them
+//! back and transmits frames of its own, and the census checks the datapath tests run after
+//! every step.
 //!
 //! ```
 //! use onic_tests::datapath::{Harness, Setup};
 //!
 //! let setup = Setup::new().queues(4).ring_size_idx(1);
 //! let card = setup.card();
-//! let rings = setup.recycle_rings();
-//! let mut h = Harness::new(&card, &setup, &rings);
+//! let mut h = Harness::new(&card, &setup);
 //! h.inject(0, 7, 100); // port 0, flow 7, 100 bytes
 //! h.drain(); // settle and poll until quiet, checking the page census on the way
 //! h.check_delivery();
@@ -16,30 +17,26 @@
 //! h.teardown(); // every page and ring back, no violation
 //! ```
 //!
-//! The queues own their slot storage (boxed slices). The pools borrow their recycle rings, which
-//! the caller owns next to the card ([`Setup::recycle_rings`]) for as long as the harness lives.
+//! Each port's queue index `q` has the port's four rings: RX and XDP_TX (the NAPI pair, with
+//! the queue's page pool), the stack's TX ring (what [`Harness::transmit`] uses) and the
+//! redirect-in ring (what frames redirected to the queue go out on). The tests look at them
+//! through [`Harness::queue`] and [`Harness::queues`], read-only.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx};
 use onic_core::queue::pair::PairPoll;
-use onic_core::queue::pool::{release_to_hal, PageCounts, PagePool, RecycleRing};
-use onic_core::queue::rx::{RxFrame, RxOptions};
-use onic_core::queue::tx::TxError;
-use onic_core::xdp::{
-    DevMap, RawXdpProgram, RedirectTarget, Redirected, TxTarget, XdpAction, XdpBuff, XdpDispatch, XdpFrame,
-    XdpProgram,
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpProgram};
+use onic_embed::model::{CardHost, ModelCensus, PoolCensus, Received};
+use onic_embed::port::{
+    FrameAt, Host, PortConfig, PortError, QueueTuning, QueueView, RingHoldings, SkbHash, SoloPort, TxClean,
+    TxLock, XmitLock, XmitResult,
 };
-use onic_core::{Device, PassInfo, RxContext, XdpRxq};
-use onic_embed::done::FrameDone;
-use onic_embed::frame::Frame;
-use onic_embed::set::{build_pair, census, Pair, PairSpec, QueueSet, Slots};
-use onic_embed::sink::OsQueue;
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
-use onic_hal::{Direction, DmaMemory, DmaPage};
-use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+use onic_sim::{Card, CardConfig, Wire};
 
 /// Offset of the frame id in a harness frame (after Ethernet, IPv4 and the 4 port bytes).
 pub const ID_OFFSET: usize = 14 + 20 + 4;
@@ -53,9 +50,9 @@ pub enum Action {
     Drop,
     /// Keep the page with the OS (XDP_PASS).
     Pass,
-    /// Send it back out on the same pair (XDP_TX).
+    /// Send it back out on the same queue (XDP_TX).
     Tx,
-    /// Send it out on the next pair of the same function (XDP_REDIRECT).
+    /// Send it out on the next queue of the same function (XDP_REDIRECT).
     Redirect,
 }
 
@@ -103,11 +100,13 @@ pub struct Setup {
     pub bulk: usize,
     /// Sink policy.
     pub policy: Policy,
-    /// Whether RX queues compare the device's C2H consumer index with theirs
-    /// ([`RxOptions::check_c2h_status`]).
+    /// Whether RX queues compare the device's C2H consumer index with theirs.
     pub c2h_status_check: bool,
-    /// Polls without progress before an RX queue gives up ([`RxOptions::stall_polls`]).
+    /// Polls without progress before an RX queue gives up.
     pub stall_polls: u16,
+    /// Reclaims of the stack's stopped TX ring without progress before it gives up (0: never,
+    /// the port's default).
+    pub stack_stall_reclaims: u32,
 }
 
 impl Default for Setup {
@@ -117,7 +116,7 @@ impl Default for Setup {
 }
 
 impl Setup {
-    /// One function, one queue pair, 64-entry rings, the default buffer, drop everything.
+    /// One function, one queue index, 64-entry rings, the default buffer, drop everything.
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -132,6 +131,7 @@ impl Setup {
             policy: drop_all,
             c2h_status_check: true,
             stall_polls: onic_core::queue::rx::RX_STALL_POLLS_DEFAULT,
+            stack_stall_reclaims: 0,
         }
     }
 
@@ -212,6 +212,13 @@ impl Setup {
         self
     }
 
+    /// Reclaims of the stack's stopped TX ring without progress before it gives up.
+    #[must_use]
+    pub fn stack_stall_reclaims(mut self, n: u32) -> Self {
+        self.stack_stall_reclaims = n;
+        self
+    }
+
     /// The model card for this setup.
     #[must_use]
     pub fn card(&self) -> Card {
@@ -221,106 +228,79 @@ impl Setup {
         Card::new(c)
     }
 
-    /// Fresh recycle rings for a harness of this setup: one per queue pair of every function.
+    /// What the ports build their queues with.
+    ///
+    /// # Panics
+    ///
+    /// For a buffer-size index the driver refuses (a test bug).
     #[must_use]
-    pub fn recycle_rings(&self) -> Vec<RecycleRing> {
-        let pairs = usize::from(self.functions) * usize::from(self.queues);
-        (0..pairs).map(|_| RecycleRing::new()).collect()
+    pub fn tuning(&self) -> QueueTuning {
+        QueueTuning {
+            buf: BufSizeIdx::new(self.buf_idx).expect("buffer size"),
+            cmpt_entry: self.cmpt_entry,
+            max_frame_len: self.max_frame_len as u32,
+            check_c2h_status: self.c2h_status_check,
+            stall_polls: self.stall_polls,
+            stack_stall_reclaims: self.stack_stall_reclaims,
+        }
     }
 }
 
-/// A frame the harness hands to a TX queue: an OS buffer, or a page of another pair's pool.
-pub type HFrame<'c> = Frame<SimDma<'c>>;
-
-/// The pool type of the harness.
-pub type HPool<'c> = PagePool<'c, SimDma<'c>>;
-/// The queue-pair type of the harness.
-pub type HPair<'c> = Pair<'c, SimDma<'c>, HFrame<'c>>;
-/// The device type of the harness.
-pub type HDevice<'c> = Device<QdmaWindow<'c>, ShellWindow<'c>>;
-
-/// One brought-up PCI function and its queue pairs.
-pub struct Func<'c> {
-    /// The device.
-    pub dev: HDevice<'c>,
-    /// Its queue pairs.
-    pub pairs: Vec<HPair<'c>>,
-}
-
-/// Runs `f` with the harness's TX completion (OS buffers are freed, pages of other pools go back
-/// through their recycle rings) and books the OS buffers it freed.
-fn completing<'c, R>(
-    rings: &[&RecycleRing],
-    os_tx_live: &mut usize,
-    dma: SimDma<'c>,
-    f: impl FnOnce(&mut FrameDone<'_, SimDma<'c>>) -> R,
-) -> R {
-    let mut done = FrameDone::new(rings, dma);
-    let r = f(&mut done);
-    *os_tx_live -= done.counts.os_freed as usize;
-    r
-}
-
 /// A user redirect target in the style of an AF_XDP ring in copy mode: copies up to `cap`
-/// frames, then refuses (the RX path recycles and counts).
+/// frames; the host refuses further ones (the RX path recycles and counts).
 #[derive(Debug, Default)]
 pub struct CopySink {
     /// Frames copied, in order.
     pub frames: Vec<Vec<u8>>,
     /// Most frames it takes; further ones are refused.
     pub cap: usize,
-    /// Flushes seen.
+    /// Flushes seen (one per poll that redirected frames to it).
     pub flushes: usize,
 }
 
-impl RedirectTarget<DmaPage> for CopySink {
-    fn enqueue(&mut self, frame: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
-        if self.frames.len() >= self.cap {
-            return Err(frame);
-        }
-        let s = usize::from(frame.offset);
-        self.frames
-            .push(frame.page.bytes()[s..s + usize::from(frame.len)].to_vec());
-        Ok(Redirected::Copied(frame))
-    }
-
-    fn flush(&mut self) {
-        self.flushes += 1;
-    }
-}
-
-/// Redirect target numbers of [`Harness::poll_with`].
+/// Redirect target numbers of the harness's programs (the entries of their devmap).
 pub mod targets {
     /// The same queue index on the other function, i.e. out of the other port.
     pub const OTHER_PORT: u32 = 0;
-    /// The next queue pair of the same function.
+    /// The next queue index of the same function.
     pub const NEXT_QUEUE: u32 = 1;
     /// The harness's [`super::CopySink`].
     pub const USER_SINK: u32 = 2;
+    /// Kept by the harness for the test ([`super::Harness::take_held`]), as frames of another
+    /// device waiting for `ndo_xdp_xmit`.
+    pub const HOLD: u32 = 3;
 }
 
-/// Wraps a program to record the id of every frame it sees (for [`Harness::check_delivery`])
-/// and of every frame it sends back out with XDP_TX (for [`Harness::sent_back`]).
-struct Recorder<'p, 'd> {
-    inner: &'p mut dyn RawXdpProgram,
-    ids: &'d mut Vec<u64>,
-    sent: &'d RefCell<Vec<u64>>,
+/// What the attached programs saw: the id of every frame, and of every frame sent back out
+/// with XDP_TX.
+#[derive(Debug, Default)]
+struct ProgLog {
+    seen: Vec<u64>,
+    sent: Vec<u64>,
 }
 
-impl RawXdpProgram for Recorder<'_, '_> {
+/// A program attached to the model host: the test's program, wrapped to record what it sees
+/// (for [`Harness::check_delivery`] and [`Harness::sent_back`]).
+pub struct HProg {
+    inner: Box<dyn RawXdpProgram>,
+    log: Rc<RefCell<ProgLog>>,
+}
+
+impl RawXdpProgram for HProg {
     fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
         let id = frame_id(xdp.data());
-        self.ids.push(id);
         let raw = self.inner.run_raw(xdp);
+        let mut log = self.log.borrow_mut();
+        log.seen.push(id);
         if raw == XdpAction::Tx.raw() {
-            self.sent.borrow_mut().push(id);
+            log.sent.push(id);
         }
         raw
     }
 }
 
 /// The program of [`Harness::poll`]: the setup's policy as XDP verdicts; REDIRECT goes to the
-/// next queue pair of the same function ([`targets::NEXT_QUEUE`]).
+/// next queue of the same function ([`targets::NEXT_QUEUE`]).
 struct PolicyProgram(Policy);
 
 impl XdpProgram for PolicyProgram {
@@ -334,34 +314,16 @@ impl XdpProgram for PolicyProgram {
     }
 }
 
-/// A redirect target that records the id of every frame it takes (for
-/// [`Harness::sent_back`]).
-struct Recorded<'t, 's> {
-    inner: &'t mut dyn RedirectTarget<DmaPage>,
-    ids: &'s RefCell<Vec<u64>>,
-}
+/// An attached program ([`Harness::attach`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prog(u16);
 
-impl RedirectTarget<DmaPage> for Recorded<'_, '_> {
-    fn enqueue(&mut self, frame: XdpFrame<DmaPage>) -> Result<Redirected<DmaPage>, XdpFrame<DmaPage>> {
-        let start = usize::from(frame.offset);
-        let id = frame_id(
-            frame
-                .page
-                .bytes()
-                .get(start..start + usize::from(frame.len))
-                .unwrap_or(&[]),
-        );
-        let out = self.inner.enqueue(frame);
-        if out.is_ok() {
-            self.ids.borrow_mut().push(id);
-        }
-        out
-    }
-
-    fn flush(&mut self) {
-        self.inner.flush();
-    }
-}
+/// The model host of the harness.
+pub type HHost<'c> = CardHost<'c, HProg>;
+/// A port of the harness.
+pub type HPort<'c> = SoloPort<HHost<'c>>;
+/// A look at one queue index's rings.
+pub type HView<'v, 'c> = QueueView<'v, HHost<'c>>;
 
 /// Reads the id of a harness frame (0 for a frame too short to carry one).
 #[must_use]
@@ -371,35 +333,13 @@ pub fn frame_id(data: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// Builds and starts queue pair `q` of `dev` as `setup` says: rings of `setup.ring_size_idx`, a pool
-/// mapping pages `Bidirectional` (XDP_TX may send them back out) with `ring` as its recycle ring,
-/// and slot storage on the heap that the queues own.
-///
-/// # Panics
-///
-/// If the driver refuses the setup.
-pub fn start_pair<'c>(
-    card: &'c Card,
-    dev: &HDevice<'c>,
-    q: u16,
-    setup: &Setup,
-    ring: &'c RecycleRing,
-) -> HPair<'c> {
-    let mut delay = card.delay();
-    let size = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
-    let buf = BufSizeIdx::new(setup.buf_idx).expect("buffer size");
-    let mut spec = PairSpec::new(onic_core::QueueId::new(q), size, buf, Direction::Bidirectional);
-    spec.rx.cmpt_entry = setup.cmpt_entry;
-    spec.pool.bulk = setup.bulk;
-    spec.opts = RxOptions {
-        max_frame_len: setup.max_frame_len as u32,
-        check_c2h_status: setup.c2h_status_check,
-        stall_polls: setup.stall_polls,
-        ..RxOptions::for_queue(&spec.rx)
-    };
-    let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).expect("queue pair");
-    pair.start(dev, &mut delay).expect("start pair");
-    pair
+/// What the stack was told about the last frame passed to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassedFrame {
+    /// Where it lies in its page, with its metadata.
+    pub at: FrameAt,
+    /// The hash the driver gave it.
+    pub hash: Option<SkbHash>,
 }
 
 /// The harness.
@@ -408,15 +348,15 @@ pub struct Harness<'c> {
     pub card: &'c Card,
     /// The setup it was built from.
     pub setup: Setup,
-    /// Brought-up functions.
-    pub funcs: Vec<Func<'c>>,
-    /// Each pool's recycle ring, by global pair index.
-    pub rings: Vec<&'c RecycleRing>,
-    /// Pages with the OS: (global pair index of the pool, page).
-    pub os_pages: Vec<(usize, DmaPage)>,
-    /// OS TX buffers allocated and not yet freed.
-    pub os_tx_live: usize,
-    /// Ids handed to a sink, in order.
+    /// One port per function.
+    ports: Vec<HPort<'c>>,
+    /// Each port's host (sharing pools, frames and programs).
+    hosts: Vec<HHost<'c>>,
+    log: Rc<RefCell<ProgLog>>,
+    policy: Prog,
+    /// Frames the stack holds from each port that are already recorded.
+    seen_os: Vec<usize>,
+    /// Ids handed to a program or, with none attached, to the OS, in order.
     pub delivered: Vec<u64>,
     /// Ids sent back out by XDP_TX or redirect (queued on a TX ring).
     pub sent_back: Vec<u64>,
@@ -426,54 +366,111 @@ pub struct Harness<'c> {
     pub os_tx_refused: u64,
     /// OS frames queued.
     pub os_tx_queued: u64,
-    /// The user redirect target of [`Harness::poll_with`] (capacity 0 until a test sets one).
+    /// The user redirect target (capacity 0 until a test sets one).
     pub user_sink: CopySink,
-    /// Metadata of the last frame passed by [`Harness::poll_with`].
-    pub last_pass_info: Option<PassInfo>,
+    /// The last frame passed to the OS.
+    pub last_pass: Option<PassedFrame>,
+    /// Frames redirected to [`targets::HOLD`]: (port whose program redirected it, frame).
+    held: Vec<(u8, u32)>,
     next_id: u64,
 }
 
 impl<'c> Harness<'c> {
-    /// Brings up the functions and starts every queue pair; pair `q` of function `f` recycles
-    /// through `rings[f * queues + q]` (made by [`Setup::recycle_rings`]).
+    /// Brings up the functions as ports over one model host, with the setup's tuning, and
+    /// starts every queue; attaches the setup's policy as a program.
     ///
     /// # Panics
     ///
-    /// If the driver refuses the setup or `rings` is not one per pair (a test bug).
+    /// If the driver refuses the setup (a test bug).
     #[must_use]
-    pub fn new(card: &'c Card, setup: &Setup, rings: &'c [RecycleRing]) -> Self {
-        let mut delay = card.delay();
-        let mut funcs = Vec::new();
-        let all = usize::from(setup.functions) * usize::from(setup.queues);
-        assert_eq!(rings.len(), all, "one recycle ring per queue pair");
-        let rings: Vec<&'c RecycleRing> = rings.iter().collect();
-        for f in 0..setup.functions {
-            let cfg = DeviceConfig::new(f, setup.queues).expect("device config");
-            let (dev, _) = Device::init(card.qdma(f), card.shell(), &mut delay, cfg).expect("device init");
-            let mut pairs = Vec::new();
-            for q in 0..setup.queues {
-                let rr = rings[usize::from(f) * usize::from(setup.queues) + usize::from(q)];
-                pairs.push(start_pair(card, &dev, q, setup, rr));
-            }
-            funcs.push(Func { dev, pairs });
+    pub fn new(card: &'c Card, setup: &Setup) -> Self {
+        let host = HHost::new(card);
+        host.set_pool_config(Some(setup.bulk), setup.tuning().buf);
+        let mut known = vec![targets::USER_SINK, targets::HOLD];
+        if setup.functions > 1 {
+            known.push(targets::OTHER_PORT);
         }
-        let ports = usize::from(card.config().ports);
+        if setup.queues > 1 {
+            known.push(targets::NEXT_QUEUE);
+        }
+        host.set_targets(&known);
+        let ring = RingSizeIdx::new(setup.ring_size_idx).expect("ring size");
+        let mut ports = Vec::new();
+        let mut hosts = Vec::new();
+        for f in 0..setup.functions {
+            let h = host.for_port(f);
+            let cfg = PortConfig {
+                func: f,
+                max_queues: setup.queues,
+                queues: setup.queues,
+                tx_ring: ring,
+                rx_ring: ring,
+                rs_fec: DeviceConfig::new(f, setup.queues).expect("device config").rs_fec,
+            };
+            let mut port = SoloPort::new(h.regs(f), h.delay(), h.clone(), cfg).expect("port bring-up");
+            port.set_tuning(setup.tuning()).expect("queue tuning");
+            port.open().expect("queue start");
+            ports.push(port);
+            hosts.push(h);
+        }
+        let log = Rc::new(RefCell::new(ProgLog::default()));
+        let policy = Prog(host.attach(HProg {
+            inner: Box::new(PolicyProgram(setup.policy)),
+            log: Rc::clone(&log),
+        }));
+        let n = usize::from(card.config().ports);
         Self {
             card,
             setup: setup.clone(),
-            funcs,
-            rings,
-            os_pages: Vec::new(),
-            os_tx_live: 0,
+            ports,
+            hosts,
+            log,
+            policy,
+            seen_os: vec![0; usize::from(setup.functions)],
             delivered: Vec::new(),
             sent_back: Vec::new(),
-            injected: vec![Vec::new(); ports],
+            injected: vec![Vec::new(); n],
             os_tx_refused: 0,
             os_tx_queued: 0,
             user_sink: CopySink::default(),
-            last_pass_info: None,
+            last_pass: None,
+            held: Vec::new(),
             next_id: 1,
         }
+    }
+
+    /// Attaches `prog` to the model host (recorded as every harness program is); the handle is
+    /// what [`Harness::poll_with`] and [`Harness::drain_xdp`] take.
+    pub fn attach(&mut self, prog: impl RawXdpProgram + 'static) -> Prog {
+        Prog(self.hosts[0].attach(HProg {
+            inner: Box::new(prog),
+            log: Rc::clone(&self.log),
+        }))
+    }
+
+    /// The port of function `func`.
+    pub fn port(&mut self, func: usize) -> &mut HPort<'c> {
+        &mut self.ports[func]
+    }
+
+    /// The model host of function `func`'s port.
+    #[must_use]
+    pub fn host(&self, func: usize) -> &HHost<'c> {
+        &self.hosts[func]
+    }
+
+    /// A look at queue index `q` of function `func`.
+    ///
+    /// # Panics
+    ///
+    /// If the queue does not run.
+    pub fn queue(&mut self, func: usize, q: usize) -> HView<'_, 'c> {
+        self.ports[func].inspect(q as u16).expect("a running queue")
+    }
+
+    /// A look at every running queue index of every function.
+    pub fn queues(&mut self) -> Vec<HView<'_, 'c>> {
+        self.ports.iter_mut().flat_map(SoloPort::inspect_all).collect()
     }
 
     /// A fresh IPv4/UDP frame of `len` bytes (at least [`MIN_FRAME`]) whose ports spread it over
@@ -512,111 +509,149 @@ impl<'c> Harness<'c> {
         self.card.run_until_idle();
     }
 
-    fn global(&self, func: usize, q: usize) -> usize {
-        func * usize::from(self.setup.queues) + q
-    }
-
-    /// Polls pair `q` of function `func` once, running the setup's policy as the XDP program
+    /// Polls queue `q` of function `func` once, running the setup's policy as the XDP program
     /// (see [`Harness::poll_with`]).
     pub fn poll(&mut self, func: usize, q: usize, budget: usize) -> PairPoll {
-        let mut prog = PolicyProgram(self.setup.policy);
-        self.poll_with(func, q, budget, Some(&mut prog))
+        let prog = self.policy;
+        self.poll_with(func, q, budget, Some(prog))
     }
 
-    /// Polls pair `q` of function `func` once, running `prog` (none: every
-    /// frame goes to the OS). PASS pages go to the OS list; the redirect table has the targets of
-    /// [`targets`]: the other port's queue `q`, the next queue of this function, the
-    /// [`CopySink`]. The RX hash is computed with the default key.
-    pub fn poll_with(
-        &mut self,
-        func: usize,
-        q: usize,
-        budget: usize,
-        prog: Option<&mut dyn RawXdpProgram>,
-    ) -> PairPoll {
-        let nq = usize::from(self.setup.queues);
-        let me = self.global(func, q);
-        let other_port = (self.funcs.len() > 1).then(|| self.global(1 - func.min(1), q));
-        let next_queue = (nq > 1).then(|| self.global(func, (q + 1) % nq));
-        let (devs, pair_lists): (Vec<&HDevice<'c>>, Vec<&mut Vec<HPair<'c>>>) =
-            self.funcs.iter_mut().map(|f| (&f.dev, &mut f.pairs)).unzip();
-        let dbs: Vec<_> = devs.iter().map(|d| d.doorbells()).collect();
-        let mut flat: Vec<Option<&mut HPair<'c>>> = pair_lists
-            .into_iter()
-            .flat_map(|l| l.iter_mut().map(Some))
-            .collect();
-        let pair = flat[me].take().expect("polled pair");
-        let mut port_target = other_port
-            .and_then(|i| flat[i].take())
-            .map(|p| TxTarget::new(&mut p.tx, &dbs[1 - func.min(1)]));
-        let mut queue_target = next_queue
-            .and_then(|i| flat[i].take())
-            .map(|p| TxTarget::new(&mut p.tx, &dbs[func]));
-        let sent = RefCell::new(std::mem::take(&mut self.sent_back));
-        let mut port_target = port_target.as_mut().map(|t| Recorded { inner: t, ids: &sent });
-        let mut queue_target = queue_target.as_mut().map(|t| Recorded { inner: t, ids: &sent });
-        let mut map: DevMap<'_, DmaPage, 3> = DevMap::new();
-        if let Some(t) = port_target.as_mut() {
-            let _ = map.insert(targets::OTHER_PORT, t);
+    /// What the OS's NAPI poll of queue `q` of function `func` does, once: reclaims the
+    /// stack's TX ring and the redirect-in ring, then polls the queue through `prog` (none:
+    /// every frame goes to the OS), then flushes the redirects ([`targets`]). Returns the core's
+    /// account of the RX poll and its XDP_TX reclaim.
+    ///
+    /// # Panics
+    ///
+    /// If the queue does not run.
+    pub fn poll_with(&mut self, func: usize, q: usize, budget: usize, prog: Option<Prog>) -> PairPoll {
+        let qi = q as u16;
+        let b = u32::try_from(budget).unwrap_or(u32::MAX);
+        let room = self.user_sink.cap.saturating_sub(self.user_sink.frames.len());
+        self.hosts[func].limit_target(targets::USER_SINK, room);
+        let port = &mut self.ports[func];
+        port.queue::<TxLock, _>(qi, |p, t| p.tx_clean(t, b));
+        port.queue::<XmitLock, _>(qi, |p, t| p.xmit_clean(t));
+        let (result, out) = port.poll_outcome(qi, b, (), prog.map(|p| p.0));
+        let out = out.expect("a running queue");
+        self.record_os(func, prog.is_none());
+        let mut log = self.log.borrow_mut();
+        self.delivered.append(&mut log.seen);
+        self.sent_back.append(&mut log.sent);
+        drop(log);
+        if result.redirected {
+            self.flush_redirects(func, q);
         }
-        if let Some(t) = queue_target.as_mut() {
-            let _ = map.insert(targets::NEXT_QUEUE, t);
-        }
-        let _ = map.insert(targets::USER_SINK, &mut self.user_sink);
-        // The program's wrapper records every frame; without a program, the OS sink does.
-        let (mut pass_ids, mut prog_ids) = if prog.is_some() {
-            (None, Some(&mut self.delivered))
-        } else {
-            (Some(&mut self.delivered), None)
-        };
-        let last_info = &mut self.last_pass_info;
-        let mut pass = OsQueue::observed(&mut self.os_pages, me, |f: &RxFrame<DmaPage>, info| {
-            if let Some(ids) = pass_ids.as_mut() {
-                ids.push(frame_id(f.data()));
-            }
-            *last_info = Some(info);
-        });
-        let mut recorder = prog.zip(prog_ids.take()).map(|(inner, ids)| Recorder {
-            inner,
-            ids,
-            sent: &sent,
-        });
-        let hasher = onic_core::rss::ShellHasher::default();
-        let mut ctx = RxContext {
-            sink: &mut pass,
-            rxq: XdpRxq {
-                queue_index: q as u16,
-                port: func as u8,
-            },
-            dispatch: XdpDispatch {
-                prog: recorder.as_mut().map(|r| r as &mut dyn RawXdpProgram),
-                redirect: &mut map,
-                origin: me as u32,
-                hasher: Some(&hasher),
-            },
-        };
-        let out = completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
-            pair.poll(budget, &dbs[func], &mut ctx, done)
-        });
-        self.sent_back = sent.into_inner();
         out
     }
 
-    /// Settles and polls every pair through the XDP path with `prog` until nothing is pending,
-    /// checking the page census on the way.
+    /// Records the frames the stack got from `func`'s port since the last look (their ids too
+    /// when no program saw them).
+    fn record_os(&mut self, func: usize, ids: bool) {
+        let seen = self.seen_os[func];
+        let mut n = 0;
+        let (delivered, last) = (&mut self.delivered, &mut self.last_pass);
+        self.hosts[func].look_received(|r| {
+            n += 1;
+            if n > seen {
+                if ids {
+                    delivered.push(frame_id(r.data()));
+                }
+                *last = Some(PassedFrame {
+                    at: r.at,
+                    hash: r.hash,
+                });
+            }
+        });
+        self.seen_os[func] = n;
+    }
+
+    /// Carries out the redirects of a poll of queue `q` of function `func`, as `xdp_do_flush`
+    /// does: each target's frames as one `ndo_xdp_xmit` batch; what a ring does not take goes
+    /// back to its pool (counted by the ring).
+    fn flush_redirects(&mut self, func: usize, q: usize) {
+        let nq = usize::from(self.setup.queues);
+        let mut to: Vec<((usize, usize), Vec<u32>)> = Vec::new();
+        let mut copied = false;
+        let host = self.hosts[func].clone();
+        for r in host.take_redirects() {
+            let dest = match r.target {
+                Some(targets::OTHER_PORT) => (1 - func.min(1), q),
+                Some(targets::NEXT_QUEUE) => (func, (q + 1) % nq),
+                Some(targets::USER_SINK) => {
+                    self.user_sink.frames.push(host.frame_data(r.frame));
+                    host.return_frame(r.frame);
+                    copied = true;
+                    continue;
+                }
+                Some(targets::HOLD) => {
+                    self.held.push((r.from, r.frame));
+                    continue;
+                }
+                _ => {
+                    host.return_frame(r.frame);
+                    continue;
+                }
+            };
+            match to.iter_mut().find(|(d, _)| *d == dest) {
+                Some((_, frames)) => frames.push(r.frame),
+                None => to.push((dest, vec![r.frame])),
+            }
+        }
+        self.user_sink.flushes += usize::from(copied);
+        for ((f, tq), frames) in to {
+            let sent = self.xdp_xmit(f, tq, &frames, true);
+            for &frame in &frames[sent..] {
+                host.return_frame(frame);
+            }
+        }
+    }
+
+    /// `ndo_xdp_xmit` of held redirected `frames` on queue `q` of function `func`: returns how
+    /// many the redirect-in ring took (recorded as sent back); the rest are still the caller's.
+    ///
+    /// # Panics
+    ///
+    /// If the ring does not run.
+    pub fn xdp_xmit(&mut self, func: usize, q: usize, frames: &[u32], flush: bool) -> usize {
+        let ids: Vec<u64> = frames
+            .iter()
+            .map(|&f| frame_id(&self.hosts[func].frame_data(f)))
+            .collect();
+        let sent = self.ports[func]
+            .queue::<XmitLock, _>(q as u16, |p, t| p.xdp_xmit(t, frames, flush))
+            .expect("a running redirect-in ring");
+        self.sent_back.extend_from_slice(&ids[..sent]);
+        sent
+    }
+
+    /// The frames programs redirected to [`targets::HOLD`] so far (the caller's now: it hands
+    /// them to [`Harness::xdp_xmit`] or gives them back with [`Harness::return_frame`]).
+    pub fn take_held(&mut self) -> Vec<u32> {
+        self.held.drain(..).map(|(_, f)| f).collect()
+    }
+
+    /// Gives a held redirected frame back to its pool.
+    pub fn return_frame(&self, frame: u32) {
+        self.hosts[0].return_frame(frame);
+    }
+
+    /// Settles and polls every queue with `prog` until nothing is pending, checking the page
+    /// census on the way.
     ///
     /// # Panics
     ///
     /// If the datapath does not quiesce.
-    pub fn drain_xdp(&mut self, prog: &mut dyn RawXdpProgram) {
+    pub fn drain_xdp(&mut self, prog: Prog) {
         for _ in 0..10_000 {
             self.settle();
             let mut busy = false;
-            for f in 0..self.funcs.len() {
-                for q in 0..self.funcs[f].pairs.len() {
-                    let out = self.poll_with(f, q, 64, Some(&mut *prog));
+            for f in 0..self.ports.len() {
+                for q in 0..usize::from(self.setup.queues) {
+                    let out = self.poll_with(f, q, 64, Some(prog));
                     busy |= !out.rx.armed || out.rx.more || out.rx.done > 0 || out.tx.completed > 0;
-                    busy |= self.funcs[f].pairs[q].tx.in_flight() > 0;
+                    let v = self.queue(f, q);
+                    busy |= v.pair.tx.in_flight() > 0 || v.stack.in_flight() > 0 || v.xmit.in_flight() > 0;
                 }
             }
             self.check_pages();
@@ -627,146 +662,172 @@ impl<'c> Harness<'c> {
         panic!("datapath did not quiesce");
     }
 
-    /// Reclaims the TX queue of pair `q` of function `func` (the OS's transmit path does that).
-    pub fn reclaim(&mut self, func: usize, q: usize) {
-        let pair = &mut self.funcs[func].pairs[q];
-        completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
-            pair.tx.reclaim(done)
-        });
-    }
-
-    /// The OS transmits `frames` on pair `q` of function `func` as one xmit-more batch; frames
-    /// refused by a full ring are freed and counted. Returns the ids queued.
-    pub fn transmit(&mut self, func: usize, q: usize, frames: &[(u64, Vec<u8>)]) -> Vec<u64> {
-        let dma = self.card.dma();
-        self.reclaim(func, q);
-        let Func { dev, pairs } = &mut self.funcs[func];
-        let db = dev.doorbells();
-        let tx = &mut pairs[q].tx;
-        let mut queued = Vec::new();
-        for (i, (id, data)) in frames.iter().enumerate() {
-            let mut page = dma
-                .map_page(dma.alloc_page().expect("page"), Direction::ToDevice)
-                .expect("map");
-            page.bytes_mut()[..data.len()].copy_from_slice(data);
-            dma.sync_for_device(&page, 0, data.len(), Direction::ToDevice);
-            self.os_tx_live += 1;
-            let f = HFrame::Os {
-                page,
-                len: data.len(),
-                dma,
-            };
-            match tx.xmit_os(&db, f, i + 1 < frames.len()) {
-                Ok(()) => {
-                    self.os_tx_queued += 1;
-                    queued.push(*id);
-                }
-                Err(e) => {
-                    assert!(matches!(e, TxError::Full(_)), "unexpected TX error");
-                    self.os_tx_refused += 1;
-                    completing(&self.rings, &mut self.os_tx_live, dma, |done| {
-                        done.finish(e.into_inner())
-                    });
-                }
-            }
-        }
-        // xmit-more: the batch ended, so everything queued is published.
-        assert!(!tx.has_unpublished());
-        queued
-    }
-
-    /// The OS gives back `n` of the pages it holds: alternately straight into the owning pool
-    /// (same context) and through the pool's recycle ring (another context).
-    pub fn return_os_pages(&mut self, n: usize) {
-        let q = usize::from(self.setup.queues);
-        for k in 0..n.min(self.os_pages.len()) {
-            let (origin, page) = self.os_pages.remove(0);
-            if k % 2 == 0 {
-                self.funcs[origin / q].pairs[origin % q]
-                    .pool
-                    .return_from_os(page, 128);
-            } else if let Err(page) = self.rings[origin].return_from_os(page, 128) {
-                release_to_hal(&self.card.dma(), Direction::Bidirectional, page);
-            }
-        }
-    }
-
-    /// Every pair.
-    pub fn pairs(&self) -> impl Iterator<Item = &HPair<'c>> {
-        self.funcs.iter().flat_map(|f| f.pairs.iter())
-    }
-
-    /// The page census over all pools, from the driver's counts.
-    ///
-    /// # Panics
-    ///
-    /// If a pool's OS-return count exceeds the pages its RX path handed out.
-    #[must_use]
-    pub fn page_counts(&self) -> PageCounts {
-        census(self.pairs())
-    }
-
-    /// Pages the pools took from the HAL and did not give back.
-    #[must_use]
-    pub fn live_pool_pages(&self) -> u64 {
-        self.pairs().map(|p| p.pool.stats().live_pages()).sum()
-    }
-
-    /// The page-accounting invariant: every live pool page is in a pool, a ring, TX flight or with
-    /// the OS, the OS holds exactly what the driver thinks, and the model's live pages agree.
-    ///
-    /// # Panics
-    ///
-    /// When it does not hold.
-    pub fn check_pages(&self) {
-        self.check_census();
-        for p in self.pairs() {
-            assert!(p.rx.error().is_none() && p.tx.error().is_none());
-        }
-    }
-
-    /// The page-accounting invariant of [`Harness::check_pages`], for queues in any state (a
-    /// queue in its error state keeps its pages until it is restarted or torn down).
-    ///
-    /// # Panics
-    ///
-    /// When it does not hold.
-    pub fn check_census(&self) {
-        let c = self.page_counts();
-        let live = self.live_pool_pages();
-        assert_eq!(c.total(), live, "page census {c:?} vs {live} live pool pages");
-        assert_eq!(c.with_os, self.os_pages.len() as u64, "pages with the OS");
-        assert_eq!(
-            self.card.dma_stats().live_pages as u64,
-            live + self.os_tx_live as u64,
-            "model live pages vs pool pages + OS TX buffers"
-        );
-    }
-
-    /// Restarts pair `q` of function `func` (both queues), as an OS does from process context
-    /// once it sees the pair in its error state; OS TX buffers handed back are freed, redirected
-    /// pages go home.
-    ///
-    /// # Errors
-    ///
-    /// As [`onic_core::QueuePair::restart`].
-    pub fn restart(&mut self, func: usize, q: usize) -> onic_core::Result<()> {
-        let mut delay = self.card.delay();
-        let Func { dev, pairs } = &mut self.funcs[func];
-        completing(&self.rings, &mut self.os_tx_live, self.card.dma(), |done| {
-            pairs[q].restart(dev, &mut delay, done)
-        })
-    }
-
-    /// Settles and polls every pair (budget 64) until nothing is pending anywhere.
+    /// Settles and polls every queue (budget 64) with the setup's policy until nothing is
+    /// pending anywhere.
     ///
     /// # Panics
     ///
     /// If the datapath does not quiesce.
     pub fn drain(&mut self) {
-        // What `poll` runs: the setup's policy program.
-        let mut prog = PolicyProgram(self.setup.policy);
-        self.drain_xdp(&mut prog);
+        let prog = self.policy;
+        self.drain_xdp(prog);
+    }
+
+    /// Reclaims the stack's TX ring of queue `q` of function `func` (the OS's NAPI poll does
+    /// that, holding the TX queue's lock).
+    pub fn reclaim(&mut self, func: usize, q: usize) -> TxClean {
+        self.ports[func].queue::<TxLock, _>(q as u16, |p, t| p.tx_clean(t, 64))
+    }
+
+    /// The OS transmits `frames` on queue `q` of function `func` as one batch (published at
+    /// its end); frames refused by a full ring are freed and counted. Returns the ids queued.
+    ///
+    /// # Panics
+    ///
+    /// If the port drops a frame instead of refusing it as busy.
+    pub fn transmit(&mut self, func: usize, q: usize, frames: &[(u64, Vec<u8>)]) -> Vec<u64> {
+        let queued = self.transmit_unflushed(func, q, frames);
+        self.ports[func].queue::<TxLock, _>(q as u16, |p, t| p.tx_flush(t));
+        queued
+    }
+
+    /// As [`Harness::transmit`], without the flush at the end of the batch (xmit-more): what the
+    /// ring did not publish on its own stays unpublished.
+    ///
+    /// # Panics
+    ///
+    /// As [`Harness::transmit`].
+    pub fn transmit_unflushed(&mut self, func: usize, q: usize, frames: &[(u64, Vec<u8>)]) -> Vec<u64> {
+        let host = self.hosts[func].clone();
+        let mut queued = Vec::new();
+        for (id, data) in frames {
+            let skb = host.packet(data).expect("a packet buffer");
+            let mut clean = TxClean::default();
+            match self.ports[func].queue::<TxLock, _>(q as u16, |p, t| p.xmit(t, skb, &mut clean)) {
+                XmitResult::Ok | XmitResult::OkStop => {
+                    self.os_tx_queued += 1;
+                    queued.push(*id);
+                }
+                XmitResult::Busy => {
+                    self.os_tx_refused += 1;
+                    host.skb_done(skb, None);
+                }
+                XmitResult::Dropped => panic!("frame {id} dropped by transmit"),
+            }
+        }
+        queued
+    }
+
+    /// OS TX packets handed to the port and not yet completed (or refused).
+    #[must_use]
+    pub fn os_tx_live(&self) -> usize {
+        self.hosts[0].census().packets
+    }
+
+    /// Frames the stack holds, over every port.
+    #[must_use]
+    pub fn os_held(&self) -> usize {
+        self.hosts[0].census().received
+    }
+
+    /// Shows `f` every frame the stack holds from function `func`'s port, oldest first.
+    pub fn with_os_frames(&self, func: usize, f: impl FnMut(&Received)) {
+        self.hosts[func].look_received(f);
+    }
+
+    /// The OS gives back up to `n` of the frames its stack holds, oldest first, port by port.
+    pub fn return_os_pages(&mut self, n: usize) {
+        let mut left = n;
+        for (h, seen) in self.hosts.iter().zip(&mut self.seen_os) {
+            let k = h.release_received(left);
+            *seen = seen.saturating_sub(k);
+            left -= k;
+        }
+    }
+
+    /// Restarts queue `q` of function `func` (all its rings), as an OS does from process
+    /// context once it sees a ring in its error state; OS TX packets handed back are freed,
+    /// redirected frames go home.
+    ///
+    /// # Errors
+    ///
+    /// As the port's `restart_queue`.
+    pub fn restart(&mut self, func: usize, q: usize) -> Result<(), PortError> {
+        self.ports[func].restart_queue(q as u16)
+    }
+
+    /// Where every running pool's pages are, checked: the port's rings, the pool, the stack and
+    /// the redirected frames hold every live page, and the stack holds exactly what the RX path
+    /// handed it minus what it gave back.
+    ///
+    /// # Panics
+    ///
+    /// When the census does not add up (a lost or doubled page).
+    pub fn pool_census(&mut self) -> Vec<PoolCensus> {
+        let mut holdings = Vec::new();
+        for p in &mut self.ports {
+            holdings.extend(p.holdings().expect("ring holdings"));
+        }
+        self.hosts[0]
+            .check_census(&holdings)
+            .unwrap_or_else(|e| panic!("page census: {e}"))
+    }
+
+    /// What the rings of every running queue hold, summed.
+    pub fn holdings(&mut self) -> RingHoldings {
+        let mut sum = RingHoldings::default();
+        for p in &mut self.ports {
+            for (_, h) in p.holdings().expect("ring holdings") {
+                sum.in_rx_ring += h.in_rx_ring;
+                sum.in_tx_flight += h.in_tx_flight;
+                sum.tx_parked += h.tx_parked;
+                sum.to_os += h.to_os;
+            }
+        }
+        sum
+    }
+
+    /// Pages the pools took from the HAL and did not give back.
+    pub fn live_pool_pages(&mut self) -> u64 {
+        self.pool_census().iter().map(|c| c.live).sum()
+    }
+
+    /// The page-accounting invariant of [`Harness::check_census`], and no ring in its error
+    /// state.
+    ///
+    /// # Panics
+    ///
+    /// When either does not hold.
+    pub fn check_pages(&mut self) {
+        self.check_census();
+        for v in self.queues() {
+            assert!(
+                v.pair.rx.error().is_none()
+                    && v.pair.tx.error().is_none()
+                    && v.stack.error().is_none()
+                    && v.xmit.error().is_none(),
+                "queue {} in its error state",
+                v.index
+            );
+        }
+    }
+
+    /// The page-accounting invariant, for queues in any state (a queue in its error state keeps
+    /// its pages until it is restarted or torn down): every live pool page is in a pool, a
+    /// ring, TX flight, with the stack or redirected; and the model's live pages are the pools'
+    /// plus the OS's packet buffers.
+    ///
+    /// # Panics
+    ///
+    /// When it does not hold.
+    pub fn check_census(&mut self) {
+        let live: u64 = self.pool_census().iter().map(|c| c.live).sum();
+        let buffers = self.hosts[0].census().buffers;
+        assert_eq!(
+            self.card.dma_stats().live_pages as u64,
+            live + buffers,
+            "model live pages vs pool pages + OS packet buffers"
+        );
     }
 
     /// Checks that every injected id was delivered exactly once or dropped with a reason.
@@ -774,14 +835,14 @@ impl<'c> Harness<'c> {
     /// # Panics
     ///
     /// When it is not so.
-    pub fn check_delivery(&self) {
+    pub fn check_delivery(&mut self) {
         let mut seen = BTreeSet::new();
         for id in &self.delivered {
             assert!(seen.insert(*id), "frame {id} delivered twice");
         }
         let injected: BTreeSet<u64> = self.injected.iter().flatten().copied().collect();
         assert!(seen.is_subset(&injected), "delivered a frame never injected");
-        let driver_drops: u64 = self.pairs().map(|p| p.rx.stats().rx_dropped()).sum();
+        let driver_drops: u64 = self.queues().iter().map(|v| v.pair.rx.stats().rx_dropped()).sum();
         let model = self.card.stats();
         // Frames the MAC refused (too long for the shell, bad FCS...): counted by the CMAC.
         let mac_drops: u64 = (0..self.card.config().ports)
@@ -802,15 +863,15 @@ impl<'c> Harness<'c> {
         );
     }
 
-    /// Reads one hardware counter of `port` through the driver's statistics path (TICK, then the
-    /// registers), by its ethtool name.
+    /// Reads one hardware counter of function `func`'s port through the port's statistics path
+    /// (TICK, then the registers), by its ethtool name.
     ///
     /// # Panics
     ///
     /// For an unknown name.
     #[must_use]
-    pub fn hw_counter(&self, port: u8, name: &str) -> u64 {
-        let all = onic_core::stats::read_hw_counters(&self.card.shell(), port);
+    pub fn hw_counter(&self, func: usize, name: &str) -> u64 {
+        let all = self.ports[func].port().hw_counters();
         let i = CMAC_STATS
             .iter()
             .chain(ADAPTER_STATS.iter())
@@ -819,61 +880,65 @@ impl<'c> Harness<'c> {
         all[i]
     }
 
-    /// The driver's counters agree with the adapter and CMAC counters (read through the driver's
+    /// The driver's counters agree with the adapter and CMAC counters (read through the port's
     /// statistics path) and with the model's live counters, per port.
     ///
     /// # Panics
     ///
     /// When they do not.
-    pub fn check_stats(&self) {
-        for (f, func) in self.funcs.iter().enumerate() {
+    pub fn check_stats(&mut self) {
+        for f in 0..self.ports.len() {
             let port = f as u8;
-            let rx_seen: u64 = func
-                .pairs
+            let (rx_seen, tx) = self.ports[f]
+                .inspect_all()
                 .iter()
-                .map(|p| p.rx.stats().rx_packets + p.rx.stats().rx_dropped())
-                .sum();
-            let recv = self.hw_counter(port, "stat_adapt_rx_recv");
-            let drop = self.hw_counter(port, "stat_adapt_rx_drop");
+                .map(|v| {
+                    let rx = v.pair.rx.stats();
+                    let tx =
+                        v.pair.tx.stats().tx_packets + v.stack.stats().tx_packets + v.xmit.stats().tx_packets;
+                    (rx.rx_packets + rx.rx_dropped(), tx)
+                })
+                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+            let recv = self.hw_counter(f, "stat_adapt_rx_recv");
+            let drop = self.hw_counter(f, "stat_adapt_rx_drop");
             assert_eq!(rx_seen, recv - drop, "port {port}: driver RX vs adapter");
-            let good = self.hw_counter(port, "stat_rx_total_good_pkts");
+            let good = self.hw_counter(f, "stat_rx_total_good_pkts");
             assert_eq!(good, recv, "port {port}: CMAC vs adapter");
             assert_eq!(self.card.cmac_counter(port, "stat_rx_total_good_pkts"), good);
-            let tx: u64 = func.pairs.iter().map(|p| p.tx.stats().tx_packets).sum();
             assert_eq!(
-                self.hw_counter(port, "stat_tx_total_good_pkts"),
+                self.hw_counter(f, "stat_tx_total_good_pkts"),
                 tx,
                 "port {port}: CMAC vs driver TX"
             );
-            assert_eq!(self.hw_counter(port, "stat_adapt_tx_sent"), tx);
+            assert_eq!(self.hw_counter(f, "stat_adapt_tx_sent"), tx);
         }
     }
 
-    /// Tears everything down and checks that no page or ring is left. All TX queues go first, so
-    /// that redirected pages find their pools (and rings) still there.
+    /// Tears everything down and checks that no page or ring is left: the stack gives every
+    /// frame back, held redirected frames go home, every port stops its queues (all of them
+    /// before any port goes, so that redirected pages find their pools) and goes.
     ///
     /// # Panics
     ///
     /// On a leak or a driver error.
     pub fn teardown(mut self) {
         self.return_os_pages(usize::MAX);
-        let mut delay = self.card.delay();
-        let rings = self.rings.clone();
-        let mut os_tx_live = self.os_tx_live;
-        let funcs: Vec<Func<'c>> = self.funcs.drain(..).collect();
-        let (devs, sets): (Vec<_>, Vec<_>) = funcs
-            .into_iter()
-            .map(|f| (f.dev, QueueSet { pairs: f.pairs }))
-            .unzip();
-        completing(&rings, &mut os_tx_live, self.card.dma(), |done| {
-            QueueSet::teardown_all(devs.iter().zip(sets).collect(), &mut delay, done)
-        })
-        .expect("queue teardown");
-        for dev in devs {
-            let (r, _, _) = dev.teardown(&mut delay);
-            r.expect("device teardown");
+        for f in self.take_held() {
+            self.return_frame(f);
         }
-        assert_eq!(os_tx_live, 0);
+        for p in &mut self.ports {
+            p.stop().expect("queue teardown");
+        }
+        let host = self.hosts[0].clone();
+        for p in self.ports.drain(..) {
+            p.remove();
+        }
+        host.free_spare();
+        assert_eq!(
+            host.census(),
+            ModelCensus::default(),
+            "model host holds something"
+        );
         let s = self.card.dma_stats();
         assert_eq!((s.live_pages, s.mapped_pages, s.live_regions), (0, 0, 0), "leak");
         assert_eq!(self.card.violations(), []);

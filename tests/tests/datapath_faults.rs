@@ -2,7 +2,7 @@
 //! keeps (or, for a broken ring, stops) working, and no page is lost.
 
 use onic_core::error::QueueError;
-use onic_core::queue::tx::TxError;
+use onic_embed::port::{Host, TxClean, TxLock, XmitResult};
 use onic_sim::Corruption;
 use onic_tests::datapath::{drop_all, pass_all, Harness, Setup};
 
@@ -12,8 +12,7 @@ fn page_allocation_failure_on_replacement_drops_the_frame_and_polling_continues(
     // each replacement page comes from the HAL, where the model makes allocations fail.
     let setup = Setup::new().ring_size_idx(1).bulk(1).policy(pass_all);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     for i in 0..10 {
         h.inject(0, i, 200);
     }
@@ -22,14 +21,15 @@ fn page_allocation_failure_on_replacement_drops_the_frame_and_polling_continues(
     let out = h.poll(0, 0, 64);
     assert_eq!(out.rx.done, 10);
     assert_eq!(out.rx.error, None);
-    let s = *h.funcs[0].pairs[0].rx.stats();
+    let s = *h.queue(0, 0).pair.rx.stats();
     assert_eq!((s.rx_no_page, s.rx_packets, s.to_os), (4, 6, 6));
     // No slot lost its page: the dropped frames' pages were reused in place, the pages that went
     // to the OS were replaced from the pool, and the refill of this poll even filled the one slot
     // left empty at start: every slot holds a page (63), and the spare the first delivered frame
     // needed stays for the next frame whose page leaves.
-    assert_eq!(h.funcs[0].pairs[0].rx.pages_in_ring(), 64);
-    assert!(h.funcs[0].pairs[0].rx.has_spare());
+    let rx = &h.queue(0, 0).pair.rx;
+    assert_eq!(rx.pages_in_ring(), 64);
+    assert!(rx.has_spare());
     h.check_pages();
     // Polling goes on normally.
     for i in 0..30 {
@@ -48,10 +48,10 @@ fn page_allocation_failure_at_fill_leaves_a_consistent_ring_refilled_later() {
     let card = setup.card();
     // The first slow-path call of the queue's pool fails outright: the ring starts empty.
     card.faults().fail_next_page_allocs(1);
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
-    assert_eq!(h.funcs[0].pairs[0].rx.posted(), 0);
-    assert_eq!(h.funcs[0].pairs[0].rx.stats().refill_alloc_failures, 1);
+    let mut h = Harness::new(&card, &setup);
+    let rx = &h.queue(0, 0).pair.rx;
+    assert_eq!(rx.posted(), 0);
+    assert_eq!(rx.stats().refill_alloc_failures, 1);
     h.check_pages();
     // Frames arriving now find no descriptor: the model drops and counts them.
     h.inject(0, 1, 100);
@@ -61,7 +61,7 @@ fn page_allocation_failure_at_fill_leaves_a_consistent_ring_refilled_later() {
     // The next poll refills the ring (it is below one refill batch) and traffic flows.
     let out = h.poll(0, 0, 64);
     assert_eq!(out.rx.done, 0);
-    assert_eq!(h.funcs[0].pairs[0].rx.posted(), 62);
+    assert_eq!(h.queue(0, 0).pair.rx.posted(), 62);
     for i in 0..20 {
         h.inject(0, i, 100);
     }
@@ -76,8 +76,7 @@ fn page_allocation_failure_at_fill_leaves_a_consistent_ring_refilled_later() {
 fn completion_error_bit_and_bad_lengths_are_counted_drops() {
     let setup = Setup::new().ring_size_idx(2).policy(drop_all);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let live = card.dma_stats().live_pages;
     for (how, n) in [
         (Corruption::ErrBit, 3),
@@ -92,7 +91,7 @@ fn completion_error_bit_and_bad_lengths_are_counted_drops() {
         h.inject(0, 99, 80);
         h.drain();
     }
-    let s = *h.funcs[0].pairs[0].rx.stats();
+    let s = *h.queue(0, 0).pair.rx.stats();
     assert_eq!(s.rx_cmpt_errors, 3);
     assert_eq!(s.rx_bad_length, 6);
     assert_eq!(s.rx_packets, 3);
@@ -109,8 +108,7 @@ fn completion_error_bit_and_bad_lengths_are_counted_drops() {
 fn status_pidx_beyond_the_ring_stops_the_queue_without_losing_pages() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     for i in 0..40 {
         h.inject(0, i, 100);
     }
@@ -139,8 +137,7 @@ fn status_pidx_beyond_the_ring_stops_the_queue_without_losing_pages() {
     assert_eq!(again.rx.done, 0);
     assert!(h.delivered.len() >= before);
     // The census still holds: the broken ring keeps its pages until teardown returns them.
-    let c = h.page_counts();
-    assert_eq!(c.total(), h.live_pool_pages());
+    h.check_census();
     h.teardown();
 }
 
@@ -148,19 +145,17 @@ fn status_pidx_beyond_the_ring_stops_the_queue_without_losing_pages() {
 fn tx_ring_full_is_a_typed_error_and_leaks_nothing() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let frames: Vec<_> = (0..70u16).map(|i| h.frame(i, 64)).collect();
     let queued = h.transmit(0, 0, &frames);
     assert_eq!(queued.len(), 62);
     assert_eq!(h.os_tx_refused, 8);
-    let tx = &h.funcs[0].pairs[0].tx;
-    assert_eq!(tx.stats().tx_busy, 8);
+    assert_eq!(h.queue(0, 0).stack.stats().tx_busy, 8);
     // Refused frames were handed back and freed: only the 62 queued buffers are alive.
-    assert_eq!(h.os_tx_live, 62);
+    assert_eq!(h.os_tx_live(), 62);
     h.check_pages();
     h.drain();
-    assert_eq!(h.os_tx_live, 0);
+    assert_eq!(h.os_tx_live(), 0);
     h.teardown();
 }
 
@@ -168,8 +163,7 @@ fn tx_ring_full_is_a_typed_error_and_leaks_nothing() {
 fn stalled_tx_writeback_holds_buffers_until_it_catches_up() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     card.faults().stall_h2c_writeback(true);
     let frames: Vec<_> = (0..20u16).map(|i| h.frame(i, 64)).collect();
     h.transmit(0, 0, &frames);
@@ -177,13 +171,13 @@ fn stalled_tx_writeback_holds_buffers_until_it_catches_up() {
     h.reclaim(0, 0);
     assert_eq!(card.take_egress(0).len(), 20);
     // Sent, but the device has not said so: the driver keeps every buffer.
-    assert_eq!(h.funcs[0].pairs[0].tx.in_flight(), 20);
-    assert_eq!(h.os_tx_live, 20);
+    assert_eq!(h.queue(0, 0).stack.in_flight(), 20);
+    assert_eq!(h.os_tx_live(), 20);
     card.faults().stall_h2c_writeback(false);
     h.settle();
     h.reclaim(0, 0);
-    assert_eq!(h.funcs[0].pairs[0].tx.in_flight(), 0);
-    assert_eq!(h.os_tx_live, 0);
+    assert_eq!(h.queue(0, 0).stack.in_flight(), 0);
+    assert_eq!(h.os_tx_live(), 0);
     h.check_pages();
     h.teardown();
 }
@@ -198,8 +192,7 @@ fn xdp_tx_on_a_full_ring_recycles_the_page() {
     }
     let setup = Setup::new().ring_size_idx(1).policy(tx_all);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     card.faults().stall_h2c_writeback(true);
     for i in 0..50 {
         h.inject(0, i, 100);
@@ -211,7 +204,7 @@ fn xdp_tx_on_a_full_ring_recycles_the_page() {
     }
     h.settle();
     h.poll(0, 0, 64);
-    let p = &h.funcs[0].pairs[0];
+    let p = h.queue(0, 0).pair;
     assert_eq!(p.stats().rx_xdp_tx, 100);
     assert_eq!(p.stats().rx_xdp_tx_errors, 100 - 62);
     assert_eq!(p.tx.pool_pages_in_flight(), 62);
@@ -224,31 +217,23 @@ fn xdp_tx_on_a_full_ring_recycles_the_page() {
 }
 
 #[test]
-fn refused_frames_come_back_with_the_error() {
+fn refused_frames_come_back_to_the_stack() {
+    // The core's `TxError::Full` with the frame in it is the port's `Busy`: the packet is still
+    // the stack's (tx_length.rs checks the core's error values on a bare TX queue).
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let frames: Vec<_> = (0..63u16).map(|i| h.frame(i, 64)).collect();
     let queued = h.transmit(0, 0, &frames[..62]);
     assert_eq!(queued.len(), 62);
-    // Hand the 63rd frame directly, to look at the error value.
-    let dma = card.dma();
-    let mut page = onic_hal::DmaMemory::map_page(
-        &dma,
-        onic_hal::DmaMemory::alloc_page(&dma).unwrap(),
-        onic_hal::Direction::ToDevice,
-    )
-    .unwrap();
-    page.bytes_mut()[..64].copy_from_slice(&frames[62].1);
-    let f = onic_tests::datapath::HFrame::Os { page, len: 64, dma };
-    let func = &mut h.funcs[0];
-    let db = func.dev.doorbells();
-    let err = func.pairs[0].tx.xmit_os(&db, f, false).unwrap_err();
-    let TxError::Full(onic_tests::datapath::HFrame::Os { page, .. }) = err else {
-        panic!("expected Full with the frame");
-    };
-    onic_hal::DmaMemory::free_page(&dma, page.unmap(&dma, onic_hal::Direction::ToDevice));
+    let host = h.host(0).clone();
+    let skb = host.packet(&frames[62].1).unwrap();
+    let mut clean = TxClean::default();
+    let r = h.port(0).queue::<TxLock, _>(0, |p, t| p.xmit(t, skb, &mut clean));
+    assert_eq!(r, XmitResult::Busy);
+    assert_eq!(h.os_tx_live(), 63, "the refused packet is still the stack's");
+    host.skb_done(skb, None);
+    assert_eq!(h.os_tx_live(), 62);
     h.drain();
     h.teardown();
 }

@@ -33,7 +33,7 @@ enum Op {
 
 fn op(max_frame: usize) -> impl Strategy<Value = Op> {
     let size = 60..=max_frame;
-    // OS transmit buffers are single pages in the harness.
+    // OS transmit buffers are single pages in the model host.
     let tx_size = 60..=max_frame.min(4096);
     prop_oneof![
         4 => (0u8..2, prop::collection::vec(size.clone(), 1..90), any::<u16>())
@@ -107,8 +107,7 @@ fn run(c: &Case) {
         .bulk(c.bulk)
         .policy(policy);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     h.check_pages();
     let funcs = usize::from(c.functions);
     let queues = usize::from(c.queues);
@@ -144,7 +143,7 @@ fn run(c: &Case) {
     h.drain();
     h.check_delivery();
     h.check_stats();
-    let multi: u64 = h.pairs().map(|p| p.rx.stats().rx_multi_buffer).sum();
+    let multi: u64 = h.queues().iter().map(|v| v.pair.rx.stats().rx_multi_buffer).sum();
     if !c.jumbo {
         assert_eq!(multi, 0);
     }
@@ -172,8 +171,7 @@ proptest! {
 fn many_wraps_on_the_smallest_rings() {
     let setup = Setup::new().functions(2).queues(2).ring_size_idx(1).policy(mixed);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     for round in 0..60u16 {
         for i in 0..50u16 {
             h.inject(

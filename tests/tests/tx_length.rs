@@ -2,13 +2,85 @@
 //! no descriptor may make the device read outside the buffer it was given. A frame that would is
 //! refused with `TxError::BeyondBuffer` (or `BadLength`), counted in `tx_bad_length`, and handed
 //! back; the model checks every device read against the mappings, so a descriptor that slipped
-//! through would show up as a violation.
+//! through would show up as a violation. Also the other refusals that hand the frame back
+//! (`Full`, `Queue`).
+//!
+//! These are checks of the core's TX queue itself, so they run on a bare queue pair outside any
+//! port: onic-embed's door maps only buffers its host made, which fit them by construction, and
+//! reports a refusal as an `XmitResult`, without the core's error value.
 
+use onic_core::error::QueueError;
+use onic_core::queue::pool::RecycleRing;
 use onic_core::queue::tx::{PoolFrame, TxError, TX_MAX_FRAME};
 use onic_core::xdp::{xdp_xmit, XdpFrame};
+use onic_core::{Device, DeviceConfig, QueueId, RingSizeIdx};
+use onic_embed::done::FrameDone;
+use onic_embed::frame::Frame;
+use onic_embed::set::{build_pair, Pair, PairSpec, Slots};
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
-use onic_sim::SimDma;
-use onic_tests::datapath::{HFrame, Harness, Setup};
+use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
+use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
+
+/// A frame on the bare pair's TX queue: an OS page, or a page of the pair's pool.
+type HFrame<'c> = Frame<SimDma<'c>>;
+
+/// Function 0 of a card with one started queue pair (64-entry rings) whose pool recycles
+/// through `ring` (frames of this pool name it as origin 0).
+struct Bare<'c> {
+    card: &'c Card,
+    dev: Device<QdmaWindow<'c>, ShellWindow<'c>>,
+    pair: Pair<'c, SimDma<'c>, HFrame<'c>>,
+    ring: &'c RecycleRing,
+}
+
+/// A card with an open wire, for [`Bare::new`].
+fn card() -> Card {
+    let mut c = CardConfig::default();
+    c.wire = Wire::Open;
+    Card::new(c)
+}
+
+impl<'c> Bare<'c> {
+    fn new(card: &'c Card, ring: &'c RecycleRing) -> Self {
+        let mut delay = card.delay();
+        let cfg = DeviceConfig::new(0, 1).unwrap();
+        let (dev, _) = Device::init(card.qdma(0), card.shell(), &mut delay, cfg).unwrap();
+        let size = RingSizeIdx::new(1).unwrap();
+        let buf = onic_core::RxQueueConfig::new(QueueId::new(0)).buf;
+        let spec = PairSpec::new(QueueId::new(0), size, buf, Direction::Bidirectional);
+        let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).unwrap();
+        pair.start(&dev, &mut delay).unwrap();
+        Self {
+            card,
+            dev,
+            pair,
+            ring,
+        }
+    }
+
+    /// Lets the model send, then reclaims: OS pages are freed, pool pages go home.
+    fn complete(&mut self) {
+        self.card.run_until_idle();
+        let rings = [self.ring];
+        let mut done = FrameDone::new(&rings, self.card.dma());
+        self.pair.tx.reclaim(&mut done);
+    }
+
+    /// Tears the pair and the function down and checks that nothing is left.
+    fn teardown(self) {
+        let mut delay = self.card.delay();
+        let rings = [self.ring];
+        let mut done = FrameDone::new(&rings, self.card.dma());
+        let (r, pool, _, _) = self.pair.teardown(&self.dev, &mut delay, &mut done);
+        r.unwrap();
+        drop(pool);
+        let (r, _, _) = self.dev.teardown(&mut delay);
+        r.unwrap();
+        let s = self.card.dma_stats();
+        assert_eq!((s.live_pages, s.mapped_pages, s.live_regions), (0, 0, 0), "leak");
+        assert_eq!(self.card.violations(), []);
+    }
+}
 
 /// A to-device page holding `fill` everywhere.
 fn os_page(dma: SimDma<'_>, fill: u8) -> DmaPage {
@@ -29,14 +101,12 @@ fn free_os_page(dma: SimDma<'_>, page: DmaPage) {
 
 #[test]
 fn os_and_remote_frames_past_their_buffer_are_refused_and_handed_back() {
-    let setup = Setup::new().ring_size_idx(1);
-    let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let card = card();
+    let ring = RecycleRing::new();
+    let mut b = Bare::new(&card, &ring);
     let dma = card.dma();
-    let func = &mut h.funcs[0];
-    let db = func.dev.doorbells();
-    let tx = &mut func.pairs[0].tx;
+    let db = b.dev.doorbells();
+    let tx = &mut b.pair.tx;
     // (frame, expected refusal): one byte past the page; a frame at the end of its page whose
     // padding to 60 bytes would leave it; longer than any descriptor; empty.
     let cases: Vec<Case<'_>> = vec![
@@ -107,29 +177,25 @@ fn os_and_remote_frames_past_their_buffer_are_refused_and_handed_back() {
         dma,
     };
     tx.xmit_os(&db, ok, false).unwrap();
-    h.os_tx_live += 1;
-    h.settle();
-    h.reclaim(0, 0);
-    assert_eq!(h.funcs[0].pairs[0].tx.stats().tx_packets, 1);
-    assert_eq!(h.os_tx_live, 0);
+    tx.flush(&db);
+    let live = card.dma_stats().live_pages;
+    b.complete();
+    assert_eq!(b.pair.tx.stats().tx_packets, 1);
+    assert_eq!(card.dma_stats().live_pages, live - 1, "the OS page was freed");
     assert_eq!(card.violations(), []);
-    h.check_pages();
-    h.teardown();
+    b.teardown();
 }
 
 #[test]
 fn xdp_xmit_refuses_a_frame_that_leaves_its_page_and_leaves_it_with_the_caller() {
-    let setup = Setup::new().ring_size_idx(1);
-    let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let card = card();
+    let ring = RecycleRing::new();
+    let mut b = Bare::new(&card, &ring);
     let dma = card.dma();
-    // Frames in pages of pair 0's pool, sent through pair 0's TX queue as another device would
+    // Frames in pages of the pair's pool, sent through its TX queue as another device would
     // (`ndo_xdp_xmit`): a good one, then one whose offset + length leaves the page, then one
     // whose offset is past the page.
-    let mut pages: Vec<DmaPage> = (0..3)
-        .map(|_| h.funcs[0].pairs[0].pool.alloc().unwrap())
-        .collect();
+    let mut pages: Vec<DmaPage> = (0..3).map(|_| b.pair.pool.alloc().unwrap()).collect();
     for p in &mut pages {
         p.bytes_mut().fill(0xAB);
         dma.sync_for_device(p, 0, PAGE_SIZE, Direction::Bidirectional);
@@ -147,9 +213,8 @@ fn xdp_xmit_refuses_a_frame_that_leaves_its_page_and_leaves_it_with_the_caller()
             }))
         })
         .collect();
-    let func = &mut h.funcs[0];
-    let db = func.dev.doorbells();
-    let tx = &mut func.pairs[0].tx;
+    let db = b.dev.doorbells();
+    let tx = &mut b.pair.tx;
     let sent = xdp_xmit(tx, &db, &mut frames, true);
     assert_eq!(sent, 1);
     assert!(frames[0].is_none());
@@ -170,24 +235,22 @@ fn xdp_xmit_refuses_a_frame_that_leaves_its_page_and_leaves_it_with_the_caller()
     assert_eq!(tx.stats().tx_bad_length, 2);
     for f in frames.into_iter().chain(rest).flatten() {
         let HFrame::Xdp(x) = f else { unreachable!() };
-        h.funcs[0].pairs[0].pool.recycle(x.page, 0);
+        b.pair.pool.recycle(x.page, 0);
     }
-    h.settle();
+    b.complete();
     assert_eq!(card.take_egress(0).len(), 1);
-    h.drain();
+    assert_eq!(b.pair.tx.in_flight(), 0);
     assert_eq!(card.violations(), []);
-    h.teardown();
+    b.teardown();
 }
 
 #[test]
 fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
-    let setup = Setup::new().ring_size_idx(1);
-    let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
-    let func = &mut h.funcs[0];
-    let db = func.dev.doorbells();
-    let pair = &mut func.pairs[0];
+    let card = card();
+    let ring = RecycleRing::new();
+    let mut b = Bare::new(&card, &ring);
+    let db = b.dev.doorbells();
+    let pair = &mut b.pair;
     for (offset, len) in [(4090u16, 10u16), (4000, 100), (u16::MAX, 60), (256, 0)] {
         let page = pair.pool.alloc().unwrap();
         let f = PoolFrame { page, offset, len };
@@ -213,13 +276,65 @@ fn xmit_pool_refuses_a_frame_or_padding_past_the_page() {
     };
     let back = pair.tx.xmit_pool(&db, &mut pair.pool, f, false).unwrap();
     assert!(back.is_none(), "nothing is parked on a fresh ring");
-    h.settle();
+    pair.tx.flush(&db);
+    b.complete();
     let mut want = vec![7u8; 10];
     want.resize(60, 0);
     assert_eq!(card.take_egress(0), [want]);
-    h.drain();
     assert_eq!(card.violations(), []);
-    h.teardown();
+    b.teardown();
+}
+
+#[test]
+fn a_full_ring_and_a_ring_in_its_error_state_hand_the_frame_back_with_the_error() {
+    let card = card();
+    let ring = RecycleRing::new();
+    let mut b = Bare::new(&card, &ring);
+    let dma = card.dma();
+    let db = b.dev.doorbells();
+    card.faults().stall_h2c_writeback(true);
+    for i in 0..62 {
+        let f = HFrame::Os {
+            page: os_page(dma, i),
+            len: 64,
+            dma,
+        };
+        b.pair.tx.xmit_os(&db, f, false).unwrap();
+    }
+    // The 63rd frame: refused as `Full`, with the frame in the error.
+    let f = HFrame::Os {
+        page: os_page(dma, 62),
+        len: 64,
+        dma,
+    };
+    let TxError::Full(HFrame::Os { page, .. }) = b.pair.tx.xmit_os(&db, f, false).unwrap_err() else {
+        panic!("expected Full with the frame");
+    };
+    assert_eq!(page.bytes()[0], 62, "the refused frame itself");
+    free_os_page(dma, page);
+    assert_eq!(b.pair.tx.stats().tx_busy, 1);
+    // The device writes back a consumer index beyond what was published: the ring enters its
+    // error state, and refuses the next frame with that error.
+    card.run_until_idle();
+    let dev_ring = DeviceRing::h2c(b.pair.tx.ring_dma_addr(), 63);
+    card.write_word(dev_ring.status(), status_word(0, 63, false))
+        .unwrap();
+    let rings = [&ring];
+    b.pair.tx.reclaim(&mut FrameDone::new(&rings, dma));
+    let e = b.pair.tx.error().expect("an error state");
+    assert!(matches!(e, QueueError::H2cCidx { .. }), "{e:?}");
+    let f = HFrame::Os {
+        page: os_page(dma, 63),
+        len: 64,
+        dma,
+    };
+    let TxError::Queue(HFrame::Os { page, .. }, q) = b.pair.tx.xmit_os(&db, f, false).unwrap_err() else {
+        panic!("expected a queue error with the frame");
+    };
+    assert_eq!(q, e);
+    free_os_page(dma, page);
+    card.faults().stall_h2c_writeback(false);
+    b.teardown();
 }
 
 #[test]

@@ -3,12 +3,12 @@
 //! every step and every page accounted for at teardown.
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use onic_core::device::rss_control::IndirectionTable;
-use onic_core::queue::pool::PageCounts;
-use onic_core::xdp::{xdp_xmit, RawXdpProgram, XdpAction, XdpBuff, XdpFrame, XdpSlot};
+use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpSlot};
 use onic_sim::Wire;
-use onic_tests::datapath::{frame_id, targets, HFrame, Harness, Setup};
+use onic_tests::datapath::{frame_id, targets, Harness, Prog, Setup};
 
 fn pass(_: &mut XdpBuff<'_>) -> XdpAction {
     XdpAction::Pass
@@ -35,9 +35,9 @@ impl RawXdpProgram for Raw {
     }
 }
 
-/// Sum of a pair counter over every pair.
-fn total(h: &Harness<'_>, f: impl Fn(&onic_core::PairStats) -> u64) -> u64 {
-    h.pairs().map(|p| f(p.stats())).sum()
+/// Sum of a pair counter over every queue.
+fn total(h: &mut Harness<'_>, f: impl Fn(&onic_core::PairStats) -> u64) -> u64 {
+    h.queues().iter().map(|v| f(v.pair.stats())).sum()
 }
 
 fn inject_burst(h: &mut Harness<'_>, port: u8, n: u16, len: usize) -> Vec<u64> {
@@ -50,26 +50,25 @@ fn inject_burst(h: &mut Harness<'_>, port: u8, n: u16, len: usize) -> Vec<u64> {
 fn pass_drop_aborted_and_unknown_verdicts_keep_every_page() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
-    let mut progs: [(&str, Box<dyn RawXdpProgram>); 4] = [
-        ("pass", Box::new(pass)),
-        ("drop", Box::new(drop_all)),
-        ("aborted", Box::new(Raw(0))),
-        ("unknown", Box::new(Raw(99))),
+    let mut h = Harness::new(&card, &setup);
+    let progs = [
+        h.attach(pass),
+        h.attach(drop_all),
+        h.attach(Raw(0)),
+        h.attach(Raw(99)),
     ];
-    for (_, prog) in &mut progs {
+    for prog in progs {
         inject_burst(&mut h, 0, 40, 60);
-        h.drain_xdp(prog.as_mut());
+        h.drain_xdp(prog);
         h.check_pages();
         h.return_os_pages(usize::MAX);
         h.check_pages();
     }
-    assert_eq!(total(&h, |s| s.rx_xdp_pass), 40);
-    assert_eq!(total(&h, |s| s.rx_xdp_drop), 120);
-    assert_eq!(total(&h, |s| s.rx_xdp_aborted), 40);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_pass), 40);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_drop), 120);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_aborted), 40);
     // The unknown value is handled like ABORTED but counted as an exception of its own.
-    assert_eq!(total(&h, |s| s.rx_xdp_invalid), 40);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_invalid), 40);
     h.check_delivery();
     h.check_stats();
     h.teardown();
@@ -79,8 +78,7 @@ fn pass_drop_aborted_and_unknown_verdicts_keep_every_page() {
 fn no_program_passes_frames_untouched_with_no_xdp_counts() {
     let setup = Setup::new().queues(2).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     inject_burst(&mut h, 0, 30, 100);
     for _ in 0..4 {
         h.settle();
@@ -89,13 +87,18 @@ fn no_program_passes_frames_untouched_with_no_xdp_counts() {
             h.check_pages();
         }
     }
-    assert_eq!(h.os_pages.len(), 30);
-    let page = &h.os_pages[0].1;
-    assert_eq!(frame_id(&onic_hal::DmaPage::bytes(page)[256..]), h.delivered[0]);
-    for p in h.pairs() {
-        assert_eq!(*p.stats(), onic_core::PairStats::default());
+    assert_eq!(h.os_held(), 30);
+    let mut first = None;
+    h.with_os_frames(0, |r| {
+        first.get_or_insert((r.at.offset, frame_id(&onic_hal::DmaPage::bytes(&r.page)[256..])));
+    });
+    assert_eq!(first, Some((256, h.delivered[0])));
+    for v in h.queues() {
+        assert_eq!(*v.pair.stats(), onic_core::PairStats::default());
     }
-    assert_eq!(h.last_pass_info.map(|i| (i.meta_len, i.hash)), Some((0, None)));
+    // No metadata; the hash the stack gets is the shell's, computed by the driver (L4).
+    let last = h.last_pass.unwrap();
+    assert_eq!((last.at.meta, last.hash.map(|x| x.kind)), (0, Some(3)));
     h.check_delivery();
     h.teardown();
 }
@@ -104,14 +107,14 @@ fn no_program_passes_frames_untouched_with_no_xdp_counts() {
 fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
     let setup = Setup::new().ring_size_idx(2);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let ids = inject_burst(&mut h, 0, 30, 80);
     h.settle();
-    let doorbells = h.funcs[0].pairs[0].tx.stats().doorbells;
-    let out = h.poll_with(0, 0, 64, Some(&mut swap_macs_and_tx));
+    let doorbells = h.queue(0, 0).pair.tx.stats().doorbells;
+    let swap = h.attach(swap_macs_and_tx);
+    let out = h.poll_with(0, 0, 64, Some(swap));
     assert_eq!(out.rx.done, 30);
-    let p = &h.funcs[0].pairs[0];
+    let p = h.queue(0, 0).pair;
     assert_eq!(p.stats().rx_xdp_tx, 30);
     assert_eq!(
         p.tx.stats().doorbells,
@@ -121,7 +124,7 @@ fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
     // The pages are on the TX ring, not copied: 30 pool pages in flight.
     assert_eq!(p.tx.pool_pages_in_flight(), 30);
     h.check_pages();
-    h.drain_xdp(&mut swap_macs_and_tx);
+    h.drain_xdp(swap);
     let out = card.take_egress(0);
     assert_eq!(out.len(), 30);
     for (f, id) in out.iter().zip(&ids) {
@@ -129,7 +132,7 @@ fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
         assert_eq!(f[..6], [0x00, 0x0A, 0x35, 0x01, 0x02, 0x03], "MACs swapped");
         assert_eq!(f[6..12], [0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC]);
     }
-    assert_eq!(h.funcs[0].pairs[0].tx.pool_pages_in_flight(), 0);
+    assert_eq!(h.queue(0, 0).pair.tx.pool_pages_in_flight(), 0);
     h.check_stats();
     h.teardown();
 }
@@ -138,32 +141,32 @@ fn xdp_tx_sends_the_same_page_back_with_one_doorbell_per_poll() {
 fn xdp_tx_on_a_tiny_ring_with_delayed_reclaim_loses_no_page() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     // The device sends but does not report completions: nothing is reclaimed for a while.
     card.faults().stall_h2c_writeback(true);
+    let swap = h.attach(swap_macs_and_tx);
     for _ in 0..2 {
         inject_burst(&mut h, 0, 50, 100);
         h.settle();
-        h.poll_with(0, 0, 64, Some(&mut swap_macs_and_tx));
+        h.poll_with(0, 0, 64, Some(swap));
         h.check_pages();
     }
-    let p = &h.funcs[0].pairs[0];
+    let p = h.queue(0, 0).pair;
     assert_eq!(p.stats().rx_xdp_tx, 100);
     // A 63-entry ring holds 62 frames; the other 38 are counted and their pages recycled.
     assert_eq!(p.stats().rx_xdp_tx_errors, 38);
     assert_eq!(p.stats().rx_xdp_drop, 38);
     assert_eq!(p.tx.pool_pages_in_flight(), 62);
-    let counts = h.page_counts();
-    assert_eq!(counts.in_tx_flight, 62);
-    assert_eq!(counts.total(), h.live_pool_pages());
+    assert_eq!(h.holdings().in_tx_flight, 62);
+    h.check_census();
     card.faults().stall_h2c_writeback(false);
-    h.drain_xdp(&mut swap_macs_and_tx);
+    h.drain_xdp(swap);
     h.check_delivery();
     assert_eq!(card.take_egress(0).len(), 62);
-    assert_eq!(h.page_counts().in_tx_flight, 0);
+    let held = h.holdings();
+    assert_eq!(held.in_tx_flight, 0);
     // Sent and reclaimed, each page waits in its TX slot for the RX ring.
-    assert_eq!(h.page_counts().tx_parked, 62);
+    assert_eq!(held.tx_parked, 62);
     h.teardown();
 }
 
@@ -180,11 +183,11 @@ fn spread(x: &mut XdpBuff<'_>) -> XdpAction {
 fn redirect_to_the_other_port_the_next_queue_and_a_user_sink() {
     let setup = Setup::new().functions(2).queues(2).ring_size_idx(2);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     h.user_sink.cap = usize::MAX;
     let ids = inject_burst(&mut h, 0, 90, 64);
-    h.drain_xdp(&mut spread);
+    let prog = h.attach(spread);
+    h.drain_xdp(prog);
     h.check_delivery();
     let want = |r: u64| ids.iter().filter(|&&id| id % 3 == r).count();
     let port1 = card.take_egress(1);
@@ -194,8 +197,8 @@ fn redirect_to_the_other_port_the_next_queue_and_a_user_sink() {
     assert_eq!(h.user_sink.frames.len(), want(2), "copied by the user sink");
     assert!(port1.iter().all(|f| frame_id(f).is_multiple_of(3)));
     assert!(h.user_sink.frames.iter().all(|f| frame_id(f) % 3 == 2));
-    assert_eq!(total(&h, |s| s.rx_xdp_redirect), 90);
-    assert_eq!(total(&h, |s| s.rx_xdp_redirect_errors), 0);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_redirect), 90);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_redirect_errors), 0);
     // The user sink was flushed at the end of the polls that gave it frames.
     assert!(h.user_sink.flushes > 0);
     h.check_stats();
@@ -206,10 +209,9 @@ fn redirect_to_the_other_port_the_next_queue_and_a_user_sink() {
 fn failed_redirects_are_counted_and_recycled() {
     let setup = Setup::new().queues(1).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     h.user_sink.cap = 5;
-    let mut prog = |x: &mut XdpBuff<'_>| match frame_id(x.data()) % 4 {
+    let prog = |x: &mut XdpBuff<'_>| match frame_id(x.data()) % 4 {
         // One function: no other port. One queue: no next queue. Target 9: no entry.
         0 => x.redirect(targets::OTHER_PORT),
         1 => x.redirect(9),
@@ -217,11 +219,12 @@ fn failed_redirects_are_counted_and_recycled() {
         _ => x.redirect(targets::USER_SINK),
     };
     inject_burst(&mut h, 0, 40, 64);
-    h.drain_xdp(&mut prog);
+    let prog = h.attach(prog);
+    h.drain_xdp(prog);
     h.check_delivery();
-    assert_eq!(total(&h, |s| s.rx_xdp_redirect), 5);
-    assert_eq!(total(&h, |s| s.rx_xdp_redirect_errors), 35);
-    assert_eq!(total(&h, |s| s.rx_xdp_drop), 35);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_redirect), 5);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_redirect_errors), 35);
+    assert_eq!(total(&mut h, |s| s.rx_xdp_drop), 35);
     assert_eq!(h.user_sink.frames.len(), 5);
     h.teardown();
 }
@@ -230,13 +233,12 @@ fn failed_redirects_are_counted_and_recycled() {
 fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
     let setup = Setup::new().ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let (id, original) = h.frame(1, 200);
     card.inject(0, &original);
     h.injected[0].push(id);
     // Push a 4-byte tag in front, trim 2 bytes at the end, send back.
-    let mut edit = |x: &mut XdpBuff<'_>| {
+    let edit = |x: &mut XdpBuff<'_>| {
         if x.adjust_head(-4).is_err() || x.adjust_tail(-2).is_err() {
             return XdpAction::Aborted;
         }
@@ -247,7 +249,8 @@ fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
         assert!(x.adjust_meta(-3).is_err());
         XdpAction::Tx
     };
-    h.drain_xdp(&mut edit);
+    let edit = h.attach(edit);
+    h.drain_xdp(edit);
     let out = card.take_egress(0);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0][..4], [0xDE, 0xAD, 0xBE, 0xEF]);
@@ -256,17 +259,22 @@ fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
     let (id, f) = h.frame(2, 100);
     card.inject(0, &f);
     h.injected[0].push(id);
-    let mut meta = |x: &mut XdpBuff<'_>| {
+    let meta = |x: &mut XdpBuff<'_>| {
         if x.adjust_meta(-8).is_err() {
             return XdpAction::Aborted;
         }
         x.meta_mut().copy_from_slice(&7u64.to_le_bytes());
         XdpAction::Pass
     };
-    h.drain_xdp(&mut meta);
-    assert_eq!(h.last_pass_info.map(|i| i.meta_len), Some(8));
-    let page = &h.os_pages[0].1;
-    assert_eq!(onic_hal::DmaPage::bytes(page)[248..256], 7u64.to_le_bytes());
+    let meta = h.attach(meta);
+    h.drain_xdp(meta);
+    assert_eq!(h.last_pass.map(|p| p.at.meta), Some(8));
+    let mut before = Vec::new();
+    h.with_os_frames(0, |r| {
+        let at = usize::from(r.at.offset);
+        before.push(onic_hal::DmaPage::bytes(&r.page)[at - 8..at].to_vec());
+    });
+    assert_eq!(before, [7u64.to_le_bytes()]);
     h.check_delivery();
     h.teardown();
 }
@@ -275,89 +283,83 @@ fn head_tail_and_metadata_adjustments_reach_the_wire_and_the_os() {
 fn rx_hash_metadata_names_the_queue_the_shell_chose() {
     let setup = Setup::new().queues(4).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     let table = IndirectionTable::round_robin(4);
-    let checked = Cell::new(0u32);
-    let mut prog = |x: &mut XdpBuff<'_>| {
+    let checked = Rc::new(Cell::new(0u32));
+    let count = Rc::clone(&checked);
+    let prog = move |x: &mut XdpBuff<'_>| {
         let Ok(hash) = x.rx_hash() else {
             return XdpAction::Aborted;
         };
         assert_eq!(table.queue_for(hash.value).get(), x.rx_queue_index());
         assert_eq!(hash.xdp_type, onic_core::rss::xdp::TYPE_L4_IPV4_UDP);
         assert_eq!(x.ingress_port(), 0);
-        checked.set(checked.get() + 1);
+        count.set(count.get() + 1);
         XdpAction::Drop
     };
     inject_burst(&mut h, 0, 60, 64);
-    h.drain_xdp(&mut prog);
+    let prog = h.attach(prog);
+    h.drain_xdp(prog);
     assert_eq!(checked.get(), 60);
-    assert!(h.pairs().filter(|p| p.stats().rx_xdp_drop > 0).count() > 1);
+    assert!(
+        h.queues()
+            .iter()
+            .filter(|v| v.pair.stats().rx_xdp_drop > 0)
+            .count()
+            > 1
+    );
     h.teardown();
 }
 
-/// A frame of "another device" for `xdp_xmit`: a page of function 1's first pool, as a
-/// redirected frame of that device would be.
-fn foreign_frame<'c>(h: &mut Harness<'c>, len: usize) -> (u64, HFrame<'c>) {
-    let (id, data) = h.frame(3, len);
-    let origin = usize::from(h.setup.queues); // global index of function 1, queue 0
-    let pool = &mut h.funcs[1].pairs[0].pool;
-    let mut page = pool.alloc().unwrap();
-    page.bytes_mut()[256..256 + data.len()].copy_from_slice(&data);
-    onic_core::PageProvider::sync_for_device(pool, &page, 256, data.len());
-    let f = XdpFrame {
-        page,
-        offset: 256,
-        len: data.len() as u16,
-        origin: origin as u32,
-    };
-    (id, HFrame::Xdp(f))
-}
-
-/// The owner takes back a frame `xdp_xmit` did not queue.
-fn take_back(h: &mut Harness<'_>, f: HFrame<'_>) {
-    let HFrame::Xdp(f) = f else {
-        panic!("not a foreign frame")
-    };
-    let dirty = f.dirty_len();
-    h.funcs[1].pairs[0].pool.recycle(f.page, dirty);
+/// `n` frames of "another device" for `xdp_xmit`: received by function 1, whose program
+/// redirects them to the harness ([`targets::HOLD`]), as another driver's redirected frames
+/// wait for `ndo_xdp_xmit`. Returns their ids and the frames, in order.
+fn foreign_frames(h: &mut Harness<'_>, n: u16, len: usize) -> (Vec<u64>, Vec<u32>) {
+    let hold = h.attach(|x: &mut XdpBuff<'_>| x.redirect(targets::HOLD));
+    let mut ids = Vec::new();
+    let mut frames = Vec::new();
+    // In batches the RX ring takes whole.
+    for start in (0..n).step_by(30) {
+        for i in start..n.min(start + 30) {
+            ids.push(h.inject(1, i, len));
+        }
+        h.drain_xdp(hold);
+        frames.extend(h.take_held());
+    }
+    assert_eq!(frames.len(), ids.len());
+    let got: Vec<u64> = frames
+        .iter()
+        .map(|&f| frame_id(&h.host(0).frame_data(f)))
+        .collect();
+    assert_eq!(got, ids);
+    (ids, frames)
 }
 
 #[test]
 fn xdp_xmit_partial_failure_returns_the_count_and_frees_nothing_it_does_not_own() {
     let setup = Setup::new().functions(2).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
+    let (ids, frames) = foreign_frames(&mut h, 66, 120);
     card.faults().stall_h2c_writeback(true);
-    // 59 of the ring's 62 slots taken by OS frames: 3 left.
-    let frames: Vec<_> = (0..59u16).map(|i| h.frame(i, 100)).collect();
-    assert_eq!(h.transmit(0, 0, &frames).len(), 59);
-    let mut batch: Vec<Option<HFrame<'_>>> = Vec::new();
-    let mut ids = Vec::new();
-    for _ in 0..7 {
-        let (id, f) = foreign_frame(&mut h, 120);
-        ids.push(id);
-        batch.push(Some(f));
-    }
-    let doorbells = h.funcs[0].pairs[0].tx.stats().doorbells;
-    let sent = {
-        let func = &mut h.funcs[0];
-        let db = func.dev.doorbells();
-        xdp_xmit(&mut func.pairs[0].tx, &db, &mut batch, true)
-    };
+    // 59 of the redirect-in ring's 62 slots taken: 3 left.
+    assert_eq!(h.xdp_xmit(0, 0, &frames[..59], true), 59);
+    let doorbells = h.queue(0, 0).xmit.stats().doorbells;
+    let sent = h.xdp_xmit(0, 0, &frames[59..], true);
     assert_eq!(sent, 3);
     // The queued ones are the queue's now; the rest are untouched and still the caller's.
-    assert!(batch[..3].iter().all(Option::is_none));
-    assert!(batch[3..].iter().all(Option::is_some));
-    let tx = &h.funcs[0].pairs[0].tx;
-    assert_eq!((tx.stats().tx_xdp_xmit, tx.stats().tx_xdp_xmit_errors), (3, 4));
-    assert_eq!(tx.in_flight_by_owner().remote, 3);
+    let rest = &frames[62..];
+    for (&f, &id) in rest.iter().zip(&ids[62..]) {
+        assert_eq!(frame_id(&h.host(0).frame_data(f)), id);
+    }
+    let tx = h.queue(0, 0).xmit;
+    assert_eq!((tx.stats().tx_xdp_xmit, tx.stats().tx_xdp_xmit_errors), (62, 4));
+    assert_eq!(tx.in_flight_by_owner().remote, 62);
     // The full ring published the batch; the flush found nothing more to publish.
     assert_eq!(tx.stats().doorbells, doorbells + 1);
     // The owner takes back what was not queued; nothing was freed twice or lost.
-    for f in batch.into_iter().flatten() {
-        take_back(&mut h, f);
+    for &f in rest {
+        h.return_frame(f);
     }
     h.check_pages();
     card.faults().stall_h2c_writeback(false);
@@ -365,9 +367,10 @@ fn xdp_xmit_partial_failure_returns_the_count_and_frees_nothing_it_does_not_own(
     let out = card.take_egress(0);
     assert_eq!(out.len(), 62);
     let tail: Vec<u64> = out[59..].iter().map(|f| frame_id(f)).collect();
-    assert_eq!(tail, ids[..3]);
-    // The sent frames' pages went home through function 1's recycle ring.
-    assert_eq!(h.page_counts().in_tx_flight, 0);
+    assert_eq!(tail, ids[59..62]);
+    // The sent frames' pages went home to function 1's pool.
+    assert_eq!(h.pool_census().iter().map(|c| c.redirected).sum::<u64>(), 0);
+    h.check_delivery();
     h.teardown();
 }
 
@@ -375,17 +378,14 @@ fn xdp_xmit_partial_failure_returns_the_count_and_frees_nothing_it_does_not_own(
 fn xdp_xmit_without_flush_publishes_nothing_until_a_flush() {
     let setup = Setup::new().functions(2).ring_size_idx(1);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
-    let mut batch: Vec<Option<HFrame<'_>>> = (0..4).map(|_| Some(foreign_frame(&mut h, 80).1)).collect();
-    let func = &mut h.funcs[0];
-    let db = func.dev.doorbells();
-    assert_eq!(xdp_xmit(&mut func.pairs[0].tx, &db, &mut batch, false), 4);
-    assert!(func.pairs[0].tx.has_unpublished());
+    let mut h = Harness::new(&card, &setup);
+    let (_, frames) = foreign_frames(&mut h, 4, 80);
+    assert_eq!(h.xdp_xmit(0, 0, &frames, false), 4);
+    assert!(h.queue(0, 0).xmit.has_unpublished());
     card.run_until_idle();
     assert!(card.take_egress(0).is_empty());
-    assert_eq!(xdp_xmit(&mut func.pairs[0].tx, &db, &mut [], true), 0);
-    assert!(!func.pairs[0].tx.has_unpublished());
+    assert_eq!(h.xdp_xmit(0, 0, &[], true), 0);
+    assert!(!h.queue(0, 0).xmit.has_unpublished());
     card.run_until_idle();
     assert_eq!(card.take_egress(0).len(), 4);
     h.drain();
@@ -400,18 +400,17 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         .ring_size_idx(2)
         .wire(Wire::Open);
     let card = setup.card();
-    let rings = setup.recycle_rings();
-    let mut h = Harness::new(&card, &setup, &rings);
+    let mut h = Harness::new(&card, &setup);
     h.user_sink.cap = usize::MAX;
-    let mut slot: XdpSlot<Box<dyn RawXdpProgram>> = XdpSlot::new();
-    type Make = fn() -> Option<Box<dyn RawXdpProgram>>;
-    let programs: [Make; 6] = [
-        || Some(Box::new(pass)),
-        || Some(Box::new(drop_all)),
-        || None,
-        || Some(Box::new(swap_macs_and_tx)),
-        || Some(Box::new(spread)),
-        || Some(Box::new(Raw(1234))),
+    let mut slot: XdpSlot<Prog> = XdpSlot::new();
+    let pass = h.attach(pass);
+    let programs: [Option<Prog>; 6] = [
+        Some(pass),
+        Some(h.attach(drop_all)),
+        None,
+        Some(h.attach(swap_macs_and_tx)),
+        Some(h.attach(spread)),
+        Some(h.attach(Raw(1234))),
     ];
     let mut injected = 0u64;
     for round in 0..18usize {
@@ -424,11 +423,11 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         // rings meet the new program.
         for f in 0..2 {
             for q in 0..2 {
-                h.poll_with(f, q, 5, slot.program_mut().map(|p| p.as_mut() as _));
+                h.poll_with(f, q, 5, slot.program_mut().copied());
                 h.check_pages();
             }
         }
-        match programs[round % programs.len()]() {
+        match programs[round % programs.len()] {
             Some(p) => {
                 slot.attach(p);
             }
@@ -438,18 +437,17 @@ fn program_swap_under_traffic_loses_no_frame_and_no_page() {
         }
         for f in 0..2 {
             for q in 0..2 {
-                h.poll_with(f, q, 64, slot.program_mut().map(|p| p.as_mut() as _));
+                h.poll_with(f, q, 64, slot.program_mut().copied());
                 h.check_pages();
             }
         }
         h.return_os_pages(8);
         h.check_pages();
     }
-    h.drain_xdp(&mut pass);
+    h.drain_xdp(pass);
     h.check_delivery();
     assert_eq!(h.delivered.len() as u64, injected);
     assert!(slot.changes() >= 15);
-    let c: PageCounts = h.page_counts();
-    assert_eq!(c.in_tx_flight, 0);
+    assert_eq!(h.holdings().in_tx_flight, 0);
     h.teardown();
 }

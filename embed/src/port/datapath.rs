@@ -4,6 +4,7 @@
 //! except the RX poll, which holds no lock and borrows only its own NAPI rings when it hands
 //! frames to the stack or to a redirect.
 
+use onic_core::queue::pair::PairPoll;
 use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::stats::QueueCounters;
@@ -230,12 +231,14 @@ impl<H: Host> Port<H> {
             (qid, self.hasher.read(section)),
             call,
         )
+        .0
     }
 
     /// The same poll as [`Port::poll`] through exclusive access to the port (a host whose one
     /// thread runs every context, [`super::SoloPort`]): no token or read-side section is needed,
-    /// since nothing else can reach the port meanwhile.
-    pub(crate) fn poll_exclusive(&mut self, qid: u16, call: NapiCall<H>) -> PollResult {
+    /// since nothing else can reach the port meanwhile. Also returns the core's own account of
+    /// the poll (`None` when the queue does not run).
+    pub(crate) fn poll_exclusive(&mut self, qid: u16, call: NapiCall<H>) -> (PollResult, Option<PairPoll>) {
         let Self {
             dev,
             host,
@@ -244,7 +247,7 @@ impl<H: Host> Port<H> {
             ..
         } = self;
         let Some(queue) = queues.get_mut(usize::from(qid)) else {
-            return PollResult::default();
+            return (PollResult::default(), None);
         };
         poll_queue(dev, host, queue.napi.get_mut(), (qid, hasher.current()), call)
     }
@@ -278,17 +281,18 @@ pub(crate) struct NapiCall<H: Host> {
 
 /// The one poll of a queue index's NAPI rings, however the caller reached them: the XDP_TX
 /// ring's reclaim, then up to `budget` received frames through the program (if attached) or
-/// straight to the host's stack, XDP_TX on the own ring; then the NAPI block published.
+/// straight to the host's stack, XDP_TX on the own ring; then the NAPI block published. Returns
+/// what the host is told and the core's account of the poll (`None`: the queue does not run).
 fn poll_queue<H: Host>(
     dev: &HostDevice<H>,
     host: &H,
     state: &mut NapiState<H>,
     (qid, hasher): (u16, &ShellHasher),
     call: NapiCall<H>,
-) -> PollResult {
+) -> (PollResult, Option<PairPoll>) {
     let NapiCall { budget, napi, prog } = call;
     let NapiState { pair: Some(qp), base } = state else {
-        return PollResult::default();
+        return (PollResult::default(), None);
     };
     let mem = qp.pool.mem();
     let mut pass = Pass {
@@ -334,11 +338,12 @@ fn poll_queue<H: Host>(
     let mut published = *base;
     published += napi_counters(qp);
     host.stats_publish(qid, StatBlock::Napi, &to_words(&published));
-    PollResult {
+    let result = PollResult {
         done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
         more: out.rx.more,
         redirected,
         tx_pending: qp.tx.in_flight() > 0,
         error: qp.error().is_some(),
-    }
+    };
+    (result, Some(out))
 }

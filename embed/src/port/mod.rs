@@ -32,6 +32,7 @@ mod host;
 mod queues;
 pub mod sinks;
 mod solo;
+mod tuning;
 
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
@@ -39,8 +40,9 @@ pub use contexts::{
 };
 pub use error::{PortError, PortResult};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
-pub use queues::{RingHoldings, TxRole, MAX_PORT_QUEUES};
+pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
+pub use tuning::QueueTuning;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -99,6 +101,8 @@ struct Ctl<H: Host> {
     net: NetSettings,
     rss: Rss,
     up: bool,
+    /// What every queue is built with.
+    tuning: QueueTuning,
     /// The page pool of each running queue index, for its statistics.
     mems: Vec<Option<H::QMem>>,
 }
@@ -176,6 +180,7 @@ impl<H: Host> Port<H> {
             net,
             rss,
             up: false,
+            tuning: QueueTuning::default(),
             mems,
         };
         let port = Self {
@@ -265,9 +270,13 @@ impl<H: Host> Port<H> {
         let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
             let mut t = quiet.queue(q);
-            let r = self
-                .rings(&mut c.delay)
-                .start_queue(queue, &mut t, ch.max_combined, tx_ring, rx_ring);
+            let r = self.rings(&mut c.delay).start_queue(
+                queue,
+                &mut t,
+                &c.tuning,
+                ch.max_combined,
+                (tx_ring, rx_ring),
+            );
             match r {
                 Ok(mem) => {
                     if let Some(m) = c.mems.get_mut(usize::from(q)) {
@@ -298,6 +307,24 @@ impl<H: Host> Port<H> {
             return Err(PortError::Busy);
         }
         Ok(self.dev.invalidate_all_queues(&mut c.delay)?)
+    }
+
+    /// Chooses what the queues are built with from the next `open` on ([`QueueTuning`]); the
+    /// MTU bounds follow the new buffer and largest frame (the MTU becomes the largest they
+    /// allow, the ring sizes stay).
+    ///
+    /// # Errors
+    ///
+    /// `Busy` when the port is up; `WrongContext` for another port's token.
+    pub fn set_tuning(&self, ctl: &mut Token<'_, Control>, tuning: QueueTuning) -> PortResult<()> {
+        let c = self.ctl(ctl)?;
+        if c.up {
+            return Err(PortError::Busy);
+        }
+        let (rx_ring, tx_ring) = c.net.ring_sizes();
+        c.net = NetSettings::new(rx_ring, tx_ring, tuning.buf, tuning.max_frame_len);
+        c.tuning = tuning;
+        Ok(())
     }
 
     fn rings<'p>(&'p self, delay: &'p mut H::Delay) -> Rings<'p, H> {

@@ -21,10 +21,7 @@ use onic_core::config::MAX_QUEUES_PER_FUNCTION;
 use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::tx::TxSlot;
 use onic_core::stats::QueueCounters;
-use onic_core::{
-    Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, RxOptions, RxQueueConfig, TxQueue,
-    TxQueueConfig, TxStats,
-};
+use onic_core::{Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, TxQueue, TxQueueConfig, TxStats};
 use onic_hal::Direction;
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
@@ -32,6 +29,7 @@ use super::counters::to_words;
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::sinks::{Done, HostPool, TxItem};
+use super::tuning::QueueTuning;
 use crate::set::{assemble_pair, PairSpec};
 
 /// The TX rings of a queue index.
@@ -66,15 +64,28 @@ impl TxRole {
 type Slots<T> = Vec<T>;
 
 /// The NAPI context's rings: RX and XDP_TX with the page pool they share.
-pub(crate) type NapiPair<H> = QueuePair<
+pub type NapiPair<H> = QueuePair<
     <H as Host>::Dma,
     HostPool<H>,
     TxItem<H>,
-    Slots<Option<<H as Host>::Page>>,
-    Slots<TxSlot<<H as Host>::Page, TxItem<H>>>,
+    Vec<Option<<H as Host>::Page>>,
+    Vec<TxSlot<<H as Host>::Page, TxItem<H>>>,
 >;
 /// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
-pub(crate) type TxRing<H> = TxQueue<<H as Host>::Dma, NoPage, TxItem<H>, Slots<TxSlot<NoPage, TxItem<H>>>>;
+pub type TxRing<H> = TxQueue<<H as Host>::Dma, NoPage, TxItem<H>, Vec<TxSlot<NoPage, TxItem<H>>>>;
+
+/// A running queue index's rings, to look at (a host's checks: counters, error states, what
+/// each ring holds); nothing can be changed through it.
+pub struct QueueView<'a, H: Host> {
+    /// The queue index.
+    pub index: u16,
+    /// RX and XDP_TX with their pool.
+    pub pair: &'a NapiPair<H>,
+    /// The stack's TX ring.
+    pub stack: &'a TxRing<H>,
+    /// The redirect-in ring.
+    pub xmit: &'a TxRing<H>,
+}
 
 /// What queue index `q`'s NAPI context owns: its pair (RX, XDP_TX, their pool) while it runs,
 /// and the counters of the pairs and rings the index ran before (written by a [`Quiet`] control
@@ -231,14 +242,12 @@ impl<H: Host> Rings<'_, H> {
     /// pool) and XDP_TX ring on H2C queue `xdp_qid`.
     pub(crate) fn start_napi(
         &mut self,
-        q: u16,
-        xdp_qid: QueueId,
+        (q, xdp_qid): (u16, QueueId),
+        tuning: &QueueTuning,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
     ) -> PortResult<(NapiPair<H>, H::QMem)> {
-        let mut rxc = RxQueueConfig::new(QueueId::new(q));
-        rxc.desc_ring = rx_ring;
-        rxc.cmpt_ring = rx_ring;
+        let rxc = tuning.rx_config(q, rx_ring);
         let txc = TxQueueConfig {
             qid: xdp_qid,
             ring: tx_ring,
@@ -252,7 +261,7 @@ impl<H: Host> Rings<'_, H> {
             .map_err(PortError::Host)?;
         let spec = PairSpec {
             rx: rxc,
-            opts: RxOptions::for_queue(&rxc),
+            opts: tuning.rx_options(&rxc),
             tx: txc,
             pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
         };
@@ -291,9 +300,9 @@ impl<H: Host> Rings<'_, H> {
         Some(now)
     }
 
-    /// Starts every ring of queue index `q` (TX-only rings first, then the NAPI pair) into its
-    /// cells, opened with the tokens of the queue's stopped contexts; returns the pair's queue
-    /// memory. On failure, what was started is torn down again.
+    /// Starts every ring of queue index `q` (TX-only rings first, then the NAPI pair, all as
+    /// `tuning` says) into its cells, opened with the tokens of the queue's stopped contexts;
+    /// returns the pair's queue memory. On failure, what was started is torn down again.
     ///
     /// # Errors
     ///
@@ -302,16 +311,16 @@ impl<H: Host> Rings<'_, H> {
         &mut self,
         queue: &Queue<H>,
         tokens: &mut QueueTokens<'_>,
+        tuning: &QueueTuning,
         max: u16,
-        tx_ring: RingSizeIdx,
-        rx_ring: RingSizeIdx,
+        (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
     ) -> PortResult<H::QMem> {
         let q = tokens.napi.index();
         let (napi, stack_cell, xmit_cell) = queue.open(tokens)?;
         let mut stack = self.start_tx(TxRole::Stack.qid(max, q), q, tx_ring)?;
         // The stack's ring has the kernel's watchdog (ndo_tx_timeout) for a stalled device; the
-        // core's own stall limit is for the rings nobody else watches.
-        stack.set_stall_limit(0);
+        // core's own stall limit is for the rings nobody else watches (unless the host asks).
+        stack.set_stall_limit(tuning.stack_stall_reclaims);
         let xmit = match self.start_tx(TxRole::Xmit.qid(max, q), q, tx_ring) {
             Ok(x) => x,
             Err(e) => {
@@ -319,7 +328,7 @@ impl<H: Host> Rings<'_, H> {
                 return Err(e);
             }
         };
-        let (pair, mem) = match self.start_napi(q, TxRole::XdpTx.qid(max, q), tx_ring, rx_ring) {
+        let (pair, mem) = match self.start_napi((q, TxRole::XdpTx.qid(max, q)), tuning, tx_ring, rx_ring) {
             Ok(n) => n,
             Err(e) => {
                 self.stop_tx(&mut Some(stack), q);

@@ -5,13 +5,15 @@
 
 use alloc::vec::Vec;
 
+use onic_core::queue::pair::PairPoll;
 use onic_hal::exec::OneThread;
 
 use super::contexts::{Control, Kind, Napi, Quiet, Token, TxLock, XmitLock, CONTROL};
 use super::datapath::NapiCall;
 use super::error::{PortError, PortResult};
 use super::host::Host;
-use super::{HostRegs, PollResult, Port, PortConfig, RingHoldings};
+use super::queues::{NapiState, Queue, QueueView};
+use super::{HostRegs, PollResult, Port, PortConfig, QueueTuning, RingHoldings};
 
 /// A port and the one thread that runs all of its contexts.
 pub struct SoloPort<H: Host> {
@@ -96,11 +98,68 @@ impl<H: Host> SoloPort<H> {
 
     /// One NAPI poll of queue index `q` ([`Port::poll`]).
     pub fn poll(&mut self, q: u16, budget: u32, napi: H::Napi, prog: Option<H::Prog>) -> PollResult {
+        self.port.poll_exclusive(q, NapiCall { budget, napi, prog }).0
+    }
+
+    /// One NAPI poll of queue index `q`, as [`SoloPort::poll`], with the core's own account of
+    /// it (the RX poll's outcome with its typed error, the XDP_TX reclaim): what a test checks
+    /// beyond what a host is told. `None` when the queue does not run.
+    pub fn poll_outcome(
+        &mut self,
+        q: u16,
+        budget: u32,
+        napi: H::Napi,
+        prog: Option<H::Prog>,
+    ) -> (PollResult, Option<PairPoll>) {
         self.port.poll_exclusive(q, NapiCall { budget, napi, prog })
+    }
+
+    /// Chooses what the queues are built with from the next `open` on ([`Port::set_tuning`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::set_tuning`].
+    pub fn set_tuning(&mut self, tuning: QueueTuning) -> PortResult<()> {
+        self.control(|p, c| p.set_tuning(c, tuning))
+    }
+
+    /// Restarts queue index `q`'s rings in place ([`Port::restart_queue`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::restart_queue`].
+    pub fn restart_queue(&mut self, q: u16) -> PortResult<()> {
+        self.quiesced(|p, c, quiet| p.restart_queue(c, &mut quiet.queue(q)))
+    }
+
+    /// Queue index `q`'s rings while it runs, to look at (`None` otherwise). Owning the port's
+    /// one thread, the caller is every context at once: no ring can move while the view lives.
+    pub fn inspect(&mut self, q: u16) -> Option<QueueView<'_, H>> {
+        self.port.queues.get_mut(usize::from(q)).and_then(|c| view(q, c))
+    }
+
+    /// Every running queue index's rings, by index ([`SoloPort::inspect`]).
+    pub fn inspect_all(&mut self) -> Vec<QueueView<'_, H>> {
+        (0..)
+            .zip(self.port.queues.iter_mut())
+            .filter_map(|(q, c)| view(q, c))
+            .collect()
     }
 
     /// Takes the function down ([`Port::remove`]).
     pub fn remove(self) {
         self.port.remove();
     }
+}
+
+/// The view of a queue whose cells the caller holds exclusively, if its rings run.
+fn view<H: Host>(index: u16, queue: &mut Queue<H>) -> Option<QueueView<'_, H>> {
+    let Queue { napi, stack, xmit } = queue;
+    let NapiState { pair, .. } = napi.get_mut();
+    Some(QueueView {
+        index,
+        pair: pair.as_ref()?,
+        stack: stack.get_mut().as_ref()?,
+        xmit: xmit.get_mut().as_ref()?,
+    })
 }
