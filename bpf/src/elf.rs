@@ -657,7 +657,7 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
 
 fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
-        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, lpm_trie, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
     )
 }
 

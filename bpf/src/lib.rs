@@ -34,7 +34,7 @@
 //!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
 //!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
 //!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
-//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash,
+//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
 //!   perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
 //!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
@@ -76,6 +76,7 @@ pub mod elf;
 mod hashtab;
 mod helpers;
 pub mod insn;
+mod lpm;
 pub mod maps;
 pub mod mem;
 pub mod msg;

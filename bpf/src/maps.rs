@@ -12,6 +12,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::hashtab::{HashTable, Inserted};
+use crate::lpm::{self, Lpm};
 use core::fmt;
 
 /// Errno values the map helpers return (negated).
@@ -24,6 +25,7 @@ pub mod errno {
     pub const EINVAL: i64 = 22;
     pub const EFAULT: i64 = 14;
     pub const ENODEV: i64 = 19;
+    pub const ENOSPC: i64 = 28;
     pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
 }
@@ -60,6 +62,10 @@ pub enum MapType {
     XskMap,
     /// `BPF_MAP_TYPE_DEVMAP_HASH` (25).
     DevMapHash,
+    /// `BPF_MAP_TYPE_LPM_TRIE` (11): longest-prefix match on `struct bpf_lpm_trie_key` keys
+    /// (a 32-bit prefix length, then the data); created only with `BPF_F_NO_PREALLOC`, as the
+    /// kernel requires.
+    LpmTrie,
 }
 
 impl MapType {
@@ -74,6 +80,7 @@ impl MapType {
             6 => Self::PercpuArray,
             9 => Self::LruHash,
             10 => Self::LruPercpuHash,
+            11 => Self::LpmTrie,
             14 => Self::DevMap,
             16 => Self::CpuMap,
             17 => Self::XskMap,
@@ -97,6 +104,7 @@ impl MapType {
             Self::CpuMap => "cpumap",
             Self::XskMap => "xskmap",
             Self::DevMapHash => "devmap_hash",
+            Self::LpmTrie => "lpm_trie",
         }
     }
 
@@ -109,7 +117,12 @@ impl MapType {
     const fn is_hash(self) -> bool {
         matches!(
             self,
-            Self::Hash | Self::PercpuHash | Self::LruHash | Self::LruPercpuHash | Self::DevMapHash
+            Self::Hash
+                | Self::PercpuHash
+                | Self::LruHash
+                | Self::LruPercpuHash
+                | Self::DevMapHash
+                | Self::LpmTrie
         )
     }
 
@@ -177,6 +190,8 @@ pub struct Map {
     table: Option<HashTable>,
     /// Devmaps and xskmaps: which slots are set.
     present: Vec<bool>,
+    /// LPM tries: the prefix lengths in use (the entries live in `table`).
+    lpm: Option<Lpm>,
 }
 
 /// Why a map definition is refused.
@@ -200,6 +215,25 @@ fn check_def(d: &MapDef) -> Result<(), String> {
     }
     if d.key_size > 512 {
         return Err(format!("key size {} is above 512 bytes", d.key_size));
+    }
+    if t == MapType::LpmTrie {
+        check_lpm(d)?;
+    }
+    Ok(())
+}
+
+/// What the kernel requires of an LPM trie's definition (`trie_alloc`).
+fn check_lpm(d: &MapDef) -> Result<(), String> {
+    let data = (d.key_size as usize).saturating_sub(lpm::PREFIX_FIELD);
+    if !(1..=lpm::MAX_DATA).contains(&data) {
+        return Err(format!(
+            "an lpm_trie map needs keys of a 4-byte prefix length and 1 to {} bytes of data, not {} bytes",
+            lpm::MAX_DATA,
+            d.key_size
+        ));
+    }
+    if d.flags & lpm::NO_PREALLOC == 0 {
+        return Err("an lpm_trie map must be declared with map_flags BPF_F_NO_PREALLOC, as the kernel requires (EINVAL)".into());
     }
     Ok(())
 }
@@ -250,12 +284,14 @@ impl Map {
         } else {
             Vec::new()
         };
+        let lpm = (def.map_type == MapType::LpmTrie).then(|| Lpm::new(def.key_size as usize));
         Ok(Self {
             values: vec![0; n * copies * def.value_size as usize],
             def,
             copies,
             table,
             present,
+            lpm,
         })
     }
 
@@ -303,9 +339,10 @@ impl Map {
 
     /// The slot of `key` for a program's lookup (an LRU map marks it as used).
     fn find_slot(&mut self, key: &[u8]) -> Option<u32> {
-        match self.table.as_mut() {
-            Some(t) => t.find(key),
-            None => {
+        match (self.table.as_mut(), self.lpm.as_mut()) {
+            (Some(t), Some(l)) => l.longest(t, key),
+            (Some(t), None) => t.find(key),
+            (None, _) => {
                 let s = self.array_slot(key)?;
                 let absent = self.present.get(s as usize).is_some_and(|p| !p);
                 (!absent).then_some(s)
@@ -333,38 +370,14 @@ impl Map {
         if flags > BPF_EXIST || value.len() != self.def.value_size as usize {
             return -errno::EINVAL;
         }
-        let slot = match self.table.as_mut() {
-            Some(t) => {
-                let exists = t.peek(key).is_some();
-                if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
-                    return if exists { -errno::EEXIST } else { -errno::ENOENT };
-                }
-                match t.insert(key) {
-                    Some(Inserted::Existing(s)) => s,
-                    Some(Inserted::New(s) | Inserted::Evicted(s)) => {
-                        let (a, n) = (self.value_off(s, 0), self.value_size_all());
-                        self.values[a..a + n].fill(0);
-                        s
-                    }
-                    None => return -errno::E2BIG,
-                }
-            }
-            None => {
-                let Some(s) = self.array_slot(key) else {
-                    return -errno::E2BIG;
-                };
-                let present = self.present.get(s as usize).copied().unwrap_or(true);
-                if flags == BPF_NOEXIST && present {
-                    return -errno::EEXIST;
-                }
-                if flags == BPF_EXIST && !present {
-                    return -errno::ENOENT;
-                }
-                if let Some(p) = self.present.get_mut(s as usize) {
-                    *p = true;
-                }
-                s
-            }
+        let slot = if self.table.is_some() {
+            self.hash_slot(key, flags)
+        } else {
+            self.array_slot_for_store(key, flags)
+        };
+        let slot = match slot {
+            Ok(s) => s,
+            Err(e) => return e,
         };
         let cpus = match cpu {
             Some(c) => c.min(self.copies - 1)..c.min(self.copies - 1) + 1,
@@ -377,6 +390,53 @@ impl Map {
         0
     }
 
+    /// The slot a store of `key` writes in a hash-backed map (a new entry's copies zeroed), or
+    /// the negative errno the kernel answers.
+    fn hash_slot(&mut self, key: &[u8], flags: u64) -> Result<u32, i64> {
+        let Some(t) = self.table.as_mut() else {
+            return Err(-errno::EINVAL);
+        };
+        let len = Lpm::prefix_len(key);
+        let key = match self.lpm.as_mut() {
+            Some(l) => l.entry_key(key).ok_or(-errno::EINVAL)?,
+            None => key,
+        };
+        let exists = t.peek(key).is_some();
+        if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
+            return Err(if exists { -errno::EEXIST } else { -errno::ENOENT });
+        }
+        match t.insert(key) {
+            Some(Inserted::Existing(s)) => Ok(s),
+            Some(Inserted::New(s) | Inserted::Evicted(s)) => {
+                if let Some(l) = self.lpm.as_mut() {
+                    l.count(len, true);
+                }
+                let (a, n) = (self.value_off(s, 0), self.value_size_all());
+                self.values[a..a + n].fill(0);
+                Ok(s)
+            }
+            // The kernel's LPM trie answers a full map with ENOSPC, the hash maps with E2BIG.
+            None if self.lpm.is_some() => Err(-errno::ENOSPC),
+            None => Err(-errno::E2BIG),
+        }
+    }
+
+    /// The slot a store of `key` writes in an array-like map, or the negative errno.
+    fn array_slot_for_store(&mut self, key: &[u8], flags: u64) -> Result<u32, i64> {
+        let s = self.array_slot(key).ok_or(-errno::E2BIG)?;
+        let present = self.present.get(s as usize).copied().unwrap_or(true);
+        if flags == BPF_NOEXIST && present {
+            return Err(-errno::EEXIST);
+        }
+        if flags == BPF_EXIST && !present {
+            return Err(-errno::ENOENT);
+        }
+        if let Some(p) = self.present.get_mut(s as usize) {
+            *p = true;
+        }
+        Ok(s)
+    }
+
     fn value_size_all(&self) -> usize {
         self.copies * self.def.value_size as usize
     }
@@ -386,13 +446,24 @@ impl Map {
         if self.def.map_type.is_host_filled() {
             return -errno::EOPNOTSUPP;
         }
-        match self.table.as_mut() {
-            Some(t) => match t.remove(key) {
-                Some(_) => 0,
-                None => -errno::ENOENT,
+        let Some(t) = self.table.as_mut() else {
+            return -errno::EINVAL;
+        };
+        let len = Lpm::prefix_len(key);
+        let key = match self.lpm.as_mut() {
+            Some(l) => match l.entry_key(key) {
+                Some(k) => k,
+                None => return -errno::EINVAL,
             },
-            None => -errno::EINVAL,
+            None => key,
+        };
+        if t.remove(key).is_none() {
+            return -errno::ENOENT;
         }
+        if let Some(l) = self.lpm.as_mut() {
+            l.count(len, false);
+        }
+        0
     }
 
     /// The interface index (devmaps) or socket value (xskmap) stored under `key`, for
@@ -451,6 +522,11 @@ impl Map {
                 d.max_entries.saturating_sub(1)
             ),
             (errno::E2BIG, _) => format!("the map is full ({} entries) (E2BIG)", d.max_entries),
+            (errno::ENOSPC, _) => format!("the map is full ({} entries) (ENOSPC)", d.max_entries),
+            (errno::EINVAL, _) if self.lpm.is_some() => format!(
+                "the key's prefix length is above the {} bits of its data (EINVAL)",
+                8 * (d.key_size - 4)
+            ),
             (errno::EINVAL, _) => "the value is not valid for this map type (EINVAL)".into(),
             (errno::EOPNOTSUPP, _) => "this map type cannot be updated (EOPNOTSUPP)".into(),
             (errno::EEXIST, _) => "the key exists already (EEXIST)".into(),
@@ -462,9 +538,10 @@ impl Map {
     /// Host side: the copies (one per CPU) of `key`'s value, without touching the LRU order.
     #[must_use]
     pub fn host_get(&self, key: &[u8]) -> Option<Vec<&[u8]>> {
-        let slot = match &self.table {
-            Some(t) => t.peek(key)?,
-            None => {
+        let slot = match (&self.table, &self.lpm) {
+            (Some(t), Some(l)) => t.peek(&l.entry_key_owned(key)?)?,
+            (Some(t), None) => t.peek(key)?,
+            (None, _) => {
                 let s = self.array_slot(key)?;
                 if self.present.get(s as usize).is_some_and(|p| !p) {
                     return None;
@@ -723,6 +800,48 @@ mod tests {
         assert_eq!(m.update(&1u32.to_le_bytes(), &[0; 4], 0, 0), -errno::EOPNOTSUPP);
         assert_eq!(m.entries().len(), 1);
         assert!(Map::new(def(MapType::XskMap, 4, 8, 4), 1).is_err());
+    }
+
+    fn lpm_key(len: u32, data: [u8; 4]) -> [u8; 8] {
+        let mut k = [0; 8];
+        k[..4].copy_from_slice(&len.to_le_bytes());
+        k[4..].copy_from_slice(&data);
+        k
+    }
+
+    #[test]
+    fn lpm_trie_matches_the_longest_prefix_and_keeps_the_kernels_errors() {
+        let mut d = def(MapType::LpmTrie, 8, 4, 2);
+        assert!(Map::new(d.clone(), 1).unwrap_err().contains("BPF_F_NO_PREALLOC"));
+        d.flags = 1;
+        assert!(Map::new(def(MapType::LpmTrie, 4, 4, 2), 1).is_err());
+        let mut m = Map::new(d, 1).unwrap();
+        assert_eq!(m.update(&lpm_key(8, [10, 9, 9, 9]), &[1; 4], 0, 0), 0);
+        assert_eq!(m.update(&lpm_key(24, [10, 1, 2, 3]), &[2; 4], 0, 0), 0);
+        assert_eq!(
+            m.update(&lpm_key(16, [10, 1, 0, 0]), &[3; 4], 0, 0),
+            -errno::ENOSPC
+        );
+        assert_eq!(m.update(&lpm_key(33, [0; 4]), &[3; 4], 0, 0), -errno::EINVAL);
+        // The same prefix with other bits past it is the same entry.
+        assert_eq!(
+            m.update(&lpm_key(8, [10, 0, 0, 0]), &[4; 4], 1, 0),
+            -errno::EEXIST
+        );
+        assert_eq!(m.update(&lpm_key(8, [10, 0, 0, 0]), &[4; 4], 2, 0), 0);
+        let at = |m: &mut Map, k: [u8; 8]| m.lookup(&k, 0).map(|o| m.storage()[o]);
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 2, 200])), Some(2));
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 3, 200])), Some(4));
+        assert_eq!(at(&mut m, lpm_key(16, [10, 1, 2, 200])), Some(4));
+        assert_eq!(at(&mut m, lpm_key(32, [11, 1, 2, 3])), None);
+        assert_eq!(m.delete(&lpm_key(24, [10, 1, 2, 0])), 0);
+        assert_eq!(m.delete(&lpm_key(24, [10, 1, 2, 0])), -errno::ENOENT);
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 2, 200])), Some(4));
+        assert_eq!(m.host_get(&lpm_key(8, [10, 7, 7, 7])).unwrap(), [&[4u8; 4][..]]);
+        assert!(m
+            .host_set(&lpm_key(40, [0; 4]), &[0; 4])
+            .unwrap_err()
+            .contains("32 bits"));
     }
 
     #[test]
