@@ -641,6 +641,8 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
         (Some(k), Some(v)) => (k, v),
         // Devmaps and xskmaps may leave sizes out: 4-byte keys and values.
         (None, None) if map_type.is_host_filled() => (4, 4),
+        // A ring buffer has neither.
+        (None, None) if map_type == MapType::RingBuf => (0, 0),
         _ => return Err(err(format!("map {var}: key and value sizes are missing"))),
     };
     Ok(MapDef {
@@ -657,7 +659,7 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
 
 fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
-        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, lpm_trie, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, lpm_trie, ringbuf, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
     )
 }
 

@@ -63,6 +63,16 @@ impl<H: Host> Run<'_, '_, H> {
             h::LOOP => self.bpf_loop(r[1], r[2], r[3], r[4]),
             h::PERF_EVENT_OUTPUT => self.perf_output(r[1], r[2], r[3], r[4], r[5]),
             h::FIB_LOOKUP => self.fib_lookup(r[1], r[2], r[3], r[4]),
+            h::RINGBUF_OUTPUT => self.ringbuf_output(r[1], r[2], r[3], r[4]),
+            h::RINGBUF_RESERVE => self.ringbuf_reserve(r[1], r[2], r[3]),
+            h::RINGBUF_SUBMIT | h::RINGBUF_DISCARD => {
+                self.ringbuf_commit(r[1], id == h::RINGBUF_SUBMIT)?;
+                Ok(0)
+            }
+            h::RINGBUF_QUERY => {
+                let m = self.ring_map(r[1], "bpf_ringbuf_query")?;
+                Ok(self.maps[m].ring().map_or(0, |ring| ring.query(r[2])))
+            }
             h::XDP_GET_BUFF_LEN => {
                 self.ctx_arg(r[1], "bpf_xdp_get_buff_len")?;
                 Ok(self.buff.len() as u64)
@@ -238,6 +248,73 @@ impl<H: Host> Run<'_, '_, H> {
         rec.extend_from_slice(&self.buff.data()[..pkt]);
         let name = self.maps[m].def().name.clone();
         self.host.output(&name, index, &rec);
+        Ok(0)
+    }
+
+    /// The map of handle `map` if it is a ring buffer.
+    fn ring_map(&self, map: u64, helper: &'static str) -> Result<usize, FaultKind> {
+        let m = self.map_index(map, helper)?;
+        if self.maps[m].ring().is_none() {
+            return Err(bad(helper, "the map is no ring buffer"));
+        }
+        Ok(m)
+    }
+
+    /// `bpf_ringbuf_reserve(map, size, flags)`: the address of `size` bytes of a new record in
+    /// the ring's data area, or NULL when there is no room or flags are given, as the kernel.
+    fn ringbuf_reserve(&mut self, map: u64, size: u64, flags: u64) -> Result<u64, FaultKind> {
+        let m = self.ring_map(map, "bpf_ringbuf_reserve")?;
+        if flags != 0 {
+            return Ok(0);
+        }
+        let at = self.maps[m].ring_mut().and_then(|r| r.reserve(size));
+        Ok(at.map_or(0, |off| mem::map_value_addr(m, off)))
+    }
+
+    /// `bpf_ringbuf_submit` / `bpf_ringbuf_discard(data, flags)`: commits the record whose data
+    /// `data` points at; a submitted record goes to [`Host::output`] (entry 0). The wake-up flags
+    /// mean nothing here.
+    fn ringbuf_commit(&mut self, data: u64, submit: bool) -> Result<(), FaultKind> {
+        const NAME: &str = "bpf_ringbuf_submit/discard";
+        let Region::MapValue(m, off) = mem::region(data) else {
+            return Err(bad(NAME, "the pointer is no record a ring buffer reserved"));
+        };
+        let span = self
+            .maps
+            .get_mut(m)
+            .and_then(|map| map.ring_mut())
+            .and_then(|r| r.commit(off))
+            .ok_or(bad(NAME, "the pointer is no record a ring buffer reserved"))?;
+        if submit {
+            let map = &self.maps[m];
+            let rec = map.storage().get(span).unwrap_or(&[]);
+            self.host.output(&map.def().name, 0, rec);
+        }
+        Ok(())
+    }
+
+    /// `bpf_ringbuf_output(map, data, size, flags)`: a record of `size` bytes copied from `data`,
+    /// reserved and submitted at once: 0, -EAGAIN when the ring has no room, -EINVAL for flags
+    /// other than the wake-up pair.
+    fn ringbuf_output(&mut self, map: u64, data: u64, size: u64, flags: u64) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_ringbuf_output";
+        const EAGAIN: i64 = 11;
+        let m = self.ring_map(map, NAME)?;
+        if flags & !3 != 0 {
+            return Ok(neg(EINVAL));
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 24);
+        let mut rec = alloc::vec![0u8; size];
+        self.read(data, &mut rec)
+            .map_err(|_| bad(NAME, "data outside program memory"))?;
+        let Some(off) = self.maps[m].ring_mut().and_then(|r| r.reserve(size as u64)) else {
+            return Ok(neg(-EAGAIN));
+        };
+        let start = off as usize;
+        if let Some(dst) = self.maps[m].storage_mut().get_mut(start..start + size) {
+            dst.copy_from_slice(&rec);
+        }
+        self.ringbuf_commit(mem::map_value_addr(m, off), true)?;
         Ok(0)
     }
 

@@ -218,6 +218,11 @@ pub mod helper {
     pub const XDP_GET_BUFF_LEN: i32 = 188;
     pub const XDP_LOAD_BYTES: i32 = 189;
     pub const XDP_STORE_BYTES: i32 = 190;
+    pub const RINGBUF_OUTPUT: i32 = 130;
+    pub const RINGBUF_RESERVE: i32 = 131;
+    pub const RINGBUF_SUBMIT: i32 = 132;
+    pub const RINGBUF_DISCARD: i32 = 133;
+    pub const RINGBUF_QUERY: i32 = 134;
 
     /// Every helper the engine provides, with its name.
     pub const SUPPORTED: &[(i32, &str)] = &[
@@ -245,6 +250,11 @@ pub mod helper {
         (XDP_GET_BUFF_LEN, "bpf_xdp_get_buff_len"),
         (XDP_LOAD_BYTES, "bpf_xdp_load_bytes"),
         (XDP_STORE_BYTES, "bpf_xdp_store_bytes"),
+        (RINGBUF_OUTPUT, "bpf_ringbuf_output"),
+        (RINGBUF_RESERVE, "bpf_ringbuf_reserve"),
+        (RINGBUF_SUBMIT, "bpf_ringbuf_submit"),
+        (RINGBUF_DISCARD, "bpf_ringbuf_discard"),
+        (RINGBUF_QUERY, "bpf_ringbuf_query"),
     ];
 
     /// A few helpers XDP programs use that the engine does not provide, named in load errors.
@@ -262,11 +272,6 @@ pub mod helper {
         (112, "bpf_probe_read_kernel"),
         (114, "bpf_probe_read_kernel_str"),
         (121, "bpf_xdp_output"),
-        (130, "bpf_ringbuf_output"),
-        (131, "bpf_ringbuf_reserve"),
-        (132, "bpf_ringbuf_submit"),
-        (133, "bpf_ringbuf_discard"),
-        (134, "bpf_ringbuf_query"),
         (164, "bpf_for_each_map_elem"),
         (165, "bpf_snprintf"),
         (208, "bpf_ktime_get_tai_ns"),

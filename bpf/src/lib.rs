@@ -35,7 +35,7 @@
 //!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
 //!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
 //! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
-//!   perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
+//!   ringbuf, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
 //!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
 //!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
@@ -44,7 +44,8 @@
 //!   `redirect_map` with `BPF_F_BROADCAST` ([`Host::redirect_broadcast`]) and into cpumaps
 //!   ([`Host::redirect_cpu`]), `xdp_load_bytes`/`store_bytes`/`get_buff_len`, `check_mtu`
 //!   ([`Host::mtu`]), `fib_lookup` ([`Host::fib_lookup`]), `perf_event_output`
-//!   ([`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
+//!   ([`Host::output`]), `ringbuf_reserve`/`submit`/`discard`/`output`/`query` ([`ring`],
+//!   records to [`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
 //!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
 //!
 //! ## What was taken and what was written
@@ -82,6 +83,7 @@ pub mod mem;
 pub mod msg;
 pub mod printk;
 pub mod program;
+pub mod ring;
 pub mod validate;
 pub mod vm;
 
@@ -177,8 +179,8 @@ pub trait Host {
     }
 
     /// A record a program wrote with `bpf_perf_event_output` into entry `index` of event array
-    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them).
-    /// Default: dropped.
+    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them),
+    /// or submitted to ring buffer `map` (`index` 0). Default: dropped.
     fn output(&mut self, map: &str, index: u32, record: &[u8]) {
         let _ = (map, index, record);
     }
@@ -311,6 +313,11 @@ impl<H: Host> XdpEngine<H> {
     /// Runs the program on one buffer and returns its raw verdict (XDP_ABORTED after a fault).
     pub fn run(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
         let (r, executed) = self.vm.run(&self.program, &mut self.maps, &mut self.host, xdp);
+        // Records a run reserved and left (the kernel's verifier refuses such a program) are
+        // discarded, so that the next run starts with the ring as the host left it.
+        for ring in self.maps.iter_mut().filter_map(Map::ring_mut) {
+            ring.release_all();
+        }
         self.stats.runs += 1;
         self.stats.insns += executed;
         let raw = match r {
@@ -387,7 +394,8 @@ pub struct SimHost {
     pub last_broadcast: Vec<u32>,
     /// MTU of every interface (`bpf_check_mtu`).
     pub mtu: u32,
-    /// Records written with `bpf_perf_event_output`: (map, entry, bytes); at most
+    /// Records written with `bpf_perf_event_output` or submitted to a ring buffer: (map, entry,
+    /// bytes); at most
     /// [`SimHost::MAX_LINES`], the rest counted in `lines_dropped`.
     pub records: Vec<(String, u32, Vec<u8>)>,
     /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,

@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 
 use crate::hashtab::{HashTable, Inserted};
 use crate::lpm::{self, Lpm};
+use crate::ring::{self, Ring};
 use core::fmt;
 
 /// Errno values the map helpers return (negated).
@@ -66,6 +67,10 @@ pub enum MapType {
     /// (a 32-bit prefix length, then the data); created only with `BPF_F_NO_PREALLOC`, as the
     /// kernel requires.
     LpmTrie,
+    /// `BPF_MAP_TYPE_RINGBUF` (27): a data area of `max_entries` bytes (a power of two, at
+    /// least a page) where programs reserve, write and submit records; the host takes each
+    /// record as it is submitted ([`crate::Host::output`]).
+    RingBuf,
 }
 
 impl MapType {
@@ -81,6 +86,7 @@ impl MapType {
             9 => Self::LruHash,
             10 => Self::LruPercpuHash,
             11 => Self::LpmTrie,
+            27 => Self::RingBuf,
             14 => Self::DevMap,
             16 => Self::CpuMap,
             17 => Self::XskMap,
@@ -105,6 +111,7 @@ impl MapType {
             Self::XskMap => "xskmap",
             Self::DevMapHash => "devmap_hash",
             Self::LpmTrie => "lpm_trie",
+            Self::RingBuf => "ringbuf",
         }
     }
 
@@ -192,11 +199,16 @@ pub struct Map {
     present: Vec<bool>,
     /// LPM tries: the prefix lengths in use (the entries live in `table`).
     lpm: Option<Lpm>,
+    /// Ring buffers: positions and reservations (the data area is `values`).
+    ring: Option<Ring>,
 }
 
 /// Why a map definition is refused.
 fn check_def(d: &MapDef) -> Result<(), String> {
     let t = d.map_type;
+    if t == MapType::RingBuf {
+        return check_ring(d);
+    }
     if d.max_entries == 0 || d.value_size == 0 || d.key_size == 0 {
         return Err("key size, value size and max_entries must be positive".into());
     }
@@ -222,6 +234,21 @@ fn check_def(d: &MapDef) -> Result<(), String> {
     Ok(())
 }
 
+/// What the kernel requires of a ring buffer's definition (`ringbuf_map_alloc`).
+fn check_ring(d: &MapDef) -> Result<(), String> {
+    if d.key_size != 0 || d.value_size != 0 {
+        return Err("a ringbuf map has no keys or values (key and value size 0) (EINVAL)".into());
+    }
+    if !d.max_entries.is_power_of_two() || d.max_entries < ring::PAGE {
+        return Err(format!(
+            "a ringbuf map's max_entries is its size in bytes, a power of two of at least {} (a page), not {} (EINVAL)",
+            ring::PAGE,
+            d.max_entries
+        ));
+    }
+    Ok(())
+}
+
 /// What the kernel requires of an LPM trie's definition (`trie_alloc`).
 fn check_lpm(d: &MapDef) -> Result<(), String> {
     let data = (d.key_size as usize).saturating_sub(lpm::PREFIX_FIELD);
@@ -242,6 +269,9 @@ impl Map {
     /// Bytes the map needs with `cpus` CPUs.
     #[must_use]
     pub fn footprint(d: &MapDef, cpus: u32) -> usize {
+        if d.map_type == MapType::RingBuf {
+            return d.max_entries as usize;
+        }
         let copies = if d.map_type.is_percpu() { cpus as usize } else { 1 };
         let n = d.max_entries as usize;
         let vals = n.saturating_mul(copies).saturating_mul(d.value_size as usize);
@@ -285,8 +315,15 @@ impl Map {
             Vec::new()
         };
         let lpm = (def.map_type == MapType::LpmTrie).then(|| Lpm::new(def.key_size as usize));
+        let ring = (def.map_type == MapType::RingBuf).then(|| Ring::new(def.max_entries));
+        let bytes = if ring.is_some() {
+            n
+        } else {
+            n * copies * def.value_size as usize
+        };
         Ok(Self {
-            values: vec![0; n * copies * def.value_size as usize],
+            values: vec![0; bytes],
+            ring,
             def,
             copies,
             table,
@@ -304,6 +341,9 @@ impl Map {
     /// Live entries (set slots of devmaps and xskmaps; every slot of an array).
     #[must_use]
     pub fn len(&self) -> usize {
+        if self.ring.is_some() {
+            return 0;
+        }
         match &self.table {
             Some(t) => t.len(),
             None if self.present.is_empty() => self.def.max_entries as usize,
@@ -359,7 +399,7 @@ impl Map {
     /// `bpf_map_update_elem` from a program: sets CPU `cpu`'s copy (a new entry of a per-CPU
     /// map has its other copies zeroed). Returns 0 or a negative errno.
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
-        if self.def.map_type.is_host_filled() {
+        if self.def.map_type.is_host_filled() || self.ring.is_some() {
             return -errno::EOPNOTSUPP;
         }
         self.store(key, value, flags, Some(cpu))
@@ -437,13 +477,23 @@ impl Map {
         Ok(s)
     }
 
+    /// A ring buffer's producer side (`None` for other maps).
+    pub fn ring(&self) -> Option<&Ring> {
+        self.ring.as_ref()
+    }
+
+    /// A ring buffer's producer side, writable.
+    pub fn ring_mut(&mut self) -> Option<&mut Ring> {
+        self.ring.as_mut()
+    }
+
     fn value_size_all(&self) -> usize {
         self.copies * self.def.value_size as usize
     }
 
     /// `bpf_map_delete_elem` from a program: 0 or a negative errno.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
-        if self.def.map_type.is_host_filled() {
+        if self.def.map_type.is_host_filled() || self.ring.is_some() {
             return -errno::EOPNOTSUPP;
         }
         let Some(t) = self.table.as_mut() else {
@@ -571,6 +621,9 @@ impl Map {
     /// Calls `f(key, slot)` for every entry: array slots in index order, hash entries sorted by
     /// key bytes (only their slots are collected to sort).
     fn for_each_entry<E>(&self, mut f: impl FnMut(&[u8], u32) -> Result<(), E>) -> Result<(), E> {
+        if self.ring.is_some() {
+            return Ok(());
+        }
         match &self.table {
             Some(t) => {
                 let mut slots: Vec<u32> = t.iter().map(|(s, _)| s).collect();
@@ -593,6 +646,9 @@ impl Map {
     /// Every entry, sorted by key bytes: (key, one value per CPU).
     #[must_use]
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<&[u8]>)> {
+        if self.ring.is_some() {
+            return Vec::new();
+        }
         let mut out: Vec<(Vec<u8>, Vec<&[u8]>)> = match &self.table {
             Some(t) => t.iter().map(|(s, k)| (k.to_vec(), self.copies_of(s))).collect(),
             None => (0..self.def.max_entries)
@@ -721,6 +777,10 @@ pub fn json_size_bound(maps: &[Map]) -> u64 {
         // escape_default writes a character as at most 10 (`\u{10ffff}`).
         let head = 160 + 10 * d.name.len() as u64;
         // `,\n    {"key": ` + key + `, "values": [` + values with ", " + `]}`
+        if d.map_type == MapType::RingBuf {
+            total = total.saturating_add(head);
+            continue;
+        }
         let entry = 16 + item(u64::from(d.key_size)) + 14 + copies * (item(u64::from(d.value_size)) + 2) + 2;
         total = total
             .saturating_add(head)

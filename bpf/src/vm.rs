@@ -705,6 +705,10 @@ fn span_mut(b: &mut [u8], o: u32, n: usize) -> Option<&mut [u8]> {
 
 /// The byte range of an access inside one value of `map`'s storage.
 fn value_span(map: &Map, o: u32, n: usize) -> Option<core::ops::Range<usize>> {
+    if let Some(r) = map.ring() {
+        // A ring buffer's data area: only the data of a record reserved and not yet committed.
+        return r.covers(o, n).then(|| o as usize..o as usize + n);
+    }
     let vs = map.def().value_size as usize;
     let o = o as usize;
     let end = o.checked_add(n)?;

@@ -7,7 +7,9 @@
 //! of that port (redirect target [`OTHER_PORT`]), an AF_XDP socket in an xskmap is the run's user
 //! sink (target [`XSK_SINK`], written to `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
-//! printed after the run.
+//! printed after the run. Every CPU's perf event stream is open, and the records a program writes
+//! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
+//! replay) or counted (traffic mode).
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +30,8 @@ pub const IFINDEX_BASE: u32 = 1;
 #[command(next_help_heading = "XDP objects (--xdp-obj)")]
 pub struct ObjOpts {
     /// A clang-built XDP object (clang -O2 -g -target bpf -c prog.c -o prog.o) to run instead of a
-    /// built-in program.
+    /// built-in program. Records it writes into ring buffers and perf event arrays go to
+    /// bpf-records.txt in --out-dir.
     #[arg(long, conflicts_with = "xdp")]
     pub xdp_obj: Option<PathBuf>,
     /// The program of the object to run: a section (xdp, xdp/foo) or function name [default:
@@ -61,6 +64,9 @@ pub struct ObjOpts {
     #[arg(long, default_value_t = DEFAULT_INSN_TOTAL, requires = "xdp_obj")]
     pub insn_total: u64,
 }
+
+/// The file in `--out-dir` that holds the records of ring buffers and perf event arrays.
+pub const RECORDS_FILE: &str = "bpf-records.txt";
 
 /// Largest object file `--xdp-obj` reads (clang's XDP objects are a few KiB to a few hundred
 /// KiB; their maps are created from definitions, not stored in the file).
@@ -195,6 +201,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     ];
     host.xsk_target = Some(XSK_SINK);
     let mut e = XdpEngine::new(loaded, host, opts.budget);
+    open_event_streams(&mut e)?;
     for m in &o.maps {
         set_map(&mut e, m)?;
     }
@@ -206,6 +213,20 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         insn_total: o.insn_total,
         refused: 0,
     })
+}
+
+/// Opens every entry of the perf event arrays (one event stream per CPU), as a reader such as
+/// `perf` or libbpf's perf buffer would: the records reach the host instead of -ENOENT.
+fn open_event_streams(e: &mut XdpEngine<SimHost>) -> Result<(), String> {
+    for m in e.maps_mut() {
+        if m.def().map_type != onic_bpf::MapType::PerfEventArray {
+            continue;
+        }
+        for i in 0..m.def().max_entries.min(CPUS) {
+            m.host_set(&i.to_le_bytes(), &i.to_le_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
@@ -232,7 +253,7 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
 /// # Errors
 ///
 /// The dump file cannot be written.
-pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String> {
+pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
     let s = e.stats();
     outln!(
         "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
@@ -276,9 +297,41 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String>
             d.value_size
         );
     }
+    match records {
+        Some(path) => write_records(h, path)?,
+        None if !h.records.is_empty() => outln!(
+            "records written to ring buffers and perf event arrays: {}",
+            h.records.len()
+        ),
+        None => {}
+    }
     if let Some(path) = dump {
         dump_maps(e.maps(), path)?;
     }
+    Ok(())
+}
+
+/// Writes the records of ring buffers and perf event arrays, one a line: the map, the entry
+/// (the CPU of a perf event array, 0 for a ring buffer), the length and the bytes in hex.
+fn write_records(h: &SimHost, path: &Path) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let mut file = onic_cli::file::OutputFile::create(path)?;
+    let mut line = String::new();
+    for (map, index, rec) in &h.records {
+        line.clear();
+        let _ = write!(line, "{map} {index} {} ", rec.len());
+        for b in rec {
+            let _ = write!(line, "{b:02x}");
+        }
+        line.push('\n');
+        file.write_bytes(line.as_bytes())?;
+    }
+    file.commit()?;
+    outln!(
+        "records of ring buffers and perf event arrays: {} written to {}",
+        h.records.len(),
+        path.display()
+    );
     Ok(())
 }
 

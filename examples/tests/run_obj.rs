@@ -499,3 +499,36 @@ fn vm_expected_outputs_are_what_onic_run_gives() {
         }
     }
 }
+
+/// Records a program writes into a ring buffer land in `bpf-records.txt` of `--out-dir`, one a
+/// line: map, entry, length, bytes in hex.
+#[test]
+fn ring_buffer_records_are_written_to_the_out_dir() {
+    let d = out_dir("ringbuf");
+    let obj = root().join("bpf/objects/more_maps.o");
+    let text = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "xdp/ringbuf",
+        "--frames",
+        "5",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("records of ring buffers and perf event arrays: 10 written"),
+        "{text}"
+    );
+    let recs = std::fs::read_to_string(d.join("bpf-records.txt")).unwrap();
+    let lines: Vec<&str> = recs.lines().collect();
+    assert_eq!(lines.len(), 10, "{recs}");
+    for pair in lines.chunks(2) {
+        let (a, b): (Vec<&str>, Vec<&str>) = (pair[0].split(' ').collect(), pair[1].split(' ').collect());
+        assert_eq!(&a[..3], ["events", "0", "16"], "{recs}");
+        // The second record is the first's 4-byte length field alone.
+        assert_eq!(&b[..3], ["events", "0", "4"], "{recs}");
+        assert_eq!(b[3], &a[3][..8], "{recs}");
+    }
+}
