@@ -129,6 +129,13 @@ impl<H: Host> Run<'_, '_, H> {
         self.fetch(key, 0, ks, "bpf_map_lookup_elem")?;
         let cpu = self.cpu;
         let found = self.maps[m].lookup(&self.vm.scratch[..ks], cpu);
+        if self.maps[m].def().map_type.is_map_of_maps() {
+            // The inner map itself, for the program to hand to the map helpers.
+            let inner = found.and_then(|off| self.maps[m].storage().get(off..off + 4));
+            return Ok(inner.map_or(0, |b| {
+                mem::map_handle(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            }));
+        }
         Ok(found.map_or(0, |off| mem::map_value_addr(m, off as u32)))
     }
 
@@ -249,6 +256,33 @@ impl<H: Host> Run<'_, '_, H> {
         let name = self.maps[m].def().name.clone();
         self.host.output(&name, index, &rec);
         Ok(0)
+    }
+
+    /// `bpf_tail_call(ctx, prog_array, index)`: goes on in the program entry `index` holds, in
+    /// the same stack frame, never to return here; when the index is outside the map, the run
+    /// has made [`crate::vm::MAX_TAIL_CALLS`] already or the entry is empty, nothing happens and
+    /// the caller goes on (r0 unchanged), as in the kernel, which counts an attempt on an empty
+    /// entry too.
+    pub(crate) fn tail_call(&mut self) -> Result<(), FaultKind> {
+        const NAME: &str = "bpf_tail_call";
+        self.ctx_arg(self.regs[1], NAME)?;
+        let m = self.map_index(self.regs[2], NAME)?;
+        let map = &self.maps[m];
+        if map.def().map_type != crate::MapType::ProgArray {
+            return Err(bad(NAME, "the map is no program array"));
+        }
+        let index = self.regs[3] as u32;
+        if index >= map.def().max_entries || self.tail_calls >= crate::vm::MAX_TAIL_CALLS {
+            return Ok(());
+        }
+        self.tail_calls += 1;
+        let next = map.index_at(&index.to_le_bytes()).map(|p| p as usize);
+        if let Some((p, prog)) = next.and_then(|p| Some((p, self.progs.get(p)?))) {
+            self.cur = p;
+            self.code = prog.code();
+            self.pc = prog.entry();
+        }
+        Ok(())
     }
 
     /// The map of handle `map` if it is a ring buffer.

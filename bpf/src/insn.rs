@@ -223,6 +223,7 @@ pub mod helper {
     pub const RINGBUF_SUBMIT: i32 = 132;
     pub const RINGBUF_DISCARD: i32 = 133;
     pub const RINGBUF_QUERY: i32 = 134;
+    pub const TAIL_CALL: i32 = 12;
 
     /// Every helper the engine provides, with its name.
     pub const SUPPORTED: &[(i32, &str)] = &[
@@ -255,12 +256,12 @@ pub mod helper {
         (RINGBUF_SUBMIT, "bpf_ringbuf_submit"),
         (RINGBUF_DISCARD, "bpf_ringbuf_discard"),
         (RINGBUF_QUERY, "bpf_ringbuf_query"),
+        (TAIL_CALL, "bpf_tail_call"),
     ];
 
     /// A few helpers XDP programs use that the engine does not provide, named in load errors.
     const OTHERS: &[(i32, &str)] = &[
         (4, "bpf_probe_read"),
-        (12, "bpf_tail_call"),
         (34, "bpf_get_hash_recalc"),
         (42, "bpf_get_numa_node_id"),
         (84, "bpf_sk_lookup_tcp"),
@@ -336,7 +337,7 @@ mod tests {
     fn helper_names() {
         assert_eq!(helper::name(51), Some("bpf_redirect_map"));
         assert_eq!(helper::name(12), Some("bpf_tail_call"));
-        assert!(!helper::is_supported(12));
+        assert!(helper::is_supported(12));
         assert!(helper::is_supported(65));
         assert_eq!(kfunc::by_name("bpf_xdp_metadata_rx_hash"), Some(1));
     }

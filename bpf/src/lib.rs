@@ -35,7 +35,7 @@
 //!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
 //!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
 //! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
-//!   ringbuf, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
+//!   ringbuf, prog_array, array_of_maps, hash_of_maps, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
 //!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
 //!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
@@ -45,7 +45,8 @@
 //!   ([`Host::redirect_cpu`]), `xdp_load_bytes`/`store_bytes`/`get_buff_len`, `check_mtu`
 //!   ([`Host::mtu`]), `fib_lookup` ([`Host::fib_lookup`]), `perf_event_output`
 //!   ([`Host::output`]), `ringbuf_reserve`/`submit`/`discard`/`output`/`query` ([`ring`],
-//!   records to [`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
+//!   records to [`Host::output`]), `tail_call` (programs added with
+//!   [`XdpEngine::add_program`], at most 33 a run), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
 //!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
 //!
 //! ## What was taken and what was written
@@ -240,7 +241,9 @@ const FAULT_LOG_LINES: u64 = 16;
 
 /// A loaded program, its maps and its host: an XDP program for the core.
 pub struct XdpEngine<H> {
-    program: Program,
+    /// The program entered, then those its tail calls may reach (program arrays hold their
+    /// numbers here).
+    programs: Vec<Program>,
     maps: Vec<Map>,
     vm: Vm,
     host: H,
@@ -251,7 +254,9 @@ impl<H: Host> XdpEngine<H> {
     /// An engine for `loaded`, with an instruction budget of `budget` per run.
     #[must_use]
     pub fn new(loaded: Loaded, host: H, budget: u64) -> Self {
-        Self::with_program(loaded.program, loaded.maps, host, budget)
+        let mut e = Self::with_program(loaded.program, loaded.maps, host, budget);
+        e.programs.extend(loaded.tail_programs);
+        e
     }
 
     /// An engine for a program and maps assembled by hand (tests, the fuzzer).
@@ -263,7 +268,7 @@ impl<H: Host> XdpEngine<H> {
             .max()
             .unwrap_or(0);
         Self {
-            program,
+            programs: alloc::vec![program],
             maps,
             vm: Vm::new(budget, scratch),
             host,
@@ -273,8 +278,22 @@ impl<H: Host> XdpEngine<H> {
 
     /// The program.
     #[must_use]
-    pub const fn program(&self) -> &Program {
-        &self.program
+    pub fn program(&self) -> &Program {
+        &self.programs[0]
+    }
+
+    /// Adds a program tail calls may reach (another program of the object, from
+    /// [`Loader::load`]: it refers to the maps by the same numbers); returns its number, the
+    /// value a program array's entry holds to name it.
+    pub fn add_program(&mut self, p: Program) -> u32 {
+        self.programs.push(p);
+        (self.programs.len() - 1) as u32
+    }
+
+    /// The programs: the one entered (number 0), then those added.
+    #[must_use]
+    pub fn programs(&self) -> &[Program] {
+        &self.programs
     }
 
     /// The maps.
@@ -312,7 +331,7 @@ impl<H: Host> XdpEngine<H> {
 
     /// Runs the program on one buffer and returns its raw verdict (XDP_ABORTED after a fault).
     pub fn run(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
-        let (r, executed) = self.vm.run(&self.program, &mut self.maps, &mut self.host, xdp);
+        let (r, executed) = self.vm.run(&self.programs, &mut self.maps, &mut self.host, xdp);
         // Records a run reserved and left (the kernel's verifier refuses such a program) are
         // discarded, so that the next run starts with the ring as the host left it.
         for ring in self.maps.iter_mut().filter_map(Map::ring_mut) {
@@ -341,10 +360,11 @@ impl<H: Host> XdpEngine<H> {
     }
 
     fn describe(&self, fault: &Fault, n: u64) -> String {
-        let (func, off) = self.program.locate(fault.pc);
+        let p = self.programs.get(fault.prog).unwrap_or(&self.programs[0]);
+        let (func, off) = p.locate(fault.pc);
         format!(
             "onic-bpf: {} faulted at instruction {} ({}+{off}): {}; XDP_ABORTED (fault {n})",
-            self.program.name(),
+            p.name(),
             fault.pc,
             func.unwrap_or("?"),
             fault.kind
@@ -361,7 +381,7 @@ impl<H: Host> RawXdpProgram for XdpEngine<H> {
 impl<H> fmt::Debug for XdpEngine<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("XdpEngine")
-            .field("program", &self.program.name())
+            .field("program", &self.programs[0].name())
             .field("maps", &self.maps.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()

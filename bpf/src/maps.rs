@@ -71,6 +71,15 @@ pub enum MapType {
     /// least a page) where programs reserve, write and submit records; the host takes each
     /// record as it is submitted ([`crate::Host::output`]).
     RingBuf,
+    /// `BPF_MAP_TYPE_PROG_ARRAY` (3): programs of the object for `bpf_tail_call`, by index; the
+    /// host sets the entries (a value is the program's number in [`crate::Loaded::programs`]).
+    ProgArray,
+    /// `BPF_MAP_TYPE_ARRAY_OF_MAPS` (12): other maps of the object by index; a lookup gives
+    /// the inner map, which the program passes to the map helpers. The host sets the entries
+    /// ([`set_inner`]).
+    ArrayOfMaps,
+    /// `BPF_MAP_TYPE_HASH_OF_MAPS` (13): as [`MapType::ArrayOfMaps`], by key.
+    HashOfMaps,
 }
 
 impl MapType {
@@ -87,6 +96,9 @@ impl MapType {
             10 => Self::LruPercpuHash,
             11 => Self::LpmTrie,
             27 => Self::RingBuf,
+            3 => Self::ProgArray,
+            12 => Self::ArrayOfMaps,
+            13 => Self::HashOfMaps,
             14 => Self::DevMap,
             16 => Self::CpuMap,
             17 => Self::XskMap,
@@ -112,6 +124,9 @@ impl MapType {
             Self::DevMapHash => "devmap_hash",
             Self::LpmTrie => "lpm_trie",
             Self::RingBuf => "ringbuf",
+            Self::ProgArray => "prog_array",
+            Self::ArrayOfMaps => "array_of_maps",
+            Self::HashOfMaps => "hash_of_maps",
         }
     }
 
@@ -130,6 +145,7 @@ impl MapType {
                 | Self::LruPercpuHash
                 | Self::DevMapHash
                 | Self::LpmTrie
+                | Self::HashOfMaps
         )
     }
 
@@ -141,7 +157,12 @@ impl MapType {
     const fn is_sparse_array(self) -> bool {
         matches!(
             self,
-            Self::DevMap | Self::XskMap | Self::CpuMap | Self::PerfEventArray
+            Self::DevMap
+                | Self::XskMap
+                | Self::CpuMap
+                | Self::PerfEventArray
+                | Self::ProgArray
+                | Self::ArrayOfMaps
         )
     }
 
@@ -149,7 +170,13 @@ impl MapType {
     /// store into a value is refused.
     #[must_use]
     pub const fn is_host_filled(self) -> bool {
-        self.is_redirect() || matches!(self, Self::PerfEventArray)
+        self.is_redirect() || self.is_map_of_maps() || matches!(self, Self::PerfEventArray | Self::ProgArray)
+    }
+
+    /// Maps whose values are other maps.
+    #[must_use]
+    pub const fn is_map_of_maps(self) -> bool {
+        matches!(self, Self::ArrayOfMaps | Self::HashOfMaps)
     }
 
     /// Maps that only the host fills (a program may look them up and redirect through them).
@@ -201,6 +228,8 @@ pub struct Map {
     lpm: Option<Lpm>,
     /// Ring buffers: positions and reservations (the data area is `values`).
     ring: Option<Ring>,
+    /// Maps of maps: what an inner map must be, as declared (`__array(values, ...)`).
+    inner: Option<MapDef>,
 }
 
 /// Why a map definition is refused.
@@ -324,6 +353,7 @@ impl Map {
         Ok(Self {
             values: vec![0; bytes],
             ring,
+            inner: None,
             def,
             copies,
             table,
@@ -477,6 +507,27 @@ impl Map {
         Ok(s)
     }
 
+    /// Declares what an inner map of this map of maps must be (its type, key and value sizes,
+    /// and `max_entries` unless the template has `BPF_F_INNER_MAP`).
+    pub fn set_inner_template(&mut self, def: MapDef) {
+        self.inner = Some(def);
+    }
+
+    /// What an inner map of this map of maps must be, if the object declared it.
+    #[must_use]
+    pub const fn inner_template(&self) -> Option<&MapDef> {
+        self.inner.as_ref()
+    }
+
+    /// The number stored under `key` (a map of maps: the inner map; a program array: the
+    /// program), for the helpers and the host.
+    #[must_use]
+    pub fn index_at(&self, key: &[u8]) -> Option<u32> {
+        let a = self.value_off(self.peek_slot(key)?, 0);
+        let b = self.values.get(a..a + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     /// A ring buffer's producer side (`None` for other maps).
     pub fn ring(&self) -> Option<&Ring> {
         self.ring.as_ref()
@@ -588,18 +639,20 @@ impl Map {
     /// Host side: the copies (one per CPU) of `key`'s value, without touching the LRU order.
     #[must_use]
     pub fn host_get(&self, key: &[u8]) -> Option<Vec<&[u8]>> {
-        let slot = match (&self.table, &self.lpm) {
-            (Some(t), Some(l)) => t.peek(&l.entry_key_owned(key)?)?,
-            (Some(t), None) => t.peek(key)?,
+        Some(self.copies_of(self.peek_slot(key)?))
+    }
+
+    /// The slot holding exactly `key`, without touching the LRU order.
+    fn peek_slot(&self, key: &[u8]) -> Option<u32> {
+        match (&self.table, &self.lpm) {
+            (Some(t), Some(l)) => t.peek(&l.entry_key_owned(key)?),
+            (Some(t), None) => t.peek(key),
             (None, _) => {
                 let s = self.array_slot(key)?;
-                if self.present.get(s as usize).is_some_and(|p| !p) {
-                    return None;
-                }
-                s
+                let absent = self.present.get(s as usize).is_some_and(|p| !p);
+                (!absent).then_some(s)
             }
-        };
-        Some(self.copies_of(slot))
+        }
     }
 
     fn copies_of(&self, slot: u32) -> Vec<&[u8]> {
@@ -659,6 +712,43 @@ impl Map {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+/// `BPF_F_INNER_MAP`: inner maps may differ from the template in `max_entries`.
+const INNER_MAP: u32 = 1 << 12;
+
+/// Host side: puts map `inner` under `key` of map of maps `outer`, if it fits the template the
+/// outer map declares (as the kernel's map update checks an inner map against the map it was
+/// created with).
+///
+/// # Errors
+///
+/// No such maps, an outer map that holds no maps, an inner map of another kind or size.
+pub fn set_inner(maps: &mut [Map], outer: usize, key: &[u8], inner: usize) -> Result<(), String> {
+    let i = maps.get(inner).ok_or("no such inner map")?.def().clone();
+    let o = maps.get(outer).ok_or("no such map")?;
+    let name = &o.def().name;
+    if !o.def().map_type.is_map_of_maps() {
+        return Err(format!("map {name} holds no maps"));
+    }
+    if i.map_type.is_map_of_maps() {
+        return Err(format!("map {name}: map {} holds maps itself (EINVAL)", i.name));
+    }
+    if let Some(t) = &o.inner {
+        let fits = t.map_type == i.map_type
+            && t.key_size == i.key_size
+            && t.value_size == i.value_size
+            && (t.flags & INNER_MAP != 0 || t.max_entries == i.max_entries);
+        if !fits {
+            return Err(format!(
+                "map {name} holds {} maps of {}-byte keys, {}-byte values and {} entries; map {} is {} with {}, {} and {} (EINVAL)",
+                t.map_type.name(), t.key_size, t.value_size, t.max_entries,
+                i.name, i.map_type.name(), i.key_size, i.value_size, i.max_entries
+            ));
+        }
+    }
+    let idx = u32::try_from(inner).map_err(|_| "map index too large")?;
+    maps[outer].host_set(key, &idx.to_le_bytes())
 }
 
 /// Parses a key or value for a map with `size`-byte keys or values: a number (decimal or

@@ -58,3 +58,77 @@ fn lpm_trie_updated_by_the_program_matches_the_longest_prefix() {
     assert_eq!(routes.len(), 2);
     assert_eq!(e.stats().faults, 0);
 }
+
+#[test]
+fn maps_of_maps_give_their_inner_maps_to_the_helpers() {
+    let mut e = engine("more_maps.o", Some("xdp/mim"));
+    let idx = |e: &onic_bpf::XdpEngine<onic_bpf::SimHost>, n: &str| {
+        e.maps().iter().position(|m| m.def().name == n).unwrap()
+    };
+    let value = |e: &onic_bpf::XdpEngine<onic_bpf::SimHost>, n: &str| {
+        let m = &e.maps()[idx(e, n)];
+        u32::from_le_bytes(m.host_get(&0u32.to_le_bytes()).unwrap()[0].try_into().unwrap())
+    };
+    let f = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, 1, 2, 60);
+    // `outer` was filled from its declaration; `outer_hash` is empty.
+    assert_eq!(run(&mut e, &f).verdict, 1, "{:?}", e.host().lines);
+    assert_eq!(run(&mut e, &f).verdict, 1);
+    assert_eq!((value(&e, "inner_a"), value(&e, "inner_b")), (2, 60));
+    let (outer_hash, inner_a, events) = (idx(&e, "outer_hash"), idx(&e, "inner_a"), idx(&e, "events"));
+    let k7 = 7u32.to_le_bytes();
+    // An inner map must be what the outer map declares.
+    let no = onic_bpf::maps::set_inner(e.maps_mut(), outer_hash, &k7, events).unwrap_err();
+    assert!(no.contains("EINVAL"), "{no}");
+    onic_bpf::maps::set_inner(e.maps_mut(), outer_hash, &k7, inner_a).unwrap();
+    // inner_a holds 2 before this run's increment, 3 after: 3 + 2.
+    assert_eq!(run(&mut e, &f).verdict, 5);
+    // Programs cannot change what a map of maps holds.
+    assert_eq!(e.maps_mut()[outer_hash].update(&k7, &[0; 4], 0, 0), -95);
+    assert_eq!(e.stats().faults, 0);
+}
+
+/// `hops` of the object's `.bss`.
+fn hops(e: &onic_bpf::XdpEngine<onic_bpf::SimHost>) -> u32 {
+    let bss = e.maps().iter().find(|m| m.def().name == ".bss").unwrap();
+    let v = bss.host_get(&0u32.to_le_bytes()).unwrap()[0];
+    u32::from_le_bytes(v[..4].try_into().unwrap())
+}
+
+#[test]
+fn tail_calls_stop_after_the_kernels_limit_and_go_on_after_a_miss() {
+    let f = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, 1, 2, 60);
+    let mut e = engine("more_maps.o", Some("xdp/tail_count"));
+    assert_eq!(run(&mut e, &f).verdict, 1, "{:?}", e.host().lines);
+    assert_eq!(hops(&e), 1 + onic_bpf::vm::MAX_TAIL_CALLS);
+    // The count is per run.
+    assert_eq!(run(&mut e, &f).verdict, 1);
+    assert_eq!(hops(&e), 2 * (1 + onic_bpf::vm::MAX_TAIL_CALLS));
+    let mut e = engine("more_maps.o", Some("xdp/tail"));
+    assert_eq!(run(&mut e, &f).verdict, 2);
+    assert_eq!(hops(&e), 100);
+    assert_eq!(e.stats().faults, 0);
+}
+
+#[test]
+fn a_host_fills_a_program_array_with_programs_it_adds() {
+    let f = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, 1, 2, 60);
+    let mut e = engine("more_maps.o", Some("xdp/tail"));
+    let jumps = e.maps().iter().position(|m| m.def().name == "jumps").unwrap();
+    // Entry 2 emptied by pointing it at no program: the entry goes on to XDP_ABORTED.
+    e.maps_mut()[jumps]
+        .host_set(&2u32.to_le_bytes(), &99u32.to_le_bytes())
+        .unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 0);
+    let opts = onic_bpf::LoadOptions::default();
+    let other = onic_bpf::load(&common::object("more_maps.o"), Some("tail_pass"), &opts).unwrap();
+    let n = e.add_program(other.program);
+    e.maps_mut()[jumps]
+        .host_set(&1u32.to_le_bytes(), &n.to_le_bytes())
+        .unwrap();
+    e.map_mut(".bss")
+        .unwrap()
+        .host_set(&0u32.to_le_bytes(), &[0; 4])
+        .unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 2);
+    assert_eq!(hops(&e), 0, "tail_entry stopped at its first tail call");
+}

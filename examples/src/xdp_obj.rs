@@ -45,7 +45,9 @@ pub struct ObjOpts {
     pub prog_type: Option<String>,
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
-    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1).
+    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1). In a program array
+    /// the value is a function of the object (loaded as XDP, for bpf_tail_call), in a map of
+    /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
@@ -188,8 +190,8 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         budget: o.insn_budget,
         ..LoadOptions::default()
     };
-    let loaded = Loader::new(opts)
-        .prog_type_xdp(o.prog_type.is_some())
+    let loader = Loader::new(opts).prog_type_xdp(o.prog_type.is_some());
+    let loaded = loader
         .load(&bytes, o.sec.as_deref())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut host = SimHost::new(CPUS, 0x5eed);
@@ -203,7 +205,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     let mut e = XdpEngine::new(loaded, host, opts.budget);
     open_event_streams(&mut e)?;
     for m in &o.maps {
-        set_map(&mut e, m)?;
+        set_map(&mut e, m, (&loader, &bytes))?;
     }
     if let Some(dump) = &o.dump_maps {
         check_dump(e.maps(), dump)?;
@@ -229,10 +231,14 @@ fn open_event_streams(e: &mut XdpEngine<SimHost>) -> Result<(), String> {
     Ok(())
 }
 
-fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
+fn set_map(e: &mut XdpEngine<SimHost>, spec: &str, object: (&Loader<'_>, &[u8])) -> Result<(), String> {
     let bad = || format!("--map {spec}: expected NAME:KEY=VALUE");
     let (name, kv) = spec.split_once(':').ok_or_else(bad)?;
     let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+    let kind = e.map_mut(name).map(|m| m.def().map_type);
+    if kind.is_some_and(|t| t.is_map_of_maps() || t == onic_bpf::MapType::ProgArray) {
+        return set_by_name(e, spec, (name, k, v), object);
+    }
     // The object's maps, named the way every list from an object is (the first few, the rest
     // counted): made before the map is borrowed for writing.
     let names = onic_bpf::msg::list(e.maps().iter().map(|m| onic_bpf::msg::clip(&m.def().name)));
@@ -245,6 +251,42 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
     let value = onic_bpf::maps::parse_bytes(v, d.value_size as usize)
         .map_err(|m| format!("--map {spec}: value {m}"))?;
     map.host_set(&key, &value)
+        .map_err(|m| format!("--map {spec}: {m}"))
+}
+
+/// `--map` into a program array (the value a function of the object, loaded as XDP and added
+/// to the engine) or a map of maps (the value another map of the object).
+fn set_by_name(
+    e: &mut XdpEngine<SimHost>,
+    spec: &str,
+    (name, k, v): (&str, &str, &str),
+    (loader, bytes): (&Loader<'_>, &[u8]),
+) -> Result<(), String> {
+    let outer = e
+        .maps()
+        .iter()
+        .position(|m| m.def().name == name)
+        .ok_or("no such map")?;
+    let d = e.maps()[outer].def().clone();
+    let key =
+        onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
+    if d.map_type.is_map_of_maps() {
+        let names = onic_bpf::msg::list(e.maps().iter().map(|m| onic_bpf::msg::clip(&m.def().name)));
+        let inner = e
+            .maps()
+            .iter()
+            .position(|m| m.def().name == v)
+            .ok_or_else(|| format!("--map {spec}: no map '{v}' to put in {name} (maps: {names})"))?;
+        return onic_bpf::maps::set_inner(e.maps_mut(), outer, &key, inner)
+            .map_err(|m| format!("--map {spec}: {m}"));
+    }
+    let other = loader
+        .prog_type_xdp(true)
+        .load(bytes, Some(v))
+        .map_err(|m| format!("--map {spec}: {m}"))?;
+    let n = e.add_program(other.program);
+    e.maps_mut()[outer]
+        .host_set(&key, &n.to_le_bytes())
         .map_err(|m| format!("--map {spec}: {m}"))
 }
 

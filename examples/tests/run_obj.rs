@@ -532,3 +532,56 @@ fn ring_buffer_records_are_written_to_the_out_dir() {
         assert_eq!(b[3], &a[3][..8], "{recs}");
     }
 }
+
+/// `--map` fills a program array with a function of the object (loaded for `bpf_tail_call`) and
+/// a map of maps with another map; a name that is neither is refused.
+#[test]
+fn program_arrays_and_maps_of_maps_are_filled_by_name() {
+    let obj = root().join("bpf/objects/more_maps.o");
+    let obj = obj.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj,
+            "--frames",
+            "4",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        onic(&args)
+    };
+    // tail_count tail-calls entry 0, itself by declaration: every frame XDP_DROP.
+    let t = run("tail-self", &["--sec", "tail_count"]);
+    assert!(t.contains("verdicts aborted 0 drop 4 pass 0"), "{t}");
+    let t = run(
+        "tail-pass",
+        &["--sec", "tail_count", "--map", "jumps:0=tail_pass"],
+    );
+    assert!(t.contains("verdicts aborted 0 drop 0 pass 4"), "{t}");
+    // outer_hash under key 7 holding inner_a, the frame count: verdicts 3, 4, 5, 6.
+    let t = run("mim", &["--sec", "xdp/mim", "--map", "outer_hash:7=inner_a"]);
+    assert!(
+        t.contains("aborted 0 drop 0 pass 0 tx 1 redirect 1 other 2"),
+        "{t}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args([
+            "run",
+            "--xdp-obj",
+            obj,
+            "--sec",
+            "xdp/mim",
+            "--map",
+            "outer_hash:7=events",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--map outer_hash:7=events") && e.contains("EINVAL"),
+        "{e}"
+    );
+}
