@@ -209,6 +209,7 @@ pub struct Loader<'k> {
     unsized_max_entries: Option<u32>,
     prog_type_xdp: bool,
     kernel_btf: Option<&'k [u8]>,
+    kernel_checks: bool,
 }
 
 impl<'k> Loader<'k> {
@@ -220,7 +221,17 @@ impl<'k> Loader<'k> {
             unsized_max_entries: None,
             prog_type_xdp: false,
             kernel_btf: None,
+            kernel_checks: true,
         }
+    }
+
+    /// Whether to refuse at load what the kernel's verifier refuses and the engine can tell
+    /// without running ([`crate::verify`]: context fields, stack bounds, helper argument types).
+    /// Default: yes. Without it such a program loads and faults only if the bad path runs.
+    #[must_use]
+    pub const fn kernel_checks(mut self, yes: bool) -> Self {
+        self.kernel_checks = yes;
+        self
     }
 
     /// The `max_entries` of a map declared without one (or with 0). The programs that do so
@@ -437,6 +448,11 @@ fn load_one(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<(Loade
     }
     let slots: Vec<usize> = pending.iter().map(|p| p.0).collect();
     crate::validate::walk(&program, &slots, true)?;
+    if ld.kernel_checks {
+        // libbpf gives `xdp/devmap` (and `xdp.frags/devmap`) programs the devmap attach type.
+        let devmap = chosen.section.ends_with("/devmap");
+        crate::verify::check(&program, &table.maps, devmap)?;
+    }
     let loaded = Loaded {
         program,
         maps: table.maps,

@@ -27,13 +27,18 @@
 //!   plus the v4 additions (sign-extending loads and moves, signed division, byte swaps, `gotol`),
 //!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
 //!   frames of 512 bytes.
-//! - [`mem`]: the address space. There is no verifier: every load and store is checked at run
-//!   time against its region (packet `data_meta..data_end`, stack, one map value, the context's
-//!   fields), and a budget bounds the instructions of one run. A fault ends the run with
-//!   XDP_ABORTED, counts in [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line
-//!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
-//!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
-//!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
+//! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
+//!   offsets and sizes, writes to the context, stack bounds, helper argument types, maps passed
+//!   to helpers that do not take them), refused at load in the kernel's words
+//!   ([`Loader::kernel_checks`], on by default).
+//! - [`mem`]: the address space. Every load and store is checked at run time against its region
+//!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget
+//!   bounds the instructions of one run. A fault ends the run with XDP_ABORTED, counts in
+//!   [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line through [`Host::log`];
+//!   nothing a program does can panic the engine or touch memory it was not given. What the
+//!   kernel's verifier refuses beyond [`verify`] (say, a map value read without a NULL check,
+//!   a packet read without a bounds check) loads here and faults only if the bad path runs;
+//!   `onic run --kernel-verify` asks the host kernel itself where bpf() is permitted.
 //! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
 //!   ringbuf, prog_array, array_of_maps, hash_of_maps, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
 //!   errors; storage allocated at load.
@@ -86,6 +91,7 @@ pub mod printk;
 pub mod program;
 pub mod ring;
 pub mod validate;
+pub mod verify;
 pub mod vm;
 
 use alloc::format;

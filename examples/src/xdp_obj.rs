@@ -57,6 +57,12 @@ pub struct ObjOpts {
     /// instead of replaying the sample mix.
     #[arg(long, requires = "xdp_obj", conflicts_with = "pcap")]
     pub traffic: bool,
+    /// Loads the program into the host kernel too (its libbpf, when bpf() is permitted) and
+    /// prints the verifier's verdict and log beside the run; where bpf() is not permitted it
+    /// says so. Without it, the engine still refuses at load what it can tell the verifier
+    /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
+    #[arg(long, requires = "xdp_obj")]
+    pub kernel_verify: bool,
     /// Most instructions one run of the program may execute before it is aborted
     /// (1..=100000000; a run of 1e8 instructions takes about a third of a second).
     #[arg(long, default_value_t = DEFAULT_INSN_BUDGET, requires = "xdp_obj")]
@@ -185,6 +191,9 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         "instructions all runs of the program together may execute",
     )?;
     let bytes = onic_cli::file::read_bounded(path, MAX_OBJECT_BYTES, "an XDP object")?;
+    if o.kernel_verify {
+        kernel_verdict(o, path, &bytes);
+    }
     let opts = LoadOptions {
         cpus: CPUS,
         budget: o.insn_budget,
@@ -215,6 +224,24 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         insn_total: o.insn_total,
         refused: 0,
     })
+}
+
+/// `--kernel-verify`: the host kernel's verdict on the program `--sec` chooses, printed before
+/// the engine loads it (so that it is there when the engine refuses it too).
+fn kernel_verdict(o: &ObjOpts, path: &Path, bytes: &[u8]) {
+    let progs = onic_bpf::list_programs(bytes).unwrap_or_default();
+    let chosen: Vec<_> = progs
+        .iter()
+        .filter(|p| match o.sec.as_deref() {
+            Some(s) => p.section == s || p.name == s,
+            None => p.is_xdp,
+        })
+        .collect();
+    let v = match chosen.as_slice() {
+        [one] => crate::kernel_verify::verify(path, &one.name, o.prog_type.is_some(), CPUS),
+        _ => crate::kernel_verify::Verdict::NotAsked("--sec names no single program".into()),
+    };
+    crate::kernel_verify::print(&v);
 }
 
 /// Opens every entry of the perf event arrays (one event stream per CPU), as a reader such as

@@ -585,3 +585,52 @@ fn program_arrays_and_maps_of_maps_are_filled_by_name() {
         "{e}"
     );
 }
+
+/// `--kernel-verify`: the host kernel's verdict beside the engine's, on a program the kernel
+/// refuses (the engine's static check refuses it too, in the same words) and one it loads.
+/// Where bpf() is not permitted, the run says so and the test checks only that.
+#[test]
+fn kernel_verify_reports_the_kernels_verdict_beside_the_engines() {
+    let obj = root().join("bpf/objects/kernel_refuses.o");
+    let obj = obj.to_str().unwrap();
+    let d = out_dir("kernel-verify");
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", obj, "--sec", "xdp/egress", "--kernel-verify"])
+        .args(["--frames", "2", "--out-dir", d.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        err.contains("the kernel's verifier refuses it: invalid bpf_context access off=20 size=4"),
+        "{err}"
+    );
+    if text.contains("kernel verifier: not asked") {
+        eprintln!("SKIPPED the kernel's side: {text}");
+        return;
+    }
+    assert!(
+        text.contains("kernel verifier (host kernel, through libbpf): REFUSED")
+            && text.contains("invalid bpf_context access off=20 size=4"),
+        "{text}"
+    );
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj,
+        "--sec",
+        "xdp/fine",
+        "--kernel-verify",
+        "--frames",
+        "2",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(
+        t.contains("kernel verifier (host kernel, through libbpf): accepted; processed"),
+        "{t}"
+    );
+}
