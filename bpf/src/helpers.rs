@@ -337,13 +337,17 @@ impl<H: Host> Run<'_, '_, H> {
         if flags & !3 != 0 {
             return Ok(neg(EINVAL));
         }
-        let size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 24);
-        let mut rec = alloc::vec![0u8; size];
-        self.read(data, &mut rec)
-            .map_err(|_| bad(NAME, "data outside program memory"))?;
-        let Some(off) = self.maps[m].ring_mut().and_then(|r| r.reserve(size as u64)) else {
+        // Reserved first: a record the ring has no room for is never copied (its size is then
+        // at most the ring's, which the map limit bounds).
+        let Some(off) = self.maps[m].ring_mut().and_then(|r| r.reserve(size)) else {
             return Ok(neg(-EAGAIN));
         };
+        let size = size as usize;
+        let mut rec = alloc::vec![0u8; size];
+        if self.read(data, &mut rec).is_err() {
+            self.maps[m].ring_mut().map(|r| r.commit(off));
+            return Err(bad(NAME, "data outside program memory"));
+        }
         let start = off as usize;
         if let Some(dst) = self.maps[m].storage_mut().get_mut(start..start + size) {
             dst.copy_from_slice(&rec);

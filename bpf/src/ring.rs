@@ -56,7 +56,10 @@ impl Ring {
     /// Reserves `len` data bytes: the offset of the data in the data area, or `None` when the
     /// ring has no room (the kernel's NULL).
     pub fn reserve(&mut self, len: u64) -> Option<u32> {
-        let total = len.checked_add(HEADER)?.next_multiple_of(8);
+        let total = len.checked_add(HEADER)?.checked_next_multiple_of(8)?;
+        if total > self.size {
+            return None;
+        }
         let mut at = self.prod % self.size;
         let skip = if at + total > self.size { self.size - at } else { 0 };
         if self.prod + skip + total - self.cons > self.size {
@@ -141,6 +144,10 @@ mod tests {
         assert_eq!(r.reserve(8), Some(8));
         assert_eq!(r.query(query::PROD_POS), 80);
         assert_eq!(r.reserve(64), None);
+        // Sizes that would overflow a position are no room, not a panic.
+        for huge in [u64::MAX, u64::MAX - 8, u64::MAX - 15, 1 << 63] {
+            assert_eq!(r.reserve(huge), None);
+        }
         r.release_all();
         assert_eq!(r.query(query::AVAIL_DATA), 0);
         assert_eq!(r.query(query::RING_SIZE), 64);
