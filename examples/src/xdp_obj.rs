@@ -31,7 +31,7 @@ pub const IFINDEX_BASE: u32 = 1;
 pub struct ObjOpts {
     /// A clang-built XDP object (clang -O2 -g -target bpf -c prog.c -o prog.o) to run instead of a
     /// built-in program. Records it writes into ring buffers and perf event arrays go to
-    /// bpf-records.txt in --out-dir.
+    /// bpf-records.txt in --out-dir (a replay; traffic mode counts them).
     #[arg(long, conflicts_with = "xdp")]
     pub xdp_obj: Option<PathBuf>,
     /// The program of the object to run: a section (xdp, xdp/foo) or function name [default:
