@@ -9,6 +9,7 @@
 //! of what the verifier refuses (`onic_bpf::verify`, always on) is what stands.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Mutex;
 
 type Ptr = *mut c_void;
 
@@ -40,7 +41,41 @@ struct Fns {
     map_max_entries: unsafe extern "C" fn(Ptr) -> u32,
     map_set_max_entries: unsafe extern "C" fn(Ptr, u32) -> c_int,
     map_create: unsafe extern "C" fn(u32, *const c_char, u32, u32, u32, *const c_void) -> c_int,
-    set_print: unsafe extern "C" fn(Option<unsafe extern "C" fn()>) -> Option<unsafe extern "C" fn()>,
+    set_print: unsafe extern "C" fn(Option<PrintFn>) -> Option<PrintFn>,
+}
+
+/// `libbpf_print_fn_t` (a `va_list` travels as a pointer on x86-64).
+type PrintFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int;
+
+/// libbpf's own messages (why it refused before the verifier ran: a map it could not create, a
+/// relocation it could not resolve), the last 16 KiB.
+static LIBBPF_SAID: Mutex<String> = Mutex::new(String::new());
+
+extern "C" {
+    fn vsnprintf(s: *mut c_char, n: usize, fmt: *const c_char, ap: *mut c_void) -> c_int;
+}
+
+/// Keeps the warnings libbpf prints in [`LIBBPF_SAID`].
+unsafe extern "C" fn keep(level: c_int, fmt: *const c_char, ap: *mut c_void) -> c_int {
+    // Warnings only (LIBBPF_WARN): its information and debug lines describe every section.
+    if level != 0 {
+        return 0;
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: libbpf hands over a format and its arguments; vsnprintf writes at most
+    // `buf.len()` bytes including the NUL.
+    let n = unsafe { vsnprintf(buf.as_mut_ptr().cast(), buf.len(), fmt, ap) };
+    let end = usize::try_from(n).unwrap_or(0).min(buf.len() - 1);
+    if let Ok(mut s) = LIBBPF_SAID.lock() {
+        s.push_str(&String::from_utf8_lossy(&buf[..end]));
+        if s.len() > 16 << 10 {
+            let cut = (s.len() - (8 << 10)..s.len())
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap_or(0);
+            s.drain(..cut);
+        }
+    }
+    0
 }
 
 /// The kernel's verdict.
@@ -165,8 +200,8 @@ pub fn verify(path: &std::path::Path, func: &str, as_xdp: bool, unsized_entries:
     if let Err(e) = probe(&f) {
         return Verdict::NotAsked(e);
     }
-    // SAFETY: None silences libbpf's own messages (the verifier's log is what is shown).
-    unsafe { (f.set_print)(None) };
+    // SAFETY: `keep` has the callback's C signature; on other targets libbpf stays silent.
+    unsafe { (f.set_print)(cfg!(target_arch = "x86_64").then_some(keep as PrintFn)) };
     let Some(c) = path.to_str().and_then(|p| CString::new(p).ok()) else {
         return Verdict::NotAsked("the object's path is not UTF-8".into());
     };
@@ -195,7 +230,11 @@ pub fn verify(path: &std::path::Path, func: &str, as_xdp: bool, unsized_entries:
     // SAFETY: the object is open; the chosen program's log buffer outlives the call.
     let r = unsafe { (f.load)(o.obj) };
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    let text = String::from_utf8_lossy(&log[..end]).into_owned();
+    let mut text = String::from_utf8_lossy(&log[..end]).into_owned();
+    if text.trim().is_empty() {
+        // Refused before the verifier ran: libbpf's reasons instead.
+        text = LIBBPF_SAID.lock().map(|s| s.clone()).unwrap_or_default();
+    }
     if r == 0 {
         let stats = text
             .lines()
