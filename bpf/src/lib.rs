@@ -28,8 +28,8 @@
 //!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
 //!   frames of 512 bytes.
 //! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
-//!   offsets and sizes, writes to the context, stack bounds, helper argument types, maps passed
-//!   to helpers that do not take them), refused at load in the kernel's words
+//!   offsets and sizes, writes to the context, stack bounds, loads and stores through numbers,
+//!   helper argument types, maps passed to helpers that do not take them), refused at load in the kernel's words
 //!   ([`Loader::kernel_checks`], on by default).
 //! - [`mem`]: the address space. Every load and store is checked at run time against its region
 //!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget

@@ -196,7 +196,9 @@ impl Cx<'_> {
                 stack_access("read from", usize::from(ins.src), k + off, size)?;
                 Ok(if size < 8 { Kind::Scalar } else { Kind::Unknown })
             }
-            _ if size < 8 => Ok(Kind::Scalar),
+            Kind::Scalar => Err(not_memory(usize::from(ins.src), base)),
+            // A base not followed may be the context, whose 4-byte fields give packet pointers.
+            _ if size < 4 => Ok(Kind::Scalar),
             _ => Ok(Kind::Unknown),
         }
     }
@@ -209,7 +211,9 @@ impl Cx<'_> {
             Kind::Ctx(k) if k != 0 => Err(modified_ctx(usize::from(ins.dst), k)),
             Kind::Ctx(_) => Err(format!("invalid bpf_context access off={off} size={size}")),
             Kind::Stack(k) => stack_access("write to", usize::from(ins.dst), k + off, size),
-            _ => Ok(()),
+            Kind::Scalar => Err(not_memory(usize::from(ins.dst), base)),
+            // A map's fields may be read through its handle (recent kernels, with BTF).
+            Kind::Unknown | Kind::Map(_) => Ok(()),
         }
     }
 
@@ -352,6 +356,11 @@ fn fresh_frame(args: [Kind; 5]) -> Regs {
 fn after_call(r: &mut Regs, r0: Kind) {
     r[0] = r0;
     r[1..6].fill(Kind::Unknown);
+}
+
+/// A load or store through a number (a NULL the program did not check).
+fn not_memory(reg: usize, k: Kind) -> String {
+    format!("R{reg} invalid mem access '{}'", k.name())
 }
 
 fn modified_ctx(reg: usize, k: i64) -> String {

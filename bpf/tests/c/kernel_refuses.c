@@ -48,6 +48,16 @@ int stack_beyond(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* A number is no pointer. */
+SEC("xdp/null")
+int null_read(struct xdp_md *ctx)
+{
+	int r;
+
+	asm volatile("r1 = 0; %0 = *(u32 *)(r1 + 0)" : "=r"(r) :: "r1");
+	return r;
+}
+
 /* bpf_tail_call takes a program array. */
 SEC("xdp/map_arg")
 int wrong_map(struct xdp_md *ctx)
