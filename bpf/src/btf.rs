@@ -29,7 +29,7 @@ pub(crate) const KIND_ENUM64: u32 = 19;
 /// Most type references followed in one chain (typedefs, qualifiers).
 const MAX_CHAIN: usize = 32;
 /// The members a BTF map definition may have.
-pub const MAP_MEMBERS: [&str; 9] = [
+pub const MAP_MEMBERS: [&str; 10] = [
     "type",
     "max_entries",
     "map_flags",
@@ -39,6 +39,7 @@ pub const MAP_MEMBERS: [&str; 9] = [
     "value",
     "pinning",
     "numa_node",
+    "values",
 ];
 
 /// One type record.
@@ -81,6 +82,10 @@ pub struct MapFields {
     pub key_size: Option<u32>,
     /// `value_size`, or the size of the `value` type.
     pub value_size: Option<u32>,
+    /// `__array(values, T)` of a map of maps or a program array: the type `T` (a map definition
+    /// struct or a function prototype) and the member's byte offset in the definition, where
+    /// the initial entries' pointers lie.
+    pub values: Option<(u32, u32)>,
 }
 
 /// Bytes per extra record of a kind, times `vlen` where it has one.
@@ -262,6 +267,13 @@ impl<'a> Btf<'a> {
                 return Err(format!("member '{name}' is given more than once"));
             }
             let mty = self.extra_u32(&st, 3 * i + 1)?;
+            if name == "values" {
+                let bits = self.extra_u32(&st, 3 * i + 2)?;
+                // The offset is in bits; a definition struct has no bitfields.
+                let off = if st.kflag { bits & 0x00ff_ffff } else { bits };
+                f.values = Some((self.array_pointee(mty)?, off / 8));
+                continue;
+            }
             let (_, ptr) = self.skip_mods(mty)?;
             if ptr.kind != KIND_PTR {
                 return Err(format!("member '{name}' is not declared with __uint or __type"));
@@ -287,6 +299,21 @@ impl<'a> Btf<'a> {
             }
         }
         Ok(f)
+    }
+}
+
+impl Btf<'_> {
+    /// The `T` of an `__array(values, T)` member's type (an array of pointers to `T`).
+    fn array_pointee(&self, id: u32) -> Result<u32, String> {
+        let (_, arr) = self.skip_mods(id)?;
+        if arr.kind != KIND_ARRAY {
+            return Err("member 'values' is not declared with __array".into());
+        }
+        let (_, ptr) = self.skip_mods(self.extra_u32(&arr, 0)?)?;
+        if ptr.kind != KIND_PTR {
+            return Err("member 'values' is not an array of pointers".into());
+        }
+        Ok(self.skip_mods(ptr.size_or_type)?.0)
     }
 }
 

@@ -55,6 +55,13 @@ struct MapTable {
     /// refused only when the chosen program refers to one, as the kernel refuses a program
     /// only for what it uses.
     refused: BTreeMap<(usize, u64), String>,
+    /// Maps whose definitions may give initial entries (`.values = { ... }` of an
+    /// `__array(values, ...)` member): (map, its definition's place, byte offset of the
+    /// pointers in `.maps`, entries).
+    inits: Vec<(usize, (SectionIndex, u64), u64, u32)>,
+    /// Initial entries of program arrays: (map, index, function name), for the loader's caller
+    /// to fill once the programs exist.
+    prog_slots: Vec<(usize, u32, String)>,
 }
 
 /// Where a map is defined.
@@ -107,6 +114,30 @@ impl MapTable {
 }
 
 impl MapTable {
+    /// Notes the `__array(values, T)` member of the map just defined at (`sec`, `off`): `T` as
+    /// the template of its inner maps (a map of maps), and where its initial entries lie.
+    fn values(
+        &mut self,
+        sec: SectionIndex,
+        off: u64,
+        entries: u32,
+        values: (u32, u32),
+        btf: &Btf<'_>,
+        unset: u32,
+    ) {
+        let Some(&m) = self.defs.get(&(sec.0, off)) else {
+            return;
+        };
+        let (ty, member_off) = values;
+        if self.maps[m].def().map_type.is_map_of_maps() {
+            if let Ok((inner, _)) = btf_map_def(btf, "inner", ty, unset) {
+                self.maps[m].set_inner_template(inner);
+            }
+        }
+        self.inits
+            .push((m, (sec, off), off + u64::from(member_off), entries));
+    }
+
     /// Records a definition the engine cannot make: a program that refers to it is refused.
     fn refuse(&mut self, sec: SectionIndex, off: u64, why: LoadError) {
         self.refused
@@ -159,6 +190,10 @@ pub struct Loaded {
     pub maps: Vec<Map>,
     /// Every program the object holds (XDP or not).
     pub programs: Vec<ProgramInfo>,
+    /// The programs the object's program arrays name in their declarations (`.values = { [i]
+    /// = &prog }`), loaded as XDP: number `n + 1` here (0 is `program`), the number the
+    /// program array's entry holds.
+    pub tail_programs: Vec<Program>,
 }
 
 /// [`load`] with more choices than [`LoadOptions`] holds: how to size maps declared without
@@ -174,6 +209,7 @@ pub struct Loader<'k> {
     unsized_max_entries: Option<u32>,
     prog_type_xdp: bool,
     kernel_btf: Option<&'k [u8]>,
+    kernel_checks: bool,
 }
 
 impl<'k> Loader<'k> {
@@ -185,7 +221,17 @@ impl<'k> Loader<'k> {
             unsized_max_entries: None,
             prog_type_xdp: false,
             kernel_btf: None,
+            kernel_checks: true,
         }
+    }
+
+    /// Whether to refuse at load what the kernel's verifier refuses and the engine can tell
+    /// without running ([`crate::verify`]: context fields, stack bounds, helper argument types).
+    /// Default: yes. Without it such a program loads and faults only if the bad path runs.
+    #[must_use]
+    pub const fn kernel_checks(mut self, yes: bool) -> Self {
+        self.kernel_checks = yes;
+        self
     }
 
     /// The `max_entries` of a map declared without one (or with 0). The programs that do so
@@ -352,12 +398,42 @@ pub fn load(data: &[u8], select: Option<&str>, opts: &LoadOptions) -> Result<Loa
 }
 
 fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loaded, LoadError> {
+    let (mut loaded, slots) = load_one(ld, data, select)?;
+    // The programs the program arrays' declarations name, in the same maps (the object makes
+    // them the same way every time, so the numbers in their code are the same).
+    let as_xdp = ld.prog_type_xdp(true);
+    for (m, slot, func) in slots {
+        let n = match loaded.tail_programs.iter().position(|p| p.name() == func) {
+            Some(i) => i + 1,
+            None => {
+                let (other, _) = load_one(&as_xdp, data, Some(&func)).map_err(|e| {
+                    err(format!(
+                        "program {func}, named in a program array's declaration: {e}"
+                    ))
+                })?;
+                loaded.tail_programs.push(other.program);
+                loaded.tail_programs.len()
+            }
+        };
+        let map = &mut loaded.maps[m];
+        map.host_set(&slot.to_le_bytes(), &(n as u32).to_le_bytes())
+            .map_err(err)?;
+    }
+    Ok(loaded)
+}
+
+/// Loads one program and the maps; the initial program array entries (map, index, function)
+/// are returned to be filled.
+type ProgSlots = Vec<(usize, u32, String)>;
+
+fn load_one(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<(Loaded, ProgSlots), LoadError> {
     let file = parse(data)?;
     let progs = programs(&file)?;
     let chosen = choose(&progs, select, ld.prog_type_xdp)?.clone();
     let btf_data = section_data(&file, ".BTF")?;
     let btf = btf_data.map(Btf::parse).transpose().map_err(err)?;
-    let table = collect_maps(&file, btf.as_ref(), ld)?;
+    let mut table = collect_maps(&file, btf.as_ref(), ld)?;
+    initial_entries(&file, &mut table)?;
     let (mut program, mut pending, text_base) = link(&file, &table, &chosen)?;
     if let Some(btf) = btf.as_ref() {
         core_relocate(&file, btf, ld, &chosen, text_base, &mut program, &mut pending)?;
@@ -372,11 +448,18 @@ fn load_with(ld: &Loader<'_>, data: &[u8], select: Option<&str>) -> Result<Loade
     }
     let slots: Vec<usize> = pending.iter().map(|p| p.0).collect();
     crate::validate::walk(&program, &slots, true)?;
-    Ok(Loaded {
+    if ld.kernel_checks {
+        // libbpf gives `xdp/devmap` (and `xdp.frags/devmap`) programs the devmap attach type.
+        let devmap = chosen.section.ends_with("/devmap");
+        crate::verify::check(&program, &table.maps, devmap)?;
+    }
+    let loaded = Loaded {
         program,
         maps: table.maps,
         programs: progs,
-    })
+        tail_programs: Vec::new(),
+    };
+    Ok((loaded, table.prog_slots))
 }
 
 fn section_data<'a>(file: &Elf<'a>, name: &str) -> Result<Option<&'a [u8]>, LoadError> {
@@ -435,6 +518,51 @@ fn core_relocate(
     Ok(())
 }
 
+/// Fills the initial entries maps of maps declare (`.values = { &inner, ... }`, relocations of
+/// `.maps` against map symbols) and notes those of program arrays (against functions), as
+/// libbpf does after creating the maps. A map whose entries cannot be filled is refused for the
+/// programs that use it.
+fn initial_entries(file: &Elf<'_>, t: &mut MapTable) -> Result<(), LoadError> {
+    let Some(sec) = file.section_by_name(".maps").filter(|_| !t.inits.is_empty()) else {
+        return Ok(());
+    };
+    for (off, _, si) in relocations_of(file, sec.index(), ".maps")? {
+        let found = t
+            .inits
+            .iter()
+            .copied()
+            .find(|&(_, _, base, n)| off >= base && off - base < 8 * u64::from(n));
+        let Some((m, (dsec, doff), base, _)) = found else {
+            continue;
+        };
+        let slot = ((off - base) / 8) as u32;
+        let sym = file
+            .symbol_by_index(si)
+            .map_err(|e| err(format!("section .maps: relocation symbol: {e}")))?;
+        let target = symbol_label(file, &sym);
+        if t.maps[m].def().map_type == MapType::ProgArray {
+            t.prog_slots.push((m, slot, target));
+            continue;
+        }
+        let name = t.maps[m].def().name.clone();
+        let inner = match sym.section() {
+            SymbolSection::Section(s) if !t.refused.contains_key(&(s.0, sym.address())) => {
+                t.defs.get(&(s.0, sym.address())).copied()
+            }
+            _ => None,
+        };
+        let r = match inner {
+            Some(i) => crate::maps::set_inner(&mut t.maps, m, &slot.to_le_bytes(), i),
+            None => Err(format!("{target} is no map the engine made")),
+        };
+        if let Err(e) = r {
+            let why = err(format!("map {name}: initial entry {slot}: {e}"));
+            t.refuse(dsec, doff, why);
+        }
+    }
+    Ok(())
+}
+
 /// The `.BTF` section of the engine's built-in description of the UAPI types.
 fn builtin_btf() -> Result<&'static [u8], LoadError> {
     let file = parse(crate::co_re::BUILTIN)?;
@@ -471,7 +599,13 @@ fn collect_maps(file: &Elf<'_>, btf: Option<&Btf<'_>>, ld: &Loader<'_>) -> Resul
                         .get(var)
                         .ok_or_else(|| err(format!("map {var}: no symbol in .maps")))?;
                     match btf_map_def(btf, var, ty, unset) {
-                        Ok(def) => t.add(def, Place::Def(sec, off), None, opts)?,
+                        Ok((def, values)) => {
+                            let entries = def.max_entries;
+                            t.add(def, Place::Def(sec, off), None, opts)?;
+                            if let Some(inner) = values {
+                                t.values(sec, off, entries, inner, btf, unset);
+                            }
+                        }
                         Err(e) => t.refuse(sec, off, e),
                     }
                 }
@@ -633,7 +767,14 @@ fn definition_symbols<'a>(file: &Elf<'a>, sources: &mut [MapSource<'a>]) -> Resu
     Ok(())
 }
 
-fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, LoadError> {
+/// A BTF map definition, and its `__array(values, T)` member if it has one: (`T`, the member's
+/// byte offset).
+fn btf_map_def(
+    btf: &Btf<'_>,
+    var: &str,
+    ty: u32,
+    unset: u32,
+) -> Result<(MapDef, Option<(u32, u32)>), LoadError> {
     let f = btf.map_fields(ty).map_err(|e| err(format!("map {var}: {e}")))?;
     let raw = f.map_type.ok_or_else(|| err(format!("map {var}: no type")))?;
     let map_type = MapType::from_raw(raw).ok_or_else(|| err(unsupported_map(var, raw)))?;
@@ -641,9 +782,14 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
         (Some(k), Some(v)) => (k, v),
         // Devmaps and xskmaps may leave sizes out: 4-byte keys and values.
         (None, None) if map_type.is_host_filled() => (4, 4),
+        // A ring buffer has neither.
+        (None, None) if map_type == MapType::RingBuf => (0, 0),
+        // Maps of maps and program arrays declared with `__array(values, ...)`: the value is
+        // the inner map's or program's number (a file descriptor in the kernel).
+        (Some(k), None) if f.values.is_some() => (k, 4),
         _ => return Err(err(format!("map {var}: key and value sizes are missing"))),
     };
-    Ok(MapDef {
+    let def = MapDef {
         name: var.to_owned(),
         map_type,
         key_size,
@@ -652,12 +798,13 @@ fn btf_map_def(btf: &Btf<'_>, var: &str, ty: u32, unset: u32) -> Result<MapDef, 
         max_entries: f.max_entries.filter(|&n| n > 0).unwrap_or(unset),
         flags: f.flags.unwrap_or(0),
         read_only: false,
-    })
+    };
+    Ok((def, f.values))
 }
 
 fn unsupported_map(name: &str, raw: u32) -> String {
     format!(
-        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
+        "map {name}: map type {raw} is not supported (supported: hash, array, percpu_hash, percpu_array, lru_hash, lru_percpu_hash, lpm_trie, ringbuf, prog_array, array_of_maps, hash_of_maps, perf_event_array, devmap, devmap_hash, cpumap, xskmap)"
     )
 }
 

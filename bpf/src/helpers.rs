@@ -63,6 +63,16 @@ impl<H: Host> Run<'_, '_, H> {
             h::LOOP => self.bpf_loop(r[1], r[2], r[3], r[4]),
             h::PERF_EVENT_OUTPUT => self.perf_output(r[1], r[2], r[3], r[4], r[5]),
             h::FIB_LOOKUP => self.fib_lookup(r[1], r[2], r[3], r[4]),
+            h::RINGBUF_OUTPUT => self.ringbuf_output(r[1], r[2], r[3], r[4]),
+            h::RINGBUF_RESERVE => self.ringbuf_reserve(r[1], r[2], r[3]),
+            h::RINGBUF_SUBMIT | h::RINGBUF_DISCARD => {
+                self.ringbuf_commit(r[1], id == h::RINGBUF_SUBMIT)?;
+                Ok(0)
+            }
+            h::RINGBUF_QUERY => {
+                let m = self.ring_map(r[1], "bpf_ringbuf_query")?;
+                Ok(self.maps[m].ring().map_or(0, |ring| ring.query(r[2])))
+            }
             h::XDP_GET_BUFF_LEN => {
                 self.ctx_arg(r[1], "bpf_xdp_get_buff_len")?;
                 Ok(self.buff.len() as u64)
@@ -119,6 +129,13 @@ impl<H: Host> Run<'_, '_, H> {
         self.fetch(key, 0, ks, "bpf_map_lookup_elem")?;
         let cpu = self.cpu;
         let found = self.maps[m].lookup(&self.vm.scratch[..ks], cpu);
+        if self.maps[m].def().map_type.is_map_of_maps() {
+            // The inner map itself, for the program to hand to the map helpers.
+            let inner = found.and_then(|off| self.maps[m].storage().get(off..off + 4));
+            return Ok(inner.map_or(0, |b| {
+                mem::map_handle(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            }));
+        }
         Ok(found.map_or(0, |off| mem::map_value_addr(m, off as u32)))
     }
 
@@ -238,6 +255,104 @@ impl<H: Host> Run<'_, '_, H> {
         rec.extend_from_slice(&self.buff.data()[..pkt]);
         let name = self.maps[m].def().name.clone();
         self.host.output(&name, index, &rec);
+        Ok(0)
+    }
+
+    /// `bpf_tail_call(ctx, prog_array, index)`: goes on in the program entry `index` holds, in
+    /// the same stack frame, never to return here; when the index is outside the map, the run
+    /// has made [`crate::vm::MAX_TAIL_CALLS`] already or the entry is empty, nothing happens and
+    /// the caller goes on (r0 unchanged), as in the kernel, which counts an attempt on an empty
+    /// entry too.
+    pub(crate) fn tail_call(&mut self) -> Result<(), FaultKind> {
+        const NAME: &str = "bpf_tail_call";
+        self.ctx_arg(self.regs[1], NAME)?;
+        let m = self.map_index(self.regs[2], NAME)?;
+        let map = &self.maps[m];
+        if map.def().map_type != crate::MapType::ProgArray {
+            return Err(bad(NAME, "the map is no program array"));
+        }
+        let index = self.regs[3] as u32;
+        if index >= map.def().max_entries || self.tail_calls >= crate::vm::MAX_TAIL_CALLS {
+            return Ok(());
+        }
+        self.tail_calls += 1;
+        let next = map.index_at(&index.to_le_bytes()).map(|p| p as usize);
+        if let Some((p, prog)) = next.and_then(|p| Some((p, self.progs.get(p)?))) {
+            self.cur = p;
+            self.code = prog.code();
+            self.pc = prog.entry();
+        }
+        Ok(())
+    }
+
+    /// The map of handle `map` if it is a ring buffer.
+    fn ring_map(&self, map: u64, helper: &'static str) -> Result<usize, FaultKind> {
+        let m = self.map_index(map, helper)?;
+        if self.maps[m].ring().is_none() {
+            return Err(bad(helper, "the map is no ring buffer"));
+        }
+        Ok(m)
+    }
+
+    /// `bpf_ringbuf_reserve(map, size, flags)`: the address of `size` bytes of a new record in
+    /// the ring's data area, or NULL when there is no room or flags are given, as the kernel.
+    fn ringbuf_reserve(&mut self, map: u64, size: u64, flags: u64) -> Result<u64, FaultKind> {
+        let m = self.ring_map(map, "bpf_ringbuf_reserve")?;
+        if flags != 0 {
+            return Ok(0);
+        }
+        let at = self.maps[m].ring_mut().and_then(|r| r.reserve(size));
+        Ok(at.map_or(0, |off| mem::map_value_addr(m, off)))
+    }
+
+    /// `bpf_ringbuf_submit` / `bpf_ringbuf_discard(data, flags)`: commits the record whose data
+    /// `data` points at; a submitted record goes to [`Host::output`] (entry 0). The wake-up flags
+    /// mean nothing here.
+    fn ringbuf_commit(&mut self, data: u64, submit: bool) -> Result<(), FaultKind> {
+        const NAME: &str = "bpf_ringbuf_submit/discard";
+        let Region::MapValue(m, off) = mem::region(data) else {
+            return Err(bad(NAME, "the pointer is no record a ring buffer reserved"));
+        };
+        let span = self
+            .maps
+            .get_mut(m)
+            .and_then(|map| map.ring_mut())
+            .and_then(|r| r.commit(off))
+            .ok_or(bad(NAME, "the pointer is no record a ring buffer reserved"))?;
+        if submit {
+            let map = &self.maps[m];
+            let rec = map.storage().get(span).unwrap_or(&[]);
+            self.host.output(&map.def().name, 0, rec);
+        }
+        Ok(())
+    }
+
+    /// `bpf_ringbuf_output(map, data, size, flags)`: a record of `size` bytes copied from `data`,
+    /// reserved and submitted at once: 0, -EAGAIN when the ring has no room, -EINVAL for flags
+    /// other than the wake-up pair.
+    fn ringbuf_output(&mut self, map: u64, data: u64, size: u64, flags: u64) -> Result<u64, FaultKind> {
+        const NAME: &str = "bpf_ringbuf_output";
+        const EAGAIN: i64 = 11;
+        let m = self.ring_map(map, NAME)?;
+        if flags & !3 != 0 {
+            return Ok(neg(EINVAL));
+        }
+        // Reserved first: a record the ring has no room for is never copied (its size is then
+        // at most the ring's, which the map limit bounds).
+        let Some(off) = self.maps[m].ring_mut().and_then(|r| r.reserve(size)) else {
+            return Ok(neg(-EAGAIN));
+        };
+        let size = size as usize;
+        let mut rec = alloc::vec![0u8; size];
+        if self.read(data, &mut rec).is_err() {
+            self.maps[m].ring_mut().map(|r| r.commit(off));
+            return Err(bad(NAME, "data outside program memory"));
+        }
+        let start = off as usize;
+        if let Some(dst) = self.maps[m].storage_mut().get_mut(start..start + size) {
+            dst.copy_from_slice(&rec);
+        }
+        self.ringbuf_commit(mem::map_value_addr(m, off), true)?;
         Ok(0)
     }
 

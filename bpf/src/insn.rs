@@ -218,6 +218,12 @@ pub mod helper {
     pub const XDP_GET_BUFF_LEN: i32 = 188;
     pub const XDP_LOAD_BYTES: i32 = 189;
     pub const XDP_STORE_BYTES: i32 = 190;
+    pub const RINGBUF_OUTPUT: i32 = 130;
+    pub const RINGBUF_RESERVE: i32 = 131;
+    pub const RINGBUF_SUBMIT: i32 = 132;
+    pub const RINGBUF_DISCARD: i32 = 133;
+    pub const RINGBUF_QUERY: i32 = 134;
+    pub const TAIL_CALL: i32 = 12;
 
     /// Every helper the engine provides, with its name.
     pub const SUPPORTED: &[(i32, &str)] = &[
@@ -245,12 +251,17 @@ pub mod helper {
         (XDP_GET_BUFF_LEN, "bpf_xdp_get_buff_len"),
         (XDP_LOAD_BYTES, "bpf_xdp_load_bytes"),
         (XDP_STORE_BYTES, "bpf_xdp_store_bytes"),
+        (RINGBUF_OUTPUT, "bpf_ringbuf_output"),
+        (RINGBUF_RESERVE, "bpf_ringbuf_reserve"),
+        (RINGBUF_SUBMIT, "bpf_ringbuf_submit"),
+        (RINGBUF_DISCARD, "bpf_ringbuf_discard"),
+        (RINGBUF_QUERY, "bpf_ringbuf_query"),
+        (TAIL_CALL, "bpf_tail_call"),
     ];
 
     /// A few helpers XDP programs use that the engine does not provide, named in load errors.
     const OTHERS: &[(i32, &str)] = &[
         (4, "bpf_probe_read"),
-        (12, "bpf_tail_call"),
         (34, "bpf_get_hash_recalc"),
         (42, "bpf_get_numa_node_id"),
         (84, "bpf_sk_lookup_tcp"),
@@ -262,11 +273,6 @@ pub mod helper {
         (112, "bpf_probe_read_kernel"),
         (114, "bpf_probe_read_kernel_str"),
         (121, "bpf_xdp_output"),
-        (130, "bpf_ringbuf_output"),
-        (131, "bpf_ringbuf_reserve"),
-        (132, "bpf_ringbuf_submit"),
-        (133, "bpf_ringbuf_discard"),
-        (134, "bpf_ringbuf_query"),
         (164, "bpf_for_each_map_elem"),
         (165, "bpf_snprintf"),
         (208, "bpf_ktime_get_tai_ns"),
@@ -331,7 +337,7 @@ mod tests {
     fn helper_names() {
         assert_eq!(helper::name(51), Some("bpf_redirect_map"));
         assert_eq!(helper::name(12), Some("bpf_tail_call"));
-        assert!(!helper::is_supported(12));
+        assert!(helper::is_supported(12));
         assert!(helper::is_supported(65));
         assert_eq!(kfunc::by_name("bpf_xdp_metadata_rx_hash"), Some(1));
     }

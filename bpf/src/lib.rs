@@ -27,15 +27,20 @@
 //!   plus the v4 additions (sign-extending loads and moves, signed division, byte swaps, `gotol`),
 //!   atomics (add/or/and/xor with and without fetch, xchg, cmpxchg), bpf-to-bpf calls up to 8
 //!   frames of 512 bytes.
-//! - [`mem`]: the address space. There is no verifier: every load and store is checked at run
-//!   time against its region (packet `data_meta..data_end`, stack, one map value, the context's
-//!   fields), and a budget bounds the instructions of one run. A fault ends the run with
-//!   XDP_ABORTED, counts in [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line
-//!   through [`Host::log`]; nothing a program does can panic the engine or touch memory it was not
-//!   given. What the kernel's verifier adds and this does not: programs it would reject (say, one
-//!   that reads a map value without a NULL check) load here and fault only if the bad path runs.
-//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash,
-//!   perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
+//! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
+//!   offsets and sizes, writes to the context, stack bounds, loads and stores through numbers,
+//!   helper argument types, maps passed to helpers that do not take them), refused at load in the kernel's words
+//!   ([`Loader::kernel_checks`], on by default).
+//! - [`mem`]: the address space. Every load and store is checked at run time against its region
+//!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget
+//!   bounds the instructions of one run. A fault ends the run with XDP_ABORTED, counts in
+//!   [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line through [`Host::log`];
+//!   nothing a program does can panic the engine or touch memory it was not given. What the
+//!   kernel's verifier refuses beyond [`verify`] (say, a map value read without a NULL check,
+//!   a packet read without a bounds check) loads here and faults only if the bad path runs;
+//!   `onic run --kernel-verify` asks the host kernel itself where bpf() is permitted.
+//! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
+//!   ringbuf, prog_array, array_of_maps, hash_of_maps, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and
 //!   errors; storage allocated at load.
 //! - helpers: `map_lookup_elem`, `map_update_elem`, `map_delete_elem`, `redirect`,
 //!   `redirect_map` (devmaps onto the host's redirect targets, xskmaps onto its user sink),
@@ -44,7 +49,9 @@
 //!   `redirect_map` with `BPF_F_BROADCAST` ([`Host::redirect_broadcast`]) and into cpumaps
 //!   ([`Host::redirect_cpu`]), `xdp_load_bytes`/`store_bytes`/`get_buff_len`, `check_mtu`
 //!   ([`Host::mtu`]), `fib_lookup` ([`Host::fib_lookup`]), `perf_event_output`
-//!   ([`Host::output`]), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
+//!   ([`Host::output`]), `ringbuf_reserve`/`submit`/`discard`/`output`/`query` ([`ring`],
+//!   records to [`Host::output`]), `tail_call` (programs added with
+//!   [`XdpEngine::add_program`], at most 33 a run), `loop`, `spin_lock`/`unlock`, `ktime_get_boot_ns`/`coarse_ns`;
 //!   the kfunc `bpf_xdp_metadata_rx_hash` answers from the shell's hash the core computed.
 //!
 //! ## What was taken and what was written
@@ -76,12 +83,15 @@ pub mod elf;
 mod hashtab;
 mod helpers;
 pub mod insn;
+mod lpm;
 pub mod maps;
 pub mod mem;
 pub mod msg;
 pub mod printk;
 pub mod program;
+pub mod ring;
 pub mod validate;
+pub mod verify;
 pub mod vm;
 
 use alloc::format;
@@ -176,8 +186,8 @@ pub trait Host {
     }
 
     /// A record a program wrote with `bpf_perf_event_output` into entry `index` of event array
-    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them).
-    /// Default: dropped.
+    /// `map` (the record: the program's data, then the frame's first bytes if it asked for them),
+    /// or submitted to ring buffer `map` (`index` 0). Default: dropped.
     fn output(&mut self, map: &str, index: u32, record: &[u8]) {
         let _ = (map, index, record);
     }
@@ -237,7 +247,9 @@ const FAULT_LOG_LINES: u64 = 16;
 
 /// A loaded program, its maps and its host: an XDP program for the core.
 pub struct XdpEngine<H> {
-    program: Program,
+    /// The program entered, then those its tail calls may reach (program arrays hold their
+    /// numbers here).
+    programs: Vec<Program>,
     maps: Vec<Map>,
     vm: Vm,
     host: H,
@@ -248,7 +260,9 @@ impl<H: Host> XdpEngine<H> {
     /// An engine for `loaded`, with an instruction budget of `budget` per run.
     #[must_use]
     pub fn new(loaded: Loaded, host: H, budget: u64) -> Self {
-        Self::with_program(loaded.program, loaded.maps, host, budget)
+        let mut e = Self::with_program(loaded.program, loaded.maps, host, budget);
+        e.programs.extend(loaded.tail_programs);
+        e
     }
 
     /// An engine for a program and maps assembled by hand (tests, the fuzzer).
@@ -260,7 +274,7 @@ impl<H: Host> XdpEngine<H> {
             .max()
             .unwrap_or(0);
         Self {
-            program,
+            programs: alloc::vec![program],
             maps,
             vm: Vm::new(budget, scratch),
             host,
@@ -270,8 +284,22 @@ impl<H: Host> XdpEngine<H> {
 
     /// The program.
     #[must_use]
-    pub const fn program(&self) -> &Program {
-        &self.program
+    pub fn program(&self) -> &Program {
+        &self.programs[0]
+    }
+
+    /// Adds a program tail calls may reach (another program of the object, from
+    /// [`Loader::load`]: it refers to the maps by the same numbers); returns its number, the
+    /// value a program array's entry holds to name it.
+    pub fn add_program(&mut self, p: Program) -> u32 {
+        self.programs.push(p);
+        (self.programs.len() - 1) as u32
+    }
+
+    /// The programs: the one entered (number 0), then those added.
+    #[must_use]
+    pub fn programs(&self) -> &[Program] {
+        &self.programs
     }
 
     /// The maps.
@@ -309,7 +337,12 @@ impl<H: Host> XdpEngine<H> {
 
     /// Runs the program on one buffer and returns its raw verdict (XDP_ABORTED after a fault).
     pub fn run(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
-        let (r, executed) = self.vm.run(&self.program, &mut self.maps, &mut self.host, xdp);
+        let (r, executed) = self.vm.run(&self.programs, &mut self.maps, &mut self.host, xdp);
+        // Records a run reserved and left (the kernel's verifier refuses such a program) are
+        // discarded, so that the next run starts with the ring as the host left it.
+        for ring in self.maps.iter_mut().filter_map(Map::ring_mut) {
+            ring.release_all();
+        }
         self.stats.runs += 1;
         self.stats.insns += executed;
         let raw = match r {
@@ -333,10 +366,11 @@ impl<H: Host> XdpEngine<H> {
     }
 
     fn describe(&self, fault: &Fault, n: u64) -> String {
-        let (func, off) = self.program.locate(fault.pc);
+        let p = self.programs.get(fault.prog).unwrap_or(&self.programs[0]);
+        let (func, off) = p.locate(fault.pc);
         format!(
             "onic-bpf: {} faulted at instruction {} ({}+{off}): {}; XDP_ABORTED (fault {n})",
-            self.program.name(),
+            p.name(),
             fault.pc,
             func.unwrap_or("?"),
             fault.kind
@@ -353,7 +387,7 @@ impl<H: Host> RawXdpProgram for XdpEngine<H> {
 impl<H> fmt::Debug for XdpEngine<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("XdpEngine")
-            .field("program", &self.program.name())
+            .field("program", &self.programs[0].name())
             .field("maps", &self.maps.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
@@ -386,7 +420,8 @@ pub struct SimHost {
     pub last_broadcast: Vec<u32>,
     /// MTU of every interface (`bpf_check_mtu`).
     pub mtu: u32,
-    /// Records written with `bpf_perf_event_output`: (map, entry, bytes); at most
+    /// Records written with `bpf_perf_event_output` or submitted to a ring buffer: (map, entry,
+    /// bytes); at most
     /// [`SimHost::MAX_LINES`], the rest counted in `lines_dropped`.
     pub records: Vec<(String, u32, Vec<u8>)>,
     /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,

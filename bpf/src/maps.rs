@@ -12,6 +12,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::hashtab::{HashTable, Inserted};
+use crate::lpm::{self, Lpm};
+use crate::ring::{self, Ring};
 use core::fmt;
 
 /// Errno values the map helpers return (negated).
@@ -24,6 +26,7 @@ pub mod errno {
     pub const EINVAL: i64 = 22;
     pub const EFAULT: i64 = 14;
     pub const ENODEV: i64 = 19;
+    pub const ENOSPC: i64 = 28;
     pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
 }
@@ -60,6 +63,23 @@ pub enum MapType {
     XskMap,
     /// `BPF_MAP_TYPE_DEVMAP_HASH` (25).
     DevMapHash,
+    /// `BPF_MAP_TYPE_LPM_TRIE` (11): longest-prefix match on `struct bpf_lpm_trie_key` keys
+    /// (a 32-bit prefix length, then the data); created only with `BPF_F_NO_PREALLOC`, as the
+    /// kernel requires.
+    LpmTrie,
+    /// `BPF_MAP_TYPE_RINGBUF` (27): a data area of `max_entries` bytes (a power of two, at
+    /// least a page) where programs reserve, write and submit records; the host takes each
+    /// record as it is submitted ([`crate::Host::output`]).
+    RingBuf,
+    /// `BPF_MAP_TYPE_PROG_ARRAY` (3): programs of the object for `bpf_tail_call`, by index; the
+    /// host sets the entries (a value is the program's number in [`crate::Loaded::programs`]).
+    ProgArray,
+    /// `BPF_MAP_TYPE_ARRAY_OF_MAPS` (12): other maps of the object by index; a lookup gives
+    /// the inner map, which the program passes to the map helpers. The host sets the entries
+    /// ([`set_inner`]).
+    ArrayOfMaps,
+    /// `BPF_MAP_TYPE_HASH_OF_MAPS` (13): as [`MapType::ArrayOfMaps`], by key.
+    HashOfMaps,
 }
 
 impl MapType {
@@ -74,6 +94,11 @@ impl MapType {
             6 => Self::PercpuArray,
             9 => Self::LruHash,
             10 => Self::LruPercpuHash,
+            11 => Self::LpmTrie,
+            27 => Self::RingBuf,
+            3 => Self::ProgArray,
+            12 => Self::ArrayOfMaps,
+            13 => Self::HashOfMaps,
             14 => Self::DevMap,
             16 => Self::CpuMap,
             17 => Self::XskMap,
@@ -97,6 +122,11 @@ impl MapType {
             Self::CpuMap => "cpumap",
             Self::XskMap => "xskmap",
             Self::DevMapHash => "devmap_hash",
+            Self::LpmTrie => "lpm_trie",
+            Self::RingBuf => "ringbuf",
+            Self::ProgArray => "prog_array",
+            Self::ArrayOfMaps => "array_of_maps",
+            Self::HashOfMaps => "hash_of_maps",
         }
     }
 
@@ -109,7 +139,13 @@ impl MapType {
     const fn is_hash(self) -> bool {
         matches!(
             self,
-            Self::Hash | Self::PercpuHash | Self::LruHash | Self::LruPercpuHash | Self::DevMapHash
+            Self::Hash
+                | Self::PercpuHash
+                | Self::LruHash
+                | Self::LruPercpuHash
+                | Self::DevMapHash
+                | Self::LpmTrie
+                | Self::HashOfMaps
         )
     }
 
@@ -121,7 +157,12 @@ impl MapType {
     const fn is_sparse_array(self) -> bool {
         matches!(
             self,
-            Self::DevMap | Self::XskMap | Self::CpuMap | Self::PerfEventArray
+            Self::DevMap
+                | Self::XskMap
+                | Self::CpuMap
+                | Self::PerfEventArray
+                | Self::ProgArray
+                | Self::ArrayOfMaps
         )
     }
 
@@ -129,7 +170,13 @@ impl MapType {
     /// store into a value is refused.
     #[must_use]
     pub const fn is_host_filled(self) -> bool {
-        self.is_redirect() || matches!(self, Self::PerfEventArray)
+        self.is_redirect() || self.is_map_of_maps() || matches!(self, Self::PerfEventArray | Self::ProgArray)
+    }
+
+    /// Maps whose values are other maps.
+    #[must_use]
+    pub const fn is_map_of_maps(self) -> bool {
+        matches!(self, Self::ArrayOfMaps | Self::HashOfMaps)
     }
 
     /// Maps that only the host fills (a program may look them up and redirect through them).
@@ -177,11 +224,20 @@ pub struct Map {
     table: Option<HashTable>,
     /// Devmaps and xskmaps: which slots are set.
     present: Vec<bool>,
+    /// LPM tries: the prefix lengths in use (the entries live in `table`).
+    lpm: Option<Lpm>,
+    /// Ring buffers: positions and reservations (the data area is `values`).
+    ring: Option<Ring>,
+    /// Maps of maps: what an inner map must be, as declared (`__array(values, ...)`).
+    inner: Option<MapDef>,
 }
 
 /// Why a map definition is refused.
 fn check_def(d: &MapDef) -> Result<(), String> {
     let t = d.map_type;
+    if t == MapType::RingBuf {
+        return check_ring(d);
+    }
     if d.max_entries == 0 || d.value_size == 0 || d.key_size == 0 {
         return Err("key size, value size and max_entries must be positive".into());
     }
@@ -201,6 +257,40 @@ fn check_def(d: &MapDef) -> Result<(), String> {
     if d.key_size > 512 {
         return Err(format!("key size {} is above 512 bytes", d.key_size));
     }
+    if t == MapType::LpmTrie {
+        check_lpm(d)?;
+    }
+    Ok(())
+}
+
+/// What the kernel requires of a ring buffer's definition (`ringbuf_map_alloc`).
+fn check_ring(d: &MapDef) -> Result<(), String> {
+    if d.key_size != 0 || d.value_size != 0 {
+        return Err("a ringbuf map has no keys or values (key and value size 0) (EINVAL)".into());
+    }
+    if !d.max_entries.is_power_of_two() || d.max_entries < ring::PAGE {
+        return Err(format!(
+            "a ringbuf map's max_entries is its size in bytes, a power of two of at least {} (a page), not {} (EINVAL)",
+            ring::PAGE,
+            d.max_entries
+        ));
+    }
+    Ok(())
+}
+
+/// What the kernel requires of an LPM trie's definition (`trie_alloc`).
+fn check_lpm(d: &MapDef) -> Result<(), String> {
+    let data = (d.key_size as usize).saturating_sub(lpm::PREFIX_FIELD);
+    if !(1..=lpm::MAX_DATA).contains(&data) {
+        return Err(format!(
+            "an lpm_trie map needs keys of a 4-byte prefix length and 1 to {} bytes of data, not {} bytes",
+            lpm::MAX_DATA,
+            d.key_size
+        ));
+    }
+    if d.flags & lpm::NO_PREALLOC == 0 {
+        return Err("an lpm_trie map must be declared with map_flags BPF_F_NO_PREALLOC, as the kernel requires (EINVAL)".into());
+    }
     Ok(())
 }
 
@@ -208,6 +298,9 @@ impl Map {
     /// Bytes the map needs with `cpus` CPUs.
     #[must_use]
     pub fn footprint(d: &MapDef, cpus: u32) -> usize {
+        if d.map_type == MapType::RingBuf {
+            return d.max_entries as usize;
+        }
         let copies = if d.map_type.is_percpu() { cpus as usize } else { 1 };
         let n = d.max_entries as usize;
         let vals = n.saturating_mul(copies).saturating_mul(d.value_size as usize);
@@ -250,12 +343,22 @@ impl Map {
         } else {
             Vec::new()
         };
+        let lpm = (def.map_type == MapType::LpmTrie).then(|| Lpm::new(def.key_size as usize));
+        let ring = (def.map_type == MapType::RingBuf).then(|| Ring::new(def.max_entries));
+        let bytes = if ring.is_some() {
+            n
+        } else {
+            n * copies * def.value_size as usize
+        };
         Ok(Self {
-            values: vec![0; n * copies * def.value_size as usize],
+            values: vec![0; bytes],
+            ring,
+            inner: None,
             def,
             copies,
             table,
             present,
+            lpm,
         })
     }
 
@@ -268,6 +371,9 @@ impl Map {
     /// Live entries (set slots of devmaps and xskmaps; every slot of an array).
     #[must_use]
     pub fn len(&self) -> usize {
+        if self.ring.is_some() {
+            return 0;
+        }
         match &self.table {
             Some(t) => t.len(),
             None if self.present.is_empty() => self.def.max_entries as usize,
@@ -303,9 +409,10 @@ impl Map {
 
     /// The slot of `key` for a program's lookup (an LRU map marks it as used).
     fn find_slot(&mut self, key: &[u8]) -> Option<u32> {
-        match self.table.as_mut() {
-            Some(t) => t.find(key),
-            None => {
+        match (self.table.as_mut(), self.lpm.as_mut()) {
+            (Some(t), Some(l)) => l.longest(t, key),
+            (Some(t), None) => t.find(key),
+            (None, _) => {
                 let s = self.array_slot(key)?;
                 let absent = self.present.get(s as usize).is_some_and(|p| !p);
                 (!absent).then_some(s)
@@ -322,7 +429,7 @@ impl Map {
     /// `bpf_map_update_elem` from a program: sets CPU `cpu`'s copy (a new entry of a per-CPU
     /// map has its other copies zeroed). Returns 0 or a negative errno.
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
-        if self.def.map_type.is_host_filled() {
+        if self.def.map_type.is_host_filled() || self.ring.is_some() {
             return -errno::EOPNOTSUPP;
         }
         self.store(key, value, flags, Some(cpu))
@@ -333,38 +440,14 @@ impl Map {
         if flags > BPF_EXIST || value.len() != self.def.value_size as usize {
             return -errno::EINVAL;
         }
-        let slot = match self.table.as_mut() {
-            Some(t) => {
-                let exists = t.peek(key).is_some();
-                if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
-                    return if exists { -errno::EEXIST } else { -errno::ENOENT };
-                }
-                match t.insert(key) {
-                    Some(Inserted::Existing(s)) => s,
-                    Some(Inserted::New(s) | Inserted::Evicted(s)) => {
-                        let (a, n) = (self.value_off(s, 0), self.value_size_all());
-                        self.values[a..a + n].fill(0);
-                        s
-                    }
-                    None => return -errno::E2BIG,
-                }
-            }
-            None => {
-                let Some(s) = self.array_slot(key) else {
-                    return -errno::E2BIG;
-                };
-                let present = self.present.get(s as usize).copied().unwrap_or(true);
-                if flags == BPF_NOEXIST && present {
-                    return -errno::EEXIST;
-                }
-                if flags == BPF_EXIST && !present {
-                    return -errno::ENOENT;
-                }
-                if let Some(p) = self.present.get_mut(s as usize) {
-                    *p = true;
-                }
-                s
-            }
+        let slot = if self.table.is_some() {
+            self.hash_slot(key, flags)
+        } else {
+            self.array_slot_for_store(key, flags)
+        };
+        let slot = match slot {
+            Ok(s) => s,
+            Err(e) => return e,
         };
         let cpus = match cpu {
             Some(c) => c.min(self.copies - 1)..c.min(self.copies - 1) + 1,
@@ -377,22 +460,111 @@ impl Map {
         0
     }
 
+    /// The slot a store of `key` writes in a hash-backed map (a new entry's copies zeroed), or
+    /// the negative errno the kernel answers.
+    fn hash_slot(&mut self, key: &[u8], flags: u64) -> Result<u32, i64> {
+        let Some(t) = self.table.as_mut() else {
+            return Err(-errno::EINVAL);
+        };
+        let len = Lpm::prefix_len(key);
+        let key = match self.lpm.as_mut() {
+            Some(l) => l.entry_key(key).ok_or(-errno::EINVAL)?,
+            None => key,
+        };
+        let exists = t.peek(key).is_some();
+        if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
+            return Err(if exists { -errno::EEXIST } else { -errno::ENOENT });
+        }
+        match t.insert(key) {
+            Some(Inserted::Existing(s)) => Ok(s),
+            Some(Inserted::New(s) | Inserted::Evicted(s)) => {
+                if let Some(l) = self.lpm.as_mut() {
+                    l.count(len, true);
+                }
+                let (a, n) = (self.value_off(s, 0), self.value_size_all());
+                self.values[a..a + n].fill(0);
+                Ok(s)
+            }
+            // The kernel's LPM trie answers a full map with ENOSPC, the hash maps with E2BIG.
+            None if self.lpm.is_some() => Err(-errno::ENOSPC),
+            None => Err(-errno::E2BIG),
+        }
+    }
+
+    /// The slot a store of `key` writes in an array-like map, or the negative errno.
+    fn array_slot_for_store(&mut self, key: &[u8], flags: u64) -> Result<u32, i64> {
+        let s = self.array_slot(key).ok_or(-errno::E2BIG)?;
+        let present = self.present.get(s as usize).copied().unwrap_or(true);
+        if flags == BPF_NOEXIST && present {
+            return Err(-errno::EEXIST);
+        }
+        if flags == BPF_EXIST && !present {
+            return Err(-errno::ENOENT);
+        }
+        if let Some(p) = self.present.get_mut(s as usize) {
+            *p = true;
+        }
+        Ok(s)
+    }
+
+    /// Declares what an inner map of this map of maps must be (its type, key and value sizes,
+    /// and `max_entries` unless the template has `BPF_F_INNER_MAP`).
+    pub fn set_inner_template(&mut self, def: MapDef) {
+        self.inner = Some(def);
+    }
+
+    /// What an inner map of this map of maps must be, if the object declared it.
+    #[must_use]
+    pub const fn inner_template(&self) -> Option<&MapDef> {
+        self.inner.as_ref()
+    }
+
+    /// The number stored under `key` (a map of maps: the inner map; a program array: the
+    /// program), for the helpers and the host.
+    #[must_use]
+    pub fn index_at(&self, key: &[u8]) -> Option<u32> {
+        let a = self.value_off(self.peek_slot(key)?, 0);
+        let b = self.values.get(a..a + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A ring buffer's producer side (`None` for other maps).
+    pub fn ring(&self) -> Option<&Ring> {
+        self.ring.as_ref()
+    }
+
+    /// A ring buffer's producer side, writable.
+    pub fn ring_mut(&mut self) -> Option<&mut Ring> {
+        self.ring.as_mut()
+    }
+
     fn value_size_all(&self) -> usize {
         self.copies * self.def.value_size as usize
     }
 
     /// `bpf_map_delete_elem` from a program: 0 or a negative errno.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
-        if self.def.map_type.is_host_filled() {
+        if self.def.map_type.is_host_filled() || self.ring.is_some() {
             return -errno::EOPNOTSUPP;
         }
-        match self.table.as_mut() {
-            Some(t) => match t.remove(key) {
-                Some(_) => 0,
-                None => -errno::ENOENT,
+        let Some(t) = self.table.as_mut() else {
+            return -errno::EINVAL;
+        };
+        let len = Lpm::prefix_len(key);
+        let key = match self.lpm.as_mut() {
+            Some(l) => match l.entry_key(key) {
+                Some(k) => k,
+                None => return -errno::EINVAL,
             },
-            None => -errno::EINVAL,
+            None => key,
+        };
+        if t.remove(key).is_none() {
+            return -errno::ENOENT;
         }
+        if let Some(l) = self.lpm.as_mut() {
+            l.count(len, false);
+        }
+        0
     }
 
     /// The interface index (devmaps) or socket value (xskmap) stored under `key`, for
@@ -451,6 +623,11 @@ impl Map {
                 d.max_entries.saturating_sub(1)
             ),
             (errno::E2BIG, _) => format!("the map is full ({} entries) (E2BIG)", d.max_entries),
+            (errno::ENOSPC, _) => format!("the map is full ({} entries) (ENOSPC)", d.max_entries),
+            (errno::EINVAL, _) if self.lpm.is_some() => format!(
+                "the key's prefix length is above the {} bits of its data (EINVAL)",
+                8 * (d.key_size - 4)
+            ),
             (errno::EINVAL, _) => "the value is not valid for this map type (EINVAL)".into(),
             (errno::EOPNOTSUPP, _) => "this map type cannot be updated (EOPNOTSUPP)".into(),
             (errno::EEXIST, _) => "the key exists already (EEXIST)".into(),
@@ -462,17 +639,20 @@ impl Map {
     /// Host side: the copies (one per CPU) of `key`'s value, without touching the LRU order.
     #[must_use]
     pub fn host_get(&self, key: &[u8]) -> Option<Vec<&[u8]>> {
-        let slot = match &self.table {
-            Some(t) => t.peek(key)?,
-            None => {
+        Some(self.copies_of(self.peek_slot(key)?))
+    }
+
+    /// The slot holding exactly `key`, without touching the LRU order.
+    fn peek_slot(&self, key: &[u8]) -> Option<u32> {
+        match (&self.table, &self.lpm) {
+            (Some(t), Some(l)) => t.peek(&l.entry_key_owned(key)?),
+            (Some(t), None) => t.peek(key),
+            (None, _) => {
                 let s = self.array_slot(key)?;
-                if self.present.get(s as usize).is_some_and(|p| !p) {
-                    return None;
-                }
-                s
+                let absent = self.present.get(s as usize).is_some_and(|p| !p);
+                (!absent).then_some(s)
             }
-        };
-        Some(self.copies_of(slot))
+        }
     }
 
     fn copies_of(&self, slot: u32) -> Vec<&[u8]> {
@@ -494,6 +674,9 @@ impl Map {
     /// Calls `f(key, slot)` for every entry: array slots in index order, hash entries sorted by
     /// key bytes (only their slots are collected to sort).
     fn for_each_entry<E>(&self, mut f: impl FnMut(&[u8], u32) -> Result<(), E>) -> Result<(), E> {
+        if self.ring.is_some() {
+            return Ok(());
+        }
         match &self.table {
             Some(t) => {
                 let mut slots: Vec<u32> = t.iter().map(|(s, _)| s).collect();
@@ -516,6 +699,9 @@ impl Map {
     /// Every entry, sorted by key bytes: (key, one value per CPU).
     #[must_use]
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<&[u8]>)> {
+        if self.ring.is_some() {
+            return Vec::new();
+        }
         let mut out: Vec<(Vec<u8>, Vec<&[u8]>)> = match &self.table {
             Some(t) => t.iter().map(|(s, k)| (k.to_vec(), self.copies_of(s))).collect(),
             None => (0..self.def.max_entries)
@@ -526,6 +712,43 @@ impl Map {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+/// `BPF_F_INNER_MAP`: inner maps may differ from the template in `max_entries`.
+const INNER_MAP: u32 = 1 << 12;
+
+/// Host side: puts map `inner` under `key` of map of maps `outer`, if it fits the template the
+/// outer map declares (as the kernel's map update checks an inner map against the map it was
+/// created with).
+///
+/// # Errors
+///
+/// No such maps, an outer map that holds no maps, an inner map of another kind or size.
+pub fn set_inner(maps: &mut [Map], outer: usize, key: &[u8], inner: usize) -> Result<(), String> {
+    let i = maps.get(inner).ok_or("no such inner map")?.def().clone();
+    let o = maps.get(outer).ok_or("no such map")?;
+    let name = &o.def().name;
+    if !o.def().map_type.is_map_of_maps() {
+        return Err(format!("map {name} holds no maps"));
+    }
+    if i.map_type.is_map_of_maps() {
+        return Err(format!("map {name}: map {} holds maps itself (EINVAL)", i.name));
+    }
+    if let Some(t) = &o.inner {
+        let fits = t.map_type == i.map_type
+            && t.key_size == i.key_size
+            && t.value_size == i.value_size
+            && (t.flags & INNER_MAP != 0 || t.max_entries == i.max_entries);
+        if !fits {
+            return Err(format!(
+                "map {name} holds {} maps of {}-byte keys, {}-byte values and {} entries; map {} is {} with {}, {} and {} (EINVAL)",
+                t.map_type.name(), t.key_size, t.value_size, t.max_entries,
+                i.name, i.map_type.name(), i.key_size, i.value_size, i.max_entries
+            ));
+        }
+    }
+    let idx = u32::try_from(inner).map_err(|_| "map index too large")?;
+    maps[outer].host_set(key, &idx.to_le_bytes())
 }
 
 /// Parses a key or value for a map with `size`-byte keys or values: a number (decimal or
@@ -644,6 +867,10 @@ pub fn json_size_bound(maps: &[Map]) -> u64 {
         // escape_default writes a character as at most 10 (`\u{10ffff}`).
         let head = 160 + 10 * d.name.len() as u64;
         // `,\n    {"key": ` + key + `, "values": [` + values with ", " + `]}`
+        if d.map_type == MapType::RingBuf {
+            total = total.saturating_add(head);
+            continue;
+        }
         let entry = 16 + item(u64::from(d.key_size)) + 14 + copies * (item(u64::from(d.value_size)) + 2) + 2;
         total = total
             .saturating_add(head)
@@ -723,6 +950,48 @@ mod tests {
         assert_eq!(m.update(&1u32.to_le_bytes(), &[0; 4], 0, 0), -errno::EOPNOTSUPP);
         assert_eq!(m.entries().len(), 1);
         assert!(Map::new(def(MapType::XskMap, 4, 8, 4), 1).is_err());
+    }
+
+    fn lpm_key(len: u32, data: [u8; 4]) -> [u8; 8] {
+        let mut k = [0; 8];
+        k[..4].copy_from_slice(&len.to_le_bytes());
+        k[4..].copy_from_slice(&data);
+        k
+    }
+
+    #[test]
+    fn lpm_trie_matches_the_longest_prefix_and_keeps_the_kernels_errors() {
+        let mut d = def(MapType::LpmTrie, 8, 4, 2);
+        assert!(Map::new(d.clone(), 1).unwrap_err().contains("BPF_F_NO_PREALLOC"));
+        d.flags = 1;
+        assert!(Map::new(def(MapType::LpmTrie, 4, 4, 2), 1).is_err());
+        let mut m = Map::new(d, 1).unwrap();
+        assert_eq!(m.update(&lpm_key(8, [10, 9, 9, 9]), &[1; 4], 0, 0), 0);
+        assert_eq!(m.update(&lpm_key(24, [10, 1, 2, 3]), &[2; 4], 0, 0), 0);
+        assert_eq!(
+            m.update(&lpm_key(16, [10, 1, 0, 0]), &[3; 4], 0, 0),
+            -errno::ENOSPC
+        );
+        assert_eq!(m.update(&lpm_key(33, [0; 4]), &[3; 4], 0, 0), -errno::EINVAL);
+        // The same prefix with other bits past it is the same entry.
+        assert_eq!(
+            m.update(&lpm_key(8, [10, 0, 0, 0]), &[4; 4], 1, 0),
+            -errno::EEXIST
+        );
+        assert_eq!(m.update(&lpm_key(8, [10, 0, 0, 0]), &[4; 4], 2, 0), 0);
+        let at = |m: &mut Map, k: [u8; 8]| m.lookup(&k, 0).map(|o| m.storage()[o]);
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 2, 200])), Some(2));
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 3, 200])), Some(4));
+        assert_eq!(at(&mut m, lpm_key(16, [10, 1, 2, 200])), Some(4));
+        assert_eq!(at(&mut m, lpm_key(32, [11, 1, 2, 3])), None);
+        assert_eq!(m.delete(&lpm_key(24, [10, 1, 2, 0])), 0);
+        assert_eq!(m.delete(&lpm_key(24, [10, 1, 2, 0])), -errno::ENOENT);
+        assert_eq!(at(&mut m, lpm_key(32, [10, 1, 2, 200])), Some(4));
+        assert_eq!(m.host_get(&lpm_key(8, [10, 7, 7, 7])).unwrap(), [&[4u8; 4][..]]);
+        assert!(m
+            .host_set(&lpm_key(40, [0; 4]), &[0; 4])
+            .unwrap_err()
+            .contains("32 bits"));
     }
 
     #[test]

@@ -81,6 +81,9 @@ impl fmt::Display for FaultKind {
 /// A fault and where it happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
+    /// The program it happened in: 0 the one entered, others reached by tail calls (their
+    /// number in the engine's list).
+    pub prog: usize,
     /// Instruction slot.
     pub pc: usize,
     /// What happened.
@@ -90,9 +93,14 @@ pub struct Fault {
 /// The return slot of a frame a helper's callback runs in (no instruction has it).
 const CALLBACK_RETURN: usize = usize::MAX;
 
+/// Most tail calls one run may make (the kernel's `MAX_TAIL_CALL_CNT`).
+pub const MAX_TAIL_CALLS: u32 = 33;
+
 /// A caller's registers kept across a bpf-to-bpf call.
 #[derive(Clone, Copy, Debug, Default)]
 struct Frame {
+    /// The program the caller runs (a tail call may have replaced the callee's).
+    prog: usize,
     ret: usize,
     saved: [u64; 4],
     fp: u64,
@@ -125,14 +133,15 @@ impl Vm {
         }
     }
 
-    /// Runs `prog` on `buff`; returns r0 at exit and the instructions executed.
+    /// Runs `progs[0]` on `buff` (the others are what its tail calls may reach, by their number
+    /// in `progs`); returns r0 at exit and the instructions executed.
     ///
     /// # Errors
     ///
     /// The fault that stopped the run.
     pub fn run<H: Host>(
         &mut self,
-        prog: &Program,
+        progs: &[Program],
         maps: &mut [Map],
         host: &mut H,
         buff: &mut XdpBuff<'_>,
@@ -143,9 +152,20 @@ impl Vm {
         }
         self.stack_low = mem::STACK_SIZE;
         let rxq = buff.rxq();
+        let Some(prog) = progs.first() else {
+            let f = Fault {
+                prog: 0,
+                pc: 0,
+                kind: FaultKind::BadPc,
+            };
+            return (Err(f), 0);
+        };
         let mut run = Run {
             regs: [0; 16],
             pc: prog.entry(),
+            progs,
+            cur: 0,
+            tail_calls: 0,
             frames: [Frame::default(); mem::MAX_FRAMES],
             depth: 0,
             executed: 0,
@@ -168,14 +188,18 @@ impl Vm {
 /// One run in progress.
 pub(crate) struct Run<'r, 'b, H> {
     pub(crate) regs: [u64; 16],
-    pc: usize,
+    pub(crate) pc: usize,
+    /// Every program tail calls may reach; `cur` is the one running.
+    pub(crate) progs: &'r [Program],
+    pub(crate) cur: usize,
+    pub(crate) tail_calls: u32,
     frames: [Frame; mem::MAX_FRAMES],
     depth: usize,
     executed: u64,
     budget: u64,
     pub(crate) cpu: usize,
     pub(crate) ifindex: u32,
-    code: &'r [Insn],
+    pub(crate) code: &'r [Insn],
     pub(crate) vm: &'r mut Vm,
     pub(crate) maps: &'r mut [Map],
     pub(crate) host: &'r mut H,
@@ -296,12 +320,14 @@ impl<H: Host> Run<'_, '_, H> {
         let r = loop {
             let Some(&ins) = self.code.get(pc) else {
                 break Err(Fault {
+                    prog: 0,
                     pc,
                     kind: FaultKind::BadPc,
                 });
             };
             if self.executed == self.budget {
                 break Err(Fault {
+                    prog: 0,
                     pc,
                     kind: FaultKind::Budget { limit: self.budget },
                 });
@@ -332,7 +358,7 @@ impl<H: Host> Run<'_, '_, H> {
                     match self.jump(ins) {
                         Ok(Some(r0)) => break Ok(r0),
                         Ok(None) => pc = self.pc,
-                        Err(k) => break Err(Fault { pc, kind: k }),
+                        Err(k) => break Err(Fault { prog: 0, pc, kind: k }),
                     }
                 }
                 class::LDX => {
@@ -341,13 +367,13 @@ impl<H: Host> Run<'_, '_, H> {
                     match self.load(addr, size) {
                         Ok(v) if ins.op & 0xe0 == m::MEMSX => self.regs[d] = sign_extend(v, size),
                         Ok(v) => self.regs[d] = v,
-                        Err(k) => break Err(Fault { pc, kind: k }),
+                        Err(k) => break Err(Fault { prog: 0, pc, kind: k }),
                     }
                     pc += 1;
                 }
                 class::ST | class::STX => {
                     if let Err(k) = self.store_insn(ins) {
-                        break Err(Fault { pc, kind: k });
+                        break Err(Fault { prog: 0, pc, kind: k });
                     }
                     pc += 1;
                 }
@@ -365,7 +391,7 @@ impl<H: Host> Run<'_, '_, H> {
             }
         };
         self.pc = pc;
-        r
+        r.map_err(|f| Fault { prog: self.cur, ..f })
     }
 
     /// A jump, call or exit; `Some(r0)` when the program returns.
@@ -383,6 +409,9 @@ impl<H: Host> Run<'_, '_, H> {
             jmp::CALL => match ins.src {
                 pseudo::CALL => self.call_local(ins.imm)?,
                 pseudo::KFUNC_CALL => self.regs[0] = self.kfunc(ins.imm)?,
+                // A tail call that succeeds replaces the running program; one that fails goes
+                // on with the next instruction.
+                _ if ins.imm == crate::insn::helper::TAIL_CALL => self.tail_call()?,
                 _ => self.regs[0] = self.helper(ins.imm)?,
             },
             jmp::EXIT => {
@@ -393,6 +422,8 @@ impl<H: Host> Run<'_, '_, H> {
                 let f = self.frames[self.depth];
                 self.regs[6..10].copy_from_slice(&f.saved);
                 self.regs[10] = f.fp;
+                self.cur = f.prog;
+                self.code = self.progs.get(f.prog).map_or(&[], |p| p.code());
                 if f.ret == CALLBACK_RETURN {
                     // The end of a callback a helper called: back to the helper.
                     return Ok(Some(self.regs[0]));
@@ -430,6 +461,7 @@ impl<H: Host> Run<'_, '_, H> {
         }
         let (regs, pc) = (self.regs, self.pc);
         self.frames[self.depth] = Frame {
+            prog: self.cur,
             ret: CALLBACK_RETURN,
             saved: [regs[6], regs[7], regs[8], regs[9]],
             fp: regs[10],
@@ -456,6 +488,7 @@ impl<H: Host> Run<'_, '_, H> {
         let mut saved = [0; 4];
         saved.copy_from_slice(&self.regs[6..10]);
         self.frames[self.depth] = Frame {
+            prog: self.cur,
             ret: self.pc,
             saved,
             fp: self.regs[10],
@@ -705,6 +738,10 @@ fn span_mut(b: &mut [u8], o: u32, n: usize) -> Option<&mut [u8]> {
 
 /// The byte range of an access inside one value of `map`'s storage.
 fn value_span(map: &Map, o: u32, n: usize) -> Option<core::ops::Range<usize>> {
+    if let Some(r) = map.ring() {
+        // A ring buffer's data area: only the data of a record reserved and not yet committed.
+        return r.covers(o, n).then(|| o as usize..o as usize + n);
+    }
     let vs = map.def().value_size as usize;
     let o = o as usize;
     let end = o.checked_add(n)?;

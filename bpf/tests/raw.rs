@@ -194,3 +194,91 @@ fn lru_maps_evict_through_program_updates() {
     assert_eq!(m.len(), 2);
     assert!(m.host_get(&0u32.to_le_bytes()).is_none());
 }
+
+/// The ring buffer and tail call helpers given what they cannot use: a fault or the kernel's
+/// refusal, never a panic; a record left reserved at the end of a run is discarded.
+#[test]
+fn ring_and_tail_call_helpers_refuse_bad_arguments() {
+    let def = |map_type, k, v, n| MapDef {
+        name: "m".into(),
+        map_type,
+        key_size: k,
+        value_size: v,
+        max_entries: n,
+        flags: 0,
+        read_only: false,
+    };
+    let ring = || Map::new(def(MapType::RingBuf, 0, 0, 4096), 1).unwrap();
+    let hash = || Map::new(def(MapType::Hash, 4, 4, 4), 1).unwrap();
+    let call = |id: i32, r2: u64, r3: u64| {
+        let [a, b] = lddw(1, mem::map_handle(0));
+        let [c, d] = lddw(2, r2);
+        vec![
+            a,
+            b,
+            c,
+            d,
+            i(0xb7, 3, 0, 0, r3 as i32),
+            i(insn::CALL, 0, 0, 0, id),
+            EXIT,
+        ]
+    };
+    // bpf_ringbuf_reserve of more than the ring, or with flags: NULL.
+    for (size, flags) in [(1u64 << 40, 0u64), (8, 1)] {
+        let [a, b] = lddw(1, mem::map_handle(0));
+        let [c, d] = lddw(2, size);
+        let code = vec![
+            a,
+            b,
+            c,
+            d,
+            i(0xb7, 3, 0, 0, flags as i32),
+            i(insn::CALL, 0, 0, 0, 131),
+            EXIT,
+        ];
+        let mut e = engine(code, vec![ring()]);
+        assert_eq!(run(&mut e), 0);
+        assert_eq!(e.stats().faults, 0);
+    }
+    // bpf_ringbuf_submit of what no reservation gave: a fault.
+    let code = vec![
+        i(0xbf, 1, 10, 0, 0),
+        i(0x07, 1, 0, 0, -8),
+        i(insn::CALL, 0, 0, 0, 132),
+        EXIT,
+    ];
+    let mut e = engine(code, vec![ring()]);
+    run(&mut e);
+    assert!(
+        e.host().lines[0].contains("no record a ring buffer reserved"),
+        "{:?}",
+        e.host().lines
+    );
+    // A reservation the run leaves: discarded, the ring empty again for the next run.
+    let mut e = engine(call(131, 100, 0), vec![ring()]);
+    for _ in 0..100 {
+        run(&mut e);
+    }
+    assert_eq!(e.stats().faults, 0);
+    assert!(e.host().records.is_empty());
+    // bpf_ringbuf_output into a map that is no ring buffer, bpf_tail_call through one that is
+    // no program array: faults.
+    for (id, words) in [(130, "no ring buffer"), (12, "no program array")] {
+        let code = if id == 12 {
+            let [a, b] = lddw(2, mem::map_handle(0));
+            vec![
+                a,
+                b,
+                i(0xb7, 3, 0, 0, 0),
+                i(insn::CALL, 0, 0, 0, 12),
+                i(0xb7, 0, 0, 0, 2),
+                EXIT,
+            ]
+        } else {
+            call(id, mem::addr(mem::STACK, 4088), 8)
+        };
+        let mut e = engine(code, vec![hash()]);
+        assert_eq!(run(&mut e), 0);
+        assert!(e.host().lines[0].contains(words), "{:?}", e.host().lines);
+    }
+}

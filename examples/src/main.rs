@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod bench_xdp;
+mod kernel_verify;
 mod plot;
 mod replay;
 mod rng;

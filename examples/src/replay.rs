@@ -7,6 +7,7 @@
 //! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
 //! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
+//! | `bpf-records.txt` | with `--xdp-obj`: records the program wrote into ring buffers and perf event arrays |
 //!
 //! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1) through the door
 //! the kernel module uses, `onic_embed`'s `Port`, with the model as its host
@@ -325,6 +326,9 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     for (name, _) in output_names(args.obj.xdp_obj.is_some()) {
         onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
     }
+    if args.obj.xdp_obj.is_some() {
+        onic_cli::file::check_output(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE), "--out-dir")?;
+    }
     let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
     let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
     let need = BASE_BYTES + pages * HOST_BYTES_PER_PAGE;
@@ -639,7 +643,11 @@ fn print_program(prog: &Prog, args: &ReplayOpts) -> Result<(), String> {
             }
             Ok(())
         }
-        Prog::Object(e, _) => crate::xdp_obj::report(&e.engine, args.obj.dump_maps.as_deref()),
+        Prog::Object(e, _) => crate::xdp_obj::report(
+            &e.engine,
+            args.obj.dump_maps.as_deref(),
+            Some(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE)),
+        ),
         Prog::Builtin(_) => Ok(()),
     }
 }

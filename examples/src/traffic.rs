@@ -964,7 +964,7 @@ impl Run<'_, '_> {
             outln!();
             self.host
                 .with_program(id, |e| {
-                    crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref())
+                    crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref(), None)
                 })
                 .unwrap_or(Ok(()))?;
         }

@@ -7,7 +7,9 @@
 //! of that port (redirect target [`OTHER_PORT`]), an AF_XDP socket in an xskmap is the run's user
 //! sink (target [`XSK_SINK`], written to `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
-//! printed after the run.
+//! printed after the run. Every CPU's perf event stream is open, and the records a program writes
+//! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
+//! replay) or counted (traffic mode).
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +30,8 @@ pub const IFINDEX_BASE: u32 = 1;
 #[command(next_help_heading = "XDP objects (--xdp-obj)")]
 pub struct ObjOpts {
     /// A clang-built XDP object (clang -O2 -g -target bpf -c prog.c -o prog.o) to run instead of a
-    /// built-in program.
+    /// built-in program. Records it writes into ring buffers and perf event arrays go to
+    /// bpf-records.txt in --out-dir (a replay; traffic mode counts them).
     #[arg(long, conflicts_with = "xdp")]
     pub xdp_obj: Option<PathBuf>,
     /// The program of the object to run: a section (xdp, xdp/foo) or function name [default:
@@ -42,7 +45,9 @@ pub struct ObjOpts {
     pub prog_type: Option<String>,
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
-    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1).
+    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1). In a program array
+    /// the value is a function of the object (loaded as XDP, for bpf_tail_call), in a map of
+    /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
@@ -52,6 +57,12 @@ pub struct ObjOpts {
     /// instead of replaying the sample mix.
     #[arg(long, requires = "xdp_obj", conflicts_with = "pcap")]
     pub traffic: bool,
+    /// Loads the program into the host kernel too (its libbpf, when bpf() is permitted) and
+    /// prints the verifier's verdict and log beside the run; where bpf() is not permitted it
+    /// says so. Without it, the engine still refuses at load what it can tell the verifier
+    /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
+    #[arg(long, requires = "xdp_obj")]
+    pub kernel_verify: bool,
     /// Most instructions one run of the program may execute before it is aborted
     /// (1..=100000000; a run of 1e8 instructions takes about a third of a second).
     #[arg(long, default_value_t = DEFAULT_INSN_BUDGET, requires = "xdp_obj")]
@@ -61,6 +72,9 @@ pub struct ObjOpts {
     #[arg(long, default_value_t = DEFAULT_INSN_TOTAL, requires = "xdp_obj")]
     pub insn_total: u64,
 }
+
+/// The file in `--out-dir` that holds the records of ring buffers and perf event arrays.
+pub const RECORDS_FILE: &str = "bpf-records.txt";
 
 /// Largest object file `--xdp-obj` reads (clang's XDP objects are a few KiB to a few hundred
 /// KiB; their maps are created from definitions, not stored in the file).
@@ -177,13 +191,16 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         "instructions all runs of the program together may execute",
     )?;
     let bytes = onic_cli::file::read_bounded(path, MAX_OBJECT_BYTES, "an XDP object")?;
+    if o.kernel_verify {
+        kernel_verdict(o, path, &bytes);
+    }
     let opts = LoadOptions {
         cpus: CPUS,
         budget: o.insn_budget,
         ..LoadOptions::default()
     };
-    let loaded = Loader::new(opts)
-        .prog_type_xdp(o.prog_type.is_some())
+    let loader = Loader::new(opts).prog_type_xdp(o.prog_type.is_some());
+    let loaded = loader
         .load(&bytes, o.sec.as_deref())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut host = SimHost::new(CPUS, 0x5eed);
@@ -195,8 +212,9 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     ];
     host.xsk_target = Some(XSK_SINK);
     let mut e = XdpEngine::new(loaded, host, opts.budget);
+    open_event_streams(&mut e)?;
     for m in &o.maps {
-        set_map(&mut e, m)?;
+        set_map(&mut e, m, (&loader, &bytes))?;
     }
     if let Some(dump) = &o.dump_maps {
         check_dump(e.maps(), dump)?;
@@ -208,10 +226,46 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     })
 }
 
-fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
+/// `--kernel-verify`: the host kernel's verdict on the program `--sec` chooses, printed before
+/// the engine loads it (so that it is there when the engine refuses it too).
+fn kernel_verdict(o: &ObjOpts, path: &Path, bytes: &[u8]) {
+    let progs = onic_bpf::list_programs(bytes).unwrap_or_default();
+    let chosen: Vec<_> = progs
+        .iter()
+        .filter(|p| match o.sec.as_deref() {
+            Some(s) => p.section == s || p.name == s,
+            None => p.is_xdp,
+        })
+        .collect();
+    let v = match chosen.as_slice() {
+        [one] => crate::kernel_verify::verify(path, &one.name, o.prog_type.is_some(), CPUS),
+        _ => crate::kernel_verify::Verdict::NotAsked("--sec names no single program".into()),
+    };
+    crate::kernel_verify::print(&v);
+}
+
+/// Opens every entry of the perf event arrays (one event stream per CPU), as a reader such as
+/// `perf` or libbpf's perf buffer would: the records reach the host instead of -ENOENT.
+fn open_event_streams(e: &mut XdpEngine<SimHost>) -> Result<(), String> {
+    for m in e.maps_mut() {
+        if m.def().map_type != onic_bpf::MapType::PerfEventArray {
+            continue;
+        }
+        for i in 0..m.def().max_entries.min(CPUS) {
+            m.host_set(&i.to_le_bytes(), &i.to_le_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+fn set_map(e: &mut XdpEngine<SimHost>, spec: &str, object: (&Loader<'_>, &[u8])) -> Result<(), String> {
     let bad = || format!("--map {spec}: expected NAME:KEY=VALUE");
     let (name, kv) = spec.split_once(':').ok_or_else(bad)?;
     let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+    let kind = e.map_mut(name).map(|m| m.def().map_type);
+    if kind.is_some_and(|t| t.is_map_of_maps() || t == onic_bpf::MapType::ProgArray) {
+        return set_by_name(e, spec, (name, k, v), object);
+    }
     // The object's maps, named the way every list from an object is (the first few, the rest
     // counted): made before the map is borrowed for writing.
     let names = onic_bpf::msg::list(e.maps().iter().map(|m| onic_bpf::msg::clip(&m.def().name)));
@@ -227,12 +281,48 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str) -> Result<(), String> {
         .map_err(|m| format!("--map {spec}: {m}"))
 }
 
+/// `--map` into a program array (the value a function of the object, loaded as XDP and added
+/// to the engine) or a map of maps (the value another map of the object).
+fn set_by_name(
+    e: &mut XdpEngine<SimHost>,
+    spec: &str,
+    (name, k, v): (&str, &str, &str),
+    (loader, bytes): (&Loader<'_>, &[u8]),
+) -> Result<(), String> {
+    let outer = e
+        .maps()
+        .iter()
+        .position(|m| m.def().name == name)
+        .ok_or("no such map")?;
+    let d = e.maps()[outer].def().clone();
+    let key =
+        onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
+    if d.map_type.is_map_of_maps() {
+        let names = onic_bpf::msg::list(e.maps().iter().map(|m| onic_bpf::msg::clip(&m.def().name)));
+        let inner = e
+            .maps()
+            .iter()
+            .position(|m| m.def().name == v)
+            .ok_or_else(|| format!("--map {spec}: no map '{v}' to put in {name} (maps: {names})"))?;
+        return onic_bpf::maps::set_inner(e.maps_mut(), outer, &key, inner)
+            .map_err(|m| format!("--map {spec}: {m}"));
+    }
+    let other = loader
+        .prog_type_xdp(true)
+        .load(bytes, Some(v))
+        .map_err(|m| format!("--map {spec}: {m}"))?;
+    let n = e.add_program(other.program);
+    e.maps_mut()[outer]
+        .host_set(&key, &n.to_le_bytes())
+        .map_err(|m| format!("--map {spec}: {m}"))
+}
+
 /// Prints what the engine counted, its log, and the maps; writes the JSON dump.
 ///
 /// # Errors
 ///
 /// The dump file cannot be written.
-pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String> {
+pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
     let s = e.stats();
     outln!(
         "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
@@ -276,9 +366,41 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>) -> Result<(), String>
             d.value_size
         );
     }
+    match records {
+        Some(path) => write_records(h, path)?,
+        None if !h.records.is_empty() => outln!(
+            "records written to ring buffers and perf event arrays: {}",
+            h.records.len()
+        ),
+        None => {}
+    }
     if let Some(path) = dump {
         dump_maps(e.maps(), path)?;
     }
+    Ok(())
+}
+
+/// Writes the records of ring buffers and perf event arrays, one a line: the map, the entry
+/// (the CPU of a perf event array, 0 for a ring buffer), the length and the bytes in hex.
+fn write_records(h: &SimHost, path: &Path) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let mut file = onic_cli::file::OutputFile::create(path)?;
+    let mut line = String::new();
+    for (map, index, rec) in &h.records {
+        line.clear();
+        let _ = write!(line, "{map} {index} {} ", rec.len());
+        for b in rec {
+            let _ = write!(line, "{b:02x}");
+        }
+        line.push('\n');
+        file.write_bytes(line.as_bytes())?;
+    }
+    file.commit()?;
+    outln!(
+        "records of ring buffers and perf event arrays: {} written to {}",
+        h.records.len(),
+        path.display()
+    );
     Ok(())
 }
 

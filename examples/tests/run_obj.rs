@@ -499,3 +499,138 @@ fn vm_expected_outputs_are_what_onic_run_gives() {
         }
     }
 }
+
+/// Records a program writes into a ring buffer land in `bpf-records.txt` of `--out-dir`, one a
+/// line: map, entry, length, bytes in hex.
+#[test]
+fn ring_buffer_records_are_written_to_the_out_dir() {
+    let d = out_dir("ringbuf");
+    let obj = root().join("bpf/objects/more_maps.o");
+    let text = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "xdp/ringbuf",
+        "--frames",
+        "5",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("records of ring buffers and perf event arrays: 10 written"),
+        "{text}"
+    );
+    let recs = std::fs::read_to_string(d.join("bpf-records.txt")).unwrap();
+    let lines: Vec<&str> = recs.lines().collect();
+    assert_eq!(lines.len(), 10, "{recs}");
+    for pair in lines.chunks(2) {
+        let (a, b): (Vec<&str>, Vec<&str>) = (pair[0].split(' ').collect(), pair[1].split(' ').collect());
+        assert_eq!(&a[..3], ["events", "0", "16"], "{recs}");
+        // The second record is the first's 4-byte length field alone.
+        assert_eq!(&b[..3], ["events", "0", "4"], "{recs}");
+        assert_eq!(b[3], &a[3][..8], "{recs}");
+    }
+}
+
+/// `--map` fills a program array with a function of the object (loaded for `bpf_tail_call`) and
+/// a map of maps with another map; a name that is neither is refused.
+#[test]
+fn program_arrays_and_maps_of_maps_are_filled_by_name() {
+    let obj = root().join("bpf/objects/more_maps.o");
+    let obj = obj.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj,
+            "--frames",
+            "4",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        onic(&args)
+    };
+    // tail_count tail-calls entry 0, itself by declaration: every frame XDP_DROP.
+    let t = run("tail-self", &["--sec", "tail_count"]);
+    assert!(t.contains("verdicts aborted 0 drop 4 pass 0"), "{t}");
+    let t = run(
+        "tail-pass",
+        &["--sec", "tail_count", "--map", "jumps:0=tail_pass"],
+    );
+    assert!(t.contains("verdicts aborted 0 drop 0 pass 4"), "{t}");
+    // outer_hash under key 7 holding inner_a, the frame count: verdicts 3, 4, 5, 6.
+    let t = run("mim", &["--sec", "xdp/mim", "--map", "outer_hash:7=inner_a"]);
+    assert!(
+        t.contains("aborted 0 drop 0 pass 0 tx 1 redirect 1 other 2"),
+        "{t}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args([
+            "run",
+            "--xdp-obj",
+            obj,
+            "--sec",
+            "xdp/mim",
+            "--map",
+            "outer_hash:7=events",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--map outer_hash:7=events") && e.contains("EINVAL"),
+        "{e}"
+    );
+}
+
+/// `--kernel-verify`: the host kernel's verdict beside the engine's, on a program the kernel
+/// refuses (the engine's static check refuses it too, in the same words) and one it loads.
+/// Where bpf() is not permitted, the run says so and the test checks only that.
+#[test]
+fn kernel_verify_reports_the_kernels_verdict_beside_the_engines() {
+    let obj = root().join("bpf/objects/kernel_refuses.o");
+    let obj = obj.to_str().unwrap();
+    let d = out_dir("kernel-verify");
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", obj, "--sec", "xdp/egress", "--kernel-verify"])
+        .args(["--frames", "2", "--out-dir", d.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        err.contains("the kernel's verifier refuses it: invalid bpf_context access off=20 size=4"),
+        "{err}"
+    );
+    if text.contains("kernel verifier: not asked") {
+        eprintln!("SKIPPED the kernel's side: {text}");
+        return;
+    }
+    assert!(
+        text.contains("kernel verifier (host kernel, through libbpf): REFUSED")
+            && text.contains("invalid bpf_context access off=20 size=4"),
+        "{text}"
+    );
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj,
+        "--sec",
+        "xdp/fine",
+        "--kernel-verify",
+        "--frames",
+        "2",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(
+        t.contains("kernel verifier (host kernel, through libbpf): accepted; processed"),
+        "{t}"
+    );
+}

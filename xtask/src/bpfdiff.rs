@@ -123,6 +123,19 @@ const LINKED_SAMPLES: [&str; 6] = [
     "xdp_router_ipv4",
 ];
 
+/// Selftests taken beside the `*xdp*.c` ones, for what they use: XDP programs with maps of maps,
+/// and the tail call tests (tc programs that read nothing of their context, loaded as XDP).
+const MORE_SELFTESTS: [&str; 8] = [
+    "test_map_in_map",
+    "test_map_in_map_invalid",
+    "tailcall1",
+    "tailcall2",
+    "tailcall3",
+    "tailcall4",
+    "tailcall5",
+    "tailcall6",
+];
+
 /// The expectations file the comparison checks against.
 const EXPECT: &str = "bpf/examples/kernel_diff/expected.txt";
 
@@ -167,7 +180,7 @@ fn cache_key() -> Result<String, String> {
     let _ = writeln!(k, "btf {:016x}", fnv64(&btf));
     let _ = writeln!(
         k,
-        "{CFLAGS:?} {LINKED_SAMPLES:?} {EXTRACT:?} {KERN_SHIM} recipe 1"
+        "{CFLAGS:?} {LINKED_SAMPLES:?} {EXTRACT:?} {KERN_SHIM} {MORE_SELFTESTS:?} recipe 1"
     );
     Ok(format!("{:016x}", fnv64(k.as_bytes())))
 }
@@ -376,7 +389,11 @@ fn build_selftests(tmp: &Path, manifest: &mut String) -> Result<(), String> {
         inc(&src.join("tools/testing/selftests/bpf")),
         inc(&src.join("tools/include/uapi")),
     ];
-    for s in sources(&progs, |n| n.contains("xdp") && n.ends_with(".c"))? {
+    let wanted = |n: &str| {
+        let stem = n.strip_suffix(".c");
+        stem.is_some_and(|s| s.contains("xdp") || MORE_SELFTESTS.contains(&s))
+    };
+    for s in sources(&progs, wanted)? {
         let stem = s.file_stem().and_then(|n| n.to_str()).unwrap_or("?");
         let out = tmp.join("obj").join(format!("selftests-{stem}.o"));
         record(

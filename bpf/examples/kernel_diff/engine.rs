@@ -22,6 +22,54 @@ fn kernel_btf() -> Option<&'static [u8]> {
         .as_deref()
 }
 
+/// What the kernel side does for a map of maps that declares no inner map
+/// ([`crate::libbpf::INNER`]): a new array of 4-byte keys and values in entry 0.
+fn give_inner_maps(maps: &mut Vec<onic_bpf::Map>) -> Result<(), String> {
+    for outer in 0..maps.len() {
+        let d = maps[outer].def();
+        if !d.map_type.is_map_of_maps() || d.key_size != 4 || maps[outer].inner_template().is_some() {
+            continue;
+        }
+        let def = onic_bpf::MapDef {
+            name: format!("{}.inner", d.name),
+            map_type: onic_bpf::MapType::Array,
+            key_size: 4,
+            value_size: 4,
+            max_entries: crate::libbpf::INNER,
+            flags: 0,
+            read_only: false,
+        };
+        maps.push(onic_bpf::Map::new(def, LoadOptions::default().cpus)?);
+        let inner = maps.len() - 1;
+        onic_bpf::maps::set_inner(maps, outer, &0u32.to_le_bytes(), inner)?;
+    }
+    Ok(())
+}
+
+/// What the kernel side does with the programs named `classifier_<i>`
+/// ([`crate::libbpf::tail_slot`]): each loaded and put into entry `i` of every program array.
+fn fill_jump_tables(loader: &Loader<'_>, bytes: &[u8], loaded: &mut onic_bpf::Loaded) -> Result<(), String> {
+    let arrays: Vec<usize> = (0..loaded.maps.len())
+        .filter(|&m| loaded.maps[m].def().map_type == onic_bpf::MapType::ProgArray)
+        .collect();
+    if arrays.is_empty() {
+        return Ok(());
+    }
+    for info in loaded.programs.clone() {
+        let Some(i) = crate::libbpf::tail_slot(&info.name) else {
+            continue;
+        };
+        let other = loader.load(bytes, Some(&info.name)).map_err(|e| e.to_string())?;
+        loaded.tail_programs.push(other.program);
+        let n = loaded.tail_programs.len() as u32;
+        for &m in &arrays {
+            // An index beyond the map is refused, as the kernel refuses it.
+            let _ = loaded.maps[m].host_set(&i.to_le_bytes(), &n.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
 /// A program the engine accepted: the object's bytes and the function to load.
 pub struct Onic<'a> {
     loader: Loader<'static>,
@@ -43,7 +91,9 @@ impl<'a> Onic<'a> {
         if let Some(btf) = kernel_btf() {
             loader = loader.kernel_btf(btf);
         }
-        let loaded = loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
+        let mut loaded = loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
+        give_inner_maps(&mut loaded.maps)?;
+        fill_jump_tables(&loader, bytes, &mut loaded)?;
         Ok(Self {
             loader,
             loaded,

@@ -33,6 +33,9 @@ struct Fns {
     map_max_entries: unsafe extern "C" fn(Ptr) -> u32,
     map_set_max_entries: unsafe extern "C" fn(Ptr, u32) -> c_int,
     map_fd: unsafe extern "C" fn(Ptr) -> c_int,
+    map_inner: unsafe extern "C" fn(Ptr) -> Ptr,
+    map_set_inner_fd: unsafe extern "C" fn(Ptr, c_int) -> c_int,
+    map_set_autocreate: unsafe extern "C" fn(Ptr, bool) -> c_int,
     map_type: unsafe extern "C" fn(Ptr) -> u32,
     map_key_size: unsafe extern "C" fn(Ptr) -> u32,
     map_value_size: unsafe extern "C" fn(Ptr) -> u32,
@@ -193,6 +196,9 @@ impl Lib {
                 map_max_entries: sym(h, "bpf_map__max_entries")?,
                 map_set_max_entries: sym(h, "bpf_map__set_max_entries")?,
                 map_fd: sym(h, "bpf_map__fd")?,
+                map_inner: sym(h, "bpf_map__inner_map")?,
+                map_set_inner_fd: sym(h, "bpf_map__set_inner_map_fd")?,
+                map_set_autocreate: sym(h, "bpf_map__set_autocreate")?,
                 map_type: sym(h, "bpf_map__type")?,
                 map_key_size: sym(h, "bpf_map__key_size")?,
                 map_value_size: sym(h, "bpf_map__value_size")?,
@@ -340,6 +346,29 @@ pub struct Loaded<'l> {
     fd: c_int,
     /// The object's maps.
     pub maps: Vec<KMap>,
+    /// Inner maps made for maps of maps that declare none ([`INNER`]).
+    inner_fds: Vec<c_int>,
+}
+
+impl Drop for Loaded<'_> {
+    fn drop(&mut self) {
+        for &fd in &self.inner_fds {
+            // SAFETY: a descriptor this value owns, closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// The inner map a map of maps gets when its definition names none (its own loader makes one,
+/// as the selftests' `test_maps.c` does for `test_map_in_map.c`): an array of 4-byte keys and
+/// values with this many entries, in entry 0. The engine's side does the same.
+pub const INNER: u32 = 2;
+
+/// The entry of a program array a program named `classifier_<i>` goes in: the selftests' tail
+/// call tests (`prog_tests/tailcalls.c`) fill `jmp_table` that way from user space, and the
+/// harness does the same on both sides, loading those programs beside the one under test.
+pub fn tail_slot(func: &str) -> Option<u32> {
+    func.strip_prefix("classifier_")?.parse().ok()
 }
 
 /// The result of one `BPF_PROG_TEST_RUN`.
@@ -362,16 +391,26 @@ impl Lib {
         let obj = self.open_object(path)?;
         let mut log = vec![0u8; 4 << 20];
         let mut found = false;
-        for p in obj.progs() {
+        let names: Vec<String> = obj
+            .progs()
+            .into_iter()
+            // SAFETY: programs of the open object.
+            .map(|p| unsafe { cstr((self.f.prog_name)(p)) })
+            .collect();
+        // With tail call targets, every program loaded is loaded as XDP (the selftests' are tc
+        // programs that read nothing of their context).
+        let tails = names.iter().any(|n| tail_slot(n).is_some());
+        for (p, name) in obj.progs().into_iter().zip(&names) {
             // SAFETY: `p` is a program of the open object; the log buffer outlives the load.
             unsafe {
-                let mine = cstr((self.f.prog_name)(p)) == func;
-                (self.f.prog_set_autoload)(p, mine);
+                let mine = name == func;
+                let load = mine || tail_slot(name).is_some();
+                (self.f.prog_set_autoload)(p, load);
+                if load && (tails || (self.f.prog_type)(p) == PROG_TYPE_UNSPEC) {
+                    (self.f.prog_set_type)(p, PROG_TYPE_XDP);
+                }
                 if mine {
                     found = true;
-                    if (self.f.prog_type)(p) == PROG_TYPE_UNSPEC {
-                        (self.f.prog_set_type)(p, PROG_TYPE_XDP);
-                    }
                     (self.f.prog_set_log_buf)(p, log.as_mut_ptr().cast(), log.len());
                 }
             }
@@ -385,6 +424,7 @@ impl Lib {
         // them a multiple of the CPU count); here they get 64 entries per CPU, more than any of
         // those loaders asks for on this machine.
         let sized = unsized_entries(self.possible_cpus());
+        let mut inner = Vec::new();
         for m in maps_raw(self, &obj) {
             // SAFETY: a map of the open, not yet loaded object; a null path clears pinning.
             unsafe {
@@ -393,7 +433,9 @@ impl Lib {
                     (self.f.map_set_max_entries)(m, sized);
                 }
             }
+            inner.extend(self.give_inner_map(m));
         }
+        let inner_fds: Vec<c_int> = inner.iter().map(|i| i.1).collect();
         take_log();
         // SAFETY: the object is open; its programs' log buffers are alive.
         let r = unsafe { (self.f.load)(obj.obj) };
@@ -420,7 +462,80 @@ impl Lib {
         // SAFETY: a loaded program of the open object.
         let fd = unsafe { (self.f.prog_fd)(prog) };
         let maps = self.maps_of(&obj);
-        Ok(Loaded { obj, fd, maps })
+        self.fill_jump_tables(&obj, &maps);
+        for (m, inner_fd) in inner {
+            let key = 0u32;
+            // SAFETY: a map of the loaded object; a 4-byte key and a descriptor as value.
+            unsafe {
+                (self.f.update)(
+                    (self.f.map_fd)(m),
+                    std::ptr::from_ref(&key).cast(),
+                    std::ptr::from_ref(&inner_fd).cast(),
+                    0,
+                )
+            };
+        }
+        Ok(Loaded {
+            obj,
+            fd,
+            maps,
+            inner_fds,
+        })
+    }
+
+    /// Puts every loaded `classifier_<i>` into entry `i` of every program array ([`tail_slot`]).
+    fn fill_jump_tables(&self, obj: &Object<'_>, maps: &[KMap]) {
+        for p in obj.progs() {
+            // SAFETY: programs of the loaded object (fd -1 for one not loaded).
+            let (name, fd) = unsafe { (cstr((self.f.prog_name)(p)), (self.f.prog_fd)(p)) };
+            let Some(i) = tail_slot(&name).filter(|_| fd >= 0) else {
+                continue;
+            };
+            for m in maps.iter().filter(|m| m.map_type == 3) {
+                // SAFETY: a 4-byte key and a program descriptor as value; an index beyond the
+                // map is refused by the kernel, nothing else happens.
+                unsafe {
+                    (self.f.update)(
+                        m.fd,
+                        std::ptr::from_ref(&i).cast(),
+                        std::ptr::from_ref(&fd).cast(),
+                        0,
+                    )
+                };
+            }
+        }
+    }
+
+    /// For a map of maps of 4-byte keys that declares no inner map: a new [`INNER`] map set as
+    /// its inner map (to be put in entry 0 after the load). One whose declared inner map is a
+    /// perf event array without `max_entries` is not created: libbpf 1.1 creates that inner
+    /// map with 0 entries, which the kernel refuses, and fails the whole object (later libbpf
+    /// sizes it from the CPU count). The program under test still loads if it does not use it.
+    fn give_inner_map(&self, m: Ptr) -> Option<(Ptr, c_int)> {
+        // SAFETY: a map of the open object; its inner map template (fields read only).
+        let (ty, ks, inner) = unsafe {
+            (
+                (self.f.map_type)(m),
+                (self.f.map_key_size)(m),
+                (self.f.map_inner)(m),
+            )
+        };
+        if !inner.is_null() {
+            // SAFETY: as above; autocreate is set before the load.
+            unsafe {
+                if (self.f.map_type)(inner) == 4 && (self.f.map_max_entries)(inner) == 0 {
+                    (self.f.map_set_autocreate)(m, false);
+                }
+            }
+            return None;
+        }
+        if !matches!(ty, 12 | 13) || ks != 4 {
+            return None;
+        }
+        // SAFETY: plain values; a null name and null options are allowed.
+        let fd = unsafe { (self.f.map_create)(2, std::ptr::null(), 4, 4, INNER, std::ptr::null()) };
+        // SAFETY: a map of the open, not yet loaded object and a map descriptor.
+        (fd >= 0 && unsafe { (self.f.map_set_inner_fd)(m, fd) } == 0).then_some((m, fd))
     }
 
     fn maps_of(&self, obj: &Object<'_>) -> Vec<KMap> {

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Programs the kernel's verifier refuses, one a section, and neighbours it loads: the engine's
+ * static check (onic_bpf::verify) must refuse the first with the kernel's words and load the
+ * others. `onic run --kernel-verify` shows the kernel's own verdict on each. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u32);
+} counts SEC(".maps");
+
+/* egress_ifindex exists only for programs run from a devmap entry. */
+SEC("xdp/egress")
+int read_egress(struct xdp_md *ctx)
+{
+	return ctx->egress_ifindex ? XDP_DROP : XDP_PASS;
+}
+
+SEC("xdp/devmap")
+int devmap_egress(struct xdp_md *ctx)
+{
+	return ctx->egress_ifindex ? XDP_DROP : XDP_PASS;
+}
+
+/* XDP context fields are read whole, four bytes at a time. */
+SEC("xdp/narrow")
+int narrow_read(struct xdp_md *ctx)
+{
+	return *(volatile __u16 *)&ctx->ingress_ifindex == 1 ? XDP_DROP : XDP_PASS;
+}
+
+/* The context is read-only. */
+SEC("xdp/ctx_write")
+int ctx_write(struct xdp_md *ctx)
+{
+	*(volatile __u32 *)&ctx->rx_queue_index = 0;
+	return XDP_PASS;
+}
+
+/* Beyond the 512 bytes of a stack frame. */
+SEC("xdp/stack")
+int stack_beyond(struct xdp_md *ctx)
+{
+	asm volatile("r2 = 7; *(u64 *)(r10 - 520) = r2" ::: "r2");
+	return XDP_PASS;
+}
+
+/* A number is no pointer. */
+SEC("xdp/null")
+int null_read(struct xdp_md *ctx)
+{
+	int r;
+
+	asm volatile("r1 = 0; %0 = *(u32 *)(r1 + 0)" : "=r"(r) :: "r1");
+	return r;
+}
+
+/* bpf_tail_call takes a program array. */
+SEC("xdp/map_arg")
+int wrong_map(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &counts, 0);
+	return XDP_PASS;
+}
+
+/* bpf_xdp_adjust_head takes the context. */
+SEC("xdp/ctx_arg")
+int not_ctx(struct xdp_md *ctx)
+{
+	return bpf_xdp_adjust_head((struct xdp_md *)0, 4) ? XDP_ABORTED : XDP_PASS;
+}
+
+/* What the kernel loads: every field read whole, the stack within its frame, a map lookup. */
+SEC("xdp/fine")
+int fine(struct xdp_md *ctx)
+{
+	__u32 k = ctx->rx_queue_index, *v;
+	volatile __u64 pad[60] = {};
+
+	pad[59] = ctx->ingress_ifindex;
+	v = bpf_map_lookup_elem(&counts, &k);
+	if (v)
+		*v += pad[59];
+	return ctx->data_meta <= ctx->data ? XDP_PASS : XDP_DROP;
+}
+
+char _license[] SEC("license") = "GPL";
