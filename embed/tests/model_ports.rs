@@ -91,6 +91,17 @@ fn two_ports(card: &Card) -> (Host<'_>, Host<'_>, SoloPort<Host<'_>>, SoloPort<H
     (h0, h1, a, b)
 }
 
+/// Stops and removes both ports, gives the pools' spare pages back, and checks that no page of
+/// the card's memory is left.
+fn teardown(card: &Card, h0: &Host<'_>, mut a: SoloPort<Host<'_>>, mut b: SoloPort<Host<'_>>) {
+    a.stop().unwrap();
+    b.stop().unwrap();
+    a.remove();
+    b.remove();
+    h0.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
 #[test]
 fn frames_cross_the_cable_through_the_ports_the_module_drives() {
     let card = Card::new(CardConfig::default());
@@ -181,12 +192,7 @@ fn the_census_finds_a_frame_the_stack_holds_that_the_port_did_not_hand_over() {
         })
     ));
     h1.drain_received(|_| ());
-    a.stop().unwrap();
-    b.stop().unwrap();
-    a.remove();
-    b.remove();
-    h0.free_spare();
-    assert_eq!(card.dma_stats().live_pages, 0);
+    teardown(&card, &h0, a, b);
 }
 
 #[test]
@@ -223,12 +229,7 @@ fn a_stack_that_holds_its_frames_keeps_their_pages_until_it_gives_them_back() {
     assert_eq!(to_os, 6);
     assert_eq!(h1.release_received(usize::MAX), 4);
     assert_eq!(held(&census(&h0, &mut a, &mut b)), 0);
-    a.stop().unwrap();
-    b.stop().unwrap();
-    a.remove();
-    b.remove();
-    h0.free_spare();
-    assert_eq!(card.dma_stats().live_pages, 0);
+    teardown(&card, &h0, a, b);
 }
 
 #[test]
@@ -264,10 +265,5 @@ fn a_target_with_no_room_left_fails_the_redirect_and_the_driver_counts_it() {
     for r in taken {
         h1.return_frame(r.frame);
     }
-    a.stop().unwrap();
-    b.stop().unwrap();
-    a.remove();
-    b.remove();
-    h0.free_spare();
-    assert_eq!(card.dma_stats().live_pages, 0);
+    teardown(&card, &h0, a, b);
 }
