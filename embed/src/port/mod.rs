@@ -32,6 +32,7 @@ mod host;
 mod queues;
 pub mod sinks;
 mod solo;
+pub mod xsk;
 
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
@@ -41,6 +42,7 @@ pub use error::{PortError, PortResult};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{RingHoldings, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
+pub use xsk::{XskBuf, XskHoldings, XskTxDesc};
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -101,6 +103,8 @@ struct Ctl<H: Host> {
     up: bool,
     /// The page pool of each running queue index, for its statistics.
     mems: Vec<Option<H::QMem>>,
+    /// The queue indices whose buffers are UMEM frames (bit `q`), `xsk::set_queue_source`.
+    xsk: u64,
 }
 
 /// The register windows and lock a port's function is reached through.
@@ -177,6 +181,7 @@ impl<H: Host> Port<H> {
             rss,
             up: false,
             mems,
+            xsk: 0,
         };
         let port = Self {
             dev,
@@ -265,9 +270,14 @@ impl<H: Host> Port<H> {
         let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
             let mut t = quiet.queue(q);
-            let r = self
-                .rings(&mut c.delay)
-                .start_queue(queue, &mut t, ch.max_combined, tx_ring, rx_ring);
+            let source = xsk::source_of(c.xsk, q);
+            let r = self.rings(&mut c.delay).start_queue(
+                queue,
+                &mut t,
+                (ch.max_combined, source),
+                tx_ring,
+                rx_ring,
+            );
             match r {
                 Ok(mem) => {
                     if let Some(m) = c.mems.get_mut(usize::from(q)) {
@@ -490,9 +500,12 @@ impl<H: Host> Port<H> {
         for (q, queue) in (0..).zip(&self.queues) {
             let mut t = quiet.queue(q);
             let (napi, _, _) = queue.open(&mut t)?;
-            if let Some(pair) = &napi.pair {
-                out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
-                out.push((pair.pool.mem(), RingHoldings::of(pair)));
+            // A queue on UMEM frames holds no page of its page pool (`Port::xsk_holdings`).
+            if let (Some(pair), Some(mem)) = (&napi.pair, napi.mem) {
+                if pair.pool.as_pages().is_some() {
+                    out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
+                    out.push((mem, RingHoldings::of(pair)));
+                }
             }
         }
         Ok(out)
