@@ -39,7 +39,7 @@ use crate::port::{XskBuf, XskTxDesc};
 
 mod xsk;
 use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBlock};
-pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats};
+pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK};
 
 /// A queue's page pool: its number among every pool the model host made.
 pub type QMem = u16;
@@ -736,8 +736,11 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
         Ok(())
     }
 
-    fn xsk_bound(&self, qid: u16) -> bool {
-        self.net.borrow().xsk.contains_key(&(self.port, qid))
+    fn xsk_bound(&self, qid: u16) -> Option<u32> {
+        let net = self.net.borrow();
+        let s = net.xsk.get(&(self.port, qid))?;
+        // CAST: a chunk is 4 KiB.
+        Some(CHUNK as u32 - u32::from(s.headroom()))
     }
 
     fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<DmaPage>> {

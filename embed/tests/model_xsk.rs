@@ -72,7 +72,7 @@ fn settle(card: &Card, port: &mut SoloPort<Host<'_>>, prog: Option<u16>) {
 fn census(host: &Host<'_>, port: &mut SoloPort<Host<'_>>) -> XskCensus {
     let h = port.xsk_holdings().unwrap();
     let mine = h.iter().find(|h| h.qid == XSK_Q);
-    host.with_xsk(XSK_Q, |s| s.census(mine))
+    host.with_xsk(XSK_Q, |s| s.census_strict(mine))
         .unwrap()
         .unwrap_or_else(|e| panic!("{e}"))
 }

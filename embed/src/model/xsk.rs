@@ -136,6 +136,12 @@ impl<T: Copy + Default> UserRing<T> {
         })
     }
 
+    /// The producer's index.
+    #[must_use]
+    pub const fn producer(&self) -> u32 {
+        self.producer
+    }
+
     /// Sets the producer index as a misbehaving application could (tests of the checks).
     pub fn set_producer(&mut self, producer: u32) {
         self.producer = producer;
@@ -541,6 +547,10 @@ pub struct XskCensus {
     pub driver_rx: u32,
     /// Application frames on a TX ring.
     pub driver_tx: u32,
+    /// Entries of the application's idle list and rings that name no chunk it owns, or one
+    /// named before: its own mistakes, which the driver refuses when it gets to them (an honest
+    /// application has none: [`XskSocket::census_strict`]).
+    pub garbage: u32,
 }
 
 /// A UMEM census that does not add up: a chunk lost or handed out twice.
@@ -563,18 +573,15 @@ pub enum XskCensusError {
         /// Completion entries reserved.
         reserved: u32,
     },
-    /// A chunk of the application's named other than once by its idle list and rings.
-    Named {
+    /// A chunk of the application's that neither its idle list nor any of its rings names:
+    /// lost.
+    Lost {
         /// The chunk's address.
         addr: u64,
-        /// How many times.
-        times: u32,
     },
-    /// An idle list or ring entry naming a chunk the application does not own (or none).
-    NotOwned {
-        /// The address.
-        addr: u64,
-    },
+    /// Entries of the application's idle list or rings that name no chunk it owns, or name one
+    /// twice ([`XskCensus::garbage`]), where none may be.
+    Garbage(u32),
     /// The free list and the chunks on it differ.
     FreeList {
         /// Entries of the list.
@@ -600,12 +607,13 @@ impl core::fmt::Display for XskCensusError {
                 f,
                 "UMEM: {socket} TX frames out, the port's rings carry {port}, {reserved} completions reserved"
             ),
-            Self::Named { addr, times } => {
-                write!(f, "UMEM: chunk {addr:#x} named {times} times by the application")
-            }
-            Self::NotOwned { addr } => write!(
+            Self::Lost { addr } => write!(
                 f,
-                "UMEM: {addr:#x} named by the application, which does not own it"
+                "UMEM: chunk {addr:#x} is the application's, but none of its rings names it"
+            ),
+            Self::Garbage(n) => write!(
+                f,
+                "UMEM: {n} entries of the application's rings name no chunk it owns, or one twice"
             ),
             Self::FreeList { listed, chunks } => {
                 write!(f, "UMEM: free list of {listed}, {chunks} chunks free")
@@ -616,54 +624,69 @@ impl core::fmt::Display for XskCensusError {
 }
 
 impl XskSocket {
-    /// Checks that every chunk is in exactly one place: the application's chunks each named
-    /// once (idle list, fill, RX, completion or TX ring), the free list exactly the free
-    /// chunks, the driver's exactly what the port's rings hold (`port`: the port's holdings of
-    /// this queue, `None` when the queue does not run on this socket).
+    /// Checks that every chunk is in exactly one place: the application's chunks each named by
+    /// its idle list or one of its rings (entries beyond that are counted as
+    /// [`XskCensus::garbage`]), the free list exactly the free chunks, the driver's exactly what
+    /// the port's rings hold (`port`: the port's holdings of this queue, `None` when the queue
+    /// does not run on this socket).
     ///
     /// # Errors
     ///
-    /// The first discrepancy found.
+    /// The first discrepancy found: a chunk lost, the driver's count and the port's apart.
     pub fn census(&self, port: Option<&XskHoldings>) -> Result<XskCensus, XskCensusError> {
         let foreign = port.map_or(0, |h| h.foreign);
         if self.stats.stray + foreign > 0 {
             return Err(XskCensusError::Stray(self.stats.stray + foreign));
         }
         let mut c = XskCensus::default();
-        let mut named = alloc::vec![0u32; self.chunks.len()];
+        let mut named = alloc::vec![false; self.chunks.len()];
         for (addrs, n) in [
             (self.idle.clone(), &mut c.idle),
             (self.fill.entries().collect(), &mut c.fill),
             (self.rx.entries().map(|d| d.addr).collect(), &mut c.rx),
             (self.comp.entries().collect(), &mut c.comp),
-            (self.tx.entries().map(|d| d.addr).collect(), &mut c.tx),
+            (self.tx.entries().map(|d| d.addr).collect::<Vec<_>>(), &mut c.tx),
         ] {
             for addr in addrs {
-                let i = self.index(addr).ok_or(XskCensusError::NotOwned { addr })?;
-                if !matches!(self.chunks.get(i), Some(Chunk::App(_))) {
-                    return Err(XskCensusError::NotOwned { addr });
+                let owned = self
+                    .index(addr)
+                    .filter(|&i| matches!(self.chunks.get(i), Some(Chunk::App(_))));
+                match owned.and_then(|i| named.get_mut(i)) {
+                    Some(seen) if !*seen => {
+                        *seen = true;
+                        *n += 1;
+                    }
+                    _ => c.garbage += 1,
                 }
-                if let Some(t) = named.get_mut(i) {
-                    *t += 1;
-                }
-                *n += 1;
             }
         }
         for (i, ch) in self.chunks.iter().enumerate() {
-            let addr = i as u64 * CHUNK as u64;
             match ch {
-                Chunk::App(_) => {
-                    let times = named.get(i).copied().unwrap_or(0);
-                    if times != 1 {
-                        return Err(XskCensusError::Named { addr, times });
-                    }
+                Chunk::App(_) if !named.get(i).copied().unwrap_or(false) => {
+                    return Err(XskCensusError::Lost {
+                        addr: i as u64 * CHUNK as u64,
+                    })
                 }
+                Chunk::App(_) => {}
                 Chunk::Free(_) => c.free += 1,
                 Chunk::Rx => c.driver_rx += 1,
                 Chunk::Tx(_) => c.driver_tx += 1,
             }
         }
         self.check_driver(&c, port)?;
+        Ok(c)
+    }
+
+    /// [`XskSocket::census`] for an honest application: no garbage either.
+    ///
+    /// # Errors
+    ///
+    /// As [`XskSocket::census`], and [`XskCensusError::Garbage`].
+    pub fn census_strict(&self, port: Option<&XskHoldings>) -> Result<XskCensus, XskCensusError> {
+        let c = self.census(port)?;
+        if c.garbage > 0 {
+            return Err(XskCensusError::Garbage(c.garbage));
+        }
         Ok(c)
     }
 

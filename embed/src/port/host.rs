@@ -197,11 +197,13 @@ pub trait Host: Clone {
     // allocate, nothing to send, every redirect and copy refused; the port never switches one of
     // its queues then (`PortError::Unsupported`).
 
-    /// Whether the host can bind an XSK pool to queue index `qid` now (one is registered for
-    /// it). The port asks before it switches the queue to UMEM frames.
-    fn xsk_bound(&self, qid: u16) -> bool {
+    /// The bytes of each frame of the XSK pool bound to queue index `qid` that the driver may
+    /// use (the chunk size less the UMEM headroom), or `None` when no pool is bound. The port
+    /// asks before it switches the queue to UMEM frames, and refuses a pool whose frames cannot
+    /// hold the RX headroom, a C2H buffer and the XDP tailroom.
+    fn xsk_bound(&self, qid: u16) -> Option<u32> {
         let _ = qid;
-        false
+        None
     }
     /// One frame of the XSK pool bound to queue `qid`, from the pool's free list or its fill
     /// ring, synced for the device (Linux: `xsk_buff_alloc`); `None` when none is left, or an

@@ -26,6 +26,7 @@ use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
 use onic_core::queue::pool::{PageProvider, PoolPage};
 
 use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
+use onic_core::{QueueId, RxQueueConfig};
 use onic_hal::DmaAddr;
 
 use super::contexts::{Control, QueueTokens, Quiet, Token};
@@ -208,7 +209,9 @@ impl<H: Host> Port<H> {
     ///
     /// # Errors
     ///
-    /// `Invalid` for an index the port does not own or an XSK source the host has not bound;
+    /// `Invalid` for an index the port does not own, an XSK source the host has not bound or
+    /// whose frames are too small (the UMEM headroom must leave the RX headroom, the queue's
+    /// 3520-byte C2H buffer and the XDP tailroom in a 4 KiB chunk: a headroom of 0);
     /// `WrongContext` for another port's tokens; the errors of starting the new pair (the queue
     /// then runs on its old source again, which [`Port::queue_source`] reports).
     pub fn set_queue_source(
@@ -220,8 +223,12 @@ impl<H: Host> Port<H> {
         let c = self.ctl(ctl)?;
         let q = queue.napi.index();
         let cells = self.queues.get(usize::from(q)).ok_or(PortError::Invalid)?;
-        if source == SourceKind::Xsk && !self.host.xsk_bound(q) {
-            return Err(PortError::Invalid);
+        if source == SourceKind::Xsk {
+            let room = self.host.xsk_bound(q).ok_or(PortError::Invalid)?;
+            let buf = RxQueueConfig::new(QueueId::new(q)).buf.bytes();
+            if room < RX_HEADROOM + buf + RX_TAILROOM {
+                return Err(PortError::Invalid);
+            }
         }
         let bit = 1u64 << q;
         let before = c.xsk;
