@@ -25,6 +25,7 @@ mod trace;
 mod traffic;
 mod xdp_obj;
 mod xdp_progs;
+mod xsk;
 
 /// onic: the OpenNIC driver's command-line tool.
 #[derive(Parser)]
