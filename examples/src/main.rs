@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod bench_xdp;
+mod bench_xsk;
 mod plot;
 mod replay;
 mod rng;
