@@ -109,16 +109,41 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     );
     assert_eq!(c.driver_rx + c.fill, 128);
 
-    // RX: 0 redirect (zero copy), 1 pass (a copy), 2 drop, 3 XDP_TX.
     let pid = host.attach(program());
+    receive(&card, &host, &mut port, pid);
+    send(&card, &host, &mut port, pid);
+
+    // Back to the page pool: every chunk returns; the socket can go; nothing is left.
+    port.set_queue_source(XSK_Q, SourceKind::Pages).unwrap();
+    let c = census(&host, &mut port);
+    assert_eq!((c.driver_rx, c.driver_tx), (0, 0));
+    assert_eq!(c.idle + c.fill + c.free, 256);
+    host.with_xsk(XSK_Q, |s| s.app_fill(128));
+    card.inject(0, &frame(1, 5000, 100));
+    settle(&card, &mut port, Some(pid));
+    let mut n = 0;
+    host.drain_received(|_| n += 1);
+    assert_eq!(n, 1, "queue 1 receives into pages again");
+    let stats = host.xsk_unbind(XSK_Q).unwrap();
+    assert_eq!(stats.rx_delivered, 6);
+    assert_eq!((stats.tx_taken, stats.completed), (10, 10));
+    port.remove();
+    host.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+    assert_eq!(card.violations(), []);
+}
+
+/// Frames of every verdict arrive on the queue running on the UMEM.
+fn receive(card: &Card, host: &Host<'_>, port: &mut SoloPort<Host<'_>>, pid: u16) {
+    // RX: 0 redirect (zero copy), 1 pass (a copy), 2 drop, 3 XDP_TX.
     let frames: Vec<Vec<u8>> = (0..24)
         .map(|i| frame((i % 4) as u8, i, 60 + 37 * i as usize))
         .collect();
     for f in &frames {
         card.inject(0, f);
     }
-    settle(&card, &mut port, Some(pid));
-    census(&host, &mut port);
+    settle(card, port, Some(pid));
+    census(host, port);
     let got: Vec<Vec<u8>> = host
         .with_xsk(XSK_Q, |s| {
             let mut out = Vec::new();
@@ -135,8 +160,11 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     host.drain_received(|r| passed.push(r.data().to_vec()));
     assert_eq!(passed, want(1), "passed frames reach the stack as copies");
     assert_eq!(card.take_egress(0), want(3), "XDP_TX from the UMEM frames");
-    census(&host, &mut port);
+    census(host, port);
+}
 
+/// The application sends from its UMEM while the stack sends on queue 0.
+fn send(card: &Card, host: &Host<'_>, port: &mut SoloPort<Host<'_>>, pid: u16) {
     // TX from the application; the stack's queue 0 keeps sending meanwhile.
     let out: Vec<Vec<u8>> = (0..10).map(|i| frame(9, 100 + i, 30 + 90 * i as usize)).collect();
     host.with_xsk(XSK_Q, |s| {
@@ -148,8 +176,8 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     let r = port.queue::<TxLock, _>(0, |p, t| p.xmit(t, skb, &mut TxClean::default()));
     assert_eq!(r, onic_embed::port::XmitResult::Ok);
     port.queue::<TxLock, _>(0, |p, t| p.tx_flush(t));
-    settle(&card, &mut port, Some(pid));
-    let c = census(&host, &mut port);
+    settle(card, port, Some(pid));
+    let c = census(host, port);
     assert_eq!(c.comp, 10, "every sent frame completed");
     let mut egress = card.take_egress(0);
     let stack = egress
@@ -170,23 +198,4 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
         "the application's frames, short ones padded to 60"
     );
     host.with_xsk(XSK_Q, |s| s.app_reap());
-
-    // Back to the page pool: every chunk returns; the socket can go; nothing is left.
-    port.set_queue_source(XSK_Q, SourceKind::Pages).unwrap();
-    let c = census(&host, &mut port);
-    assert_eq!((c.driver_rx, c.driver_tx), (0, 0));
-    assert_eq!(c.idle + c.fill + c.free, 256);
-    host.with_xsk(XSK_Q, |s| s.app_fill(128));
-    card.inject(0, &frame(1, 5000, 100));
-    settle(&card, &mut port, Some(pid));
-    let mut n = 0;
-    host.drain_received(|_| n += 1);
-    assert_eq!(n, 1, "queue 1 receives into pages again");
-    let stats = host.xsk_unbind(XSK_Q).unwrap();
-    assert_eq!(stats.rx_delivered, 6);
-    assert_eq!((stats.tx_taken, stats.completed), (10, 10));
-    port.remove();
-    host.free_spare();
-    assert_eq!(card.dma_stats().live_pages, 0);
-    assert_eq!(card.violations(), []);
 }
