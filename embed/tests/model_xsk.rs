@@ -199,3 +199,35 @@ fn send(card: &Card, host: &Host<'_>, port: &mut SoloPort<Host<'_>>, pid: u16) {
     );
     host.with_xsk(XSK_Q, |s| s.app_reap());
 }
+
+/// A queue switched to a socket that went away while the port was down opens on its page pool.
+#[test]
+fn a_queue_whose_socket_went_away_while_down_opens_on_pages() {
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Open;
+    let card = Card::new(cc);
+    let host: Host<'_> = ModelHost::new(&card);
+    let mut port = SoloPort::new(host.regs(0), host.delay(), host.clone(), config()).unwrap();
+    port.open().unwrap();
+    let cfg = XskConfig {
+        chunks: 256,
+        headroom: 0,
+        rings: [128, 32, 32, 32],
+    };
+    host.xsk_bind(XSK_Q, cfg).unwrap();
+    host.with_xsk(XSK_Q, |s| s.app_fill(128));
+    port.set_queue_source(XSK_Q, SourceKind::Xsk).unwrap();
+    assert!(
+        matches!(host.xsk_unbind(XSK_Q), Err(XskError::InUse { .. })),
+        "the driver holds chunks"
+    );
+    port.stop().unwrap();
+    host.xsk_unbind(XSK_Q).unwrap();
+    port.open().unwrap();
+    let source = port.control(|p, c| p.queue_source(c, XSK_Q)).unwrap();
+    assert_eq!(source, SourceKind::Pages);
+    assert!(port.xsk_holdings().unwrap().is_empty());
+    port.remove();
+    host.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}

@@ -6,10 +6,10 @@
 //! entries outside the UMEM or named twice, TX descriptors past their chunk, a corrupted producer
 //! index). After every step the UMEM census must hold: every chunk the application's (named once
 //! by its idle list and rings), on the socket's free list, or held by the port's rings exactly as
-//! the port counts them. Queue restarts come at random too. At the end the queue goes back to its
-//! page pool, every chunk must be the application's or free, the socket unbinds, the port goes
-//! and the model has no page left. Frames the application reads are checked byte for byte
-//! against those injected.
+//! the port counts them. Queue restarts and port stop/open come at random too. At the end the
+//! queue goes back to its page pool, every chunk must be the application's or free, the socket
+//! unbinds, the port goes and the model has no page left. Frames the application reads are
+//! checked byte for byte against those injected.
 //!
 //! `PROPTEST_CASES` sets the number of cases (default 24).
 
@@ -46,6 +46,8 @@ enum Op {
     /// The source of queue 1 switches (pages <-> UMEM).
     Switch,
     Restart,
+    /// The port stops (every queue torn down) and opens again: queue 1 comes back on the UMEM.
+    StopOpen,
     /// Garbage from the application: 0 a fill entry past the UMEM, 1 a fill entry naming a
     /// chunk already in the fill ring, 2 a TX descriptor past its chunk, 3 a TX descriptor of a
     /// chunk the driver holds, 4 an impossible fill producer index (then repaired).
@@ -62,6 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => prop::collection::vec(1usize..=1514, 1..16).prop_map(Op::Send),
         1 => Just(Op::Switch),
         1 => Just(Op::Restart),
+        1 => Just(Op::StopOpen),
         1 => (0u8..5).prop_map(Op::Bad),
     ]
 }
@@ -323,6 +326,14 @@ fn step(w: &mut World<'_>, op: &Op) {
             .port
             .quiesced(|p, c, q| p.restart_queue(c, &mut q.queue(Q)))
             .unwrap(),
+        Op::StopOpen => {
+            w.port.stop().unwrap();
+            // Down: the driver holds no chunk.
+            let c = w.host.with_xsk(Q, |s| s.census(None)).unwrap();
+            let c = c.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((c.driver_rx, c.driver_tx), (0, 0));
+            w.port.open().unwrap();
+        }
         Op::Bad(k) => {
             w.garbage += 1;
             w.bad(*k);

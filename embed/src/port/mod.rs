@@ -50,6 +50,7 @@ use alloc::vec::Vec;
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
+use onic_core::queue::source::SourceKind;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::Stats64;
 use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
@@ -270,7 +271,14 @@ impl<H: Host> Port<H> {
         let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
             let mut t = quiet.queue(q);
-            let source = xsk::source_of(c.xsk, q);
+            // A queue switched to a socket that is gone since runs on its page pool again.
+            let source = match xsk::source_of(c.xsk, q) {
+                SourceKind::Xsk if self.host.xsk_bound(q).is_none() => {
+                    c.xsk &= !(1 << q);
+                    SourceKind::Pages
+                }
+                s => s,
+            };
             let r = self.rings(&mut c.delay).start_queue(
                 queue,
                 &mut t,
