@@ -38,7 +38,11 @@ use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
 use onic_sim::{Card, QdmaWindow, ShellWindow, SimDelay, SimDma};
 
 use crate::port::counters::QSTAT_WORDS;
+use crate::port::{XskBuf, XskTxDesc};
+
+mod xsk;
 use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBlock};
+pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK};
 
 /// A queue's page pool: its number among every pool the model host made.
 pub type QMem = u16;
@@ -216,6 +220,8 @@ struct Net<P, D: DmaMemory> {
     /// Packet buffers taken from the HAL (in flight or spare).
     buffers: u64,
     stats: BTreeMap<(u8, u16, u8), [u64; QSTAT_WORDS]>,
+    /// AF_XDP sockets by (port, queue index).
+    xsk: BTreeMap<(u8, u16), XskSocket>,
 }
 
 /// Where the pages of a model host are, for a leak check.
@@ -278,6 +284,7 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
             programs: Vec::new(),
             buffers: 0,
             stats: BTreeMap::new(),
+            xsk: BTreeMap::new(),
         };
         Self {
             dma: access.dma(),
@@ -781,6 +788,52 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
             frame,
         });
         Ok(())
+    }
+
+    fn xsk_bound(&self, qid: u16) -> Option<u32> {
+        let net = self.net.borrow();
+        let s = net.xsk.get(&(self.port, qid))?;
+        // CAST: a chunk is 4 KiB.
+        Some(CHUNK as u32 - u32::from(s.headroom()))
+    }
+
+    fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<DmaPage>> {
+        self.xsk_mut(qid, |s, dma| s.alloc(dma)).flatten()
+    }
+
+    fn xsk_free(&self, qid: u16, buf: XskBuf<DmaPage>) {
+        self.xsk_put(qid, buf);
+    }
+
+    fn xsk_redirect(
+        &self,
+        _prog: u16,
+        qid: u16,
+        buf: XskBuf<DmaPage>,
+        at: FrameAt,
+        target: Option<u32>,
+    ) -> Result<(), XskBuf<DmaPage>> {
+        self.xsk_deliver(qid, buf, at, target)
+    }
+
+    fn rx_deliver_copy(
+        &self,
+        mem: QMem,
+        _napi: (),
+        frame: &[u8],
+        meta: u8,
+        qid: u16,
+        hash: Option<SkbHash>,
+    ) -> bool {
+        self.deliver_copy((mem, qid), frame, meta, hash)
+    }
+
+    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
+        self.xsk_mut(qid, |s, dma| s.tx_take(dma)).flatten()
+    }
+
+    fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {
+        self.xsk_mut(qid, |s, _| s.tx_done(desc));
     }
 
     fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {

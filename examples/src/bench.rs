@@ -7,12 +7,12 @@ use std::time::Duration;
 use onic_testkit::bench::{self, Figure, Method};
 
 /// Benchmark groups, in the order `onic bench` runs them when none is named.
-const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp"];
+const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare", "rss", "xdp", "xsk"];
 
 /// Arguments of `onic bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Groups to run (all when none is given): rx, tx, pool, scaling, compare, rss, xdp.
+    /// Groups to run (all when none is given): rx, tx, pool, scaling, compare, rss, xdp, xsk.
     groups: Vec<String>,
     /// Wall time of one repetition, in milliseconds (datapath groups; 1..=60000).
     #[arg(long, default_value_t = 20)]
@@ -128,6 +128,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             for (name, value, unit) in crate::bench_xdp::run()? {
                 outln!("{name} {value:.3} {unit}");
             }
+        }
+    }
+    // The core's zero-copy path beside the page pool's (model in the loop, its own loops).
+    if wanted("xsk") && m.only.is_none() && m.rounds.is_none() {
+        for (name, value, unit) in crate::bench_xsk::run()? {
+            outln!("{name} {value:.3} {unit}");
         }
     }
     if let Some(dir) = &args.plot {

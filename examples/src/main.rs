@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_rss;
 mod bench_xdp;
+mod bench_xsk;
 mod kernel_verify;
 mod plot;
 mod replay;
@@ -26,6 +27,7 @@ mod trace;
 mod traffic;
 mod xdp_obj;
 mod xdp_progs;
+mod xsk;
 
 /// onic: the OpenNIC driver's command-line tool.
 #[derive(Parser)]

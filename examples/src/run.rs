@@ -7,9 +7,11 @@
 //! - **replay** (`--pcap FILE` and/or `--xdp PROGRAM`, [`crate::replay`]): a capture (or, without
 //!   `--pcap`, a generated sample mix) replayed into a port, through the driver's RX path and the
 //!   XDP program, with what the OS received, what left each port and what was dropped written as
-//!   pcap files.
+//!   pcap files;
+//! - **xsk** (`--xsk rxdrop|txonly|l2fwd`, [`crate::xsk`]): AF_XDP zero copy on one queue, a UMEM
+//!   and its rings in this process, every frame checked and every chunk accounted for.
 
-use crate::{replay, traffic};
+use crate::{replay, traffic, xsk};
 
 /// Arguments of `onic run`.
 #[derive(clap::Args)]
@@ -18,9 +20,19 @@ pub struct RunArgs {
     traffic: traffic::TrafficArgs,
     #[command(flatten)]
     replay: replay::ReplayOpts,
+    #[command(flatten)]
+    xsk: xsk::XskOpts,
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
+    if let Some(mode) = args.xsk.xsk {
+        if args.replay.wanted() {
+            return Err(
+                "--xsk runs its own program; --pcap, --xdp and --xdp-obj are for the other modes".into(),
+            );
+        }
+        return xsk::run(&args.xsk, mode, args.traffic.queues, &args.traffic.sizes);
+    }
     if args.replay.wanted() {
         // The traffic options have defaults, so only a direction other than the default can
         // be told apart from none; a replay would ignore it.

@@ -8,6 +8,8 @@
 //! - [`rx`], [`tx`]: the receive and transmit queues;
 //! - [`xsk`]: frames of an application's UMEM as RX buffers and TX frames (AF_XDP zero copy),
 //!   behind the same seams ([`xsk::XskPool`], [`xsk::UmemTxFrame`], [`xsk::XskTx`]);
+//! - [`source`]: a pair's buffer source fixed when it is built, the page pool or an XSK pool
+//!   ([`source::BufSource`]), for hosts that switch a queue between them;
 //! - [`pair`]: one RX queue, one TX queue and their page pool, owned by one context;
 //! - [`dispatch`]: what a pair's poll is given ([`dispatch::RxContext`]) and what decides the
 //!   fate of each frame ([`dispatch::RxDispatch`]);
@@ -24,5 +26,6 @@ pub mod pair;
 pub mod pool;
 pub mod ring;
 pub mod rx;
+pub mod source;
 pub mod tx;
 pub mod xsk;

@@ -19,6 +19,7 @@ use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::queues::{napi_counters, tx_counters, HostDevice, NapiState, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
+use super::xsk::xsk_send;
 use super::Port;
 
 /// Frames of one `ndo_xdp_xmit` call mapped at a time (the kernel's bulk size is 16).
@@ -291,10 +292,15 @@ fn poll_queue<H: Host>(
     call: NapiCall<H>,
 ) -> (PollResult, Option<PairPoll>) {
     let NapiCall { budget, napi, prog } = call;
-    let NapiState { pair: Some(qp), base } = state else {
+    let NapiState {
+        pair: Some(qp),
+        mem: Some(mem),
+        base,
+    } = state
+    else {
         return (PollResult::default(), None);
     };
-    let mem = qp.pool.mem();
+    let mem = *mem;
     let mut pass = Pass {
         host,
         napi,
@@ -306,6 +312,7 @@ fn poll_queue<H: Host>(
         host,
         prog,
         mem,
+        qid,
         redirected: false,
     };
     let mut program = prog.map(|prog| HostProg { host, prog, mem });
@@ -326,14 +333,19 @@ fn poll_queue<H: Host>(
         host,
         napi_budget: Some(budget),
     };
-    qp.pool.in_napi = true;
+    set_in_napi(qp, true);
+    let db = dev.doorbells();
     let out = qp.poll(
         usize::try_from(budget).unwrap_or(usize::MAX),
-        &dev.doorbells(),
+        &db,
         &mut ctx,
         &mut done,
     );
-    qp.pool.in_napi = false;
+    set_in_napi(qp, false);
+    // AF_XDP zero copy: the application's TX ring goes out on the XDP_TX ring in the same poll.
+    if qp.pool.as_xsk().is_some() {
+        xsk_send(host, qp, &db, (qid, budget));
+    }
     let redirected = redirect.redirected;
     let mut published = *base;
     published += napi_counters(qp);
@@ -346,4 +358,11 @@ fn poll_queue<H: Host>(
         error: qp.error().is_some(),
     };
     (result, Some(out))
+}
+
+/// Whether the pair's page pool (if it runs on one) is called from its NAPI context.
+fn set_in_napi<H: Host>(qp: &mut super::queues::NapiPair<H>, on: bool) {
+    if let Some(p) = qp.pool.as_pages_mut() {
+        p.in_napi = on;
+    }
 }

@@ -19,6 +19,8 @@ use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_hal::grace::GracePeriod;
 use onic_hal::{DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
 
+use super::xsk::{XskBuf, XskTxDesc};
+
 /// Where the device reads a buffer the host mapped for it, and how many bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapped {
@@ -188,4 +190,78 @@ pub trait Host: Clone {
     fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]);
     /// Reads one published counter block of queue `qid`, consistently.
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
+
+    // AF_XDP zero copy. A queue index runs on UMEM frames once the port was told so
+    // (`Port::set_queue_source`); the host keeps which XSK pool is bound to which queue index
+    // (Linux: `xsk_get_pool_from_qid`). A host without AF_XDP keeps these defaults: no frame to
+    // allocate, nothing to send, every redirect and copy refused; the port never switches one of
+    // its queues then (`PortError::Unsupported`).
+
+    /// The bytes of each frame of the XSK pool bound to queue index `qid` that the driver may
+    /// use (the chunk size less the UMEM headroom), or `None` when no pool is bound. The port
+    /// asks before it switches the queue to UMEM frames, and refuses a pool whose frames cannot
+    /// hold the RX headroom, a C2H buffer and the XDP tailroom.
+    fn xsk_bound(&self, qid: u16) -> Option<u32> {
+        let _ = qid;
+        None
+    }
+    /// One frame of the XSK pool bound to queue `qid`, from the pool's free list or its fill
+    /// ring, synced for the device (Linux: `xsk_buff_alloc`); `None` when none is left, or an
+    /// entry of the fill ring was not a frame the application may hand over (the host refuses
+    /// and counts it).
+    fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<Self::Page>> {
+        let _ = qid;
+        None
+    }
+    /// Gives a frame back to the free list of queue `qid`'s XSK pool (Linux: `xsk_buff_free`):
+    /// a dropped frame the RX ring does not keep, every frame of a queue torn down.
+    fn xsk_free(&self, qid: u16, buf: XskBuf<Self::Page>) {
+        let _ = (qid, buf);
+    }
+    /// The program's REDIRECT of a UMEM frame of queue `qid` (Linux: `xdp_do_redirect`, which
+    /// puts it in the socket's RX ring without a copy when the xskmap names that socket).
+    /// `Ok`: the frame is the application's now.
+    ///
+    /// # Errors
+    ///
+    /// The frame, when the redirect failed (it stays the driver's).
+    fn xsk_redirect(
+        &self,
+        prog: Self::Prog,
+        qid: u16,
+        buf: XskBuf<Self::Page>,
+        at: FrameAt,
+        target: Option<u32>,
+    ) -> Result<(), XskBuf<Self::Page>> {
+        let _ = (prog, qid, at, target);
+        Err(buf)
+    }
+    /// Hands the stack a copy of a frame of a zero-copy queue (XDP_PASS, or no program): the
+    /// stack never keeps a chunk of the application's memory (Linux: `xsk_construct_skb`).
+    /// `frame` is the metadata (`meta` bytes) followed by the frame. `false` when the host had
+    /// no memory for the copy.
+    fn rx_deliver_copy(
+        &self,
+        mem: Self::QMem,
+        napi: Self::Napi,
+        frame: &[u8],
+        meta: u8,
+        qid: u16,
+        hash: Option<SkbHash>,
+    ) -> bool {
+        let _ = (mem, napi, frame, meta, qid, hash);
+        false
+    }
+    /// The next frame of the application's TX ring of queue `qid`, checked, synced and with
+    /// room reserved for its completion (Linux: `xsk_tx_peek_desc` and `xsk_buff_raw_get_dma`);
+    /// `None` when the ring is empty or the completion ring has no room.
+    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
+        let _ = qid;
+        None
+    }
+    /// The device is done with a TX frame of queue `qid` (or never will send it): its address
+    /// goes into the completion ring (Linux: `xsk_tx_completed`).
+    fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {
+        let _ = (qid, desc);
+    }
 }

@@ -33,6 +33,7 @@ mod queues;
 pub mod sinks;
 mod solo;
 mod tuning;
+pub mod xsk;
 
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
@@ -43,6 +44,7 @@ pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
 pub use tuning::QueueTuning;
+pub use xsk::{XskBuf, XskHoldings, XskTxDesc};
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -50,6 +52,7 @@ use alloc::vec::Vec;
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
+use onic_core::queue::source::SourceKind;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
 use onic_core::stats::ethtool::Stats64;
 use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
@@ -105,6 +108,8 @@ struct Ctl<H: Host> {
     tuning: QueueTuning,
     /// The page pool of each running queue index, for its statistics.
     mems: Vec<Option<H::QMem>>,
+    /// The queue indices whose buffers are UMEM frames (bit `q`), `xsk::set_queue_source`.
+    xsk: u64,
 }
 
 /// The register windows and lock a port's function is reached through.
@@ -182,6 +187,7 @@ impl<H: Host> Port<H> {
             up: false,
             tuning: QueueTuning::default(),
             mems,
+            xsk: 0,
         };
         let port = Self {
             dev,
@@ -270,11 +276,19 @@ impl<H: Host> Port<H> {
         let (rx_ring, tx_ring) = c.net.ring_sizes();
         for (q, queue) in (0..ch.combined).zip(&self.queues) {
             let mut t = quiet.queue(q);
+            // A queue switched to a socket that is gone since runs on its page pool again.
+            let source = match xsk::source_of(c.xsk, q) {
+                SourceKind::Xsk if self.host.xsk_bound(q).is_none() => {
+                    c.xsk &= !(1 << q);
+                    SourceKind::Pages
+                }
+                s => s,
+            };
             let r = self.rings(&mut c.delay).start_queue(
                 queue,
                 &mut t,
                 &c.tuning,
-                ch.max_combined,
+                (ch.max_combined, source),
                 (tx_ring, rx_ring),
             );
             match r {
@@ -517,9 +531,12 @@ impl<H: Host> Port<H> {
         for (q, queue) in (0..).zip(&self.queues) {
             let mut t = quiet.queue(q);
             let (napi, _, _) = queue.open(&mut t)?;
-            if let Some(pair) = &napi.pair {
-                out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
-                out.push((pair.pool.mem(), RingHoldings::of(pair)));
+            // A queue on UMEM frames holds no page of its page pool (`Port::xsk_holdings`).
+            if let (Some(pair), Some(mem)) = (&napi.pair, napi.mem) {
+                if pair.pool.as_pages().is_some() {
+                    out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
+                    out.push((mem, RingHoldings::of(pair)));
+                }
             }
         }
         Ok(out)

@@ -30,7 +30,9 @@ use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::sinks::{Done, HostPool, TxItem};
 use super::tuning::QueueTuning;
+use super::xsk::{Buf, Bufs, HostXsk};
 use crate::set::{assemble_pair, PairSpec};
+use onic_core::queue::source::{BufSource, SourceKind};
 
 /// The TX rings of a queue index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,14 +65,10 @@ impl TxRole {
 /// its queue, freed when the queue is torn down.
 type Slots<T> = Vec<T>;
 
-/// The NAPI context's rings: RX and XDP_TX with the page pool they share.
-pub type NapiPair<H> = QueuePair<
-    <H as Host>::Dma,
-    HostPool<H>,
-    TxItem<H>,
-    Vec<Option<<H as Host>::Page>>,
-    Vec<TxSlot<<H as Host>::Page, TxItem<H>>>,
->;
+/// The NAPI context's rings: RX and XDP_TX with the buffer source they share (the queue's page
+/// pool, or the XSK pool bound to it).
+pub type NapiPair<H> =
+    QueuePair<<H as Host>::Dma, Bufs<H>, TxItem<H>, Slots<Option<Buf<H>>>, Slots<TxSlot<Buf<H>, TxItem<H>>>>;
 /// A TX ring that carries OS buffers only (the stack's packets, redirected-in frames).
 pub type TxRing<H> = TxQueue<<H as Host>::Dma, NoPage, TxItem<H>, Vec<TxSlot<NoPage, TxItem<H>>>>;
 
@@ -92,6 +90,8 @@ pub struct QueueView<'a, H: Host> {
 /// call at stop, published with the poll's own counters).
 pub(crate) struct NapiState<H: Host> {
     pub(crate) pair: Option<NapiPair<H>>,
+    /// The queue memory of the running pair (its page pool and XDP registration).
+    pub(crate) mem: Option<H::QMem>,
     pub(crate) base: QueueCounters,
 }
 
@@ -107,6 +107,7 @@ impl<H: Host> Queue<H> {
     pub(crate) fn new(domain: Domain, q: u16) -> Self {
         let napi = NapiState {
             pair: None,
+            mem: None,
             base: QueueCounters::default(),
         };
         Self {
@@ -238,11 +239,13 @@ impl<H: Host> Rings<'_, H> {
         Some(stats)
     }
 
-    /// Builds and starts queue index `q`'s NAPI pair: its page pool, RX ring (filled from the
-    /// pool) and XDP_TX ring on H2C queue `xdp_qid`.
+    /// Builds and starts queue index `q`'s NAPI pair: its queue memory, RX ring (filled from
+    /// `source`: the page pool, or the XSK pool the host bound to `q`) and XDP_TX ring on H2C
+    /// queue `xdp_qid`.
     pub(crate) fn start_napi(
         &mut self,
         (q, xdp_qid): (u16, QueueId),
+        source: SourceKind,
         tuning: &QueueTuning,
         tx_ring: RingSizeIdx,
         rx_ring: RingSizeIdx,
@@ -265,7 +268,10 @@ impl<H: Host> Rings<'_, H> {
             tx: txc,
             pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
         };
-        let pool = HostPool::new(self.host.clone(), mem);
+        let pool = match source {
+            SourceKind::Pages => BufSource::pages(HostPool::new(self.host.clone(), mem)),
+            SourceKind::Xsk => BufSource::xsk(HostXsk::new(self.host.clone(), q, rxc.buf.bytes())),
+        };
         let mut qp = match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
             Ok(qp) => qp,
             Err(_) => {
@@ -283,20 +289,21 @@ impl<H: Host> Rings<'_, H> {
         Ok((qp, mem))
     }
 
-    /// Tears the NAPI pair in `cell` down (every page back to the pool, the pool destroyed, the
-    /// slot storage freed) and empties the cell; returns the pair's counters, or `None` if the
-    /// cell was empty.
-    pub(crate) fn stop_napi(&mut self, cell: &mut Option<NapiPair<H>>, q: u16) -> Option<QueueCounters> {
-        let qp = cell.take()?;
+    /// Tears the NAPI pair of `state` down (every page back to the pool and every UMEM frame
+    /// to the XSK pool or the completion ring, the queue memory freed, the slot storage freed)
+    /// and empties it; returns the pair's counters, or `None` if no pair ran.
+    pub(crate) fn stop_napi(&mut self, state: &mut NapiState<H>, q: u16) -> Option<QueueCounters> {
+        let qp = state.pair.take()?;
         let now = napi_counters(&qp);
         let mut done = teardown_done(self.host);
         let (r, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
         if let Err(e) = r {
             onic_hal::warn!("onic: queue {} teardown: {}", q, e);
         }
-        let mem = pool.mem();
         drop(pool);
-        self.host.qmem_free(mem);
+        if let Some(mem) = state.mem.take() {
+            self.host.qmem_free(mem);
+        }
         Some(now)
     }
 
@@ -312,7 +319,7 @@ impl<H: Host> Rings<'_, H> {
         queue: &Queue<H>,
         tokens: &mut QueueTokens<'_>,
         tuning: &QueueTuning,
-        max: u16,
+        (max, source): (u16, SourceKind),
         (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
     ) -> PortResult<H::QMem> {
         let q = tokens.napi.index();
@@ -328,18 +335,64 @@ impl<H: Host> Rings<'_, H> {
                 return Err(e);
             }
         };
-        let (pair, mem) = match self.start_napi((q, TxRole::XdpTx.qid(max, q)), tuning, tx_ring, rx_ring) {
-            Ok(n) => n,
-            Err(e) => {
-                self.stop_tx(&mut Some(stack), q);
-                self.stop_tx(&mut Some(xmit), q);
-                return Err(e);
-            }
-        };
+        let (pair, mem) =
+            match self.start_napi((q, TxRole::XdpTx.qid(max, q)), source, tuning, tx_ring, rx_ring) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.stop_tx(&mut Some(stack), q);
+                    self.stop_tx(&mut Some(xmit), q);
+                    return Err(e);
+                }
+            };
         *stack_cell = Some(stack);
         *xmit_cell = Some(xmit);
         napi.pair = Some(pair);
+        napi.mem = Some(mem);
         Ok(mem)
+    }
+
+    /// Builds queue index `q`'s NAPI pair (RX and XDP_TX) again on `source`, its other rings
+    /// running on: the old pair is torn down first (its pages back to the page pool, its UMEM
+    /// frames to the XSK pool, its application TX frames to the completion ring), its counters
+    /// join the index's history. If the new pair does not start, the old source is tried again,
+    /// so that the queue keeps receiving. Process context, the queue's NAPI context stopped.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for tokens of another queue; `NoMemory`, the host's or the core's error
+    /// when the pair on `source` did not start (the queue runs on its old source again, or has
+    /// no NAPI pair when that failed too: stop and open the port to recover).
+    pub(crate) fn switch_napi(
+        &mut self,
+        queue: &Queue<H>,
+        tokens: &mut QueueTokens<'_>,
+        tuning: &QueueTuning,
+        (max, source): (u16, SourceKind),
+        (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
+    ) -> PortResult<H::QMem> {
+        let q = tokens.napi.index();
+        let (napi, _, _) = queue.open(tokens)?;
+        let old = napi.pair.as_ref().map_or(SourceKind::Pages, |p| p.pool.kind());
+        if let Some(n) = self.stop_napi(napi, q) {
+            napi.base += n;
+        }
+        let xdp_qid = TxRole::XdpTx.qid(max, q);
+        let (r, started) = match self.start_napi((q, xdp_qid), source, tuning, tx_ring, rx_ring) {
+            Ok((pair, mem)) => (Ok(mem), Some((pair, mem))),
+            Err(e) => {
+                onic_hal::warn!("onic: queue {} on its new buffer source: {}", q, e);
+                (
+                    Err(e),
+                    self.start_napi((q, xdp_qid), old, tuning, tx_ring, rx_ring).ok(),
+                )
+            }
+        };
+        if let Some((pair, mem)) = started {
+            napi.pair = Some(pair);
+            napi.mem = Some(mem);
+        }
+        self.host.stats_publish(q, StatBlock::Napi, &to_words(&napi.base));
+        r
     }
 
     /// Restarts every ring of queue index `q` in place (the core's restarts: each ring's buffers
@@ -415,7 +468,7 @@ impl<H: Host> Rings<'_, H> {
         if let Some(x) = self.stop_tx(xmit, q) {
             napi.base += tx_counters(&x);
         }
-        if let Some(n) = self.stop_napi(&mut napi.pair, q) {
+        if let Some(n) = self.stop_napi(napi, q) {
             napi.base += n;
         }
         self.host.stats_publish(q, StatBlock::Napi, &to_words(&napi.base));

@@ -7,7 +7,7 @@
 //! every page back: recycled directly by the queue's NAPI context, or by the stack when it frees
 //! a packet marked for recycling, or by the redirect target when it returns the frame.
 
-use onic_core::queue::pool::PageProvider;
+use onic_core::queue::pool::{PageProvider, PoolPage};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::{TxDone, TxFrame};
 use onic_core::rss::{RssHashType, ShellHasher};
@@ -16,6 +16,8 @@ use onic_core::{PassInfo, RxSink};
 use onic_hal::DmaAddr;
 
 use super::host::{FrameAt, Host, Mapped, SkbHash};
+use super::xsk::{Buf, XskTxDesc};
+use onic_core::queue::source::SourceBuf;
 
 /// The core's [`PageProvider`] over one queue's host page pool.
 pub struct HostPool<H: Host> {
@@ -81,6 +83,14 @@ pub enum TxItem<H: Host> {
         /// Where the device reads it.
         at: Mapped,
     },
+    /// A frame of the application's TX ring of queue `qid` (AF_XDP zero copy), on that queue's
+    /// XDP_TX ring; its UMEM stays mapped while it is bound.
+    Xsk {
+        /// The queue whose XSK pool the frame belongs to.
+        qid: u16,
+        /// The frame.
+        desc: XskTxDesc,
+    },
 }
 
 impl<H: Host> TxItem<H> {
@@ -97,12 +107,19 @@ impl<H: Host> TxItem<H> {
     const fn mapped(&self) -> Mapped {
         match *self {
             Self::Skb { at, .. } | Self::Xdp { at, .. } => at,
+            Self::Xsk { desc, .. } => Mapped {
+                dma: desc.dma,
+                len: desc.len as usize,
+            },
         }
     }
 
-    /// Ends the mapping (the buffer goes back to its owner next).
+    /// Ends the mapping (the buffer goes back to its owner next); a UMEM frame's mapping is the
+    /// UMEM's, which outlives it.
     pub fn unmap(&self, host: &H) {
-        host.unmap(self.mapped());
+        if !matches!(self, Self::Xsk { .. }) {
+            host.unmap(self.mapped());
+        }
     }
 }
 
@@ -148,6 +165,7 @@ impl<H: Host> Done<'_, H> {
             // A frame of another device's pool: never recycled directly, even from a NAPI poll
             // (that pool's lockless cache belongs to its own NAPI context, maybe on another CPU).
             TxItem::Xdp { frame, .. } => self.host.xdp_frame_return(frame),
+            TxItem::Xsk { qid, desc } => self.host.xsk_tx_done(qid, desc),
         }
     }
 }
@@ -183,12 +201,33 @@ pub struct Pass<'a, H: Host> {
     pub hasher: &'a ShellHasher,
 }
 
-impl<H: Host> RxSink<H::Page> for Pass<'_, H> {
-    fn pass(&mut self, frame: RxFrame<H::Page>, info: PassInfo) -> Result<(), RxFrame<H::Page>> {
+impl<H: Host> RxSink<Buf<H>> for Pass<'_, H> {
+    fn pass(&mut self, frame: RxFrame<Buf<H>>, info: PassInfo) -> Result<(), RxFrame<Buf<H>>> {
         let hash = info
             .hash
             .unwrap_or_else(|| XdpRxHash::compute(self.hasher, frame.data()));
         let RxFrame { page, offset, len } = frame;
+        let page = match page {
+            SourceBuf::Page(page) => page,
+            SourceBuf::Xsk(buf) => {
+                // A chunk of the application's memory never goes to the stack: a copy does, and
+                // the frame stays in its RX slot.
+                let buf = SourceBuf::Xsk(buf);
+                let meta = usize::from(info.meta_len);
+                let start = usize::from(offset).saturating_sub(meta);
+                let end = usize::from(offset) + usize::from(len);
+                let bytes = buf.bytes().get(start..end).unwrap_or(&[]);
+                // CAST: at most `meta_len`, a u8.
+                let meta = (usize::from(offset) - start) as u8;
+                self.host
+                    .rx_deliver_copy(self.mem, self.napi, bytes, meta, self.qid, skb_hash(hash));
+                return Err(RxFrame {
+                    page: buf,
+                    offset,
+                    len,
+                });
+            }
+        };
         let at = FrameAt {
             offset,
             len,
@@ -196,7 +235,11 @@ impl<H: Host> RxSink<H::Page> for Pass<'_, H> {
         };
         self.host
             .rx_deliver(self.mem, self.napi, page, at, self.qid, skb_hash(hash))
-            .map_err(|page| RxFrame { page, offset, len })
+            .map_err(|page| RxFrame {
+                page: SourceBuf::Page(page),
+                offset,
+                len,
+            })
     }
 }
 
@@ -208,18 +251,20 @@ pub struct Redirect<'a, H: Host> {
     pub prog: Option<H::Prog>,
     /// The queue memory.
     pub mem: H::QMem,
+    /// The queue.
+    pub qid: u16,
     /// Whether anything was redirected since the last flush: the host flushes once the poll has
     /// returned (a redirect to this very port may transmit on the same queue).
     pub redirected: bool,
 }
 
-impl<H: Host> RedirectTable<H::Page> for Redirect<'_, H> {
+impl<H: Host> RedirectTable<Buf<H>> for Redirect<'_, H> {
     fn redirect(
         &mut self,
         target: Option<u32>,
-        frame: XdpFrame<H::Page>,
+        frame: XdpFrame<Buf<H>>,
         meta_len: u8,
-    ) -> Result<Redirected<H::Page>, XdpFrame<H::Page>> {
+    ) -> Result<Redirected<Buf<H>>, XdpFrame<Buf<H>>> {
         let Some(prog) = self.prog else {
             return Err(frame);
         };
@@ -234,7 +279,17 @@ impl<H: Host> RedirectTable<H::Page> for Redirect<'_, H> {
             len,
             meta: meta_len,
         };
-        match self.host.xdp_redirect(prog, self.mem, page, at, target) {
+        let r = match page {
+            SourceBuf::Page(p) => self
+                .host
+                .xdp_redirect(prog, self.mem, p, at, target)
+                .map_err(SourceBuf::Page),
+            SourceBuf::Xsk(b) => self
+                .host
+                .xsk_redirect(prog, self.qid, b, at, target)
+                .map_err(SourceBuf::Xsk),
+        };
+        match r {
             Ok(()) => {
                 self.redirected = true;
                 Ok(Redirected::Queued)

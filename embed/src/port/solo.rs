@@ -146,6 +146,28 @@ impl<H: Host> SoloPort<H> {
             .collect()
     }
 
+    /// Switches queue index `q` to `source` ([`Port::set_queue_source`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::set_queue_source`].
+    pub fn set_queue_source(
+        &mut self,
+        q: u16,
+        source: onic_core::queue::source::SourceKind,
+    ) -> PortResult<()> {
+        self.quiesced(|p, c, quiet| p.set_queue_source(c, &mut quiet.queue(q), source))
+    }
+
+    /// Where the UMEM frames of every queue index on an XSK pool are ([`Port::xsk_holdings`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::xsk_holdings`].
+    pub fn xsk_holdings(&mut self) -> PortResult<Vec<super::XskHoldings>> {
+        self.quiesced(|p, c, q| p.xsk_holdings(c, q))
+    }
+
     /// Takes the function down ([`Port::remove`]).
     pub fn remove(self) {
         self.port.remove();

@@ -68,9 +68,10 @@
 //! C2H buffer and the 320 bytes of tailroom an XDP program may not grow into
 //! ([`XskPool::new`] checks it): with the default 3520-byte buffer the UMEM headroom is 0, a
 //! smaller buffer size makes room for one. Rings and chunk states are single-threaded (`Cell`):
-//! the application runs in the driver's context (the model, bare metal, tests); the kernel module
-//! provides its own [`PageProvider`](crate::queue::pool::PageProvider) over the kernel's
-//! `xsk_buff_pool` instead.
+//! the application runs in the driver's context (bare metal, the core's tests and benchmarks).
+//! Hosts of `onic-embed`'s port (the model host now, the kernel module later over the kernel's
+//! `xsk_buff_pool`) keep their UMEM behind the port's host methods instead, and the port's pairs
+//! reach it through [`crate::queue::source::BufSource`], the same seam.
 //!
 //! [`TxQueue::xmit_os`]: crate::queue::tx::TxQueue::xmit_os
 

@@ -1,0 +1,334 @@
+//! AF_XDP zero copy through the port: a queue index whose RX buffers are frames of the UMEM bound
+//! to it (an XSK pool the host keeps) instead of its page pool's pages, and whose XDP_TX ring also
+//! carries the application's TX frames.
+//!
+//! The queue pair is the same either way: its provider is the core's
+//! [`BufSource`](onic_core::queue::source::BufSource) over the host's page pool ([`HostPool`])
+//! or its XSK pool ([`HostXsk`]), fixed when the pair is built; `Port::set_queue_source` builds
+//! the pair of one queue index again with the other source while the others keep running.
+//!
+//! What happens to a UMEM frame ([`XskBuf`]) on each path:
+//!
+//! - refill: [`Host::xsk_alloc`] (the pool's free list, then the fill ring);
+//! - XDP_DROP, ABORTED, a failed verdict: the frame stays in its RX slot;
+//! - XDP_TX: sent from its chunk, parked in its TX slot, back to the RX ring (as a page);
+//! - XDP_REDIRECT: [`Host::xsk_redirect`] (an xskmap: into the socket's RX ring, no copy);
+//! - XDP_PASS, no program: [`Host::rx_deliver_copy`] copies it; the frame stays in its slot;
+//! - the application's TX ring: [`Host::xsk_tx_take`] onto the XDP_TX ring, completed through
+//!   [`Host::xsk_tx_done`] into the completion ring;
+//! - restart, switch, teardown: every frame back through [`Host::xsk_free`], every TX frame
+//!   through [`Host::xsk_tx_done`].
+//!
+//! [`HostPool`]: super::sinks::HostPool
+
+use alloc::vec::Vec;
+use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
+use onic_core::queue::pool::{PageProvider, PoolPage};
+
+use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
+use onic_core::{QueueId, RxQueueConfig};
+use onic_hal::DmaAddr;
+
+use super::contexts::{Control, QueueTokens, Quiet, Token};
+use super::error::{PortError, PortResult};
+use super::host::Host;
+use super::sinks::{HostPool, TxItem};
+use super::Port;
+
+/// A frame of a UMEM while the driver holds it: the host's page for the chunk (its bytes start at
+/// the chunk's first byte, its device address is the chunk's), the chunk's UMEM address and the
+/// UMEM's headroom. The frame's view (what the RX queue and XDP see) starts `headroom` bytes into
+/// the chunk.
+#[derive(Debug)]
+pub struct XskBuf<P> {
+    /// The chunk.
+    pub page: P,
+    /// The UMEM address of the chunk's first byte.
+    pub addr: u64,
+    /// Bytes at the chunk's start the driver leaves alone.
+    pub headroom: u16,
+}
+
+impl<P: PoolPage> XskBuf<P> {
+    /// The UMEM address of the view's first byte: a frame at `offset` in the view is at
+    /// `view_addr() + offset`.
+    #[must_use]
+    pub const fn view_addr(&self) -> u64 {
+        self.addr + self.headroom as u64
+    }
+
+    /// Whether the chunk holds the headroom, the RX headroom, a C2H buffer of `buf_bytes` and
+    /// the tailroom an XDP program may not grow into.
+    #[must_use]
+    pub fn fits(&self, buf_bytes: u32) -> bool {
+        let need = usize::from(self.headroom) + (RX_HEADROOM + RX_TAILROOM) as usize + buf_bytes as usize;
+        self.page.bytes().len() >= need
+    }
+}
+
+impl<P: PoolPage> PoolPage for XskBuf<P> {
+    #[inline]
+    fn dma_addr(&self) -> DmaAddr {
+        DmaAddr::new(self.page.dma_addr().get().wrapping_add(u64::from(self.headroom)))
+    }
+
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self.page.bytes().get(usize::from(self.headroom)..).unwrap_or(&[])
+    }
+
+    #[inline]
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let h = usize::from(self.headroom);
+        self.page.bytes_mut().get_mut(h..).unwrap_or(&mut [])
+    }
+}
+
+/// A frame of the application's TX ring as the host hands it over: its descriptor (UMEM address
+/// of the first byte, length) and where the device reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XskTxDesc {
+    /// UMEM address of the frame's first byte (what goes into the completion ring).
+    pub addr: u64,
+    /// Frame length (at least 60: the host pads a shorter frame in its chunk).
+    pub len: u32,
+    /// Device address of the frame's first byte.
+    pub dma: DmaAddr,
+}
+
+/// The core's provider over the XSK pool the host bound to one queue index.
+pub struct HostXsk<H: Host> {
+    host: H,
+    qid: u16,
+    buf_bytes: u32,
+    /// Frames whose chunk was too small for the queue's buffers: given back, never posted.
+    pub(crate) too_small: u64,
+}
+
+impl<H: Host> HostXsk<H> {
+    /// The provider of queue `qid`, whose C2H buffers are `buf_bytes` long.
+    pub const fn new(host: H, qid: u16, buf_bytes: u32) -> Self {
+        Self {
+            host,
+            qid,
+            buf_bytes,
+            too_small: 0,
+        }
+    }
+
+    /// The queue index.
+    pub const fn qid(&self) -> u16 {
+        self.qid
+    }
+}
+
+impl<H: Host> PageProvider for HostXsk<H> {
+    type Page = XskBuf<H::Page>;
+
+    fn alloc_page(&mut self) -> Option<XskBuf<H::Page>> {
+        let buf = self.host.xsk_alloc(self.qid)?;
+        if buf.fits(self.buf_bytes) {
+            return Some(buf);
+        }
+        // The device would write past the chunk: never posted.
+        self.too_small += 1;
+        self.host.xsk_free(self.qid, buf);
+        None
+    }
+
+    fn recycle_direct(&mut self, page: XskBuf<H::Page>, _dirty_len: usize) {
+        self.host.xsk_free(self.qid, page);
+    }
+
+    fn reuse(&mut self, page: XskBuf<H::Page>, dirty_len: usize) -> Option<XskBuf<H::Page>> {
+        let len = dirty_len.min(self.buf_bytes as usize);
+        if len > 0 {
+            self.sync_for_device(&page, RX_HEADROOM as usize, len);
+        }
+        Some(page)
+    }
+
+    fn release_page(&mut self, page: XskBuf<H::Page>) {
+        self.host.xsk_free(self.qid, page);
+    }
+
+    fn sync_for_cpu(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
+        self.host
+            .page_sync(&page.page, usize::from(page.headroom) + offset, len, true);
+    }
+
+    fn sync_for_device(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
+        self.host
+            .page_sync(&page.page, usize::from(page.headroom) + offset, len, false);
+    }
+}
+
+/// The provider of a queue index's NAPI pair: its page pool or its XSK pool.
+pub type Bufs<H> = BufSource<HostPool<H>, HostXsk<H>>;
+/// A buffer of a queue index's NAPI pair.
+pub type Buf<H> = SourceBuf<<H as Host>::Page, XskBuf<<H as Host>::Page>>;
+
+/// The source of queue index `q` in a port's bit set of queues on UMEM frames.
+pub(crate) const fn source_of(xsk: u64, q: u16) -> SourceKind {
+    if q < 64 && xsk & (1 << q) != 0 {
+        SourceKind::Xsk
+    } else {
+        SourceKind::Pages
+    }
+}
+
+/// Where the UMEM frames of a queue index on an XSK pool are, as its rings hold them: with the
+/// host's count (its XSK pool's free list, the application's rings) the census of the UMEM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XskHoldings {
+    /// The queue index.
+    pub qid: u16,
+    /// In an RX ring slot.
+    pub in_rx_ring: u64,
+    /// On the XDP_TX ring after XDP_TX, not yet completed.
+    pub in_tx_flight: u64,
+    /// Sent after XDP_TX, parked in an XDP_TX slot.
+    pub tx_parked: u64,
+    /// Frames of the application's TX ring on the XDP_TX ring, not yet completed.
+    pub app_tx_in_flight: u64,
+    /// Buffers of the other kind given back to the pair's source (always 0: none is lost or
+    /// doubled silently).
+    pub foreign: u64,
+    /// Frames whose chunk was too small for the queue's buffers (given back, never posted).
+    pub too_small: u64,
+}
+
+impl<H: Host> Port<H> {
+    /// Makes queue index `q` (the index of `queue`'s tokens) take its RX buffers from `source`:
+    /// [`SourceKind::Xsk`], the XSK pool the host bound to it ([`Host::xsk_bound`]), or back to
+    /// [`SourceKind::Pages`], its page pool (Linux: `XDP_SETUP_XSK_POOL` with a pool, without
+    /// one). While the port is up and `q` in use, the queue's NAPI pair (RX and XDP_TX) is built
+    /// again on the new source, the old one's buffers all returned first; its stack TX and
+    /// redirect-in rings and every other queue keep running. While down, the choice is kept
+    /// for the next `open`. The queue's NAPI context is stopped (`queue`).
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for an index the port does not own, an XSK source the host has not bound or
+    /// whose frames are too small (the UMEM headroom must leave the RX headroom, the queue's
+    /// 3520-byte C2H buffer and the XDP tailroom in a 4 KiB chunk: a headroom of 0);
+    /// `WrongContext` for another port's tokens; the errors of starting the new pair (the queue
+    /// then runs on its old source again, which [`Port::queue_source`] reports).
+    pub fn set_queue_source(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        queue: &mut QueueTokens<'_>,
+        source: SourceKind,
+    ) -> PortResult<()> {
+        let c = self.ctl(ctl)?;
+        let q = queue.napi.index();
+        let cells = self.queues.get(usize::from(q)).ok_or(PortError::Invalid)?;
+        if source == SourceKind::Xsk {
+            let room = self.host.xsk_bound(q).ok_or(PortError::Invalid)?;
+            let buf = RxQueueConfig::new(QueueId::new(q)).buf.bytes();
+            if room < RX_HEADROOM + buf + RX_TAILROOM {
+                return Err(PortError::Invalid);
+            }
+        }
+        let bit = 1u64 << q;
+        let before = c.xsk;
+        c.xsk = match source {
+            SourceKind::Xsk => c.xsk | bit,
+            SourceKind::Pages => c.xsk & !bit,
+        };
+        let ch = c.rss.channels(&self.dev);
+        if !c.up || q >= ch.combined || c.xsk == before {
+            return Ok(());
+        }
+        let (rx_ring, tx_ring) = c.net.ring_sizes();
+        let r = self.rings(&mut c.delay).switch_napi(
+            cells,
+            queue,
+            &c.tuning,
+            (ch.max_combined, source),
+            (tx_ring, rx_ring),
+        );
+        match r {
+            Ok(mem) => {
+                if let Some(m) = c.mems.get_mut(usize::from(q)) {
+                    *m = Some(mem);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                c.xsk = before;
+                Err(e)
+            }
+        }
+    }
+
+    /// The buffer source queue index `q` runs on (or will, once started).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn queue_source(&self, ctl: &mut Token<'_, Control>, q: u16) -> PortResult<SourceKind> {
+        Ok(source_of(self.ctl(ctl)?.xsk, q))
+    }
+
+    /// Where the UMEM frames of every running queue index on an XSK pool are, as the port's
+    /// rings hold them (the datapath stopped, `quiet`).
+    ///
+    /// # Errors
+    ///
+    /// `NoMemory`; `WrongContext` for another port's tokens.
+    pub fn xsk_holdings(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        quiet: &mut Quiet<'_>,
+    ) -> PortResult<Vec<XskHoldings>> {
+        self.ctl(ctl)?;
+        let mut out = Vec::new();
+        for (q, queue) in (0..).zip(&self.queues) {
+            let mut t = quiet.queue(q);
+            let (napi, _, _) = queue.open(&mut t)?;
+            let Some(pair) = &napi.pair else { continue };
+            let Some(x) = pair.pool.as_xsk() else { continue };
+            let by_owner = pair.tx.in_flight_by_owner();
+            out.try_reserve(1).map_err(|_| PortError::NoMemory)?;
+            out.push(XskHoldings {
+                qid: q,
+                in_rx_ring: pair.rx.pages_in_ring(),
+                in_tx_flight: u64::from(by_owner.pool),
+                tx_parked: pair.tx.pool_pages_parked(),
+                app_tx_in_flight: u64::from(by_owner.os),
+                foreign: pair.pool.foreign(),
+                too_small: x.too_small,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Sends up to `budget` frames of the application's TX ring of queue `qid` on its XDP_TX ring
+/// (one doorbell at the end); returns how many. Only as many as the ring has room for are taken
+/// from the host, so none waits outside a ring; one the ring refuses anyway (its queue in its
+/// error state) is completed at once.
+pub(crate) fn xsk_send<H: Host, W: onic_hal::RegisterWindow>(
+    host: &H,
+    pair: &mut super::queues::NapiPair<H>,
+    db: &onic_core::queue::doorbell::Doorbells<W>,
+    (qid, budget): (u16, u32),
+) -> u32 {
+    let mut sent = 0;
+    while sent < budget && pair.tx.free() > 0 {
+        let Some(desc) = host.xsk_tx_take(qid) else { break };
+        match pair.tx.xmit_os(db, TxItem::Xsk { qid, desc }, true) {
+            Ok(()) => sent += 1,
+            Err(e) => {
+                if let TxItem::Xsk { desc, .. } = e.into_inner() {
+                    host.xsk_tx_done(qid, desc);
+                }
+            }
+        }
+    }
+    if sent > 0 {
+        pair.tx.flush(db);
+    }
+    sent
+}
