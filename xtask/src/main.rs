@@ -311,6 +311,8 @@ fn step_doc() -> Result<(), String> {
         "-p",
         "onic-bpf",
         "-p",
+        "onic-libbpf",
+        "-p",
         "onic-linux",
         "--features",
         "onic-hal/alloc",

@@ -23,7 +23,7 @@ fn kernel_btf() -> Option<&'static [u8]> {
 }
 
 /// What the kernel side does for a map of maps that declares no inner map
-/// ([`crate::libbpf::INNER`]): a new array of 4-byte keys and values in entry 0.
+/// ([`onic_libbpf::INNER`]): a new array of 4-byte keys and values in entry 0.
 fn give_inner_maps(maps: &mut Vec<onic_bpf::Map>) -> Result<(), String> {
     for outer in 0..maps.len() {
         let d = maps[outer].def();
@@ -35,7 +35,7 @@ fn give_inner_maps(maps: &mut Vec<onic_bpf::Map>) -> Result<(), String> {
             map_type: onic_bpf::MapType::Array,
             key_size: 4,
             value_size: 4,
-            max_entries: crate::libbpf::INNER,
+            max_entries: onic_libbpf::INNER,
             flags: 0,
             read_only: false,
         };
@@ -47,7 +47,7 @@ fn give_inner_maps(maps: &mut Vec<onic_bpf::Map>) -> Result<(), String> {
 }
 
 /// What the kernel side does with the programs named `classifier_<i>`
-/// ([`crate::libbpf::tail_slot`]): each loaded and put into entry `i` of every program array.
+/// ([`onic_libbpf::tail_slot`]): each loaded and put into entry `i` of every program array.
 fn fill_jump_tables(loader: &Loader<'_>, bytes: &[u8], loaded: &mut onic_bpf::Loaded) -> Result<(), String> {
     let arrays: Vec<usize> = (0..loaded.maps.len())
         .filter(|&m| loaded.maps[m].def().map_type == onic_bpf::MapType::ProgArray)
@@ -56,7 +56,7 @@ fn fill_jump_tables(loader: &Loader<'_>, bytes: &[u8], loaded: &mut onic_bpf::Lo
         return Ok(());
     }
     for info in loaded.programs.clone() {
-        let Some(i) = crate::libbpf::tail_slot(&info.name) else {
+        let Some(i) = onic_libbpf::tail_slot(&info.name) else {
             continue;
         };
         let other = loader.load(bytes, Some(&info.name)).map_err(|e| e.to_string())?;

@@ -17,19 +17,23 @@
 //! expectations file with what was seen, keeping the reasons of entries that stay.
 //!
 //! Where bpf() is not permitted, the run says so and succeeds without comparing anything.
+//!
+//! The kernel side is `onic-libbpf` (the host's libbpf, opened at run time); nothing here is
+//! `unsafe`.
+
+#![forbid(unsafe_code)]
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod engine;
 mod expect;
 mod frames;
-mod libbpf;
 mod report;
 
 use std::process::ExitCode;
 
 use engine::Onic;
-use libbpf::{KMap, Lib, Loaded};
+use onic_libbpf::{KMap, Lib, LoadOptions, Loaded, VerifierLog};
 
 /// What one side did with one frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,8 +159,8 @@ impl Compare<'_, '_> {
         }
         let kr = match self.k.test_run(f) {
             Ok(r) => r,
-            Err(errno) => {
-                let why = std::io::Error::from_raw_os_error(errno).to_string();
+            Err(e) => {
+                let why = e.to_string();
                 let r = self.res.run_refused.get_or_insert((why, Vec::new()));
                 r.1.push(name.to_string());
                 return;
@@ -223,6 +227,30 @@ fn verdict_of(o: &Outcome) -> Option<u32> {
     }
 }
 
+/// Loads program `func` of object `path` into the kernel with its tail call targets and inner
+/// maps; a refusal is the verifier's or libbpf's last words (with `BPFDIFF_VERBOSE` set, all of
+/// them on stderr).
+fn load_kernel<'l>(lib: &'l Lib, path: &str, func: &str) -> Result<Loaded<'l>, String> {
+    let opts = LoadOptions {
+        func,
+        as_xdp: false,
+        tail_calls: true,
+        inner_maps: true,
+        unsized_entries: onic_libbpf::unsized_entries(lib.possible_cpus()),
+        log: VerifierLog::OnFailure,
+    };
+    lib.load(path.as_ref(), &opts).map_err(|e| {
+        if let (onic_libbpf::Error::Refused(r), Some(_)) = (&e, std::env::var_os("BPFDIFF_VERBOSE")) {
+            let said = r.said.text(onic_libbpf::PrintLevel::Debug);
+            eprintln!(
+                "--- {path} {func}: libbpf said\n{said}\n--- verifier log\n{}",
+                r.verifier_log
+            );
+        }
+        e.to_string()
+    })
+}
+
 /// Runs program `func` of object `path` on both sides.
 fn run_program(
     lib: &Lib,
@@ -233,8 +261,8 @@ fn run_program(
     diffs: &mut Vec<Diff>,
 ) -> ProgResult {
     let program = format!("{id}:{func}");
-    let kernel = lib.load(path, func);
-    let onic = Onic::load(bytes, func, libbpf::unsized_entries(lib.possible_cpus()));
+    let kernel = load_kernel(lib, path, func);
+    let onic = Onic::load(bytes, func, onic_libbpf::unsized_entries(lib.possible_cpus()));
     let res = ProgResult {
         id: program.clone(),
         kernel: kernel.as_ref().err().cloned(),
@@ -285,14 +313,14 @@ fn xdp_programs(lib: &Lib, path: &str, bytes: &[u8]) -> (Vec<String>, usize) {
     let mut out = Vec::new();
     let mut other = 0;
     let onic: Vec<_> = onic_bpf::list_programs(bytes).unwrap_or_default();
-    let kernel = lib.programs(path).unwrap_or_default();
+    let kernel = lib.programs(path.as_ref()).unwrap_or_default();
     // The selftests' tail call objects: tc programs that read nothing of their context, loaded
     // as XDP on both sides (libbpf's bpf_program__set_type, the engine's --prog-type xdp).
-    let tails = kernel.iter().any(|p| libbpf::tail_slot(&p.0).is_some());
-    for (name, _sec, ty) in &kernel {
-        let onic_xdp = onic.iter().any(|p| &p.name == name && p.is_xdp);
-        if *ty == libbpf::PROG_TYPE_XDP || onic_xdp || tails {
-            out.push(name.clone());
+    let tails = kernel.iter().any(|p| onic_libbpf::tail_slot(&p.name).is_some());
+    for k in &kernel {
+        let onic_xdp = onic.iter().any(|p| p.name == k.name && p.is_xdp);
+        if k.prog_type == onic_libbpf::PROG_TYPE_XDP || onic_xdp || tails {
+            out.push(k.name.clone());
         } else {
             other += 1;
         }
@@ -303,23 +331,6 @@ fn xdp_programs(lib: &Lib, path: &str, bytes: &[u8]) -> (Vec<String>, usize) {
         }
     }
     (out, other)
-}
-
-/// Pins this process to CPU 0, so that the kernel's test runs (and with them per-CPU map copies
-/// and `bpf_get_smp_processor_id`) are on CPU 0, as the engine's are.
-fn pin_cpu0() -> Result<(), String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity get a valid
-    // pointer to it and its size.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(format!("sched_setaffinity: {}", std::io::Error::last_os_error()))
-    }
 }
 
 struct Args {
@@ -364,7 +375,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, String> {
     let args = parse_args()?;
-    let lib = Lib::open()?;
+    let lib = Lib::open().map_err(|e| e.to_string())?;
     if let Err(why) = lib.probe() {
         println!("bpf-diff: SKIPPED, nothing compared: {why}");
         return Ok(ExitCode::SUCCESS);
@@ -373,7 +384,9 @@ fn run() -> Result<ExitCode, String> {
         println!("bpf-diff: bpf() is permitted");
         return Ok(ExitCode::SUCCESS);
     }
-    pin_cpu0()?;
+    // The kernel's test runs (and with them per-CPU map copies and bpf_get_smp_processor_id)
+    // on CPU 0, as the engine's are.
+    onic_libbpf::pin_to_cpu0().map_err(|e| e.to_string())?;
     let manifest = std::fs::read_to_string(&args.manifest).map_err(|e| format!("{}: {e}", args.manifest))?;
     // Object paths in the manifest are relative to its directory.
     let base = std::path::Path::new(&args.manifest)
