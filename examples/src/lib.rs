@@ -4,6 +4,7 @@
 //! workloads `onic bench` runs are in `onic-testkit`.
 
 // Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
+#![forbid(unsafe_code)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod file;

@@ -3,6 +3,7 @@
 //! traces of the driver's programming, RSS hashing, and benchmarks.
 
 // Output goes through `out` (pipe-safe); the std print macros panic on a closed pipe.
+#![forbid(unsafe_code)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 // The output macros (`outln!`, `errln!`, ...) for every module of the tool.
