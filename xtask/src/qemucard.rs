@@ -257,15 +257,23 @@ pub fn build() -> Result<PathBuf, String> {
     let key = format!("{version}-{:016x}", fnv64(&read(&patch)?));
     let build_root = cache.join(format!("qemu-card-{key}"));
     let fresh = !build_root.join("configured").exists();
+    // The tree is shared by every checkout on the machine, each linking its own model into the
+    // binary: one at a time, and each runs its own copy of the result.
+    fs::create_dir_all(&build_root).map_err(|e| format!("{}: {e}", build_root.display()))?;
+    let lock_path = cache.join(format!("qemu-card-{key}.lock"));
+    let lock = fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock().map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let src = prepare_tree(&dsc, &build_root, &patch)?;
-    let binary = src.join("build/qemu-system-x86_64");
+    let built = src.join("build/qemu-system-x86_64");
     if refresh(&src)? {
         // ninja does not track the static library: relink (about a second).
-        let _ = fs::remove_file(&binary);
+        let _ = fs::remove_file(&built);
     }
     let mut c = Command::new("ninja");
     c.current_dir(src.join("build")).arg("qemu-system-x86_64");
     run("ninja qemu-system-x86_64", c)?;
+    let binary = own_copy(&built)?;
+    drop(lock);
     println!(
         "qemu-card: {} ({}) ready in {:.1} s",
         binary.display(),
@@ -276,6 +284,19 @@ pub fn build() -> Result<PathBuf, String> {
         },
         start.elapsed().as_secs_f64()
     );
+    Ok(binary)
+}
+
+/// Copies the freshly linked binary into this checkout's target directory (replacing the
+/// previous copy in one rename), so that a guest of this checkout keeps running the model it
+/// was built with while another checkout relinks the shared tree.
+fn own_copy(built: &Path) -> Result<PathBuf, String> {
+    let dir = target_dir().join("qemu-card");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let binary = dir.join("qemu-system-x86_64");
+    let partial = dir.join("qemu-system-x86_64.partial");
+    fs::copy(built, &partial).map_err(|e| format!("{} -> {}: {e}", built.display(), partial.display()))?;
+    fs::rename(&partial, &binary).map_err(|e| format!("{}: {e}", binary.display()))?;
     Ok(binary)
 }
 
