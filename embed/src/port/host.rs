@@ -19,7 +19,7 @@ use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_hal::grace::GracePeriod;
 use onic_hal::{DelayNs, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
 
-use super::xsk::{XskBuf, XskTxDesc};
+use super::umem::{XskBuf, XskTxDesc};
 
 /// Where the device reads a buffer the host mapped for it, and how many bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,6 +33,7 @@ mod queues;
 pub mod sinks;
 mod solo;
 mod tuning;
+mod umem;
 pub mod xsk;
 
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
@@ -44,7 +45,8 @@ pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
 pub use tuning::QueueTuning;
-pub use xsk::{XskBuf, XskHoldings, XskTxDesc};
+pub use umem::{XskBuf, XskTxDesc};
+pub use xsk::XskHoldings;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

@@ -28,9 +28,8 @@ use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, Xm
 use super::counters::to_words;
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::sinks::{Done, HostPool, TxItem};
+use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
 use super::tuning::QueueTuning;
-use super::xsk::{Buf, Bufs, HostXsk};
 use crate::set::{assemble_pair, PairSpec};
 use onic_core::queue::source::{BufSource, SourceKind};
 

@@ -1,5 +1,6 @@
 //! The datapath pieces that join the core's queue pair to the host: pages from the host's page
-//! pool ([`HostPool`], the core's [`PageProvider`] seam), packets and redirected frames on a TX
+//! pool ([`HostPool`]) or UMEM frames from the XSK pool bound to the queue ([`HostXsk`]), the
+//! two providers of the core's [`PageProvider`] seam ([`Bufs`]), packets and redirected frames on a TX
 //! ring ([`TxItem`]), and the sinks of a poll ([`Pass`], [`Redirect`], [`Done`], [`HostProg`]).
 //!
 //! Page custody, as the core counts it: a page is in the host's pool, in an RX ring slot, on the
@@ -7,8 +8,10 @@
 //! every page back: recycled directly by the queue's NAPI context, or by the stack when it frees
 //! a packet marked for recycling, or by the redirect target when it returns the frame.
 
+use onic_core::config::RX_HEADROOM;
 use onic_core::queue::pool::{PageProvider, PoolPage};
 use onic_core::queue::rx::RxFrame;
+use onic_core::queue::source::{BufSource, SourceBuf};
 use onic_core::queue::tx::{TxDone, TxFrame};
 use onic_core::rss::{RssHashType, ShellHasher};
 use onic_core::xdp::{RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame, XdpRxHash};
@@ -16,8 +19,7 @@ use onic_core::{PassInfo, RxSink};
 use onic_hal::DmaAddr;
 
 use super::host::{FrameAt, Host, Mapped, SkbHash};
-use super::xsk::{Buf, XskTxDesc};
-use onic_core::queue::source::SourceBuf;
+use super::umem::{XskBuf, XskTxDesc};
 
 /// The core's [`PageProvider`] over one queue's host page pool.
 pub struct HostPool<H: Host> {
@@ -322,3 +324,75 @@ impl<H: Host> RawXdpProgram for HostProg<'_, H> {
         self.host.xdp_run(self.prog, self.mem, xdp, hash)
     }
 }
+
+/// The core's provider over the XSK pool the host bound to one queue index.
+pub struct HostXsk<H: Host> {
+    host: H,
+    qid: u16,
+    buf_bytes: u32,
+    /// Frames whose chunk was too small for the queue's buffers: given back, never posted.
+    pub(crate) too_small: u64,
+}
+
+impl<H: Host> HostXsk<H> {
+    /// The provider of queue `qid`, whose C2H buffers are `buf_bytes` long.
+    pub const fn new(host: H, qid: u16, buf_bytes: u32) -> Self {
+        Self {
+            host,
+            qid,
+            buf_bytes,
+            too_small: 0,
+        }
+    }
+
+    /// The queue index.
+    pub const fn qid(&self) -> u16 {
+        self.qid
+    }
+}
+
+impl<H: Host> PageProvider for HostXsk<H> {
+    type Page = XskBuf<H::Page>;
+
+    fn alloc_page(&mut self) -> Option<XskBuf<H::Page>> {
+        let buf = self.host.xsk_alloc(self.qid)?;
+        if buf.fits(self.buf_bytes) {
+            return Some(buf);
+        }
+        // The device would write past the chunk: never posted.
+        self.too_small += 1;
+        self.host.xsk_free(self.qid, buf);
+        None
+    }
+
+    fn recycle_direct(&mut self, page: XskBuf<H::Page>, _dirty_len: usize) {
+        self.host.xsk_free(self.qid, page);
+    }
+
+    fn reuse(&mut self, page: XskBuf<H::Page>, dirty_len: usize) -> Option<XskBuf<H::Page>> {
+        let len = dirty_len.min(self.buf_bytes as usize);
+        if len > 0 {
+            self.sync_for_device(&page, RX_HEADROOM as usize, len);
+        }
+        Some(page)
+    }
+
+    fn release_page(&mut self, page: XskBuf<H::Page>) {
+        self.host.xsk_free(self.qid, page);
+    }
+
+    fn sync_for_cpu(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
+        self.host
+            .page_sync(&page.page, usize::from(page.headroom) + offset, len, true);
+    }
+
+    fn sync_for_device(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
+        self.host
+            .page_sync(&page.page, usize::from(page.headroom) + offset, len, false);
+    }
+}
+
+/// The provider of a queue index's NAPI pair: its page pool or its XSK pool.
+pub type Bufs<H> = BufSource<HostPool<H>, HostXsk<H>>;
+/// A buffer of a queue index's NAPI pair.
+pub type Buf<H> = SourceBuf<<H as Host>::Page, XskBuf<<H as Host>::Page>>;

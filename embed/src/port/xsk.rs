@@ -20,153 +20,19 @@
 //!   through [`Host::xsk_tx_done`].
 //!
 //! [`HostPool`]: super::sinks::HostPool
+//! [`HostXsk`]: super::sinks::HostXsk
+//! [`XskBuf`]: super::XskBuf
 
 use alloc::vec::Vec;
 use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
-use onic_core::queue::pool::{PageProvider, PoolPage};
-
-use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
+use onic_core::queue::source::SourceKind;
 use onic_core::{QueueId, RxQueueConfig};
-use onic_hal::DmaAddr;
 
 use super::contexts::{Control, QueueTokens, Quiet, Token};
 use super::error::{PortError, PortResult};
 use super::host::Host;
-use super::sinks::{HostPool, TxItem};
+use super::sinks::TxItem;
 use super::Port;
-
-/// A frame of a UMEM while the driver holds it: the host's page for the chunk (its bytes start at
-/// the chunk's first byte, its device address is the chunk's), the chunk's UMEM address and the
-/// UMEM's headroom. The frame's view (what the RX queue and XDP see) starts `headroom` bytes into
-/// the chunk.
-#[derive(Debug)]
-pub struct XskBuf<P> {
-    /// The chunk.
-    pub page: P,
-    /// The UMEM address of the chunk's first byte.
-    pub addr: u64,
-    /// Bytes at the chunk's start the driver leaves alone.
-    pub headroom: u16,
-}
-
-impl<P: PoolPage> XskBuf<P> {
-    /// The UMEM address of the view's first byte: a frame at `offset` in the view is at
-    /// `view_addr() + offset`.
-    #[must_use]
-    pub const fn view_addr(&self) -> u64 {
-        self.addr + self.headroom as u64
-    }
-
-    /// Whether the chunk holds the headroom, the RX headroom, a C2H buffer of `buf_bytes` and
-    /// the tailroom an XDP program may not grow into.
-    #[must_use]
-    pub fn fits(&self, buf_bytes: u32) -> bool {
-        let need = usize::from(self.headroom) + (RX_HEADROOM + RX_TAILROOM) as usize + buf_bytes as usize;
-        self.page.bytes().len() >= need
-    }
-}
-
-impl<P: PoolPage> PoolPage for XskBuf<P> {
-    #[inline]
-    fn dma_addr(&self) -> DmaAddr {
-        DmaAddr::new(self.page.dma_addr().get().wrapping_add(u64::from(self.headroom)))
-    }
-
-    #[inline]
-    fn bytes(&self) -> &[u8] {
-        self.page.bytes().get(usize::from(self.headroom)..).unwrap_or(&[])
-    }
-
-    #[inline]
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        let h = usize::from(self.headroom);
-        self.page.bytes_mut().get_mut(h..).unwrap_or(&mut [])
-    }
-}
-
-/// A frame of the application's TX ring as the host hands it over: its descriptor (UMEM address
-/// of the first byte, length) and where the device reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct XskTxDesc {
-    /// UMEM address of the frame's first byte (what goes into the completion ring).
-    pub addr: u64,
-    /// Frame length (at least 60: the host pads a shorter frame in its chunk).
-    pub len: u32,
-    /// Device address of the frame's first byte.
-    pub dma: DmaAddr,
-}
-
-/// The core's provider over the XSK pool the host bound to one queue index.
-pub struct HostXsk<H: Host> {
-    host: H,
-    qid: u16,
-    buf_bytes: u32,
-    /// Frames whose chunk was too small for the queue's buffers: given back, never posted.
-    pub(crate) too_small: u64,
-}
-
-impl<H: Host> HostXsk<H> {
-    /// The provider of queue `qid`, whose C2H buffers are `buf_bytes` long.
-    pub const fn new(host: H, qid: u16, buf_bytes: u32) -> Self {
-        Self {
-            host,
-            qid,
-            buf_bytes,
-            too_small: 0,
-        }
-    }
-
-    /// The queue index.
-    pub const fn qid(&self) -> u16 {
-        self.qid
-    }
-}
-
-impl<H: Host> PageProvider for HostXsk<H> {
-    type Page = XskBuf<H::Page>;
-
-    fn alloc_page(&mut self) -> Option<XskBuf<H::Page>> {
-        let buf = self.host.xsk_alloc(self.qid)?;
-        if buf.fits(self.buf_bytes) {
-            return Some(buf);
-        }
-        // The device would write past the chunk: never posted.
-        self.too_small += 1;
-        self.host.xsk_free(self.qid, buf);
-        None
-    }
-
-    fn recycle_direct(&mut self, page: XskBuf<H::Page>, _dirty_len: usize) {
-        self.host.xsk_free(self.qid, page);
-    }
-
-    fn reuse(&mut self, page: XskBuf<H::Page>, dirty_len: usize) -> Option<XskBuf<H::Page>> {
-        let len = dirty_len.min(self.buf_bytes as usize);
-        if len > 0 {
-            self.sync_for_device(&page, RX_HEADROOM as usize, len);
-        }
-        Some(page)
-    }
-
-    fn release_page(&mut self, page: XskBuf<H::Page>) {
-        self.host.xsk_free(self.qid, page);
-    }
-
-    fn sync_for_cpu(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
-        self.host
-            .page_sync(&page.page, usize::from(page.headroom) + offset, len, true);
-    }
-
-    fn sync_for_device(&self, page: &XskBuf<H::Page>, offset: usize, len: usize) {
-        self.host
-            .page_sync(&page.page, usize::from(page.headroom) + offset, len, false);
-    }
-}
-
-/// The provider of a queue index's NAPI pair: its page pool or its XSK pool.
-pub type Bufs<H> = BufSource<HostPool<H>, HostXsk<H>>;
-/// A buffer of a queue index's NAPI pair.
-pub type Buf<H> = SourceBuf<<H as Host>::Page, XskBuf<<H as Host>::Page>>;
 
 /// The source of queue index `q` in a port's bit set of queues on UMEM frames.
 pub(crate) const fn source_of(xsk: u64, q: u16) -> SourceKind {
