@@ -8,7 +8,7 @@ use onic_core::queue::source::SourceKind;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
 use onic_embed::model::{CardHost, ModelHost, XskCensus, XskConfig, XskError};
-use onic_embed::port::{PortConfig, PortError, SoloPort, TxClean, TxLock, RSS_INDIR_SIZE};
+use onic_embed::port::{PortConfig, PortError, SoloPort, TxClean, TxLock, XskRefusal, RSS_INDIR_SIZE};
 use onic_sim::{Card, CardConfig, Wire};
 
 type Prog = Box<dyn FnMut(&mut XdpBuff<'_>) -> XdpAction>;
@@ -91,7 +91,7 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     // No socket yet: the port refuses the switch.
     assert_eq!(
         port.set_queue_source(XSK_Q, SourceKind::Xsk),
-        Err(PortError::Invalid)
+        Err(PortError::Xsk(XskRefusal::NotBound))
     );
     let cfg = XskConfig {
         chunks: 256,

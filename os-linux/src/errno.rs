@@ -67,6 +67,8 @@ pub fn from_port(e: &PortError) -> Errno {
         PortError::Setting(s) => from_ethtool(s),
         // The OS's own code, passed through (a positive errno).
         PortError::Host(code) => *code,
+        // As other drivers refuse an XSK pool they cannot use (XDP_SETUP_XSK_POOL).
+        PortError::Xsk(_) => EINVAL,
     }
 }
 

@@ -20,7 +20,7 @@ use onic_core::queue::xsk::XskDesc;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
 use onic_embed::model::{CardHost, ModelHost, XskConfig, CHUNK};
-use onic_embed::port::{PortConfig, PortError, SoloPort, TxLock, RSS_INDIR_SIZE};
+use onic_embed::port::{PortConfig, PortError, SoloPort, TxLock, XskRefusal, RSS_INDIR_SIZE};
 use onic_sim::{Card, CardConfig, Wire};
 use proptest::prelude::*;
 
@@ -316,7 +316,10 @@ fn step(w: &mut World<'_>, op: &Op) {
             if to == SourceKind::Xsk && w.headroom > 0 {
                 // A chunk with a headroom cannot hold the RX headroom, a 3520-byte buffer and
                 // the tailroom: refused, the queue stays on pages.
-                assert_eq!(r, Err(PortError::Invalid));
+                assert!(
+                    matches!(r, Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need })) if room < need),
+                    "{r:?}"
+                );
             } else {
                 r.unwrap();
                 w.xsk = !w.xsk;

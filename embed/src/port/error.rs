@@ -25,6 +25,24 @@ pub enum PortError {
     Setting(EthtoolError),
     /// The host's own error code (an errno in the kernel).
     Host(i32),
+    /// A queue index cannot run on the AF_XDP socket's UMEM.
+    Xsk(XskRefusal),
+}
+
+/// Why a queue index cannot switch to UMEM frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum XskRefusal {
+    /// The host has no XSK pool bound to the queue index.
+    NotBound,
+    /// A chunk, after the UMEM's headroom, holds fewer bytes than a receive buffer needs (the
+    /// RX headroom, the queue's C2H buffer and the XDP tailroom).
+    ChunkTooSmall {
+        /// Bytes of a chunk after the UMEM's headroom.
+        room: u32,
+        /// Bytes a receive buffer needs.
+        need: u32,
+    },
 }
 
 impl From<onic_core::Error> for PortError {
@@ -50,6 +68,11 @@ impl fmt::Display for PortError {
             Self::Core(e) => write!(f, "{e}"),
             Self::Setting(e) => write!(f, "{e}"),
             Self::Host(code) => write!(f, "host error {code}"),
+            Self::Xsk(XskRefusal::NotBound) => f.write_str("no AF_XDP socket bound to the queue"),
+            Self::Xsk(XskRefusal::ChunkTooSmall { room, need }) => write!(
+                f,
+                "UMEM chunk too small: {room} bytes after the headroom, a receive buffer needs {need}"
+            ),
         }
     }
 }

@@ -40,7 +40,7 @@ pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
     AllContexts, Control, Domain, Kind, Napi, QueueTokens, Quiet, Token, TxLock, XmitLock, CONTROL,
 };
-pub use error::{PortError, PortResult};
+pub use error::{PortError, PortResult, XskRefusal};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;

@@ -26,10 +26,9 @@
 use alloc::vec::Vec;
 use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
 use onic_core::queue::source::SourceKind;
-use onic_core::{QueueId, RxQueueConfig};
 
 use super::contexts::{Control, QueueTokens, Quiet, Token};
-use super::error::{PortError, PortResult};
+use super::error::{PortError, PortResult, XskRefusal};
 use super::host::Host;
 use super::sinks::TxItem;
 use super::Port;
@@ -75,9 +74,10 @@ impl<H: Host> Port<H> {
     ///
     /// # Errors
     ///
-    /// `Invalid` for an index the port does not own, an XSK source the host has not bound or
-    /// whose frames are too small (the UMEM headroom must leave the RX headroom, the queue's
-    /// 3520-byte C2H buffer and the XDP tailroom in a 4 KiB chunk: a headroom of 0);
+    /// `Invalid` for an index the port does not own; `Xsk` for an XSK source the host has not
+    /// bound (`NotBound`) or whose frames are too small (`ChunkTooSmall`: the UMEM headroom
+    /// must leave the RX headroom, the queue's C2H buffer (3520 bytes by default) and the XDP
+    /// tailroom in a chunk; with 4 KiB chunks and the default buffer, a headroom of 0);
     /// `WrongContext` for another port's tokens; the errors of starting the new pair (the queue
     /// then runs on its old source again, which [`Port::queue_source`] reports).
     pub fn set_queue_source(
@@ -90,10 +90,13 @@ impl<H: Host> Port<H> {
         let q = queue.napi.index();
         let cells = self.queues.get(usize::from(q)).ok_or(PortError::Invalid)?;
         if source == SourceKind::Xsk {
-            let room = self.host.xsk_bound(q).ok_or(PortError::Invalid)?;
-            let buf = RxQueueConfig::new(QueueId::new(q)).buf.bytes();
-            if room < RX_HEADROOM + buf + RX_TAILROOM {
-                return Err(PortError::Invalid);
+            let room = self
+                .host
+                .xsk_bound(q)
+                .ok_or(PortError::Xsk(XskRefusal::NotBound))?;
+            let need = RX_HEADROOM + c.tuning.buf.bytes() + RX_TAILROOM;
+            if room < need {
+                return Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need }));
             }
         }
         let bit = 1u64 << q;
