@@ -84,6 +84,21 @@ pub struct LinkStats {
 /// `ETHTOOL_STAT_NOT_SET`, which ethtool's netlink reply leaves out.
 pub const STAT_NOT_SET: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 
+/// Results of `ethtool -t` (`crate::ethtool::SELF_TESTS`, the `ETH_SS_TEST` set), written out
+/// as a literal for cbindgen.
+pub const SELF_TESTS: usize = 2;
+/// Index of the register test's result.
+pub const TEST_REGISTERS: usize = 0;
+/// Index of the loopback test's result.
+pub const TEST_LOOPBACK: usize = 1;
+/// Length of a loopback test frame (the core's `LOOPBACK_FRAME_LEN`).
+pub const LB_FRAME_LEN: usize = 60;
+/// EtherType of the loopback test's frames (the core's `LOOPBACK_ETHERTYPE`).
+pub const LB_ETHERTYPE: u16 = 0x88B5;
+
+const _: () = assert!(LB_FRAME_LEN == onic_core::device::line::LOOPBACK_FRAME_LEN);
+const _: () = assert!(LB_ETHERTYPE == onic_core::device::line::LOOPBACK_ETHERTYPE);
+
 /// Buckets of the RMON histograms (the kernel's `ETHTOOL_RMON_HIST_MAX`, the core's
 /// [`onic_core::stats::mac::RMON_BUCKETS`]), written out as a literal for cbindgen.
 pub const RMON_HIST: usize = 10;
