@@ -728,6 +728,32 @@ module_param_cb(sim_bad_fcs, &onic_sim_bad_fcs_ops, &sim_bad_fcs, 0644);
 MODULE_PARM_DESC(sim_bad_fcs,
 		 "Simulation mode: writing N gives the next N frames arriving at the model's ports a bad FCS, for the MAC's error counters; writable at run time");
 
+/* Also one-shot: writing (U << 16 | C) makes the next C frames arriving at the model's ports carry
+ * RS-FEC codeword errors the decoder corrects, the U frames after them errors it cannot (the
+ * same word as the QEMU card's FEC_ERRORS control register). */
+static uint sim_fec_errors;
+
+static int onic_sim_fec_errors_set(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	mutex_lock(&onic_sim_knobs);
+	err = param_set_uint(val, kp);
+	if (!err && onic_sim)
+		onic_rs_sim_fec_errors(onic_sim->card, sim_fec_errors & 0xffff, sim_fec_errors >> 16);
+	mutex_unlock(&onic_sim_knobs);
+	return err;
+}
+
+static const struct kernel_param_ops onic_sim_fec_errors_ops = {
+	.set = onic_sim_fec_errors_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(sim_fec_errors, &onic_sim_fec_errors_ops, &sim_fec_errors, 0644);
+MODULE_PARM_DESC(sim_fec_errors,
+		 "Simulation mode: writing U << 16 | C gives the next C frames arriving at the model's ports correctable RS-FEC codeword errors, the U after them uncorrectable ones; writable at run time");
+
 void onic_sim_irq(void *cookie, u8 func, u16 vector)
 {
 	struct onic_sim *s = cookie;

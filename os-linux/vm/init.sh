@@ -133,6 +133,7 @@ CTL_RAISE_ERROR=0x34
 CTL_CMPT_STATUS_FREEZE=0x38
 CTL_CTXT_BUSY=0x3c
 CTL_BLOCKED_DMA=0x40
+CTL_FEC_ERRORS=0x44
 CTL_VIOLATIONS=0x20
 CTL_BUS_FAULTS=0x24
 CTL_GONE=0x28
@@ -525,6 +526,106 @@ check "--show-pause: $IF1 sent 5 pause frames (+$(($(pstat tx_pause_frames $IF1 
 check "--show-pause: $IF0 received them (+$(($(pstat rx_pause_frames $IF0 $A) - PR0)))" test $(($(pstat rx_pause_frames $IF0 $A) - PR0)) = 5
 check "eth-ctrl: MAC control frames, 5 sent and 5 received (+$(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)), +$(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)))" \
 	test $(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)) = 5 -a $(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)) = 5
+
+# ---- FEC: --show-fec / --set-fec on the CMACs' RS-FEC, the decoder's codeword counters
+# (-I --show-fec), then the CMAC's near-end loopback (-K loopback) and the self-tests (-t).
+# fecstat NAME DEV NETNS-PREFIX...: one statistic of -I --show-fec.
+fecstat() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -I --show-fec "$d" | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p" | head -1
+}
+# carrier WANT DEV NETNS-PREFIX...: waits up to 10 s (times the slow factor) until the carrier of
+# DEV is WANT (yes/no); the link work polls the CMAC every 0.5 s.
+carrier() {
+	cw=$1
+	cd=$2
+	shift 2
+	n=0
+	while [ $n -lt $((50 * SLOW)) ] && ! "$@" ethtool "$cd" | grep -q "Link detected: $cw"; do sleep 0.2; n=$((n + 1)); done
+	"$@" ethtool "$cd" | grep -q "Link detected: $cw"
+}
+$A ethtool --show-fec $IF0 >/tmp/fec 2>&1
+sed 's/^/    | /' /tmp/fec
+check "--show-fec: RS-FEC configured and active after the bring-up (rs_fec=1)" sh -c \
+	"grep -Eq 'Configured FEC encodings:[[:space:]]+RS' /tmp/fec && grep -Eq 'Active FEC encoding:[[:space:]]+RS' /tmp/fec"
+refuse "--set-fec encoding baser is refused (the CMAC has RS-FEC only)" $A ethtool --set-fec $IF0 encoding baser
+refuse "--set-fec encoding rs off (two modes) is refused" $A ethtool --set-fec $IF0 encoding rs off
+check "and RS-FEC still runs" sh -c "$A ethtool --show-fec $IF0 | grep -Eq 'Active FEC encoding:[[:space:]]+RS'"
+check "--set-fec encoding off on $IF0 alone" $A ethtool --set-fec $IF0 encoding off
+check "--show-fec: off configured and active on $IF0" sh -c \
+	"$A ethtool --show-fec $IF0 | grep -Eq 'Configured FEC encodings:[[:space:]]+Off' && $A ethtool --show-fec $IF0 | grep -Eq 'Active FEC encoding:[[:space:]]+Off'"
+check "ends that disagree on FEC do not link: $IF0 loses its carrier" carrier no $IF0 $A
+check "and so does $IF1" carrier no $IF1 $B
+refuse "no ping across the disagreeing ends" $A $PING -c 2 -W 1 192.0.2.2
+check "--set-fec encoding off on $IF1 too" $B ethtool --set-fec $IF1 encoding off
+check "both ends without FEC link again ($IF0)" carrier yes $IF0 $A
+check "($IF1)" carrier yes $IF1 $B
+check "ping without FEC" $A $PING -c 2 -W 2 192.0.2.2
+check "--set-fec encoding auto on both" sh -c "$A ethtool --set-fec $IF0 encoding auto && $B ethtool --set-fec $IF1 encoding auto"
+check "--show-fec: auto configured, RS active" sh -c \
+	"$B ethtool --show-fec $IF1 | grep -Eq 'Configured FEC encodings:[[:space:]]+Auto' && $B ethtool --show-fec $IF1 | grep -Eq 'Active FEC encoding:[[:space:]]+RS'"
+check "both ends with RS-FEC link ($IF0)" carrier yes $IF0 $A
+check "($IF1)" carrier yes $IF1 $B
+check "ping with RS-FEC" $A $PING -c 2 -W 2 192.0.2.2
+# Codeword errors: 4 frames the decoder corrects, then 2 it cannot (those arrive with a bad FCS
+# and are dropped), counted by whichever port received them.
+fecsum() { echo $(($(fecstat $1 $IF0 $A) + $(fecstat $1 $IF1 $B))); }
+$A ethtool -I --show-fec $IF0 >/tmp/fec 2>&1
+sed 's/^/    | /' /tmp/fec
+check "-I --show-fec reports the codeword counters" sh -c "grep -q corrected_blocks /tmp/fec && grep -q uncorrectable_blocks /tmp/fec"
+C0=$(fecsum corrected_blocks)
+U0=$(fecsum uncorrectable_blocks)
+F0=$(fcs)
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS $((2 << 16 | 4)); else echo $((2 << 16 | 4)) >/sys/module/onic/parameters/sim_fec_errors; fi
+timeout $((20 * SLOW)) $A $PING -c 10 -i 0.2 -W 1 192.0.2.2 >/dev/null 2>&1
+check "FEC: 4 corrected codewords counted (+$(($(fecsum corrected_blocks) - C0)))" test $(($(fecsum corrected_blocks) - C0)) = 4
+check "FEC: 2 uncorrectable codewords counted (+$(($(fecsum uncorrectable_blocks) - U0)))" test $(($(fecsum uncorrectable_blocks) - U0)) = 2
+check "FEC: the 2 uncorrectable frames arrived with a bad FCS (+$(($(fcs) - F0)))" test $(($(fcs) - F0)) = 2
+# Loopback: what $IF0 sends comes back to it, nothing crosses the cable.
+check "-k: loopback off" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: off$'"
+check "-K loopback on" $A ethtool -K $IF0 loopback on
+check "-k: loopback on" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: on$'"
+check "$IF0 keeps its link in loopback" carrier yes $IF0 $A
+LT0=$(grp eth-mac-FramesTransmittedOK $IF0 $A)
+LR0=$(grp eth-mac-FramesReceivedOK $IF0 $A)
+LB1=$(grp eth-mac-FramesReceivedOK $IF1 $B)
+refuse "no ping across the cable in loopback" $A $PING -c 3 -W 1 192.0.2.2
+# The stack may still be sending (ARP retries): the two counts are read until they agree, for up
+# to 10 s (times the slow factor); a port that heard anything but itself never gets there.
+n=0
+while :; do
+	LT=$(($(grp eth-mac-FramesTransmittedOK $IF0 $A) - LT0))
+	LR=$(($(grp eth-mac-FramesReceivedOK $IF0 $A) - LR0))
+	[ $LT = $LR ] || [ $n -ge $((50 * SLOW)) ] && break
+	sleep 0.2
+	n=$((n + 1))
+done
+check "loopback: $IF0 received what it sent ($LT frames sent, $LR received)" test $LT -ge 1 -a $LR = $LT
+check "loopback: $IF1 received none of it (+$(($(grp eth-mac-FramesReceivedOK $IF1 $B) - LB1)))" \
+	test $(($(grp eth-mac-FramesReceivedOK $IF1 $B) - LB1)) = 0
+check "-K loopback off" $A ethtool -K $IF0 loopback off
+check "$IF0 has its link over the cable again" carrier yes $IF0 $A
+check "ping across the cable after loopback" $A $PING -c 2 -W 2 192.0.2.2
+# ethtool -t: the register test, and (offline, the default) the loopback test.
+$A ethtool -t $IF0 >/tmp/t 2>&1
+TS=$?
+sed 's/^/    | /' /tmp/t
+check "ethtool -t: both tests pass (exit $TS)" sh -c \
+	"test $TS = 0 && grep -q 'The test result is PASS' /tmp/t && grep -Eq '^Register test +\(online\)[[:space:]]+0$' /tmp/t && grep -Eq '^Loopback test +\(offline\)[[:space:]]+0$' /tmp/t"
+check "ethtool -t logged 8 of 8 loopback frames back" sh -c "dmesg | grep -q '$IF0: loopback test: 8 of 8 frames back intact, 0 others'"
+check "ethtool -t put the loopback setting back (off)" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: off$'"
+check "ethtool -t online runs the register test only" sh -c "$A ethtool -t $IF0 online | grep -q 'The test result is PASS'"
+# The loopback test notices lost frames: 3 of its frames arrive with uncorrectable codewords.
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS $((3 << 16)); else echo $((3 << 16)) >/sys/module/onic/parameters/sim_fec_errors; fi
+$A ethtool -t $IF0 >/tmp/t 2>&1
+TS=$?
+sed 's/^/    | /' /tmp/t
+check "ethtool -t fails when loopback frames are lost" sh -c \
+	"grep -q 'The test result is FAIL' /tmp/t && grep -Eq '^Register test +\(online\)[[:space:]]+0$' /tmp/t && grep -Eq '^Loopback test +\(offline\)[[:space:]]+[1-9]' /tmp/t"
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS 0; else echo 0 >/sys/module/onic/parameters/sim_fec_errors; fi
+check "ping after the self-tests" $A $PING -c 2 -W 2 192.0.2.2
 
 # ---- ethtool round trips; bad values rejected with an error and no change
 E="$A ethtool"
