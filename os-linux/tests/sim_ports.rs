@@ -1114,3 +1114,38 @@ fn loopback_and_the_self_tests_through_the_port() {
     assert_eq!(user0, 0x1234);
     finish(&card, &os, vec![a, b]);
 }
+
+#[test]
+fn health_dump_reads_a_queues_contexts_back() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 2);
+    let b = port(&card, &os.other(), 1, 2);
+    let id = a.identity();
+    assert_eq!(id.cmac_version, onic_hal::regs::cmac::CORE_VERSION_EXPECTED);
+    assert_ne!(id.shell_build, onic_hal::window::UNMAPPED_READ);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    send_burst(&card, &os, [&a, &b], 0, 3);
+    let c = control(&b, |p, t| p.queue_contexts(t, 1)).unwrap();
+    assert!(
+        c.tx_sw.qen() && c.rx_sw.qen(),
+        "both rings of a running queue are enabled"
+    );
+    assert!(c.cmpt.valid() && c.pfch.valid());
+    assert_eq!(c.abs, 65, "PF1's queue 1: the function's qbase (64) + 1");
+    let dump = onic_linux::abi::QueueDump::new(&c, &b.queue_counters(1).unwrap());
+    assert_eq!((dump.tx_qen, dump.rx_qen, dump.cmpt_valid), (1, 1, 1));
+    assert_eq!(
+        errno(control(&a, |p, t| p.queue_contexts(t, 8))),
+        Err(onic_linux::errno::EINVAL),
+        "a queue index the port does not have"
+    );
+    assert_eq!(a.queue_counters(8), None);
+    // After stop the contexts are invalidated: nothing enabled.
+    stop(&a);
+    let c = control(&a, |p, t| p.queue_contexts(t, 0)).unwrap();
+    assert!(!c.tx_sw.qen() && !c.rx_sw.qen() && !c.cmpt.valid());
+    open(&a).unwrap();
+    finish(&card, &os, vec![a, b]);
+}

@@ -38,6 +38,7 @@ use onic_hal::layout::desc::{C2H_DESC_BYTES, H2C_DESC_BYTES};
 #[cfg(feature = "raw-registers")]
 pub mod contexts;
 pub mod error_status;
+pub mod health;
 pub mod line;
 pub mod rss_control;
 pub mod settings;

@@ -45,6 +45,7 @@ pub use solo::SoloPort;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use onic_core::device::health::{DeviceIdentity, QueueContexts};
 use onic_core::device::line::{FecMode, FecParams, FecStats, RegisterTestError};
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
@@ -613,6 +614,33 @@ impl<H: Host> Port<H> {
     pub fn register_test(&self, ctl: &mut Token<'_, Control>) -> PortResult<Result<(), RegisterTestError>> {
         self.ctl(ctl)?;
         Ok(self.dev.register_test())
+    }
+
+    /// The contexts of queue index `qid` as the QDMA holds them (a health dump; the core's
+    /// [`Device::queue_contexts`]: READ commands only, under the card's lock).
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a queue index the port does not have; the core's error when the context
+    /// engine does not answer; `WrongContext` for another port's token.
+    pub fn queue_contexts(&self, ctl: &mut Token<'_, Control>, qid: u16) -> PortResult<QueueContexts> {
+        let c = self.ctl(ctl)?;
+        if usize::from(qid) >= self.queues.len() {
+            return Err(PortError::Invalid);
+        }
+        Ok(self.dev.queue_contexts(&mut c.delay, QueueId::new(qid))?)
+    }
+
+    /// Queue index `qid`'s published counters (what its owners last published; any context),
+    /// `None` for an index the port does not have.
+    pub fn queue_counters(&self, qid: u16) -> Option<QueueCounters> {
+        (usize::from(qid) < self.queues.len()).then(|| self.read_queue(usize::from(qid)))
+    }
+
+    /// The identity registers of the port's device (`devlink dev info`; registers only read:
+    /// any context).
+    pub fn identity(&self) -> DeviceIdentity {
+        self.dev.identity()
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the

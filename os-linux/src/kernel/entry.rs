@@ -23,8 +23,8 @@ use onic_embed::port::{
 };
 
 use crate::abi::{
-    LinkStats, MacGroups, PollResult, PortLayout, PortParams, RmonRange, TxClean, TxState, XmitResult,
-    RMON_HIST, RMON_RANGES,
+    DevInfo, LinkStats, MacGroups, PollResult, PortLayout, PortParams, QueueDump, RmonRange, TxClean,
+    TxState, XmitResult, RMON_HIST, RMON_RANGES,
 };
 use crate::errno::{self, Errno, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS, ETH_SS_TEST};
@@ -932,6 +932,52 @@ pub unsafe extern "C" fn onic_rs_lb_seq(mac: *const u8, buf: *const u8, len: usi
     // SAFETY: caller's contract.
     let (mac, frame) = unsafe { (&*mac.cast::<[u8; 6]>(), core::slice::from_raw_parts(buf, len)) };
     onic_core::device::line::loopback_seq(mac, frame).map_or(-1, i64::from)
+}
+
+/// devlink info_get: the identity registers of the port's device (registers only read: any
+/// context).
+///
+/// # Safety
+///
+/// Live port; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_dev_info(p: *const c_void, out: *mut DevInfo) {
+    // SAFETY: live port.
+    let id = unsafe { port(p) }.identity();
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe {
+        *out = DevInfo {
+            shell_build: id.shell_build,
+            cmac_version: id.cmac_version,
+        };
+    }
+}
+
+/// devlink health dump: queue index `qid`'s contexts (READ commands under the card's lock) and
+/// its published health counters. Returns 0 or a negative errno (`out` untouched then).
+///
+/// # Safety
+///
+/// Live port; RTNL held (the control token: the delay the context commands poll with); `out`
+/// valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_queue_dump(p: *const c_void, qid: u16, out: *mut QueueDump) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    let dump = port.queue_contexts(&mut ctl, qid).and_then(|c| {
+        Ok(QueueDump::new(
+            &c,
+            &port.queue_counters(qid).ok_or(PortError::Invalid)?,
+        ))
+    });
+    match dump {
+        Ok(d) => {
+            // SAFETY: valid out pointer (caller's contract).
+            unsafe { *out = d };
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
 }
 
 /// ethtool get_coalesce: the RX completion timer (whole µs) and count threshold the queues use.
