@@ -69,6 +69,11 @@ struct onic_ndev {
 	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
 	struct work_struct reset_work;	/* queue restarts (takes RTNL) */
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
+	unsigned long failed_rx;	/* bit q: ... and it was its RX side (devlink's rx reporter) */
+	const char *failed_why[ONIC_MAX_QUEUES];	/* what queue q's failure was, for the report */
+	struct devlink *devlink;	/* onic_devlink.c; NULL without one */
+	struct devlink_health_reporter *tx_reporter, *rx_reporter;
+	u16 board_vendor, board_device;	/* devlink's board.id: the function's PCI IDs */
 	bool removing;			/* unregistering: no restart may be scheduled any more */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
@@ -116,6 +121,8 @@ int onic_rs_set_loopback(const void *port, bool on);
 int onic_rs_register_test(const void *port);
 size_t onic_rs_lb_frame(const u8 *mac, u32 seq, u8 *buf, size_t len);
 s64 onic_rs_lb_seq(const u8 *mac, const u8 *buf, size_t len);
+void onic_rs_dev_info(const void *port, struct onic_dev_info *out);
+int onic_rs_queue_dump(const void *port, u16 qid, struct onic_queue_dump *out);
 int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames);
 int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames);
 extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
@@ -190,5 +197,11 @@ void onic_tx_timer_arm(struct onic_qv *qv);
 int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
+void onic_restart_queue(struct onic_ndev *nd, u16 q);
+
+/* ---- onic_devlink.c ---- */
+void onic_devlink_register(struct onic_ndev *nd, struct device *dev);
+void onic_devlink_unregister(struct onic_ndev *nd);
+bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why);
 
 #endif

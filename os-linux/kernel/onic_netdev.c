@@ -57,10 +57,15 @@ static void onic_tx_timer_cancel(struct onic_qv *qv)
 
 /* A ring of queue q found the device's view of it impossible or stalled (the core's error
  * state): the queue asks for nothing more until a restart, which needs process context. */
-static void onic_queue_failed(struct onic_ndev *nd, u16 q, const char *why)
+static void onic_queue_failed(struct onic_ndev *nd, u16 q, bool rx, const char *why)
 {
 	if (READ_ONCE(nd->removing))
 		return;
+	if (!test_bit(q, &nd->failed)) {
+		WRITE_ONCE(nd->failed_why[q], why);
+		if (rx)
+			set_bit(q, &nd->failed_rx);
+	}
 	if (!test_and_set_bit(q, &nd->failed)) {
 		netdev_err(nd->netdev, "queue %u: %s; restarting the queue\n", q, why);
 		schedule_work(&nd->reset_work);
@@ -88,7 +93,7 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 				READ_ONCE(nd->down));
 	__netif_tx_unlock(txq);
 	if (c.error)
-		onic_queue_failed(nd, q, "TX ring error");
+		onic_queue_failed(nd, q, false, "TX ring error");
 	return c.in_flight > 0;
 }
 
@@ -110,7 +115,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	spin_unlock(&qv->xmit_lock);
 	pending |= xc.in_flight > 0;
 	if (xc.error)
-		onic_queue_failed(nd, qv->qid, "redirect-in ring error");
+		onic_queue_failed(nd, qv->qid, false, "redirect-in ring error");
 	/* The program stays alive for this poll even if ndo_bpf swaps it meanwhile (the old one is
 	 * freed after a grace period). NAPI's disabled bottom halves would hold that grace period
 	 * off too, but the read-side section is said explicitly so that PROVE_RCU can check it; the
@@ -121,7 +126,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 		xdp_do_flush();
 	rcu_read_unlock();
 	if (r.error)
-		onic_queue_failed(nd, qv->qid, "RX or XDP_TX ring error");
+		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
 	if (r.done < budget && !r.more) {
 		if (napi_complete_done(napi, r.done) && pending)
@@ -205,6 +210,7 @@ static int onic_open(struct net_device *netdev)
 		return err;
 	/* Fresh rings: restarts asked for the old ones are moot. */
 	nd->failed = 0;
+	nd->failed_rx = 0;
 	nd->open_queues = n;
 	for (q = 0; q < n; q++) {
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
@@ -282,7 +288,7 @@ static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device
 	r = onic_rs_xmit(nd->port, q, skb, &c);
 	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at, READ_ONCE(nd->down));
 	if (c.error)
-		onic_queue_failed(nd, q, "TX ring error");
+		onic_queue_failed(nd, q, false, "TX ring error");
 	switch (r) {
 	case ONIC_XMIT_OK:
 	case ONIC_XMIT_OK_STOP:
@@ -332,14 +338,14 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s\n",
 		   q, st.in_flight, st.free, st.next_to_clean, st.next_to_use, st.device_cidx,
 		   st.error ? ", ring in error" : "");
-	onic_queue_failed(nd, q, "TX timeout");
+	onic_queue_failed(nd, q, false, "TX timeout");
 }
 
 /* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
  * are quiesced, the core's restarts return every buffer and page and program the contexts
  * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
  * and closed if even that fails. */
-static void onic_restart_queue(struct onic_ndev *nd, u16 q)
+void onic_restart_queue(struct onic_ndev *nd, u16 q)
 {
 	struct net_device *netdev = nd->netdev;
 	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
@@ -375,20 +381,29 @@ static void onic_restart_queue(struct onic_ndev *nd, u16 q)
 	}
 }
 
+/* Each failed queue is reported to devlink's tx or rx reporter first, without RTNL (devlink
+ * takes its instance lock, then the reporter's callbacks RTNL): its dump records the queue, its
+ * recover restarts it. Should devlink not recover it (auto-recovery off, or aborted because the
+ * reporter is still in error), the queue is restarted here all the same. */
 static void onic_reset_work(struct work_struct *w)
 {
 	struct onic_ndev *nd = container_of(w, struct onic_ndev, reset_work);
 	u16 q;
 
-	rtnl_lock();
 	for (q = 0; q < nd->max_queues; q++) {
+		bool rx;
+
 		if (!test_and_clear_bit(q, &nd->failed))
 			continue;
+		rx = test_and_clear_bit(q, &nd->failed_rx);
+		if (onic_devlink_report(nd, q, rx, READ_ONCE(nd->failed_why[q])))
+			continue;
+		rtnl_lock();
 		/* A queue that stop/open replaced meanwhile starts fresh. */
 		if (netif_running(nd->netdev) && q < nd->open_queues)
 			onic_restart_queue(nd, q);
+		rtnl_unlock();
 	}
-	rtnl_unlock();
 }
 
 /* XDP_SETUP_PROG: attach, detach or swap a program without touching the queues: the next poll
@@ -1082,6 +1097,7 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 		unregister_netdev(nd->netdev);
 		cancel_work_sync(&nd->reset_work);
 	}
+	onic_devlink_unregister(nd);
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)
 			netif_napi_del(&nd->qv[q].napi);

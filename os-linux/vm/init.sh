@@ -312,6 +312,19 @@ ethtool -S $IF0 >/tmp/stats 2>&1
 sed -n '2,72p' /tmp/stats | sed 's/^ *//; s/:.*//' >/tmp/names71
 same "ethtool -S lists the reference driver's 71 names first, in order" /tmp/names71 /etc/onic/stats71.txt
 check "ethtool -S then lists per-queue counters" grep -q 'rx0_packets' /tmp/stats
+# ---- devlink: one instance per function (the PCI function; in simulation its platform device)
+if [ $MODE = pci ]; then DL0=pci/$PF0 DL1=pci/$PF1; else DL0=platform/onic-sim.0 DL1=platform/onic-sim.1; fi
+devlink dev info $DL0 >/tmp/dlinfo 2>&1
+sed 's/^/    | /' /tmp/dlinfo
+check "devlink dev info $DL0: driver onic" grep -Eq '^[[:space:]]*driver onic$' /tmp/dlinfo
+check "devlink dev info: the board's PCI IDs (board.id 10ee:903f)" grep -Eq '^[[:space:]]*board.id 10ee:903f$' /tmp/dlinfo
+check "devlink dev info: the shell's build stamp (fw.shell.build, BUILD_STATUS) and the CMAC's version 3.1" sh -c \
+	"grep -Eq '^[[:space:]]*fw.shell.build [0-9a-f]{8}$' /tmp/dlinfo && grep -Eq '^[[:space:]]*fw.cmac 3.1$' /tmp/dlinfo"
+check "devlink dev info $DL1: PF1's board.id 10ee:913f" sh -c "devlink dev info $DL1 | grep -Eq 'board.id 10ee:913f'"
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: reporters tx and rx on both functions, healthy" sh -c \
+	"[ \$(grep -Ec 'reporter (tx|rx)' /tmp/dlhealth) = 4 ] && [ \$(grep -c 'state healthy error 0 recover 0' /tmp/dlhealth) = 4 ]" 
 check "ethtool -S lists the page-pool counters" grep -q 'rx_pp_alloc_fast' /tmp/stats
 # stat NAME DEV [NETNS-PREFIX...]: the value of one ethtool -S entry.
 stat() {
@@ -975,6 +988,19 @@ qsum() {
 	{ $A ethtool -S $IF0; $B ethtool -S $IF1; } |
 		awk -v p="$1" -v n="$2" '{ sub(":", "", $1) } $1 ~ ("^" p "[0-9]+_" n "$") { s += $2 } END { print s + 0 }'
 }
+# dlh REPORTER FIELD: the devlink health counter FIELD (error, recover) of REPORTER summed over
+# both functions, from /tmp/dlhealth (devlink health show); dldump REPORTER: the stored dump of
+# the function whose reporter saw errors into /tmp/dldump (DLF: that function's handle).
+dlh() {
+	awk -v r="$1" -v f="$2" '/reporter / { cur = $2 } cur == r { for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) } END { print s + 0 }' /tmp/dlhealth
+}
+dldump() {
+	DLF=$DL0
+	devlink health show $DL0 reporter $1 | grep -q ' error 0 ' && DLF=$DL1
+	devlink health dump show $DLF reporter $1 >/tmp/dldump 2>&1
+	head -c 3000 /tmp/dldump | sed 's/^/    | /'
+	echo
+}
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
 TXR0=$(qsum tx restarts)
 echo "onic-vm: fault window begins" >/dev/kmsg
@@ -994,6 +1020,14 @@ check "and the queue restarted in place" sh -c "dmesg | grep -Eq '($IF0|$IF1): q
 check "traffic flows after the restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &) && sleep $SLOW && timeout 30 $A iperf3 -c 192.0.2.2 -p 5201 -t 3 >/dev/null"
 check "ethtool -S: tx<q>_restarts counts the TX restart (+$(($(qsum tx restarts) - TXR0)))" test $(($(qsum tx restarts) - TXR0)) -ge 1
+# devlink: the TX timeout went to the tx reporter, which dumped the queue and recovered it.
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: the tx reporter counted the error and its recovery, and is healthy (+$(dlh tx error) errors, +$(dlh tx recover) recoveries)" \
+	sh -c "[ $(dlh tx error) -ge 1 ] && [ $(dlh tx recover) = $(dlh tx error) ] && ! grep -A1 'reporter tx' /tmp/dlhealth | grep -q 'state error'"
+dldump tx
+check "devlink health dump show: the failed queue's H2C contexts and ring state" sh -c \
+	"grep -q 'queue' /tmp/dldump && grep -q 'sw_pidx' /tmp/dldump && grep -q 'hw_cidx' /tmp/dldump && grep -q 'ring_next_to_use' /tmp/dldump && grep -Eq 'ring_in_flight:? [1-9]' /tmp/dldump"
 
 # ---- a lying completion ring (its color never flips after a wrap): the RX queue detects it,
 # stops asking to be polled, and a work item restarts it
@@ -1019,6 +1053,54 @@ QR0=$(($(qsum rx restarts) - QR0))
 QS0=$(($(qsum rx stall_polls) - QS0))
 check "ethtool -S: the frozen ring in rx<q>_queue_errors (+$QE0), rx<q>_restarts (+$QR0), rx<q>_stall_polls (+$QS0)" \
 	test $QE0 -ge 1 -a $QR0 -ge 1 -a $QS0 -ge 1
+# devlink: the frozen completion ring went to the rx reporter: reported, dumped, recovered; then
+# a recovery the user asks for restarts the queues again and is counted.
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: the rx reporter counted the frozen ring and its recovery (+$(dlh rx error) errors, +$(dlh rx recover) recoveries)" \
+	sh -c "[ $(dlh rx error) -ge 1 ] && [ $(dlh rx recover) -ge 1 ]"
+dldump rx
+check "devlink health dump show: the frozen queue's C2H and completion contexts" sh -c \
+	"grep -q 'cmpt_pidx' /tmp/dldump && grep -q 'cmpt_color' /tmp/dldump && grep -Eq 'queue_errors:? [1-9]' /tmp/dldump"
+# With auto-recovery off, a failure leaves the reporter in error (counted, not recovered by
+# devlink; the driver restarts the queue all the same) until the user recovers it.
+check "devlink health set: rx auto_recover false on both functions" sh -c \
+	"devlink health set $DL0 reporter rx auto_recover false && devlink health set $DL1 reporter rx auto_recover false"
+E0=$(dlh rx error)
+RC0=$(dlh rx recover)
+RE0=$(dmesg | grep -c "RX or XDP_TX ring error")
+R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
+flood_frozen
+n=0
+while [ $n -lt $((30 * SLOW)) ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$RE0" ]; do sleep 1; n=$((n + 1)); done
+set_cmpt_freeze 0
+n=0
+while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
+kill $FL 2>/dev/null
+wait $FL 2>/dev/null
+sleep 2
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "without auto-recovery the rx reporter counts errors ($E0 -> $(dlh rx error)) but no recovery ($RC0 -> $(dlh rx recover)) and stays in error" \
+	sh -c "[ $(dlh rx error) -gt $E0 ] && [ $(dlh rx recover) = $RC0 ] && grep -A1 'reporter rx' /tmp/dlhealth | grep -q 'state error'"
+check "and the driver restarted the queue all the same" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
+check "traffic flows with the reporter in error" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+K=0
+for d in $DL0 $DL1; do
+	if devlink health show $d reporter rx | grep -q 'state error'; then
+		check "devlink health recover $d reporter rx, asked for by the user" devlink health recover $d reporter rx
+		K=$((K + 1))
+	fi
+done
+# (the user's recoveries restart queues too: the fault window ends after them)
+echo "onic-vm: fault window ends" >/dev/kmsg
+devlink health show >/tmp/dlhealth 2>&1
+check "the user's recoveries are counted ($RC0 -> $(dlh rx recover), +$K) and the reporters are healthy again" \
+	sh -c "[ $(dlh rx recover) = $((RC0 + K)) ] && ! grep -q 'state error' /tmp/dlhealth"
+check "traffic flows after the user's recovery" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+check "devlink health set: rx auto_recover true again" sh -c \
+	"devlink health set $DL0 reporter rx auto_recover true && devlink health set $DL1 reporter rx auto_recover true"
+check "devlink health dump clear" devlink health dump clear $DLF reporter rx
 
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from
