@@ -370,6 +370,8 @@ fn s10_cmac_registers() {
         (cmac::RSFEC_CONF_IND_CORRECTION.offset(), 0x1000),
         (cmac::RSFEC_STATUS.offset(), 0x1004),
         (cmac::RSFEC_CONF_ENABLE.offset(), 0x107C),
+        (cmac::STAT_RX_RSFEC_CORRECTED_CW.low.offset(), 0x1008),
+        (cmac::STAT_RX_RSFEC_UNCORRECTED_CW.low.offset(), 0x1010),
     ];
     for (got, want) in table {
         assert_eq!(got, want);

@@ -12,6 +12,12 @@
 #include <linux/ethtool.h>
 #include <linux/netdevice.h>
 
+/* devlink's info_get must name the driver itself before 6.2 (devlink_info_driver_name_put);
+ * from 6.2 the core does, and the helper is gone. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define ONIC_HAVE_DEVLINK_DRIVER_NAME_PUT 1
+#endif
+
 /* ethtool get/set_rxfh take a struct ethtool_rxfh_param since 6.8. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
 #define ONIC_HAVE_RXFH_PARAM 1

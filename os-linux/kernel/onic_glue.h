@@ -69,6 +69,11 @@ struct onic_ndev {
 	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
 	struct work_struct reset_work;	/* queue restarts (takes RTNL) */
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
+	unsigned long failed_rx;	/* bit q: ... and it was its RX side (devlink's rx reporter) */
+	const char *failed_why[ONIC_MAX_QUEUES];	/* what queue q's failure was, for the report */
+	struct devlink *devlink;	/* onic_devlink.c; NULL without one */
+	struct devlink_health_reporter *tx_reporter, *rx_reporter;
+	u16 board_vendor, board_device;	/* devlink's board.id: the function's PCI IDs */
 	bool removing;			/* unregistering: no restart may be scheduled any more */
 	struct onic_qv qv[ONIC_MAX_QUEUES];
 };
@@ -82,6 +87,7 @@ void onic_rs_sim_set_link(const void *sim, u8 port, bool up);
 void onic_rs_sim_stall_tx(const void *sim, bool on);
 void onic_rs_sim_freeze_cmpt(const void *sim, bool on);
 void onic_rs_sim_bad_fcs(const void *sim, u32 frames);
+void onic_rs_sim_fec_errors(const void *sim, u32 correctable, u32 uncorrectable);
 void *onic_rs_port_new_sim(const void *sim, struct onic_ndev *nd, const struct onic_port_params *p, int *err);
 void *onic_rs_port_new_pci(void *dev, struct onic_ndev *nd, void __iomem *bar0, size_t bar0_len,
 			   void __iomem *bar2, size_t bar2_len, const struct onic_port_params *p, int *err);
@@ -107,6 +113,16 @@ void onic_rs_get_strings(const void *port, u32 sset, u8 *buf);
 void onic_rs_get_stats(const void *port, u64 *data, size_t n);
 int onic_rs_mac_groups(const void *port, struct onic_mac_groups *out);
 int onic_rs_pause_params(const void *port, bool *rx, bool *tx);
+int onic_rs_get_fec(const void *port, u32 *configured, u32 *active);
+int onic_rs_set_fec(const void *port, u32 bits);
+int onic_rs_fec_stats(const void *port, u64 *corrected, u64 *uncorrectable);
+bool onic_rs_loopback(const void *port);
+int onic_rs_set_loopback(const void *port, bool on);
+int onic_rs_register_test(const void *port);
+size_t onic_rs_lb_frame(const u8 *mac, u32 seq, u8 *buf, size_t len);
+s64 onic_rs_lb_seq(const u8 *mac, const u8 *buf, size_t len);
+void onic_rs_dev_info(const void *port, struct onic_dev_info *out);
+int onic_rs_queue_dump(const void *port, u16 qid, struct onic_queue_dump *out);
 int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames);
 int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames);
 extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
@@ -181,5 +197,11 @@ void onic_tx_timer_arm(struct onic_qv *qv);
 int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
+void onic_restart_queue(struct onic_ndev *nd, u16 q);
+
+/* ---- onic_devlink.c ---- */
+void onic_devlink_register(struct onic_ndev *nd, struct device *dev);
+void onic_devlink_unregister(struct onic_ndev *nd);
+bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why);
 
 #endif

@@ -586,6 +586,9 @@ static int onic_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto teardown;
 	op->registered = true;
+	op->nd->board_vendor = pdev->vendor;
+	op->nd->board_device = pdev->device;
+	onic_devlink_register(op->nd, &pdev->dev);
 	pci_set_drvdata(pdev, op);
 	return 0;
 
@@ -637,8 +640,10 @@ struct onic_sim {
 	const void *card;		/* Rust: Arc<SimCard> */
 	struct onic_ndev *nd[ONIC_SIM_FUNCS];
 	bool registered[ONIC_SIM_FUNCS];
-	/* sim_dma_api: one platform device per function, whose DMA API the ports use. */
+	/* One platform device per function: devlink's device, and with sim_dma_api the device
+	 * whose DMA API the ports use. */
 	struct platform_device *pdev[ONIC_SIM_FUNCS];
+	bool pdrv;	/* onic_sim_pdrv registered */
 	struct mutex ctx_lock;		/* the card's context-command lock */
 	struct hrtimer engine;
 	u64 last_ns;
@@ -728,6 +733,32 @@ module_param_cb(sim_bad_fcs, &onic_sim_bad_fcs_ops, &sim_bad_fcs, 0644);
 MODULE_PARM_DESC(sim_bad_fcs,
 		 "Simulation mode: writing N gives the next N frames arriving at the model's ports a bad FCS, for the MAC's error counters; writable at run time");
 
+/* Also one-shot: writing (U << 16 | C) makes the next C frames arriving at the model's ports carry
+ * RS-FEC codeword errors the decoder corrects, the U frames after them errors it cannot (the
+ * same word as the QEMU card's FEC_ERRORS control register). */
+static uint sim_fec_errors;
+
+static int onic_sim_fec_errors_set(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	mutex_lock(&onic_sim_knobs);
+	err = param_set_uint(val, kp);
+	if (!err && onic_sim)
+		onic_rs_sim_fec_errors(onic_sim->card, sim_fec_errors & 0xffff, sim_fec_errors >> 16);
+	mutex_unlock(&onic_sim_knobs);
+	return err;
+}
+
+static const struct kernel_param_ops onic_sim_fec_errors_ops = {
+	.set = onic_sim_fec_errors_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(sim_fec_errors, &onic_sim_fec_errors_ops, &sim_fec_errors, 0644);
+MODULE_PARM_DESC(sim_fec_errors,
+		 "Simulation mode: writing U << 16 | C gives the next C frames arriving at the model's ports correctable RS-FEC codeword errors, the U after them uncorrectable ones; writable at run time");
+
 void onic_sim_irq(void *cookie, u8 func, u16 vector)
 {
 	struct onic_sim *s = cookie;
@@ -751,6 +782,24 @@ static enum hrtimer_restart onic_sim_engine(struct hrtimer *t)
 	return HRTIMER_RESTART;
 }
 
+/* A driver named after the module bound to the simulation's platform devices: it does nothing,
+ * but a device with a driver is what devlink (6.2+) names the driver after in dev info. */
+static int onic_sim_pdrv_probe(struct platform_device *pdev)
+{
+	return 0;
+}
+
+static const struct platform_device_id onic_sim_pdev_ids[] = {
+	{ .name = "onic-sim" },
+	{ }
+};
+
+static struct platform_driver onic_sim_pdrv = {
+	.driver = { .name = ONIC_DRV_NAME },
+	.probe = onic_sim_pdrv_probe,
+	.id_table = onic_sim_pdev_ids,
+};
+
 static void onic_sim_destroy(struct onic_sim *s)
 {
 	int f;
@@ -767,6 +816,8 @@ static void onic_sim_destroy(struct onic_sim *s)
 	for (f = 0; f < ONIC_SIM_FUNCS; f++)
 		if (s->pdev[f])
 			platform_device_unregister(s->pdev[f]);
+	if (s->pdrv)
+		platform_driver_unregister(&onic_sim_pdrv);
 	mutex_destroy(&s->ctx_lock);
 	kfree(s);
 }
@@ -805,15 +856,16 @@ static int onic_sim_add_port(struct onic_sim *s, int f, u16 q)
 	char name[IFNAMSIZ];
 	int err = -ENOMEM;
 
-	if (sim_dma_api) {
-		s->pdev[f] = onic_sim_dma_device(f);
-		if (IS_ERR(s->pdev[f])) {
-			err = PTR_ERR(s->pdev[f]);
-			s->pdev[f] = NULL;
-			return err;
-		}
-		dma_dev = &s->pdev[f]->dev;
+	/* The platform device is the function's device for devlink in any case, and its DMA API
+	 * device with sim_dma_api. */
+	s->pdev[f] = onic_sim_dma_device(f);
+	if (IS_ERR(s->pdev[f])) {
+		err = PTR_ERR(s->pdev[f]);
+		s->pdev[f] = NULL;
+		return err;
 	}
+	if (sim_dma_api)
+		dma_dev = &s->pdev[f]->dev;
 	snprintf(name, sizeof(name), "onicsim%d", f);
 	s->nd[f] = onic_ndev_alloc(dma_dev, name, ONIC_SIM_MAX_QUEUES, q);
 	if (!s->nd[f])
@@ -823,9 +875,14 @@ static int onic_sim_add_port(struct onic_sim *s, int f, u16 q)
 	if (!s->nd[f]->port)
 		return err;
 	err = onic_ndev_register(s->nd[f]);
-	if (!err)
-		s->registered[f] = true;
-	return err;
+	if (err)
+		return err;
+	s->registered[f] = true;
+	/* The stock shell's PCI IDs of PF0 and PF1 (hardware.md §1.1), which the model stands for. */
+	s->nd[f]->board_vendor = 0x10ee;
+	s->nd[f]->board_device = f ? 0x913f : 0x903f;
+	onic_devlink_register(s->nd[f], &s->pdev[f]->dev);
+	return 0;
 }
 
 /* The same path as a PCI probe, with the model as the HAL backend: one netdev per function. */
@@ -843,6 +900,10 @@ static int onic_sim_create(void)
 	s->card = onic_rs_sim_new();
 	if (!s->card)
 		goto fail;
+	err = platform_driver_register(&onic_sim_pdrv);
+	if (err)
+		goto fail;
+	s->pdrv = true;
 	for (f = 0; f < ONIC_SIM_FUNCS; f++) {
 		err = onic_sim_add_port(s, f, q);
 		if (err)

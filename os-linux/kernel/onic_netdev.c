@@ -57,10 +57,15 @@ static void onic_tx_timer_cancel(struct onic_qv *qv)
 
 /* A ring of queue q found the device's view of it impossible or stalled (the core's error
  * state): the queue asks for nothing more until a restart, which needs process context. */
-static void onic_queue_failed(struct onic_ndev *nd, u16 q, const char *why)
+static void onic_queue_failed(struct onic_ndev *nd, u16 q, bool rx, const char *why)
 {
 	if (READ_ONCE(nd->removing))
 		return;
+	if (!test_bit(q, &nd->failed)) {
+		WRITE_ONCE(nd->failed_why[q], why);
+		if (rx)
+			set_bit(q, &nd->failed_rx);
+	}
 	if (!test_and_set_bit(q, &nd->failed)) {
 		netdev_err(nd->netdev, "queue %u: %s; restarting the queue\n", q, why);
 		schedule_work(&nd->reset_work);
@@ -88,7 +93,7 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 				READ_ONCE(nd->down));
 	__netif_tx_unlock(txq);
 	if (c.error)
-		onic_queue_failed(nd, q, "TX ring error");
+		onic_queue_failed(nd, q, false, "TX ring error");
 	return c.in_flight > 0;
 }
 
@@ -110,7 +115,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	spin_unlock(&qv->xmit_lock);
 	pending |= xc.in_flight > 0;
 	if (xc.error)
-		onic_queue_failed(nd, qv->qid, "redirect-in ring error");
+		onic_queue_failed(nd, qv->qid, false, "redirect-in ring error");
 	/* The program stays alive for this poll even if ndo_bpf swaps it meanwhile (the old one is
 	 * freed after a grace period). NAPI's disabled bottom halves would hold that grace period
 	 * off too, but the read-side section is said explicitly so that PROVE_RCU can check it; the
@@ -121,7 +126,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 		xdp_do_flush();
 	rcu_read_unlock();
 	if (r.error)
-		onic_queue_failed(nd, qv->qid, "RX or XDP_TX ring error");
+		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
 	if (r.done < budget && !r.more) {
 		if (napi_complete_done(napi, r.done) && pending)
@@ -205,6 +210,7 @@ static int onic_open(struct net_device *netdev)
 		return err;
 	/* Fresh rings: restarts asked for the old ones are moot. */
 	nd->failed = 0;
+	nd->failed_rx = 0;
 	nd->open_queues = n;
 	for (q = 0; q < n; q++) {
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
@@ -282,7 +288,7 @@ static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device
 	r = onic_rs_xmit(nd->port, q, skb, &c);
 	onic_txq_completed_wake(txq, c.packets, c.bytes, c.free, c.wake_at, READ_ONCE(nd->down));
 	if (c.error)
-		onic_queue_failed(nd, q, "TX ring error");
+		onic_queue_failed(nd, q, false, "TX ring error");
 	switch (r) {
 	case ONIC_XMIT_OK:
 	case ONIC_XMIT_OK_STOP:
@@ -332,14 +338,14 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 		   "TX queue %u timed out: %u in flight, %u free, next_to_clean %u next_to_use %u, device cidx %u%s\n",
 		   q, st.in_flight, st.free, st.next_to_clean, st.next_to_use, st.device_cidx,
 		   st.error ? ", ring in error" : "");
-	onic_queue_failed(nd, q, "TX timeout");
+	onic_queue_failed(nd, q, false, "TX timeout");
 }
 
 /* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
  * are quiesced, the core's restarts return every buffer and page and program the contexts
  * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
  * and closed if even that fails. */
-static void onic_restart_queue(struct onic_ndev *nd, u16 q)
+void onic_restart_queue(struct onic_ndev *nd, u16 q)
 {
 	struct net_device *netdev = nd->netdev;
 	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
@@ -375,20 +381,29 @@ static void onic_restart_queue(struct onic_ndev *nd, u16 q)
 	}
 }
 
+/* Each failed queue is reported to devlink's tx or rx reporter first, without RTNL (devlink
+ * takes its instance lock, then the reporter's callbacks RTNL): its dump records the queue, its
+ * recover restarts it. Should devlink not recover it (auto-recovery off, or aborted because the
+ * reporter is still in error), the queue is restarted here all the same. */
 static void onic_reset_work(struct work_struct *w)
 {
 	struct onic_ndev *nd = container_of(w, struct onic_ndev, reset_work);
 	u16 q;
 
-	rtnl_lock();
 	for (q = 0; q < nd->max_queues; q++) {
+		bool rx;
+
 		if (!test_and_clear_bit(q, &nd->failed))
 			continue;
+		rx = test_and_clear_bit(q, &nd->failed_rx);
+		if (onic_devlink_report(nd, q, rx, READ_ONCE(nd->failed_why[q])))
+			continue;
+		rtnl_lock();
 		/* A queue that stop/open replaced meanwhile starts fresh. */
 		if (netif_running(nd->netdev) && q < nd->open_queues)
 			onic_restart_queue(nd, q);
+		rtnl_unlock();
 	}
-	rtnl_unlock();
 }
 
 /* XDP_SETUP_PROG: attach, detach or swap a program without touching the queues: the next poll
@@ -474,8 +489,19 @@ static int onic_change_mtu(struct net_device *netdev, int mtu)
 	return 0;
 }
 
+/* -K loopback (RTNL): the CMAC's near-end loopback follows NETIF_F_LOOPBACK. */
+static int onic_set_features(struct net_device *netdev, netdev_features_t features)
+{
+	netdev_features_t changed = netdev->features ^ features;
+
+	if (!(changed & NETIF_F_LOOPBACK))
+		return 0;
+	return onic_rs_set_loopback(nd_of(netdev)->port, !!(features & NETIF_F_LOOPBACK));
+}
+
 #define ONIC_NETDEV_OPS							\
 	.ndo_open = onic_open,							\
+	.ndo_set_features = onic_set_features,					\
 	.ndo_stop = onic_stop,							\
 	.ndo_start_xmit = onic_start_xmit,					\
 	.ndo_tx_timeout = onic_tx_timeout,					\
@@ -638,6 +664,137 @@ static void onic_get_pauseparam(struct net_device *netdev, struct ethtool_pausep
 	p->autoneg = AUTONEG_DISABLE;
 	p->rx_pause = rx;
 	p->tx_pause = tx;
+}
+
+/* FEC (RTNL): RS-FEC on or off on the port's CMAC, auto = RS (the Rust side's FecMode). The
+ * other end must run the same or the link stays down. */
+static int onic_get_fecparam(struct net_device *netdev, struct ethtool_fecparam *fp)
+{
+	u32 configured, active;
+	int err = onic_rs_get_fec(nd_of(netdev)->port, &configured, &active);
+
+	if (err)
+		return err;
+	fp->fec = configured;
+	fp->active_fec = active;
+	return 0;
+}
+
+static int onic_set_fecparam(struct net_device *netdev, struct ethtool_fecparam *fp)
+{
+	return onic_rs_set_fec(nd_of(netdev)->port, fp->fec);
+}
+
+/* The RS-FEC decoder's codeword counters (one TICK); no per-lane split, no bit count: the
+ * kernel leaves those at ETHTOOL_STAT_NOT_SET. */
+static void onic_get_fec_stats(struct net_device *netdev, struct ethtool_fec_stats *s)
+{
+	u64 corrected, uncorrectable;
+
+	if (onic_rs_fec_stats(nd_of(netdev)->port, &corrected, &uncorrectable))
+		return;
+	s->corrected_blocks.total = corrected;
+	s->uncorrectable_blocks.total = uncorrectable;
+}
+
+/* ---- ethtool -t. The register test (online) is the Rust side's. The loopback test (offline)
+ * puts the CMAC in near-end loopback, sends ONIC_LB_FRAMES frames of the core's format out of
+ * the stack's TX path and waits for each to come back through RX, NAPI and the stack to a
+ * packet handler bound to this netdev and the test's EtherType, which checks them byte for byte
+ * (the Rust side's onic_rs_lb_seq). While it runs nothing leaves the port and nothing from the
+ * line arrives; the loopback setting is put back afterwards. */
+#define ONIC_LB_FRAMES 8
+#define ONIC_LB_TIMEOUT_MS 5000
+
+struct onic_lb {
+	struct packet_type pt;
+	unsigned long seen;	/* bit i: frame i came back */
+	atomic_t bad;		/* frames of the test's EtherType that were not one of ours */
+	struct completion all;
+};
+
+/* Packet handler (NAPI context of the receiving queue). */
+static int onic_lb_rcv(struct sk_buff *skb, struct net_device *dev, struct packet_type *pt,
+		       struct net_device *orig)
+{
+	struct onic_lb *lb = container_of(pt, struct onic_lb, pt);
+	s64 seq = -1;
+
+	if (!skb_linearize(skb) && skb_mac_header_was_set(skb))
+		seq = onic_rs_lb_seq(dev->dev_addr, skb_mac_header(skb),
+				     skb->len + (skb->data - skb_mac_header(skb)));
+	if (seq >= 0 && seq < ONIC_LB_FRAMES && !test_and_set_bit(seq, &lb->seen)) {
+		if (bitmap_weight(&lb->seen, ONIC_LB_FRAMES) == ONIC_LB_FRAMES)
+			complete(&lb->all);
+	} else {
+		atomic_inc(&lb->bad);
+	}
+	consume_skb(skb);
+	return NET_RX_SUCCESS;
+}
+
+/* Returns 0 for a pass, else the number of frames that did not come back intact (or an errno
+ * for a test that could not run). RTNL held (ethtool). */
+static u64 onic_lb_test(struct onic_ndev *nd)
+{
+	struct net_device *netdev = nd->netdev;
+	bool was = onic_rs_loopback(nd->port);
+	struct onic_lb *lb;
+	u64 missing;
+	u32 i;
+	int err;
+
+	if (!netif_running(netdev))
+		return ENETDOWN;
+	lb = kzalloc(sizeof(*lb), GFP_KERNEL);
+	if (!lb)
+		return ENOMEM;
+	init_completion(&lb->all);
+	lb->pt.type = htons(ONIC_LB_ETHERTYPE);
+	lb->pt.dev = netdev;
+	lb->pt.func = onic_lb_rcv;
+	err = onic_rs_set_loopback(nd->port, true);
+	if (err) {
+		kfree(lb);
+		return -err;
+	}
+	dev_add_pack(&lb->pt);
+	for (i = 0; i < ONIC_LB_FRAMES; i++) {
+		struct sk_buff *skb = alloc_skb(ONIC_LB_FRAME_LEN, GFP_KERNEL);
+
+		if (!skb)
+			break;
+		onic_rs_lb_frame(netdev->dev_addr, i, skb_put(skb, ONIC_LB_FRAME_LEN), ONIC_LB_FRAME_LEN);
+		skb->dev = netdev;
+		skb->protocol = htons(ONIC_LB_ETHERTYPE);
+		skb_reset_mac_header(skb);
+		skb_set_network_header(skb, ETH_HLEN);
+		dev_queue_xmit(skb);
+	}
+	wait_for_completion_timeout(&lb->all, msecs_to_jiffies(ONIC_LB_TIMEOUT_MS));
+	/* After this no handler runs any more (it waits for the readers), so lb can go. */
+	dev_remove_pack(&lb->pt);
+	onic_rs_set_loopback(nd->port, was);
+	missing = ONIC_LB_FRAMES - bitmap_weight(&lb->seen, ONIC_LB_FRAMES);
+	netdev_info(netdev, "loopback test: %u of %u frames back intact, %d others\n",
+		    (unsigned int)(ONIC_LB_FRAMES - missing), ONIC_LB_FRAMES, atomic_read(&lb->bad));
+	missing += atomic_read(&lb->bad);
+	kfree(lb);
+	return missing;
+}
+
+static void onic_self_test(struct net_device *netdev, struct ethtool_test *t, u64 *data)
+{
+	struct onic_ndev *nd = nd_of(netdev);
+	int err;
+
+	memset(data, 0, ONIC_SELF_TESTS * sizeof(*data));
+	err = onic_rs_register_test(nd->port);
+	data[ONIC_TEST_REGISTERS] = err ? -err : 0;
+	if (t->flags & ETH_TEST_FL_OFFLINE)
+		data[ONIC_TEST_LOOPBACK] = onic_lb_test(nd);
+	if (data[ONIC_TEST_REGISTERS] || data[ONIC_TEST_LOOPBACK])
+		t->flags |= ETH_TEST_FL_FAILED;
 }
 
 /* Interrupt moderation: RX only. The QDMA raises no TX completion interrupt (hardware.md §11.2;
@@ -828,6 +985,10 @@ static const struct ethtool_ops onic_ethtool_ops = {
 	.get_rmon_stats = onic_get_rmon_stats,
 	.get_pause_stats = onic_get_pause_stats,
 	.get_pauseparam = onic_get_pauseparam,
+	.get_fecparam = onic_get_fecparam,
+	.set_fecparam = onic_set_fecparam,
+	.get_fec_stats = onic_get_fec_stats,
+	.self_test = onic_self_test,
 	.get_rxnfc = onic_get_rxnfc,
 	.set_rxnfc = onic_set_rxnfc,
 	.get_rxfh_indir_size = onic_get_rxfh_indir_size,
@@ -884,6 +1045,7 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->watchdog_timeo = 5 * HZ;
 	netdev->ethtool_ops = &onic_ethtool_ops;
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+	netdev->hw_features |= NETIF_F_LOOPBACK;
 #ifdef ONIC_HAVE_XDP_FEATURES
 	if (onic_xdp)
 		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT | NETDEV_XDP_ACT_NDO_XMIT;
@@ -907,6 +1069,10 @@ int onic_ndev_register(struct onic_ndev *nd)
 
 	/* The MTU bounds are the core's (a frame fits one C2H buffer and the shell's largest frame). */
 	onic_rs_mtu_range(nd->port, &nd->netdev->min_mtu, &nd->netdev->max_mtu);
+	/* The CMAC may have been left in loopback (the master PF's bring-up resets its own port's
+	 * CMAC, another function's is as it was): -k shows what it is. */
+	if (onic_rs_loopback(nd->port))
+		nd->netdev->features |= NETIF_F_LOOPBACK;
 	for (q = 0; q < nd->max_queues; q++)
 		onic_napi_add(nd->netdev, &nd->qv[q].napi, onic_poll);
 	nd->napi_added = true;
@@ -931,6 +1097,7 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 		unregister_netdev(nd->netdev);
 		cancel_work_sync(&nd->reset_work);
 	}
+	onic_devlink_unregister(nd);
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)
 			netif_napi_del(&nd->qv[q].napi);

@@ -84,6 +84,122 @@ pub struct LinkStats {
 /// `ETHTOOL_STAT_NOT_SET`, which ethtool's netlink reply leaves out.
 pub const STAT_NOT_SET: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 
+/// `devlink dev info`: the identity registers of the port's device (the core's
+/// `DeviceIdentity`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct DevInfo {
+    /// BUILD_STATUS: the shell's build stamp.
+    pub shell_build: u32,
+    /// CORE_VERSION of the port's CMAC.
+    pub cmac_version: u32,
+}
+
+/// A devlink health dump of one queue index: its contexts as the QDMA holds them (the stack's
+/// H2C ring, the C2H ring, its completion and prefetch contexts), decoded, and the queue-health
+/// counters its owners published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct QueueDump {
+    /// Absolute queue id.
+    pub abs: u32,
+    /// H2C software context: producer index, queue enable, error field.
+    pub tx_pidx: u32,
+    /// H2C queue enabled.
+    pub tx_qen: u32,
+    /// H2C software context error field.
+    pub tx_err: u32,
+    /// H2C hardware context: consumer index.
+    pub tx_cidx: u32,
+    /// H2C hardware context: descriptors pending.
+    pub tx_desc_pending: u32,
+    /// C2H software context: producer index.
+    pub rx_pidx: u32,
+    /// C2H queue enabled.
+    pub rx_qen: u32,
+    /// C2H software context error field.
+    pub rx_err: u32,
+    /// C2H hardware context: consumer index.
+    pub rx_cidx: u32,
+    /// Completion context: producer index.
+    pub cmpt_pidx: u32,
+    /// Completion context: consumer index.
+    pub cmpt_cidx: u32,
+    /// Completion context: the color the device writes.
+    pub cmpt_color: u32,
+    /// Completion context valid.
+    pub cmpt_valid: u32,
+    /// Completion context error field.
+    pub cmpt_err: u32,
+    /// Prefetch context valid.
+    pub pfch_valid: u32,
+    /// Prefetch context error.
+    pub pfch_err: u32,
+    /// `rx{q}_queue_errors`.
+    pub rx_queue_errors: u64,
+    /// `rx{q}_restarts`.
+    pub rx_restarts: u64,
+    /// `rx{q}_stall_polls`.
+    pub rx_stall_polls: u64,
+    /// `rx{q}_bad_length`.
+    pub rx_bad_length: u64,
+    /// `tx{q}_queue_errors`.
+    pub tx_queue_errors: u64,
+    /// `tx{q}_restarts`.
+    pub tx_restarts: u64,
+    /// `tx{q}_stall_reclaims`.
+    pub tx_stall_reclaims: u64,
+}
+
+impl QueueDump {
+    /// The dump of `c` with `counters`.
+    #[must_use]
+    pub fn new(c: &onic_core::device::health::QueueContexts, counters: &onic_core::QueueCounters) -> Self {
+        let (rx, tx) = (&counters.rx, &counters.tx);
+        Self {
+            abs: u32::from(c.abs),
+            tx_pidx: u32::from(c.tx_sw.pidx()),
+            tx_qen: u32::from(c.tx_sw.qen()),
+            tx_err: u32::from(c.tx_sw.err()),
+            tx_cidx: u32::from(c.tx_hw.cidx()),
+            tx_desc_pending: u32::from(c.tx_hw.desc_pending()),
+            rx_pidx: u32::from(c.rx_sw.pidx()),
+            rx_qen: u32::from(c.rx_sw.qen()),
+            rx_err: u32::from(c.rx_sw.err()),
+            rx_cidx: u32::from(c.rx_hw.cidx()),
+            cmpt_pidx: u32::from(c.cmpt.pidx()),
+            cmpt_cidx: u32::from(c.cmpt.cidx()),
+            cmpt_color: u32::from(c.cmpt.color()),
+            cmpt_valid: u32::from(c.cmpt.valid()),
+            cmpt_err: u32::from(c.cmpt.err()),
+            pfch_valid: u32::from(c.pfch.valid()),
+            pfch_err: u32::from(c.pfch.err()),
+            rx_queue_errors: rx.queue_errors,
+            rx_restarts: rx.restarts,
+            rx_stall_polls: rx.stall_polls,
+            rx_bad_length: rx.rx_bad_length,
+            tx_queue_errors: tx.queue_errors,
+            tx_restarts: tx.restarts,
+            tx_stall_reclaims: tx.stall_reclaims,
+        }
+    }
+}
+
+/// Results of `ethtool -t` (`crate::ethtool::SELF_TESTS`, the `ETH_SS_TEST` set), written out
+/// as a literal for cbindgen.
+pub const SELF_TESTS: usize = 2;
+/// Index of the register test's result.
+pub const TEST_REGISTERS: usize = 0;
+/// Index of the loopback test's result.
+pub const TEST_LOOPBACK: usize = 1;
+/// Length of a loopback test frame (the core's `LOOPBACK_FRAME_LEN`).
+pub const LB_FRAME_LEN: usize = 60;
+/// EtherType of the loopback test's frames (the core's `LOOPBACK_ETHERTYPE`).
+pub const LB_ETHERTYPE: u16 = 0x88B5;
+
+const _: () = assert!(LB_FRAME_LEN == onic_core::device::line::LOOPBACK_FRAME_LEN);
+const _: () = assert!(LB_ETHERTYPE == onic_core::device::line::LOOPBACK_ETHERTYPE);
+
 /// Buckets of the RMON histograms (the kernel's `ETHTOOL_RMON_HIST_MAX`, the core's
 /// [`onic_core::stats::mac::RMON_BUCKETS`]), written out as a literal for cbindgen.
 pub const RMON_HIST: usize = 10;
@@ -260,7 +376,7 @@ macro_rules! c_layout {
 }
 
 /// Every struct shared with the C glue.
-pub const C_LAYOUTS: [CLayout; 8] = [
+pub const C_LAYOUTS: [CLayout; 10] = [
     c_layout!(PollResult => "onic_poll_result" { done, more, redirected, tx_pending, error }),
     c_layout!(TxClean => "onic_tx_clean" { bytes, packets, in_flight, free, wake_at, error }),
     c_layout!(TxState => "onic_tx_state" {
@@ -282,6 +398,13 @@ pub const C_LAYOUTS: [CLayout; 8] = [
         in_range_length_errors, frame_too_long_errors, symbol_error_during_carrier,
         mac_control_frames_transmitted, mac_control_frames_received, undersize_pkts,
         oversize_pkts, fragments, jabbers, hist, hist_tx, tx_pause_frames, rx_pause_frames
+    }),
+    c_layout!(DevInfo => "onic_dev_info" { shell_build, cmac_version }),
+    c_layout!(QueueDump => "onic_queue_dump" {
+        abs, tx_pidx, tx_qen, tx_err, tx_cidx, tx_desc_pending, rx_pidx, rx_qen, rx_err, rx_cidx,
+        cmpt_pidx, cmpt_cidx, cmpt_color, cmpt_valid, cmpt_err, pfch_valid, pfch_err,
+        rx_queue_errors, rx_restarts, rx_stall_polls, rx_bad_length, tx_queue_errors, tx_restarts,
+        tx_stall_reclaims
     }),
 ];
 

@@ -39,9 +39,10 @@ pub fn from_core(e: &onic_core::Error) -> Errno {
 #[must_use]
 pub const fn from_ethtool(e: &EthtoolError) -> Errno {
     match e {
-        EthtoolError::ChannelsNotCombined | EthtoolError::RingKind | EthtoolError::FlowHashFixed { .. } => {
-            EOPNOTSUPP
-        }
+        EthtoolError::ChannelsNotCombined
+        | EthtoolError::RingKind
+        | EthtoolError::FlowHashFixed { .. }
+        | EthtoolError::FecUnsupported { .. } => EOPNOTSUPP,
         _ => EINVAL,
     }
 }

@@ -22,6 +22,15 @@ pub const ETH_GSTRING_LEN: usize = 32;
 
 /// The string set of `ethtool -S` (`ETH_SS_STATS`).
 pub const ETH_SS_STATS: u32 = 1;
+/// The string set of `ethtool -t` (`ETH_SS_TEST`): one name per self-test result.
+pub const ETH_SS_TEST: u32 = 0;
+
+/// `ethtool -t` results, in order: the register test runs always, the loopback test only when
+/// an offline test is asked for (ethtool's default). A result is 0 for a pass, otherwise the
+/// error number of what failed.
+pub const SELF_TESTS: [&str; crate::abi::SELF_TESTS] =
+    ["Register test  (online)", "Loopback test  (offline)"];
+pub use crate::abi::{TEST_LOOPBACK, TEST_REGISTERS};
 
 /// Entries of the reference driver's list: 59 CMAC + 5 adapter + 7 XDP totals.
 pub const REFERENCE_STATS: usize = C_DRIVER_STATS;
@@ -34,16 +43,25 @@ pub const fn stats_count(queues: usize) -> usize {
     C_DRIVER_STATS + queues * (RX_QUEUE_STATS.len() + TX_QUEUE_STATS.len()) + PAGE_POOL_STATS.len()
 }
 
-/// `get_sset_count`: the size of string set `sset`. Only `ETH_SS_STATS` exists.
+/// `get_sset_count`: the size of string set `sset` (`ETH_SS_STATS`, `ETH_SS_TEST`).
 ///
 /// # Errors
 ///
 /// `EOPNOTSUPP` for any other set.
 pub const fn sset_count(sset: u32, queues: usize) -> Result<usize, Errno> {
-    if sset == ETH_SS_STATS {
-        Ok(stats_count(queues))
-    } else {
-        Err(EOPNOTSUPP)
+    match sset {
+        ETH_SS_STATS => Ok(stats_count(queues)),
+        ETH_SS_TEST => Ok(SELF_TESTS.len()),
+        _ => Err(EOPNOTSUPP),
+    }
+}
+
+/// The `ethtool -t` names (`ETH_SS_TEST`), each NUL padded.
+pub fn self_test_names(mut out: impl FnMut(usize, &[u8; ETH_GSTRING_LEN])) {
+    let mut b = [0u8; ETH_GSTRING_LEN];
+    for (i, name) in SELF_TESTS.iter().enumerate() {
+        write_name(StatName::Fixed(name), &mut b);
+        out(i, &b);
     }
 }
 
@@ -172,9 +190,22 @@ mod tests {
     }
 
     #[test]
+    fn self_test_names_fit_and_come_in_order() {
+        let mut names = std::vec::Vec::new();
+        self_test_names(|i, b| {
+            let end = b.iter().position(|&c| c == 0).unwrap();
+            names.push((i, String::from_utf8(b[..end].to_vec()).unwrap()));
+        });
+        assert_eq!(names.len(), SELF_TESTS.len());
+        assert_eq!(names[TEST_REGISTERS].1, SELF_TESTS[0]);
+        assert!(names[TEST_LOOPBACK].1.starts_with("Loopback"));
+        assert_eq!(sset_count(ETH_SS_TEST, 4), Ok(2));
+    }
+
+    #[test]
     fn sset_count_is_per_set() {
         assert_eq!(sset_count(ETH_SS_STATS, 1), Ok(71 + 21 + 13 + 11));
-        assert_eq!(sset_count(0, 1), Err(EOPNOTSUPP));
+        assert_eq!(sset_count(ETH_SS_TEST, 1), Ok(2));
         assert_eq!(sset_count(2, 1), Err(EOPNOTSUPP));
     }
 }

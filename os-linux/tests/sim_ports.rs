@@ -978,3 +978,182 @@ fn interrupt_moderation_changes_while_traffic_runs() {
     );
     finish(&card, &os, vec![a, b]);
 }
+
+/// Runs control call `f` on `p`, as an entry point does under RTNL.
+fn control<T>(p: &SimPort, f: impl FnOnce(&SimPort, &mut Token<'static, Control>) -> T) -> T {
+    // SAFETY: single-threaded test: the token lives for this one call.
+    let mut t = unsafe { ctl(p) };
+    f(p, &mut t)
+}
+
+/// Sends `n` UDP frames from `from` and runs the model until they are in.
+fn send_burst(card: &SimCard<SpinLock>, os: &HostOs, ports: [&SimPort; 2], from: usize, n: u8) {
+    for i in 0..n {
+        assert_eq!(
+            send(os, ports[from], 0, &frame(i, 100), i + 1 < n),
+            XmitResult::Ok
+        );
+    }
+    drain(card, [(ports[0], None), (ports[1], None)]);
+    reclaim(card, ports[from], 0);
+}
+
+#[test]
+fn fec_settings_and_counters_through_the_port() {
+    use onic_core::device::line::{fec_bits, FecActive, FecMode, FecStats};
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    let fec = |p: &SimPort| control(p, |p, c| p.fec(c).unwrap());
+    let set = |p: &SimPort, bits: u32| errno(control(p, |p, c| p.set_fec(c, bits)));
+    let stats = |p: &SimPort| control(p, |p, c| p.fec_stats(c).unwrap());
+    // The bring-up (rs_fec) turned RS-FEC on; no request was made, so that is what is shown.
+    assert_eq!((fec(&a).configured, fec(&a).active), (FecMode::Rs, FecActive::Rs));
+    // Refused with nothing changed.
+    assert_eq!(set(&a, fec_bits::BASER), Err(onic_linux::errno::EOPNOTSUPP));
+    assert_eq!(
+        set(&a, fec_bits::RS | fec_bits::OFF),
+        Err(onic_linux::errno::EINVAL)
+    );
+    assert_eq!(set(&a, fec_bits::NONE), Err(onic_linux::errno::EINVAL));
+    assert_eq!(fec(&a).active, FecActive::Rs);
+    // Off on one end only: neither end links, nothing crosses.
+    set(&a, fec_bits::OFF).unwrap();
+    assert_eq!(
+        (fec(&a).configured, fec(&a).active),
+        (FecMode::Off, FecActive::Off)
+    );
+    assert!(!a.link_up() && !b.link_up());
+    send_burst(&card, &os, [&a, &b], 0, 2);
+    assert_eq!(b.link_stats().rx_packets, 0);
+    // Off on both: linked again.
+    set(&b, fec_bits::OFF).unwrap();
+    assert!(a.link_up() && b.link_up());
+    send_burst(&card, &os, [&a, &b], 0, 2);
+    assert_eq!(b.link_stats().rx_packets, 2);
+    // Line errors without FEC: every one is a bad frame, no codeword is counted.
+    card.with(|c| c.faults().fec_errors_next_frames(1, 1));
+    send_burst(&card, &os, [&a, &b], 0, 3);
+    assert_eq!(b.link_stats().rx_packets, 3);
+    assert_eq!(stats(&b), FecStats::default());
+    // auto on both: RS-FEC, which corrects what it can and counts both kinds.
+    set(&a, fec_bits::AUTO).unwrap();
+    set(&b, fec_bits::AUTO).unwrap();
+    assert_eq!(
+        (fec(&b).configured, fec(&b).active),
+        (FecMode::Auto, FecActive::Rs)
+    );
+    assert!(a.link_up() && b.link_up());
+    card.with(|c| c.faults().fec_errors_next_frames(3, 2));
+    send_burst(&card, &os, [&a, &b], 0, 8);
+    assert_eq!(
+        b.link_stats().rx_packets,
+        3 + 6,
+        "the two uncorrectable frames are lost"
+    );
+    assert_eq!(
+        stats(&b),
+        FecStats {
+            corrected_blocks: 3,
+            uncorrectable_blocks: 2
+        }
+    );
+    assert_eq!(
+        stats(&a),
+        FecStats::default(),
+        "each port counts its own receiver"
+    );
+    finish(&card, &os, vec![a, b]);
+}
+
+#[test]
+fn loopback_and_the_self_tests_through_the_port() {
+    use onic_core::device::line::{loopback_frame, loopback_seq, LOOPBACK_FRAME_LEN};
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 1);
+    let b = port(&card, &os.other(), 1, 1);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    assert_eq!(control(&a, |p, c| p.register_test(c)).unwrap(), Ok(()));
+    assert!(!a.loopback());
+    control(&a, |p, c| p.set_loopback(c, true)).unwrap();
+    assert!(a.loopback() && !b.loopback());
+    // The loopback test's frames go out of a's stack ring and come back to a alone.
+    let mac = [0x00, 0x0A, 0x35, 0xAA, 0xBB, 0xCC];
+    for seq in 0..4 {
+        let mut f = [0u8; LOOPBACK_FRAME_LEN];
+        loopback_frame(&mac, seq, &mut f).unwrap();
+        assert_eq!(send(&os, &a, 0, &f, seq < 3), XmitResult::Ok);
+    }
+    // And what b sends meanwhile does not reach a port in loopback.
+    assert_eq!(send(&os, &b, 0, &frame(1, 100), false), XmitResult::Ok);
+    drain(&card, [(&a, None), (&b, None)]);
+    reclaim(&card, &a, 0);
+    reclaim(&card, &b, 0);
+    let seqs: Vec<u32> =
+        os.0.borrow()
+            .delivered
+            .iter()
+            .filter_map(|d| loopback_seq(&mac, &d.1))
+            .collect();
+    assert_eq!(seqs, [0, 1, 2, 3]);
+    assert_eq!((a.link_stats().rx_packets, b.link_stats().rx_packets), (4, 0));
+    assert!(a.link_up(), "a port in loopback hears itself");
+    // Off: the cable again.
+    control(&a, |p, c| p.set_loopback(c, false)).unwrap();
+    send_burst(&card, &os, [&a, &b], 1, 1);
+    assert_eq!(a.link_stats().rx_packets, 5);
+    // The register test leaves the scratch register as it found it.
+    card.with(|c| {
+        use onic_hal::regs::cmac;
+        use onic_hal::RegisterAccess;
+        c.shell().write(cmac::USER_0.on(cmac::cmac_base(0)), 0x1234);
+    });
+    assert_eq!(control(&a, |p, c| p.register_test(c)).unwrap(), Ok(()));
+    let user0 = card.with(|c| {
+        use onic_hal::regs::cmac;
+        use onic_hal::RegisterAccess;
+        c.shell().read(cmac::USER_0.on(cmac::cmac_base(0)))
+    });
+    assert_eq!(user0, 0x1234);
+    finish(&card, &os, vec![a, b]);
+}
+
+#[test]
+fn health_dump_reads_a_queues_contexts_back() {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, 2);
+    let b = port(&card, &os.other(), 1, 2);
+    let id = a.identity();
+    assert_eq!(id.cmac_version, onic_hal::regs::cmac::CORE_VERSION_EXPECTED);
+    assert_ne!(id.shell_build, onic_hal::window::UNMAPPED_READ);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    send_burst(&card, &os, [&a, &b], 0, 3);
+    let c = control(&b, |p, t| p.queue_contexts(t, 1)).unwrap();
+    assert!(
+        c.tx_sw.qen() && c.rx_sw.qen(),
+        "both rings of a running queue are enabled"
+    );
+    assert!(c.cmpt.valid() && c.pfch.valid());
+    assert_eq!(c.abs, 65, "PF1's queue 1: the function's qbase (64) + 1");
+    let dump = onic_linux::abi::QueueDump::new(&c, &b.queue_counters(1).unwrap());
+    assert_eq!((dump.tx_qen, dump.rx_qen, dump.cmpt_valid), (1, 1, 1));
+    assert_eq!(
+        errno(control(&a, |p, t| p.queue_contexts(t, 8))),
+        Err(onic_linux::errno::EINVAL),
+        "a queue index the port does not have"
+    );
+    assert_eq!(a.queue_counters(8), None);
+    // After stop the contexts are invalidated: nothing enabled.
+    stop(&a);
+    let c = control(&a, |p, t| p.queue_contexts(t, 0)).unwrap();
+    assert!(!c.tx_sw.qen() && !c.rx_sw.qen() && !c.cmpt.valid());
+    open(&a).unwrap();
+    finish(&card, &os, vec![a, b]);
+}

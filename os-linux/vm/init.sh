@@ -133,6 +133,7 @@ CTL_RAISE_ERROR=0x34
 CTL_CMPT_STATUS_FREEZE=0x38
 CTL_CTXT_BUSY=0x3c
 CTL_BLOCKED_DMA=0x40
+CTL_FEC_ERRORS=0x44
 CTL_VIOLATIONS=0x20
 CTL_BUS_FAULTS=0x24
 CTL_GONE=0x28
@@ -311,6 +312,19 @@ ethtool -S $IF0 >/tmp/stats 2>&1
 sed -n '2,72p' /tmp/stats | sed 's/^ *//; s/:.*//' >/tmp/names71
 same "ethtool -S lists the reference driver's 71 names first, in order" /tmp/names71 /etc/onic/stats71.txt
 check "ethtool -S then lists per-queue counters" grep -q 'rx0_packets' /tmp/stats
+# ---- devlink: one instance per function (the PCI function; in simulation its platform device)
+if [ $MODE = pci ]; then DL0=pci/$PF0 DL1=pci/$PF1; else DL0=platform/onic-sim.0 DL1=platform/onic-sim.1; fi
+devlink dev info $DL0 >/tmp/dlinfo 2>&1
+sed 's/^/    | /' /tmp/dlinfo
+check "devlink dev info $DL0: driver onic" grep -Eq '^[[:space:]]*driver onic$' /tmp/dlinfo
+check "devlink dev info: the board's PCI IDs (board.id 10ee:903f)" grep -Eq '^[[:space:]]*board.id 10ee:903f$' /tmp/dlinfo
+check "devlink dev info: the shell's build stamp (fw.shell.build, BUILD_STATUS) and the CMAC's version 3.1" sh -c \
+	"grep -Eq '^[[:space:]]*fw.shell.build [0-9a-f]{8}$' /tmp/dlinfo && grep -Eq '^[[:space:]]*fw.cmac 3.1$' /tmp/dlinfo"
+check "devlink dev info $DL1: PF1's board.id 10ee:913f" sh -c "devlink dev info $DL1 | grep -Eq 'board.id 10ee:913f'"
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: reporters tx and rx on both functions, healthy" sh -c \
+	"[ \$(grep -Ec 'reporter (tx|rx)' /tmp/dlhealth) = 4 ] && [ \$(grep -c 'state healthy error 0 recover 0' /tmp/dlhealth) = 4 ]" 
 check "ethtool -S lists the page-pool counters" grep -q 'rx_pp_alloc_fast' /tmp/stats
 # stat NAME DEV [NETNS-PREFIX...]: the value of one ethtool -S entry.
 stat() {
@@ -332,7 +346,10 @@ check "$IF1 is registered right after $IF0 (ifindex $I0, $I1)" test "$I1" = $((I
 check "attach xdp_redirect.o natively (xdpdrv) on $IF0" $IP link set dev $IF0 xdpdrv obj /xdp/xdp_redirect.o sec xdp
 check "ip link shows the native XDP program" sh -c "$IP link show $IF0 | grep -q 'xdp '"
 $IP addr add 198.51.100.2/24 dev $IF1
-arping -c 5 -w 4 -I $IF1 198.51.100.1 >/dev/null 2>&1
+# Five requests, whatever the host's speed: with a -w deadline arping would count replies
+# (there are none: the program drops the second arrival) and send one a second until the
+# deadline, four or five of them. timeout is the step's deadline.
+timeout $((20 * SLOW)) arping -c 5 -I $IF1 198.51.100.1 >/dev/null 2>&1
 $IP addr del 198.51.100.2/24 dev $IF1
 sleep 1
 R0=$(stat rx_xdp_redirect $IF0)
@@ -384,7 +401,7 @@ echo "rem_device_all" >$PG/kpktgend_0
 rmmod pktgen
 P0=$(cat /sys/class/net/$IF0/statistics/rx_packets)
 $IP addr add 198.51.100.2/24 dev $IF1
-arping -c 3 -w 3 -I $IF1 198.51.100.1 >/dev/null 2>&1
+timeout $((20 * SLOW)) arping -c 3 -I $IF1 198.51.100.1 >/dev/null 2>&1
 $IP addr del 198.51.100.2/24 dev $IF1
 check "after the loop, frames from $IF1 still reach $IF0's stack" test "$(cat /sys/class/net/$IF0/statistics/rx_packets)" -ge $((P0 + 3))
 
@@ -531,6 +548,106 @@ check "--show-pause: $IF1 sent 5 pause frames (+$(($(pstat tx_pause_frames $IF1 
 check "--show-pause: $IF0 received them (+$(($(pstat rx_pause_frames $IF0 $A) - PR0)))" test $(($(pstat rx_pause_frames $IF0 $A) - PR0)) = 5
 check "eth-ctrl: MAC control frames, 5 sent and 5 received (+$(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)), +$(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)))" \
 	test $(($(grp eth-ctrl-MACControlFramesTransmitted $IF1 $B) - CT1)) = 5 -a $(($(grp eth-ctrl-MACControlFramesReceived $IF0 $A) - CR0)) = 5
+
+# ---- FEC: --show-fec / --set-fec on the CMACs' RS-FEC, the decoder's codeword counters
+# (-I --show-fec), then the CMAC's near-end loopback (-K loopback) and the self-tests (-t).
+# fecstat NAME DEV NETNS-PREFIX...: one statistic of -I --show-fec.
+fecstat() {
+	n=$1
+	d=$2
+	shift 2
+	"$@" ethtool -I --show-fec "$d" | sed -n "s/^[[:space:]]*$n:[[:space:]]*//p" | head -1
+}
+# carrier WANT DEV NETNS-PREFIX...: waits up to 10 s (times the slow factor) until the carrier of
+# DEV is WANT (yes/no); the link work polls the CMAC every 0.5 s.
+carrier() {
+	cw=$1
+	cd=$2
+	shift 2
+	n=0
+	while [ $n -lt $((50 * SLOW)) ] && ! "$@" ethtool "$cd" | grep -q "Link detected: $cw"; do sleep 0.2; n=$((n + 1)); done
+	"$@" ethtool "$cd" | grep -q "Link detected: $cw"
+}
+$A ethtool --show-fec $IF0 >/tmp/fec 2>&1
+sed 's/^/    | /' /tmp/fec
+check "--show-fec: RS-FEC configured and active after the bring-up (rs_fec=1)" sh -c \
+	"grep -Eq 'Configured FEC encodings:[[:space:]]+RS' /tmp/fec && grep -Eq 'Active FEC encoding:[[:space:]]+RS' /tmp/fec"
+refuse "--set-fec encoding baser is refused (the CMAC has RS-FEC only)" $A ethtool --set-fec $IF0 encoding baser
+refuse "--set-fec encoding rs off (two modes) is refused" $A ethtool --set-fec $IF0 encoding rs off
+check "and RS-FEC still runs" sh -c "$A ethtool --show-fec $IF0 | grep -Eq 'Active FEC encoding:[[:space:]]+RS'"
+check "--set-fec encoding off on $IF0 alone" $A ethtool --set-fec $IF0 encoding off
+check "--show-fec: off configured and active on $IF0" sh -c \
+	"$A ethtool --show-fec $IF0 | grep -Eq 'Configured FEC encodings:[[:space:]]+Off' && $A ethtool --show-fec $IF0 | grep -Eq 'Active FEC encoding:[[:space:]]+Off'"
+check "ends that disagree on FEC do not link: $IF0 loses its carrier" carrier no $IF0 $A
+check "and so does $IF1" carrier no $IF1 $B
+refuse "no ping across the disagreeing ends" $A $PING -c 2 -W 1 192.0.2.2
+check "--set-fec encoding off on $IF1 too" $B ethtool --set-fec $IF1 encoding off
+check "both ends without FEC link again ($IF0)" carrier yes $IF0 $A
+check "($IF1)" carrier yes $IF1 $B
+check "ping without FEC" $A $PING -c 2 -W 2 192.0.2.2
+check "--set-fec encoding auto on both" sh -c "$A ethtool --set-fec $IF0 encoding auto && $B ethtool --set-fec $IF1 encoding auto"
+check "--show-fec: auto configured, RS active" sh -c \
+	"$B ethtool --show-fec $IF1 | grep -Eq 'Configured FEC encodings:[[:space:]]+Auto' && $B ethtool --show-fec $IF1 | grep -Eq 'Active FEC encoding:[[:space:]]+RS'"
+check "both ends with RS-FEC link ($IF0)" carrier yes $IF0 $A
+check "($IF1)" carrier yes $IF1 $B
+check "ping with RS-FEC" $A $PING -c 2 -W 2 192.0.2.2
+# Codeword errors: 4 frames the decoder corrects, then 2 it cannot (those arrive with a bad FCS
+# and are dropped), counted by whichever port received them.
+fecsum() { echo $(($(fecstat $1 $IF0 $A) + $(fecstat $1 $IF1 $B))); }
+$A ethtool -I --show-fec $IF0 >/tmp/fec 2>&1
+sed 's/^/    | /' /tmp/fec
+check "-I --show-fec reports the codeword counters" sh -c "grep -q corrected_blocks /tmp/fec && grep -q uncorrectable_blocks /tmp/fec"
+C0=$(fecsum corrected_blocks)
+U0=$(fecsum uncorrectable_blocks)
+F0=$(fcs)
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS $((2 << 16 | 4)); else echo $((2 << 16 | 4)) >/sys/module/onic/parameters/sim_fec_errors; fi
+timeout $((20 * SLOW)) $A $PING -c 10 -i 0.2 -W 1 192.0.2.2 >/dev/null 2>&1
+check "FEC: 4 corrected codewords counted (+$(($(fecsum corrected_blocks) - C0)))" test $(($(fecsum corrected_blocks) - C0)) = 4
+check "FEC: 2 uncorrectable codewords counted (+$(($(fecsum uncorrectable_blocks) - U0)))" test $(($(fecsum uncorrectable_blocks) - U0)) = 2
+check "FEC: the 2 uncorrectable frames arrived with a bad FCS (+$(($(fcs) - F0)))" test $(($(fcs) - F0)) = 2
+# Loopback: what $IF0 sends comes back to it, nothing crosses the cable.
+check "-k: loopback off" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: off$'"
+check "-K loopback on" $A ethtool -K $IF0 loopback on
+check "-k: loopback on" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: on$'"
+check "$IF0 keeps its link in loopback" carrier yes $IF0 $A
+LT0=$(grp eth-mac-FramesTransmittedOK $IF0 $A)
+LR0=$(grp eth-mac-FramesReceivedOK $IF0 $A)
+LB1=$(grp eth-mac-FramesReceivedOK $IF1 $B)
+refuse "no ping across the cable in loopback" $A $PING -c 3 -W 1 192.0.2.2
+# The stack may still be sending (ARP retries): the two counts are read until they agree, for up
+# to 10 s (times the slow factor); a port that heard anything but itself never gets there.
+n=0
+while :; do
+	LT=$(($(grp eth-mac-FramesTransmittedOK $IF0 $A) - LT0))
+	LR=$(($(grp eth-mac-FramesReceivedOK $IF0 $A) - LR0))
+	[ $LT = $LR ] || [ $n -ge $((50 * SLOW)) ] && break
+	sleep 0.2
+	n=$((n + 1))
+done
+check "loopback: $IF0 received what it sent ($LT frames sent, $LR received)" test $LT -ge 1 -a $LR = $LT
+check "loopback: $IF1 received none of it (+$(($(grp eth-mac-FramesReceivedOK $IF1 $B) - LB1)))" \
+	test $(($(grp eth-mac-FramesReceivedOK $IF1 $B) - LB1)) = 0
+check "-K loopback off" $A ethtool -K $IF0 loopback off
+check "$IF0 has its link over the cable again" carrier yes $IF0 $A
+check "ping across the cable after loopback" $A $PING -c 2 -W 2 192.0.2.2
+# ethtool -t: the register test, and (offline, the default) the loopback test.
+$A ethtool -t $IF0 >/tmp/t 2>&1
+TS=$?
+sed 's/^/    | /' /tmp/t
+check "ethtool -t: both tests pass (exit $TS)" sh -c \
+	"test $TS = 0 && grep -q 'The test result is PASS' /tmp/t && grep -Eq '^Register test +\(online\)[[:space:]]+0$' /tmp/t && grep -Eq '^Loopback test +\(offline\)[[:space:]]+0$' /tmp/t"
+check "ethtool -t logged 8 of 8 loopback frames back" sh -c "dmesg | grep -q '$IF0: loopback test: 8 of 8 frames back intact, 0 others'"
+check "ethtool -t put the loopback setting back (off)" sh -c "$A ethtool -k $IF0 | grep -Eq '^loopback: off$'"
+check "ethtool -t online runs the register test only" sh -c "$A ethtool -t $IF0 online | grep -q 'The test result is PASS'"
+# The loopback test notices lost frames: 3 of its frames arrive with uncorrectable codewords.
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS $((3 << 16)); else echo $((3 << 16)) >/sys/module/onic/parameters/sim_fec_errors; fi
+$A ethtool -t $IF0 >/tmp/t 2>&1
+TS=$?
+sed 's/^/    | /' /tmp/t
+check "ethtool -t fails when loopback frames are lost" sh -c \
+	"grep -q 'The test result is FAIL' /tmp/t && grep -Eq '^Register test +\(online\)[[:space:]]+0$' /tmp/t && grep -Eq '^Loopback test +\(offline\)[[:space:]]+[1-9]' /tmp/t"
+if [ $MODE = pci ]; then ctl_wr $CTL_FEC_ERRORS 0; else echo 0 >/sys/module/onic/parameters/sim_fec_errors; fi
+check "ping after the self-tests" $A $PING -c 2 -W 2 192.0.2.2
 
 # ---- ethtool round trips; bad values rejected with an error and no change
 E="$A ethtool"
@@ -905,6 +1022,19 @@ qsum() {
 	{ $A ethtool -S $IF0; $B ethtool -S $IF1; } |
 		awk -v p="$1" -v n="$2" '{ sub(":", "", $1) } $1 ~ ("^" p "[0-9]+_" n "$") { s += $2 } END { print s + 0 }'
 }
+# dlh REPORTER FIELD: the devlink health counter FIELD (error, recover) of REPORTER summed over
+# both functions, from /tmp/dlhealth (devlink health show); dldump REPORTER: the stored dump of
+# the function whose reporter saw errors into /tmp/dldump (DLF: that function's handle).
+dlh() {
+	awk -v r="$1" -v f="$2" '/reporter / { cur = $2 } cur == r { for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) } END { print s + 0 }' /tmp/dlhealth
+}
+dldump() {
+	DLF=$DL0
+	devlink health show $DL0 reporter $1 | grep -q ' error 0 ' && DLF=$DL1
+	devlink health dump show $DLF reporter $1 >/tmp/dldump 2>&1
+	head -c 3000 /tmp/dldump | sed 's/^/    | /'
+	echo
+}
 # ---- a hung TX engine: the watchdog reports the queue and the driver restarts the interface
 TXR0=$(qsum tx restarts)
 echo "onic-vm: fault window begins" >/dev/kmsg
@@ -924,6 +1054,14 @@ check "and the queue restarted in place" sh -c "dmesg | grep -Eq '($IF0|$IF1): q
 check "traffic flows after the restart" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
 check "iperf3 TCP after the restart" sh -c "($B iperf3 -s -1 -p 5201 >/dev/null 2>&1 &) && sleep $SLOW && timeout 30 $A iperf3 -c 192.0.2.2 -p 5201 -t 3 >/dev/null"
 check "ethtool -S: tx<q>_restarts counts the TX restart (+$(($(qsum tx restarts) - TXR0)))" test $(($(qsum tx restarts) - TXR0)) -ge 1
+# devlink: the TX timeout went to the tx reporter, which dumped the queue and recovered it.
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: the tx reporter counted the error and its recovery, and is healthy (+$(dlh tx error) errors, +$(dlh tx recover) recoveries)" \
+	sh -c "[ $(dlh tx error) -ge 1 ] && [ $(dlh tx recover) = $(dlh tx error) ] && ! grep -A1 'reporter tx' /tmp/dlhealth | grep -q 'state error'"
+dldump tx
+check "devlink health dump show: the failed queue's H2C contexts and ring state" sh -c \
+	"grep -q 'queue' /tmp/dldump && grep -q 'sw_pidx' /tmp/dldump && grep -q 'hw_cidx' /tmp/dldump && grep -q 'ring_next_to_use' /tmp/dldump && grep -Eq 'ring_in_flight:? [1-9]' /tmp/dldump"
 
 # ---- a lying completion ring (its color never flips after a wrap): the RX queue detects it,
 # stops asking to be polled, and a work item restarts it
@@ -949,6 +1087,54 @@ QR0=$(($(qsum rx restarts) - QR0))
 QS0=$(($(qsum rx stall_polls) - QS0))
 check "ethtool -S: the frozen ring in rx<q>_queue_errors (+$QE0), rx<q>_restarts (+$QR0), rx<q>_stall_polls (+$QS0)" \
 	test $QE0 -ge 1 -a $QR0 -ge 1 -a $QS0 -ge 1
+# devlink: the frozen completion ring went to the rx reporter: reported, dumped, recovered; then
+# a recovery the user asks for restarts the queues again and is counted.
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "devlink health: the rx reporter counted the frozen ring and its recovery (+$(dlh rx error) errors, +$(dlh rx recover) recoveries)" \
+	sh -c "[ $(dlh rx error) -ge 1 ] && [ $(dlh rx recover) -ge 1 ]"
+dldump rx
+check "devlink health dump show: the frozen queue's C2H and completion contexts" sh -c \
+	"grep -q 'cmpt_pidx' /tmp/dldump && grep -q 'cmpt_color' /tmp/dldump && grep -Eq 'queue_errors:? [1-9]' /tmp/dldump"
+# With auto-recovery off, a failure leaves the reporter in error (counted, not recovered by
+# devlink; the driver restarts the queue all the same) until the user recovers it.
+check "devlink health set: rx auto_recover false on both functions" sh -c \
+	"devlink health set $DL0 reporter rx auto_recover false && devlink health set $DL1 reporter rx auto_recover false"
+E0=$(dlh rx error)
+RC0=$(dlh rx recover)
+RE0=$(dmesg | grep -c "RX or XDP_TX ring error")
+R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
+flood_frozen
+n=0
+while [ $n -lt $((30 * SLOW)) ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$RE0" ]; do sleep 1; n=$((n + 1)); done
+set_cmpt_freeze 0
+n=0
+while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
+kill $FL 2>/dev/null
+wait $FL 2>/dev/null
+sleep 2
+devlink health show >/tmp/dlhealth 2>&1
+sed 's/^/    | /' /tmp/dlhealth
+check "without auto-recovery the rx reporter counts errors ($E0 -> $(dlh rx error)) but no recovery ($RC0 -> $(dlh rx recover)) and stays in error" \
+	sh -c "[ $(dlh rx error) -gt $E0 ] && [ $(dlh rx recover) = $RC0 ] && grep -A1 'reporter rx' /tmp/dlhealth | grep -q 'state error'"
+check "and the driver restarted the queue all the same" test "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -gt "$R0"
+check "traffic flows with the reporter in error" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+K=0
+for d in $DL0 $DL1; do
+	if devlink health show $d reporter rx | grep -q 'state error'; then
+		check "devlink health recover $d reporter rx, asked for by the user" devlink health recover $d reporter rx
+		K=$((K + 1))
+	fi
+done
+# (the user's recoveries restart queues too: the fault window ends after them)
+echo "onic-vm: fault window ends" >/dev/kmsg
+devlink health show >/tmp/dlhealth 2>&1
+check "the user's recoveries are counted ($RC0 -> $(dlh rx recover), +$K) and the reporters are healthy again" \
+	sh -c "[ $(dlh rx recover) = $((RC0 + K)) ] && ! grep -q 'state error' /tmp/dlhealth"
+check "traffic flows after the user's recovery" timeout 20 $A $PING -c 3 -W 2 192.0.2.2
+check "devlink health set: rx auto_recover true again" sh -c \
+	"devlink health set $DL0 reporter rx auto_recover true && devlink health set $DL1 reporter rx auto_recover true"
+check "devlink health dump clear" devlink health dump clear $DLF reporter rx
 
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from

@@ -13,7 +13,7 @@ pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
 /// Reads the layout's version, [`VERSION_VALUE`].
 pub const VERSION: u32 = 0x04;
 /// The value of [`VERSION`].
-pub const VERSION_VALUE: u32 = 3;
+pub const VERSION_VALUE: u32 = 4;
 /// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
 /// reports the change as the real one does, latched low in STAT_RX_STATUS).
 pub const LINK: u32 = 0x08;
@@ -56,6 +56,10 @@ pub const CTXT_BUSY: u32 = 0x3C;
 /// Reads how many device accesses never left the card because their function's bus mastering
 /// was off (a driver that cut a misbehaving card off from memory); not violations.
 pub const BLOCKED_DMA: u32 = 0x40;
+/// Write `uncorrectable << 16 | correctable`: the next `correctable` frames arriving at any port
+/// carry RS-FEC codeword errors the decoder corrects, the `uncorrectable` after them errors it
+/// cannot (`onic_sim::Faults::fec_errors_next_frames`).
+pub const FEC_ERRORS: u32 = 0x44;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;

@@ -263,6 +263,7 @@ impl<H: Host> Model<H> {
             }
             ctl::DROP_FRAMES => faults.drop_next_frames(value),
             ctl::BAD_FCS => faults.bad_fcs_next_frames(value),
+            ctl::FEC_ERRORS => faults.fec_errors_next_frames(value & 0xFFFF, value >> 16),
             ctl::RAISE_ERROR => {
                 faults.raise_error((value >> 24) as usize, value & 0x00FF_FFFF);
             }

@@ -651,6 +651,19 @@ impl Faults<'_> {
         self.card.with(|s| s.faults.bad_fcs_next = n);
     }
 
+    /// The next `correctable` frames arriving at any port carry symbol errors an RS-FEC decoder
+    /// corrects, the `uncorrectable` frames after them more errors than it corrects. What the
+    /// receiving CMAC makes of them depends on its RS-FEC settings (RSFEC_CONF_ENABLE,
+    /// RSFEC_CONF_IND_CORRECTION): corrected and counted in `stat_rx_rsfec_corrected_cw`, or
+    /// counted in `stat_rx_rsfec_uncorrected_cw` and received with a bad FCS; without RS-FEC every
+    /// such frame arrives with a bad FCS.
+    pub fn fec_errors_next_frames(&self, correctable: u32, uncorrectable: u32) {
+        self.card.with(|s| {
+            s.faults.fec_correctable_next = correctable;
+            s.faults.fec_uncorrectable_next = uncorrectable;
+        });
+    }
+
     /// The QDMA detects an error: `bits` of leaf status register `leaf` (an index of
     /// `onic_hal::regs::qdma::errors::LEAF_STATUS`) and its group in GLBL_ERR_STAT are set, and
     /// the error interrupt is sent if armed. Returns whether it was.

@@ -8,7 +8,7 @@
 
 use alloc::collections::BTreeMap;
 
-use onic_hal::regs::cmac::{self as regs, adapter, CMAC_STATS, CMAC_STATS_EXTRA};
+use onic_hal::regs::cmac::{self as regs, adapter, Counter, CMAC_STATS, CMAC_STATS_EXTRA, RSFEC_STATS};
 
 /// Bytes the MAC adds to every frame.
 pub const FCS_LEN: usize = 4;
@@ -113,6 +113,14 @@ pub(crate) struct Port {
     pub link_down_latched: bool,
 }
 
+/// Every counter TICK latches.
+fn latched() -> impl Iterator<Item = &'static Counter> {
+    CMAC_STATS
+        .iter()
+        .chain(CMAC_STATS_EXTRA.iter())
+        .chain(RSFEC_STATS.iter())
+}
+
 /// Size bucket of a wire length, as the rest of the `stat_<dir>_pkt_*` counter name.
 fn bucket(wire: usize) -> &'static str {
     match wire {
@@ -157,6 +165,15 @@ fn control_opcode(frame: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]))
 }
 
+/// Symbol errors a frame picked up on the line, as an RS(528,514) decoder sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LineError {
+    /// Few enough symbols wrong in one codeword for the code to correct them.
+    Correctable,
+    /// More symbols wrong in one codeword than the code corrects.
+    Uncorrectable,
+}
+
 /// What a receiving MAC decided about a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RxVerdict {
@@ -189,7 +206,45 @@ impl Port {
     }
 
     pub(crate) fn gt_loopback(&self) -> bool {
-        self.reg(regs::GT_LOOPBACK.offset()) & 1 == 1
+        self.reg(regs::GT_LOOPBACK.offset()) == regs::GT_LOOPBACK_NEAR_END
+    }
+
+    /// Whether the receiver decodes RS-FEC (RSFEC_CONF_ENABLE \[0\]).
+    pub(crate) fn rsfec_rx(&self) -> bool {
+        self.reg(regs::RSFEC_CONF_ENABLE.offset()) & regs::RSFEC_ENABLE_RX != 0
+    }
+
+    /// Whether the transmitter encodes RS-FEC (RSFEC_CONF_ENABLE \[1\]).
+    pub(crate) fn rsfec_tx(&self) -> bool {
+        self.reg(regs::RSFEC_CONF_ENABLE.offset()) & regs::RSFEC_ENABLE_TX != 0
+    }
+
+    /// What the RS-FEC decoder makes of a frame that arrived with symbol errors, counting the
+    /// codewords it corrected or could not correct; `true` if the frame comes out intact.
+    ///
+    /// - RS-FEC RX on, correction on: a correctable error is corrected (one codeword counted in
+    ///   `stat_rx_rsfec_corrected_cw`), the frame is intact;
+    /// - RS-FEC RX on, correction off: nothing is corrected or counted, the frame keeps its errors;
+    /// - an uncorrectable error: one codeword counted in `stat_rx_rsfec_uncorrected_cw` (with the
+    ///   decoder on), the frame keeps its errors (with indication on the PCS is told so; either
+    ///   way its FCS no longer matches);
+    /// - RS-FEC RX off: the errors reach the MAC as they are.
+    pub(crate) fn fec_decode(&mut self, error: LineError) -> bool {
+        if !self.rsfec_rx() {
+            return false;
+        }
+        let correct = self.reg(regs::RSFEC_CONF_IND_CORRECTION.offset()) & regs::RSFEC_CORRECTION != 0;
+        match error {
+            LineError::Correctable if correct => {
+                self.live.inc("rx", "rsfec_corrected_cw");
+                true
+            }
+            LineError::Correctable => false,
+            LineError::Uncorrectable => {
+                self.live.inc("rx", "rsfec_uncorrected_cw");
+                false
+            }
+        }
     }
 
     /// Resets the CMAC subsystem: configuration and statistics.
@@ -204,11 +259,11 @@ impl Port {
         self.adapter = AdapterCounters::default();
     }
 
-    /// Copies every live counter into the STAT_* registers (TICK).
-    /// The model has no PCS, so the latched counters outside the list
-    /// ([`CMAC_STATS_EXTRA`]: code violations) stay 0.
+    /// Copies every live counter into the STAT_* registers (TICK): the list's, code violations
+    /// ([`CMAC_STATS_EXTRA`], which stay 0: the model has no PCS) and the RS-FEC codeword counts
+    /// ([`RSFEC_STATS`]).
     pub(crate) fn tick(&mut self) {
-        for c in CMAC_STATS.iter().chain(CMAC_STATS_EXTRA.iter()) {
+        for c in latched() {
             self.latched.insert(c.low.offset(), self.live.get(c.name));
         }
     }
@@ -218,7 +273,6 @@ impl Port {
         if let Some(v) = self.latched.get(&offset) {
             return Some(*v as u32);
         }
-        let latched = || CMAC_STATS.iter().chain(CMAC_STATS_EXTRA.iter());
         let low = offset.checked_sub(4)?;
         if latched().any(|c| c.low.offset() == low) {
             return Some((self.latched.get(&low).copied().unwrap_or(0) >> 32) as u32 & 0xFFFF);

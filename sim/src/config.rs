@@ -423,6 +423,10 @@ pub(crate) struct FaultState {
     pub drop_next: u32,
     pub drop_rate_ppm: u32,
     pub bad_fcs_next: u32,
+    /// Frames still to arrive with a correctable RS-FEC codeword error, then with an
+    /// uncorrectable one.
+    pub fec_correctable_next: u32,
+    pub fec_uncorrectable_next: u32,
     pub corrupt_next: u32,
     pub corruption: Option<Corruption>,
     pub stall_h2c_wb: bool,

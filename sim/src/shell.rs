@@ -9,7 +9,7 @@ use onic_hal::regs::shell::{
 use onic_hal::Bar;
 
 use crate::card::{Arrival, FuncBlock, State, UNMAPPED};
-use crate::cmac::{AdapterCounters, RxVerdict};
+use crate::cmac::{AdapterCounters, LineError, RxVerdict};
 use crate::config::{ResetBehavior, Violation, Wire};
 
 /// Raw offsets of the registers the model decodes by value, taken from the `onic_hal::regs`
@@ -116,12 +116,46 @@ impl State {
         }
     }
 
+    /// Which port's transmitter CMAC `p`'s receiver hears: its own in near-end loopback or behind
+    /// a loopback plug, the other port's over the cable; none on an open wire or a link that is
+    /// down.
+    fn rx_source(&self, p: usize) -> Option<usize> {
+        if self.ports[p].gt_loopback() {
+            return Some(p);
+        }
+        if !self.ports[p].link_up {
+            return None;
+        }
+        match self.cfg.wire {
+            Wire::Cable => Some(p ^ 1).filter(|&peer| peer < self.ports.len()),
+            Wire::Loopback => Some(p),
+            Wire::Open => None,
+        }
+    }
+
+    /// Whether CMAC `p` receives a signal it can lock onto: a transmitter on the other end (or
+    /// an open wire, where the model keeps the link up as before), encoding RS-FEC exactly when
+    /// `p`'s receiver decodes it. With the two ends disagreeing the receiver never aligns:
+    /// STAT_RX_STATUS reads down and no frame gets through, as on a real link whose ends run
+    /// different FEC settings.
+    pub(crate) fn rx_signal(&self, p: usize) -> bool {
+        let port = &self.ports[p];
+        if !port.link_up && !port.gt_loopback() {
+            return false;
+        }
+        match self.rx_source(p) {
+            Some(src) => self.ports[src].rsfec_tx() == port.rsfec_rx(),
+            None => true,
+        }
+    }
+
     fn cmac_read(&mut self, p: usize, rel: u32) -> u32 {
-        let port = &mut self.ports[p];
+        let port = &self.ports[p];
         match rel {
             off::CORE_VERSION => cmac_regs::CORE_VERSION_EXPECTED,
             off::STAT_RX_STATUS => {
-                if core::mem::take(&mut port.link_down_latched) || !port.link_up {
+                let latched_down = core::mem::take(&mut self.ports[p].link_down_latched);
+                if latched_down || !self.rx_signal(p) {
                     0
                 } else {
                     cmac_regs::STAT_RX_STATUS_UP
@@ -255,7 +289,8 @@ impl State {
     // ---------------------------------------------------------------------------------------
     // The wire and the receive path.
 
-    /// A frame leaves CMAC `port` toward the outside.
+    /// A frame leaves CMAC `port` toward the outside (or, in near-end loopback, comes straight
+    /// back to the port's own receiver and goes nowhere else).
     pub(crate) fn send_on_wire(&mut self, port: usize, frame: alloc::vec::Vec<u8>) {
         if self.ports[port].gt_loopback() {
             self.rx_queue[port].push_back(Arrival { frame });
@@ -270,7 +305,8 @@ impl State {
         match self.cfg.wire {
             Wire::Cable => {
                 let peer = port ^ 1;
-                if peer < self.ports.len() {
+                // A port in near-end loopback hears only itself: what the cable brings is lost.
+                if peer < self.ports.len() && !self.ports[peer].gt_loopback() {
                     self.rx_queue[peer].push_back(Arrival { frame });
                 }
             }
@@ -294,6 +330,20 @@ impl State {
         progress
     }
 
+    /// The symbol errors the next frame picked up on the line, if the fault knobs give it any.
+    fn next_line_error(&mut self) -> Option<LineError> {
+        let f = &mut self.faults;
+        if f.fec_correctable_next > 0 {
+            f.fec_correctable_next -= 1;
+            Some(LineError::Correctable)
+        } else if f.fec_uncorrectable_next > 0 {
+            f.fec_uncorrectable_next -= 1;
+            Some(LineError::Uncorrectable)
+        } else {
+            None
+        }
+    }
+
     fn receive(&mut self, p: usize, frame: &[u8]) {
         if self.faults.drop_next > 0 {
             self.faults.drop_next -= 1;
@@ -304,7 +354,12 @@ impl State {
             self.stats.wire_dropped += 1;
             return;
         }
-        let fcs_ok = if self.faults.bad_fcs_next > 0 {
+        if !self.rx_signal(p) {
+            self.stats.link_down_dropped += 1;
+            return;
+        }
+        let line_error = self.next_line_error();
+        let mut fcs_ok = if self.faults.bad_fcs_next > 0 {
             self.faults.bad_fcs_next -= 1;
             false
         } else {
@@ -312,9 +367,8 @@ impl State {
         };
         let max = self.cfg.max_frame_len;
         let port = &mut self.ports[p];
-        if !port.link_up {
-            self.stats.link_down_dropped += 1;
-            return;
+        if let Some(e) = line_error {
+            fcs_ok &= port.fec_decode(e);
         }
         if !port.rx_enabled() {
             self.stats.rx_disabled_dropped += 1;

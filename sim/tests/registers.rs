@@ -282,6 +282,148 @@ fn gt_loopback_returns_tx_inside_the_port() {
     tx.free();
 }
 
+#[test]
+fn gt_loopback_hears_only_itself_and_keeps_its_link() {
+    let card = ready_card();
+    let bar2 = card.shell();
+    let status = cmac::STAT_RX_STATUS.on(cmac::cmac_base(0));
+    bar2.write(
+        cmac::GT_LOOPBACK.on(cmac::cmac_base(0)),
+        cmac::GT_LOOPBACK_NEAR_END,
+    );
+    // The cable is unplugged: the loopback still gives port 0 a signal.
+    card.set_link(0, false);
+    let _ = bar2.read(status);
+    assert_eq!(bar2.read(status), cmac::STAT_RX_STATUS_UP);
+    card.set_link(0, true);
+    // What port 1 sends over the cable does not reach a port in loopback.
+    let mut tx1 = TxQueue::new(&card, 1, 0, SMALL_RING);
+    tx1.post(&frame(UNICAST, 0x0800, 60, 0));
+    tx1.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.cmac_counter(0, "stat_rx_total_pkts"), 0);
+    // Loopback off: the cable again.
+    bar2.write(cmac::GT_LOOPBACK.on(cmac::cmac_base(0)), 0);
+    tx1.post(&frame(UNICAST, 0x0800, 60, 1));
+    tx1.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.cmac_counter(0, "stat_rx_total_pkts"), 1);
+    tx1.free();
+}
+
+fn link(card: &onic_sim::Card, port: u8) -> bool {
+    let reg = cmac::STAT_RX_STATUS.on(cmac::cmac_base(port));
+    let _ = card.shell().read(reg);
+    card.shell().read(reg) == cmac::STAT_RX_STATUS_UP
+}
+
+#[test]
+fn ends_with_different_fec_settings_never_link() {
+    let card = ready_card();
+    let bar2 = card.shell();
+    assert!(link(&card, 0) && link(&card, 1), "both ends run RS-FEC");
+    // RS-FEC off on port 0 only: neither receiver can decode what the other end sends.
+    bar2.write(
+        cmac::DISABLE_RSFEC.reg.on(cmac::cmac_base(0)),
+        cmac::DISABLE_RSFEC.value,
+    );
+    assert!(!link(&card, 0) && !link(&card, 1));
+    let mut tx = TxQueue::new(&card, 0, 0, SMALL_RING);
+    tx.post(&frame(UNICAST, 0x0800, 60, 0));
+    tx.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.cmac_counter(1, "stat_rx_total_pkts"), 0);
+    assert_eq!(card.stats().link_down_dropped, 1);
+    // Off on both ends: the link is back, frames cross.
+    bar2.write(
+        cmac::DISABLE_RSFEC.reg.on(cmac::cmac_base(1)),
+        cmac::DISABLE_RSFEC.value,
+    );
+    assert!(link(&card, 0) && link(&card, 1));
+    tx.post(&frame(UNICAST, 0x0800, 60, 1));
+    tx.doorbell();
+    card.run_until_idle();
+    assert_eq!(card.cmac_counter(1, "stat_rx_total_pkts"), 1);
+    // A port in loopback with RX and TX disagreeing cannot hear itself either.
+    bar2.write(
+        cmac::GT_LOOPBACK.on(cmac::cmac_base(0)),
+        cmac::GT_LOOPBACK_NEAR_END,
+    );
+    assert!(link(&card, 0));
+    bar2.write(
+        cmac::RSFEC_CONF_ENABLE.on(cmac::cmac_base(0)),
+        cmac::RSFEC_ENABLE_RX,
+    );
+    assert!(!link(&card, 0));
+    tx.free();
+}
+
+fn latched(card: &onic_sim::Card, port: u8, c: cmac::Counter) -> u64 {
+    let base = cmac::cmac_base(port);
+    let bar2 = card.shell();
+    bar2.write(cmac::TICK.on(base), cmac::TICK_LATCH);
+    u64::from(bar2.read(c.low.on(base))) | u64::from(bar2.read(c.high().on(base))) << 32
+}
+
+/// Sends `n` frames from port 0 to port 1 and returns how many port 1's MAC took as good.
+fn cross(card: &onic_sim::Card, n: u8) -> u64 {
+    let before = card.cmac_counter(1, "stat_rx_total_good_pkts");
+    let mut tx = TxQueue::new(card, 0, 0, SMALL_RING);
+    for i in 0..n {
+        tx.post(&frame(UNICAST, 0x0800, 60, i));
+    }
+    tx.doorbell();
+    card.run_until_idle();
+    tx.free();
+    card.cmac_counter(1, "stat_rx_total_good_pkts") - before
+}
+
+#[test]
+fn rs_fec_corrects_what_it_can_and_counts_codewords() {
+    let card = ready_card();
+    let corrected = cmac::STAT_RX_RSFEC_CORRECTED_CW;
+    let uncorrected = cmac::STAT_RX_RSFEC_UNCORRECTED_CW;
+    // RS-FEC on (the enable sequence): 3 corrected, 2 not.
+    card.faults().fec_errors_next_frames(3, 2);
+    assert_eq!(cross(&card, 8), 6, "the two uncorrectable frames are lost");
+    assert_eq!(
+        (latched(&card, 1, corrected), latched(&card, 1, uncorrected)),
+        (3, 2)
+    );
+    assert_eq!(card.cmac_counter(1, "stat_rx_pkt_bad_fcs"), 2);
+    // Nothing is visible before a TICK, like every CMAC counter.
+    card.faults().fec_errors_next_frames(1, 0);
+    cross(&card, 1);
+    let base = cmac::cmac_base(1);
+    assert_eq!(card.shell().read(corrected.low.on(base)), 3);
+    assert_eq!(latched(&card, 1, corrected), 4);
+    // Correction off: nothing is corrected or counted, the frame keeps its errors.
+    card.shell().write(
+        cmac::RSFEC_CONF_IND_CORRECTION.on(base),
+        cmac::RSFEC_INDICATION | cmac::RSFEC_IEEE_INDICATION,
+    );
+    card.faults().fec_errors_next_frames(1, 0);
+    assert_eq!(cross(&card, 1), 0);
+    assert_eq!(latched(&card, 1, corrected), 4);
+    // RS-FEC off on both ends: every line error reaches the MAC, no codeword is counted.
+    for port in 0..2 {
+        card.shell().write(
+            cmac::DISABLE_RSFEC.reg.on(cmac::cmac_base(port)),
+            cmac::DISABLE_RSFEC.value,
+        );
+    }
+    card.faults().fec_errors_next_frames(2, 1);
+    assert_eq!(cross(&card, 4), 1);
+    assert_eq!(
+        (latched(&card, 1, corrected), latched(&card, 1, uncorrected)),
+        (4, 2)
+    );
+    assert_eq!(card.cmac_counter(1, "stat_rx_pkt_bad_fcs"), 6);
+    // The counters are statistics: a write is a violation.
+    card.shell().write(corrected.low.on(base), 0);
+    assert_eq!(card.violations().len(), 1);
+}
+
 fn stat(card: &onic_sim::Card, port: u8, name: &str) -> u64 {
     let c = CMAC_STATS.iter().find(|c| c.name == name).unwrap();
     let base = cmac::cmac_base(port);

@@ -1,7 +1,7 @@
 //! `cargo xtask vm-test`: the kernel module in Debian's kernels under QEMU (TCG).
 //!
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
-//! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`,
+//! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`, `devlink`,
 //! `ethtool` and their libraries, the module, the XDP objects, the expected `ethtool -S` names,
 //! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
 //! timeout (prepare and judge stay per kernel). The guest's script reports
@@ -109,8 +109,9 @@ pub const REPLAY_OBJECTS: [&str; 8] = [
 ];
 
 /// Host programs copied into the initramfs with their shared libraries.
-const GUEST_TOOLS: [&str; 8] = [
+const GUEST_TOOLS: [&str; 9] = [
     "ip",
+    "devlink",
     "lspci",
     "ethtool",
     "iperf3",

@@ -38,6 +38,8 @@ use onic_hal::layout::desc::{C2H_DESC_BYTES, H2C_DESC_BYTES};
 #[cfg(feature = "raw-registers")]
 pub mod contexts;
 pub mod error_status;
+pub mod health;
+pub mod line;
 pub mod rss_control;
 pub mod settings;
 
@@ -108,6 +110,9 @@ pub struct Device<Q, S, L = Unshared> {
     /// path (`ethtool -C`), read by each queue's doorbells. `Relaxed`: it carries only itself,
     /// and a poll that reads the old value sets it at its next doorbell.
     moderation: AtomicU8,
+    /// The last FEC mode asked for (`line::FecMode`'s bits, 0 before any request): written by
+    /// the control path, read by `ethtool --show-fec`. `Relaxed`: it carries only itself.
+    fec_request: AtomicU8,
 }
 
 // The shared half stays shareable: no `Cell` (or other `!Sync` field) may come back into
@@ -203,6 +208,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             cmacs: 0,
             stuck: AtomicU32::new(NONE_STUCK),
             moderation: AtomicU8::new(RxModeration::REFERENCE.to_bits()),
+            fec_request: AtomicU8::new(0),
         };
         match dev.bring_up(delay, &mut rss) {
             Ok(()) => {

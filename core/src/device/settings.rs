@@ -61,6 +61,17 @@ pub enum EthtoolError {
         /// `rx-frames` asked for.
         frames: u32,
     },
+    /// `--set-fec` with no mode, several modes, or bits ethtool does not define: exactly one of
+    /// auto, off and rs is a request ([`crate::device::line::FecMode::from_ethtool`]).
+    Fec {
+        /// ethtool's FEC mode bits asked for.
+        requested: u32,
+    },
+    /// `--set-fec baser` or `llrs`: the CMAC has RS-FEC only.
+    FecUnsupported {
+        /// ethtool's FEC mode bits asked for.
+        requested: u32,
+    },
 }
 
 /// `ethtool -C rx-usecs, rx-frames`: the moderation coming closest without exceeding either
@@ -99,6 +110,13 @@ impl fmt::Display for EthtoolError {
                 RxModeration::MIN_FRAMES,
                 RxModeration::MAX_FRAMES
             ),
+            Self::Fec { requested } => write!(
+                f,
+                "FEC modes {requested:#x}: one of auto, off and rs, alone"
+            ),
+            Self::FecUnsupported { requested } => {
+                write!(f, "FEC modes {requested:#x}: the CMAC has RS-FEC only")
+            }
         }
     }
 }

@@ -51,6 +51,8 @@ pub use xsk::XskHoldings;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use onic_core::device::health::{DeviceIdentity, QueueContexts};
+use onic_core::device::line::{FecMode, FecParams, FecStats, RegisterTestError};
 use onic_core::device::rss_control::{HashFunction, Rss};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
@@ -595,6 +597,96 @@ impl<H: Host> Port<H> {
         let m = onic_core::device::settings::rx_moderation_for(usecs, frames)?;
         self.dev.set_rx_moderation(m);
         Ok(())
+    }
+
+    /// `ethtool --show-fec`: the FEC mode asked for and the one the port's CMAC runs.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn fec(&self, ctl: &mut Token<'_, Control>) -> PortResult<FecParams> {
+        self.ctl(ctl)?;
+        Ok(self.dev.fec())
+    }
+
+    /// `ethtool --set-fec encoding auto|off|rs` (ethtool's mode bits, checked by the core):
+    /// RS-FEC on or off on the port's CMAC, at once; the link stays down until the other end
+    /// runs the same.
+    ///
+    /// # Errors
+    ///
+    /// The core's refusal of a request that is not exactly one of auto, off and rs (nothing
+    /// changes); `WrongContext` for another port's token.
+    pub fn set_fec(&self, ctl: &mut Token<'_, Control>, ethtool_bits: u32) -> PortResult<()> {
+        self.ctl(ctl)?;
+        let mode = FecMode::from_ethtool(ethtool_bits)?;
+        self.dev.set_fec(mode);
+        Ok(())
+    }
+
+    /// The RS-FEC codeword counters of the port's CMAC (one TICK; a control call like
+    /// [`Port::mac_stat_groups`]).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn fec_stats(&self, ctl: &mut Token<'_, Control>) -> PortResult<FecStats> {
+        self.ctl(ctl)?;
+        Ok(self.dev.fec_stats())
+    }
+
+    /// Whether the port's CMAC is in near-end loopback. Registers are only read: any context.
+    pub fn loopback(&self) -> bool {
+        self.dev.loopback()
+    }
+
+    /// `ethtool -K loopback on|off`: the port's CMAC loops its frames back into itself, or not.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn set_loopback(&self, ctl: &mut Token<'_, Control>, on: bool) -> PortResult<()> {
+        self.ctl(ctl)?;
+        self.dev.set_loopback(on);
+        Ok(())
+    }
+
+    /// The register test of `ethtool -t` (the core's [`Device::register_test`]): `Ok(Err(_))`
+    /// names the register that read wrong.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn register_test(&self, ctl: &mut Token<'_, Control>) -> PortResult<Result<(), RegisterTestError>> {
+        self.ctl(ctl)?;
+        Ok(self.dev.register_test())
+    }
+
+    /// The contexts of queue index `qid` as the QDMA holds them (a health dump; the core's
+    /// [`Device::queue_contexts`]: READ commands only, under the card's lock).
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a queue index the port does not have; the core's error when the context
+    /// engine does not answer; `WrongContext` for another port's token.
+    pub fn queue_contexts(&self, ctl: &mut Token<'_, Control>, qid: u16) -> PortResult<QueueContexts> {
+        let c = self.ctl(ctl)?;
+        if usize::from(qid) >= self.queues.len() {
+            return Err(PortError::Invalid);
+        }
+        Ok(self.dev.queue_contexts(&mut c.delay, QueueId::new(qid))?)
+    }
+
+    /// Queue index `qid`'s published counters (what its owners last published; any context),
+    /// `None` for an index the port does not have.
+    pub fn queue_counters(&self, qid: u16) -> Option<QueueCounters> {
+        (usize::from(qid) < self.queues.len()).then(|| self.read_queue(usize::from(qid)))
+    }
+
+    /// The identity registers of the port's device (`devlink dev info`; registers only read:
+    /// any context).
+    pub fn identity(&self) -> DeviceIdentity {
+        self.dev.identity()
     }
 
     /// Validates and keeps a new MTU (the core's bounds: a frame fits one C2H buffer and the

@@ -64,9 +64,14 @@ pub const CONF_TX_FC_QNTA: [BlockReg<u32>; 5] = [
 pub const CONF_RX_FC_CTRL_1: BlockReg<u32> = BlockReg::at(0x084);
 /// CONF_RX_FC_CTRL_2: RX pause check enables.
 pub const CONF_RX_FC_CTRL_2: BlockReg<u32> = BlockReg::at(0x088);
-/// GT_LOOPBACK: 1 = near-end loopback (manual testing only).
+/// GT_LOOPBACK: [`GT_LOOPBACK_NEAR_END`] loops the port's transmit back into its receive inside
+/// the transceivers (hardware.md §10.2: documented for manual testing; the reference driver never
+/// writes it). 0 = normal operation, the reset value.
 pub const GT_LOOPBACK: BlockReg<u32> = BlockReg::at(0x090);
-/// USER_0.
+/// GT_LOOPBACK value of near-end loopback: what the port sends comes back to it, nothing leaves.
+pub const GT_LOOPBACK_NEAR_END: u32 = 1;
+/// USER_0: a register of the CMAC's AXI interface for the user, readable and writable, that
+/// controls nothing (the register self-test's scratch register).
 pub const USER_0: BlockReg<u32> = BlockReg::at(0x0CC);
 /// STAT_TX_STATUS.
 pub const STAT_TX_STATUS: BlockReg<u32> = BlockReg::at(0x200);
@@ -78,12 +83,26 @@ pub const STAT_STATUS_1: BlockReg<u32> = BlockReg::at(0x208);
 pub const TICK: BlockReg<u32> = BlockReg::at(0x2B0);
 /// STAT_CYCLE_COUNT.
 pub const STAT_CYCLE_COUNT: BlockReg<u32> = BlockReg::at(0x2B8);
-/// RSFEC_CONF_IND_CORRECTION: \[0\] RX correction, \[1\] RX indication, \[2\] IEEE error indication.
+/// RSFEC_CONF_IND_CORRECTION: \[0\] RX correction ([`RSFEC_CORRECTION`]), \[1\] RX
+/// indication ([`RSFEC_INDICATION`]), \[2\] IEEE error indication ([`RSFEC_IEEE_INDICATION`]).
 pub const RSFEC_CONF_IND_CORRECTION: BlockReg<u32> = BlockReg::at(0x1000);
 /// RSFEC_STATUS.
 pub const RSFEC_STATUS: BlockReg<u32> = BlockReg::at(0x1004);
-/// RSFEC_CONF_ENABLE: \[0\] RX RS-FEC, \[1\] TX RS-FEC.
+/// RSFEC_CONF_ENABLE: \[0\] RX RS-FEC ([`RSFEC_ENABLE_RX`]), \[1\] TX RS-FEC
+/// ([`RSFEC_ENABLE_TX`]).
 pub const RSFEC_CONF_ENABLE: BlockReg<u32> = BlockReg::at(0x107C);
+
+/// RSFEC_CONF_ENABLE bit: the receiver decodes RS-FEC codewords.
+pub const RSFEC_ENABLE_RX: u32 = 1 << 0;
+/// RSFEC_CONF_ENABLE bit: the transmitter sends RS-FEC codewords.
+pub const RSFEC_ENABLE_TX: u32 = 1 << 1;
+/// RSFEC_CONF_IND_CORRECTION bit: the decoder corrects the codewords it can.
+pub const RSFEC_CORRECTION: u32 = 1 << 0;
+/// RSFEC_CONF_IND_CORRECTION bit: a codeword the decoder cannot correct is marked to the PCS, so
+/// the frame it carries is errored instead of passed on with wrong bits.
+pub const RSFEC_INDICATION: u32 = 1 << 1;
+/// RSFEC_CONF_IND_CORRECTION bit: the IEEE 802.3 clause 91 error-indication mode.
+pub const RSFEC_IEEE_INDICATION: u32 = 1 << 2;
 
 /// Bit of the \[8:0\] pause enables of CONF_TX_FC_CTRL_1 and CONF_RX_FC_CTRL_1 for global
 /// (IEEE 802.3x) pause frames; bits 7:0 are the eight priority (PFC) classes (the CMAC's
@@ -110,13 +129,20 @@ pub struct ConfWrite {
 pub const ENABLE_RSFEC: [ConfWrite; 2] = [
     ConfWrite {
         reg: RSFEC_CONF_ENABLE,
-        value: 0x3,
+        value: RSFEC_ENABLE_RX | RSFEC_ENABLE_TX,
     },
     ConfWrite {
         reg: RSFEC_CONF_IND_CORRECTION,
-        value: 0x7,
+        value: RSFEC_CORRECTION | RSFEC_INDICATION | RSFEC_IEEE_INDICATION,
     },
 ];
+
+/// The write that turns RS-FEC off in both directions (`ethtool --set-fec encoding off`); the
+/// correction and indication settings stay for the next enable.
+pub const DISABLE_RSFEC: ConfWrite = ConfWrite {
+    reg: RSFEC_CONF_ENABLE,
+    value: 0,
+};
 
 /// The rest of the enable sequence (hardware.md §10.2 steps 5-14), in order.
 pub const ENABLE_MAC: [ConfWrite; 16] = [
@@ -298,8 +324,18 @@ cmac_counters! {
 /// by TICK like the counters of the list, but not in the reference driver's `ethtool -S`).
 pub const STAT_RX_BAD_CODE: Counter = c("stat_rx_bad_code", 0x0418);
 
-/// Counters TICK latches besides [`CMAC_STATS`].
+/// `stat_rx_rsfec_corrected_cw`: RS-FEC codewords the decoder found errors in and corrected
+/// (hardware.md §10.7, 0x1008; 48 bits, latched by TICK).
+pub const STAT_RX_RSFEC_CORRECTED_CW: Counter = c("stat_rx_rsfec_corrected_cw", 0x1008);
+/// `stat_rx_rsfec_uncorrected_cw`: RS-FEC codewords with more errors than the code corrects
+/// (hardware.md §10.7, 0x1010; 48 bits, latched by TICK).
+pub const STAT_RX_RSFEC_UNCORRECTED_CW: Counter = c("stat_rx_rsfec_uncorrected_cw", 0x1010);
+
+/// Counters of the MAC's statistics TICK latches besides [`CMAC_STATS`].
 pub const CMAC_STATS_EXTRA: [Counter; 1] = [STAT_RX_BAD_CODE];
+
+/// The RS-FEC decoder's codeword counters, latched by TICK like the MAC's.
+pub const RSFEC_STATS: [Counter; 2] = [STAT_RX_RSFEC_CORRECTED_CW, STAT_RX_RSFEC_UNCORRECTED_CW];
 
 /// The CMAC's frame-size histogram, one bucket per counter pair, by frame length on the wire (FCS
 /// included): `stat_tx_pkt_*` / `stat_rx_pkt_*` of hardware.md §10.5 from 64 to 9215 bytes.
@@ -461,7 +497,7 @@ mod tests {
         assert_eq!(CMAC_STATS.len(), 59);
         assert_eq!(CMAC_STATS[48], stat::RX_BAD_FCS);
         assert_eq!(stat::RX_PKT_BAD_FCS.low.offset(), 0x06C8);
-        for extra in CMAC_STATS_EXTRA {
+        for extra in CMAC_STATS_EXTRA.iter().chain(RSFEC_STATS.iter()) {
             assert!(CMAC_STATS
                 .iter()
                 .all(|c| c.low != extra.low && c.name != extra.name));

@@ -23,11 +23,11 @@ use onic_embed::port::{
 };
 
 use crate::abi::{
-    LinkStats, MacGroups, PollResult, PortLayout, PortParams, RmonRange, TxClean, TxState, XmitResult,
-    RMON_HIST, RMON_RANGES,
+    DevInfo, LinkStats, MacGroups, PollResult, PortLayout, PortParams, QueueDump, RmonRange, TxClean,
+    TxState, XmitResult, RMON_HIST, RMON_RANGES,
 };
 use crate::errno::{self, Errno, EINVAL, ENOMEM};
-use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS};
+use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS, ETH_SS_TEST};
 use crate::host::OsHost;
 use crate::simcard::{sim_config, SimBar, SimCard, SimDelay, SimDma, SimRegs};
 
@@ -215,6 +215,20 @@ pub unsafe extern "C" fn onic_rs_sim_bad_fcs(sim: *const c_void, frames: u32) {
     // SAFETY: caller's contract: a live Arc pointer; borrowed.
     let card = unsafe { &*sim.cast::<KSim>() };
     card.with(|c| c.faults().bad_fcs_next_frames(frames));
+}
+
+/// Gives the next `correctable` frames arriving at the model's ports symbol errors an RS-FEC
+/// decoder corrects, the `uncorrectable` after them errors it cannot (the `sim_fec_errors`
+/// module parameter): the receiving CMAC counts the codewords and, without correction, a bad FCS.
+///
+/// # Safety
+///
+/// `sim` is live.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_sim_fec_errors(sim: *const c_void, correctable: u32, uncorrectable: u32) {
+    // SAFETY: caller's contract: a live Arc pointer; borrowed.
+    let card = unsafe { &*sim.cast::<KSim>() };
+    card.with(|c| c.faults().fec_errors_next_frames(correctable, uncorrectable));
 }
 
 fn finish(r: Result<KPort, Errno>, err: *mut i32) -> *mut c_void {
@@ -701,6 +715,14 @@ pub unsafe extern "C" fn onic_rs_sset_count(p: *const c_void, sset: u32) -> i32 
 pub unsafe extern "C" fn onic_rs_get_strings(p: *const c_void, sset: u32, buf: *mut u8) {
     // SAFETY: live port, RTNL held (ethtool's serialization).
     let (port, mut ctl) = unsafe { control(p) };
+    if sset == ETH_SS_TEST {
+        ethtool::self_test_names(|i, name| {
+            // SAFETY: `buf` holds the set's SELF_TESTS.len() strings (caller's contract).
+            let s = unsafe { &mut *buf.add(i * ETH_GSTRING_LEN).cast::<[u8; ETH_GSTRING_LEN]>() };
+            *s = *name;
+        });
+        return;
+    }
     if sset != ETH_SS_STATS {
         return;
     }
@@ -773,6 +795,185 @@ pub unsafe extern "C" fn onic_rs_pause_params(p: *const c_void, rx: *mut bool, t
                 *rx = pp.rx;
                 *tx = pp.tx;
             }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool get_fecparam: the FEC mode asked for and the active one, as ethtool's mode bits.
+/// Returns 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held; `configured` and `active` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_get_fec(p: *const c_void, configured: *mut u32, active: *mut u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.fec(&mut ctl) {
+        Ok(f) => {
+            // SAFETY: valid out pointers (caller's contract).
+            unsafe {
+                *configured = f.configured.ethtool_bits();
+                *active = f.active.ethtool_bits();
+            }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// ethtool set_fecparam: ethtool's mode bits (exactly one of auto, off, rs). Returns 0 or a
+/// negative errno (nothing changed).
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_fec(p: *const c_void, bits: u32) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    status(port.set_fec(&mut ctl, bits))
+}
+
+/// ethtool get_fec_stats: the RS-FEC decoder's corrected and uncorrectable codewords (one TICK).
+/// Returns 0 or a negative errno (nothing written).
+///
+/// # Safety
+///
+/// Live port; RTNL held; `corrected` and `uncorrectable` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_fec_stats(
+    p: *const c_void,
+    corrected: *mut u64,
+    uncorrectable: *mut u64,
+) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.fec_stats(&mut ctl) {
+        Ok(s) => {
+            // SAFETY: valid out pointers (caller's contract).
+            unsafe {
+                *corrected = s.corrected_blocks;
+                *uncorrectable = s.uncorrectable_blocks;
+            }
+            0
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// Whether the port's CMAC is in near-end loopback (registers only read: any context).
+///
+/// # Safety
+///
+/// Live port.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_loopback(p: *const c_void) -> bool {
+    // SAFETY: live port.
+    unsafe { port(p) }.loopback()
+}
+
+/// ndo_set_features (NETIF_F_LOOPBACK), the loopback self-test: the port's CMAC loopback on or
+/// off. Returns 0 or a negative errno.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_loopback(p: *const c_void, on: bool) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    status(port.set_loopback(&mut ctl, on))
+}
+
+/// ethtool self_test, the register test: 0 when every register read as it must, else `-EIO`
+/// (the register that failed is logged) or the port's error.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_register_test(p: *const c_void) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    match port.register_test(&mut ctl) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            onic_hal::error!("onic: {}", e);
+            neg(errno::EIO)
+        }
+        Err(e) => neg(errno::from_port(&e)),
+    }
+}
+
+/// The loopback self-test's frame `seq` from and to `mac` (the core's format), written to `buf`.
+/// Returns its length, 0 if `len` is too short.
+///
+/// # Safety
+///
+/// `mac` valid for 6 bytes, `buf` for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_lb_frame(mac: *const u8, seq: u32, buf: *mut u8, len: usize) -> usize {
+    // SAFETY: caller's contract.
+    let (mac, out) = unsafe { (&*mac.cast::<[u8; 6]>(), core::slice::from_raw_parts_mut(buf, len)) };
+    onic_core::device::line::loopback_frame(mac, seq, out).unwrap_or(0)
+}
+
+/// The sequence number of a received frame if it is, byte for byte, the loopback self-test's
+/// frame of `mac`; -1 otherwise.
+///
+/// # Safety
+///
+/// `mac` valid for 6 bytes, `buf` for `len` bytes of reads.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_lb_seq(mac: *const u8, buf: *const u8, len: usize) -> i64 {
+    // SAFETY: caller's contract.
+    let (mac, frame) = unsafe { (&*mac.cast::<[u8; 6]>(), core::slice::from_raw_parts(buf, len)) };
+    onic_core::device::line::loopback_seq(mac, frame).map_or(-1, i64::from)
+}
+
+/// devlink info_get: the identity registers of the port's device (registers only read: any
+/// context).
+///
+/// # Safety
+///
+/// Live port; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_dev_info(p: *const c_void, out: *mut DevInfo) {
+    // SAFETY: live port.
+    let id = unsafe { port(p) }.identity();
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe {
+        *out = DevInfo {
+            shell_build: id.shell_build,
+            cmac_version: id.cmac_version,
+        };
+    }
+}
+
+/// devlink health dump: queue index `qid`'s contexts (READ commands under the card's lock) and
+/// its published health counters. Returns 0 or a negative errno (`out` untouched then).
+///
+/// # Safety
+///
+/// Live port; RTNL held (the control token: the delay the context commands poll with); `out`
+/// valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_queue_dump(p: *const c_void, qid: u16, out: *mut QueueDump) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    let dump = port.queue_contexts(&mut ctl, qid).and_then(|c| {
+        Ok(QueueDump::new(
+            &c,
+            &port.queue_counters(qid).ok_or(PortError::Invalid)?,
+        ))
+    });
+    match dump {
+        Ok(d) => {
+            // SAFETY: valid out pointer (caller's contract).
+            unsafe { *out = d };
             0
         }
         Err(e) => neg(errno::from_port(&e)),
