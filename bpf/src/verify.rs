@@ -2,7 +2,7 @@
 //! the bounds the interpreter enforces at run time (context fields, the stack) and the types of
 //! helper arguments, followed along every path the program's entry can reach.
 //!
-//! Each register holds one of a few kinds, as far as the check can tell ([`Kind`]): the context
+//! Each register holds one of a few kinds, as far as the check can tell (`Kind`): the context
 //! at a known offset, the stack at a known offset from its frame's top, a map, a number, or
 //! something it does not follow (a load from memory, a packet or map value pointer). Where two
 //! paths meet, a register keeps its kind only if both agree. A refusal needs certainty: a

@@ -175,6 +175,7 @@ fn pair<'u, 'r, 'c>(card: &'c Card, pool: Pool<'u, 'r, 'c>) -> Pair<'u, 'r, 'c> 
     crate::QueuePair::new(rx, tx, pool)
 }
 
+#[cfg(feature = "xdp")]
 fn settle(card: &Card) {
     card.run_until_idle();
     card.advance_time(2_000);
@@ -191,6 +192,7 @@ fn frame(kind: u8, seq: u8, len: usize) -> Vec<u8> {
 }
 
 /// The frames of an RX ring, read by the application from its chunks (each at the RX headroom).
+#[cfg(feature = "xdp")]
 fn read_rx_ring(umem: &Umem<'_>, rxr: &XskRing<'_, XskDesc>) -> Vec<Vec<u8>> {
     core::iter::from_fn(|| rxr.consume())
         .map(|d| {
