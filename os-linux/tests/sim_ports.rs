@@ -377,6 +377,17 @@ fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> Si
     Port::new(regs, SimDelay::new(card), host, cfg).expect("port comes up")
 }
 
+/// The card with both functions as ports of `queues` queue indices each, both open.
+fn open_pair(queues: u16) -> (Arc<SimCard<SpinLock>>, HostOs, SimPort, SimPort) {
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let a = port(&card, &os, 0, queues);
+    let b = port(&card, &os.other(), 1, queues);
+    open(&a).unwrap();
+    open(&b).unwrap();
+    (card, os, a, b)
+}
+
 /// An IPv4/UDP frame of `len` bytes, with `n` in the source port and the payload.
 fn frame(n: u8, len: usize) -> Vec<u8> {
     let mut f = vec![0u8; len.max(42)];
@@ -459,12 +470,7 @@ fn finish(card: &Arc<SimCard<SpinLock>>, os: &HostOs, ports: Vec<SimPort>) {
 
 #[test]
 fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 2);
-    let b = port(&card, &os.other(), 1, 2);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(2);
     assert!(a.link_up() && b.link_up());
 
     let sent: Vec<Vec<u8>> = (0..10).map(|i| frame(i, 60 + usize::from(i) * 100)).collect();
@@ -616,12 +622,7 @@ fn xdp_redirect(x: &mut XdpBuff<'_>) -> u32 {
 
 #[test]
 fn xdp_verdicts_drop_pass_tx_and_redirect_keep_every_page() {
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     let burst = |n: u8| {
         for i in 0..n {
             assert_eq!(send(&os, &a, 0, &frame(i, 100), i + 1 < n), XmitResult::Ok);
@@ -743,12 +744,7 @@ fn ring_sizes_and_reconfiguration_are_checked() {
 /// another port's NAPI token polls nothing, a queue's TX token reaches no other queue's ring.
 #[test]
 fn tokens_of_another_port_or_queue_open_nothing() {
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     use onic_linux::errno::EINVAL;
     // SAFETY: single-threaded test: no other call runs as these contexts.
     unsafe {
@@ -824,12 +820,7 @@ fn poll_once(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> onic_embed::port:
     ignore = "a frozen ring is declared dead after a thousand stalled polls: over ten minutes under Miri, for host code the other tests cover"
 )]
 fn queue_health_reaches_ethtool_s() {
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     card.with(|c| c.faults().freeze_cmpt_color(true));
     // b's completion ring has 64 entries: 100 frames wrap it, and the second lap never shows.
     let mut failed = false;
@@ -938,12 +929,7 @@ fn set_coalesce(p: &SimPort, usecs: u32, frames: u32) -> PortResult<()> {
     ignore = "the model's clock through 168 frames 5 us apart: over ten minutes under Miri, for host code the other tests cover"
 )]
 fn interrupt_moderation_changes_while_traffic_runs() {
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     assert_eq!(get(&b), (1, 64), "the reference: 1 us, 64 completions");
     for (usecs, frames) in [(21, 64), (1, 1), (1, 193)] {
         assert_eq!(
@@ -1001,12 +987,7 @@ fn send_burst(card: &SimCard<SpinLock>, os: &HostOs, ports: [&SimPort; 2], from:
 #[test]
 fn fec_settings_and_counters_through_the_port() {
     use onic_core::device::line::{fec_bits, FecActive, FecMode, FecStats};
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     let fec = |p: &SimPort| control(p, |p, c| p.fec(c).unwrap());
     let set = |p: &SimPort, bits: u32| errno(control(p, |p, c| p.set_fec(c, bits)));
     let stats = |p: &SimPort| control(p, |p, c| p.fec_stats(c).unwrap());
@@ -1072,12 +1053,7 @@ fn fec_settings_and_counters_through_the_port() {
 #[test]
 fn loopback_and_the_self_tests_through_the_port() {
     use onic_core::device::line::{loopback_frame, loopback_seq, LOOPBACK_FRAME_LEN};
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let a = port(&card, &os, 0, 1);
-    let b = port(&card, &os.other(), 1, 1);
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     assert_eq!(control(&a, |p, c| p.register_test(c)).unwrap(), Ok(()));
     assert!(!a.loopback());
     control(&a, |p, c| p.set_loopback(c, true)).unwrap();
