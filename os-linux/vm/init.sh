@@ -83,6 +83,23 @@ same() { # same DESC FILE1 FILE2 (the first differences, as cmp lists them, on a
 	if cmp -s "$2" "$3"; then pass "$1"; else fail "$1"; cmp -l "$2" "$3" 2>&1 | head -5 | sed 's/^/    | /'; fi
 }
 # listening NETNS-PREFIX PORT: waits, up to 40 s times the slow factor, until a socket in that
+# end_jobs PID...: ends background jobs within a deadline: SIGTERM, up to 10 s (times SLOW) for
+# them to exit, then SIGKILL. A process killed while its interface goes away (iperf3 after
+# rmmod) can block in its exit path until TCP gives up, minutes later; an unbounded `wait` for
+# it once stalled a whole run.
+end_jobs() {
+	kill "$@" 2>/dev/null
+	n=0
+	while [ $n -lt $((100 * SLOW)) ]; do
+		alive=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && break
+		sleep 0.1
+		n=$((n + 1))
+	done
+	kill -9 "$@" 2>/dev/null
+	wait "$@" 2>/dev/null
+}
 # namespace listens on TCP PORT (a server started in the background may take seconds to get
 # there on a debug kernel); then returns, whether or not it did.
 listening() {
@@ -1246,8 +1263,7 @@ $A iperf3 -c 192.0.2.2 -p 5201 -t 30 -P 4 >/dev/null 2>&1 &
 CLI=$!
 sleep 4
 check "rmmod under TCP load (4 streams)" timeout 60 rmmod onic
-kill $CLI $SRV 2>/dev/null
-wait 2>/dev/null
+end_jobs $CLI $SRV
 refuse "netdevs are gone after rmmod" $IP -n a link show $IF0
 
 # ports_up: both ports in their namespaces with their addresses, up.
@@ -1280,8 +1296,7 @@ removal_tests() {
 	check "the kernel removes the dead functions (sysfs remove) within 60 s" \
 		timeout 60 sh -c "echo 1 >/sys/bus/pci/devices/$PF1/remove && echo 1 >/sys/bus/pci/devices/$PF0/remove"
 	echo "    | removal took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
-	kill $CLI $SRV 2>/dev/null
-	wait $CLI $SRV 2>/dev/null
+	end_jobs $CLI $SRV
 	check "their netdevs are gone" sh -c "! $IP -n a link show $IF0 2>/dev/null && ! $IP -n b link show $IF1 2>/dev/null"
 	check "the driver released the queues of the card that left the bus" sh -c 'dmesg | grep -q "the card has left the bus"'
 	ctl_wr $CTL_GONE 0
