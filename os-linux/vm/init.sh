@@ -179,7 +179,10 @@ set_cmpt_freeze() {
 flood_frozen() {
 	echo "onic-vm: fault window begins" >/dev/kmsg
 	set_cmpt_freeze 1
-	timeout $((40 * SLOW)) $A $PING -f -w $((25 * SLOW)) -s 100 192.0.2.2 >/dev/null 2>&1 &
+	# Every caller stops it once the error was seen; the deadline only bounds a run where it
+	# never is. 1000 stalled polls take a ping flood several seconds on an idle host, and over
+	# 30 s on a loaded one (a flood sends 100 requests a second of the guest's time at most).
+	timeout $((90 * SLOW)) $A $PING -f -w $((75 * SLOW)) -s 100 192.0.2.2 >/dev/null 2>&1 &
 	FL=$!
 }
 # irqs NAME-PREFIX: interrupts counted on the vectors whose name starts with it, all CPUs.
@@ -1088,7 +1091,7 @@ QR0=$(qsum rx restarts)
 QS0=$(qsum rx stall_polls)
 flood_frozen
 n=0
-while [ $n -lt $((30 * SLOW)) ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
+while [ $n -lt $((75 * SLOW)) ] && ! dmesg | grep -q "RX or XDP_TX ring error"; do sleep 1; n=$((n + 1)); done
 set_cmpt_freeze 0
 n=0
 while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
@@ -1123,7 +1126,7 @@ RE0=$(dmesg | grep -c "RX or XDP_TX ring error")
 R0=$(dmesg | grep -Ec "queue [0-9]+ restarted")
 flood_frozen
 n=0
-while [ $n -lt $((30 * SLOW)) ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$RE0" ]; do sleep 1; n=$((n + 1)); done
+while [ $n -lt $((75 * SLOW)) ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$RE0" ]; do sleep 1; n=$((n + 1)); done
 set_cmpt_freeze 0
 n=0
 while [ $n -lt 20 ] && [ "$(dmesg | grep -Ec "queue [0-9]+ restarted")" -le "$R0" ]; do sleep 1; n=$((n + 1)); done
@@ -1352,7 +1355,7 @@ fi
 R0=$(dmesg | grep -c "RX or XDP_TX ring error")
 flood_frozen
 n=0
-while [ $n -lt 300 ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$R0" ]; do sleep 0.1; n=$((n + 1)); done
+while [ $n -lt $((750 * SLOW)) ] && [ "$(dmesg | grep -c "RX or XDP_TX ring error")" -le "$R0" ]; do sleep 0.1; n=$((n + 1)); done
 check "a ring error is reported under the flood" test "$(dmesg | grep -c "RX or XDP_TX ring error")" -gt "$R0"
 check "rmmod at once, XDP attached, the restart pending" timeout 60 rmmod onic
 set_cmpt_freeze 0 2>/dev/null
