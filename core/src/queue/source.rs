@@ -14,11 +14,18 @@
 //! A buffer goes back to the provider it came from: a pair never hands its buffers to another
 //! pair's provider, and a [`BufSource`] never changes its kind. A buffer of the other kind given
 //! to a [`BufSource`] anyway (a host's bug) has no provider here to go back to: it is counted in
-//! [`BufSource::foreign`] and dropped (for a HAL page that leaks it, as a torn-down queue's
-//! unreclaimable pages are leaked), never handed out again, so it cannot be held twice.
+//! [`BufSource::foreign`] and parked, never handed out again, so it cannot be held twice. The
+//! host takes parked buffers back with [`BufSource::take_foreign`] (at the latest when it tears
+//! the pair down) and returns each to its own provider. Only when more than [`FOREIGN_PARK`] are
+//! parked at once is one dropped (counted in [`BufSource::lost`]; for a HAL page that leaks it,
+//! as a torn-down queue's unreclaimable pages are leaked).
 
 use crate::queue::pool::{PageProvider, PoolPage};
+use heapless::Vec;
 use onic_hal::DmaAddr;
+
+/// How many buffers of the other kind a [`BufSource`] holds for its host to take back.
+pub const FOREIGN_PARK: usize = 4;
 
 /// Which source a [`BufSource`] is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -80,9 +87,35 @@ impl<P: PoolPage, X: PoolPage> PoolPage for SourceBuf<P, X> {
 /// The provider of a pair whose buffers come from a page pool `P` or an XSK pool `X`, fixed
 /// when the pair is built (module docs).
 #[derive(Debug)]
-pub struct BufSource<P, X> {
+pub struct BufSource<P: PageProvider, X: PageProvider> {
     inner: Inner<P, X>,
+    strays: Strays<SourceBuf<P::Page, X::Page>>,
+}
+
+/// The buffers of the other kind a [`BufSource`] was given, and their counts.
+#[derive(Debug)]
+struct Strays<B> {
     foreign: u64,
+    parked: Vec<B, FOREIGN_PARK>,
+    lost: u64,
+}
+
+impl<B> Strays<B> {
+    const fn new() -> Self {
+        Self {
+            foreign: 0,
+            parked: Vec::new(),
+            lost: 0,
+        }
+    }
+
+    /// Parks a buffer of the other kind (module docs).
+    fn park(&mut self, buf: B) {
+        self.foreign += 1;
+        if self.parked.push(buf).is_err() {
+            self.lost += 1;
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -96,7 +129,7 @@ impl<P: PageProvider, X: PageProvider> BufSource<P, X> {
     pub const fn pages(pool: P) -> Self {
         Self {
             inner: Inner::Pages(pool),
-            foreign: 0,
+            strays: Strays::new(),
         }
     }
 
@@ -104,7 +137,7 @@ impl<P: PageProvider, X: PageProvider> BufSource<P, X> {
     pub const fn xsk(pool: X) -> Self {
         Self {
             inner: Inner::Xsk(pool),
-            foreign: 0,
+            strays: Strays::new(),
         }
     }
 
@@ -151,19 +184,28 @@ impl<P: PageProvider, X: PageProvider> BufSource<P, X> {
         }
     }
 
-    /// Buffers of the other kind that were given back here and dropped (module docs): zero
-    /// unless a host mixed up its pairs' buffers.
+    /// Buffers of the other kind that were given back here (module docs): zero unless a host
+    /// mixed up its pairs' buffers.
     #[must_use]
     pub const fn foreign(&self) -> u64 {
-        self.foreign
+        self.strays.foreign
     }
 
-    /// The pool inside, whichever it is.
-    pub fn into_inner(self) -> SourceBuf<P, X> {
-        match self.inner {
-            Inner::Pages(p) => SourceBuf::Page(p),
-            Inner::Xsk(x) => SourceBuf::Xsk(x),
-        }
+    /// Buffers of the other kind dropped because [`FOREIGN_PARK`] were already parked.
+    #[must_use]
+    pub const fn lost(&self) -> u64 {
+        self.strays.lost
+    }
+
+    /// How many buffers of the other kind are parked for the host to take back.
+    #[must_use]
+    pub fn parked(&self) -> usize {
+        self.strays.parked.len()
+    }
+
+    /// A parked buffer of the other kind, for the host to return to the provider it came from.
+    pub fn take_foreign(&mut self) -> Option<SourceBuf<P::Page, X::Page>> {
+        self.strays.parked.pop()
     }
 }
 
@@ -183,7 +225,7 @@ impl<P: PageProvider, X: PageProvider> PageProvider for BufSource<P, X> {
         match (&mut self.inner, page) {
             (Inner::Pages(p), SourceBuf::Page(b)) => p.recycle_direct(b, dirty_len),
             (Inner::Xsk(x), SourceBuf::Xsk(b)) => x.recycle_direct(b, dirty_len),
-            _ => self.foreign += 1,
+            (_, other) => self.strays.park(other),
         }
     }
 
@@ -192,8 +234,8 @@ impl<P: PageProvider, X: PageProvider> PageProvider for BufSource<P, X> {
         match (&mut self.inner, page) {
             (Inner::Pages(p), SourceBuf::Page(b)) => p.reuse(b, dirty_len).map(SourceBuf::Page),
             (Inner::Xsk(x), SourceBuf::Xsk(b)) => x.reuse(b, dirty_len).map(SourceBuf::Xsk),
-            _ => {
-                self.foreign += 1;
+            (_, other) => {
+                self.strays.park(other);
                 self.alloc_page()
             }
         }
@@ -203,7 +245,7 @@ impl<P: PageProvider, X: PageProvider> PageProvider for BufSource<P, X> {
         match (&mut self.inner, page) {
             (Inner::Pages(p), SourceBuf::Page(b)) => p.release_page(b),
             (Inner::Xsk(x), SourceBuf::Xsk(b)) => x.release_page(b),
-            _ => self.foreign += 1,
+            (_, other) => self.strays.park(other),
         }
     }
 
@@ -245,52 +287,122 @@ mod tests {
     use crate::queue::xsk::{Umem, UmemChunk, UmemConfig, XskPool, XskRing, UMEM_CHUNK_SIZE};
 
     #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "a buffer of the wrong kind is dropped by design, its model page with it: Miri reports the leak (to be fixed: give such a page back to the HAL)"
-    )]
     fn each_source_hands_out_and_takes_back_its_own_kind_only() {
         let card = Card::new(CardConfig::default());
         let dma = card.dma();
+        let dir = Direction::Bidirectional;
         let mut pages: Vec<DmaPage> = (0..4)
-            .map(|_| {
-                dma.map_page(dma.alloc_page().unwrap(), Direction::Bidirectional)
-                    .unwrap()
-            })
+            .map(|_| dma.map_page(dma.alloc_page().unwrap(), dir).unwrap())
             .collect();
-        let chunks: Vec<UmemChunk<'_>> = pages.iter_mut().map(UmemChunk::new).collect();
-        let cfg = UmemConfig {
-            headroom: 0,
-            dir: Direction::Bidirectional,
-        };
-        let umem = Umem::new(&chunks, cfg).unwrap();
-        let fill_slots: Vec<core::cell::Cell<u64>> = (0..4).map(|_| core::cell::Cell::new(0)).collect();
-        let fill = XskRing::new(&fill_slots).unwrap();
-        fill.produce(UMEM_CHUNK_SIZE as u64).unwrap();
-        let xsk = XskPool::new(dma, umem, &fill, 2048).unwrap();
-        let mut x: BufSource<PagePool<'_, onic_sim::SimDma<'_>>, _> = BufSource::xsk(xsk);
-        assert_eq!(x.kind(), SourceKind::Xsk);
-        let b = x.alloc_page().unwrap();
-        assert_eq!(b.kind(), SourceKind::Xsk);
-        assert!(x.alloc_page().is_none(), "one fill entry, one frame");
-        x.recycle_direct(b, 0);
-        assert_eq!(x.as_xsk().unwrap().free_len(), 1);
+        {
+            let chunks: Vec<UmemChunk<'_>> = pages.iter_mut().map(UmemChunk::new).collect();
+            let umem = Umem::new(&chunks, UmemConfig { headroom: 0, dir }).unwrap();
+            let fill_slots: Vec<core::cell::Cell<u64>> = (0..4).map(|_| core::cell::Cell::new(0)).collect();
+            let fill = XskRing::new(&fill_slots).unwrap();
+            fill.produce(UMEM_CHUNK_SIZE as u64).unwrap();
+            let xsk = XskPool::new(dma, umem, &fill, 2048).unwrap();
+            let mut x: BufSource<PagePool<'_, onic_sim::SimDma<'_>>, _> = BufSource::xsk(xsk);
+            assert_eq!(x.kind(), SourceKind::Xsk);
+            let b = x.alloc_page().unwrap();
+            assert_eq!(b.kind(), SourceKind::Xsk);
+            assert!(x.alloc_page().is_none(), "one fill entry, one frame");
+            x.recycle_direct(b, 0);
+            assert_eq!(x.as_xsk().unwrap().free_len(), 1);
 
-        let pool: PagePool<'_, _, 128> =
-            PagePool::new(dma, PoolConfig::rx(Direction::Bidirectional, 2048), None);
-        let mut p: BufSource<_, XskPool<'_, '_, onic_sim::SimDma<'_>>> = BufSource::pages(pool);
-        let page = p.alloc_page().unwrap();
-        assert_eq!(page.kind(), SourceKind::Pages);
-        // A buffer of the other kind is refused and counted, never handed out again.
-        let f = x.alloc_page().unwrap();
-        p.recycle_direct(f, 0);
-        assert_eq!(p.foreign(), 1);
-        x.recycle_direct(page, 0);
-        assert_eq!(x.foreign(), 1);
+            let pool: PagePool<'_, _, 128> = PagePool::new(dma, PoolConfig::rx(dir, 2048), None);
+            let mut p: BufSource<_, XskPool<'_, '_, onic_sim::SimDma<'_>>> = BufSource::pages(pool);
+            let page = p.alloc_page().unwrap();
+            assert_eq!(page.kind(), SourceKind::Pages);
+            // A buffer of the other kind is parked and counted, never handed out again.
+            let f = x.alloc_page().unwrap();
+            p.recycle_direct(f, 0);
+            assert_eq!((p.foreign(), p.parked(), p.lost()), (1, 1, 0));
+            x.recycle_direct(page, 0);
+            assert_eq!((x.foreign(), x.parked(), x.lost()), (1, 1, 0));
+            assert_eq!(
+                umem.counts().held,
+                1,
+                "the parked frame stays held, never doubled"
+            );
+            assert!(p.alloc_page().is_some_and(|b| {
+                let page = b.kind() == SourceKind::Pages;
+                p.recycle_direct(b, 0);
+                page
+            }));
+
+            // The host takes each parked buffer back to its own provider: nothing is lost.
+            let f = p.take_foreign().unwrap();
+            assert!(p.take_foreign().is_none());
+            x.recycle_direct(f, 0);
+            assert_eq!(x.as_xsk().unwrap().free_len(), 1);
+            let page = x.take_foreign().unwrap();
+            p.release_page(page);
+            assert_eq!(umem.counts().held, 0);
+        }
+        for page in pages {
+            dma.free_page(page.unmap(&dma, dir));
+        }
+    }
+
+    /// A buffer that is only a number: what a full park drops costs no memory.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Token(u32);
+
+    impl PoolPage for Token {
+        fn dma_addr(&self) -> DmaAddr {
+            DmaAddr::new(u64::from(self.0))
+        }
+        fn bytes(&self) -> &[u8] {
+            &[]
+        }
+        fn bytes_mut(&mut self) -> &mut [u8] {
+            &mut []
+        }
+    }
+
+    /// Hands out tokens counting up, and counts the ones it gets back.
+    #[derive(Default)]
+    struct Tokens {
+        next: u32,
+        back: u32,
+    }
+
+    impl PageProvider for Tokens {
+        type Page = Token;
+        fn alloc_page(&mut self) -> Option<Token> {
+            self.next += 1;
+            Some(Token(self.next))
+        }
+        fn recycle_direct(&mut self, _: Token, _: usize) {
+            self.back += 1;
+        }
+        fn release_page(&mut self, _: Token) {
+            self.back += 1;
+        }
+        fn sync_for_cpu(&self, _: &Token, _: usize, _: usize) {}
+        fn sync_for_device(&self, _: &Token, _: usize, _: usize) {}
+    }
+
+    #[test]
+    fn a_full_park_drops_one_and_counts_it() {
+        let mut other = Tokens::default();
+        let mut x: BufSource<Tokens, Tokens> = BufSource::xsk(Tokens::default());
+        for _ in 0..=FOREIGN_PARK {
+            let t = other.alloc_page().unwrap();
+            x.release_page(SourceBuf::Page(t));
+        }
+        assert_eq!(x.foreign(), FOREIGN_PARK as u64 + 1);
+        assert_eq!((x.parked(), x.lost()), (FOREIGN_PARK, 1));
+        while let Some(b) = x.take_foreign() {
+            match b {
+                SourceBuf::Page(t) => other.release_page(t),
+                SourceBuf::Xsk(_) => panic!("only pages were parked"),
+            }
+        }
         assert_eq!(
-            umem.counts().held,
-            1,
-            "the dropped frame stays held, never doubled"
+            other.back as usize, FOREIGN_PARK,
+            "all but the dropped one came back"
         );
+        assert_eq!(x.as_xsk().unwrap().back, 0, "none went to the wrong provider");
     }
 }

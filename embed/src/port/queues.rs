@@ -31,7 +31,7 @@ use super::host::{Host, StatBlock};
 use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
 use super::tuning::QueueTuning;
 use crate::set::{assemble_pair, PairSpec};
-use onic_core::queue::source::{BufSource, SourceKind};
+use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
 
 /// The TX rings of a queue index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +196,27 @@ pub(crate) fn tx_counters(stats: &TxStats) -> QueueCounters {
 }
 
 /// Where buffers go when a ring is torn down (outside any NAPI poll).
+/// Drops a torn-down pair's provider after giving back the buffers of the other kind it
+/// parked (a host's bug, never expected): a page to queue `q`'s page pool `mem`, a UMEM frame
+/// to `q`'s XSK pool.
+fn return_strays<H: Host>(host: &H, (q, mem): (u16, H::QMem), mut pool: Bufs<H>) {
+    let (foreign, lost) = (pool.foreign(), pool.lost());
+    if foreign > 0 {
+        onic_hal::warn!(
+            "onic: queue {}: {} buffers of the other source given back, {} dropped",
+            q,
+            foreign,
+            lost
+        );
+    }
+    while let Some(buf) = pool.take_foreign() {
+        match buf {
+            SourceBuf::Page(page) => host.page_put(mem, page, 0, false),
+            SourceBuf::Xsk(buf) => host.xsk_free(q, buf),
+        }
+    }
+}
+
 const fn teardown_done<H: Host>(host: &H) -> Done<'_, H> {
     Done {
         host,
@@ -281,7 +302,7 @@ impl<H: Host> Rings<'_, H> {
         if let Err(e) = qp.start(self.dev, self.delay) {
             let mut done = teardown_done(self.host);
             let (_, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
-            drop(pool);
+            return_strays(self.host, (q, mem), pool);
             self.host.qmem_free(mem);
             return Err(e.into());
         }
@@ -299,9 +320,12 @@ impl<H: Host> Rings<'_, H> {
         if let Err(e) = r {
             onic_hal::warn!("onic: queue {} teardown: {}", q, e);
         }
-        drop(pool);
-        if let Some(mem) = state.mem.take() {
-            self.host.qmem_free(mem);
+        match state.mem.take() {
+            Some(mem) => {
+                return_strays(self.host, (q, mem), pool);
+                self.host.qmem_free(mem);
+            }
+            None => drop(pool),
         }
         Some(now)
     }
