@@ -7,6 +7,10 @@ use std::env;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=image.ld");
+    println!("cargo:rerun-if-env-changed=ONIC_BPF_BUNDLE");
+    if let Ok(bundle) = env::var("ONIC_BPF_BUNDLE") {
+        println!("cargo:rerun-if-changed={bundle}");
+    }
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("none") {
         return;
     }

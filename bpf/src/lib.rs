@@ -78,6 +78,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod btf;
+pub mod bundle;
 pub mod co_re;
 pub mod elf;
 mod hashtab;

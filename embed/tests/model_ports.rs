@@ -267,3 +267,25 @@ fn a_target_with_no_room_left_fails_the_redirect_and_the_driver_counts_it() {
     }
     teardown(&card, &h0, a, b);
 }
+
+/// `shut_down` says whether the function's release completed: it does on a sound card, and
+/// with the QDMA's context engine wedged the FMAP clear never completes and the caller is told
+/// so (where `remove` could only log it). The bring-up found the card's two CMACs.
+#[test]
+fn shut_down_reports_whether_the_function_was_released() {
+    let card = Card::new(CardConfig::default());
+    let (h0, _h1, mut a, mut b) = two_ports(&card);
+    assert_eq!((a.port().cmacs(), b.port().cmacs()), (2, 2));
+    a.stop().unwrap();
+    b.stop().unwrap();
+    b.shut_down().unwrap();
+    card.faults().hold_context_commands(true);
+    let wedged = a.shut_down();
+    card.faults().hold_context_commands(false);
+    assert!(
+        matches!(wedged, Err(PortError::Core(onic_core::Error::ContextBusy { .. }))),
+        "{wedged:?}"
+    );
+    h0.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}

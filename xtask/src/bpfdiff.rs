@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{cargo, kmod, qemucard, root, run};
+use crate::{cargo, kmod, qemu, qemucard, root, run};
 
 /// Debian packages the job needs (installed when missing, as the VM test does).
 const PACKAGES: [&str; 8] = [
@@ -138,6 +138,8 @@ const MORE_SELFTESTS: [&str; 8] = [
 
 /// The expectations file the comparison checks against.
 const EXPECT: &str = "bpf/examples/kernel_diff/expected.txt";
+/// How long the bare-metal image may take over the set (TCG).
+const BARE_TIMEOUT_S: u64 = 900;
 
 /// FNV-1a, 64 bits (a cache key, not a security measure).
 fn fnv64(b: &[u8]) -> u64 {
@@ -219,17 +221,40 @@ pub fn bpf_diff(args: &[String]) -> Result<(), String> {
     } else {
         build_all(&dir)?;
     }
+    let bundle = kmod::target_dir().join("bpfdiff").join("bundle.bin");
+    if let Some(d) = bundle.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
     let mut c = Command::new(&runner);
     c.arg("--manifest")
         .arg(dir.join("manifest.tsv"))
         .arg("--expect")
-        .arg(root().join(EXPECT));
+        .arg(root().join(EXPECT))
+        .arg("--bundle")
+        .arg(&bundle);
     if update {
         c.arg("--update");
     }
     let r = run("kernel_diff (engine against BPF_PROG_TEST_RUN)", c);
+    // The same set on bare metal, even when the comparison failed: its report says as much.
+    let bare = bare_metal(bundle);
     println!("bpf-diff: {:.1} s in all", start.elapsed().as_secs_f64());
-    r
+    r.and(bare)
+}
+
+/// Boots the bare-metal image with the bundle embedded: every program it can run must agree
+/// with the kernel's outcome (or the host engine's, where that is a listed difference).
+fn bare_metal(bundle: PathBuf) -> Result<(), String> {
+    let o = qemu::Options {
+        bpf_bundle: Some(bundle),
+        timeout: std::time::Duration::from_secs(BARE_TIMEOUT_S),
+        ..qemu::Options::default()
+    };
+    if qemu::qemu(&o)? == std::process::ExitCode::SUCCESS {
+        Ok(())
+    } else {
+        Err("the bare-metal image's run of the differential set failed (its report above)".into())
+    }
 }
 
 /// The CI job: the comparison against the expectations file.

@@ -55,6 +55,9 @@ pub struct Options {
     pub build: bool,
     /// Boot on QEMU with the OpenNIC card as PCI functions (`--card pci`).
     pub pci_card: bool,
+    /// Embed this BPF differential bundle and run it after the groups (feature `bpf-bundle`;
+    /// `cargo xtask bpf-diff`).
+    pub bpf_bundle: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
             build: true,
             pci_card: false,
+            bpf_bundle: None,
         }
     }
 }
@@ -121,6 +125,9 @@ fn features(o: &Options) -> Vec<&'static str> {
     if o.pci_card {
         f.push("pci-card");
     }
+    if o.bpf_bundle.is_some() {
+        f.push("bpf-bundle");
+    }
     f
 }
 
@@ -158,6 +165,9 @@ fn build(o: &Options) -> Result<PathBuf, String> {
     let f = features(o);
     let mut c = image_cargo();
     c.args(["build", "--release", "-p", PACKAGE, "--target", TARGET]);
+    if let Some(bundle) = &o.bpf_bundle {
+        c.env("ONIC_BPF_BUNDLE", bundle);
+    }
     if !f.is_empty() {
         c.args(["--features", &f.join(",")]);
     }

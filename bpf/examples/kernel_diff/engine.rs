@@ -1,18 +1,12 @@
-//! The onic side: the engine on one frame laid out as the kernel's test run lays it out (256 bytes
-//! of headroom, 320 of tailroom reserved at the end of a 4096-byte page, all zero), received on
+//! The onic side: the engine on one frame laid out as the kernel's test run lays it out
+//! ([`onic_bpf::bundle::test_run`]: 256 bytes of headroom in a zeroed 4096-byte page), received on
 //! queue 0 of port 0 (interface 1, as the test run's loopback device), on CPU 0. Each frame gets a
 //! freshly loaded engine, so that every frame starts from the maps as the object declares them,
 //! as the kernel side does by restoring its maps.
 
-use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
-use onic_core::xdp::{XdpBuff, XdpRxq};
+use onic_bpf::{bundle, LoadOptions, Loader, SimHost, XdpEngine};
 
 use crate::{MapState, Outcome};
-
-/// Headroom in front of the frame (the kernel's `XDP_PACKET_HEADROOM`).
-const HEADROOM: usize = 256;
-/// The page a frame lies in (the kernel's test run uses one page too).
-const PAGE: usize = 4096;
 
 /// The running kernel's BTF, which the kernel side's CO-RE relocations are resolved against
 /// (read once).
@@ -101,33 +95,53 @@ impl<'a> Onic<'a> {
         })
     }
 
-    /// Runs the program on `frame` with fresh maps: the outcome and the maps' entries after the
-    /// run (map name, sorted (key, CPU 0's value)).
+    /// Why a host without the kernel (the bare-metal image, which loads the object with the
+    /// engine's defaults and nothing else) could not run this program as it runs here: CO-RE
+    /// relocations that need the kernel's BTF, inner maps or tail call tables this side adds.
+    pub fn needs_more_than_the_object(bytes: &[u8], func: &str, entries: u32) -> Option<String> {
+        let loader = Loader::new(LoadOptions::default())
+            .unsized_max_entries(entries)
+            .prog_type_xdp(true);
+        let loaded = match loader.load(bytes, Some(func)) {
+            Ok(l) => l,
+            Err(e) => {
+                return Some(format!(
+                    "loads only with the kernel's BTF (the bundle carries none): {e}"
+                ))
+            }
+        };
+        let needs = |m: &onic_bpf::Map| {
+            let d = m.def();
+            if d.map_type == onic_bpf::MapType::ProgArray {
+                Some("a tail call table the harness fills")
+            } else if d.map_type.is_map_of_maps() && m.inner_template().is_none() {
+                Some("an inner map the harness adds")
+            } else {
+                None
+            }
+        };
+        loaded
+            .maps
+            .iter()
+            .find_map(needs)
+            .map(|what| format!("needs {what}"))
+    }
+
+    /// Runs the program on `frame` with fresh maps (the test run's layout,
+    /// [`onic_bpf::bundle::test_run`]): the outcome and the maps' entries after the run (map
+    /// name, sorted (key, CPU 0's value)).
     pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
         let opts = *self.loader.options();
         let loaded = self.loaded.clone();
         let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
-        let mut page = vec![0u8; PAGE];
-        let Some(room) = page.get_mut(HEADROOM..HEADROOM + frame.len()) else {
-            return (Outcome::Refused("frame larger than a page".into()), Vec::new());
-        };
-        room.copy_from_slice(frame);
-        let rxq = XdpRxq {
-            queue_index: 0,
-            port: 0,
-        };
-        let out = match XdpBuff::new(&mut page, HEADROOM, frame.len(), rxq) {
-            Ok(mut b) => {
-                let verdict = e.run(&mut b);
-                let log = e.host().lines.last().cloned().unwrap_or_default();
-                Outcome::Ran {
-                    verdict,
-                    meta: b.meta().to_vec(),
-                    frame: b.data().to_vec(),
-                    note: log,
-                }
-            }
-            Err(err) => Outcome::Refused(format!("the buffer is refused: {err:?}")),
+        let out = match bundle::test_run(&mut e, frame) {
+            bundle::Outcome::Ran { verdict, meta, frame } => Outcome::Ran {
+                verdict,
+                meta,
+                frame,
+                note: e.host().lines.last().cloned().unwrap_or_default(),
+            },
+            bundle::Outcome::Refused(why) => Outcome::Refused(why),
         };
         let maps = e
             .maps()

@@ -2,7 +2,7 @@
 //! objects and runs this; see docs/bpf-differential.md).
 //!
 //! ```text
-//! kernel_diff --manifest FILE --expect FILE [--update]
+//! kernel_diff --manifest FILE --expect FILE [--update] [--bundle FILE]
 //! kernel_diff --probe
 //! ```
 //!
@@ -15,6 +15,9 @@
 //! against the expectations file: one not listed there fails the run, and so does a listed one
 //! that did not occur (a fix shows up as much as a regression). `--update` rewrites the
 //! expectations file with what was seen, keeping the reasons of entries that stay.
+//!
+//! `--bundle FILE` also writes the set with the kernel's outcomes ([`onic_bpf::bundle`]) for the
+//! bare-metal image, which runs it without a kernel (`cargo xtask bpf-diff`).
 //!
 //! Where bpf() is not permitted, the run says so and succeeds without comparing anything.
 //!
@@ -33,6 +36,7 @@ mod report;
 use std::process::ExitCode;
 
 use engine::Onic;
+use onic_bpf::bundle;
 use onic_libbpf::{KMap, Lib, LoadOptions, Loaded, VerifierLog};
 
 /// What one side did with one frame.
@@ -150,6 +154,8 @@ struct Compare<'a, 'l> {
     now: Vec<Entries>,
     res: ProgResult,
     diffs: [Diff; 3],
+    /// What each frame should give, for the bundle.
+    record: Vec<Option<bundle::Expected>>,
 }
 
 impl Compare<'_, '_> {
@@ -163,6 +169,7 @@ impl Compare<'_, '_> {
                 let why = e.to_string();
                 let r = self.res.run_refused.get_or_insert((why, Vec::new()));
                 r.1.push(name.to_string());
+                self.record.push(None);
                 return;
             }
         };
@@ -181,6 +188,7 @@ impl Compare<'_, '_> {
         };
         let (oout, onic_maps) = self.o.run(f);
         self.res.compared += 1;
+        self.record.push(Some(expected(&kout, &oout)));
         let (kv, ov) = (verdict_of(&kout), verdict_of(&oout));
         if kv != ov {
             self.note(
@@ -220,6 +228,29 @@ impl Compare<'_, '_> {
     }
 }
 
+/// An outcome as the bundle keeps it (without the log line).
+fn plain(o: &Outcome) -> bundle::Outcome {
+    match o {
+        Outcome::Ran {
+            verdict, meta, frame, ..
+        } => bundle::Outcome::Ran {
+            verdict: *verdict,
+            meta: meta.clone(),
+            frame: frame.clone(),
+        },
+        Outcome::Refused(why) => bundle::Outcome::Refused(why.clone()),
+    }
+}
+
+/// What a frame should give: the kernel's outcome, and the engine's where it differs.
+fn expected(kernel: &Outcome, onic: &Outcome) -> bundle::Expected {
+    let (kernel, onic) = (plain(kernel), plain(onic));
+    bundle::Expected {
+        engine: (onic != kernel).then_some(onic),
+        kernel,
+    }
+}
+
 fn verdict_of(o: &Outcome) -> Option<u32> {
     match o {
         Outcome::Ran { verdict, .. } => Some(*verdict),
@@ -251,18 +282,32 @@ fn load_kernel<'l>(lib: &'l Lib, path: &str, func: &str) -> Result<Loaded<'l>, S
     })
 }
 
-/// Runs program `func` of object `path` on both sides.
+/// Runs program `func` of object `path` (object `object` of the bundle) on both sides; returns
+/// what happened and the program as the bundle keeps it.
 fn run_program(
     lib: &Lib,
-    id: &str,
-    path: &str,
+    (id, path, object): (&str, &str, u32),
     bytes: &[u8],
     func: &str,
     diffs: &mut Vec<Diff>,
-) -> ProgResult {
+) -> (ProgResult, bundle::BundleProgram) {
     let program = format!("{id}:{func}");
     let kernel = load_kernel(lib, path, func);
-    let onic = Onic::load(bytes, func, onic_libbpf::unsized_entries(lib.possible_cpus()));
+    let entries = onic_libbpf::unsized_entries(lib.possible_cpus());
+    let onic = Onic::load(bytes, func, entries);
+    let mut bundled = bundle::BundleProgram {
+        id: program.clone(),
+        func: func.to_string(),
+        object,
+        entries,
+        skip: None,
+        frames: Vec::new(),
+    };
+    bundled.skip = match (&kernel, &onic) {
+        (Err(why), _) => Some(format!("the kernel does not load it: {why}")),
+        (_, Err(why)) => Some(format!("the engine does not load it on the host: {why}")),
+        (Ok(_), Ok(_)) => Onic::needs_more_than_the_object(bytes, func, entries),
+    };
     let res = ProgResult {
         id: program.clone(),
         kernel: kernel.as_ref().err().cloned(),
@@ -279,13 +324,13 @@ fn run_program(
         (Ok(k), Ok(o)) => (k, o),
         (Ok(_), Err(why)) => {
             diffs.push(load_diff("onic-refuses", &why));
-            return res;
+            return (res, bundled);
         }
         (Err(why), Ok(_)) => {
             diffs.push(load_diff("kernel-refuses", &why));
-            return res;
+            return (res, bundled);
         }
-        (Err(_), Err(_)) => return res,
+        (Err(_), Err(_)) => return (res, bundled),
     };
     let maps: Vec<&KMap> = k.maps.iter().filter(|m| comparable(m)).collect();
     let cpus = lib.possible_cpus();
@@ -297,6 +342,7 @@ fn run_program(
         now: initial.clone(),
         res,
         diffs: ["verdict", "bytes", "maps"].map(|kind| load_diff(kind, "")),
+        record: Vec::new(),
     };
     for (name, f) in frames::all() {
         c.frame(&name, &f, &maps, &initial);
@@ -304,7 +350,8 @@ fn run_program(
     let [v, b, m] = &c.diffs;
     (c.res.verdict, c.res.bytes, c.res.maps) = (v.frames, b.frames, m.frames);
     diffs.extend(c.diffs.into_iter().filter(|d| d.frames > 0));
-    c.res
+    bundled.frames = c.record;
+    (c.res, bundled)
 }
 
 /// The XDP programs of an object: those libbpf types as XDP and those the engine's section
@@ -338,6 +385,7 @@ struct Args {
     expect: String,
     update: bool,
     probe: bool,
+    bundle: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -346,6 +394,7 @@ fn parse_args() -> Result<Args, String> {
         expect: String::new(),
         update: false,
         probe: false,
+        bundle: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
@@ -354,11 +403,14 @@ fn parse_args() -> Result<Args, String> {
             "--expect" => a.expect = it.next().ok_or("--expect FILE")?,
             "--update" => a.update = true,
             "--probe" => a.probe = true,
+            "--bundle" => a.bundle = Some(it.next().ok_or("--bundle FILE")?),
             _ => return Err(format!("unknown argument {x}")),
         }
     }
     if !a.probe && (a.manifest.is_empty() || a.expect.is_empty()) {
-        return Err("usage: kernel_diff --manifest FILE --expect FILE [--update] | --probe".into());
+        return Err(
+            "usage: kernel_diff --manifest FILE --expect FILE [--update] [--bundle FILE] | --probe".into(),
+        );
     }
     Ok(a)
 }
@@ -395,6 +447,10 @@ fn run() -> Result<ExitCode, String> {
         .to_path_buf();
     let mut tally = report::Tally::default();
     let mut diffs = Vec::new();
+    let mut set = bundle::Bundle {
+        frames: frames::all(),
+        ..bundle::Bundle::default()
+    };
     for line in manifest
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -415,13 +471,21 @@ fn run() -> Result<ExitCode, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
         let (progs, other) = xdp_programs(&lib, path, &bytes);
         tally.other += other;
+        // CAST: a few dozen objects.
+        let object = set.objects.len() as u32;
         for func in progs {
             let t = std::time::Instant::now();
-            let r = run_program(&lib, id, path, &bytes, &func, &mut diffs);
+            let (r, p) = run_program(&lib, (id, path, object), &bytes, &func, &mut diffs);
             report::program_line(&r, t.elapsed());
             tally.add(r);
+            set.programs.push(p);
         }
+        set.objects.push(bytes);
     }
     tally.print();
+    if let Some(out) = &args.bundle {
+        std::fs::write(out, set.encode()).map_err(|e| format!("{out}: {e}"))?;
+        println!("bpf-diff: bundle for the bare-metal image written to {out}");
+    }
     expect::check(&args.expect, &diffs, args.update)
 }

@@ -482,6 +482,11 @@ impl<H: Host> Port<H> {
         c
     }
 
+    /// CMACs the bring-up found on the card (registers only read at bring-up: any context).
+    pub const fn cmacs(&self) -> u8 {
+        self.dev.cmacs()
+    }
+
     /// Whether the port's CMAC reports link up and aligned (hardware.md §10.3).
     pub fn link_up(&self) -> bool {
         self.dev.link_up()
@@ -759,7 +764,19 @@ impl<H: Host> Port<H> {
 
     /// Takes the function down (hardware.md §13.5); queues still running are torn down first.
     /// Owning the port, the caller is every one of its contexts: the cells open without tokens.
+    /// A failed release of the function is logged ([`Port::shut_down`] returns it instead).
     pub fn remove(self) {
+        if let Err(e) = self.shut_down() {
+            onic_hal::warn!("onic: teardown of the function failed: {}", e);
+        }
+    }
+
+    /// As [`Port::remove`], for a host that checks the outcome.
+    ///
+    /// # Errors
+    ///
+    /// The core's error when the function's release (the FMAP clear) did not complete.
+    pub fn shut_down(self) -> PortResult<()> {
         let Self {
             dev,
             host,
@@ -783,9 +800,7 @@ impl<H: Host> Port<H> {
             );
         }
         let (r, _, _) = dev.teardown(&mut ctl.delay);
-        if let Err(e) = r {
-            onic_hal::warn!("onic: teardown of the function failed: {}", e);
-        }
+        Ok(r?)
     }
 }
 

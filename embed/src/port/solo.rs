@@ -172,6 +172,15 @@ impl<H: Host> SoloPort<H> {
     pub fn remove(self) {
         self.port.remove();
     }
+
+    /// Takes the function down and says whether its release completed ([`Port::shut_down`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Port::shut_down`].
+    pub fn shut_down(self) -> PortResult<()> {
+        self.port.shut_down()
+    }
 }
 
 /// The view of a queue whose cells the caller holds exclusively, if its rings run.

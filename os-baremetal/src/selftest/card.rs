@@ -6,47 +6,48 @@
 //!    (shell) are read as the firmware assigned them and sized, must lie below 4 GiB (the image
 //!    identity-maps only that), and memory decoding and bus mastering are turned on (in the
 //!    bridges above the card too).
-//! 2. The same driver core as the other groups brings both functions up, over
-//!    `onic_hal::mmio::Mmio` windows on the BARs and DMA memory whose bus addresses are the heap
-//!    pages' physical addresses ([`crate::dmamem`]).
-//! 3. Frames of many flows and sizes go from one PF's TX queues out of its CMAC port, over the
-//!    card's cable to the other port, and up the other PF's RX queues, in both directions: every
-//!    byte, the queue RSS chose, the TX completions and the CMAC, adapter and driver counters are
-//!    checked.
-//! 4. Teardown: every queue invalidated (the `Quiesced` proof the core takes before it gives a
-//!    ring's pages back), both functions released, every region, page and mapping back, the
-//!    functions' bus mastering off, the heap as before.
+//! 2. Both functions come up as `onic_embed` ports (`SoloPort`, the door every host uses), over
+//!    a model host whose register windows are `onic_hal::mmio::Mmio` windows on the BARs
+//!    ([`PciCard`]) and whose DMA memory gives the device the heap pages' physical addresses
+//!    ([`crate::dmamem`]).
+//! 3. Frames of many flows and sizes go from one port's stack TX rings out of its CMAC, over the
+//!    card's cable to the other port, and up the other port's RX queues to its stack, in both
+//!    directions: every byte, the queue RSS chose, the TX completions and the CMAC, adapter and
+//!    driver counters are checked.
+//! 4. Teardown: the page census, every queue stopped (its contexts read back invalid), both
+//!    functions released, every region, page and mapping back, the functions' bus mastering
+//!    off, the heap as before.
 //!
 //! No interrupts: the card's MSI-X capability stays disabled (so its messages stay pending in
-//! the PBA) and the group polls the queue pairs, which is NAPI without the interrupt. The card's
-//! own count of driver mistakes (model violations) goes to QEMU's log, which `cargo xtask qemu
-//! --card pci` checks.
+//! the PBA) and the group polls every queue index, which is NAPI without the interrupt. The
+//! card's own count of driver mistakes (model violations) goes to QEMU's log, which `cargo xtask
+//! qemu --card pci` checks.
 //!
 //! Without the card (a stock QEMU) the group says it was skipped; built with feature `pci-card`
 //! (`cargo xtask qemu --card pci`) it fails instead.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::ptr::NonNull;
 
-use onic_core::device::Rss;
-use onic_core::queue::rx::RxFrame;
-use onic_core::queue::tx::TxDone;
+use onic_core::device::rss_control::IndirectionTable;
+use onic_core::queue::pair::PairPoll;
+use onic_core::rss::{RssKey, ShellHasher};
 use onic_core::stats::HW_COUNTERS;
-use onic_core::{
-    BufSizeIdx, Device, DeviceConfig, PassAll, PassInfo, QueueError, QueueId, RingSizeIdx, RxContext, XdpRxq,
+use onic_core::xdp::{XdpAction, XdpBuff};
+use onic_core::{BufSizeIdx, DeviceConfig, QueueError, RingSizeIdx};
+use onic_embed::model::{ModelAccess, ModelHost};
+use onic_embed::port::{
+    PortConfig, PortError, QueueTuning, SoloPort, TxClean, TxLock, TxRole, XmitResult, RSS_INDIR_SIZE,
+    RSS_KEY_SIZE,
 };
-use onic_embed::done::FrameDone;
-use onic_embed::frame::Frame;
-use onic_embed::set::{PairSpec, QueueSet};
-use onic_embed::sink::OsQueue;
-use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel};
+use onic_hal::layout::ctxt::SwCtxt;
 use onic_hal::mmio::Mmio;
-use onic_hal::{pci as ids, Direction, DmaPage};
+use onic_hal::pci as ids;
 
-use super::datapath::{os_frame, Steering, WAIT_NS};
+use super::datapath::{Steering, WAIT_NS};
 use super::frames::{self, MAX_BUILD, SIZES};
-use super::queues::{h2c_enabled, pair_as_programmed, read_context};
 use super::traffic::counter;
 use super::{Runner, QUEUES};
 use crate::dmamem::IdentityDma;
@@ -61,19 +62,51 @@ const RING: u8 = 2;
 const BUF: u8 = 4;
 /// Flows per direction; each is sent in every size of [`SIZES`].
 const FLOWS: u32 = 12;
-/// Frames sent per xmit-more batch, spread over the sending PF's TX queues.
+/// Frames sent per xmit-more batch, spread over the sending port's TX rings.
 const ROUND: u32 = 32;
-/// Completions one poll of a pair may consume.
-const BUDGET: usize = 16;
+/// Completions one poll of a queue index may consume.
+const BUDGET: u32 = 16;
 
-/// The DMA memory the card's queues get.
-type Dma<'m> = &'m IdentityDma;
-/// A frame on a TX ring of the card.
-type CardFrame<'m> = Frame<Dma<'m>>;
-/// One brought-up function of the card.
-type CardDevice<'b> = Device<Mmio<'b>, Mmio<'b>>;
-/// The queue pairs of one function.
-type CardSet<'m> = QueueSet<'m, Dma<'m>, CardFrame<'m>>;
+/// The programs a card port could run (the group attaches none).
+type Prog = fn(&mut XdpBuff<'_>) -> XdpAction;
+/// The host of one function of the card.
+type CardHost<'b> = ModelHost<Prog, PciCard<'b>>;
+/// One function of the card, driven through the door.
+type CardPort<'b> = SoloPort<CardHost<'b>>;
+
+/// How a port's host reaches the PCI card: the BARs of both functions as MMIO windows, the shell
+/// through function `pf`'s own BAR2, DMA at physical addresses, the TSC's delay.
+#[derive(Clone, Copy)]
+struct PciCard<'b> {
+    pfs: &'b [Pf; 2],
+    pf: u8,
+    dma: &'b IdentityDma,
+}
+
+impl<'b> ModelAccess for PciCard<'b> {
+    type Qdma = Mmio<'b>;
+    type Shell = Mmio<'b>;
+    type Dma = &'b IdentityDma;
+    type Delay = TscDelay;
+
+    fn qdma(&self, func: u8) -> Mmio<'b> {
+        let pfs: &'b [Pf; 2] = self.pfs;
+        pfs[usize::from(func) % 2].windows().0
+    }
+
+    fn shell(&self) -> Mmio<'b> {
+        let pfs: &'b [Pf; 2] = self.pfs;
+        pfs[usize::from(self.pf) % 2].windows().1
+    }
+
+    fn dma(&self) -> &'b IdentityDma {
+        self.dma
+    }
+
+    fn delay(&self) -> TscDelay {
+        TscDelay
+    }
+}
 
 /// Why the card could not be used, or why traffic stopped.
 #[derive(Clone, Copy, Debug)]
@@ -92,14 +125,16 @@ enum CardError {
     Small { pf: u8, bar: u8, len: u64, need: u64 },
     /// PF `pf` does not keep memory decoding and bus mastering on.
     NotEnabled { pf: u8, command: u16 },
-    /// No page for an OS TX buffer.
+    /// No page for a packet of the stack.
     NoPage,
-    /// The TX queue refused a frame.
+    /// A TX ring refused a packet.
     Refused,
-    /// A queue went into its error state.
+    /// An RX queue went into its error state.
     Queue(QueueError),
+    /// A stack TX ring went into its error state.
+    TxRing,
     /// Frames did not arrive, or TX buffers did not come back, in time.
-    Timeout { outstanding: usize, in_flight: u16 },
+    Timeout { outstanding: usize, in_flight: u32 },
 }
 
 impl fmt::Display for CardError {
@@ -119,9 +154,10 @@ impl fmt::Display for CardError {
                 write!(f, "PF{pf} BAR{bar} is {len:#x} bytes, the driver maps {need:#x}")
             }
             Self::NotEnabled { pf, command } => write!(f, "PF{pf} command register reads {command:#06x}"),
-            Self::NoPage => f.write_str("no page for a TX buffer"),
-            Self::Refused => f.write_str("a TX queue refused a frame"),
+            Self::NoPage => f.write_str("no page for a packet"),
+            Self::Refused => f.write_str("a TX ring refused a packet"),
             Self::Queue(e) => write!(f, "a queue failed: {e}"),
+            Self::TxRing => f.write_str("a stack TX ring went into its error state"),
             Self::Timeout {
                 outstanding,
                 in_flight,
@@ -175,9 +211,10 @@ impl Pf {
 }
 
 /// Runs the group.
+/// Runs the group.
 pub fn run(r: &mut Runner) {
     r.group(
-        "the card as a PCI device (onic-card: config space, BARs, MMIO, DMA at physical addresses, polled)",
+        "the card as a PCI device (onic-card: config space, BARs, MMIO, DMA at physical addresses, ports, polled)",
     );
     let heap_before = crate::heap::stats().in_use;
     let Some(funcs) = scan(r) else {
@@ -188,8 +225,8 @@ pub fn run(r: &mut Runner) {
     };
     {
         let dma = IdentityDma::new();
-        if let Some((devs, rss)) = bring_up(r, &pfs) {
-            drive(r, devs, &rss, &dma);
+        if let Some(card) = bring_up(r, &pfs, &dma) {
+            drive(r, card, &dma);
         }
         let s = dma.stats();
         r.check(
@@ -290,7 +327,10 @@ fn pf_bars(pf: u8, func: Function) -> Result<Pf, CardError> {
     };
     Ok(Pf {
         func,
-        qdma: bar(ids::QDMA_BAR, ids::qdma_bar_len(QUEUES))?,
+        qdma: bar(
+            ids::QDMA_BAR,
+            ids::qdma_bar_len(TxRole::Xmit.qid(QUEUES, QUEUES - 1).get() + 1),
+        )?,
         shell: bar(ids::SHELL_BAR, ids::SHELL_BAR_LEN)?,
     })
 }
@@ -356,35 +396,57 @@ fn map_bars(r: &mut Runner, funcs: [Function; 2]) -> Option<[Pf; 2]> {
     }
 }
 
-/// Brings up PF0, then PF1, with the driver core over the BAR windows; checks the link.
-/// Returns the devices and their RSS states.
-fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<([CardDevice<'b>; 2], [Rss; 2])> {
-    let mut devs: [Option<(CardDevice<'b>, Rss)>; 2] = [None, None];
-    for (pf, p) in pfs.iter().enumerate() {
+/// Both functions of the card as ports, each with its host (the stack the test reads).
+struct Card<'b> {
+    hosts: [CardHost<'b>; 2],
+    ports: [CardPort<'b>; 2],
+}
+
+/// The configuration of port `pf`: [`QUEUES`] queue indices with rings of [`RING`].
+fn port_config(pf: u8) -> Result<PortConfig, PortError> {
+    let ring = RingSizeIdx::new(RING).map_err(|_| PortError::Invalid)?;
+    let dev = DeviceConfig::new(pf, QUEUES).map_err(|_| PortError::Invalid)?;
+    Ok(PortConfig {
+        func: pf,
+        max_queues: QUEUES,
+        queues: QUEUES,
+        tx_ring: ring,
+        rx_ring: ring,
+        rs_fec: dev.rs_fec,
+    })
+}
+
+/// Brings up PF0, then PF1, as ports over the BAR windows (the core's `Device::init` inside
+/// `Port::new`); checks the link. Their RX pools serve buffers of [`BUF`].
+fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2], dma: &'b IdentityDma) -> Option<Card<'b>> {
+    let buf = BufSizeIdx::new(BUF).ok()?;
+    let mut made: [Option<(CardHost<'b>, CardPort<'b>)>; 2] = [None, None];
+    for pf in 0..2u8 {
         let name = if pf == 0 { "card-init-pf0" } else { "card-init-pf1" };
-        let (qdma, shell) = p.windows();
-        // CAST: pf < 2.
-        let result = DeviceConfig::new(pf as u8, QUEUES)
-            .map_err(onic_core::Error::from)
-            .and_then(|cfg| Device::init(qdma, shell, &mut TscDelay, cfg));
-        match result {
-            Ok((dev, rss)) => {
-                let cmacs = dev.cmacs();
+        let host = ModelHost::new(PciCard { pfs, pf, dma }).for_port(pf);
+        host.set_pool_config(None, buf);
+        let port =
+            port_config(pf).and_then(|cfg| SoloPort::new(host.regs(pf), host.delay(), host.clone(), cfg));
+        match port {
+            Ok(port) => {
+                let cmacs = port.port().cmacs();
                 r.check(
                     name,
                     cmacs == 2,
-                    format_args!("Device::init over the BARs: {QUEUES} queue pairs, {cmacs} CMAC(s) found (2 expected)"),
+                    format_args!(
+                        "Port::new (Device::init) over the BARs: {QUEUES} queue indices, {cmacs} CMAC(s) found (2 expected)"
+                    ),
                 );
-                devs[pf] = Some((dev, rss));
+                made[usize::from(pf)] = Some((host, port));
             }
             Err(e) => {
-                r.check(name, false, format_args!("Device::init failed: {e}"));
+                r.check(name, false, format_args!("Port::new failed: {e}"));
             }
         }
     }
-    match devs {
-        [Some((d0, rss0)), Some((d1, rss1))] => {
-            let up = [d0.link_up(), d1.link_up()];
+    match made {
+        [Some((h0, p0)), Some((h1, p1))] => {
+            let up = [p0.port().link_up(), p1.port().link_up()];
             r.check(
                 "card-link-up",
                 up == [true, true],
@@ -393,101 +455,120 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2]) -> Option<([CardDevice<'b>; 2]
                     up[0], up[1]
                 ),
             );
-            Some(([d0, d1], [rss0, rss1]))
+            Some(Card {
+                hosts: [h0, h1],
+                ports: [p0, p1],
+            })
         }
-        [d0, d1] => {
-            for (dev, _) in [d1, d0].into_iter().flatten() {
-                let _ = dev.teardown(&mut TscDelay);
+        [p0, p1] => {
+            for (_, port) in [p1, p0].into_iter().flatten() {
+                port.remove();
             }
             None
         }
     }
 }
 
-/// The queue pairs of both functions, traffic in both directions, teardown.
-fn drive<'m>(r: &mut Runner, devs: [CardDevice<'_>; 2], rss: &[Rss; 2], dma: Dma<'m>) {
-    let specs = specs();
-    let Some(mut sets) = start_pairs(r, &devs, dma, &specs) else {
-        teardown_devices(r, devs);
-        return;
-    };
-    for from in 0..2 {
-        wire(r, &devs, rss, &mut sets, dma, from);
+/// The queues of both ports, traffic in both directions, teardown.
+fn drive(r: &mut Runner, mut card: Card<'_>, dma: &IdentityDma) {
+    if start(r, &mut card) {
+        for from in 0..2 {
+            wire(r, &mut card, from);
+        }
+        teardown(r, &mut card, dma);
     }
-    teardown(r, &devs, sets, dma);
-    teardown_devices(r, devs);
+    teardown_devices(r, card);
 }
 
-/// Pair `q`'s configuration: 128-entry rings, 2048-byte RX buffers, a pool mapping from-device.
-fn specs() -> Vec<PairSpec> {
-    let (Ok(ring), Ok(buf)) = (RingSizeIdx::new(RING), BufSizeIdx::new(BUF)) else {
-        return Vec::new();
-    };
-    (0..QUEUES)
-        .map(|q| PairSpec::new(QueueId::new(q), ring, buf, Direction::FromDevice))
-        .collect()
-}
-
-/// Builds and starts every pair of both functions; checks their contexts read back over MMIO.
-fn start_pairs<'m>(
-    r: &mut Runner,
-    devs: &[CardDevice<'_>; 2],
-    dma: Dma<'m>,
-    specs: &[PairSpec],
-) -> Option<[CardSet<'m>; 2]> {
-    let mut sets: Vec<CardSet<'m>> = Vec::new();
+/// Opens both ports with RX buffers of [`BUF`]; checks every queue index's contexts read back
+/// over MMIO, its RX ring full and its page census exact.
+fn start(r: &mut Runner, card: &mut Card<'_>) -> bool {
     let mut failure = None;
-    for dev in devs {
-        let started = CardSet::build(&dma, specs, &[]).and_then(|mut set| {
-            let result = set.start(dev, &mut TscDelay);
-            sets.push(set);
-            result
-        });
-        if let Err(e) = started {
+    for port in &mut card.ports {
+        let opened = BufSizeIdx::new(BUF)
+            .map_err(|_| PortError::Invalid)
+            .and_then(|buf| {
+                port.set_tuning(QueueTuning {
+                    buf,
+                    ..QueueTuning::default()
+                })
+            })
+            .and_then(|()| port.open());
+        if let Err(e) = opened {
             failure.get_or_insert(e);
         }
     }
-    let programmed = sets
-        .iter()
-        .zip(devs)
-        .flat_map(|(set, dev)| {
-            set.pairs
-                .iter()
-                .zip(specs)
-                .map(move |(p, s)| pair_as_programmed(dev, p, s))
-        })
-        .filter(|&ok| ok)
-        .count();
-    let want = 2 * specs.len();
+    let mut programmed = 0;
+    for (host, port) in card.hosts.iter().zip(&mut card.ports) {
+        let census = pool_census(host, port);
+        programmed += (0..QUEUES)
+            .filter(|&q| as_programmed(port, q) && census.as_ref().is_ok_and(|c| c.rx_rings_full))
+            .count();
+    }
+    let want = 2 * usize::from(QUEUES);
     match failure {
         None => r.check(
             "card-pairs",
-            programmed == want && want == 2 * usize::from(QUEUES),
+            programmed == want,
             format_args!(
-                "{programmed}/{want} QueuePairs started; contexts read back over MMIO as programmed, RX rings full, page census exact"
+                "{programmed}/{want} queue indices opened through the ports; contexts read back over MMIO as programmed, RX rings full, page census exact"
             ),
         ),
-        Some(e) => r.check("card-pairs", false, format_args!("a queue pair did not start: {e}")),
-    };
-    match (failure, <[CardSet<'m>; 2]>::try_from(sets)) {
-        (None, Ok(sets)) if programmed == want => Some(sets),
-        (_, Ok(sets)) => {
-            teardown_sets(devs, sets, dma);
-            None
-        }
-        (_, Err(sets)) => {
-            let pairs = devs.iter().zip(sets).collect();
-            let _ = QueueSet::teardown_all(pairs, &mut TscDelay, &mut FrameDone::new(&[], dma));
-            None
-        }
+        Some(e) => r.check("card-pairs", false, format_args!("a port did not open: {e}")),
     }
 }
 
-/// Tears every pair of both functions down (TX first); whether all went down cleanly.
-fn teardown_sets<'m>(devs: &[CardDevice<'_>; 2], sets: [CardSet<'m>; 2], dma: Dma<'m>) -> bool {
-    let pairs = devs.iter().zip(sets).collect();
-    let mut done = FrameDone::new(&[], dma);
-    QueueSet::teardown_all(pairs, &mut TscDelay, &mut done).is_ok()
+/// Reads queue index `q`'s contexts back (the stack's TX ring against the reference H2C
+/// context; SW C2H, prefetch and CMPT with the port's ring and buffer sizes) and checks that its
+/// RX ring is full.
+fn as_programmed(port: &mut CardPort<'_>, q: u16) -> bool {
+    let func = port.port().func();
+    let Ok(ctx) = port.control(|p, c| p.queue_contexts(c, q)) else {
+        return false;
+    };
+    let Some(view) = port.inspect(q) else {
+        return false;
+    };
+    let usable = view.pair.rx.config().desc_ring.usable();
+    let want_h2c = SwCtxt::reference_h2c(func, view.stack.ring_dma_addr(), RING, q);
+    let c2h = ctx.rx_sw;
+    ctx.tx_sw == want_h2c
+        && c2h.qen()
+        && c2h.func_id() == func.get()
+        && c2h.rngsz_idx() == RING
+        && ctx.pfch.valid()
+        && ctx.pfch.bufsz_idx() == BUF
+        && ctx.cmpt.valid()
+        && ctx.cmpt.intr_en()
+        && ctx.cmpt.vec() == q
+        && ctx.cmpt.base_addr() == view.pair.rx.cmpt_ring_dma_addr()
+        && view.pair.rx.posted() == usable - 1
+}
+
+/// One port's pools, counted.
+struct PoolPages {
+    /// Pages the pools took from the DMA memory and hold.
+    live: u64,
+    /// Every RX ring holds a page in each usable slot.
+    rx_rings_full: bool,
+    /// No page is with the stack, redirected, or on an XDP_TX ring.
+    all_home: bool,
+}
+
+/// The page census of `port`'s pools (every page somewhere, the stack's count as the RX path
+/// says), summed.
+fn pool_census(host: &CardHost<'_>, port: &mut CardPort<'_>) -> Result<PoolPages, String> {
+    let holdings = port.holdings().map_err(|e| alloc::format!("{e}"))?;
+    let pools = host.check_census(&holdings).map_err(|e| alloc::format!("{e}"))?;
+    let usable = RingSizeIdx::new(RING).map_or(0, |r| u64::from(r.usable()));
+    Ok(PoolPages {
+        live: pools.iter().map(|c| c.live).sum(),
+        rx_rings_full: holdings.iter().all(|(_, h)| h.in_rx_ring == usable - 1),
+        all_home: pools.iter().all(|c| c.received == 0 && c.redirected == 0)
+            && holdings
+                .iter()
+                .all(|(_, h)| h.in_tx_flight == 0 && h.tx_parked == 0),
+    })
 }
 
 /// What one frame sent should look like when it arrives.
@@ -569,70 +650,57 @@ impl Tally {
 /// What the pollers did, beyond the tally.
 #[derive(Clone, Copy, Debug, Default)]
 struct Polled {
-    /// OS frames back through `TxDone`.
+    /// Packets of the stack back through their rings' reclaim.
     tx_done: u64,
     /// Polls made.
     polls: u64,
-    /// The first queue error a poll reported.
-    error: Option<QueueError>,
+    /// Packets on each port's stack TX rings after the last reclaim.
+    in_flight: [u32; 2],
+    /// The first error a poll or reclaim reported.
+    error: Option<CardError>,
 }
 
-/// One poll of every pair of both functions, NAPI without the interrupt: the pair's TX queue
-/// reclaimed, up to [`BUDGET`] frames shown to the tally and kept by the "OS", which gives
-/// each page straight back to the pair's pool.
-fn poll_all<'m>(
-    devs: &[CardDevice<'_>; 2],
-    sets: &mut [CardSet<'m>; 2],
-    dma: Dma<'m>,
-    tally: &mut Tally,
-    out: &mut Polled,
-) {
-    let mut held: Vec<((), DmaPage)> = Vec::new();
-    for (f, (dev, set)) in devs.iter().zip(sets.iter_mut()).enumerate() {
-        let db = dev.doorbells();
-        for (q, pair) in set.pairs.iter_mut().enumerate() {
-            // CAST: f < 2, q < QUEUES.
-            let (func, queue) = (f as u8, q as u16);
-            let mut done = FrameDone::new(&[], dma);
-            let poll = {
-                let mut sink = OsQueue::observed(&mut held, (), |fr: &RxFrame<DmaPage>, _: PassInfo| {
-                    tally.on_frame(func, queue, fr.data())
-                });
-                let mut ctx = RxContext {
-                    sink: &mut sink,
-                    rxq: XdpRxq {
-                        queue_index: queue,
-                        port: func,
-                    },
-                    dispatch: PassAll,
-                };
-                pair.poll(BUDGET, &db, &mut ctx, &mut done)
-            };
-            for ((), page) in held.drain(..) {
-                // The OS only read the frame: nothing of the page is dirty.
-                pair.pool.return_from_os(page, 0);
-            }
-            out.polls += 1;
-            out.tx_done += done.counts.os_done;
-            if let Some(e) = poll.rx.error {
-                out.error.get_or_insert(e);
-            }
+impl Polled {
+    /// Counts one reclaim of a stack TX ring.
+    fn reclaimed(&mut self, c: &TxClean) {
+        self.tx_done += u64::from(c.packets);
+        if c.error {
+            self.error.get_or_insert(CardError::TxRing);
         }
     }
 }
 
-/// Queues frames `ids` of the direction on the sending function's TX queues (frame `id` on queue
-/// `id % QUEUES`, one xmit-more batch per queue), each recorded in the tally with the RX queue
-/// `steer` gives it, then rings each queue's doorbell once.
-fn send_round<'m>(
-    dev: &CardDevice<'_>,
-    set: &mut CardSet<'m>,
-    dma: Dma<'m>,
-    tally: &mut Tally,
+/// One poll of every queue index of both ports, NAPI without the interrupt: up to [`BUDGET`]
+/// frames up to the stack, the stack TX ring reclaimed; then each stack shows the tally what it
+/// received and gives the pages back to their pools, as a socket reading them would.
+fn poll_all(card: &mut Card<'_>, tally: &mut Tally, out: &mut Polled) {
+    for (f, (host, port)) in card.hosts.iter().zip(&mut card.ports).enumerate() {
+        out.in_flight[f] = 0;
+        for q in 0..QUEUES {
+            let (_, poll): (_, Option<PairPoll>) = port.poll_outcome(q, BUDGET, (), None);
+            if let Some(e) = poll.and_then(|p| p.rx.error) {
+                out.error.get_or_insert(CardError::Queue(e));
+            }
+            let clean = port.queue::<TxLock, _>(q, |p, t| p.tx_clean(t, BUDGET));
+            out.reclaimed(&clean);
+            out.in_flight[f] += clean.in_flight;
+            out.polls += 1;
+        }
+        host.drain_received(|fr| tally.on_frame(fr.port, fr.qid, fr.data()));
+    }
+}
+
+/// Queues frames `ids` of the direction on the sending port's stack TX rings (frame `id` on
+/// queue index `id % QUEUES`, one xmit-more batch per ring), each recorded in the tally with the
+/// RX queue `steer` gives it, then rings each ring's doorbell once.
+fn send_round(
+    card: &mut Card<'_>,
+    from: usize,
+    (tally, out): (&mut Tally, &mut Polled),
     steer: &Steering,
     ids: core::ops::Range<u32>,
 ) -> Result<(), CardError> {
-    let db = dev.doorbells();
+    let (host, port) = (&card.hosts[from], &mut card.ports[from]);
     let mut result = Ok(());
     for id in ids {
         let mut buf = [0u8; MAX_BUILD];
@@ -645,40 +713,37 @@ fn send_round<'m>(
             queue: steer.queue(frame),
             seen: false,
         });
-        let Some(os) = os_frame(dma, frame) else {
+        let Some(skb) = host.packet(frame) else {
             result = Err(CardError::NoPage);
             break;
         };
-        let q = id as usize % set.pairs.len().max(1);
-        if let Err(e) = set.pairs[q].tx.xmit_os(&db, os, true) {
-            FrameDone::new(&[], dma).os_done(e.into_inner());
+        // CAST: the remainder is below QUEUES.
+        let q = (id % u32::from(QUEUES)) as u16;
+        let mut done = TxClean::default();
+        let sent = port.queue::<TxLock, _>(q, |p, t| p.xmit(t, skb, &mut done));
+        out.reclaimed(&done);
+        if !matches!(sent, XmitResult::Ok | XmitResult::OkStop) {
+            onic_embed::port::Host::skb_done(host, skb, None);
             result = Err(CardError::Refused);
             break;
         }
     }
-    for pair in &mut set.pairs {
-        pair.tx.flush(&db);
+    for q in 0..QUEUES {
+        port.queue::<TxLock, _>(q, |p, t| p.tx_flush(t));
     }
     result
 }
 
-/// Polls until every frame of the tally arrived and the sending function's TX buffers are
-/// back, or [`WAIT_NS`] passes.
-fn settle<'m>(
-    devs: &[CardDevice<'_>; 2],
-    sets: &mut [CardSet<'m>; 2],
-    dma: Dma<'m>,
-    tally: &mut Tally,
-    from: usize,
-    out: &mut Polled,
-) -> Result<(), CardError> {
+/// Polls until every frame of the tally arrived and the sending port's TX rings are empty, or
+/// [`WAIT_NS`] passes.
+fn settle(card: &mut Card<'_>, tally: &mut Tally, from: usize, out: &mut Polled) -> Result<(), CardError> {
     let deadline = time::nanos_since_boot() + WAIT_NS;
     loop {
-        poll_all(devs, sets, dma, tally, out);
+        poll_all(card, tally, out);
         if let Some(e) = out.error {
-            return Err(CardError::Queue(e));
+            return Err(e);
         }
-        let in_flight: u16 = sets[from].pairs.iter().map(|p| p.tx.in_flight()).sum();
+        let in_flight = out.in_flight[from];
         let outstanding = tally.outstanding();
         if outstanding == 0 && in_flight == 0 {
             return Ok(());
@@ -693,7 +758,7 @@ fn settle<'m>(
 }
 
 /// The counters one direction moves: each port's CMAC and adapter counters, and the driver's
-/// packets and bytes per function (RX, TX).
+/// packets and bytes per port (RX, TX) as the ports publish them.
 struct Snapshot {
     hw: [[u64; HW_COUNTERS]; 2],
     rx: [(u64, u64); 2],
@@ -701,54 +766,51 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take(devs: &[CardDevice<'_>; 2], sets: &[CardSet<'_>; 2]) -> Self {
-        let sum = |set: &CardSet<'_>, rx: bool| {
-            set.pairs.iter().fold((0, 0), |(p, b), pair| {
-                let (dp, db) = if rx {
-                    (pair.rx.stats().rx_packets, pair.rx.stats().rx_bytes)
-                } else {
-                    (pair.tx.stats().tx_packets, pair.tx.stats().tx_bytes)
-                };
-                (p + dp, b + db)
-            })
-        };
+    fn take(card: &Card<'_>) -> Self {
+        let s = card.ports.each_ref().map(|p| p.port().link_stats());
         Self {
-            hw: [devs[0].hw_counters(), devs[1].hw_counters()],
-            rx: [sum(&sets[0], true), sum(&sets[1], true)],
-            tx: [sum(&sets[0], false), sum(&sets[1], false)],
+            hw: card.ports.each_ref().map(|p| p.port().hw_counters()),
+            rx: s.map(|s| (s.rx_packets, s.rx_bytes)),
+            tx: s.map(|s| (s.tx_packets, s.tx_bytes)),
         }
     }
 }
 
-/// One direction: frames of [`FLOWS`] flows in every size of [`SIZES`] from the TX queues of
-/// PF `from`, out of its port, over the cable, up the other PF's RX queues.
-fn wire<'m>(
-    r: &mut Runner,
-    devs: &[CardDevice<'_>; 2],
-    rss: &[Rss; 2],
-    sets: &mut [CardSet<'m>; 2],
-    dma: Dma<'m>,
-    from: usize,
-) {
-    let to = 1 - from;
+/// The RSS state of `port` as the shell holds it (`ethtool -x`), as the tests predict with it.
+fn steering(port: &CardPort<'_>) -> Steering {
+    let mut indir = [0u32; RSS_INDIR_SIZE];
+    let mut key = [0u8; RSS_KEY_SIZE];
+    port.port().rss_get(Some(&mut indir), Some(&mut key));
+    let entries = indir.map(|e| u16::try_from(e).unwrap_or(u16::MAX));
     let mut steer = Steering::initial();
-    steer.refresh(&rss[to]);
+    if let Ok(table) = IndirectionTable::from_slice(&entries) {
+        steer.table = table;
+    }
+    steer.hasher = ShellHasher::new(&RssKey::new(key));
+    steer
+}
+
+/// One direction: frames of [`FLOWS`] flows in every size of [`SIZES`] from the stack TX rings
+/// of port `from`, out of its CMAC, over the cable, up the other port's RX queues to its stack.
+fn wire(r: &mut Runner, card: &mut Card<'_>, from: usize) {
+    let to = 1 - from;
+    let steer = steering(&card.ports[to]);
     // CAST: to < 2; SIZES has 22 entries.
     let mut tally = Tally::new(to as u8);
     let total = FLOWS * SIZES.len() as u32;
-    let before = Snapshot::take(devs, sets);
+    let before = Snapshot::take(card);
     let mut polled = Polled::default();
     let start = time::nanos_since_boot();
     let mut result = Ok(());
     let mut next = 0;
     while next < total && result.is_ok() {
         let end = (next + ROUND).min(total);
-        result = send_round(&devs[from], &mut sets[from], dma, &mut tally, &steer, next..end)
-            .and_then(|()| settle(devs, sets, dma, &mut tally, from, &mut polled));
+        result = send_round(card, from, (&mut tally, &mut polled), &steer, next..end)
+            .and_then(|()| settle(card, &mut tally, from, &mut polled));
         next = end;
     }
     let us = (time::nanos_since_boot() - start) / 1000;
-    let after = Snapshot::take(devs, sets);
+    let after = Snapshot::take(card);
     let sent = tally.expect.len() as u64;
     let name = if from == 0 {
         "card-wire-pf0-to-pf1"
@@ -762,9 +824,9 @@ fn wire<'m>(
         name,
         ok && polled.tx_done == sent,
         format_args!(
-            "{}/{sent} frames ({} bytes, {FLOWS} flows x {} sizes) from PF{from}'s TX queues came up PF{to}'s RX queues \
-             in {us} us: {} corrupt, {} on another queue than RSS chose, {} stray; {} TX buffers back through TxDone; \
-             {} polls{}{}",
+            "{}/{sent} frames ({} bytes, {FLOWS} flows x {} sizes) from port {from}'s stack TX rings came up port {to}'s \
+             RX queues to its stack in {us} us: {} corrupt, {} on another queue than RSS chose, {} stray; {} packets \
+             back through their rings' reclaim; {} polls{}{}",
             tally.received,
             tally.bytes,
             SIZES.len(),
@@ -839,41 +901,55 @@ fn counters(r: &mut Runner, before: &Snapshot, after: &Snapshot, from: usize, se
     );
 }
 
-/// The page census, then every pair torn down through the core (each queue invalidated: the
-/// `Quiesced` proof), its contexts read back invalid.
-fn teardown<'m>(r: &mut Runner, devs: &[CardDevice<'_>; 2], sets: [CardSet<'m>; 2], dma: Dma<'m>) {
-    let census_ok = sets.iter().all(|s| {
-        let c = s.page_counts();
-        c.total() == s.live_pool_pages() && c.with_os == 0 && c.in_tx_flight == 0
-    });
-    let pool_pages: u64 = sets.iter().map(CardSet::live_pool_pages).sum();
+/// The page census, then every queue index of both ports stopped (each queue invalidated: the
+/// `Quiesced` proof the core takes before it gives a ring's pages back), its contexts read back
+/// invalid.
+fn teardown(r: &mut Runner, card: &mut Card<'_>, dma: &IdentityDma) {
+    let mut census = Ok((0, true));
+    for (host, port) in card.hosts.iter().zip(&mut card.ports) {
+        census = census.and_then(|(live, home)| {
+            pool_census(host, port).map(|c| (live + c.live, home && c.all_home && host.census().packets == 0))
+        });
+    }
+    // Every packet of the stack completed: the buffers the hosts keep for the next ones go.
+    for host in &card.hosts {
+        host.free_spare();
+    }
     let live = dma.stats().live_pages;
+    let (pool_pages, all_home) = census.as_ref().map_or((0, false), |&(p, h)| (p, h));
     r.check(
         "card-page-census",
-        census_ok && live == pool_pages,
+        all_home && live == pool_pages,
         format_args!(
-            "every pool's pages are in its cache or its RX ring ({pool_pages} pages), none with the OS or in flight; \
-             the DMA memory has {live} pages out"
+            "every pool's pages are in its cache or its RX ring ({pool_pages} pages), none with the stack, redirected \
+             or in flight; the DMA memory has {live} pages out{}",
+            census.err().map(|e| alloc::format!("; census: {e}")).unwrap_or_default()
         ),
     );
-    let down = teardown_sets(devs, sets, dma);
-    let invalid = devs
-        .iter()
-        .flat_map(|dev| (0..QUEUES).map(move |q| (dev, q)))
-        .filter(|&(dev, q)| {
-            dev.function().abs_queue(QueueId::new(q)).is_some_and(|abs| {
-                !h2c_enabled(dev, abs)
-                    && read_context(dev, CtxtSel::Cmpt, abs, CmptCtxt::from_words).is_some_and(|c| !c.valid())
-            })
+    let down = card
+        .ports
+        .iter_mut()
+        .map(SoloPort::stop)
+        .filter(Result::is_ok)
+        .count()
+        == 2;
+    let invalid = card
+        .ports
+        .iter_mut()
+        .flat_map(|port| {
+            (0..QUEUES)
+                .map(|q| port.control(|p, c| p.queue_contexts(c, q)))
+                .collect::<Vec<_>>()
         })
+        .filter(|ctx| ctx.as_ref().is_ok_and(|c| !c.tx_sw.qen() && !c.cmpt.valid()))
         .count();
     let left = dma.stats();
     r.check(
         "card-pairs-teardown",
         down && invalid == 2 * usize::from(QUEUES) && left.live_pages == 0 && left.live_regions == 0,
         format_args!(
-            "{invalid}/{} queues invalidated over MMIO (contexts read back disabled), every page back to its pool and \
-             from there to the DMA memory ({} pages, {} rings left)",
+            "{invalid}/{} queue indices stopped and invalidated over MMIO (contexts read back disabled), every page \
+             back to its pool and from there to the DMA memory ({} pages, {} rings left)",
             2 * QUEUES,
             left.live_pages,
             left.live_regions
@@ -881,19 +957,19 @@ fn teardown<'m>(r: &mut Runner, devs: &[CardDevice<'_>; 2], sets: [CardSet<'m>; 
     );
 }
 
-/// PF1, then the master PF0, released by the core.
-fn teardown_devices(r: &mut Runner, devs: [CardDevice<'_>; 2]) {
-    let [d0, d1] = devs;
-    let down = [d1, d0]
+/// PF1, then the master PF0, taken down through their ports.
+fn teardown_devices(r: &mut Runner, card: Card<'_>) {
+    let [p0, p1] = card.ports;
+    let down = [p1, p0]
         .into_iter()
-        .map(|dev| dev.teardown(&mut TscDelay).0.is_ok())
-        .filter(|&ok| ok)
+        .map(SoloPort::shut_down)
+        .filter(Result::is_ok)
         .count();
     r.check(
         "card-device-teardown",
         down == 2,
         format_args!(
-            "{down}/2 functions torn down (PF1, then the master PF0): QCONF and FMAP cleared over MMIO"
+            "{down}/2 functions taken down (PF1, then the master PF0): QCONF and FMAP cleared over MMIO"
         ),
     );
 }

@@ -15,7 +15,8 @@
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
-//! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, bring-up over MMIO, DMA at physical addresses, traffic between the PFs by polling, teardown |
+//! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, both functions as `onic_embed` ports over MMIO, DMA at physical addresses, traffic between the ports by polling, teardown |
+//! | `bpfdiff` | with feature `bpf-bundle` only: the BPF differential set (`cargo xtask bpf-diff`'s bundle) through the `onic-bpf` engine, against the kernel's outcomes |
 //!
 //! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
 //! [`xdp`] the XDP programs.
@@ -24,6 +25,8 @@
 //! call it from [`run`]); the report and the verdict pick it up.
 
 mod bpf;
+#[cfg(feature = "bpf-bundle")]
+mod bpfdiff;
 mod bringup;
 mod card;
 mod datapath;
@@ -205,6 +208,8 @@ pub fn run(boot: &Boot) -> ExitCode {
     teardown::heap_balance(&mut r, heap_before);
     port::run(&mut r);
     card::run(&mut r);
+    #[cfg(feature = "bpf-bundle")]
+    bpfdiff::run(&mut r);
 
     #[cfg(feature = "fail-check")]
     r.check(
