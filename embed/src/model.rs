@@ -41,6 +41,7 @@ use crate::port::counters::QSTAT_WORDS;
 use crate::port::{XskBuf, XskTxDesc};
 
 mod xsk;
+pub mod xsk_app;
 use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBlock};
 pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK};
 

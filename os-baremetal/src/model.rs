@@ -81,6 +81,14 @@ impl Drop for Model<'_> {
     }
 }
 
+/// The card itself as the shared AF_XDP scenario reaches it (the peer's end of the wire, the
+/// model's clock): with interrupts held off, as every other access.
+impl onic_embed::model::xsk_app::CardAccess for &Model<'_> {
+    fn with_card<R>(&self, f: impl FnOnce(&Card) -> R) -> R {
+        self.with(f)
+    }
+}
+
 /// The model as the port's model host reaches it (`onic_embed::model`): every window and DMA
 /// call guarded, the control path's delay on the TSC (the timer moves the model's clock).
 impl<'c> ModelAccess for &Model<'c> {

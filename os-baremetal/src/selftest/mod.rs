@@ -15,6 +15,7 @@
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
+//! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |
 //! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, both functions as `onic_embed` ports over MMIO, DMA at physical addresses, traffic between the ports by polling, teardown |
 //! | `bpfdiff` | with feature `bpf-bundle` only: the BPF differential set (`cargo xtask bpf-diff`'s bundle) through the `onic-bpf` engine, against the kernel's outcomes |
 //!
@@ -41,6 +42,7 @@ mod teardown;
 mod traffic;
 mod verdicts;
 mod xdp;
+mod xsk;
 
 use core::fmt;
 
@@ -207,6 +209,7 @@ pub fn run(boot: &Boot) -> ExitCode {
     drop(card);
     teardown::heap_balance(&mut r, heap_before);
     port::run(&mut r);
+    xsk::run(&mut r);
     card::run(&mut r);
     #[cfg(feature = "bpf-bundle")]
     bpfdiff::run(&mut r);
