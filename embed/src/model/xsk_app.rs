@@ -1,6 +1,6 @@
 //! An AF_XDP application over the model, as a user moving from DPDK runs `xdpsock`: one port
 //! (PF0, port 0, its wire open: the scenario plays the peer), every RSS entry steered to one
-//! queue (as `ethtool -X` or `-N` would), an [`XskSocket`] bound to that queue, the queue
+//! queue (as `ethtool -X` or `-N` would), an [`XskSocket`](super::XskSocket) bound to that queue, the queue
 //! switched to the UMEM through the port (`Port::set_queue_source`, what `XDP_SETUP_XSK_POOL`
 //! does), and an XDP program that redirects every frame to the socket of its queue.
 //!
