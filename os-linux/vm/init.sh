@@ -1156,8 +1156,8 @@ check "devlink health set: rx auto_recover true again" sh -c \
 	"devlink health set $DL0 reporter rx auto_recover true && devlink health set $DL1 reporter rx auto_recover true"
 check "devlink health dump clear" devlink health dump clear $DLF reporter rx
 
-# ---- the netdev netlink family: queue NAPIs, page pools, per-queue statistics (netlink.sh)
-. /etc/onic/netlink.sh && netlink_tests
+# ---- devlink health diagnose; the netdev netlink family: queue NAPIs, page pools, per-queue statistics (netlink.sh)
+. /etc/onic/netlink.sh && { devlink_diagnose_tests; netlink_tests; }
 
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from

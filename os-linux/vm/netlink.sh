@@ -8,6 +8,10 @@
 #   move with traffic; ifdown takes the NAPIs and pools away, ifup brings them back, a channel
 #   change re-binds them. On a kernel without the family (6.1) it checks the family is absent.
 # netlink_after_rmmod: after the module's unload, no pool is left under IF0's interface index.
+# devlink_diagnose_tests (devlink's own generic netlink family, both kernels): after the hung TX
+#   engine and the frozen completion rings of init.sh, `devlink health diagnose` of the tx and
+#   rx reporters shows every queue's side with the last failure, its restarts, and ring indices
+#   that move with traffic. DL0 and DL1 are init.sh's devlink handles.
 
 NL=/bin/onic_nl
 NL_IFX=""
@@ -149,4 +153,31 @@ netlink_after_rmmod() {
 	$A $NL pools-if $NL_IFX >/tmp/nlp 2>&1
 	[ $? = 2 ] && return 0
 	check "page-pool-get after rmmod: no pool left under $IF0's interface index $NL_IFX" test ! -s /tmp/nlp
+}
+
+# diag REPORTER: devlink health diagnose of REPORTER on both functions, into /tmp/dldiag.
+diag() { { devlink health diagnose $DL0 reporter $1 && devlink health diagnose $DL1 reporter $1; } >/tmp/dldiag 2>&1; }
+# diag_field NAME: every value of NAME in /tmp/dldiag, on one line.
+# (devlink prints "name: value" pairs)
+diag_field() { awk -v k="$1:" '{ for (i = 1; i < NF; i++) if ($i == k) printf "%s ", $(i + 1) } END { print "" }' /tmp/dldiag; }
+
+devlink_diagnose_tests() {
+	echo "== devlink health diagnose"
+	check "devlink health diagnose, tx reporter, both functions" diag tx
+	head -c 1500 /tmp/dldiag | sed 's/^/    | /'
+	echo
+	check "tx diagnose: queues in use, each with its H2C ring indices, in flight, restarts and last error" sh -c \
+		"grep -Eq 'queues_in_use:? [1-9]' /tmp/dldiag && grep -q ring_next_to_clean /tmp/dldiag && grep -q ring_in_flight /tmp/dldiag && grep -q last_error /tmp/dldiag && ! grep -q cmpt_pidx /tmp/dldiag"
+	check "tx diagnose: the hung engine's queue says its last error was a TX timeout and it was restarted" sh -c \
+		"grep -Eq 'last_error:? TX timeout' /tmp/dldiag && grep -Eq 'restarts:? [1-9]' /tmp/dldiag"
+	U0=$(diag_field ring_next_to_use)
+	timeout $((20 * SLOW)) $A $PING -q -c 20 -i 0.05 -W 2 192.0.2.2 >/dev/null 2>&1
+	diag tx
+	U1=$(diag_field ring_next_to_use)
+	check "tx diagnose: ring indices move with traffic (next_to_use $U0-> $U1)" test "$U0" != "$U1"
+	check "devlink health diagnose, rx reporter, both functions" diag rx
+	head -c 1500 /tmp/dldiag | sed 's/^/    | /'
+	echo
+	check "rx diagnose: each queue's C2H and completion indices, restarts, and the frozen ring's last error" sh -c \
+		"grep -q cmpt_pidx /tmp/dldiag && grep -q cmpt_cidx /tmp/dldiag && ! grep -q ring_next_to_use /tmp/dldiag && grep -Eq 'last_error:? RX or XDP_TX ring error' /tmp/dldiag && grep -Eq 'restarts:? [1-9]' /tmp/dldiag"
 }
