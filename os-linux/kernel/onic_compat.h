@@ -50,6 +50,15 @@
 #define ONIC_HAVE_PP_NAPI 1
 #endif
 
+/* The netdev netlink family's queue objects: netif_queue_set_napi (which NAPI serves a queue)
+ * since 6.8, the per-queue statistics (netdev_stat_ops, qstats-get) since 6.10. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define ONIC_HAVE_QUEUE_NAPI 1
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define ONIC_HAVE_QUEUE_STATS 1
+#endif
+
 /* The page_pool header was split into types and helpers in 6.6. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
 #include <net/page_pool/helpers.h>

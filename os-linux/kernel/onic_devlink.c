@@ -4,11 +4,11 @@
  * device onic-sim.<f>): `devlink dev info` (driver, the shell's build stamp and the port's CMAC
  * version, the board's PCI IDs) and two health reporters, "tx" and "rx", for the queue
  * failures the driver already recovers from (a TX timeout or TX ring error; a frozen completion
- * ring, bad lengths or another RX ring error). Reporting, dumping and recovering go through the
- * Rust side; the locking is in os-linux/README.md.
+ * ring, bad lengths or another RX ring error). Reporting, dumping, diagnosing and recovering go
+ * through the Rust side; the locking is in os-linux/README.md.
  *
  * Lock order: the devlink instance lock, then RTNL. devlink holds its lock around the recover
- * and (6.12) dump callbacks, also when they run from devlink_health_report; so the reset work
+ * and (6.12) dump and diagnose callbacks, also when they run from devlink_health_report; so the reset work
  * reports without RTNL, and the callbacks take RTNL themselves.
  */
 #include <linux/netdevice.h>
@@ -20,6 +20,9 @@
 
 struct onic_dl {
 	struct onic_ndev *nd;
+	/* The last failure reported per queue, TX ([0]) and RX ([1]) side, for diagnose: the
+	 * driver's static descriptions (onic_queue_failed), NULL before any. */
+	const char *last_why[2][ONIC_MAX_QUEUES];
 };
 
 /* A report's context: the queue, and whether the reporter's recover restarted it. */
@@ -60,30 +63,21 @@ static const struct devlink_ops onic_dl_ops = {
 	.info_get = onic_dl_info_get,
 };
 
-/* One queue index in a dump: the device's contexts and the counters (the Rust side), and, for
- * the stack's TX ring, the driver's view of it (read under the queue's TX lock). RTNL held. */
-static void onic_dump_queue(struct devlink_fmsg *fmsg, struct onic_ndev *nd, u16 q)
+/* Queue q's H2C side: the device's contexts, the driver's view of the stack's TX ring (read
+ * under the queue's TX lock) and the health counters. RTNL held. */
+static void onic_put_h2c(struct devlink_fmsg *fmsg, struct onic_ndev *nd, u16 q,
+			 const struct onic_queue_dump *d)
 {
 	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
-	struct onic_queue_dump d;
 	struct onic_tx_state st;
-	int err = onic_rs_queue_dump(nd->port, q, &d);
 
-	devlink_fmsg_obj_nest_start(fmsg);
-	devlink_fmsg_u32_pair_put(fmsg, "queue", q);
-	if (err) {
-		devlink_fmsg_u32_pair_put(fmsg, "error", -err);
-		devlink_fmsg_obj_nest_end(fmsg);
-		return;
-	}
-	devlink_fmsg_u32_pair_put(fmsg, "abs_qid", d.abs);
 	devlink_fmsg_pair_nest_start(fmsg, "h2c");
 	devlink_fmsg_obj_nest_start(fmsg);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_pidx", d.tx_pidx);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_qen", d.tx_qen);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_err", d.tx_err);
-	devlink_fmsg_u32_pair_put(fmsg, "hw_cidx", d.tx_cidx);
-	devlink_fmsg_u32_pair_put(fmsg, "hw_desc_pending", d.tx_desc_pending);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_pidx", d->tx_pidx);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_qen", d->tx_qen);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_err", d->tx_err);
+	devlink_fmsg_u32_pair_put(fmsg, "hw_cidx", d->tx_cidx);
+	devlink_fmsg_u32_pair_put(fmsg, "hw_desc_pending", d->tx_desc_pending);
 	__netif_tx_lock_bh(txq);
 	onic_atomic_enter();
 	onic_rs_tx_state(nd->port, q, &st);
@@ -94,30 +88,59 @@ static void onic_dump_queue(struct devlink_fmsg *fmsg, struct onic_ndev *nd, u16
 	devlink_fmsg_u32_pair_put(fmsg, "ring_in_flight", st.in_flight);
 	devlink_fmsg_u32_pair_put(fmsg, "ring_device_cidx", st.device_cidx);
 	devlink_fmsg_bool_pair_put(fmsg, "ring_error", st.error);
-	devlink_fmsg_u64_pair_put(fmsg, "queue_errors", d.tx_queue_errors);
-	devlink_fmsg_u64_pair_put(fmsg, "restarts", d.tx_restarts);
-	devlink_fmsg_u64_pair_put(fmsg, "stall_reclaims", d.tx_stall_reclaims);
+	devlink_fmsg_u64_pair_put(fmsg, "queue_errors", d->tx_queue_errors);
+	devlink_fmsg_u64_pair_put(fmsg, "restarts", d->tx_restarts);
+	devlink_fmsg_u64_pair_put(fmsg, "stall_reclaims", d->tx_stall_reclaims);
 	devlink_fmsg_obj_nest_end(fmsg);
 	devlink_fmsg_pair_nest_end(fmsg);
+}
+
+/* Queue q's C2H side: the C2H, completion and prefetch contexts and the health counters. */
+static void onic_put_c2h(struct devlink_fmsg *fmsg, const struct onic_queue_dump *d)
+{
 	devlink_fmsg_pair_nest_start(fmsg, "c2h");
 	devlink_fmsg_obj_nest_start(fmsg);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_pidx", d.rx_pidx);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_qen", d.rx_qen);
-	devlink_fmsg_u32_pair_put(fmsg, "sw_err", d.rx_err);
-	devlink_fmsg_u32_pair_put(fmsg, "hw_cidx", d.rx_cidx);
-	devlink_fmsg_u32_pair_put(fmsg, "cmpt_pidx", d.cmpt_pidx);
-	devlink_fmsg_u32_pair_put(fmsg, "cmpt_cidx", d.cmpt_cidx);
-	devlink_fmsg_u32_pair_put(fmsg, "cmpt_color", d.cmpt_color);
-	devlink_fmsg_u32_pair_put(fmsg, "cmpt_valid", d.cmpt_valid);
-	devlink_fmsg_u32_pair_put(fmsg, "cmpt_err", d.cmpt_err);
-	devlink_fmsg_u32_pair_put(fmsg, "pfch_valid", d.pfch_valid);
-	devlink_fmsg_u32_pair_put(fmsg, "pfch_err", d.pfch_err);
-	devlink_fmsg_u64_pair_put(fmsg, "queue_errors", d.rx_queue_errors);
-	devlink_fmsg_u64_pair_put(fmsg, "restarts", d.rx_restarts);
-	devlink_fmsg_u64_pair_put(fmsg, "stall_polls", d.rx_stall_polls);
-	devlink_fmsg_u64_pair_put(fmsg, "bad_length", d.rx_bad_length);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_pidx", d->rx_pidx);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_qen", d->rx_qen);
+	devlink_fmsg_u32_pair_put(fmsg, "sw_err", d->rx_err);
+	devlink_fmsg_u32_pair_put(fmsg, "hw_cidx", d->rx_cidx);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_pidx", d->cmpt_pidx);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_cidx", d->cmpt_cidx);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_color", d->cmpt_color);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_valid", d->cmpt_valid);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_err", d->cmpt_err);
+	devlink_fmsg_u32_pair_put(fmsg, "pfch_valid", d->pfch_valid);
+	devlink_fmsg_u32_pair_put(fmsg, "pfch_err", d->pfch_err);
+	devlink_fmsg_u64_pair_put(fmsg, "queue_errors", d->rx_queue_errors);
+	devlink_fmsg_u64_pair_put(fmsg, "restarts", d->rx_restarts);
+	devlink_fmsg_u64_pair_put(fmsg, "stall_polls", d->rx_stall_polls);
+	devlink_fmsg_u64_pair_put(fmsg, "bad_length", d->rx_bad_length);
 	devlink_fmsg_obj_nest_end(fmsg);
 	devlink_fmsg_pair_nest_end(fmsg);
+}
+
+/* One queue index: the device's contexts and the counters (the Rust side), the H2C side, the
+ * C2H side or both; with the last failure reported of that side (diagnose). RTNL held. */
+static void onic_put_queue(struct devlink_fmsg *fmsg, struct onic_ndev *nd, u16 q, bool h2c, bool c2h,
+			   const char *last)
+{
+	struct onic_queue_dump d;
+	int err = onic_rs_queue_dump(nd->port, q, &d);
+
+	devlink_fmsg_obj_nest_start(fmsg);
+	devlink_fmsg_u32_pair_put(fmsg, "queue", q);
+	if (err) {
+		devlink_fmsg_u32_pair_put(fmsg, "error", -err);
+		devlink_fmsg_obj_nest_end(fmsg);
+		return;
+	}
+	devlink_fmsg_u32_pair_put(fmsg, "abs_qid", d.abs);
+	if (h2c)
+		onic_put_h2c(fmsg, nd, q, &d);
+	if (c2h)
+		onic_put_c2h(fmsg, &d);
+	if (last)
+		devlink_fmsg_string_pair_put(fmsg, "last_error", last);
 	devlink_fmsg_obj_nest_end(fmsg);
 }
 
@@ -136,7 +159,7 @@ static int onic_health_dump(struct devlink_health_reporter *r, struct devlink_fm
 	if (netif_running(nd->netdev)) {
 		for (q = 0; q < nd->open_queues; q++)
 			if (!ctx || ctx->q == q)
-				onic_dump_queue(fmsg, nd, q);
+				onic_put_queue(fmsg, nd, q, true, true, NULL);
 	}
 	devlink_fmsg_arr_pair_nest_end(fmsg);
 	rtnl_unlock();
@@ -164,16 +187,42 @@ static int onic_health_recover(struct devlink_health_reporter *r, void *priv_ctx
 	return 0;
 }
 
+/* diagnose: the reporter's side of every queue in use, now (ring indices and contexts, in
+ * flight, restarts, errors, the last failure reported). Takes RTNL like dump. */
+static int onic_health_diagnose(struct devlink_health_reporter *r, struct devlink_fmsg *fmsg,
+				struct netlink_ext_ack *extack)
+{
+	struct onic_ndev *nd = devlink_health_reporter_priv(r);
+	struct onic_dl *dl = devlink_priv(nd->devlink);
+	bool rx = r == nd->rx_reporter;
+	u16 q;
+
+	rtnl_lock();
+	devlink_fmsg_bool_pair_put(fmsg, "running", netif_running(nd->netdev));
+	devlink_fmsg_u32_pair_put(fmsg, "queues_in_use", nd->open_queues);
+	devlink_fmsg_arr_pair_nest_start(fmsg, "queues");
+	for (q = 0; q < nd->open_queues; q++) {
+		const char *why = READ_ONCE(dl->last_why[rx][q]);
+
+		onic_put_queue(fmsg, nd, q, !rx, rx, why ? why : "none");
+	}
+	devlink_fmsg_arr_pair_nest_end(fmsg);
+	rtnl_unlock();
+	return 0;
+}
+
 static const struct devlink_health_reporter_ops onic_tx_reporter_ops = {
 	.name = "tx",
 	.recover = onic_health_recover,
 	.dump = onic_health_dump,
+	.diagnose = onic_health_diagnose,
 };
 
 static const struct devlink_health_reporter_ops onic_rx_reporter_ops = {
 	.name = "rx",
 	.recover = onic_health_recover,
 	.dump = onic_health_dump,
+	.diagnose = onic_health_diagnose,
 };
 
 /* Reports queue q's failure to the tx or rx reporter (process context, no RTNL held: the reset
@@ -187,6 +236,8 @@ bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why)
 
 	if (!r)
 		return false;
+	if (q < ONIC_MAX_QUEUES)
+		WRITE_ONCE(((struct onic_dl *)devlink_priv(nd->devlink))->last_why[rx][q], why);
 	snprintf(msg, sizeof(msg), "queue %u: %s", q, why);
 	devlink_health_report(r, msg, &ctx);
 	return ctx.recovered;

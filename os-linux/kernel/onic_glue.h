@@ -123,6 +123,8 @@ size_t onic_rs_lb_frame(const u8 *mac, u32 seq, u8 *buf, size_t len);
 s64 onic_rs_lb_seq(const u8 *mac, const u8 *buf, size_t len);
 void onic_rs_dev_info(const void *port, struct onic_dev_info *out);
 int onic_rs_queue_dump(const void *port, u16 qid, struct onic_queue_dump *out);
+int onic_rs_queue_stats(const void *port, u16 qid, struct onic_queue_stats *out);
+void onic_rs_base_stats(const void *port, u16 active, struct onic_queue_stats *out);
 int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames);
 int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames);
 extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
@@ -198,6 +200,10 @@ int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
 void onic_restart_queue(struct onic_ndev *nd, u16 q);
+
+/* ---- onic_queues.c ---- */
+void onic_queues_attach(struct onic_ndev *nd);
+void onic_queues_set_napi(struct onic_ndev *nd, u16 n, bool on);
 
 /* ---- onic_devlink.c ---- */
 void onic_devlink_register(struct onic_ndev *nd, struct device *dev);

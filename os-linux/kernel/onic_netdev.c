@@ -216,6 +216,7 @@ static int onic_open(struct net_device *netdev)
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
 		napi_enable(&nd->qv[q].napi);
 	}
+	onic_queues_set_napi(nd, n, true);
 	WRITE_ONCE(nd->down, false);
 	netif_tx_start_all_queues(netdev);
 	WRITE_ONCE(nd->xdp_xmit_ready, true);
@@ -258,6 +259,7 @@ static int onic_stop(struct net_device *netdev)
 	onic_rs_stop(nd->port);
 	for (q = 0; q < nd->open_queues; q++)
 		netdev_tx_reset_queue(netdev_get_tx_queue(netdev, q));
+	onic_queues_set_napi(nd, nd->open_queues, false);
 	nd->open_queues = 0;
 	return 0;
 }
@@ -1044,6 +1046,7 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->netdev_ops = onic_xdp ? &onic_netdev_ops : &onic_netdev_ops_no_xdp;
 	netdev->watchdog_timeo = 5 * HZ;
 	netdev->ethtool_ops = &onic_ethtool_ops;
+	onic_queues_attach(nd);
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	netdev->hw_features |= NETIF_F_LOOPBACK;
 #ifdef ONIC_HAVE_XDP_FEATURES

@@ -80,6 +80,36 @@ pub struct LinkStats {
     pub rx_missed_errors: u64,
 }
 
+/// One queue index's statistics for the kernel's netdev queue statistics (`netdev_stat_ops`,
+/// `struct netdev_queue_stats_rx`/`_tx`), from the core's
+/// [`onic_core::stats::ethtool::QueueStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct QueueStats {
+    /// Frames received (whatever the XDP verdict).
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Refills that found no page.
+    pub rx_alloc_fail: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+}
+
+impl From<onic_core::stats::ethtool::QueueStats> for QueueStats {
+    fn from(s: onic_core::stats::ethtool::QueueStats) -> Self {
+        Self {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_alloc_fail: s.rx_alloc_fail,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+        }
+    }
+}
+
 /// Value of a standard statistic the device does not count: the kernel's
 /// `ETHTOOL_STAT_NOT_SET`, which ethtool's netlink reply leaves out.
 pub const STAT_NOT_SET: u64 = 0xFFFF_FFFF_FFFF_FFFF;
@@ -376,7 +406,7 @@ macro_rules! c_layout {
 }
 
 /// Every struct shared with the C glue.
-pub const C_LAYOUTS: [CLayout; 10] = [
+pub const C_LAYOUTS: [CLayout; 11] = [
     c_layout!(PollResult => "onic_poll_result" { done, more, redirected, tx_pending, error }),
     c_layout!(TxClean => "onic_tx_clean" { bytes, packets, in_flight, free, wake_at, error }),
     c_layout!(TxState => "onic_tx_state" {
@@ -389,6 +419,7 @@ pub const C_LAYOUTS: [CLayout; 10] = [
         rx_packets, rx_bytes, rx_dropped, rx_errors, tx_packets, tx_bytes, tx_dropped,
         tx_errors, rx_missed_errors
     }),
+    c_layout!(QueueStats => "onic_queue_stats" { rx_packets, rx_bytes, rx_alloc_fail, tx_packets, tx_bytes }),
     c_layout!(PortLayout => "onic_layout" { max_queues, queues, tx_ring, rx_ring, max_ring }),
     c_layout!(RmonRange => "onic_rmon_range" { low, high }),
     c_layout!(MacGroups => "onic_mac_groups" {

@@ -507,6 +507,29 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     let sb = b.link_stats();
     assert_eq!((sa.tx_packets, sb.rx_packets), (10, 10));
     assert_eq!((sb.tx_packets, sa.rx_packets), (1, 1));
+    // The netdev queue statistics: the queues in use plus the base add up to the link's.
+    for (port, link) in [(&a, sa), (&b, sb)] {
+        let mut sum = port.base_stats(2);
+        let mut per_queue = Vec::new();
+        for q in 0..2 {
+            let s = port.queue_stats(q).unwrap();
+            per_queue.push(s.rx_packets + s.tx_packets);
+            sum += s;
+        }
+        assert_eq!(
+            (sum.rx_packets, sum.rx_bytes, sum.tx_packets, sum.tx_bytes),
+            (link.rx_packets, link.rx_bytes, link.tx_packets, link.tx_bytes)
+        );
+        assert_eq!(
+            port.base_stats(0),
+            sum,
+            "the base of no active queue is everything"
+        );
+        assert!(per_queue.iter().sum::<u64>() > 0);
+    }
+    let qcount = u16::try_from(a.queue_count()).unwrap();
+    assert_eq!(a.queue_stats(qcount), None, "no queue past the port's");
+    assert_eq!(a.base_stats(qcount), Default::default());
 
     // ethtool -S: the core's list, hardware counters of the port, queue counters, pool stats.
     assert_eq!(

@@ -1156,6 +1156,9 @@ check "devlink health set: rx auto_recover true again" sh -c \
 	"devlink health set $DL0 reporter rx auto_recover true && devlink health set $DL1 reporter rx auto_recover true"
 check "devlink health dump clear" devlink health dump clear $DLF reporter rx
 
+# ---- devlink health diagnose; the netdev netlink family: queue NAPIs, page pools, per-queue statistics (netlink.sh)
+. /etc/onic/netlink.sh && { devlink_diagnose_tests; netlink_tests; }
+
 # wedged_engine_tests (PCI card): a queue must restart while the card's context engine stays busy
 # (CTXT_BUSY): the restart can invalidate nothing, so the driver cuts the function off from
 # memory (bus mastering off) before any page goes back; the interface restart that follows
@@ -1268,6 +1271,7 @@ sleep 4
 check "rmmod under TCP load (4 streams)" timeout 60 rmmod onic
 end_jobs $CLI $SRV
 refuse "netdevs are gone after rmmod" $IP -n a link show $IF0
+netlink_after_rmmod
 
 # ports_up: both ports in their namespaces with their addresses, up.
 ports_up() {

@@ -95,6 +95,10 @@ const HASH_LOADER: &str = "onic_xdp_hash";
 /// the comparison with `onic run --xdp-obj` (`os-linux/vm/README.md`).
 const REPLAY_TOOL: &str = "onic_replay";
 
+/// The VM test's client of the kernel's "netdev" netlink family (raw sockets, no library),
+/// which `os-linux/vm/netlink.sh` runs.
+const NL_TOOL: &str = "onic_nl";
+
 /// The objects the VM replays the shared capture through (the prebuilt ones of `bpf/objects`,
 /// which `onic run` loads too).
 pub const REPLAY_OBJECTS: [&str; 8] = [
@@ -238,6 +242,11 @@ pub fn build_xdp() -> Result<PathBuf, String> {
         .arg(root().join(format!("os-linux/vm/{REPLAY_TOOL}.c")))
         .args(["-lbpf", "-lelf", "-lz"]);
     run(&format!("gcc -static {REPLAY_TOOL}.c (libbpf)"), c)?;
+    let mut c = Command::new("gcc");
+    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+        .arg(out.join(NL_TOOL))
+        .arg(root().join(format!("os-linux/vm/{NL_TOOL}.c")));
+    run(&format!("gcc -static {NL_TOOL}.c"), c)?;
     Ok(out)
 }
 
@@ -329,6 +338,11 @@ pub fn initramfs(
     }
     copy(&xdp.join(HASH_LOADER), &dir.join("bin").join(HASH_LOADER))?;
     copy(&xdp.join(REPLAY_TOOL), &dir.join("bin").join(REPLAY_TOOL))?;
+    copy(&xdp.join(NL_TOOL), &dir.join("bin").join(NL_TOOL))?;
+    copy(
+        &root().join("os-linux/vm/netlink.sh"),
+        &dir.join("etc/onic/netlink.sh"),
+    )?;
     for name in REPLAY_OBJECTS {
         let f = format!("{name}.o");
         copy(&root().join("bpf/objects").join(&f), &dir.join("replay").join(&f))?;

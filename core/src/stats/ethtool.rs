@@ -311,10 +311,11 @@ impl Stats64 {
             ..Self::default()
         };
         for c in queues {
-            s.rx_packets += c.rx.rx_packets;
-            s.rx_bytes += c.rx.rx_bytes;
-            s.tx_packets += c.tx.tx_packets;
-            s.tx_bytes += c.tx.tx_bytes;
+            let q = QueueStats::from(c);
+            s.rx_packets += q.rx_packets;
+            s.rx_bytes += q.rx_bytes;
+            s.tx_packets += q.tx_packets;
+            s.tx_bytes += q.tx_bytes;
             s.rx_errors += c.rx.rx_cmpt_errors + c.rx.rx_bad_length;
             s.rx_dropped +=
                 c.rx.rx_no_page + c.rx.rx_multi_buffer + c.pair.rx_pass_refused + c.rx.rx_abandoned;
@@ -324,6 +325,44 @@ impl Stats64 {
         s
     }
 }
+/// One queue index's statistics as the OS's per-queue interfaces name them (Linux's netdev
+/// queue statistics, `netdev_stat_ops`): the same packets and bytes [`Stats64`] adds up, so the
+/// queues' statistics sum to the link's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QueueStats {
+    /// Frames received and handed on (`rx{q}_packets`).
+    pub rx_packets: u64,
+    /// Bytes of `rx_packets`.
+    pub rx_bytes: u64,
+    /// Refills that stopped because no page could be had (`rx{q}_refill_alloc_failures`).
+    pub rx_alloc_fail: u64,
+    /// Frames the device completed (`tx{q}_packets`).
+    pub tx_packets: u64,
+    /// Bytes of `tx_packets`.
+    pub tx_bytes: u64,
+}
+
+counters_add_assign!(QueueStats {
+    rx_packets,
+    rx_bytes,
+    rx_alloc_fail,
+    tx_packets,
+    tx_bytes,
+});
+
+impl From<&QueueCounters> for QueueStats {
+    fn from(c: &QueueCounters) -> Self {
+        Self {
+            rx_packets: c.rx.rx_packets,
+            rx_bytes: c.rx.rx_bytes,
+            rx_alloc_fail: c.rx.refill_alloc_failures,
+            tx_packets: c.tx.tx_packets,
+            tx_bytes: c.tx.tx_bytes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::string::ToString;
@@ -355,6 +394,42 @@ mod tests {
         let mut s = Stats64::from_queues(&[a], 7);
         s += Stats64::from_queues(&[b], 1);
         assert_eq!((s.rx_packets, s.rx_missed_errors), (3, 8));
+    }
+
+    #[test]
+    fn queue_stats_sum_to_the_link_stats() {
+        let mut a = QueueCounters::default();
+        a.rx.rx_packets = 5;
+        a.rx.rx_bytes = 300;
+        a.rx.refill_alloc_failures = 2;
+        a.rx.rx_no_page = 9;
+        a.tx.tx_packets = 7;
+        a.tx.tx_bytes = 420;
+        a.tx.queued = 11;
+        let mut b = QueueCounters::default();
+        b.rx.rx_packets = 1;
+        b.rx.rx_bytes = 64;
+        b.tx.tx_packets = 3;
+        b.tx.tx_bytes = 180;
+        let qa = QueueStats::from(&a);
+        assert_eq!(
+            qa,
+            QueueStats {
+                rx_packets: 5,
+                rx_bytes: 300,
+                rx_alloc_fail: 2,
+                tx_packets: 7,
+                tx_bytes: 420
+            }
+        );
+        let mut sum = qa;
+        sum += QueueStats::from(&b);
+        let link = Stats64::from_queues(&[a, b], 4);
+        assert_eq!(
+            (sum.rx_packets, sum.rx_bytes, sum.tx_packets, sum.tx_bytes),
+            (link.rx_packets, link.rx_bytes, link.tx_packets, link.tx_bytes)
+        );
+        assert_eq!(sum.rx_alloc_fail, 2);
     }
 
     fn counters(q: u64) -> QueueCounters {

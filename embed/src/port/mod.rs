@@ -58,7 +58,7 @@ use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::queue::source::SourceKind;
 use onic_core::rss::{PublishedHasher, KEY_LEN, TABLE_LEN};
-use onic_core::stats::ethtool::Stats64;
+use onic_core::stats::ethtool::{QueueStats, Stats64};
 use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxModeration, RxQueueConfig};
 
@@ -467,6 +467,24 @@ impl<H: Host> Port<H> {
             s += Stats64::from_queues(core::slice::from_ref(&self.read_queue(qid)), 0);
         }
         s.rx_missed_errors = self.dev.adapter_rx_drops();
+        s
+    }
+
+    /// Queue index `qid`'s statistics for the OS's per-queue view (Linux: `netdev_stat_ops`),
+    /// or `None` past the port's queues. Any context.
+    pub fn queue_stats(&self, qid: u16) -> Option<QueueStats> {
+        self.queue_counters(qid).map(|c| QueueStats::from(&c))
+    }
+
+    /// The statistics of the queue indices from `active` on, which the OS does not show as
+    /// queues (those beyond the channels in use, whose counters stay in [`Self::link_stats`]):
+    /// with the first `active` queues' [`Self::queue_stats`] they add up to the link's packets
+    /// and bytes. Any context.
+    pub fn base_stats(&self, active: u16) -> QueueStats {
+        let mut s = QueueStats::default();
+        for qid in usize::from(active)..self.queues.len() {
+            s += QueueStats::from(&self.read_queue(qid));
+        }
         s
     }
 

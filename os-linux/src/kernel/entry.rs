@@ -23,8 +23,8 @@ use onic_embed::port::{
 };
 
 use crate::abi::{
-    DevInfo, LinkStats, MacGroups, PollResult, PortLayout, PortParams, QueueDump, RmonRange, TxClean,
-    TxState, XmitResult, RMON_HIST, RMON_RANGES,
+    DevInfo, LinkStats, MacGroups, PollResult, PortLayout, PortParams, QueueDump, QueueStats, RmonRange,
+    TxClean, TxState, XmitResult, RMON_HIST, RMON_RANGES,
 };
 use crate::errno::{self, Errno, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS, ETH_SS_TEST};
@@ -636,6 +636,37 @@ pub unsafe extern "C" fn onic_rs_xdp_xmit(
 pub unsafe extern "C" fn onic_rs_stats64(p: *const c_void, out: *mut LinkStats) {
     // SAFETY: live port; valid out pointer.
     unsafe { *out = LinkStats::from(port(p).link_stats()) };
+}
+
+/// netdev_stat_ops get_queue_stats_rx/tx: queue index `qid`'s statistics. Returns 0, or
+/// -EINVAL past the port's queues (`out` untouched then).
+///
+/// # Safety
+///
+/// Live port; `out` valid for a write. Any context.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_queue_stats(p: *const c_void, qid: u16, out: *mut QueueStats) -> i32 {
+    // SAFETY: live port (caller's contract).
+    match unsafe { port(p) }.queue_stats(qid) {
+        Some(s) => {
+            // SAFETY: valid out pointer (caller's contract).
+            unsafe { *out = QueueStats::from(s) };
+            0
+        }
+        None => neg(EINVAL),
+    }
+}
+
+/// netdev_stat_ops get_base_stats: the statistics of the queue indices from `active` on (not
+/// shown as queues).
+///
+/// # Safety
+///
+/// Live port; `out` valid for a write. Any context.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_base_stats(p: *const c_void, active: u16, out: *mut QueueStats) {
+    // SAFETY: live port, valid out pointer (caller's contract).
+    unsafe { *out = QueueStats::from(port(p).base_stats(active)) };
 }
 
 /// ethtool get_link.
