@@ -158,6 +158,7 @@ impl Os for HostOs {
         Some(RawPoolPage {
             handle: page,
             virt: page,
+            len: onic_hal::PAGE_SIZE,
             dma: DmaAddr::new(0),
         })
     }
