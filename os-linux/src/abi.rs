@@ -22,7 +22,7 @@ use onic_embed::port::StatBlock;
 
 /// Words of a queue's published counters ([`onic_embed::port::counters::QSTAT_WORDS`], written
 /// out as a literal for cbindgen): the C side sizes its `u64_stats_t` blocks with it.
-pub const QSTAT_WORDS: usize = 44;
+pub const QSTAT_WORDS: usize = 49;
 
 const _: () = assert!(QSTAT_WORDS == onic_embed::port::counters::QSTAT_WORDS);
 
