@@ -222,7 +222,7 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
 void onic_restart_queue(struct onic_ndev *nd, u16 q);
 void onic_queue_quiesce(struct onic_ndev *nd, u16 q);
-void onic_queue_resume(struct onic_ndev *nd, u16 q);
+void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted);
 
 /* ---- onic_devlink.c ---- */
 void onic_devlink_register(struct onic_ndev *nd, struct device *dev);

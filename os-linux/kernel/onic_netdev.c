@@ -359,14 +359,15 @@ void onic_queue_quiesce(struct onic_ndev *nd, u16 q)
 	__netif_tx_unlock_bh(txq);
 }
 
-/* Lets queue q run again after onic_queue_quiesce (its rings were rebuilt: BQL starts over),
- * with one poll. */
-void onic_queue_resume(struct onic_ndev *nd, u16 q)
+/* Lets queue q run again after onic_queue_quiesce, with one poll. stack_restarted: its stack TX
+ * ring was rebuilt too (BQL starts over); otherwise the frames in flight there are still BQL's. */
+void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted)
 {
 	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
 	struct onic_qv *qv = &nd->qv[q];
 
-	netdev_tx_reset_queue(txq);
+	if (stack_restarted)
+		netdev_tx_reset_queue(txq);
 	WRITE_ONCE(qv->quiet, false);
 	netif_tx_wake_queue(txq);
 	napi_enable(&qv->napi);
@@ -386,7 +387,7 @@ void onic_restart_queue(struct onic_ndev *nd, u16 q)
 
 	onic_queue_quiesce(nd, q);
 	err = onic_rs_restart_queue(nd->port, q);
-	onic_queue_resume(nd, q);
+	onic_queue_resume(nd, q, true);
 	if (!err) {
 		netdev_info(netdev, "queue %u restarted\n", q);
 		return;

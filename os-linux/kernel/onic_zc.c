@@ -50,8 +50,10 @@ static int onic_xsk_switch(struct onic_ndev *nd, u16 q, bool on, struct netlink_
 	if (running)
 		onic_queue_quiesce(nd, q);
 	err = onic_rs_xsk_source(nd->port, q, on, &why);
+	/* Only the NAPI pair (RX and XDP_TX rings) was rebuilt: the stack's TX ring kept its
+	 * frames, and BQL its count of them. */
 	if (running)
-		onic_queue_resume(nd, q);
+		onic_queue_resume(nd, q, false);
 	if (err)
 		onic_xsk_refusal(extack, why);
 	return err;
@@ -64,8 +66,7 @@ static void onic_xsk_unbind(struct onic_ndev *nd, u16 q)
 
 	WRITE_ONCE(qv->xsk_pool, NULL);
 	xdp_rxq_info_unreg(&qv->xsk_rxq);
-	if (nd->dma_dev)
-		xsk_pool_dma_unmap(pool, 0);
+	xsk_pool_dma_unmap(pool, 0);
 }
 
 static int onic_xsk_enable(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16 q,
@@ -82,14 +83,17 @@ static int onic_xsk_enable(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16
 		NL_SET_ERR_MSG_MOD(extack, "UMEM chunks larger than a page are not supported");
 		return -EOPNOTSUPP;
 	}
-	/* Without a DMA device (the model's own memory) the Rust side maps each frame with the
-	 * model while it holds it. */
-	if (nd->dma_dev) {
-		err = xsk_pool_dma_map(pool, nd->dma_dev, 0);
-		if (err) {
-			NL_SET_ERR_MSG_MOD(extack, "DMA mapping of the UMEM failed");
-			return err;
-		}
+	/* The kernel requires a zero-copy pool to be DMA mapped; the model's own memory (sim=1
+	 * without sim_dma_api=1) has no DMA device to map it for. The socket falls back to copy
+	 * mode unless it asked for zero copy. */
+	if (!nd->dma_dev) {
+		NL_SET_ERR_MSG_MOD(extack, "zero copy needs the DMA API (a card, or sim_dma_api=1)");
+		return -EOPNOTSUPP;
+	}
+	err = xsk_pool_dma_map(pool, nd->dma_dev, 0);
+	if (err) {
+		NL_SET_ERR_MSG_MOD(extack, "DMA mapping of the UMEM failed");
+		return err;
 	}
 	err = xdp_rxq_info_reg(&qv->xsk_rxq, nd->netdev, q, qv->napi.napi_id);
 	if (!err) {
@@ -98,8 +102,7 @@ static int onic_xsk_enable(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16
 			xdp_rxq_info_unreg(&qv->xsk_rxq);
 	}
 	if (err) {
-		if (nd->dma_dev)
-			xsk_pool_dma_unmap(pool, 0);
+		xsk_pool_dma_unmap(pool, 0);
 		return err;
 	}
 	xsk_pool_set_rxq_info(pool, &qv->xsk_rxq);
@@ -196,8 +199,8 @@ u32 onic_xsk_room(struct onic_ndev *nd, u16 qid)
 	return xsk_pool_get_chunk_size(pool) - (xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM);
 }
 
-/* One frame: the xdp_buff, the chunk's CPU and device addresses (0 without a DMA device), its
- * bytes, its UMEM address and the UMEM headroom. NULL when the fill ring is empty. */
+/* One frame: the xdp_buff, the chunk's CPU and device addresses, its bytes, its UMEM address and
+ * the UMEM headroom. NULL when the fill ring is empty. */
 void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
 {
 	struct xsk_buff_pool *pool = onic_pool(nd, qid);
@@ -213,7 +216,7 @@ void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
 	}
 	uh = xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM;
 	out->virt = (u8 *)xdp->data_hard_start - uh;
-	out->dma = nd->dma_dev ? xsk_buff_xdp_get_frame_dma(xdp) - uh : 0;
+	out->dma = xsk_buff_xdp_get_frame_dma(xdp) - uh;
 	out->len = room;
 	out->addr = (u8 *)xdp->data_hard_start - uh - (u8 *)pool->addrs;
 	out->headroom = uh;
@@ -257,9 +260,8 @@ void *onic_rx_copy(struct napi_struct *napi, const u8 *frame, u32 len, u8 meta)
 }
 
 /* The next descriptor of the socket's TX ring, its completion reserved: UMEM address, length
- * (a runt padded to ETH_ZLEN inside its chunk where the chunk has room), CPU and device address
- * (0 without a DMA device), synced for the device. false when the ring is empty or the
- * completion ring full. */
+ * (a runt padded to ETH_ZLEN inside its chunk where the chunk has room), CPU and device address,
+ * synced for the device. false when the ring is empty or the completion ring full. */
 bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
 {
 	struct xsk_buff_pool *pool = onic_pool(nd, qid);
@@ -284,11 +286,8 @@ bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
 	out->addr = d.addr;
 	out->len = d.len;
 	out->headroom = 0;
-	out->dma = 0;
-	if (nd->dma_dev) {
-		out->dma = xsk_buff_raw_get_dma(pool, d.addr);
-		xsk_buff_raw_dma_sync_for_device(pool, out->dma, d.len);
-	}
+	out->dma = xsk_buff_raw_get_dma(pool, d.addr);
+	xsk_buff_raw_dma_sync_for_device(pool, out->dma, d.len);
 	return true;
 }
 

@@ -87,8 +87,8 @@ pub struct LinkStats {
 pub struct XskChunk {
     /// CPU address of the first byte: the chunk's (RX), the frame's (TX).
     pub virt: *mut u8,
-    /// Device address of the same byte through the pool's DMA mapping; 0 without a DMA device
-    /// (the model's own memory: the Rust side maps the bytes with the model).
+    /// Device address of the same byte through the pool's DMA mapping (a pool is only bound
+    /// where the DMA API maps for the device).
     pub dma: u64,
     /// UMEM address of the same byte.
     pub addr: u64,

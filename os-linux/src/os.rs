@@ -68,7 +68,7 @@ pub struct RawPoolPage {
 /// headroom at the chunk's start (0 for TX).
 #[derive(Debug)]
 pub struct RawXskFrame {
-    /// The bytes, and where the device reaches them through the pool's mapping (0 without one).
+    /// The bytes, and where the device reaches them through the pool's DMA mapping.
     pub page: RawPoolPage,
     /// UMEM address of the first byte.
     pub addr: u64,
