@@ -52,6 +52,7 @@ struct onic_qv {
 	 * what this queue's NAPI poll saw of it (written and read by that poll only). */
 	struct xsk_buff_pool *xsk_pool;
 	struct xdp_rxq_info xsk_rxq;
+	bool xsk_zc;		/* RTNL: the queue's next RX memory is the pool's (no page_pool) */
 	bool xsk_fill_empty;	/* an allocation found the fill ring empty */
 	bool xsk_tx_taken;	/* descriptors were taken from the socket's TX ring */
 };
