@@ -111,10 +111,29 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
 
     let pid = host.attach(program());
     receive(&card, &host, &mut port, pid);
+    let x = xsk_counters(&mut port);
+    let redirected: Vec<u64> = (0..24u64).filter(|i| i % 4 == 0).map(|i| 60 + 37 * i).collect();
+    assert_eq!(
+        (x.rx_packets, x.rx_bytes, x.tx_packets),
+        (6, redirected.iter().sum(), 0),
+        "the redirects into the UMEM are counted, with their bytes"
+    );
     send(&card, &host, &mut port, pid);
+    let sent: u64 = (0..10u64).map(|i| (30 + 90 * i).max(60)).sum();
+    let x = xsk_counters(&mut port);
+    assert_eq!(
+        (x.tx_packets, x.tx_bytes),
+        (10, sent),
+        "the application's frames are counted as sent"
+    );
 
     // Back to the page pool: every chunk returns; the socket can go; nothing is left.
     port.set_queue_source(XSK_Q, SourceKind::Pages).unwrap();
+    assert_eq!(
+        xsk_counters(&mut port),
+        x,
+        "the counters outlive the queue's switch back to pages"
+    );
     let c = census(&host, &mut port);
     assert_eq!((c.driver_rx, c.driver_tx), (0, 0));
     assert_eq!(c.idle + c.fill + c.free, 256);
@@ -131,6 +150,13 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     host.free_spare();
     assert_eq!(card.dma_stats().live_pages, 0);
     assert_eq!(card.violations(), []);
+}
+
+/// Queue 1's AF_XDP counters as published (what `ethtool -S` shows as `rx1_xsk_*`, `tx1_xsk_*`).
+fn xsk_counters(port: &mut SoloPort<Host<'_>>) -> onic_core::stats::XskStats {
+    port.control(|p, _| p.queue_counters(XSK_Q))
+        .expect("queue 1 exists")
+        .xsk
 }
 
 /// Frames of every verdict arrive on the queue running on the UMEM.

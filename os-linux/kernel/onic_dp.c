@@ -63,7 +63,9 @@ void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err)
 		return NULL;
 	}
 	m->dev = nd->dma_dev;
-	if (onic_rx_page_pool) {
+	/* A queue about to run on an XSK pool's frames needs no page_pool: its memory stays the
+	 * page-per-packet model, whose pages only a failed switch back would ever use. */
+	if (onic_rx_page_pool && !READ_ONCE(nd->qv[qid].xsk_zc)) {
 		if (m->dev) {
 			pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
 			pp.dev = m->dev;

@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/u64_stats_sync.h>
+#include <net/xdp.h>
 
 #include "onic_compat.h"
 
@@ -46,6 +47,14 @@ struct onic_qv {
 	unsigned long timer_armed;	/* bit 0: tx_timer is pending */
 	char irq_name[IFNAMSIZ + 8];
 	bool quiet;		/* a restart owns the redirect-in ring (read under xmit_lock) */
+	/* AF_XDP zero copy (onic_zc.c): the XSK pool bound to this queue index (set and cleared
+	 * under RTNL, read by its NAPI and ndo_xsk_wakeup), the xdp_rxq_info its frames carry, and
+	 * what this queue's NAPI poll saw of it (written and read by that poll only). */
+	struct xsk_buff_pool *xsk_pool;
+	struct xdp_rxq_info xsk_rxq;
+	bool xsk_zc;		/* RTNL: the queue's next RX memory is the pool's (no page_pool) */
+	bool xsk_fill_empty;	/* an allocation found the fill ring empty */
+	bool xsk_tx_taken;	/* descriptors were taken from the socket's TX ring */
 };
 
 /* One counter block, written by its single owner, read by anyone. */
@@ -100,6 +109,7 @@ u16 onic_rs_tx_free(const void *port, u16 qid);
 void onic_rs_tx_clean(const void *port, u16 qid, int budget, struct onic_tx_clean *out);
 void onic_rs_xmit_clean(const void *port, u16 qid, struct onic_tx_clean *out);
 int onic_rs_restart_queue(const void *port, u16 qid);
+int onic_rs_xsk_source(const void *port, u16 qid, bool on, u8 *why);
 int onic_rs_invalidate_all_queues(const void *port);
 void onic_rs_tx_state(const void *port, u16 qid, struct onic_tx_state *out);
 void onic_rs_poll(const void *port, u16 qid, int budget, struct napi_struct *napi,
@@ -189,6 +199,20 @@ int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, 
 void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, const u64 *v, size_t n);
 void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n);
 void onic_synchronize_net(void);
+
+/* ---- AF_XDP zero copy, in onic_zc.c: the Rust side's helpers (kos.rs), then the glue's ---- */
+u32 onic_xsk_room(struct onic_ndev *nd, u16 qid);
+void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out);
+void onic_xsk_free(void *xdp);
+int onic_xsk_redirect(struct onic_ndev *nd, void *prog, void *xdp, u16 off, u16 len, u8 meta);
+void *onic_rx_copy(struct napi_struct *napi, const u8 *frame, u32 len, u8 meta);
+bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out);
+void onic_xsk_tx_done(struct onic_ndev *nd, u16 qid);
+struct xsk_buff_pool;
+int onic_xsk_pool_setup(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16 q,
+			struct netlink_ext_ack *extack);
+int onic_xsk_wakeup(struct net_device *netdev, u32 q, u32 flags);
+void onic_xsk_poll_end(struct onic_qv *qv);
 #ifdef ONIC_HAVE_XDP_METADATA
 extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
 #endif
@@ -200,6 +224,8 @@ int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
 void onic_restart_queue(struct onic_ndev *nd, u16 q);
+void onic_queue_quiesce(struct onic_ndev *nd, u16 q);
+void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted);
 
 /* ---- onic_queues.c ---- */
 void onic_queues_attach(struct onic_ndev *nd);

@@ -125,6 +125,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	if (r.redirected)
 		xdp_do_flush();
 	rcu_read_unlock();
+	onic_xsk_poll_end(qv);
 	if (r.error)
 		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
@@ -343,16 +344,12 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 	onic_queue_failed(nd, q, false, "TX timeout");
 }
 
-/* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
- * are quiesced, the core's restarts return every buffer and page and program the contexts
- * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
- * and closed if even that fails. */
-void onic_restart_queue(struct onic_ndev *nd, u16 q)
+/* Stops the three contexts of running queue q (RTNL held): its NAPI, its stack TX queue and its
+ * redirect-in ring; the other queues keep running. */
+void onic_queue_quiesce(struct onic_ndev *nd, u16 q)
 {
-	struct net_device *netdev = nd->netdev;
-	struct netdev_queue *txq = netdev_get_tx_queue(netdev, q);
+	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
 	struct onic_qv *qv = &nd->qv[q];
-	int err;
 
 	napi_disable(&qv->napi);
 	onic_tx_timer_cancel(qv);
@@ -362,14 +359,37 @@ void onic_restart_queue(struct onic_ndev *nd, u16 q)
 	__netif_tx_lock_bh(txq);
 	netif_tx_stop_queue(txq);
 	__netif_tx_unlock_bh(txq);
-	err = onic_rs_restart_queue(nd->port, q);
-	netdev_tx_reset_queue(txq);
+}
+
+/* Lets queue q run again after onic_queue_quiesce, with one poll. stack_restarted: its stack TX
+ * ring was rebuilt too (BQL starts over); otherwise the frames in flight there are still BQL's. */
+void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted)
+{
+	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
+	struct onic_qv *qv = &nd->qv[q];
+
+	if (stack_restarted)
+		netdev_tx_reset_queue(txq);
 	WRITE_ONCE(qv->quiet, false);
 	netif_tx_wake_queue(txq);
 	napi_enable(&qv->napi);
 	local_bh_disable();
 	napi_schedule(&qv->napi);
 	local_bh_enable();
+}
+
+/* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
+ * are quiesced, the core's restarts return every buffer and page and program the contexts
+ * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
+ * and closed if even that fails. */
+void onic_restart_queue(struct onic_ndev *nd, u16 q)
+{
+	struct net_device *netdev = nd->netdev;
+	int err;
+
+	onic_queue_quiesce(nd, q);
+	err = onic_rs_restart_queue(nd->port, q);
+	onic_queue_resume(nd, q, true);
 	if (!err) {
 		netdev_info(netdev, "queue %u restarted\n", q);
 		return;
@@ -424,6 +444,9 @@ static int onic_bpf(struct net_device *netdev, struct netdev_bpf *bpf)
 		if (old)
 			bpf_prog_put(old);
 		return 0;
+	case XDP_SETUP_XSK_POOL:
+		/* RTNL held: zero copy on one queue index (onic_zc.c). */
+		return onic_xsk_pool_setup(nd, bpf->xsk.pool, bpf->xsk.queue_id, bpf->extack);
 	default:
 		return -EINVAL;
 	}
@@ -517,6 +540,7 @@ static const struct net_device_ops onic_netdev_ops = {
 	ONIC_NETDEV_OPS,
 	.ndo_bpf = onic_bpf,
 	.ndo_xdp_xmit = onic_xdp_xmit,
+	.ndo_xsk_wakeup = onic_xsk_wakeup,
 };
 
 /* xdp=0: no native XDP at all (only the kernel's generic XDP), for comparisons. */
@@ -1051,7 +1075,8 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->hw_features |= NETIF_F_LOOPBACK;
 #ifdef ONIC_HAVE_XDP_FEATURES
 	if (onic_xdp)
-		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT | NETDEV_XDP_ACT_NDO_XMIT;
+		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT |
+				       NETDEV_XDP_ACT_NDO_XMIT | NETDEV_XDP_ACT_XSK_ZEROCOPY;
 #endif
 #ifdef ONIC_HAVE_XDP_METADATA
 	if (onic_xdp)

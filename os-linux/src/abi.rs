@@ -22,7 +22,7 @@ use onic_embed::port::StatBlock;
 
 /// Words of a queue's published counters ([`onic_embed::port::counters::QSTAT_WORDS`], written
 /// out as a literal for cbindgen): the C side sizes its `u64_stats_t` blocks with it.
-pub const QSTAT_WORDS: usize = 44;
+pub const QSTAT_WORDS: usize = 49;
 
 const _: () = assert!(QSTAT_WORDS == onic_embed::port::counters::QSTAT_WORDS);
 
@@ -109,6 +109,45 @@ impl From<onic_core::stats::ethtool::QueueStats> for QueueStats {
         }
     }
 }
+
+/// A UMEM frame as the glue hands it over: the chunk of an RX frame (`xsk_buff_alloc`) or a
+/// descriptor of the socket's TX ring (`xsk_tx_peek_desc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct XskChunk {
+    /// CPU address of the first byte: the chunk's (RX), the frame's (TX).
+    pub virt: *mut u8,
+    /// Device address of the same byte through the pool's DMA mapping (a pool is only bound
+    /// where the DMA API maps for the device).
+    pub dma: u64,
+    /// UMEM address of the same byte.
+    pub addr: u64,
+    /// Bytes: the chunk less its UMEM headroom (RX), the frame's length (TX).
+    pub len: u32,
+    /// The UMEM headroom at the chunk's start the driver leaves alone (RX; 0 for TX).
+    pub headroom: u32,
+}
+
+impl XskChunk {
+    /// A chunk for the glue to fill in.
+    #[must_use]
+    pub const fn empty() -> Self {
+        Self {
+            virt: core::ptr::null_mut(),
+            dma: 0,
+            addr: 0,
+            len: 0,
+            headroom: 0,
+        }
+    }
+}
+
+/// Why `onic_rs_xsk_source` refused: anything else (the restart on the new buffers failed).
+pub const XSK_WHY_NONE: u8 = 0;
+/// ... no XSK pool bound to the queue.
+pub const XSK_WHY_NOT_BOUND: u8 = 1;
+/// ... the pool's chunks are too small for an RX buffer.
+pub const XSK_WHY_CHUNK: u8 = 2;
 
 /// Value of a standard statistic the device does not count: the kernel's
 /// `ETHTOOL_STAT_NOT_SET`, which ethtool's netlink reply leaves out.
@@ -406,7 +445,7 @@ macro_rules! c_layout {
 }
 
 /// Every struct shared with the C glue.
-pub const C_LAYOUTS: [CLayout; 11] = [
+pub const C_LAYOUTS: [CLayout; 12] = [
     c_layout!(PollResult => "onic_poll_result" { done, more, redirected, tx_pending, error }),
     c_layout!(TxClean => "onic_tx_clean" { bytes, packets, in_flight, free, wake_at, error }),
     c_layout!(TxState => "onic_tx_state" {
@@ -431,6 +470,7 @@ pub const C_LAYOUTS: [CLayout; 11] = [
         oversize_pkts, fragments, jabbers, hist, hist_tx, tx_pause_frames, rx_pause_frames
     }),
     c_layout!(DevInfo => "onic_dev_info" { shell_build, cmac_version }),
+    c_layout!(XskChunk => "onic_xsk_chunk" { virt, dma, addr, len, headroom }),
     c_layout!(QueueDump => "onic_queue_dump" {
         abs, tx_pidx, tx_qen, tx_err, tx_cidx, tx_desc_pending, rx_pidx, rx_qen, rx_err, rx_cidx,
         cmpt_pidx, cmpt_cidx, cmpt_color, cmpt_valid, cmpt_err, pfch_valid, pfch_err,

@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn sset_count_is_per_set() {
-        assert_eq!(sset_count(ETH_SS_STATS, 1), Ok(71 + 21 + 13 + 11));
+        assert_eq!(sset_count(ETH_SS_STATS, 1), Ok(71 + 24 + 15 + 11));
         assert_eq!(sset_count(ETH_SS_TEST, 1), Ok(2));
         assert_eq!(sset_count(2, 1), Err(EOPNOTSUPP));
     }

@@ -15,8 +15,8 @@ use onic_core::queue::pool::PoolPage;
 use onic_core::rss::PublishedHasher;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
-use onic_embed::port::{FrameAt, Host, Mapped, SkbHash, StatBlock};
-use onic_hal::{DelayNs, Direction, DmaAddr, DmaMemory, RegisterWindow, SharedLock, PAGE_SIZE};
+use onic_embed::port::{FrameAt, Host, Mapped, SkbHash, StatBlock, XskBuf, XskTxDesc};
+use onic_hal::{DelayNs, Direction, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
 
 use crate::os::{Os, PacketMap, RawPoolPage};
 
@@ -44,14 +44,14 @@ impl PoolPage for OsPage {
     }
 
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `virt` is the page's address, PAGE_SIZE bytes that belong to whoever holds this
-        // value (the pool does not touch a page it handed out).
-        unsafe { core::slice::from_raw_parts(self.raw.virt.as_ptr(), PAGE_SIZE) }
+        // SAFETY: `virt` is the page's (or UMEM frame's) address, `len` bytes that belong to
+        // whoever holds this value (the pool does not touch what it handed out).
+        unsafe { core::slice::from_raw_parts(self.raw.virt.as_ptr(), self.raw.len) }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`; `&mut self` makes this the only reference.
-        unsafe { core::slice::from_raw_parts_mut(self.raw.virt.as_ptr(), PAGE_SIZE) }
+        unsafe { core::slice::from_raw_parts_mut(self.raw.virt.as_ptr(), self.raw.len) }
     }
 }
 
@@ -152,7 +152,7 @@ where
     }
 
     fn page_put(&self, mem: K::QMem, page: OsPage, dirty: usize, direct: bool) {
-        self.map.release_page(page.raw.dma);
+        self.map.release_page(page.raw.dma, page.raw.len);
         self.os.pp_put(mem, page.raw.handle, dirty, direct);
     }
 
@@ -180,7 +180,7 @@ where
             return Err(page);
         };
         // The packet owns the page now.
-        self.map.release_page(page.raw.dma);
+        self.map.release_page(page.raw.dma, page.raw.len);
         self.os.rx_deliver(napi, skb, qid, hash);
         Ok(())
     }
@@ -230,7 +230,7 @@ where
             return Err(page);
         }
         // The OS owns the page now (the target maps it on its own).
-        self.map.release_page(page.raw.dma);
+        self.map.release_page(page.raw.dma, page.raw.len);
         Ok(())
     }
 
@@ -240,5 +240,84 @@ where
 
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
         self.os.stats_read(qid, block, out);
+    }
+
+    fn xsk_bound(&self, qid: u16) -> Option<u32> {
+        self.os.xsk_room(qid)
+    }
+
+    fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<OsPage>> {
+        let mut f = self.os.xsk_alloc(qid)?;
+        // The frame is the driver's until `xsk_free`, a redirect or a teardown gives it back.
+        match self.map.hold_page(&f.page) {
+            Some(dma) => f.page.dma = dma,
+            None => {
+                self.os.xsk_free(f.page.handle);
+                return None;
+            }
+        }
+        Some(XskBuf {
+            page: OsPage { raw: f.page },
+            addr: f.addr,
+            headroom: f.headroom,
+        })
+    }
+
+    fn xsk_free(&self, _qid: u16, buf: XskBuf<OsPage>) {
+        self.map.release_page(buf.page.raw.dma, buf.page.raw.len);
+        self.os.xsk_free(buf.page.raw.handle);
+    }
+
+    /// The kernel keeps the program's target itself (`xdp_do_redirect`).
+    fn xsk_redirect(
+        &self,
+        prog: K::Prog,
+        _qid: u16,
+        buf: XskBuf<OsPage>,
+        at: FrameAt,
+        _target: Option<u32>,
+    ) -> Result<(), XskBuf<OsPage>> {
+        let (dma, len) = (buf.page.raw.dma, buf.page.raw.len);
+        if !self.os.xsk_redirect(prog, buf.page.raw.handle, at) {
+            return Err(buf);
+        }
+        // The application (or, for another target, the pool after a copy) has the frame now.
+        self.map.release_page(dma, len);
+        Ok(())
+    }
+
+    fn rx_deliver_copy(
+        &self,
+        _mem: K::QMem,
+        napi: K::Napi,
+        frame: &[u8],
+        meta: u8,
+        qid: u16,
+        hash: Option<SkbHash>,
+    ) -> bool {
+        let Some(skb) = self.os.rx_copy(napi, frame, meta) else {
+            return false;
+        };
+        self.os.rx_deliver(napi, skb, qid, hash);
+        true
+    }
+
+    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
+        let f = self.os.xsk_tx_take(qid)?;
+        let Some(dma) = self.map.hold_page(&f.page) else {
+            // Not reachable by the device: completed unsent (its completion was reserved).
+            self.os.xsk_tx_done(qid);
+            return None;
+        };
+        Some(XskTxDesc {
+            addr: f.addr,
+            len: u32::try_from(f.page.len).unwrap_or(u32::MAX),
+            dma,
+        })
+    }
+
+    fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {
+        self.map.release_page(desc.dma, desc.len as usize);
+        self.os.xsk_tx_done(qid);
     }
 }

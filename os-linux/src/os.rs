@@ -42,21 +42,38 @@ pub unsafe trait PacketMap: 'static {
     /// that mapping (`page.dma`) is the answer; the model makes the page reachable for as long as
     /// the driver holds it.
     fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr>;
-    /// The page held at `dma` leaves the driver (back to the pool, to the stack, to a redirect
-    /// target): the device must no longer reach it through the driver.
-    fn release_page(&self, dma: DmaAddr);
+    /// The page (or UMEM frame) of `len` bytes held at `dma` leaves the driver (back to the pool,
+    /// to the stack, to a redirect target, to the application): the device must no longer reach
+    /// it through the driver.
+    fn release_page(&self, dma: DmaAddr, len: usize);
 }
 
-/// A page of an OS page pool, as the pool hands it out.
+/// A page of an OS page pool as the pool hands it out, or a UMEM frame as its XSK pool does.
 #[derive(Debug)]
 pub struct RawPoolPage {
-    /// The OS's handle of the page (`struct page *`).
+    /// The OS's handle of the page (`struct page *`; a UMEM frame's `struct xdp_buff *`, a TX
+    /// frame's first byte).
     pub handle: NonNull<u8>,
-    /// CPU address of the page's first byte (`page_address`); `PAGE_SIZE` bytes.
+    /// CPU address of the first byte (`page_address`; the UMEM chunk's).
     pub virt: NonNull<u8>,
+    /// Bytes at `virt`: `PAGE_SIZE` for a page.
+    pub len: usize,
     /// Where the device reaches it while the driver holds it (see [`PacketMap::hold_page`]; with the
     /// kernel DMA API, the mapping the pool made once).
     pub dma: DmaAddr,
+}
+
+/// A frame of an XSK pool (AF_XDP zero copy) as the OS hands it out: `page` covers the chunk
+/// (RX) or the frame (TX), `addr` is the UMEM address of its first byte, `headroom` the UMEM
+/// headroom at the chunk's start (0 for TX).
+#[derive(Debug)]
+pub struct RawXskFrame {
+    /// The bytes, and where the device reaches them through the pool's DMA mapping.
+    pub page: RawPoolPage,
+    /// UMEM address of the first byte.
+    pub addr: u64,
+    /// UMEM headroom the driver leaves alone.
+    pub headroom: u16,
 }
 
 /// Operating-system services of one port's datapath. All methods are called under the
@@ -139,4 +156,46 @@ pub trait Os: GracePeriod + 'static {
     /// Reads one published counter block of queue `qid`, consistently
     /// (`u64_stats_fetch_begin/retry`).
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
+
+    // AF_XDP zero copy, called from queue `qid`'s NAPI context (`xsk_room` also under RTNL).
+    // An OS without it keeps the defaults: no pool is ever bound.
+
+    /// Bytes of each frame of the XSK pool bound to queue `qid` in zero-copy mode that the
+    /// driver may use (chunk less UMEM headroom), `None` without one.
+    fn xsk_room(&self, qid: u16) -> Option<u32> {
+        let _ = qid;
+        None
+    }
+    /// One frame of that pool (`xsk_buff_alloc`), `None` when its fill ring is empty.
+    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
+        let _ = qid;
+        None
+    }
+    /// Gives a frame `xsk_alloc` handed out back to its pool (`xsk_buff_free`).
+    fn xsk_free(&self, handle: NonNull<u8>) {
+        let _ = handle;
+    }
+    /// The program's REDIRECT of a frame of the pool, `frame` counted from the chunk's first
+    /// byte after the UMEM headroom (`xdp_do_redirect`). `true`: the frame is no longer the
+    /// driver's.
+    fn xsk_redirect(&self, prog: Self::Prog, handle: NonNull<u8>, frame: FrameAt) -> bool {
+        let _ = (prog, handle, frame);
+        false
+    }
+    /// A packet holding a copy of `frame` (`meta` bytes of XDP metadata, then the packet), for
+    /// [`Os::rx_deliver`]; `None` when none could be allocated.
+    fn rx_copy(&self, napi: Self::Napi, frame: &[u8], meta: u8) -> Option<Self::Skb> {
+        let _ = (napi, frame, meta);
+        None
+    }
+    /// The next frame of the socket's TX ring of queue `qid`, its completion reserved and its
+    /// bytes synced for the device (`xsk_tx_peek_desc`), `None` when there is none.
+    fn xsk_tx_take(&self, qid: u16) -> Option<RawXskFrame> {
+        let _ = qid;
+        None
+    }
+    /// Completes the oldest TX frame taken from queue `qid` (`xsk_tx_completed`).
+    fn xsk_tx_done(&self, qid: u16) {
+        let _ = qid;
+    }
 }

@@ -20,8 +20,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use onic_hal::dma::RawRegion;
 use onic_hal::{
-    AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow,
-    SharedLock, PAGE_SIZE,
+    AddrLimit, DelayNs, Direction, DmaAddr, DmaError, DmaMemory, DmaPage, PageMem, RegisterWindow, SharedLock,
 };
 use onic_sim::{Card, CardConfig, Interrupt, Wire};
 
@@ -315,12 +314,12 @@ unsafe impl<L: RawLock + 'static> PacketMap for SimDma<L> {
     fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
         // SAFETY: the page stays valid while the driver holds it, and `release_page` unmaps it
         // before it goes back to the pool or on to the OS.
-        unsafe { self.map_single(page.virt, PAGE_SIZE, Direction::Bidirectional) }
+        unsafe { self.map_single(page.virt, page.len, Direction::Bidirectional) }
     }
 
     #[inline(never)]
-    fn release_page(&self, dma: DmaAddr) {
-        self.unmap_single(dma, PAGE_SIZE, Direction::Bidirectional);
+    fn release_page(&self, dma: DmaAddr, len: usize) {
+        self.unmap_single(dma, len, Direction::Bidirectional);
     }
 }
 

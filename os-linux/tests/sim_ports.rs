@@ -158,6 +158,7 @@ impl Os for HostOs {
         Some(RawPoolPage {
             handle: page,
             virt: page,
+            len: onic_hal::PAGE_SIZE,
             dma: DmaAddr::new(0),
         })
     }
@@ -534,7 +535,7 @@ fn frames_cross_the_cable_zero_copy_with_hashes_and_nothing_leaks() {
     // ethtool -S: the core's list, hardware counters of the port, queue counters, pool stats.
     assert_eq!(
         sset_count(ETH_SS_STATS, a.queue_count()),
-        Ok(71 + 8 * (21 + 13) + 11)
+        Ok(71 + 8 * (24 + 15) + 11)
     );
     let mut names = Vec::new();
     // SAFETY: single-threaded test (control call).

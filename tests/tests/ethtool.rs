@@ -39,7 +39,7 @@ fn ethtool_s_reads_full_width_hardware_counters_in_the_reference_order() {
     // of its own address, so the high words show up in the values.
     assert_eq!(rec.log()[0].to_string(), "W 2 0x0000c2b0 0x00000001");
     let entries: Vec<_> = s.iter().collect();
-    assert_eq!(entries.len(), 71 + 8 * 34 + 11);
+    assert_eq!(entries.len(), 71 + 8 * 39 + 11);
     for (i, (name, _)) in entries.iter().take(71).enumerate() {
         assert_eq!(Some(name.to_string().as_str()), c_driver_stat_name(i));
     }

@@ -274,6 +274,7 @@ where
             tx: *self.tx.stats(),
             pair: self.stats,
             pool: self.pool.stats(),
+            xsk: crate::stats::counters::XskStats::default(),
         }
     }
 

@@ -315,6 +315,32 @@ counters_add_assign!(PairStats {
     rx_pass_refused,
 } words);
 
+/// AF_XDP zero copy on one queue index, counted by the owner of its XSK pool (the queue's NAPI
+/// context): zero for a queue on its page pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct XskStats {
+    /// Frames the program redirected into the application's memory without a copy.
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Refills that found the pool's free list and fill ring empty (the application did not
+    /// give frames back in time; the RX ring runs short until it does).
+    pub rx_fill_empty: u64,
+    /// Frames of the application's TX ring sent from its memory.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+}
+
+counters_add_assign!(XskStats {
+    rx_packets,
+    rx_bytes,
+    rx_fill_empty,
+    tx_packets,
+    tx_bytes,
+} words);
+
 /// A snapshot of one queue pair's counters (taken by its owner, read by whoever asks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueCounters {
@@ -327,6 +353,8 @@ pub struct QueueCounters {
     /// The pool's (zero for a provider that keeps none, such as the kernel's page pool, whose
     /// statistics Linux reports itself).
     pub pool: PoolStats,
+    /// AF_XDP zero copy's.
+    pub xsk: XskStats,
 }
 
-counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool });
+counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool, xsk });

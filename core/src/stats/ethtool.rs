@@ -32,7 +32,7 @@ pub const C_DRIVER_STATS: usize = HW_COUNTERS + XDP_STAT_NAMES.len();
 pub type QueueStat = (&'static str, fn(&QueueCounters) -> u64);
 
 /// The per-RX-queue counters, named `rx{q}_<name>`.
-pub const RX_QUEUE_STATS: [QueueStat; 21] = [
+pub const RX_QUEUE_STATS: [QueueStat; 24] = [
     ("packets", |c| c.rx.rx_packets),
     ("bytes", |c| c.rx.rx_bytes),
     ("cmpt_errors", |c| c.rx.rx_cmpt_errors),
@@ -54,10 +54,13 @@ pub const RX_QUEUE_STATS: [QueueStat; 21] = [
     ("queue_errors", |c| c.rx.queue_errors),
     ("restarts", |c| c.rx.restarts),
     ("abandoned", |c| c.rx.rx_abandoned),
+    ("xsk_packets", |c| c.xsk.rx_packets),
+    ("xsk_bytes", |c| c.xsk.rx_bytes),
+    ("xsk_fill_empty", |c| c.xsk.rx_fill_empty),
 ];
 
 /// The per-TX-queue counters, named `tx{q}_<name>`.
-pub const TX_QUEUE_STATS: [QueueStat; 13] = [
+pub const TX_QUEUE_STATS: [QueueStat; 15] = [
     ("packets", |c| c.tx.tx_packets),
     ("bytes", |c| c.tx.tx_bytes),
     ("busy", |c| c.tx.tx_busy),
@@ -71,6 +74,8 @@ pub const TX_QUEUE_STATS: [QueueStat; 13] = [
     ("queue_errors", |c| c.tx.queue_errors),
     ("restarts", |c| c.tx.restarts),
     ("aborted", |c| c.tx.tx_aborted),
+    ("xsk_packets", |c| c.xsk.tx_packets),
+    ("xsk_bytes", |c| c.xsk.tx_bytes),
 ];
 
 /// The page-pool counters, summed over the queues, with Linux's `page_pool` ethtool names.
@@ -443,6 +448,8 @@ mod tests {
         c.pair.rx_xdp_drop = 4 + q;
         c.pair.rx_xdp_redirect = 1;
         c.pool.alloc.fast = 100;
+        c.xsk.rx_packets = 6 + q;
+        c.xsk.tx_bytes = 700;
         c
     }
 
@@ -455,7 +462,7 @@ mod tests {
             *v = (1 << 40) + i as u64;
         }
         let s = EthtoolStats::new(hw, &qs);
-        assert_eq!(s.len(), 71 + 2 * (21 + 13) + 11);
+        assert_eq!(s.len(), 71 + 2 * (24 + 15) + 11);
         let names: Vec<_> = s.iter().map(|(n, _)| n.to_string()).collect();
         assert_eq!(names.len(), s.len());
         assert_eq!(names[0], "stat_tx_total_pkts");
@@ -464,8 +471,10 @@ mod tests {
         assert_eq!(names[63], "stat_adapt_rx_error");
         assert_eq!(names[64..71], XDP_STAT_NAMES);
         assert_eq!(names[71], "rx0_packets");
-        assert_eq!(names[71 + 21], "rx1_packets");
-        assert_eq!(names[71 + 2 * 21], "tx0_packets");
+        assert_eq!(names[71 + 23], "rx0_xsk_fill_empty");
+        assert_eq!(names[71 + 24], "rx1_packets");
+        assert_eq!(names[71 + 2 * 24], "tx0_packets");
+        assert_eq!(names[71 + 2 * 24 + 14], "tx0_xsk_bytes");
         assert_eq!(
             names.last().map(String::as_str),
             Some("rx_pp_recycle_released_ref")
@@ -478,6 +487,8 @@ mod tests {
         assert_eq!(s.get("tx_xdp_xmit"), Some(6));
         assert_eq!(s.get("rx1_xdp_drop"), Some(5));
         assert_eq!(s.get("rx1_bytes"), Some(2000));
+        assert_eq!(s.get("rx1_xsk_packets"), Some(7));
+        assert_eq!(s.get("tx0_xsk_bytes"), Some(700));
         assert_eq!(s.get("rx_pp_alloc_fast"), Some(200));
         assert_eq!(s.get("nonexistent"), None);
         let mut out = [0u64; 200];

@@ -15,6 +15,8 @@ pub mod ethtool;
 pub mod hw;
 pub mod mac;
 
-pub use counters::{PairStats, PoolAllocStats, PoolRecycleStats, PoolStats, QueueCounters, RxStats, TxStats};
+pub use counters::{
+    PairStats, PoolAllocStats, PoolRecycleStats, PoolStats, QueueCounters, RxStats, TxStats, XskStats,
+};
 pub use hw::{link_up, read_hw_counters, HW_COUNTERS};
 pub use mac::{MacStatGroups, PauseParams};

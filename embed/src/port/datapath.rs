@@ -314,6 +314,7 @@ fn poll_queue<H: Host>(
         mem,
         qid,
         redirected: false,
+        xsk_redirected: (0, 0),
     };
     let mut program = prog.map(|prog| HostProg { host, prog, mem });
     let mut ctx = RxContext {
@@ -344,7 +345,13 @@ fn poll_queue<H: Host>(
     set_in_napi(qp, false);
     // AF_XDP zero copy: the application's TX ring goes out on the XDP_TX ring in the same poll.
     if qp.pool.as_xsk().is_some() {
-        xsk_send(host, qp, &db, (qid, budget));
+        let (packets, bytes) = xsk_send(host, qp, &db, (qid, budget));
+        if let Some(x) = qp.pool.as_xsk_mut() {
+            x.stats.rx_packets += redirect.xsk_redirected.0;
+            x.stats.rx_bytes += redirect.xsk_redirected.1;
+            x.stats.tx_packets += packets;
+            x.stats.tx_bytes += bytes;
+        }
     }
     let redirected = redirect.redirected;
     let mut published = *base;

@@ -159,6 +159,7 @@ pub(crate) fn napi_counters<H: Host>(qp: &NapiPair<H>) -> QueueCounters {
         tx: *qp.tx.stats(),
         pair: *qp.stats(),
         pool: Default::default(),
+        xsk: qp.pool.as_xsk().map(|x| x.stats).unwrap_or_default(),
     }
 }
 

@@ -14,6 +14,7 @@ use onic_core::queue::rx::RxFrame;
 use onic_core::queue::source::{BufSource, SourceBuf};
 use onic_core::queue::tx::{TxDone, TxFrame};
 use onic_core::rss::{RssHashType, ShellHasher};
+use onic_core::stats::XskStats;
 use onic_core::xdp::{RawXdpProgram, RedirectTable, Redirected, XdpBuff, XdpFrame, XdpRxHash};
 use onic_core::{PassInfo, RxSink};
 use onic_hal::DmaAddr;
@@ -258,6 +259,9 @@ pub struct Redirect<'a, H: Host> {
     /// Whether anything was redirected since the last flush: the host flushes once the poll has
     /// returned (a redirect to this very port may transmit on the same queue).
     pub redirected: bool,
+    /// UMEM frames redirected (the application's now, no copy made) and their bytes, for the
+    /// XSK pool's counters.
+    pub xsk_redirected: (u64, u64),
 }
 
 impl<H: Host> RedirectTable<Buf<H>> for Redirect<'_, H> {
@@ -286,10 +290,14 @@ impl<H: Host> RedirectTable<Buf<H>> for Redirect<'_, H> {
                 .host
                 .xdp_redirect(prog, self.mem, p, at, target)
                 .map_err(SourceBuf::Page),
-            SourceBuf::Xsk(b) => self
-                .host
-                .xsk_redirect(prog, self.qid, b, at, target)
-                .map_err(SourceBuf::Xsk),
+            SourceBuf::Xsk(b) => {
+                let r = self.host.xsk_redirect(prog, self.qid, b, at, target);
+                if r.is_ok() {
+                    self.xsk_redirected.0 += 1;
+                    self.xsk_redirected.1 += u64::from(len);
+                }
+                r.map_err(SourceBuf::Xsk)
+            }
         };
         match r {
             Ok(()) => {
@@ -332,6 +340,8 @@ pub struct HostXsk<H: Host> {
     buf_bytes: u32,
     /// Frames whose chunk was too small for the queue's buffers: given back, never posted.
     pub(crate) too_small: u64,
+    /// What went through the pool (its owner, the queue's NAPI context, counts).
+    pub(crate) stats: XskStats,
 }
 
 impl<H: Host> HostXsk<H> {
@@ -342,6 +352,13 @@ impl<H: Host> HostXsk<H> {
             qid,
             buf_bytes,
             too_small: 0,
+            stats: XskStats {
+                rx_packets: 0,
+                rx_bytes: 0,
+                rx_fill_empty: 0,
+                tx_packets: 0,
+                tx_bytes: 0,
+            },
         }
     }
 
@@ -355,7 +372,10 @@ impl<H: Host> PageProvider for HostXsk<H> {
     type Page = XskBuf<H::Page>;
 
     fn alloc_page(&mut self) -> Option<XskBuf<H::Page>> {
-        let buf = self.host.xsk_alloc(self.qid)?;
+        let Some(buf) = self.host.xsk_alloc(self.qid) else {
+            self.stats.rx_fill_empty += 1;
+            return None;
+        };
         if buf.fits(self.buf_bytes) {
             return Some(buf);
         }

@@ -175,20 +175,24 @@ impl<H: Host> Port<H> {
 }
 
 /// Sends up to `budget` frames of the application's TX ring of queue `qid` on its XDP_TX ring
-/// (one doorbell at the end); returns how many. Only as many as the ring has room for are taken
-/// from the host, so none waits outside a ring; one the ring refuses anyway (its queue in its
-/// error state) is completed at once.
+/// (one doorbell at the end); returns how many, and their bytes. Only as many as the ring has
+/// room for are taken from the host, so none waits outside a ring; one the ring refuses anyway
+/// (its queue in its error state) is completed at once.
 pub(crate) fn xsk_send<H: Host, W: onic_hal::RegisterWindow>(
     host: &H,
     pair: &mut super::queues::NapiPair<H>,
     db: &onic_core::queue::doorbell::Doorbells<W>,
     (qid, budget): (u16, u32),
-) -> u32 {
-    let mut sent = 0;
+) -> (u64, u64) {
+    let (mut sent, mut bytes) = (0u32, 0u64);
     while sent < budget && pair.tx.free() > 0 {
         let Some(desc) = host.xsk_tx_take(qid) else { break };
+        let len = u64::from(desc.len);
         match pair.tx.xmit_os(db, TxItem::Xsk { qid, desc }, true) {
-            Ok(()) => sent += 1,
+            Ok(()) => {
+                sent += 1;
+                bytes += len;
+            }
             Err(e) => {
                 if let TxItem::Xsk { desc, .. } = e.into_inner() {
                     host.xsk_tx_done(qid, desc);
@@ -199,5 +203,5 @@ pub(crate) fn xsk_send<H: Host, W: onic_hal::RegisterWindow>(
     if sent > 0 {
         pair.tx.flush(db);
     }
-    sent
+    (u64::from(sent), bytes)
 }

@@ -9,6 +9,7 @@ use alloc::sync::Arc;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
+use onic_core::queue::source::SourceKind;
 use onic_core::RingSizeIdx;
 use onic_hal::grace::ReadSection;
 use onic_hal::mmio::Mmio;
@@ -19,12 +20,12 @@ use super::kos::{KOs, KPtr};
 use super::lock::{KCardLock, KLock};
 use onic_embed::port::{
     AllContexts, Control, Kind, Napi, Port, PortConfig, PortError, PortRegs, QueueTokens, Quiet, Token,
-    TxLock, XmitLock, CONTROL, RSS_INDIR_SIZE, RSS_KEY_SIZE,
+    TxLock, XmitLock, XskRefusal, CONTROL, RSS_INDIR_SIZE, RSS_KEY_SIZE,
 };
 
 use crate::abi::{
     DevInfo, LinkStats, MacGroups, PollResult, PortLayout, PortParams, QueueDump, QueueStats, RmonRange,
-    TxClean, TxState, XmitResult, RMON_HIST, RMON_RANGES,
+    TxClean, TxState, XmitResult, RMON_HIST, RMON_RANGES, XSK_WHY_CHUNK, XSK_WHY_NONE, XSK_WHY_NOT_BOUND,
 };
 use crate::errno::{self, Errno, EINVAL, ENOMEM};
 use crate::ethtool::{self, ETH_GSTRING_LEN, ETH_SS_STATS, ETH_SS_TEST};
@@ -544,6 +545,39 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
         }
     };
     status(port.restart_queue(&mut ctl, &mut tokens))
+}
+
+/// `XDP_SETUP_XSK_POOL`: queue index `qid` takes its RX buffers from the zero-copy XSK pool the
+/// glue bound to it (`on`) or from its page pool again; a running queue is built again on the
+/// new source. 0 or a negative errno, with `*why` (`XSK_WHY_*`) saying which refusal.
+///
+/// # Safety
+///
+/// RTNL held, process context; `why` valid for a write; queue `qid`'s contexts do not run: if
+/// the interface is up and `qid` in use, NAPI `qid` disabled, netdev TX queue `qid` stopped and
+/// `ndo_xdp_xmit` kept off its redirect-in ring (as for `onic_rs_restart_queue`).
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_xsk_source(p: *const c_void, qid: u16, on: bool, why: *mut u8) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    // SAFETY: the queue's three contexts are stopped or were never started (caller's contract).
+    let mut tokens = unsafe {
+        QueueTokens {
+            napi: queue_token::<Napi>(port, qid),
+            stack: queue_token::<TxLock>(port, qid),
+            xmit: queue_token::<XmitLock>(port, qid),
+        }
+    };
+    let source = if on { SourceKind::Xsk } else { SourceKind::Pages };
+    let r = port.set_queue_source(&mut ctl, &mut tokens, source);
+    let code = match &r {
+        Err(PortError::Xsk(XskRefusal::NotBound)) => XSK_WHY_NOT_BOUND,
+        Err(PortError::Xsk(XskRefusal::ChunkTooSmall { .. })) => XSK_WHY_CHUNK,
+        _ => XSK_WHY_NONE,
+    };
+    // SAFETY: valid out pointer (caller's contract).
+    unsafe { *why = code };
+    status(r)
 }
 
 /// Invalidates every queue context of the port's function, with no fallback (before a card that

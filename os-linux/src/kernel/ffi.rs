@@ -4,6 +4,8 @@
 
 use core::ffi::{c_int, c_void};
 
+use crate::abi::XskChunk;
+
 /// `DMA_BIDIRECTIONAL`.
 pub const DMA_BIDIRECTIONAL: c_int = 0;
 /// `DMA_TO_DEVICE`.
@@ -151,4 +153,31 @@ extern "C" {
     pub fn onic_qstats_read(nd: *mut c_void, qid: u16, block: u8, out: *mut u64, n: usize);
     /// `synchronize_net`.
     pub fn onic_synchronize_net();
+
+    // AF_XDP zero copy (kernel/onic_zc.c).
+    /// Bytes per frame of the zero-copy XSK pool of queue `qid` (chunk less UMEM headroom), 0
+    /// without one.
+    pub fn onic_xsk_room(nd: *mut c_void, qid: u16) -> u32;
+    /// `xsk_buff_alloc` from that pool: the `struct xdp_buff *`, its chunk in `*out`; null when
+    /// the fill ring is empty.
+    pub fn onic_xsk_alloc(nd: *mut c_void, qid: u16, out: *mut XskChunk) -> *mut c_void;
+    /// `xsk_buff_free`.
+    pub fn onic_xsk_free(xdp: *mut c_void);
+    /// `xdp_do_redirect` of the frame (`off` from `data_hard_start`); 0 when the kernel took it.
+    pub fn onic_xsk_redirect(
+        nd: *mut c_void,
+        prog: *mut c_void,
+        xdp: *mut c_void,
+        off: u16,
+        len: u16,
+        meta: u8,
+    ) -> c_int;
+    /// `napi_alloc_skb` holding a copy of `len` bytes at `frame` (`meta` bytes of metadata
+    /// first); null when none could be had.
+    pub fn onic_rx_copy(napi: *mut c_void, frame: *const u8, len: u32, meta: u8) -> *mut c_void;
+    /// `xsk_tx_peek_desc` of queue `qid`'s pool into `*out`, synced for the device; false when
+    /// there is none.
+    pub fn onic_xsk_tx_take(nd: *mut c_void, qid: u16, out: *mut XskChunk) -> bool;
+    /// `xsk_tx_completed(pool, 1)` of queue `qid`'s pool.
+    pub fn onic_xsk_tx_done(nd: *mut c_void, qid: u16);
 }

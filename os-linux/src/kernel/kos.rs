@@ -11,8 +11,9 @@ use onic_hal::{Direction, DmaAddr, PAGE_SIZE};
 
 use super::backend::{dir, ApiDma, KDma, KernelDma};
 use super::ffi;
+use crate::abi::XskChunk;
 use crate::errno::{Errno, ENOMEM};
-use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, SkbHash, StatBlock};
+use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, RawXskFrame, SkbHash, StatBlock};
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
@@ -92,6 +93,7 @@ impl Os for KOs {
         Some(RawPoolPage {
             handle: NonNull::new(page.cast())?,
             virt: NonNull::new(virt)?,
+            len: PAGE_SIZE,
             dma: DmaAddr::new(dma),
         })
     }
@@ -219,6 +221,86 @@ impl Os for KOs {
         // SAFETY: live netdev; `out` is valid for its length.
         unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, block as u8, out.as_mut_ptr(), out.len()) };
     }
+
+    fn xsk_room(&self, qid: u16) -> Option<u32> {
+        // SAFETY: live netdev; the helper checks `qid`.
+        let room = unsafe { ffi::onic_xsk_room(self.nd.as_ptr(), qid) };
+        (room > 0).then_some(room)
+    }
+
+    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
+        let mut c = XskChunk::empty();
+        // SAFETY: live netdev, called from queue `qid`'s NAPI context (which owns the pool's
+        // allocation side); `c` is a valid out pointer.
+        let xdp = NonNull::new(unsafe { ffi::onic_xsk_alloc(self.nd.as_ptr(), qid, &mut c) })?;
+        let frame = chunk_frame(xdp.cast(), &c);
+        if frame.is_none() {
+            // SAFETY: the frame just allocated, given back once.
+            unsafe { ffi::onic_xsk_free(xdp.as_ptr()) };
+        }
+        frame
+    }
+
+    fn xsk_free(&self, handle: NonNull<u8>) {
+        // SAFETY: an xdp_buff of an XSK pool the driver holds, given back once.
+        unsafe { ffi::onic_xsk_free(handle.as_ptr().cast()) };
+    }
+
+    fn xsk_redirect(&self, prog: KPtr, handle: NonNull<u8>, f: FrameAt) -> bool {
+        // SAFETY: called right after the program's run on this CPU; `handle` is an xdp_buff of
+        // the pool the driver holds, and the frame and its metadata lie inside its chunk (the
+        // core checked the offsets the program left).
+        unsafe {
+            ffi::onic_xsk_redirect(
+                self.nd.as_ptr(),
+                prog.as_ptr(),
+                handle.as_ptr().cast(),
+                f.offset,
+                f.len,
+                f.meta,
+            ) == 0
+        }
+    }
+
+    fn rx_copy(&self, napi: KPtr, frame: &[u8], meta: u8) -> Option<KPtr> {
+        let len = u32::try_from(frame.len()).ok()?;
+        // SAFETY: the running poll's NAPI; `frame` is valid for `len` bytes during the call.
+        KPtr::new(unsafe { ffi::onic_rx_copy(napi.as_ptr(), frame.as_ptr(), len, meta) })
+    }
+
+    fn xsk_tx_take(&self, qid: u16) -> Option<RawXskFrame> {
+        let mut c = XskChunk::empty();
+        // SAFETY: live netdev, called from queue `qid`'s NAPI context (the TX ring's only
+        // consumer); `c` is a valid out pointer.
+        if !unsafe { ffi::onic_xsk_tx_take(self.nd.as_ptr(), qid, &mut c) } {
+            return None;
+        }
+        let frame = NonNull::new(c.virt).and_then(|v| chunk_frame(v, &c));
+        if frame.is_none() {
+            // A descriptor the glue could not describe: completed unsent.
+            self.xsk_tx_done(qid);
+        }
+        frame
+    }
+
+    fn xsk_tx_done(&self, qid: u16) {
+        // SAFETY: live netdev, called from queue `qid`'s NAPI context for a frame taken there.
+        unsafe { ffi::onic_xsk_tx_done(self.nd.as_ptr(), qid) };
+    }
+}
+
+/// A UMEM frame as the glue described it (`handle`: what gives it back).
+fn chunk_frame(handle: NonNull<u8>, c: &XskChunk) -> Option<RawXskFrame> {
+    Some(RawXskFrame {
+        page: RawPoolPage {
+            handle,
+            virt: NonNull::new(c.virt)?,
+            len: usize::try_from(c.len).ok()?,
+            dma: DmaAddr::new(c.dma),
+        },
+        addr: c.addr,
+        headroom: u16::try_from(c.headroom).ok()?,
+    })
 }
 
 // SAFETY: `synchronize_net` returns after an RCU grace period, which waits out every section with
@@ -256,7 +338,7 @@ unsafe impl PacketMap for KernelDma {
         Some(page.dma)
     }
 
-    fn release_page(&self, _dma: DmaAddr) {}
+    fn release_page(&self, _dma: DmaAddr, _len: usize) {}
 }
 
 // SAFETY: the kernel DMA API's mappings (KernelDma), each attached to the model while it lives.
@@ -284,12 +366,12 @@ unsafe impl PacketMap for ApiDma {
     /// The pool mapped the page (`PP_FLAG_DMA_MAP`, the kernel's address); the model is told
     /// about it while the driver holds the page.
     fn hold_page(&self, page: &RawPoolPage) -> Option<DmaAddr> {
-        self.attach_for(page.dma, PAGE_SIZE, Direction::Bidirectional)
+        self.attach_for(page.dma, page.len, Direction::Bidirectional)
             .then_some(page.dma)
     }
 
-    fn release_page(&self, dma: DmaAddr) {
-        self.detach_for(dma, PAGE_SIZE, Direction::Bidirectional);
+    fn release_page(&self, dma: DmaAddr, len: usize) {
+        self.detach_for(dma, len, Direction::Bidirectional);
     }
 }
 
@@ -330,11 +412,11 @@ unsafe impl PacketMap for KDma {
         }
     }
 
-    fn release_page(&self, dma: DmaAddr) {
+    fn release_page(&self, dma: DmaAddr, len: usize) {
         match self {
-            Self::Kernel(k) => k.release_page(dma),
-            Self::Sim(s) => s.release_page(dma),
-            Self::SimApi(a) => a.release_page(dma),
+            Self::Kernel(k) => k.release_page(dma, len),
+            Self::Sim(s) => s.release_page(dma, len),
+            Self::SimApi(a) => a.release_page(dma, len),
         }
     }
 }
