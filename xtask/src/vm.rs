@@ -95,6 +95,13 @@ const HASH_LOADER: &str = "onic_xdp_hash";
 /// the comparison with `onic run --xdp-obj` (`os-linux/vm/README.md`).
 const REPLAY_TOOL: &str = "onic_replay";
 
+/// The AF_XDP program of the VM test's XSK checks (`os-linux/vm/onic_xsk.c`, run by
+/// `os-linux/vm/xsk.sh`), linked statically against libxdp (`xsk.h`) and libbpf.
+const XSK_TOOL: &str = "onic_xsk";
+
+/// The XSK checks, sourced by `init.sh` from this path inside the initramfs.
+const XSK_SCRIPT: &str = "xsk.sh";
+
 /// The objects the VM replays the shared capture through (the prebuilt ones of `bpf/objects`,
 /// which `onic run` loads too).
 pub const REPLAY_OBJECTS: [&str; 8] = [
@@ -238,6 +245,12 @@ pub fn build_xdp() -> Result<PathBuf, String> {
         .arg(root().join(format!("os-linux/vm/{REPLAY_TOOL}.c")))
         .args(["-lbpf", "-lelf", "-lz"]);
     run(&format!("gcc -static {REPLAY_TOOL}.c (libbpf)"), c)?;
+    let mut c = Command::new("gcc");
+    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+        .arg(out.join(XSK_TOOL))
+        .arg(root().join(format!("os-linux/vm/{XSK_TOOL}.c")))
+        .args(["-lxdp", "-lbpf", "-lelf", "-lz", "-lzstd"]);
+    run(&format!("gcc -static {XSK_TOOL}.c (libxdp, libbpf)"), c)?;
     Ok(out)
 }
 
@@ -329,6 +342,11 @@ pub fn initramfs(
     }
     copy(&xdp.join(HASH_LOADER), &dir.join("bin").join(HASH_LOADER))?;
     copy(&xdp.join(REPLAY_TOOL), &dir.join("bin").join(REPLAY_TOOL))?;
+    copy(&xdp.join(XSK_TOOL), &dir.join("bin").join(XSK_TOOL))?;
+    copy(
+        &root().join("os-linux/vm").join(XSK_SCRIPT),
+        &dir.join("etc/onic").join(XSK_SCRIPT),
+    )?;
     for name in REPLAY_OBJECTS {
         let f = format!("{name}.o");
         copy(&root().join("bpf/objects").join(&f), &dir.join("replay").join(&f))?;
