@@ -10,9 +10,9 @@
  *
  * Frames are IPv4/UDP to port 7777 (flow f: from 10.78.f/16, port 10000 + f, to 10.77.0.1)
  * whose every byte follows from (sequence, flow, length), so any receiver can compare them byte
- * for byte. The XSK side loads its own XDP filter (a few BPF
- * instructions: UDP to 7777 is redirected into the socket of its queue, everything else passes
- * to the stack), so other traffic on the same queues keeps flowing.
+ * for byte. The XSK side loads its own XDP filter (21 BPF instructions: UDP to 7777 is
+ * redirected into the socket of its queue, everything else passes to the stack), so other
+ * traffic on the same queues keeps flowing.
  *
  * Options: -q Q[,Q...] queues (one socket each), -m copy|zc|auto, -w 0|1 need_wakeup,
  * -U shared|each UMEM, -f frames per socket, -n frames (stop after; txonly: to send),
@@ -21,7 +21,8 @@
  * (0: lengths vary), -F flows, -g us (a pause after each burst of 16 frames, per socket),
  * -W window (peer-echo).
  *
- * Output, one line: key=value counts. Exit codes: 0 done, 1 usage or setup error, 2 deadline,
+ * Output: "bound queues=N zerocopy=Z" once the sockets are bound (XSK side; "ready" on the
+ * peer side once it listens), then one line of key=value counts. Exit codes: 0 done, 1 usage or setup error, 2 deadline,
  * 3 zero copy refused (probe), 4 the device went away, 5 frame accounting or payload errors.
  */
 #include <arpa/inet.h>

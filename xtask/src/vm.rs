@@ -2,7 +2,8 @@
 //!
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
 //! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`, `devlink`,
-//! `ethtool` and their libraries, the module, the XDP objects, the expected `ethtool -S` names,
+//! `ethtool` and their libraries, the module, the XDP objects, the static tools `onic_xdp_hash`,
+//! `onic_replay` and `onic_xsk` (with `os-linux/vm/xsk.sh`), the expected `ethtool -S` names,
 //! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
 //! timeout (prepare and judge stay per kernel). The guest's script reports
 //! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
