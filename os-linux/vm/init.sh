@@ -1364,6 +1364,8 @@ while [ $i -lt 20 ]; do
 	i=$((i + 1))
 done
 if [ $ok = 20 ]; then pass "20 load/unload cycles, each with a ping flood and rmmod under it"; else fail "20 load/unload cycles ($ok succeeded)"; fi
+# AF_XDP with onic_xsk (os-linux/vm/README.md): loads the module and unloads it again.
+. /etc/onic/xsk.sh
 
 # ---- rmmod with an XDP program attached, right after a ring error whose queue restart is
 # pending or running (the restart work takes RTNL, which the unregister holds)

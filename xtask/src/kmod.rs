@@ -93,7 +93,7 @@ pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
 }
 
 /// Host packages the module build and the VM test need (Debian names).
-pub const HOST_PACKAGES: [&str; 19] = [
+pub const HOST_PACKAGES: [&str; 21] = [
     "iperf3",          // the VM test's load
     "iputils-ping",    // ping -f and payload patterns (busybox's ping has neither)
     "xdp-tools",       // xdp-loader, xdp-filter, xdp-bench (with libxdp's BPF objects)
@@ -107,6 +107,8 @@ pub const HOST_PACKAGES: [&str; 19] = [
     "libbpf-dev",      // bpf_helpers.h, libbpf.a for the device-bound XDP loader
     "libelf-dev",      // libelf.a (the loader is linked statically)
     "zlib1g-dev",      // libz.a
+    "libxdp-dev",      // xdp/xsk.h, libxdp.a for the AF_XDP program (onic_xsk)
+    "libzstd-dev",     // libzstd.a (libelf's compression, for the static onic_xsk)
     "busybox-static",  // the initramfs userland
     "cpio",            // the initramfs archive
     "iproute2",        // ip (copied into the initramfs)

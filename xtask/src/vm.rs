@@ -2,7 +2,8 @@
 //!
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
 //! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`, `devlink`,
-//! `ethtool` and their libraries, the module, the XDP objects, the expected `ethtool -S` names,
+//! `ethtool` and their libraries, the module, the XDP objects, the static tools `onic_xdp_hash`,
+//! `onic_replay` and `onic_xsk` (with `os-linux/vm/xsk.sh`), the expected `ethtool -S` names,
 //! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
 //! timeout (prepare and judge stay per kernel). The guest's script reports
 //! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
@@ -76,7 +77,9 @@ pub fn pci_card_machine(qemu: &Path, log: &str, port0: Option<&str>) -> Machine 
 const STATUS_PASS: i32 = 33;
 /// The whole guest's deadline (each step inside has its own): a run takes 300-450 s on an idle
 /// 2-core host with two guests side by side, and went past 900 s with the host's load at 12.
-const DEFAULT_TIMEOUT_S: u64 = 1200;
+/// The AF_XDP checks (`xsk.sh`) added about 360 s to a 6.12 sim boot at a load of 7 (1053 s in
+/// all), so the deadline leaves room above that.
+const DEFAULT_TIMEOUT_S: u64 = 1500;
 
 /// XDP programs: (object name, source, extra clang flags).
 const XDP_PROGRAMS: [(&str, &str, &str); 5] = [
@@ -98,6 +101,13 @@ const REPLAY_TOOL: &str = "onic_replay";
 /// The VM test's client of the kernel's "netdev" netlink family (raw sockets, no library),
 /// which `os-linux/vm/netlink.sh` runs.
 const NL_TOOL: &str = "onic_nl";
+
+/// The AF_XDP program of the VM test's XSK checks (`os-linux/vm/onic_xsk.c`, run by
+/// `os-linux/vm/xsk.sh`), linked statically against libxdp (`xsk.h`) and libbpf.
+const XSK_TOOL: &str = "onic_xsk";
+
+/// The XSK checks, sourced by `init.sh` from this path inside the initramfs.
+const XSK_SCRIPT: &str = "xsk.sh";
 
 /// The objects the VM replays the shared capture through (the prebuilt ones of `bpf/objects`,
 /// which `onic run` loads too).
@@ -247,6 +257,12 @@ pub fn build_xdp() -> Result<PathBuf, String> {
         .arg(out.join(NL_TOOL))
         .arg(root().join(format!("os-linux/vm/{NL_TOOL}.c")));
     run(&format!("gcc -static {NL_TOOL}.c"), c)?;
+    let mut c = Command::new("gcc");
+    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+        .arg(out.join(XSK_TOOL))
+        .arg(root().join(format!("os-linux/vm/{XSK_TOOL}.c")))
+        .args(["-lxdp", "-lbpf", "-lelf", "-lz", "-lzstd"]);
+    run(&format!("gcc -static {XSK_TOOL}.c (libxdp, libbpf)"), c)?;
     Ok(out)
 }
 
@@ -342,6 +358,11 @@ pub fn initramfs(
     copy(
         &root().join("os-linux/vm/netlink.sh"),
         &dir.join("etc/onic/netlink.sh"),
+    )?;
+    copy(&xdp.join(XSK_TOOL), &dir.join("bin").join(XSK_TOOL))?;
+    copy(
+        &root().join("os-linux/vm").join(XSK_SCRIPT),
+        &dir.join("etc/onic").join(XSK_SCRIPT),
     )?;
     for name in REPLAY_OBJECTS {
         let f = format!("{name}.o");
