@@ -33,8 +33,9 @@ pub struct Kernel {
     /// Meta package depending on the matching image.
     pub image_meta: &'static str,
     /// What the VM test adds to this kernel's command line: 6.12 runs the model behind the
-    /// kernel DMA API with every buffer bounced (`swiotlb=force`), where a missing or wrong sync
-    /// corrupts data, and samples slab objects into KFENCE's guarded pages every 10 ms (6.12's
+    /// kernel DMA API with every buffer bounced (`swiotlb=force`, 256 MiB of bounce slots: the
+    /// default 64 MiB was full once four AF_XDP sockets had each mapped a 16 MiB UMEM for zero
+    /// copy), where a missing or wrong sync corrupts data, and samples slab objects into KFENCE's guarded pages every 10 ms (6.12's
     /// CONFIG_KFENCE, off by default there; 6.1 has none): an access out of such an object or
     /// after its free faults at once and is reported.
     pub vm_args: &'static str,
@@ -64,7 +65,7 @@ pub const KERNELS: [Kernel; 2] = [
         name: "6.12",
         headers_meta: "linux-headers-6.12-amd64",
         image_meta: "linux-image-6.12-amd64",
-        vm_args: "swiotlb=force onic_sim_dma_api kfence.sample_interval=10",
+        vm_args: "swiotlb=131072,force onic_sim_dma_api kfence.sample_interval=10",
         pci_args: "intel_iommu=on iommu.strict=1 kfence.sample_interval=10",
         pci_iommu: true,
     },
