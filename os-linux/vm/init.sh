@@ -772,9 +772,11 @@ check "detach generic XDP" $IP -n a link set dev $IF0 xdpgeneric off
 cnt() { $IP netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
 # drops: the driver's own drop and error counters of both ports, summed (they must not move under
 # TCP load; the adapter's drops for lack of descriptors are rx_missed_errors, reported apart).
-drops() {
+drops() { port_sum rx_dropped rx_errors tx_dropped tx_errors; }
+# port_sum STAT...: the statistics STAT... of both ports, summed.
+port_sum() {
 	n=0
-	for st in rx_dropped rx_errors tx_dropped tx_errors; do
+	for st in "$@"; do
 		n=$((n + $(cnt a $IF0 $st) + $(cnt b $IF1 $st)))
 	done
 	echo $n

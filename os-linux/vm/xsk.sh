@@ -146,15 +146,9 @@ xsk_suite() {
 	xsk_txonly "$lb, shared UMEM:" 0,1,2,3 250 -m $m
 }
 
-# (port_counters and moved: init.sh, the ping flood's counters)
+# (port_counters, moved and port_sum: init.sh)
 # port_drops: the frames both ports counted as dropped or missed (ring full), RX and TX.
-port_drops() {
-	n=0
-	for st in rx_dropped rx_missed_errors rx_fifo_errors tx_dropped; do
-		n=$((n + $(cnt a $IF0 $st) + $(cnt b $IF1 $st)))
-	done
-	echo $n
-}
+port_drops() { port_sum rx_dropped rx_missed_errors rx_fifo_errors tx_dropped; }
 # xsk_round DESC: 200 frames through the running l2fwd program under load; every echo that
 # arrives must be byte for byte, and a frame that does not must be counted as a drop by a port
 # (the TCP load fills the rings: a ring that overflows drops frames, and counts them).

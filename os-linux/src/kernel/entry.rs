@@ -110,6 +110,25 @@ unsafe fn queue_token<'a, K: Kind>(port: &KPort, qid: u16) -> Token<'a, K> {
     unsafe { Token::new(port.domain(), qid) }
 }
 
+/// The tokens of all three contexts of queue index `qid`, for a control call that rebuilds the
+/// queue.
+///
+/// # Safety
+///
+/// For as long as they live, none of the queue's contexts runs (NAPI `qid` disabled, its netdev
+/// TX queue stopped, `ndo_xdp_xmit` kept off its redirect-in ring, or the queue never started)
+/// and no other token of them is alive.
+unsafe fn stopped_queue_tokens<'a>(port: &KPort, qid: u16) -> QueueTokens<'a> {
+    // SAFETY: caller's contract, for each of the three contexts.
+    unsafe {
+        QueueTokens {
+            napi: queue_token::<Napi>(port, qid),
+            stack: queue_token::<TxLock>(port, qid),
+            xmit: queue_token::<XmitLock>(port, qid),
+        }
+    }
+}
+
 /// Module load: routes the logging facade to printk.
 #[no_mangle]
 pub extern "C" fn onic_rs_init(debug: bool) {
@@ -537,13 +556,7 @@ pub unsafe extern "C" fn onic_rs_restart_queue(p: *const c_void, qid: u16) -> i3
     let (port, mut ctl) = unsafe { control(p) };
     // SAFETY: the queue's three contexts are stopped (caller's contract): NAPI `qid` disabled,
     // its TX queue stopped, its redirect-in ring fenced off (`quiet` set under the xmit lock).
-    let mut tokens = unsafe {
-        QueueTokens {
-            napi: queue_token::<Napi>(port, qid),
-            stack: queue_token::<TxLock>(port, qid),
-            xmit: queue_token::<XmitLock>(port, qid),
-        }
-    };
+    let mut tokens = unsafe { stopped_queue_tokens(port, qid) };
     status(port.restart_queue(&mut ctl, &mut tokens))
 }
 
@@ -561,13 +574,7 @@ pub unsafe extern "C" fn onic_rs_xsk_source(p: *const c_void, qid: u16, on: bool
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
     // SAFETY: the queue's three contexts are stopped or were never started (caller's contract).
-    let mut tokens = unsafe {
-        QueueTokens {
-            napi: queue_token::<Napi>(port, qid),
-            stack: queue_token::<TxLock>(port, qid),
-            xmit: queue_token::<XmitLock>(port, qid),
-        }
-    };
+    let mut tokens = unsafe { stopped_queue_tokens(port, qid) };
     let source = if on { SourceKind::Xsk } else { SourceKind::Pages };
     let r = port.set_queue_source(&mut ctl, &mut tokens, source);
     let code = match &r {
