@@ -240,29 +240,34 @@ pub fn build_xdp() -> Result<PathBuf, String> {
             .arg(out.join(format!("{name}.o")));
         run(&format!("clang -target bpf {file} -> {name}.o"), c)?;
     }
-    let mut c = Command::new("gcc");
-    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
-        .arg(out.join(HASH_LOADER))
-        .arg(src.join(format!("{HASH_LOADER}.c")))
-        .args(["-lbpf", "-lelf", "-lz"]);
-    run(&format!("gcc -static {HASH_LOADER}.c (libbpf)"), c)?;
-    let mut c = Command::new("gcc");
-    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
-        .arg(out.join(REPLAY_TOOL))
-        .arg(root().join(format!("os-linux/vm/{REPLAY_TOOL}.c")))
-        .args(["-lbpf", "-lelf", "-lz"]);
-    run(&format!("gcc -static {REPLAY_TOOL}.c (libbpf)"), c)?;
-    let mut c = Command::new("gcc");
-    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
-        .arg(out.join(NL_TOOL))
-        .arg(root().join(format!("os-linux/vm/{NL_TOOL}.c")));
-    run(&format!("gcc -static {NL_TOOL}.c"), c)?;
-    let mut c = Command::new("gcc");
-    c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
-        .arg(out.join(XSK_TOOL))
-        .arg(root().join(format!("os-linux/vm/{XSK_TOOL}.c")))
-        .args(["-lxdp", "-lbpf", "-lelf", "-lz", "-lzstd"]);
-    run(&format!("gcc -static {XSK_TOOL}.c (libxdp, libbpf)"), c)?;
+    // The guest tools, linked statically: the initramfs carries no libraries for them.
+    let bpf = ["-lbpf", "-lelf", "-lz"].as_slice();
+    let tools = [
+        (src.join(format!("{HASH_LOADER}.c")), HASH_LOADER, bpf),
+        (
+            root().join(format!("os-linux/vm/{REPLAY_TOOL}.c")),
+            REPLAY_TOOL,
+            bpf,
+        ),
+        (
+            root().join(format!("os-linux/vm/{NL_TOOL}.c")),
+            NL_TOOL,
+            [].as_slice(),
+        ),
+        (
+            root().join(format!("os-linux/vm/{XSK_TOOL}.c")),
+            XSK_TOOL,
+            ["-lxdp", "-lbpf", "-lelf", "-lz", "-lzstd"].as_slice(),
+        ),
+    ];
+    for (source, name, libs) in tools {
+        let mut c = Command::new("gcc");
+        c.args(["-O2", "-Wall", "-Werror", "-static", "-o"])
+            .arg(out.join(name))
+            .arg(source)
+            .args(libs);
+        run(&format!("gcc -static {name}.c {}", libs.join(" ")), c)?;
+    }
     Ok(out)
 }
 
