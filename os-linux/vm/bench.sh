@@ -45,27 +45,11 @@ SENDER=$(sed -n 's/.*onic_bench_sender=\([a-z]*\).*/\1/p' /proc/cmdline)
 SENDER=${SENDER:-same}
 ROLE=$(sed -n 's/.*onic_bench_role=\([a-z]*\).*/\1/p' /proc/cmdline)
 ROLE=${ROLE:-receiver}
-# onic_bench_profile=1: after each window, a second one of PROFILE_MS traced by ftrace's
-# function_graph over the functions in PROFILE_FUNCS (profile_window).
+# onic_bench_profile=1: QEMU runs the plugin qemu-card/plugin/onic_insn.c, which counts every
+# instruction of the window between `onic_prof start` and `onic_prof stop` per code block; the
+# guest writes its symbols and the windows' figures to QEMU's debug console (`onic_prof dump`),
+# and the host sums the counts per function (xtask/src/insnprof.rs).
 PROFILE=$(sed -n 's/.*onic_bench_profile=\([01]\).*/\1/p' /proc/cmdline)
-PROFILE_MS=300
-# The functions profiled, where the running kernel has them: the stack's steps on both sides,
-# the page and DMA calls, interrupts and softirqs; onic.ko's C entry points; virtio_net's.
-PROFILE_FUNCS="udp_sendmsg tcp_sendmsg __dev_queue_xmit sch_direct_xmit dev_hard_start_xmit
-	handle_softirqs __do_softirq net_rx_action __napi_poll napi_gro_receive napi_gro_receive_frags
-	gro_normal_list netif_receive_skb_list_internal __netif_receive_skb_list_core ip_list_rcv
-	ip_rcv udp_rcv udp_recvmsg tcp_v4_rcv tcp_recvmsg consume_skb napi_consume_skb
-	kfree_skb_reason sk_skb_reason_drop skb_release_data page_pool_alloc_pages
-	page_pool_put_unrefed_page page_pool_put_defragged_page __alloc_pages __alloc_pages_noprof
-	__free_pages dma_map_page_attrs dma_unmap_page_attrs __handle_irq_event_percpu
-	hrtimer_interrupt __run_timers skb_put
-	onic_start_xmit onic_poll onic_queue_irq onic_tx_timer_fn onic_rx_build onic_rx_deliver
-	onic_xdp_run onic_skb_done onic_dma_map_single onic_dma_unmap_single onic_dma_sync_range
-	onic_pp_alloc onic_pp_put onic_qstats_write onic_xdpf_return onic_sim_engine
-	start_xmit virtnet_poll virtnet_poll_tx vring_interrupt skb_recv_done skb_xmit_done
-	virtqueue_add_outbuf virtqueue_add_inbuf_ctx virtqueue_kick_prepare virtqueue_notify
-	try_fill_recv receive_buf free_old_xmit_skbs free_old_xmit virtnet_xdp_xmit
-	bpf_prog_run_generic_xdp xdp_do_redirect"
 # The tables to measure (onic_bench_tables=, comma-separated): memory, xdp, xdp_drop, xdp_tx.
 TABLES=$(sed -n 's/.*onic_bench_tables=\([a-z_,]*\).*/\1/p' /proc/cmdline)
 TABLES=${TABLES:-memory,xdp,xdp_drop,xdp_tx}
@@ -222,10 +206,11 @@ window() {
 		n=$((n + 1))
 	done
 	sleep 1
+	[ "$PROFILE" = 1 ] && onic_prof start
 	s0=$(snap "$1")
 	sleep $SECS
 	s1=$(snap "$1")
-	[ "$PROFILE" = 1 ] && profile_window "$1" >/tmp/profile
+	[ "$PROFILE" = 1 ] && onic_prof stop && prof_window
 	delta $s0 $s1
 }
 # delta SNAP0 SNAP1 (snap's five words each): "packets bytes busy_ns model_ns" between the two.
@@ -233,89 +218,29 @@ delta() {
 	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v u1=$6 -v i1=$7 -v m1=$8 -v p1=$9 -v b1=${10} \
 		'BEGIN { printf "%d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
 }
-# profile_window NETNS-PREFIX: PROFILE_MS of the traffic traced by function_graph over those of
-# PROFILE_FUNCS the kernel has (a module's functions leave the filter when it is unloaded, so it
-# is set each time). Prints the traced window's "packets busy_ns", then a line per function that
-# ran (below), for profile_report. Under icount ns are instructions; a function that slept holds
-# the idle time too (the clock jumps over it).
-profile_window() {
-	T=/sys/kernel/tracing
-	[ -e $T/trace ] || mount -t tracefs tracefs $T
-	echo 0 >$T/tracing_on
-	echo 32768 >$T/buffer_size_kb
-	: >$T/set_ftrace_filter
-	for f in $PROFILE_FUNCS; do echo $f >>$T/set_ftrace_filter 2>/dev/null; done
-	echo function_graph >$T/current_tracer
-	for o in funcgraph-tail nofuncgraph-cpu nofuncgraph-proc funcgraph-duration funcgraph-irqs; do
-		echo $o >$T/trace_options 2>/dev/null
-	done
-	echo >$T/trace
-	t0=$(snap "$1")
-	echo 1 >$T/tracing_on
-	sleep 0.$PROFILE_MS
-	echo 0 >$T/tracing_on
-	t1=$(snap "$1")
-	delta $t0 $t1 | awk '{ print $1, $3 }'
-	# Per function: calls, inclusive time, own time (inclusive minus the traced callees'; an
-	# interrupt counts as a callee of what it interrupted), traced children and traced
-	# descendants; the last line, "_shortest", is the shortest call seen. A closing line that
-	# does not match the function open on top (a call that began before the trace) resets.
-	awk 'function done(name, d, own, k, dd) {
-			n[name]++; t[name] += d; o[name] += own; kids[name] += k; desc[name] += dd
-			if (d < min || min == "") min = d
-			if (sp > 0) { ch[sp] += d; nk[sp]++; nd[sp] += dd + 1 }
-		}
-		{
-		d = ""
-		for (i = 1; i < NF; i++) if ($(i + 1) == "us" && $i ~ /^[0-9.]+$/) { d = $i * 1000; break }
-		if (d == "") {
-			if (match($0, /[A-Za-z0-9_.]+\(\) \{$/)) {
-				sp++; st[sp] = substr($0, RSTART, RLENGTH - 4); ch[sp] = 0; nk[sp] = 0; nd[sp] = 0
-			}
-			next
-		}
-		if (match($0, /\/\* [A-Za-z0-9_.]+ \*\//)) {
-			name = substr($0, RSTART + 3, RLENGTH - 6)
-			if (sp == 0 || st[sp] != name) { sp = 0; next }
-			own = d - ch[sp]; k = nk[sp]; dd = nd[sp]; sp--
-			done(name, d, own, k, dd)
-		} else if (match($0, /[A-Za-z0-9_.]+\(\);/)) {
-			done(substr($0, RSTART, RLENGTH - 3), d, d, 0, 0)
-		}
-	} END {
-		for (f in n) printf "%s %d %d %d %d %d\n", f, n[f], t[f], o[f], kids[f], desc[f]
-		printf "_shortest 0 %d 0 0 0\n", min
-	}' $T/trace
-	awk '/^overrun/ { print $2 }' $T/per_cpu/cpu0/stats >/tmp/profile_overrun
-	# (Changing the tracer empties the buffer: only after it was read.)
-	echo nop >$T/current_tracer
+# prof_kernel: the kernel's own text symbols, once per boot, for the profile.
+prof_kernel() {
+	[ "$PROFILE" = 1 ] || return 0
+	{
+		echo @kernel
+		awk 'NF == 3 && $2 ~ /^[tTwW]$/ { print $1, $3 }' /proc/kallsyms
+	} | onic_prof dump
 }
-# profile_report TABLE CONFIG WHAT BUSY_PER_PACKET: the last profile_window's functions, per
-# packet of that window: "PROFILE table config what function calls_per_1000_packets
-# inclusive_insn own_insn", with the tracer's cost taken off. Each traced call costs the tracer
-# c instructions: what the traced window spent per packet over BUSY_PER_PACKET (the untraced
-# window's), over the traced calls per packet. Of c, b falls inside the call's own measured
-# duration (taken as the shortest call seen, an upper bound) and a = c - b outside it, inside
-# its caller's. So a function's inclusive time loses b per call and c per traced descendant, its
-# own time b per call and a per traced child. The first line, "_window", is the traced window's
-# packets, busy instructions per packet, and c.
-profile_report() {
-	[ "$PROFILE" = 1 ] && [ -s /tmp/profile ] || return 0
-	ov=$(cat /tmp/profile_overrun 2>/dev/null)
-	[ "${ov:-0}" = 0 ] || echo "== profile of $3: the trace buffer overran ($ov events lost); its figures are low"
-	awk -v t="$1 $2 $3" -v base=$4 'NR == 1 { p = $1; busy = $2; next }
-		$1 == "_shortest" { b = $3; next }
-		{ f[NR] = $1; n[NR] = $2; incl[NR] = $3; own[NR] = $4; k[NR] = $5; dd[NR] = $6; calls += $2 }
-		END {
-			if (p == 0 || calls == 0) exit
-			c = (busy - base * p) / calls
-			if (b > c) b = c
-			printf "PROFILE %s _window %d %d %d\n", t, p, busy / p, c
-			for (i in f)
-				printf "PROFILE %s %s %d %d %d\n", t, f[i], n[i] * 1000 / p,
-					(incl[i] - n[i] * b - dd[i] * c) / p, (own[i] - n[i] * b - k[i] * (c - b)) / p
-		}' /tmp/profile
-	rm -f /tmp/profile
+# prof_window: after a profiled window (its number counted in /tmp/prof_windows, as the plugin
+# counts its stops), the modules' text symbols as they are loaded now.
+prof_window() {
+	n=$(cat /tmp/prof_windows 2>/dev/null || echo 0)
+	echo $((n + 1)) >/tmp/prof_windows
+	{
+		echo "@window $n"
+		awk 'NF == 4 && $2 ~ /^[tTwW]$/ { print $1, $3, $4 }' /proc/kallsyms
+	} | onic_prof dump
+}
+# prof_figure TABLE CONFIG WHAT COUNT UNIT: the figure the last profiled window measured, and
+# the count its instructions are divided by.
+prof_figure() {
+	[ "$PROFILE" = 1 ] && echo "@figure $*" | onic_prof dump
+	return 0
 }
 # figure TABLE CONFIG WHAT RATE-UNIT PER-UNIT COUNT BUSY MODEL: the rate (COUNT over SECS); with
 # icount instead the guest's instructions per COUNT (in simulation mode, the model's share
@@ -341,11 +266,10 @@ measure() {
 	send_stop
 	if [ $what = tcp ]; then
 		figure $table $config $what KiB/s insn/KiB $(($2 / 1024)) $3 $4
+		prof_figure $table $config $what $(($2 / 1024)) insn/KiB
 	else
 		figure $table $config $what $UNIT/s insn/$UNIT $1 $3 $4
-	fi
-	if [ "$1" -gt 0 ] 2>/dev/null; then
-		profile_report $table $config $what $(($3 / $1))
+		prof_figure $table $config $what $1 insn/$UNIT
 	fi
 }
 # udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace.
@@ -444,6 +368,7 @@ if [ $ROLE = sender ]; then
 	echo "VM-BENCH SENDER DONE"
 	poweroff -f
 fi
+prof_kernel
 if [ $SENDER = guest ]; then
 	virtio_up
 	C=$(by_mac $CTL_RECEIVER)

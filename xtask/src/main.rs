@@ -8,6 +8,7 @@ mod bpfdiff;
 mod debugkernel;
 mod ffi;
 mod fuzz;
+mod insnprof;
 mod kmod;
 mod panicpaths;
 mod peers;

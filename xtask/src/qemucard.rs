@@ -7,10 +7,10 @@
 //! 2. `qemu-card/qemu/onic-card.patch` hooks the device into `hw/net` (Kconfig, meson) and
 //!    `qemu-card/qemu/onic_card.c` is copied beside it.
 //! 3. `configure --target-list=x86_64-softmmu --without-default-features --disable-docs
-//!    --disable-install-blobs`, then `ninja qemu-system-x86_64`.
+//!    --disable-install-blobs --enable-plugins`, then `ninja qemu-system-x86_64`.
 //!
 //! The build lives outside the clone, in `$ONIC_CACHE` (default `/var/cache/onic-rs`), in a
-//! directory named after the source version and a hash of the patch: a machine that built it
+//! directory named after the source version and a hash of the patch and the configure flags: a machine that built it
 //! once reuses it, and a new source or patch builds afresh. The parts that change with the
 //! project are refreshed on every run and only relinked or recompiled by ninja: the model
 //! (`libonic_qemu_card.a`, release build of `qemu-card`), its generated headers (`onic_model.h`
@@ -96,11 +96,15 @@ pub fn firmware_args() -> Vec<String> {
 
 const DEB_SRC: &str = "/etc/apt/sources.list.d/onic-rs-deb-src.sources";
 
-const CONFIGURE: [&str; 4] = [
+/// `configure`'s flags. `--enable-plugins`: `vm-bench --profile` counts the guest's instructions
+/// per function with a TCG plugin (`qemu-card/plugin/onic_insn.c`). The flags are part of the
+/// cache key.
+const CONFIGURE: [&str; 5] = [
     "--target-list=x86_64-softmmu",
     "--without-default-features",
     "--disable-docs",
     "--disable-install-blobs",
+    "--enable-plugins",
 ];
 
 /// The cache root: `$ONIC_CACHE` or `/var/cache/onic-rs`.
@@ -242,19 +246,36 @@ fn refresh(src: &Path) -> Result<bool, String> {
     Ok(changed)
 }
 
+/// Debian's source package (its `.dsc`), the card's patch, and the cache key of the build made
+/// from them with [`CONFIGURE`].
+fn source_and_key() -> Result<(PathBuf, PathBuf, String), String> {
+    let dsc = fetch_source(&cache_root().join("qemu-source"))?;
+    let patch = root().join("qemu-card/qemu/onic-card.patch");
+    let version = dsc
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut keyed = read(&patch)?;
+    keyed.extend(CONFIGURE.join(" ").bytes());
+    let key = format!("{version}-{:016x}", fnv64(&keyed));
+    Ok((dsc, patch, key))
+}
+
+/// The directory of `qemu-plugin.h` in the card's QEMU tree (built first if needed): the TCG
+/// plugin API of QEMU 7.2, which Debian's own QEMU shares.
+pub fn plugin_api_dir() -> Result<PathBuf, String> {
+    build()?;
+    let (_, _, key) = source_and_key()?;
+    Ok(cache_root().join(format!("qemu-card-{key}/qemu/include/qemu")))
+}
+
 /// Builds (or reuses) QEMU with the card; returns the path of `qemu-system-x86_64`.
 pub fn build() -> Result<PathBuf, String> {
     let start = Instant::now();
     kmod::ensure_packages(&BUILD_PACKAGES)?;
     kmod::ensure_packages(&FIRMWARE_PACKAGES)?;
     let cache = cache_root();
-    let dsc = fetch_source(&cache.join("qemu-source"))?;
-    let patch = root().join("qemu-card/qemu/onic-card.patch");
-    let version = dsc
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let key = format!("{version}-{:016x}", fnv64(&read(&patch)?));
+    let (dsc, patch, key) = source_and_key()?;
     let build_root = cache.join(format!("qemu-card-{key}"));
     let fresh = !build_root.join("configured").exists();
     // The tree is shared by every checkout on the machine, each linking its own model into the

@@ -3,7 +3,7 @@
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
 //! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`, `devlink`,
 //! `ethtool` and their libraries, the module, the XDP objects, the static tools `onic_xdp_hash`,
-//! `onic_replay` and `onic_xsk` (with `os-linux/vm/xsk.sh`), the expected `ethtool -S` names,
+//! `onic_replay`, `onic_xsk` (with `os-linux/vm/xsk.sh`) and `onic_prof`, the expected `ethtool -S` names,
 //! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
 //! timeout (prepare and judge stay per kernel). The guest's script reports
 //! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
@@ -105,6 +105,9 @@ const NL_TOOL: &str = "onic_nl";
 /// The AF_XDP program of the VM test's XSK checks (`os-linux/vm/onic_xsk.c`, run by
 /// `os-linux/vm/xsk.sh`), linked statically against libxdp (`xsk.h`) and libbpf.
 const XSK_TOOL: &str = "onic_xsk";
+
+/// The marker and symbol writer of `vm-bench --profile` (`os-linux/vm/onic_prof.c`).
+const PROF_TOOL: &str = "onic_prof";
 
 /// The XSK checks, sourced by `init.sh` from this path inside the initramfs.
 const XSK_SCRIPT: &str = "xsk.sh";
@@ -259,6 +262,11 @@ pub fn build_xdp() -> Result<PathBuf, String> {
             XSK_TOOL,
             ["-lxdp", "-lbpf", "-lelf", "-lz", "-lzstd"].as_slice(),
         ),
+        (
+            root().join(format!("os-linux/vm/{PROF_TOOL}.c")),
+            PROF_TOOL,
+            [].as_slice(),
+        ),
     ];
     for (source, name, libs) in tools {
         let mut c = Command::new("gcc");
@@ -365,6 +373,7 @@ pub fn initramfs(
         &dir.join("etc/onic/netlink.sh"),
     )?;
     copy(&xdp.join(XSK_TOOL), &dir.join("bin").join(XSK_TOOL))?;
+    copy(&xdp.join(PROF_TOOL), &dir.join("bin").join(PROF_TOOL))?;
     copy(
         &root().join("os-linux/vm").join(XSK_SCRIPT),
         &dir.join("etc/onic").join(XSK_SCRIPT),

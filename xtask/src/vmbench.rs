@@ -25,8 +25,9 @@
 //! rate gets its instructions per packet beside it). The boots then run side by side.
 //!
 //! `--tables` measures some of the four tables; `--iommu` puts the QEMU card behind QEMU's Intel
-//! IOMMU (strict mode, `intel_iommu=on`); `--profile` adds, after each window, a window traced
-//! by ftrace's function_graph (`profile_window` in bench.sh), printed as a table per figure.
+//! IOMMU (strict mode, `intel_iommu=on`); `--profile` counts the measured guest's instructions
+//! per function in every window with a QEMU plugin (`insnprof.rs`), printed as a table per
+//! figure.
 //!
 //! The guest prints `BENCH <table> <configuration> <what> <value> <unit>` lines; they are turned
 //! into markdown tables with ratios against the first configuration of each device.
@@ -36,12 +37,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::kmod;
 use crate::root;
 use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
+use crate::{insnprof, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu] [--profile]";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
 
 /// The tables a boot can measure, in the order it measures them (`--tables` picks some).
 const TABLES: [&str; 4] = ["memory", "xdp", "xdp_drop", "xdp_tx"];
@@ -98,8 +99,8 @@ struct Opts {
     tables: Vec<&'static str>,
     /// The PCI card behind QEMU's Intel IOMMU in strict mode, as on a host with the IOMMU on.
     iommu: bool,
-    /// After each window, a second one traced by ftrace's function_graph (`profile_window` in
-    /// bench.sh): where the instructions of a packet go.
+    /// Every window's instructions per function, counted by QEMU (`insnprof.rs`): where the
+    /// instructions of a packet go.
     profile: bool,
 }
 
@@ -273,7 +274,7 @@ fn virtio_nic(id: &str, mac: &str) -> [String; 2] {
 
 /// The machine `dev` runs on; with a sender guest, its port 0 and a control NIC are cabled to
 /// the sender's, on the host ports from `ports`.
-fn machine(dev: Dev, o: &Opts, ports: u16) -> Result<Machine, String> {
+fn machine(dev: Dev, o: &Opts, ports: u16, plugin: Option<&Path>) -> Result<Machine, String> {
     let guest = o.sender == Sender::Guest;
     let mut m = match dev {
         Dev::Sim => Machine::debian(),
@@ -315,7 +316,15 @@ fn machine(dev: Dev, o: &Opts, ports: u16) -> Result<Machine, String> {
         m.cpus = 1;
         m.args.extend(["-icount", "shift=0,sleep=off"].map(String::from));
     }
+    if let Some(plugin) = plugin {
+        m.args.extend(insnprof::qemu_args(plugin, &profile_dir(dev))?);
+    }
     Ok(m)
+}
+
+/// Where `--profile` keeps a device's counts and debug console.
+fn profile_dir(dev: Dev) -> PathBuf {
+    kmod::vm_root().join("profile").join(dev.name())
 }
 
 /// The sender guest of the receiver on `ports` (one vCPU, no icount): a virtio NIC on each of
@@ -366,6 +375,11 @@ struct Boot {
 
 /// The boots of each device: its measured guest, and its sender guest if it has one.
 fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
+    let plugin = if o.profile {
+        Some(insnprof::build_plugin(&kmod::vm_root())?)
+    } else {
+        None
+    };
     let mut sets = Vec::new();
     for (i, &d) in o.devs.iter().enumerate() {
         let ports = CABLE_PORT_BASE + 4 * i as u16;
@@ -388,7 +402,7 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
         let mut set = vec![Boot {
             dev: d,
             sender: false,
-            machine: machine(d, o, ports)?,
+            machine: machine(d, o, ports, plugin.as_deref())?,
             append: append("receiver"),
         }];
         if o.sender == Sender::Guest {
@@ -432,6 +446,16 @@ fn run_side_by_side(r: &kmod::Resolved, img: &Path, boots: &[&Boot]) -> Vec<Resu
 
 /// `cargo xtask vm-bench`.
 pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
+    if let Some(("--report", dirs)) = args.split_first().map(|(a, r)| (a.as_str(), r)) {
+        for d in dirs {
+            let dir = Path::new(d);
+            let name = dir
+                .file_name()
+                .map_or(d.clone(), |n| n.to_string_lossy().into_owned());
+            println!("{}", insnprof::report(&name, dir)?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let o = parse_args(args)?;
     let k = *kmod::select(&o.kernel)?.first().ok_or("no kernel selected")?;
     kmod::ensure_host_packages()?;
@@ -490,7 +514,12 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
                 f.config = format!("{}:{}", b.dev.name(), f.config);
                 f
             }));
-            print_profiles(b.dev, &run.console);
+            if o.profile {
+                match insnprof::report(b.dev.name(), &profile_dir(b.dev)) {
+                    Ok(t) => println!("{t}"),
+                    Err(e) => failed.push(format!("{} profile: {e}", b.dev.name())),
+                }
+            }
         }
     }
     print_tables(&figs);
@@ -498,41 +527,6 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(format!("vm-bench: {}", failed.join("; ")))
-    }
-}
-
-/// The `--profile` lines of one guest (`PROFILE table config what function calls_per_1000
-/// inclusive_insn own_insn`, per packet), a table per figure, the functions by their own
-/// instructions; the `_window` line is the traced window's packets, instructions per packet and
-/// the tracer's estimated cost per traced call.
-fn print_profiles(dev: Dev, console: &[String]) {
-    type Row = (String, [i64; 3]);
-    let mut groups: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-    for l in console {
-        let Some(rest) = l.trim().strip_prefix("PROFILE ") else {
-            continue;
-        };
-        let w: Vec<&str> = rest.split_whitespace().collect();
-        if let [table, config, what, func, a, b, c] = w[..] {
-            if let (Ok(a), Ok(b), Ok(c)) = (a.parse(), b.parse(), c.parse()) {
-                let key = format!("{} {table} {config} {what}", dev.name());
-                groups.entry(key).or_default().push((func.to_string(), [a, b, c]));
-            }
-        }
-    }
-    for (key, mut rows) in groups {
-        rows.sort_by_key(|(f, v)| (f != "_window", -v[2]));
-        println!("\n**profile {key}** (instructions per packet; own = inclusive minus traced callees and the tracer's cost)\n");
-        println!("| function | calls per 1000 packets | inclusive | own |\n| --- | --- | --- | --- |");
-        for (f, [a, b, c]) in rows {
-            if f == "_window" {
-                println!(
-                    "| (traced window: packets, busy insn per packet, tracer per call) | {a} | {b} | {c} |"
-                );
-            } else {
-                println!("| {f} | {a} | {b} | {c} |");
-            }
-        }
     }
 }
 
@@ -606,7 +600,7 @@ mod tests {
             "guest".into(),
         ])
         .unwrap();
-        let rx = machine(Dev::Virtio, &o, 100).unwrap();
+        let rx = machine(Dev::Virtio, &o, 100, None).unwrap();
         let tx = sender_machine(Dev::Virtio, 100);
         let netdevs = |m: &Machine| -> Vec<String> {
             m.args
