@@ -837,15 +837,15 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
         self.xsk_mut(qid, |s, _| s.tx_done(desc));
     }
 
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
-        let mut w = [0u64; QSTAT_WORDS];
-        for (d, s) in w.iter_mut().zip(words) {
-            *d = *s;
-        }
-        self.net
-            .borrow_mut()
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
+        let mut net = self.net.borrow_mut();
+        let w = net
             .stats
-            .insert((self.port, qid, block as u8), w);
+            .entry((self.port, qid, block as u8))
+            .or_insert([0u64; QSTAT_WORDS]);
+        if let Some(range) = w.get_mut(first..first.saturating_add(words.len())) {
+            range.copy_from_slice(words);
+        }
     }
 
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {

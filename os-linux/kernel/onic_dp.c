@@ -312,17 +312,19 @@ int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, 
 	return err;
 }
 
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, const u64 *v, size_t n)
+void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, size_t first, const u64 *v,
+		       size_t n)
 {
 	struct onic_qstats *qs;
 	size_t i;
 
-	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || n != ONIC_QSTAT_WORDS)
+	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || first > ONIC_QSTAT_WORDS ||
+	    n > ONIC_QSTAT_WORDS - first)
 		return;
 	qs = &nd->qstats[block * nd->max_queues + qid];
 	u64_stats_update_begin(&qs->syncp);
 	for (i = 0; i < n; i++)
-		u64_stats_set(&qs->v[i], v[i]);
+		u64_stats_set(&qs->v[first + i], v[i]);
 	u64_stats_update_end(&qs->syncp);
 }
 

@@ -197,7 +197,8 @@ void onic_xdpf_return(void *frame);
 u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 *off, u32 hash, u32 hash_type,
 		 bool has_hash);
 int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, u8 meta);
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, const u64 *v, size_t n);
+void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, size_t first, const u64 *v,
+		       size_t n);
 void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n);
 void onic_synchronize_net(void);
 

@@ -234,8 +234,8 @@ where
         Ok(())
     }
 
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
-        self.os.stats_publish(qid, block, words);
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
+        self.os.stats_publish(qid, block, first, words);
     }
 
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {

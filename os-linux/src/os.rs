@@ -151,8 +151,9 @@ pub trait Os: GracePeriod + 'static {
     /// `xdp_return_frame`).
     fn xdp_redirect(&self, prog: Self::Prog, mem: Self::QMem, page: &RawPoolPage, frame: FrameAt) -> bool;
 
-    /// Publishes one counter block of queue `qid` (called only by that block's single writer).
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]);
+    /// Publishes words `first..first + words.len()` of counter block `block` of queue `qid`
+    /// (called only by that block's single writer; the block's other words keep their value).
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]);
     /// Reads one published counter block of queue `qid`, consistently
     /// (`u64_stats_fetch_begin/retry`).
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);

@@ -259,13 +259,13 @@ impl Os for HostOs {
         true
     }
 
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
         let mut s = self.1.borrow_mut();
         let q = usize::from(qid);
         if s.len() <= q {
             s.resize(q + 1, [[0; 64]; 3]);
         }
-        s[q][block as usize][..words.len()].copy_from_slice(words);
+        s[q][block as usize][first..first + words.len()].copy_from_slice(words);
     }
 
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {

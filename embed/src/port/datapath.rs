@@ -7,17 +7,17 @@
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
-use onic_core::stats::QueueCounters;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::RxContext;
+use onic_core::TxStats;
 use onic_hal::grace::ReadSection;
 
 use super::abi::{PollResult, TxClean, TxState, XmitResult};
 use super::contexts::{Napi, Token, TxLock, XmitLock};
-use super::counters::to_words;
+use super::counters::{add_words, TX_WORDS_AT};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::queues::{napi_counters, tx_counters, HostDevice, NapiState, TxRing};
+use super::queues::{napi_words, HostDevice, NapiState, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
 use super::xsk::xsk_send;
 use super::Port;
@@ -51,8 +51,11 @@ impl<H: Host> Port<H> {
             .as_mut()
     }
 
-    fn publish(&self, qid: u16, block: StatBlock, c: &QueueCounters) {
-        self.host.stats_publish(qid, block, &to_words(c));
+    /// Publishes a TX-only ring's counters (the stack's or the redirect-in ring's block): only
+    /// the block's TX words, which are all such a block ever holds.
+    fn publish_tx(&self, qid: u16, block: StatBlock, stats: &TxStats) {
+        self.host
+            .stats_publish(qid, block, TX_WORDS_AT, &stats.to_words());
     }
 
     /// Sends one packet of the stack on TX ring `qid`, after reclaiming what the device has
@@ -88,7 +91,7 @@ impl<H: Host> Port<H> {
         done.in_flight = u32::from(tx.in_flight());
         done.free = u32::from(tx.free());
         if r != XmitResult::Ok {
-            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
+            self.publish_tx(qid, StatBlock::Stack, tx.stats());
         }
         r
     }
@@ -98,7 +101,7 @@ impl<H: Host> Port<H> {
         let qid = lock.index();
         if let Some(tx) = self.stack(lock) {
             tx.flush(&self.dev.doorbells());
-            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
+            self.publish_tx(qid, StatBlock::Stack, tx.stats());
         }
     }
 
@@ -135,7 +138,7 @@ impl<H: Host> Port<H> {
         };
         let c = self.reclaim_stack(tx, Some(budget));
         if c.packets > 0 {
-            self.publish(qid, StatBlock::Stack, &tx_counters(tx.stats()));
+            self.publish_tx(qid, StatBlock::Stack, tx.stats());
         }
         c
     }
@@ -149,7 +152,7 @@ impl<H: Host> Port<H> {
         };
         let c = self.reclaim_stack(tx, None);
         if c.packets > 0 {
-            self.publish(qid, StatBlock::Xmit, &tx_counters(tx.stats()));
+            self.publish_tx(qid, StatBlock::Xmit, tx.stats());
         }
         c
     }
@@ -200,7 +203,7 @@ impl<H: Host> Port<H> {
         if flush {
             tx.flush(&db);
         }
-        self.publish(qid, StatBlock::Xmit, &tx_counters(tx.stats()));
+        self.publish_tx(qid, StatBlock::Xmit, tx.stats());
         Ok(sent)
     }
 
@@ -354,9 +357,9 @@ fn poll_queue<H: Host>(
         }
     }
     let redirected = redirect.redirected;
-    let mut published = *base;
-    published += napi_counters(qp);
-    host.stats_publish(qid, StatBlock::Napi, &to_words(&published));
+    let mut published = napi_words(qp);
+    add_words(&mut published, base);
+    host.stats_publish(qid, StatBlock::Napi, 0, &published);
     let result = PollResult {
         done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
         more: out.rx.more,

@@ -186,8 +186,10 @@ pub trait Host: Clone {
         target: Option<u32>,
     ) -> Result<(), Self::Page>;
 
-    /// Publishes one counter block of queue `qid` (called only by that block's single writer).
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]);
+    /// Publishes words `first..first + words.len()` of counter block `block` of queue `qid`
+    /// (called only by that block's single writer); the block's other words keep their value.
+    /// A host ignores a range past the block's [`QSTAT_WORDS`](super::counters::QSTAT_WORDS).
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]);
     /// Reads one published counter block of queue `qid`, consistently.
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
 

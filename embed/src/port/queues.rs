@@ -25,7 +25,7 @@ use onic_core::{Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, TxQueu
 use onic_hal::Direction;
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
-use super::counters::to_words;
+use super::counters::{add_words, live_words, to_words, QSTAT_WORDS, TX_WORDS_AT};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
@@ -91,7 +91,8 @@ pub(crate) struct NapiState<H: Host> {
     pub(crate) pair: Option<NapiPair<H>>,
     /// The queue memory of the running pair (its page pool and XDP registration).
     pub(crate) mem: Option<H::QMem>,
-    pub(crate) base: QueueCounters,
+    /// The counters of the pairs and rings that ran before, as the NAPI block's words.
+    pub(crate) base: [u64; QSTAT_WORDS],
 }
 
 /// One queue index's rings, each in the cell of the context that owns it (module docs).
@@ -107,7 +108,7 @@ impl<H: Host> Queue<H> {
         let napi = NapiState {
             pair: None,
             mem: None,
-            base: QueueCounters::default(),
+            base: [0; QSTAT_WORDS],
         };
         Self {
             napi: Owned::new(napi, domain, q),
@@ -150,6 +151,13 @@ impl<H: Host> Queue<H> {
 fn slots<H: Host, T>(host: &H, n: u16, mut fill: impl FnMut() -> T) -> PortResult<Slots<T>> {
     host.try_vec(usize::from(n), |_| fill())
         .ok_or(PortError::NoMemory)
+}
+
+/// The NAPI block's words of `qp`'s live counters (what [`napi_counters`] holds, without
+/// building it: every poll publishes these).
+pub(crate) fn napi_words<H: Host>(qp: &NapiPair<H>) -> [u64; QSTAT_WORDS] {
+    let xsk = qp.pool.as_xsk().map(|x| x.stats).unwrap_or_default();
+    live_words(qp.rx.stats(), qp.tx.stats(), qp.stats(), &xsk)
 }
 
 /// A NAPI pair's counters, XDP_TX ring included.
@@ -398,7 +406,7 @@ impl<H: Host> Rings<'_, H> {
         let (napi, _, _) = queue.open(tokens)?;
         let old = napi.pair.as_ref().map_or(SourceKind::Pages, |p| p.pool.kind());
         if let Some(n) = self.stop_napi(napi, q) {
-            napi.base += n;
+            add_words(&mut napi.base, &to_words(&n));
         }
         let xdp_qid = TxRole::XdpTx.qid(max, q);
         let (r, started) = match self.start_napi((q, xdp_qid), source, tuning, tx_ring, rx_ring) {
@@ -415,7 +423,7 @@ impl<H: Host> Rings<'_, H> {
             napi.pair = Some(pair);
             napi.mem = Some(mem);
         }
-        self.host.stats_publish(q, StatBlock::Napi, &to_words(&napi.base));
+        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
         r
     }
 
@@ -446,15 +454,13 @@ impl<H: Host> Rings<'_, H> {
         // What the restart counted (restarts, abandoned completions, aborted buffers) is
         // published now, as each ring's owner would: the user sees it without waiting for the
         // next poll or transmit.
-        let mut published = napi.base;
-        if let Some(n) = &napi.pair {
-            published += napi_counters(n);
-        }
-        self.host.stats_publish(q, StatBlock::Napi, &to_words(&published));
+        let mut published = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
+        add_words(&mut published, &napi.base);
+        self.host.stats_publish(q, StatBlock::Napi, 0, &published);
         for (ring, block) in [(&*stack, StatBlock::Stack), (&*xmit, StatBlock::Xmit)] {
             if let Some(tx) = ring {
                 self.host
-                    .stats_publish(q, block, &to_words(&tx_counters(tx.stats())));
+                    .stats_publish(q, block, TX_WORDS_AT, &tx.stats().to_words());
             }
         }
         if let Err(e) = first {
@@ -486,18 +492,21 @@ impl<H: Host> Rings<'_, H> {
         xmit: &mut Option<TxRing<H>>,
         q: u16,
     ) {
+        let mut ran = QueueCounters::default();
         if let Some(s) = self.stop_tx(stack, q) {
-            napi.base += tx_counters(&s);
+            ran += tx_counters(&s);
         }
         if let Some(x) = self.stop_tx(xmit, q) {
-            napi.base += tx_counters(&x);
+            ran += tx_counters(&x);
         }
         if let Some(n) = self.stop_napi(napi, q) {
-            napi.base += n;
+            ran += n;
         }
-        self.host.stats_publish(q, StatBlock::Napi, &to_words(&napi.base));
-        let zero = to_words(&QueueCounters::default());
-        self.host.stats_publish(q, StatBlock::Stack, &zero);
-        self.host.stats_publish(q, StatBlock::Xmit, &zero);
+        add_words(&mut napi.base, &to_words(&ran));
+        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
+        // The TX-only blocks are only ever written in their TX range.
+        let zero = [0; TxStats::WORDS];
+        self.host.stats_publish(q, StatBlock::Stack, TX_WORDS_AT, &zero);
+        self.host.stats_publish(q, StatBlock::Xmit, TX_WORDS_AT, &zero);
     }
 }

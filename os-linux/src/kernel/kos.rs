@@ -212,9 +212,18 @@ impl Os for KOs {
         }
     }
 
-    fn stats_publish(&self, qid: u16, block: StatBlock, words: &[u64]) {
-        // SAFETY: live netdev; `words` is valid for its length.
-        unsafe { ffi::onic_qstats_write(self.nd.as_ptr(), qid, block as u8, words.as_ptr(), words.len()) };
+    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
+        // SAFETY: live netdev; `words` is valid for its length (the C side checks the range).
+        unsafe {
+            ffi::onic_qstats_write(
+                self.nd.as_ptr(),
+                qid,
+                block as u8,
+                first,
+                words.as_ptr(),
+                words.len(),
+            );
+        }
     }
 
     fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
