@@ -144,8 +144,8 @@ fn parse_console(text: &str) -> Console {
     Console { kernel, figures }
 }
 
-/// Who a function belongs to: the Rust crate for onic.ko's Rust code, "onic.ko C glue" for its
-/// C, a module's name, "kernel" or "user space".
+/// Who a function belongs to: the Rust crate for onic.ko's Rust code (its `onic_rs_*` entry
+/// points apart), "onic.ko C glue" for its C, a module's name, "kernel" or "user space".
 fn owner(s: Option<&Symbol>, demangled: &str) -> String {
     let Some(s) = s else {
         return "user space".into();
@@ -160,6 +160,9 @@ fn owner(s: Option<&Symbol>, demangled: &str) -> String {
                 .collect();
             format!("onic.ko Rust {krate}")
         }
+        // The Rust side's `extern "C"` entry points (os-linux/src/kernel/entry.rs), where the
+        // core's inlined datapath runs.
+        Some("onic") if s.name.starts_with("onic_rs_") => "onic.ko Rust entry (onic_linux)".into(),
         Some("onic") => "onic.ko C glue".into(),
         Some(m) => format!("module {m}"),
     }
