@@ -58,7 +58,9 @@ TABLES=${TABLES:-memory,xdp,xdp_drop,xdp_tx}
 CTL_SENDER=52:54:00:c0:00:01 CTL_RECEIVER=52:54:00:c0:00:02
 DATA_SENDER=52:54:00:5e:00:01 DATA_RECEIVER=52:54:00:5e:00:02
 # Frame sizes on the wire (with the 4-byte FCS); UDP payload = size - 46.
-SIZES="1518 1000 500 250 64"
+# The frame sizes of the UDP and XDP sweeps (onic_bench_sizes=, comma-separated).
+SIZES=$(sed -n 's/.*onic_bench_sizes=\([0-9,]*\).*/\1/p' /proc/cmdline | tr , ' ')
+SIZES=${SIZES:-1518 1000 500 250 64}
 
 [ "$SERVE" = serve ] || echo "== onic VM benchmark on Linux $(uname -r), $ROLE, device $DEV, sender $SENDER, $SECS s per figure, icount ${ICOUNT:-0}, $(grep -c ^processor /proc/cpuinfo) CPU, tables $TABLES, IOMMU $(ls /sys/class/iommu 2>/dev/null | tr '\n' ' ')"
 

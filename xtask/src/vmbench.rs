@@ -42,7 +42,10 @@ use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Mac
 use crate::{insnprof, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+
+/// The frame sizes the sweeps measure unless `--sizes` says otherwise (the seed's).
+const SIZES: [u16; 5] = [1518, 1000, 500, 250, 64];
 
 /// The tables a boot can measure, in the order it measures them (`--tables` picks some).
 const TABLES: [&str; 4] = ["memory", "xdp", "xdp_drop", "xdp_tx"];
@@ -97,6 +100,8 @@ struct Opts {
     sender: Sender,
     /// The tables to measure, a subset of [`TABLES`].
     tables: Vec<&'static str>,
+    /// The frame sizes of the UDP and XDP sweeps.
+    sizes: Vec<u16>,
     /// The PCI card behind QEMU's Intel IOMMU in strict mode, as on a host with the IOMMU on.
     iommu: bool,
     /// Every window's instructions per function, counted by QEMU (`insnprof.rs`): where the
@@ -142,6 +147,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         devs: vec![Dev::Sim],
         sender: Sender::Same,
         tables: TABLES.to_vec(),
+        sizes: SIZES.to_vec(),
         iommu: false,
         profile: false,
     };
@@ -175,6 +181,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 }
             }
             "--tables" => o.tables = parse_tables(it.next().ok_or(USAGE)?)?,
+            "--sizes" => o.sizes = parse_sizes(it.next().ok_or(USAGE)?)?,
             "--iommu" => o.iommu = true,
             "--profile" => o.profile = true,
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
@@ -190,6 +197,19 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         o.devs.retain(|d| *d != Dev::Sim);
     }
     Ok(o)
+}
+
+/// `--sizes`: comma-separated frame sizes, each an Ethernet frame without FCS that carries a UDP
+/// datagram with at least one byte (the guest subtracts 46 header bytes) and fits the MTU.
+fn parse_sizes(list: &str) -> Result<Vec<u16>, String> {
+    list.split(',')
+        .map(|s| {
+            s.parse::<u16>()
+                .ok()
+                .filter(|n| (64..=1518).contains(n))
+                .ok_or_else(|| format!("--sizes: {s:?} is not a frame size in 64..=1518"))
+        })
+        .collect()
 }
 
 /// `--tables`: a comma-separated subset of [`TABLES`], kept in [`TABLES`]' order.
@@ -390,12 +410,13 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
                 ""
             };
             format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_profile={} onic_bench_role={role}{iommu}",
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_sizes={} onic_bench_profile={} onic_bench_role={role}{iommu}",
                 o.secs,
                 d.name(),
                 u8::from(o.icount),
                 o.sender.name(),
                 o.tables.join(","),
+                o.sizes.iter().map(u16::to_string).collect::<Vec<_>>().join(","),
                 u8::from(o.profile),
             )
         };
@@ -580,6 +601,14 @@ mod tests {
         let o = parse_args(&["--dev".into(), "all".into(), "--sender".into(), "guest".into()]).unwrap();
         assert_eq!(o.devs, [Dev::Pci, Dev::Virtio]);
         assert!(parse_args(&["--sender".into(), "guest".into()]).is_err());
+    }
+
+    #[test]
+    fn sizes_are_frame_sizes() {
+        assert_eq!(parse_sizes("1518,64").unwrap(), vec![1518, 64]);
+        assert!(parse_sizes("63").is_err());
+        assert!(parse_sizes("1519").is_err());
+        assert!(parse_sizes("64,,500").is_err());
     }
 
     #[test]
