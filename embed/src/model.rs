@@ -210,6 +210,8 @@ struct Net<P, D: DmaMemory> {
     /// The pools' slow-path bulk and buffer size.
     pool_bulk: Option<usize>,
     pool_bufs: RxBufSizes,
+    /// Page allocations of the pools still to refuse ([`ModelHost::refuse_page_allocs`]).
+    refuse_allocs: u32,
     packets: Slots<Packet>,
     /// Packet buffers of completed packets, still mapped, for the next packets.
     spare: Vec<DmaPage>,
@@ -276,6 +278,7 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
             room: BTreeMap::new(),
             pool_bulk: None,
             pool_bufs: RxBufSizes::default(),
+            refuse_allocs: 0,
             packets: Slots::new(),
             spare: Vec::new(),
             frames: Slots::new(),
@@ -337,6 +340,15 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
         let mut net = self.net.borrow_mut();
         net.pool_bulk = bulk;
         net.pool_bufs = bufs;
+    }
+
+    /// Refuses the next `n` page allocations of this host's pools, as a page pool out of
+    /// memory does: a queue filled meanwhile (by its start, a restart or a poll's refill)
+    /// keeps those slots empty and counts `refill_alloc_failures`, and a later poll fills them.
+    /// A fault of the host, so it works over any `ModelAccess` (the model card's own fault
+    /// knobs reach only its DMA memory).
+    pub fn refuse_page_allocs(&self, n: u32) {
+        self.net.borrow_mut().refuse_allocs = n;
     }
 
     /// Attaches a program; the handle is what `Port::poll` takes.
@@ -658,12 +670,12 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
     }
 
     fn page_alloc(&self, mem: QMem) -> Option<DmaPage> {
-        self.net
-            .borrow_mut()
-            .pools
-            .get_mut(usize::from(mem))?
-            .as_mut()?
-            .alloc()
+        let mut net = self.net.borrow_mut();
+        if net.refuse_allocs > 0 {
+            net.refuse_allocs -= 1;
+            return None;
+        }
+        net.pools.get_mut(usize::from(mem))?.as_mut()?.alloc()
     }
 
     fn page_put(&self, mem: QMem, page: DmaPage, dirty: usize, _direct: bool) {

@@ -291,6 +291,42 @@ fn each_queue_is_built_with_its_own_buffer_size_and_drops_what_does_not_fit_it()
 }
 
 #[test]
+fn a_restarted_queue_whose_pool_refuses_a_page_starts_empty_and_its_next_poll_fills_it() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
+    let usable = RingSizeIdx::new(1).unwrap().usable();
+    let ring = |b: &mut SoloPort<Host<'_>>| {
+        let v = b.inspect(1).unwrap();
+        let s = v.pair.rx.stats();
+        (v.pair.rx.posted(), s.refill_alloc_failures, s.restarts)
+    };
+    // A full ring: every usable descriptor but the one that tells full from empty.
+    let full = ring(&mut b).0;
+    assert_eq!(full, usable - 1);
+    // The host refuses one page: the restarted ring takes none (a refill stops at the first
+    // refusal), and no interrupt will come for an empty ring.
+    h1.refuse_page_allocs(1);
+    b.restart_queue(1).unwrap();
+    assert_eq!(ring(&mut b), (0, 1, 1));
+    // The next poll (as a host's housekeeping schedules for a ring it sees short) fills it.
+    b.poll(1, 64, (), None);
+    assert_eq!(ring(&mut b), (full, 1, 1));
+    // Both queues receive again, and every page is accounted for.
+    let frames: Vec<_> = (0..16).map(frame).collect();
+    send(&mut a, &h0, &frames);
+    run(&card, &mut [&mut a, &mut b], [None, None]);
+    let mut per_queue = [0u32; 2];
+    let n = h1.drain_received(|r| per_queue[usize::from(r.qid)] += 1);
+    assert_eq!(n, 16);
+    assert!(
+        per_queue.iter().all(|&c| c > 0),
+        "RSS used both queues: {per_queue:?}"
+    );
+    census(&h0, &mut a, &mut b);
+    teardown(&card, &h0, a, b);
+}
+
+#[test]
 fn a_target_with_no_room_left_fails_the_redirect_and_the_driver_counts_it() {
     let card = Card::new(CardConfig::default());
     let (h0, h1, mut a, mut b) = two_ports(&card);
