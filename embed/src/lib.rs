@@ -8,7 +8,8 @@
 //! a frame on a TX ring that is not an XDP_TX page of the pair's own pool ([`frame::Frame`]),
 //! where such frames go when the device is done with them ([`done::FrameDone`]), a pass sink
 //! that keeps the pages it is handed and counts them ([`sink::OsQueue`]), and a builder for a
-//! device's queue pairs with their pools and slot storage ([`set::QueueSet`]).
+//! device's queue pairs with their pools and slot storage ([`set::QueueSet`]), and one poll of a
+//! pair for the rigs and tests that drive pairs below the port ([`poll::poll_pair`]).
 //!
 //! The crate is `no_std` with `alloc`, and free of `unsafe`: where a host hands out raw memory,
 //! its own types keep the unsafe on its side of the seam.
@@ -41,6 +42,7 @@ pub mod done;
 pub mod frame;
 #[cfg(feature = "model")]
 pub mod model;
+pub mod poll;
 pub mod port;
 pub mod set;
 pub mod sink;

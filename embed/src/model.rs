@@ -31,7 +31,6 @@ use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig};
 use onic_core::rss::{PublishedHasher, RssKey};
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpRxHash};
-use onic_core::{BufSizeIdx, QueueId, RxQueueConfig};
 use onic_hal::grace::TakingTurns;
 use onic_hal::{DelayNs, RegisterWindow};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
@@ -42,7 +41,7 @@ use crate::port::{XskBuf, XskTxDesc};
 
 mod xsk;
 pub mod xsk_app;
-use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, SkbHash, StatBlock};
+use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, RxBufSizes, SkbHash, StatBlock};
 pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK};
 
 /// A queue's page pool: its number among every pool the model host made.
@@ -210,7 +209,9 @@ struct Net<P, D: DmaMemory> {
     room: BTreeMap<u32, usize>,
     /// The pools' slow-path bulk and buffer size.
     pool_bulk: Option<usize>,
-    pool_buf: BufSizeIdx,
+    pool_bufs: RxBufSizes,
+    /// Page allocations of the pools still to refuse ([`ModelHost::refuse_page_allocs`]).
+    refuse_allocs: u32,
     packets: Slots<Packet>,
     /// Packet buffers of completed packets, still mapped, for the next packets.
     spare: Vec<DmaPage>,
@@ -276,7 +277,8 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
             targets: None,
             room: BTreeMap::new(),
             pool_bulk: None,
-            pool_buf: RxQueueConfig::new(QueueId::new(0)).buf,
+            pool_bufs: RxBufSizes::default(),
+            refuse_allocs: 0,
             packets: Slots::new(),
             spare: Vec::new(),
             frames: Slots::new(),
@@ -332,11 +334,21 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
     }
 
     /// The page pools made from now on take `bulk` pages from the HAL per slow-path call (the
-    /// core's default when `None`) and serve RX buffers of `buf` (the ports' `QueueTuning`).
-    pub fn set_pool_config(&self, bulk: Option<usize>, buf: BufSizeIdx) {
+    /// core's default when `None`) and serve the RX buffers of `bufs` (the ports'
+    /// `QueueTuning::bufs`): queue `q`'s pool syncs a buffer of `bufs.for_queue(q)`.
+    pub fn set_pool_config(&self, bulk: Option<usize>, bufs: RxBufSizes) {
         let mut net = self.net.borrow_mut();
         net.pool_bulk = bulk;
-        net.pool_buf = buf;
+        net.pool_bufs = bufs;
+    }
+
+    /// Refuses the next `n` page allocations of this host's pools, as a page pool out of
+    /// memory does: a queue filled meanwhile (by its start, a restart or a poll's refill)
+    /// keeps those slots empty and counts `refill_alloc_failures`, and a later poll fills them.
+    /// A fault of the host, so it works over any `ModelAccess` (the model card's own fault
+    /// knobs reach only its DMA memory).
+    pub fn refuse_page_allocs(&self, n: u32) {
+        self.net.borrow_mut().refuse_allocs = n;
     }
 
     /// Attaches a program; the handle is what `Port::poll` takes.
@@ -635,7 +647,7 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
 
     fn qmem_new(&self, qid: u16, _pages: u32) -> Result<QMem, i32> {
         let mut net = self.net.borrow_mut();
-        let mut cfg = PoolConfig::rx(PAGE_DIR, net.pool_buf.bytes());
+        let mut cfg = PoolConfig::rx(PAGE_DIR, net.pool_bufs.for_queue(qid).bytes());
         if let Some(bulk) = net.pool_bulk {
             cfg.bulk = bulk;
         }
@@ -658,12 +670,12 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
     }
 
     fn page_alloc(&self, mem: QMem) -> Option<DmaPage> {
-        self.net
-            .borrow_mut()
-            .pools
-            .get_mut(usize::from(mem))?
-            .as_mut()?
-            .alloc()
+        let mut net = self.net.borrow_mut();
+        if net.refuse_allocs > 0 {
+            net.refuse_allocs -= 1;
+            return None;
+        }
+        net.pools.get_mut(usize::from(mem))?.as_mut()?.alloc()
     }
 
     fn page_put(&self, mem: QMem, page: DmaPage, dirty: usize, _direct: bool) {

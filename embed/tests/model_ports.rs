@@ -6,7 +6,9 @@
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{BufSizeIdx, RingSizeIdx};
 use onic_embed::model::{CardHost, CensusError, ModelHost, PoolCensus};
-use onic_embed::port::{PortConfig, PortError, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
+use onic_embed::port::{
+    PortConfig, PortError, QueueTuning, RxBufSizes, SoloPort, TxClean, TxLock, XmitLock, XmitResult,
+};
 use onic_sim::{Card, CardConfig};
 
 type Prog = Box<dyn FnMut(&mut XdpBuff<'_>) -> XdpAction>;
@@ -200,19 +202,17 @@ fn a_stack_that_holds_its_frames_keeps_their_pages_until_it_gives_them_back() {
     let card = Card::new(CardConfig::default());
     let (h0, h1, mut a, mut b) = two_ports(&card);
     // Queues are built with the tuning of the last `open`: refused while up.
+    let buf = BufSizeIdx::new(3).unwrap();
     let tuning = QueueTuning {
-        buf: BufSizeIdx::new(3).unwrap(),
+        bufs: RxBufSizes::all(buf),
         ..QueueTuning::default()
     };
     assert_eq!(b.set_tuning(tuning), Err(PortError::Busy));
     b.stop().unwrap();
     b.set_tuning(tuning).unwrap();
-    h1.set_pool_config(Some(1), tuning.buf);
+    h1.set_pool_config(Some(1), tuning.bufs);
     b.open().unwrap();
-    assert!(b
-        .inspect_all()
-        .iter()
-        .all(|v| v.pair.rx.config().buf == tuning.buf));
+    assert!(b.inspect_all().iter().all(|v| v.pair.rx.config().buf == buf));
     let frames: Vec<_> = (0..6).map(frame).collect();
     send(&mut a, &h0, &frames);
     run(&card, &mut [&mut a, &mut b], [None, None]);
@@ -229,6 +229,100 @@ fn a_stack_that_holds_its_frames_keeps_their_pages_until_it_gives_them_back() {
     assert_eq!(to_os, 6);
     assert_eq!(h1.release_received(usize::MAX), 4);
     assert_eq!(held(&census(&h0, &mut a, &mut b)), 0);
+    teardown(&card, &h0, a, b);
+}
+
+/// An IPv4/UDP frame of `len` bytes with `n` in its source port and its last byte.
+fn long_frame(n: u8, len: usize) -> Vec<u8> {
+    let mut f = frame(n);
+    f.resize(len, 0);
+    f[len - 1] = n;
+    f
+}
+
+#[test]
+fn each_queue_is_built_with_its_own_buffer_size_and_drops_what_does_not_fit_it() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
+    // Queue 0 with buffers of 3520 bytes, queue 1 with buffers of 512.
+    let (big, small) = (BufSizeIdx::new(5).unwrap(), BufSizeIdx::new(2).unwrap());
+    let bufs = RxBufSizes::cycle(&[big, small]).unwrap();
+    b.stop().unwrap();
+    b.set_tuning(QueueTuning {
+        bufs,
+        ..QueueTuning::default()
+    })
+    .unwrap();
+    h1.set_pool_config(Some(1), bufs);
+    b.open().unwrap();
+    let built: Vec<u32> = b
+        .inspect_all()
+        .iter()
+        .map(|v| v.pair.rx.config().buf.bytes())
+        .collect();
+    assert_eq!(built, [3520, 512]);
+    // The MTU is bounded by the smallest buffer: a frame may arrive on any queue.
+    let (_, max_mtu) = b.control(|p, t| p.mtu_range(t)).unwrap();
+    assert_eq!(max_mtu, 512 - 14);
+    // 600-byte frames of many flows: those RSS sends to queue 0 reach the stack, those on
+    // queue 1 span two buffers and are dropped and counted.
+    let frames: Vec<_> = (0..32).map(|n| long_frame(n, 600)).collect();
+    send(&mut a, &h0, &frames);
+    run(&card, &mut [&mut a, &mut b], [None, None]);
+    let mut per_queue = [0u64; 2];
+    h1.drain_received(|r| {
+        assert_eq!(r.data().len(), 600);
+        per_queue[usize::from(r.qid)] += 1;
+    });
+    let dropped: Vec<u64> = b
+        .inspect_all()
+        .iter()
+        .map(|v| v.pair.rx.stats().rx_multi_buffer)
+        .collect();
+    assert_eq!(
+        per_queue[1], 0,
+        "no frame longer than queue 1's buffer reaches the stack"
+    );
+    assert_eq!(dropped[0], 0);
+    assert!(per_queue[0] > 0 && dropped[1] > 0, "RSS used both queues");
+    assert_eq!(per_queue[0] + dropped[1], 32);
+    census(&h0, &mut a, &mut b);
+    teardown(&card, &h0, a, b);
+}
+
+#[test]
+fn a_restarted_queue_whose_pool_refuses_a_page_starts_empty_and_its_next_poll_fills_it() {
+    let card = Card::new(CardConfig::default());
+    let (h0, h1, mut a, mut b) = two_ports(&card);
+    let usable = RingSizeIdx::new(1).unwrap().usable();
+    let ring = |b: &mut SoloPort<Host<'_>>| {
+        let v = b.inspect(1).unwrap();
+        let s = v.pair.rx.stats();
+        (v.pair.rx.posted(), s.refill_alloc_failures, s.restarts)
+    };
+    // A full ring: every usable descriptor but the one that tells full from empty.
+    let full = ring(&mut b).0;
+    assert_eq!(full, usable - 1);
+    // The host refuses one page: the restarted ring takes none (a refill stops at the first
+    // refusal), and no interrupt will come for an empty ring.
+    h1.refuse_page_allocs(1);
+    b.restart_queue(1).unwrap();
+    assert_eq!(ring(&mut b), (0, 1, 1));
+    // The next poll (as a host's housekeeping schedules for a ring it sees short) fills it.
+    b.poll(1, 64, (), None);
+    assert_eq!(ring(&mut b), (full, 1, 1));
+    // Both queues receive again, and every page is accounted for.
+    let frames: Vec<_> = (0..16).map(frame).collect();
+    send(&mut a, &h0, &frames);
+    run(&card, &mut [&mut a, &mut b], [None, None]);
+    let mut per_queue = [0u32; 2];
+    let n = h1.drain_received(|r| per_queue[usize::from(r.qid)] += 1);
+    assert_eq!(n, 16);
+    assert!(
+        per_queue.iter().all(|&c| c > 0),
+        "RSS used both queues: {per_queue:?}"
+    );
+    census(&h0, &mut a, &mut b);
     teardown(&card, &h0, a, b);
 }
 

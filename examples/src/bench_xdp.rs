@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use onic_core::queue::rx::RxFrame;
 use onic_core::rss::ShellHasher;
 use onic_core::xdp::{DevMap, TxTarget, XdpAction, XdpBuff, XdpDispatch, XdpFrame};
-use onic_core::{PassInfo, RxContext, XdpRxq};
+use onic_core::{PassInfo, XdpRxq};
 use onic_hal::DmaPage;
 use onic_sim::{Card, CardConfig, Wire};
 
@@ -42,6 +42,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig};
 use onic_core::queue::pool::RecycleRing;
 use onic_core::{Device, QueueId};
 use onic_embed::done::FrameDone;
+use onic_embed::poll::poll_pair;
 use onic_embed::set::{PairSpec, QueueSet};
 use onic_hal::Direction;
 use onic_sim::{QdmaWindow, ShellWindow, SimDma};
@@ -160,17 +161,21 @@ impl Bench<'_> {
             };
             // Objects get the RX hash, as a driver offering the kfunc computes it.
             let hash = matches!(path, Path::Program(_, true) | Path::Held(_));
-            let mut ctx = RxContext {
-                sink: &mut to_os,
-                rxq: XdpRxq::default(),
-                dispatch: XdpDispatch {
-                    prog,
-                    redirect: &mut map,
-                    origin: 0,
-                    hasher: hash.then_some(&self.hasher),
-                },
+            let dispatch = XdpDispatch {
+                prog,
+                redirect: &mut map,
+                origin: 0,
+                hasher: hash.then_some(&self.hasher),
             };
-            let n = pair.poll(64, &db, &mut ctx, &mut done).rx.done;
+            let n = poll_pair(
+                pair,
+                (64, &db),
+                (&mut to_os, XdpRxq::default()),
+                dispatch,
+                &mut done,
+            )
+            .rx
+            .done;
             got += n;
             idle = if n == 0 { idle + 1 } else { 0 };
         }

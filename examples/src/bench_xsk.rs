@@ -33,7 +33,8 @@ use onic_core::queue::xsk::{
     Umem, UmemChunk, UmemConfig, UmemFrame, UmemTxFrame, XskDesc, XskPool, XskRing, XskRx, XskTx,
 };
 use onic_core::xdp::{NoRedirect, RawXdpProgram, RedirectTable, XdpAction, XdpBuff, XdpDispatch};
-use onic_core::{Device, PassInfo, QueueId, QueuePair, RxContext, RxSink, XdpRxq};
+use onic_core::{Device, PassInfo, QueueId, QueuePair, RxSink, XdpRxq};
+use onic_embed::poll::poll_pair;
 use onic_embed::set::{assemble_pair, PairSpec};
 use onic_hal::{Direction, DmaMemory, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, SimDma, Wire};
@@ -123,17 +124,21 @@ where
     let (mut got, mut idle) = (0, 0);
     let start = Instant::now();
     while got < BURST && idle < 4 {
-        let mut ctx = RxContext {
-            sink: &mut *sink,
-            rxq: XdpRxq::default(),
-            dispatch: XdpDispatch {
-                prog: prog.as_mut().map(|p| p as &mut dyn RawXdpProgram),
-                redirect: &mut *redirect,
-                origin: 0,
-                hasher: None,
-            },
+        let dispatch = XdpDispatch {
+            prog: prog.as_mut().map(|p| p as &mut dyn RawXdpProgram),
+            redirect: &mut *redirect,
+            origin: 0,
+            hasher: None,
         };
-        let n = pair.poll(BURST, db, &mut ctx, &mut *done).rx.done;
+        let n = poll_pair(
+            pair,
+            (BURST, db),
+            (&mut *sink, XdpRxq::default()),
+            dispatch,
+            &mut *done,
+        )
+        .rx
+        .done;
         got += n;
         idle = if n == 0 { idle + 1 } else { 0 };
     }

@@ -31,7 +31,7 @@ use onic_core::config::BufSizeIdx;
 use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::queue::pool::{PageBurst, PageProvider, RecycleRing};
 use onic_core::queue::rx::RxFrame;
-use onic_core::{Device, PassAll, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_core::{Device, PassAll, PassInfo, RxSink, XdpRxq};
 use onic_hal::regs::qdma::tables::RING_SIZES;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
@@ -43,6 +43,7 @@ use crate::rig::{
 };
 use onic_embed::done::FrameDone;
 use onic_embed::frame::Frame;
+use onic_embed::poll::poll_pair;
 use onic_embed::set::{build_pair, Pair, PairSpec, Slots};
 
 /// The benchmark groups, in the order `onic bench` runs them.
@@ -431,12 +432,13 @@ pub fn rx_drop_driver_model(m: &Method) -> Sample {
             card.advance_time(2_000);
             card.run_until_idle();
             loop {
-                let mut ctx = RxContext {
-                    sink: &mut drop_sink,
-                    rxq: XdpRxq::default(),
-                    dispatch: PassAll,
-                };
-                let out = pair.poll(64, &db, &mut ctx, &mut free);
+                let out = poll_pair(
+                    &mut pair,
+                    (64, &db),
+                    (&mut drop_sink, XdpRxq::default()),
+                    PassAll,
+                    &mut free,
+                );
                 pkts += out.rx.done as u64;
                 if out.rx.armed && !out.rx.more {
                     break;

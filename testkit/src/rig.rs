@@ -26,7 +26,7 @@ use onic_core::queue::rx::{RxFrame, RxOptions};
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpFrame};
-use onic_core::{Device, PassAll, PassInfo, RxContext, RxSink, XdpRxq};
+use onic_core::{Device, PassAll, PassInfo, RxSink, XdpRxq};
 use onic_hal::context::QueueSide;
 use onic_hal::layout::desc::CmptEntry;
 use onic_hal::recording::Recorder;
@@ -36,6 +36,7 @@ use onic_hal::{
 };
 
 use onic_embed::done::FrameDone;
+use onic_embed::poll::poll_pair;
 use onic_embed::set::{assemble_pair, PairSpec};
 
 use crate::device::{status_word, DeviceMemory, DeviceRing};
@@ -541,15 +542,11 @@ impl<'a, P: PageProvider<Page = DmaPage>> RxRig<'a, P> {
         while busy > 0 {
             for (i, q) in self.queues.iter_mut().enumerate().filter(|(_, q)| !q.caught_up) {
                 // CAST: at most 64 queues.
-                let mut ctx = RxContext {
-                    sink: &mut *sink,
-                    rxq: XdpRxq {
-                        queue_index: i as u16,
-                        port: 0,
-                    },
-                    dispatch: PassAll,
+                let rxq = XdpRxq {
+                    queue_index: i as u16,
+                    port: 0,
                 };
-                let out = q.pair.poll(budget, &db, &mut ctx, &mut done).rx;
+                let out = poll_pair(&mut q.pair, (budget, &db), (&mut *sink, rxq), PassAll, &mut done).rx;
                 after(&mut q.pair.pool);
                 assert!(out.error.is_none(), "RX queue error: {:?}", out.error);
                 total += out.done;
@@ -643,20 +640,23 @@ impl<'a> RxRig<'a, HostPool<'a>> {
                         Ok(())
                     };
                     // CAST: at most 63 queues.
-                    let mut ctx = RxContext {
-                        sink: &mut to_os,
-                        rxq: XdpRxq {
-                            queue_index: i as u16,
-                            port: 0,
-                        },
-                        dispatch: XdpDispatch {
-                            prog: Some(&mut *prog),
-                            redirect: &mut map,
-                            origin: i as u32,
-                            hasher,
-                        },
+                    let rxq = XdpRxq {
+                        queue_index: i as u16,
+                        port: 0,
                     };
-                    let out = q.pair.poll(cfg.budget, &db, &mut ctx, &mut done);
+                    let dispatch = XdpDispatch {
+                        prog: Some(&mut *prog),
+                        redirect: &mut map,
+                        origin: i as u32,
+                        hasher,
+                    };
+                    let out = poll_pair(
+                        &mut q.pair,
+                        (cfg.budget, &db),
+                        (&mut to_os, rxq),
+                        dispatch,
+                        &mut done,
+                    );
                     for (page, len) in os.drain(..) {
                         q.pair.pool.return_from_os(page, len);
                     }

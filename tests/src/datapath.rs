@@ -31,8 +31,8 @@ use onic_core::queue::pair::PairPoll;
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpProgram};
 use onic_embed::model::{CardHost, ModelCensus, PoolCensus, Received};
 use onic_embed::port::{
-    FrameAt, Host, PortConfig, PortError, QueueTuning, QueueView, RingHoldings, SkbHash, SoloPort, TxClean,
-    TxLock, XmitLock, XmitResult,
+    FrameAt, Host, PortConfig, PortError, QueueTuning, QueueView, RingHoldings, RxBufSizes, SkbHash,
+    SoloPort, TxClean, TxLock, XmitLock, XmitResult,
 };
 use onic_hal::layout::desc::CmptEntrySize;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
@@ -236,7 +236,7 @@ impl Setup {
     #[must_use]
     pub fn tuning(&self) -> QueueTuning {
         QueueTuning {
-            buf: BufSizeIdx::new(self.buf_idx).expect("buffer size"),
+            bufs: RxBufSizes::all(BufSizeIdx::new(self.buf_idx).expect("buffer size")),
             cmpt_entry: self.cmpt_entry,
             max_frame_len: self.max_frame_len as u32,
             check_c2h_status: self.c2h_status_check,
@@ -385,7 +385,7 @@ impl<'c> Harness<'c> {
     #[must_use]
     pub fn new(card: &'c Card, setup: &Setup) -> Self {
         let host = HHost::new(card);
-        host.set_pool_config(Some(setup.bulk), setup.tuning().buf);
+        host.set_pool_config(Some(setup.bulk), setup.tuning().bufs);
         let mut known = vec![targets::USER_SINK, targets::HOLD];
         if setup.functions > 1 {
             known.push(targets::OTHER_PORT);

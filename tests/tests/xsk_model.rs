@@ -19,9 +19,10 @@ use onic_core::queue::xsk::{
 };
 use onic_core::xdp::{XdpAction, XdpBuff, XdpDispatch};
 use onic_core::{
-    Device, DeviceConfig, PassInfo, QueuePair, RingSizeIdx, RxContext, RxOptions, RxQueue, RxQueueConfig,
-    TxQueue, TxQueueConfig, TxSlot, XdpRxq,
+    Device, DeviceConfig, PassInfo, QueuePair, RingSizeIdx, RxOptions, RxQueue, RxQueueConfig, TxQueue,
+    TxQueueConfig, TxSlot, XdpRxq,
 };
+use onic_embed::poll::poll_pair;
 use onic_hal::{Direction, DmaMemory, DmaPage, QueueId};
 use onic_sim::{Card, CardConfig, SimDma, Wire};
 use proptest::prelude::*;
@@ -308,17 +309,19 @@ fn run_with(c: &Case, card: &Card, pages: &mut [DmaPage]) {
                 card.run_until_idle();
             }
             Op::Poll(budget) => {
-                let mut ctx = RxContext {
-                    sink: &mut sink,
-                    rxq: XdpRxq::default(),
-                    dispatch: XdpDispatch {
-                        prog: Some(&mut program),
-                        redirect: &mut xsk_rx,
-                        origin: 0,
-                        hasher: None,
-                    },
+                let dispatch = XdpDispatch {
+                    prog: Some(&mut program),
+                    redirect: &mut xsk_rx,
+                    origin: 0,
+                    hasher: None,
                 };
-                p.poll(*budget, &db, &mut ctx, &mut xsk_tx);
+                poll_pair(
+                    &mut p,
+                    (*budget, &db),
+                    (&mut sink, XdpRxq::default()),
+                    dispatch,
+                    &mut xsk_tx,
+                );
             }
             Op::Fill(n) => fill(&rings, &mut app, *n),
             Op::ReadRx(n) => read_rx(&umem, &rings, &mut app, *n),

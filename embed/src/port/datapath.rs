@@ -8,9 +8,10 @@ use onic_core::queue::pair::PairPoll;
 use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
-use onic_core::RxContext;
 use onic_core::TxStats;
 use onic_hal::grace::ReadSection;
+
+use crate::poll::poll_pair;
 
 use super::abi::{PollResult, TxClean, TxState, XmitResult};
 use super::contexts::{Napi, Token, TxLock, XmitLock};
@@ -320,18 +321,15 @@ fn poll_queue<H: Host>(
         xsk_redirected: (0, 0),
     };
     let mut program = prog.map(|prog| HostProg { host, prog, mem });
-    let mut ctx = RxContext {
-        sink: &mut pass,
-        rxq: XdpRxq {
-            queue_index: qid,
-            port: dev.function().port(),
-        },
-        dispatch: XdpDispatch {
-            prog: program.as_mut(),
-            redirect: &mut redirect,
-            origin: u32::from(qid),
-            hasher: Some(hasher),
-        },
+    let rxq = XdpRxq {
+        queue_index: qid,
+        port: dev.function().port(),
+    };
+    let dispatch = XdpDispatch {
+        prog: program.as_mut(),
+        redirect: &mut redirect,
+        origin: u32::from(qid),
+        hasher: Some(hasher),
     };
     let mut done = Done {
         host,
@@ -339,10 +337,11 @@ fn poll_queue<H: Host>(
     };
     set_in_napi(qp, true);
     let db = dev.doorbells();
-    let out = qp.poll(
-        usize::try_from(budget).unwrap_or(usize::MAX),
-        &db,
-        &mut ctx,
+    let out = poll_pair(
+        qp,
+        (usize::try_from(budget).unwrap_or(usize::MAX), &db),
+        (&mut pass, rxq),
+        dispatch,
         &mut done,
     );
     set_in_napi(qp, false);

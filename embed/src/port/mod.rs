@@ -44,7 +44,7 @@ pub use error::{PortError, PortResult, XskRefusal};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
-pub use tuning::QueueTuning;
+pub use tuning::{QueueTuning, RxBufSizes, MAX_RX_BUF_SIZES};
 pub use umem::{XskBuf, XskTxDesc};
 pub use xsk::XskHoldings;
 
@@ -328,7 +328,7 @@ impl<H: Host> Port<H> {
     }
 
     /// Chooses what the queues are built with from the next `open` on ([`QueueTuning`]); the
-    /// MTU bounds follow the new buffer and largest frame (the MTU becomes the largest they
+    /// MTU bounds follow the new buffers (the smallest of any queue) and largest frame (the MTU becomes the largest they
     /// allow, the ring sizes stay).
     ///
     /// # Errors
@@ -340,7 +340,7 @@ impl<H: Host> Port<H> {
             return Err(PortError::Busy);
         }
         let (rx_ring, tx_ring) = c.net.ring_sizes();
-        c.net = NetSettings::new(rx_ring, tx_ring, tuning.buf, tuning.max_frame_len);
+        c.net = NetSettings::new(rx_ring, tx_ring, tuning.bufs.smallest(), tuning.max_frame_len);
         c.tuning = tuning;
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! The queue settings a host may choose for a port before its queues start: the RX buffer and
-//! completion entry sizes, the shell's largest frame, the RX queues' checks of a device that
+//! The queue settings a host may choose for a port before its queues start: the RX buffer sizes
+//! (one for every queue, or a cycle of sizes by queue index) and the completion entry size, the
+//! shell's largest frame, the RX queues' checks of a device that
 //! stalls or lies, and the stall limit of the stack's TX ring. The kernel module keeps the
 //! defaults; a test rig over the model changes them to reach the paths they guard.
 
@@ -8,11 +9,77 @@ use onic_core::queue::rx::{RxOptions, DEFAULT_MAX_FRAME_LEN, RX_STALL_POLLS_DEFA
 use onic_core::QueueId;
 use onic_hal::layout::desc::CmptEntrySize;
 
+/// Most sizes an [`RxBufSizes`] cycle holds.
+pub const MAX_RX_BUF_SIZES: usize = 8;
+
+/// The C2H buffer size of each RX queue: queue `q` gets size `q % n` of a cycle of `n` sizes
+/// (one size: every queue the same, the default). A test rig over the model gives its queues
+/// different sizes so that one run sees frames that fit one buffer and frames that span several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxBufSizes {
+    sizes: [BufSizeIdx; MAX_RX_BUF_SIZES],
+    len: u8,
+}
+
+impl RxBufSizes {
+    /// Every queue with buffers of `buf`.
+    #[must_use]
+    pub const fn all(buf: BufSizeIdx) -> Self {
+        Self {
+            sizes: [buf; MAX_RX_BUF_SIZES],
+            len: 1,
+        }
+    }
+
+    /// Queue `q` with buffers of `sizes[q % sizes.len()]`; `None` for no sizes or more than
+    /// [`MAX_RX_BUF_SIZES`].
+    #[must_use]
+    pub fn cycle(sizes: &[BufSizeIdx]) -> Option<Self> {
+        let first = *sizes.first()?;
+        let len = u8::try_from(sizes.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= MAX_RX_BUF_SIZES)?;
+        let mut all = [first; MAX_RX_BUF_SIZES];
+        all[..sizes.len()].copy_from_slice(sizes);
+        Some(Self { sizes: all, len })
+    }
+
+    /// The buffer size of RX queue index `q`.
+    #[must_use]
+    pub fn for_queue(&self, q: u16) -> BufSizeIdx {
+        let i = usize::from(q) % usize::from(self.len.max(1));
+        self.sizes.get(i).copied().unwrap_or(self.sizes[0])
+    }
+
+    /// The sizes of the cycle, in queue order.
+    #[must_use]
+    pub fn sizes(&self) -> &[BufSizeIdx] {
+        &self.sizes[..usize::from(self.len)]
+    }
+
+    /// The smallest buffer of any queue: what bounds the MTU, since a frame may arrive on any
+    /// queue and must fit one buffer there.
+    #[must_use]
+    pub fn smallest(&self) -> BufSizeIdx {
+        self.sizes()
+            .iter()
+            .copied()
+            .min_by_key(|b| b.bytes())
+            .unwrap_or(self.sizes[0])
+    }
+}
+
+impl Default for RxBufSizes {
+    fn default() -> Self {
+        Self::all(RxQueueConfig::new(QueueId::new(0)).buf)
+    }
+}
+
 /// Settings every queue of a port is built with ([`super::Port::set_tuning`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueTuning {
-    /// C2H buffer size of the RX queues.
-    pub buf: BufSizeIdx,
+    /// C2H buffer size of each RX queue.
+    pub bufs: RxBufSizes,
     /// Completion entry size of the RX queues.
     pub cmpt_entry: CmptEntrySize,
     /// Largest frame the shell passes (its build parameter, hardware.md §14): longer
@@ -31,7 +98,7 @@ pub struct QueueTuning {
 impl Default for QueueTuning {
     fn default() -> Self {
         Self {
-            buf: RxQueueConfig::new(QueueId::new(0)).buf,
+            bufs: RxBufSizes::default(),
             cmpt_entry: CmptEntrySize::B8,
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             check_c2h_status: true,
@@ -42,10 +109,11 @@ impl Default for QueueTuning {
 }
 
 impl QueueTuning {
-    /// The configuration of RX queue `q` with descriptor and completion rings of `ring`.
+    /// The configuration of RX queue `q` with descriptor and completion rings of `ring`, its
+    /// buffers of the size [`RxBufSizes::for_queue`] gives it.
     pub(crate) fn rx_config(&self, q: u16, ring: RingSizeIdx) -> RxQueueConfig {
         RxQueueConfig {
-            buf: self.buf,
+            buf: self.bufs.for_queue(q),
             desc_ring: ring,
             cmpt_ring: ring,
             cmpt_entry: self.cmpt_entry,
@@ -61,5 +129,49 @@ impl QueueTuning {
             stall_polls: self.stall_polls,
             ..RxOptions::for_queue(rx)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idx(i: u8) -> BufSizeIdx {
+        BufSizeIdx::new(i).unwrap()
+    }
+
+    #[test]
+    fn each_queue_gets_the_size_of_its_place_in_the_cycle() {
+        let bufs = RxBufSizes::cycle(&[idx(5), idx(4), idx(3), idx(2)]).unwrap();
+        let got: [u8; 6] = core::array::from_fn(|q| bufs.for_queue(q as u16).index());
+        assert_eq!(got, [5, 4, 3, 2, 5, 4]);
+        assert_eq!(bufs.sizes().len(), 4);
+        assert_eq!(bufs.smallest(), idx(2));
+        let tuning = QueueTuning {
+            bufs,
+            ..QueueTuning::default()
+        };
+        let ring = RingSizeIdx::new(1).unwrap();
+        for q in 0..6u16 {
+            let rx = tuning.rx_config(q, ring);
+            assert_eq!(rx.buf, bufs.for_queue(q));
+            assert_eq!(rx.qid, QueueId::new(q));
+        }
+    }
+
+    #[test]
+    fn one_size_is_every_queues_and_a_cycle_has_one_to_eight_sizes() {
+        let one = RxBufSizes::all(idx(3));
+        assert!((0..20).all(|q| one.for_queue(q) == idx(3)));
+        assert_eq!(one.sizes(), &[idx(3)]);
+        assert_eq!(RxBufSizes::cycle(&[idx(3)]), Some(one));
+        assert_eq!(RxBufSizes::cycle(&[]), None);
+        assert_eq!(RxBufSizes::cycle(&[idx(2); MAX_RX_BUF_SIZES + 1]), None);
+        let eight = RxBufSizes::cycle(&[idx(2); MAX_RX_BUF_SIZES]).unwrap();
+        assert_eq!(eight.sizes().len(), MAX_RX_BUF_SIZES);
+        assert_eq!(
+            QueueTuning::default().bufs.for_queue(7),
+            RxQueueConfig::new(QueueId::new(7)).buf
+        );
     }
 }

@@ -94,7 +94,7 @@ impl<H: Host> Port<H> {
                 .host
                 .xsk_bound(q)
                 .ok_or(PortError::Xsk(XskRefusal::NotBound))?;
-            let need = RX_HEADROOM + c.tuning.buf.bytes() + RX_TAILROOM;
+            let need = RX_HEADROOM + c.tuning.bufs.for_queue(q).bytes() + RX_TAILROOM;
             if room < need {
                 return Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need }));
             }

@@ -39,8 +39,8 @@ use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{BufSizeIdx, DeviceConfig, QueueError, RingSizeIdx};
 use onic_embed::model::{ModelAccess, ModelHost};
 use onic_embed::port::{
-    PortConfig, PortError, QueueTuning, SoloPort, TxClean, TxLock, TxRole, XmitResult, RSS_INDIR_SIZE,
-    RSS_KEY_SIZE,
+    PortConfig, PortError, QueueTuning, RxBufSizes, SoloPort, TxClean, TxLock, TxRole, XmitResult,
+    RSS_INDIR_SIZE, RSS_KEY_SIZE,
 };
 use onic_hal::layout::ctxt::SwCtxt;
 use onic_hal::mmio::Mmio;
@@ -424,7 +424,7 @@ fn bring_up<'b>(r: &mut Runner, pfs: &'b [Pf; 2], dma: &'b IdentityDma) -> Optio
     for pf in 0..2u8 {
         let name = if pf == 0 { "card-init-pf0" } else { "card-init-pf1" };
         let host = ModelHost::new(PciCard { pfs, pf, dma }).for_port(pf);
-        host.set_pool_config(None, buf);
+        host.set_pool_config(None, RxBufSizes::all(buf));
         let port =
             port_config(pf).and_then(|cfg| SoloPort::new(host.regs(pf), host.delay(), host.clone(), cfg));
         match port {
@@ -489,7 +489,7 @@ fn start(r: &mut Runner, card: &mut Card<'_>) -> bool {
             .map_err(|_| PortError::Invalid)
             .and_then(|buf| {
                 port.set_tuning(QueueTuning {
-                    buf,
+                    bufs: RxBufSizes::all(buf),
                     ..QueueTuning::default()
                 })
             })

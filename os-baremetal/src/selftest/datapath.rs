@@ -34,8 +34,10 @@ use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::rss::{PublishedHasher, RssKey, RxHasher, ShellHasher};
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
-use onic_core::{BufSizeIdx, PassInfo, QueueError, RingSizeIdx, RxContext, RxSink};
+use onic_core::{BufSizeIdx, ConfigError, PassInfo, QueueError, RingSizeIdx, RxSink};
 use onic_embed::done::FrameDone;
+use onic_embed::poll::poll_pair;
+use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES};
 use onic_embed::set::PairSpec;
 use onic_hal::grace::ReadSection;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
@@ -61,8 +63,29 @@ pub const RX_RING: u8 = 2;
 pub const TX_RING: u8 = 1;
 /// C2H buffer-size index per pair: 3520, 2048, 1024 and 512 bytes. Frames up to 1514 bytes fit
 /// one buffer of the first two; on the others the longer frames span several buffers, which the
-/// core drops and counts (`rx_multi_buffer`).
+/// core drops and counts (`rx_multi_buffer`). What a port takes as its `QueueTuning::bufs`
+/// ([`rx_buffers`]).
 pub const RX_BUFFERS: [u8; PAIRS] = [5, 4, 3, 2];
+
+// Every pair's size has its place in one `RxBufSizes` cycle.
+const _: () = assert!(PAIRS <= MAX_RX_BUF_SIZES);
+
+/// The buffer size of each RX queue, [`RX_BUFFERS`] as a cycle by queue index.
+///
+/// # Errors
+///
+/// An index the core does not take.
+pub fn rx_buffers() -> Result<RxBufSizes, ConfigError> {
+    let mut sizes = [BufSizeIdx::new(RX_BUFFERS[0])?; PAIRS];
+    for (s, &i) in sizes.iter_mut().zip(&RX_BUFFERS) {
+        *s = BufSizeIdx::new(i)?;
+    }
+    // CAST: both are small constants (the assertion above keeps PAIRS within the cycle).
+    RxBufSizes::cycle(&sizes).ok_or(ConfigError::QueueCount {
+        requested: PAIRS as u16,
+        max: MAX_RX_BUF_SIZES as u16,
+    })
+}
 /// Pages a pool keeps in its own cache.
 pub const POOL_CACHE: usize = 64;
 /// Pages a pool's slow path takes from the HAL at once.
@@ -92,13 +115,13 @@ pub type Pair<'c, 's> = onic_embed::set::Pair<'s, SimDmaMem<'c>, Frame<'c>, POOL
 /// The doorbells of a PF as the image holds them.
 pub type Db<'x, 'c> = Doorbells<&'x Guarded<QdmaWindow<'c>>>;
 
-/// The buffer size of pair `q`'s RX queue in bytes.
+/// The buffer size of pair `q`'s RX queue in bytes (0 for no such pair).
 #[must_use]
 pub fn buffer_bytes(q: usize) -> u32 {
-    RX_BUFFERS
-        .get(q)
-        .and_then(|&i| BufSizeIdx::new(i).ok())
-        .map_or(0, BufSizeIdx::bytes)
+    match (u16::try_from(q), rx_buffers()) {
+        (Ok(q), Ok(b)) if usize::from(q) < PAIRS => b.for_queue(q).bytes(),
+        _ => 0,
+    }
 }
 
 /// A frame on a TX ring that is not an XDP_TX page of the pair's own pool: an OS frame in its
@@ -630,7 +653,7 @@ pub fn alloc_slots<'c>() -> Slots<'c> {
     )
 }
 
-/// Pair `q`'s configuration: RX rings of [`RX_RING`] with buffers of [`RX_BUFFERS`]`[q]`, a TX
+/// Pair `q`'s configuration: RX rings of [`RX_RING`] with the buffers [`rx_buffers`] gives it, a TX
 /// ring of [`TX_RING`], a pool mapping its pages bidirectional that takes [`POOL_BULK`] pages
 /// from the HAL at once.
 ///
@@ -639,7 +662,7 @@ pub fn alloc_slots<'c>() -> Slots<'c> {
 /// A ring or buffer size index the core does not know.
 pub fn spec(q: u16) -> onic_core::Result<PairSpec> {
     let rx_ring = RingSizeIdx::new(RX_RING)?;
-    let buf = BufSizeIdx::new(RX_BUFFERS[usize::from(q) % PAIRS])?;
+    let buf = rx_buffers()?.for_queue(q);
     let mut spec = PairSpec::new(onic_core::QueueId::new(q), rx_ring, buf, Direction::Bidirectional);
     spec.tx.ring = RingSizeIdx::new(TX_RING)?;
     spec.pool.bulk = POOL_BULK;
@@ -856,17 +879,13 @@ fn xdp_poll<Prog: RawXdpProgram + ?Sized, S: RxSink<DmaPage>>(
     done: &mut Done<'_, '_>,
     hasher: Option<&ShellHasher>,
 ) -> PairPoll {
-    let mut ctx = RxContext {
-        sink,
-        rxq,
-        dispatch: XdpDispatch {
-            prog,
-            redirect: table,
-            origin,
-            hasher: hasher.map(|h| h as &dyn RxHasher),
-        },
+    let dispatch = XdpDispatch {
+        prog,
+        redirect: table,
+        origin,
+        hasher: hasher.map(|h| h as &dyn RxHasher),
     };
-    pair.poll(BUDGET, db, &mut ctx, done)
+    poll_pair(pair, (BUDGET, db), (sink, rxq), dispatch, done)
 }
 
 /// The tick's deferred work (see the module docs).
