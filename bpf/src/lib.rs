@@ -107,16 +107,50 @@ pub use maps::{Map, MapDef, MapType};
 pub use program::{Program, ProgramInfo};
 pub use vm::{Fault, FaultKind, Vm};
 
-/// Why an object or program cannot be loaded. The message names what and where.
+/// Why an object or program cannot be loaded. The message names what and where; the kind says
+/// what a caller may act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadError {
+    kind: LoadErrorKind,
     msg: String,
 }
 
+/// What kind of refusal a [`LoadError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// The object's maps need more memory than [`LoadOptions::max_map_bytes`] allows (`limit`):
+    /// a limit of the host, not of the program (a host with more memory may load it).
+    MapMemory {
+        /// The limit that was passed.
+        limit: usize,
+    },
+    /// The object or program itself is refused (malformed, unsupported, or what the kernel's
+    /// verifier refuses).
+    Refused,
+}
+
 impl LoadError {
-    /// An error with this message.
+    /// A refusal ([`LoadErrorKind::Refused`]) with this message.
     pub fn new(msg: impl Into<String>) -> Self {
-        Self { msg: msg.into() }
+        Self {
+            kind: LoadErrorKind::Refused,
+            msg: msg.into(),
+        }
+    }
+
+    /// Maps that need more memory than `limit` bytes ([`LoadErrorKind::MapMemory`]).
+    pub fn map_memory(msg: impl Into<String>, limit: usize) -> Self {
+        Self {
+            kind: LoadErrorKind::MapMemory { limit },
+            msg: msg.into(),
+        }
+    }
+
+    /// What kind of refusal it is.
+    #[must_use]
+    pub const fn kind(&self) -> LoadErrorKind {
+        self.kind
     }
 
     /// The message.

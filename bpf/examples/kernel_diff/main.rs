@@ -62,7 +62,7 @@ pub enum Outcome {
 pub struct Diff {
     /// `object-id:function`.
     pub program: String,
-    /// `onic-refuses`, `kernel-refuses`, `verdict`, `bytes`, `maps`.
+    /// `onic-refuses`, `kernel-refuses`, `verdict`, `bytes`, `maps`, `records`.
     pub kind: &'static str,
     /// Frames it happened on (0 for load differences).
     pub frames: usize,
@@ -90,17 +90,49 @@ pub struct ProgResult {
     pub maps_changed: usize,
     /// Map comparisons made (a kernel map with an engine map of the same name, per frame).
     pub map_checks: usize,
-    /// Frames whose verdicts, bytes, maps differed.
+    /// Ring buffer records the kernel's runs wrote (each compared with the engine's).
+    pub ring_records: usize,
+    /// Frames whose verdicts, bytes, maps, ring buffer records differed.
     pub verdict: usize,
     /// See `verdict`.
     pub bytes: usize,
     /// See `verdict`.
     pub maps: usize,
+    /// See `verdict`.
+    pub records: usize,
 }
 
 /// Map types whose contents are compared (hash, array and their per-CPU and LRU kinds).
 fn comparable(m: &KMap) -> bool {
     matches!(m.map_type, 1 | 2 | 5 | 6 | 9 | 10)
+}
+
+/// `BPF_MAP_TYPE_RINGBUF`: maps whose records are compared.
+const RINGBUF: u32 = 27;
+
+/// The records of each ring buffer after a run, in order: (map name, records).
+pub type Records = Vec<(String, Vec<Vec<u8>>)>;
+
+/// Where the kernel's and the engine's ring buffer records first differ.
+fn records_differ(kernel: &Records, onic: &Records) -> Option<String> {
+    for ((name, k), (_, o)) in kernel.iter().zip(onic) {
+        if k != o {
+            let at = k
+                .iter()
+                .zip(o)
+                .position(|(a, b)| a != b)
+                .unwrap_or(k.len().min(o.len()));
+            let show = |r: &Vec<Vec<u8>>| report::record(r.get(at));
+            return Some(format!(
+                "ring {name}: kernel {} records, onic {}; record {at}: kernel {}, onic {}",
+                k.len(),
+                o.len(),
+                show(k),
+                show(o)
+            ));
+        }
+    }
+    None
 }
 
 /// The engine's name for kernel map `k`: libbpf prefixes global-data maps with part of the
@@ -152,8 +184,10 @@ struct Compare<'a, 'l> {
     cpus: usize,
     /// The kernel's maps as the last run left them.
     now: Vec<Entries>,
+    /// The ring buffers, whose records are taken after every run.
+    rings: Vec<&'a KMap>,
     res: ProgResult,
-    diffs: [Diff; 3],
+    diffs: [Diff; 4],
     /// What each frame should give, for the bundle.
     record: Vec<Option<bundle::Expected>>,
 }
@@ -186,7 +220,20 @@ impl Compare<'_, '_> {
             frame: kr.frame,
             note: String::new(),
         };
-        let (oout, onic_maps) = self.o.run(f);
+        let kernel_records: Records = self
+            .rings
+            .iter()
+            .map(|m| {
+                let r = self
+                    .k
+                    .ring_records(m)
+                    .unwrap_or_else(|e| vec![format!("cannot read the ring: {e}").into_bytes()]);
+                (m.name.clone(), r)
+            })
+            .collect();
+        self.res.ring_records += kernel_records.iter().map(|(_, r)| r.len()).sum::<usize>();
+        let names: Vec<&str> = self.rings.iter().map(|m| m.name.as_str()).collect();
+        let (oout, onic_maps, onic_records) = self.o.run(f, &names);
         self.res.compared += 1;
         self.record.push(Some(expected(&kout, &oout)));
         let (kv, ov) = (verdict_of(&kout), verdict_of(&oout));
@@ -216,6 +263,9 @@ impl Compare<'_, '_> {
             .count();
         if let Some(d) = maps_differ(&kernel_maps, &onic_maps) {
             self.note(2, name, d);
+        }
+        if let Some(d) = records_differ(&kernel_records, &onic_records) {
+            self.note(3, name, d);
         }
     }
 
@@ -301,6 +351,7 @@ fn run_program(
         object,
         entries,
         skip: None,
+        setup: onic.as_ref().map(|o| o.setup.clone()).unwrap_or_default(),
         frames: Vec::new(),
     };
     bundled.skip = match (&kernel, &onic) {
@@ -340,15 +391,16 @@ fn run_program(
         o: &o,
         cpus,
         now: initial.clone(),
+        rings: k.maps.iter().filter(|m| m.map_type == RINGBUF).collect(),
         res,
-        diffs: ["verdict", "bytes", "maps"].map(|kind| load_diff(kind, "")),
+        diffs: ["verdict", "bytes", "maps", "records"].map(|kind| load_diff(kind, "")),
         record: Vec::new(),
     };
     for (name, f) in frames::all() {
         c.frame(&name, &f, &maps, &initial);
     }
-    let [v, b, m] = &c.diffs;
-    (c.res.verdict, c.res.bytes, c.res.maps) = (v.frames, b.frames, m.frames);
+    let [v, b, m, r] = &c.diffs;
+    (c.res.verdict, c.res.bytes, c.res.maps, c.res.records) = (v.frames, b.frames, m.frames, r.frames);
     diffs.extend(c.diffs.into_iter().filter(|d| d.frames > 0));
     bundled.frames = c.record;
     (c.res, bundled)

@@ -4,20 +4,22 @@
 //! embedded (`ONIC_BPF_BUNDLE`, the file's path at build time). Here every program the image can
 //! run is loaded by the `onic-bpf` engine from its object as it stands, and runs on every frame
 //! the kernel ran, each from the maps as loaded, laid out as the kernel's test run lays it out
-//! ([`onic_bpf::bundle::test_run`]).
+//! ([`onic_bpf::bundle::test_run`]), after what the host harness does to the maps after the load
+//! (tail call tables, inner maps: the program's [`onic_bpf::bundle::Setup`], done by
+//! [`onic_bpf::bundle::set_up`] as on the host).
 //!
 //! A frame agrees when its verdict, metadata and bytes are the kernel's, or, where the engine on
 //! the host differs from the kernel (a difference the differential run lists with its reason in
 //! `bpf/examples/kernel_diff/expected.txt`), the host engine's. Each program is reported as
 //! agreeing, differing (with the first frame that does) or skipped with the reason (what it
-//! needs that the image lacks: the kernel's BTF, tables the host harness fills, more memory than
-//! the image's heap leaves; a side that does not load it at all; no frame the kernel's test run
-//! accepted). One check fails on any difference.
+//! needs that the image lacks: the kernel's BTF, more map memory than the image's heap leaves; a
+//! side that does not load it at all; no frame the kernel's test run accepted). One check fails
+//! on any difference.
 
 use alloc::string::String;
 
 use onic_bpf::bundle::{self, Bundle, BundleProgram, Outcome};
-use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
+use onic_bpf::{LoadErrorKind, LoadOptions, Loader, SimHost, XdpEngine};
 
 use super::Runner;
 
@@ -108,16 +110,21 @@ fn program(set: &Bundle, p: &BundleProgram) -> Verdict {
     let loader = Loader::new(opts)
         .unsized_max_entries(p.entries)
         .prog_type_xdp(true);
-    let loaded = match loader.load(object, Some(&p.func)) {
+    let mut loaded = match loader.load(object, Some(&p.func)) {
         Ok(l) => l,
-        Err(e) if e.message().contains("LoadOptions::max_map_bytes") => {
-            return Verdict::Skipped(alloc::format!(
-                "needs more map memory than the {} KiB the image's heap leaves ({e})",
-                opts.max_map_bytes / 1024
-            ))
+        Err(e) => {
+            return match e.kind() {
+                LoadErrorKind::MapMemory { limit } => Verdict::Skipped(alloc::format!(
+                    "needs more map memory than the {} KiB the image's heap leaves ({e})",
+                    limit / 1024
+                )),
+                _ => Verdict::Differ(alloc::format!("the engine refuses it here: {e}")),
+            }
         }
-        Err(e) => return Verdict::Differ(alloc::format!("the engine refuses it here: {e}")),
     };
+    if let Err(e) = bundle::set_up(&loader, object, &mut loaded, &p.setup) {
+        return Verdict::Differ(alloc::format!("the harness's setup fails here: {e}"));
+    }
     let mut as_kernel = 0;
     let mut ran = 0;
     for ((name, frame), x) in set.frames.iter().zip(&p.frames) {
