@@ -22,6 +22,7 @@ fn what_the_kernel_refuses_is_refused_at_load_with_its_words() {
         ("xdp/map_arg", "expected prog array map for tail call"),
         ("xdp/ctx_arg", "R1 type=scalar expected=ctx"),
         ("xdp/null", "R1 invalid mem access 'scalar'"),
+        ("xdp/pkt_helper", "helper access to the packet is not allowed"),
     ] {
         let e = load(sec, true).err().unwrap_or_else(|| panic!("{sec} loaded"));
         assert!(

@@ -107,6 +107,17 @@ fn the_kernel_refuses_and_loads_what_it_should_with_its_words() {
         r.verifier_log
     );
     assert!(r.to_string().starts_with("errno 13: "), "{r}");
+    // The packet handed to a helper without packet access (the engine's static check refuses it
+    // with these words too: bpf/tests/verify.rs).
+    let Err(Error::Refused(r)) = lib.load(&object(), &verify("pkt_helper")) else {
+        panic!("the kernel loaded pkt_helper");
+    };
+    assert!(
+        r.verifier_log
+            .contains("helper access to the packet is not allowed"),
+        "{}",
+        r.verifier_log
+    );
     let fine = lib.load(&object(), &verify("fine")).unwrap();
     assert!(fine.verifier_log.contains("processed"), "{}", fine.verifier_log);
     let run = fine.test_run(&[0u8; 64]).unwrap();

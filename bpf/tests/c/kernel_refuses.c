@@ -73,6 +73,24 @@ int not_ctx(struct xdp_md *ctx)
 	return bpf_xdp_adjust_head((struct xdp_md *)0, 4) ? XDP_ABORTED : XDP_PASS;
 }
 
+/* The packet handed to a helper that may not read it (bpf_ringbuf_output takes memory, but not
+ * the packet's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} ring SEC(".maps");
+
+SEC("xdp/pkt_helper")
+int pkt_helper(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+
+	if (data + 8 > (void *)(long)ctx->data_end)
+		return XDP_DROP;
+	bpf_ringbuf_output(&ring, data, 8, 0);
+	return XDP_PASS;
+}
+
 /* What the kernel loads: every field read whole, the stack within its frame, a map lookup. */
 SEC("xdp/fine")
 int fine(struct xdp_md *ctx)
