@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 use onic_core::xdp::{XdpBuff, XdpRxq};
 
 use crate::maps::{self, Map, MapDef, MapType};
-use crate::{Host, Loaded, Loader, XdpEngine};
+use crate::{Host, Loaded, Loader, SimHost, XdpEngine};
 
 /// First bytes of a bundle: the format's version is its last byte (2: programs carry their
 /// [`Setup`]).
@@ -44,14 +44,42 @@ pub enum Outcome {
     Refused(String),
 }
 
-/// One frame of one program: the kernel's outcome, and the engine's where it differs (a
-/// difference the differential run lists with its reason).
+/// The records one run left in the ring buffers: (ring buffer, record), grouped by the ring
+/// buffers' names in order, each one's records in the order they were committed.
+pub type Records = Vec<(String, Vec<u8>)>;
+
+/// One frame of one program: the kernel's outcome and ring buffer records, and the engine's
+/// where they differ (a difference the differential run lists with its reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expected {
     /// What the kernel's test run did.
     pub kernel: Outcome,
     /// What the engine did on the host, when that is not the kernel's outcome.
     pub engine: Option<Outcome>,
+    /// The records the kernel's run left in the ring buffers.
+    pub records: Records,
+    /// The engine's records on the host, when they are not the kernel's.
+    pub engine_records: Option<Records>,
+}
+
+/// The records `engine`'s runs handed its host for its ring buffers, as [`Records`] orders them.
+#[must_use]
+pub fn ring_records(engine: &XdpEngine<SimHost>) -> Records {
+    let mut rings: Vec<&str> = engine
+        .maps()
+        .iter()
+        .filter(|m| m.def().map_type == MapType::RingBuf)
+        .map(|m| m.def().name.as_str())
+        .collect();
+    rings.sort_unstable();
+    rings.dedup();
+    let mut out = Vec::new();
+    for ring in rings {
+        for (m, _, r) in engine.host().records.iter().filter(|(m, _, _)| m == ring) {
+            out.push((m.clone(), r.clone()));
+        }
+    }
+    out
 }
 
 /// One program of the set.
@@ -298,6 +326,31 @@ impl Out {
         }
     }
 
+    fn expected(&mut self, x: Option<&Expected>) {
+        let Some(x) = x else {
+            self.0.push(0);
+            return;
+        };
+        self.0
+            .push(1 | u8::from(x.engine.is_some()) << 1 | u8::from(x.engine_records.is_some()) << 2);
+        self.outcome(&x.kernel);
+        if let Some(e) = &x.engine {
+            self.outcome(e);
+        }
+        self.records(&x.records);
+        if let Some(r) = &x.engine_records {
+            self.records(r);
+        }
+    }
+
+    fn records(&mut self, r: &Records) {
+        self.len(r.len());
+        for (m, rec) in r {
+            self.bytes(m.as_bytes());
+            self.bytes(rec);
+        }
+    }
+
     fn outcome(&mut self, o: &Outcome) {
         match o {
             Outcome::Ran { verdict, meta, frame } => {
@@ -392,19 +445,34 @@ impl<'a> In<'a> {
         }
     }
 
-    fn expected(&mut self) -> Result<Option<Expected>, BundleError> {
-        match self.u8()? {
-            0 => Ok(None),
-            1 => Ok(Some(Expected {
-                kernel: self.outcome()?,
-                engine: None,
-            })),
-            2 => Ok(Some(Expected {
-                kernel: self.outcome()?,
-                engine: Some(self.outcome()?),
-            })),
-            _ => Err(BundleError::Malformed),
+    fn records(&mut self) -> Result<Records, BundleError> {
+        let mut out = Vec::new();
+        for _ in 0..self.count(8)? {
+            out.push((self.string()?, self.bytes()?));
         }
+        Ok(out)
+    }
+
+    /// A tag (0: nothing; bit 0: the kernel's outcome and records follow; bit 1: the engine's
+    /// outcome follows; bit 2: the engine's records follow), then what it says.
+    fn expected(&mut self) -> Result<Option<Expected>, BundleError> {
+        let tag = self.u8()?;
+        if tag == 0 {
+            return Ok(None);
+        }
+        if tag & 1 == 0 || tag > 7 {
+            return Err(BundleError::Malformed);
+        }
+        let kernel = self.outcome()?;
+        let engine = if tag & 2 == 0 { None } else { Some(self.outcome()?) };
+        let records = self.records()?;
+        let engine_records = if tag & 4 == 0 { None } else { Some(self.records()?) };
+        Ok(Some(Expected {
+            kernel,
+            engine,
+            records,
+            engine_records,
+        }))
     }
 }
 
@@ -435,21 +503,7 @@ impl Bundle {
             }
             o.len(p.frames.len());
             for x in &p.frames {
-                match x {
-                    None => o.0.push(0),
-                    Some(Expected { kernel, engine: None }) => {
-                        o.0.push(1);
-                        o.outcome(kernel);
-                    }
-                    Some(Expected {
-                        kernel,
-                        engine: Some(e),
-                    }) => {
-                        o.0.push(2);
-                        o.outcome(kernel);
-                        o.outcome(e);
-                    }
-                }
+                o.expected(x.as_ref());
             }
         }
         o.0
@@ -538,10 +592,17 @@ mod tests {
                         Some(Expected {
                             kernel: ran(2, &[7; 60]),
                             engine: None,
+                            records: vec![
+                                ("ring".to_string(), vec![1, 2, 3]),
+                                ("ring".to_string(), Vec::new()),
+                            ],
+                            engine_records: None,
                         }),
                         Some(Expected {
                             kernel: ran(1, &[1; 10]),
                             engine: Some(Outcome::Refused("no".into())),
+                            records: Vec::new(),
+                            engine_records: Some(vec![("ring".to_string(), vec![9])]),
                         }),
                     ],
                 },
@@ -589,6 +650,14 @@ mod tests {
         assert_eq!(bytes[at], 0);
         bytes[at] = 9;
         assert_eq!(Bundle::decode(&bytes), Err(BundleError::Malformed));
+        // A frame's tag: the engine's outcome or records without the kernel's, an unknown bit.
+        let mut bytes = sample().encode();
+        let last = bytes.len() - 1;
+        assert_eq!(bytes[last], 0);
+        for tag in [2, 4, 8] {
+            bytes[last] = tag;
+            assert_eq!(Bundle::decode(&bytes), Err(BundleError::Malformed), "tag {tag}");
+        }
     }
 
     #[test]

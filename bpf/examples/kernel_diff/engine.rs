@@ -7,7 +7,7 @@
 use onic_bpf::bundle::{self, Setup};
 use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
 
-use crate::{MapState, Outcome, Records};
+use crate::{MapState, Outcome};
 
 /// The running kernel's BTF, which the kernel side's CO-RE relocations are resolved against
 /// (read once).
@@ -98,9 +98,9 @@ impl<'a> Onic<'a> {
 
     /// Runs the program on `frame` with fresh maps (the test run's layout,
     /// [`onic_bpf::bundle::test_run`]): the outcome, the maps' entries after the run (map
-    /// name, sorted (key, CPU 0's value)), and the records each ring buffer of `rings` handed the
-    /// host, in order.
-    pub fn run(&self, frame: &[u8], rings: &[&str]) -> (Outcome, MapState, Records) {
+    /// name, sorted (key, CPU 0's value)), and the records its ring buffers handed the host
+    /// ([`onic_bpf::bundle::ring_records`]).
+    pub fn run(&self, frame: &[u8]) -> (Outcome, MapState, bundle::Records) {
         let opts = *self.loader.options();
         let loaded = self.loaded.clone();
         let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
@@ -125,18 +125,6 @@ impl<'a> Onic<'a> {
                 (m.def().name.clone(), entries)
             })
             .collect();
-        let records = rings
-            .iter()
-            .map(|&ring| {
-                let r = e
-                    .host()
-                    .records
-                    .iter()
-                    .filter(|(m, _, _)| m == ring)
-                    .map(|(_, _, r)| r.clone());
-                (ring.to_string(), r.collect())
-            })
-            .collect();
-        (out, maps, records)
+        (out, maps, bundle::ring_records(&e))
     }
 }

@@ -110,29 +110,44 @@ fn comparable(m: &KMap) -> bool {
 /// `BPF_MAP_TYPE_RINGBUF`: maps whose records are compared.
 const RINGBUF: u32 = 27;
 
-/// The records of each ring buffer after a run, in order: (map name, records).
-pub type Records = Vec<(String, Vec<Vec<u8>>)>;
-
 /// Where the kernel's and the engine's ring buffer records first differ.
-fn records_differ(kernel: &Records, onic: &Records) -> Option<String> {
-    for ((name, k), (_, o)) in kernel.iter().zip(onic) {
-        if k != o {
-            let at = k
-                .iter()
-                .zip(o)
-                .position(|(a, b)| a != b)
-                .unwrap_or(k.len().min(o.len()));
-            let show = |r: &Vec<Vec<u8>>| report::record(r.get(at));
-            return Some(format!(
-                "ring {name}: kernel {} records, onic {}; record {at}: kernel {}, onic {}",
-                k.len(),
-                o.len(),
-                show(k),
-                show(o)
-            ));
-        }
+fn records_differ(kernel: &bundle::Records, onic: &bundle::Records) -> Option<String> {
+    if kernel == onic {
+        return None;
     }
-    None
+    let at = kernel
+        .iter()
+        .zip(onic)
+        .position(|(a, b)| a != b)
+        .unwrap_or(kernel.len().min(onic.len()));
+    let show = |r: &bundle::Records| {
+        r.get(at).map_or_else(
+            || "none".into(),
+            |(m, rec)| format!("{m}: {}", report::record(Some(rec))),
+        )
+    };
+    Some(format!(
+        "ring records: kernel {}, onic {}; record {at}: kernel {}, onic {}",
+        kernel.len(),
+        onic.len(),
+        show(kernel),
+        show(onic)
+    ))
+}
+
+/// The records the kernel's run left in ring buffers `rings`, as [`bundle::Records`] orders
+/// them (a ring that cannot be read gives one record saying why).
+fn kernel_records(k: &Loaded<'_>, rings: &[&KMap]) -> bundle::Records {
+    let mut rings = rings.to_vec();
+    rings.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Vec::new();
+    for m in rings {
+        let recs = k
+            .ring_records(m)
+            .unwrap_or_else(|e| vec![format!("cannot read the ring: {e}").into_bytes()]);
+        out.extend(recs.into_iter().map(|r| (m.name.clone(), r)));
+    }
+    out
 }
 
 /// The engine's name for kernel map `k`: libbpf prefixes global-data maps with part of the
@@ -220,22 +235,12 @@ impl Compare<'_, '_> {
             frame: kr.frame,
             note: String::new(),
         };
-        let kernel_records: Records = self
-            .rings
-            .iter()
-            .map(|m| {
-                let r = self
-                    .k
-                    .ring_records(m)
-                    .unwrap_or_else(|e| vec![format!("cannot read the ring: {e}").into_bytes()]);
-                (m.name.clone(), r)
-            })
-            .collect();
-        self.res.ring_records += kernel_records.iter().map(|(_, r)| r.len()).sum::<usize>();
-        let names: Vec<&str> = self.rings.iter().map(|m| m.name.as_str()).collect();
-        let (oout, onic_maps, onic_records) = self.o.run(f, &names);
+        let kernel_records = kernel_records(self.k, &self.rings);
+        self.res.ring_records += kernel_records.len();
+        let (oout, onic_maps, onic_records) = self.o.run(f);
         self.res.compared += 1;
-        self.record.push(Some(expected(&kout, &oout)));
+        self.record
+            .push(Some(expected((&kout, &oout), (&kernel_records, &onic_records))));
         let (kv, ov) = (verdict_of(&kout), verdict_of(&oout));
         if kv != ov {
             self.note(
@@ -292,12 +297,18 @@ fn plain(o: &Outcome) -> bundle::Outcome {
     }
 }
 
-/// What a frame should give: the kernel's outcome, and the engine's where it differs.
-fn expected(kernel: &Outcome, onic: &Outcome) -> bundle::Expected {
+/// What a frame should give: the kernel's outcome and ring records, and the engine's where they
+/// differ.
+fn expected(
+    (kernel, onic): (&Outcome, &Outcome),
+    (k_records, o_records): (&bundle::Records, &bundle::Records),
+) -> bundle::Expected {
     let (kernel, onic) = (plain(kernel), plain(onic));
     bundle::Expected {
         engine: (onic != kernel).then_some(onic),
         kernel,
+        engine_records: (o_records != k_records).then(|| o_records.clone()),
+        records: k_records.clone(),
     }
 }
 
