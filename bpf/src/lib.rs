@@ -30,8 +30,8 @@
 //! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
 //!   offsets and sizes, writes to the context, stack bounds, loads and stores through numbers,
 //!   helper argument types, maps passed to helpers that do not take them, the packet passed to
-//!   `bpf_ringbuf_output`), refused at load in the kernel's words ([`Loader::kernel_checks`], on
-//!   by default).
+//!   helpers that may not read it), refused at load in the kernel's words
+//!   ([`Loader::kernel_checks`], on by default).
 //! - [`mem`]: the address space. Every load and store is checked at run time against its region
 //!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget
 //!   bounds the instructions of one run. A fault ends the run with XDP_ABORTED, counts in

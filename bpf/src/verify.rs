@@ -280,10 +280,13 @@ impl Cx<'_> {
             _ => None,
         };
         // Helpers the kernel gives no packet access (`pkt_access` unset) refuse a packet pointer
-        // for memory; those listed are the ones checked against the kernel
-        // (`bpf/tests/c/kernel_refuses.c`).
+        // for memory; each listed is checked against the kernel (`bpf/tests/c/kernel_refuses.c`).
+        // The map helpers and `bpf_csum_diff` may read the packet.
         let mem_arg = match id {
-            h::RINGBUF_OUTPUT => Some(2),
+            h::TRACE_PRINTK => Some(1),
+            h::RINGBUF_OUTPUT | h::FIB_LOOKUP => Some(2),
+            h::XDP_LOAD_BYTES | h::XDP_STORE_BYTES | h::CHECK_MTU => Some(3),
+            h::PERF_EVENT_OUTPUT => Some(4),
             _ => None,
         };
         if mem_arg.is_some_and(|n| r[n] == Kind::Packet) {

@@ -107,17 +107,29 @@ fn the_kernel_refuses_and_loads_what_it_should_with_its_words() {
         r.verifier_log
     );
     assert!(r.to_string().starts_with("errno 13: "), "{r}");
-    // The packet handed to a helper without packet access (the engine's static check refuses it
+    // The packet handed to helpers without packet access (the engine's static check refuses them
     // with these words too: bpf/tests/verify.rs).
-    let Err(Error::Refused(r)) = lib.load(&object(), &verify("pkt_helper")) else {
-        panic!("the kernel loaded pkt_helper");
-    };
-    assert!(
-        r.verifier_log
-            .contains("helper access to the packet is not allowed"),
-        "{}",
-        r.verifier_log
-    );
+    for func in [
+        "pkt_helper",
+        "pkt_perf",
+        "pkt_printk",
+        "pkt_load",
+        "pkt_store",
+        "pkt_fib",
+        "pkt_mtu",
+    ] {
+        let Err(Error::Refused(r)) = lib.load(&object(), &verify(func)) else {
+            panic!("the kernel loaded {func}");
+        };
+        assert!(
+            r.verifier_log
+                .contains("helper access to the packet is not allowed"),
+            "{func}: {}",
+            r.verifier_log
+        );
+    }
+    // The map helpers and bpf_csum_diff may read the packet.
+    lib.load(&object(), &verify("pkt_allowed")).unwrap();
     let fine = lib.load(&object(), &verify("fine")).unwrap();
     assert!(fine.verifier_log.contains("processed"), "{}", fine.verifier_log);
     let run = fine.test_run(&[0u8; 64]).unwrap();
