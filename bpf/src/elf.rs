@@ -85,10 +85,13 @@ impl MapTable {
         let name = def.name.clone();
         self.bytes = self.bytes.saturating_add(Map::footprint(&def, opts.cpus));
         if self.bytes > opts.max_map_bytes {
-            return Err(err(format!(
-                "map {name}: the object's maps need more than {} bytes (LoadOptions::max_map_bytes)",
-                opts.max_map_bytes
-            )));
+            return Err(LoadError::map_memory(
+                format!(
+                    "map {name}: the object's maps need more than {} bytes (LoadOptions::max_map_bytes)",
+                    opts.max_map_bytes
+                ),
+                opts.max_map_bytes,
+            ));
         }
         let mut m = match (Map::new(def, opts.cpus), place) {
             (Ok(m), _) => m,
@@ -704,7 +707,15 @@ fn data_source<'a>(
     let size = u32::try_from(sec.size())
         .ok()
         .filter(|&s| s as usize <= opts.max_map_bytes)
-        .ok_or_else(|| err(format!("section {name} is larger than the maps may take")))?;
+        .ok_or_else(|| {
+            LoadError::map_memory(
+                format!(
+                    "section {name} is larger than the maps may take ({} bytes, LoadOptions::max_map_bytes)",
+                    opts.max_map_bytes
+                ),
+                opts.max_map_bytes,
+            )
+        })?;
     if size == 0 {
         return Ok(None);
     }

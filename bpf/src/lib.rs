@@ -29,7 +29,8 @@
 //!   frames of 512 bytes.
 //! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
 //!   offsets and sizes, writes to the context, stack bounds, loads and stores through numbers,
-//!   helper argument types, maps passed to helpers that do not take them), refused at load in the kernel's words
+//!   helper argument types, maps passed to helpers that do not take them, the packet passed to
+//!   helpers that may not read it), refused at load in the kernel's words
 //!   ([`Loader::kernel_checks`], on by default).
 //! - [`mem`]: the address space. Every load and store is checked at run time against its region
 //!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget
@@ -107,16 +108,50 @@ pub use maps::{Map, MapDef, MapType};
 pub use program::{Program, ProgramInfo};
 pub use vm::{Fault, FaultKind, Vm};
 
-/// Why an object or program cannot be loaded. The message names what and where.
+/// Why an object or program cannot be loaded. The message names what and where; the kind says
+/// what a caller may act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadError {
+    kind: LoadErrorKind,
     msg: String,
 }
 
+/// What kind of refusal a [`LoadError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// The object's maps need more memory than [`LoadOptions::max_map_bytes`] allows (`limit`):
+    /// a limit of the host, not of the program (a host with more memory may load it).
+    MapMemory {
+        /// The limit that was passed.
+        limit: usize,
+    },
+    /// The object or program itself is refused (malformed, unsupported, or what the kernel's
+    /// verifier refuses).
+    Refused,
+}
+
 impl LoadError {
-    /// An error with this message.
+    /// A refusal ([`LoadErrorKind::Refused`]) with this message.
     pub fn new(msg: impl Into<String>) -> Self {
-        Self { msg: msg.into() }
+        Self {
+            kind: LoadErrorKind::Refused,
+            msg: msg.into(),
+        }
+    }
+
+    /// Maps that need more memory than `limit` bytes ([`LoadErrorKind::MapMemory`]).
+    pub fn map_memory(msg: impl Into<String>, limit: usize) -> Self {
+        Self {
+            kind: LoadErrorKind::MapMemory { limit },
+            msg: msg.into(),
+        }
+    }
+
+    /// What kind of refusal it is.
+    #[must_use]
+    pub const fn kind(&self) -> LoadErrorKind {
+        self.kind
     }
 
     /// The message.

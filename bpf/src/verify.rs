@@ -3,8 +3,9 @@
 //! helper arguments, followed along every path the program's entry can reach.
 //!
 //! Each register holds one of a few kinds, as far as the check can tell (`Kind`): the context
-//! at a known offset, the stack at a known offset from its frame's top, a map, a number, or
-//! something it does not follow (a load from memory, a packet or map value pointer). Where two
+//! at a known offset, the stack at a known offset from its frame's top, a map, a number, the
+//! packet (`ctx->data` or `ctx->data_meta`, moved by numbers), or something it does not follow
+//! (a load from memory, a map value pointer). Where two
 //! paths meet, a register keeps its kind only if both agree. A refusal needs certainty: a
 //! register the check does not follow never refuses anything, so a program the kernel loads is
 //! never refused here (what the check cannot see, the interpreter still checks when it runs).
@@ -34,6 +35,8 @@ enum Kind {
     Stack(i64),
     /// Map number n (its handle).
     Map(usize),
+    /// A pointer into the packet (its offset is not followed).
+    Packet,
 }
 
 impl Kind {
@@ -45,6 +48,7 @@ impl Kind {
             Self::Ctx(_) => "ctx",
             Self::Stack(_) => "fp",
             Self::Map(_) => "map_ptr",
+            Self::Packet => "pkt",
         }
     }
 }
@@ -185,11 +189,11 @@ impl Cx<'_> {
         match base {
             Kind::Ctx(k) => {
                 self.ctx_access(usize::from(ins.src), k, off, size)?;
-                // data, data_end, data_meta are packet pointers, not followed.
-                Ok(if matches!(off, 0 | 4 | 8) {
-                    Kind::Unknown
-                } else {
-                    Kind::Scalar
+                // data and data_meta point into the packet; data_end is not followed.
+                Ok(match off {
+                    0 | 8 => Kind::Packet,
+                    4 => Kind::Unknown,
+                    _ => Kind::Scalar,
                 })
             }
             Kind::Stack(k) => {
@@ -212,8 +216,9 @@ impl Cx<'_> {
             Kind::Ctx(_) => Err(format!("invalid bpf_context access off={off} size={size}")),
             Kind::Stack(k) => stack_access("write to", usize::from(ins.dst), k + off, size),
             Kind::Scalar => Err(not_memory(usize::from(ins.dst), base)),
-            // A map's fields may be read through its handle (recent kernels, with BTF).
-            Kind::Unknown | Kind::Map(_) => Ok(()),
+            // A map's fields may be read through its handle (recent kernels, with BTF); the
+            // packet's bounds are checked when the program runs.
+            Kind::Unknown | Kind::Map(_) | Kind::Packet => Ok(()),
         }
     }
 
@@ -274,6 +279,19 @@ impl Cx<'_> {
             h::PERF_EVENT_OUTPUT | h::TAIL_CALL => Some(2),
             _ => None,
         };
+        // Helpers the kernel gives no packet access (`pkt_access` unset) refuse a packet pointer
+        // for memory; each listed is checked against the kernel (`bpf/tests/c/kernel_refuses.c`).
+        // The map helpers and `bpf_csum_diff` may read the packet.
+        let mem_arg = match id {
+            h::TRACE_PRINTK => Some(1),
+            h::RINGBUF_OUTPUT | h::FIB_LOOKUP => Some(2),
+            h::XDP_LOAD_BYTES | h::XDP_STORE_BYTES | h::CHECK_MTU => Some(3),
+            h::PERF_EVENT_OUTPUT => Some(4),
+            _ => None,
+        };
+        if mem_arg.is_some_and(|n| r[n] == Kind::Packet) {
+            return Err("helper access to the packet is not allowed".into());
+        }
         if let Some(n) = map_arg {
             match r[n] {
                 Kind::Map(m) => self.map_fits(id, m)?,
@@ -339,6 +357,7 @@ fn alu64(ins: Insn, dst: Kind, src: Kind) -> Kind {
         (alu::SUB, Kind::Ctx(k)) if !x => Kind::Ctx(k - imm),
         (alu::ADD, Kind::Stack(k)) if !x => Kind::Stack(k + imm),
         (alu::SUB, Kind::Stack(k)) if !x => Kind::Stack(k - imm),
+        (alu::ADD | alu::SUB, Kind::Packet) if !x || src == Kind::Scalar => Kind::Packet,
         (_, Kind::Scalar) if !x || src == Kind::Scalar => Kind::Scalar,
         _ => Kind::Unknown,
     }

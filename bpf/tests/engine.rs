@@ -318,10 +318,12 @@ fn refusals_say_what_and_where() {
         max_map_bytes: 1000,
         ..opts
     };
-    let m = onic_bpf::load(&object("xdp_count.o"), None, &tiny)
-        .unwrap_err()
-        .to_string();
-    assert!(m.contains("more than 1000 bytes"), "{m}");
+    let e = onic_bpf::load(&object("xdp_count.o"), None, &tiny).unwrap_err();
+    assert_eq!(e.kind(), onic_bpf::LoadErrorKind::MapMemory { limit: 1000 });
+    assert!(e.message().contains("more than 1000 bytes"), "{e}");
+    // A refusal of the program itself is not a memory limit.
+    let e = onic_bpf::load(&object("faults.o"), Some("nothing"), &opts).unwrap_err();
+    assert_eq!(e.kind(), onic_bpf::LoadErrorKind::Refused);
 }
 
 #[test]

@@ -132,3 +132,53 @@ fn a_host_fills_a_program_array_with_programs_it_adds() {
     assert_eq!(run(&mut e, &f).verdict, 2);
     assert_eq!(hops(&e), 0, "tail_entry stopped at its first tail call");
 }
+
+#[test]
+fn a_bundles_setup_fills_tail_call_tables_and_inner_maps_or_says_what_it_refuses() {
+    use onic_bpf::bundle::{set_up, Setup};
+    let f = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, 1, 2, 60);
+    let obj = common::object("more_maps.o");
+    let loader = onic_bpf::Loader::new(onic_bpf::LoadOptions::default());
+    let engine_of = |setup: &[Setup], func: &str| {
+        let mut l = loader.load(&obj, Some(func)).unwrap();
+        set_up(&loader, &obj, &mut l, setup)
+            .map(|()| onic_bpf::XdpEngine::new(l, onic_bpf::SimHost::new(4, 1), 1_000_000))
+    };
+    let tail = |map: &str, key: u32| Setup::TailCall {
+        map: map.into(),
+        key,
+        func: "tail_pass".into(),
+    };
+    // Entry 1 of `jumps` (empty in the declaration) now holds tail_pass: the first call leaves.
+    let mut e = engine_of(&[tail("jumps", 1), tail("jumps", 3)], "tail_entry").unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 2, "{:?}", e.host().lines);
+    assert_eq!(hops(&e), 0);
+    // Without it the entry runs on to `hops = 100`.
+    let mut e = engine_of(&[], "tail_entry").unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 2);
+    assert_eq!(hops(&e), 100);
+    // An inner array under key 7 of `outer_hash`: mim_prog passes instead of dropping.
+    let inner = |max_entries| Setup::InnerArray {
+        map: "outer_hash".into(),
+        key: 7,
+        value_size: 4,
+        max_entries,
+    };
+    let mut e = engine_of(&[], "mim_prog").unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 1);
+    let mut e = engine_of(&[inner(1)], "mim_prog").unwrap();
+    assert_eq!(run(&mut e, &f).verdict, 2, "{:?}", e.host().lines);
+    assert!(e.maps().iter().any(|m| m.def().name == "outer_hash.inner"));
+    // What the maps refuse is an error, not a silent miss.
+    let refused = |s: Setup, func: &str| engine_of(&[s], func).err().unwrap();
+    assert!(refused(inner(2), "mim_prog").contains("EINVAL"));
+    assert!(refused(tail("jumps", 9), "tail_entry").contains("entry 9"));
+    assert!(refused(tail("nope", 0), "tail_entry").contains("no map nope"));
+    assert!(refused(tail("outer", 0), "tail_entry").contains("array_of_maps"));
+    let missing = Setup::TailCall {
+        map: "jumps".into(),
+        key: 1,
+        func: "no_such_function".into(),
+    };
+    assert!(refused(missing, "tail_entry").contains("no_such_function"));
+}

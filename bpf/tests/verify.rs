@@ -22,6 +22,13 @@ fn what_the_kernel_refuses_is_refused_at_load_with_its_words() {
         ("xdp/map_arg", "expected prog array map for tail call"),
         ("xdp/ctx_arg", "R1 type=scalar expected=ctx"),
         ("xdp/null", "R1 invalid mem access 'scalar'"),
+        ("xdp/pkt_helper", "helper access to the packet is not allowed"),
+        ("xdp/pkt_perf", "helper access to the packet is not allowed"),
+        ("xdp/pkt_printk", "helper access to the packet is not allowed"),
+        ("xdp/pkt_load", "helper access to the packet is not allowed"),
+        ("xdp/pkt_store", "helper access to the packet is not allowed"),
+        ("xdp/pkt_fib", "helper access to the packet is not allowed"),
+        ("xdp/pkt_mtu", "helper access to the packet is not allowed"),
     ] {
         let e = load(sec, true).err().unwrap_or_else(|| panic!("{sec} loaded"));
         assert!(
@@ -35,7 +42,7 @@ fn what_the_kernel_refuses_is_refused_at_load_with_its_words() {
 
 #[test]
 fn what_the_kernel_loads_is_loaded() {
-    for sec in ["xdp/devmap", "xdp/fine"] {
+    for sec in ["xdp/devmap", "xdp/fine", "xdp/pkt_allowed"] {
         load(sec, true).unwrap_or_else(|e| panic!("{sec}: {e}"));
     }
     // Every object of the engine's own tests and os-linux/xdp loads with the check.

@@ -13,7 +13,8 @@
 //! - `cargo xtask bpf-diff` (`bpf/examples/kernel_diff`): the engine against the kernel — every
 //!   XDP program loaded with its tail call targets and inner maps ([`LoadOptions`]), run with
 //!   `BPF_PROG_TEST_RUN` ([`Loaded::test_run`]), its maps read ([`Loaded::entries`]) and put
-//!   back between runs ([`Loaded::restore`]).
+//!   back between runs ([`Loaded::restore`]), the records of its ring buffers taken through their
+//!   `mmap` ([`Loaded::ring_records`]).
 //!
 //! What is here: the table of libbpf entry points, the capture of libbpf's messages
 //! ([`Printed`]), the probe of whether `bpf()` is permitted ([`Lib::probe`]), objects closed on
@@ -24,6 +25,7 @@ mod ffi;
 mod load;
 mod maps;
 mod print;
+mod ring;
 
 use std::ffi::{c_char, CStr, CString};
 use std::fmt;

@@ -273,6 +273,7 @@ impl Lib {
                     map_type: (self.f.map_type)(m),
                     key_size: (self.f.map_key_size)(m),
                     value_size: (self.f.map_value_size)(m),
+                    max_entries: (self.f.map_max_entries)(m),
                     fd: (self.f.map_fd)(m),
                 }
             })

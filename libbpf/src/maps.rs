@@ -16,6 +16,8 @@ pub struct KMap {
     pub key_size: u32,
     /// Value bytes.
     pub value_size: u32,
+    /// Entries (a ring buffer: bytes of its data area).
+    pub max_entries: u32,
     pub(crate) fd: c_int,
 }
 

@@ -1,6 +1,6 @@
 //! The crate's own checks: the text helpers everywhere; against the host kernel where libbpf is
 //! installed and bpf() is permitted (else those say so and pass), on the repository's prebuilt
-//! `bpf/objects/kernel_refuses.o`.
+//! `bpf/objects/kernel_refuses.o` and `ringbuf_records.o`.
 
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
@@ -107,6 +107,29 @@ fn the_kernel_refuses_and_loads_what_it_should_with_its_words() {
         r.verifier_log
     );
     assert!(r.to_string().starts_with("errno 13: "), "{r}");
+    // The packet handed to helpers without packet access (the engine's static check refuses them
+    // with these words too: bpf/tests/verify.rs).
+    for func in [
+        "pkt_helper",
+        "pkt_perf",
+        "pkt_printk",
+        "pkt_load",
+        "pkt_store",
+        "pkt_fib",
+        "pkt_mtu",
+    ] {
+        let Err(Error::Refused(r)) = lib.load(&object(), &verify(func)) else {
+            panic!("the kernel loaded {func}");
+        };
+        assert!(
+            r.verifier_log
+                .contains("helper access to the packet is not allowed"),
+            "{func}: {}",
+            r.verifier_log
+        );
+    }
+    // The map helpers and bpf_csum_diff may read the packet.
+    lib.load(&object(), &verify("pkt_allowed")).unwrap();
     let fine = lib.load(&object(), &verify("fine")).unwrap();
     assert!(fine.verifier_log.contains("processed"), "{}", fine.verifier_log);
     let run = fine.test_run(&[0u8; 64]).unwrap();
@@ -190,4 +213,38 @@ fn probe_refused_to_an_unprivileged_user() {
         text.contains("PROBE: bpf() is not permitted here (Operation not permitted"),
         "{text}"
     );
+}
+
+#[test]
+fn ring_records_are_read_through_the_mmap_once_each_in_order() {
+    let Some(lib) = host() else { return };
+    let obj = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bpf/objects/ringbuf_records.o");
+    let opts = LoadOptions {
+        log: VerifierLog::OnFailure,
+        ..verify("ringbuf_records")
+    };
+    let l = lib.load(&obj, &opts).unwrap();
+    let ring = l.maps.iter().find(|m| m.name == "records").unwrap();
+    assert_eq!(ring.max_entries, 4096);
+    let frame: Vec<u8> = (0u8..61).collect();
+    for _ in 0..2 {
+        assert_eq!(l.test_run(&frame).unwrap().retval, 2);
+    }
+    let mut first = 61u32.to_le_bytes().to_vec();
+    first.extend_from_slice(&frame[..20]);
+    let copied = frame[6..13].to_vec();
+    // The discarded record between them is skipped; the 7-byte one is padded to 8 in the ring.
+    let want = vec![first.clone(), copied.clone(), first, copied];
+    assert_eq!(l.ring_records(ring).unwrap(), want);
+    assert!(l.ring_records(ring).unwrap().is_empty(), "read once");
+    let even: Vec<u8> = (0u8..20).collect();
+    l.test_run(&even).unwrap();
+    let got = l.ring_records(ring).unwrap();
+    assert_eq!((got.len(), got[1].clone()), (2, even[6..11].to_vec()));
+    let not_a_ring = KMap {
+        map_type: 2,
+        ..ring.clone()
+    };
+    let e = l.ring_records(&not_a_ring).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
 }

@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::root;
 
 /// (object, source relative to the repository root, extra clang flags).
-pub const OBJECTS: [(&str, &str, &str); 18] = [
+pub const OBJECTS: [(&str, &str, &str); 19] = [
     ("xdp_drop.o", "os-linux/xdp/xdp_drop.c", ""),
     ("xdp_pass.o", "os-linux/xdp/xdp_pass.c", ""),
     ("xdp_tx.o", "os-linux/xdp/xdp_tx.c", ""),
@@ -32,6 +32,11 @@ pub const OBJECTS: [(&str, &str, &str); 18] = [
     ("core_types.o", "bpf/src/core_types.c", ""),
     ("more_maps.o", "bpf/tests/c/more_maps.c", ""),
     ("kernel_refuses.o", "bpf/tests/c/kernel_refuses.c", ""),
+    (
+        "ringbuf_records.o",
+        "bpf/examples/kernel_diff/ringbuf_records.c",
+        "",
+    ),
 ];
 
 /// FNV-1a, 64 bits (the manifest's change detector, not a security measure).

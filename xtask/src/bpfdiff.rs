@@ -1,4 +1,4 @@
-//! `cargo xtask bpf-diff [--update]`: the onic-bpf engine measured against the host kernel on XDP
+//! `cargo xtask bpf-diff [--update | --bare BUNDLE]`: the onic-bpf engine measured against the host kernel on XDP
 //! programs nobody in this project wrote (docs/bpf-differential.md).
 //!
 //! This side gathers the programs and builds them; `bpf/examples/kernel_diff` loads and runs
@@ -14,6 +14,8 @@
 //! - xdp-tools' prebuilt objects: the `.o` files Debian's `libxdp1` and `xdp-tools` install, and
 //!   the objects the xdp-tools programs carry inside their executables (skeletons), cut out of
 //!   them byte for byte.
+//! - One program of this project ([`OWN`]): none of the above writes to a ring buffer, so
+//!   `ringbuf_records` does, and its records are compared (the object `bpf/objects` ships).
 //!
 //! A source that does not compile is listed with clang's first error, not left out. Everything
 //! lives in `$ONIC_CACHE/bpfdiff/<key>` (default `/var/cache/onic-rs`), the key a hash of every
@@ -136,6 +138,10 @@ const MORE_SELFTESTS: [&str; 8] = [
     "tailcall6",
 ];
 
+/// The programs of this project in the set, from `bpf/objects/` (`cargo xtask bpf-objects`
+/// builds them): what no program of the others does.
+const OWN: [&str; 1] = ["ringbuf_records"];
+
 /// The expectations file the comparison checks against.
 const EXPECT: &str = "bpf/examples/kernel_diff/expected.txt";
 /// How long the bare-metal image may take over the set (TCG).
@@ -180,6 +186,10 @@ fn cache_key() -> Result<String, String> {
     k.push_str(&stdout_of(Command::new("clang").arg("--version"))?);
     let btf = fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
     let _ = writeln!(k, "btf {:016x}", fnv64(&btf));
+    for o in OWN {
+        let obj = fs::read(own_object(o)).unwrap_or_default();
+        let _ = writeln!(k, "{o} {:016x}", fnv64(&obj));
+    }
     let _ = writeln!(
         k,
         "{CFLAGS:?} {LINKED_SAMPLES:?} {EXTRACT:?} {KERN_SHIM} {MORE_SELFTESTS:?} recipe 1"
@@ -187,12 +197,14 @@ fn cache_key() -> Result<String, String> {
     Ok(format!("{:016x}", fnv64(k.as_bytes())))
 }
 
-/// Runs `kernel_diff` after making sure the objects are built.
+/// Runs `kernel_diff` after making sure the objects are built; with `--bare FILE`, only boots
+/// the bare-metal image with bundle FILE (say, one changed by hand to see the image fail).
 pub fn bpf_diff(args: &[String]) -> Result<(), String> {
     let update = match args {
         [] => false,
         [a] if a == "--update" => true,
-        _ => return Err("usage: cargo xtask bpf-diff [--update]".into()),
+        [a, file] if a == "--bare" => return bare_metal(PathBuf::from(file)),
+        _ => return Err("usage: cargo xtask bpf-diff [--update | --bare BUNDLE]".into()),
     };
     let start = Instant::now();
     kmod::ensure_packages(&PACKAGES)?;
@@ -262,6 +274,11 @@ pub fn ci_job() -> Result<(), String> {
     bpf_diff(&[])
 }
 
+/// The prebuilt object of [`OWN`] program `name`.
+fn own_object(name: &str) -> PathBuf {
+    root().join("bpf/objects").join(format!("{name}.o"))
+}
+
 /// Builds the whole set into `dir` (through a scratch directory renamed at the end, so an
 /// interrupted build is never taken for a finished one).
 fn build_all(dir: &Path) -> Result<(), String> {
@@ -277,6 +294,13 @@ fn build_all(dir: &Path) -> Result<(), String> {
     build_selftests(&tmp, &mut manifest)?;
     build_samples(&tmp, &mut manifest)?;
     xdp_tools(&tmp, &mut manifest)?;
+    for o in OWN {
+        let out = tmp.join("obj").join(format!("onic-{o}.o"));
+        let r = fs::copy(own_object(o), &out)
+            .map(|_| ())
+            .map_err(|e| format!("{o}.o: {e}"));
+        record(&mut manifest, &format!("onic/{o}"), &out, r);
+    }
     fs::write(tmp.join("manifest.tsv"), &manifest).map_err(|e| format!("manifest: {e}"))?;
     let _ = fs::remove_dir_all(dir);
     fs::rename(&tmp, dir).map_err(|e| format!("{}: {e}", dir.display()))?;

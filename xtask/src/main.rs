@@ -466,7 +466,7 @@ fn main() -> ExitCode {
         },
         _ => Err(format!(
             "usage: cargo xtask ci [fmt|clippy|test|no-std|features|doc|qemu|miri|fuzz|kmod-clippy|bpf-diff|vm-test]\n       {}\n       \
-             cargo xtask kmod [--kernel 6.1|6.12|all|debug]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask debug-kernel\n       cargo xtask bpf-objects [--check]\n       cargo xtask bpf-diff [--update]\n       {}\n       {}\n       {}\n       {}",
+             cargo xtask kmod [--kernel 6.1|6.12|all|debug]\n       cargo xtask panic-paths\n       cargo xtask qemu-card\n       cargo xtask debug-kernel\n       cargo xtask bpf-objects [--check]\n       cargo xtask bpf-diff [--update | --bare BUNDLE]\n       {}\n       {}\n       {}\n       {}",
             qemu::USAGE.trim_start_matches("usage: "),
             vm::USAGE.trim_start_matches("usage: "),
             vmbench::USAGE.trim_start_matches("usage: "),

@@ -4,7 +4,8 @@
 //! freshly loaded engine, so that every frame starts from the maps as the object declares them,
 //! as the kernel side does by restoring its maps.
 
-use onic_bpf::{bundle, LoadOptions, Loader, SimHost, XdpEngine};
+use onic_bpf::bundle::{self, Setup};
+use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
 
 use crate::{MapState, Outcome};
 
@@ -16,52 +17,36 @@ fn kernel_btf() -> Option<&'static [u8]> {
         .as_deref()
 }
 
-/// What the kernel side does for a map of maps that declares no inner map
-/// ([`onic_libbpf::INNER`]): a new array of 4-byte keys and values in entry 0.
-fn give_inner_maps(maps: &mut Vec<onic_bpf::Map>) -> Result<(), String> {
-    for outer in 0..maps.len() {
-        let d = maps[outer].def();
-        if !d.map_type.is_map_of_maps() || d.key_size != 4 || maps[outer].inner_template().is_some() {
-            continue;
-        }
-        let def = onic_bpf::MapDef {
-            name: format!("{}.inner", d.name),
-            map_type: onic_bpf::MapType::Array,
-            key_size: 4,
-            value_size: 4,
-            max_entries: onic_libbpf::INNER,
-            flags: 0,
-            read_only: false,
-        };
-        maps.push(onic_bpf::Map::new(def, LoadOptions::default().cpus)?);
-        let inner = maps.len() - 1;
-        onic_bpf::maps::set_inner(maps, outer, &0u32.to_le_bytes(), inner)?;
-    }
-    Ok(())
-}
-
-/// What the kernel side does with the programs named `classifier_<i>`
-/// ([`onic_libbpf::tail_slot`]): each loaded and put into entry `i` of every program array.
-fn fill_jump_tables(loader: &Loader<'_>, bytes: &[u8], loaded: &mut onic_bpf::Loaded) -> Result<(), String> {
-    let arrays: Vec<usize> = (0..loaded.maps.len())
-        .filter(|&m| loaded.maps[m].def().map_type == onic_bpf::MapType::ProgArray)
-        .collect();
-    if arrays.is_empty() {
-        return Ok(());
-    }
-    for info in loaded.programs.clone() {
-        let Some(i) = onic_libbpf::tail_slot(&info.name) else {
-            continue;
-        };
-        let other = loader.load(bytes, Some(&info.name)).map_err(|e| e.to_string())?;
-        loaded.tail_programs.push(other.program);
-        let n = loaded.tail_programs.len() as u32;
-        for &m in &arrays {
-            // An index beyond the map is refused, as the kernel refuses it.
-            let _ = loaded.maps[m].host_set(&i.to_le_bytes(), &n.to_le_bytes());
+/// What the kernel side does to the maps after the load ([`onic_libbpf::LoadOptions`]'s
+/// `tail_calls` and `inner_maps`), as the bundle carries it for the bare-metal image: every
+/// program named `classifier_<i>` into entry `i` of every program array that has one
+/// ([`onic_libbpf::tail_slot`]), and a map of maps of 4-byte keys that declares no inner map
+/// given an [`onic_libbpf::INNER`]-entry array of 4-byte values in entry 0.
+fn harness_setup(loaded: &onic_bpf::Loaded) -> Vec<Setup> {
+    let mut out = Vec::new();
+    for m in &loaded.maps {
+        let d = m.def();
+        if d.map_type == onic_bpf::MapType::ProgArray {
+            for info in &loaded.programs {
+                // An index beyond the map is left out, as the kernel refuses it.
+                if let Some(key) = onic_libbpf::tail_slot(&info.name).filter(|&i| i < d.max_entries) {
+                    out.push(Setup::TailCall {
+                        map: d.name.clone(),
+                        key,
+                        func: info.name.clone(),
+                    });
+                }
+            }
+        } else if d.map_type.is_map_of_maps() && d.key_size == 4 && m.inner_template().is_none() {
+            out.push(Setup::InnerArray {
+                map: d.name.clone(),
+                key: 0,
+                value_size: 4,
+                max_entries: onic_libbpf::INNER,
+            });
         }
     }
-    Ok(())
+    out
 }
 
 /// A program the engine accepted: the object's bytes and the function to load.
@@ -70,6 +55,8 @@ pub struct Onic<'a> {
     /// The program as loaded: every frame gets a copy (loading again would resolve the CO-RE
     /// relocations against the kernel's BTF again, for the same result).
     loaded: onic_bpf::Loaded,
+    /// What was done to the maps after the load (the bundle carries it).
+    pub setup: Vec<Setup>,
     _bytes: std::marker::PhantomData<&'a [u8]>,
 }
 
@@ -86,51 +73,34 @@ impl<'a> Onic<'a> {
             loader = loader.kernel_btf(btf);
         }
         let mut loaded = loader.load(bytes, Some(func)).map_err(|e| e.to_string())?;
-        give_inner_maps(&mut loaded.maps)?;
-        fill_jump_tables(&loader, bytes, &mut loaded)?;
+        let setup = harness_setup(&loaded);
+        bundle::set_up(&loader, bytes, &mut loaded, &setup)?;
         Ok(Self {
             loader,
             loaded,
+            setup,
             _bytes: std::marker::PhantomData,
         })
     }
 
     /// Why a host without the kernel (the bare-metal image, which loads the object with the
-    /// engine's defaults and nothing else) could not run this program as it runs here: CO-RE
-    /// relocations that need the kernel's BTF, inner maps or tail call tables this side adds.
+    /// engine's defaults and does the bundle's [`Setup`]) could not run this program as it runs
+    /// here: CO-RE relocations that need the kernel's BTF.
     pub fn needs_more_than_the_object(bytes: &[u8], func: &str, entries: u32) -> Option<String> {
         let loader = Loader::new(LoadOptions::default())
             .unsized_max_entries(entries)
             .prog_type_xdp(true);
-        let loaded = match loader.load(bytes, Some(func)) {
-            Ok(l) => l,
-            Err(e) => {
-                return Some(format!(
-                    "loads only with the kernel's BTF (the bundle carries none): {e}"
-                ))
-            }
-        };
-        let needs = |m: &onic_bpf::Map| {
-            let d = m.def();
-            if d.map_type == onic_bpf::MapType::ProgArray {
-                Some("a tail call table the harness fills")
-            } else if d.map_type.is_map_of_maps() && m.inner_template().is_none() {
-                Some("an inner map the harness adds")
-            } else {
-                None
-            }
-        };
-        loaded
-            .maps
-            .iter()
-            .find_map(needs)
-            .map(|what| format!("needs {what}"))
+        loader
+            .load(bytes, Some(func))
+            .err()
+            .map(|e| format!("loads only with the kernel's BTF (the bundle carries none): {e}"))
     }
 
     /// Runs the program on `frame` with fresh maps (the test run's layout,
-    /// [`onic_bpf::bundle::test_run`]): the outcome and the maps' entries after the run (map
-    /// name, sorted (key, CPU 0's value)).
-    pub fn run(&self, frame: &[u8]) -> (Outcome, MapState) {
+    /// [`onic_bpf::bundle::test_run`]): the outcome, the maps' entries after the run (map
+    /// name, sorted (key, CPU 0's value)), and the records its ring buffers handed the host
+    /// ([`onic_bpf::bundle::ring_records`]).
+    pub fn run(&self, frame: &[u8]) -> (Outcome, MapState, bundle::Records) {
         let opts = *self.loader.options();
         let loaded = self.loaded.clone();
         let mut e = XdpEngine::new(loaded, SimHost::new(opts.cpus, 1), opts.budget);
@@ -155,6 +125,6 @@ impl<'a> Onic<'a> {
                 (m.def().name.clone(), entries)
             })
             .collect();
-        (out, maps)
+        (out, maps, bundle::ring_records(&e))
     }
 }

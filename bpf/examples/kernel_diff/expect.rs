@@ -6,9 +6,10 @@
 //! ```
 //!
 //! KIND is `onic-refuses` (the kernel loads it, the engine does not), `kernel-refuses` (the
-//! reverse), `verdict`, `bytes` or `maps` (on FRAMES frames; `-` for the two load kinds). Lines
-//! starting with `#` are comments. A difference seen but not listed fails the run; so does a
-//! listed one not seen, or seen on another number of frames.
+//! reverse), `verdict`, `bytes`, `maps` or `records` (ring buffer records; these four on FRAMES
+//! frames, `-` for the two load kinds). Lines starting with `#` are comments. A difference seen
+//! but not listed fails the run; so does a listed one not seen, or seen on another number of
+//! frames.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;

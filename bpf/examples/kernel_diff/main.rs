@@ -62,7 +62,7 @@ pub enum Outcome {
 pub struct Diff {
     /// `object-id:function`.
     pub program: String,
-    /// `onic-refuses`, `kernel-refuses`, `verdict`, `bytes`, `maps`.
+    /// `onic-refuses`, `kernel-refuses`, `verdict`, `bytes`, `maps`, `records`.
     pub kind: &'static str,
     /// Frames it happened on (0 for load differences).
     pub frames: usize,
@@ -90,17 +90,64 @@ pub struct ProgResult {
     pub maps_changed: usize,
     /// Map comparisons made (a kernel map with an engine map of the same name, per frame).
     pub map_checks: usize,
-    /// Frames whose verdicts, bytes, maps differed.
+    /// Ring buffer records the kernel's runs wrote (each compared with the engine's).
+    pub ring_records: usize,
+    /// Frames whose verdicts, bytes, maps, ring buffer records differed.
     pub verdict: usize,
     /// See `verdict`.
     pub bytes: usize,
     /// See `verdict`.
     pub maps: usize,
+    /// See `verdict`.
+    pub records: usize,
 }
 
 /// Map types whose contents are compared (hash, array and their per-CPU and LRU kinds).
 fn comparable(m: &KMap) -> bool {
     matches!(m.map_type, 1 | 2 | 5 | 6 | 9 | 10)
+}
+
+/// `BPF_MAP_TYPE_RINGBUF`: maps whose records are compared.
+const RINGBUF: u32 = 27;
+
+/// Where the kernel's and the engine's ring buffer records first differ.
+fn records_differ(kernel: &bundle::Records, onic: &bundle::Records) -> Option<String> {
+    if kernel == onic {
+        return None;
+    }
+    let at = kernel
+        .iter()
+        .zip(onic)
+        .position(|(a, b)| a != b)
+        .unwrap_or(kernel.len().min(onic.len()));
+    let show = |r: &bundle::Records| {
+        r.get(at).map_or_else(
+            || "none".into(),
+            |(m, rec)| format!("{m}: {}", report::record(Some(rec))),
+        )
+    };
+    Some(format!(
+        "ring records: kernel {}, onic {}; record {at}: kernel {}, onic {}",
+        kernel.len(),
+        onic.len(),
+        show(kernel),
+        show(onic)
+    ))
+}
+
+/// The records the kernel's run left in ring buffers `rings`, as [`bundle::Records`] orders
+/// them (a ring that cannot be read gives one record saying why).
+fn kernel_records(k: &Loaded<'_>, rings: &[&KMap]) -> bundle::Records {
+    let mut rings = rings.to_vec();
+    rings.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Vec::new();
+    for m in rings {
+        let recs = k
+            .ring_records(m)
+            .unwrap_or_else(|e| vec![format!("cannot read the ring: {e}").into_bytes()]);
+        out.extend(recs.into_iter().map(|r| (m.name.clone(), r)));
+    }
+    out
 }
 
 /// The engine's name for kernel map `k`: libbpf prefixes global-data maps with part of the
@@ -152,8 +199,10 @@ struct Compare<'a, 'l> {
     cpus: usize,
     /// The kernel's maps as the last run left them.
     now: Vec<Entries>,
+    /// The ring buffers, whose records are taken after every run.
+    rings: Vec<&'a KMap>,
     res: ProgResult,
-    diffs: [Diff; 3],
+    diffs: [Diff; 4],
     /// What each frame should give, for the bundle.
     record: Vec<Option<bundle::Expected>>,
 }
@@ -186,9 +235,12 @@ impl Compare<'_, '_> {
             frame: kr.frame,
             note: String::new(),
         };
-        let (oout, onic_maps) = self.o.run(f);
+        let kernel_records = kernel_records(self.k, &self.rings);
+        self.res.ring_records += kernel_records.len();
+        let (oout, onic_maps, onic_records) = self.o.run(f);
         self.res.compared += 1;
-        self.record.push(Some(expected(&kout, &oout)));
+        self.record
+            .push(Some(expected((&kout, &oout), (&kernel_records, &onic_records))));
         let (kv, ov) = (verdict_of(&kout), verdict_of(&oout));
         if kv != ov {
             self.note(
@@ -217,6 +269,9 @@ impl Compare<'_, '_> {
         if let Some(d) = maps_differ(&kernel_maps, &onic_maps) {
             self.note(2, name, d);
         }
+        if let Some(d) = records_differ(&kernel_records, &onic_records) {
+            self.note(3, name, d);
+        }
     }
 
     fn note(&mut self, i: usize, frame: &str, detail: String) {
@@ -242,12 +297,18 @@ fn plain(o: &Outcome) -> bundle::Outcome {
     }
 }
 
-/// What a frame should give: the kernel's outcome, and the engine's where it differs.
-fn expected(kernel: &Outcome, onic: &Outcome) -> bundle::Expected {
+/// What a frame should give: the kernel's outcome and ring records, and the engine's where they
+/// differ.
+fn expected(
+    (kernel, onic): (&Outcome, &Outcome),
+    (k_records, o_records): (&bundle::Records, &bundle::Records),
+) -> bundle::Expected {
     let (kernel, onic) = (plain(kernel), plain(onic));
     bundle::Expected {
         engine: (onic != kernel).then_some(onic),
         kernel,
+        engine_records: (o_records != k_records).then(|| o_records.clone()),
+        records: k_records.clone(),
     }
 }
 
@@ -301,6 +362,7 @@ fn run_program(
         object,
         entries,
         skip: None,
+        setup: onic.as_ref().map(|o| o.setup.clone()).unwrap_or_default(),
         frames: Vec::new(),
     };
     bundled.skip = match (&kernel, &onic) {
@@ -340,15 +402,16 @@ fn run_program(
         o: &o,
         cpus,
         now: initial.clone(),
+        rings: k.maps.iter().filter(|m| m.map_type == RINGBUF).collect(),
         res,
-        diffs: ["verdict", "bytes", "maps"].map(|kind| load_diff(kind, "")),
+        diffs: ["verdict", "bytes", "maps", "records"].map(|kind| load_diff(kind, "")),
         record: Vec::new(),
     };
     for (name, f) in frames::all() {
         c.frame(&name, &f, &maps, &initial);
     }
-    let [v, b, m] = &c.diffs;
-    (c.res.verdict, c.res.bytes, c.res.maps) = (v.frames, b.frames, m.frames);
+    let [v, b, m, r] = &c.diffs;
+    (c.res.verdict, c.res.bytes, c.res.maps, c.res.records) = (v.frames, b.frames, m.frames, r.frames);
     diffs.extend(c.diffs.into_iter().filter(|d| d.frames > 0));
     bundled.frames = c.record;
     (c.res, bundled)

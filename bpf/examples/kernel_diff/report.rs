@@ -17,6 +17,11 @@ pub fn entry(e: Option<&(Vec<u8>, Vec<u8>)>) -> String {
     e.map_or_else(|| "none".into(), |(k, v)| format!("{}={}", hex(k, 0), hex(v, 0)))
 }
 
+/// A ring buffer record for a message: its length and first bytes (`none` when there is none).
+pub fn record(r: Option<&Vec<u8>>) -> String {
+    r.map_or_else(|| "none".into(), |r| format!("{} bytes {}", r.len(), hex(r, 0)))
+}
+
 /// Where the kernel's and the engine's bytes after a run first differ.
 pub fn bytes_diff(km: &[u8], kf: &[u8], om: &[u8], of: &[u8]) -> String {
     if km != om {
@@ -60,8 +65,8 @@ pub fn program_line(r: &ProgResult, took: std::time::Duration) {
         "-".to_string()
     } else {
         format!(
-            "{} frames, verdict/bytes/maps differ on {}/{}/{}",
-            r.compared, r.verdict, r.bytes, r.maps
+            "{} frames, verdict/bytes/maps/records differ on {}/{}/{}/{}",
+            r.compared, r.verdict, r.bytes, r.maps, r.records
         )
     };
     let slow = if took.as_secs_f64() >= 1.0 {
@@ -105,12 +110,13 @@ pub struct Tally {
     onic: usize,
     both: usize,
     runnable: usize,
-    agree: [usize; 3],
+    agree: [usize; 4],
     frames: usize,
-    frames_agree: [usize; 3],
+    frames_agree: [usize; 4],
     rewritten: usize,
     maps_changed: usize,
     map_checks: usize,
+    ring_records: usize,
 }
 
 impl Tally {
@@ -131,7 +137,8 @@ impl Tally {
         self.rewritten += r.rewritten;
         self.maps_changed += r.maps_changed;
         self.map_checks += r.map_checks;
-        for (i, n) in [r.verdict, r.bytes, r.maps].into_iter().enumerate() {
+        self.ring_records += r.ring_records;
+        for (i, n) in [r.verdict, r.bytes, r.maps, r.records].into_iter().enumerate() {
             self.agree[i] += usize::from(n == 0);
             self.frames_agree[i] += r.compared - n;
         }
@@ -155,7 +162,7 @@ impl Tally {
         println!("| onic loads | {} |", self.onic);
         println!("| both load | {} |", self.both);
         println!("| both load and the kernel test-runs them | {} |", self.runnable);
-        for (i, what) in ["verdict", "byte", "map"].iter().enumerate() {
+        for (i, what) in ["verdict", "byte", "map", "ring record"].iter().enumerate() {
             println!(
                 "| {what} agreement: programs (frames) | {}/{} ({}/{}) |",
                 self.agree[i], self.runnable, self.frames_agree[i], self.frames
@@ -172,6 +179,10 @@ impl Tally {
         println!(
             "| map comparisons (one map after one frame) | {} |",
             self.map_checks
+        );
+        println!(
+            "| ring buffer records the kernel's runs wrote (each compared) | {} |",
+            self.ring_records
         );
         println!();
     }

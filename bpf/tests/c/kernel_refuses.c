@@ -73,6 +73,93 @@ int not_ctx(struct xdp_md *ctx)
 	return bpf_xdp_adjust_head((struct xdp_md *)0, 4) ? XDP_ABORTED : XDP_PASS;
 }
 
+/* The packet handed to a helper that may not read it (bpf_ringbuf_output takes memory, but not
+ * the packet's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} ring SEC(".maps");
+
+SEC("xdp/pkt_helper")
+int pkt_helper(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+
+	if (data + 8 > (void *)(long)ctx->data_end)
+		return XDP_DROP;
+	bpf_ringbuf_output(&ring, data, 8, 0);
+	return XDP_PASS;
+}
+
+/* The same for the other helpers that take memory but not the packet's, and two that may read
+ * the packet (bpf_csum_diff, a map update with key and value in the packet). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} events SEC(".maps");
+
+#define PACKET_OF_64(ctx)                                                       \
+	void *data = (void *)(long)ctx->data;                                   \
+	if (data + 64 > (void *)(long)ctx->data_end)                            \
+		return XDP_DROP
+
+SEC("xdp/pkt_perf")
+int pkt_perf(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, 8);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_printk")
+int pkt_printk(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_trace_printk(data, 8);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_load")
+int pkt_load(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_xdp_load_bytes(ctx, 0, data, 8);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_store")
+int pkt_store(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_xdp_store_bytes(ctx, 0, data, 8);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_fib")
+int pkt_fib(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_fib_lookup(ctx, data, 64, 0);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_mtu")
+int pkt_mtu(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_check_mtu(ctx, 0, data, 0, 0);
+	return XDP_PASS;
+}
+
+SEC("xdp/pkt_allowed")
+int pkt_allowed(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	bpf_map_update_elem(&counts, data, data + 4, BPF_ANY);
+	return bpf_csum_diff(data, 8, data + 8, 8, 0) ? XDP_PASS : XDP_DROP;
+}
+
 /* What the kernel loads: every field read whole, the stack within its frame, a map lookup. */
 SEC("xdp/fine")
 int fine(struct xdp_md *ctx)

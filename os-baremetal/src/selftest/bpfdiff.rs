@@ -4,20 +4,22 @@
 //! embedded (`ONIC_BPF_BUNDLE`, the file's path at build time). Here every program the image can
 //! run is loaded by the `onic-bpf` engine from its object as it stands, and runs on every frame
 //! the kernel ran, each from the maps as loaded, laid out as the kernel's test run lays it out
-//! ([`onic_bpf::bundle::test_run`]).
+//! ([`onic_bpf::bundle::test_run`]), after what the host harness does to the maps after the load
+//! (tail call tables, inner maps: the program's [`onic_bpf::bundle::Setup`], done by
+//! [`onic_bpf::bundle::set_up`] as on the host).
 //!
-//! A frame agrees when its verdict, metadata and bytes are the kernel's, or, where the engine on
-//! the host differs from the kernel (a difference the differential run lists with its reason in
-//! `bpf/examples/kernel_diff/expected.txt`), the host engine's. Each program is reported as
+//! A frame agrees when its verdict, metadata, bytes and ring buffer records are the kernel's,
+//! or, where the engine on the host differs from the kernel (a difference the differential run
+//! lists with its reason in `bpf/examples/kernel_diff/expected.txt`), the host engine's. Each program is reported as
 //! agreeing, differing (with the first frame that does) or skipped with the reason (what it
-//! needs that the image lacks: the kernel's BTF, tables the host harness fills, more memory than
-//! the image's heap leaves; a side that does not load it at all; no frame the kernel's test run
-//! accepted). One check fails on any difference.
+//! needs that the image lacks: the kernel's BTF, more map memory than the image's heap leaves; a
+//! side that does not load it at all; no frame the kernel's test run accepted). One check fails
+//! on any difference.
 
 use alloc::string::String;
 
 use onic_bpf::bundle::{self, Bundle, BundleProgram, Outcome};
-use onic_bpf::{LoadOptions, Loader, SimHost, XdpEngine};
+use onic_bpf::{LoadErrorKind, LoadOptions, Loader, SimHost, XdpEngine};
 
 use super::Runner;
 
@@ -26,8 +28,13 @@ static BUNDLE: &[u8] = include_bytes!(env!("ONIC_BPF_BUNDLE"));
 
 /// How one program went.
 enum Verdict {
-    /// Every frame agreed: how many, and on how many the kernel's own outcome was expected.
-    Agree { frames: usize, as_kernel: usize },
+    /// Every frame agreed: how many, on how many the kernel's own outcome was expected, and
+    /// how many ring buffer records were compared.
+    Agree {
+        frames: usize,
+        as_kernel: usize,
+        records: usize,
+    },
     /// A frame did not: which, and what was expected and seen.
     Differ(String),
     /// Not run here, and why.
@@ -54,13 +61,24 @@ pub fn run(r: &mut Runner) {
             set.frames.len()
         ),
     );
-    let (mut agree, mut differ, mut skipped, mut frames) = (0, 0, 0, 0);
+    let (mut agree, mut differ, mut skipped, mut frames, mut records) = (0, 0, 0, 0, 0);
     for p in &set.programs {
         match program(&set, p) {
-            Verdict::Agree { frames: n, as_kernel } => {
+            Verdict::Agree {
+                frames: n,
+                as_kernel,
+                records: k,
+            } => {
                 agree += 1;
                 frames += n;
-                crate::println!("    agree   {}: {} frames ({} as the kernel)", p.id, n, as_kernel);
+                records += k;
+                crate::println!(
+                    "    agree   {}: {} frames ({} as the kernel), {} ring buffer records",
+                    p.id,
+                    n,
+                    as_kernel,
+                    k
+                );
             }
             Verdict::Differ(what) => {
                 differ += 1;
@@ -77,7 +95,7 @@ pub fn run(r: &mut Runner) {
         "bpf-diff-bare",
         differ == 0 && agree > 0,
         format_args!(
-            "{agree} programs agree on all {frames} frames they ran, {differ} differ, {skipped} skipped"
+            "{agree} programs agree on all {frames} frames they ran ({records} ring buffer records), {differ} differ, {skipped} skipped"
         ),
     );
 }
@@ -108,18 +126,22 @@ fn program(set: &Bundle, p: &BundleProgram) -> Verdict {
     let loader = Loader::new(opts)
         .unsized_max_entries(p.entries)
         .prog_type_xdp(true);
-    let loaded = match loader.load(object, Some(&p.func)) {
+    let mut loaded = match loader.load(object, Some(&p.func)) {
         Ok(l) => l,
-        Err(e) if e.message().contains("LoadOptions::max_map_bytes") => {
-            return Verdict::Skipped(alloc::format!(
-                "needs more map memory than the {} KiB the image's heap leaves ({e})",
-                opts.max_map_bytes / 1024
-            ))
+        Err(e) => {
+            return match e.kind() {
+                LoadErrorKind::MapMemory { limit } => Verdict::Skipped(alloc::format!(
+                    "needs more map memory than the {} KiB the image's heap leaves ({e})",
+                    limit / 1024
+                )),
+                _ => Verdict::Differ(alloc::format!("the engine refuses it here: {e}")),
+            }
         }
-        Err(e) => return Verdict::Differ(alloc::format!("the engine refuses it here: {e}")),
     };
-    let mut as_kernel = 0;
-    let mut ran = 0;
+    if let Err(e) = bundle::set_up(&loader, object, &mut loaded, &p.setup) {
+        return Verdict::Differ(alloc::format!("the harness's setup fails here: {e}"));
+    }
+    let (mut as_kernel, mut ran, mut records) = (0, 0, 0);
     for ((name, frame), x) in set.frames.iter().zip(&p.frames) {
         let Some(x) = x else { continue };
         let mut e = XdpEngine::new(loaded.clone(), SimHost::new(opts.cpus, 1), opts.budget);
@@ -132,12 +154,24 @@ fn program(set: &Bundle, p: &BundleProgram) -> Verdict {
                 describe(&got)
             ));
         }
+        let seen = bundle::ring_records(&e);
+        let want = x.engine_records.as_ref().unwrap_or(&x.records);
+        if seen != *want {
+            return Verdict::Differ(alloc::format!(
+                "frame {name}: expected {} ring buffer records, got {} (the first {} the same)",
+                want.len(),
+                seen.len(),
+                seen.iter().zip(want).take_while(|(a, b)| a == b).count()
+            ));
+        }
         ran += 1;
-        as_kernel += usize::from(x.engine.is_none());
+        records += seen.len();
+        as_kernel += usize::from(x.engine.is_none() && x.engine_records.is_none());
     }
     Verdict::Agree {
         frames: ran,
         as_kernel,
+        records,
     }
 }
 
