@@ -1033,7 +1033,15 @@ FIXI=$(dim_flood 1000)
 check "ethtool -C $IF1 adaptive-rx on" $B ethtool -C $IF1 adaptive-rx on
 check "ethtool -c: Adaptive RX on, rx-usecs 0 and rx-frames 2 kept as the fixed setting" sh -c \
 	"$B ethtool -c $IF1 >/tmp/dimc; cat /tmp/dimc; grep -Eq '^Adaptive RX:[[:space:]]+on' /tmp/dimc && grep -Eq '^rx-usecs:[[:space:]]+0$' /tmp/dimc && grep -Eq '^rx-frames:[[:space:]]+2$' /tmp/dimc"
+# The levels the flooded queues run, sampled every 0.3 s while the flood goes on (DIM's first
+# decision steps every queue down from its start level, 9/6, then it hunts and parks).
+( while [ ! -e /tmp/dimdone ]; do dim_pairs; cat /tmp/dimp; sleep 0.3; done >/tmp/dimseen ) &
+DIMS=$!
 ADAI=$(dim_flood 3000)
+touch /tmp/dimdone
+wait $DIMS
+rm -f /tmp/dimdone
+echo "    | timer/count indices seen during the flood: $(awk '{ print $2 }' /tmp/dimseen | sort | uniq -c | awk '{ printf "%s x%s ", $2, $1 }')"
 dim_pairs
 paste /tmp/dim0 /tmp/dim1 | awk '{ printf "    | queue %s: rx_packets +%d\n", $1, $4 - $2 }'
 sed 's/^/    | timer\/count indices of queue /' /tmp/dimp
