@@ -59,6 +59,13 @@
 #define ONIC_HAVE_QUEUE_STATS 1
 #endif
 
+/* netif_napi_set_irq (the netdev netlink family's napi-get shows each NAPI's IRQ) since 6.8,
+ * with netif_queue_set_napi. The DIM library (linux/dim.h: net_dim taking its sample by value,
+ * dim_update_sample, struct dim with its work item) is the same in 6.1 and 6.12. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define ONIC_HAVE_NAPI_IRQ 1
+#endif
+
 /* The page_pool header was split into types and helpers in 6.6. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
 #include <net/page_pool/helpers.h>

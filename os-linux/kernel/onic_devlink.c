@@ -109,6 +109,8 @@ static void onic_put_c2h(struct devlink_fmsg *fmsg, const struct onic_queue_dump
 	devlink_fmsg_u32_pair_put(fmsg, "cmpt_color", d->cmpt_color);
 	devlink_fmsg_u32_pair_put(fmsg, "cmpt_valid", d->cmpt_valid);
 	devlink_fmsg_u32_pair_put(fmsg, "cmpt_err", d->cmpt_err);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_timer_idx", d->cmpt_timer_idx);
+	devlink_fmsg_u32_pair_put(fmsg, "cmpt_counter_idx", d->cmpt_counter_idx);
 	devlink_fmsg_u32_pair_put(fmsg, "pfch_valid", d->pfch_valid);
 	devlink_fmsg_u32_pair_put(fmsg, "pfch_err", d->pfch_err);
 	devlink_fmsg_u64_pair_put(fmsg, "queue_errors", d->rx_queue_errors);

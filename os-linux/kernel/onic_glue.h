@@ -7,6 +7,7 @@
 #ifndef ONIC_GLUE_H
 #define ONIC_GLUE_H
 
+#include <linux/dim.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/types.h>
@@ -56,6 +57,12 @@ struct onic_qv {
 	bool xsk_zc;		/* RTNL: the queue's next RX memory is the pool's (no page_pool) */
 	bool xsk_fill_empty;	/* an allocation found the fill ring empty */
 	bool xsk_tx_taken;	/* descriptors were taken from the socket's TX ring */
+	/* Adaptive RX moderation (ethtool -C adaptive-rx on): the kernel's DIM state, sampled by
+	 * this queue's NAPI poll only; dim.work (onic_dim_work) hands its decision to the Rust side.
+	 * dim_on and dim_events are the poll's own. */
+	struct dim dim;
+	bool dim_on;		/* the last sample found the queue adaptive */
+	u16 dim_events;		/* completing polls (one per interrupt), DIM's event counter */
 };
 
 /* One counter block, written by its single owner, read by anyone. */
@@ -136,8 +143,9 @@ void onic_rs_dev_info(const void *port, struct onic_dev_info *out);
 int onic_rs_queue_dump(const void *port, u16 qid, struct onic_queue_dump *out);
 int onic_rs_queue_stats(const void *port, u16 qid, struct onic_queue_stats *out);
 void onic_rs_base_stats(const void *port, u16 active, struct onic_queue_stats *out);
-int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames);
-int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames);
+int onic_rs_get_coalesce(const void *port, u32 *usecs, u32 *frames, bool *adaptive);
+int onic_rs_set_coalesce(const void *port, u32 usecs, u32 frames, bool adaptive);
+int onic_rs_set_rx_level(const void *port, u16 qid, u8 level);
 extern const struct onic_rmon_range onic_rs_rmon_ranges[ONIC_RMON_HIST + 1];
 int onic_rs_change_mtu(const void *port, u32 mtu);
 void onic_rs_mtu_range(const void *port, unsigned int *min, unsigned int *max);
@@ -232,6 +240,11 @@ void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted);
 /* ---- onic_queues.c ---- */
 void onic_queues_attach(struct onic_ndev *nd);
 void onic_queues_set_napi(struct onic_ndev *nd, u16 n, bool on);
+
+/* onic_dim.c: adaptive RX moderation with the kernel's DIM library. */
+void onic_dim_init(struct onic_qv *qv);
+void onic_dim_sample(struct onic_qv *qv, const struct onic_poll_result *r);
+void onic_dim_cancel(struct onic_qv *qv);
 
 /* ---- onic_devlink.c ---- */
 void onic_devlink_register(struct onic_ndev *nd, struct device *dev);

@@ -130,6 +130,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
 	if (r.done < budget && !r.more) {
+		onic_dim_sample(qv, &r);
 		if (napi_complete_done(napi, r.done) && pending)
 			onic_tx_timer_arm(qv);
 		return r.done;
@@ -255,6 +256,7 @@ static int onic_stop(struct net_device *netdev)
 	for (q = 0; q < nd->open_queues; q++) {
 		napi_disable(&nd->qv[q].napi);
 		onic_tx_timer_cancel(&nd->qv[q]);
+		onic_dim_cancel(&nd->qv[q]);
 	}
 	/* RTNL held, NAPI disabled, TX stopped, timers stopped. */
 	onic_rs_stop(nd->port);
@@ -825,17 +827,20 @@ static void onic_self_test(struct net_device *netdev, struct ethtool_test *t, u6
 
 /* Interrupt moderation: RX only. The QDMA raises no TX completion interrupt (hardware.md §11.2;
  * TX is reclaimed by transmit, the poll and the tx_timer_us timer), so the kernel refuses the
- * tx-* parameters (supported_coalesce_params). */
+ * tx-* parameters (supported_coalesce_params). adaptive-rx hands each RX queue to DIM
+ * (onic_dim.c); rx-usecs and rx-frames stay the fixed setting that adaptive-rx off restores. */
 static int onic_get_coalesce(struct net_device *netdev, struct ethtool_coalesce *ec,
 			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
 {
 	u32 usecs, frames;
-	int err = onic_rs_get_coalesce(nd_of(netdev)->port, &usecs, &frames);
+	bool adaptive;
+	int err = onic_rs_get_coalesce(nd_of(netdev)->port, &usecs, &frames, &adaptive);
 
 	if (err)
 		return err;
 	ec->rx_coalesce_usecs = usecs;
 	ec->rx_max_coalesced_frames = frames;
+	ec->use_adaptive_rx_coalesce = adaptive;
 	return 0;
 }
 
@@ -843,7 +848,7 @@ static int onic_set_coalesce(struct net_device *netdev, struct ethtool_coalesce 
 			     struct kernel_ethtool_coalesce *kec, struct netlink_ext_ack *extack)
 {
 	int err = onic_rs_set_coalesce(nd_of(netdev)->port, ec->rx_coalesce_usecs,
-				       ec->rx_max_coalesced_frames);
+				       ec->rx_max_coalesced_frames, ec->use_adaptive_rx_coalesce);
 
 	if (err)
 		NL_SET_ERR_MSG_MOD(extack, "rx-usecs 0-20 and rx-frames 2-192 (the QDMA's completion timer and count tables)");
@@ -996,7 +1001,8 @@ static int onic_set_ringparam(struct net_device *netdev, struct ethtool_ringpara
 }
 
 static const struct ethtool_ops onic_ethtool_ops = {
-	.supported_coalesce_params = ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES,
+	.supported_coalesce_params = ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES |
+				     ETHTOOL_COALESCE_USE_ADAPTIVE_RX,
 	.get_coalesce = onic_get_coalesce,
 	.set_coalesce = onic_set_coalesce,
 	.get_drvinfo = onic_get_drvinfo,
@@ -1063,6 +1069,7 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 		qv->irq = -1;
 		spin_lock_init(&qv->xmit_lock);
 		onic_hrtimer_setup(&qv->tx_timer, onic_tx_timer_fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+		onic_dim_init(qv);
 	}
 	nd->down = true;
 	INIT_DELAYED_WORK(&nd->link_work, onic_link_work);
@@ -1126,6 +1133,10 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 		unregister_netdev(nd->netdev);
 		cancel_work_sync(&nd->reset_work);
 	}
+	/* ndo_stop waited for the DIM work of the queues it stopped; a queue a channel change
+	 * left unused may still have one. */
+	for (q = 0; q < nd->max_queues; q++)
+		onic_dim_cancel(&nd->qv[q]);
 	onic_devlink_unregister(nd);
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)

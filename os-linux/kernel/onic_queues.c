@@ -83,6 +83,11 @@ void onic_queues_set_napi(struct onic_ndev *nd, u16 n, bool on)
 
 		netif_queue_set_napi(nd->netdev, q, NETDEV_QUEUE_TYPE_RX, napi);
 		netif_queue_set_napi(nd->netdev, q, NETDEV_QUEUE_TYPE_TX, napi);
+#ifdef ONIC_HAVE_NAPI_IRQ
+		/* The queue vector's interrupt (none on the model inside the kernel: irq -1). */
+		if (on && nd->qv[q].irq >= 0)
+			netif_napi_set_irq(&nd->qv[q].napi, nd->qv[q].irq);
+#endif
 	}
 #endif
 }

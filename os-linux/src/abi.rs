@@ -200,6 +200,11 @@ pub struct QueueDump {
     pub cmpt_valid: u32,
     /// Completion context error field.
     pub cmpt_err: u32,
+    /// Completion context: the timer index of the queue's trigger (C2H_TIMER_CNT), as the
+    /// card holds it (set by the queue's CMPT CIDX doorbells, onic_core::moderation).
+    pub cmpt_timer_idx: u32,
+    /// Completion context: the count threshold index (C2H_CNT_TH).
+    pub cmpt_counter_idx: u32,
     /// Prefetch context valid.
     pub pfch_valid: u32,
     /// Prefetch context error.
@@ -241,6 +246,8 @@ impl QueueDump {
             cmpt_color: u32::from(c.cmpt.color()),
             cmpt_valid: u32::from(c.cmpt.valid()),
             cmpt_err: u32::from(c.cmpt.err()),
+            cmpt_timer_idx: u32::from(c.cmpt.timer_idx()),
+            cmpt_counter_idx: u32::from(c.cmpt.counter_idx()),
             pfch_valid: u32::from(c.pfch.valid()),
             pfch_err: u32::from(c.pfch.err()),
             rx_queue_errors: rx.queue_errors,
@@ -446,7 +453,9 @@ macro_rules! c_layout {
 
 /// Every struct shared with the C glue.
 pub const C_LAYOUTS: [CLayout; 12] = [
-    c_layout!(PollResult => "onic_poll_result" { done, more, redirected, tx_pending, error }),
+    c_layout!(PollResult => "onic_poll_result" {
+        done, more, redirected, tx_pending, error, adaptive, level, rx_packets, rx_bytes
+    }),
     c_layout!(TxClean => "onic_tx_clean" { bytes, packets, in_flight, free, wake_at, error }),
     c_layout!(TxState => "onic_tx_state" {
         next_to_clean, next_to_use, device_cidx, in_flight, free, running, error
@@ -473,7 +482,8 @@ pub const C_LAYOUTS: [CLayout; 12] = [
     c_layout!(XskChunk => "onic_xsk_chunk" { virt, dma, addr, len, headroom }),
     c_layout!(QueueDump => "onic_queue_dump" {
         abs, tx_pidx, tx_qen, tx_err, tx_cidx, tx_desc_pending, rx_pidx, rx_qen, rx_err, rx_cidx,
-        cmpt_pidx, cmpt_cidx, cmpt_color, cmpt_valid, cmpt_err, pfch_valid, pfch_err,
+        cmpt_pidx, cmpt_cidx, cmpt_color, cmpt_valid, cmpt_err, cmpt_timer_idx, cmpt_counter_idx,
+        pfch_valid, pfch_err,
         rx_queue_errors, rx_restarts, rx_stall_polls, rx_bad_length, tx_queue_errors, tx_restarts,
         tx_stall_reclaims
     }),

@@ -990,6 +990,72 @@ if [ $MODE = pci ]; then
 		test "$LOWS" -gt 0 -a "$HIGHS" -gt 0 -a "$LOWF" -ge "$LOWS" -a "$HIGHF" -ge "$HIGHS"
 fi
 
+# ---- adaptive RX moderation (ethtool -C adaptive-rx, the kernel's DIM library: onic_dim.c).
+# With adaptive-rx on, each RX queue's polls feed DIM, whose decisions move the queue along five
+# levels of table entries (onic_core::moderation: timer/count indices 0/4 9/6 10/0 12/11 15/15);
+# each queue takes its level at its next poll's doorbell, which the card's completion context
+# shows (devlink health diagnose rx: cmpt_timer_idx, cmpt_counter_idx). adaptive-rx off puts
+# the fixed setting back on every queue at its next poll. The interrupts per frame are a figure
+# on the PCI card (the model inside the kernel raises no Linux interrupt): under TCG a flood
+# brings frames hundreds of us apart, beyond the tables' longest timer (20 us), so no setting
+# can join two frames in one interrupt and no order between two settings can be asserted; the
+# model's host test checks the order where time is the model's (os-linux/tests/sim_ports.rs:
+# adaptive_moderation_moves_a_running_queue).
+echo "== adaptive RX moderation (DIM)"
+# dim_rxq FILE: "QUEUE RX_PACKETS" of each of $IF1's queues into FILE.
+dim_rxq() { $B ethtool -S $IF1 | sed -n 's/^ *rx\([0-9]*\)_packets: \([0-9]*\)$/\1 \2/p' >"$1"; }
+# dim_pairs: "QUEUE TIMER_IDX/COUNTER_IDX" of $IF1's queues as the card's completion contexts
+# hold them (its function's rx reporter), into /tmp/dimp.
+dim_pairs() {
+	devlink health diagnose $DL1 reporter rx 2>/dev/null | awk '{ for (i = 1; i < NF; i++) {
+		if ($i == "queue:") q = $(i + 1); if ($i == "cmpt_timer_idx:") t = $(i + 1)
+		if ($i == "cmpt_counter_idx:") print q, t "/" $(i + 1) } }' >/tmp/dimp
+}
+# dim_moved_ok PAIRS: every queue that received frames between /tmp/dim0 and /tmp/dim1 shows one
+# of PAIRS in /tmp/dimp, and some queue did.
+dim_moved_ok() {
+	awk -v ok=" $1 " 'FILENAME == "/tmp/dim0" { a[$1] = $2; next } FILENAME == "/tmp/dim1" { if ($2 > a[$1]) m[$1] = 1; next }
+		($1 in m) { n++; if (index(ok, " " $2 " ") == 0) bad = 1 } END { exit bad || !n }' /tmp/dim0 /tmp/dim1 /tmp/dimp
+}
+# dim_flood N: N flood pings a -> b; prints the interrupts on $IF1's vectors per 1000 frames it
+# received (0 without vectors). /tmp/dim0 and /tmp/dim1: its queues before and after.
+dim_flood() {
+	dim_rxq /tmp/dim0
+	i0=$(irqs "$IF1-q")
+	f0=$(cnt b $IF1 rx_packets)
+	timeout $((60 * SLOW)) $A $PING -q -f -c $1 -W 2 192.0.2.2 >/dev/null 2>&1
+	dim_rxq /tmp/dim1
+	echo $(((($(irqs "$IF1-q") - i0) * 1000) / ($(cnt b $IF1 rx_packets) - f0 + 1)))
+}
+LADDER="0/4 9/6 10/0 12/11 15/15"
+check "ethtool -C $IF1 rx-usecs 0 rx-frames 2 (the smallest fixed setting)" $B ethtool -C $IF1 rx-usecs 0 rx-frames 2
+FIXI=$(dim_flood 1000)
+check "ethtool -C $IF1 adaptive-rx on" $B ethtool -C $IF1 adaptive-rx on
+check "ethtool -c: Adaptive RX on, rx-usecs 0 and rx-frames 2 kept as the fixed setting" sh -c \
+	"$B ethtool -c $IF1 >/tmp/dimc; cat /tmp/dimc; grep -Eq '^Adaptive RX:[[:space:]]+on' /tmp/dimc && grep -Eq '^rx-usecs:[[:space:]]+0$' /tmp/dimc && grep -Eq '^rx-frames:[[:space:]]+2$' /tmp/dimc"
+# The levels the flooded queues run, sampled every 0.3 s while the flood goes on (DIM's first
+# decision steps every queue down from its start level, 9/6, then it hunts and parks).
+( while [ ! -e /tmp/dimdone ]; do dim_pairs; cat /tmp/dimp; sleep 0.3; done >/tmp/dimseen ) &
+DIMS=$!
+ADAI=$(dim_flood 3000)
+touch /tmp/dimdone
+wait $DIMS
+rm -f /tmp/dimdone
+echo "    | timer/count indices seen during the flood: $(awk '{ print $2 }' /tmp/dimseen | sort | uniq -c | awk '{ printf "%s x%s ", $2, $1 }')"
+dim_pairs
+paste /tmp/dim0 /tmp/dim1 | awk '{ printf "    | queue %s: rx_packets +%d\n", $1, $4 - $2 }'
+sed 's/^/    | timer\/count indices of queue /' /tmp/dimp
+check "under the flood every queue that received runs a DIM level's table entries ($LADDER), not the fixed 1/1" dim_moved_ok "$LADDER"
+echo "FIGURE: interrupts on $IF1's vectors per 1000 frames of a ping flood: $FIXI at the smallest fixed setting (0 us / 2), $ADAI with adaptive-rx (0: no vectors, the model inside the kernel)"
+check "ethtool -C $IF1 adaptive-rx off" $B ethtool -C $IF1 adaptive-rx off
+check "ethtool -c: Adaptive RX off, the fixed 0 us / 2 back" sh -c \
+	"$B ethtool -c $IF1 >/tmp/dimc; grep -Eq '^Adaptive RX:[[:space:]]+off' /tmp/dimc && grep -Eq '^rx-usecs:[[:space:]]+0$' /tmp/dimc && grep -Eq '^rx-frames:[[:space:]]+2$' /tmp/dimc"
+dim_flood 200 >/dev/null
+dim_pairs
+sed 's/^/    | timer\/count indices of queue /' /tmp/dimp
+check "after adaptive-rx off every queue that received runs the fixed setting's entries again (1/1)" dim_moved_ok "1/1"
+check "ethtool -C $IF1 back to the reference" $B ethtool -C $IF1 rx-usecs 1 rx-frames 64
+
 # ---- reconfiguration, XDP and link changes under TCP load (4 streams, 50 s)
 $B iperf3 -s -1 -p 5201 >/tmp/ip3s.log 2>&1 &
 SRV=$!

@@ -46,6 +46,35 @@ nl_pools_ok() {
 		$1 == "pool" && $10 == 0 { k++; if ($4 != ifx || !($6 in napi) || used[$6]++) bad = 1 }
 		END { exit (bad || k != n) }' /tmp/nlq /tmp/nlp
 }
+# nl_napi_irq Q: the NAPI id of RX queue Q in /tmp/nlq and its IRQ in /tmp/nln ("ID IRQ").
+nl_napi_irq() {
+	id=$(awk -v q="$1" '$1 == "rx" && $2 == q { print $3 }' /tmp/nlq)
+	echo "$id $(awk -v id="$id" '$1 == "napi" && $2 == id { print $4 }' /tmp/nln)"
+}
+# nl_napi_irqs_ok N: the NAPIs of RX queues 0..N-1 show the IRQs /proc/interrupts names
+# IF0-q0.., each listed once.
+nl_napi_irqs_ok() {
+	q=0
+	while [ $q -lt $1 ]; do
+		set -- $(nl_napi_irq $q) "$1"
+		want=$(awk -v n="$IF0-q$q" '$NF == n { sub(":", "", $1); print $1 }' /proc/interrupts)
+		echo "queue $q: napi $1 irq $2, /proc/interrupts $want"
+		[ -n "$want" ] && [ "$2" = "$want" ] || return 1
+		shift 2
+		q=$((q + 1))
+	done
+}
+# nl_napi_noirq_ok N: the NAPIs of RX queues 0..N-1 are listed, without an IRQ (-1).
+nl_napi_noirq_ok() {
+	q=0
+	while [ $q -lt $1 ]; do
+		set -- $(nl_napi_irq $q) "$1"
+		echo "queue $q: napi $1 irq $2"
+		[ -n "$1" ] && [ "$2" = "-1" ] || return 1
+		shift 2
+		q=$((q + 1))
+	done
+}
 # nl_bound N: both of the above, from fresh reads.
 nl_bound() { nl_queue_napis && nl_pools && nl_napis_ok $1 && nl_pools_ok $1; }
 # nl_attached: how many of IF0's pools in /tmp/nlp have no detach time.
@@ -105,6 +134,16 @@ netlink_tests() {
 	nl_pools
 	sed 's/^/    | /' /tmp/nlp
 	check "page-pool-get: $n pools under $IF0 (ifindex $NL_IFX), each bound to its queue's NAPI" nl_pools_ok $n
+	# napi-get: the queue NAPIs with their IRQ (netif_napi_set_irq): on the PCI card the
+	# number of the queue vector's IRQ (/proc/interrupts, "$IF0-qN"); the model inside the
+	# kernel raises no Linux interrupt, so none is set there.
+	nl napis $IF0 >/tmp/nln
+	sed 's/^/    | /' /tmp/nln
+	if [ $MODE = pci ]; then
+		check "napi-get: the NAPI of each of $IF0's $n queues shows its vector's IRQ" nl_napi_irqs_ok $n
+	else
+		check "napi-get: the NAPIs of $IF0's $n queues are listed, with no IRQ (the model has none)" nl_napi_noirq_ok $n
+	fi
 
 	# Per-queue statistics: the netdev's sum is ndo_get_stats64's, and the queues move with
 	# the traffic by what the netdev's counters moved: the difference between the netdev's sum

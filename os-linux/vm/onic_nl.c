@@ -6,6 +6,7 @@
  *
  *   onic_nl dev <ifname>      dev-get:        "dev ifindex N xdp-features 0xX"
  *   onic_nl queues <ifname>   queue-get dump: "queue rx|tx ID napi N" (N = 0: no NAPI set)
+ *   onic_nl napis <ifname>    napi-get dump:  "napi ID irq N" (N = -1: no IRQ set)
  *   onic_nl qstats <ifname>   qstats-get:     "qstats dev rx-packets N ..." (the netdev's sum),
  *                             then "qstats rx|tx ID packets N bytes N [alloc-fail N]" per queue
  *   onic_nl pools <ifname>    page-pool-get dump, the pools bound to the interface:
@@ -34,6 +35,7 @@
 #define NETDEV_CMD_DEV_GET 1
 #define NETDEV_CMD_PAGE_POOL_GET 5
 #define NETDEV_CMD_QUEUE_GET 10
+#define NETDEV_CMD_NAPI_GET 11
 #define NETDEV_CMD_QSTATS_GET 12
 
 #define NETDEV_A_DEV_IFINDEX 1
@@ -44,6 +46,10 @@
 #define NETDEV_A_PAGE_POOL_NAPI_ID 3
 #define NETDEV_A_PAGE_POOL_INFLIGHT 4
 #define NETDEV_A_PAGE_POOL_DETACH_TIME 6
+
+#define NETDEV_A_NAPI_IFINDEX 1
+#define NETDEV_A_NAPI_ID 2
+#define NETDEV_A_NAPI_IRQ 3
 
 #define NETDEV_A_QUEUE_ID 1
 #define NETDEV_A_QUEUE_IFINDEX 2
@@ -233,6 +239,14 @@ static void queue_reply(const struct nlmsghdr *nh, void *arg)
 	       uint_attr(tb[NETDEV_A_QUEUE_ID]), napi < 0 ? 0 : napi);
 }
 
+static void napi_reply(const struct nlmsghdr *nh, void *arg)
+{
+	const struct nlattr *tb[MAX_ATTR + 1];
+
+	parse(nh, tb);
+	printf("napi %lld irq %lld\n", uint_attr(tb[NETDEV_A_NAPI_ID]), uint_attr(tb[NETDEV_A_NAPI_IRQ]));
+}
+
 static void qstats_reply(const struct nlmsghdr *nh, void *arg)
 {
 	const struct nlattr *tb[MAX_ATTR + 1];
@@ -297,7 +311,7 @@ int main(int argc, char **argv)
 	long long want;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: onic_nl dev|queues|qstats|pools <ifname> | pools-if <index>\n");
+		fprintf(stderr, "usage: onic_nl dev|queues|napis|qstats|pools <ifname> | pools-if <index>\n");
 		return 1;
 	}
 	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
@@ -315,6 +329,10 @@ int main(int argc, char **argv)
 		start(&r, fam, NETDEV_CMD_QUEUE_GET, NLM_F_DUMP);
 		put_u32(&r, NETDEV_A_QUEUE_IFINDEX, ifindex);
 		check(talk(&r, queue_reply, NULL), "queue-get");
+	} else if (!strcmp(argv[1], "napis")) {
+		start(&r, fam, NETDEV_CMD_NAPI_GET, NLM_F_DUMP);
+		put_u32(&r, NETDEV_A_NAPI_IFINDEX, ifindex);
+		check(talk(&r, napi_reply, NULL), "napi-get");
 	} else if (!strcmp(argv[1], "qstats")) {
 		start(&r, fam, NETDEV_CMD_QSTATS_GET, NLM_F_DUMP);
 		put_u32(&r, NETDEV_A_QSTATS_IFINDEX, ifindex);

@@ -28,7 +28,7 @@ use onic_hal::{
 
 use crate::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig, C2H_BUF_SIZES};
 use crate::error::{ConfigError, Error, Result};
-use crate::moderation::RxModeration;
+use crate::moderation::{ModerationError, QueueModeration, RxModeration, RxModerations};
 use crate::queue::control::QueueControl;
 use crate::queue::doorbell::Doorbells;
 use crate::rss::RssKey;
@@ -106,10 +106,10 @@ pub struct Device<Q, S, L = Unshared> {
     /// release. A clear only replaces the command it read (compare-exchange), so a timeout
     /// recorded meanwhile by another context is not lost.
     stuck: AtomicU32,
-    /// The RX queues' interrupt moderation ([`RxModeration::to_bits`]): written by the control
-    /// path (`ethtool -C`), read by each queue's doorbells. `Relaxed`: it carries only itself,
-    /// and a poll that reads the old value sets it at its next doorbell.
-    moderation: AtomicU8,
+    /// The RX queues' interrupt moderation: the function's fixed setting, adaptive on or off,
+    /// each queue's current table entries (written by the control path and the OS's adaptive
+    /// algorithm, read by each queue's doorbells; [`crate::moderation`]).
+    moderation: RxModerations,
     /// The last FEC mode asked for (`line::FecMode`'s bits, 0 before any request): written by
     /// the control path, read by `ethtool --show-fec`. `Relaxed`: it carries only itself.
     fec_request: AtomicU8,
@@ -207,7 +207,7 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
             cfg,
             cmacs: 0,
             stuck: AtomicU32::new(NONE_STUCK),
-            moderation: AtomicU8::new(RxModeration::REFERENCE.to_bits()),
+            moderation: RxModerations::new(),
             fec_request: AtomicU8::new(0),
         };
         match dev.bring_up(delay, &mut rss) {
@@ -402,21 +402,92 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
         }
     }
 
-    /// The queue doorbells of this function.
+    /// The queue doorbells of this function, for the TX side and the control path: their CMPT
+    /// CIDX writes carry the function's fixed moderation. An RX poll acknowledges through
+    /// [`Self::rx_doorbells`], which carry its queue's own.
     pub fn doorbells(&self) -> Doorbells<&Q> {
         Doorbells::new(&self.qdma).with_moderation(self.rx_moderation())
     }
 
-    /// The RX queues' interrupt moderation (`ethtool -c`).
-    pub fn rx_moderation(&self) -> RxModeration {
-        RxModeration::from_bits(self.moderation.load(Ordering::Relaxed))
+    /// The doorbells of RX queue `qid`'s poll: its CMPT CIDX writes carry the queue's current
+    /// moderation, which is how a running queue takes a new setting (hardware.md §6,
+    /// [`crate::moderation`]). A queue id beyond the function's gets the fixed setting.
+    pub fn rx_doorbells(&self, qid: QueueId) -> Doorbells<&Q> {
+        let m = self
+            .moderation
+            .queue(qid)
+            .map_or_else(|| self.rx_moderation(), QueueModeration::entries);
+        Doorbells::new(&self.qdma).with_moderation(m)
     }
 
-    /// Sets the RX queues' interrupt moderation (`ethtool -C`): queues started from now on get
-    /// it in their completion context, running ones at their next CMPT CIDX doorbell (the end
-    /// of their next poll), with nothing stopped or restarted.
+    /// The RX queues' fixed interrupt moderation (`ethtool -c rx-usecs, rx-frames`), also
+    /// while adaptive moderation is on.
+    pub fn rx_moderation(&self) -> RxModeration {
+        self.moderation.fixed()
+    }
+
+    /// Sets the RX queues' fixed interrupt moderation (`ethtool -C`): queues started from now
+    /// on get it in their completion context, running ones at their next CMPT CIDX doorbell
+    /// (the end of their next poll), with nothing stopped or restarted. While adaptive
+    /// moderation is on, it waits for [`Self::set_rx_adaptive`]`(false)`.
     pub fn set_rx_moderation(&self, m: RxModeration) {
-        self.moderation.store(m.to_bits(), Ordering::Relaxed);
+        self.moderation.set_fixed(m);
+    }
+
+    /// Whether adaptive RX moderation is on (`ethtool -c adaptive-rx`).
+    pub fn rx_adaptive(&self) -> bool {
+        self.moderation.is_adaptive()
+    }
+
+    /// Turns adaptive RX moderation on (each queue at
+    /// [`crate::moderation::ADAPTIVE_START`], then wherever the OS moves it with
+    /// [`Self::set_rx_queue_level`]) or off (each queue back on the fixed setting). Running
+    /// queues take it at their next doorbell, as for [`Self::set_rx_moderation`].
+    pub fn set_rx_adaptive(&self, on: bool) {
+        self.moderation.set_adaptive(on);
+    }
+
+    /// RX queue `qid`'s current moderation.
+    ///
+    /// # Errors
+    ///
+    /// [`ModerationError::Queue`] for a queue the function does not have.
+    pub fn rx_queue_moderation(
+        &self,
+        qid: QueueId,
+    ) -> core::result::Result<QueueModeration, ModerationError> {
+        self.check_moderated_queue(qid)?;
+        self.moderation.queue(qid).ok_or(ModerationError::Queue {
+            qid: qid.get(),
+            queues: self.cfg.queues,
+        })
+    }
+
+    /// Moves adaptive RX queue `qid` to adaptive `level` (the OS's adaptive algorithm, any
+    /// context): the queue's next doorbell carries the level's table entries, returned.
+    ///
+    /// # Errors
+    ///
+    /// [`ModerationError::Queue`] for a queue the function does not have,
+    /// [`ModerationError::Level`] beyond the ladder, [`ModerationError::NotAdaptive`] once
+    /// adaptive moderation is off (nothing changes).
+    pub fn set_rx_queue_level(
+        &self,
+        qid: QueueId,
+        level: u8,
+    ) -> core::result::Result<RxModeration, ModerationError> {
+        self.check_moderated_queue(qid)?;
+        self.moderation.set_level(qid, level)
+    }
+
+    fn check_moderated_queue(&self, qid: QueueId) -> core::result::Result<(), ModerationError> {
+        match self.cfg.check_queue(qid) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(ModerationError::Queue {
+                qid: qid.get(),
+                queues: self.cfg.queues,
+            }),
+        }
     }
 
     /// The hardware counters of the function's port, in the order of
@@ -609,7 +680,9 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
         let sw = SwCtxt::reference_c2h(f, desc_ring, q.desc_ring.index());
         let pfch = PfchCtxt::reference(q.buf.index());
         let mut cmpt = CmptCtxt::reference(f, cmpt_ring, q.cmpt_ring.index(), q.cmpt_entry, q.vector);
-        let m = self.rx_moderation();
+        // The queue's current moderation, in its context and its first doorbell alike.
+        let db = self.rx_doorbells(q.qid);
+        let m = db.moderation();
         cmpt.set_timer_idx(m.timer_idx());
         cmpt.set_counter_idx(m.counter_idx());
         let r = (|| {
@@ -626,7 +699,6 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> QueueControl for Devic
             let _ = self.teardown_rx_queue(delay, q.qid);
             return r;
         }
-        let db = self.doorbells();
         db.c2h_pidx(q.qid, c2h_pidx);
         db.cmpt_cidx(q.qid, 0, true);
         Ok(())

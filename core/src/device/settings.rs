@@ -8,7 +8,7 @@ use core::fmt;
 use onic_hal::regs::qdma::tables::RING_SIZES;
 
 use crate::config::{BufSizeIdx, RingSizeIdx};
-use crate::moderation::RxModeration;
+use crate::moderation::{ModerationError, RxModeration};
 use crate::rss::RssError;
 
 /// Why an ethtool request was refused. Nothing was changed.
@@ -61,6 +61,8 @@ pub enum EthtoolError {
         /// `rx-frames` asked for.
         frames: u32,
     },
+    /// An RX queue's moderation change the core refused ([`crate::moderation`]).
+    Moderation(ModerationError),
     /// `--set-fec` with no mode, several modes, or bits ethtool does not define: exactly one of
     /// auto, off and rs is a request ([`crate::device::line::FecMode::from_ethtool`]).
     Fec {
@@ -110,6 +112,7 @@ impl fmt::Display for EthtoolError {
                 RxModeration::MIN_FRAMES,
                 RxModeration::MAX_FRAMES
             ),
+            Self::Moderation(e) => write!(f, "{e}"),
             Self::Fec { requested } => write!(
                 f,
                 "FEC modes {requested:#x}: one of auto, off and rs, alone"
@@ -122,6 +125,12 @@ impl fmt::Display for EthtoolError {
 }
 
 impl core::error::Error for EthtoolError {}
+
+impl From<ModerationError> for EthtoolError {
+    fn from(e: ModerationError) -> Self {
+        Self::Moderation(e)
+    }
+}
 
 impl From<RssError> for EthtoolError {
     fn from(e: RssError) -> Self {

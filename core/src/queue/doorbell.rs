@@ -32,6 +32,12 @@ impl<W: RegisterWindow> Doorbells<W> {
         Self { moderation, ..self }
     }
 
+    /// The moderation the CMPT CIDX writes carry.
+    #[must_use]
+    pub const fn moderation(&self) -> RxModeration {
+        self.moderation
+    }
+
     /// Publishes a new H2C (TX) producer index.
     pub fn h2c_pidx(&self, qid: QueueId, pidx: u16) {
         self.bar0

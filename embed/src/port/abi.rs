@@ -54,6 +54,15 @@ pub struct PollResult {
     /// The RX or XDP_TX ring is in its error state: the poll asks for nothing more and the
     /// queue needs [`Port::restart_queue`](super::Port::restart_queue).
     pub error: bool,
+    /// The queue's interrupt moderation is adaptive: the host samples this poll (Linux:
+    /// `net_dim`) and moves the queue with [`Port::set_rx_level`](super::Port::set_rx_level).
+    pub adaptive: bool,
+    /// The queue's adaptive level (0 when `adaptive` is false).
+    pub level: u8,
+    /// The queue's frames received so far (its `rx{q}_packets`), for the adaptive sample.
+    pub rx_packets: u64,
+    /// Their bytes (`rx{q}_bytes`).
+    pub rx_bytes: u64,
 }
 
 /// A TX ring's state, for a TX timeout report.

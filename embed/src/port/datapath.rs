@@ -4,11 +4,13 @@
 //! except the RX poll, which holds no lock and borrows only its own NAPI rings when it hands
 //! frames to the stack or to a redirect.
 
+use onic_core::moderation::QueueModeration;
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::tx::{TxError, TxThresholds};
 use onic_core::rss::ShellHasher;
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
-use onic_core::TxStats;
+use onic_core::QueueId;
+use onic_core::{RxStats, TxStats};
 use onic_hal::grace::ReadSection;
 
 use crate::poll::poll_pair;
@@ -336,7 +338,9 @@ fn poll_queue<H: Host>(
         napi_budget: Some(budget),
     };
     set_in_napi(qp, true);
-    let db = dev.doorbells();
+    // The queue's own moderation rides on the poll's CMPT CIDX doorbell (its running trigger
+    // changes there and nowhere else, onic_core::moderation).
+    let db = dev.rx_doorbells(QueueId::new(qid));
     let out = poll_pair(
         qp,
         (usize::try_from(budget).unwrap_or(usize::MAX), &db),
@@ -359,12 +363,23 @@ fn poll_queue<H: Host>(
     let mut published = napi_words(qp);
     add_words(&mut published, base);
     host.stats_publish(qid, StatBlock::Napi, 0, &published);
+    // The queue's received totals (history included) for adaptive moderation's samples.
+    let totals = RxStats::from_words(&published[..TX_WORDS_AT]);
+    let moderation = dev.rx_queue_moderation(QueueId::new(qid));
+    let level = match moderation {
+        Ok(QueueModeration::Adaptive(level)) => Some(level),
+        _ => None,
+    };
     let result = PollResult {
         done: u32::try_from(out.rx.done).unwrap_or(u32::MAX),
         more: out.rx.more,
         redirected,
         tx_pending: qp.tx.in_flight() > 0,
         error: qp.error().is_some(),
+        adaptive: level.is_some(),
+        level: level.unwrap_or(0),
+        rx_packets: totals.rx_packets,
+        rx_bytes: totals.rx_bytes,
     };
     (result, Some(out))
 }

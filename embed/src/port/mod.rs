@@ -597,29 +597,56 @@ impl<H: Host> Port<H> {
         Ok(self.dev.pause_params())
     }
 
-    /// The RX queues' interrupt moderation (`ethtool -c`).
+    /// The RX queues' interrupt moderation (`ethtool -c`): the fixed setting, and whether
+    /// adaptive moderation is on.
     ///
     /// # Errors
     ///
     /// `WrongContext` for another port's token.
-    pub fn coalesce(&self, ctl: &mut Token<'_, Control>) -> PortResult<RxModeration> {
+    pub fn coalesce(&self, ctl: &mut Token<'_, Control>) -> PortResult<(RxModeration, bool)> {
         self.ctl(ctl)?;
-        Ok(self.dev.rx_moderation())
+        Ok((self.dev.rx_moderation(), self.dev.rx_adaptive()))
     }
 
-    /// `ethtool -C rx-usecs, rx-frames`: the table entries coming closest without exceeding
-    /// either (the core's rule). Running queues take them at their next poll's doorbell, queues
-    /// started later in their completion context: nothing is stopped, no frame lost.
+    /// `ethtool -C rx-usecs, rx-frames, adaptive-rx`: the table entries coming closest without
+    /// exceeding either (the core's rule) become the fixed setting, and adaptive moderation
+    /// goes on or off. Running queues take the change at their next poll's doorbell, queues
+    /// started later in their completion context: nothing is stopped, no frame lost. While
+    /// adaptive moderation is on, the fixed setting waits for it to go off.
     ///
     /// # Errors
     ///
     /// The core's refusal of a time or count its tables cannot give (nothing changes);
     /// `WrongContext` for another port's token.
-    pub fn set_coalesce(&self, ctl: &mut Token<'_, Control>, usecs: u32, frames: u32) -> PortResult<()> {
+    pub fn set_coalesce(
+        &self,
+        ctl: &mut Token<'_, Control>,
+        usecs: u32,
+        frames: u32,
+        adaptive: bool,
+    ) -> PortResult<()> {
         self.ctl(ctl)?;
         let m = onic_core::device::settings::rx_moderation_for(usecs, frames)?;
         self.dev.set_rx_moderation(m);
+        self.dev.set_rx_adaptive(adaptive);
         Ok(())
+    }
+
+    /// The OS's adaptive moderation moves RX queue index `qid` to `level`
+    /// ([`onic_core::moderation::RxModeration::adaptive`]); the queue's next poll's doorbell
+    /// carries it. Any context: no token, one compare-exchange in the core, which refuses a
+    /// queue that is not adaptive (any more).
+    ///
+    /// # Errors
+    ///
+    /// The core's refusal (a queue the port does not have, a level beyond the ladder, adaptive
+    /// moderation off): nothing changes.
+    pub fn set_rx_level(&self, qid: u16, level: u8) -> PortResult<RxModeration> {
+        let m = self
+            .dev
+            .set_rx_queue_level(onic_core::QueueId::new(qid), level)
+            .map_err(onic_core::device::settings::EthtoolError::from)?;
+        Ok(m)
     }
 
     /// `ethtool --show-fec`: the FEC mode asked for and the one the port's CMAC runs.

@@ -1052,22 +1052,28 @@ pub unsafe extern "C" fn onic_rs_queue_dump(p: *const c_void, qid: u16, out: *mu
     }
 }
 
-/// ethtool get_coalesce: the RX completion timer (whole µs) and count threshold the queues use.
-/// Returns 0 or a negative errno.
+/// ethtool get_coalesce: the RX completion timer (whole µs) and count threshold of the fixed
+/// setting, and whether adaptive moderation is on. Returns 0 or a negative errno.
 ///
 /// # Safety
 ///
-/// Live port; RTNL held; `usecs` and `frames` valid for writes.
+/// Live port; RTNL held; `usecs`, `frames` and `adaptive` valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_get_coalesce(p: *const c_void, usecs: *mut u32, frames: *mut u32) -> i32 {
+pub unsafe extern "C" fn onic_rs_get_coalesce(
+    p: *const c_void,
+    usecs: *mut u32,
+    frames: *mut u32,
+    adaptive: *mut bool,
+) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
     match port.coalesce(&mut ctl) {
-        Ok(m) => {
+        Ok((m, a)) => {
             // SAFETY: valid out pointers (caller's contract).
             unsafe {
                 *usecs = m.usecs();
                 *frames = m.frames();
+                *adaptive = a;
             }
             0
         }
@@ -1075,17 +1081,36 @@ pub unsafe extern "C" fn onic_rs_get_coalesce(p: *const c_void, usecs: *mut u32,
     }
 }
 
-/// ethtool set_coalesce: rx-usecs and rx-frames onto the QDMA's timer and count tables (the
-/// queues take them at their next poll). Returns 0 or a negative errno (nothing changed).
+/// ethtool set_coalesce: rx-usecs and rx-frames onto the QDMA's timer and count tables as the
+/// fixed setting, adaptive moderation on or off (the queues take it at their next poll).
+/// Returns 0 or a negative errno (nothing changed).
 ///
 /// # Safety
 ///
 /// Live port; RTNL held.
 #[no_mangle]
-pub unsafe extern "C" fn onic_rs_set_coalesce(p: *const c_void, usecs: u32, frames: u32) -> i32 {
+pub unsafe extern "C" fn onic_rs_set_coalesce(
+    p: *const c_void,
+    usecs: u32,
+    frames: u32,
+    adaptive: bool,
+) -> i32 {
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    status(port.set_coalesce(&mut ctl, usecs, frames))
+    status(port.set_coalesce(&mut ctl, usecs, frames, adaptive))
+}
+
+/// The DIM work item's decision: adaptive RX queue `qid` moves to `level` (DIM's profile
+/// index), which its next poll's doorbell carries. Returns 0, or a negative errno when the
+/// core refused (`-EINVAL`: no such queue or level, or adaptive moderation is off by now).
+///
+/// # Safety
+///
+/// Live port. Any context (one compare-exchange, no lock).
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_rx_level(p: *const c_void, qid: u16, level: u8) -> i32 {
+    // SAFETY: live port (caller's contract).
+    status(unsafe { port(p) }.set_rx_level(qid, level).map(|_| ()))
 }
 
 /// ndo_change_mtu validation and bookkeeping.

@@ -9,6 +9,7 @@ use onic_sim::{Card, Corruption, SimDelay};
 use super::desc::desc_word;
 use super::*;
 use crate::config::{RingSizeIdx, RX_HEADROOM};
+use crate::moderation::{ModerationError, QueueModeration, RxModeration};
 use crate::queue::pool::{PagePool, PoolConfig};
 use crate::testutil::{self, Placed, SimDevice};
 
@@ -732,4 +733,100 @@ fn a_replacement_page_that_wraps_is_released_by_the_refill() {
     drop(p);
     assert_eq!(card.dma_stats().live_pages, 0);
     assert_eq!(card.violations(), []);
+}
+
+/// Injects `n` frames of seed `seed` and lets the model complete them (no time passes).
+fn inject_n(card: &Card, n: u8, seed: u8) -> Vec<Vec<u8>> {
+    let sent: Vec<Vec<u8>> = (0..n).map(|i| frame(80, seed.wrapping_add(i))).collect();
+    for f in &sent {
+        card.inject(0, f);
+    }
+    card.run_until_idle();
+    sent
+}
+
+/// Advances the model's clock by `ns` and returns the interrupts it raised meanwhile.
+fn interrupts_after(card: &Card, ns: u64) -> usize {
+    card.advance_time(ns);
+    card.run_until_idle();
+    card.take_interrupts().len()
+}
+
+/// A running queue changes its timer and count indices only through the CMPT CIDX doorbell
+/// that ends a poll (crate::moderation): a change made while completions wait unreported
+/// leaves them under the old trigger, the next poll delivers them all and its doorbell hands
+/// the queue the new entries; turning adaptive off puts the fixed setting back the same way.
+/// No frame is lost and every page is accounted for.
+#[test]
+fn a_running_queue_changes_its_moderation_with_frames_in_flight() {
+    let card = testutil::card();
+    let (dev, mut delay, mut pool, mut rx) = started(&card, 64);
+    let q0 = onic_hal::QueueId::new(0);
+    card.take_interrupts();
+    let mut got = Vec::new();
+    let mut sent = Vec::new();
+
+    // Adaptive on, queue 0 at the top level (20 us, 192): the context still holds the
+    // reference (1 us, 64), so frames in flight now fire after 1 us.
+    dev.set_rx_adaptive(true);
+    let top = dev.set_rx_queue_level(q0, 4).unwrap();
+    sent.extend(inject_n(&card, 5, 0));
+    assert_eq!(interrupts_after(&card, 2_000), 1, "the old trigger: 1 us");
+    let out = rx.poll(64, &dev.rx_doorbells(q0), &mut pool, &mut copy_sink(&mut got));
+    assert_eq!((out.done, out.armed), (5, true));
+
+    // From that doorbell on the queue waits 20 us. Frames in flight, unreported; the level
+    // drops to 0 (1 us, 16) meanwhile: they stay under the 20 us timer until a poll.
+    sent.extend(inject_n(&card, 5, 10));
+    assert_eq!(interrupts_after(&card, 2_000), 0, "20 us have not passed");
+    let low = dev.set_rx_queue_level(q0, 0).unwrap();
+    assert_eq!((top.usecs(), low.usecs(), low.frames()), (20, 1, 16));
+    assert_eq!(interrupts_after(&card, 5_000), 0, "still the 20 us timer");
+    assert_eq!(interrupts_after(&card, 15_000), 1, "the 20 us timer fires");
+    let out = rx.poll(64, &dev.rx_doorbells(q0), &mut pool, &mut copy_sink(&mut got));
+    assert_eq!((out.done, out.armed), (5, true));
+
+    // Level 0 from that doorbell: 16 completions fire at once, no time passing.
+    sent.extend(inject_n(&card, 16, 20));
+    assert_eq!(interrupts_after(&card, 0), 1, "the count of 16");
+    let out = rx.poll(64, &dev.rx_doorbells(q0), &mut pool, &mut copy_sink(&mut got));
+    assert_eq!(out.done, 16);
+
+    // Adaptive off: back on the fixed setting, here the longest timer with a count of 192.
+    dev.set_rx_moderation(RxModeration::for_request(20, 192).unwrap());
+    assert_eq!(
+        dev.set_rx_queue_level(q0, 2),
+        Ok(RxModeration::adaptive(2).unwrap())
+    );
+    dev.set_rx_adaptive(false);
+    assert_eq!(
+        dev.set_rx_queue_level(q0, 0),
+        Err(ModerationError::NotAdaptive { qid: 0 }),
+        "a late decision does not land"
+    );
+    assert_eq!(
+        dev.rx_queue_moderation(q0),
+        Ok(QueueModeration::Fixed(
+            RxModeration::for_request(20, 192).unwrap()
+        ))
+    );
+    let out = rx.poll(64, &dev.rx_doorbells(q0), &mut pool, &mut copy_sink(&mut got));
+    assert_eq!(out.done, 0);
+    sent.extend(inject_n(&card, 16, 40));
+    assert_eq!(
+        interrupts_after(&card, 2_000),
+        0,
+        "16 completions and 2 us: below both"
+    );
+    assert_eq!(interrupts_after(&card, 18_000), 1, "the fixed 20 us timer");
+    let out = rx.poll(64, &dev.rx_doorbells(q0), &mut pool, &mut copy_sink(&mut got));
+    assert_eq!(out.done, 16);
+    assert_eq!(got, sent, "every frame, in order");
+    assert_eq!(
+        dev.rx_queue_moderation(onic_hal::QueueId::new(1)),
+        Err(ModerationError::Queue { qid: 1, queues: 1 })
+    );
+    let counts = pool.page_counts(rx.pages_in_ring(), 0, 0, 0).unwrap();
+    assert_eq!(counts.total(), card.dma_stats().live_pages as u64);
+    finish(&card, &dev, &mut delay, pool, rx);
 }
