@@ -15,6 +15,25 @@ macro_rules! counters_add_assign {
             /// How many counters the struct has (the length of [`Self::to_words`]).
             pub const WORDS: usize = [$(stringify!($f)),*].len();
 
+            /// The position of counter `name` in [`Self::to_words`]; for constants, where a
+            /// name that is not a counter of the struct stops the build.
+            ///
+            /// # Panics
+            ///
+            /// When `name` is not a counter of the struct (at compile time in a constant).
+            #[must_use]
+            pub const fn word(name: &str) -> usize {
+                let fields = [$(stringify!($f)),*];
+                let mut i = 0;
+                while i < fields.len() {
+                    if const_str_eq(fields[i], name) {
+                        return i;
+                    }
+                    i += 1;
+                }
+                panic!("not a counter of this struct")
+            }
+
             /// Every counter, in declaration order.
             #[must_use]
             pub const fn to_words(&self) -> [u64; Self::WORDS] {
@@ -43,6 +62,22 @@ macro_rules! counters_add_assign {
     };
 }
 pub(crate) use counters_add_assign;
+
+/// `a == b` in a `const fn`.
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// Allocation statistics, named as Linux's `page_pool_alloc_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -76,6 +76,10 @@ mod tests {
         // The queue-health counters travel too (they were once left out of the words).
         assert_eq!(c.rx.rx_abandoned, 1019);
         assert_eq!(c.tx.tx_aborted, 1034);
+        // A counter's word, by name (the NAPI poll reads two for adaptive moderation).
+        assert_eq!(w[RxStats::word("rx_packets")], c.rx.rx_packets);
+        assert_eq!(w[RxStats::word("rx_bytes")], c.rx.rx_bytes);
+        assert_eq!(w[TX_WORDS_AT + TxStats::word("tx_aborted")], c.tx.tx_aborted);
         // The TX range alone, as the TX-only blocks publish it.
         let tx = &w[TX_WORDS_AT..TX_WORDS_AT + TxStats::WORDS];
         assert_eq!(tx, c.tx.to_words().as_slice());

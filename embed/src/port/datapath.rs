@@ -363,8 +363,10 @@ fn poll_queue<H: Host>(
     let mut published = napi_words(qp);
     add_words(&mut published, base);
     host.stats_publish(qid, StatBlock::Napi, 0, &published);
-    // The queue's received totals (history included) for adaptive moderation's samples.
-    let totals = RxStats::from_words(&published[..TX_WORDS_AT]);
+    // The queue's received totals (history included) for adaptive moderation's samples: two
+    // words of the block just published (the RX words come first).
+    const RX_PACKETS: usize = RxStats::word("rx_packets");
+    const RX_BYTES: usize = RxStats::word("rx_bytes");
     let moderation = dev.rx_queue_moderation(QueueId::new(qid));
     let level = match moderation {
         Ok(QueueModeration::Adaptive(level)) => Some(level),
@@ -378,8 +380,8 @@ fn poll_queue<H: Host>(
         error: qp.error().is_some(),
         adaptive: level.is_some(),
         level: level.unwrap_or(0),
-        rx_packets: totals.rx_packets,
-        rx_bytes: totals.rx_bytes,
+        rx_packets: published[RX_PACKETS],
+        rx_bytes: published[RX_BYTES],
     };
     (result, Some(out))
 }
