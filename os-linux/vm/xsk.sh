@@ -5,16 +5,10 @@
 # patterned frames with AF_PACKET and compares what comes back byte for byte.
 
 # 1: a driver that does not offer zero copy fails the run; 0: it is a SKIP line. onic.ko offers
-# it with its module parameter xsk_zc=1 (off by default: zero copy does not survive a port
-# restart yet, os-linux/README.md) wherever its buffers go through the kernel's DMA API. It is
-# turned on and required on the model behind the DMA API (MODE sim-dma), the mode where its
-# checks have run; the plain model has no DMA device to map a UMEM for (EOPNOTSUPP), and the
-# PCI card's zero copy has not been run yet.
-if [ $MODE = sim-dma ]; then
-	XSK_ZC_REQUIRED=1 XSK_ZC_ARG=xsk_zc=1
-else
-	XSK_ZC_REQUIRED=0 XSK_ZC_ARG=
-fi
+# it wherever its buffers go through the kernel's DMA API: the PCI card, and the model with
+# sim_dma_api (MODE sim-dma). The model without it (MODE sim) has no DMA device to map a UMEM
+# for, and refuses zero copy (EOPNOTSUPP): sockets bind in copy mode there.
+if [ $MODE = sim ]; then XSK_ZC_REQUIRED=0; else XSK_ZC_REQUIRED=1; fi
 XSK=/bin/onic_xsk
 # The XSK program's own deadline and the step's (timeout), stretched on the debug kernel.
 XDL=$((40 * SLOW))
@@ -289,7 +283,7 @@ xsk_end() {
 
 # xsk_up: the module loaded, both ports up in their namespaces, 4 channels on $IF0.
 xsk_up() {
-	check "AF_XDP: insmod onic.ko $XSK_ZC_ARG" timeout 30 insmod $KO $SIMARGS $XSK_ZC_ARG
+	check "AF_XDP: insmod onic.ko" timeout 30 insmod $KO $SIMARGS
 	card_netdevs
 	check "AF_XDP: ports up in their namespaces ($IF0, $IF1)" ports_up
 	check "AF_XDP: ethtool -L $IF0 combined 4" $A ethtool -L $IF0 combined 4
