@@ -31,7 +31,6 @@
 /* Module parameters (onic_main.c) the other files read. */
 extern bool onic_rx_page_pool;
 extern bool onic_xdp;
-extern bool onic_xsk_zc;
 extern unsigned int onic_tx_timer_us;
 
 /* One queue vector: the NAPI instance of queue index qid, which owns its RX and XDP_TX rings and

@@ -47,13 +47,6 @@ bool onic_xdp = true;
 module_param_named(xdp, onic_xdp, bool, 0444);
 MODULE_PARM_DESC(xdp, "Native XDP (ndo_bpf, ndo_xdp_xmit; default on); 0: generic XDP only");
 
-/* Off by default: a zero-copy queue stops delivering to its socket after a port restart (ring
- * resize, channel change, link down/up), os-linux/README.md "AF_XDP zero copy". */
-bool onic_xsk_zc;
-module_param_named(xsk_zc, onic_xsk_zc, bool, 0444);
-MODULE_PARM_DESC(xsk_zc,
-		 "AF_XDP zero copy (XDP_SETUP_XSK_POOL; default off, experimental: not yet across a port restart); 0: sockets bind in copy mode");
-
 unsigned int onic_tx_timer_us = 100;
 module_param_named(tx_timer_us, onic_tx_timer_us, uint, 0444);
 MODULE_PARM_DESC(tx_timer_us, "Longest wait before frames left on a TX ring are reclaimed, in microseconds (default 100)");

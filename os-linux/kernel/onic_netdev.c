@@ -1084,7 +1084,8 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	if (onic_xdp)
 		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT |
 				       NETDEV_XDP_ACT_NDO_XMIT |
-				       (onic_xsk_zc ? NETDEV_XDP_ACT_XSK_ZEROCOPY : 0);
+				       /* zero copy maps the UMEM through the DMA API (onic_zc.c) */
+				       (nd->dma_dev ? NETDEV_XDP_ACT_XSK_ZEROCOPY : 0);
 #endif
 #ifdef ONIC_HAVE_XDP_METADATA
 	if (onic_xdp)

@@ -75,10 +75,6 @@ static int onic_xsk_enable(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16
 	struct onic_qv *qv = &nd->qv[q];
 	int err;
 
-	if (!onic_xsk_zc) {
-		NL_SET_ERR_MSG_MOD(extack, "zero copy is off (module parameter xsk_zc=1 turns it on)");
-		return -EOPNOTSUPP;
-	}
 	if (qv->xsk_pool) {
 		NL_SET_ERR_MSG_MOD(extack, "an XSK pool is already bound to this queue");
 		return -EBUSY;

@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use onic_core::queue::source::SourceKind;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
@@ -23,7 +24,7 @@ use onic_linux::errno::{from_port, Errno};
 use onic_linux::ethtool::ETH_SS_STATS;
 use onic_linux::ethtool::{self, sset_count, stats_count};
 use onic_linux::host::OsHost;
-use onic_linux::os::{FrameAt, Os, RawPoolPage, SkbHash, StatBlock};
+use onic_linux::os::{FrameAt, Os, RawPoolPage, RawXskFrame, SkbHash, StatBlock};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
 const PAGE: usize = 4096;
@@ -68,15 +69,44 @@ struct State {
     owner: std::collections::HashMap<usize, usize>,
 }
 
+/// An XSK pool as the kernel keeps it for one queue of a netdev in zero-copy mode: a UMEM of 4 KiB
+/// chunks (no UMEM headroom), each in the pool's free list (and fill ring), with the driver, or
+/// in the socket's RX ring.
+#[derive(Default)]
+struct Xsk {
+    /// The queue index the pool is bound to.
+    queue: Option<u16>,
+    /// Every chunk of the UMEM.
+    chunks: Vec<NonNull<u8>>,
+    /// Chunks in the free list or the fill ring.
+    free: Vec<NonNull<u8>>,
+    /// Chunks in the socket's RX ring, with the frame each holds.
+    rx: Vec<(NonNull<u8>, Vec<u8>)>,
+}
+
+impl Drop for Xsk {
+    fn drop(&mut self) {
+        for c in &self.chunks {
+            // SAFETY: allocated with this layout by bind_xsk, freed once.
+            unsafe { dealloc(c.as_ptr(), layout()) };
+        }
+    }
+}
+
 /// The host stand-in for the kernel's services: one per netdev (`.1` is the port's published
-/// counter blocks, by queue and block), the memory state shared by both ports of the test.
+/// counter blocks, by queue and block, `.2` its XSK pool), the memory state shared by both ports
+/// of the test.
 #[derive(Clone, Default)]
-struct HostOs(Rc<RefCell<State>>, Rc<RefCell<Vec<[[u64; 64]; 3]>>>);
+struct HostOs(
+    Rc<RefCell<State>>,
+    Rc<RefCell<Vec<[[u64; 64]; 3]>>>,
+    Rc<RefCell<Xsk>>,
+);
 
 impl HostOs {
     /// The services of another netdev over the same memory state.
     fn other(&self) -> Self {
-        Self(Rc::clone(&self.0), Rc::default())
+        Self(Rc::clone(&self.0), Rc::default(), Rc::default())
     }
 }
 
@@ -107,6 +137,38 @@ impl HostOs {
 
     fn skbs_alive(&self) -> usize {
         self.0.borrow().skbs.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Binds an XSK pool of `chunks` chunks to queue `q` (the kernel's `XDP_SETUP_XSK_POOL`,
+    /// before the driver switches the queue), every chunk in its fill ring.
+    fn bind_xsk(&self, q: u16, chunks: usize) {
+        let mut x = self.2.borrow_mut();
+        assert!(x.queue.is_none() && x.chunks.is_empty());
+        for _ in 0..chunks {
+            // SAFETY: non-zero size.
+            let c = NonNull::new(unsafe { alloc_zeroed(layout()) }).expect("memory");
+            x.chunks.push(c);
+            x.free.push(c);
+        }
+        x.queue = Some(q);
+    }
+
+    /// The application takes the frames of its RX ring and gives their chunks to the fill ring.
+    fn xsk_consume(&self) -> Vec<Vec<u8>> {
+        let mut x = self.2.borrow_mut();
+        let got: Vec<_> = x.rx.drain(..).collect();
+        got.into_iter()
+            .map(|(c, f)| {
+                x.free.push(c);
+                f
+            })
+            .collect()
+    }
+
+    /// Chunks with the driver: neither in the free list nor in the socket's RX ring.
+    fn xsk_with_driver(&self) -> usize {
+        let x = self.2.borrow();
+        x.chunks.len() - x.free.len() - x.rx.len()
     }
 }
 
@@ -240,6 +302,54 @@ impl Os for HostOs {
         prog(buff)
     }
 
+    fn xsk_room(&self, qid: u16) -> Option<u32> {
+        (self.2.borrow().queue == Some(qid)).then_some(4096)
+    }
+
+    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
+        let mut x = self.2.borrow_mut();
+        assert_eq!(x.queue, Some(qid), "a frame of a pool the queue is not bound to");
+        let c = x.free.pop()?;
+        let index = x
+            .chunks
+            .iter()
+            .position(|&k| k == c)
+            .expect("a chunk of the UMEM");
+        Some(RawXskFrame {
+            page: RawPoolPage {
+                handle: c,
+                virt: c,
+                len: 4096,
+                dma: DmaAddr::new(0),
+            },
+            addr: (index * 4096) as u64,
+            headroom: 0,
+        })
+    }
+
+    fn xsk_free(&self, handle: NonNull<u8>) {
+        let mut x = self.2.borrow_mut();
+        assert!(x.chunks.contains(&handle), "not a chunk of the UMEM");
+        assert!(!x.free.contains(&handle), "chunk given back twice");
+        assert!(
+            x.rx.iter().all(|r| r.0 != handle),
+            "a chunk the socket holds given back"
+        );
+        x.free.push(handle);
+    }
+
+    /// An xskmap target: the socket's RX ring takes the chunk.
+    fn xsk_redirect(&self, _prog: Prog, handle: NonNull<u8>, f: FrameAt) -> bool {
+        // SAFETY: a chunk the driver holds; the frame lies inside it.
+        let frame = unsafe {
+            std::slice::from_raw_parts(handle.as_ptr().add(usize::from(f.offset)), usize::from(f.len))
+        };
+        let mut x = self.2.borrow_mut();
+        assert!(!x.free.contains(&handle), "a free chunk redirected");
+        x.rx.push((handle, frame.to_vec()));
+        true
+    }
+
     fn xdp_redirect(&self, _prog: Prog, mem: usize, page: &RawPoolPage, f: FrameAt) -> bool {
         let start = usize::from(f.offset) - usize::from(f.meta);
         // SAFETY: the driver's page, metadata and frame inside it.
@@ -358,6 +468,14 @@ fn stop(p: &SimPort) {
     // SAFETY: single-threaded test: no datapath call runs meanwhile.
     let (mut c, mut q) = unsafe { quiesced(p) };
     p.stop(&mut c, &mut q).unwrap();
+}
+
+/// Switches queue `q` to its XSK pool's frames or back to its page pool, as the glue does for
+/// `XDP_SETUP_XSK_POOL` (the queue's contexts stopped).
+fn set_source(p: &SimPort, q: u16, source: SourceKind) -> Result<(), Errno> {
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, mut quiet) = unsafe { quiesced(p) };
+    errno(p.set_queue_source(&mut c, &mut quiet.queue(q), source))
 }
 
 fn port(card: &Arc<SimCard<SpinLock>>, os: &HostOs, func: u8, queues: u16) -> SimPort {
@@ -1230,5 +1348,52 @@ fn health_dump_reads_a_queues_contexts_back() {
     let c = control(&a, |p, t| p.queue_contexts(t, 0)).unwrap();
     assert!(!c.tx_sw.qen() && !c.rx_sw.qen() && !c.cmpt.valid());
     open(&a).unwrap();
+    finish(&card, &os, vec![a, b]);
+}
+
+/// A zero-copy queue through the module's host (`OsHost` over `Os::xsk_*`): XDP_REDIRECT hands
+/// each UMEM chunk to the socket byte for byte, and the queue stays on its UMEM across a port
+/// restart (what `ethtool -G`, `-L` and link down/up do: stop, then open, the pool still bound)
+/// with no chunk lost or held twice; switched back, every chunk is the pool's or the socket's.
+#[test]
+fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
+    let (card, os, a, b) = open_pair(1);
+    let chunks = 512;
+    os.bind_xsk(0, chunks);
+    set_source(&a, 0, SourceKind::Xsk).unwrap();
+    let round = |n0: u8| {
+        let sent: Vec<Vec<u8>> = (0..8).map(|i| frame(n0 + i, 60 + usize::from(i) * 150)).collect();
+        for (i, f) in sent.iter().enumerate() {
+            assert_eq!(send(&os, &b, 0, f, i + 1 < sent.len()), XmitResult::Ok);
+        }
+        drain(&card, [(&a, Some(xdp_redirect as Prog)), (&b, None)]);
+        reclaim(&card, &b, 0);
+        assert_eq!(
+            os.xsk_consume(),
+            sent,
+            "every frame in the socket, byte for byte, in order"
+        );
+        assert!(
+            os.0.borrow().redirected.is_empty(),
+            "no page pool frame redirected"
+        );
+        assert!(os.xsk_with_driver() > 0, "the RX ring is filled from the UMEM");
+    };
+    round(0);
+    stop(&a);
+    assert_eq!(os.xsk_with_driver(), 0, "a stopped port holds no chunk");
+    open(&a).unwrap();
+    // SAFETY: single-threaded test: no datapath call runs meanwhile.
+    let (mut c, _) = unsafe { quiesced(&a) };
+    assert_eq!(a.queue_source(&mut c, 0).unwrap(), SourceKind::Xsk);
+    round(8);
+    set_source(&a, 0, SourceKind::Pages).unwrap();
+    assert_eq!(
+        os.xsk_with_driver(),
+        0,
+        "switched back: every chunk is the pool's"
+    );
+    assert_eq!(os.2.borrow().free.len(), chunks);
+    os.2.borrow_mut().queue = None;
     finish(&card, &os, vec![a, b]);
 }
