@@ -157,7 +157,13 @@ load() {
 	esac
 	sleep 1
 	ifaces
-	[ -n "$P0" ] && [ -n "$P1" ]
+	[ -n "$P0" ] && [ -n "$P1" ] || return 1
+	# COALESCE: an `ethtool -C` setting for both ports (e.g. "adaptive-rx on").
+	if [ -n "$COALESCE" ]; then
+		ethtool -C $P0 $COALESCE && ethtool -C $P1 $COALESCE ||
+			echo "== ethtool -C $COALESCE refused"
+	fi
+	return 0
 }
 unload() {
 	[ $DEV = virtio ] || rmmod onic
@@ -398,6 +404,13 @@ else
 		up rx_page_pool=$2 && udp memory "$1" && tcp memory "$1"
 		down
 	done
+	# ... and page_pool with adaptive RX interrupt moderation (the kernel's DIM)
+	if want memory; then
+		COALESCE="adaptive-rx on"
+		up && udp memory page_pool_adaptive && tcp memory page_pool_adaptive
+		down
+		COALESCE=
+	fi
 	# (b) XDP: not built in, built in with no program, an XDP_PASS program
 	if want xdp; then
 		up xdp=0 && udp xdp no_xdp
@@ -406,9 +419,15 @@ else
 		$IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp xdp_pass
 		down
 	fi
-	# (c) XDP_DROP and XDP_TX per frame size
-	want xdp_drop && xdp_verdict_bench onic drop
-	want xdp_tx && xdp_verdict_bench onic tx
+	# (c) XDP_DROP and XDP_TX per frame size, with the fixed and then the adaptive RX
+	# interrupt moderation (the kernel's DIM)
+	for v in drop tx; do
+		want xdp_$v || continue
+		xdp_verdict_bench onic $v
+		COALESCE="adaptive-rx on"
+		xdp_verdict_bench onic_adaptive $v
+		COALESCE=
+	done
 fi
 [ $SENDER = guest ] && remote quit >/dev/null
 
