@@ -148,6 +148,15 @@ xsk_suite() {
 	xsk_txonly "$lb, shared UMEM:" 0,1,2,3 250 -m $m
 }
 
+# xsk_round_why: after a failed echo round, the peer's report and where the frames went: every
+# counter of both ports and stacks that moved since /tmp/xr.before, and the filter.
+xsk_round_why() {
+	sed 's/^/    | /' /tmp/peer.out
+	port_counters >/tmp/xr.after
+	moved /tmp/xr.before /tmp/xr.after | sed 's/^/    | /'
+	{ $IP -n a link show $IF0; $A ethtool -x $IF0; } 2>&1 | sed 's/^/    | /'
+}
+
 # (port_counters, moved and port_sum: init.sh)
 # port_drops: the frames both ports counted as dropped or missed (ring full), RX and TX.
 port_drops() { port_sum rx_dropped rx_missed_errors rx_fifo_errors tx_dropped; }
@@ -166,11 +175,7 @@ xsk_round() {
 		pass "$1: 200 frames, $((200 - miss)) echoes back byte for byte, $miss lost ($d drops counted by the ports)"
 	else
 		fail "$1: 200 frames, every echo byte for byte and every loss counted ($d drops counted by the ports)"
-		sed 's/^/    | /' /tmp/peer.out
-		# where the frames went: every counter of both ports and stacks that moved, the filter
-		port_counters >/tmp/xr.after
-		moved /tmp/xr.before /tmp/xr.after | sed 's/^/    | /'
-		{ $IP -n a link show $IF0; $A ethtool -x $IF0; } 2>&1 | sed 's/^/    | /'
+		xsk_round_why
 	fi
 }
 
@@ -187,10 +192,7 @@ xsk_round_quiet() {
 		pass "$1: 200 frames, all 200 echoes back byte for byte"
 	else
 		fail "$1: 200 frames, all 200 echoes back byte for byte"
-		sed 's/^/    | /' /tmp/peer.out
-		port_counters >/tmp/xr.after
-		moved /tmp/xr.before /tmp/xr.after | sed 's/^/    | /'
-		{ $IP -n a link show $IF0; $A ethtool -x $IF0; } 2>&1 | sed 's/^/    | /'
+		xsk_round_why
 	fi
 }
 
