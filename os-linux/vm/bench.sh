@@ -50,9 +50,9 @@ ROLE=${ROLE:-receiver}
 # guest writes its symbols and the windows' figures to QEMU's debug console (`onic_prof dump`),
 # and the host sums the counts per function (xtask/src/insnprof.rs).
 PROFILE=$(sed -n 's/.*onic_bench_profile=\([01]\).*/\1/p' /proc/cmdline)
-# The tables to measure (onic_bench_tables=, comma-separated): memory, xdp, xdp_drop, xdp_tx.
+# The tables to measure (onic_bench_tables=, comma-separated): memory, xdp, xdp_drop, xdp_tx, xsk.
 TABLES=$(sed -n 's/.*onic_bench_tables=\([a-z_,]*\).*/\1/p' /proc/cmdline)
-TABLES=${TABLES:-memory,xdp,xdp_drop,xdp_tx}
+TABLES=${TABLES:-memory,xdp,xdp_drop,xdp_tx,xsk}
 # The two guests' MAC addresses (set by xtask/src/vmbench.rs): the control cable's NICs, the
 # sender's data NIC, and the receiver's data NIC when it is a virtio one.
 CTL_SENDER=52:54:00:c0:00:01 CTL_RECEIVER=52:54:00:c0:00:02
@@ -83,14 +83,15 @@ virtio_up() {
 	done
 	sleep 1
 }
-# pktgen_start IFACE SIZE MAC: the kernel's pktgen starts sending SIZE-byte frames (FCS
-# included) from IFACE to MAC at full speed, until traffic_stop.
+# pktgen_start IFACE SIZE MAC [PORT]: the kernel's pktgen starts sending SIZE-byte UDP frames
+# (FCS included) to port PORT (9 unless given) from IFACE to MAC at full speed, until
+# traffic_stop.
 pktgen_start() {
 	PG=/proc/net/pktgen
 	# The device stays with pktgen's thread from one size to the next (removing it is done
 	# asynchronously, and adding it again right after can fail).
 	[ -e $PG/$1 ] || echo "add_device $1" >$PG/kpktgend_0
-	for c in "count 0" "pkt_size $(($2 - 4))" "delay 0" "dst_mac $3" "dst 192.0.2.2" "udp_dst_min 9" "udp_dst_max 9"; do
+	for c in "count 0" "pkt_size $(($2 - 4))" "delay 0" "dst_mac $3" "dst 192.0.2.2" "udp_dst_min ${4:-9}" "udp_dst_max ${4:-9}"; do
 		echo "$c" >$PG/$1
 	done
 	# Its own output away from this shell's: a command server's answer ends with its stdout.
@@ -336,6 +337,36 @@ xdp_verdict_bench() {
 	unload
 }
 
+# xsk_bench CONFIG KIND MODE: AF_XDP on the receiving port's one queue (ethtool -L combined 1):
+# os-linux/vm/onic_xsk.c in KIND (rxdrop, or l2fwd: MACs swapped and sent back) with MODE (zc
+# or copy); its filter redirects UDP to port 7777 into the socket, and pktgen sends exactly that,
+# per frame size. Counted by the port's rx_packets, as the XDP tables.
+xsk_bench() {
+	load || return 1
+	[ $SENDER = same ] && $IP link set $P0 up
+	ethtool -L $P1 combined 1 2>/dev/null
+	$IP link set $P1 up
+	sleep 2
+	MAC1=$(cat /sys/class/net/$P1/address)
+	NS= UNIT=packet
+	for size in $SIZES; do
+		onic_xsk $2 $P1 -q 0 -m $3 -f 4096 -t 900 >/tmp/xsk.out 2>&1 &
+		xp=$!
+		n=0
+		while [ $n -lt 60 ] && ! grep -q bound /tmp/xsk.out; do sleep 1; n=$((n + 1)); done
+		if grep -q "bound.*zerocopy=$([ $3 = zc ] && echo 1 || echo 0)" /tmp/xsk.out; then
+			measure xsk $1 $2$size pktgen $size $MAC1 7777
+		else
+			echo "== onic_xsk $2 $3 on $P1 did not bind as asked: $(tail -2 /tmp/xsk.out | tr '\n' ' ')"
+		fi
+		kill -INT $xp 2>/dev/null
+		wait $xp 2>/dev/null
+		echo "== onic_xsk $2 $3 $size: $(tail -1 /tmp/xsk.out)"
+	done
+	[ $SENDER = same ] && echo "rem_device_all" >/proc/net/pktgen/kpktgend_0
+	unload
+}
+
 # sender: the second guest's part. Its virtio data NIC is 192.0.2.1 (cabled to the receiver's
 # device), its control NIC 10.9.9.1; it runs what the receiver asks until asked to stop.
 sender() {
@@ -428,6 +459,14 @@ else
 		xdp_verdict_bench onic_adaptive $v
 		COALESCE=
 	done
+	# (d) AF_XDP: rxdrop and l2fwd, zero copy and copy mode (on the card: the model inside the
+	# kernel has no DMA device, so no zero copy)
+	if want xsk && [ $DEV = pci ]; then
+		for k in rxdrop l2fwd; do
+			xsk_bench zc $k zc
+			xsk_bench copy $k copy
+		done
+	fi
 fi
 [ $SENDER = guest ] && remote quit >/dev/null
 

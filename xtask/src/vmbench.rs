@@ -7,7 +7,9 @@
 //!     frame size;
 //! (c) XDP_DROP and XDP_TX per frame size: the kernel's pktgen sends at full speed, Debian's
 //!     `xdp-bench drop` or `xdp-bench tx` runs on the receiving port, the rate is that port's
-//!     received frames over the sending time.
+//!     received frames over the sending time;
+//! (d) AF_XDP (the card only): `os-linux/vm/onic_xsk.c` in rxdrop or l2fwd on the receiving
+//!     port's one queue, zero copy against copy mode, pktgen sending UDP to the program's port.
 //!
 //! Each on a device of its own boot (`--dev`): the module in simulation mode (`sim`), the module
 //! on the QEMU card (`pci`), and the peer, the kernel's virtio_net on two virtio-net-pci NICs
@@ -42,13 +44,13 @@ use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Mac
 use crate::{insnprof, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
 
 /// The frame sizes the sweeps measure unless `--sizes` says otherwise (the seed's).
 const SIZES: [u16; 5] = [1518, 1000, 500, 250, 64];
 
 /// The tables a boot can measure, in the order it measures them (`--tables` picks some).
-const TABLES: [&str; 4] = ["memory", "xdp", "xdp_drop", "xdp_tx"];
+const TABLES: [&str; 5] = ["memory", "xdp", "xdp_drop", "xdp_tx", "xsk"];
 
 /// The device a boot measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
