@@ -337,6 +337,26 @@ xdp_verdict_bench() {
 	unload
 }
 
+# xsk_bind KIND MODE: onic_xsk started on P1's queue 0 ($xp), once its sockets are bound. The
+# socket of the previous size is released after an RCU grace period, and a bind before then is
+# refused with EBUSY: up to 10 tries, a second apart.
+xsk_bind() {
+	try=0
+	while :; do
+		onic_xsk $1 $P1 -q 0 -m $2 -f 4096 -t 900 >/tmp/xsk.out 2>&1 &
+		xp=$!
+		n=0
+		while [ $n -lt 60 ] && kill -0 $xp 2>/dev/null && ! grep -q bound /tmp/xsk.out; do
+			sleep 1
+			n=$((n + 1))
+		done
+		grep -q bound /tmp/xsk.out && return 0
+		wait $xp 2>/dev/null
+		try=$((try + 1))
+		[ $try -ge 10 ] && return 1
+		sleep 1
+	done
+}
 # xsk_bench CONFIG KIND MODE: AF_XDP on the receiving port's one queue (ethtool -L combined 1):
 # os-linux/vm/onic_xsk.c in KIND (rxdrop, or l2fwd: MACs swapped and sent back) with MODE (zc
 # or copy); its filter redirects UDP to port 7777 into the socket, and pktgen sends exactly that,
@@ -350,10 +370,7 @@ xsk_bench() {
 	MAC1=$(cat /sys/class/net/$P1/address)
 	NS= UNIT=packet
 	for size in $SIZES; do
-		onic_xsk $2 $P1 -q 0 -m $3 -f 4096 -t 900 >/tmp/xsk.out 2>&1 &
-		xp=$!
-		n=0
-		while [ $n -lt 60 ] && ! grep -q bound /tmp/xsk.out; do sleep 1; n=$((n + 1)); done
+		xsk_bind $2 $3
 		if grep -q "bound.*zerocopy=$([ $3 = zc ] && echo 1 || echo 0)" /tmp/xsk.out; then
 			measure xsk $1 $2$size pktgen $size $MAC1 7777
 		else
