@@ -221,7 +221,7 @@ struct xsk_buff_pool;
 int onic_xsk_pool_setup(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16 q,
 			struct netlink_ext_ack *extack);
 int onic_xsk_wakeup(struct net_device *netdev, u32 q, u32 flags);
-void onic_xsk_poll_end(struct onic_qv *qv);
+bool onic_xsk_poll_end(struct onic_qv *qv);
 #ifdef ONIC_HAVE_XDP_METADATA
 extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
 #endif

@@ -105,7 +105,7 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	struct onic_ndev *nd = qv->nd;
 	struct onic_poll_result r;
 	struct onic_tx_clean xc;
-	bool pending;
+	bool pending, again;
 
 	pending = onic_poll_stack_tx(nd, qv->qid, budget);
 	if (!budget)
@@ -125,11 +125,11 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	if (r.redirected)
 		xdp_do_flush();
 	rcu_read_unlock();
-	onic_xsk_poll_end(qv);
+	again = onic_xsk_poll_end(qv);
 	if (r.error)
 		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
-	if (r.done < budget && !r.more) {
+	if (r.done < budget && !r.more && !again) {
 		onic_dim_sample(qv, &r);
 		if (napi_complete_done(napi, r.done) && pending)
 			onic_tx_timer_arm(qv);

@@ -170,25 +170,29 @@ int onic_xsk_wakeup(struct net_device *netdev, u32 q, u32 flags)
 /* The end of a NAPI poll of a queue with a pool: the TX ring's consumer moves on once for every
  * descriptor taken, and the need_wakeup flags tell the application when only a wakeup brings
  * the driver back: RX when the fill ring ran dry (no interrupt comes for an empty RX ring), TX
- * always (the socket's TX ring is only read in a poll). */
-void onic_xsk_poll_end(struct onic_qv *qv)
+ * always (the socket's TX ring is only read in a poll). A socket without need_wakeup never wakes
+ * the driver: when the fill ring ran dry the poll must run again (returns true), or the RX ring
+ * stays short and the card drops what arrives. */
+bool onic_xsk_poll_end(struct onic_qv *qv)
 {
 	struct xsk_buff_pool *pool = READ_ONCE(qv->xsk_pool);
+	bool fill_empty = qv->xsk_fill_empty;
 
+	qv->xsk_fill_empty = false;
 	if (!pool)
-		return;
+		return false;
 	if (qv->xsk_tx_taken) {
 		qv->xsk_tx_taken = false;
 		xsk_tx_release(pool);
 	}
 	if (!xsk_uses_need_wakeup(pool))
-		return;
-	if (qv->xsk_fill_empty)
+		return fill_empty;
+	if (fill_empty)
 		xsk_set_rx_need_wakeup(pool);
 	else
 		xsk_clear_rx_need_wakeup(pool);
-	qv->xsk_fill_empty = false;
 	xsk_set_tx_need_wakeup(pool);
+	return false;
 }
 
 /* ------------------------------------------------ helpers of the Rust side (NAPI of queue qid) */
