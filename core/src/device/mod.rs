@@ -413,11 +413,16 @@ impl<Q: RegisterWindow, S: RegisterWindow, L: SharedLock> Device<Q, S, L> {
     /// moderation, which is how a running queue takes a new setting (hardware.md §6,
     /// [`crate::moderation`]). A queue id beyond the function's gets the fixed setting.
     pub fn rx_doorbells(&self, qid: QueueId) -> Doorbells<&Q> {
-        let m = self
-            .moderation
-            .queue(qid)
-            .map_or_else(|| self.rx_moderation(), QueueModeration::entries);
-        Doorbells::new(&self.qdma).with_moderation(m)
+        self.rx_poll_doorbells(qid).0
+    }
+
+    /// [`Self::rx_doorbells`], and the queue's moderation they carry (`None` beyond the
+    /// function's queues): one read of the queue's setting for a poll that reports its level
+    /// too (adaptive moderation's samples).
+    pub fn rx_poll_doorbells(&self, qid: QueueId) -> (Doorbells<&Q>, Option<QueueModeration>) {
+        let q = self.moderation.queue(qid);
+        let m = q.map_or_else(|| self.rx_moderation(), QueueModeration::entries);
+        (Doorbells::new(&self.qdma).with_moderation(m), q)
     }
 
     /// The RX queues' fixed interrupt moderation (`ethtool -c rx-usecs, rx-frames`), also

@@ -340,7 +340,7 @@ fn poll_queue<H: Host>(
     set_in_napi(qp, true);
     // The queue's own moderation rides on the poll's CMPT CIDX doorbell (its running trigger
     // changes there and nowhere else, onic_core::moderation).
-    let db = dev.rx_doorbells(QueueId::new(qid));
+    let (db, moderation) = dev.rx_poll_doorbells(QueueId::new(qid));
     let out = poll_pair(
         qp,
         (usize::try_from(budget).unwrap_or(usize::MAX), &db),
@@ -367,9 +367,8 @@ fn poll_queue<H: Host>(
     // words of the block just published (the RX words come first).
     const RX_PACKETS: usize = RxStats::word("rx_packets");
     const RX_BYTES: usize = RxStats::word("rx_bytes");
-    let moderation = dev.rx_queue_moderation(QueueId::new(qid));
     let level = match moderation {
-        Ok(QueueModeration::Adaptive(level)) => Some(level),
+        Some(QueueModeration::Adaptive(level)) => Some(level),
         _ => None,
     };
     let result = PollResult {
