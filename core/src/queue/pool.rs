@@ -119,6 +119,19 @@ pub trait PageProvider {
     fn device_readable(&self) -> bool {
         true
     }
+
+    /// Whether the RX ring may run short of buffers rather than drop a received frame: a frame
+    /// that leaves its slot when no buffer can take its place goes on, and its slot stays empty
+    /// for a later refill. A page pool says `false`: a frame is handed on only with a page at
+    /// hand for its slot (dropped in the slot otherwise, `rx_no_page`), so memory pressure
+    /// never empties the ring. An XSK pool says `true`: its buffers are chunks the application
+    /// hands in through its fill ring, which runs empty in normal operation (before the
+    /// application refills it), and a frame the device has already written into a chunk is
+    /// the application's to receive; the ring runs short instead, the refill takes chunks again
+    /// once the fill ring has some, and only a ring with nothing posted makes the device drop.
+    fn may_run_short(&self) -> bool {
+        false
+    }
 }
 
 /// The page type of a TX queue that never carries pool pages: a queue of the OS stack's packets,

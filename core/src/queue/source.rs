@@ -273,6 +273,13 @@ impl<P: PageProvider, X: PageProvider> PageProvider for BufSource<P, X> {
             Inner::Xsk(x) => x.device_readable(),
         }
     }
+
+    fn may_run_short(&self) -> bool {
+        match &self.inner {
+            Inner::Pages(p) => p.may_run_short(),
+            Inner::Xsk(x) => x.may_run_short(),
+        }
+    }
 }
 
 #[cfg(test)]

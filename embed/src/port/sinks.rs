@@ -410,6 +410,10 @@ impl<H: Host> PageProvider for HostXsk<H> {
         self.host
             .page_sync(&page.page, usize::from(page.headroom) + offset, len, false);
     }
+
+    fn may_run_short(&self) -> bool {
+        true
+    }
 }
 
 /// The provider of a queue index's NAPI pair: its page pool or its XSK pool.

@@ -68,7 +68,8 @@ pub(super) const UNREADY_ALL: u16 = u16::MAX;
 impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
     /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
     /// its place must be at hand first (the spare); without one the frame is dropped and its page
-    /// stays. A frame the sink gives back leaves its page in the slot (through
+    /// stays, unless the provider lets the ring run short ([`PageProvider::may_run_short`]):
+    /// then the frame goes on, and a slot it leaves stays empty until a refill. A frame the sink gives back leaves its page in the slot (through
     /// [`PageProvider::reuse`], which syncs what was written). A page that goes elsewhere is
     /// replaced by a page from the pool, taken there and then, and by the spare only when the
     /// pool has none: so the spare stays put while pages flow, and is not stored and loaded back
@@ -85,7 +86,7 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
         sink: &mut S,
         tally: &mut Tally,
     ) {
-        if self.spare.is_none() && !self.take_spare(pool) {
+        if self.spare.is_none() && !self.take_spare(pool) && !pool.may_run_short() {
             tally.no_page += 1;
             return;
         }
@@ -126,6 +127,8 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
             // nothing to give back): a page from the pool takes its slot, or the spare when the
             // pool has none. When the spare went, the next frame first asks the pool for a new
             // one, so a frame is dropped only when no replacement page can be had for it.
+            // A provider that lets the ring run short may have had neither: the slot stays
+            // empty, and the descriptor check below sends the next refill over every slot.
             match pool.alloc_page() {
                 Some(p) => *slot = Some(p),
                 None => {

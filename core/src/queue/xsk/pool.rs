@@ -225,6 +225,10 @@ impl<'u, D: DmaMemory> PageProvider for XskPool<'u, '_, D> {
     fn device_readable(&self) -> bool {
         self.dir() != Direction::FromDevice
     }
+
+    fn may_run_short(&self) -> bool {
+        true
+    }
 }
 
 impl<D: DmaMemory> Drop for XskPool<'_, '_, D> {

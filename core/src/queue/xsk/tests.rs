@@ -399,3 +399,125 @@ fn tx_ring_frames_go_out_and_complete_into_the_completion_ring() {
     free_pages(&dma, pages);
     assert_eq!(card.violations(), []);
 }
+
+/// A fill ring that runs dry in the middle of a poll costs no frame the device already wrote:
+/// each one reaches the application's RX ring and the ring runs short instead (a page pool
+/// would drop them in their slots, `rx_no_page`). Once the application hands chunks back, a
+/// poll refills the ring, and at teardown every chunk is the application's again.
+#[cfg(feature = "xdp")]
+#[test]
+fn a_dry_fill_ring_shortens_the_ring_and_loses_no_frame() {
+    use crate::queue::pair::{PassInfo, XdpRxq};
+    use crate::xdp::{XdpBuff, XdpDispatch};
+    use crate::RxContext;
+
+    let card = open_card();
+    let dev = testutil::device(&card, 1);
+    let mut delay = card.delay();
+    let dma = card.dma();
+    let mut pages = pages(&dma, 96);
+    {
+        let chunks: Vec<UmemChunk<'_>> = pages.iter_mut().map(UmemChunk::new).collect();
+        let umem = Umem::new(&chunks, cfg(0)).unwrap();
+        let (fs, cs, rs, ts) = (
+            cells::<u64>(128),
+            cells::<u64>(64),
+            cells::<XskDesc>(64),
+            cells::<XskDesc>(64),
+        );
+        let fill = XskRing::new(&fs).unwrap();
+        let (cq, rxr, txr) = (
+            XskRing::new(&cs).unwrap(),
+            XskRing::new(&rs).unwrap(),
+            XskRing::new(&ts).unwrap(),
+        );
+        // The 62 slots the start posts and one chunk more: the fill ring is dry after the
+        // first frame takes its spare.
+        for i in 0..63 {
+            fill.produce(Umem::chunk_addr(i)).unwrap();
+        }
+        let mut p = pair(&card, XskPool::new(dma, umem, &fill, 3520).unwrap());
+        p.start(&dev, &mut delay).unwrap();
+        assert_eq!(p.rx.pages_in_ring(), 62);
+        let mut xsk_tx = XskTx::new(dma, umem, &txr, &cq);
+        let mut xsk_rx = XskRx::new(umem, &rxr);
+        let mut sink = XskPass::new(|_: &[u8], _: PassInfo| true);
+        let mut prog = |x: &mut XdpBuff<'_>| x.redirect(0);
+        // Polls until the queue has nothing more; the frames it took.
+        macro_rules! poll_all {
+            () => {{
+                let mut ctx = RxContext {
+                    sink: &mut sink,
+                    rxq: XdpRxq::default(),
+                    dispatch: XdpDispatch {
+                        prog: Some(&mut prog),
+                        redirect: &mut xsk_rx,
+                        origin: 0,
+                        hasher: None,
+                    },
+                };
+                let mut done = 0;
+                loop {
+                    let out = p.poll(64, &dev.doorbells(), &mut ctx, &mut xsk_tx);
+                    done += out.rx.done;
+                    if !out.rx.more {
+                        break done;
+                    }
+                }
+            }};
+        }
+        // The application reads its RX ring and hands each chunk back to the fill ring.
+        let app_round = |rxr: &XskRing<'_, XskDesc>| {
+            let descs: Vec<XskDesc> = core::iter::from_fn(|| rxr.consume()).collect();
+            let frames: Vec<Vec<u8>> = descs
+                .iter()
+                .map(|d| {
+                    let off = (d.addr % PAGE_SIZE as u64) as usize;
+                    umem.with_app_chunk(d.addr, |b| b[off..off + d.len as usize].to_vec())
+                        .unwrap()
+                })
+                .collect();
+            for d in &descs {
+                fill.produce(d.addr - d.addr % PAGE_SIZE as u64).unwrap();
+            }
+            frames
+        };
+
+        let first: Vec<Vec<u8>> = (0..30u8).map(|i| frame(3, i, 64 + usize::from(i))).collect();
+        for f in &first {
+            card.inject(0, f);
+        }
+        settle(&card);
+        assert_eq!(poll_all!(), 30);
+        assert_eq!(p.rx.stats().rx_no_page, 0, "no frame dropped for want of a chunk");
+        assert!(p.rx.stats().refill_alloc_failures > 0, "the fill ring ran dry");
+        // The first frame's slot took the spare; the other 29 slots wait empty.
+        assert_eq!(p.rx.pages_in_ring(), 62 - 29);
+        assert_eq!(app_round(&rxr), first);
+
+        // Chunks back in the fill ring: the next poll fills the ring again, and the next frames
+        // all arrive.
+        assert_eq!(poll_all!(), 0);
+        assert_eq!(p.rx.pages_in_ring(), 62);
+        let second: Vec<Vec<u8>> = (30..70u8).map(|i| frame(3, i, 64 + usize::from(i))).collect();
+        for f in &second[..20] {
+            card.inject(0, f);
+        }
+        settle(&card);
+        assert_eq!(poll_all!(), 20);
+        assert_eq!(app_round(&rxr), second[..20]);
+        assert_eq!(card.stats().c2h_no_desc_dropped, 0);
+        assert_eq!(p.rx.stats().rx_no_page, 0);
+
+        let (r, mut pool, _, _) = p.teardown(&dev, &mut delay, &mut xsk_tx);
+        r.unwrap();
+        pool.drain(|_| {});
+        // Every chunk is the application's: in its fill ring or never handed in.
+        let n = umem.counts();
+        assert_eq!((n.held, n.pooled), (0, 0));
+        assert_eq!(n.app, 96);
+    }
+    free_pages(&dma, pages);
+    assert_eq!(card.dma_stats().live_pages, 0);
+    assert_eq!(card.violations(), []);
+}
