@@ -289,6 +289,23 @@ static void refill(struct sock *s)
 	s->fill_n += n;
 }
 
+/* After the bind: the fill ring as full as the free frames make it, and the driver woken to
+ * take them (it found the ring empty when the bind started the queue), as an application does
+ * before it expects traffic. */
+static void prime(struct sock *s)
+{
+	uint32_t before;
+
+	if (strcmp(O.mode, "txonly") == 0)
+		return;
+	do {
+		before = s->nfree;
+		refill(s);
+	} while (s->nfree && s->nfree != before);
+	if (!O.need_wakeup || xsk_ring_prod__needs_wakeup(&s->fill))
+		recvfrom(xsk_socket__fd(s->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
 static void kick_tx(struct sock *s)
 {
 	if (O.need_wakeup && !xsk_ring_prod__needs_wakeup(&s->tx))
@@ -670,7 +687,7 @@ static int xsk_main(void)
 		if (err)
 			die("put the socket into the XSK map", err);
 		zc += is_zerocopy(&socks[i]) == 1;
-		refill(&socks[i]);
+		prime(&socks[i]);
 	}
 	int prog_fd = load_filter(map_fd);
 
@@ -788,7 +805,7 @@ static int peer_main(void)
 	int fd = peer_open();
 	double t0 = now(), last = t0;
 	struct tally t = { .seen = calloc(O.count + 1, 1) };
-	unsigned sent = 0, stalls = 0, base = 0;
+	unsigned sent = 0, stalls = 0, written_off = 0, late = 0;
 	int echo = strcmp(O.mode, "peer-echo") == 0, send_only = strcmp(O.mode, "peer-send") == 0;
 
 	if (!O.have_peer_mac || !t.seen)
@@ -804,20 +821,27 @@ static int peer_main(void)
 	}
 	printf("ready\n");
 	while (t.got < O.count && now() - t0 < O.deadline_s) {
-		while (echo && sent < O.count && sent - base - t.got < (unsigned)O.window)
+		/* Frames written off that came back after all are no longer in flight (sent - got
+		 * counts every frame not back yet, the written-off ones among them). */
+		if (written_off > sent - t.got) {
+			late += written_off - (sent - t.got);
+			written_off = sent - t.got;
+		}
+		while (echo && sent < O.count && sent - t.got - written_off < (unsigned)O.window)
 			peer_send_one(fd, sent++);
 		if (peer_recv(fd, &t, 100)) {
 			last = now();
 		} else if (echo && now() - last > 1) {
-			/* nothing for a second: the frames in flight count as lost, go on */
-			base = sent - t.got;
+			/* nothing for a second: the frames in flight are written off, the window
+			 * opens again */
+			written_off = sent - t.got;
 			stalls++;
 			last = now();
 		}
 	}
 	peer_recv(fd, &t, 300); /* late duplicates */
-	printf("sent=%u got=%u bad=%u dup=%u missing=%u foreign=%u stalls=%u\n", sent, t.got, t.bad,
-	       t.dup, O.count - t.got, t.foreign, stalls);
+	printf("sent=%u got=%u bad=%u dup=%u missing=%u foreign=%u stalls=%u late=%u\n", sent,
+	       t.got, t.bad, t.dup, O.count - t.got, t.foreign, stalls, late);
 	return t.got == O.count && !t.bad && !t.dup ? 0 : t.got < O.count ? 2 : 5;
 }
 

@@ -47,7 +47,7 @@ xshow() { sed 's/^/    | /' /tmp/xsk.out /tmp/peer.out 2>/dev/null; }
 xdetail() {
 	xshow
 	{ $A ethtool -S $IF0 | sed 's/^ */a /'; $B ethtool -S $IF1 | sed 's/^ */b /'; } |
-		grep -E 'drop|miss|err' | grep -v ': 0$' | sed 's/^/    | /'
+		grep -E 'drop|miss|err|no_page' | grep -v ': 0$' | sed 's/^/    | /'
 }
 
 # xsk_rxdrop LABEL QUEUES N XSK-ARGS...: N frames from the peer, every one received and checked
