@@ -841,8 +841,13 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
         self.deliver_copy((mem, qid), frame, meta, hash)
     }
 
-    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
-        self.xsk_mut(qid, |s, dma| s.tx_take(dma)).flatten()
+    fn xsk_tx_take(&self, qid: u16, out: &mut [XskTxDesc]) -> usize {
+        self.xsk_mut(qid, |s, dma| {
+            out.iter_mut()
+                .map_while(|o| s.tx_take(dma).map(|d| *o = d))
+                .count()
+        })
+        .unwrap_or(0)
     }
 
     fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {

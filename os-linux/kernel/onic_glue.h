@@ -55,7 +55,6 @@ struct onic_qv {
 	struct xdp_rxq_info xsk_rxq;
 	bool xsk_zc;		/* RTNL: the queue's next RX memory is the pool's (no page_pool) */
 	bool xsk_fill_empty;	/* an allocation found the fill ring empty */
-	bool xsk_tx_taken;	/* descriptors were taken from the socket's TX ring */
 	/* Adaptive RX moderation (ethtool -C adaptive-rx on): the kernel's DIM state, sampled by
 	 * this queue's NAPI poll only; dim.work (onic_dim_work) hands its decision to the Rust side.
 	 * dim_on and dim_events are the poll's own. */
@@ -215,7 +214,7 @@ void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out);
 void onic_xsk_free(void *xdp);
 int onic_xsk_redirect(struct onic_ndev *nd, void *prog, void *xdp, u16 off, u16 len, u8 meta);
 void *onic_rx_copy(struct napi_struct *napi, const u8 *frame, u32 len, u8 meta);
-bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out);
+u32 onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out, u32 max);
 void onic_xsk_tx_done(struct onic_ndev *nd, u16 qid);
 struct xsk_buff_pool;
 int onic_xsk_pool_setup(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16 q,

@@ -167,9 +167,9 @@ int onic_xsk_wakeup(struct net_device *netdev, u32 q, u32 flags)
 	return 0;
 }
 
-/* The end of a NAPI poll of a queue with a pool: the TX ring's consumer moves on once for every
- * descriptor taken, and the need_wakeup flags tell the application when only a wakeup brings
- * the driver back: RX when the fill ring ran dry (no interrupt comes for an empty RX ring), TX
+/* The end of a NAPI poll of a queue with a pool: the need_wakeup flags tell the application
+ * when only a wakeup brings the driver back (the TX ring's consumer moved on as each batch of
+ * descriptors was taken): RX when the fill ring ran dry (no interrupt comes for an empty RX ring), TX
  * always (the socket's TX ring is only read in a poll). A socket without need_wakeup never wakes
  * the driver: when the fill ring ran dry the poll must run again (returns true), or the RX ring
  * stays short and the card drops what arrives. */
@@ -181,10 +181,6 @@ bool onic_xsk_poll_end(struct onic_qv *qv)
 	qv->xsk_fill_empty = false;
 	if (!pool)
 		return false;
-	if (qv->xsk_tx_taken) {
-		qv->xsk_tx_taken = false;
-		xsk_tx_release(pool);
-	}
 	if (!xsk_uses_need_wakeup(pool))
 		return fill_empty;
 	if (fill_empty)
@@ -267,21 +263,15 @@ void *onic_rx_copy(struct napi_struct *napi, const u8 *frame, u32 len, u8 meta)
 	return skb;
 }
 
-/* The next descriptor of the socket's TX ring, its completion reserved: UMEM address, length
- * (a runt padded to ETH_ZLEN inside its chunk where the chunk has room), CPU and device address,
- * synced for the device. false when the ring is empty or the completion ring full. */
-bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
+/* Describes a descriptor of the socket's TX ring for the Rust side: UMEM address, length (a runt
+ * padded to ETH_ZLEN inside its chunk where the chunk has room), CPU and device address, synced
+ * for the device. */
+static void onic_xsk_tx_describe(struct xsk_buff_pool *pool, struct xdp_desc d,
+				 struct onic_xsk_chunk *out)
 {
-	struct xsk_buff_pool *pool = onic_pool(nd, qid);
-	struct xdp_desc d;
-	u32 chunk;
-	u8 *data;
+	u32 chunk = xsk_pool_get_chunk_size(pool);
+	u8 *data = xsk_buff_raw_get_data(pool, d.addr);
 
-	if (!pool || !xsk_tx_peek_desc(pool, &d))
-		return false;
-	nd->qv[qid].xsk_tx_taken = true;
-	data = xsk_buff_raw_get_data(pool, d.addr);
-	chunk = xsk_pool_get_chunk_size(pool);
 	/* The padding stays inside the frame's chunk (aligned: the offset in the chunk is the
 	 * address's low bits), or inside the UMEM (unaligned). */
 	if (d.len < ETH_ZLEN &&
@@ -296,7 +286,21 @@ bool onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
 	out->headroom = 0;
 	out->dma = xsk_buff_raw_get_dma(pool, d.addr);
 	xsk_buff_raw_dma_sync_for_device(pool, out->dma, d.len);
-	return true;
+}
+
+/* Up to max descriptors of the socket's TX ring (xsk_tx_peek_release_desc_batch: checked, their
+ * completions reserved, the ring's consumer moved on), described in out[]; returns how many. */
+u32 onic_xsk_tx_take(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out, u32 max)
+{
+	struct xsk_buff_pool *pool = onic_pool(nd, qid);
+	u32 i, n;
+
+	if (!pool || !max)
+		return 0;
+	n = xsk_tx_peek_release_desc_batch(pool, max);
+	for (i = 0; i < n; i++)
+		onic_xsk_tx_describe(pool, pool->tx_descs[i], &out[i]);
+	return n;
 }
 
 /* The device is done with the oldest TX descriptor taken (completions are in ring order). */

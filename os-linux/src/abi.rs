@@ -111,7 +111,7 @@ impl From<onic_core::stats::ethtool::QueueStats> for QueueStats {
 }
 
 /// A UMEM frame as the glue hands it over: the chunk of an RX frame (`xsk_buff_alloc`) or a
-/// descriptor of the socket's TX ring (`xsk_tx_peek_desc`).
+/// descriptor of the socket's TX ring (`xsk_tx_peek_release_desc_batch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct XskChunk {

@@ -302,18 +302,30 @@ where
         true
     }
 
-    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
-        let f = self.os.xsk_tx_take(qid)?;
-        let Some(dma) = self.map.hold_page(&f.page) else {
+    fn xsk_tx_take(&self, qid: u16, out: &mut [XskTxDesc]) -> usize {
+        let mut slots = out.iter_mut();
+        let mut k = 0;
+        let max = slots.len();
+        self.os.xsk_tx_take(qid, max, &mut |f| {
             // Not reachable by the device: completed unsent (its completion was reserved).
-            self.os.xsk_tx_done(qid);
-            return None;
-        };
-        Some(XskTxDesc {
-            addr: f.addr,
-            len: u32::try_from(f.page.len).unwrap_or(u32::MAX),
-            dma,
-        })
+            let Some(dma) = self.map.hold_page(&f.page) else {
+                self.os.xsk_tx_done(qid);
+                return;
+            };
+            let Some(slot) = slots.next() else {
+                // Not reached: the OS hands over at most `max` frames.
+                self.map.release_page(dma, f.page.len);
+                self.os.xsk_tx_done(qid);
+                return;
+            };
+            *slot = XskTxDesc {
+                addr: f.addr,
+                len: u32::try_from(f.page.len).unwrap_or(u32::MAX),
+                dma,
+            };
+            k += 1;
+        });
+        k
     }
 
     fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {

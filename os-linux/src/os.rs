@@ -189,11 +189,13 @@ pub trait Os: GracePeriod + 'static {
         let _ = (napi, frame, meta);
         None
     }
-    /// The next frame of the socket's TX ring of queue `qid`, its completion reserved and its
-    /// bytes synced for the device (`xsk_tx_peek_desc`), `None` when there is none.
-    fn xsk_tx_take(&self, qid: u16) -> Option<RawXskFrame> {
-        let _ = qid;
-        None
+    /// Up to `max` frames of the socket's TX ring of queue `qid`, in ring order, each with its
+    /// completion reserved and its bytes synced for the device
+    /// (`xsk_tx_peek_release_desc_batch`), handed to `each`; returns how many. A descriptor it
+    /// cannot describe is completed unsent, not counted.
+    fn xsk_tx_take(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
+        let _ = (qid, max, each);
+        0
     }
     /// Completes the oldest TX frame taken from queue `qid` (`xsk_tx_completed`).
     fn xsk_tx_done(&self, qid: u16) {

@@ -254,12 +254,13 @@ pub trait Host: Clone {
         let _ = (mem, napi, frame, meta, qid, hash);
         false
     }
-    /// The next frame of the application's TX ring of queue `qid`, checked, synced and with
-    /// room reserved for its completion (Linux: `xsk_tx_peek_desc` and `xsk_buff_raw_get_dma`);
-    /// `None` when the ring is empty or the completion ring has no room.
-    fn xsk_tx_take(&self, qid: u16) -> Option<XskTxDesc> {
-        let _ = qid;
-        None
+    /// Up to `out.len()` frames of the application's TX ring of queue `qid`, in ring order, each
+    /// checked, synced and with room reserved for its completion, written to the front of `out`
+    /// (Linux: `xsk_tx_peek_release_desc_batch`); returns how many, 0 when the ring is empty or
+    /// the completion ring has no room.
+    fn xsk_tx_take(&self, qid: u16, out: &mut [XskTxDesc]) -> usize {
+        let _ = (qid, out);
+        0
     }
     /// The device is done with a TX frame of queue `qid` (or never will send it): its address
     /// goes into the completion ring (Linux: `xsk_tx_completed`).

@@ -31,6 +31,7 @@ use super::contexts::{Control, QueueTokens, Quiet, Token};
 use super::error::{PortError, PortResult, XskRefusal};
 use super::host::Host;
 use super::sinks::TxItem;
+use super::umem::XskTxDesc;
 use super::Port;
 
 /// The source of queue index `q` in a port's bit set of queues on UMEM frames.
@@ -175,29 +176,48 @@ impl<H: Host> Port<H> {
 }
 
 /// Sends up to `budget` frames of the application's TX ring of queue `qid` on its XDP_TX ring
-/// (one doorbell at the end); returns how many, and their bytes. Only as many as the ring has
-/// room for are taken from the host, so none waits outside a ring; one the ring refuses anyway
-/// (its queue in its error state) is completed at once.
+/// (one doorbell at the end); returns how many, and their bytes. The host hands them over in
+/// batches of up to 32, never more than the ring has room for, so none waits outside a ring;
+/// one the ring refuses anyway (its queue in its error state) is completed at once.
 pub(crate) fn xsk_send<H: Host, W: onic_hal::RegisterWindow>(
     host: &H,
     pair: &mut super::queues::NapiPair<H>,
     db: &onic_core::queue::doorbell::Doorbells<W>,
     (qid, budget): (u16, u32),
 ) -> (u64, u64) {
+    const BATCH: usize = 16;
+    let none = XskTxDesc {
+        addr: 0,
+        len: 0,
+        dma: onic_hal::DmaAddr::new(0),
+    };
+    let mut descs = [none; BATCH];
     let (mut sent, mut bytes) = (0u32, 0u64);
-    while sent < budget && pair.tx.free() > 0 {
-        let Some(desc) = host.xsk_tx_take(qid) else { break };
-        let len = u64::from(desc.len);
-        match pair.tx.xmit_os(db, TxItem::Xsk { qid, desc }, true) {
-            Ok(()) => {
-                sent += 1;
-                bytes += len;
-            }
-            Err(e) => {
-                if let TxItem::Xsk { desc, .. } = e.into_inner() {
-                    host.xsk_tx_done(qid, desc);
+    loop {
+        let room = usize::try_from(budget.saturating_sub(sent))
+            .unwrap_or(usize::MAX)
+            .min(usize::from(pair.tx.free()))
+            .min(BATCH);
+        if room == 0 {
+            break;
+        }
+        let taken = descs.get_mut(..room).map_or(0, |d| host.xsk_tx_take(qid, d));
+        for &desc in descs.iter().take(taken.min(room)) {
+            let len = u64::from(desc.len);
+            match pair.tx.xmit_os(db, TxItem::Xsk { qid, desc }, true) {
+                Ok(()) => {
+                    sent += 1;
+                    bytes += len;
+                }
+                Err(e) => {
+                    if let TxItem::Xsk { desc, .. } = e.into_inner() {
+                        host.xsk_tx_done(qid, desc);
+                    }
                 }
             }
+        }
+        if taken < room {
+            break;
         }
     }
     if sent > 0 {

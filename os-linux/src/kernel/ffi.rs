@@ -175,9 +175,9 @@ extern "C" {
     /// `napi_alloc_skb` holding a copy of `len` bytes at `frame` (`meta` bytes of metadata
     /// first); null when none could be had.
     pub fn onic_rx_copy(napi: *mut c_void, frame: *const u8, len: u32, meta: u8) -> *mut c_void;
-    /// `xsk_tx_peek_desc` of queue `qid`'s pool into `*out`, synced for the device; false when
-    /// there is none.
-    pub fn onic_xsk_tx_take(nd: *mut c_void, qid: u16, out: *mut XskChunk) -> bool;
+    /// `xsk_tx_peek_release_desc_batch` of up to `max` descriptors of queue `qid`'s pool into
+    /// `out[..n]`, each synced for the device and its completion reserved; returns `n`.
+    pub fn onic_xsk_tx_take(nd: *mut c_void, qid: u16, out: *mut XskChunk, max: u32) -> u32;
     /// `xsk_tx_completed(pool, 1)` of queue `qid`'s pool.
     pub fn onic_xsk_tx_done(nd: *mut c_void, qid: u16);
 }

@@ -17,6 +17,8 @@ use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, RawXskFrame, SkbHash, StatB
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
+/// UMEM frames the glue describes in one call (at most what the host asks for).
+const XSK_GLUE_BATCH: usize = 8;
 
 /// A kernel object handed through the glue (`struct sk_buff *`, `struct xdp_frame *`, a queue's
 /// memory, ...): never null, laid out as a pointer (an `Option<KPtr>` is a nullable one).
@@ -277,19 +279,34 @@ impl Os for KOs {
         KPtr::new(unsafe { ffi::onic_rx_copy(napi.as_ptr(), frame.as_ptr(), len, meta) })
     }
 
-    fn xsk_tx_take(&self, qid: u16) -> Option<RawXskFrame> {
-        let mut c = XskChunk::empty();
-        // SAFETY: live netdev, called from queue `qid`'s NAPI context (the TX ring's only
-        // consumer); `c` is a valid out pointer.
-        if !unsafe { ffi::onic_xsk_tx_take(self.nd.as_ptr(), qid, &mut c) } {
-            return None;
+    // Not inlined: the glue's array is on the stack only during the call.
+    #[inline(never)]
+    fn xsk_tx_take(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
+        let (mut asked, mut handed) = (0, 0);
+        while asked < max {
+            let want = (max - asked).min(XSK_GLUE_BATCH);
+            let mut chunks = [XskChunk::empty(); XSK_GLUE_BATCH];
+            // CAST: at most XSK_GLUE_BATCH.
+            // SAFETY: live netdev, called from queue `qid`'s NAPI context (the TX ring's only
+            // consumer); `chunks` holds `want` entries or more.
+            let n = unsafe { ffi::onic_xsk_tx_take(self.nd.as_ptr(), qid, chunks.as_mut_ptr(), want as u32) }
+                as usize;
+            for c in chunks.iter().take(n.min(want)) {
+                match NonNull::new(c.virt).and_then(|v| chunk_frame(v, c)) {
+                    Some(f) => {
+                        each(f);
+                        handed += 1;
+                    }
+                    // A descriptor the glue could not describe: completed unsent.
+                    None => self.xsk_tx_done(qid),
+                }
+            }
+            asked += want;
+            if n < want {
+                break;
+            }
         }
-        let frame = NonNull::new(c.virt).and_then(|v| chunk_frame(v, &c));
-        if frame.is_none() {
-            // A descriptor the glue could not describe: completed unsent.
-            self.xsk_tx_done(qid);
-        }
-        frame
+        handed
     }
 
     fn xsk_tx_done(&self, qid: u16) {
