@@ -32,6 +32,47 @@ fn cells<T: Copy + Default>(n: usize) -> Vec<Cell<T>> {
     (0..n).map(|_| Cell::new(T::default())).collect()
 }
 
+/// An application's ring memory for a pair test: a fill ring of 128 entries, completion, RX and
+/// TX rings of 64.
+#[cfg(feature = "xdp")]
+struct AppCells {
+    fill: Vec<Cell<u64>>,
+    comp: Vec<Cell<u64>>,
+    rx: Vec<Cell<XskDesc>>,
+    tx: Vec<Cell<XskDesc>>,
+}
+
+/// An application's fill, completion, RX and TX rings.
+#[cfg(feature = "xdp")]
+type AppRings<'c> = (
+    XskRing<'c, u64>,
+    XskRing<'c, u64>,
+    XskRing<'c, XskDesc>,
+    XskRing<'c, XskDesc>,
+);
+
+#[cfg(feature = "xdp")]
+impl AppCells {
+    fn new() -> Self {
+        Self {
+            fill: cells(128),
+            comp: cells(64),
+            rx: cells(64),
+            tx: cells(64),
+        }
+    }
+
+    /// The fill, completion, RX and TX rings over the cells.
+    fn rings(&self) -> AppRings<'_> {
+        (
+            XskRing::new(&self.fill).unwrap(),
+            XskRing::new(&self.comp).unwrap(),
+            XskRing::new(&self.rx).unwrap(),
+            XskRing::new(&self.tx).unwrap(),
+        )
+    }
+}
+
 fn cfg(headroom: u16) -> UmemConfig {
     UmemConfig { headroom, dir: BI }
 }
@@ -222,18 +263,8 @@ fn every_verdict_on_umem_frames_and_every_chunk_back_at_teardown() {
     {
         let chunks: Vec<UmemChunk<'_>> = pages.iter_mut().map(UmemChunk::new).collect();
         let umem = Umem::new(&chunks, cfg(0)).unwrap();
-        let (fs, cs, rs, ts) = (
-            cells::<u64>(128),
-            cells::<u64>(64),
-            cells::<XskDesc>(64),
-            cells::<XskDesc>(64),
-        );
-        let fill = XskRing::new(&fs).unwrap();
-        let (cq, rxr, txr) = (
-            XskRing::new(&cs).unwrap(),
-            XskRing::new(&rs).unwrap(),
-            XskRing::new(&ts).unwrap(),
-        );
+        let cells = AppCells::new();
+        let (fill, cq, rxr, txr) = cells.rings();
         for i in 0..96 {
             fill.produce(Umem::chunk_addr(i)).unwrap();
         }
@@ -419,18 +450,8 @@ fn a_dry_fill_ring_shortens_the_ring_and_loses_no_frame() {
     {
         let chunks: Vec<UmemChunk<'_>> = pages.iter_mut().map(UmemChunk::new).collect();
         let umem = Umem::new(&chunks, cfg(0)).unwrap();
-        let (fs, cs, rs, ts) = (
-            cells::<u64>(128),
-            cells::<u64>(64),
-            cells::<XskDesc>(64),
-            cells::<XskDesc>(64),
-        );
-        let fill = XskRing::new(&fs).unwrap();
-        let (cq, rxr, txr) = (
-            XskRing::new(&cs).unwrap(),
-            XskRing::new(&rs).unwrap(),
-            XskRing::new(&ts).unwrap(),
-        );
+        let cells = AppCells::new();
+        let (fill, cq, rxr, txr) = cells.rings();
         // The 62 slots the start posts and one chunk more: the fill ring is dry after the
         // first frame takes its spare.
         for i in 0..63 {
