@@ -167,10 +167,10 @@ int onic_xsk_wakeup(struct net_device *netdev, u32 q, u32 flags)
 	return 0;
 }
 
-/* The end of a NAPI poll of a queue with a pool: the need_wakeup flags tell the application
- * when only a wakeup brings the driver back (the TX ring's consumer moved on as each batch of
- * descriptors was taken): RX when the fill ring ran dry (no interrupt comes for an empty RX ring), TX
- * always (the socket's TX ring is only read in a poll). A socket without need_wakeup never wakes
+/* The end of a NAPI poll of a queue with a pool (the TX ring's consumer already moved on as
+ * each batch of descriptors was taken): the need_wakeup flags tell the application when only a
+ * wakeup brings the driver back: RX when the fill ring ran dry (no interrupt comes for an empty
+ * RX ring), TX always (the socket's TX ring is only read in a poll). A socket without need_wakeup never wakes
  * the driver: when the fill ring ran dry the poll must run again (returns true), or the RX ring
  * stays short and the card drops what arrives. */
 bool onic_xsk_poll_end(struct onic_qv *qv)

@@ -177,7 +177,7 @@ impl<H: Host> Port<H> {
 
 /// Sends up to `budget` frames of the application's TX ring of queue `qid` on its XDP_TX ring
 /// (one doorbell at the end); returns how many, and their bytes. The host hands them over in
-/// batches of up to 32, never more than the ring has room for, so none waits outside a ring;
+/// batches of up to 16, never more than the ring has room for, so none waits outside a ring;
 /// one the ring refuses anyway (its queue in its error state) is completed at once.
 pub(crate) fn xsk_send<H: Host, W: onic_hal::RegisterWindow>(
     host: &H,

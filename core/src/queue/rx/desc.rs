@@ -69,14 +69,14 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> DescRing<D, Pg, St> {
     /// Hands the good single-buffer frame of slot `first` (`len` bytes) to `sink`. A page to take
     /// its place must be at hand first (the spare); without one the frame is dropped and its page
     /// stays, unless the provider lets the ring run short ([`PageProvider::may_run_short`]):
-    /// then the frame goes on, and a slot it leaves stays empty until a refill. A frame the sink gives back leaves its page in the slot (through
-    /// [`PageProvider::reuse`], which syncs what was written). A page that goes elsewhere is
-    /// replaced by a page from the pool, taken there and then, and by the spare only when the
-    /// pool has none: so the spare stays put while pages flow, and is not stored and loaded back
-    /// for every frame that leaves (written as two 8-byte stores and read a few dozen
-    /// instructions later with one 16-byte load, which the CPU cannot forward from stores still
-    /// in flight: a stall per frame, XDP_PASS 0.6x). Always inlined: it is the body of the RX
-    /// loop.
+    /// then the frame goes on, and a slot it leaves stays empty until a refill. A frame the
+    /// sink gives back leaves its page in the slot (through [`PageProvider::reuse`], which
+    /// syncs what was written). A page that goes elsewhere is replaced by a page from the pool,
+    /// taken there and then, and by the spare only when the pool has none: so the spare stays
+    /// put while pages flow, and is not stored and loaded back for every frame that leaves
+    /// (written as two 8-byte stores and read a few dozen instructions later with one 16-byte
+    /// load, which the CPU cannot forward from stores still in flight: a stall per frame,
+    /// XDP_PASS 0.6x). Always inlined: it is the body of the RX loop.
     #[inline(always)]
     pub(super) fn deliver<P: PageProvider<Page = Pg>, S: FrameHandler<P>>(
         &mut self,
