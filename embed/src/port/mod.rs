@@ -821,30 +821,26 @@ impl<H: Host> Port<H> {
     /// # Errors
     ///
     /// The core's error when the function's release (the FMAP clear) did not complete.
-    pub fn shut_down(self) -> PortResult<()> {
-        let Self {
-            dev,
-            host,
-            ctl,
-            queues,
-            ..
-        } = self;
-        let mut ctl = ctl.into_inner();
-        for (q, queue) in (0..).zip(queues) {
-            let Queue { napi, stack, xmit } = queue;
+    pub fn shut_down(mut self) -> PortResult<()> {
+        // The queues stop where they lie: moving a queue (its pair, its rings) out of the port
+        // first would put kilobytes of it on the caller's stack, the kernel's among them.
+        let ctl = self.ctl.get_mut();
+        for (q, queue) in (0..).zip(self.queues.iter_mut()) {
             let mut rings = Rings {
-                dev: &dev,
-                host: &host,
+                dev: &self.dev,
+                host: &self.host,
                 delay: &mut ctl.delay,
             };
             rings.stop_rings(
-                &mut napi.into_inner(),
-                &mut stack.into_inner(),
-                &mut xmit.into_inner(),
+                queue.napi.get_mut(),
+                queue.stack.get_mut(),
+                queue.xmit.get_mut(),
                 q,
             );
         }
-        let (r, _, _) = dev.teardown(&mut ctl.delay);
+        self.queues.clear();
+        let Self { dev, mut ctl, .. } = self;
+        let (r, _, _) = dev.teardown(&mut ctl.get_mut().delay);
         Ok(r?)
     }
 }

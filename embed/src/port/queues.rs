@@ -268,17 +268,44 @@ impl<H: Host> Rings<'_, H> {
         Some(stats)
     }
 
-    /// Builds and starts queue index `q`'s NAPI pair: its queue memory, RX ring (filled from
-    /// `source`: the page pool, or the XSK pool the host bound to `q`) and XDP_TX ring on H2C
-    /// queue `xdp_qid`.
+    /// Builds and starts queue index `q`'s NAPI pair into `napi` (which holds none): its queue
+    /// memory, RX ring (filled from `source`: the page pool, or the XSK pool the host bound to
+    /// `q`) and XDP_TX ring on H2C queue `xdp_qid`; returns the queue memory. On failure `napi`
+    /// holds no pair and every buffer is back.
     pub(crate) fn start_napi(
         &mut self,
+        napi: &mut NapiState<H>,
         (q, xdp_qid): (u16, QueueId),
         source: SourceKind,
         tuning: &QueueTuning,
-        tx_ring: RingSizeIdx,
-        rx_ring: RingSizeIdx,
-    ) -> PortResult<(NapiPair<H>, H::QMem)> {
+        rings: (RingSizeIdx, RingSizeIdx),
+    ) -> PortResult<H::QMem> {
+        let mem = self.build_napi(napi, (q, xdp_qid), source, tuning, rings)?;
+        napi.mem = Some(mem);
+        let started = match napi.pair.as_mut() {
+            Some(qp) => qp.start(self.dev, self.delay),
+            None => Ok(()),
+        };
+        if let Err(e) = started {
+            // Torn down as any pair: every buffer back, the queue memory freed.
+            self.stop_napi(napi, q);
+            return Err(e.into());
+        }
+        Ok(mem)
+    }
+
+    /// [`Rings::start_napi`]'s pair, built where it stays, in `napi`: a frame of its own, so
+    /// that what it builds with is off the stack before the rings start (the kernel's stack is
+    /// 16 KiB, and starting a ring goes deep).
+    #[inline(never)]
+    fn build_napi(
+        &mut self,
+        napi: &mut NapiState<H>,
+        (q, xdp_qid): (u16, QueueId),
+        source: SourceKind,
+        tuning: &QueueTuning,
+        (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
+    ) -> PortResult<H::QMem> {
         let rxc = tuning.rx_config(q, rx_ring);
         let txc = TxQueueConfig {
             qid: xdp_qid,
@@ -301,26 +328,19 @@ impl<H: Host> Rings<'_, H> {
             SourceKind::Pages => BufSource::pages(HostPool::new(self.host.clone(), mem)),
             SourceKind::Xsk => BufSource::xsk(HostXsk::new(self.host.clone(), q, rxc.buf.bytes())),
         };
-        let mut qp = match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
-            Ok(qp) => qp,
+        match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
+            Ok(qp) => {
+                napi.pair = Some(qp);
+                Ok(mem)
+            }
             Err(_) => {
                 self.host.qmem_free(mem);
-                return Err(PortError::NoMemory);
+                Err(PortError::NoMemory)
             }
-        };
-        if let Err(e) = qp.start(self.dev, self.delay) {
-            let mut done = teardown_done(self.host);
-            let (_, pool, _, _) = qp.teardown(self.dev, self.delay, &mut done);
-            return_strays(self.host, (q, mem), pool);
-            self.host.qmem_free(mem);
-            return Err(e.into());
         }
-        Ok((qp, mem))
     }
 
-    /// Tears the NAPI pair of `state` down (every page back to the pool and every UMEM frame
-    /// to the XSK pool or the completion ring, the queue memory freed, the slot storage freed)
-    /// and empties it; returns the pair's counters, or `None` if no pair ran.
+    #[inline(never)]
     pub(crate) fn stop_napi(&mut self, state: &mut NapiState<H>, q: u16) -> Option<QueueCounters> {
         let qp = state.pair.take()?;
         let now = napi_counters(&qp);
@@ -367,19 +387,17 @@ impl<H: Host> Rings<'_, H> {
                 return Err(e);
             }
         };
-        let (pair, mem) =
-            match self.start_napi((q, TxRole::XdpTx.qid(max, q)), source, tuning, tx_ring, rx_ring) {
-                Ok(n) => n,
-                Err(e) => {
-                    self.stop_tx(&mut Some(stack), q);
-                    self.stop_tx(&mut Some(xmit), q);
-                    return Err(e);
-                }
-            };
+        let xdp_qid = TxRole::XdpTx.qid(max, q);
+        let mem = match self.start_napi(napi, (q, xdp_qid), source, tuning, (tx_ring, rx_ring)) {
+            Ok(mem) => mem,
+            Err(e) => {
+                self.stop_tx(&mut Some(stack), q);
+                self.stop_tx(&mut Some(xmit), q);
+                return Err(e);
+            }
+        };
         *stack_cell = Some(stack);
         *xmit_cell = Some(xmit);
-        napi.pair = Some(pair);
-        napi.mem = Some(mem);
         Ok(mem)
     }
 
@@ -409,19 +427,12 @@ impl<H: Host> Rings<'_, H> {
             add_words(&mut napi.base, &to_words(&n));
         }
         let xdp_qid = TxRole::XdpTx.qid(max, q);
-        let (r, started) = match self.start_napi((q, xdp_qid), source, tuning, tx_ring, rx_ring) {
-            Ok((pair, mem)) => (Ok(mem), Some((pair, mem))),
-            Err(e) => {
-                onic_hal::warn!("onic: queue {} on its new buffer source: {}", q, e);
-                (
-                    Err(e),
-                    self.start_napi((q, xdp_qid), old, tuning, tx_ring, rx_ring).ok(),
-                )
-            }
-        };
-        if let Some((pair, mem)) = started {
-            napi.pair = Some(pair);
-            napi.mem = Some(mem);
+        let rings = (tx_ring, rx_ring);
+        let r = self.start_napi(napi, (q, xdp_qid), source, tuning, rings);
+        if let Err(e) = &r {
+            onic_hal::warn!("onic: queue {} on its new buffer source: {}", q, e);
+            // Back on the old source, if it starts; the error stays the new source's.
+            let _ = self.start_napi(napi, (q, xdp_qid), old, tuning, rings);
         }
         self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
         r
