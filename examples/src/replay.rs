@@ -31,7 +31,7 @@ use onic_embed::model::{CardHost, ModelCensus, ModelHost};
 use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
 use onic_sim::{Card, CardConfig, Wire};
 
-use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
+use crate::xdp_obj::{ObjOpts, Prog, HAIRPIN, XSK_SINK};
 use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
 
 /// Frames injected before the driver polls.
@@ -133,7 +133,7 @@ impl<'c> Rig<'c> {
     fn bring_up(card: &'c Card, queues: u16, prog: Option<Prog>) -> Result<Self, String> {
         let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
         let host: Host<'c> = ModelHost::new(card);
-        host.set_targets(&[OTHER_PORT, XSK_SINK]);
+        host.set_targets(&crate::xdp_obj::replay_targets());
         let prog = prog.map(|prog| {
             host.attach(Recorder {
                 prog,
@@ -177,37 +177,42 @@ impl<'c> Rig<'c> {
     }
 
     /// What the OS does after the polls: reads the frames its stack received, carries out the
-    /// program's redirects (out of the other port, or a copy to the user sink) and takes the
-    /// copies of dropped frames; all stamped `ts`. Returns whether anything was redirected out.
+    /// program's redirects (out of the other port or back out of the ingress port, or a copy to
+    /// the user sink) and takes the copies of dropped frames; all stamped `ts`. Returns whether
+    /// anything was redirected out.
     fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
         let mut moved = false;
         for f in 0..self.ports.len() {
             let host = self.hosts[f].clone();
             host.drain_received(|r| out.pass.push((ts, r.data().to_vec())));
-            let mut out_of_other: Vec<Vec<u32>> = vec![Vec::new(); usize::from(self.queues)];
+            // Frames to send, by port and queue index.
+            let mut out_of: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); usize::from(self.queues)]; 2];
             for r in host.take_redirects() {
+                let q = usize::from(r.qid % self.queues);
                 match r.target {
-                    Some(OTHER_PORT) => out_of_other[usize::from(r.qid % self.queues)].push(r.frame),
+                    Some(OTHER_PORT) => out_of[1 - f][q].push(r.frame),
+                    Some(HAIRPIN) => out_of[f][q].push(r.frame),
                     Some(XSK_SINK) => {
                         out.xsk.push((ts, host.frame_data(r.frame)));
                         host.return_frame(r.frame);
                     }
-                    // Refused at the redirect (the host knows only these two targets).
+                    // Refused at the redirect (the host knows only the targets above).
                     _ => host.return_frame(r.frame),
                 }
             }
-            let other = &mut self.ports[1 - f];
-            for (q, frames) in (0..).zip(&out_of_other) {
-                if frames.is_empty() {
-                    continue;
+            for (port, queues) in self.ports.iter_mut().zip(&out_of) {
+                for (q, frames) in (0..).zip(queues) {
+                    if frames.is_empty() {
+                        continue;
+                    }
+                    moved = true;
+                    let sent = port
+                        .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
+                        .unwrap_or(0);
+                    // What the ring did not take goes home, as the kernel frees what
+                    // `ndo_xdp_xmit` refused.
+                    frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
                 }
-                moved = true;
-                let sent = other
-                    .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
-                    .unwrap_or(0);
-                // What the ring did not take goes home, as the kernel frees what
-                // `ndo_xdp_xmit` refused.
-                frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
             }
         }
         if let Some(id) = self.prog {
@@ -644,7 +649,7 @@ fn print_program(prog: &Prog, args: &ReplayOpts) -> Result<(), String> {
             Ok(())
         }
         Prog::Object(e, _) => crate::xdp_obj::report(
-            &e.engine,
+            e,
             args.obj.dump_maps.as_deref(),
             Some(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE)),
         ),

@@ -3,9 +3,13 @@
 //! are printed, or written as JSON, after it (`--dump-maps`).
 //!
 //! What the program sees of the model: port `p` is interface `p + 1` (`ctx->ingress_ifindex`,
-//! `bpf_redirect`, devmap values); redirecting to the other port's interface sends the frame out
-//! of that port (redirect target [`OTHER_PORT`]), an AF_XDP socket in an xskmap is the run's user
-//! sink (target [`XSK_SINK`], written to `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
+//! `bpf_redirect`, devmap values), and the model has no other interfaces. Redirecting to the other
+//! port's interface sends the frame out of that port (redirect target [`OTHER_PORT`]), to the
+//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]; replay
+//! mode); a redirect to any other interface fails as in a driver that has no such device: the
+//! frame is dropped, counted as a failed redirect and reported with the interface it named. An
+//! AF_XDP socket in an xskmap is the run's user sink (target [`XSK_SINK`], written to
+//! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
 //! printed after the run. Every CPU's perf event stream is open, and the records a program writes
 //! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
@@ -20,6 +24,16 @@ use crate::xdp_progs::{Builtin, OTHER_PORT};
 
 /// Redirect target number of the user sink (AF_XDP-like) in `onic run`'s redirect table.
 pub const XSK_SINK: u32 = 1;
+/// Redirect target number of a hairpin: out of the port the frame came in on.
+pub const HAIRPIN: u32 = 2;
+/// What the engine names as target when the host lacks the interface: no table has it.
+const NO_TARGET: u32 = u32::MAX;
+
+/// The redirect targets replay mode carries out.
+#[must_use]
+pub fn replay_targets() -> Vec<u32> {
+    vec![OTHER_PORT, XSK_SINK, HAIRPIN]
+}
 /// CPUs the per-CPU maps keep values for.
 pub const CPUS: u32 = 4;
 /// Interface index of port 0.
@@ -100,6 +114,8 @@ pub struct ObjEngine {
     pub insn_total: u64,
     /// Frames that met the cap (not run).
     pub refused: u64,
+    /// Redirects to interfaces the model lacks: interface index, frames.
+    pub missing: std::collections::BTreeMap<u32, u64>,
 }
 
 impl ObjEngine {
@@ -126,7 +142,14 @@ impl RawXdpProgram for ObjEngine {
             self.refused += 1;
             return onic_core::xdp::XdpAction::Aborted.raw();
         }
-        self.engine.run(xdp)
+        self.engine.host().missing.set(None);
+        let raw = self.engine.run(xdp);
+        if raw == onic_core::xdp::XdpAction::Redirect.raw() && xdp.redirect_target() == Some(NO_TARGET) {
+            if let Some(ifindex) = self.engine.host().missing.take() {
+                *self.missing.entry(ifindex).or_default() += 1;
+            }
+        }
+        raw
     }
 }
 
@@ -205,10 +228,13 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut host = SimHost::new(CPUS, 0x5eed);
     host.ifindex_base = IFINDEX_BASE;
-    // From port 0, interface 2 (port 1) is the other port, and the other way round.
+    // From port 0, interface 2 (port 1) is the other port, and the other way round; a port's
+    // own interface is a hairpin.
     host.redirects = vec![
         (Some(0), IFINDEX_BASE + 1, OTHER_PORT),
         (Some(1), IFINDEX_BASE, OTHER_PORT),
+        (Some(0), IFINDEX_BASE, HAIRPIN),
+        (Some(1), IFINDEX_BASE + 1, HAIRPIN),
     ];
     host.xsk_target = Some(XSK_SINK);
     let mut e = XdpEngine::new(loaded, host, opts.budget);
@@ -223,6 +249,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         engine: e,
         insn_total: o.insn_total,
         refused: 0,
+        missing: std::collections::BTreeMap::new(),
     })
 }
 
@@ -322,7 +349,8 @@ fn set_by_name(
 /// # Errors
 ///
 /// The dump file cannot be written.
-pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
+pub fn report(o: &ObjEngine, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
+    let e = &o.engine;
     let s = e.stats();
     outln!(
         "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
@@ -340,6 +368,12 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path
         "     rx_xdp_fault: {}          <- runs the engine aborted (also in rx_xdp_aborted)",
         s.faults
     );
+    for (ifindex, n) in &o.missing {
+        outln!(
+            "     redirects to interface {ifindex}: {n}          <- no such interface in the model (ports 0 and 1 are interfaces {IFINDEX_BASE} and {}); failed redirects, dropped",
+            IFINDEX_BASE + 1
+        );
+    }
     let h = e.host();
     if !h.lines.is_empty() {
         outln!(

@@ -634,3 +634,68 @@ fn kernel_verify_reports_the_kernels_verdict_beside_the_engines() {
         "{t}"
     );
 }
+
+/// The frame count a run's output table gives for capture `name`.
+fn captured(report: &str, name: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name} in:\n{report}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A redirect to the ingress port's own interface (a hairpin) leaves through that port, as in
+/// the kernel; one to an interface the model lacks is a failed redirect, reported by its index.
+#[test]
+fn hairpins_leave_the_ingress_port_and_missing_interfaces_are_named() {
+    let d = out_dir("hairpin");
+    let obj = root().join("bpf/objects/xdp_redirect_map.o");
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "xdp_redirect_map",
+        "--map",
+        "tx_port:0=1",
+        "--frames",
+        "20",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(captured(&t, "tx-port0.pcap"), 20, "{t}");
+    assert_eq!(frames(&d.join("tx-port0.pcap")), 20);
+    assert_eq!(captured(&t, "tx-port1.pcap"), 0, "{t}");
+    assert!(!t.contains("redirects to interface"), "{t}");
+    // xdp_redirect sends ARP frames to ingress_ifindex + 1: from port 1 (interface 2) that is
+    // interface 3, which does not exist.
+    let d = out_dir("missing-ifindex");
+    let obj = root().join("bpf/objects/xdp_redirect.o");
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--port",
+        "1",
+        "--frames",
+        "40",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    let redirected = number_after(&t, " tx 0 redirect ");
+    assert!(redirected > 0, "{t}");
+    assert_eq!(number_after(&t, "redirects to interface 3: "), redirected, "{t}");
+    assert_eq!(
+        captured(&t, "tx-port0.pcap") + captured(&t, "tx-port1.pcap"),
+        0,
+        "{t}"
+    );
+    let errors: u64 = t
+        .lines()
+        .filter(|l| {
+            l.contains("_xdp_redirect_errors:") && l.trim_start().starts_with("rx") && !l.contains("rx_xdp")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(errors, redirected, "{t}");
+}
