@@ -59,7 +59,8 @@ pub struct ObjOpts {
     pub prog_type: Option<String>,
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
-    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1). In a program array
+    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1); a devmap value
+    /// naming another interface is refused, as the kernel refuses it. In a program array
     /// the value is a function of the object (loaded as XDP, for bpf_tail_call), in a map of
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
@@ -304,8 +305,34 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str, object: (&Loader<'_>, &[u8]))
         onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
     let value = onic_bpf::maps::parse_bytes(v, d.value_size as usize)
         .map_err(|m| format!("--map {spec}: value {m}"))?;
+    if d.map_type.is_devmap() {
+        existing_port(&value).map_err(|m| format!("--map {spec}: {m}"))?;
+    }
     map.host_set(&key, &value)
         .map_err(|m| format!("--map {spec}: {m}"))
+}
+
+/// Checks a devmap value (its first four bytes are an interface index) against the model's
+/// ports, as the kernel's devmap update looks the interface up and refuses one that does not
+/// exist.
+fn existing_port(value: &[u8]) -> Result<(), String> {
+    let ifindex = value
+        .get(..4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let ports = IFINDEX_BASE..IFINDEX_BASE + 2;
+    if ports.contains(&ifindex) {
+        return Ok(());
+    }
+    Err(format!(
+        "interface {ifindex} does not exist in the model (port 0 is interface {}, port 1 interface {}); the kernel's devmap update refuses it too (EINVAL){}",
+        ports.start,
+        ports.start + 1,
+        if ifindex == 0 {
+            "; an entry that should stay empty is left out of --map"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// `--map` into a program array (the value a function of the object, loaded as XDP and added

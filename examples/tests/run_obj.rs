@@ -699,3 +699,56 @@ fn hairpins_leave_the_ingress_port_and_missing_interfaces_are_named() {
         .sum();
     assert_eq!(errors, redirected, "{t}");
 }
+
+/// A devmap value set with `--map` must name one of the model's interfaces (1 and 2), in an
+/// array devmap and a hash devmap alike, as the kernel's devmap update refuses an interface
+/// that does not exist.
+#[test]
+fn devmap_values_must_name_an_existing_interface() {
+    let redirect_map = root().join("bpf/objects/xdp_redirect_map.o");
+    let kernel_like = root().join("bpf/objects/kernel_like.o");
+    let cases = [
+        (&redirect_map, "xdp_redirect_map", "tx_port:0=3", 3),
+        (&redirect_map, "xdp_redirect_map", "tx_port:1=0", 0),
+        (&kernel_like, "to_all", "ports:5=0x100", 256),
+    ];
+    for (obj, sec, spec, ifindex) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", sec])
+            .args(["--map", spec, "--frames", "1"])
+            .args(["--out-dir", out_dir("devmap-refused").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && e.contains(&format!(
+                    "--map {spec}: interface {ifindex} does not exist in the model"
+                ))
+                && e.contains("EINVAL"),
+            "{spec}: {e}"
+        );
+    }
+    for spec in ["tx_port:0=1", "tx_port:0=2"] {
+        let d = out_dir("devmap-accepted");
+        let t = onic(&[
+            "run",
+            "--xdp-obj",
+            redirect_map.to_str().unwrap(),
+            "--sec",
+            "xdp_redirect_map",
+            "--map",
+            spec,
+            "--frames",
+            "3",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        let port = if spec.ends_with('1') {
+            "tx-port0.pcap"
+        } else {
+            "tx-port1.pcap"
+        };
+        assert_eq!(captured(&t, port), 3, "{spec}: {t}");
+    }
+}
