@@ -78,6 +78,11 @@ pub struct ObjOpts {
     /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
     #[arg(long, requires = "xdp_obj")]
     pub kernel_verify: bool,
+    /// Leaves the headroom a program grows into (bpf_xdp_adjust_head, bpf_xdp_adjust_meta) as
+    /// the model's page holds it, as a driver does; without it the headroom is zeroed before
+    /// each run, as in the kernel's test run (BPF_PROG_TEST_RUN).
+    #[arg(long, requires = "xdp_obj")]
+    pub keep_headroom: bool,
     /// Most instructions one run of the program may execute before it is aborted
     /// (1..=100000000; a run of 1e8 instructions takes about a third of a second).
     #[arg(long, default_value_t = DEFAULT_INSN_BUDGET, requires = "xdp_obj")]
@@ -117,6 +122,8 @@ pub struct ObjEngine {
     pub refused: u64,
     /// Redirects to interfaces the model lacks: interface index, frames.
     pub missing: std::collections::BTreeMap<u32, u64>,
+    /// Whether the headroom is zeroed before each run (not `--keep-headroom`).
+    pub zero_headroom: bool,
 }
 
 impl ObjEngine {
@@ -142,6 +149,9 @@ impl RawXdpProgram for ObjEngine {
         if self.engine.stats().insns >= self.insn_total {
             self.refused += 1;
             return onic_core::xdp::XdpAction::Aborted.raw();
+        }
+        if self.zero_headroom {
+            xdp.clear_headroom();
         }
         self.engine.host().missing.set(None);
         let raw = self.engine.run(xdp);
@@ -251,6 +261,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         insn_total: o.insn_total,
         refused: 0,
         missing: std::collections::BTreeMap::new(),
+        zero_headroom: !o.keep_headroom,
     })
 }
 

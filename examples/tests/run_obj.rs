@@ -752,3 +752,46 @@ fn devmap_values_must_name_an_existing_interface() {
         assert_eq!(captured(&t, port), 3, "{spec}: {t}");
     }
 }
+
+/// The frames of a capture.
+fn packets(path: &Path) -> Vec<Vec<u8>> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut v = Vec::new();
+    while let Some(p) = r.next_packet() {
+        v.push(p.unwrap().data.into_owned());
+    }
+    v
+}
+
+/// Headroom a program grows into holds zeros, as the kernel's test run buffer does; with
+/// `--keep-headroom` it holds what the model's page held (its fill pattern, never all zeros).
+#[test]
+fn new_headroom_is_zero_unless_kept() {
+    let obj = root().join("bpf/objects/push_head.o");
+    let run = |name: &str, extra: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--frames",
+            "6",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let t = onic(&args);
+        assert!(t.contains("verdicts aborted 0 drop 0 pass 0 tx 6"), "{t}");
+        packets(&d.join("tx-port0.pcap"))
+    };
+    let zeroed = run("headroom-zero", &[]);
+    let kept = run("headroom-kept", &["--keep-headroom"]);
+    assert_eq!((zeroed.len(), kept.len()), (6, 6));
+    for (z, k) in zeroed.iter().zip(&kept) {
+        assert_eq!(z[..16], [0; 16]);
+        assert_ne!(k[..16], [0; 16]);
+        // The frame itself follows, the same either way.
+        assert_eq!(z[16..], k[16..]);
+    }
+}
