@@ -9,7 +9,9 @@
 //! mode); a redirect to any other interface fails as in a driver that has no such device: the
 //! frame is dropped, counted as a failed redirect and reported with the interface it named. An
 //! AF_XDP socket in an xskmap is the run's user sink (target [`XSK_SINK`], written to
-//! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
+//! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`, and a cpumap redirect to CPU `c` reaches the
+//! OS as a pass on that CPU (target [`CPU_BASE`]` + c`); a broadcast sends a copy out of every
+//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports);
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
 //! printed after the run. Every CPU's perf event stream is open, and the records a program writes
 //! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
@@ -29,10 +31,54 @@ pub const HAIRPIN: u32 = 2;
 /// What the engine names as target when the host lacks the interface: no table has it.
 const NO_TARGET: u32 = u32::MAX;
 
+/// Redirect target number of cpumap entry CPU `c`: `CPU_BASE + c`.
+pub const CPU_BASE: u32 = 8;
+/// Redirect target number of a broadcast: `BROADCAST_BASE + m`, bit `p` of `m` set for a copy
+/// out of port `p` (0: no copy at all, e.g. an empty devmap).
+pub const BROADCAST_BASE: u32 = 16;
+
 /// The redirect targets replay mode carries out.
 #[must_use]
 pub fn replay_targets() -> Vec<u32> {
-    vec![OTHER_PORT, XSK_SINK, HAIRPIN]
+    let mut v = vec![OTHER_PORT, XSK_SINK, HAIRPIN];
+    v.extend((0..CPUS).map(|c| CPU_BASE + c));
+    v.extend((0..4).map(|m| BROADCAST_BASE + m));
+    v
+}
+
+/// Where a redirect of `onic run` goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Out of the other port.
+    OtherPort,
+    /// Back out of the ingress port.
+    Hairpin,
+    /// The user sink (an xskmap entry).
+    Xsk,
+    /// Cpumap entry CPU `c`: the OS receives it on that CPU.
+    Cpu(u32),
+    /// A broadcast: a copy out of each port whose bit is set.
+    Broadcast(u8),
+    /// None the host knows (the driver refused the redirect).
+    Unknown,
+}
+
+impl Target {
+    /// What redirect target `t` is.
+    #[must_use]
+    pub fn of(t: Option<u32>) -> Self {
+        match t {
+            Some(OTHER_PORT) => Self::OtherPort,
+            Some(HAIRPIN) => Self::Hairpin,
+            Some(XSK_SINK) => Self::Xsk,
+            Some(c) if (CPU_BASE..CPU_BASE + CPUS).contains(&c) => Self::Cpu(c - CPU_BASE),
+            // CAST: the mask is below 4.
+            Some(m) if (BROADCAST_BASE..BROADCAST_BASE + 4).contains(&m) => {
+                Self::Broadcast((m - BROADCAST_BASE) as u8)
+            }
+            _ => Self::Unknown,
+        }
+    }
 }
 /// CPUs the per-CPU maps keep values for.
 pub const CPUS: u32 = 4;
@@ -60,7 +106,8 @@ pub struct ObjOpts {
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
     /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1); a devmap value
-    /// naming another interface is refused, as the kernel refuses it. In a program array
+    /// naming another interface is refused, as the kernel refuses it; a cpumap key is one of
+    /// the 4 CPUs, its value a queue size of 1 to 16384. In a program array
     /// the value is a function of the object (loaded as XDP, for bpf_tail_call), in a map of
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
@@ -155,12 +202,37 @@ impl RawXdpProgram for ObjEngine {
         }
         self.engine.host().missing.set(None);
         let raw = self.engine.run(xdp);
-        if raw == onic_core::xdp::XdpAction::Redirect.raw() && xdp.redirect_target() == Some(NO_TARGET) {
-            if let Some(ifindex) = self.engine.host().missing.take() {
-                *self.missing.entry(ifindex).or_default() += 1;
+        if raw != onic_core::xdp::XdpAction::Redirect.raw() {
+            return raw;
+        }
+        match xdp.redirect_target() {
+            Some(NO_TARGET) => {
+                if let Some(ifindex) = self.engine.host().missing.take() {
+                    *self.missing.entry(ifindex).or_default() += 1;
+                }
             }
+            Some(BROADCAST_BASE) => {
+                let mask = self.broadcast_ports();
+                xdp.redirect(BROADCAST_BASE + u32::from(mask));
+            }
+            _ => {}
         }
         raw
+    }
+}
+
+impl ObjEngine {
+    /// The ports of the last broadcast, as a mask (bit `p`: port `p`); interfaces the model
+    /// lacks get no copy and are counted in [`ObjEngine::missing`].
+    fn broadcast_ports(&mut self) -> u8 {
+        let mut mask = 0;
+        for &ifindex in &self.engine.host().last_broadcast {
+            match ifindex.wrapping_sub(IFINDEX_BASE) {
+                p @ 0..=1 => mask |= 1 << p,
+                _ => *self.missing.entry(ifindex).or_default() += 1,
+            }
+        }
+        mask
     }
 }
 
@@ -248,6 +320,8 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         (Some(1), IFINDEX_BASE + 1, HAIRPIN),
     ];
     host.xsk_target = Some(XSK_SINK);
+    host.cpu_target_base = Some(CPU_BASE);
+    host.broadcast_target = Some(BROADCAST_BASE);
     let mut e = XdpEngine::new(loaded, host, opts.budget);
     open_event_streams(&mut e)?;
     for m in &o.maps {
@@ -319,6 +393,9 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str, object: (&Loader<'_>, &[u8]))
     if d.map_type.is_devmap() {
         existing_port(&value).map_err(|m| format!("--map {spec}: {m}"))?;
     }
+    if d.map_type == onic_bpf::MapType::CpuMap {
+        existing_cpu(&key, &value).map_err(|m| format!("--map {spec}: {m}"))?;
+    }
     map.host_set(&key, &value)
         .map_err(|m| format!("--map {spec}: {m}"))
 }
@@ -344,6 +421,28 @@ fn existing_port(value: &[u8]) -> Result<(), String> {
             ""
         }
     ))
+}
+
+/// Checks a cpumap entry (key: a CPU; value: the queue size, then a program) as the kernel's
+/// cpumap update does: a CPU the host has, a queue size of 1 to 16384 (0 would empty the entry).
+fn existing_cpu(key: &[u8], value: &[u8]) -> Result<(), String> {
+    let word = |b: &[u8]| {
+        b.get(..4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (cpu, qsize) = (word(key), word(value));
+    if cpu >= CPUS {
+        return Err(format!(
+            "CPU {cpu} does not exist in the model (CPUs 0 to {}); the kernel's cpumap update refuses it (ENODEV)",
+            CPUS - 1
+        ));
+    }
+    if qsize == 0 || qsize > 16384 {
+        return Err(format!(
+            "queue size {qsize}: a cpumap entry's queue holds 1 to 16384 frames (the kernel refuses more with EOVERFLOW, and 0 empties the entry: leave it out of --map)"
+        ));
+    }
+    Ok(())
 }
 
 /// `--map` into a program array (the value a function of the object, loaded as XDP and added

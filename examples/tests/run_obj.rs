@@ -795,3 +795,90 @@ fn new_headroom_is_zero_unless_kept() {
         assert_eq!(z[16..], k[16..]);
     }
 }
+
+/// A broadcast redirect sends a copy out of every devmap entry's port (with
+/// `BPF_F_EXCLUDE_INGRESS`, every one but the ingress port's); a cpumap redirect reaches the OS
+/// on the CPU chosen, counted per CPU; cpumap entries name CPUs the model has.
+#[test]
+fn broadcasts_copy_to_every_port_and_cpumap_redirects_reach_the_os() {
+    let obj = root().join("bpf/objects/broadcast.o");
+    let bc = |sec: &str| {
+        let d = out_dir(&format!("broadcast-{sec}"));
+        let t = onic(&[
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--sec",
+            sec,
+            "--map",
+            "ports:0=1",
+            "--map",
+            "ports:3=2",
+            "--frames",
+            "10",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        assert!(t.contains("page accounting: every page returned"), "{t}");
+        (
+            t,
+            packets(&d.join("tx-port0.pcap")),
+            packets(&d.join("tx-port1.pcap")),
+        )
+    };
+    let (t, p0, p1) = bc("to_every_port");
+    assert_eq!((p0.len(), p1.len()), (10, 10), "{t}");
+    assert_eq!(p0, p1);
+    assert!(
+        t.contains("broadcast redirects: 10 copies out of port 0, 10 out of port 1, 0 lost"),
+        "{t}"
+    );
+    let (t, p0, p1) = bc("to_other_ports");
+    assert_eq!((p0.len(), p1.len()), (0, 10), "{t}");
+
+    let obj = root().join("bpf/objects/kernel_like.o");
+    let d = out_dir("cpumap");
+    // to_cpu sends a frame of queue q to CPU q + 1 (XDP_DROP without an entry).
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "to_cpu",
+        "--map",
+        "cpu_map:1=192",
+        "--map",
+        "cpu_map:3=100",
+        "--frames",
+        "20",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    let redirected = number_after(&t, " tx 0 redirect ");
+    let to_os = [number_after(&t, "CPU 1: "), number_after(&t, "CPU 3: ")];
+    assert!(to_os[0] > 0 && to_os[1] > 0, "{t}");
+    assert_eq!(to_os[0] + to_os[1], redirected, "{t}");
+    assert_eq!(
+        (number_after(&t, "CPU 0: "), number_after(&t, "CPU 2: ")),
+        (0, 0),
+        "{t}"
+    );
+    assert_eq!(captured(&t, "pass.pcap"), redirected, "{t}");
+    assert_eq!(captured(&t, "drop.pcap"), 20 - redirected, "{t}");
+    for (spec, says) in [
+        ("cpu_map:4=64", "CPU 4 does not exist"),
+        ("cpu_map:1=0", "queue size 0"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", "to_cpu"])
+            .args(["--map", spec, "--frames", "1"])
+            .args(["--out-dir", out_dir("cpumap-refused").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && e.contains(&format!("--map {spec}: {says}")),
+            "{e}"
+        );
+    }
+}
