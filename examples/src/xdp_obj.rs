@@ -112,6 +112,12 @@ pub struct ObjOpts {
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
+    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT neigh MAC [src MAC]' (frames to
+    /// PREFIX/LEN leave through port PORT, 0 or 1, towards the next hop's address MAC, from the
+    /// port's address src, default 00:0a:35:00:00:0P); repeatable, the longest prefix wins.
+    /// Without routes every lookup answers "not forwarded".
+    #[arg(long = "route", value_name = "ROUTE", requires = "xdp_obj")]
+    pub routes: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", requires = "xdp_obj")]
     pub dump_maps: Option<PathBuf>,
@@ -296,6 +302,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         MAX_INSN_TOTAL,
         "instructions all runs of the program together may execute",
     )?;
+    let routes = crate::route::parse_all(&o.routes, IFINDEX_BASE)?;
     let bytes = onic_cli::file::read_bounded(path, MAX_OBJECT_BYTES, "an XDP object")?;
     if o.kernel_verify {
         kernel_verdict(o, path, &bytes);
@@ -322,6 +329,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
     host.xsk_target = Some(XSK_SINK);
     host.cpu_target_base = Some(CPU_BASE);
     host.broadcast_target = Some(BROADCAST_BASE);
+    host.routes = routes;
     let mut e = XdpEngine::new(loaded, host, opts.budget);
     open_event_streams(&mut e)?;
     for m in &o.maps {

@@ -882,3 +882,61 @@ fn broadcasts_copy_to_every_port_and_cpumap_redirects_reach_the_os() {
         );
     }
 }
+
+/// `--route` fills the FIB `bpf_fib_lookup` asks: kernel_like's `fib` looks up 10.0.0.2 and
+/// redirects to the interface the lookup names (XDP_DROP when there is no route); the longest
+/// prefix wins; a malformed route is refused before the run.
+#[test]
+fn routes_answer_fib_lookups() {
+    let obj = root().join("bpf/objects/kernel_like.o");
+    let run = |name: &str, routes: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--sec",
+            "fib",
+            "--frames",
+            "10",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        for r in routes {
+            args.extend_from_slice(&["--route", r]);
+        }
+        onic(&args)
+    };
+    let t = run("fib-none", &[]);
+    assert!(
+        t.contains("verdicts aborted 0 drop 10 pass 0 tx 0 redirect 0"),
+        "{t}"
+    );
+    let wide = "10.0.0.0/24 dev 1 neigh 02:00:00:00:00:99";
+    let t = run("fib-port1", &[wide, "10.0.1.0/24 dev 0 neigh 02:00:00:00:00:98"]);
+    assert!(t.contains("redirect 10 "), "{t}");
+    assert_eq!(
+        (captured(&t, "tx-port0.pcap"), captured(&t, "tx-port1.pcap")),
+        (0, 10),
+        "{t}"
+    );
+    let t = run(
+        "fib-longest",
+        &[wide, "10.0.0.2/32 dev 0 neigh 02:00:00:00:00:98"],
+    );
+    assert_eq!(
+        (captured(&t, "tx-port0.pcap"), captured(&t, "tx-port1.pcap")),
+        (10, 0),
+        "{t}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", "fib"])
+        .args(["--route", "10.0.0.0/24 via 10.0.0.1"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--route '10.0.0.0/24 via 10.0.0.1': unknown word 'via'"),
+        "{e}"
+    );
+}
