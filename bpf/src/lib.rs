@@ -470,6 +470,10 @@ pub struct SimHost {
     pub lines: Vec<String>,
     /// Lines dropped after the first [`SimHost::MAX_LINES`].
     pub lines_dropped: u64,
+    /// The last interface a redirect named that the host does not know (`bpf_redirect` or a
+    /// devmap entry), for a tool that names its failed redirects: it clears this before a run
+    /// and reads it after one whose redirect failed.
+    pub missing: core::cell::Cell<Option<u32>>,
 }
 
 impl SimHost {
@@ -494,7 +498,16 @@ impl SimHost {
             rng: seed | 1,
             lines: Vec::new(),
             lines_dropped: 0,
+            missing: core::cell::Cell::new(None),
         }
+    }
+
+    /// The redirect table's target for `ifindex` from `rxq`'s port.
+    fn lookup(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
+        self.redirects
+            .iter()
+            .find(|r| r.0.is_none_or(|p| p == rxq.port) && r.1 == ifindex)
+            .map(|r| r.2)
     }
 }
 
@@ -504,10 +517,11 @@ impl Host for SimHost {
     }
 
     fn redirect_ifindex(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
-        self.redirects
-            .iter()
-            .find(|r| r.0.is_none_or(|p| p == rxq.port) && r.1 == ifindex)
-            .map(|r| r.2)
+        let t = self.lookup(rxq, ifindex);
+        if t.is_none() {
+            self.missing.set(Some(ifindex));
+        }
+        t
     }
 
     fn redirect_xsk(&self, _: XdpRxq, _: u32) -> Option<u32> {
@@ -529,9 +543,8 @@ impl Host for SimHost {
     }
 
     fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
-        let known = ifindex == 0
-            || ifindex == self.ingress_ifindex(rxq)
-            || self.redirect_ifindex(rxq, ifindex).is_some();
+        let known =
+            ifindex == 0 || ifindex == self.ingress_ifindex(rxq) || self.lookup(rxq, ifindex).is_some();
         known.then_some(self.mtu)
     }
 

@@ -22,6 +22,7 @@ mod kernel_verify;
 mod plot;
 mod replay;
 mod rng;
+mod route;
 mod rss;
 mod run;
 mod trace;

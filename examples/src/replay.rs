@@ -28,11 +28,11 @@ use onic_core::stats::ethtool::EthtoolStats;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 use onic_embed::model::{CardHost, ModelCensus, ModelHost};
-use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
+use onic_embed::port::{Host as _, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES};
 use onic_sim::{Card, CardConfig, Wire};
 
-use crate::xdp_obj::{ObjOpts, Prog, XSK_SINK};
-use crate::xdp_progs::{Builtin, OTHER_PORT, PROGRAMS};
+use crate::xdp_obj::{ObjOpts, Prog, Target};
+use crate::xdp_progs::{Builtin, PROGRAMS};
 
 /// Frames injected before the driver polls.
 const BATCH: usize = 256;
@@ -92,6 +92,11 @@ struct Outputs {
     egress: [Vec<(Duration, Vec<u8>)>; 2],
     dropped: Vec<(Duration, Vec<u8>)>,
     xsk: Vec<(Duration, Vec<u8>)>,
+    /// Frames cpumap redirects delivered to the OS, by CPU.
+    cpus: [u64; crate::xdp_obj::CPUS as usize],
+    /// Copies of broadcasts sent out of each port, and those lost (no page, or a full ring).
+    copies: [u64; 2],
+    copies_lost: u64,
 }
 
 /// The attached program, keeping a copy of each frame it drops (DROP, ABORTED, an unknown
@@ -133,7 +138,7 @@ impl<'c> Rig<'c> {
     fn bring_up(card: &'c Card, queues: u16, prog: Option<Prog>) -> Result<Self, String> {
         let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
         let host: Host<'c> = ModelHost::new(card);
-        host.set_targets(&[OTHER_PORT, XSK_SINK]);
+        host.set_targets(&crate::xdp_obj::replay_targets());
         let prog = prog.map(|prog| {
             host.attach(Recorder {
                 prog,
@@ -177,37 +182,35 @@ impl<'c> Rig<'c> {
     }
 
     /// What the OS does after the polls: reads the frames its stack received, carries out the
-    /// program's redirects (out of the other port, or a copy to the user sink) and takes the
-    /// copies of dropped frames; all stamped `ts`. Returns whether anything was redirected out.
+    /// program's redirects (see [`Rig::redirect`]) and takes the copies of dropped frames; all
+    /// stamped `ts`. Returns whether anything was redirected out.
     fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
         let mut moved = false;
         for f in 0..self.ports.len() {
             let host = self.hosts[f].clone();
             host.drain_received(|r| out.pass.push((ts, r.data().to_vec())));
-            let mut out_of_other: Vec<Vec<u32>> = vec![Vec::new(); usize::from(self.queues)];
+            // Frames to send, by port and queue index.
+            let mut out_of: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); usize::from(self.queues)]; 2];
             for r in host.take_redirects() {
-                match r.target {
-                    Some(OTHER_PORT) => out_of_other[usize::from(r.qid % self.queues)].push(r.frame),
-                    Some(XSK_SINK) => {
-                        out.xsk.push((ts, host.frame_data(r.frame)));
-                        host.return_frame(r.frame);
-                    }
-                    // Refused at the redirect (the host knows only these two targets).
-                    _ => host.return_frame(r.frame),
+                let q = r.qid % self.queues;
+                let to = self.redirect(f, (q, r.frame), Target::of(r.target), (ts, &mut *out));
+                if let Some(p) = to {
+                    out_of[p][usize::from(q)].push(r.frame);
                 }
             }
-            let other = &mut self.ports[1 - f];
-            for (q, frames) in (0..).zip(&out_of_other) {
-                if frames.is_empty() {
-                    continue;
+            for (port, queues) in self.ports.iter_mut().zip(&out_of) {
+                for (q, frames) in (0..).zip(queues) {
+                    if frames.is_empty() {
+                        continue;
+                    }
+                    moved = true;
+                    let sent = port
+                        .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
+                        .unwrap_or(0);
+                    // What the ring did not take goes home, as the kernel frees what
+                    // `ndo_xdp_xmit` refused.
+                    frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
                 }
-                moved = true;
-                let sent = other
-                    .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
-                    .unwrap_or(0);
-                // What the ring did not take goes home, as the kernel frees what
-                // `ndo_xdp_xmit` refused.
-                frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
             }
         }
         if let Some(id) = self.prog {
@@ -216,6 +219,79 @@ impl<'c> Rig<'c> {
             });
         }
         moved
+    }
+
+    /// Carries out a redirect of port `f`'s frame `frame` (from queue `q`): returns the port it
+    /// leaves through (the other port, the ingress port for a hairpin, the last port of a
+    /// broadcast), or `None` when it is done with here: a copy to the user sink, a cpumap
+    /// redirect (the OS receives it on that CPU, as the kernel's cpumap passes it to the stack
+    /// there), a broadcast's copies for the other ports (out of their stack TX rings: the model
+    /// host cannot clone an XDP frame), a target the driver refused.
+    fn redirect(
+        &mut self,
+        f: usize,
+        (q, frame): (u16, u32),
+        to: Target,
+        (ts, out): (Duration, &mut Outputs),
+    ) -> Option<usize> {
+        let host = self.hosts[f].clone();
+        let done = |host: &Host<'_>| {
+            host.return_frame(frame);
+            None
+        };
+        match to {
+            Target::OtherPort => Some(1 - f),
+            Target::Hairpin => Some(f),
+            Target::Xsk => {
+                out.xsk.push((ts, host.frame_data(frame)));
+                done(&host)
+            }
+            Target::Cpu(c) => {
+                out.pass.push((ts, host.frame_data(frame)));
+                out.cpus[c as usize] += 1;
+                done(&host)
+            }
+            Target::Broadcast(mask) => {
+                let ports: Vec<usize> = (0..2).filter(|p| mask & (1 << p) != 0).collect();
+                // No entry (or only the ingress port, excluded): nothing to send.
+                let Some((&last, copies)) = ports.split_last() else {
+                    return done(&host);
+                };
+                let data = host.frame_data(frame);
+                for &p in copies {
+                    if self.send_copy(p, q, &data) {
+                        out.copies[p] += 1;
+                    } else {
+                        out.copies_lost += 1;
+                    }
+                }
+                out.copies[last] += 1;
+                Some(last)
+            }
+            // Refused at the redirect (the host knows only the targets above).
+            Target::Unknown => done(&host),
+        }
+    }
+
+    /// Sends `data` out of port `p` through its stack TX ring `q`; whether it was taken.
+    fn send_copy(&mut self, p: usize, q: u16, data: &[u8]) -> bool {
+        let host = &self.hosts[p];
+        let Some(skb) = host.packet(data) else {
+            return false;
+        };
+        let mut done = Default::default();
+        let r = self.ports[p].queue::<TxLock, _>(q, |port, t| {
+            let r = port.xmit(t, skb, &mut done);
+            port.tx_flush(t);
+            r
+        });
+        match r {
+            XmitResult::Ok | XmitResult::OkStop => true,
+            XmitResult::Busy | XmitResult::Dropped => {
+                host.skb_done(skb, None);
+                false
+            }
+        }
     }
 
     /// Runs `f` on the attached program, if any.
@@ -411,6 +487,7 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
         print_stats(p, port, args.all_stats)?;
     }
     rig.with_prog(|p| print_program(p, args)).transpose()?;
+    print_model_redirects(&out);
     writers.finish(&args.out_dir)?;
     outln!(
         "  (frames the shell or the driver dropped before the program: {})",
@@ -627,6 +704,28 @@ impl Replay<'_, '_> {
     }
 }
 
+/// What became of cpumap and broadcast redirects (nothing when there were none).
+fn print_model_redirects(out: &Outputs) {
+    if out.cpus.iter().any(|&n| n > 0) {
+        let per: Vec<String> = out
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, n)| format!("CPU {c}: {n}"))
+            .collect();
+        outln!(
+            "cpumap redirects received by the OS (in pass.pcap) on the CPU chosen, CPU c serving queue c: {}",
+            per.join(", ")
+        );
+    }
+    if out.copies.iter().any(|&n| n > 0) || out.copies_lost > 0 {
+        outln!(
+            "broadcast redirects: {} copies out of port 0, {} out of port 1, {} lost (no page or a full ring)",
+            out.copies[0], out.copies[1], out.copies_lost
+        );
+    }
+}
+
 /// What the program itself reports: the flows the built-in counter counted, or an object's
 /// statistics and maps.
 fn print_program(prog: &Prog, args: &ReplayOpts) -> Result<(), String> {
@@ -644,7 +743,7 @@ fn print_program(prog: &Prog, args: &ReplayOpts) -> Result<(), String> {
             Ok(())
         }
         Prog::Object(e, _) => crate::xdp_obj::report(
-            &e.engine,
+            e,
             args.obj.dump_maps.as_deref(),
             Some(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE)),
         ),

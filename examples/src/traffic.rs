@@ -963,9 +963,7 @@ impl Run<'_, '_> {
         if let Some(id) = self.prog {
             outln!();
             self.host
-                .with_program(id, |e| {
-                    crate::xdp_obj::report(&e.engine, obj.dump_maps.as_deref(), None)
-                })
+                .with_program(id, |e| crate::xdp_obj::report(e, obj.dump_maps.as_deref(), None))
                 .unwrap_or(Ok(()))?;
         }
         let teardown = teardown(self.card, &self.host, self.funcs);

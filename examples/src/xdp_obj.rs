@@ -3,9 +3,15 @@
 //! are printed, or written as JSON, after it (`--dump-maps`).
 //!
 //! What the program sees of the model: port `p` is interface `p + 1` (`ctx->ingress_ifindex`,
-//! `bpf_redirect`, devmap values); redirecting to the other port's interface sends the frame out
-//! of that port (redirect target [`OTHER_PORT`]), an AF_XDP socket in an xskmap is the run's user
-//! sink (target [`XSK_SINK`], written to `xsk.pcap`); RX queue `q` runs on CPU `q % 4`;
+//! `bpf_redirect`, devmap values), and the model has no other interfaces. Redirecting to the other
+//! port's interface sends the frame out of that port (redirect target [`OTHER_PORT`]), to the
+//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]; replay
+//! mode); a redirect to any other interface fails as in a driver that has no such device: the
+//! frame is dropped, counted as a failed redirect and reported with the interface it named. An
+//! AF_XDP socket in an xskmap is the run's user sink (target [`XSK_SINK`], written to
+//! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`, and a cpumap redirect to CPU `c` reaches the
+//! OS as a pass on that CPU (target [`CPU_BASE`]` + c`); a broadcast sends a copy out of every
+//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports);
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
 //! printed after the run. Every CPU's perf event stream is open, and the records a program writes
 //! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
@@ -20,6 +26,60 @@ use crate::xdp_progs::{Builtin, OTHER_PORT};
 
 /// Redirect target number of the user sink (AF_XDP-like) in `onic run`'s redirect table.
 pub const XSK_SINK: u32 = 1;
+/// Redirect target number of a hairpin: out of the port the frame came in on.
+pub const HAIRPIN: u32 = 2;
+/// What the engine names as target when the host lacks the interface: no table has it.
+const NO_TARGET: u32 = u32::MAX;
+
+/// Redirect target number of cpumap entry CPU `c`: `CPU_BASE + c`.
+pub const CPU_BASE: u32 = 8;
+/// Redirect target number of a broadcast: `BROADCAST_BASE + m`, bit `p` of `m` set for a copy
+/// out of port `p` (0: no copy at all, e.g. an empty devmap).
+pub const BROADCAST_BASE: u32 = 16;
+
+/// The redirect targets replay mode carries out.
+#[must_use]
+pub fn replay_targets() -> Vec<u32> {
+    let mut v = vec![OTHER_PORT, XSK_SINK, HAIRPIN];
+    v.extend((0..CPUS).map(|c| CPU_BASE + c));
+    v.extend((0..4).map(|m| BROADCAST_BASE + m));
+    v
+}
+
+/// Where a redirect of `onic run` goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Out of the other port.
+    OtherPort,
+    /// Back out of the ingress port.
+    Hairpin,
+    /// The user sink (an xskmap entry).
+    Xsk,
+    /// Cpumap entry CPU `c`: the OS receives it on that CPU.
+    Cpu(u32),
+    /// A broadcast: a copy out of each port whose bit is set.
+    Broadcast(u8),
+    /// None the host knows (the driver refused the redirect).
+    Unknown,
+}
+
+impl Target {
+    /// What redirect target `t` is.
+    #[must_use]
+    pub fn of(t: Option<u32>) -> Self {
+        match t {
+            Some(OTHER_PORT) => Self::OtherPort,
+            Some(HAIRPIN) => Self::Hairpin,
+            Some(XSK_SINK) => Self::Xsk,
+            Some(c) if (CPU_BASE..CPU_BASE + CPUS).contains(&c) => Self::Cpu(c - CPU_BASE),
+            // CAST: the mask is below 4.
+            Some(m) if (BROADCAST_BASE..BROADCAST_BASE + 4).contains(&m) => {
+                Self::Broadcast((m - BROADCAST_BASE) as u8)
+            }
+            _ => Self::Unknown,
+        }
+    }
+}
 /// CPUs the per-CPU maps keep values for.
 pub const CPUS: u32 = 4;
 /// Interface index of port 0.
@@ -45,11 +105,19 @@ pub struct ObjOpts {
     pub prog_type: Option<String>,
     /// Sets a map entry before the run: NAME:KEY=VALUE, key and value as numbers (decimal or 0x;
     /// little-endian in the map's key/value size) or hex:<bytes>; repeatable. Port p is
-    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1). In a program array
+    /// interface p + 1 (e.g. --map tx_port:0=2 for a devmap entry to port 1); a devmap value
+    /// naming another interface is refused, as the kernel refuses it; a cpumap key is one of
+    /// the 4 CPUs, its value a queue size of 1 to 16384. In a program array
     /// the value is a function of the object (loaded as XDP, for bpf_tail_call), in a map of
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
+    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT neigh MAC [src MAC]' (frames to
+    /// PREFIX/LEN leave through port PORT, 0 or 1, towards the next hop's address MAC, from the
+    /// port's address src, default 00:0a:35:00:00:0P); repeatable, the longest prefix wins.
+    /// Without routes every lookup answers "not forwarded".
+    #[arg(long = "route", value_name = "ROUTE", requires = "xdp_obj")]
+    pub routes: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", requires = "xdp_obj")]
     pub dump_maps: Option<PathBuf>,
@@ -63,6 +131,11 @@ pub struct ObjOpts {
     /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
     #[arg(long, requires = "xdp_obj")]
     pub kernel_verify: bool,
+    /// Leaves the headroom a program grows into (bpf_xdp_adjust_head, bpf_xdp_adjust_meta) as
+    /// the model's page holds it, as a driver does; without it the headroom is zeroed before
+    /// each run, as in the kernel's test run (BPF_PROG_TEST_RUN).
+    #[arg(long, requires = "xdp_obj")]
+    pub keep_headroom: bool,
     /// Most instructions one run of the program may execute before it is aborted
     /// (1..=100000000; a run of 1e8 instructions takes about a third of a second).
     #[arg(long, default_value_t = DEFAULT_INSN_BUDGET, requires = "xdp_obj")]
@@ -100,6 +173,10 @@ pub struct ObjEngine {
     pub insn_total: u64,
     /// Frames that met the cap (not run).
     pub refused: u64,
+    /// Redirects to interfaces the model lacks: interface index, frames.
+    pub missing: std::collections::BTreeMap<u32, u64>,
+    /// Whether the headroom is zeroed before each run (not `--keep-headroom`).
+    pub zero_headroom: bool,
 }
 
 impl ObjEngine {
@@ -126,7 +203,42 @@ impl RawXdpProgram for ObjEngine {
             self.refused += 1;
             return onic_core::xdp::XdpAction::Aborted.raw();
         }
-        self.engine.run(xdp)
+        if self.zero_headroom {
+            xdp.clear_headroom();
+        }
+        self.engine.host().missing.set(None);
+        let raw = self.engine.run(xdp);
+        if raw != onic_core::xdp::XdpAction::Redirect.raw() {
+            return raw;
+        }
+        match xdp.redirect_target() {
+            Some(NO_TARGET) => {
+                if let Some(ifindex) = self.engine.host().missing.take() {
+                    *self.missing.entry(ifindex).or_default() += 1;
+                }
+            }
+            Some(BROADCAST_BASE) => {
+                let mask = self.broadcast_ports();
+                xdp.redirect(BROADCAST_BASE + u32::from(mask));
+            }
+            _ => {}
+        }
+        raw
+    }
+}
+
+impl ObjEngine {
+    /// The ports of the last broadcast, as a mask (bit `p`: port `p`); interfaces the model
+    /// lacks get no copy and are counted in [`ObjEngine::missing`].
+    fn broadcast_ports(&mut self) -> u8 {
+        let mut mask = 0;
+        for &ifindex in &self.engine.host().last_broadcast {
+            match ifindex.wrapping_sub(IFINDEX_BASE) {
+                p @ 0..=1 => mask |= 1 << p,
+                _ => *self.missing.entry(ifindex).or_default() += 1,
+            }
+        }
+        mask
     }
 }
 
@@ -190,6 +302,7 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         MAX_INSN_TOTAL,
         "instructions all runs of the program together may execute",
     )?;
+    let routes = crate::route::parse_all(&o.routes, IFINDEX_BASE)?;
     let bytes = onic_cli::file::read_bounded(path, MAX_OBJECT_BYTES, "an XDP object")?;
     if o.kernel_verify {
         kernel_verdict(o, path, &bytes);
@@ -205,12 +318,18 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut host = SimHost::new(CPUS, 0x5eed);
     host.ifindex_base = IFINDEX_BASE;
-    // From port 0, interface 2 (port 1) is the other port, and the other way round.
+    // From port 0, interface 2 (port 1) is the other port, and the other way round; a port's
+    // own interface is a hairpin.
     host.redirects = vec![
         (Some(0), IFINDEX_BASE + 1, OTHER_PORT),
         (Some(1), IFINDEX_BASE, OTHER_PORT),
+        (Some(0), IFINDEX_BASE, HAIRPIN),
+        (Some(1), IFINDEX_BASE + 1, HAIRPIN),
     ];
     host.xsk_target = Some(XSK_SINK);
+    host.cpu_target_base = Some(CPU_BASE);
+    host.broadcast_target = Some(BROADCAST_BASE);
+    host.routes = routes;
     let mut e = XdpEngine::new(loaded, host, opts.budget);
     open_event_streams(&mut e)?;
     for m in &o.maps {
@@ -223,6 +342,8 @@ pub fn load(o: &ObjOpts, path: &Path) -> Result<ObjEngine, String> {
         engine: e,
         insn_total: o.insn_total,
         refused: 0,
+        missing: std::collections::BTreeMap::new(),
+        zero_headroom: !o.keep_headroom,
     })
 }
 
@@ -277,8 +398,59 @@ fn set_map(e: &mut XdpEngine<SimHost>, spec: &str, object: (&Loader<'_>, &[u8]))
         onic_bpf::maps::parse_bytes(k, d.key_size as usize).map_err(|m| format!("--map {spec}: key {m}"))?;
     let value = onic_bpf::maps::parse_bytes(v, d.value_size as usize)
         .map_err(|m| format!("--map {spec}: value {m}"))?;
+    if d.map_type.is_devmap() {
+        existing_port(&value).map_err(|m| format!("--map {spec}: {m}"))?;
+    }
+    if d.map_type == onic_bpf::MapType::CpuMap {
+        existing_cpu(&key, &value).map_err(|m| format!("--map {spec}: {m}"))?;
+    }
     map.host_set(&key, &value)
         .map_err(|m| format!("--map {spec}: {m}"))
+}
+
+/// Checks a devmap value (its first four bytes are an interface index) against the model's
+/// ports, as the kernel's devmap update looks the interface up and refuses one that does not
+/// exist.
+fn existing_port(value: &[u8]) -> Result<(), String> {
+    let ifindex = value
+        .get(..4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let ports = IFINDEX_BASE..IFINDEX_BASE + 2;
+    if ports.contains(&ifindex) {
+        return Ok(());
+    }
+    Err(format!(
+        "interface {ifindex} does not exist in the model (port 0 is interface {}, port 1 interface {}); the kernel's devmap update refuses it too (EINVAL){}",
+        ports.start,
+        ports.start + 1,
+        if ifindex == 0 {
+            "; an entry that should stay empty is left out of --map"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// Checks a cpumap entry (key: a CPU; value: the queue size, then a program) as the kernel's
+/// cpumap update does: a CPU the host has, a queue size of 1 to 16384 (0 would empty the entry).
+fn existing_cpu(key: &[u8], value: &[u8]) -> Result<(), String> {
+    let word = |b: &[u8]| {
+        b.get(..4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (cpu, qsize) = (word(key), word(value));
+    if cpu >= CPUS {
+        return Err(format!(
+            "CPU {cpu} does not exist in the model (CPUs 0 to {}); the kernel's cpumap update refuses it (ENODEV)",
+            CPUS - 1
+        ));
+    }
+    if qsize == 0 || qsize > 16384 {
+        return Err(format!(
+            "queue size {qsize}: a cpumap entry's queue holds 1 to 16384 frames (the kernel refuses more with EOVERFLOW, and 0 empties the entry: leave it out of --map)"
+        ));
+    }
+    Ok(())
 }
 
 /// `--map` into a program array (the value a function of the object, loaded as XDP and added
@@ -322,7 +494,8 @@ fn set_by_name(
 /// # Errors
 ///
 /// The dump file cannot be written.
-pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
+pub fn report(o: &ObjEngine, dump: Option<&Path>, records: Option<&Path>) -> Result<(), String> {
+    let e = &o.engine;
     let s = e.stats();
     outln!(
         "onic-bpf: {} runs, {} instructions ({:.1} per run), verdicts aborted {} drop {} pass {} tx {} redirect {} other {}",
@@ -340,6 +513,12 @@ pub fn report(e: &XdpEngine<SimHost>, dump: Option<&Path>, records: Option<&Path
         "     rx_xdp_fault: {}          <- runs the engine aborted (also in rx_xdp_aborted)",
         s.faults
     );
+    for (ifindex, n) in &o.missing {
+        outln!(
+            "     redirects to interface {ifindex}: {n}          <- no such interface in the model (ports 0 and 1 are interfaces {IFINDEX_BASE} and {}); failed redirects, dropped",
+            IFINDEX_BASE + 1
+        );
+    }
     let h = e.host();
     if !h.lines.is_empty() {
         outln!(

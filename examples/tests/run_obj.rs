@@ -634,3 +634,309 @@ fn kernel_verify_reports_the_kernels_verdict_beside_the_engines() {
         "{t}"
     );
 }
+
+/// The frame count a run's output table gives for capture `name`.
+fn captured(report: &str, name: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name} in:\n{report}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A redirect to the ingress port's own interface (a hairpin) leaves through that port, as in
+/// the kernel; one to an interface the model lacks is a failed redirect, reported by its index.
+#[test]
+fn hairpins_leave_the_ingress_port_and_missing_interfaces_are_named() {
+    let d = out_dir("hairpin");
+    let obj = root().join("bpf/objects/xdp_redirect_map.o");
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "xdp_redirect_map",
+        "--map",
+        "tx_port:0=1",
+        "--frames",
+        "20",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(captured(&t, "tx-port0.pcap"), 20, "{t}");
+    assert_eq!(frames(&d.join("tx-port0.pcap")), 20);
+    assert_eq!(captured(&t, "tx-port1.pcap"), 0, "{t}");
+    assert!(!t.contains("redirects to interface"), "{t}");
+    // xdp_redirect sends ARP frames to ingress_ifindex + 1: from port 1 (interface 2) that is
+    // interface 3, which does not exist.
+    let d = out_dir("missing-ifindex");
+    let obj = root().join("bpf/objects/xdp_redirect.o");
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--port",
+        "1",
+        "--frames",
+        "40",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    let redirected = number_after(&t, " tx 0 redirect ");
+    assert!(redirected > 0, "{t}");
+    assert_eq!(number_after(&t, "redirects to interface 3: "), redirected, "{t}");
+    assert_eq!(
+        captured(&t, "tx-port0.pcap") + captured(&t, "tx-port1.pcap"),
+        0,
+        "{t}"
+    );
+    let errors: u64 = t
+        .lines()
+        .filter(|l| {
+            l.contains("_xdp_redirect_errors:") && l.trim_start().starts_with("rx") && !l.contains("rx_xdp")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(errors, redirected, "{t}");
+}
+
+/// A devmap value set with `--map` must name one of the model's interfaces (1 and 2), in an
+/// array devmap and a hash devmap alike, as the kernel's devmap update refuses an interface
+/// that does not exist.
+#[test]
+fn devmap_values_must_name_an_existing_interface() {
+    let redirect_map = root().join("bpf/objects/xdp_redirect_map.o");
+    let kernel_like = root().join("bpf/objects/kernel_like.o");
+    let cases = [
+        (&redirect_map, "xdp_redirect_map", "tx_port:0=3", 3),
+        (&redirect_map, "xdp_redirect_map", "tx_port:1=0", 0),
+        (&kernel_like, "to_all", "ports:5=0x100", 256),
+    ];
+    for (obj, sec, spec, ifindex) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", sec])
+            .args(["--map", spec, "--frames", "1"])
+            .args(["--out-dir", out_dir("devmap-refused").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && e.contains(&format!(
+                    "--map {spec}: interface {ifindex} does not exist in the model"
+                ))
+                && e.contains("EINVAL"),
+            "{spec}: {e}"
+        );
+    }
+    for spec in ["tx_port:0=1", "tx_port:0=2"] {
+        let d = out_dir("devmap-accepted");
+        let t = onic(&[
+            "run",
+            "--xdp-obj",
+            redirect_map.to_str().unwrap(),
+            "--sec",
+            "xdp_redirect_map",
+            "--map",
+            spec,
+            "--frames",
+            "3",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        let port = if spec.ends_with('1') {
+            "tx-port0.pcap"
+        } else {
+            "tx-port1.pcap"
+        };
+        assert_eq!(captured(&t, port), 3, "{spec}: {t}");
+    }
+}
+
+/// The frames of a capture.
+fn packets(path: &Path) -> Vec<Vec<u8>> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut v = Vec::new();
+    while let Some(p) = r.next_packet() {
+        v.push(p.unwrap().data.into_owned());
+    }
+    v
+}
+
+/// Headroom a program grows into holds zeros, as the kernel's test run buffer does; with
+/// `--keep-headroom` it holds what the model's page held (its fill pattern, never all zeros).
+#[test]
+fn new_headroom_is_zero_unless_kept() {
+    let obj = root().join("bpf/objects/push_head.o");
+    let run = |name: &str, extra: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--frames",
+            "6",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let t = onic(&args);
+        assert!(t.contains("verdicts aborted 0 drop 0 pass 0 tx 6"), "{t}");
+        packets(&d.join("tx-port0.pcap"))
+    };
+    let zeroed = run("headroom-zero", &[]);
+    let kept = run("headroom-kept", &["--keep-headroom"]);
+    assert_eq!((zeroed.len(), kept.len()), (6, 6));
+    for (z, k) in zeroed.iter().zip(&kept) {
+        assert_eq!(z[..16], [0; 16]);
+        assert_ne!(k[..16], [0; 16]);
+        // The frame itself follows, the same either way.
+        assert_eq!(z[16..], k[16..]);
+    }
+}
+
+/// A broadcast redirect sends a copy out of every devmap entry's port (with
+/// `BPF_F_EXCLUDE_INGRESS`, every one but the ingress port's); a cpumap redirect reaches the OS
+/// on the CPU chosen, counted per CPU; cpumap entries name CPUs the model has.
+#[test]
+fn broadcasts_copy_to_every_port_and_cpumap_redirects_reach_the_os() {
+    let obj = root().join("bpf/objects/broadcast.o");
+    let bc = |sec: &str| {
+        let d = out_dir(&format!("broadcast-{sec}"));
+        let t = onic(&[
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--sec",
+            sec,
+            "--map",
+            "ports:0=1",
+            "--map",
+            "ports:3=2",
+            "--frames",
+            "10",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        assert!(t.contains("page accounting: every page returned"), "{t}");
+        (
+            t,
+            packets(&d.join("tx-port0.pcap")),
+            packets(&d.join("tx-port1.pcap")),
+        )
+    };
+    let (t, p0, p1) = bc("to_every_port");
+    assert_eq!((p0.len(), p1.len()), (10, 10), "{t}");
+    assert_eq!(p0, p1);
+    assert!(
+        t.contains("broadcast redirects: 10 copies out of port 0, 10 out of port 1, 0 lost"),
+        "{t}"
+    );
+    let (t, p0, p1) = bc("to_other_ports");
+    assert_eq!((p0.len(), p1.len()), (0, 10), "{t}");
+
+    let obj = root().join("bpf/objects/kernel_like.o");
+    let d = out_dir("cpumap");
+    // to_cpu sends a frame of queue q to CPU q + 1 (XDP_DROP without an entry).
+    let t = onic(&[
+        "run",
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "to_cpu",
+        "--map",
+        "cpu_map:1=192",
+        "--map",
+        "cpu_map:3=100",
+        "--frames",
+        "20",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    let redirected = number_after(&t, " tx 0 redirect ");
+    let to_os = [number_after(&t, "CPU 1: "), number_after(&t, "CPU 3: ")];
+    assert!(to_os[0] > 0 && to_os[1] > 0, "{t}");
+    assert_eq!(to_os[0] + to_os[1], redirected, "{t}");
+    assert_eq!(
+        (number_after(&t, "CPU 0: "), number_after(&t, "CPU 2: ")),
+        (0, 0),
+        "{t}"
+    );
+    assert_eq!(captured(&t, "pass.pcap"), redirected, "{t}");
+    assert_eq!(captured(&t, "drop.pcap"), 20 - redirected, "{t}");
+    for (spec, says) in [
+        ("cpu_map:4=64", "CPU 4 does not exist"),
+        ("cpu_map:1=0", "queue size 0"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+            .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", "to_cpu"])
+            .args(["--map", spec, "--frames", "1"])
+            .args(["--out-dir", out_dir("cpumap-refused").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && e.contains(&format!("--map {spec}: {says}")),
+            "{e}"
+        );
+    }
+}
+
+/// `--route` fills the FIB `bpf_fib_lookup` asks: kernel_like's `fib` looks up 10.0.0.2 and
+/// redirects to the interface the lookup names (XDP_DROP when there is no route); the longest
+/// prefix wins; a malformed route is refused before the run.
+#[test]
+fn routes_answer_fib_lookups() {
+    let obj = root().join("bpf/objects/kernel_like.o");
+    let run = |name: &str, routes: &[&str]| {
+        let d = out_dir(name);
+        let mut args = vec![
+            "run",
+            "--xdp-obj",
+            obj.to_str().unwrap(),
+            "--sec",
+            "fib",
+            "--frames",
+            "10",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ];
+        for r in routes {
+            args.extend_from_slice(&["--route", r]);
+        }
+        onic(&args)
+    };
+    let t = run("fib-none", &[]);
+    assert!(
+        t.contains("verdicts aborted 0 drop 10 pass 0 tx 0 redirect 0"),
+        "{t}"
+    );
+    let wide = "10.0.0.0/24 dev 1 neigh 02:00:00:00:00:99";
+    let t = run("fib-port1", &[wide, "10.0.1.0/24 dev 0 neigh 02:00:00:00:00:98"]);
+    assert!(t.contains("redirect 10 "), "{t}");
+    assert_eq!(
+        (captured(&t, "tx-port0.pcap"), captured(&t, "tx-port1.pcap")),
+        (0, 10),
+        "{t}"
+    );
+    let t = run(
+        "fib-longest",
+        &[wide, "10.0.0.2/32 dev 0 neigh 02:00:00:00:00:98"],
+    );
+    assert_eq!(
+        (captured(&t, "tx-port0.pcap"), captured(&t, "tx-port1.pcap")),
+        (10, 0),
+        "{t}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_onic"))
+        .args(["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", "fib"])
+        .args(["--route", "10.0.0.0/24 via 10.0.0.1"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--route '10.0.0.0/24 via 10.0.0.1': unknown word 'via'"),
+        "{e}"
+    );
+}

@@ -186,6 +186,15 @@ impl<'a> XdpBuff<'a> {
         self.data_meta - XDP_FRAME_RESERVED
     }
 
+    /// Zeroes the headroom (the bytes [`XdpBuff::adjust_head`] and [`XdpBuff::adjust_meta`] can
+    /// grow into), as the kernel's `BPF_PROG_TEST_RUN` buffer holds zeros there; a driver's page
+    /// holds whatever was there before.
+    pub fn clear_headroom(&mut self) {
+        if let Some(h) = self.page.get_mut(XDP_FRAME_RESERVED..self.data_meta) {
+            h.fill(0);
+        }
+    }
+
     /// Bytes after the frame that [`XdpBuff::adjust_tail`] can grow into.
     #[must_use]
     pub const fn tailroom(&self) -> usize {
@@ -423,6 +432,24 @@ mod tests {
             XdpBuff::received(&mut tiny, RxLen::for_test(60), rxq()).unwrap_err(),
             XdpError::OutOfBounds
         );
+    }
+
+    #[test]
+    fn clearing_the_headroom_zeroes_it_and_leaves_the_rest() {
+        let mut p = page();
+        let mut b = XdpBuff::new(&mut p, 256, 100, rxq()).unwrap();
+        b.adjust_meta(-8).unwrap();
+        b.meta_mut().fill(7);
+        b.clear_headroom();
+        assert_eq!(b.meta(), [7; 8]);
+        assert_eq!(b.data()[..4], [0, 1, 2, 3]);
+        assert!(b.page[XDP_FRAME_RESERVED..248].iter().all(|&x| x == 0));
+        assert!(b.page[..XDP_FRAME_RESERVED].iter().all(|&x| x == 0xAA));
+        // The metadata moves with the data and leaves its old bytes behind, as in the kernel.
+        b.adjust_head(-16).unwrap();
+        assert_eq!(b.meta(), [7; 8]);
+        assert_eq!(b.data()[..8], [0; 8]);
+        assert_eq!(b.data()[8..16], [7; 8]);
     }
 
     #[test]
