@@ -9,7 +9,9 @@
 //! reverse), `verdict`, `bytes`, `maps` or `records` (ring buffer records; these four on FRAMES
 //! frames, `-` for the two load kinds). Lines starting with `#` are comments. A difference seen
 //! but not listed fails the run; so does a listed one not seen, or seen on another number of
-//! frames.
+//! frames, unless its REASON starts with [`HOST`]: a difference that comes from the host's
+//! kernel, the reference, and not from the engine (a host kernel that refuses a helper that
+//! Debian's kernels allow), so that a host without it does not see it.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -17,6 +19,9 @@ use std::process::ExitCode;
 use crate::Diff;
 
 type Key = (String, String, String);
+
+/// How the REASON of a difference that depends on the host's kernel starts.
+const HOST: &str = "[host]";
 
 fn key(d: &Diff) -> Key {
     let frames = if d.frames == 0 {
@@ -57,7 +62,10 @@ pub fn check(path: &str, diffs: &[Diff], update: bool) -> Result<ExitCode, Strin
         .filter(|(k, _)| !known.contains_key(*k))
         .map(|(_, d)| d)
         .collect();
-    let gone: Vec<(&Key, &String)> = known.iter().filter(|(k, _)| !seen.contains_key(*k)).collect();
+    let gone: Vec<(&Key, &String)> = known
+        .iter()
+        .filter(|(k, r)| !seen.contains_key(*k) && !r.starts_with(HOST))
+        .collect();
     println!(
         "differences: {} seen, {} expected, {} not expected, {} expected but not seen",
         seen.len(),
@@ -102,6 +110,13 @@ fn write(path: &str, text: &str, known: &BTreeMap<Key, String>, diffs: &[Diff]) 
             .find(|((kp, kk, _), _)| *kp == p && *kk == k)
             .map_or("REASON?", |(_, r)| r.as_str());
         out.push_str(&format!("{p} {k} {f} {reason}\n"));
+    }
+    // The host's differences stay listed where this host does not show them.
+    let seen: Vec<Key> = diffs.iter().map(key).collect();
+    for ((p, k, f), reason) in known {
+        if reason.starts_with(HOST) && !seen.contains(&(p.clone(), k.clone(), f.clone())) {
+            out.push_str(&format!("{p} {k} {f} {reason}\n"));
+        }
     }
     std::fs::write(path, out).map_err(|e| format!("{path}: {e}"))?;
     println!("bpf-diff: wrote {} differences to {path}", diffs.len());
