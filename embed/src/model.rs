@@ -120,6 +120,15 @@ impl Received {
     pub fn data(&self) -> &[u8] {
         frame_bytes(&self.page, self.at)
     }
+
+    /// The metadata a program left in front of the frame (`bpf_xdp_adjust_meta`; empty when
+    /// none, or if `at` lies outside the page).
+    #[must_use]
+    pub fn meta(&self) -> &[u8] {
+        let end = usize::from(self.at.offset);
+        let start = end.saturating_sub(usize::from(self.at.meta));
+        self.page.bytes().get(start..end).unwrap_or(&[])
+    }
 }
 
 /// The bytes of the frame `at` in `page` (empty if `at` lies outside it).

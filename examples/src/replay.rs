@@ -7,6 +7,7 @@
 //! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
 //! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
+//! | `pass-meta.txt` | with `--xdp-obj`: the metadata the program left in front of frames it passed (`bpf_xdp_adjust_meta`), one line per such frame: its number in `pass.pcap` (from 1), then the bytes in hex |
 //! | `bpf-records.txt` | with `--xdp-obj`: records the program wrote into ring buffers and perf event arrays |
 //!
 //! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1) through the door
@@ -89,6 +90,10 @@ impl ReplayOpts {
 #[derive(Default)]
 struct Outputs {
     pass: Vec<(Duration, Vec<u8>)>,
+    /// Frames passed so far, and the metadata of those that had some: number in `pass.pcap`
+    /// (from 1), bytes.
+    passed: u64,
+    pass_meta: Vec<(u64, Vec<u8>)>,
     egress: [Vec<(Duration, Vec<u8>)>; 2],
     dropped: Vec<(Duration, Vec<u8>)>,
     xsk: Vec<(Duration, Vec<u8>)>,
@@ -188,7 +193,13 @@ impl<'c> Rig<'c> {
         let mut moved = false;
         for f in 0..self.ports.len() {
             let host = self.hosts[f].clone();
-            host.drain_received(|r| out.pass.push((ts, r.data().to_vec())));
+            host.drain_received(|r| {
+                out.pass.push((ts, r.data().to_vec()));
+                out.passed += 1;
+                if !r.meta().is_empty() {
+                    out.pass_meta.push((out.passed, r.meta().to_vec()));
+                }
+            });
             // Frames to send, by port and queue index.
             let mut out_of: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); usize::from(self.queues)]; 2];
             for r in host.take_redirects() {
@@ -248,6 +259,7 @@ impl<'c> Rig<'c> {
             }
             Target::Cpu(c) => {
                 out.pass.push((ts, host.frame_data(frame)));
+                out.passed += 1;
                 out.cpus[c as usize] += 1;
                 done(&host)
             }
@@ -505,7 +517,12 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
 /// tx-port1, drop, and xsk with an object.
 struct OutWriters {
     files: Vec<(&'static str, &'static str, pcap::Writer)>,
+    /// With an object: `pass-meta.txt` and the lines written to it.
+    meta: Option<(std::io::BufWriter<std::fs::File>, u64)>,
 }
+
+/// The side file of `pass.pcap` with the metadata of the frames passed.
+const PASS_META: &str = "pass-meta.txt";
 
 impl OutWriters {
     fn create(dir: &Path, object: bool) -> Result<Self, String> {
@@ -513,7 +530,30 @@ impl OutWriters {
         for (name, what) in output_names(object) {
             files.push((name, what, pcap::Writer::create(&dir.join(name))?));
         }
-        Ok(Self { files })
+        let meta = if object {
+            let path = dir.join(PASS_META);
+            let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Some((std::io::BufWriter::new(f), 0))
+        } else {
+            None
+        };
+        Ok(Self { files, meta })
+    }
+
+    /// Writes the metadata of passed frames to `pass-meta.txt`: a frame's number in
+    /// `pass.pcap`, then its metadata in hex.
+    fn take_meta(&mut self, out: &mut Outputs) -> Result<(), String> {
+        use std::io::Write as _;
+        let Some((w, lines)) = &mut self.meta else {
+            out.pass_meta.clear();
+            return Ok(());
+        };
+        for (n, meta) in out.pass_meta.drain(..) {
+            let hex: String = meta.iter().map(|b| format!("{b:02x}")).collect();
+            writeln!(w, "{n} {hex}").map_err(|e| format!("{PASS_META}: {e}"))?;
+            *lines += 1;
+        }
+        Ok(())
     }
 
     /// Moves what came out so far from memory into the files.
@@ -540,16 +580,21 @@ impl OutWriters {
             }
         }
         out.xsk.clear();
-        Ok(())
+        self.take_meta(out)
     }
 
     /// Completes every file and lists them.
     fn finish(self, dir: &Path) -> Result<(), String> {
+        use std::io::Write as _;
         outln!("output in {}:", dir.display());
         for (name, what, w) in self.files {
             let n = w.records;
             w.finish()?;
             outln!("  {name:<14} {n:>8} frames {what}");
+        }
+        if let Some((mut w, n)) = self.meta {
+            w.flush().map_err(|e| format!("{PASS_META}: {e}"))?;
+            outln!("  {PASS_META:<14} {n:>8} frames passed with metadata the program left");
         }
         Ok(())
     }

@@ -279,6 +279,18 @@ fn features_object_runs_with_its_maps_and_log() {
     assert_eq!(frames(&dir.join("drop.pcap")), 25);
     assert_eq!(frames(&dir.join("pass.pcap")), 275);
     assert!(r.contains("rx_xdp_fault: 0 "), "{r}");
+    // Every frame passed carries the program's 4 bytes of metadata (0x0ca7cafe, little-endian),
+    // listed beside pass.pcap by the frame's number in it.
+    assert!(
+        r.contains("pass-meta.txt       275 frames passed with metadata"),
+        "{r}"
+    );
+    let meta = std::fs::read_to_string(dir.join("pass-meta.txt")).unwrap();
+    let lines: Vec<&str> = meta.lines().collect();
+    assert_eq!(lines.len(), 275);
+    for (n, line) in (1..).zip(&lines) {
+        assert_eq!(*line, format!("{n} fecaa70c"));
+    }
 }
 
 #[test]
