@@ -46,3 +46,4 @@ pub mod poll;
 pub mod port;
 pub mod set;
 pub mod sink;
+pub mod tuning;

@@ -4,14 +4,13 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
-use onic_core::queue::pool::{
-    PageCounts, PagePool, PageProvider, PoolConfig, RecycleRing, POOL_CACHE_DEFAULT,
-};
-use onic_core::queue::rx::{RxOptions, RxQueue};
+use onic_core::queue::pool::{PageCounts, PagePool, PageProvider, RecycleRing, POOL_CACHE_DEFAULT};
+use onic_core::queue::rx::RxQueue;
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
-use onic_core::{QueueControl, QueueId, QueuePair, Result};
-use onic_hal::{DelayNs, Direction, DmaMemory, DmaPage};
+use onic_core::{QueueControl, QueuePair, Result};
+use onic_hal::{DelayNs, DmaMemory, DmaPage};
+
+use crate::tuning::PairSpec;
 
 /// RX slot storage of a pair (owned by its RX queue).
 pub type RxSlots = Box<[Option<DmaPage>]>;
@@ -21,44 +20,6 @@ pub type TxSlots<F> = Box<[TxSlot<DmaPage, F>]>;
 /// slot storage on the heap.
 pub type Pair<'r, D, F, const C: usize = POOL_CACHE_DEFAULT> =
     QueuePair<D, PagePool<'r, D, C>, F, RxSlots, TxSlots<F>>;
-
-/// Everything one pair is built from.
-#[derive(Clone, Copy, Debug)]
-pub struct PairSpec {
-    /// The RX queue.
-    pub rx: RxQueueConfig,
-    /// How the RX queue treats what it receives.
-    pub opts: RxOptions,
-    /// The TX queue.
-    pub tx: TxQueueConfig,
-    /// The pool.
-    pub pool: PoolConfig,
-}
-
-impl PairSpec {
-    /// Queue `q` with RX and TX rings of `ring`, RX buffers of `buf` and a pool mapping its
-    /// pages in `dir` (`Bidirectional` when XDP_TX or redirect may send them back out); every
-    /// other setting is the core's default.
-    #[must_use]
-    pub fn new(q: QueueId, ring: RingSizeIdx, buf: BufSizeIdx, dir: Direction) -> Self {
-        let rx = RxQueueConfig {
-            desc_ring: ring,
-            cmpt_ring: ring,
-            buf,
-            ..RxQueueConfig::new(q)
-        };
-        let tx = TxQueueConfig {
-            ring,
-            ..TxQueueConfig::new(q)
-        };
-        Self {
-            rx,
-            opts: RxOptions::for_queue(&rx),
-            tx,
-            pool: PoolConfig::rx(dir, buf.bytes()),
-        }
-    }
-}
 
 /// The slot storage of one pair, each as long as its ring's usable entries.
 pub struct Slots<F> {
@@ -242,9 +203,9 @@ where
 mod tests {
     use alloc::vec::Vec;
 
-    use onic_core::config::DeviceConfig;
+    use onic_core::config::{BufSizeIdx, DeviceConfig, RingSizeIdx};
     use onic_core::xdp::XdpFrame;
-    use onic_core::Device;
+    use onic_core::{Device, QueueId};
     use onic_sim::{Card, CardConfig, SimDma};
 
     use super::*;
@@ -267,7 +228,7 @@ mod tests {
         let ring = RingSizeIdx::new(1).unwrap();
         let buf = BufSizeIdx::new(5).unwrap();
         let specs: Vec<PairSpec> = (0..2)
-            .map(|q| PairSpec::new(QueueId::new(q), ring, buf, Direction::Bidirectional))
+            .map(|q| PairSpec::new(QueueId::new(q), ring, buf))
             .collect();
         let rings = [RecycleRing::new(), RecycleRing::new()];
         let refs: Vec<&RecycleRing> = rings.iter().collect();

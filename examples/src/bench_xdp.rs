@@ -43,8 +43,8 @@ use onic_core::queue::pool::RecycleRing;
 use onic_core::{Device, QueueId};
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
-use onic_embed::set::{PairSpec, QueueSet};
-use onic_hal::Direction;
+use onic_embed::set::QueueSet;
+use onic_embed::tuning::PairSpec;
 use onic_sim::{QdmaWindow, ShellWindow, SimDma};
 
 use crate::xdp_progs::{drop_all, pass, redirect_other_port, swap_macs_and_tx, Builtin, OTHER_PORT};
@@ -356,12 +356,7 @@ pub(crate) fn bring_up<'c>(
             Device::init(card.qdma(f), card.shell(), &mut delay, cfg).map_err(|e| e.to_string())?;
         let mut specs = Vec::new();
         for q in 0..queues {
-            let mut spec = PairSpec::new(
-                QueueId::new(q),
-                ring,
-                RxQueueConfig::new(QueueId::new(q)).buf,
-                Direction::Bidirectional,
-            );
+            let mut spec = PairSpec::new(QueueId::new(q), ring, RxQueueConfig::new(QueueId::new(q)).buf);
             spec.opts.max_frame_len = max_frame_len;
             specs.push(spec);
         }

@@ -35,7 +35,8 @@ use onic_core::queue::xsk::{
 use onic_core::xdp::{NoRedirect, RawXdpProgram, RedirectTable, XdpAction, XdpBuff, XdpDispatch};
 use onic_core::{Device, PassInfo, QueueId, QueuePair, RxSink, XdpRxq};
 use onic_embed::poll::poll_pair;
-use onic_embed::set::{assemble_pair, PairSpec};
+use onic_embed::set::assemble_pair;
+use onic_embed::tuning::PairSpec;
 use onic_hal::{Direction, DmaMemory, DmaPage};
 use onic_sim::{Card, CardConfig, QdmaWindow, SimDma, Wire};
 
@@ -88,12 +89,7 @@ fn slots<Pg, F>(n: u16) -> Slots<Pg, F> {
 fn spec() -> Result<PairSpec, String> {
     let ring = RingSizeIdx::new(8).map_err(|e| e.to_string())?;
     let q = QueueId::new(0);
-    Ok(PairSpec::new(
-        q,
-        ring,
-        RxQueueConfig::new(q).buf,
-        Direction::Bidirectional,
-    ))
+    Ok(PairSpec::new(q, ring, RxQueueConfig::new(q).buf))
 }
 
 /// Injects a burst and lets the model write it (not timed).

@@ -20,7 +20,8 @@ use onic_core::xdp::{xdp_xmit, XdpFrame};
 use onic_core::{Device, DeviceConfig, QueueId, RingSizeIdx, RxQueueConfig};
 use onic_embed::done::FrameDone;
 use onic_embed::frame::Frame;
-use onic_embed::set::{build_pair, census, Pair, PairSpec, Slots};
+use onic_embed::set::{build_pair, census, Pair, Slots};
+use onic_embed::tuning::PairSpec;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
@@ -47,7 +48,7 @@ impl<'c> Harness<'c> {
         let (dev, _) = Device::init(card.qdma(0), card.shell(), &mut delay, cfg).expect("init");
         let size = RingSizeIdx::new(1).expect("ring size");
         let buf = RxQueueConfig::new(QueueId::new(0)).buf;
-        let spec = PairSpec::new(QueueId::new(0), size, buf, Direction::Bidirectional);
+        let spec = PairSpec::new(QueueId::new(0), size, buf);
         let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).expect("pair");
         pair.start(&dev, &mut delay).expect("start");
         Self {

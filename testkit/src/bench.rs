@@ -44,7 +44,8 @@ use crate::rig::{
 use onic_embed::done::FrameDone;
 use onic_embed::frame::Frame;
 use onic_embed::poll::poll_pair;
-use onic_embed::set::{build_pair, Pair, PairSpec, Slots};
+use onic_embed::set::{build_pair, Pair, Slots};
+use onic_embed::tuning::PairSpec;
 
 /// The benchmark groups, in the order `onic bench` runs them.
 pub const GROUPS: &[&str] = &["rx", "tx", "pool", "scaling", "compare"];
@@ -400,7 +401,7 @@ fn model_pair<'c>(
     .expect("device init");
     let size = RingSizeIdx::new(onic_core::config::RX_RING_SIZE_INDEX_DEFAULT).expect("ring size");
     let buf = BufSizeIdx::new(onic_core::config::RX_BUF_SIZE_INDEX_DEFAULT).expect("buffer size");
-    let spec = PairSpec::new(onic_core::QueueId::new(0), size, buf, Direction::Bidirectional);
+    let spec = PairSpec::new(onic_core::QueueId::new(0), size, buf);
     let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).expect("queue pair");
     pair.start(&dev, &mut card.delay()).expect("start pair");
     (dev, pair)

@@ -22,7 +22,7 @@ use onic_core::config::{DeviceConfig, RingSizeIdx, RxQueueConfig, TxQueueConfig}
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::QueuePair;
 use onic_core::queue::pool::{PagePool, PageProvider, PoolConfig, RecycleRing};
-use onic_core::queue::rx::{RxFrame, RxOptions};
+use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::{TxDone, TxFrame, TxQueue, TxSlot};
 use onic_core::rss::RxHasher;
 use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpFrame};
@@ -37,7 +37,8 @@ use onic_hal::{
 
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
-use onic_embed::set::{assemble_pair, PairSpec};
+use onic_embed::set::assemble_pair;
+use onic_embed::tuning::PairSpec;
 
 use crate::device::{status_word, DeviceMemory, DeviceRing};
 use crate::hostdma::HostDma;
@@ -707,17 +708,8 @@ fn start_rig_pair<'a, P: PageProvider<Page = DmaPage>>(
     (rx_slots, tx_slots): (RigRxStore<'a>, RigTxStore<'a>),
     pool: P,
 ) -> Result<RigPair<'a, P>, String> {
-    let rxc = RxQueueConfig {
-        desc_ring: cfg.ring,
-        cmpt_ring: cfg.ring,
-        ..RxQueueConfig::new(onic_core::QueueId::new(q))
-    };
-    let spec = PairSpec {
-        rx: rxc,
-        opts: RxOptions::for_queue(&rxc),
-        tx: rig_tx_config(cfg, q),
-        pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
-    };
+    let qid = onic_core::QueueId::new(q);
+    let spec = PairSpec::new(qid, cfg.ring, RxQueueConfig::new(qid).buf);
     let mut pair =
         assemble_pair(dma, &spec, (rx_slots, tx_slots), pool).map_err(|e| format!("queue pair: {e:?}"))?;
     if cfg.xdp {

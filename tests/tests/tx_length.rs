@@ -16,7 +16,8 @@ use onic_core::xdp::{xdp_xmit, XdpFrame};
 use onic_core::{Device, DeviceConfig, QueueId, RingSizeIdx};
 use onic_embed::done::FrameDone;
 use onic_embed::frame::Frame;
-use onic_embed::set::{build_pair, Pair, PairSpec, Slots};
+use onic_embed::set::{build_pair, Pair, Slots};
+use onic_embed::tuning::PairSpec;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::{Card, CardConfig, QdmaWindow, ShellWindow, SimDma, Wire};
 use onic_testkit::device::{status_word, DeviceMemory, DeviceRing};
@@ -47,7 +48,7 @@ impl<'c> Bare<'c> {
         let (dev, _) = Device::init(card.qdma(0), card.shell(), &mut delay, cfg).unwrap();
         let size = RingSizeIdx::new(1).unwrap();
         let buf = onic_core::RxQueueConfig::new(QueueId::new(0)).buf;
-        let spec = PairSpec::new(QueueId::new(0), size, buf, Direction::Bidirectional);
+        let spec = PairSpec::new(QueueId::new(0), size, buf);
         let mut pair = build_pair(card.dma(), &spec, Slots::for_spec(&spec), Some(ring)).unwrap();
         pair.start(&dev, &mut delay).unwrap();
         Self {

@@ -32,10 +32,10 @@ mod host;
 mod queues;
 pub mod sinks;
 mod solo;
-mod tuning;
 mod umem;
 pub mod xsk;
 
+pub use crate::tuning::{QueueTuning, RxBufSizes, MAX_RX_BUF_SIZES};
 pub use abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
 pub use contexts::{
     AllContexts, Control, Domain, Kind, Napi, QueueTokens, Quiet, Token, TxLock, XmitLock, CONTROL,
@@ -44,7 +44,6 @@ pub use error::{PortError, PortResult, XskRefusal};
 pub use host::{FrameAt, Host, Mapped, SkbHash, StatBlock};
 pub use queues::{NapiPair, QueueView, RingHoldings, TxRing, TxRole, MAX_PORT_QUEUES};
 pub use solo::SoloPort;
-pub use tuning::{QueueTuning, RxBufSizes, MAX_RX_BUF_SIZES};
 pub use umem::{XskBuf, XskTxDesc};
 pub use xsk::XskHoldings;
 

@@ -18,19 +18,17 @@
 use alloc::vec::Vec;
 
 use onic_core::config::MAX_QUEUES_PER_FUNCTION;
-use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::tx::TxSlot;
 use onic_core::stats::QueueCounters;
 use onic_core::{Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, TxQueue, TxQueueConfig, TxStats};
-use onic_hal::Direction;
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
 use super::counters::{add_words, live_words, to_words, QSTAT_WORDS, TX_WORDS_AT};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
-use super::tuning::QueueTuning;
-use crate::set::{assemble_pair, PairSpec};
+use crate::set::assemble_pair;
+use crate::tuning::QueueTuning;
 use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
 
 /// The TX rings of a queue index.
@@ -306,27 +304,16 @@ impl<H: Host> Rings<'_, H> {
         tuning: &QueueTuning,
         (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
     ) -> PortResult<H::QMem> {
-        let rxc = tuning.rx_config(q, rx_ring);
-        let txc = TxQueueConfig {
-            qid: xdp_qid,
-            ring: tx_ring,
-            vector: q,
-        };
+        let spec = tuning.pair_spec(q, xdp_qid, (tx_ring, rx_ring));
         let rx_slots = slots(self.host, rx_ring.entries(), || None)?;
         let tx_slots = slots(self.host, tx_ring.entries(), TxSlot::new)?;
         let mem = self
             .host
             .qmem_new(q, u32::from(rx_ring.entries()))
             .map_err(PortError::Host)?;
-        let spec = PairSpec {
-            rx: rxc,
-            opts: tuning.rx_options(&rxc),
-            tx: txc,
-            pool: PoolConfig::rx(Direction::Bidirectional, rxc.buf.bytes()),
-        };
         let pool = match source {
             SourceKind::Pages => BufSource::pages(HostPool::new(self.host.clone(), mem)),
-            SourceKind::Xsk => BufSource::xsk(HostXsk::new(self.host.clone(), q, rxc.buf.bytes())),
+            SourceKind::Xsk => BufSource::xsk(HostXsk::new(self.host.clone(), q, spec.rx.buf.bytes())),
         };
         match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
             Ok(qp) => {

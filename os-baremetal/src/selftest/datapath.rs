@@ -38,7 +38,7 @@ use onic_core::{BufSizeIdx, ConfigError, PassInfo, QueueError, RingSizeIdx, RxSi
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
 use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES};
-use onic_embed::set::PairSpec;
+use onic_embed::tuning::PairSpec;
 use onic_hal::grace::ReadSection;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
 use onic_sim::QdmaWindow;
@@ -663,7 +663,7 @@ pub fn alloc_slots<'c>() -> Slots<'c> {
 pub fn spec(q: u16) -> onic_core::Result<PairSpec> {
     let rx_ring = RingSizeIdx::new(RX_RING)?;
     let buf = rx_buffers()?.for_queue(q);
-    let mut spec = PairSpec::new(onic_core::QueueId::new(q), rx_ring, buf, Direction::Bidirectional);
+    let mut spec = PairSpec::new(onic_core::QueueId::new(q), rx_ring, buf);
     spec.tx.ring = RingSizeIdx::new(TX_RING)?;
     spec.pool.bulk = POOL_BULK;
     Ok(spec)

@@ -5,7 +5,7 @@
 use onic_core::device::contexts::context_read;
 use onic_core::queue::tx::TxFrame;
 use onic_core::{AbsQueueId, Device, QueueControl, QueueId, RingSizeIdx, TxQueueConfig};
-use onic_embed::set::PairSpec;
+use onic_embed::tuning::PairSpec;
 use onic_hal::layout::ctxt::{CmptCtxt, CtxtSel, PfchCtxt, SwCtxt};
 use onic_hal::{AddrLimit, CoherentRegion, DmaMemory, RegisterWindow};
 

@@ -1,13 +1,45 @@
-//! The queue settings a host may choose for a port before its queues start: the RX buffer sizes
-//! (one for every queue, or a cycle of sizes by queue index) and the completion entry size, the
-//! shell's largest frame, the RX queues' checks of a device that
+//! How queue pairs are built. [`QueueTuning`] is what a host may choose for a port before its
+//! queues start: the RX buffer sizes (one for every queue, or a cycle of sizes by queue index) and
+//! the completion entry size, the shell's largest frame, the RX queues' checks of a device that
 //! stalls or lies, and the stall limit of the stack's TX ring. The kernel module keeps the
 //! defaults; a test rig over the model changes them to reach the paths they guard.
+//!
+//! [`QueueTuning::pair_spec`] turns a tuning into the [`PairSpec`] of one queue index: the one
+//! place where a pair's RX, TX and pool configurations are derived, for a port's queues and for
+//! the bare pairs of the bench rigs and the core's own checks ([`PairSpec::new`]) alike.
 
-use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig};
+use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::rx::{RxOptions, DEFAULT_MAX_FRAME_LEN, RX_STALL_POLLS_DEFAULT};
 use onic_core::QueueId;
 use onic_hal::layout::desc::CmptEntrySize;
+use onic_hal::Direction;
+
+/// Everything one pair is built from ([`crate::set::assemble_pair`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PairSpec {
+    /// The RX queue.
+    pub rx: RxQueueConfig,
+    /// How the RX queue treats what it receives.
+    pub opts: RxOptions,
+    /// The TX queue.
+    pub tx: TxQueueConfig,
+    /// The pool.
+    pub pool: PoolConfig,
+}
+
+impl PairSpec {
+    /// Queue `q` (RX and TX) with all rings of `ring` and RX buffers of `buf`, every other
+    /// setting a port's default ([`QueueTuning::default`]).
+    #[must_use]
+    pub fn new(q: QueueId, ring: RingSizeIdx, buf: BufSizeIdx) -> Self {
+        QueueTuning {
+            bufs: RxBufSizes::all(buf),
+            ..QueueTuning::default()
+        }
+        .pair_spec(q.get(), q, (ring, ring))
+    }
+}
 
 /// Most sizes an [`RxBufSizes`] cycle holds.
 pub const MAX_RX_BUF_SIZES: usize = 8;
@@ -122,12 +154,35 @@ impl QueueTuning {
     }
 
     /// How an RX queue of configuration `rx` treats what it receives.
-    pub(crate) fn rx_options(&self, rx: &RxQueueConfig) -> RxOptions {
+    fn rx_options(&self, rx: &RxQueueConfig) -> RxOptions {
         RxOptions {
             max_frame_len: self.max_frame_len,
             check_c2h_status: self.check_c2h_status,
             stall_polls: self.stall_polls,
             ..RxOptions::for_queue(rx)
+        }
+    }
+
+    /// The pair of queue index `q`: its RX queue as [`QueueTuning::rx_config`] says, its TX
+    /// queue `tx_qid` (a port's XDP_TX ring of that index), both on `q`'s vector, the rings
+    /// `(tx, rx)`, and a pool mapping its pages both ways (XDP_TX and redirects send them out).
+    #[must_use]
+    pub fn pair_spec(
+        &self,
+        q: u16,
+        tx_qid: QueueId,
+        (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
+    ) -> PairSpec {
+        let rx = self.rx_config(q, rx_ring);
+        PairSpec {
+            rx,
+            opts: self.rx_options(&rx),
+            tx: TxQueueConfig {
+                qid: tx_qid,
+                ring: tx_ring,
+                vector: q,
+            },
+            pool: PoolConfig::rx(Direction::Bidirectional, rx.buf.bytes()),
         }
     }
 }
@@ -173,5 +228,36 @@ mod tests {
             QueueTuning::default().bufs.for_queue(7),
             RxQueueConfig::new(QueueId::new(7)).buf
         );
+    }
+
+    #[test]
+    fn a_bare_pair_is_built_as_a_ports_queue_with_the_same_settings() {
+        let (ring, tx_ring) = (RingSizeIdx::new(2).unwrap(), RingSizeIdx::new(1).unwrap());
+        let bare = PairSpec::new(QueueId::new(3), ring, idx(4));
+        assert_eq!(bare.rx.qid, QueueId::new(3));
+        assert_eq!(bare.tx.qid, QueueId::new(3));
+        assert_eq!(
+            (bare.rx.desc_ring, bare.rx.cmpt_ring, bare.tx.ring),
+            (ring, ring, ring)
+        );
+        assert_eq!((bare.rx.vector, bare.tx.vector), (3, 3));
+        assert_eq!(bare.rx.buf, idx(4));
+        assert_eq!(bare.pool.sync_max, idx(4).bytes() as usize);
+        assert_eq!(bare.pool.dir, Direction::Bidirectional);
+        assert_eq!(bare.opts, RxOptions::for_queue(&bare.rx));
+        // A port's queue 3 with its XDP_TX ring elsewhere, and a tuning of its own.
+        let tuning = QueueTuning {
+            bufs: RxBufSizes::cycle(&[idx(5), idx(2)]).unwrap(),
+            max_frame_len: 9000,
+            stall_polls: 7,
+            ..QueueTuning::default()
+        };
+        let port = tuning.pair_spec(3, QueueId::new(11), (tx_ring, ring));
+        assert_eq!((port.rx.qid, port.tx.qid), (QueueId::new(3), QueueId::new(11)));
+        assert_eq!((port.tx.ring, port.rx.desc_ring), (tx_ring, ring));
+        assert_eq!(port.tx.vector, 3);
+        assert_eq!(port.rx.buf, idx(2));
+        assert_eq!(port.pool.sync_max, idx(2).bytes() as usize);
+        assert_eq!((port.opts.max_frame_len, port.opts.stall_polls), (9000, 7));
     }
 }
