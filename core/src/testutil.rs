@@ -55,6 +55,10 @@ pub(crate) struct Placing<P> {
     pub(crate) allocs: usize,
     pub(crate) lies: Vec<(usize, u64)>,
     pub(crate) released: Vec<u64>,
+    /// Set: the provider says it batches, and records each refill as `[empty slots it was
+    /// told of, pages it handed out before the refill's end]`.
+    pub(crate) refills: Option<Vec<[usize; 2]>>,
+    in_refill: bool,
 }
 
 impl<P> Placing<P> {
@@ -65,6 +69,8 @@ impl<P> Placing<P> {
             allocs: 0,
             lies: Vec::new(),
             released: Vec::new(),
+            refills: None,
+            in_refill: false,
         }
     }
 }
@@ -76,6 +82,9 @@ impl<P: PageProvider<Page = DmaPage>> PageProvider for Placing<P> {
         let page = self.pool.alloc_page()?;
         let n = self.allocs;
         self.allocs += 1;
+        if let (true, Some(last)) = (self.in_refill, self.refills.as_mut().and_then(|r| r.last_mut())) {
+            last[1] += 1;
+        }
         let addr = match self.lies.iter().find(|l| l.0 == n) {
             Some(&(_, a)) => DmaAddr::new(a),
             None => page.dma_addr(),
@@ -98,5 +107,22 @@ impl<P: PageProvider<Page = DmaPage>> PageProvider for Placing<P> {
 
     fn sync_for_device(&self, p: &Placed, offset: usize, len: usize) {
         self.pool.sync_for_device(&p.page, offset, len);
+    }
+
+    fn batches(&self) -> bool {
+        self.refills.is_some()
+    }
+
+    fn refill_begin(&mut self, empty: usize) {
+        assert!(!self.in_refill, "a refill began inside another");
+        if let Some(r) = self.refills.as_mut() {
+            r.push([empty, 0]);
+            self.in_refill = true;
+        }
+    }
+
+    fn refill_end(&mut self) {
+        assert!(self.in_refill, "a refill ended that never began");
+        self.in_refill = false;
     }
 }

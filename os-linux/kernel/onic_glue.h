@@ -210,7 +210,8 @@ void onic_synchronize_net(void);
 
 /* ---- AF_XDP zero copy, in onic_zc.c: the Rust side's helpers (kos.rs), then the glue's ---- */
 u32 onic_xsk_room(struct onic_ndev *nd, u16 qid);
-void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out);
+u32 onic_xsk_alloc_batch(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out, void **xdps,
+			 u32 max);
 void onic_xsk_free(void *xdp);
 int onic_xsk_redirect(struct onic_ndev *nd, void *prog, void *xdp, u16 off, u16 len, u8 meta);
 void *onic_rx_copy(struct napi_struct *napi, const u8 *frame, u32 len, u8 meta);

@@ -203,28 +203,37 @@ u32 onic_xsk_room(struct onic_ndev *nd, u16 qid)
 	return xsk_pool_get_chunk_size(pool) - (xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM);
 }
 
-/* One frame: the xdp_buff, the chunk's CPU and device addresses, its bytes, its UMEM address and
- * the UMEM headroom. NULL when the fill ring is empty. */
-void *onic_xsk_alloc(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out)
+/* Frame xdp of the pool as the driver sees it: the chunk's CPU and device addresses, its
+ * bytes, its UMEM address and the UMEM headroom. */
+static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xdp, u32 room,
+				 struct onic_xsk_chunk *out)
 {
-	struct xsk_buff_pool *pool = onic_pool(nd, qid);
-	u32 uh, room = onic_xsk_room(nd, qid);
-	struct xdp_buff *xdp;
+	u32 uh = xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM;
 
-	if (!pool)
-		return NULL;
-	xdp = xsk_buff_alloc(pool);
-	if (!xdp) {
-		nd->qv[qid].xsk_fill_empty = true;
-		return NULL;
-	}
-	uh = xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM;
 	out->virt = (u8 *)xdp->data_hard_start - uh;
 	out->dma = xsk_buff_xdp_get_frame_dma(xdp) - uh;
 	out->len = room;
 	out->addr = (u8 *)xdp->data_hard_start - uh - (u8 *)pool->addrs;
 	out->headroom = uh;
-	return xdp;
+}
+
+/* Up to max frames (xsk_buff_alloc_batch, which takes the free list first, then the fill ring):
+ * frame i's xdp_buff in xdps[i], its chunk in out[i]. Fewer than max: the fill ring ran dry,
+ * which the need_wakeup protocol hears of at the poll's end. */
+u32 onic_xsk_alloc_batch(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out, void **xdps,
+			 u32 max)
+{
+	struct xsk_buff_pool *pool = onic_pool(nd, qid);
+	u32 i, n, room = onic_xsk_room(nd, qid);
+
+	if (!pool || !max)
+		return 0;
+	n = xsk_buff_alloc_batch(pool, (struct xdp_buff **)xdps, max);
+	if (n < max)
+		nd->qv[qid].xsk_fill_empty = true;
+	for (i = 0; i < n; i++)
+		onic_xsk_rx_describe(pool, xdps[i], room, &out[i]);
+	return n;
 }
 
 void onic_xsk_free(void *xdp)

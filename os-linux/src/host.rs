@@ -247,20 +247,38 @@ where
     }
 
     fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<OsPage>> {
-        let mut f = self.os.xsk_alloc(qid)?;
-        // The frame is the driver's until `xsk_free`, a redirect or a teardown gives it back.
-        match self.map.hold_page(&f.page) {
-            Some(dma) => f.page.dma = dma,
-            None => {
+        let mut one = [None];
+        self.xsk_alloc_batch(qid, &mut one);
+        let [buf] = one;
+        buf
+    }
+
+    fn xsk_alloc_batch(&self, qid: u16, out: &mut [Option<XskBuf<OsPage>>]) -> usize {
+        let mut slots = out.iter_mut();
+        let mut k = 0;
+        let max = slots.len();
+        self.os.xsk_alloc_batch(qid, max, &mut |mut f| {
+            // The frame is the driver's until `xsk_free`, a redirect or a teardown gives it back.
+            let Some(dma) = self.map.hold_page(&f.page) else {
                 self.os.xsk_free(f.page.handle);
-                return None;
+                return;
+            };
+            f.page.dma = dma;
+            let buf = XskBuf {
+                page: OsPage { raw: f.page },
+                addr: f.addr,
+                headroom: f.headroom,
+            };
+            match slots.next() {
+                Some(slot) => {
+                    *slot = Some(buf);
+                    k += 1;
+                }
+                // Not reached: the OS hands over at most `max` frames.
+                None => self.xsk_free(qid, buf),
             }
-        }
-        Some(XskBuf {
-            page: OsPage { raw: f.page },
-            addr: f.addr,
-            headroom: f.headroom,
-        })
+        });
+        k
     }
 
     fn xsk_free(&self, _qid: u16, buf: XskBuf<OsPage>) {

@@ -167,12 +167,14 @@ pub trait Os: GracePeriod + 'static {
         let _ = qid;
         None
     }
-    /// One frame of that pool (`xsk_buff_alloc`), `None` when its fill ring is empty.
-    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
-        let _ = qid;
-        None
+    /// Up to `max` frames of that pool (`xsk_buff_alloc_batch`), handed to `each`; returns how
+    /// many. Fewer than `max`: its free list and fill ring ran out. A frame it cannot describe
+    /// goes back to the pool, not counted.
+    fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
+        let _ = (qid, max, each);
+        0
     }
-    /// Gives a frame `xsk_alloc` handed out back to its pool (`xsk_buff_free`).
+    /// Gives a frame `xsk_alloc_batch` handed out back to its pool (`xsk_buff_free`).
     fn xsk_free(&self, handle: NonNull<u8>) {
         let _ = handle;
     }

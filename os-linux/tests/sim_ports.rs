@@ -14,6 +14,7 @@ use onic_core::queue::source::SourceKind;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
 use onic_core::RingSizeIdx;
+use onic_embed::port::sinks::XSK_ALLOC_BATCH;
 use onic_embed::port::{
     AllContexts, Control, Kind, Port, PortConfig, PortRegs, PortResult, Quiet, Token, TxClean, XmitResult,
     CONTROL,
@@ -82,6 +83,8 @@ struct Xsk {
     free: Vec<NonNull<u8>>,
     /// Chunks in the socket's RX ring, with the frame each holds.
     rx: Vec<(NonNull<u8>, Vec<u8>)>,
+    /// For each chunk handed out, how many the driver asked for in that call.
+    batch_sizes: Vec<usize>,
 }
 
 impl Drop for Xsk {
@@ -306,25 +309,34 @@ impl Os for HostOs {
         (self.2.borrow().queue == Some(qid)).then_some(4096)
     }
 
-    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
-        let mut x = self.2.borrow_mut();
-        assert_eq!(x.queue, Some(qid), "a frame of a pool the queue is not bound to");
-        let c = x.free.pop()?;
-        let index = x
-            .chunks
-            .iter()
-            .position(|&k| k == c)
-            .expect("a chunk of the UMEM");
-        Some(RawXskFrame {
-            page: RawPoolPage {
-                handle: c,
-                virt: c,
-                len: 4096,
-                dma: DmaAddr::new(0),
-            },
-            addr: (index * 4096) as u64,
-            headroom: 0,
-        })
+    fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
+        let mut handed = 0;
+        while handed < max {
+            let mut x = self.2.borrow_mut();
+            assert_eq!(x.queue, Some(qid), "a frame of a pool the queue is not bound to");
+            let Some(c) = x.free.pop() else {
+                break;
+            };
+            x.batch_sizes.push(max);
+            let index = x
+                .chunks
+                .iter()
+                .position(|&k| k == c)
+                .expect("a chunk of the UMEM");
+            drop(x);
+            each(RawXskFrame {
+                page: RawPoolPage {
+                    handle: c,
+                    virt: c,
+                    len: 4096,
+                    dma: DmaAddr::new(0),
+                },
+                addr: (index * 4096) as u64,
+                headroom: 0,
+            });
+            handed += 1;
+        }
+        handed
     }
 
     fn xsk_free(&self, handle: NonNull<u8>) {
@@ -1380,6 +1392,14 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
         assert!(os.xsk_with_driver() > 0, "the RX ring is filled from the UMEM");
     };
     round(0);
+    // The refills took their chunks in batches (xsk_buff_alloc_batch), never more at once
+    // than the provider's batch holds.
+    let sizes = std::mem::take(&mut os.2.borrow_mut().batch_sizes);
+    assert!(sizes.iter().all(|&m| m <= XSK_ALLOC_BATCH), "{sizes:?}");
+    assert!(
+        sizes.iter().filter(|&&m| m == XSK_ALLOC_BATCH).count() >= XSK_ALLOC_BATCH,
+        "{sizes:?}"
+    );
     stop(&a);
     assert_eq!(os.xsk_with_driver(), 0, "a stopped port holds no chunk");
     open(&a).unwrap();

@@ -132,6 +132,24 @@ pub trait PageProvider {
     fn may_run_short(&self) -> bool {
         false
     }
+
+    /// Whether the provider takes buffers from its source in batches, and wants an RX refill's
+    /// [`PageProvider::refill_begin`] and [`PageProvider::refill_end`]. A page pool says
+    /// `false` (its cache is its batch), so a refill skips counting the slots it will fill.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// An RX refill is about to call [`PageProvider::alloc_page`] up to `empty` times, once for
+    /// each empty slot of the run it posts. A provider that [`PageProvider::batches`] takes that
+    /// many buffers from its source now, in one go (an XSK pool: `xsk_buff_alloc_batch`).
+    fn refill_begin(&mut self, empty: usize) {
+        let _ = empty;
+    }
+
+    /// The refill of [`PageProvider::refill_begin`] is over: the buffers taken for it and not
+    /// handed out go back to the source, so that none is held between refills.
+    fn refill_end(&mut self) {}
 }
 
 /// The page type of a TX queue that never carries pool pages: a queue of the OS stack's packets,

@@ -280,6 +280,27 @@ impl<P: PageProvider, X: PageProvider> PageProvider for BufSource<P, X> {
             Inner::Xsk(x) => x.may_run_short(),
         }
     }
+
+    fn batches(&self) -> bool {
+        match &self.inner {
+            Inner::Pages(p) => p.batches(),
+            Inner::Xsk(x) => x.batches(),
+        }
+    }
+
+    fn refill_begin(&mut self, empty: usize) {
+        match &mut self.inner {
+            Inner::Pages(p) => p.refill_begin(empty),
+            Inner::Xsk(x) => x.refill_begin(empty),
+        }
+    }
+
+    fn refill_end(&mut self) {
+        match &mut self.inner {
+            Inner::Pages(p) => p.refill_end(),
+            Inner::Xsk(x) => x.refill_end(),
+        }
+    }
 }
 
 #[cfg(test)]

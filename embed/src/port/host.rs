@@ -215,6 +215,20 @@ pub trait Host: Clone {
         let _ = qid;
         None
     }
+    /// Up to `out.len()` frames of that pool at once (Linux: `xsk_buff_alloc_batch`), each as
+    /// [`Host::xsk_alloc`] gives one, written to the front of `out`; returns how many (fewer:
+    /// none was left). The default takes them one at a time.
+    fn xsk_alloc_batch(&self, qid: u16, out: &mut [Option<XskBuf<Self::Page>>]) -> usize {
+        let mut n = 0;
+        for slot in out.iter_mut() {
+            let Some(buf) = self.xsk_alloc(qid) else {
+                break;
+            };
+            *slot = Some(buf);
+            n += 1;
+        }
+        n
+    }
     /// Gives a frame back to the free list of queue `qid`'s XSK pool (Linux: `xsk_buff_free`):
     /// a dropped frame the RX ring does not keep, every frame of a queue torn down.
     fn xsk_free(&self, qid: u16, buf: XskBuf<Self::Page>) {

@@ -313,7 +313,13 @@ impl<H: Host> Rings<'_, H> {
             .map_err(PortError::Host)?;
         let pool = match source {
             SourceKind::Pages => BufSource::pages(HostPool::new(self.host.clone(), mem)),
-            SourceKind::Xsk => BufSource::xsk(HostXsk::new(self.host.clone(), q, spec.rx.buf.bytes())),
+            SourceKind::Xsk => match HostXsk::new(self.host.clone(), q, spec.rx.buf.bytes()) {
+                Some(x) => BufSource::xsk(x),
+                None => {
+                    self.host.qmem_free(mem);
+                    return Err(PortError::NoMemory);
+                }
+            },
         };
         match assemble_pair(self.host.dma().clone(), &spec, (rx_slots, tx_slots), pool) {
             Ok(qp) => {

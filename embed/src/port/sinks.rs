@@ -8,6 +8,8 @@
 //! every page back: recycled directly by the queue's NAPI context, or by the stack when it frees
 //! a packet marked for recycling, or by the redirect target when it returns the frame.
 
+use alloc::vec::Vec;
+
 use onic_core::config::RX_HEADROOM;
 use onic_core::queue::pool::{PageProvider, PoolPage};
 use onic_core::queue::rx::RxFrame;
@@ -333,11 +335,20 @@ impl<H: Host> RawXdpProgram for HostProg<'_, H> {
     }
 }
 
+/// UMEM frames an RX refill takes from the host in one call ([`Host::xsk_alloc_batch`]).
+pub const XSK_ALLOC_BATCH: usize = 32;
+
 /// The core's provider over the XSK pool the host bound to one queue index.
 pub struct HostXsk<H: Host> {
     host: H,
     qid: u16,
     buf_bytes: u32,
+    /// Frames taken for the running refill and not yet posted: `batch[next..filled]`.
+    batch: Vec<Option<XskBuf<H::Page>>>,
+    next: usize,
+    filled: usize,
+    /// Empty slots of the running refill not yet given a frame (0: no refill runs).
+    wanted: usize,
     /// Frames whose chunk was too small for the queue's buffers: given back, never posted.
     pub(crate) too_small: u64,
     /// What went through the pool (its owner, the queue's NAPI context, counts).
@@ -345,12 +356,18 @@ pub struct HostXsk<H: Host> {
 }
 
 impl<H: Host> HostXsk<H> {
-    /// The provider of queue `qid`, whose C2H buffers are `buf_bytes` long.
-    pub const fn new(host: H, qid: u16, buf_bytes: u32) -> Self {
-        Self {
+    /// The provider of queue `qid`, whose C2H buffers are `buf_bytes` long; `None` when the
+    /// host has no memory for its batch.
+    pub fn new(host: H, qid: u16, buf_bytes: u32) -> Option<Self> {
+        let batch = host.try_vec(XSK_ALLOC_BATCH, |_| None)?;
+        Some(Self {
             host,
             qid,
             buf_bytes,
+            batch,
+            next: 0,
+            filled: 0,
+            wanted: 0,
             too_small: 0,
             stats: XskStats {
                 rx_packets: 0,
@@ -359,12 +376,30 @@ impl<H: Host> HostXsk<H> {
                 tx_packets: 0,
                 tx_bytes: 0,
             },
-        }
+        })
     }
 
     /// The queue index.
     pub const fn qid(&self) -> u16 {
         self.qid
+    }
+
+    /// The next frame: in a refill, from its batch (taken from the host when used up, as many
+    /// as the refill still wants); outside one, a single frame from the host.
+    fn next_frame(&mut self) -> Option<XskBuf<H::Page>> {
+        if self.wanted == 0 {
+            return self.host.xsk_alloc(self.qid);
+        }
+        if self.next == self.filled {
+            let want = self.wanted.min(self.batch.len());
+            let slots = self.batch.get_mut(..want)?;
+            self.filled = self.host.xsk_alloc_batch(self.qid, slots).min(want);
+            self.next = 0;
+        }
+        let buf = self.batch.get_mut(self.next).and_then(Option::take)?;
+        self.next += 1;
+        self.wanted -= 1;
+        Some(buf)
     }
 }
 
@@ -372,7 +407,7 @@ impl<H: Host> PageProvider for HostXsk<H> {
     type Page = XskBuf<H::Page>;
 
     fn alloc_page(&mut self) -> Option<XskBuf<H::Page>> {
-        let Some(buf) = self.host.xsk_alloc(self.qid) else {
+        let Some(buf) = self.next_frame() else {
             self.stats.rx_fill_empty += 1;
             return None;
         };
@@ -413,6 +448,26 @@ impl<H: Host> PageProvider for HostXsk<H> {
 
     fn may_run_short(&self) -> bool {
         true
+    }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    fn refill_begin(&mut self, empty: usize) {
+        self.wanted = empty;
+    }
+
+    fn refill_end(&mut self) {
+        // A refill that stopped early (a frame too small, a page the device cannot reach)
+        // leaves frames of its batch: back to the pool's free list.
+        let (next, filled) = (self.next, self.filled);
+        for slot in self.batch.iter_mut().take(filled).skip(next) {
+            if let Some(buf) = slot.take() {
+                self.host.xsk_free(self.qid, buf);
+            }
+        }
+        (self.next, self.filled, self.wanted) = (0, 0, 0);
     }
 }
 

@@ -158,9 +158,15 @@ extern "C" {
     /// Bytes per frame of the zero-copy XSK pool of queue `qid` (chunk less UMEM headroom), 0
     /// without one.
     pub fn onic_xsk_room(nd: *mut c_void, qid: u16) -> u32;
-    /// `xsk_buff_alloc` from that pool: the `struct xdp_buff *`, its chunk in `*out`; null when
-    /// the fill ring is empty.
-    pub fn onic_xsk_alloc(nd: *mut c_void, qid: u16, out: *mut XskChunk) -> *mut c_void;
+    /// `xsk_buff_alloc_batch` from that pool: up to `max` frames, frame `i`'s `struct xdp_buff *`
+    /// in `xdps[i]` and its chunk in `out[i]`; returns how many (fewer: the fill ring ran dry).
+    pub fn onic_xsk_alloc_batch(
+        nd: *mut c_void,
+        qid: u16,
+        out: *mut XskChunk,
+        xdps: *mut *mut c_void,
+        max: u32,
+    ) -> u32;
     /// `xsk_buff_free`.
     pub fn onic_xsk_free(xdp: *mut c_void);
     /// `xdp_do_redirect` of the frame (`off` from `data_hard_start`); 0 when the kernel took it.

@@ -239,17 +239,45 @@ impl Os for KOs {
         (room > 0).then_some(room)
     }
 
-    fn xsk_alloc(&self, qid: u16) -> Option<RawXskFrame> {
-        let mut c = XskChunk::empty();
-        // SAFETY: live netdev, called from queue `qid`'s NAPI context (which owns the pool's
-        // allocation side); `c` is a valid out pointer.
-        let xdp = NonNull::new(unsafe { ffi::onic_xsk_alloc(self.nd.as_ptr(), qid, &mut c) })?;
-        let frame = chunk_frame(xdp.cast(), &c);
-        if frame.is_none() {
-            // SAFETY: the frame just allocated, given back once.
-            unsafe { ffi::onic_xsk_free(xdp.as_ptr()) };
+    // Not inlined: the glue's arrays are on the stack only during the call.
+    #[inline(never)]
+    fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
+        let (mut asked, mut handed) = (0, 0);
+        while asked < max {
+            let want = (max - asked).min(XSK_GLUE_BATCH);
+            let mut chunks = [XskChunk::empty(); XSK_GLUE_BATCH];
+            let mut xdps = [core::ptr::null_mut::<c_void>(); XSK_GLUE_BATCH];
+            // CAST: at most XSK_GLUE_BATCH.
+            // SAFETY: live netdev, called from queue `qid`'s NAPI context (which owns the pool's
+            // allocation side); `chunks` and `xdps` hold `want` entries or more.
+            let n = unsafe {
+                ffi::onic_xsk_alloc_batch(
+                    self.nd.as_ptr(),
+                    qid,
+                    chunks.as_mut_ptr(),
+                    xdps.as_mut_ptr(),
+                    want as u32,
+                )
+            } as usize;
+            for (c, &xdp) in chunks.iter().zip(&xdps).take(n.min(want)) {
+                let Some(xdp) = NonNull::new(xdp.cast::<u8>()) else {
+                    continue;
+                };
+                match chunk_frame(xdp, c) {
+                    Some(f) => {
+                        each(f);
+                        handed += 1;
+                    }
+                    // A chunk the glue could not describe: back to the pool.
+                    None => self.xsk_free(xdp),
+                }
+            }
+            asked += want;
+            if n < want {
+                break;
+            }
         }
-        frame
+        handed
     }
 
     fn xsk_free(&self, handle: NonNull<u8>) {

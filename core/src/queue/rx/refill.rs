@@ -66,6 +66,10 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
         let Some(slots) = self.desc.slots.as_mut().get_mut(start..start + run) else {
             return 0;
         };
+        let batches = pool.batches();
+        if batches {
+            pool.refill_begin(slots.iter().filter(|s| s.is_none()).count());
+        }
         // The counters stay in locals during the loop, so that nothing in it writes through
         // `self` next to the slots it walks.
         let mut added = 0u32;
@@ -91,6 +95,9 @@ impl<D: DmaMemory, Pg: PoolPage, St: AsMut<[Option<Pg>]>> RxQueue<D, Pg, St> {
                 }
                 word
             });
+        if batches {
+            pool.refill_end();
+        }
         if failed {
             self.stats.refill_alloc_failures += 1;
         }

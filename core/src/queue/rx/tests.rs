@@ -735,6 +735,38 @@ fn a_replacement_page_that_wraps_is_released_by_the_refill() {
     assert_eq!(card.violations(), []);
 }
 
+/// A provider that takes its buffers in batches hears of each refill run with the number of
+/// empty slots in it (not the run's length: a slot that kept its page needs none), is asked
+/// for no more than that before the run's end, and hears of the end.
+#[test]
+fn a_batching_provider_is_told_each_refill_runs_empty_slots() {
+    let card = testutil::card();
+    let (dev, mut delay) = (testutil::device(&card, 1), card.delay());
+    let db = dev.doorbells();
+    let mut p = Placing::new(pool(&card, 64));
+    p.refills = Some(Vec::new());
+    let cfg = small_cfg();
+    let mut rx: PlacedRx<'_> =
+        RxQueue::new(card.dma(), cfg, RxOptions::for_queue(&cfg), [const { None }; 63]).unwrap();
+    rx.start(&dev, &mut delay, &mut p).unwrap();
+    // The start's refill: 62 empty slots, 62 pages.
+    assert_eq!(p.refills.as_deref(), Some(&[[62, 62]][..]));
+    // Eight frames recycled in their slots: the refill's run of seven starts at the one slot
+    // the start left unposted (a ring holds one less than its slots), the only one that needs a
+    // page; the other six kept theirs.
+    inject_n(&card, 8, 1);
+    settle(&card);
+    let mut recycle = |f: RxFrame<Placed>, _: &mut Placing<'_>| Handled::Recycle(f);
+    assert_eq!(rx.poll(64, &db, &mut p, &mut recycle).done, 8);
+    assert_eq!(p.refills.as_deref(), Some(&[[62, 62], [1, 1]][..]));
+    // Refills post an eighth of the ring at a time: seven again, the eighth waits.
+    assert_eq!(rx.posted(), 61);
+    rx.teardown(&dev, &mut delay, &mut p).0.unwrap();
+    drop(p);
+    assert_eq!(card.dma_stats().live_pages, 0);
+    assert_eq!(card.violations(), []);
+}
+
 /// Injects `n` frames of seed `seed` and lets the model complete them (no time passes).
 fn inject_n(card: &Card, n: u8, seed: u8) -> Vec<Vec<u8>> {
     let sent: Vec<Vec<u8>> = (0..n).map(|i| frame(80, seed.wrapping_add(i))).collect();
