@@ -8,11 +8,12 @@
 //! place where a pair's RX, TX and pool configurations are derived, for a port's queues and for
 //! the bare pairs of the bench rigs and the core's own checks ([`PairSpec::new`]) alike.
 
-use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
+use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig, RX_HEADROOM, RX_TAILROOM};
 use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::rx::{RxOptions, DEFAULT_MAX_FRAME_LEN, RX_STALL_POLLS_DEFAULT};
 use onic_core::QueueId;
 use onic_hal::layout::desc::CmptEntrySize;
+use onic_hal::regs::qdma::GLOBAL_TABLE_LEN;
 use onic_hal::Direction;
 
 /// Everything one pair is built from ([`crate::set::assemble_pair`]).
@@ -153,6 +154,39 @@ impl QueueTuning {
         }
     }
 
+    /// The largest frame a queue must hold in one buffer: the shell's largest, bounded by the
+    /// smallest buffer of any queue (which bounds the MTU a port allows).
+    fn largest_frame(&self) -> u32 {
+        self.max_frame_len.min(self.bufs.smallest().bytes())
+    }
+
+    /// The C2H buffer of RX queue `q` when it runs on UMEM frames with `room` bytes each (a
+    /// chunk less the UMEM headroom): its own buffer ([`RxBufSizes::for_queue`]) when a frame
+    /// holds it behind the RX headroom and before the XDP tailroom, else the largest buffer of
+    /// the driver's table that fits so and still holds the largest frame the port passes (a
+    /// 4 KiB chunk with up to 1472 bytes of UMEM headroom gets 2048-byte buffers).
+    ///
+    /// # Errors
+    ///
+    /// The bytes a frame needs, when none fits: the RX headroom, the smallest buffer that holds
+    /// the largest frame, and the tailroom.
+    pub fn xsk_buf(&self, q: u16, room: u32) -> Result<BufSizeIdx, u32> {
+        let fits = |b: BufSizeIdx| RX_HEADROOM + b.bytes() + RX_TAILROOM <= room;
+        let own = self.bufs.for_queue(q);
+        if fits(own) {
+            return Ok(own);
+        }
+        let frame = self.largest_frame();
+        let holding = (0..GLOBAL_TABLE_LEN as u8)
+            .filter_map(|i| BufSizeIdx::new(i).ok())
+            .filter(|b| b.bytes() >= frame);
+        if let Some(b) = holding.clone().filter(|&b| fits(b)).max_by_key(|b| b.bytes()) {
+            return Ok(b);
+        }
+        let smallest = holding.map(BufSizeIdx::bytes).min().unwrap_or(own.bytes());
+        Err(RX_HEADROOM + smallest + RX_TAILROOM)
+    }
+
     /// How an RX queue of configuration `rx` treats what it receives.
     fn rx_options(&self, rx: &RxQueueConfig) -> RxOptions {
         RxOptions {
@@ -228,6 +262,33 @@ mod tests {
             QueueTuning::default().bufs.for_queue(7),
             RxQueueConfig::new(QueueId::new(7)).buf
         );
+    }
+
+    #[test]
+    fn a_umem_frame_gets_the_largest_buffer_that_fits_and_holds_a_frame() {
+        let t = QueueTuning::default();
+        // 4 KiB chunks, no UMEM headroom: the queue's own 3520 bytes (256 + 3520 + 320).
+        assert_eq!(t.xsk_buf(0, 4096), Ok(t.bufs.for_queue(0)));
+        // Any headroom: the next smaller buffer, 2048 bytes, up to 1472 bytes of it.
+        assert_eq!(t.xsk_buf(0, 4096 - 128).map(BufSizeIdx::bytes), Ok(2048));
+        assert_eq!(t.xsk_buf(0, 4096 - 1472).map(BufSizeIdx::bytes), Ok(2048));
+        // Beyond that nothing holds a 1514-byte frame: 256 + 2048 + 320 is what a frame needs.
+        assert_eq!(t.xsk_buf(0, 4096 - 1473), Err(2624));
+        assert_eq!(t.xsk_buf(0, 2048), Err(2624));
+        // A shell passing 1000-byte frames at most: a 2 KiB chunk holds a 1024-byte buffer.
+        let small = QueueTuning {
+            max_frame_len: 1000,
+            ..QueueTuning::default()
+        };
+        assert_eq!(small.xsk_buf(3, 2048).map(BufSizeIdx::bytes), Ok(1024));
+        // A queue whose own buffer fits keeps it, however small.
+        let cycle = QueueTuning {
+            bufs: RxBufSizes::cycle(&[idx(5), idx(2)]).unwrap(),
+            ..QueueTuning::default()
+        };
+        assert_eq!(cycle.xsk_buf(1, 2048), Ok(idx(2)));
+        // The largest frame of that port is bounded by its 512-byte queue: 1024 fits 2 KiB.
+        assert_eq!(cycle.xsk_buf(0, 2048).map(BufSizeIdx::bytes), Ok(1024));
     }
 
     #[test]

@@ -19,7 +19,8 @@
  * -t seconds (run this long, then exit 0), -d seconds (deadline: exit 2 if not done), -C check
  * received payloads, -S ms (swap in a fresh copy of the XDP filter this often), -l length
  * (0: lengths vary), -F flows, -g us (a pause after each burst of 16 frames, per socket),
- * -W window (peer-echo).
+ * -W window (peer-echo), -H bytes of UMEM headroom in every frame (the driver's RX buffers shrink
+ * to fit; too many are refused at bind).
  *
  * Output: "bound queues=N zerocopy=Z" once the sockets are bound (XSK side; "ready" on the
  * peer side once it listens), then one line of key=value counts. Exit codes: 0 done, 1 usage or setup error, 2 deadline,
@@ -61,7 +62,7 @@ struct opts {
 	unsigned queues[MAX_QUEUES], nq;
 	uint16_t bind_mode; /* XDP_COPY, XDP_ZEROCOPY or 0 */
 	int need_wakeup, shared_umem, check, len, flows, window;
-	unsigned frames, count, gap_us, swap_ms;
+	unsigned frames, count, gap_us, swap_ms, headroom;
 	double run_s, deadline_s;
 	unsigned char peer_mac[6];
 	int have_peer_mac;
@@ -424,7 +425,8 @@ static void *umem_area(size_t bytes)
 /* The UMEM(s): one for every socket (shared), or one each. */
 static void make_umems(void)
 {
-	struct xsk_umem_config uc = { .fill_size = 2048, .comp_size = 2048, .frame_size = FRAME_SIZE };
+	struct xsk_umem_config uc = { .fill_size = 2048, .comp_size = 2048, .frame_size = FRAME_SIZE,
+				      .frame_headroom = O.headroom };
 	unsigned n = O.shared_umem ? 1 : O.nq;
 	size_t per = (size_t)O.frames * FRAME_SIZE * (O.shared_umem ? O.nq : 1);
 
@@ -873,7 +875,7 @@ static void parse_opts(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "q:m:w:U:f:n:t:d:CS:l:F:g:W:M:")) != -1) {
+	while ((c = getopt(argc, argv, "q:m:w:U:f:n:t:d:CS:l:F:g:W:M:H:")) != -1) {
 		switch (c) {
 		case 'q': parse_queues(optarg); break;
 		case 'm':
@@ -899,6 +901,7 @@ static void parse_opts(int argc, char **argv)
 		case 'g': O.gap_us = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'W': O.window = atoi(optarg); break;
 		case 'M': O.have_peer_mac = parse_mac(optarg, O.peer_mac); break;
+		case 'H': O.headroom = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: exit(1);
 		}
 	}

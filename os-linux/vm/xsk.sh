@@ -146,6 +146,19 @@ xsk_suite() {
 	xsk_l2fwd "$lb, a UMEM each:" 0,1,2,3 500 -m $m -U each
 	echo "    | FIGURE: $lb: 16 flows over 4 queues, queue:rx/tx $(kv per_queue /tmp/xsk.out)"
 	xsk_txonly "$lb, shared UMEM:" 0,1,2,3 250 -m $m
+	# A UMEM headroom: in zero copy the queue's C2H buffers shrink from 3520 to 2048 bytes to
+	# leave it in each 4 KiB chunk (up to 1472 bytes); more is refused at bind.
+	check "$lb: ethtool -X weight 0 0 1 0 (queue 2 again)" $A ethtool -X $IF0 weight 0 0 1 0
+	xsk_l2fwd "$lb, UMEM headroom 1024:" 2 500 -m $m -H 1024
+	xsk_rxdrop "$lb, UMEM headroom 256:" 2 500 -m $m -H 256
+	if [ $m = zc ]; then
+		timeout $XTO $A $XSK probe $IF0 -q 2 -H 1600 >/tmp/xsk.out 2>&1
+		HRC=$?
+		sed 's/^/    | /' /tmp/xsk.out
+		check "$lb: 1600 bytes of UMEM headroom: zero copy refused with EINVAL (no buffer holds a full frame in the rest), copy mode binds (exit $HRC)" \
+			sh -c "[ $HRC = 3 ] && grep -q 'zero-copy bind: Invalid argument' /tmp/xsk.out"
+	fi
+	check "$lb: ethtool -X equal 4" $A ethtool -X $IF0 equal 4
 }
 
 # xsk_round_why: after a failed echo round, the peer's report and where the frames went: every

@@ -24,11 +24,11 @@ use onic_core::{Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, TxQueu
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
 use super::counters::{add_words, live_words, to_words, QSTAT_WORDS, TX_WORDS_AT};
-use super::error::{PortError, PortResult};
+use super::error::{PortError, PortResult, XskRefusal};
 use super::host::{Host, StatBlock};
 use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
 use crate::set::assemble_pair;
-use crate::tuning::QueueTuning;
+use crate::tuning::{QueueTuning, RxBufSizes};
 use onic_core::queue::source::{BufSource, SourceBuf, SourceKind};
 
 /// The TX rings of a queue index.
@@ -304,7 +304,25 @@ impl<H: Host> Rings<'_, H> {
         tuning: &QueueTuning,
         (tx_ring, rx_ring): (RingSizeIdx, RingSizeIdx),
     ) -> PortResult<H::QMem> {
-        let spec = tuning.pair_spec(q, xdp_qid, (tx_ring, rx_ring));
+        let spec = match source {
+            SourceKind::Pages => tuning.pair_spec(q, xdp_qid, (tx_ring, rx_ring)),
+            // UMEM frames: the buffer a chunk holds (checked when the queue was switched; a
+            // pool bound since with smaller chunks is refused here).
+            SourceKind::Xsk => {
+                let room = self
+                    .host
+                    .xsk_bound(q)
+                    .ok_or(PortError::Xsk(XskRefusal::NotBound))?;
+                let buf = tuning
+                    .xsk_buf(q, room)
+                    .map_err(|need| PortError::Xsk(XskRefusal::ChunkTooSmall { room, need }))?;
+                QueueTuning {
+                    bufs: RxBufSizes::all(buf),
+                    ..*tuning
+                }
+                .pair_spec(q, xdp_qid, (tx_ring, rx_ring))
+            }
+        };
         let rx_slots = slots(self.host, rx_ring.entries(), || None)?;
         let tx_slots = slots(self.host, tx_ring.entries(), TxSlot::new)?;
         let mem = self

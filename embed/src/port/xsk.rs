@@ -24,7 +24,6 @@
 //! [`XskBuf`]: super::XskBuf
 
 use alloc::vec::Vec;
-use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
 use onic_core::queue::source::SourceKind;
 
 use super::contexts::{Control, QueueTokens, Quiet, Token};
@@ -76,9 +75,10 @@ impl<H: Host> Port<H> {
     /// # Errors
     ///
     /// `Invalid` for an index the port does not own; `Xsk` for an XSK source the host has not
-    /// bound (`NotBound`) or whose frames are too small (`ChunkTooSmall`: the UMEM headroom
-    /// must leave the RX headroom, the queue's C2H buffer (3520 bytes by default) and the XDP
-    /// tailroom in a chunk; with 4 KiB chunks and the default buffer, a headroom of 0);
+    /// bound (`NotBound`) or whose frames are too small (`ChunkTooSmall`: a chunk less the UMEM
+    /// headroom must hold the RX headroom, a C2H buffer that holds the largest frame, and the
+    /// XDP tailroom; the queue then runs on the buffer [`crate::tuning::QueueTuning::xsk_buf`] picks: its own
+    /// 3520 bytes in a 4 KiB chunk without headroom, 2048 with up to 1472 bytes of headroom);
     /// `WrongContext` for another port's tokens; the errors of starting the new pair (the queue
     /// then runs on its old source again, which [`Port::queue_source`] reports).
     pub fn set_queue_source(
@@ -95,8 +95,7 @@ impl<H: Host> Port<H> {
                 .host
                 .xsk_bound(q)
                 .ok_or(PortError::Xsk(XskRefusal::NotBound))?;
-            let need = RX_HEADROOM + c.tuning.bufs.for_queue(q).bytes() + RX_TAILROOM;
-            if room < need {
+            if let Err(need) = c.tuning.xsk_buf(q, room) {
                 return Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need }));
             }
         }
