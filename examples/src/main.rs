@@ -18,6 +18,7 @@ mod bench;
 mod bench_rss;
 mod bench_xdp;
 mod bench_xsk;
+mod carry;
 mod kernel_verify;
 mod plot;
 mod replay;

@@ -29,10 +29,11 @@ use onic_core::stats::ethtool::EthtoolStats;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 use onic_embed::model::{CardHost, ModelCensus, ModelHost};
-use onic_embed::port::{Host as _, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES};
+use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
 use onic_sim::{Card, CardConfig, Wire};
 
-use crate::xdp_obj::{ObjOpts, Prog, Target};
+use crate::carry::Event;
+use crate::xdp_obj::{ObjOpts, Prog};
 use crate::xdp_progs::{Builtin, PROGRAMS};
 
 /// Frames injected before the driver polls.
@@ -104,6 +105,23 @@ struct Outputs {
     copies_lost: u64,
 }
 
+impl Outputs {
+    /// Records what became of a redirected frame (stamped `ts`).
+    fn record(&mut self, ts: Duration, e: Event<'_>) {
+        match e {
+            Event::Xsk(data) => self.xsk.push((ts, data.to_vec())),
+            Event::Cpu { cpu, data, .. } => {
+                self.pass.push((ts, data.to_vec()));
+                self.passed += 1;
+                self.cpus[cpu as usize] += 1;
+            }
+            Event::Copy(p, true) | Event::Broadcast(p) => self.copies[p] += 1,
+            Event::Copy(_, false) => self.copies_lost += 1,
+            Event::Nowhere => {}
+        }
+    }
+}
+
 /// The attached program, keeping a copy of each frame it drops (DROP, ABORTED, an unknown
 /// verdict) as it left it.
 pub(crate) struct Recorder {
@@ -143,7 +161,7 @@ impl<'c> Rig<'c> {
     fn bring_up(card: &'c Card, queues: u16, prog: Option<Prog>) -> Result<Self, String> {
         let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
         let host: Host<'c> = ModelHost::new(card);
-        host.set_targets(&crate::xdp_obj::replay_targets());
+        host.set_targets(&crate::xdp_obj::redirect_targets());
         let prog = prog.map(|prog| {
             host.attach(Recorder {
                 prog,
@@ -187,42 +205,24 @@ impl<'c> Rig<'c> {
     }
 
     /// What the OS does after the polls: reads the frames its stack received, carries out the
-    /// program's redirects (see [`Rig::redirect`]) and takes the copies of dropped frames; all
+    /// program's redirects ([`crate::carry`]) and takes the copies of dropped frames; all
     /// stamped `ts`. Returns whether anything was redirected out.
     fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
         let mut moved = false;
         for f in 0..self.ports.len() {
-            let host = self.hosts[f].clone();
-            host.drain_received(|r| {
+            self.hosts[f].drain_received(|r| {
                 out.pass.push((ts, r.data().to_vec()));
                 out.passed += 1;
                 if !r.meta().is_empty() {
                     out.pass_meta.push((out.passed, r.meta().to_vec()));
                 }
             });
-            // Frames to send, by port and queue index.
-            let mut out_of: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); usize::from(self.queues)]; 2];
-            for r in host.take_redirects() {
-                let q = r.qid % self.queues;
-                let to = self.redirect(f, (q, r.frame), Target::of(r.target), (ts, &mut *out));
-                if let Some(p) = to {
-                    out_of[p][usize::from(q)].push(r.frame);
-                }
-            }
-            for (port, queues) in self.ports.iter_mut().zip(&out_of) {
-                for (q, frames) in (0..).zip(queues) {
-                    if frames.is_empty() {
-                        continue;
-                    }
-                    moved = true;
-                    let sent = port
-                        .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
-                        .unwrap_or(0);
-                    // What the ring did not take goes home, as the kernel frees what
-                    // `ndo_xdp_xmit` refused.
-                    frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
-                }
-            }
+            let mut ports = crate::carry::Ports {
+                hosts: &self.hosts,
+                ports: self.ports.iter_mut().collect(),
+                queues: self.queues,
+            };
+            moved |= ports.carry_out(f, &mut |e| out.record(ts, e));
         }
         if let Some(id) = self.prog {
             self.hosts[0].with_program(id, |r| {
@@ -230,80 +230,6 @@ impl<'c> Rig<'c> {
             });
         }
         moved
-    }
-
-    /// Carries out a redirect of port `f`'s frame `frame` (from queue `q`): returns the port it
-    /// leaves through (the other port, the ingress port for a hairpin, the last port of a
-    /// broadcast), or `None` when it is done with here: a copy to the user sink, a cpumap
-    /// redirect (the OS receives it on that CPU, as the kernel's cpumap passes it to the stack
-    /// there), a broadcast's copies for the other ports (out of their stack TX rings: the model
-    /// host cannot clone an XDP frame), a target the driver refused.
-    fn redirect(
-        &mut self,
-        f: usize,
-        (q, frame): (u16, u32),
-        to: Target,
-        (ts, out): (Duration, &mut Outputs),
-    ) -> Option<usize> {
-        let host = self.hosts[f].clone();
-        let done = |host: &Host<'_>| {
-            host.return_frame(frame);
-            None
-        };
-        match to {
-            Target::OtherPort => Some(1 - f),
-            Target::Hairpin => Some(f),
-            Target::Xsk => {
-                out.xsk.push((ts, host.frame_data(frame)));
-                done(&host)
-            }
-            Target::Cpu(c) => {
-                out.pass.push((ts, host.frame_data(frame)));
-                out.passed += 1;
-                out.cpus[c as usize] += 1;
-                done(&host)
-            }
-            Target::Broadcast(mask) => {
-                let ports: Vec<usize> = (0..2).filter(|p| mask & (1 << p) != 0).collect();
-                // No entry (or only the ingress port, excluded): nothing to send.
-                let Some((&last, copies)) = ports.split_last() else {
-                    return done(&host);
-                };
-                let data = host.frame_data(frame);
-                for &p in copies {
-                    if self.send_copy(p, q, &data) {
-                        out.copies[p] += 1;
-                    } else {
-                        out.copies_lost += 1;
-                    }
-                }
-                out.copies[last] += 1;
-                Some(last)
-            }
-            // Refused at the redirect (the host knows only the targets above).
-            Target::Unknown => done(&host),
-        }
-    }
-
-    /// Sends `data` out of port `p` through its stack TX ring `q`; whether it was taken.
-    fn send_copy(&mut self, p: usize, q: u16, data: &[u8]) -> bool {
-        let host = &self.hosts[p];
-        let Some(skb) = host.packet(data) else {
-            return false;
-        };
-        let mut done = Default::default();
-        let r = self.ports[p].queue::<TxLock, _>(q, |port, t| {
-            let r = port.xmit(t, skb, &mut done);
-            port.tx_flush(t);
-            r
-        });
-        match r {
-            XmitResult::Ok | XmitResult::OkStop => true,
-            XmitResult::Busy | XmitResult::Dropped => {
-                host.skb_done(skb, None);
-                false
-            }
-        }
     }
 
     /// Runs `f` on the attached program, if any.

@@ -5,13 +5,14 @@
 //! What the program sees of the model: port `p` is interface `p + 1` (`ctx->ingress_ifindex`,
 //! `bpf_redirect`, devmap values), and the model has no other interfaces. Redirecting to the other
 //! port's interface sends the frame out of that port (redirect target [`OTHER_PORT`]), to the
-//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]; replay
-//! mode); a redirect to any other interface fails as in a driver that has no such device: the
+//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]); a
+//! redirect to any other interface fails as in a driver that has no such device: the
 //! frame is dropped, counted as a failed redirect and reported with the interface it named. An
 //! AF_XDP socket in an xskmap is the run's user sink (target [`XSK_SINK`], written to
 //! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`, and a cpumap redirect to CPU `c` reaches the
 //! OS as a pass on that CPU (target [`CPU_BASE`]` + c`); a broadcast sends a copy out of every
-//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports);
+//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports); replay and traffic mode
+//! carry them out alike ([`crate::carry`]);
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
 //! printed after the run. Every CPU's perf event stream is open, and the records a program writes
 //! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
@@ -37,9 +38,9 @@ pub const CPU_BASE: u32 = 8;
 /// out of port `p` (0: no copy at all, e.g. an empty devmap).
 pub const BROADCAST_BASE: u32 = 16;
 
-/// The redirect targets replay mode carries out.
+/// The redirect targets `onic run` carries out (replay and traffic mode, [`crate::carry`]).
 #[must_use]
-pub fn replay_targets() -> Vec<u32> {
+pub fn redirect_targets() -> Vec<u32> {
     let mut v = vec![OTHER_PORT, XSK_SINK, HAIRPIN];
     v.extend((0..CPUS).map(|c| CPU_BASE + c));
     v.extend((0..4).map(|m| BROADCAST_BASE + m));

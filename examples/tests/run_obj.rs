@@ -952,3 +952,52 @@ fn routes_answer_fib_lookups() {
         "{e}"
     );
 }
+
+/// Traffic mode carries out hairpins, cpumap redirects and broadcasts as replay mode does: a
+/// hairpin from the receiving port reaches the sending function, a cpumap pass reaches the OS
+/// (checked, counted by CPU), a broadcast leaves through its devmap entry's port or, with only
+/// the ingress port and `BPF_F_EXCLUDE_INGRESS`, nowhere; no redirect fails in the driver.
+#[test]
+fn traffic_mode_carries_out_hairpins_cpumaps_and_broadcasts() {
+    let o = |n: &str| root().join("bpf/objects").join(n).to_str().unwrap().to_string();
+    let traffic = |obj: &str, sec: &str, maps: &[&str]| {
+        let mut args = vec!["run", "--xdp-obj", obj, "--sec", sec, "--traffic"];
+        args.extend(["--packets", "2000", "--progress-ms", "0", "--proto", "udp"]);
+        for m in maps {
+            args.extend(["--map", m]);
+        }
+        let r = onic(&args);
+        assert!(r.contains("result: OK"), "{r}");
+        assert_eq!(number_after(&r, "redirect 2000 (errors "), 0, "{r}");
+        r
+    };
+    // Port 1 receives (interface 2): tx_port:0=2 is its own interface.
+    let redirect_map = o("xdp_redirect_map.o");
+    let r = traffic(&redirect_map, "xdp_redirect_map", &["tx_port:0=2"]);
+    assert_eq!(number_after(&r, "XDP redirects: out of a port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 2000 "), "{r}");
+
+    let kernel_like = o("kernel_like.o");
+    let mut args = vec!["run", "--xdp-obj", &kernel_like, "--sec", "to_cpu", "--traffic"];
+    args.extend(["--packets", "2000", "--progress-ms", "0", "--proto", "udp"]);
+    args.extend(["--map", "cpu_map:1=192", "--map", "cpu_map:3=100"]);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    let to_cpus = number_after(&r, "to the OS by cpumap ");
+    let cpus = [number_after(&r, "CPU 1: "), number_after(&r, "CPU 3: ")];
+    assert!(cpus[0] > 0 && cpus[1] > 0 && cpus[0] + cpus[1] == to_cpus, "{r}");
+    assert_eq!(number_after(&r, "), redirect "), to_cpus, "{r}");
+    assert_eq!(number_after(&r, "(errors "), 0, "{r}");
+    assert!(
+        r.contains(&format!("accounting: sent 2000 = received {to_cpus} + ")),
+        "{r}"
+    );
+
+    let broadcast = o("broadcast.o");
+    let r = traffic(&broadcast, "to_every_port", &["ports:0=2"]);
+    assert_eq!(number_after(&r, "XDP redirects: out of a port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 2000 "), "{r}");
+    let r = traffic(&broadcast, "to_other_ports", &["ports:0=2"]);
+    assert_eq!(number_after(&r, "broadcast to no port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 0 "), "{r}");
+}
