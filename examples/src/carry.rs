@@ -11,11 +11,20 @@ use onic_embed::port::{Host as _, SoloPort, TxLock, XmitLock, XmitResult};
 
 use crate::xdp_obj::Target;
 
-/// What became of a redirected frame that did not leave through a redirect-in ring.
+/// What became of a redirected frame that did not leave through a redirect-in ring, and the
+/// metadata of those that did.
 pub enum Event<'d> {
-    /// Copied to the user sink (xskmap): the frame.
-    Xsk(&'d [u8]),
-    /// Passed to the OS on CPU `cpu` (a cpumap entry): the frame, from RX queue `queue`.
+    /// Copied to the user sink (xskmap): the frame and the metadata the program left in front
+    /// of it (the kernel copies both into the socket's UMEM, the metadata just before the
+    /// frame).
+    Xsk {
+        /// The frame.
+        data: &'d [u8],
+        /// Its metadata (empty when none).
+        meta: &'d [u8],
+    },
+    /// Passed to the OS on CPU `cpu` (a cpumap entry): the frame, from RX queue `queue`, and its
+    /// metadata (the kernel's cpumap builds the socket buffer with it, as XDP_PASS does).
     Cpu {
         /// The CPU.
         cpu: u32,
@@ -23,6 +32,8 @@ pub enum Event<'d> {
         queue: u16,
         /// The frame.
         data: &'d [u8],
+        /// Its metadata (empty when none).
+        meta: &'d [u8],
     },
     /// A broadcast's copy out of port `p` through its stack TX ring: taken by the ring (true)
     /// or lost (false: no packet buffer, or a full ring).
@@ -32,6 +43,17 @@ pub enum Event<'d> {
     /// A broadcast that had no port to go to (an empty devmap, or only the ingress port with
     /// `BPF_F_EXCLUDE_INGRESS`): the frame is gone.
     Nowhere,
+    /// A frame (or broadcast copy) sent out of port `port` had metadata in front of it: the
+    /// frame as sent and the metadata, which the wire does not carry (only told when there is
+    /// some).
+    Meta {
+        /// The port it leaves through.
+        port: usize,
+        /// The frame.
+        data: &'d [u8],
+        /// Its metadata.
+        meta: &'d [u8],
+    },
 }
 
 /// The ports of a run and their hosts (port `p` at index `p`).
@@ -93,18 +115,39 @@ impl<P: RawXdpProgram> Ports<'_, '_, P> {
             host.return_frame(frame);
             None
         };
+        let meta = host.frame_meta(frame);
+        // Frames leaving a port: their metadata is told when there is some.
+        let leaving = |port: usize, seen: &mut dyn FnMut(Event<'_>)| {
+            if !meta.is_empty() {
+                let data = host.frame_data(frame);
+                seen(Event::Meta {
+                    port,
+                    data: &data,
+                    meta: &meta,
+                });
+            }
+        };
         match to {
-            Target::OtherPort => Some(1 - f),
-            Target::Hairpin => Some(f),
+            Target::OtherPort | Target::Hairpin => {
+                let p = if to == Target::Hairpin { f } else { 1 - f };
+                leaving(p, seen);
+                Some(p)
+            }
             Target::Xsk => {
-                seen(Event::Xsk(&host.frame_data(frame)));
+                let data = host.frame_data(frame);
+                seen(Event::Xsk {
+                    data: &data,
+                    meta: &meta,
+                });
                 done()
             }
             Target::Cpu(c) => {
+                let data = host.frame_data(frame);
                 seen(Event::Cpu {
                     cpu: c,
                     queue: q,
-                    data: &host.frame_data(frame),
+                    data: &data,
+                    meta: &meta,
                 });
                 done()
             }
@@ -118,8 +161,12 @@ impl<P: RawXdpProgram> Ports<'_, '_, P> {
                 for &p in copies {
                     let taken = self.send_copy(p, q, &data);
                     seen(Event::Copy(p, taken));
+                    if taken {
+                        leaving(p, seen);
+                    }
                 }
                 seen(Event::Broadcast(last));
+                leaving(last, seen);
                 Some(last)
             }
             // Refused at the redirect (the host knows only the targets above).

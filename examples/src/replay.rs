@@ -7,7 +7,9 @@
 //! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
 //! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
-//! | `pass-meta.txt` | with `--xdp-obj`: the metadata the program left in front of frames it passed (`bpf_xdp_adjust_meta`), one line per such frame: its number in `pass.pcap` (from 1), then the bytes in hex |
+//! | `pass-meta.txt` | with `--xdp-obj`: the metadata the program left in front of frames the OS received (`bpf_xdp_adjust_meta`; XDP_PASS and cpumap redirects, whose socket buffers carry it in the kernel), one line per such frame: its number in `pass.pcap` (from 1), then the bytes in hex |
+//! | `tx-port0-meta.txt`, `tx-port1-meta.txt` | with `--xdp-obj`: the same for frames sent out of each port (XDP_TX, redirects, broadcast copies), numbered in `tx-port*.pcap`; a first line (`#`) says that this metadata is not on the wire (the kernel sends a frame from `data` on). A frame is matched to its metadata by its bytes |
+//! | `xsk-meta.txt` | with `--xdp-obj`: the same for frames to the AF_XDP socket, numbered in `xsk.pcap` (the kernel copies the metadata into the UMEM just before the frame) |
 //! | `bpf-records.txt` | with `--xdp-obj`: records the program wrote into ring buffers and perf event arrays |
 //!
 //! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1) through the door
@@ -96,8 +98,15 @@ struct Outputs {
     passed: u64,
     pass_meta: Vec<(u64, Vec<u8>)>,
     egress: [Vec<(Duration, Vec<u8>)>; 2],
+    /// Frames sent out of each port with metadata in front of them (XDP_TX, redirects,
+    /// broadcast copies), not yet met in that port's capture: the frame, the metadata.
+    egress_meta: [Vec<(Vec<u8>, Vec<u8>)>; 2],
     dropped: Vec<(Duration, Vec<u8>)>,
     xsk: Vec<(Duration, Vec<u8>)>,
+    /// Frames given to the user sink so far, and the metadata of those that had some (number
+    /// in `xsk.pcap`, bytes).
+    xsk_frames: u64,
+    xsk_meta: Vec<(u64, Vec<u8>)>,
     /// Frames cpumap redirects delivered to the OS, by CPU.
     cpus: [u64; crate::xdp_obj::CPUS as usize],
     /// Copies of broadcasts sent out of each port, and those lost (no page, or a full ring).
@@ -106,14 +115,31 @@ struct Outputs {
 }
 
 impl Outputs {
+    /// Records a frame the OS received, and its metadata if it has some (stamped `ts`).
+    fn passed(&mut self, ts: Duration, data: &[u8], meta: &[u8]) {
+        self.pass.push((ts, data.to_vec()));
+        self.passed += 1;
+        if !meta.is_empty() {
+            self.pass_meta.push((self.passed, meta.to_vec()));
+        }
+    }
+
     /// Records what became of a redirected frame (stamped `ts`).
     fn record(&mut self, ts: Duration, e: Event<'_>) {
         match e {
-            Event::Xsk(data) => self.xsk.push((ts, data.to_vec())),
-            Event::Cpu { cpu, data, .. } => {
-                self.pass.push((ts, data.to_vec()));
-                self.passed += 1;
+            Event::Xsk { data, meta } => {
+                self.xsk.push((ts, data.to_vec()));
+                self.xsk_frames += 1;
+                if !meta.is_empty() {
+                    self.xsk_meta.push((self.xsk_frames, meta.to_vec()));
+                }
+            }
+            Event::Cpu { cpu, data, meta, .. } => {
+                self.passed(ts, data, meta);
                 self.cpus[cpu as usize] += 1;
+            }
+            Event::Meta { port, data, meta } => {
+                self.egress_meta[port].push((data.to_vec(), meta.to_vec()));
             }
             Event::Copy(p, true) | Event::Broadcast(p) => self.copies[p] += 1,
             Event::Copy(_, false) => self.copies_lost += 1,
@@ -123,20 +149,26 @@ impl Outputs {
 }
 
 /// The attached program, keeping a copy of each frame it drops (DROP, ABORTED, an unknown
-/// verdict) as it left it.
+/// verdict) as it left it, and of each frame it sends back (XDP_TX) with metadata in front of
+/// it: the port, the frame, the metadata.
 pub(crate) struct Recorder {
     prog: Prog,
     dropped: Vec<Vec<u8>>,
+    sent_meta: Vec<(u8, Vec<u8>, Vec<u8>)>,
 }
 
 impl RawXdpProgram for Recorder {
     fn run_raw(&mut self, x: &mut XdpBuff<'_>) -> u32 {
         let raw = self.prog.run_raw(x);
-        if !matches!(
-            XdpAction::from_raw(raw),
-            Some(XdpAction::Pass | XdpAction::Tx | XdpAction::Redirect)
-        ) {
-            self.dropped.push(x.data().to_vec());
+        match XdpAction::from_raw(raw) {
+            Some(XdpAction::Pass | XdpAction::Redirect) => {}
+            Some(XdpAction::Tx) => {
+                if !x.meta().is_empty() {
+                    self.sent_meta
+                        .push((x.rxq().port, x.data().to_vec(), x.meta().to_vec()));
+                }
+            }
+            _ => self.dropped.push(x.data().to_vec()),
         }
         raw
     }
@@ -166,6 +198,7 @@ impl<'c> Rig<'c> {
             host.attach(Recorder {
                 prog,
                 dropped: Vec::new(),
+                sent_meta: Vec::new(),
             })
         });
         let mut hosts = Vec::new();
@@ -210,13 +243,7 @@ impl<'c> Rig<'c> {
     fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
         let mut moved = false;
         for f in 0..self.ports.len() {
-            self.hosts[f].drain_received(|r| {
-                out.pass.push((ts, r.data().to_vec()));
-                out.passed += 1;
-                if !r.meta().is_empty() {
-                    out.pass_meta.push((out.passed, r.meta().to_vec()));
-                }
-            });
+            self.hosts[f].drain_received(|r| out.passed(ts, r.data(), r.meta()));
             let mut ports = crate::carry::Ports {
                 hosts: &self.hosts,
                 ports: self.ports.iter_mut().collect(),
@@ -227,6 +254,9 @@ impl<'c> Rig<'c> {
         if let Some(id) = self.prog {
             self.hosts[0].with_program(id, |r| {
                 out.dropped.extend(r.dropped.drain(..).map(|d| (ts, d)));
+                for (port, data, meta) in r.sent_meta.drain(..) {
+                    out.egress_meta[usize::from(port) & 1].push((data, meta));
+                }
             });
         }
         moved
@@ -342,6 +372,9 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     }
     if args.obj.xdp_obj.is_some() {
         onic_cli::file::check_output(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE), "--out-dir")?;
+        for (name, ..) in META_FILES {
+            onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
+        }
     }
     let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
     let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
@@ -443,12 +476,71 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
 /// tx-port1, drop, and xsk with an object.
 struct OutWriters {
     files: Vec<(&'static str, &'static str, pcap::Writer)>,
-    /// With an object: `pass-meta.txt` and the lines written to it.
-    meta: Option<(std::io::BufWriter<std::fs::File>, u64)>,
+    /// With an object, the side files of the captures with the metadata the program left, in
+    /// the order of [`META_FILES`].
+    meta: Vec<MetaFile>,
 }
 
-/// The side file of `pass.pcap` with the metadata of the frames passed.
-const PASS_META: &str = "pass-meta.txt";
+/// The side files of the captures (with an object), each beside its capture: name, what its
+/// lines are, and a first line (`#`) for those whose metadata does not go on with the frame.
+const META_FILES: [(&str, &str, Option<&str>); 4] = [
+    ("pass-meta.txt", "frames passed", None),
+    (
+        "tx-port0-meta.txt",
+        "frames sent out of port 0",
+        Some(NOT_ON_THE_WIRE),
+    ),
+    (
+        "tx-port1-meta.txt",
+        "frames sent out of port 1",
+        Some(NOT_ON_THE_WIRE),
+    ),
+    ("xsk-meta.txt", "frames to the AF_XDP socket", None),
+];
+
+/// The first line of the side files of frames sent out of a port.
+const NOT_ON_THE_WIRE: &str = "# metadata the program left in front of frames it sent (XDP_TX, a redirect, a broadcast copy); NOT on the wire: the kernel sends the frame from data on, without it";
+
+/// A side file of a capture: one line per frame that had metadata, its number in the capture
+/// (from 1), then the metadata in hex.
+struct MetaFile {
+    name: &'static str,
+    what: &'static str,
+    w: std::io::BufWriter<std::fs::File>,
+    lines: u64,
+}
+
+impl MetaFile {
+    fn create(
+        dir: &Path,
+        (name, what, first): (&'static str, &'static str, Option<&str>),
+    ) -> Result<Self, String> {
+        use std::io::Write as _;
+        let path = dir.join(name);
+        let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        if let Some(line) = first {
+            writeln!(w, "{line}").map_err(|e| format!("{name}: {e}"))?;
+        }
+        Ok(Self {
+            name,
+            what,
+            w,
+            lines: 0,
+        })
+    }
+
+    /// Writes the lines of `frames` (number in the capture, metadata).
+    fn write(&mut self, frames: impl Iterator<Item = (u64, Vec<u8>)>) -> Result<(), String> {
+        use std::io::Write as _;
+        for (n, meta) in frames {
+            let hex: String = meta.iter().map(|b| format!("{b:02x}")).collect();
+            writeln!(self.w, "{n} {hex}").map_err(|e| format!("{}: {e}", self.name))?;
+            self.lines += 1;
+        }
+        Ok(())
+    }
+}
 
 impl OutWriters {
     fn create(dir: &Path, object: bool) -> Result<Self, String> {
@@ -457,46 +549,38 @@ impl OutWriters {
             files.push((name, what, pcap::Writer::create(&dir.join(name))?));
         }
         let meta = if object {
-            let path = dir.join(PASS_META);
-            let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Some((std::io::BufWriter::new(f), 0))
+            META_FILES
+                .into_iter()
+                .map(|m| MetaFile::create(dir, m))
+                .collect::<Result<_, _>>()?
         } else {
-            None
+            Vec::new()
         };
         Ok(Self { files, meta })
     }
 
-    /// Writes the metadata of passed frames to `pass-meta.txt`: a frame's number in
-    /// `pass.pcap`, then its metadata in hex.
-    fn take_meta(&mut self, out: &mut Outputs) -> Result<(), String> {
-        use std::io::Write as _;
-        let Some((w, lines)) = &mut self.meta else {
-            out.pass_meta.clear();
-            return Ok(());
-        };
-        for (n, meta) in out.pass_meta.drain(..) {
-            let hex: String = meta.iter().map(|b| format!("{b:02x}")).collect();
-            writeln!(w, "{n} {hex}").map_err(|e| format!("{PASS_META}: {e}"))?;
-            *lines += 1;
-        }
-        Ok(())
-    }
-
-    /// Moves what came out so far from memory into the files.
+    /// Moves what came out so far from memory into the files. A frame that left a port is
+    /// matched to the metadata it left with by its bytes (the wire does not carry the
+    /// metadata, and frames of different rings may leave in another order than they were
+    /// sent): the first frame waiting with the same bytes.
     fn take(&mut self, out: &mut Outputs) -> Result<(), String> {
         let [pass, tx0, tx1, drop, rest @ ..] = &mut self.files[..] else {
             return Err("output files missing".into());
         };
-        let [egress0, egress1] = &mut out.egress;
-        let lists = [
-            (&mut pass.2, &mut out.pass),
-            (&mut tx0.2, egress0),
-            (&mut tx1.2, egress1),
-            (&mut drop.2, &mut out.dropped),
-        ];
-        for (w, frames) in lists {
-            for (ts, data) in frames.drain(..) {
+        for (ts, data) in out.pass.drain(..) {
+            pass.2.record(ts, &data)?;
+        }
+        for (ts, data) in out.dropped.drain(..) {
+            drop.2.record(ts, &data)?;
+        }
+        let mut sent_meta: [Vec<(u64, Vec<u8>)>; 2] = Default::default();
+        for (p, w) in [&mut tx0.2, &mut tx1.2].into_iter().enumerate() {
+            let waiting = &mut out.egress_meta[p];
+            for (ts, data) in out.egress[p].drain(..) {
                 w.record(ts, &data)?;
+                if let Some(i) = waiting.iter().position(|(d, _)| *d == data) {
+                    sent_meta[p].push((w.records, waiting.remove(i).1));
+                }
             }
         }
         // Without an object nothing can reach the user sink.
@@ -506,7 +590,17 @@ impl OutWriters {
             }
         }
         out.xsk.clear();
-        self.take_meta(out)
+        let [tx0_meta, tx1_meta] = sent_meta;
+        let lists = [
+            std::mem::take(&mut out.pass_meta),
+            tx0_meta,
+            tx1_meta,
+            std::mem::take(&mut out.xsk_meta),
+        ];
+        for (file, frames) in self.meta.iter_mut().zip(lists) {
+            file.write(frames.into_iter())?;
+        }
+        Ok(())
     }
 
     /// Completes every file and lists them.
@@ -518,9 +612,14 @@ impl OutWriters {
             w.finish()?;
             outln!("  {name:<14} {n:>8} frames {what}");
         }
-        if let Some((mut w, n)) = self.meta {
-            w.flush().map_err(|e| format!("{PASS_META}: {e}"))?;
-            outln!("  {PASS_META:<14} {n:>8} frames passed with metadata the program left");
+        for mut m in self.meta {
+            m.w.flush().map_err(|e| format!("{}: {e}", m.name))?;
+            outln!(
+                "  {:<14} {:>8} {} with metadata the program left",
+                m.name,
+                m.lines,
+                m.what
+            );
         }
         Ok(())
     }

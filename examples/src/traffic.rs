@@ -432,8 +432,8 @@ fn carry_out_redirects(funcs: &mut [Func<'_>], fi: usize, rx: &mut RxCtx<'_>) {
     };
     let (check, r) = (&rx.check, &mut *rx.redirected);
     ports.carry_out(fi, &mut |e| match e {
-        Event::Xsk(_) => r.xsk += 1,
-        Event::Cpu { cpu, queue, data } => {
+        Event::Xsk { .. } => r.xsk += 1,
+        Event::Cpu { cpu, queue, data, .. } => {
             r.cpus[cpu as usize] += 1;
             let mut c = QueueRx::default();
             check.take(&mut c, data, true);
@@ -441,7 +441,7 @@ fn carry_out_redirects(funcs: &mut [Func<'_>], fi: usize, rx: &mut RxCtx<'_>) {
         }
         Event::Copy(_, true) => r.copies += 1,
         Event::Copy(_, false) => r.copies_lost += 1,
-        Event::Broadcast(_) => {}
+        Event::Broadcast(_) | Event::Meta { .. } => {}
         Event::Nowhere => r.nowhere += 1,
     });
     for (q, c) in passed {

@@ -1001,3 +1001,88 @@ fn traffic_mode_carries_out_hairpins_cpumaps_and_broadcasts() {
     assert_eq!(number_after(&r, "broadcast to no port "), 2000, "{r}");
     assert!(r.contains("accounting: sent 2000 = received 0 "), "{r}");
 }
+
+/// The lines of a metadata side file (number in the capture, metadata as a little-endian word),
+/// and its first line when that is a `#` comment.
+fn meta_lines(path: &Path) -> (Option<String>, Vec<(usize, u32)>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().peekable();
+    let comment = lines.next_if(|l| l.starts_with('#')).map(str::to_string);
+    let v = lines
+        .map(|l| {
+            let (n, hex) = l.split_once(' ').unwrap();
+            let b: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            (n.parse().unwrap(), u32::from_le_bytes(b.try_into().unwrap()))
+        })
+        .collect();
+    (comment, v)
+}
+
+/// The metadata a program leaves on frames it sends back (XDP_TX), redirects out of a port,
+/// broadcasts, passes through a cpumap or gives to an AF_XDP socket is written beside the
+/// capture each frame ends up in, by the frame's number there; for frames that left a port the
+/// side file says the metadata is not on the wire. meta_out's metadata is the frame's length,
+/// so each line names the frame it goes with.
+#[test]
+fn metadata_of_frames_sent_or_redirected_is_shown_beside_their_captures() {
+    let obj = root().join("bpf/objects/meta_out.o");
+    // (section, --map settings, (capture, side file) pairs)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 5] = [
+        ("meta_tx", &[], &[("tx-port0.pcap", "tx-port0-meta.txt")]),
+        (
+            "meta_redirect",
+            &["ports:0=2"],
+            &[("tx-port1.pcap", "tx-port1-meta.txt")],
+        ),
+        (
+            "meta_broadcast",
+            &["ports:0=1", "ports:1=2"],
+            &[
+                ("tx-port0.pcap", "tx-port0-meta.txt"),
+                ("tx-port1.pcap", "tx-port1-meta.txt"),
+            ],
+        ),
+        ("meta_cpu", &["cpus:1=64"], &[("pass.pcap", "pass-meta.txt")]),
+        (
+            "meta_xsk",
+            &["xsks:0=0", "xsks:1=0"],
+            &[("xsk.pcap", "xsk-meta.txt")],
+        ),
+    ];
+    for (sec, maps, files) in cases {
+        let d = out_dir(&format!("meta-{sec}"));
+        let mut args = vec!["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", sec];
+        for m in maps {
+            args.extend(["--map", m]);
+        }
+        args.extend([
+            "--frames",
+            "50",
+            "--queues",
+            "2",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        let t = onic(&args);
+        assert!(t.contains("verdicts aborted 0 drop 0 "), "{sec}: {t}");
+        for (capture, side) in files {
+            let frames = packets(&d.join(capture));
+            assert_eq!(frames.len(), 50, "{sec}: {t}");
+            let (comment, lines) = meta_lines(&d.join(side));
+            assert_eq!(
+                comment.is_some_and(|c| c.contains("NOT on the wire")),
+                capture.starts_with("tx-"),
+                "{sec}: {side}"
+            );
+            assert_eq!(lines.len(), 50, "{sec}: {side}");
+            for (i, (n, len)) in lines.iter().enumerate() {
+                assert_eq!(*n, i + 1, "{sec}: {side}");
+                assert_eq!(*len as usize, frames[n - 1].len(), "{sec}: {side} line {n}");
+            }
+        }
+    }
+}
