@@ -26,6 +26,7 @@ mod rng;
 mod route;
 mod rss;
 mod run;
+mod test_run;
 mod trace;
 mod traffic;
 mod xdp_obj;

@@ -349,23 +349,15 @@ fn output_names(object: bool) -> Vec<(&'static str, &'static str)> {
     v
 }
 
-/// Checks the options of a replay before anything runs: queue and frame counts, the output
-/// directory and every output file in it, and the memory the queues need. The frames need no
-/// estimate: the input is read, and the outputs written, one batch at a time.
+/// Checks the options of a replay through the model before anything runs (the frame count is
+/// checked before the source is opened): the queue count, the output directory and every
+/// output file in it, and the memory the queues need. The frames need no estimate: the input
+/// is read, and the outputs written, one batch at a time.
 fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
     // Each queue index has four rings, three of them TX (hardware.md §1.3: 64 H2C queues a
     // function), as in the kernel module.
     in_range("--queues", queues, 1, MAX_PORT_QUEUES, "queue indices per port")?;
-    if args.pcap.is_none() {
-        in_range(
-            "--frames",
-            args.frames,
-            1,
-            MAX_SAMPLE_FRAMES,
-            "frames of the sample mix",
-        )?;
-    }
     limits::writable_dir(&args.out_dir, "--out-dir")?;
     for (name, _) in output_names(args.obj.xdp_obj.is_some()) {
         onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
@@ -392,14 +384,14 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
 
 /// Where the replayed frames come from: a capture read record by record, or the sample mix
 /// generated frame by frame.
-enum Source {
+pub(crate) enum Source {
     Capture(pcap::FileReader),
     Sample { next: usize, frames: usize },
 }
 
 impl Source {
     /// The next frame and its time stamp; `None` at the end.
-    fn next(&mut self) -> Result<Option<(Duration, Vec<u8>)>, String> {
+    pub(crate) fn next(&mut self) -> Result<Option<(Duration, Vec<u8>)>, String> {
         match self {
             Self::Capture(r) => Ok(r.next_record()?.map(|r| (r.ts, r.data))),
             Self::Sample { next, frames } => {
@@ -415,7 +407,15 @@ impl Source {
 }
 
 pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), String> {
-    check(args, queues)?;
+    if args.pcap.is_none() {
+        onic_cli::limits::in_range(
+            "--frames",
+            args.frames,
+            1,
+            MAX_SAMPLE_FRAMES,
+            "frames of the sample mix",
+        )?;
+    }
     // The capture's file header is checked before the program is loaded or the card built.
     let mut source = match &args.pcap {
         Some(p) => Source::Capture(pcap::FileReader::open(p)?),
@@ -424,12 +424,16 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
             frames: args.frames,
         },
     };
-    let prog = program(args)?;
-    let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
     let source_name = match &args.pcap {
         Some(p) => p.display().to_string(),
         None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
     };
+    if args.obj.test_run {
+        return crate::test_run::run(args, source, &source_name);
+    }
+    check(args, queues)?;
+    let prog = program(args)?;
+    let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     cc.ports = 2;

@@ -132,6 +132,15 @@ pub struct ObjOpts {
     /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
     #[arg(long, requires = "xdp_obj")]
     pub kernel_verify: bool,
+    /// Replays the frames straight into the program as the kernel's BPF_PROG_TEST_RUN does: no
+    /// MAC or driver in front (runts and frames above 1514 bytes reach it), a zeroed page with
+    /// 256 bytes of headroom and 320 of tailroom, a verdict and the output bytes per frame,
+    /// nothing sent (redirects name their target). Refused like the kernel's test run: frames
+    /// under 14 bytes (ETH_HLEN); refused here only: frames over 3520 bytes (the kernel puts the
+    /// rest in fragment pages). Writes test-run.pcap and test-run.txt (one line per frame) to
+    /// --out-dir.
+    #[arg(long, requires = "xdp_obj", conflicts_with_all = ["traffic", "keep_headroom"])]
+    pub test_run: bool,
     /// Leaves the headroom a program grows into (bpf_xdp_adjust_head, bpf_xdp_adjust_meta) as
     /// the model's page holds it, as a driver does; without it the headroom is zeroed before
     /// each run, as in the kernel's test run (BPF_PROG_TEST_RUN).
