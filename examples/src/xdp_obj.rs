@@ -113,10 +113,15 @@ pub struct ObjOpts {
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
-    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT neigh MAC [src MAC]' (frames to
+    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT [neigh MAC] [src MAC]' (frames to
     /// PREFIX/LEN leave through port PORT, 0 or 1, towards the next hop's address MAC, from the
     /// port's address src, default 00:0a:35:00:00:0P); repeatable, the longest prefix wins.
-    /// Without routes every lookup answers "not forwarded".
+    /// Without neigh the neighbour is unresolved: lookups answer NO_NEIGH (7) with the
+    /// interface filled in, as the kernel does. Without routes every lookup answers "not
+    /// forwarded". As Linux 6.1: the params' ifindex must be interface 1 or 2 (else -ENODEV);
+    /// BPF_FIB_LOOKUP_OUTPUT takes only routes out of that interface; DIRECT|TBID finds the
+    /// routes in table 254 only; SKIP_NEIGH skips the neighbour; tot_len above 1500 answers
+    /// FRAG_NEEDED (8).
     #[arg(long = "route", value_name = "ROUTE", requires = "xdp_obj")]
     pub routes: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).

@@ -1164,3 +1164,69 @@ fn test_run_mode_hands_runts_and_long_frames_to_the_program() {
     ]);
     assert!(t.contains("onic-bpf: 1 runs"), "{t}");
 }
+
+/// fib_probe's lookup of 10.0.0.2 with `args` (hex of its args entry: interface, flags, table,
+/// tot_len) and `routes`: the return code and the parameters as the helper left them.
+fn fib_probe(name: &str, args: &str, routes: &[&str]) -> (i64, Vec<u8>) {
+    let d = out_dir(name);
+    let obj = root().join("bpf/objects/fib_probe.o");
+    let map = format!("args:0=hex:{args}");
+    let mut a = vec!["run", "--xdp-obj", obj.to_str().unwrap(), "--map", &map];
+    for r in routes {
+        a.extend(["--route", r]);
+    }
+    a.extend(["--frames", "1", "--dump-maps", "--out-dir", d.to_str().unwrap()]);
+    let t = onic(&a);
+    let at = t.find("\"name\": \"result\"").unwrap();
+    let hex = t[at..].split("\"value\": \"").nth(1).unwrap();
+    let b: Vec<u8> = (0..144)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    (i64::from_le_bytes(b[..8].try_into().unwrap()), b[8..].to_vec())
+}
+
+/// `bpf_fib_lookup` as Linux 6.1 answers it: the interface in the parameters must exist
+/// (-ENODEV), BPF_FIB_LOOKUP_OUTPUT keeps the routes out of it, an unresolved neighbour (a
+/// route without `neigh`) answers NO_NEIGH with the interface filled in and no addresses,
+/// SKIP_NEIGH succeeds without them, DIRECT|TBID finds the routes in the main table (254) only
+/// and clears the table, a tot_len above the MTU answers FRAG_NEEDED with the MTU, an unknown
+/// flag is -EINVAL.
+#[test]
+fn fib_lookups_honour_the_interface_the_flags_and_the_neighbour() {
+    let wide = "10.0.0.0/24 dev 1 neigh 02:00:00:00:00:99";
+    let host = "10.0.0.2/32 dev 0";
+    let ifindex = |p: &[u8]| u32::from_le_bytes(p[8..12].try_into().unwrap());
+    let mtu = |p: &[u8]| u16::from_le_bytes([p[6], p[7]]);
+    let macs = |p: &[u8]| p[52..64].to_vec();
+    // From the ingress interface (1): the /32 wins, its neighbour unresolved.
+    let (rc, p) = fib_probe("fib-no-neigh", "ffffffff000000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (7, 1, 0));
+    assert_eq!(macs(&p), [0; 12]);
+    for (name, args) in [
+        ("fib-if3", "03000000000000000000000000000000"),
+        ("fib-if0", "00000000000000000000000000000000"),
+    ] {
+        assert_eq!(fib_probe(name, args, &[wide]).0, -19, "{name}");
+    }
+    // OUTPUT through interface 2: only the /24 out of it counts.
+    let (rc, p) = fib_probe("fib-output", "02000000020000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (0, 2, 1500));
+    assert_eq!(macs(&p), [0, 0x0a, 0x35, 0, 0, 1, 2, 0, 0, 0, 0, 0x99]);
+    // OUTPUT | SKIP_NEIGH through interface 1: the /32, no neighbour needed.
+    let (rc, p) = fib_probe("fib-skip", "01000000060000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (0, 1, 1500));
+    assert_eq!(macs(&p), [0; 12]);
+    // DIRECT | TBID: table 254 holds the routes, table 100 does not exist.
+    let (rc, p) = fib_probe("fib-main", "ffffffff09000000fe00000000000000", &[wide]);
+    assert_eq!((rc, ifindex(&p), p[48..52].to_vec()), (0, 2, vec![0; 4]));
+    let (rc, p) = fib_probe("fib-table", "ffffffff090000006400000000000000", &[wide]);
+    assert_eq!((rc, p[48..52].to_vec()), (4, vec![0; 4]));
+    // tot_len 1600 > MTU 1500.
+    let (rc, p) = fib_probe("fib-frag", "ffffffff000000000000000040060000", &[wide]);
+    assert_eq!((rc, mtu(&p), ifindex(&p)), (8, 1500, 1));
+    assert_eq!(
+        fib_probe("fib-flag", "ffffffff200000000000000000000000", &[wide]).0,
+        -22
+    );
+}
