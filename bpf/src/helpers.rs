@@ -357,20 +357,31 @@ impl<H: Host> Run<'_, '_, H> {
     }
 
     /// `bpf_fib_lookup(ctx, params, plen, flags)`: the host's FIB ([`Host::fib_lookup`]) on the
-    /// program's 64-byte `struct bpf_fib_lookup`; a shorter one is -EINVAL.
+    /// program's 64-byte `struct bpf_fib_lookup`. Refused before the host is asked, as the
+    /// kernel's XDP helper refuses them: a shorter one or a flag the kernel does not know
+    /// (-EINVAL), a family other than AF_INET and AF_INET6 (-EAFNOSUPPORT).
     fn fib_lookup(&mut self, ctx: u64, params: u64, plen: u64, flags: u64) -> Result<u64, FaultKind> {
         const NAME: &str = "bpf_fib_lookup";
+        /// BPF_FIB_LOOKUP_DIRECT, _OUTPUT, _SKIP_NEIGH, _TBID, _SRC (Linux 6.1).
+        const KNOWN_FLAGS: u64 = 0x1f;
+        const AF_INET: u8 = 2;
+        const AF_INET6: u8 = 10;
         self.ctx_arg(ctx, NAME)?;
-        if plen < 64 {
+        if plen < 64 || flags & !KNOWN_FLAGS != 0 {
             return Ok(neg(EINVAL));
         }
         let mut p = [0u8; 64];
         self.read(params, &mut p)
             .map_err(|_| bad(NAME, "params outside program memory"))?;
+        if p[0] != AF_INET && p[0] != AF_INET6 {
+            return Ok(neg(-errno::EAFNOSUPPORT));
+        }
+        // CAST: the flags are known to fit.
         let rc = self.host.fib_lookup(self.buff.rxq(), &mut p, flags as u32);
         self.write(params, &p)
             .map_err(|_| bad(NAME, "params outside program memory"))?;
-        Ok(u64::from(rc))
+        // CAST: a negative errno is returned sign-extended, as the kernel's int.
+        Ok(i64::from(rc) as u64)
     }
 
     fn ctx_arg(&self, ctx: u64, helper: &'static str) -> Result<(), FaultKind> {

@@ -229,9 +229,10 @@ pub trait Host {
     }
 
     /// `bpf_fib_lookup` for XDP: fills `params` (the program's `struct bpf_fib_lookup`, 64
-    /// bytes) and returns a `BPF_FIB_LKUP_RET_*` code. Default: no route,
+    /// bytes, family AF_INET or AF_INET6; `flags` are among those Linux 6.1 knows) and returns
+    /// a `BPF_FIB_LKUP_RET_*` code or a negative errno. Default: no route,
     /// `BPF_FIB_LKUP_RET_NOT_FWDED` (4), as the kernel answers when its FIB has none.
-    fn fib_lookup(&mut self, rxq: XdpRxq, params: &mut [u8; 64], flags: u32) -> u32 {
+    fn fib_lookup(&mut self, rxq: XdpRxq, params: &mut [u8; 64], flags: u32) -> i32 {
         let _ = (rxq, params, flags);
         4
     }
@@ -431,8 +432,8 @@ impl<H> fmt::Debug for XdpEngine<H> {
 }
 
 /// An IPv4 route of [`SimHost::routes`]: (destination, prefix length, egress interface, source
-/// MAC, next hop MAC).
-pub type Route = ([u8; 4], u8, u32, [u8; 6], [u8; 6]);
+/// MAC, next hop MAC: `None` while the neighbour is unresolved).
+pub type Route = ([u8; 4], u8, u32, [u8; 6], Option<[u8; 6]>);
 
 /// A host for tools and tests: ports have interface indexes `ifindex_base + port`, redirect
 /// targets come from a table, time is set by the caller (e.g. the model's virtual clock), random
@@ -460,8 +461,9 @@ pub struct SimHost {
     /// bytes); at most
     /// [`SimHost::MAX_LINES`], the rest counted in `lines_dropped`.
     pub records: Vec<(String, u32, Vec<u8>)>,
-    /// IPv4 routes for `bpf_fib_lookup`, longest prefix first wins: (destination, prefix length,
-    /// egress interface, source MAC, next hop MAC). Empty: every lookup answers "no route".
+    /// IPv4 routes for `bpf_fib_lookup` (the main table), the longest prefix wins: (destination,
+    /// prefix length, egress interface, source MAC, next hop MAC or `None`). Empty: every lookup
+    /// answers "no route". See [`SimHost::fib_lookup`](Host::fib_lookup) for what is looked at.
     pub routes: Vec<Route>,
     /// What `bpf_ktime_get_ns` returns.
     pub now_ns: u64,
@@ -500,6 +502,12 @@ impl SimHost {
             lines_dropped: 0,
             missing: core::cell::Cell::new(None),
         }
+    }
+
+    /// Whether interface `ifindex` exists, seen from `rxq`'s port: the ingress interface and
+    /// those of the redirect table.
+    fn exists(&self, rxq: XdpRxq, ifindex: u32) -> bool {
+        ifindex == self.ingress_ifindex(rxq) || self.lookup(rxq, ifindex).is_some()
     }
 
     /// The redirect table's target for `ifindex` from `rxq`'s port.
@@ -543,9 +551,7 @@ impl Host for SimHost {
     }
 
     fn mtu(&self, rxq: XdpRxq, ifindex: u32) -> Option<u32> {
-        let known =
-            ifindex == 0 || ifindex == self.ingress_ifindex(rxq) || self.lookup(rxq, ifindex).is_some();
-        known.then_some(self.mtu)
+        (ifindex == 0 || self.exists(rxq, ifindex)).then_some(self.mtu)
     }
 
     fn output(&mut self, map: &str, index: u32, record: &[u8]) {
@@ -556,23 +562,74 @@ impl Host for SimHost {
         }
     }
 
-    fn fib_lookup(&mut self, _: XdpRxq, p: &mut [u8; 64], _: u32) -> u32 {
+    /// As Linux 6.1's `bpf_ipv4_fib_lookup`, over [`SimHost::routes`] and interfaces that all
+    /// forward: `params.ifindex` must name an interface that exists (-ENODEV); the input
+    /// interface otherwise changes nothing (no policy rules), but with `BPF_FIB_LOOKUP_OUTPUT`
+    /// only routes out of it count; `BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_TBID` looks in table
+    /// `tbid` (the routes are the main table's, 254; any other answers NOT_FWDED); a `tot_len`
+    /// above the MTU answers FRAG_NEEDED with the MTU; a route whose neighbour is unresolved
+    /// answers NO_NEIGH with the interface filled in, unless `BPF_FIB_LOOKUP_SKIP_NEIGH`;
+    /// `BPF_FIB_LOOKUP_SRC` gives source address 0 (the ports have no IPv4 address). IPv6
+    /// lookups find no route.
+    fn fib_lookup(&mut self, rxq: XdpRxq, p: &mut [u8; 64], flags: u32) -> i32 {
         const AF_INET: u8 = 2;
+        // BPF_FIB_LOOKUP_* flags.
+        const DIRECT: u32 = 1;
+        const OUTPUT: u32 = 2;
+        const SKIP_NEIGH: u32 = 4;
+        const TBID: u32 = 8;
+        const SRC: u32 = 16;
+        // BPF_FIB_LKUP_RET_* codes.
+        const NOT_FWDED: i32 = 4;
+        const NO_NEIGH: i32 = 7;
+        const FRAG_NEEDED: i32 = 8;
+        const RT_TABLE_MAIN: u32 = 254;
+        let word = |p: &[u8; 64], at: usize| u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]]);
+        let ifindex = word(p, 8);
+        if !self.exists(rxq, ifindex) {
+            // CAST: a small errno.
+            return -(maps::errno::ENODEV as i32);
+        }
         if p[0] != AF_INET {
-            return 4;
+            return NOT_FWDED;
+        }
+        if flags & (DIRECT | TBID) == DIRECT | TBID {
+            let table = word(p, 48);
+            p[48..52].fill(0);
+            if table != RT_TABLE_MAIN {
+                return NOT_FWDED;
+            }
         }
         let dst = u32::from_be_bytes([p[32], p[33], p[34], p[35]]);
         let matches = |r: &&Route| {
             let mask = u32::MAX.checked_shl(32 - u32::from(r.1.min(32))).unwrap_or(0);
-            dst & mask == u32::from_be_bytes(r.0) & mask
+            dst & mask == u32::from_be_bytes(r.0) & mask && (flags & OUTPUT == 0 || r.2 == ifindex)
         };
-        let Some(r) = self.routes.iter().filter(matches).max_by_key(|r| r.1) else {
-            return 4;
+        let Some(&(_, _, out, src, neigh)) = self.routes.iter().filter(matches).max_by_key(|r| r.1) else {
+            return NOT_FWDED;
         };
-        p[8..12].copy_from_slice(&r.2.to_le_bytes());
-        p[6..8].copy_from_slice(&(self.mtu as u16).to_le_bytes());
-        p[52..58].copy_from_slice(&r.3);
-        p[58..64].copy_from_slice(&r.4);
+        // CAST: the model's MTU fits 16 bits.
+        let mtu = self.mtu.min(0xffff) as u16;
+        if u16::from_le_bytes([p[6], p[7]]) > mtu {
+            p[6..8].copy_from_slice(&mtu.to_le_bytes());
+            return FRAG_NEEDED;
+        }
+        // The route's metric (0) and interface.
+        p[12..16].fill(0);
+        p[8..12].copy_from_slice(&out.to_le_bytes());
+        if flags & SRC != 0 {
+            p[16..20].fill(0);
+        }
+        if flags & SKIP_NEIGH == 0 {
+            let Some(neigh) = neigh else {
+                return NO_NEIGH;
+            };
+            p[52..58].copy_from_slice(&src);
+            p[58..64].copy_from_slice(&neigh);
+        }
+        // No VLAN; the MTU.
+        p[48..52].fill(0);
+        p[6..8].copy_from_slice(&mtu.to_le_bytes());
         0
     }
 

@@ -29,6 +29,7 @@ pub mod errno {
     pub const ENOSPC: i64 = 28;
     pub const ENODATA: i64 = 61;
     pub const EOPNOTSUPP: i64 = 95;
+    pub const EAFNOSUPPORT: i64 = 97;
 }
 
 /// `bpf_map_update_elem` flags.

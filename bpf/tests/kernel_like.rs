@@ -203,7 +203,9 @@ fn fib_lookup_answers_from_the_routes_the_caller_gives() {
     let mut e = engine("kernel_like.o", Some("fib"));
     // No routes: NOT_FWDED, as the kernel says for no route.
     assert_eq!(run(&mut e, &frame()).verdict, DROP);
-    e.host_mut().routes.push(([10, 0, 0, 0], 8, 2, [2; 6], [4; 6]));
+    e.host_mut()
+        .routes
+        .push(([10, 0, 0, 0], 8, 2, [2; 6], Some([4; 6])));
     let o = run(&mut e, &frame());
     // Interface 2 is redirect target 0 in the tests' host.
     assert_eq!((o.verdict, o.target), (REDIRECT, Some(0)));

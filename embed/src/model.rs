@@ -125,10 +125,16 @@ impl Received {
     /// none, or if `at` lies outside the page).
     #[must_use]
     pub fn meta(&self) -> &[u8] {
-        let end = usize::from(self.at.offset);
-        let start = end.saturating_sub(usize::from(self.at.meta));
-        self.page.bytes().get(start..end).unwrap_or(&[])
+        meta_bytes(&self.page, self.at)
     }
+}
+
+/// The metadata in front of the frame `at` in `page` (empty if there is none, or if `at` lies
+/// outside it).
+fn meta_bytes(page: &DmaPage, at: FrameAt) -> &[u8] {
+    let end = usize::from(at.offset);
+    let start = end.saturating_sub(usize::from(at.meta));
+    page.bytes().get(start..end).unwrap_or(&[])
 }
 
 /// The bytes of the frame `at` in `page` (empty if `at` lies outside it).
@@ -471,6 +477,17 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
         net.frames
             .get(frame)
             .map(|f| frame_bytes(&f.page, f.at).to_vec())
+            .unwrap_or_default()
+    }
+
+    /// A copy of the metadata a program left in front of a held redirected frame
+    /// (`bpf_xdp_adjust_meta`; empty when none, or for an unknown frame).
+    #[must_use]
+    pub fn frame_meta(&self, frame: u32) -> Vec<u8> {
+        let net = self.net.borrow();
+        net.frames
+            .get(frame)
+            .map(|f| meta_bytes(&f.page, f.at).to_vec())
             .unwrap_or_default()
     }
 

@@ -7,7 +7,9 @@
 //! | `tx-port0.pcap`, `tx-port1.pcap` | frames that left each port (XDP_TX, XDP_REDIRECT) |
 //! | `drop.pcap` | frames the program dropped (XDP_DROP, ABORTED), as the program left them |
 //! | `xsk.pcap` | with `--xdp-obj`: frames redirected to an AF_XDP socket (an xskmap entry) |
-//! | `pass-meta.txt` | with `--xdp-obj`: the metadata the program left in front of frames it passed (`bpf_xdp_adjust_meta`), one line per such frame: its number in `pass.pcap` (from 1), then the bytes in hex |
+//! | `pass-meta.txt` | with `--xdp-obj`: the metadata the program left in front of frames the OS received (`bpf_xdp_adjust_meta`; XDP_PASS and cpumap redirects, whose socket buffers carry it in the kernel), one line per such frame: its number in `pass.pcap` (from 1), then the bytes in hex |
+//! | `tx-port0-meta.txt`, `tx-port1-meta.txt` | with `--xdp-obj`: the same for frames sent out of each port (XDP_TX, redirects, broadcast copies), numbered in `tx-port*.pcap`; a first line (`#`) says that this metadata is not on the wire (the kernel sends a frame from `data` on). A frame is matched to its metadata by its bytes |
+//! | `xsk-meta.txt` | with `--xdp-obj`: the same for frames to the AF_XDP socket, numbered in `xsk.pcap` (the kernel copies the metadata into the UMEM just before the frame) |
 //! | `bpf-records.txt` | with `--xdp-obj`: records the program wrote into ring buffers and perf event arrays |
 //!
 //! Both ports are brought up (PCI function 0 drives port 0, function 1 port 1) through the door
@@ -29,10 +31,11 @@ use onic_core::stats::ethtool::EthtoolStats;
 use onic_core::stats::QueueCounters;
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
 use onic_embed::model::{CardHost, ModelCensus, ModelHost};
-use onic_embed::port::{Host as _, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES};
+use onic_embed::port::{PortConfig, SoloPort, TxLock, XmitLock, MAX_PORT_QUEUES};
 use onic_sim::{Card, CardConfig, Wire};
 
-use crate::xdp_obj::{ObjOpts, Prog, Target};
+use crate::carry::Event;
+use crate::xdp_obj::{ObjOpts, Prog};
 use crate::xdp_progs::{Builtin, PROGRAMS};
 
 /// Frames injected before the driver polls.
@@ -95,8 +98,15 @@ struct Outputs {
     passed: u64,
     pass_meta: Vec<(u64, Vec<u8>)>,
     egress: [Vec<(Duration, Vec<u8>)>; 2],
+    /// Frames sent out of each port with metadata in front of them (XDP_TX, redirects,
+    /// broadcast copies), not yet met in that port's capture: the frame, the metadata.
+    egress_meta: [Vec<(Vec<u8>, Vec<u8>)>; 2],
     dropped: Vec<(Duration, Vec<u8>)>,
     xsk: Vec<(Duration, Vec<u8>)>,
+    /// Frames given to the user sink so far, and the metadata of those that had some (number
+    /// in `xsk.pcap`, bytes).
+    xsk_frames: u64,
+    xsk_meta: Vec<(u64, Vec<u8>)>,
     /// Frames cpumap redirects delivered to the OS, by CPU.
     cpus: [u64; crate::xdp_obj::CPUS as usize],
     /// Copies of broadcasts sent out of each port, and those lost (no page, or a full ring).
@@ -104,21 +114,61 @@ struct Outputs {
     copies_lost: u64,
 }
 
+impl Outputs {
+    /// Records a frame the OS received, and its metadata if it has some (stamped `ts`).
+    fn passed(&mut self, ts: Duration, data: &[u8], meta: &[u8]) {
+        self.pass.push((ts, data.to_vec()));
+        self.passed += 1;
+        if !meta.is_empty() {
+            self.pass_meta.push((self.passed, meta.to_vec()));
+        }
+    }
+
+    /// Records what became of a redirected frame (stamped `ts`).
+    fn record(&mut self, ts: Duration, e: Event<'_>) {
+        match e {
+            Event::Xsk { data, meta } => {
+                self.xsk.push((ts, data.to_vec()));
+                self.xsk_frames += 1;
+                if !meta.is_empty() {
+                    self.xsk_meta.push((self.xsk_frames, meta.to_vec()));
+                }
+            }
+            Event::Cpu { cpu, data, meta, .. } => {
+                self.passed(ts, data, meta);
+                self.cpus[cpu as usize] += 1;
+            }
+            Event::Meta { port, data, meta } => {
+                self.egress_meta[port].push((data.to_vec(), meta.to_vec()));
+            }
+            Event::Copy(p, true) | Event::Broadcast(p) => self.copies[p] += 1,
+            Event::Copy(_, false) => self.copies_lost += 1,
+            Event::Nowhere => {}
+        }
+    }
+}
+
 /// The attached program, keeping a copy of each frame it drops (DROP, ABORTED, an unknown
-/// verdict) as it left it.
+/// verdict) as it left it, and of each frame it sends back (XDP_TX) with metadata in front of
+/// it: the port, the frame, the metadata.
 pub(crate) struct Recorder {
     prog: Prog,
     dropped: Vec<Vec<u8>>,
+    sent_meta: Vec<(u8, Vec<u8>, Vec<u8>)>,
 }
 
 impl RawXdpProgram for Recorder {
     fn run_raw(&mut self, x: &mut XdpBuff<'_>) -> u32 {
         let raw = self.prog.run_raw(x);
-        if !matches!(
-            XdpAction::from_raw(raw),
-            Some(XdpAction::Pass | XdpAction::Tx | XdpAction::Redirect)
-        ) {
-            self.dropped.push(x.data().to_vec());
+        match XdpAction::from_raw(raw) {
+            Some(XdpAction::Pass | XdpAction::Redirect) => {}
+            Some(XdpAction::Tx) => {
+                if !x.meta().is_empty() {
+                    self.sent_meta
+                        .push((x.rxq().port, x.data().to_vec(), x.meta().to_vec()));
+                }
+            }
+            _ => self.dropped.push(x.data().to_vec()),
         }
         raw
     }
@@ -143,11 +193,12 @@ impl<'c> Rig<'c> {
     fn bring_up(card: &'c Card, queues: u16, prog: Option<Prog>) -> Result<Self, String> {
         let ring = RingSizeIdx::new(RING_SIZE_IDX).map_err(|e| e.to_string())?;
         let host: Host<'c> = ModelHost::new(card);
-        host.set_targets(&crate::xdp_obj::replay_targets());
+        host.set_targets(&crate::xdp_obj::redirect_targets());
         let prog = prog.map(|prog| {
             host.attach(Recorder {
                 prog,
                 dropped: Vec::new(),
+                sent_meta: Vec::new(),
             })
         });
         let mut hosts = Vec::new();
@@ -187,123 +238,28 @@ impl<'c> Rig<'c> {
     }
 
     /// What the OS does after the polls: reads the frames its stack received, carries out the
-    /// program's redirects (see [`Rig::redirect`]) and takes the copies of dropped frames; all
+    /// program's redirects ([`crate::carry`]) and takes the copies of dropped frames; all
     /// stamped `ts`. Returns whether anything was redirected out.
     fn carry_out(&mut self, ts: Duration, out: &mut Outputs) -> bool {
         let mut moved = false;
         for f in 0..self.ports.len() {
-            let host = self.hosts[f].clone();
-            host.drain_received(|r| {
-                out.pass.push((ts, r.data().to_vec()));
-                out.passed += 1;
-                if !r.meta().is_empty() {
-                    out.pass_meta.push((out.passed, r.meta().to_vec()));
-                }
-            });
-            // Frames to send, by port and queue index.
-            let mut out_of: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); usize::from(self.queues)]; 2];
-            for r in host.take_redirects() {
-                let q = r.qid % self.queues;
-                let to = self.redirect(f, (q, r.frame), Target::of(r.target), (ts, &mut *out));
-                if let Some(p) = to {
-                    out_of[p][usize::from(q)].push(r.frame);
-                }
-            }
-            for (port, queues) in self.ports.iter_mut().zip(&out_of) {
-                for (q, frames) in (0..).zip(queues) {
-                    if frames.is_empty() {
-                        continue;
-                    }
-                    moved = true;
-                    let sent = port
-                        .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, frames, true))
-                        .unwrap_or(0);
-                    // What the ring did not take goes home, as the kernel frees what
-                    // `ndo_xdp_xmit` refused.
-                    frames.iter().skip(sent).for_each(|&id| host.return_frame(id));
-                }
-            }
+            self.hosts[f].drain_received(|r| out.passed(ts, r.data(), r.meta()));
+            let mut ports = crate::carry::Ports {
+                hosts: &self.hosts,
+                ports: self.ports.iter_mut().collect(),
+                queues: self.queues,
+            };
+            moved |= ports.carry_out(f, &mut |e| out.record(ts, e));
         }
         if let Some(id) = self.prog {
             self.hosts[0].with_program(id, |r| {
                 out.dropped.extend(r.dropped.drain(..).map(|d| (ts, d)));
+                for (port, data, meta) in r.sent_meta.drain(..) {
+                    out.egress_meta[usize::from(port) & 1].push((data, meta));
+                }
             });
         }
         moved
-    }
-
-    /// Carries out a redirect of port `f`'s frame `frame` (from queue `q`): returns the port it
-    /// leaves through (the other port, the ingress port for a hairpin, the last port of a
-    /// broadcast), or `None` when it is done with here: a copy to the user sink, a cpumap
-    /// redirect (the OS receives it on that CPU, as the kernel's cpumap passes it to the stack
-    /// there), a broadcast's copies for the other ports (out of their stack TX rings: the model
-    /// host cannot clone an XDP frame), a target the driver refused.
-    fn redirect(
-        &mut self,
-        f: usize,
-        (q, frame): (u16, u32),
-        to: Target,
-        (ts, out): (Duration, &mut Outputs),
-    ) -> Option<usize> {
-        let host = self.hosts[f].clone();
-        let done = |host: &Host<'_>| {
-            host.return_frame(frame);
-            None
-        };
-        match to {
-            Target::OtherPort => Some(1 - f),
-            Target::Hairpin => Some(f),
-            Target::Xsk => {
-                out.xsk.push((ts, host.frame_data(frame)));
-                done(&host)
-            }
-            Target::Cpu(c) => {
-                out.pass.push((ts, host.frame_data(frame)));
-                out.passed += 1;
-                out.cpus[c as usize] += 1;
-                done(&host)
-            }
-            Target::Broadcast(mask) => {
-                let ports: Vec<usize> = (0..2).filter(|p| mask & (1 << p) != 0).collect();
-                // No entry (or only the ingress port, excluded): nothing to send.
-                let Some((&last, copies)) = ports.split_last() else {
-                    return done(&host);
-                };
-                let data = host.frame_data(frame);
-                for &p in copies {
-                    if self.send_copy(p, q, &data) {
-                        out.copies[p] += 1;
-                    } else {
-                        out.copies_lost += 1;
-                    }
-                }
-                out.copies[last] += 1;
-                Some(last)
-            }
-            // Refused at the redirect (the host knows only the targets above).
-            Target::Unknown => done(&host),
-        }
-    }
-
-    /// Sends `data` out of port `p` through its stack TX ring `q`; whether it was taken.
-    fn send_copy(&mut self, p: usize, q: u16, data: &[u8]) -> bool {
-        let host = &self.hosts[p];
-        let Some(skb) = host.packet(data) else {
-            return false;
-        };
-        let mut done = Default::default();
-        let r = self.ports[p].queue::<TxLock, _>(q, |port, t| {
-            let r = port.xmit(t, skb, &mut done);
-            port.tx_flush(t);
-            r
-        });
-        match r {
-            XmitResult::Ok | XmitResult::OkStop => true,
-            XmitResult::Busy | XmitResult::Dropped => {
-                host.skb_done(skb, None);
-                false
-            }
-        }
     }
 
     /// Runs `f` on the attached program, if any.
@@ -393,29 +349,24 @@ fn output_names(object: bool) -> Vec<(&'static str, &'static str)> {
     v
 }
 
-/// Checks the options of a replay before anything runs: queue and frame counts, the output
-/// directory and every output file in it, and the memory the queues need. The frames need no
-/// estimate: the input is read, and the outputs written, one batch at a time.
+/// Checks the options of a replay through the model before anything runs (the frame count is
+/// checked before the source is opened): the queue count, the output directory and every
+/// output file in it, and the memory the queues need. The frames need no estimate: the input
+/// is read, and the outputs written, one batch at a time.
 fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
     use onic_cli::limits::{self, in_range, BASE_BYTES, HOST_BYTES_PER_PAGE, POOL_EXTRA_PAGES};
     // Each queue index has four rings, three of them TX (hardware.md §1.3: 64 H2C queues a
     // function), as in the kernel module.
     in_range("--queues", queues, 1, MAX_PORT_QUEUES, "queue indices per port")?;
-    if args.pcap.is_none() {
-        in_range(
-            "--frames",
-            args.frames,
-            1,
-            MAX_SAMPLE_FRAMES,
-            "frames of the sample mix",
-        )?;
-    }
     limits::writable_dir(&args.out_dir, "--out-dir")?;
     for (name, _) in output_names(args.obj.xdp_obj.is_some()) {
         onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
     }
     if args.obj.xdp_obj.is_some() {
         onic_cli::file::check_output(&args.out_dir.join(crate::xdp_obj::RECORDS_FILE), "--out-dir")?;
+        for (name, ..) in META_FILES {
+            onic_cli::file::check_output(&args.out_dir.join(name), "--out-dir")?;
+        }
     }
     let usable = RingSizeIdx::new(RING_SIZE_IDX).map_or(1023, RingSizeIdx::usable);
     let pages = 2 * u64::from(queues) * (u64::from(usable) + POOL_EXTRA_PAGES);
@@ -433,14 +384,14 @@ fn check(args: &ReplayOpts, queues: u16) -> Result<(), String> {
 
 /// Where the replayed frames come from: a capture read record by record, or the sample mix
 /// generated frame by frame.
-enum Source {
+pub(crate) enum Source {
     Capture(pcap::FileReader),
     Sample { next: usize, frames: usize },
 }
 
 impl Source {
     /// The next frame and its time stamp; `None` at the end.
-    fn next(&mut self) -> Result<Option<(Duration, Vec<u8>)>, String> {
+    pub(crate) fn next(&mut self) -> Result<Option<(Duration, Vec<u8>)>, String> {
         match self {
             Self::Capture(r) => Ok(r.next_record()?.map(|r| (r.ts, r.data))),
             Self::Sample { next, frames } => {
@@ -456,7 +407,15 @@ impl Source {
 }
 
 pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), String> {
-    check(args, queues)?;
+    if args.pcap.is_none() {
+        onic_cli::limits::in_range(
+            "--frames",
+            args.frames,
+            1,
+            MAX_SAMPLE_FRAMES,
+            "frames of the sample mix",
+        )?;
+    }
     // The capture's file header is checked before the program is loaded or the card built.
     let mut source = match &args.pcap {
         Some(p) => Source::Capture(pcap::FileReader::open(p)?),
@@ -465,12 +424,16 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
             frames: args.frames,
         },
     };
-    let prog = program(args)?;
-    let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
     let source_name = match &args.pcap {
         Some(p) => p.display().to_string(),
         None => "a generated sample mix (see `onic pcap-sample`)".to_string(),
     };
+    if args.obj.test_run {
+        return crate::test_run::run(args, source, &source_name);
+    }
+    check(args, queues)?;
+    let prog = program(args)?;
+    let mut writers = OutWriters::create(&args.out_dir, matches!(prog, Some(Prog::Object(..))))?;
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     cc.ports = 2;
@@ -517,12 +480,71 @@ pub fn run(args: &ReplayOpts, queues: u16, progress_ms: u64) -> Result<(), Strin
 /// tx-port1, drop, and xsk with an object.
 struct OutWriters {
     files: Vec<(&'static str, &'static str, pcap::Writer)>,
-    /// With an object: `pass-meta.txt` and the lines written to it.
-    meta: Option<(std::io::BufWriter<std::fs::File>, u64)>,
+    /// With an object, the side files of the captures with the metadata the program left, in
+    /// the order of [`META_FILES`].
+    meta: Vec<MetaFile>,
 }
 
-/// The side file of `pass.pcap` with the metadata of the frames passed.
-const PASS_META: &str = "pass-meta.txt";
+/// The side files of the captures (with an object), each beside its capture: name, what its
+/// lines are, and a first line (`#`) for those whose metadata does not go on with the frame.
+const META_FILES: [(&str, &str, Option<&str>); 4] = [
+    ("pass-meta.txt", "frames passed", None),
+    (
+        "tx-port0-meta.txt",
+        "frames sent out of port 0",
+        Some(NOT_ON_THE_WIRE),
+    ),
+    (
+        "tx-port1-meta.txt",
+        "frames sent out of port 1",
+        Some(NOT_ON_THE_WIRE),
+    ),
+    ("xsk-meta.txt", "frames to the AF_XDP socket", None),
+];
+
+/// The first line of the side files of frames sent out of a port.
+const NOT_ON_THE_WIRE: &str = "# metadata the program left in front of frames it sent (XDP_TX, a redirect, a broadcast copy); NOT on the wire: the kernel sends the frame from data on, without it";
+
+/// A side file of a capture: one line per frame that had metadata, its number in the capture
+/// (from 1), then the metadata in hex.
+struct MetaFile {
+    name: &'static str,
+    what: &'static str,
+    w: std::io::BufWriter<std::fs::File>,
+    lines: u64,
+}
+
+impl MetaFile {
+    fn create(
+        dir: &Path,
+        (name, what, first): (&'static str, &'static str, Option<&str>),
+    ) -> Result<Self, String> {
+        use std::io::Write as _;
+        let path = dir.join(name);
+        let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        if let Some(line) = first {
+            writeln!(w, "{line}").map_err(|e| format!("{name}: {e}"))?;
+        }
+        Ok(Self {
+            name,
+            what,
+            w,
+            lines: 0,
+        })
+    }
+
+    /// Writes the lines of `frames` (number in the capture, metadata).
+    fn write(&mut self, frames: impl Iterator<Item = (u64, Vec<u8>)>) -> Result<(), String> {
+        use std::io::Write as _;
+        for (n, meta) in frames {
+            let hex: String = meta.iter().map(|b| format!("{b:02x}")).collect();
+            writeln!(self.w, "{n} {hex}").map_err(|e| format!("{}: {e}", self.name))?;
+            self.lines += 1;
+        }
+        Ok(())
+    }
+}
 
 impl OutWriters {
     fn create(dir: &Path, object: bool) -> Result<Self, String> {
@@ -531,46 +553,38 @@ impl OutWriters {
             files.push((name, what, pcap::Writer::create(&dir.join(name))?));
         }
         let meta = if object {
-            let path = dir.join(PASS_META);
-            let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Some((std::io::BufWriter::new(f), 0))
+            META_FILES
+                .into_iter()
+                .map(|m| MetaFile::create(dir, m))
+                .collect::<Result<_, _>>()?
         } else {
-            None
+            Vec::new()
         };
         Ok(Self { files, meta })
     }
 
-    /// Writes the metadata of passed frames to `pass-meta.txt`: a frame's number in
-    /// `pass.pcap`, then its metadata in hex.
-    fn take_meta(&mut self, out: &mut Outputs) -> Result<(), String> {
-        use std::io::Write as _;
-        let Some((w, lines)) = &mut self.meta else {
-            out.pass_meta.clear();
-            return Ok(());
-        };
-        for (n, meta) in out.pass_meta.drain(..) {
-            let hex: String = meta.iter().map(|b| format!("{b:02x}")).collect();
-            writeln!(w, "{n} {hex}").map_err(|e| format!("{PASS_META}: {e}"))?;
-            *lines += 1;
-        }
-        Ok(())
-    }
-
-    /// Moves what came out so far from memory into the files.
+    /// Moves what came out so far from memory into the files. A frame that left a port is
+    /// matched to the metadata it left with by its bytes (the wire does not carry the
+    /// metadata, and frames of different rings may leave in another order than they were
+    /// sent): the first frame waiting with the same bytes.
     fn take(&mut self, out: &mut Outputs) -> Result<(), String> {
         let [pass, tx0, tx1, drop, rest @ ..] = &mut self.files[..] else {
             return Err("output files missing".into());
         };
-        let [egress0, egress1] = &mut out.egress;
-        let lists = [
-            (&mut pass.2, &mut out.pass),
-            (&mut tx0.2, egress0),
-            (&mut tx1.2, egress1),
-            (&mut drop.2, &mut out.dropped),
-        ];
-        for (w, frames) in lists {
-            for (ts, data) in frames.drain(..) {
+        for (ts, data) in out.pass.drain(..) {
+            pass.2.record(ts, &data)?;
+        }
+        for (ts, data) in out.dropped.drain(..) {
+            drop.2.record(ts, &data)?;
+        }
+        let mut sent_meta: [Vec<(u64, Vec<u8>)>; 2] = Default::default();
+        for (p, w) in [&mut tx0.2, &mut tx1.2].into_iter().enumerate() {
+            let waiting = &mut out.egress_meta[p];
+            for (ts, data) in out.egress[p].drain(..) {
                 w.record(ts, &data)?;
+                if let Some(i) = waiting.iter().position(|(d, _)| *d == data) {
+                    sent_meta[p].push((w.records, waiting.remove(i).1));
+                }
             }
         }
         // Without an object nothing can reach the user sink.
@@ -580,7 +594,17 @@ impl OutWriters {
             }
         }
         out.xsk.clear();
-        self.take_meta(out)
+        let [tx0_meta, tx1_meta] = sent_meta;
+        let lists = [
+            std::mem::take(&mut out.pass_meta),
+            tx0_meta,
+            tx1_meta,
+            std::mem::take(&mut out.xsk_meta),
+        ];
+        for (file, frames) in self.meta.iter_mut().zip(lists) {
+            file.write(frames.into_iter())?;
+        }
+        Ok(())
     }
 
     /// Completes every file and lists them.
@@ -592,9 +616,14 @@ impl OutWriters {
             w.finish()?;
             outln!("  {name:<14} {n:>8} frames {what}");
         }
-        if let Some((mut w, n)) = self.meta {
-            w.flush().map_err(|e| format!("{PASS_META}: {e}"))?;
-            outln!("  {PASS_META:<14} {n:>8} frames passed with metadata the program left");
+        for mut m in self.meta {
+            m.w.flush().map_err(|e| format!("{}: {e}", m.name))?;
+            outln!(
+                "  {:<14} {:>8} {} with metadata the program left",
+                m.name,
+                m.lines,
+                m.what
+            );
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! `onic run --route`: the IPv4 routes `bpf_fib_lookup` answers from (`SimHost::routes`).
 //!
-//! A route is `PREFIX/LEN dev PORT neigh MAC [src MAC]`: frames to `PREFIX/LEN` leave through
+//! A route is `PREFIX/LEN dev PORT [neigh MAC] [src MAC]`: frames to `PREFIX/LEN` leave through
 //! port `PORT` (0 or 1, interface `PORT + 1`) towards the next hop at `neigh` (the address the
-//! kernel's neighbour table would give), from the port's address `src` (default
+//! kernel's neighbour table would give; without it the neighbour is unresolved and lookups
+//! answer `BPF_FIB_LKUP_RET_NO_NEIGH`), from the port's address `src` (default
 //! `00:0a:35:00:00:0P`, the reference driver's OUI and the port number: the model's ports have
 //! no address of their own). The longest matching prefix wins, as in the kernel's FIB.
 
@@ -39,7 +40,7 @@ pub fn parse_all(specs: &[String], ifindex_base: u32) -> Result<Vec<Route>, Stri
 /// What is malformed, with the form expected.
 pub fn parse(spec: &str, ifindex_base: u32) -> Result<Route, String> {
     let err = |what: String| {
-        format!("--route '{spec}': {what} (expected PREFIX/LEN dev PORT neigh MAC [src MAC], e.g. 10.0.0.0/24 dev 1 neigh 02:00:00:00:00:02)")
+        format!("--route '{spec}': {what} (expected PREFIX/LEN dev PORT [neigh MAC] [src MAC], e.g. 10.0.0.0/24 dev 1 neigh 02:00:00:00:00:02)")
     };
     let mut words = spec.split_whitespace();
     let (dst, len) = prefix(words.next().unwrap_or("")).map_err(err)?;
@@ -64,7 +65,6 @@ pub fn parse(spec: &str, ifindex_base: u32) -> Result<Route, String> {
         }
     }
     let port = port.ok_or_else(|| err("no 'dev PORT'".into()))?;
-    let neigh = neigh.ok_or_else(|| err("no 'neigh MAC'".into()))?;
     Ok((
         dst,
         len,
@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn routes_parse_with_defaults_and_refuse_what_is_malformed() {
         let r = parse("10.1.0.0/16 dev 1 neigh 02:00:00:00:00:0b", 1).unwrap();
-        assert_eq!(r, ([10, 1, 0, 0], 16, 2, port_mac(1), [2, 0, 0, 0, 0, 0xb]));
+        assert_eq!(r, ([10, 1, 0, 0], 16, 2, port_mac(1), Some([2, 0, 0, 0, 0, 0xb])));
+        // Without a neighbour the next hop is unresolved.
+        let r = parse("10.0.0.0/8 dev 1", 1).unwrap();
+        assert_eq!(r, ([10, 0, 0, 0], 8, 2, port_mac(1), None));
         let r = parse("0.0.0.0/0  neigh 2:0:0:0:0:1 src 02:aa:bb:cc:dd:ee dev 0", 1).unwrap();
         assert_eq!(
             r,
@@ -122,7 +125,7 @@ mod tests {
                 0,
                 1,
                 [2, 0xaa, 0xbb, 0xcc, 0xdd, 0xee],
-                [2, 0, 0, 0, 0, 1]
+                Some([2, 0, 0, 0, 0, 1])
             )
         );
         for (bad, says) in [
@@ -131,7 +134,6 @@ mod tests {
             ("10.0.0.0/33 dev 1 neigh 02:00:00:00:00:01", "not 0 to 32"),
             ("10.0.0/8 dev 1 neigh 02:00:00:00:00:01", "no IPv4 address"),
             ("10.0.0.0/8 dev 2 neigh 02:00:00:00:00:01", "ports 0 and 1"),
-            ("10.0.0.0/8 dev 1", "no 'neigh MAC'"),
             ("10.0.0.0/8 neigh 02:00:00:00:00:01", "no 'dev PORT'"),
             ("10.0.0.0/8 dev 1 neigh 02:00:00:00:00", "no MAC address"),
             ("10.0.0.0/8 dev 1 neigh 02:00:00:00:00:01:07", "no MAC address"),

@@ -7,7 +7,8 @@
 //! - **replay** (`--pcap FILE` and/or `--xdp PROGRAM`, [`crate::replay`]): a capture (or, without
 //!   `--pcap`, a generated sample mix) replayed into a port, through the driver's RX path and the
 //!   XDP program, with what the OS received, what left each port and what was dropped written as
-//!   pcap files;
+//!   pcap files; with `--xdp-obj --test-run` ([`crate::test_run`]) the frames go straight to the
+//!   program instead, as the kernel's `BPF_PROG_TEST_RUN` hands them;
 //! - **xsk** (`--xsk rxdrop|txonly|l2fwd`, [`crate::xsk`]): AF_XDP zero copy on one queue, a UMEM
 //!   and its rings in this process, every frame checked and every chunk accounted for.
 

@@ -37,11 +37,16 @@
 //! checked and counted as before (a frame the program changed is counted as changed, not
 //! corrupt), dropped and aborted ones are counted by the driver, XDP_TX sends frames back out of
 //! the receiving port (across the cable to the sending function, which receives them without a
-//! program), XDP_REDIRECT out of the other port's redirect-in ring (across the cable back to the receiving port,
-//! where the program meets them again: a program that redirects everything makes them circle,
-//! and the run stops with an error once the program has run four times per frame sent), an
-//! xskmap entry hands them to a user sink. The accounting then reads: sent = received (both
-//! functions) + XDP drops + user sink + driver drops + model drops.
+//! program), and redirects are carried out as in replay mode ([`crate::carry`]):
+//! XDP_REDIRECT to the other port out of its redirect-in ring (across the cable back to the
+//! receiving port, where the program meets them again: a program that redirects everything
+//! makes them circle, and the run stops with an error once the program has run four times per
+//! frame sent), to the ingress port (a hairpin) out of its own redirect-in ring (to the sending
+//! function, like XDP_TX), an xskmap entry to a user sink, a cpumap entry to the OS on that CPU
+//! (checked and counted as received, by CPU), a broadcast (`BPF_F_BROADCAST`) a copy out of
+//! every devmap entry's port (copies beyond the first through the port's stack TX ring). The
+//! accounting then reads: sent + broadcast copies = received (both functions) + XDP drops +
+//! user sink + broadcasts to no port + driver drops + model drops.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -52,13 +57,14 @@ use onic_core::config::{DeviceConfig, RingSizeIdx};
 use onic_core::stats::read_hw_counters;
 use onic_core::stats::{PairStats, PoolStats, QueueCounters};
 use onic_core::stats::{RxStats, TxStats};
-use onic_embed::model::{CardHost, ModelCensus, ModelHost, Received};
+use onic_embed::model::{CardHost, ModelCensus, ModelHost};
 use onic_embed::port::{
     Host as _, PollResult, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES,
 };
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 use onic_sim::{Card, CardConfig, Wire};
 
+use crate::carry::Event;
 use crate::rng::Rng;
 use crate::xdp_obj::{ObjEngine, ObjOpts};
 
@@ -345,8 +351,7 @@ struct Checker<'x> {
 impl Checker<'_> {
     /// Checks and counts a frame the stack received; `changed`: a mismatch is the program's
     /// doing, not corruption.
-    fn take(&self, count: &mut QueueRx, r: &Received, changed: bool) {
-        let d = r.data();
+    fn take(&self, count: &mut QueueRx, d: &[u8], changed: bool) {
         if check_frame(d, self.flows, self.ramp).is_some() {
             count.packets += 1;
             count.bytes += d.len() as u64;
@@ -366,8 +371,8 @@ struct RxCtx<'x> {
     prog: Option<u16>,
     /// Functions whose queues run the program.
     receivers: &'x [bool],
-    /// Frames the program sent to the user sink (xskmap).
-    xsk: &'x mut u64,
+    /// What became of the program's redirects.
+    redirected: &'x mut Redirected,
 }
 
 /// Polls queue `q` of function `fi` once (running the program if the function is a receiver),
@@ -381,35 +386,70 @@ fn poll_queue(funcs: &mut [Func<'_>], fi: usize, q: u16, rx: &mut RxCtx<'_>) -> 
     let Func { host, rx: counts, .. } = f;
     host.drain_received(|frame| {
         if let Some(c) = counts.get_mut(usize::from(frame.qid)) {
-            rx.check.take(c, frame, changed);
+            rx.check.take(c, frame.data(), changed);
         }
     });
-    carry_out_redirects(funcs, fi, rx.xsk);
+    carry_out_redirects(funcs, fi, rx);
     r
 }
 
-/// The program's redirects of function `fi`: the other port's redirect-in ring of the same
-/// queue index (`OTHER_PORT`), or the user sink (counted, nothing copied).
-fn carry_out_redirects(funcs: &mut [Func<'_>], fi: usize, xsk: &mut u64) {
-    let host = funcs[fi].host.clone();
-    let other = &mut funcs[1 - fi];
-    let nq = other.rx.len() as u16;
-    for r in host.take_redirects() {
-        match r.target {
-            Some(crate::xdp_progs::OTHER_PORT) => {
-                let q = r.qid % nq;
-                let sent = other
-                    .port
-                    .queue::<XmitLock, _>(q, |p, t| p.xdp_xmit(t, &[r.frame], true));
-                if sent != Ok(1) {
-                    host.return_frame(r.frame);
-                }
-            }
-            Some(crate::xdp_obj::XSK_SINK) => {
-                *xsk += 1;
-                host.return_frame(r.frame);
-            }
-            _ => host.return_frame(r.frame),
+/// What became of the program's redirects that did not leave through a redirect-in ring.
+#[derive(Clone, Copy, Debug, Default)]
+struct Redirected {
+    /// Frames given to the user sink (xskmap).
+    xsk: u64,
+    /// Frames a cpumap passed to the OS, by CPU.
+    cpus: [u64; crate::xdp_obj::CPUS as usize],
+    /// Broadcast copies sent out of a stack TX ring (frames beyond the one redirected), and
+    /// those lost (no packet buffer, or a full ring).
+    copies: u64,
+    copies_lost: u64,
+    /// Broadcasts with no port to go to (the frame is gone).
+    nowhere: u64,
+}
+
+impl Redirected {
+    /// Frames a cpumap passed.
+    fn cpumap_passes(&self) -> u64 {
+        self.cpus.iter().sum()
+    }
+}
+
+/// The program's redirects of function `fi`, carried out as replay mode carries them out
+/// ([`crate::carry`]): out of a port's redirect-in ring of the same queue index (the other
+/// port, or the ingress port for a hairpin), to the user sink (counted, nothing copied), to the
+/// OS on a cpumap's CPU (checked and counted as received on the queue it arrived on), a copy
+/// out of every port of a broadcast.
+fn carry_out_redirects(funcs: &mut [Func<'_>], fi: usize, rx: &mut RxCtx<'_>) {
+    let hosts: Vec<Host<'_>> = funcs.iter().map(|f| f.host.clone()).collect();
+    let queues = funcs[fi].rx.len() as u16;
+    // Frames a cpumap passed: queue index and their counts, added after the ports are free.
+    let mut passed: Vec<(u16, QueueRx)> = Vec::new();
+    let mut ports = crate::carry::Ports {
+        hosts: &hosts,
+        ports: funcs.iter_mut().map(|f| &mut f.port).collect(),
+        queues,
+    };
+    let (check, r) = (&rx.check, &mut *rx.redirected);
+    ports.carry_out(fi, &mut |e| match e {
+        Event::Xsk { .. } => r.xsk += 1,
+        Event::Cpu { cpu, queue, data, .. } => {
+            r.cpus[cpu as usize] += 1;
+            let mut c = QueueRx::default();
+            check.take(&mut c, data, true);
+            passed.push((queue, c));
+        }
+        Event::Copy(_, true) => r.copies += 1,
+        Event::Copy(_, false) => r.copies_lost += 1,
+        Event::Broadcast(_) | Event::Meta { .. } => {}
+        Event::Nowhere => r.nowhere += 1,
+    });
+    for (q, c) in passed {
+        if let Some(t) = funcs[fi].rx.get_mut(usize::from(q)) {
+            t.packets += c.packets;
+            t.bytes += c.bytes;
+            t.changed += c.changed;
+            t.corrupt += c.corrupt;
         }
     }
 }
@@ -637,7 +677,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
     cc.capture_egress = false;
     let card = Card::new(cc);
     let host: Host<'_> = ModelHost::new(&card);
-    host.set_targets(&[crate::xdp_progs::OTHER_PORT, crate::xdp_obj::XSK_SINK]);
+    host.set_targets(&crate::xdp_obj::redirect_targets());
     let prog = prog.map(|p| host.attach(p));
     let funcs = bring_up(&host, args, plan.ring)?;
     let streams = streams(args.direction, plan.quota);
@@ -661,7 +701,7 @@ pub fn run(args: &TrafficArgs, obj: &ObjOpts) -> Result<(), String> {
         streams,
         prog,
         receivers,
-        xsk_frames: 0,
+        redirected: Redirected::default(),
     };
     let totals = run.drive()?;
     run.finish(&totals, obj)
@@ -830,8 +870,8 @@ struct Run<'x, 'c> {
     prog: Option<u16>,
     /// Functions whose queues run the program.
     receivers: Vec<bool>,
-    /// Frames the program sent to the user sink (xskmap).
-    xsk_frames: u64,
+    /// What became of the program's redirects.
+    redirected: Redirected,
 }
 
 impl Run<'_, '_> {
@@ -922,7 +962,7 @@ impl Run<'_, '_> {
             budget: u32::try_from(self.args.budget).unwrap_or(u32::MAX),
             prog: self.prog,
             receivers: &self.receivers,
-            xsk: &mut self.xsk_frames,
+            redirected: &mut self.redirected,
         };
         let busy = napi_round(&mut self.funcs, &mut rx)?;
         Ok((sending, busy))
@@ -949,7 +989,7 @@ impl Run<'_, '_> {
 
     /// Prints the report and the program's, tears everything down and gives the verdict.
     fn finish(mut self, totals: &Totals, obj: &ObjOpts) -> Result<(), String> {
-        let xdp = self.prog.map(|_| self.xsk_frames);
+        let xdp = self.prog.map(|_| self.redirected);
         let snaps = [self.funcs[0].snapshots()?, self.funcs[1].snapshots()?];
         let census = self.host.census();
         let report = report(
@@ -1074,7 +1114,7 @@ fn report(
     funcs: &[Func<'_>],
     snaps: &Snaps,
     (streams, t): (&[Stream], &Totals),
-    (xsk, census): (Option<u64>, ModelCensus),
+    (xdp, census): (Option<Redirected>, ModelCensus),
 ) -> Report {
     let mut r = Report {
         text: String::new(),
@@ -1114,7 +1154,7 @@ fn report(
         }
     }
     let pair: Vec<PairStats> = snaps.iter().map(|s| sum(s, |c| c.pair)).collect();
-    frame_accounting(&mut r, card, funcs, streams, (&rx, &tx, &pair), &hws, xsk);
+    frame_accounting(&mut r, card, funcs, streams, (&rx, &tx, &pair), &hws, xdp);
     page_accounting(&mut r, card, &pools, census);
     r
 }
@@ -1225,7 +1265,7 @@ fn frame_accounting(
     streams: &[Stream],
     stats: (&[RxStats], &[TxStats], &[PairStats]),
     hws: &[Vec<(&'static str, u64)>; 2],
-    xsk: Option<u64>,
+    xdp: Option<Redirected>,
 ) {
     let (rx, tx, pair) = stats;
     let model = card.stats();
@@ -1252,7 +1292,8 @@ fn frame_accounting(
     let received: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.packets).sum();
     let corrupt: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.corrupt).sum();
     let driver_drops: u64 = rx.iter().map(RxStats::rx_dropped).sum();
-    let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, pair, xsk);
+    let (xdp_line, xdp_out, resent) = xdp_accounting(funcs, pair, xdp);
+    let copies = xdp.map_or(0, |x| x.copies);
     let _ = write!(r.text, "{xdp_line}");
     let _ = writeln!(r.text, "\nframe accounting");
     let _ = writeln!(
@@ -1269,16 +1310,19 @@ fn frame_accounting(
         tx_drops
     );
     let accounted = received + corrupt + xdp_out + driver_drops + model_drops;
+    // Broadcast copies are frames the run made on top of those the generator sent.
+    let made = sent + copies;
     let _ = writeln!(
         r.text,
-        "accounting: sent {sent} = received {received} + corrupt {corrupt}{} + driver drops {driver_drops} + model drops {model_drops}: {}",
-        if xsk.is_some() { format!(" + changed/dropped/user sink {xdp_out}") } else { String::new() },
-        if accounted == sent { "OK" } else { "MISMATCH" }
+        "accounting: sent {sent}{} = received {received} + corrupt {corrupt}{} + driver drops {driver_drops} + model drops {model_drops}: {}",
+        if copies > 0 { format!(" + broadcast copies {copies}") } else { String::new() },
+        if xdp.is_some() { format!(" + changed/dropped/user sink/broadcast to no port {xdp_out}") } else { String::new() },
+        if accounted == made { "OK" } else { "MISMATCH" }
     );
-    if accounted != sent {
+    if accounted != made {
         r.failures.push(format!(
-            "{} frames unaccounted for (sent {sent}, accounted {accounted})",
-            sent as i128 - accounted as i128
+            "{} frames unaccounted for (sent {made}, accounted {accounted})",
+            made as i128 - accounted as i128
         ));
     }
     if corrupt > 0 {
@@ -1331,11 +1375,12 @@ fn page_accounting(r: &mut Report, card: &Card, pools: &[PoolStats], census: Mod
     }
 }
 
-/// With a program: a line of XDP totals, the frames the program took out of the stream (changed,
-/// dropped or aborted, given to the user sink), and the frames it sent back out (XDP_TX and
-/// redirects to the other port, which the TX queues also complete).
-fn xdp_accounting(funcs: &[Func<'_>], pair: &[PairStats], xsk: Option<u64>) -> (String, u64, u64) {
-    let Some(xsk) = xsk else {
+/// With a program: a line of XDP totals and one of what became of the redirects, the frames
+/// the program took out of the stream (changed, dropped or aborted, given to the user sink,
+/// broadcast to no port), and the frames sent back out (XDP_TX, redirects out of a port and
+/// broadcast copies, which the TX queues also complete).
+fn xdp_accounting(funcs: &[Func<'_>], pair: &[PairStats], xdp: Option<Redirected>) -> (String, u64, u64) {
+    let Some(r) = xdp else {
         return (String::new(), 0, 0);
     };
     let x = pair.iter().fold(PairStats::default(), |mut t, p| {
@@ -1343,12 +1388,15 @@ fn xdp_accounting(funcs: &[Func<'_>], pair: &[PairStats], xsk: Option<u64>) -> (
         t
     });
     let changed: u64 = funcs.iter().flat_map(|f| f.rx.iter()).map(|r| r.changed).sum();
-    let resent = (x.rx_xdp_tx - x.rx_xdp_tx_errors) + (x.rx_xdp_redirect - xsk);
+    let out_of_ports = x.rx_xdp_redirect - r.xsk - r.cpumap_passes() - r.nowhere;
+    let resent = (x.rx_xdp_tx - x.rx_xdp_tx_errors) + out_of_ports + r.copies;
+    let per_cpu: Vec<String> = (0..).zip(r.cpus).map(|(c, n)| format!("CPU {c}: {n}")).collect();
     let line = format!(
-        "  XDP: pass {} (changed by the program {changed}), drop {} (aborted {}, invalid {}), tx {} (errors {}), redirect {} (errors {}, to the user sink {xsk})\n",
-        x.rx_xdp_pass, x.rx_xdp_drop, x.rx_xdp_aborted, x.rx_xdp_invalid, x.rx_xdp_tx, x.rx_xdp_tx_errors, x.rx_xdp_redirect, x.rx_xdp_redirect_errors
+        "  XDP: pass {} (changed by the program {changed}), drop {} (aborted {}, invalid {}), tx {} (errors {}), redirect {} (errors {}, to the user sink {})\n  XDP redirects: out of a port {out_of_ports}, to the OS by cpumap {} ({}), broadcast copies {} (lost {}), broadcast to no port {}\n",
+        x.rx_xdp_pass, x.rx_xdp_drop, x.rx_xdp_aborted, x.rx_xdp_invalid, x.rx_xdp_tx, x.rx_xdp_tx_errors, x.rx_xdp_redirect, x.rx_xdp_redirect_errors, r.xsk,
+        r.cpumap_passes(), per_cpu.join(", "), r.copies, r.copies_lost, r.nowhere
     );
-    (line, changed + x.rx_xdp_drop + xsk, resent)
+    (line, changed + x.rx_xdp_drop + r.xsk + r.nowhere, resent)
 }
 
 /// Tears everything down (each port stopped, then removed) and checks that the model has no

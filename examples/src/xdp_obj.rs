@@ -5,13 +5,14 @@
 //! What the program sees of the model: port `p` is interface `p + 1` (`ctx->ingress_ifindex`,
 //! `bpf_redirect`, devmap values), and the model has no other interfaces. Redirecting to the other
 //! port's interface sends the frame out of that port (redirect target [`OTHER_PORT`]), to the
-//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]; replay
-//! mode); a redirect to any other interface fails as in a driver that has no such device: the
+//! ingress port's own interface back out of that port (a hairpin, target [`HAIRPIN`]); a
+//! redirect to any other interface fails as in a driver that has no such device: the
 //! frame is dropped, counted as a failed redirect and reported with the interface it named. An
 //! AF_XDP socket in an xskmap is the run's user sink (target [`XSK_SINK`], written to
 //! `xsk.pcap`); RX queue `q` runs on CPU `q % 4`, and a cpumap redirect to CPU `c` reaches the
 //! OS as a pass on that CPU (target [`CPU_BASE`]` + c`); a broadcast sends a copy out of every
-//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports);
+//! devmap entry's port ([`BROADCAST_BASE`] plus a mask of the ports); replay and traffic mode
+//! carry them out alike ([`crate::carry`]);
 //! `bpf_ktime_get_ns` is the capture's time; `bpf_trace_printk` lines and fault reports are
 //! printed after the run. Every CPU's perf event stream is open, and the records a program writes
 //! into ring buffers and perf event arrays are written to `bpf-records.txt` in `--out-dir` (a
@@ -37,9 +38,9 @@ pub const CPU_BASE: u32 = 8;
 /// out of port `p` (0: no copy at all, e.g. an empty devmap).
 pub const BROADCAST_BASE: u32 = 16;
 
-/// The redirect targets replay mode carries out.
+/// The redirect targets `onic run` carries out (replay and traffic mode, [`crate::carry`]).
 #[must_use]
-pub fn replay_targets() -> Vec<u32> {
+pub fn redirect_targets() -> Vec<u32> {
     let mut v = vec![OTHER_PORT, XSK_SINK, HAIRPIN];
     v.extend((0..CPUS).map(|c| CPU_BASE + c));
     v.extend((0..4).map(|m| BROADCAST_BASE + m));
@@ -112,10 +113,15 @@ pub struct ObjOpts {
     /// maps another map of the object (--map jmp_table:0=classifier_0, --map outer:0=inner).
     #[arg(long = "map", value_name = "NAME:KEY=VALUE", requires = "xdp_obj")]
     pub maps: Vec<String>,
-    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT neigh MAC [src MAC]' (frames to
+    /// An IPv4 route for bpf_fib_lookup: 'PREFIX/LEN dev PORT [neigh MAC] [src MAC]' (frames to
     /// PREFIX/LEN leave through port PORT, 0 or 1, towards the next hop's address MAC, from the
     /// port's address src, default 00:0a:35:00:00:0P); repeatable, the longest prefix wins.
-    /// Without routes every lookup answers "not forwarded".
+    /// Without neigh the neighbour is unresolved: lookups answer NO_NEIGH (7) with the
+    /// interface filled in, as the kernel does. Without routes every lookup answers "not
+    /// forwarded". As Linux 6.1: the params' ifindex must be interface 1 or 2 (else -ENODEV);
+    /// BPF_FIB_LOOKUP_OUTPUT takes only routes out of that interface; DIRECT|TBID finds the
+    /// routes in table 254 only; SKIP_NEIGH skips the neighbour; tot_len above 1500 answers
+    /// FRAG_NEEDED (8).
     #[arg(long = "route", value_name = "ROUTE", requires = "xdp_obj")]
     pub routes: Vec<String>,
     /// Writes the maps' final contents as JSON to FILE (`-` or no FILE: standard output).
@@ -131,6 +137,15 @@ pub struct ObjOpts {
     /// refuses (context fields, stack bounds, helper argument types), in the kernel's words.
     #[arg(long, requires = "xdp_obj")]
     pub kernel_verify: bool,
+    /// Replays the frames straight into the program as the kernel's BPF_PROG_TEST_RUN does: no
+    /// MAC or driver in front (runts and frames above 1514 bytes reach it), a zeroed page with
+    /// 256 bytes of headroom and 320 of tailroom, a verdict and the output bytes per frame,
+    /// nothing sent (redirects name their target). Refused like the kernel's test run: frames
+    /// under 14 bytes (ETH_HLEN); refused here only: frames over 3520 bytes (the kernel puts the
+    /// rest in fragment pages). Writes test-run.pcap and test-run.txt (one line per frame) to
+    /// --out-dir.
+    #[arg(long, requires = "xdp_obj", conflicts_with_all = ["traffic", "keep_headroom"])]
+    pub test_run: bool,
     /// Leaves the headroom a program grows into (bpf_xdp_adjust_head, bpf_xdp_adjust_meta) as
     /// the model's page holds it, as a driver does; without it the headroom is zeroed before
     /// each run, as in the kernel's test run (BPF_PROG_TEST_RUN).

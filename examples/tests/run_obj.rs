@@ -952,3 +952,281 @@ fn routes_answer_fib_lookups() {
         "{e}"
     );
 }
+
+/// Traffic mode carries out hairpins, cpumap redirects and broadcasts as replay mode does: a
+/// hairpin from the receiving port reaches the sending function, a cpumap pass reaches the OS
+/// (checked, counted by CPU), a broadcast leaves through its devmap entry's port or, with only
+/// the ingress port and `BPF_F_EXCLUDE_INGRESS`, nowhere; no redirect fails in the driver.
+#[test]
+fn traffic_mode_carries_out_hairpins_cpumaps_and_broadcasts() {
+    let o = |n: &str| root().join("bpf/objects").join(n).to_str().unwrap().to_string();
+    let traffic = |obj: &str, sec: &str, maps: &[&str]| {
+        let mut args = vec!["run", "--xdp-obj", obj, "--sec", sec, "--traffic"];
+        args.extend(["--packets", "2000", "--progress-ms", "0", "--proto", "udp"]);
+        for m in maps {
+            args.extend(["--map", m]);
+        }
+        let r = onic(&args);
+        assert!(r.contains("result: OK"), "{r}");
+        assert_eq!(number_after(&r, "redirect 2000 (errors "), 0, "{r}");
+        r
+    };
+    // Port 1 receives (interface 2): tx_port:0=2 is its own interface.
+    let redirect_map = o("xdp_redirect_map.o");
+    let r = traffic(&redirect_map, "xdp_redirect_map", &["tx_port:0=2"]);
+    assert_eq!(number_after(&r, "XDP redirects: out of a port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 2000 "), "{r}");
+
+    let kernel_like = o("kernel_like.o");
+    let mut args = vec!["run", "--xdp-obj", &kernel_like, "--sec", "to_cpu", "--traffic"];
+    args.extend(["--packets", "2000", "--progress-ms", "0", "--proto", "udp"]);
+    args.extend(["--map", "cpu_map:1=192", "--map", "cpu_map:3=100"]);
+    let r = onic(&args);
+    assert!(r.contains("result: OK"), "{r}");
+    let to_cpus = number_after(&r, "to the OS by cpumap ");
+    let cpus = [number_after(&r, "CPU 1: "), number_after(&r, "CPU 3: ")];
+    assert!(cpus[0] > 0 && cpus[1] > 0 && cpus[0] + cpus[1] == to_cpus, "{r}");
+    assert_eq!(number_after(&r, "), redirect "), to_cpus, "{r}");
+    assert_eq!(number_after(&r, "(errors "), 0, "{r}");
+    assert!(
+        r.contains(&format!("accounting: sent 2000 = received {to_cpus} + ")),
+        "{r}"
+    );
+
+    let broadcast = o("broadcast.o");
+    let r = traffic(&broadcast, "to_every_port", &["ports:0=2"]);
+    assert_eq!(number_after(&r, "XDP redirects: out of a port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 2000 "), "{r}");
+    let r = traffic(&broadcast, "to_other_ports", &["ports:0=2"]);
+    assert_eq!(number_after(&r, "broadcast to no port "), 2000, "{r}");
+    assert!(r.contains("accounting: sent 2000 = received 0 "), "{r}");
+}
+
+/// The lines of a metadata side file (number in the capture, metadata as a little-endian word),
+/// and its first line when that is a `#` comment.
+fn meta_lines(path: &Path) -> (Option<String>, Vec<(usize, u32)>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().peekable();
+    let comment = lines.next_if(|l| l.starts_with('#')).map(str::to_string);
+    let v = lines
+        .map(|l| {
+            let (n, hex) = l.split_once(' ').unwrap();
+            let b: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            (n.parse().unwrap(), u32::from_le_bytes(b.try_into().unwrap()))
+        })
+        .collect();
+    (comment, v)
+}
+
+/// The metadata a program leaves on frames it sends back (XDP_TX), redirects out of a port,
+/// broadcasts, passes through a cpumap or gives to an AF_XDP socket is written beside the
+/// capture each frame ends up in, by the frame's number there; for frames that left a port the
+/// side file says the metadata is not on the wire. meta_out's metadata is the frame's length,
+/// so each line names the frame it goes with.
+#[test]
+fn metadata_of_frames_sent_or_redirected_is_shown_beside_their_captures() {
+    let obj = root().join("bpf/objects/meta_out.o");
+    // (section, --map settings, (capture, side file) pairs)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 5] = [
+        ("meta_tx", &[], &[("tx-port0.pcap", "tx-port0-meta.txt")]),
+        (
+            "meta_redirect",
+            &["ports:0=2"],
+            &[("tx-port1.pcap", "tx-port1-meta.txt")],
+        ),
+        (
+            "meta_broadcast",
+            &["ports:0=1", "ports:1=2"],
+            &[
+                ("tx-port0.pcap", "tx-port0-meta.txt"),
+                ("tx-port1.pcap", "tx-port1-meta.txt"),
+            ],
+        ),
+        ("meta_cpu", &["cpus:1=64"], &[("pass.pcap", "pass-meta.txt")]),
+        (
+            "meta_xsk",
+            &["xsks:0=0", "xsks:1=0"],
+            &[("xsk.pcap", "xsk-meta.txt")],
+        ),
+    ];
+    for (sec, maps, files) in cases {
+        let d = out_dir(&format!("meta-{sec}"));
+        let mut args = vec!["run", "--xdp-obj", obj.to_str().unwrap(), "--sec", sec];
+        for m in maps {
+            args.extend(["--map", m]);
+        }
+        args.extend([
+            "--frames",
+            "50",
+            "--queues",
+            "2",
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        let t = onic(&args);
+        assert!(t.contains("verdicts aborted 0 drop 0 "), "{sec}: {t}");
+        for (capture, side) in files {
+            let frames = packets(&d.join(capture));
+            assert_eq!(frames.len(), 50, "{sec}: {t}");
+            let (comment, lines) = meta_lines(&d.join(side));
+            assert_eq!(
+                comment.is_some_and(|c| c.contains("NOT on the wire")),
+                capture.starts_with("tx-"),
+                "{sec}: {side}"
+            );
+            assert_eq!(lines.len(), 50, "{sec}: {side}");
+            for (i, (n, len)) in lines.iter().enumerate() {
+                assert_eq!(*n, i + 1, "{sec}: {side}");
+                assert_eq!(*len as usize, frames[n - 1].len(), "{sec}: {side} line {n}");
+            }
+        }
+    }
+}
+
+/// `--test-run` hands every frame to the program as the kernel's BPF_PROG_TEST_RUN does: runts
+/// and frames above 1514 bytes reach it (the model's MAC drops them in a replay), frames under
+/// 14 bytes and over a page's linear part are refused with the reason, and each frame's
+/// verdict, length, redirect target and metadata are listed, the frames as the program left
+/// them captured in input order.
+#[test]
+fn test_run_mode_hands_runts_and_long_frames_to_the_program() {
+    use pcap_file::pcap::{PcapPacket, PcapWriter};
+    let d = out_dir("test-run");
+    std::fs::create_dir_all(&d).unwrap();
+    let sizes = [10usize, 14, 40, 60, 1600, 3520, 3521];
+    let input: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&n| (0..n).map(|i| (i * 7 + n) as u8).collect())
+        .collect();
+    let pcap = d.join("odd.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&pcap).unwrap()).unwrap();
+    for (i, f) in input.iter().enumerate() {
+        let ts = std::time::Duration::from_millis(i as u64);
+        w.write_packet(&PcapPacket::new(ts, f.len() as u32, f)).unwrap();
+    }
+    drop(w);
+    let obj = root().join("bpf/objects/meta_out.o");
+    let run = |sec: &str, maps: &[&str], name: &str| {
+        let out = d.join(name);
+        let mut args = vec!["run", "--pcap", pcap.to_str().unwrap(), "--xdp-obj"];
+        args.extend([obj.to_str().unwrap(), "--sec", sec, "--test-run"]);
+        for m in maps {
+            args.extend(["--map", m]);
+        }
+        args.extend(["--out-dir", out.to_str().unwrap()]);
+        let t = onic(&args);
+        let lines = std::fs::read_to_string(out.join("test-run.txt")).unwrap();
+        (t, lines, packets(&out.join("test-run.pcap")))
+    };
+    let (t, lines, frames) = run("meta_tx", &[], "tx");
+    assert!(t.contains("verdicts: aborted 0 drop 0 pass 0 tx 5 "), "{t}");
+    assert!(t.contains("refused: 1 shorter than 14 bytes"), "{t}");
+    assert!(t.contains("1 longer than 3520 bytes"), "{t}");
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 7);
+    assert!(lines[0].starts_with("1 refused: 10 bytes"), "{lines:?}");
+    assert!(lines[6].starts_with("7 refused: 3521 bytes"), "{lines:?}");
+    // The frames that ran are captured unchanged, each line with its length as metadata.
+    assert_eq!(frames, input[1..6].to_vec());
+    for (line, n) in lines[1..6].iter().zip(&sizes[1..6]) {
+        let meta: String = (*n as u32)
+            .to_le_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(line.ends_with(&format!(" XDP_TX {n} meta {meta}")), "{line}");
+    }
+    let (_, lines, _) = run("meta_redirect", &["ports:0=2"], "redirect");
+    assert!(
+        lines
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("2 XDP_REDIRECT 14 to the other port meta "),
+        "{lines}"
+    );
+    // Through the model only the 60-byte frame reaches the program.
+    let out = d.join("model");
+    let t = onic(&[
+        "run",
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--xdp-obj",
+        obj.to_str().unwrap(),
+        "--sec",
+        "meta_tx",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(t.contains("onic-bpf: 1 runs"), "{t}");
+}
+
+/// fib_probe's lookup of 10.0.0.2 with `args` (hex of its args entry: interface, flags, table,
+/// tot_len) and `routes`: the return code and the parameters as the helper left them.
+fn fib_probe(name: &str, args: &str, routes: &[&str]) -> (i64, Vec<u8>) {
+    let d = out_dir(name);
+    let obj = root().join("bpf/objects/fib_probe.o");
+    let map = format!("args:0=hex:{args}");
+    let mut a = vec!["run", "--xdp-obj", obj.to_str().unwrap(), "--map", &map];
+    for r in routes {
+        a.extend(["--route", r]);
+    }
+    a.extend(["--frames", "1", "--dump-maps", "--out-dir", d.to_str().unwrap()]);
+    let t = onic(&a);
+    let at = t.find("\"name\": \"result\"").unwrap();
+    let hex = t[at..].split("\"value\": \"").nth(1).unwrap();
+    let b: Vec<u8> = (0..144)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    (i64::from_le_bytes(b[..8].try_into().unwrap()), b[8..].to_vec())
+}
+
+/// `bpf_fib_lookup` as Linux 6.1 answers it: the interface in the parameters must exist
+/// (-ENODEV), BPF_FIB_LOOKUP_OUTPUT keeps the routes out of it, an unresolved neighbour (a
+/// route without `neigh`) answers NO_NEIGH with the interface filled in and no addresses,
+/// SKIP_NEIGH succeeds without them, DIRECT|TBID finds the routes in the main table (254) only
+/// and clears the table, a tot_len above the MTU answers FRAG_NEEDED with the MTU, an unknown
+/// flag is -EINVAL.
+#[test]
+fn fib_lookups_honour_the_interface_the_flags_and_the_neighbour() {
+    let wide = "10.0.0.0/24 dev 1 neigh 02:00:00:00:00:99";
+    let host = "10.0.0.2/32 dev 0";
+    let ifindex = |p: &[u8]| u32::from_le_bytes(p[8..12].try_into().unwrap());
+    let mtu = |p: &[u8]| u16::from_le_bytes([p[6], p[7]]);
+    let macs = |p: &[u8]| p[52..64].to_vec();
+    // From the ingress interface (1): the /32 wins, its neighbour unresolved.
+    let (rc, p) = fib_probe("fib-no-neigh", "ffffffff000000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (7, 1, 0));
+    assert_eq!(macs(&p), [0; 12]);
+    for (name, args) in [
+        ("fib-if3", "03000000000000000000000000000000"),
+        ("fib-if0", "00000000000000000000000000000000"),
+    ] {
+        assert_eq!(fib_probe(name, args, &[wide]).0, -19, "{name}");
+    }
+    // OUTPUT through interface 2: only the /24 out of it counts.
+    let (rc, p) = fib_probe("fib-output", "02000000020000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (0, 2, 1500));
+    assert_eq!(macs(&p), [0, 0x0a, 0x35, 0, 0, 1, 2, 0, 0, 0, 0, 0x99]);
+    // OUTPUT | SKIP_NEIGH through interface 1: the /32, no neighbour needed.
+    let (rc, p) = fib_probe("fib-skip", "01000000060000000000000000000000", &[wide, host]);
+    assert_eq!((rc, ifindex(&p), mtu(&p)), (0, 1, 1500));
+    assert_eq!(macs(&p), [0; 12]);
+    // DIRECT | TBID: table 254 holds the routes, table 100 does not exist.
+    let (rc, p) = fib_probe("fib-main", "ffffffff09000000fe00000000000000", &[wide]);
+    assert_eq!((rc, ifindex(&p), p[48..52].to_vec()), (0, 2, vec![0; 4]));
+    let (rc, p) = fib_probe("fib-table", "ffffffff090000006400000000000000", &[wide]);
+    assert_eq!((rc, p[48..52].to_vec()), (4, vec![0; 4]));
+    // tot_len 1600 > MTU 1500.
+    let (rc, p) = fib_probe("fib-frag", "ffffffff000000000000000040060000", &[wide]);
+    assert_eq!((rc, mtu(&p), ifindex(&p)), (8, 1500, 1));
+    assert_eq!(
+        fib_probe("fib-flag", "ffffffff200000000000000000000000", &[wide]).0,
+        -22
+    );
+}

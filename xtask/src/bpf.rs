@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::root;
 
 /// (object, source relative to the repository root, extra clang flags).
-pub const OBJECTS: [(&str, &str, &str); 21] = [
+pub const OBJECTS: [(&str, &str, &str); 23] = [
     ("xdp_drop.o", "os-linux/xdp/xdp_drop.c", ""),
     ("xdp_pass.o", "os-linux/xdp/xdp_pass.c", ""),
     ("xdp_tx.o", "os-linux/xdp/xdp_tx.c", ""),
@@ -39,6 +39,8 @@ pub const OBJECTS: [(&str, &str, &str); 21] = [
     ),
     ("push_head.o", "bpf/tests/c/push_head.c", ""),
     ("broadcast.o", "bpf/tests/c/broadcast.c", ""),
+    ("meta_out.o", "bpf/tests/c/meta_out.c", ""),
+    ("fib_probe.o", "bpf/tests/c/fib_probe.c", ""),
 ];
 
 /// FNV-1a, 64 bits (the manifest's change detector, not a security measure).
