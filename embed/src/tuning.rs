@@ -87,7 +87,10 @@ impl RxBufSizes {
     /// The sizes of the cycle, in queue order.
     #[must_use]
     pub fn sizes(&self) -> &[BufSizeIdx] {
-        &self.sizes[..usize::from(self.len)]
+        // `len` is 1..=MAX_RX_BUF_SIZES by construction; `get` keeps a panic out of the module.
+        self.sizes
+            .get(..usize::from(self.len))
+            .unwrap_or(&self.sizes[..1])
     }
 
     /// The smallest buffer of any queue: what bounds the MTU, since a frame may arrive on any
@@ -171,7 +174,8 @@ impl QueueTuning {
     /// The bytes a frame needs, when none fits: the RX headroom, the smallest buffer that holds
     /// the largest frame, and the tailroom.
     pub fn xsk_buf(&self, q: u16, room: u32) -> Result<BufSizeIdx, u32> {
-        let fits = |b: BufSizeIdx| RX_HEADROOM + b.bytes() + RX_TAILROOM <= room;
+        let around = RX_HEADROOM + RX_TAILROOM;
+        let fits = |b: BufSizeIdx| b.bytes().saturating_add(around) <= room;
         let own = self.bufs.for_queue(q);
         if fits(own) {
             return Ok(own);
@@ -184,7 +188,7 @@ impl QueueTuning {
             return Ok(b);
         }
         let smallest = holding.map(BufSizeIdx::bytes).min().unwrap_or(own.bytes());
-        Err(RX_HEADROOM + smallest + RX_TAILROOM)
+        Err(smallest.saturating_add(around))
     }
 
     /// How an RX queue of configuration `rx` treats what it receives.
