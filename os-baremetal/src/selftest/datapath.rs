@@ -382,7 +382,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    const fn new() -> Self {
+    /// No frames yet.
+    pub const fn new() -> Self {
         Self {
             expected: HVec::new(),
             received: 0,
@@ -526,8 +527,6 @@ pub struct Datapath<'c, 's> {
     pub books: [[Book; PAIRS]; FUNCTIONS],
     /// The XDP program slot of each PF (one program for all its RX queues).
     pub slots: [XdpSlot<Program>; FUNCTIONS],
-    /// The embedded objects, loaded by the `bpf` group ([`Program::Object`] indexes them).
-    pub engines: alloc::vec::Vec<super::xdp::Engine>,
     /// A program swap due under traffic: (PF, frames received first, program). The first poll of
     /// that PF to start once the tally received that many frames attaches the program.
     pub pending_swap: Option<(usize, u32, Program)>,
@@ -571,7 +570,6 @@ impl<'c, 's> Datapath<'c, 's> {
             }),
             pending_swap: None,
             swapped: None,
-            engines: alloc::vec::Vec::new(),
             os: Os::new(),
             tally: Tally::new(),
             steer,
@@ -799,18 +797,16 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     };
     // CAST: origin < TOTAL_PAIRS.
     let (origin8, origin32) = (origin as u8, origin as u32);
-    let engines = &mut dp.engines;
     // SAFETY: the image is single-threaded and RSS changes run from the main loop between polls,
     // so no writer of the hasher runs until this poll has returned (the `TakingTurns` contract).
     let section = unsafe { ReadSection::new() };
     let shell_hash = dp.hashers[f].read(&section);
     let out = match dp.slots[f].program_mut() {
         Some(prog) => {
-            // The shell's hash, for the RX-hash kfunc of the embedded objects.
-            let hash = matches!(prog, Program::Object(_)).then_some(shell_hash);
+            // The shell's hash, for a program's RX-hash kfunc.
+            let hash = Some(shell_hash);
             let mut prog = Dispatch {
                 prog: *prog,
-                engines,
                 tap: &mut tap,
             };
             let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {

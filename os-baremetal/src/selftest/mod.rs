@@ -11,16 +11,17 @@
 //! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
 //! | [`verdicts`] | XDP programs through the core's XDP layer (`QueuePair::poll`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
-//! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `QueuePair::poll`: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//! | [`bpf`] | on a fresh card, both functions as ports ([`portbench`]): the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |
 //! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, both functions as `onic_embed` ports over MMIO, DMA at physical addresses, traffic between the ports by polling, teardown |
 //! | `bpfdiff` | with feature `bpf-bundle` only: the BPF differential set (`cargo xtask bpf-diff`'s bundle) through the `onic-bpf` engine, against the kernel's outcomes |
 //!
-//! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
-//! [`xdp`] the XDP programs.
+//! [`datapath`] holds the machinery the groups on the bare pairs share (the pairs, the main loop,
+//! the OS side), [`portbench`] that of the groups on ports over the model host (the ports, the
+//! interrupt-driven main loop polling through them), and [`xdp`] the XDP programs.
 //!
 //! To add a check, call [`Runner::check`] from the group it belongs to (or add a group module and
 //! call it from [`run`]); the report and the verdict pick it up.
@@ -35,6 +36,7 @@ mod faults;
 mod frames;
 mod platform;
 mod port;
+mod portbench;
 mod queues;
 mod report;
 mod rss;
@@ -199,7 +201,6 @@ pub fn run(boot: &Boot) -> ExitCode {
         traffic::run(&mut r, &mut bench);
         rss::run(&mut r, &mut bench);
         verdicts::run(&mut r, &mut bench);
-        bpf::run(&mut r, &mut bench);
         faults::run(&mut r, &mut bench);
         #[cfg(feature = "panic-check")]
         deliberate_panic(r.total());
@@ -208,6 +209,7 @@ pub fn run(boot: &Boot) -> ExitCode {
     }
     drop(card);
     teardown::heap_balance(&mut r, heap_before);
+    bpf::run(&mut r);
     port::run(&mut r);
     xsk::run(&mut r);
     card::run(&mut r);

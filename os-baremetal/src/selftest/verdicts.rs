@@ -20,9 +20,9 @@ const SWAP_AFTER: u32 = 16;
 
 /// Sums of one PF's counters.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Sums {
+struct Sums {
     rx: RxStats,
-    pub(super) pair: PairStats,
+    pair: PairStats,
     pool: PoolStats,
     tx_packets: u64,
     tx_remote_done: u64,
@@ -31,7 +31,7 @@ pub(super) struct Sums {
     tx_parked: u64,
 }
 
-pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
+fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
     let mut s = Sums::default();
     for (f, q, p) in b.dp.each() {
         if usize::from(f) != func {
@@ -64,7 +64,7 @@ fn send_round(b: &mut Bench<'_, '_>, seed: u32) -> bool {
 
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
 /// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
-pub(super) fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
+fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
     b.dp.set_programs(programs);
     send_round(b, seed)
         && run_until(b, WAIT_NS, |b| {
