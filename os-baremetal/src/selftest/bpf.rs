@@ -25,7 +25,6 @@ use super::portbench::{self, PortBench};
 use super::verdicts::FRAMES;
 use super::xdp::{BareHost, Code, Engine, Program, OBJECTS};
 use super::Runner;
-use crate::model::Model;
 
 /// Loads every object, in order, until one fails (reported and left out with those after it).
 fn load_all() -> Vec<Engine> {
@@ -185,17 +184,14 @@ fn object_phase(b: &mut PortBench<'_, '_>, name: &str, id: u16, seed: u32) -> bo
     ok && e.runs == n && e.faults == 0 && agrees(&p0, &p1, &e) && own
 }
 
-pub fn run(r: &mut Runner) {
+/// Runs the group on the ports of `b` (`None`: they did not come up), the last group on them:
+/// it takes them down and checks that `card` is left with nothing.
+pub fn run(r: &mut Runner, b: Option<PortBench<'_, '_>>, card: &Card) {
     r.group("XDP objects (os-linux/xdp built by clang, run by onic-bpf in the port's polls)");
-    let card = Card::new(onic_sim::CardConfig::default());
-    let model = Model::new(&card);
-    let mut b = match PortBench::new(&model) {
-        Ok(b) => b,
-        Err(e) => {
-            r.skipped("bpf-load", "the ports did not come up");
-            r.check("bpf-verdicts", false, format_args!("ports: {e}"));
-            return;
-        }
+    let Some(mut b) = b else {
+        r.skipped("bpf-load", "the ports did not come up");
+        r.skipped("bpf-verdicts", "the ports did not come up");
+        return;
     };
     let engines = load_all();
     let loaded = engines.len();
@@ -213,10 +209,9 @@ pub fn run(r: &mut Runner) {
         let id = b.attach(Code::Object(Box::new(eng)));
         all &= object_phase(&mut b, name, id, 7000 + 100 * i as u32);
     }
-    let (errors, raised) = (b.poll_errors, b.raised);
+    let (errors, raised) = (b.poll_errors, b.raised.iter().flatten().sum::<u32>());
     let stopped = b.teardown();
-    drop(model);
-    let (clean, d, v) = portbench::card_clean(&card);
+    let (clean, d, v) = portbench::card_clean(card);
     r.check(
         "bpf-verdicts",
         loaded == OBJECTS.len() && all && errors == 0 && raised > 0 && stopped && clean,

@@ -1044,6 +1044,40 @@ pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
     pair.tx.flush(&dev.doorbells());
 }
 
+/// Frames sent before the loop waits for them (at most a quarter of an RX ring per queue).
+pub const CHUNK: u32 = 32;
+
+/// Per-queue RX counters of every pair.
+pub fn rx_stats(b: &Bench<'_, '_>) -> [[onic_core::RxStats; PAIRS]; FUNCTIONS] {
+    let mut s = [[onic_core::RxStats::default(); PAIRS]; FUNCTIONS];
+    for (f, q, p) in b.dp.each() {
+        s[usize::from(f)][q] = *p.rx.stats();
+    }
+    s
+}
+
+/// Sends `n` tracked frames from PF `from` (round-robin over its TX queues), `CHUNK` at a time
+/// as xmit-more batches, waiting for each chunk to arrive; `shape(i)` gives frame i's flow and
+/// length. Returns whether every chunk settled.
+pub fn spread(b: &mut Bench<'_, '_>, from: usize, n: u32, shape: impl Fn(u32) -> (u32, usize)) -> bool {
+    let mut ok = true;
+    let mut i = 0;
+    while i < n {
+        let end = (i + CHUNK).min(n);
+        for k in i..end {
+            let (flow, len) = shape(k);
+            let q = k as usize % PAIRS;
+            ok &= send_tracked(b, from, q, flow, len, true).is_ok();
+        }
+        for q in 0..PAIRS {
+            flush(b, from, q);
+        }
+        ok &= settle(b);
+        i = end;
+    }
+    ok
+}
+
 /// Builds the next frame of the phase (flow `flow`, `len` bytes), sends it from pair `q` of PF
 /// `from` and records what the other PF should see.
 ///

@@ -7,11 +7,12 @@ use onic_core::stats::read_hw_counters;
 use onic_core::QueueError;
 use onic_sim::{Card, Corruption};
 
+use super::datapath::rx_stats;
 use super::datapath::{
     self, build_pair, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame,
     PAIRS, RINGS, TOTAL_PAIRS, WAIT_NS,
 };
-use super::traffic::{counter, rx_stats};
+use super::traffic::counter;
 use super::verdicts::census_holds;
 use super::xdp::Program;
 use super::{Bench, Runner};

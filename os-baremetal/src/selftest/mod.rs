@@ -8,12 +8,12 @@
 //! | [`platform`] | boot protocol, memory, heap, TSC calibration, delay, timer tick, IDT |
 //! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
-//! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
 //! | [`verdicts`] | XDP programs through the core's XDP layer (`QueuePair::poll`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
-//! | [`bpf`] | on a fresh card, both functions as ports ([`portbench`]): the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
+//! | [`traffic`] | on a fresh card, both functions as ports ([`portbench`]): frames of many flows and sizes sent by one port's stack TX rings, carried by the cable, received by the other port: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
+//! | [`bpf`] | on the same ports: the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |
 //! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, both functions as `onic_embed` ports over MMIO, DMA at physical addresses, traffic between the ports by polling, teardown |
@@ -198,7 +198,6 @@ pub fn run(boot: &Boot) -> ExitCode {
         };
         bringup::run(&mut r, &mut bench);
         queues::run(&mut r, &mut bench);
-        traffic::run(&mut r, &mut bench);
         rss::run(&mut r, &mut bench);
         verdicts::run(&mut r, &mut bench);
         faults::run(&mut r, &mut bench);
@@ -209,7 +208,7 @@ pub fn run(boot: &Boot) -> ExitCode {
     }
     drop(card);
     teardown::heap_balance(&mut r, heap_before);
-    bpf::run(&mut r);
+    on_ports(&mut r);
     port::run(&mut r);
     xsk::run(&mut r);
     card::run(&mut r);
@@ -224,6 +223,28 @@ pub fn run(boot: &Boot) -> ExitCode {
     );
 
     report::verdict(&r, crate::time::nanos_since_boot() - start_ns)
+}
+
+/// The groups on ports ([`portbench`]): a fresh card, both functions as `SoloPort`s, which the
+/// last group takes down.
+fn on_ports(r: &mut Runner) {
+    let card = Card::new(card_config());
+    // The card's clock is at 0 when the timer starts moving it.
+    let (model, clock_base) = crate::platform::without_interrupts(|| {
+        (
+            Model::new(&card),
+            crate::irq::MODEL_TIME_NS.load(core::sync::atomic::Ordering::Relaxed),
+        )
+    });
+    let mut bench = match portbench::PortBench::new(&model, clock_base) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            r.note(format_args!("the ports did not come up: {e}"));
+            None
+        }
+    };
+    traffic::run(r, bench.as_mut());
+    bpf::run(r, bench, &card);
 }
 
 /// Panics in the middle of the run (feature panic-check), to show the panic handler's report and

@@ -22,15 +22,19 @@
 use alloc::rc::Rc;
 use core::cell::RefCell;
 
-use onic_core::{DeviceConfig, RingSizeIdx};
+use onic_core::device::rss_control::IndirectionTable;
+use onic_core::rss::{RssKey, ShellHasher};
+use onic_core::{DeviceConfig, RingSizeIdx, RxStats};
 use onic_embed::model::ModelHost;
-use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
+use onic_embed::port::{
+    PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult, RSS_INDIR_SIZE, RSS_KEY_SIZE,
+};
 use onic_sim::Card;
 
-use super::datapath::{self, Steering, Tally, BUDGET, PAIRS, POOL_BULK, RX_RING, TX_RING};
+use super::datapath::{self, Steering, Tally, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
 use super::frames::MAX_BUILD;
 use super::xdp::{Code, Tapped};
-use crate::irq::{self, FUNCTIONS};
+use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Model;
 use crate::platform::idt;
 use crate::time;
@@ -40,10 +44,24 @@ pub type Host<'m, 'c> = ModelHost<Tapped, &'m Model<'c>>;
 /// One port.
 pub type Port<'m, 'c> = SoloPort<Host<'m, 'c>>;
 
-/// Frames sent between two settles of [`spread`].
-const CHUNK: u32 = 32;
 /// Packets one reclaim of a stack TX ring may complete.
 const RECLAIM_BUDGET: u32 = 64;
+
+/// What the loop counts per queue index, beyond the port's own statistics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Book {
+    /// Polls.
+    pub polls: u64,
+    /// Polls that used the whole budget.
+    pub exhausted: u64,
+    /// Housekeeping reclaims of the index's stack TX ring.
+    pub hk_reclaims: u64,
+    /// Packets those reclaims completed.
+    pub hk_completed: u64,
+    /// Packets of the stack completed by any reclaim (a housekeeping one, or the one a
+    /// transmit starts with).
+    pub tx_done: u64,
+}
 
 /// What the tap and the tests share: the expectations of the phase running and each function's
 /// RSS state as the tests predict it.
@@ -81,8 +99,14 @@ pub struct PortBench<'m, 'c> {
     in_flight: [[u32; PAIRS]; FUNCTIONS],
     /// Polls that reported their queue in its error state.
     pub poll_errors: u32,
-    /// Queue interrupts raised on their vectors.
-    pub raised: u32,
+    /// Queue interrupts raised, per function and MSI-X vector.
+    pub raised: [[u32; MSIX_VECTORS]; FUNCTIONS],
+    /// Interrupts for vectors the image does not route.
+    pub unrouted: u32,
+    /// The loop's counters per function and queue index.
+    pub books: [[Book; PAIRS]; FUNCTIONS],
+    /// `irq::MODEL_TIME_NS` when the card was registered for the timer (its clock then at 0).
+    pub clock_base: u64,
 }
 
 /// Why a port bench could not be brought up.
@@ -130,13 +154,34 @@ fn open_port<'m, 'c>(host: &Host<'m, 'c>, func: u8) -> Result<Port<'m, 'c>, Benc
     Ok(port)
 }
 
+/// The RSS state `port`'s shell holds (`ethtool -x`), as the tap predicts with it; the
+/// function's initial state if the shell's table does not read as one.
+fn steering(port: &Port<'_, '_>) -> Steering {
+    let mut table = [0u32; RSS_INDIR_SIZE];
+    let mut key = [0u8; RSS_KEY_SIZE];
+    port.port().rss_get(Some(&mut table), Some(&mut key));
+    let mut entries = [0u16; RSS_INDIR_SIZE];
+    for (e, &t) in entries.iter_mut().zip(&table) {
+        *e = u16::try_from(t).unwrap_or(u16::MAX);
+    }
+    match IndirectionTable::from_slice(&entries) {
+        Ok(table) => Steering {
+            table,
+            hasher: ShellHasher::new(&RssKey::new(key)),
+        },
+        Err(_) => Steering::initial(),
+    }
+}
+
 impl<'m, 'c> PortBench<'m, 'c> {
-    /// Both functions of `model`'s card brought up and opened as ports, no program attached.
+    /// Both functions of `model`'s card brought up and opened as ports, no program attached,
+    /// the tap's steering read back from them; `clock_base` is `irq::MODEL_TIME_NS` when `model`
+    /// was registered for the timer.
     ///
     /// # Errors
     ///
     /// [`BenchError`]; a port brought up before the failure is removed.
-    pub fn new(model: &'m Model<'c>) -> Result<Self, BenchError> {
+    pub fn new(model: &'m Model<'c>, clock_base: u64) -> Result<Self, BenchError> {
         let host: Host<'m, 'c> = ModelHost::new(model);
         let p0 = open_port(&host, 0)?;
         let p1 = match open_port(&host, 1) {
@@ -146,6 +191,7 @@ impl<'m, 'c> PortBench<'m, 'c> {
                 return Err(e);
             }
         };
+        let steer = [steering(&p0), steering(&p1)];
         Ok(Self {
             model,
             host,
@@ -153,12 +199,15 @@ impl<'m, 'c> PortBench<'m, 'c> {
             progs: [None, None],
             shared: Rc::new(RefCell::new(Shared {
                 tally: Tally::new(),
-                steer: [Steering::initial(), Steering::initial()],
+                steer,
             })),
             tx_pending: [[false; PAIRS]; FUNCTIONS],
             in_flight: [[0; PAIRS]; FUNCTIONS],
             poll_errors: 0,
-            raised: 0,
+            raised: [[0; MSIX_VECTORS]; FUNCTIONS],
+            unrouted: 0,
+            books: [[Book::default(); PAIRS]; FUNCTIONS],
+            clock_base,
         })
     }
 
@@ -203,9 +252,18 @@ pub fn service(b: &mut PortBench<'_, '_>) -> bool {
         (progress, c.take_interrupts())
     });
     for i in &interrupts {
-        if let Some(v) = irq::queue_vector(i.func, i.vector) {
-            b.raised += 1;
-            idt::raise(v);
+        match irq::queue_vector(i.func, i.vector) {
+            Some(v) => {
+                if let Some(c) = b
+                    .raised
+                    .get_mut(usize::from(i.func))
+                    .and_then(|r| r.get_mut(usize::from(i.vector)))
+                {
+                    *c += 1;
+                }
+                idt::raise(v);
+            }
+            None => b.unrouted += 1,
         }
     }
     let mut polled = false;
@@ -233,6 +291,11 @@ fn poll(b: &mut PortBench<'_, '_>, f: usize, q: usize) -> bool {
     let prog = b.progs[f];
     let r = port.poll(qid, BUDGET as u32, (), prog);
     b.tx_pending[f][q] = r.tx_pending;
+    let book = &mut b.books[f][q];
+    book.polls += 1;
+    if r.done as usize >= BUDGET {
+        book.exhausted += 1;
+    }
     if r.error {
         b.poll_errors += 1;
     } else if r.more {
@@ -256,6 +319,10 @@ fn housekeeping(b: &mut PortBench<'_, '_>) {
             let qid = q as u16;
             let stack = port.queue::<TxLock, _>(qid, |p, t| p.tx_clean(t, RECLAIM_BUDGET));
             let xmit = port.queue::<XmitLock, _>(qid, |p, t| p.xmit_clean(t));
+            let book = &mut b.books[f][q];
+            book.hk_reclaims += 1;
+            book.hk_completed += u64::from(stack.packets);
+            book.tx_done += u64::from(stack.packets);
             b.in_flight[f][q] = stack.in_flight + xmit.in_flight;
             let short = port
                 .inspect(qid)
@@ -325,7 +392,11 @@ pub fn send_tracked(b: &mut PortBench<'_, '_>, from: usize, q: usize, flow: u32,
         return false;
     };
     let mut done = TxClean::default();
-    match port.queue::<TxLock, _>(qid, |p, t| p.xmit(t, skb, &mut done)) {
+    let res = port.queue::<TxLock, _>(qid, |p, t| p.xmit(t, skb, &mut done));
+    if let Some(book) = b.books.get_mut(from).and_then(|r| r.get_mut(q)) {
+        book.tx_done += u64::from(done.packets);
+    }
+    match res {
         XmitResult::Ok | XmitResult::OkStop => {
             if let Some(c) = b.in_flight.get_mut(from).and_then(|r| r.get_mut(q)) {
                 *c += 1;
@@ -340,7 +411,7 @@ pub fn send_tracked(b: &mut PortBench<'_, '_>, from: usize, q: usize, flow: u32,
 }
 
 /// Port `from` sends `n` frames of the phase (frame `k`: flow and length `shape(k)`) over its
-/// stack TX rings in turn, [`CHUNK`] at a time, each chunk flushed and settled until `returned`
+/// stack TX rings in turn, [`CHUNK`] at a time (as the bare pairs' `datapath::spread`), each chunk flushed and settled until `returned`
 /// frames came back. Returns whether every frame was taken and every chunk settled.
 pub fn spread(
     b: &mut PortBench<'_, '_>,
@@ -357,16 +428,35 @@ pub fn spread(
             let (flow, len) = shape(k);
             ok &= send_tracked(b, from, k as usize % PAIRS, flow, len);
         }
-        if let Some(port) = b.ports.get_mut(from) {
-            for q in 0..PAIRS as u16 {
-                port.queue::<TxLock, _>(q, |p, t| p.tx_flush(t));
-            }
-        }
+        flush(b, from);
         let back = if end == n { returned } else { 0 };
         ok &= settle(b, back);
         i = end;
     }
     ok
+}
+
+/// Rings the doorbell of every stack TX ring of port `from` (the end of an xmit-more batch).
+pub fn flush(b: &mut PortBench<'_, '_>, from: usize) {
+    if let Some(port) = b.ports.get_mut(from) {
+        for q in 0..PAIRS as u16 {
+            port.queue::<TxLock, _>(q, |p, t| p.tx_flush(t));
+        }
+    }
+}
+
+/// The RX counters of every queue index of both ports, as the ports publish them.
+#[must_use]
+pub fn rx_stats(b: &PortBench<'_, '_>) -> [[RxStats; PAIRS]; FUNCTIONS] {
+    core::array::from_fn(|f| {
+        core::array::from_fn(|q| {
+            u16::try_from(q)
+                .ok()
+                .and_then(|q| b.ports[f].port().queue_counters(q))
+                .map(|c| c.rx)
+                .unwrap_or_default()
+        })
+    })
 }
 
 /// Whether `card` is back to nothing: no page or ring live, no model violation.

@@ -10,7 +10,6 @@ use onic_hal::grace::TakingTurns;
 
 use super::datapath::{self, PAIRS};
 use super::frames::{self, MAX_BUILD};
-use super::traffic::spread;
 use super::xdp::Program;
 use super::{Bench, Runner, SimDevice};
 
@@ -45,7 +44,7 @@ fn shell_matches(b: &Bench<'_, '_>, f: usize) -> bool {
 /// (settled, frames per PF1 queue, misrouted, corrupt).
 fn round(b: &mut Bench<'_, '_>, seed: u32) -> (bool, [u32; PAIRS], u32, u32) {
     b.dp.tally.reset();
-    let ok = spread(b, 0, FRAMES, |i| (seed + i * 3, 60 + (i as usize * 37) % 400));
+    let ok = datapath::spread(b, 0, FRAMES, |i| (seed + i * 3, 60 + (i as usize * 37) % 400));
     let t = &b.dp.tally;
     (ok && t.received == FRAMES, t.per_queue[1], t.misrouted, t.corrupt)
 }

@@ -8,7 +8,6 @@ use onic_core::stats::PoolStats;
 use onic_core::RxStats;
 
 use super::datapath::{self, run_until, Book, WAIT_NS};
-use super::traffic::spread;
 use super::xdp::Program;
 use super::{Bench, Runner};
 use crate::irq::FUNCTIONS;
@@ -59,7 +58,7 @@ fn cached(s: &Sums) -> u64 {
 /// numbered from `seed`. Returns whether every chunk settled.
 fn send_round(b: &mut Bench<'_, '_>, seed: u32) -> bool {
     b.dp.tally.reset();
-    spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440))
+    datapath::spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440))
 }
 
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
@@ -244,7 +243,7 @@ fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let changes = b.dp.slots[1].changes();
     b.dp.swapped = None;
     b.dp.pending_swap = Some((1, SWAP_AFTER, Program::Drop));
-    let sent = spread(b, 0, FRAMES, |i| (5000 + i, 60 + (i as usize * 37) % 400));
+    let sent = datapath::spread(b, 0, FRAMES, |i| (5000 + i, 60 + (i as usize * 37) % 400));
     let ok = sent
         && run_until(b, WAIT_NS, |b| {
             b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
