@@ -26,7 +26,7 @@
 use alloc::boxed::Box;
 
 use heapless::Vec as HVec;
-use onic_core::device::rss_control::{IndirectionTable, Rss};
+use onic_core::device::rss_control::{IndirectionTable, RssConfig};
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{release_to_hal, RecycleRing};
@@ -37,7 +37,7 @@ use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSl
 use onic_core::{BufSizeIdx, ConfigError, PassInfo, QueueError, RingSizeIdx, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
-use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES};
+use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use onic_embed::set::PairSpec;
 use onic_hal::grace::ReadSection;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
@@ -330,10 +330,26 @@ impl Steering {
         }
     }
 
-    /// Follows a change of a function's RSS state (the model's functions or the PCI card's).
-    pub fn refresh(&mut self, rss: &Rss) {
-        self.table = *rss.config().table();
-        self.hasher.rekey(rss.config().key());
+    /// Follows a change of a function's RSS state as the driver holds it.
+    pub fn refresh(&mut self, rss: &RssConfig) {
+        self.table = *rss.table();
+        self.hasher.rekey(rss.key());
+    }
+
+    /// The RSS state `port`'s shell holds (`ethtool -x`), as the tests predict with it (the
+    /// initial table if the shell's does not read as one).
+    #[must_use]
+    pub fn read_back<H: onic_embed::port::Host>(port: &onic_embed::port::Port<H>) -> Self {
+        let mut indir = [0u32; RSS_INDIR_SIZE];
+        let mut key = [0u8; RSS_KEY_SIZE];
+        port.rss_get(Some(&mut indir), Some(&mut key));
+        let entries = indir.map(|e| u16::try_from(e).unwrap_or(u16::MAX));
+        let mut steer = Self::initial();
+        if let Ok(table) = IndirectionTable::from_slice(&entries) {
+            steer.table = table;
+        }
+        steer.hasher = ShellHasher::new(&RssKey::new(key));
+        steer
     }
 
     /// The queue the shell sends `frame` to.

@@ -8,11 +8,11 @@
 //! | [`platform`] | boot protocol, memory, heap, TSC calibration, delay, timer tick, IDT |
 //! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
-//! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
 //! | [`verdicts`] | XDP programs through the core's XDP layer (`QueuePair::poll`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
 //! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //! | [`traffic`] | on a fresh card, both functions as ports ([`portbench`]): frames of many flows and sizes sent by one port's stack TX rings, carried by the cable, received by the other port: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
+//! | [`rss`] | on the same ports: ethtool-style RSS changes (`-X equal`, a new key, refused requests) through the port, taking effect on later frames |
 //! | [`bpf`] | on the same ports: the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |
@@ -198,7 +198,6 @@ pub fn run(boot: &Boot) -> ExitCode {
         };
         bringup::run(&mut r, &mut bench);
         queues::run(&mut r, &mut bench);
-        rss::run(&mut r, &mut bench);
         verdicts::run(&mut r, &mut bench);
         faults::run(&mut r, &mut bench);
         #[cfg(feature = "panic-check")]
@@ -244,6 +243,7 @@ fn on_ports(r: &mut Runner) {
         }
     };
     traffic::run(r, bench.as_mut());
+    rss::run(r, bench.as_mut());
     bpf::run(r, bench, &card);
 }
 

@@ -22,13 +22,9 @@
 use alloc::rc::Rc;
 use core::cell::RefCell;
 
-use onic_core::device::rss_control::IndirectionTable;
-use onic_core::rss::{RssKey, ShellHasher};
 use onic_core::{DeviceConfig, RingSizeIdx, RxStats};
 use onic_embed::model::ModelHost;
-use onic_embed::port::{
-    PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult, RSS_INDIR_SIZE, RSS_KEY_SIZE,
-};
+use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::Card;
 
 use super::datapath::{self, Steering, Tally, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
@@ -154,25 +150,6 @@ fn open_port<'m, 'c>(host: &Host<'m, 'c>, func: u8) -> Result<Port<'m, 'c>, Benc
     Ok(port)
 }
 
-/// The RSS state `port`'s shell holds (`ethtool -x`), as the tap predicts with it; the
-/// function's initial state if the shell's table does not read as one.
-fn steering(port: &Port<'_, '_>) -> Steering {
-    let mut table = [0u32; RSS_INDIR_SIZE];
-    let mut key = [0u8; RSS_KEY_SIZE];
-    port.port().rss_get(Some(&mut table), Some(&mut key));
-    let mut entries = [0u16; RSS_INDIR_SIZE];
-    for (e, &t) in entries.iter_mut().zip(&table) {
-        *e = u16::try_from(t).unwrap_or(u16::MAX);
-    }
-    match IndirectionTable::from_slice(&entries) {
-        Ok(table) => Steering {
-            table,
-            hasher: ShellHasher::new(&RssKey::new(key)),
-        },
-        Err(_) => Steering::initial(),
-    }
-}
-
 impl<'m, 'c> PortBench<'m, 'c> {
     /// Both functions of `model`'s card brought up and opened as ports, no program attached,
     /// the tap's steering read back from them; `clock_base` is `irq::MODEL_TIME_NS` when `model`
@@ -191,7 +168,7 @@ impl<'m, 'c> PortBench<'m, 'c> {
                 return Err(e);
             }
         };
-        let steer = [steering(&p0), steering(&p1)];
+        let steer = [Steering::read_back(p0.port()), Steering::read_back(p1.port())];
         Ok(Self {
             model,
             host,
