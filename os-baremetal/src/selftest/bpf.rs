@@ -203,13 +203,17 @@ pub fn run(r: &mut Runner, b: Option<PortBench<'_, '_>>, card: &Card) {
             OBJECTS.len()
         ),
     );
+    let errors_before = b.poll_errors;
     b.progs[0] = Some(b.attach(Code::Native(Program::Pass)));
     let mut all = true;
     for (i, ((name, _), eng)) in OBJECTS.iter().zip(engines).enumerate() {
         let id = b.attach(Code::Object(Box::new(eng)));
         all &= object_phase(&mut b, name, id, 7000 + 100 * i as u32);
     }
-    let (errors, raised) = (b.poll_errors, b.raised.iter().flatten().sum::<u32>());
+    let (errors, raised) = (
+        b.poll_errors - errors_before,
+        b.raised.iter().flatten().sum::<u32>(),
+    );
     let stopped = b.teardown();
     let (clean, d, v) = portbench::card_clean(card);
     r.check(

@@ -3,9 +3,8 @@
 //!
 //! - **Storage.** The core allocates nothing. Each pair's RX and TX slot storage is a boxed slice
 //!   from the heap ([`alloc_slots`], sized from the ring sizes), owned by its queues and freed
-//!   with them; a pair rebuilt during the run reuses the storage its predecessor's teardown
-//!   handed back. The pools' recycle rings are statics ([`RINGS`], with a spare for the rebuilt
-//!   pair), so that any context can give a page back through a plain shared reference.
+//!   with them. The pools' recycle rings are statics ([`RINGS`]), so that any context can give a
+//!   page back through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
 //!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
@@ -97,12 +96,10 @@ pub const MAX_TRACKED: usize = 768;
 /// How long a helper waits for the datapath before it gives up.
 pub const WAIT_NS: u64 = 5_000_000_000;
 
-/// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`).
-/// The recycle rings of the pools: one per pair, and a spare for a pair rebuilt during the run.
-/// A ring's counters (pages pushed, refused, returned by the OS) live as long as the ring and are
-/// folded into the statistics of the pool that uses it, so a new pool always gets a ring no other
-/// pool used.
-pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }; TOTAL_PAIRS + 1];
+/// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`). A ring's
+/// counters (pages pushed, refused, returned by the OS) live as long as the ring and are folded
+/// into the statistics of the pool that uses it.
+pub static RINGS: [RecycleRing; TOTAL_PAIRS] = [const { RecycleRing::new() }; TOTAL_PAIRS];
 
 /// The recycle ring a page goes home through.
 pub type Home = &'static RecycleRing;
@@ -208,8 +205,6 @@ pub struct Book {
     pub error: Option<QueueError>,
     /// Polls the housekeeping scheduled to refill a ring the pool could not fill.
     pub refill_polls: u64,
-    /// The pair was torn down and built again.
-    pub rebuilt: bool,
     /// Polled since the last housekeeping round.
     polled: bool,
 }

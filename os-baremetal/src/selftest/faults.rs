@@ -9,14 +9,18 @@ use onic_sim::{Card, Corruption};
 
 use super::datapath::rx_stats;
 use super::datapath::{
-    self, build_pair, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame,
-    PAIRS, RINGS, TOTAL_PAIRS, WAIT_NS,
+    self, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame, PAIRS,
+    WAIT_NS,
 };
+use super::portbench::{self, PortBench};
 use super::traffic::counter;
 use super::verdicts::census_holds;
-use super::xdp::Program;
+use super::xdp::{Code, Program};
 use super::{Bench, Runner};
 
+/// Page allocations the model refuses in the page-allocation test: the only HAL allocation
+/// failures the bare pairs' pools see in the run.
+pub const PAGE_ALLOC_REFUSALS: u32 = 2;
 /// Frames of the stuck-writeback test (more than a TX ring holds).
 const STALL_FRAMES: u32 = 100;
 /// Frames of the XDP_TX-on-a-full-ring test.
@@ -33,9 +37,6 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
     h2c_stall(r, b);
     xdp_tx_full(r, b);
     wire(r, b);
-    // Last: it leaves one RX queue stopped, which `rebuild` then replaces.
-    pidx_jump(r, b);
-    rebuild(r, b);
 }
 
 /// The received frames of PF1 queue `q` plus its drops.
@@ -73,7 +74,8 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let drops = if spare { 1 } else { 2 };
     let pool_before = b.dp.pairs[1][q].pool.stats();
     let failures_before = b.model.with(|c| c.dma_stats().page_alloc_failures);
-    b.model.with(|c| c.faults().fail_next_page_allocs(2));
+    b.model
+        .with(|c| c.faults().fail_next_page_allocs(PAGE_ALLOC_REFUSALS));
     let n = available + 8;
     let seen_before = seen(b, q);
     let mut sent = 0;
@@ -101,15 +103,15 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.check(
         "fault-page-alloc",
         no_page == drops
-            && failures == 2
-            && pool.hal_alloc_failures - pool_before.hal_alloc_failures == 2
+            && failures == u64::from(PAGE_ALLOC_REFUSALS)
+            && pool.hal_alloc_failures - pool_before.hal_alloc_failures == u64::from(PAGE_ALLOC_REFUSALS)
             && delivered == u64::from(n) - drops
             && held as u64 == delivered
             && ring_kept
             && census
             && b.dp.tally.corrupt == 0,
         format_args!(
-            "fail_next_page_allocs(2) once the pool ({available} pages) ran dry, spare at hand {spare}: \
+            "fail_next_page_allocs({PAGE_ALLOC_REFUSALS}) once the pool ({available} pages) ran dry, spare at hand {spare}: \
              {no_page} frames dropped as rx_no_page (expected {drops}), {delivered}/{n} delivered, the \
              ring kept its {ring_pages} pages, census exact"
         ),
@@ -391,15 +393,39 @@ fn through_fault(
     moved
 }
 
+/// The fault checks that run on the ports ([`super::portbench`]): a completion status whose
+/// producer index jumps stops one queue, which is then restarted through the port.
+pub fn run_on_ports(r: &mut Runner, b: Option<&mut PortBench<'_, '_>>) {
+    r.group("faults on the ports (a queue stopped by its completion status, restarted)");
+    let Some(b) = b else {
+        r.skipped("faults-on-ports", "the ports did not come up");
+        return;
+    };
+    let drop = b.attach(Code::Native(Program::Drop));
+    b.progs = [Some(drop), Some(drop)];
+    // Last-but-one: it leaves one RX queue stopped, which `restart` then brings back.
+    pidx_jump(r, b);
+    restart(r, b);
+}
+
+/// A flow port 1's current steering sends to its queue `q`.
+fn flow_to(b: &PortBench<'_, '_>, q: usize) -> Option<u32> {
+    flow_for_queue(&b.shared.borrow().steer[1], q, 0)
+}
+
+/// Port 1's queue index `q`'s RX queue as the core keeps it: its error and counters.
+fn rx_state(b: &mut PortBench<'_, '_>, q: u16) -> Option<(Option<QueueError>, onic_core::RxStats, u16)> {
+    b.ports[1]
+        .inspect(q)
+        .map(|v| (v.pair.rx.error(), *v.pair.rx.stats(), v.pair.rx.posted()))
+}
+
 /// A completion status record whose producer index lies beyond the ring: the queue reports its
 /// error state, touches nothing more (no completion read, no doorbell), the other queues go on, and
 /// the census still holds.
-fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn pidx_jump(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let q = 3;
-    let (Some(flow), Some(other)) = (
-        flow_for_queue(&b.dp.steer[1], q, 0),
-        flow_for_queue(&b.dp.steer[1], 0, 0),
-    ) else {
+    let (Some(flow), Some(other)) = (flow_to(b, q), flow_to(b, 0)) else {
         r.check(
             "fault-status-pidx-jump",
             false,
@@ -407,27 +433,25 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
         );
         return;
     };
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
+    b.shared.borrow_mut().tally.reset();
     b.model.with(|c| c.faults().cmpt_status_pidx_jump());
-    inject_tracked(b, 1, flow, 80);
-    let stopped = run_until(b, WAIT_NS, |b| b.dp.books[1][q].error.is_some());
-    let error = b.dp.books[1][q].error;
-    let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.rx.stats()) else {
+    portbench::inject_tracked(b, 1, flow, 80);
+    let stopped = portbench::run_until(b, WAIT_NS, |b| b.books[1][q].error.is_some());
+    let error = b.books[1][q].error;
+    let Some((_, before, _)) = rx_state(b, q as u16) else {
         return;
     };
-    let polls = b.dp.books[1][q].polls;
+    let polls = b.books[1][q].polls;
     let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
     // More frames: to the stopped queue (the device may still write them into posted buffers, the
     // driver reads nothing) and to a healthy one.
     for _ in 0..3 {
-        inject_tracked(b, 1, flow, 80);
-        inject_tracked(b, 1, other, 80);
+        portbench::inject_tracked(b, 1, flow, 80);
+        portbench::inject_tracked(b, 1, other, 80);
     }
-    let healthy = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][0] == 3);
-    run_for(b, 5_000_000);
-    let p = &b.dp.pairs[1][q];
-    let still = p.rx.error() == error && p.rx.stats() == &before;
+    let healthy = portbench::run_until(b, WAIT_NS, |b| b.shared.borrow().tally.per_queue[1][0] == 3);
+    portbench::run_until(b, 5_000_000, |_| false);
+    let still = rx_state(b, q as u16).is_some_and(|(e, s, _)| e == error && s == before);
     let violations = b.model.with(|c| c.violations().len());
     let expected = Some(QueueError::CmptPidxOutOfRange {
         pidx: usable + 7,
@@ -438,10 +462,10 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
         stopped
             && error == expected
             && still
-            && b.dp.books[1][q].polls == polls
+            && b.books[1][q].polls == polls
             && healthy
             && violations == 0
-            && census_holds(b),
+            && portbench::census_holds(b),
         format_args!(
             "cmpt_status_pidx_jump: PF1 queue {q} reported \"{}\" and stopped (no completion read or \
              doorbell since); queue 0 kept delivering; no model violation; census exact",
@@ -450,92 +474,56 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// The stopped queue of [`pidx_jump`] is torn down and built again over the slot storage its
-/// teardown handed back and the spare recycle ring, with a fresh pool whose first page allocation
-/// the model refuses: the RX ring starts empty (`refill_alloc_failures`), no interrupt can come
-/// for it, and the tick's housekeeping schedules the poll that refills it. Then traffic flows
-/// again.
-fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
+/// The stopped queue of [`pidx_jump`] is restarted in place through the port
+/// (`SoloPort::restart_queue`) while the model host refuses the first page its pool asks for
+/// (`ModelHost::refuse_page_allocs(1)`): the RX ring starts empty (`refill_alloc_failures`), no
+/// interrupt can come for it, and the tick's housekeeping schedules the poll that refills it.
+/// Then traffic flows again.
+fn restart(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let name = "fault-refill";
     let q = PAIRS - 1;
     let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
-    // Nothing of the old pool may be out: no page with the OS, none in TX flight.
-    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0 && b.dp.tx_in_flight() == 0);
-    let Some(dev) = b.devices[1].as_ref() else {
-        r.skipped(name, "no PF1");
-        return;
-    };
-    if b.dp.pairs[1].len() != PAIRS {
-        r.skipped(name, "PF1's pairs are missing");
+    // Nothing of the old rings may be out: no frame in TX flight.
+    portbench::run_until(b, WAIT_NS, |b| b.tx_in_flight() == 0);
+    b.host.for_port(1).refuse_page_allocs(1);
+    let restarted = portbench::restart_queue(b, 1, q);
+    b.host.for_port(1).refuse_page_allocs(0);
+    if let Err(e) = restarted {
+        r.check(
+            name,
+            false,
+            format_args!("PF1 queue {q} could not be restarted: {e}"),
+        );
         return;
     }
-    let Some(old) = b.dp.pairs[1].pop() else {
-        return;
-    };
-    let mut done = b.dp.done(1, q);
-    let (down, old_pool, rx, tx) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
-    // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
-    drop(old_pool);
-    // The storage comes back from a teardown that quiesced the queues; otherwise it stays with
-    // the device and the new pair gets fresh storage.
-    let slots = match (rx, tx) {
-        (Some(rx), Some(tx)) => datapath::Slots { rx, tx },
-        _ => match datapath::spec(q as u16) {
-            Ok(spec) => datapath::Slots::for_spec(&spec),
-            Err(e) => {
-                r.check(name, false, format_args!("PF1 queue {q} has no spec: {e}"));
-                return;
-            }
-        },
-    };
-    b.model.with(|c| c.faults().fail_next_page_allocs(1));
-    let built = build_pair(dev, b.model.dma(), q as u16, slots, &RINGS[TOTAL_PAIRS]);
-    b.model.with(|c| c.faults().clear());
-    let pair = match built {
-        Ok(p) => p,
-        Err(e) => {
-            r.check(
-                name,
-                false,
-                format_args!("PF1 queue {q} could not be built again: {e}"),
-            );
-            return;
-        }
-    };
-    let (posted0, failures) = (pair.rx.posted(), pair.rx.stats().refill_alloc_failures);
-    // The pair goes back in its place (index q), with the spare recycle ring: the old ring's
-    // counters belong to the old pool.
-    let _ = b.dp.pairs[1].push(pair);
-    b.dp.homes[PAIRS + q] = &RINGS[TOTAL_PAIRS];
-    let book = &mut b.dp.books[1][q];
-    book.error = None;
-    book.rebuilt = true;
-    let polls_before = book.refill_polls;
-    let refilled = run_until(b, WAIT_NS, |b| {
-        b.dp.pairs[1].get(q).is_some_and(|p| p.rx.posted() == usable - 1)
+    let (posted0, failures) =
+        rx_state(b, q as u16).map_or((u16::MAX, 0), |(_, s, p)| (p, s.refill_alloc_failures));
+    let polls_before = b.books[1][q].refill_polls;
+    let refilled = portbench::run_until(b, WAIT_NS, |b| {
+        rx_state(b, q as u16).is_some_and(|(_, _, posted)| posted == usable - 1)
     });
-    let refill_polls = b.dp.books[1][q].refill_polls - polls_before;
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
+    let refill_polls = b.books[1][q].refill_polls - polls_before;
+    b.shared.borrow_mut().tally.reset();
     let mut sent = 0;
-    if let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) {
+    if let Some(flow) = flow_to(b, q) {
         for _ in 0..16 {
-            sent += u32::from(inject_tracked(b, 1, flow, 120));
+            sent += u32::from(portbench::inject_tracked(b, 1, flow, 120));
         }
     }
-    let delivered = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][q] == sent) && sent == 16;
+    let delivered =
+        portbench::run_until(b, WAIT_NS, |b| b.shared.borrow().tally.per_queue[1][q] == sent) && sent == 16;
+    let corrupt = b.shared.borrow().tally.corrupt;
     r.check(
         name,
-        down.is_ok()
-            && posted0 == 0
+        posted0 == 0
             && failures == 1
             && refilled
             && refill_polls > 0
             && delivered
-            && b.dp.tally.corrupt == 0
-            && census_holds(b),
+            && corrupt == 0
+            && portbench::census_holds(b),
         format_args!(
-            "PF1 queue {q} torn down and started again with fail_next_page_allocs(1): {posted0} buffers \
+            "PF1 queue {q} restarted through the port with refuse_page_allocs(1): {posted0} buffers \
              posted, refill_alloc_failures {failures}; {refill_polls} housekeeping poll(s) refilled the ring \
              to {} buffers; 16/16 frames delivered after",
             usable - 1

@@ -22,7 +22,7 @@
 use alloc::rc::Rc;
 use core::cell::RefCell;
 
-use onic_core::{DeviceConfig, RingSizeIdx, RxStats};
+use onic_core::{DeviceConfig, QueueError, RingSizeIdx, RxStats};
 use onic_embed::model::ModelHost;
 use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::Card;
@@ -57,6 +57,11 @@ pub struct Book {
     /// Packets of the stack completed by any reclaim (a housekeeping one, or the one a
     /// transmit starts with).
     pub tx_done: u64,
+    /// Polls the housekeeping scheduled to refill an RX ring short of buffers.
+    pub refill_polls: u64,
+    /// The error a poll reported (the core's account), if any: the index is no longer polled
+    /// until its queue is restarted ([`restart_queue`]).
+    pub error: Option<QueueError>,
 }
 
 /// What the tap and the tests share: the expectations of the phase running and each function's
@@ -259,22 +264,30 @@ pub fn service(b: &mut PortBench<'_, '_>) -> bool {
 /// what the port passed to its stack (the tap's place when no program runs). Returns whether
 /// it polled.
 fn poll(b: &mut PortBench<'_, '_>, f: usize, q: usize) -> bool {
-    let (Some(port), Ok(qid)) = (b.ports.get_mut(f), u16::try_from(q)) else {
+    let (Some(port), Some(book), Ok(qid)) = (
+        b.ports.get_mut(f),
+        b.books.get_mut(f).and_then(|r| r.get_mut(q)),
+        u16::try_from(q),
+    ) else {
         return false;
     };
-    if q >= PAIRS {
+    if book.error.is_some() {
         return false;
     }
     let prog = b.progs[f];
-    let r = port.poll(qid, BUDGET as u32, (), prog);
+    let (r, outcome) = port.poll_outcome(qid, BUDGET as u32, (), prog);
     b.tx_pending[f][q] = r.tx_pending;
-    let book = &mut b.books[f][q];
     book.polls += 1;
     if r.done as usize >= BUDGET {
         book.exhausted += 1;
     }
     if r.error {
         b.poll_errors += 1;
+        // The RX queue's error, else the XDP_TX ring's: the port reports either one.
+        book.error = outcome.and_then(|o| o.rx.error).or_else(|| {
+            port.inspect(qid)
+                .and_then(|v| v.pair.rx.error().or(v.pair.tx.error()))
+        });
     } else if r.more {
         irq::reschedule_napi(f, q);
     }
@@ -304,6 +317,12 @@ fn housekeeping(b: &mut PortBench<'_, '_>) {
             let short = port
                 .inspect(qid)
                 .is_some_and(|v| v.pair.rx.posted() < v.pair.rx.options().refill_batch);
+            if book.error.is_some() {
+                continue;
+            }
+            if short {
+                book.refill_polls += 1;
+            }
             if b.tx_pending[f][q] || short {
                 irq::reschedule_napi(f, q);
             }
@@ -316,7 +335,7 @@ fn housekeeping(b: &mut PortBench<'_, '_>) {
 pub fn run_until(
     b: &mut PortBench<'_, '_>,
     timeout_ns: u64,
-    done: impl Fn(&PortBench<'_, '_>) -> bool,
+    mut done: impl FnMut(&mut PortBench<'_, '_>) -> bool,
 ) -> bool {
     let deadline = time::nanos_since_boot() + timeout_ns;
     loop {
@@ -411,6 +430,57 @@ pub fn spread(
         i = end;
     }
     ok
+}
+
+/// Injects the next frame of the phase at `port` from outside (the far end of the wire) and
+/// records what port `port` should see. Returns whether the phase could track it.
+pub fn inject_tracked(b: &mut PortBench<'_, '_>, port: u8, flow: u32, len: usize) -> bool {
+    let mut buf = [0u8; MAX_BUILD];
+    let n = {
+        let mut s = b.shared.borrow_mut();
+        let Shared { tally, steer } = &mut *s;
+        match steer.get(usize::from(port)) {
+            Some(st) => tally.add(flow, len, port, st, &mut buf),
+            None => None,
+        }
+    };
+    let Some(n) = n else {
+        return false;
+    };
+    b.model.with(|c| c.inject(port, &buf[..n]));
+    true
+}
+
+/// Whether the page census of both ports holds: every page of every pool in its cache, a ring
+/// or the stack (`Port::holdings` against `ModelHost::check_census`).
+pub fn census_holds(b: &mut PortBench<'_, '_>) -> bool {
+    let mut holdings = alloc::vec::Vec::new();
+    for p in &mut b.ports {
+        match p.holdings() {
+            Ok(h) => holdings.extend(h),
+            Err(_) => return false,
+        }
+    }
+    b.host.check_census(&holdings).is_ok()
+}
+
+/// Restarts queue index `q` of port `f` in place (`SoloPort::restart_queue`) and puts it back
+/// in service. Returns what the port reported.
+///
+/// # Errors
+///
+/// As `SoloPort::restart_queue`; the index stays out of service.
+pub fn restart_queue(b: &mut PortBench<'_, '_>, f: usize, q: usize) -> onic_embed::port::PortResult<()> {
+    let (Some(port), Some(book), Ok(qid)) = (
+        b.ports.get_mut(f),
+        b.books.get_mut(f).and_then(|r| r.get_mut(q)),
+        u16::try_from(q),
+    ) else {
+        return Err(onic_embed::port::PortError::Invalid);
+    };
+    port.restart_queue(qid)?;
+    book.error = None;
+    Ok(())
 }
 
 /// Rings the doorbell of every stack TX ring of port `from` (the end of an xmit-more batch).

@@ -120,7 +120,7 @@ fn census(r: &mut Runner, b: &Bench<'_, '_>, quiet: bool) {
             && total.alloc.refill > 0
             && total.recycle.cached > 0
             && total.recycle.ring > 0
-            && total.hal_alloc_failures == 3
+            && total.hal_alloc_failures == u64::from(super::faults::PAGE_ALLOC_REFUSALS)
             && total.os_returns == to_os,
         format_args!(
             "all pools: alloc.fast {} alloc.slow {} alloc.refill {}, recycle.cached {} recycle.ring {}, {} HAL \
