@@ -27,8 +27,8 @@ use onic_embed::model::ModelHost;
 use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
 use onic_sim::Card;
 
-use super::datapath::{self, Steering, Tally, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
-use super::frames::MAX_BUILD;
+use super::datapath::{self, Steering, Tally, WireLog, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
+use super::frames::{self, MAX_BUILD};
 use super::xdp::{Code, Tapped};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Model;
@@ -108,6 +108,14 @@ pub struct PortBench<'m, 'c> {
     pub books: [[Book; PAIRS]; FUNCTIONS],
     /// `irq::MODEL_TIME_NS` when the card was registered for the timer (its clock then at 0).
     pub clock_base: u64,
+    /// Egress capture.
+    pub wire: WireLog,
+    /// A program swap due under traffic: (port, frames received first, program handle). The
+    /// first poll of that port to start once the tally received that many frames runs the new
+    /// program.
+    pub pending_swap: Option<(usize, u32, u16)>,
+    /// The last swap done that way: (frames received then, the handle it replaced).
+    pub swapped: Option<(u32, Option<u16>)>,
 }
 
 /// Why a port bench could not be brought up.
@@ -190,6 +198,9 @@ impl<'m, 'c> PortBench<'m, 'c> {
             unrouted: 0,
             books: [[Book::default(); PAIRS]; FUNCTIONS],
             clock_base,
+            wire: WireLog::default(),
+            pending_swap: None,
+            swapped: None,
         })
     }
 
@@ -227,12 +238,21 @@ pub fn service(b: &mut PortBench<'_, '_>) -> bool {
     if irq::take_housekeeping() > 0 {
         housekeeping(b);
     }
-    let (progress, interrupts) = b.model.with(|c| {
-        let progress = c.step();
-        // The wire's capture is not looked at here; taking it keeps it from growing.
-        let _ = (c.take_egress(0), c.take_egress(1));
-        (progress, c.take_interrupts())
+    let (progress, interrupts, egress) = b.model.with(|c| {
+        (
+            c.step(),
+            c.take_interrupts(),
+            [c.take_egress(0), c.take_egress(1)],
+        )
     });
+    for (port, frames) in egress.iter().enumerate() {
+        for f in frames {
+            b.wire.out[port] += 1;
+            if frames::is_swapped(f) {
+                b.wire.swapped[port] += 1;
+            }
+        }
+    }
     for i in &interrupts {
         match irq::queue_vector(i.func, i.vector) {
             Some(v) => {
@@ -273,6 +293,13 @@ fn poll(b: &mut PortBench<'_, '_>, f: usize, q: usize) -> bool {
     };
     if book.error.is_some() {
         return false;
+    }
+    if let Some((pf, after, prog)) = b.pending_swap {
+        let received = b.shared.borrow().tally.received;
+        if pf == f && received >= after {
+            b.swapped = Some((received, b.progs[f].replace(prog)));
+            b.pending_swap = None;
+        }
     }
     let prog = b.progs[f];
     let (r, outcome) = port.poll_outcome(qid, BUDGET as u32, (), prog);
