@@ -949,11 +949,6 @@ pub fn run_until(b: &mut Bench<'_, '_>, timeout_ns: u64, done: impl Fn(&Bench<'_
     }
 }
 
-/// Runs the main loop for `ns` nanoseconds.
-pub fn run_for(b: &mut Bench<'_, '_>, ns: u64) {
-    run_until(b, ns, |_| false);
-}
-
 /// Runs the main loop until every frame of the phase that fits its buffer arrived and every TX
 /// buffer is back; returns whether that happened in time.
 pub fn settle(b: &mut Bench<'_, '_>) -> bool {
@@ -1039,11 +1034,6 @@ pub fn send(b: &mut Bench<'_, '_>, f: usize, q: usize, data: &[u8], more: bool) 
     }
 }
 
-/// Frees an OS frame that was never queued.
-pub fn free_os_frame(b: &mut Bench<'_, '_>, frame: Frame<'_>) {
-    free_frame(frame, &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
-}
-
 /// Publishes whatever pair `q` of PF `f` has queued (the end of an xmit-more batch).
 pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
     let (Some(dev), Some(pair)) = (
@@ -1057,15 +1047,6 @@ pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
 
 /// Frames sent before the loop waits for them (at most a quarter of an RX ring per queue).
 pub const CHUNK: u32 = 32;
-
-/// Per-queue RX counters of every pair.
-pub fn rx_stats(b: &Bench<'_, '_>) -> [[onic_core::RxStats; PAIRS]; FUNCTIONS] {
-    let mut s = [[onic_core::RxStats::default(); PAIRS]; FUNCTIONS];
-    for (f, q, p) in b.dp.each() {
-        s[usize::from(f)][q] = *p.rx.stats();
-    }
-    s
-}
 
 /// Sends `n` tracked frames from PF `from` (round-robin over its TX queues), `CHUNK` at a time
 /// as xmit-more batches, waiting for each chunk to arrive; `shape(i)` gives frame i's flow and

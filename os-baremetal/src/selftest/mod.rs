@@ -9,12 +9,12 @@
 //! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
 //! | [`verdicts`] | on the bare pairs, the two verdicts that show pieces of the core a port does not use: XDP_PASS with the OS's pages home partly through the pools' recycle rings, XDP_REDIRECT through a devmap of the other PF's TX queues |
-//! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, wire loss, bad FCS |
+//! | [`faults`] | on the bare pairs, the fault the teardown's pool statistics account for: page allocations refused once a pool ran dry |
 //! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
 //! | [`traffic`] | on a fresh card, both functions as ports ([`portbench`]): frames of many flows and sizes sent by one port's stack TX rings, carried by the cable, received by the other port: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | on the same ports: ethtool-style RSS changes (`-X equal`, a new key, refused requests) through the port, taking effect on later frames |
 //! | [`verdicts`] (`run_on_ports`) | on the same ports: XDP programs in the port's polls: drop, TX, a program swap and a detach under traffic, with the core's counters |
-//! | [`faults`] (`run_on_ports`) | on the same ports: a status pidx jump stops a queue, which is restarted through the port with its pool refusing a page |
+//! | [`faults`] (`run_on_ports`) | on the same ports, the model's fault knobs: completion errors, stuck H2C writeback, XDP_TX onto a stuck ring, wire loss, bad FCS, a status pidx jump that stops a queue, which is restarted through the port with its pool refusing a page |
 //! | [`bpf`] | on the same ports: the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |

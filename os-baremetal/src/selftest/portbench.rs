@@ -110,6 +110,8 @@ pub struct PortBench<'m, 'c> {
     pub clock_base: u64,
     /// Egress capture.
     pub wire: WireLog,
+    /// Housekeeping rounds run.
+    pub hk_rounds: u64,
     /// A program swap due under traffic: (port, frames received first, program handle). The
     /// first poll of that port to start once the tally received that many frames runs the new
     /// program.
@@ -199,6 +201,7 @@ impl<'m, 'c> PortBench<'m, 'c> {
             books: [[Book::default(); PAIRS]; FUNCTIONS],
             clock_base,
             wire: WireLog::default(),
+            hk_rounds: 0,
             pending_swap: None,
             swapped: None,
         })
@@ -330,6 +333,7 @@ fn poll(b: &mut PortBench<'_, '_>, f: usize, q: usize) -> bool {
 
 /// The tick's deferred work (see the module docs).
 fn housekeeping(b: &mut PortBench<'_, '_>) {
+    b.hk_rounds += 1;
     for (f, port) in b.ports.iter_mut().enumerate() {
         for q in 0..PAIRS {
             // CAST: q < PAIRS.
@@ -408,29 +412,39 @@ pub fn send_tracked(b: &mut PortBench<'_, '_>, from: usize, q: usize, flow: u32,
         // CAST: to < FUNCTIONS.
         tally.add(flow, len, to as u8, &steer[to], &mut buf)
     };
-    let (Some(n), Some(port), Ok(qid)) = (n, b.ports.get_mut(from), u16::try_from(q)) else {
+    let (Some(n), Ok(qid)) = (n, u16::try_from(q)) else {
         return false;
     };
     let Some(skb) = b.host.packet(&buf[..n]) else {
         return false;
     };
-    let mut done = TxClean::default();
-    let res = port.queue::<TxLock, _>(qid, |p, t| p.xmit(t, skb, &mut done));
-    if let Some(book) = b.books.get_mut(from).and_then(|r| r.get_mut(q)) {
-        book.tx_done += u64::from(done.packets);
-    }
-    match res {
-        XmitResult::Ok | XmitResult::OkStop => {
-            if let Some(c) = b.in_flight.get_mut(from).and_then(|r| r.get_mut(q)) {
-                *c += 1;
-            }
-            true
-        }
+    match xmit(b, from, qid, skb) {
+        XmitResult::Ok | XmitResult::OkStop => true,
         XmitResult::Busy | XmitResult::Dropped => {
             onic_embed::port::Host::skb_done(&b.host, skb, None);
             false
         }
     }
+}
+
+/// Port `from` sends packet `skb` of the host on its stack TX ring `q` (no doorbell), after the
+/// reclaim the port starts with; on `Busy` or `Dropped` the packet is still the caller's.
+pub fn xmit(b: &mut PortBench<'_, '_>, from: usize, q: u16, skb: u32) -> XmitResult {
+    let i = usize::from(q);
+    let (Some(port), Some(book), Some(flight)) = (
+        b.ports.get_mut(from),
+        b.books.get_mut(from).and_then(|r| r.get_mut(i)),
+        b.in_flight.get_mut(from).and_then(|r| r.get_mut(i)),
+    ) else {
+        return XmitResult::Dropped;
+    };
+    let mut done = TxClean::default();
+    let res = port.queue::<TxLock, _>(q, |p, t| p.xmit(t, skb, &mut done));
+    book.tx_done += u64::from(done.packets);
+    if matches!(res, XmitResult::Ok | XmitResult::OkStop) {
+        *flight += 1;
+    }
+    res
 }
 
 /// Port `from` sends `n` frames of the phase (frame `k`: flow and length `shape(k)`) over its
