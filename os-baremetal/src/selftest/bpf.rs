@@ -204,6 +204,7 @@ pub fn run(r: &mut Runner, b: Option<PortBench<'_, '_>>, card: &Card) {
         ),
     );
     let errors_before = b.poll_errors;
+    let raised_before: u32 = b.raised.iter().flatten().sum();
     b.progs[0] = Some(b.attach(Code::Native(Program::Pass)));
     let mut all = true;
     for (i, ((name, _), eng)) in OBJECTS.iter().zip(engines).enumerate() {
@@ -212,7 +213,7 @@ pub fn run(r: &mut Runner, b: Option<PortBench<'_, '_>>, card: &Card) {
     }
     let (errors, raised) = (
         b.poll_errors - errors_before,
-        b.raised.iter().flatten().sum::<u32>(),
+        b.raised.iter().flatten().sum::<u32>() - raised_before,
     );
     let stopped = b.teardown();
     let (clean, d, v) = portbench::card_clean(card);

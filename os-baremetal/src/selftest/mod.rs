@@ -1,7 +1,8 @@
 //! The boot-time self-test: a list of named checks, each printed as PASS or FAIL on the console
 //! and through defmt, then a report and the verdict that becomes QEMU's exit status.
 //!
-//! The checks run in groups, one module each, in this order:
+//! The checks run in groups, in this order (the bare pairs' groups on one card, then the port
+//! bench's on another):
 //!
 //! | module | what it covers |
 //! |---|---|
@@ -10,7 +11,7 @@
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
 //! | [`verdicts`] | on the bare pairs, the two verdicts that show pieces of the core a port does not use: XDP_PASS with the OS's pages home partly through the pools' recycle rings, XDP_REDIRECT through a devmap of the other PF's TX queues |
 //! | [`faults`] | on the bare pairs, the fault the teardown's pool statistics account for: page allocations refused once a pool ran dry |
-//! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations; the heap balance after the groups on ports |
 //! | [`traffic`] | on a fresh card, both functions as ports ([`portbench`]): frames of many flows and sizes sent by one port's stack TX rings, carried by the cable, received by the other port: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
 //! | [`rss`] | on the same ports: ethtool-style RSS changes (`-X equal`, a new key, refused requests) through the port, taking effect on later frames |
 //! | [`verdicts`] (`run_on_ports`) | on the same ports: XDP programs in the port's polls: drop, TX, a program swap and a detach under traffic, with the core's counters |
@@ -208,8 +209,8 @@ pub fn run(boot: &Boot) -> ExitCode {
         report::print(&bench, &summary);
     }
     drop(card);
-    teardown::heap_balance(&mut r, heap_before);
     on_ports(&mut r);
+    teardown::heap_balance(&mut r, heap_before);
     port::run(&mut r);
     xsk::run(&mut r);
     card::run(&mut r);

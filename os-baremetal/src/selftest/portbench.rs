@@ -156,13 +156,19 @@ fn open_port<'m, 'c>(host: &Host<'m, 'c>, func: u8) -> Result<Port<'m, 'c>, Benc
     let h = host.for_port(func);
     h.set_pool_config(Some(POOL_BULK), bufs);
     let mut port = SoloPort::new(h.regs(func), h.delay(), h, cfg).map_err(BenchError::Port)?;
-    port.set_tuning(QueueTuning {
-        bufs,
-        ..QueueTuning::default()
-    })
-    .map_err(BenchError::Port)?;
-    port.open().map_err(BenchError::Port)?;
-    Ok(port)
+    let opened = port
+        .set_tuning(QueueTuning {
+            bufs,
+            ..QueueTuning::default()
+        })
+        .and_then(|()| port.open());
+    match opened {
+        Ok(()) => Ok(port),
+        Err(e) => {
+            port.remove();
+            Err(BenchError::Port(e))
+        }
+    }
 }
 
 impl<'m, 'c> PortBench<'m, 'c> {
