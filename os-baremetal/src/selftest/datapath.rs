@@ -538,11 +538,6 @@ pub struct Datapath<'c, 's> {
     pub books: [[Book; PAIRS]; FUNCTIONS],
     /// The XDP program slot of each PF (one program for all its RX queues).
     pub slots: [XdpSlot<Program>; FUNCTIONS],
-    /// A program swap due under traffic: (PF, frames received first, program). The first poll of
-    /// that PF to start once the tally received that many frames attaches the program.
-    pub pending_swap: Option<(usize, u32, Program)>,
-    /// The last swap done that way: (frames received then, the program it replaced).
-    pub swapped: Option<(u32, Option<Program>)>,
     /// The OS side.
     pub os: Os,
     /// Expectations of the phase running.
@@ -579,8 +574,6 @@ impl<'c, 's> Datapath<'c, 's> {
                 slot.attach(p);
                 slot
             }),
-            pending_swap: None,
-            swapped: None,
             os: Os::new(),
             tally: Tally::new(),
             steer,
@@ -599,18 +592,6 @@ impl<'c, 's> Datapath<'c, 's> {
     pub fn set_programs(&mut self, programs: [Program; FUNCTIONS]) {
         for (slot, p) in self.slots.iter_mut().zip(programs) {
             slot.attach(p);
-        }
-    }
-
-    /// Attaches the pending swap's program to PF `f`'s slot once its frame count is reached; a
-    /// poll calls this before it starts, so the new program runs from the poll's first frame.
-    fn swap_if_due(&mut self, f: usize) {
-        if let Some((pf, after, prog)) = self.pending_swap {
-            if pf == f && self.tally.received >= after {
-                let old = self.slots[f].attach(prog);
-                self.swapped = Some((self.tally.received, old));
-                self.pending_swap = None;
-            }
         }
     }
 
@@ -768,7 +749,6 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let db = dev.doorbells();
     let peer_db = peer.doorbells();
     let dp = &mut b.dp;
-    dp.swap_if_due(f);
     let dma = dp.dma;
     let homes = dp.homes;
     let [p0, p1] = &mut dp.pairs;

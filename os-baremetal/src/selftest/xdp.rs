@@ -1,14 +1,15 @@
 //! The self-test's XDP programs, run through the core's XDP layer (`onic_core::xdp`).
 //!
 //! - [`Program`] names a native program: pass, drop, reflect (XDP_TX), redirect. Each PF of the
-//!   bare pairs has an `XdpSlot<Program>`; the self-test attaches, swaps and detaches programs
-//!   between polls, under traffic. [`Dispatch`] runs the attached one for one poll, with the
-//!   self-test's tap in front so that it sees each frame before the program does.
+//!   bare pairs has an `XdpSlot<Program>`, attached between phases. [`Dispatch`] runs the
+//!   attached one for one poll, with the self-test's tap in front so that it sees each frame
+//!   before the program does.
 //! - [`Tapped`] is a program as the ports' model host holds it (attached once, named by its
 //!   handle in each poll): a native [`Program`] or one of the clang-built objects of
 //!   `os-linux/xdp` embedded in the image and run by the `onic-bpf` engine ([`super::bpf`]),
-//!   with the tap of [`super::portbench`] in front.
-//! - Each poll is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
+//!   with the tap of [`super::portbench`] in front. A port's program is swapped or detached
+//!   between polls by the handle the next poll runs.
+//! - Each poll of a bare pair is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
 //!   `RxSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
 //!   TX queue (one doorbell per poll), and redirects go through a `DevMap` whose entries are
 //!   `TxTarget`s on the other PF's TX queues (entry `i` = queue `i`), flushed once per poll. A
