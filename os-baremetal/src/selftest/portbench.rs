@@ -6,9 +6,10 @@
 //!
 //! - **Interrupts.** As for the bare pairs: the model's queue interrupts are raised on their own
 //!   IDT vectors (`irq::queue_vector`), the handler marks the queue index, and [`service`] polls
-//!   a marked index through its port (`SoloPort::poll`, a NAPI budget of
+//!   a marked index through its port (`SoloPort::poll_outcome`, a NAPI budget of
 //!   [`datapath::BUDGET`]), which runs the program attached for that port; an index whose poll
-//!   asks for more stays scheduled.
+//!   asks for more stays scheduled, one whose poll reports its queue's error is polled no more
+//!   until [`restart_queue`].
 //! - **Housekeeping.** On the tick: the stack's TX rings and the redirect-in rings reclaimed
 //!   (nothing else completes them), a poll for an index whose XDP_TX frames wait for their
 //!   reclaim or whose RX ring is short of buffers.
@@ -50,9 +51,7 @@ pub struct Book {
     pub polls: u64,
     /// Polls that used the whole budget.
     pub exhausted: u64,
-    /// Housekeeping reclaims of the index's stack TX ring.
-    pub hk_reclaims: u64,
-    /// Packets those reclaims completed.
+    /// Packets the housekeeping's reclaims of the index's stack TX ring completed.
     pub hk_completed: u64,
     /// Packets of the stack completed by any reclaim (a housekeeping one, or the one a
     /// transmit starts with).
@@ -133,7 +132,7 @@ impl core::fmt::Display for BenchError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::Config => f.write_str("a ring, buffer or function configuration was refused"),
-            Self::Port(e) => write!(f, "{e:?}"),
+            Self::Port(e) => write!(f, "{e}"),
         }
     }
 }
@@ -347,7 +346,6 @@ fn housekeeping(b: &mut PortBench<'_, '_>) {
             let stack = port.queue::<TxLock, _>(qid, |p, t| p.tx_clean(t, RECLAIM_BUDGET));
             let xmit = port.queue::<XmitLock, _>(qid, |p, t| p.xmit_clean(t));
             let book = &mut b.books[f][q];
-            book.hk_reclaims += 1;
             book.hk_completed += u64::from(stack.packets);
             book.tx_done += u64::from(stack.packets);
             b.in_flight[f][q] = stack.in_flight + xmit.in_flight;
