@@ -909,9 +909,22 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
 /// Runs the main loop until `done` holds or `timeout_ns` passes, halting while idle. Returns
 /// whether `done` held.
 pub fn run_until(b: &mut Bench<'_, '_>, timeout_ns: u64, done: impl Fn(&Bench<'_, '_>) -> bool) -> bool {
+    main_loop(b, timeout_ns, service, |b| done(b))
+}
+
+/// Runs `round` (one round of a main loop: whether anything happened) on `b` until `done`
+/// holds or `timeout_ns` passes, halting until the next interrupt while a round found nothing
+/// to do and no queue waits for a poll. Returns whether `done` held. The bare pairs' loop and
+/// the port bench's (`super::portbench`) both run this way.
+pub fn main_loop<B: ?Sized>(
+    b: &mut B,
+    timeout_ns: u64,
+    mut round: impl FnMut(&mut B) -> bool,
+    mut done: impl FnMut(&mut B) -> bool,
+) -> bool {
     let deadline = time::nanos_since_boot() + timeout_ns;
     loop {
-        let busy = service(b);
+        let busy = round(b);
         if done(b) {
             return true;
         }

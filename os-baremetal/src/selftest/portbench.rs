@@ -34,7 +34,6 @@ use super::xdp::{Code, Tapped};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Model;
 use crate::platform::idt;
-use crate::time;
 
 /// The model host of the ports.
 pub type Host<'m, 'c> = ModelHost<Tapped, &'m Model<'c>>;
@@ -370,26 +369,9 @@ fn housekeeping(b: &mut PortBench<'_, '_>) {
 pub fn run_until(
     b: &mut PortBench<'_, '_>,
     timeout_ns: u64,
-    mut done: impl FnMut(&mut PortBench<'_, '_>) -> bool,
+    done: impl FnMut(&mut PortBench<'_, '_>) -> bool,
 ) -> bool {
-    let deadline = time::nanos_since_boot() + timeout_ns;
-    loop {
-        let busy = service(b);
-        if done(b) {
-            return true;
-        }
-        if time::nanos_since_boot() > deadline {
-            return false;
-        }
-        if !busy {
-            crate::platform::disable_interrupts();
-            if irq::napi_pending() {
-                crate::platform::enable_interrupts();
-            } else {
-                crate::platform::enable_interrupts_and_halt();
-            }
-        }
-    }
+    datapath::main_loop(b, timeout_ns, service, done)
 }
 
 /// Runs the main loop until every frame of the phase that fits its buffer arrived, `returned`
