@@ -383,3 +383,40 @@ fn shut_down_reports_whether_the_function_was_released() {
     h0.free_spare();
     assert_eq!(card.dma_stats().live_pages, 0);
 }
+
+/// `rss_set` says which parts it wrote, `rss_config` is the state the driver holds (the shell's
+/// read-back agrees), and the key a change writes is the one the polls' hasher is published
+/// with; a refused request writes and publishes nothing.
+#[test]
+fn an_rss_change_reports_what_it_wrote_and_publishes_the_new_key_to_the_polls() {
+    use onic_core::device::rss_control::RssParts;
+    use onic_core::rss::RssKey;
+    use onic_embed::port::{RSS_INDIR_SIZE, RSS_KEY_SIZE};
+
+    let card = Card::new(CardConfig::default());
+    let (h0, _h1, mut a, b) = two_ports(&card);
+    assert_eq!(a.published_key(), RssKey::DEFAULT);
+    let table = [1u32; RSS_INDIR_SIZE];
+    let wrote = a.control(|p, c| p.rss_set(c, Some(&table), None)).unwrap();
+    assert_eq!(wrote, RssParts::TABLE);
+    let key = RssKey::MICROSOFT;
+    let wrote = a
+        .control(|p, c| p.rss_set(c, None, Some(key.as_bytes())))
+        .unwrap();
+    assert_eq!(wrote, RssParts::KEY);
+    assert_eq!(a.published_key(), key);
+    let cfg = a.control(|p, c| p.rss_config(c)).unwrap();
+    assert!(cfg.table().entries().iter().all(|&e| e == 1));
+    assert_eq!(*cfg.key(), key);
+    let (mut shell_table, mut shell_key) = ([0u32; RSS_INDIR_SIZE], [0u8; RSS_KEY_SIZE]);
+    a.port().rss_get(Some(&mut shell_table), Some(&mut shell_key));
+    assert_eq!((shell_table, shell_key), (table, *key.as_bytes()));
+
+    let beyond = [2u32; RSS_INDIR_SIZE];
+    assert!(a
+        .control(|p, c| p.rss_set(c, Some(&beyond), Some(RssKey::DEFAULT.as_bytes())))
+        .is_err());
+    assert_eq!(a.control(|p, c| p.rss_config(c)).unwrap(), cfg);
+    assert_eq!(a.published_key(), key);
+    teardown(&card, &h0, a, b);
+}

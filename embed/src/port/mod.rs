@@ -52,7 +52,7 @@ use alloc::vec::Vec;
 
 use onic_core::device::health::{DeviceIdentity, QueueContexts};
 use onic_core::device::line::{FecMode, FecParams, FecStats, RegisterTestError};
-use onic_core::device::rss_control::{HashFunction, Rss};
+use onic_core::device::rss_control::{HashFunction, Rss, RssConfig, RssParts};
 use onic_core::device::settings::{ChannelsRequest, NetSettings, RingRequest, MIN_MTU};
 use onic_core::queue::rx::DEFAULT_MAX_FRAME_LEN;
 use onic_core::queue::source::SourceKind;
@@ -370,6 +370,7 @@ impl<H: Host> Port<H> {
     /// use), then writes the table, then the key, and publishes a new key to the polls' hasher;
     /// nothing is written when anything is invalid.
     /// A table set here is the user's: it survives queue-count changes that keep its queues.
+    /// Returns the parts the call wrote to the shell.
     ///
     /// # Errors
     ///
@@ -380,7 +381,7 @@ impl<H: Host> Port<H> {
         ctl: &mut Token<'_, Control>,
         indir: Option<&[u32; RSS_INDIR_SIZE]>,
         key: Option<&[u8; RSS_KEY_SIZE]>,
-    ) -> PortResult<()> {
+    ) -> PortResult<RssParts> {
         let c = self.ctl(ctl)?;
         let table = match indir {
             Some(t) => {
@@ -392,15 +393,24 @@ impl<H: Host> Port<H> {
             }
             None => None,
         };
-        c.rss.set(
+        Ok(c.rss.set(
             &self.dev,
             &self.hasher,
             self.host.grace(),
             table.as_ref().map(|t| &t[..]),
             key.map(|k| &k[..]),
             HashFunction::NoChange,
-        )?;
-        Ok(())
+        )?)
+    }
+
+    /// The RSS state the driver holds (the table and key it wrote last; [`Port::rss_get`] reads
+    /// the shell's).
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn rss_config(&self, ctl: &mut Token<'_, Control>) -> PortResult<RssConfig> {
+        Ok(*self.ctl(ctl)?.rss.config())
     }
 
     /// Back to the default RSS table (the key stays), for a table the kernel says the user did

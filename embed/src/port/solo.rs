@@ -114,6 +114,12 @@ impl<H: Host> SoloPort<H> {
         self.port.poll_exclusive(q, NapiCall { budget, napi, prog })
     }
 
+    /// The key of the hasher the port's polls read now: the last key the port published
+    /// (owning the port's one thread, the caller is every context, so no poll reads meanwhile).
+    pub fn published_key(&mut self) -> onic_core::rss::RssKey {
+        self.port.hasher.current_key()
+    }
+
     /// Chooses what the queues are built with from the next `open` on ([`Port::set_tuning`]).
     ///
     /// # Errors

@@ -31,16 +31,13 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::ptr::NonNull;
 
-use onic_core::device::rss_control::IndirectionTable;
 use onic_core::queue::pair::PairPoll;
-use onic_core::rss::{RssKey, ShellHasher};
 use onic_core::stats::HW_COUNTERS;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::{BufSizeIdx, DeviceConfig, QueueError, RingSizeIdx};
 use onic_embed::model::{ModelAccess, ModelHost};
 use onic_embed::port::{
     PortConfig, PortError, QueueTuning, RxBufSizes, SoloPort, TxClean, TxLock, TxRole, XmitResult,
-    RSS_INDIR_SIZE, RSS_KEY_SIZE,
 };
 use onic_hal::layout::ctxt::SwCtxt;
 use onic_hal::mmio::Mmio;
@@ -776,25 +773,11 @@ impl Snapshot {
     }
 }
 
-/// The RSS state of `port` as the shell holds it (`ethtool -x`), as the tests predict with it.
-fn steering(port: &CardPort<'_>) -> Steering {
-    let mut indir = [0u32; RSS_INDIR_SIZE];
-    let mut key = [0u8; RSS_KEY_SIZE];
-    port.port().rss_get(Some(&mut indir), Some(&mut key));
-    let entries = indir.map(|e| u16::try_from(e).unwrap_or(u16::MAX));
-    let mut steer = Steering::initial();
-    if let Ok(table) = IndirectionTable::from_slice(&entries) {
-        steer.table = table;
-    }
-    steer.hasher = ShellHasher::new(&RssKey::new(key));
-    steer
-}
-
 /// One direction: frames of [`FLOWS`] flows in every size of [`SIZES`] from the stack TX rings
 /// of port `from`, out of its CMAC, over the cable, up the other port's RX queues to its stack.
 fn wire(r: &mut Runner, card: &mut Card<'_>, from: usize) {
     let to = 1 - from;
-    let steer = steering(&card.ports[to]);
+    let steer = Steering::read_back(card.ports[to].port());
     // CAST: to < 2; SIZES has 22 entries.
     let mut tally = Tally::new(to as u8);
     let total = FLOWS * SIZES.len() as u32;

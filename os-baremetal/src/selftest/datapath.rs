@@ -3,9 +3,8 @@
 //!
 //! - **Storage.** The core allocates nothing. Each pair's RX and TX slot storage is a boxed slice
 //!   from the heap ([`alloc_slots`], sized from the ring sizes), owned by its queues and freed
-//!   with them; a pair rebuilt during the run reuses the storage its predecessor's teardown
-//!   handed back. The pools' recycle rings are statics ([`RINGS`], with a spare for the rebuilt
-//!   pair), so that any context can give a page back through a plain shared reference.
+//!   with them. The pools' recycle rings are statics ([`RINGS`]), so that any context can give a
+//!   page back through a plain shared reference.
 //! - **Interrupts.** The model's queue interrupts are raised on their own IDT vectors
 //!   (`irq::queue_vector`); the handler only marks the pair. [`service`] polls marked pairs with
 //!   `QueuePair::poll(BUDGET, ..)` (NAPI: poll again while `more`, stop once `armed`), running
@@ -26,7 +25,7 @@
 use alloc::boxed::Box;
 
 use heapless::Vec as HVec;
-use onic_core::device::rss_control::{IndirectionTable, Rss};
+use onic_core::device::rss_control::{IndirectionTable, RssConfig};
 use onic_core::queue::doorbell::Doorbells;
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::pool::{release_to_hal, RecycleRing};
@@ -37,7 +36,7 @@ use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSl
 use onic_core::{BufSizeIdx, ConfigError, PassInfo, QueueError, RingSizeIdx, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
-use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES};
+use onic_embed::port::{RxBufSizes, MAX_RX_BUF_SIZES, RSS_INDIR_SIZE, RSS_KEY_SIZE};
 use onic_embed::tuning::PairSpec;
 use onic_hal::grace::ReadSection;
 use onic_hal::{Direction, DmaMemory, DmaPage, PAGE_SIZE};
@@ -97,12 +96,10 @@ pub const MAX_TRACKED: usize = 768;
 /// How long a helper waits for the datapath before it gives up.
 pub const WAIT_NS: u64 = 5_000_000_000;
 
-/// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`).
-/// The recycle rings of the pools: one per pair, and a spare for a pair rebuilt during the run.
-/// A ring's counters (pages pushed, refused, returned by the OS) live as long as the ring and are
-/// folded into the statistics of the pool that uses it, so a new pool always gets a ring no other
-/// pool used.
-pub static RINGS: [RecycleRing; TOTAL_PAIRS + 1] = [const { RecycleRing::new() }; TOTAL_PAIRS + 1];
+/// The recycle ring of each pair's pool, by global pair index (`func * PAIRS + queue`). A ring's
+/// counters (pages pushed, refused, returned by the OS) live as long as the ring and are folded
+/// into the statistics of the pool that uses it.
+pub static RINGS: [RecycleRing; TOTAL_PAIRS] = [const { RecycleRing::new() }; TOTAL_PAIRS];
 
 /// The recycle ring a page goes home through.
 pub type Home = &'static RecycleRing;
@@ -208,8 +205,6 @@ pub struct Book {
     pub error: Option<QueueError>,
     /// Polls the housekeeping scheduled to refill a ring the pool could not fill.
     pub refill_polls: u64,
-    /// The pair was torn down and built again.
-    pub rebuilt: bool,
     /// Polled since the last housekeeping round.
     polled: bool,
 }
@@ -330,10 +325,26 @@ impl Steering {
         }
     }
 
-    /// Follows a change of a function's RSS state (the model's functions or the PCI card's).
-    pub fn refresh(&mut self, rss: &Rss) {
-        self.table = *rss.config().table();
-        self.hasher.rekey(rss.config().key());
+    /// Follows a change of a function's RSS state as the driver holds it.
+    pub fn refresh(&mut self, rss: &RssConfig) {
+        self.table = *rss.table();
+        self.hasher.rekey(rss.key());
+    }
+
+    /// The RSS state `port`'s shell holds (`ethtool -x`), as the tests predict with it (the
+    /// initial table if the shell's does not read as one).
+    #[must_use]
+    pub fn read_back<H: onic_embed::port::Host>(port: &onic_embed::port::Port<H>) -> Self {
+        let mut indir = [0u32; RSS_INDIR_SIZE];
+        let mut key = [0u8; RSS_KEY_SIZE];
+        port.rss_get(Some(&mut indir), Some(&mut key));
+        let entries = indir.map(|e| u16::try_from(e).unwrap_or(u16::MAX));
+        let mut steer = Self::initial();
+        if let Ok(table) = IndirectionTable::from_slice(&entries) {
+            steer.table = table;
+        }
+        steer.hasher = ShellHasher::new(&RssKey::new(key));
+        steer
     }
 
     /// The queue the shell sends `frame` to.
@@ -382,7 +393,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    const fn new() -> Self {
+    /// No frames yet.
+    pub const fn new() -> Self {
         Self {
             expected: HVec::new(),
             received: 0,
@@ -526,13 +538,6 @@ pub struct Datapath<'c, 's> {
     pub books: [[Book; PAIRS]; FUNCTIONS],
     /// The XDP program slot of each PF (one program for all its RX queues).
     pub slots: [XdpSlot<Program>; FUNCTIONS],
-    /// The embedded objects, loaded by the `bpf` group ([`Program::Object`] indexes them).
-    pub engines: alloc::vec::Vec<super::xdp::Engine>,
-    /// A program swap due under traffic: (PF, frames received first, program). The first poll of
-    /// that PF to start once the tally received that many frames attaches the program.
-    pub pending_swap: Option<(usize, u32, Program)>,
-    /// The last swap done that way: (frames received then, the program it replaced).
-    pub swapped: Option<(u32, Option<Program>)>,
     /// The OS side.
     pub os: Os,
     /// Expectations of the phase running.
@@ -569,9 +574,6 @@ impl<'c, 's> Datapath<'c, 's> {
                 slot.attach(p);
                 slot
             }),
-            pending_swap: None,
-            swapped: None,
-            engines: alloc::vec::Vec::new(),
             os: Os::new(),
             tally: Tally::new(),
             steer,
@@ -590,18 +592,6 @@ impl<'c, 's> Datapath<'c, 's> {
     pub fn set_programs(&mut self, programs: [Program; FUNCTIONS]) {
         for (slot, p) in self.slots.iter_mut().zip(programs) {
             slot.attach(p);
-        }
-    }
-
-    /// Attaches the pending swap's program to PF `f`'s slot once its frame count is reached; a
-    /// poll calls this before it starts, so the new program runs from the poll's first frame.
-    fn swap_if_due(&mut self, f: usize) {
-        if let Some((pf, after, prog)) = self.pending_swap {
-            if pf == f && self.tally.received >= after {
-                let old = self.slots[f].attach(prog);
-                self.swapped = Some((self.tally.received, old));
-                self.pending_swap = None;
-            }
         }
     }
 
@@ -759,7 +749,6 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     let db = dev.doorbells();
     let peer_db = peer.doorbells();
     let dp = &mut b.dp;
-    dp.swap_if_due(f);
     let dma = dp.dma;
     let homes = dp.homes;
     let [p0, p1] = &mut dp.pairs;
@@ -799,18 +788,16 @@ fn poll(b: &mut Bench<'_, '_>, f: usize, q: usize) -> bool {
     };
     // CAST: origin < TOTAL_PAIRS.
     let (origin8, origin32) = (origin as u8, origin as u32);
-    let engines = &mut dp.engines;
     // SAFETY: the image is single-threaded and RSS changes run from the main loop between polls,
     // so no writer of the hasher runs until this poll has returned (the `TakingTurns` contract).
     let section = unsafe { ReadSection::new() };
     let shell_hash = dp.hashers[f].read(&section);
     let out = match dp.slots[f].program_mut() {
         Some(prog) => {
-            // The shell's hash, for the RX-hash kfunc of the embedded objects.
-            let hash = matches!(prog, Program::Object(_)).then_some(shell_hash);
+            // The shell's hash, for a program's RX-hash kfunc.
+            let hash = Some(shell_hash);
             let mut prog = Dispatch {
                 prog: *prog,
-                engines,
                 tap: &mut tap,
             };
             let mut pass = |fr: RxFrame<DmaPage>, _: PassInfo| -> Result<(), RxFrame<DmaPage>> {
@@ -922,9 +909,22 @@ fn housekeeping(b: &mut Bench<'_, '_>) {
 /// Runs the main loop until `done` holds or `timeout_ns` passes, halting while idle. Returns
 /// whether `done` held.
 pub fn run_until(b: &mut Bench<'_, '_>, timeout_ns: u64, done: impl Fn(&Bench<'_, '_>) -> bool) -> bool {
+    main_loop(b, timeout_ns, service, |b| done(b))
+}
+
+/// Runs `round` (one round of a main loop: whether anything happened) on `b` until `done`
+/// holds or `timeout_ns` passes, halting until the next interrupt while a round found nothing
+/// to do and no queue waits for a poll. Returns whether `done` held. The bare pairs' loop and
+/// the port bench's (`super::portbench`) both run this way.
+pub fn main_loop<B: ?Sized>(
+    b: &mut B,
+    timeout_ns: u64,
+    mut round: impl FnMut(&mut B) -> bool,
+    mut done: impl FnMut(&mut B) -> bool,
+) -> bool {
     let deadline = time::nanos_since_boot() + timeout_ns;
     loop {
-        let busy = service(b);
+        let busy = round(b);
         if done(b) {
             return true;
         }
@@ -940,11 +940,6 @@ pub fn run_until(b: &mut Bench<'_, '_>, timeout_ns: u64, done: impl Fn(&Bench<'_
             }
         }
     }
-}
-
-/// Runs the main loop for `ns` nanoseconds.
-pub fn run_for(b: &mut Bench<'_, '_>, ns: u64) {
-    run_until(b, ns, |_| false);
 }
 
 /// Runs the main loop until every frame of the phase that fits its buffer arrived and every TX
@@ -1032,11 +1027,6 @@ pub fn send(b: &mut Bench<'_, '_>, f: usize, q: usize, data: &[u8], more: bool) 
     }
 }
 
-/// Frees an OS frame that was never queued.
-pub fn free_os_frame(b: &mut Bench<'_, '_>, frame: Frame<'_>) {
-    free_frame(frame, &mut b.dp.os_tx_live, &b.dp.homes, b.dp.dma);
-}
-
 /// Publishes whatever pair `q` of PF `f` has queued (the end of an xmit-more batch).
 pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
     let (Some(dev), Some(pair)) = (
@@ -1046,6 +1036,31 @@ pub fn flush(b: &mut Bench<'_, '_>, f: usize, q: usize) {
         return;
     };
     pair.tx.flush(&dev.doorbells());
+}
+
+/// Frames sent before the loop waits for them (at most a quarter of an RX ring per queue).
+pub const CHUNK: u32 = 32;
+
+/// Sends `n` tracked frames from PF `from` (round-robin over its TX queues), `CHUNK` at a time
+/// as xmit-more batches, waiting for each chunk to arrive; `shape(i)` gives frame i's flow and
+/// length. Returns whether every chunk settled.
+pub fn spread(b: &mut Bench<'_, '_>, from: usize, n: u32, shape: impl Fn(u32) -> (u32, usize)) -> bool {
+    let mut ok = true;
+    let mut i = 0;
+    while i < n {
+        let end = (i + CHUNK).min(n);
+        for k in i..end {
+            let (flow, len) = shape(k);
+            let q = k as usize % PAIRS;
+            ok &= send_tracked(b, from, q, flow, len, true).is_ok();
+        }
+        for q in 0..PAIRS {
+            flush(b, from, q);
+        }
+        ok &= settle(b);
+        i = end;
+    }
+    ok
 }
 
 /// Builds the next frame of the phase (flow `flow`, `len` bytes), sends it from pair `q` of PF

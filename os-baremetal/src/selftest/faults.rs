@@ -1,40 +1,34 @@
 //! The model's fault knobs against the driver's datapath: what each costs, which counter says so,
 //! and that nothing is lost, leaked or touched out of bounds.
 
-use heapless::Vec as HVec;
-use onic_core::queue::tx::TxError;
+use alloc::vec::Vec;
+
 use onic_core::stats::read_hw_counters;
 use onic_core::QueueError;
+use onic_embed::port::XmitResult;
 use onic_sim::{Card, Corruption};
 
-use super::datapath::{
-    self, build_pair, flow_for_queue, flow_to_pf1_queue, inject_tracked, os_frame, run_for, run_until, Frame,
-    PAIRS, RINGS, TOTAL_PAIRS, WAIT_NS,
-};
-use super::traffic::{counter, rx_stats};
+use super::datapath::{self, flow_for_queue, flow_to_pf1_queue, inject_tracked, run_until, PAIRS, WAIT_NS};
+use super::portbench::{self, rx_stats, PortBench};
+use super::traffic::counter;
 use super::verdicts::census_holds;
-use super::xdp::Program;
+use super::xdp::{Code, Program};
 use super::{Bench, Runner};
 
+/// Page allocations the model refuses in the page-allocation test: the only HAL allocation
+/// failures the bare pairs' pools see in the run.
+pub const PAGE_ALLOC_REFUSALS: u32 = 2;
 /// Frames of the stuck-writeback test (more than a TX ring holds).
 const STALL_FRAMES: u32 = 100;
 /// Frames of the XDP_TX-on-a-full-ring test.
 const XDP_FULL_FRAMES: u32 = 70;
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("faults (the model's knobs against the datapath)");
+    r.group("faults on bare pairs (the pools' HAL allocation failures)");
     if !datapath::ready(r, b, "faults") {
         return;
     }
     page_alloc(r, b);
-    completion(r, b, Corruption::ErrBit, "fault-completion-error");
-    completion(r, b, Corruption::LengthZero, "fault-completion-length");
-    h2c_stall(r, b);
-    xdp_tx_full(r, b);
-    wire(r, b);
-    // Last: it leaves one RX queue stopped, which `rebuild` then replaces.
-    pidx_jump(r, b);
-    rebuild(r, b);
 }
 
 /// The received frames of PF1 queue `q` plus its drops.
@@ -72,7 +66,8 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
     let drops = if spare { 1 } else { 2 };
     let pool_before = b.dp.pairs[1][q].pool.stats();
     let failures_before = b.model.with(|c| c.dma_stats().page_alloc_failures);
-    b.model.with(|c| c.faults().fail_next_page_allocs(2));
+    b.model
+        .with(|c| c.faults().fail_next_page_allocs(PAGE_ALLOC_REFUSALS));
     let n = available + 8;
     let seen_before = seen(b, q);
     let mut sent = 0;
@@ -100,15 +95,15 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
     r.check(
         "fault-page-alloc",
         no_page == drops
-            && failures == 2
-            && pool.hal_alloc_failures - pool_before.hal_alloc_failures == 2
+            && failures == u64::from(PAGE_ALLOC_REFUSALS)
+            && pool.hal_alloc_failures - pool_before.hal_alloc_failures == u64::from(PAGE_ALLOC_REFUSALS)
             && delivered == u64::from(n) - drops
             && held as u64 == delivered
             && ring_kept
             && census
             && b.dp.tally.corrupt == 0,
         format_args!(
-            "fail_next_page_allocs(2) once the pool ({available} pages) ran dry, spare at hand {spare}: \
+            "fail_next_page_allocs({PAGE_ALLOC_REFUSALS}) once the pool ({available} pages) ran dry, spare at hand {spare}: \
              {no_page} frames dropped as rx_no_page (expected {drops}), {delivered}/{n} delivered, the \
              ring kept its {ring_pages} pages, census exact"
         ),
@@ -116,19 +111,22 @@ fn page_alloc(r: &mut Runner, b: &mut Bench<'_, '_>) {
 }
 
 /// A corrupted completion is a counted drop; the next frame arrives intact.
-fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'static str) {
+fn completion(r: &mut Runner, b: &mut PortBench<'_, '_>, how: Corruption, name: &'static str) {
     let q = 1;
-    let Some(flow) = flow_to_pf1_queue(r, b, q, name) else {
+    let Some(flow) = flow_to(b, q) else {
+        r.check(name, false, format_args!("no flow reaches PF1 queue {q}"));
         return;
     };
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
+    b.shared.borrow_mut().tally.reset();
     let before = rx_stats(b)[1][q];
     b.model.with(|c| c.faults().corrupt_next_completions(1, how));
-    inject_tracked(b, 1, flow, 100);
-    inject_tracked(b, 1, flow, 100);
+    portbench::inject_tracked(b, 1, flow, 100);
+    portbench::inject_tracked(b, 1, flow, 100);
     let target = before.rx_packets + before.rx_dropped() + 2;
-    let done = run_until(b, WAIT_NS, |b| b.dp.tally.received == 1 && seen(b, q) >= target);
+    let done = portbench::run_until(b, WAIT_NS, |b| {
+        let s = rx_stats(b)[1][q];
+        b.shared.borrow().tally.received == 1 && s.rx_packets + s.rx_dropped() >= target
+    });
     b.model.with(|c| c.faults().clear());
     let after = rx_stats(b)[1][q];
     let (errors, lengths) = (
@@ -139,9 +137,10 @@ fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'st
         Corruption::ErrBit => errors == 1 && lengths == 0,
         _ => lengths == 1 && errors == 0,
     };
+    let corrupt = b.shared.borrow().tally.corrupt;
     r.check(
         name,
-        done && counted && b.dp.tally.corrupt == 0 && census_holds(b),
+        done && counted && corrupt == 0 && portbench::census_holds(b),
         format_args!(
             "corrupt_next_completions(1, {how:?}): PF1 queue {q} counted rx_cmpt_errors +{errors}, \
              rx_bad_length +{lengths}; the next frame arrived intact"
@@ -149,44 +148,56 @@ fn completion(r: &mut Runner, b: &mut Bench<'_, '_>, how: Corruption, name: &'st
     );
 }
 
+/// Port 0's stack TX ring `q` as the core keeps it: stopped, frames in flight.
+fn stack_state(b: &mut PortBench<'_, '_>, q: u16) -> Option<(bool, u16)> {
+    b.ports[0]
+        .inspect(q)
+        .map(|v| (v.stack.is_stopped(), v.stack.in_flight()))
+}
+
+/// The TX counters of port 0's queue index `q` (its stack TX ring: nothing else of the index
+/// transmits here).
+fn tx_of(b: &PortBench<'_, '_>, q: u16) -> onic_core::TxStats {
+    b.ports[0]
+        .port()
+        .queue_counters(q)
+        .map(|c| c.tx)
+        .unwrap_or_default()
+}
+
 /// The H2C status writeback is withheld: the device still sends, but the driver cannot know, so
-/// the TX ring fills, the queue stops and the OS keeps the rest of its frames. Once the
-/// writeback comes, a reclaim wakes the queue, the OS sends the rest, and every frame arrives.
-fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
+/// the stack's TX ring fills, the queue stops and the stack keeps the rest of its frames. Once
+/// the writeback comes, a reclaim wakes the queue, the stack sends the rest, and every frame
+/// arrives.
+fn h2c_stall(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let q = 1;
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
-    let tx_before = match b.dp.pairs[0].get(q) {
-        Some(p) => *p.tx.stats(),
-        None => return,
-    };
-    let done_before = b.dp.books[0][q].tx_os_done;
-    let wire_before = b.dp.wire.out[0];
+    b.shared.borrow_mut().tally.reset();
+    let tx_before = tx_of(b, q);
+    let done_before = b.books[0][usize::from(q)].tx_done;
+    let wire_before = b.wire.out[0];
     b.model.with(|c| c.faults().stall_h2c_writeback(true));
     let (queued, backlog) = fill_stalled(b, q);
-    datapath::flush(b, 0, q);
+    portbench::flush(b, 0);
     // The device sends what was queued, but no writeback tells the driver: the frames arrive,
     // and the housekeeping rounds that follow reclaim nothing.
-    let rounds = b.dp.hk_rounds + 3;
-    run_until(b, WAIT_NS, |b| {
-        b.dp.tally.received == 62 && b.dp.hk_rounds >= rounds
+    let rounds = b.hk_rounds + 3;
+    portbench::run_until(b, WAIT_NS, |b| {
+        b.shared.borrow().tally.received == 62 && b.hk_rounds >= rounds
     });
-    let (stopped, in_flight) = b.dp.pairs[0]
-        .get(q)
-        .map_or((false, 0), |p| (p.tx.is_stopped(), p.tx.in_flight()));
-    let sent_while_stuck = b.dp.wire.out[0] - wire_before;
-    let arrived_while_stuck = b.dp.tally.received;
+    let (stopped, in_flight) = stack_state(b, q).unwrap_or((false, 0));
+    let sent_while_stuck = b.wire.out[0] - wire_before;
+    let arrived_while_stuck = b.shared.borrow().tally.received;
     let held_back = backlog.len();
     b.model.with(|c| c.faults().stall_h2c_writeback(false));
-    let woke = run_until(b, WAIT_NS, |b| {
-        b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
-    });
+    let woke = portbench::run_until(b, WAIT_NS, |b| stack_state(b, q).is_some_and(|(s, _)| !s));
     let resent = resend(b, q, backlog);
-    datapath::flush(b, 0, q);
-    let settled = datapath::settle(b);
-    let tx = b.dp.pairs[0].get(q).map_or(tx_before, |p| *p.tx.stats());
-    let completed = b.dp.books[0][q].tx_os_done - done_before;
-    let t = &b.dp.tally;
+    portbench::flush(b, 0);
+    let settled = portbench::settle(b, 0);
+    let tx = tx_of(b, q);
+    let completed = b.books[0][usize::from(q)].tx_done - done_before;
+    let left = b.host.census().packets;
+    let s = b.shared.borrow();
+    let t = &s.tally;
     r.check(
         "fault-h2c-writeback-stall",
         queued == 62
@@ -203,7 +214,7 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && completed == u64::from(STALL_FRAMES)
             && tx.stops > tx_before.stops
             && tx.wakes > tx_before.wakes
-            && b.dp.os_tx_live == 0,
+            && left == 0,
         format_args!(
             "stall_h2c_writeback: {queued} queued, then the ring was full and the queue stopped ({in_flight} \
              in flight; {sent_while_stuck} sent and {arrived_while_stuck} received meanwhile); released, a \
@@ -216,63 +227,48 @@ fn h2c_stall(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// What the OS holds back for a stopped queue (its qdisc).
-type Backlog<'c> = HVec<Frame<'c>, { STALL_FRAMES as usize }>;
-
-/// The OS queues [`STALL_FRAMES`] frames on PF0's TX queue `q` until it stops; it keeps what the
-/// queue refused. Returns how many were queued, and the frames kept.
-fn fill_stalled<'c>(b: &mut Bench<'c, '_>, q: usize) -> (u32, Backlog<'c>) {
-    let mut backlog: Backlog<'c> = HVec::new();
+/// The stack queues [`STALL_FRAMES`] frames on port 0's TX ring `q` until it stops; it keeps
+/// what the ring did not take (its qdisc). Returns how many were queued, and the packets kept.
+fn fill_stalled(b: &mut PortBench<'_, '_>, q: u16) -> (u32, Vec<u32>) {
+    let mut backlog = Vec::new();
     let mut queued = 0;
     for i in 0..STALL_FRAMES {
         let mut buf = [0u8; super::frames::MAX_BUILD];
         let len = 60 + (i as usize * 29) % 450;
-        let Some(n) = b.dp.tally.add(i * 11, len, 1, &b.dp.steer[1], &mut buf) else {
+        let n = {
+            let mut s = b.shared.borrow_mut();
+            let portbench::Shared { tally, steer } = &mut *s;
+            tally.add(i * 11, len, 1, &steer[1], &mut buf)
+        };
+        let Some(skb) = n.and_then(|n| b.host.packet(&buf[..n])) else {
             break;
         };
-        let Some(frame) = os_frame(b.model.dma(), &buf[..n]) else {
-            break;
-        };
-        b.dp.os_tx_live += 1;
-        let refused = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
-            (Some(dev), Some(p)) if backlog.is_empty() => p.tx.xmit_os(&dev.doorbells(), frame, true).err(),
-            _ => Some(TxError::Full(frame)),
-        };
-        match refused {
-            None => queued += 1,
-            // The OS keeps what the stopped queue refused (its qdisc).
-            Some(e) => {
-                let _ = backlog.push(e.into_inner());
-            }
+        if !backlog.is_empty() {
+            backlog.push(skb);
+            continue;
+        }
+        match portbench::xmit(b, 0, q, skb) {
+            XmitResult::Ok | XmitResult::OkStop => queued += 1,
+            // The stack keeps what the stopped ring refused.
+            XmitResult::Busy | XmitResult::Dropped => backlog.push(skb),
         }
     }
     (queued, backlog)
 }
 
-/// The OS sends the frames it kept, waiting whenever the queue stops again; returns how many the
-/// queue took (the rest are freed).
-fn resend<'c>(b: &mut Bench<'c, '_>, q: usize, backlog: Backlog<'c>) -> usize {
+/// The stack sends the packets it kept, waiting whenever the ring stops again; returns how many
+/// the ring took (the rest are freed).
+fn resend(b: &mut PortBench<'_, '_>, q: u16, backlog: Vec<u32>) -> usize {
     let mut resent = 0;
-    let total_backlog = backlog.len();
-    for (i, frame) in backlog.into_iter().enumerate() {
-        let more = i + 1 < total_backlog;
-        // A queue that stops again is waited for (the tick's reclaim wakes it).
-        if b.dp.pairs[0].get(q).is_some_and(|p| p.tx.is_stopped()) {
-            datapath::flush(b, 0, q);
-            run_until(b, WAIT_NS, |b| {
-                b.dp.pairs[0].get(q).is_some_and(|p| !p.tx.is_stopped())
-            });
+    for skb in backlog {
+        // A ring that stops again is waited for (the tick's reclaim wakes it).
+        if stack_state(b, q).is_some_and(|(s, _)| s) {
+            portbench::flush(b, 0);
+            portbench::run_until(b, WAIT_NS, |b| stack_state(b, q).is_some_and(|(s, _)| !s));
         }
-        let res = match (b.devices[0].as_ref(), b.dp.pairs[0].get_mut(q)) {
-            (Some(dev), Some(p)) => {
-                p.tx.xmit_os(&dev.doorbells(), frame, more)
-                    .map_err(TxError::into_inner)
-            }
-            _ => Err(frame),
-        };
-        match res {
-            Ok(()) => resent += 1,
-            Err(frame) => datapath::free_os_frame(b, frame),
+        match portbench::xmit(b, 0, q, skb) {
+            XmitResult::Ok | XmitResult::OkStop => resent += 1,
+            XmitResult::Busy | XmitResult::Dropped => onic_embed::port::Host::skb_done(&b.host, skb, None),
         }
     }
     resent
@@ -280,36 +276,49 @@ fn resend<'c>(b: &mut Bench<'c, '_>, q: usize, backlog: Backlog<'c>) -> usize {
 
 /// XDP_TX onto a TX ring the device does not report progress on: once the ring is full, the
 /// frames are counted as rx_xdp_tx_errors and their pages recycled, not leaked.
-fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn xdp_tx_full(r: &mut Runner, b: &mut PortBench<'_, '_>, reflect: u16) {
     let q = 2;
-    let Some(flow) = flow_to_pf1_queue(r, b, q, "xdp-tx-ring-full") else {
+    let Some(flow) = flow_to(b, q) else {
+        r.check(
+            "xdp-tx-ring-full",
+            false,
+            format_args!("no flow reaches PF1 queue {q}"),
+        );
         return;
     };
-    b.dp.set_programs([Program::Drop, Program::Reflect]);
-    b.dp.tally.reset();
-    let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.stats()) else {
+    let drop = b.progs[0];
+    b.progs[1] = Some(reflect);
+    b.shared.borrow_mut().tally.reset();
+    let pair = |b: &PortBench<'_, '_>| b.ports[1].port().queue_counters(q as u16).map(|c| c.pair);
+    let Some(before) = pair(b) else {
         return;
     };
-    let wire_before = b.dp.wire.swapped[1];
+    let wire_before = b.wire.swapped[1];
     b.model.with(|c| c.faults().stall_h2c_writeback(true));
     for _ in 0..XDP_FULL_FRAMES {
-        inject_tracked(b, 1, flow, 90);
+        portbench::inject_tracked(b, 1, flow, 90);
     }
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == XDP_FULL_FRAMES);
-    let in_flight = b.dp.pairs[1].get(q).map_or(0, |p| p.tx.pool_pages_in_flight());
-    let census_stuck = census_holds(b);
-    b.model.with(|c| c.faults().stall_h2c_writeback(false));
-    let settled = run_until(b, WAIT_NS, |b| {
-        b.dp.tally.returned == 62 && b.dp.tx_in_flight() == 0
+    portbench::run_until(b, WAIT_NS, |b| {
+        b.shared.borrow().tally.received == XDP_FULL_FRAMES
     });
-    let Some(after) = b.dp.pairs[1].get(q).map(|p| *p.stats()) else {
+    let in_flight = b.ports[1]
+        .inspect(q as u16)
+        .map_or(0, |v| v.pair.tx.pool_pages_in_flight());
+    let census_stuck = portbench::census_holds(b);
+    b.model.with(|c| c.faults().stall_h2c_writeback(false));
+    let settled = portbench::run_until(b, WAIT_NS, |b| {
+        b.shared.borrow().tally.returned == 62 && b.tx_in_flight() == 0
+    });
+    b.progs[1] = drop;
+    let Some(after) = pair(b) else {
         return;
     };
     let (tx, errors) = (
         after.rx_xdp_tx - before.rx_xdp_tx,
         after.rx_xdp_tx_errors - before.rx_xdp_tx_errors,
     );
-    let left = b.dp.wire.swapped[1] - wire_before;
+    let left = b.wire.swapped[1] - wire_before;
+    let corrupt = b.shared.borrow().tally.corrupt;
     r.check(
         "xdp-tx-ring-full",
         tx == u64::from(XDP_FULL_FRAMES)
@@ -318,8 +327,8 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && census_stuck
             && settled
             && left == 62
-            && b.dp.tally.corrupt == 0
-            && census_holds(b),
+            && corrupt == 0
+            && portbench::census_holds(b),
         format_args!(
             "{XDP_FULL_FRAMES} frames reflected on a stuck ring: rx_xdp_tx +{tx}, rx_xdp_tx_errors +{errors} \
              (pages recycled), {in_flight} pages in TX flight in the census; released, {left} left port 1"
@@ -328,8 +337,7 @@ fn xdp_tx_full(r: &mut Runner, b: &mut Bench<'_, '_>) {
 }
 
 /// Frames lost on the wire never arrive; a bad FCS is counted by the MAC and goes no further.
-fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    b.dp.set_programs([Program::Drop, Program::Drop]);
+fn wire(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let lost = through_fault(
         b,
         (1, 2),
@@ -338,13 +346,11 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
         |c| c.faults().drop_next_frames(3),
         |b| b.model.with(|c| c.stats().wire_dropped),
     );
+    let received = b.shared.borrow().tally.received;
     r.check(
         "fault-wire-drop",
-        b.dp.tally.received == 2 && lost == 3,
-        format_args!(
-            "drop_next_frames(3) of 5: {} received, {lost} lost on the wire",
-            b.dp.tally.received
-        ),
+        received == 2 && lost == 3,
+        format_args!("drop_next_frames(3) of 5: {received} received, {lost} lost on the wire"),
     );
     let fcs = through_fault(
         b,
@@ -354,13 +360,11 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
         |c| c.faults().bad_fcs_next_frames(1),
         |b| counter(&read_hw_counters(&b.model.shell(), 0), "stat_rx_bad_fcs"),
     );
+    let received = b.shared.borrow().tally.received;
     r.check(
         "fault-bad-fcs",
-        b.dp.tally.received == 1 && fcs == 1,
-        format_args!(
-            "bad_fcs_next_frames(1) of 2: {} received, stat_rx_bad_fcs +{fcs}",
-            b.dp.tally.received
-        ),
+        received == 1 && fcs == 1,
+        format_args!("bad_fcs_next_frames(1) of 2: {received} received, stat_rx_bad_fcs +{fcs}"),
     );
 }
 
@@ -368,37 +372,67 @@ fn wire(r: &mut Runner, b: &mut Bench<'_, '_>) {
 /// `to.0` (a flow its function steers to queue `to.1`); the loop runs until `arrive` of them
 /// arrived and 5 ms more, then the fault is cleared. Returns how far `count` moved meanwhile.
 fn through_fault(
-    b: &mut Bench<'_, '_>,
+    b: &mut PortBench<'_, '_>,
     to: (u8, usize),
     frames: (u32, usize),
     arrive: u32,
     arm: impl FnOnce(&Card),
-    count: impl Fn(&Bench<'_, '_>) -> u64,
+    count: impl Fn(&PortBench<'_, '_>) -> u64,
 ) -> u64 {
     let (port, q) = to;
     let before = count(b);
     b.model.with(arm);
-    b.dp.tally.reset();
-    let flow = flow_for_queue(&b.dp.steer[usize::from(port)], q, 0).unwrap_or(0);
+    b.shared.borrow_mut().tally.reset();
+    let flow = flow_for_queue(&b.shared.borrow().steer[usize::from(port)], q, 0).unwrap_or(0);
     for _ in 0..frames.0 {
-        inject_tracked(b, port, flow, frames.1);
+        portbench::inject_tracked(b, port, flow, frames.1);
     }
-    run_until(b, WAIT_NS, |b| b.dp.tally.received == arrive);
-    run_for(b, 5_000_000);
+    portbench::run_until(b, WAIT_NS, |b| b.shared.borrow().tally.received == arrive);
+    portbench::run_until(b, 5_000_000, |_| false);
     let moved = count(b) - before;
     b.model.with(|c| c.faults().clear());
     moved
 }
 
+/// The fault checks that run on the ports ([`super::portbench`]): a completion status whose
+/// producer index jumps stops one queue, which is then restarted through the port.
+pub fn run_on_ports(r: &mut Runner, b: Option<&mut PortBench<'_, '_>>) {
+    r.group("faults on the ports (the model's knobs against the datapath)");
+    let Some(b) = b else {
+        r.skipped("faults-on-ports", "the ports did not come up");
+        return;
+    };
+    let drop = b.attach(Code::Native(Program::Drop));
+    let reflect = b.attach(Code::Native(Program::Reflect));
+    b.progs = [Some(drop), Some(drop)];
+    completion(r, b, Corruption::ErrBit, "fault-completion-error");
+    completion(r, b, Corruption::LengthZero, "fault-completion-length");
+    h2c_stall(r, b);
+    xdp_tx_full(r, b, reflect);
+    wire(r, b);
+    // Last-but-one: it leaves one RX queue stopped, which `restart` then brings back.
+    pidx_jump(r, b);
+    restart(r, b);
+}
+
+/// A flow port 1's current steering sends to its queue `q`.
+fn flow_to(b: &PortBench<'_, '_>, q: usize) -> Option<u32> {
+    flow_for_queue(&b.shared.borrow().steer[1], q, 0)
+}
+
+/// Port 1's queue index `q`'s RX queue as the core keeps it: its error and counters.
+fn rx_state(b: &mut PortBench<'_, '_>, q: u16) -> Option<(Option<QueueError>, onic_core::RxStats, u16)> {
+    b.ports[1]
+        .inspect(q)
+        .map(|v| (v.pair.rx.error(), *v.pair.rx.stats(), v.pair.rx.posted()))
+}
+
 /// A completion status record whose producer index lies beyond the ring: the queue reports its
 /// error state, touches nothing more (no completion read, no doorbell), the other queues go on, and
 /// the census still holds.
-fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn pidx_jump(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let q = 3;
-    let (Some(flow), Some(other)) = (
-        flow_for_queue(&b.dp.steer[1], q, 0),
-        flow_for_queue(&b.dp.steer[1], 0, 0),
-    ) else {
+    let (Some(flow), Some(other)) = (flow_to(b, q), flow_to(b, 0)) else {
         r.check(
             "fault-status-pidx-jump",
             false,
@@ -406,27 +440,25 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
         );
         return;
     };
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
+    b.shared.borrow_mut().tally.reset();
     b.model.with(|c| c.faults().cmpt_status_pidx_jump());
-    inject_tracked(b, 1, flow, 80);
-    let stopped = run_until(b, WAIT_NS, |b| b.dp.books[1][q].error.is_some());
-    let error = b.dp.books[1][q].error;
-    let Some(before) = b.dp.pairs[1].get(q).map(|p| *p.rx.stats()) else {
+    portbench::inject_tracked(b, 1, flow, 80);
+    let stopped = portbench::run_until(b, WAIT_NS, |b| b.books[1][q].error.is_some());
+    let error = b.books[1][q].error;
+    let Some((_, before, _)) = rx_state(b, q as u16) else {
         return;
     };
-    let polls = b.dp.books[1][q].polls;
+    let polls = b.books[1][q].polls;
     let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
     // More frames: to the stopped queue (the device may still write them into posted buffers, the
     // driver reads nothing) and to a healthy one.
     for _ in 0..3 {
-        inject_tracked(b, 1, flow, 80);
-        inject_tracked(b, 1, other, 80);
+        portbench::inject_tracked(b, 1, flow, 80);
+        portbench::inject_tracked(b, 1, other, 80);
     }
-    let healthy = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][0] == 3);
-    run_for(b, 5_000_000);
-    let p = &b.dp.pairs[1][q];
-    let still = p.rx.error() == error && p.rx.stats() == &before;
+    let healthy = portbench::run_until(b, WAIT_NS, |b| b.shared.borrow().tally.per_queue[1][0] == 3);
+    portbench::run_until(b, 5_000_000, |_| false);
+    let still = rx_state(b, q as u16).is_some_and(|(e, s, _)| e == error && s == before);
     let violations = b.model.with(|c| c.violations().len());
     let expected = Some(QueueError::CmptPidxOutOfRange {
         pidx: usable + 7,
@@ -437,10 +469,10 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
         stopped
             && error == expected
             && still
-            && b.dp.books[1][q].polls == polls
+            && b.books[1][q].polls == polls
             && healthy
             && violations == 0
-            && census_holds(b),
+            && portbench::census_holds(b),
         format_args!(
             "cmpt_status_pidx_jump: PF1 queue {q} reported \"{}\" and stopped (no completion read or \
              doorbell since); queue 0 kept delivering; no model violation; census exact",
@@ -449,92 +481,56 @@ fn pidx_jump(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// The stopped queue of [`pidx_jump`] is torn down and built again over the slot storage its
-/// teardown handed back and the spare recycle ring, with a fresh pool whose first page allocation
-/// the model refuses: the RX ring starts empty (`refill_alloc_failures`), no interrupt can come
-/// for it, and the tick's housekeeping schedules the poll that refills it. Then traffic flows
-/// again.
-fn rebuild(r: &mut Runner, b: &mut Bench<'_, '_>) {
+/// The stopped queue of [`pidx_jump`] is restarted in place through the port
+/// (`SoloPort::restart_queue`) while the model host refuses the first page its pool asks for
+/// (`ModelHost::refuse_page_allocs(1)`): the RX ring starts empty (`refill_alloc_failures`), no
+/// interrupt can come for it, and the tick's housekeeping schedules the poll that refills it.
+/// Then traffic flows again.
+fn restart(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let name = "fault-refill";
     let q = PAIRS - 1;
     let usable = onic_core::RingSizeIdx::new(datapath::RX_RING).map_or(0, |r| r.usable());
-    // Nothing of the old pool may be out: no page with the OS, none in TX flight.
-    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0 && b.dp.tx_in_flight() == 0);
-    let Some(dev) = b.devices[1].as_ref() else {
-        r.skipped(name, "no PF1");
-        return;
-    };
-    if b.dp.pairs[1].len() != PAIRS {
-        r.skipped(name, "PF1's pairs are missing");
+    // Nothing of the old rings may be out: no frame in TX flight.
+    portbench::run_until(b, WAIT_NS, |b| b.tx_in_flight() == 0);
+    b.host.for_port(1).refuse_page_allocs(1);
+    let restarted = portbench::restart_queue(b, 1, q);
+    b.host.for_port(1).refuse_page_allocs(0);
+    if let Err(e) = restarted {
+        r.check(
+            name,
+            false,
+            format_args!("PF1 queue {q} could not be restarted: {e}"),
+        );
         return;
     }
-    let Some(old) = b.dp.pairs[1].pop() else {
-        return;
-    };
-    let mut done = b.dp.done(1, q);
-    let (down, old_pool, rx, tx) = old.teardown(dev, &mut crate::time::TscDelay, &mut done);
-    // Dropping the pool gives its pages (and those in its recycle ring) back to the HAL.
-    drop(old_pool);
-    // The storage comes back from a teardown that quiesced the queues; otherwise it stays with
-    // the device and the new pair gets fresh storage.
-    let slots = match (rx, tx) {
-        (Some(rx), Some(tx)) => datapath::Slots { rx, tx },
-        _ => match datapath::spec(q as u16) {
-            Ok(spec) => datapath::Slots::for_spec(&spec),
-            Err(e) => {
-                r.check(name, false, format_args!("PF1 queue {q} has no spec: {e}"));
-                return;
-            }
-        },
-    };
-    b.model.with(|c| c.faults().fail_next_page_allocs(1));
-    let built = build_pair(dev, b.model.dma(), q as u16, slots, &RINGS[TOTAL_PAIRS]);
-    b.model.with(|c| c.faults().clear());
-    let pair = match built {
-        Ok(p) => p,
-        Err(e) => {
-            r.check(
-                name,
-                false,
-                format_args!("PF1 queue {q} could not be built again: {e}"),
-            );
-            return;
-        }
-    };
-    let (posted0, failures) = (pair.rx.posted(), pair.rx.stats().refill_alloc_failures);
-    // The pair goes back in its place (index q), with the spare recycle ring: the old ring's
-    // counters belong to the old pool.
-    let _ = b.dp.pairs[1].push(pair);
-    b.dp.homes[PAIRS + q] = &RINGS[TOTAL_PAIRS];
-    let book = &mut b.dp.books[1][q];
-    book.error = None;
-    book.rebuilt = true;
-    let polls_before = book.refill_polls;
-    let refilled = run_until(b, WAIT_NS, |b| {
-        b.dp.pairs[1].get(q).is_some_and(|p| p.rx.posted() == usable - 1)
+    let (posted0, failures) =
+        rx_state(b, q as u16).map_or((u16::MAX, 0), |(_, s, p)| (p, s.refill_alloc_failures));
+    let polls_before = b.books[1][q].refill_polls;
+    let refilled = portbench::run_until(b, WAIT_NS, |b| {
+        rx_state(b, q as u16).is_some_and(|(_, _, posted)| posted == usable - 1)
     });
-    let refill_polls = b.dp.books[1][q].refill_polls - polls_before;
-    b.dp.set_programs([Program::Drop, Program::Drop]);
-    b.dp.tally.reset();
+    let refill_polls = b.books[1][q].refill_polls - polls_before;
+    b.shared.borrow_mut().tally.reset();
     let mut sent = 0;
-    if let Some(flow) = flow_for_queue(&b.dp.steer[1], q, 0) {
+    if let Some(flow) = flow_to(b, q) {
         for _ in 0..16 {
-            sent += u32::from(inject_tracked(b, 1, flow, 120));
+            sent += u32::from(portbench::inject_tracked(b, 1, flow, 120));
         }
     }
-    let delivered = run_until(b, WAIT_NS, |b| b.dp.tally.per_queue[1][q] == sent) && sent == 16;
+    let delivered =
+        portbench::run_until(b, WAIT_NS, |b| b.shared.borrow().tally.per_queue[1][q] == sent) && sent == 16;
+    let corrupt = b.shared.borrow().tally.corrupt;
     r.check(
         name,
-        down.is_ok()
-            && posted0 == 0
+        posted0 == 0
             && failures == 1
             && refilled
             && refill_polls > 0
             && delivered
-            && b.dp.tally.corrupt == 0
-            && census_holds(b),
+            && corrupt == 0
+            && portbench::census_holds(b),
         format_args!(
-            "PF1 queue {q} torn down and started again with fail_next_page_allocs(1): {posted0} buffers \
+            "PF1 queue {q} restarted through the port with refuse_page_allocs(1): {posted0} buffers \
              posted, refill_alloc_failures {failures}; {refill_polls} housekeeping poll(s) refilled the ring \
              to {} buffers; 16/16 frames delivered after",
             usable - 1

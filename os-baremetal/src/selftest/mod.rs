@@ -1,26 +1,30 @@
 //! The boot-time self-test: a list of named checks, each printed as PASS or FAIL on the console
 //! and through defmt, then a report and the verdict that becomes QEMU's exit status.
 //!
-//! The checks run in groups, one module each, in this order:
+//! The checks run in groups, in this order (the bare pairs' groups on one card, then the port
+//! bench's on another):
 //!
 //! | module | what it covers |
 //! |---|---|
 //! | [`platform`] | boot protocol, memory, heap, TSC calibration, delay, timer tick, IDT |
 //! | [`bringup`] | `Device::init` of PF0 and PF1 on the model, CMACs, link, statistics, the tick's latch |
 //! | [`queues`] | TX context programming read back; the queue pairs built and started through `Device` |
-//! | [`traffic`] | frames of many flows and sizes sent by one PF's TX queues, carried by the cable, received by the other PF: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
-//! | [`rss`] | ethtool-style RSS changes (`-X equal`, a new key, refused requests) taking effect on later frames |
-//! | [`verdicts`] | XDP programs through the core's XDP layer (`QueuePair::poll`): pass, drop, TX, redirect through a devmap of the other PF's TX queues, a program swap and a detach under traffic, with the core's counters |
-//! | [`bpf`] | the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine and `QueuePair::poll`: verdict counts, agreement with the core's counters, each object's own result |
-//! | [`faults`] | the model's fault knobs against the datapath: page allocation, completion errors, stuck H2C writeback, status pidx jump, wire loss, bad FCS |
-//! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations, heap balance |
+//! | [`verdicts`] | on the bare pairs, the two verdicts that show pieces of the core a port does not use: XDP_PASS with the OS's pages home partly through the pools' recycle rings, XDP_REDIRECT through a devmap of the other PF's TX queues |
+//! | [`faults`] | on the bare pairs, the fault the teardown's pool statistics account for: page allocations refused once a pool ran dry |
+//! | [`teardown`] | page census, queue pair and device teardown, DMA accounting, model violations; the heap balance after the groups on ports |
+//! | [`traffic`] | on a fresh card, both functions as ports ([`portbench`]): frames of many flows and sizes sent by one port's stack TX rings, carried by the cable, received by the other port: steering, integrity, oversize drops, TX completions, per-queue MSI-X vectors, NAPI, counters |
+//! | [`rss`] | on the same ports: ethtool-style RSS changes (`-X equal`, a new key, refused requests) through the port, taking effect on later frames |
+//! | [`verdicts`] (`run_on_ports`) | on the same ports: XDP programs in the port's polls: drop, TX, a program swap and a detach under traffic, with the core's counters |
+//! | [`faults`] (`run_on_ports`) | on the same ports, the model's fault knobs: completion errors, stuck H2C writeback, XDP_TX onto a stuck ring, wire loss, bad FCS, a status pidx jump that stops a queue, which is restarted through the port with its pool refusing a page |
+//! | [`bpf`] | on the same ports: the clang-built objects of `os-linux/xdp` through the `onic-bpf` engine in the port's polls: verdict counts, agreement with the core's counters, each object's own result |
 //! | [`port`] | on a fresh card, both functions as `onic_embed` ports (the kernel module's door) over the model host: traffic through the stack TX rings, XDP_TX and drops, the page census, teardown |
 //! | [`xsk`] | on fresh cards, AF_XDP zero copy through the port (the scenario of `onic run --xsk`): rxdrop, l2fwd and txonly byte for byte, the UMEM's strict census, every page home |
 //! | [`card`] | the card as a PCI device (QEMU's `onic-card`), when present: configuration space scan, BARs, both functions as `onic_embed` ports over MMIO, DMA at physical addresses, traffic between the ports by polling, teardown |
 //! | `bpfdiff` | with feature `bpf-bundle` only: the BPF differential set (`cargo xtask bpf-diff`'s bundle) through the `onic-bpf` engine, against the kernel's outcomes |
 //!
-//! [`datapath`] holds the machinery the groups share (the pairs, the main loop, the OS side) and
-//! [`xdp`] the XDP programs.
+//! [`datapath`] holds the machinery the groups on the bare pairs share (the pairs, the main loop,
+//! the OS side), [`portbench`] that of the groups on ports over the model host (the ports, the
+//! interrupt-driven main loop polling through them), and [`xdp`] the XDP programs.
 //!
 //! To add a check, call [`Runner::check`] from the group it belongs to (or add a group module and
 //! call it from [`run`]); the report and the verdict pick it up.
@@ -35,6 +39,7 @@ mod faults;
 mod frames;
 mod platform;
 mod port;
+mod portbench;
 mod queues;
 mod report;
 mod rss;
@@ -196,10 +201,7 @@ pub fn run(boot: &Boot) -> ExitCode {
         };
         bringup::run(&mut r, &mut bench);
         queues::run(&mut r, &mut bench);
-        traffic::run(&mut r, &mut bench);
-        rss::run(&mut r, &mut bench);
         verdicts::run(&mut r, &mut bench);
-        bpf::run(&mut r, &mut bench);
         faults::run(&mut r, &mut bench);
         #[cfg(feature = "panic-check")]
         deliberate_panic(r.total());
@@ -207,6 +209,7 @@ pub fn run(boot: &Boot) -> ExitCode {
         report::print(&bench, &summary);
     }
     drop(card);
+    on_ports(&mut r);
     teardown::heap_balance(&mut r, heap_before);
     port::run(&mut r);
     xsk::run(&mut r);
@@ -222,6 +225,31 @@ pub fn run(boot: &Boot) -> ExitCode {
     );
 
     report::verdict(&r, crate::time::nanos_since_boot() - start_ns)
+}
+
+/// The groups on ports ([`portbench`]): a fresh card, both functions as `SoloPort`s, which the
+/// last group takes down.
+fn on_ports(r: &mut Runner) {
+    let card = Card::new(card_config());
+    // The card's clock is at 0 when the timer starts moving it.
+    let (model, clock_base) = crate::platform::without_interrupts(|| {
+        (
+            Model::new(&card),
+            crate::irq::MODEL_TIME_NS.load(core::sync::atomic::Ordering::Relaxed),
+        )
+    });
+    let mut bench = match portbench::PortBench::new(&model, clock_base) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            r.note(format_args!("the ports did not come up: {e}"));
+            None
+        }
+    };
+    traffic::run(r, bench.as_mut());
+    rss::run(r, bench.as_mut());
+    verdicts::run_on_ports(r, bench.as_mut());
+    faults::run_on_ports(r, bench.as_mut());
+    bpf::run(r, bench, &card);
 }
 
 /// Panics in the middle of the run (feature panic-check), to show the panic handler's report and

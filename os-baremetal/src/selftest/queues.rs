@@ -30,7 +30,7 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
         let (Some(dev), Some(rss)) = (b.devices[f].as_ref(), b.rss[f].as_ref()) else {
             continue;
         };
-        b.dp.steer[f].refresh(rss);
+        b.dp.steer[f].refresh(rss.config());
         let name = if f == 0 { "pairs-pf0" } else { "pairs-pf1" };
         let mut good = 0;
         let mut failure = None;

@@ -124,10 +124,10 @@ fn rx_table(s: &Summary) {
             row.pair.rx_xdp_tx,
             row.pair.rx_xdp_redirect,
             row.pair.rx_xdp_tx_errors,
-            match (row.error.is_some(), row.book.rebuilt) {
-                (true, _) => "error",
-                (false, true) => "rebuilt",
-                (false, false) => "ok",
+            if row.error.is_some() {
+                "error"
+            } else {
+                "ok"
             }
         );
         defmt::info!(

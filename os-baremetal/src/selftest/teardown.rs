@@ -120,7 +120,7 @@ fn census(r: &mut Runner, b: &Bench<'_, '_>, quiet: bool) {
             && total.alloc.refill > 0
             && total.recycle.cached > 0
             && total.recycle.ring > 0
-            && total.hal_alloc_failures == 3
+            && total.hal_alloc_failures == u64::from(super::faults::PAGE_ALLOC_REFUSALS)
             && total.os_returns == to_os,
         format_args!(
             "all pools: alloc.fast {} alloc.slow {} alloc.refill {}, recycle.cached {} recycle.ring {}, {} HAL \
@@ -256,15 +256,16 @@ fn rings_empty() -> bool {
         .all(onic_core::RecycleRing::is_empty)
 }
 
-/// After the model is gone, the heap must be back where it was before the model was built.
+/// After the models are gone (the bare pairs' card and the port bench's), the heap must be back
+/// where it was before the first was built.
 pub fn heap_balance(r: &mut Runner, before: usize) {
     let s = crate::heap::stats();
     r.check(
         "heap-balance",
         s.in_use == before,
         format_args!(
-            "{} bytes in use after the model and the slot storage were dropped ({} before, peak {} KiB, {} \
-             allocations)",
+            "{} bytes in use after the models, the slot storage and the ports were dropped ({} before, peak {} \
+             KiB, {} allocations)",
             s.in_use,
             before,
             s.peak / 1024,

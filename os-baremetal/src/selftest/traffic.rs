@@ -1,62 +1,27 @@
-//! Traffic across the wire through the core's datapath: one PF's queue pairs transmit
-//! (`TxQueue::xmit_os`), the model's cable carries the frames to the other port, the shell steers
-//! them (shell hash + indirection table), the QDMA writes them into the other PF's RX rings and
+//! Traffic across the wire through the ports ([`super::portbench`]): one port's stack TX rings
+//! transmit, the model's cable carries the frames to the other port, the shell steers them
+//! (shell hash + indirection table), the QDMA writes them into the other function's RX rings and
 //! raises the queue's MSI-X vector, the image takes it on that vector's IDT entry, and the main
-//! loop polls the pair (`QueuePair::poll`, NAPI). Then the same the other way round.
+//! loop polls the queue index through its port (NAPI). Then the same the other way round.
 
 use core::sync::atomic::Ordering;
 
 use onic_core::stats::read_hw_counters;
-use onic_core::RxStats;
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
 
-use super::datapath::{
-    self, buffer_bytes, flow_to_pf1_queue, run_for, run_until, settle, Book, PAIRS, WAIT_NS,
-};
+use super::datapath::{self, buffer_bytes, PAIRS, WAIT_NS};
 use super::frames::{self, MAX_BUILD, OVERSIZE, SIZES};
-use super::xdp::Program;
-use super::{Bench, Runner};
+use super::portbench::{self, run_until, rx_stats, settle, Book, PortBench};
+use super::xdp::{Code, Program};
+use super::Runner;
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 
 /// Frames each PF sends in the spread phase.
 const FRAMES: u32 = 264;
-/// Frames sent before the loop waits for them (at most a quarter of an RX ring per queue).
-pub const CHUNK: u32 = 32;
 /// Distinct flows.
 const FLOWS: u32 = 64;
 /// Frames of one flow in the NAPI burst.
 const BURST: u32 = 40;
-
-/// Per-queue RX counters of every pair.
-pub fn rx_stats(b: &Bench<'_, '_>) -> [[RxStats; PAIRS]; FUNCTIONS] {
-    let mut s = [[RxStats::default(); PAIRS]; FUNCTIONS];
-    for (f, q, p) in b.dp.each() {
-        s[usize::from(f)][q] = *p.rx.stats();
-    }
-    s
-}
-
-/// Sends `n` tracked frames from PF `from` (round-robin over its TX queues), `CHUNK` at a time
-/// as xmit-more batches, waiting for each chunk to arrive; `shape(i)` gives frame i's flow and
-/// length. Returns whether every chunk settled.
-pub fn spread(b: &mut Bench<'_, '_>, from: usize, n: u32, shape: impl Fn(u32) -> (u32, usize)) -> bool {
-    let mut ok = true;
-    let mut i = 0;
-    while i < n {
-        let end = (i + CHUNK).min(n);
-        for k in i..end {
-            let (flow, len) = shape(k);
-            let q = k as usize % PAIRS;
-            ok &= datapath::send_tracked(b, from, q, flow, len, true).is_ok();
-        }
-        for q in 0..PAIRS {
-            datapath::flush(b, from, q);
-        }
-        ok &= settle(b);
-        i = end;
-    }
-    ok
-}
 
 /// What one direction of the spread phase left.
 #[derive(Default)]
@@ -78,19 +43,21 @@ struct Direction {
     settled: bool,
 }
 
-fn direction(b: &mut Bench<'_, '_>, from: usize) -> Direction {
+fn direction(b: &mut PortBench<'_, '_>, from: usize) -> Direction {
     let to = 1 - from;
-    b.dp.tally.reset();
+    b.shared.borrow_mut().tally.reset();
     let rx_before = rx_stats(b);
-    let books_before = b.dp.books;
-    let tx_before: [_; PAIRS] = core::array::from_fn(|q| b.dp.pairs[from].get(q).map(|p| *p.tx.stats()));
-    let settled = spread(b, from, FRAMES, |i| {
+    let books_before = b.books;
+    let tx_before = tx_stats(b, from);
+    let settled = portbench::spread(b, from, FRAMES, 0, |i| {
         let flow = (i * 7 + from as u32 * 13) % FLOWS;
         let len = SIZES[(i as usize * 5 + from) % SIZES.len()];
         (flow, len)
     });
     let rx_after = rx_stats(b);
-    let t = &b.dp.tally;
+    let tx_after = tx_stats(b, from);
+    let s = b.shared.borrow();
+    let t = &s.tally;
     let mut d = Direction {
         sent: t.sent(),
         deliverable: t.deliverable(),
@@ -110,17 +77,27 @@ fn direction(b: &mut Bench<'_, '_>, from: usize) -> Direction {
         if u64::from(expected) != counted || other_drops != 0 {
             d.oversize_mismatch += 1;
         }
-        let book: &Book = &b.dp.books[from][q];
+        let book: &Book = &b.books[from][q];
         let before = &books_before[from][q];
-        d.tx_done += book.tx_os_done - before.tx_os_done;
+        d.tx_done += book.tx_done - before.tx_done;
         d.sender_polls += book.polls - before.polls;
         d.sender_hk_completed += book.hk_completed - before.hk_completed;
-        if let (Some(p), Some(was)) = (b.dp.pairs[from].get(q), tx_before[q]) {
-            d.tx_packets += p.tx.stats().tx_packets - was.tx_packets;
-            d.doorbells += p.tx.stats().doorbells - was.doorbells;
-        }
+        d.tx_packets += tx_after[q].tx_packets - tx_before[q].tx_packets;
+        d.doorbells += tx_after[q].doorbells - tx_before[q].doorbells;
     }
     d
+}
+
+/// The TX counters of every queue index of port `from` (its stack TX rings: nothing else of the
+/// port transmits in this group).
+fn tx_stats(b: &PortBench<'_, '_>, from: usize) -> [onic_core::TxStats; PAIRS] {
+    core::array::from_fn(|q| {
+        u16::try_from(q)
+            .ok()
+            .and_then(|q| b.ports[from].port().queue_counters(q))
+            .map(|c| c.tx)
+            .unwrap_or_default()
+    })
 }
 
 /// What the interrupt and clock checks compare against: taken before any traffic of this group.
@@ -131,18 +108,23 @@ struct Before {
     violations: usize,
 }
 
-pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("traffic across the wire (onic-core queue pairs, MSI-X vectors, NAPI)");
-    if !datapath::ready(r, b, "wire-traffic") {
+/// Runs the group on the ports of `b` (`None`: they did not come up).
+pub fn run(r: &mut Runner, b: Option<&mut PortBench<'_, '_>>) {
+    r.group("traffic across the wire (onic-embed ports, MSI-X vectors, NAPI)");
+    let Some(b) = b else {
+        r.skipped("wire-traffic", "the ports did not come up");
         return;
-    }
+    };
     let before = Before {
         irqs: snapshot_irqs(),
-        raised: b.dp.raised,
+        raised: b.raised,
         ticks: irq::TICKS.load(Ordering::Relaxed),
         violations: b.model.with(|c| c.violations().len()),
     };
-    b.dp.set_programs([Program::Drop, Program::Pass]);
+    b.progs = [
+        Some(b.attach(Code::Native(Program::Drop))),
+        Some(b.attach(Code::Native(Program::Pass))),
+    ];
     spread_both_ways(r, b, before.violations);
     napi_budget(r, b);
     interrupts_and_clock(r, b, &before);
@@ -152,12 +134,12 @@ pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
 
 /// The spread phase, PF0 to PF1 then back: delivery, steering, integrity, frames beyond their
 /// buffer, TX completions and the RSS spread over every queue.
-fn spread_both_ways(r: &mut Runner, b: &mut Bench<'_, '_>, violations_before: usize) {
+fn spread_both_ways(r: &mut Runner, b: &mut PortBench<'_, '_>, violations_before: usize) {
     let mut spread_queues = [[0u32; PAIRS]; FUNCTIONS];
     let mut dirs = [Direction::default(), Direction::default()];
     for from in 0..FUNCTIONS {
         dirs[from] = direction(b, from);
-        spread_queues[1 - from] = b.dp.tally.per_queue[1 - from];
+        spread_queues[1 - from] = b.shared.borrow().tally.per_queue[1 - from];
     }
     for (from, d) in dirs.iter().enumerate() {
         let name = if from == 0 {
@@ -214,13 +196,13 @@ fn spread_both_ways(r: &mut Runner, b: &mut Bench<'_, '_>, violations_before: us
     let done = total(|d| d.tx_done);
     let packets = total(|d| d.tx_packets);
     let doorbells = total(|d| d.doorbells);
+    let left = b.host.census().packets;
     r.check(
         "tx-completions",
-        done == sent && packets == sent && b.dp.os_tx_live == 0 && doorbells < sent,
+        done == sent && packets == sent && left == 0 && doorbells < sent,
         format_args!(
             "{done}/{sent} OS frames completed through TxDone, tx_packets {packets}, {doorbells} H2C \
-             doorbells (xmit-more batches), {} OS buffers left",
-            b.dp.os_tx_live
+             doorbells (xmit-more batches), {left} OS buffers left"
         ),
     );
     let polls = total(|d| d.sender_polls);
@@ -248,7 +230,7 @@ fn spread_both_ways(r: &mut Runner, b: &mut Bench<'_, '_>, violations_before: us
 
 /// Every queue interrupt on its own vector, the timer ticking under traffic, and the model's
 /// clock moved by the timer alone.
-fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
+fn interrupts_and_clock(r: &mut Runner, b: &PortBench<'_, '_>, before: &Before) {
     // Per-queue vectors: each interrupt the model raised arrived on its own IDT vector.
     let irqs_after = snapshot_irqs();
     let mut handled_total = 0;
@@ -257,7 +239,7 @@ fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
     for (f, v) in (0..FUNCTIONS).flat_map(|f| (0..PAIRS).map(move |v| (f, v))) {
         let handled = irqs_after[f][v] - before.irqs[f][v];
         handled_total += handled;
-        if handled != b.dp.raised[f][v] - before.raised[f][v] {
+        if handled != b.raised[f][v] - before.raised[f][v] {
             mismatched += 1;
         }
         if handled == 0 {
@@ -267,12 +249,12 @@ fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
     let unexpected = irq::UNEXPECTED.load(Ordering::Relaxed);
     r.check(
         "msix-vectors",
-        mismatched == 0 && silent == 0 && b.dp.unrouted == 0 && unexpected == 0,
+        mismatched == 0 && silent == 0 && b.unrouted == 0 && unexpected == 0,
         format_args!(
             "{handled_total} queue interrupts on {} vectors, each on its own IDT entry ({mismatched} \
              vectors mismatched, {silent} silent, {} unrouted)",
             FUNCTIONS * PAIRS,
-            b.dp.unrouted
+            b.unrouted
         ),
     );
     let ticks = irq::TICKS.load(Ordering::Relaxed) - before.ticks;
@@ -286,7 +268,7 @@ fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
     let (model_ns, ticks_ns) = crate::platform::without_interrupts(|| {
         (
             b.model.with(|c| c.now_ns()),
-            irq::MODEL_TIME_NS.load(Ordering::Relaxed),
+            irq::MODEL_TIME_NS.load(Ordering::Relaxed) - b.clock_base,
         )
     });
     r.check(
@@ -301,7 +283,7 @@ fn interrupts_and_clock(r: &mut Runner, b: &Bench<'_, '_>, before: &Before) {
 }
 
 /// Oversize frames stop at the MAC.
-fn oversize(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn oversize(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let shell = b.model.shell();
     let counters_before = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let rx_before = rx_stats(b);
@@ -312,7 +294,7 @@ fn oversize(r: &mut Runner, b: &mut Bench<'_, '_>) {
             b.model.with(|c| c.inject(port, frame));
         }
     }
-    run_for(b, 20_000_000);
+    run_until(b, 20_000_000, |_| false);
     let rx_after = rx_stats(b);
     let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let delta =
@@ -339,16 +321,20 @@ fn oversize(r: &mut Runner, b: &mut Bench<'_, '_>) {
 }
 
 /// The hardware counters agree with the driver's, per port.
-fn hw_counters(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn hw_counters(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let shell = b.model.shell();
-    run_until(b, WAIT_NS, |b| b.dp.tx_in_flight() == 0);
+    run_until(b, WAIT_NS, |b| b.tx_in_flight() == 0);
     let counters = [read_hw_counters(&shell, 0), read_hw_counters(&shell, 1)];
     let mut lines_ok = true;
     let mut rx_seen = [0u64; FUNCTIONS];
     let mut tx_done = [0u64; FUNCTIONS];
-    for (f, _, p) in b.dp.each() {
-        rx_seen[usize::from(f)] += p.rx.stats().rx_packets + p.rx.stats().rx_dropped();
-        tx_done[usize::from(f)] += p.tx.stats().tx_packets;
+    for (f, port) in b.ports.iter().enumerate() {
+        for q in 0..PAIRS as u16 {
+            if let Some(c) = port.port().queue_counters(q) {
+                rx_seen[f] += c.rx.rx_packets + c.rx.rx_dropped();
+                tx_done[f] += c.tx.tx_packets;
+            }
+        }
     }
     for port in 0..FUNCTIONS {
         let c = |name| counter(&counters[port], name);
@@ -369,24 +355,31 @@ fn hw_counters(r: &mut Runner, b: &mut Bench<'_, '_>) {
 }
 
 /// A burst of one flow into one queue is polled in budget-sized rounds, from one interrupt.
-fn napi_budget(r: &mut Runner, b: &mut Bench<'_, '_>) {
+fn napi_budget(r: &mut Runner, b: &mut PortBench<'_, '_>) {
     let target = 1;
-    b.dp.tally.reset();
-    let Some(flow) = flow_to_pf1_queue(r, b, target, "napi-budget") else {
+    b.shared.borrow_mut().tally.reset();
+    let flow = datapath::flow_for_queue(&b.shared.borrow().steer[1], target, 0);
+    let Some(flow) = flow else {
+        r.check(
+            "napi-budget",
+            false,
+            format_args!("no flow reaches PF1 queue {target}"),
+        );
         return;
     };
-    let before = b.dp.books[1][target];
+    let before = b.books[1][target];
     let irqs_before = irq::QUEUE_IRQS[1][target].load(Ordering::Relaxed);
     let mut ok = true;
-    for i in 0..BURST {
-        ok &= datapath::send_tracked(b, 0, 0, flow, 100, i + 1 < BURST).is_ok();
+    for _ in 0..BURST {
+        ok &= portbench::send_tracked(b, 0, 0, flow, 100);
     }
-    ok &= settle(b);
-    let after = b.dp.books[1][target];
+    portbench::flush(b, 0);
+    ok &= settle(b, 0);
+    let after = b.books[1][target];
     let irqs = irq::QUEUE_IRQS[1][target].load(Ordering::Relaxed) - irqs_before;
     let exhausted = after.exhausted - before.exhausted;
     let polls = after.polls - before.polls;
-    let got = b.dp.tally.per_queue[1][target];
+    let got = b.shared.borrow().tally.per_queue[1][target];
     r.check(
         "napi-budget",
         ok && got == BURST && exhausted >= u64::from(BURST) / datapath::BUDGET as u64 - 1 && irqs <= 2,

@@ -1,15 +1,21 @@
-//! XDP programs through the core's XDP layer (see [`super::xdp`]): PF0 sends, PF1's program
-//! decides in `QueuePair::poll`, and the counters of the core (`RxStats`, `PairStats`'s
-//! `rx_xdp_*`, the pools' statistics) and of the image (TX completions, the wire) must say what
-//! happened. Then PF1's program is swapped and detached between polls while frames arrive.
+//! XDP programs (see [`super::xdp`]): PF0 sends, PF1's program decides, and the counters of the
+//! core (`RxStats`, `PairStats`'s `rx_xdp_*`, the pools' statistics) and of the image (TX
+//! completions, the wire) must say what happened.
+//!
+//! On the ports ([`run_on_ports`], [`super::portbench`]): XDP_DROP, XDP_TX, then port 1's
+//! program swapped and detached between polls while frames arrive. On the bare pairs
+//! ([`run`], `QueuePair::poll`): the two verdicts whose checks show pieces of the core a port
+//! does not use, XDP_PASS with half the OS's pages going home through their pool's
+//! `RecycleRing`, and XDP_REDIRECT through a `DevMap` of `TxTarget`s on the other function's TX
+//! queues.
 
 use onic_core::stats::PairStats;
 use onic_core::stats::PoolStats;
 use onic_core::RxStats;
 
 use super::datapath::{self, run_until, Book, WAIT_NS};
-use super::traffic::spread;
-use super::xdp::Program;
+use super::portbench::{self, PortBench};
+use super::xdp::{Code, Program};
 use super::{Bench, Runner};
 use crate::irq::FUNCTIONS;
 
@@ -20,18 +26,14 @@ const SWAP_AFTER: u32 = 16;
 
 /// Sums of one PF's counters.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Sums {
+struct Sums {
     rx: RxStats,
-    pub(super) pair: PairStats,
+    pair: PairStats,
     pool: PoolStats,
-    tx_packets: u64,
     tx_remote_done: u64,
-    tx_os_done: u64,
-    pool_in_flight: u64,
-    tx_parked: u64,
 }
 
-pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
+fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
     let mut s = Sums::default();
     for (f, q, p) in b.dp.each() {
         if usize::from(f) != func {
@@ -40,31 +42,22 @@ pub(super) fn sums(b: &Bench<'_, '_>, func: usize) -> Sums {
         s.rx += *p.rx.stats();
         s.pair += *p.stats();
         s.pool += p.pool.stats();
-        s.tx_packets += p.tx.stats().tx_packets;
-        s.pool_in_flight += p.tx.pool_pages_in_flight();
-        s.tx_parked += p.tx.pool_pages_parked();
         let book: &Book = &b.dp.books[func][q];
         s.tx_remote_done += book.tx_remote_done;
-        s.tx_os_done += book.tx_os_done;
     }
     s
-}
-
-/// Pages that went back into the pools' caches (or found them full).
-fn cached(s: &Sums) -> u64 {
-    s.pool.recycle.cached + s.pool.recycle.cache_full
 }
 
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) with a fresh tally, the flows
 /// numbered from `seed`. Returns whether every chunk settled.
 fn send_round(b: &mut Bench<'_, '_>, seed: u32) -> bool {
     b.dp.tally.reset();
-    spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440))
+    datapath::spread(b, 0, FRAMES, |i| (seed + i, 60 + (i as usize * 53) % 440))
 }
 
 /// PF0 sends [`FRAMES`] small frames (they fit every buffer) under `programs`; the loop runs
 /// until they arrived, `returned` came back and nothing is in flight. Returns whether it did.
-pub(super) fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
+fn phase(b: &mut Bench<'_, '_>, programs: [Program; FUNCTIONS], seed: u32, returned: u32) -> bool {
     b.dp.set_programs(programs);
     send_round(b, seed)
         && run_until(b, WAIT_NS, |b| {
@@ -82,16 +75,12 @@ pub fn census_holds(b: &Bench<'_, '_>) -> bool {
 }
 
 pub fn run(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    r.group("XDP (QueuePair::poll: pass, drop, TX, redirect through a devmap, swap, detach)");
+    r.group("XDP on bare pairs (QueuePair::poll: pass with returns through the recycle rings, redirect through a devmap)");
     if !datapath::ready(r, b, "xdp") {
         return;
     }
     xdp_pass(r, b);
-    xdp_drop(r, b);
-    xdp_tx(r, b);
     xdp_redirect(r, b);
-    swap(r, b);
-    detach(r, b);
     b.dp.set_programs([Program::Drop, Program::Pass]);
 }
 
@@ -136,66 +125,6 @@ fn xdp_pass(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// XDP_DROP: each page goes straight back to its pool's cache.
-fn xdp_drop(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let n = u64::from(FRAMES);
-    let before = sums(b, 1);
-    let ok = phase(b, [Program::Drop, Program::Drop], 2000, 0);
-    let after = sums(b, 1);
-    r.check(
-        "xdp-drop",
-        ok && after.pair.rx_xdp_drop - before.pair.rx_xdp_drop == n
-            && after.rx.recycled - before.rx.recycled == n
-            && after.rx.rx_packets - before.rx.rx_packets == n
-            && cached(&after) - cached(&before) >= n,
-        format_args!(
-            "{n} frames dropped: rx_xdp_drop +{}, RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
-             taken from the HAL meanwhile",
-            after.pair.rx_xdp_drop - before.pair.rx_xdp_drop,
-            after.rx.recycled - before.rx.recycled,
-            after.pool.recycle.cached - before.pool.recycle.cached,
-            after.pool.alloc.fast - before.pool.alloc.fast,
-            after.pool.pages_from_hal - before.pool.pages_from_hal
-        ),
-    );
-}
-
-/// XDP_TX: PF1 sends each frame back out of port 1 with its MAC addresses swapped; the cable
-/// brings it to PF0, which passes it.
-fn xdp_tx(r: &mut Runner, b: &mut Bench<'_, '_>) {
-    let n = u64::from(FRAMES);
-    let before = sums(b, 1);
-    let wire0 = b.dp.wire;
-    let ok = phase(b, [Program::Pass, Program::Reflect], 3000, FRAMES);
-    let after = sums(b, 1);
-    let left = b.dp.wire.swapped[1] - wire0.swapped[1];
-    let t = &b.dp.tally;
-    r.check(
-        "xdp-tx",
-        ok && after.pair.rx_xdp_tx - before.pair.rx_xdp_tx == n
-            && after.pair.rx_xdp_tx_errors == before.pair.rx_xdp_tx_errors
-            && after.rx.to_tx - before.rx.to_tx == n
-            && after.tx_packets - before.tx_packets == n
-            && after.pool_in_flight == 0
-            && left == n
-            && t.returned_to[0] == FRAMES
-            && t.corrupt == 0
-            && t.misrouted == 0
-            && cached(&after) + after.tx_parked >= cached(&before) + before.tx_parked + n,
-        format_args!(
-            "{n} frames reflected: rx_xdp_tx +{}, rx_xdp_tx_errors +{}, PF1 tx_packets +{}; {left} left port 1 \
-             with swapped MACs and PF0 received {} of them intact; each page parked in its TX slot or, taken out \
-             by a later frame, recycled (parked +{}, pool recycle.cached +{})",
-            after.pair.rx_xdp_tx - before.pair.rx_xdp_tx,
-            after.pair.rx_xdp_tx_errors - before.pair.rx_xdp_tx_errors,
-            after.tx_packets - before.tx_packets,
-            t.returned_to[0],
-            after.tx_parked.wrapping_sub(before.tx_parked),
-            cached(&after) - cached(&before)
-        ),
-    );
-}
-
 /// Redirect: PF1's program names the devmap entry of its queue index, a TxTarget on PF0's TX
 /// queue of that index; the frame leaves port 0, comes back over the cable to PF1 (passed this
 /// time), and PF0's TX completion returns the page to its PF1 pool through return_to_origin.
@@ -232,35 +161,168 @@ fn xdp_redirect(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// PF1 runs XDP_PASS while PF0 sends; once [`SWAP_AFTER`] frames arrived, the next poll of PF1
-/// starts by swapping in XDP_DROP (`XdpSlot::attach`), with the rest of the frames still in the
-/// rings. Every frame meets exactly one of the two programs, none is lost, and no page is.
-fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
+/// Sums of one port's counters: what the port publishes and its pools' statistics
+/// (`Port::queue_snapshots`), and the pool pages its XDP_TX rings hold (`SoloPort::inspect`).
+#[derive(Clone, Copy, Default)]
+struct PortSums {
+    rx: RxStats,
+    pair: PairStats,
+    pool: PoolStats,
+    tx_packets: u64,
+    pool_in_flight: u64,
+    tx_parked: u64,
+}
+
+fn port_sums(b: &mut PortBench<'_, '_>, func: usize) -> PortSums {
+    let mut s = PortSums::default();
+    let Some(port) = b.ports.get_mut(func) else {
+        return s;
+    };
+    for c in port.control(|p, c| p.queue_snapshots(c)).unwrap_or_default() {
+        s.rx += c.rx;
+        s.pair += c.pair;
+        s.pool += c.pool;
+        s.tx_packets += c.tx.tx_packets;
+    }
+    for v in port.inspect_all() {
+        s.pool_in_flight += v.pair.tx.pool_pages_in_flight();
+        s.tx_parked += v.pair.tx.pool_pages_parked();
+    }
+    s
+}
+
+/// Pages that went back into the pools' caches (or found them full).
+fn port_cached(s: &PortSums) -> u64 {
+    s.pool.recycle.cached + s.pool.recycle.cache_full
+}
+
+/// Port 0 sends [`FRAMES`] small frames (they fit every buffer) with a fresh tally, the flows
+/// numbered from `seed`, under the programs attached; the loop runs until they arrived,
+/// `returned` came back and nothing is in flight. Returns whether it did.
+fn port_phase(b: &mut PortBench<'_, '_>, seed: u32, returned: u32) -> bool {
+    b.shared.borrow_mut().tally.reset();
+    portbench::spread(b, 0, FRAMES, returned, |i| {
+        (seed + i, 60 + (i as usize * 53) % 440)
+    })
+}
+
+/// The verdict checks that run on the ports ([`super::portbench`]): port 0 sends, port 1's
+/// program decides in the port's poll.
+pub fn run_on_ports(r: &mut Runner, b: Option<&mut PortBench<'_, '_>>) {
+    r.group("XDP on the ports (the port's poll: drop, TX, swap, detach)");
+    let Some(b) = b else {
+        r.skipped("xdp", "the ports did not come up");
+        return;
+    };
+    let progs = Progs {
+        pass: b.attach(Code::Native(Program::Pass)),
+        drop: b.attach(Code::Native(Program::Drop)),
+        reflect: b.attach(Code::Native(Program::Reflect)),
+    };
+    xdp_drop(r, b, &progs);
+    xdp_tx(r, b, &progs);
+    swap(r, b, &progs);
+    detach(r, b, &progs);
+}
+
+/// The handles of the programs this group attaches.
+struct Progs {
+    pass: u16,
+    drop: u16,
+    reflect: u16,
+}
+
+/// XDP_DROP: each page goes straight back to its pool's cache.
+fn xdp_drop(r: &mut Runner, b: &mut PortBench<'_, '_>, p: &Progs) {
     let n = u64::from(FRAMES);
-    run_until(b, WAIT_NS, |b| b.dp.os.held() == 0);
-    b.dp.set_programs([Program::Drop, Program::Pass]);
-    b.dp.tally.reset();
-    let before = sums(b, 1);
-    let changes = b.dp.slots[1].changes();
-    b.dp.swapped = None;
-    b.dp.pending_swap = Some((1, SWAP_AFTER, Program::Drop));
-    let sent = spread(b, 0, FRAMES, |i| (5000 + i, 60 + (i as usize * 37) % 400));
-    let ok = sent
-        && run_until(b, WAIT_NS, |b| {
-            b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
-        });
-    b.dp.pending_swap = None;
-    let (at_swap, old) = b.dp.swapped.unwrap_or((0, None));
-    let after = sums(b, 1);
+    b.progs = [Some(p.drop), Some(p.drop)];
+    let before = port_sums(b, 1);
+    let ok = port_phase(b, 2000, 0);
+    let after = port_sums(b, 1);
+    r.check(
+        "xdp-drop",
+        ok && after.pair.rx_xdp_drop - before.pair.rx_xdp_drop == n
+            && after.rx.recycled - before.rx.recycled == n
+            && after.rx.rx_packets - before.rx.rx_packets == n
+            && port_cached(&after) - port_cached(&before) >= n,
+        format_args!(
+            "{n} frames dropped: rx_xdp_drop +{}, RxStats recycled +{}, pool recycle.cached +{}, alloc.fast +{}, {} pages \
+             taken from the HAL meanwhile",
+            after.pair.rx_xdp_drop - before.pair.rx_xdp_drop,
+            after.rx.recycled - before.rx.recycled,
+            after.pool.recycle.cached - before.pool.recycle.cached,
+            after.pool.alloc.fast - before.pool.alloc.fast,
+            after.pool.pages_from_hal - before.pool.pages_from_hal
+        ),
+    );
+}
+
+/// XDP_TX: port 1 sends each frame back out with its MAC addresses swapped; the cable brings it
+/// to port 0, which passes it.
+fn xdp_tx(r: &mut Runner, b: &mut PortBench<'_, '_>, p: &Progs) {
+    let n = u64::from(FRAMES);
+    b.progs = [Some(p.pass), Some(p.reflect)];
+    let before = port_sums(b, 1);
+    let wire0 = b.wire;
+    let ok = port_phase(b, 3000, FRAMES);
+    let after = port_sums(b, 1);
+    let left = b.wire.swapped[1] - wire0.swapped[1];
+    let s = b.shared.borrow();
+    let t = &s.tally;
+    r.check(
+        "xdp-tx",
+        ok && after.pair.rx_xdp_tx - before.pair.rx_xdp_tx == n
+            && after.pair.rx_xdp_tx_errors == before.pair.rx_xdp_tx_errors
+            && after.rx.to_tx - before.rx.to_tx == n
+            && after.tx_packets - before.tx_packets == n
+            && after.pool_in_flight == 0
+            && left == n
+            && t.returned_to[0] == FRAMES
+            && t.corrupt == 0
+            && t.misrouted == 0
+            && port_cached(&after) + after.tx_parked >= port_cached(&before) + before.tx_parked + n,
+        format_args!(
+            "{n} frames reflected: rx_xdp_tx +{}, rx_xdp_tx_errors +{}, PF1 tx_packets +{}; {left} left port 1 \
+             with swapped MACs and PF0 received {} of them intact; each page parked in its TX slot or, taken out \
+             by a later frame, recycled (parked +{}, pool recycle.cached +{})",
+            after.pair.rx_xdp_tx - before.pair.rx_xdp_tx,
+            after.pair.rx_xdp_tx_errors - before.pair.rx_xdp_tx_errors,
+            after.tx_packets - before.tx_packets,
+            t.returned_to[0],
+            after.tx_parked.wrapping_sub(before.tx_parked),
+            port_cached(&after) - port_cached(&before)
+        ),
+    );
+}
+
+/// Port 1 runs XDP_PASS while port 0 sends; once [`SWAP_AFTER`] frames arrived, the next poll of
+/// port 1 starts with XDP_DROP instead (the program a poll runs is chosen as it starts), with
+/// the rest of the frames still in the rings. Every frame meets exactly one of the two
+/// programs, none is lost, and no page is.
+fn swap(r: &mut Runner, b: &mut PortBench<'_, '_>, p: &Progs) {
+    let n = u64::from(FRAMES);
+    b.progs = [Some(p.drop), Some(p.pass)];
+    b.shared.borrow_mut().tally.reset();
+    let before = port_sums(b, 1);
+    b.swapped = None;
+    b.pending_swap = Some((1, SWAP_AFTER, p.drop));
+    let ok = portbench::spread(b, 0, FRAMES, 0, |i| (5000 + i, 60 + (i as usize * 37) % 400));
+    let missed = b.pending_swap.take().is_some();
+    let swaps = u32::from(b.swapped.is_some()) + u32::from(missed);
+    let (at_swap, old) = b.swapped.unwrap_or((0, None));
+    let after = port_sums(b, 1);
     let (pass, drop) = (
         after.pair.rx_xdp_pass - before.pair.rx_xdp_pass,
         after.pair.rx_xdp_drop - before.pair.rx_xdp_drop,
     );
-    let t = &b.dp.tally;
+    let census = portbench::census_holds(b);
+    let s = b.shared.borrow();
+    let t = &s.tally;
     r.check(
         "xdp-swap",
-        ok && old == Some(Program::Pass)
-            && b.dp.slots[1].changes() - changes == 1
+        ok && old == Some(p.pass)
+            && swaps == 1
+            && !missed
             && pass + drop == n
             && pass == u64::from(at_swap)
             && pass > 0
@@ -268,7 +330,7 @@ fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
             && after.rx.rx_packets - before.rx.rx_packets == n
             && t.corrupt == 0
             && t.misrouted == 0
-            && census_holds(b),
+            && census,
         format_args!(
             "XDP_PASS swapped for XDP_DROP after {at_swap} of {n} frames, between polls: rx_xdp_pass +{pass}, \
              rx_xdp_drop +{drop}, every frame seen once, page census exact"
@@ -276,29 +338,33 @@ fn swap(r: &mut Runner, b: &mut Bench<'_, '_>) {
     );
 }
 
-/// With PF1's program detached (`XdpSlot::detach`), `QueuePair::poll` hands every frame to the OS as
-/// it is: no program runs and no XDP counter moves. A program attached again takes over at once.
-fn detach(r: &mut Runner, b: &mut Bench<'_, '_>) {
+/// With port 1's program detached (its polls run none), the port hands every frame to the
+/// stack as it is: no program runs and no XDP counter moves. A program attached again takes
+/// over at once.
+fn detach(r: &mut Runner, b: &mut PortBench<'_, '_>, p: &Progs) {
     let n = u64::from(FRAMES);
-    let before = sums(b, 1);
-    let detached = b.dp.slots[1].detach();
-    let ok = phase_as_is(b, 6000);
-    let after = sums(b, 1);
-    let xdp = |s: &Sums| s.pair.rx_xdp_pass + s.pair.rx_xdp_drop + s.pair.rx_xdp_tx + s.pair.rx_xdp_redirect;
-    let attached_again = b.dp.slots[1].attach(Program::Drop).is_none();
-    let before2 = sums(b, 1);
-    let ok2 = phase_as_is(b, 7000);
-    let after2 = sums(b, 1);
+    b.progs = [Some(p.drop), Some(p.drop)];
+    let before = port_sums(b, 1);
+    let detached = b.progs[1].take();
+    let ok = port_phase(b, 6000, 0);
+    let after = port_sums(b, 1);
+    let xdp =
+        |s: &PortSums| s.pair.rx_xdp_pass + s.pair.rx_xdp_drop + s.pair.rx_xdp_tx + s.pair.rx_xdp_redirect;
+    let attached_again = b.progs[1].replace(p.drop).is_none();
+    let before2 = port_sums(b, 1);
+    let ok2 = port_phase(b, 7000, 0);
+    let after2 = port_sums(b, 1);
+    let corrupt = b.shared.borrow().tally.corrupt;
     r.check(
         "xdp-detach",
         ok && ok2
-            && detached == Some(Program::Drop)
+            && detached == Some(p.drop)
             && attached_again
             && xdp(&after) == xdp(&before)
             && after.rx.to_os - before.rx.to_os == n
             && after2.pair.rx_xdp_drop - before2.pair.rx_xdp_drop == n
-            && b.dp.tally.corrupt == 0
-            && census_holds(b),
+            && corrupt == 0
+            && portbench::census_holds(b),
         format_args!(
             "detached: {n} frames to the OS untouched (RxStats to_os +{}, XDP counters +{}); attached again: \
              rx_xdp_drop +{}",
@@ -307,13 +373,4 @@ fn detach(r: &mut Runner, b: &mut Bench<'_, '_>) {
             after2.pair.rx_xdp_drop - before2.pair.rx_xdp_drop
         ),
     );
-}
-
-/// PF0 sends [`FRAMES`] frames with the programs as they are attached; runs until they arrived,
-/// nothing is in flight and the OS gave every page back.
-fn phase_as_is(b: &mut Bench<'_, '_>, seed: u32) -> bool {
-    send_round(b, seed)
-        && run_until(b, WAIT_NS, |b| {
-            b.dp.tally.outstanding() == 0 && b.dp.tx_in_flight() == 0 && b.dp.os.held() == 0
-        })
 }

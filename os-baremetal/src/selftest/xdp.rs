@@ -1,22 +1,30 @@
 //! The self-test's XDP programs, run through the core's XDP layer (`onic_core::xdp`).
 //!
-//! - [`Program`] names a program: pass, drop, reflect (XDP_TX), redirect (native Rust), or one of
-//!   the clang-built objects of `os-linux/xdp` embedded in the image and run by the `onic-bpf`
-//!   engine ([`super::bpf`]). Each PF has an `XdpSlot<Program>`; the self-test attaches, swaps
-//!   and detaches programs between polls, under traffic. [`Dispatch`] runs the attached one.
-//! - [`Tapped`] wraps the attached program for one poll so that the self-test's tap sees each
-//!   frame before the program does.
-//! - Each poll is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
+//! - [`Program`] names a native program: pass, drop, reflect (XDP_TX), redirect. Each PF of the
+//!   bare pairs has an `XdpSlot<Program>`, attached between phases. [`Dispatch`] runs the
+//!   attached one for one poll, with the self-test's tap in front so that it sees each frame
+//!   before the program does.
+//! - [`Tapped`] is a program as the ports' model host holds it (attached once, named by its
+//!   handle in each poll): a native [`Program`] or one of the clang-built objects of
+//!   `os-linux/xdp` embedded in the image and run by the `onic-bpf` engine ([`super::bpf`]),
+//!   with the tap of [`super::portbench`] in front. A port's program is swapped or detached
+//!   between polls by the handle the next poll runs.
+//! - Each poll of a bare pair is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
 //!   `RxSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
 //!   TX queue (one doorbell per poll), and redirects go through a `DevMap` whose entries are
 //!   `TxTarget`s on the other PF's TX queues (entry `i` = queue `i`), flushed once per poll. A
 //!   redirected page travels as an `XdpFrame` ([`super::datapath::Frame`]'s `Xdp`) and comes back
 //!   to its pool through `return_to_origin` when the target queue completes it.
 
+use alloc::boxed::Box;
+use alloc::rc::Rc;
+use core::cell::RefCell;
+
 use onic_bpf::{Host, XdpEngine};
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
 use super::frames;
+use super::portbench::Shared;
 
 /// The programs the self-test runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,15 +40,12 @@ pub enum Program {
     /// swapped (XDP_REDIRECT to the redirect-table entry of the frame's own queue index);
     /// anything else, such as those same frames coming back in over the cable, is passed.
     Redirect,
-    /// The embedded object with this index in [`OBJECTS`], run by the engine.
-    Object(u8),
 }
 
 impl Program {
-    /// Runs a native program; an object is run by [`Dispatch`] and aborts here.
+    /// Runs the program on one frame.
     fn run_native(self, xdp: &mut XdpBuff<'_>) -> XdpAction {
         match self {
-            Self::Object(_) => XdpAction::Aborted,
             Self::Pass => XdpAction::Pass,
             Self::Drop => XdpAction::Drop,
             Self::Reflect | Self::Redirect => {
@@ -60,12 +65,10 @@ impl Program {
     }
 }
 
-/// The attached program with the engines that run objects, and the self-test's tap in front.
+/// The attached program of a bare pair's poll, with the self-test's tap in front.
 pub struct Dispatch<'x, T> {
     /// The attached program.
     pub prog: Program,
-    /// The loaded objects, by index.
-    pub engines: &'x mut [Engine],
     /// Sees every frame before the program.
     pub tap: &'x mut T,
 }
@@ -73,13 +76,53 @@ pub struct Dispatch<'x, T> {
 impl<T: FnMut(&[u8])> RawXdpProgram for Dispatch<'_, T> {
     fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
         (self.tap)(xdp.data());
-        match self.prog {
-            Program::Object(i) => match self.engines.get_mut(usize::from(i)) {
-                Some(e) => e.run(xdp),
-                // An object that failed to load: the frame is aborted (and counted).
-                None => XdpAction::Aborted.raw(),
-            },
-            p => p.run_native(xdp).raw(),
+        self.prog.run_native(xdp).raw()
+    }
+}
+
+/// What a port's program runs: a native program or a loaded object.
+pub enum Code {
+    /// A native program.
+    Native(Program),
+    /// An embedded object, run by the engine.
+    Object(Box<Engine>),
+}
+
+/// A program attached to the ports' model host: its code, with the port bench's tap (the
+/// tally of the phase and the functions' steering) in front.
+pub struct Tapped {
+    /// What runs.
+    pub code: Code,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl Tapped {
+    /// `code` behind the tap of `shared`.
+    pub fn new(code: Code, shared: Rc<RefCell<Shared>>) -> Self {
+        Self { code, shared }
+    }
+
+    /// The engine, for an object.
+    #[must_use]
+    pub fn engine(&self) -> Option<&Engine> {
+        match &self.code {
+            Code::Object(e) => Some(e),
+            Code::Native(_) => None,
+        }
+    }
+}
+
+impl RawXdpProgram for Tapped {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        let rxq = xdp.rxq();
+        // The bench holds no borrow of the shared state while it polls; a second borrow could
+        // only come from a program run inside another one's tap, which never happens.
+        if let Ok(mut s) = self.shared.try_borrow_mut() {
+            s.tap(rxq.port, rxq.queue_index, xdp.data());
+        }
+        match &mut self.code {
+            Code::Native(p) => p.run_native(xdp).raw(),
+            Code::Object(e) => e.run(xdp),
         }
     }
 }

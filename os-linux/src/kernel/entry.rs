@@ -1177,7 +1177,7 @@ pub unsafe extern "C" fn onic_rs_rss_set(p: *const c_void, indir: *const u32, ke
     };
     // SAFETY: live port, RTNL held (caller's contract).
     let (port, mut ctl) = unsafe { control(p) };
-    status(port.rss_set(&mut ctl, t, k))
+    status(port.rss_set(&mut ctl, t, k).map(|_| ()))
 }
 
 /// The default RSS table again (entry k = k % queues in use), following later queue-count
