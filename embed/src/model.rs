@@ -28,6 +28,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use onic_core::queue::pool::{release_to_hal, PagePool, PoolConfig};
+use onic_core::queue::source::SourceKind;
 use onic_core::rss::{PublishedHasher, RssKey};
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{RawXdpProgram, XdpBuff, XdpRxHash};
@@ -671,15 +672,17 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
         Some(Box::new(PublishedHasher::new(&RssKey::DEFAULT)))
     }
 
-    fn qmem_new(&self, qid: u16, _pages: u32) -> Result<QMem, i32> {
+    /// A queue on an XSK pool gets no page pool, as in the kernel module (its memory's slot stays
+    /// empty: a page asked of it is refused).
+    fn qmem_new(&self, qid: u16, _pages: u32, source: SourceKind) -> Result<QMem, i32> {
         let mut net = self.net.borrow_mut();
         let mut cfg = PoolConfig::rx(PAGE_DIR, net.pool_bufs.for_queue(qid).bytes());
         if let Some(bulk) = net.pool_bulk {
             cfg.bulk = bulk;
         }
-        let pool = PagePool::new(self.dma, cfg, None);
+        let pool = (source == SourceKind::Pages).then(|| PagePool::new(self.dma, cfg, None));
         let mem = QMem::try_from(net.pools.len()).map_err(|_| -1)?;
-        net.pools.push(Some(pool));
+        net.pools.push(pool);
         net.pool_queue.push(qid);
         Ok(mem)
     }

@@ -41,7 +41,7 @@ struct onic_xdp_buff {
 	bool has_hash;
 };
 
-void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err)
+void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, bool page_pool, int *err)
 {
 	struct page_pool_params pp = {
 		.order = 0,
@@ -63,9 +63,10 @@ void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err)
 		return NULL;
 	}
 	m->dev = nd->dma_dev;
-	/* A queue about to run on an XSK pool's frames needs no page_pool: its memory stays the
-	 * page-per-packet model, whose pages only a failed switch back would ever use. */
-	if (onic_rx_page_pool && !READ_ONCE(nd->qv[qid].xsk_zc)) {
+	/* A queue about to run on an XSK pool's frames (page_pool false: the port says which
+	 * source the pair it builds takes) needs no page_pool: its memory stays the page-per-packet
+	 * model, which it never uses. */
+	if (onic_rx_page_pool && page_pool) {
 		if (m->dev) {
 			pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
 			pp.dev = m->dev;

@@ -53,7 +53,6 @@ struct onic_qv {
 	 * what this queue's NAPI poll saw of it (written and read by that poll only). */
 	struct xsk_buff_pool *xsk_pool;
 	struct xdp_rxq_info xsk_rxq;
-	bool xsk_zc;		/* RTNL: the queue's next RX memory is the pool's (no page_pool) */
 	bool xsk_fill_empty;	/* an allocation found the fill ring empty */
 	/* Adaptive RX moderation (ethtool -C adaptive-rx on): the kernel's DIM state, sampled by
 	 * this queue's NAPI poll only; dim.work (onic_dim_work) hands its decision to the Rust side.
@@ -189,7 +188,7 @@ void *onic_dma_to_virt(struct device *dev, u64 dma);
 void onic_sim_irq(void *sim, u8 func, u16 vector);
 
 /* ---- datapath helpers the Rust side calls (os-linux/src/kernel/kos.rs), in onic_dp.c ---- */
-void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, int *err);
+void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, bool page_pool, int *err);
 void onic_qmem_free(void *qmem);
 void *onic_pp_alloc(void *qmem, u8 **virt, u64 *dma);
 void onic_pp_put(void *qmem, void *page, u32 dirty, bool direct);

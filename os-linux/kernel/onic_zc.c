@@ -107,12 +107,9 @@ static int onic_xsk_enable(struct onic_ndev *nd, struct xsk_buff_pool *pool, u16
 	}
 	xsk_pool_set_rxq_info(pool, &qv->xsk_rxq);
 	WRITE_ONCE(qv->xsk_pool, pool);
-	WRITE_ONCE(qv->xsk_zc, true);
 	err = onic_xsk_switch(nd, q, true, extack);
-	if (err) {
-		WRITE_ONCE(qv->xsk_zc, false);
+	if (err)
 		onic_xsk_unbind(nd, q);
-	}
 	return err;
 }
 
@@ -124,7 +121,6 @@ static int onic_xsk_disable(struct onic_ndev *nd, u16 q, struct netlink_ext_ack 
 
 	if (!nd->qv[q].xsk_pool)
 		return 0;
-	WRITE_ONCE(nd->qv[q].xsk_zc, false);
 	err = onic_xsk_switch(nd, q, false, extack);
 	if (err)
 		/* The old pair's frames went back before the new pair failed to start: the pool is

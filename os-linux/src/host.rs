@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use core::marker::PhantomData;
 
 use onic_core::queue::pool::PoolPage;
+use onic_core::queue::source::SourceKind;
 use onic_core::rss::PublishedHasher;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
@@ -129,8 +130,8 @@ where
         crate::heap::try_box_default_hasher()
     }
 
-    fn qmem_new(&self, qid: u16, pages: u32) -> Result<K::QMem, i32> {
-        self.os.qmem_new(qid, pages)
+    fn qmem_new(&self, qid: u16, pages: u32, source: SourceKind) -> Result<K::QMem, i32> {
+        self.os.qmem_new(qid, pages, source == SourceKind::Pages)
     }
 
     fn qmem_free(&self, mem: K::QMem) {

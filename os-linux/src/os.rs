@@ -97,7 +97,7 @@ pub trait Os: GracePeriod + 'static {
     /// # Errors
     ///
     /// `ENOMEM` and what the OS reports.
-    fn qmem_new(&self, qid: u16, pages: u32) -> Result<Self::QMem, Errno>;
+    fn qmem_new(&self, qid: u16, pages: u32, page_pool: bool) -> Result<Self::QMem, Errno>;
     /// Unregisters the queue and destroys its pool (pages still with the stack come back to the
     /// pool later; the OS frees it when the last one does).
     fn qmem_free(&self, mem: Self::QMem);

@@ -43,6 +43,8 @@ struct Pool {
     fast: u64,
     slow: u64,
     live: bool,
+    /// Made as a page pool (a queue on pages), not for a queue on an XSK pool.
+    page_pool: bool,
 }
 
 /// A packet of the host "stack".
@@ -193,10 +195,11 @@ impl Os for HostOs {
     type Prog = Prog;
     type Napi = ();
 
-    fn qmem_new(&self, _qid: u16, _pages: u32) -> Result<usize, Errno> {
+    fn qmem_new(&self, _qid: u16, _pages: u32, page_pool: bool) -> Result<usize, Errno> {
         let mut s = self.0.borrow_mut();
         s.pools.push(Pool {
             live: true,
+            page_pool,
             ..Pool::default()
         });
         Ok(s.pools.len() - 1)
@@ -1373,6 +1376,21 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     let chunks = 512;
     os.bind_xsk(0, chunks);
     set_source(&a, 0, SourceKind::Xsk).unwrap();
+    // The queue's new memory is no page pool: its frames are the UMEM's.
+    let pools = |os: &HostOs| {
+        os.0.borrow()
+            .pools
+            .iter()
+            .filter(|p| p.live)
+            .map(|p| p.page_pool)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        pools(&os).iter().filter(|&&pp| !pp).count(),
+        1,
+        "{:?}",
+        pools(&os)
+    );
     let round = |n0: u8| {
         let sent: Vec<Vec<u8>> = (0..8).map(|i| frame(n0 + i, 60 + usize::from(i) * 150)).collect();
         for (i, f) in sent.iter().enumerate() {

@@ -406,6 +406,19 @@ pub fn release_to_hal<D: DmaMemory>(dma: &D, dir: Direction, page: DmaPage) {
     dma.free_page(mem);
 }
 
+/// A fresh page from the HAL, mapped in `dir` (what [`release_to_hal`] gives back); `None` when
+/// the HAL has no page or cannot map it (then it keeps none).
+pub fn take_from_hal<D: DmaMemory>(dma: &D, dir: Direction) -> Option<DmaPage> {
+    let mem = dma.alloc_page().ok()?;
+    match dma.map_page(mem, dir) {
+        Ok(p) => Some(p),
+        Err((mem, _)) => {
+            dma.free_page(mem);
+            None
+        }
+    }
+}
+
 /// Pages recycled and handed out again in one step ([`PageProvider::reuse`]); counted once and
 /// reported as both a cached recycle and a fast allocation, which is what the step amounts to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -587,13 +600,8 @@ impl<'r, D: DmaMemory, const CACHE: usize> PagePool<'r, D, CACHE> {
         self.stats.alloc.slow += 1;
         let mut first = None;
         for _ in 0..self.cfg.bulk {
-            let Ok(mem) = self.dma.alloc_page() else { break };
-            let page = match self.dma.map_page(mem, self.cfg.dir) {
-                Ok(p) => p,
-                Err((mem, _)) => {
-                    self.dma.free_page(mem);
-                    break;
-                }
+            let Some(page) = take_from_hal(&self.dma, self.cfg.dir) else {
+                break;
             };
             self.stats.pages_from_hal += 1;
             if first.is_none() {

@@ -22,6 +22,7 @@
 use alloc::vec::Vec;
 
 use onic_core::config::RX_HEADROOM;
+use onic_core::queue::pool::{release_to_hal, take_from_hal};
 use onic_core::queue::xsk::XskDesc;
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, PAGE_SIZE};
 
@@ -876,18 +877,21 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
         hash: Option<SkbHash>,
     ) -> bool {
         let mut net = self.net.borrow_mut();
-        let Some(mut page) = net
-            .pools
-            .get_mut(usize::from(mem))
-            .and_then(Option::as_mut)
-            .and_then(|p| p.alloc())
-        else {
+        // The copy's page: a queue on an XSK pool has no page pool (as in the kernel module,
+        // whose copy is a fresh skb), so it comes from the HAL, and goes back there when the
+        // stack is done with it.
+        let page = match net.pools.get_mut(usize::from(mem)).and_then(Option::as_mut) {
+            Some(p) => p.alloc(),
+            None => take_from_hal(&self.dma, super::PAGE_DIR),
+        };
+        let Some(mut page) = page else {
             return false;
         };
         let start = RX_HEADROOM as usize;
         let Some(dst) = page.bytes_mut().get_mut(start..start + frame.len()) else {
-            if let Some(p) = net.pools.get_mut(usize::from(mem)).and_then(Option::as_mut) {
-                p.recycle(page, 0);
+            match net.pools.get_mut(usize::from(mem)).and_then(Option::as_mut) {
+                Some(p) => p.recycle(page, 0),
+                None => release_to_hal(&self.dma, super::PAGE_DIR, page),
             }
             return false;
         };

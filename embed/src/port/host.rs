@@ -13,6 +13,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use onic_core::queue::pool::PoolPage;
+use onic_core::queue::source::SourceKind;
 use onic_core::rss::PublishedHasher;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
@@ -109,13 +110,15 @@ pub trait Host: Clone {
     /// A hasher under the shell's reset key, on the heap, or `None`.
     fn try_box_hasher(&self) -> Option<Box<PublishedHasher>>;
 
-    /// Creates queue `qid`'s page pool (`pages`: the RX ring's size) and registers the queue for
-    /// XDP with it as the memory model.
+    /// Creates queue `qid`'s memory for a pair whose RX buffers come from `source`, and
+    /// registers the queue for XDP with it: for [`SourceKind::Pages`], a page pool (`pages`: the
+    /// RX ring's size) as the memory model; for [`SourceKind::Xsk`], no pool (the frames are the
+    /// XSK pool's, whose own registration the host made when it bound it).
     ///
     /// # Errors
     ///
     /// The OS's own code (an errno in the kernel).
-    fn qmem_new(&self, qid: u16, pages: u32) -> Result<Self::QMem, i32>;
+    fn qmem_new(&self, qid: u16, pages: u32, source: SourceKind) -> Result<Self::QMem, i32>;
     /// Unregisters the queue and destroys its pool (pages still with the stack come back to the
     /// pool later; the OS frees it when the last one does).
     fn qmem_free(&self, mem: Self::QMem);

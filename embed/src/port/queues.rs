@@ -327,7 +327,7 @@ impl<H: Host> Rings<'_, H> {
         let tx_slots = slots(self.host, tx_ring.entries(), TxSlot::new)?;
         let mem = self
             .host
-            .qmem_new(q, u32::from(rx_ring.entries()))
+            .qmem_new(q, u32::from(rx_ring.entries()), source)
             .map_err(PortError::Host)?;
         let pool = match source {
             SourceKind::Pages => BufSource::pages(HostPool::new(self.host.clone(), mem)),

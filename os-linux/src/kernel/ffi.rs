@@ -95,7 +95,13 @@ extern "C" {
 
     /// Creates queue `qid`'s page_pool and registers its `xdp_rxq_info` with it (MEM_TYPE_PAGE_POOL);
     /// null with `*err` set on failure.
-    pub fn onic_qmem_new(nd: *mut c_void, qid: u16, pages: u32, err: *mut c_int) -> *mut c_void;
+    pub fn onic_qmem_new(
+        nd: *mut c_void,
+        qid: u16,
+        pages: u32,
+        page_pool: bool,
+        err: *mut c_int,
+    ) -> *mut c_void;
     /// Unregisters the queue and destroys its pool.
     pub fn onic_qmem_free(qmem: *mut c_void);
     /// `page_pool_dev_alloc_pages`: the `struct page *`, its address in `*virt` and, when the pool

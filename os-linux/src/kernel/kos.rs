@@ -75,10 +75,10 @@ impl Os for KOs {
     type Prog = KPtr;
     type Napi = KPtr;
 
-    fn qmem_new(&self, qid: u16, pages: u32) -> Result<KPtr, Errno> {
+    fn qmem_new(&self, qid: u16, pages: u32, page_pool: bool) -> Result<KPtr, Errno> {
         let mut err = 0;
         // SAFETY: live netdev (constructor contract); `err` is a valid out pointer.
-        let m = unsafe { ffi::onic_qmem_new(self.nd.as_ptr(), qid, pages, &mut err) };
+        let m = unsafe { ffi::onic_qmem_new(self.nd.as_ptr(), qid, pages, page_pool, &mut err) };
         KPtr::new(m).ok_or(if err < 0 { -err } else { ENOMEM })
     }
 
