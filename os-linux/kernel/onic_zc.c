@@ -206,8 +206,10 @@ static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xd
 {
 	u32 uh = xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM;
 
+	/* data_hard_start is the chunk's start plus the UMEM headroom; the frame DMA address is
+	 * the chunk's start itself (xp_init_xskb_dma), already without the headroom. */
 	out->virt = (u8 *)xdp->data_hard_start - uh;
-	out->dma = xsk_buff_xdp_get_frame_dma(xdp) - uh;
+	out->dma = xsk_buff_xdp_get_frame_dma(xdp);
 	out->len = room;
 	out->addr = (u8 *)xdp->data_hard_start - uh - (u8 *)pool->addrs;
 	out->headroom = uh;
