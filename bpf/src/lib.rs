@@ -30,7 +30,9 @@
 //! - [`verify`]: what the kernel's verifier refuses and the engine can tell before a run (context
 //!   offsets and sizes, writes to the context, stack bounds, loads and stores through numbers,
 //!   helper argument types, maps passed to helpers that do not take them, the packet passed to
-//!   helpers that may not read it), refused at load in the kernel's words
+//!   helpers that may not read it, packet accesses beyond what a comparison with the packet's
+//!   end proved, packet pointers used after a helper moved the packet), refused at load in the
+//!   kernel's words
 //!   ([`Loader::kernel_checks`], on by default).
 //! - [`mem`]: the address space. Every load and store is checked at run time against its region
 //!   (packet `data_meta..data_end`, stack, one map value, the context's fields), and a budget
@@ -38,7 +40,8 @@
 //!   [`EngineStats::faults`] (shown as `rx_xdp_fault`) and logs a line through [`Host::log`];
 //!   nothing a program does can panic the engine or touch memory it was not given. What the
 //!   kernel's verifier refuses beyond [`verify`] (say, a map value read without a NULL check,
-//!   a packet read without a bounds check) loads here and faults only if the bad path runs;
+//!   a packet read through a pointer moved by an unknown number) loads here and faults only if
+//!   the bad path runs;
 //!   `onic run --kernel-verify` asks the host kernel itself where bpf() is permitted.
 //! - [`maps`]: array, percpu_array, hash, percpu_hash, lru_hash, lru_percpu_hash, lpm_trie,
 //!   ringbuf, prog_array, array_of_maps, hash_of_maps, perf_event_array, devmap, devmap_hash, cpumap, xskmap, with the kernel's update flags and

@@ -274,7 +274,7 @@ fn faults_abort_count_and_log() {
     ];
     let f = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, 1, 2, 60);
     for (sec, what) in cases {
-        let mut e = engine("faults.o", Some(sec));
+        let mut e = common::engine_checked("faults.o", Some(sec), false);
         assert_eq!(run(&mut e, &f).verdict, ABORTED, "{sec}");
         assert_eq!(run(&mut e, &f).verdict, ABORTED, "{sec}");
         assert_eq!(e.stats().faults, 2, "{sec}");
@@ -287,6 +287,17 @@ fn faults_abort_count_and_log() {
     }
     let mut ok = engine("faults.o", Some("xdp"));
     assert_eq!(run(&mut ok, &f).verdict, PASS);
+    // The packet reads without a bounds check are refused at load with the static check on.
+    for (sec, words) in [
+        ("xdp/oob", "R1 invalid mem access 'pkt_end'"),
+        ("xdp/under", "R1 offset is outside of the packet"),
+    ] {
+        let e = onic_bpf::load(&object("faults.o"), Some(sec), &LoadOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("{sec} loaded"))
+            .to_string();
+        assert!(e.contains(words), "{sec}: {e}");
+    }
 }
 
 #[test]

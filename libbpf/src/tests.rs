@@ -130,6 +130,40 @@ fn the_kernel_refuses_and_loads_what_it_should_with_its_words() {
     }
     // The map helpers and bpf_csum_diff may read the packet.
     lib.load(&object(), &verify("pkt_allowed")).unwrap();
+    // A packet read beyond what a comparison with data_end proved, with no comparison, and
+    // through a pointer bpf_xdp_adjust_head made a number (bpf/tests/verify.rs: the engine's
+    // words are these).
+    for (func, words) in [
+        (
+            "pkt_past",
+            "invalid access to packet, off=64 size=1, R2(id=0,off=64,r=64)\nR2 offset is outside of the packet",
+        ),
+        (
+            "pkt_unchecked",
+            "invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)\nR1 offset is outside of the packet",
+        ),
+        ("pkt_adjusted", "R6 invalid mem access 'scalar'"),
+        // Where the pointer lies past the end, the kernel says only this.
+        ("pkt_gt_bad", "R2 offset is outside of the packet"),
+        ("end_ge_bad", "R2 offset is outside of the packet"),
+    ] {
+        let Err(Error::Refused(r)) = lib.load(&object(), &verify(func)) else {
+            panic!("the kernel loaded {func}");
+        };
+        let log = &r.verifier_log;
+        assert!(log.contains(words), "{func}: {log:?}");
+        assert!(
+            !func.ends_with("_bad") || !log.contains("invalid access to packet"),
+            "{func}: {log:?}"
+        );
+    }
+    // Each form of the comparison the kernel matches proves the bytes before data + 14.
+    for func in [
+        "pkt_gt", "pkt_ge", "pkt_lt", "pkt_le", "end_gt", "end_ge", "end_lt", "end_le",
+    ] {
+        lib.load(&object(), &verify(func))
+            .unwrap_or_else(|e| panic!("{func}: {e}"));
+    }
     let fine = lib.load(&object(), &verify("fine")).unwrap();
     assert!(fine.verifier_log.contains("processed"), "{}", fine.verifier_log);
     let run = fine.test_run(&[0u8; 64]).unwrap();

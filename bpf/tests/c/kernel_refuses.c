@@ -160,6 +160,68 @@ int pkt_allowed(struct xdp_md *ctx)
 	return bpf_csum_diff(data, 8, data + 8, 8, 0) ? XDP_PASS : XDP_DROP;
 }
 
+/* A packet read must lie within the bytes a comparison with data_end proved: one byte past the
+ * check, a read with no check at all, and a pointer used after bpf_xdp_adjust_head moved the
+ * packet (it is a number to the kernel then). Their neighbours read just within the check, in
+ * every form of the comparison the kernel matches. */
+SEC("xdp/pkt_past")
+int pkt_past(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	return ((volatile __u8 *)data)[64] ? XDP_DROP : XDP_PASS;
+}
+
+SEC("xdp/pkt_unchecked")
+int pkt_unchecked(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+
+	return ((volatile __u8 *)data)[12] ? XDP_DROP : XDP_PASS;
+}
+
+SEC("xdp/pkt_adjusted")
+int pkt_adjusted(struct xdp_md *ctx)
+{
+	PACKET_OF_64(ctx);
+	if (bpf_xdp_adjust_head(ctx, 4))
+		return XDP_ABORTED;
+	return ((volatile __u8 *)data)[0] ? XDP_DROP : XDP_PASS;
+}
+
+/* The comparison written out, so that each of the forms the kernel matches appears as written:
+ * r2 is data + 14, r3 data_end; the read is of byte 13 (the last proven) on the safe side. */
+#define CMP_FORM(name, jump, safe_first)                                        \
+	SEC("xdp/" #name)                                                       \
+	int name(struct xdp_md *ctx)                                            \
+	{                                                                       \
+		int r;                                                          \
+		asm volatile("r2 = *(u32 *)(%[ctx] + 0)\n"                      \
+			     "r3 = *(u32 *)(%[ctx] + 4)\n"                      \
+			     "r2 += 14\n"                                       \
+			     jump " goto 1f\n"                                  \
+			     safe_first                                         \
+			     : "=r"(r)                                          \
+			     : [ctx] "r"(ctx)                                   \
+			     : "r2", "r3");                                     \
+		return r;                                                       \
+	}
+
+/* Fall through when safe, or jump when safe. */
+#define SAFE_FALL "%0 = *(u8 *)(r2 - 1)\n goto 2f\n 1: %0 = 1\n 2:\n"
+#define SAFE_JUMP "%0 = 1\n goto 2f\n 1: %0 = *(u8 *)(r2 - 1)\n 2:\n"
+
+CMP_FORM(pkt_gt, "if r2 > r3", SAFE_FALL)
+CMP_FORM(pkt_ge, "if r2 >= r3", SAFE_FALL)
+CMP_FORM(pkt_lt, "if r2 < r3", SAFE_JUMP)
+CMP_FORM(pkt_le, "if r2 <= r3", SAFE_JUMP)
+CMP_FORM(end_gt, "if r3 > r2", SAFE_JUMP)
+CMP_FORM(end_ge, "if r3 >= r2", SAFE_JUMP)
+CMP_FORM(end_lt, "if r3 < r2", SAFE_FALL)
+CMP_FORM(end_le, "if r3 <= r2", SAFE_FALL)
+/* The same with the read on the unsafe side. */
+CMP_FORM(pkt_gt_bad, "if r2 > r3", SAFE_JUMP)
+CMP_FORM(end_ge_bad, "if r3 >= r2", SAFE_FALL)
+
 /* What the kernel loads: every field read whole, the stack within its frame, a map lookup. */
 SEC("xdp/fine")
 int fine(struct xdp_md *ctx)

@@ -26,8 +26,17 @@ pub fn object(name: &str) -> Vec<u8> {
 /// An engine for program `sec` of object `name`, with a [`SimHost`] of 4 CPUs where
 /// interface 2 (port 1) is redirect target 0 and AF_XDP sockets are target 1.
 pub fn engine(name: &str, sec: Option<&str>) -> XdpEngine<SimHost> {
+    engine_checked(name, sec, true)
+}
+
+/// [`engine`], with the static check of what the kernel's verifier refuses on or off (off: the
+/// programs that fault at run time on purpose, which the kernel refuses).
+pub fn engine_checked(name: &str, sec: Option<&str>, checks: bool) -> XdpEngine<SimHost> {
     let opts = LoadOptions::default();
-    let loaded = onic_bpf::load(&object(name), sec, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let loaded = onic_bpf::Loader::new(opts)
+        .kernel_checks(checks)
+        .load(&object(name), sec)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut host = SimHost::new(opts.cpus, 1);
     host.redirects.push((None, 2, 0));
     host.xsk_target = Some(1);
