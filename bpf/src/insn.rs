@@ -148,6 +148,21 @@ pub struct Insn {
 }
 
 impl Insn {
+    /// The instruction with these fields (for programs assembled by hand).
+    #[must_use]
+    pub const fn new(op: u8, dst: u8, src: u8, off: i16, imm: i32) -> Self {
+        Self {
+            op,
+            dst,
+            src,
+            off,
+            imm,
+        }
+    }
+
+    /// `exit`.
+    pub const EXIT: Self = Self::new(EXIT, 0, 0, 0, 0);
+
     /// Decodes one slot.
     #[must_use]
     pub const fn decode(b: [u8; INSN_SIZE]) -> Self {

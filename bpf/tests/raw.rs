@@ -7,22 +7,10 @@ use onic_bpf::{mem, Map, MapDef, MapType, Program, SimHost, XdpEngine};
 use onic_core::xdp::{XdpBuff, XdpRxq};
 
 fn i(op: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn {
-        op,
-        dst,
-        src,
-        off,
-        imm,
-    }
+    Insn::new(op, dst, src, off, imm)
 }
 
-const EXIT: Insn = Insn {
-    op: insn::EXIT,
-    dst: 0,
-    src: 0,
-    off: 0,
-    imm: 0,
-};
+const EXIT: Insn = Insn::EXIT;
 
 /// `r{d} = v` for any 64-bit `v` (lddw).
 fn lddw(d: u8, v: u64) -> [Insn; 2] {

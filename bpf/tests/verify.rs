@@ -112,22 +112,10 @@ mod ranges {
     use onic_bpf::Program;
 
     fn i(op: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-        Insn {
-            op,
-            dst,
-            src,
-            off,
-            imm,
-        }
+        Insn::new(op, dst, src, off, imm)
     }
 
-    const EXIT: Insn = Insn {
-        op: insn::EXIT,
-        dst: 0,
-        src: 0,
-        off: 0,
-        imm: 0,
-    };
+    const EXIT: Insn = Insn::EXIT;
 
     /// `r{d} = ctx->field` (0 data, 4 data_end, 8 data_meta).
     fn ctx(d: u8, field: i16) -> Insn {

@@ -46,7 +46,7 @@ use super::frames::{self, MAX_BUILD};
 use super::xdp::{Dispatch, Program};
 use super::{Bench, Runner, SimDevice, SimDmaMem};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
-use crate::model::Guarded;
+use crate::model::{Guarded, Model};
 use crate::platform::idt;
 use crate::time::{self, TscDelay};
 
@@ -693,7 +693,23 @@ pub fn service(b: &mut Bench<'_, '_>) -> bool {
     if irq::take_housekeeping() > 0 {
         housekeeping(b);
     }
-    let (progress, interrupts, egress) = b.model.with(|c| {
+    let dp = &mut b.dp;
+    let (progress, interrupted) = model_step(b.model, &mut dp.wire, &mut dp.raised, &mut dp.unrouted);
+    let polled = poll_marked(|f, q| poll(b, f, q));
+    progress || polled || interrupted
+}
+
+/// One step of the model: the frames it sent out of its ports counted on `wire`, the queue
+/// interrupts it raised counted in `raised` (per function and MSI-X vector) and raised on their
+/// IDT vectors (`unrouted` counts those with no vector). Returns whether the model made
+/// progress and whether it raised any interrupt. Both main loops (bare pairs, ports) take it.
+pub fn model_step(
+    model: &Model<'_>,
+    wire: &mut WireLog,
+    raised: &mut [[u32; MSIX_VECTORS]; FUNCTIONS],
+    unrouted: &mut u32,
+) -> (bool, bool) {
+    let (progress, interrupts, egress) = model.with(|c| {
         (
             c.step(),
             c.take_interrupts(),
@@ -702,37 +718,42 @@ pub fn service(b: &mut Bench<'_, '_>) -> bool {
     });
     for (port, frames) in egress.iter().enumerate() {
         for f in frames {
-            b.dp.wire.out[port] += 1;
+            wire.out[port] += 1;
             if frames::is_swapped(f) {
-                b.dp.wire.swapped[port] += 1;
+                wire.swapped[port] += 1;
             }
         }
     }
     for i in &interrupts {
         match irq::queue_vector(i.func, i.vector) {
             Some(v) => {
-                if let Some(c) =
-                    b.dp.raised
-                        .get_mut(usize::from(i.func))
-                        .and_then(|r| r.get_mut(usize::from(i.vector)))
+                if let Some(c) = raised
+                    .get_mut(usize::from(i.func))
+                    .and_then(|r| r.get_mut(usize::from(i.vector)))
                 {
                     *c += 1;
                 }
                 idt::raise(v);
             }
-            None => b.dp.unrouted += 1,
+            None => *unrouted += 1,
         }
     }
+    (progress, !interrupts.is_empty())
+}
+
+/// Polls, with `poll(function, vector)`, every queue whose interrupt handler marked it since
+/// the last call (NAPI scheduled by the interrupt). Returns whether any poll ran.
+pub fn poll_marked(mut poll: impl FnMut(usize, usize) -> bool) -> bool {
     let mut polled = false;
     for f in 0..FUNCTIONS {
         let mut bits = irq::take_napi(f);
         while bits != 0 {
-            let msix = bits.trailing_zeros() as usize;
+            let q = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            polled |= poll(b, f, msix);
+            polled |= poll(f, q);
         }
     }
-    progress || polled || !interrupts.is_empty()
+    polled
 }
 
 /// Polls pair `q` of PF `f` once (NAPI) with `QueuePair::poll`, running the PF's attached

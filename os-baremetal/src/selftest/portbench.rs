@@ -29,11 +29,10 @@ use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitL
 use onic_sim::Card;
 
 use super::datapath::{self, Steering, Tally, WireLog, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
-use super::frames::{self, MAX_BUILD};
+use super::frames::MAX_BUILD;
 use super::xdp::{Code, Tapped};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Model;
-use crate::platform::idt;
 
 /// The model host of the ports.
 pub type Host<'m, 'c> = ModelHost<Tapped, &'m Model<'c>>;
@@ -245,46 +244,9 @@ pub fn service(b: &mut PortBench<'_, '_>) -> bool {
     if irq::take_housekeeping() > 0 {
         housekeeping(b);
     }
-    let (progress, interrupts, egress) = b.model.with(|c| {
-        (
-            c.step(),
-            c.take_interrupts(),
-            [c.take_egress(0), c.take_egress(1)],
-        )
-    });
-    for (port, frames) in egress.iter().enumerate() {
-        for f in frames {
-            b.wire.out[port] += 1;
-            if frames::is_swapped(f) {
-                b.wire.swapped[port] += 1;
-            }
-        }
-    }
-    for i in &interrupts {
-        match irq::queue_vector(i.func, i.vector) {
-            Some(v) => {
-                if let Some(c) = b
-                    .raised
-                    .get_mut(usize::from(i.func))
-                    .and_then(|r| r.get_mut(usize::from(i.vector)))
-                {
-                    *c += 1;
-                }
-                idt::raise(v);
-            }
-            None => b.unrouted += 1,
-        }
-    }
-    let mut polled = false;
-    for f in 0..FUNCTIONS {
-        let mut bits = irq::take_napi(f);
-        while bits != 0 {
-            let q = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            polled |= poll(b, f, q);
-        }
-    }
-    progress || polled || !interrupts.is_empty()
+    let (progress, interrupted) = datapath::model_step(b.model, &mut b.wire, &mut b.raised, &mut b.unrouted);
+    let polled = datapath::poll_marked(|f, q| poll(b, f, q));
+    progress || polled || interrupted
 }
 
 /// Polls queue index `q` of port `f` once (NAPI) through the port, then reads and gives back
