@@ -17,12 +17,13 @@
 //!   ports pass to their stack is read and given back after every poll.
 //!
 //! The tap (the phase's [`Tally`] and each function's [`Steering`], [`Shared`]) sees every
-//! frame: inside the attached program ([`super::xdp::Tapped`]), or on the stack when a port has
+//! frame: inside the attached program ([`Tapped`]), or on the stack when a port has
 //! none.
 
 use alloc::rc::Rc;
 use core::cell::RefCell;
 
+use onic_core::xdp::{RawXdpProgram, XdpBuff};
 use onic_core::{DeviceConfig, QueueError, RingSizeIdx, RxStats};
 use onic_embed::model::ModelHost;
 use onic_embed::port::{PortConfig, QueueTuning, SoloPort, TxClean, TxLock, XmitLock, XmitResult};
@@ -30,7 +31,7 @@ use onic_sim::Card;
 
 use super::datapath::{self, Steering, Tally, WireLog, BUDGET, CHUNK, PAIRS, POOL_BULK, RX_RING, TX_RING};
 use super::frames::MAX_BUILD;
-use super::xdp::{Code, Tapped};
+use super::xdp::{Code, Engine};
 use crate::irq::{self, FUNCTIONS, MSIX_VECTORS};
 use crate::model::Model;
 
@@ -76,6 +77,42 @@ impl Shared {
         if let Some(steer) = self.steer.get(usize::from(func)) {
             self.tally.on_frame(func, qid, steer, data);
         }
+    }
+}
+
+/// A program attached to the ports' model host: its code, with the port bench's tap (the
+/// tally of the phase and the functions' steering) in front.
+pub struct Tapped {
+    /// What runs.
+    pub code: Code,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl Tapped {
+    /// `code` behind the tap of `shared`.
+    pub fn new(code: Code, shared: Rc<RefCell<Shared>>) -> Self {
+        Self { code, shared }
+    }
+
+    /// The engine, for an object.
+    #[must_use]
+    pub fn engine(&self) -> Option<&Engine> {
+        match &self.code {
+            Code::Object(e) => Some(e),
+            Code::Native(_) => None,
+        }
+    }
+}
+
+impl RawXdpProgram for Tapped {
+    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        let rxq = xdp.rxq();
+        // The bench holds no borrow of the shared state while it polls; a second borrow could
+        // only come from a program run inside another one's tap, which never happens.
+        if let Ok(mut s) = self.shared.try_borrow_mut() {
+            s.tap(rxq.port, rxq.queue_index, xdp.data());
+        }
+        self.code.run(xdp)
     }
 }
 

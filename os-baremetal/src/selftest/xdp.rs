@@ -4,11 +4,10 @@
 //!   bare pairs has an `XdpSlot<Program>`, attached between phases. [`Dispatch`] runs the
 //!   attached one for one poll, with the self-test's tap in front so that it sees each frame
 //!   before the program does.
-//! - [`Tapped`] is a program as the ports' model host holds it (attached once, named by its
-//!   handle in each poll): a native [`Program`] or one of the clang-built objects of
-//!   `os-linux/xdp` embedded in the image and run by the `onic-bpf` engine ([`super::bpf`]),
-//!   with the tap of [`super::portbench`] in front. A port's program is swapped or detached
-//!   between polls by the handle the next poll runs.
+//! - [`Code`] is what a port's program runs ([`super::portbench::Tapped`] puts the port bench's
+//!   tap in front): a native [`Program`] or one of the clang-built objects of `os-linux/xdp`
+//!   embedded in the image and run by the `onic-bpf` engine ([`super::bpf`]). A port's program
+//!   is swapped or detached between polls by the handle the next poll runs.
 //! - Each poll of a bare pair is a `QueuePair::poll`: XDP_PASS pages go to the image's OS through an
 //!   `RxSink`, XDP_DROP pages are recycled by the core, XDP_TX frames go out on the pair's own
 //!   TX queue (one doorbell per poll), and redirects go through a `DevMap` whose entries are
@@ -17,14 +16,11 @@
 //!   to its pool through `return_to_origin` when the target queue completes it.
 
 use alloc::boxed::Box;
-use alloc::rc::Rc;
-use core::cell::RefCell;
 
 use onic_bpf::{Host, XdpEngine};
 use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
 use super::frames;
-use super::portbench::Shared;
 
 /// The programs the self-test runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,41 +84,12 @@ pub enum Code {
     Object(Box<Engine>),
 }
 
-/// A program attached to the ports' model host: its code, with the port bench's tap (the
-/// tally of the phase and the functions' steering) in front.
-pub struct Tapped {
-    /// What runs.
-    pub code: Code,
-    shared: Rc<RefCell<Shared>>,
-}
-
-impl Tapped {
-    /// `code` behind the tap of `shared`.
-    pub fn new(code: Code, shared: Rc<RefCell<Shared>>) -> Self {
-        Self { code, shared }
-    }
-
-    /// The engine, for an object.
-    #[must_use]
-    pub fn engine(&self) -> Option<&Engine> {
-        match &self.code {
-            Code::Object(e) => Some(e),
-            Code::Native(_) => None,
-        }
-    }
-}
-
-impl RawXdpProgram for Tapped {
-    fn run_raw(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
-        let rxq = xdp.rxq();
-        // The bench holds no borrow of the shared state while it polls; a second borrow could
-        // only come from a program run inside another one's tap, which never happens.
-        if let Ok(mut s) = self.shared.try_borrow_mut() {
-            s.tap(rxq.port, rxq.queue_index, xdp.data());
-        }
-        match &mut self.code {
-            Code::Native(p) => p.run_native(xdp).raw(),
-            Code::Object(e) => e.run(xdp),
+impl Code {
+    /// Runs on one frame; the verdict's raw value.
+    pub fn run(&mut self, xdp: &mut XdpBuff<'_>) -> u32 {
+        match self {
+            Self::Native(p) => p.run_native(xdp).raw(),
+            Self::Object(e) => e.run(xdp),
         }
     }
 }
