@@ -257,7 +257,7 @@ fn build() -> Result<PathBuf, String> {
 }
 
 /// A module of the debug kernel's own build (`rel` under its tree, e.g. `net/core/pktgen.ko`),
-/// as `kmod::image_module` gives one of Debian's image packages.
+/// as `kmod::packaged_module` gives one of Debian's image packages.
 pub fn tree_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
     let ko = r.kdir.join(rel);
     if ko.exists() {

@@ -71,28 +71,6 @@ pub const KERNELS: [Kernel; 2] = [
     },
 ];
 
-/// Picks kernels by `--kernel` value (`6.1`, `6.12`, `all`, or `debug`: the debug kernel built
-/// from Debian's 6.1 source, `debugkernel.rs`; not part of `all`).
-pub fn select(which: &str) -> Result<Vec<&'static Kernel>, String> {
-    if which == "all" {
-        return Ok(KERNELS.iter().collect());
-    }
-    if which == crate::debugkernel::DEBUG.name {
-        return Ok(vec![&crate::debugkernel::DEBUG]);
-    }
-    KERNELS
-        .iter()
-        .find(|k| k.name == which)
-        .map(|k| vec![k])
-        .ok_or_else(|| {
-            let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
-            format!(
-                "unknown kernel {which:?}; one of {}, all or debug",
-                names.join(", ")
-            )
-        })
-}
-
 /// Host packages the module build and the VM test need (Debian names).
 pub const HOST_PACKAGES: [&str; 21] = [
     "iperf3",          // the VM test's load
@@ -280,12 +258,9 @@ pub struct Resolved {
 }
 
 /// Extracts the module `rel` (a path under the image's `kernel/` tree, e.g. `net/core/pktgen.ko`)
-/// from the downloaded image package into `<dir>/modules`, decompressed; returns its path (the
-/// debug kernel's comes from its own build tree).
-pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
-    if r.kernel.name == crate::debugkernel::DEBUG.name {
-        return crate::debugkernel::tree_module(r, rel);
-    }
+/// from the downloaded image package of a packaged kernel into `<dir>/modules`, decompressed;
+/// returns its path.
+pub fn packaged_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
     let out = r.dir.join("modules");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let deb = downloaded(&r.dir.join("debs"), &format!("linux-image-{}", r.abi))
@@ -305,12 +280,9 @@ pub fn image_module(r: &Resolved, rel: &str) -> Result<PathBuf, String> {
     Ok(out.join(name))
 }
 
-/// Resolves the ABI, downloads and unpacks headers (+ common part and kbuild) and the image; for
-/// the debug kernel, builds it or takes it from the cache.
-pub fn fetch(k: &'static Kernel) -> Result<Resolved, String> {
-    if k.name == crate::debugkernel::DEBUG.name {
-        return crate::debugkernel::resolve(k);
-    }
+/// Resolves the ABI of a packaged kernel, downloads and unpacks headers (+ common part and
+/// kbuild) and the image.
+pub fn fetch_packaged(k: &'static Kernel) -> Result<Resolved, String> {
     let start = Instant::now();
     let (abi, image, pkgs) = packages(k)?;
     let dir = vm_root().join(k.name);
@@ -652,20 +624,6 @@ fn check_module(r: &Resolved, build: &Path, log: &str) -> Result<(), String> {
          modpost resolved every symbol, objtool ran and printed nothing, no warnings",
         r.kernel.name
     );
-    Ok(())
-}
-
-/// `cargo xtask kmod [--kernel 6.1|6.12|all]`.
-pub fn kmod(args: &[String]) -> Result<(), String> {
-    let which = parse_kernel(args)?;
-    let kernels = select(&which)?;
-    ensure_host_packages()?;
-    let obj = build_rust_object()?;
-    for k in kernels {
-        let r = fetch(k)?;
-        let ko = build_module(&r, &obj)?;
-        println!("built {}", ko.display());
-    }
     Ok(())
 }
 

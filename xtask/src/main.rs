@@ -9,6 +9,7 @@ mod debugkernel;
 mod ffi;
 mod fuzz;
 mod insnprof;
+mod kernels;
 mod kmod;
 mod panicpaths;
 mod peers;
@@ -443,7 +444,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(args.get(1).map(String::as_str)),
-        Some("kmod") => kmod::kmod(&args[1..]),
+        Some("kmod") => kernels::kmod(&args[1..]),
         // The Rust object's build runs the panic-path check.
         Some("panic-paths") => kmod::build_rust_object().map(|_| ()),
         Some("bpf-objects") => bpf::bpf_objects(&args[1..]),

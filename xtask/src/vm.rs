@@ -15,6 +15,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::kernels;
 use crate::kmod::{self, Resolved};
 use crate::{root, run, run_sh};
 
@@ -706,7 +707,7 @@ fn boot(
 /// `cargo xtask vm-test [--kernel ...] [--card ...]`.
 pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     let o = parse(args)?;
-    let kernels = kmod::select(&o.kernel)?;
+    let kernels = kernels::select(&o.kernel)?;
     let cards = select_cards(&o.card)?;
     let total = Instant::now();
     kmod::ensure_host_packages()?;
@@ -722,10 +723,10 @@ pub fn vm_test(args: &[String]) -> Result<ExitCode, String> {
     let mut guests = Vec::new();
     for k in kernels {
         let t = Instant::now();
-        let r = kmod::fetch(k)?;
+        let r = kernels::fetch(k)?;
         let ko = kmod::build_module(&r, &obj)?;
         // pktgen drives the ndo_xdp_xmit load test (init.sh).
-        let pktgen = kmod::image_module(&r, "net/core/pktgen.ko")?;
+        let pktgen = kernels::image_module(&r, "net/core/pktgen.ko")?;
         let img = initramfs(
             &r,
             &ko,
