@@ -195,13 +195,15 @@ down() {
 }
 # snap NETNS-PREFIX: one process reads, at one moment, the guest's uptime and idle time (one
 # CPU under icount: busy = up - idle, in instructions), the time the card model's engine has run
-# (simulation mode: its instructions under icount, else 0) and P1's received packets and bytes.
+# (simulation mode: its instructions under icount, else 0), P1's received packets and bytes, and
+# the interrupts its queue vectors took (on the card: "P1-q<N>" in /proc/interrupts).
 snap() {
 	$1 sh -c "cat /proc/uptime /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0;
-		cat /sys/class/net/$P1/statistics/rx_packets /sys/class/net/$P1/statistics/rx_bytes" | tr '\n' ' '
+		cat /sys/class/net/$P1/statistics/rx_packets /sys/class/net/$P1/statistics/rx_bytes;
+		awk -v p='$P1-q' '\$NF ~ \"^\" p { for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; else break } END { print s + 0 }' /proc/interrupts" | tr '\n' ' '
 }
 # window NETNS-PREFIX: once traffic arrives at P1, measures SECS of it in steady state. Prints
-# "packets bytes busy_ns model_ns" of the window, or nothing when no traffic came (60 s).
+# "packets bytes busy_ns model_ns irqs" of the window, or nothing when no traffic came (60 s).
 # Setup and teardown (processes starting, connections, ARP) stay outside the window, so the
 # instructions are those of the running datapath (and of the one process that takes the second
 # snapshot).
@@ -222,10 +224,12 @@ window() {
 	[ "$PROFILE" = 1 ] && onic_prof stop && prof_window
 	delta $s0 $s1
 }
-# delta SNAP0 SNAP1 (snap's five words each): "packets bytes busy_ns model_ns" between the two.
+# delta SNAP0 SNAP1 (snap's six words each): "packets bytes busy_ns model_ns irqs" between the
+# two.
 delta() {
-	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v u1=$6 -v i1=$7 -v m1=$8 -v p1=$9 -v b1=${10} \
-		'BEGIN { printf "%d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0 }'
+	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v q0=$6 -v u1=$7 -v i1=$8 -v m1=$9 -v p1=${10} \
+		-v b1=${11} -v q1=${12} \
+		'BEGIN { printf "%d %d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0, q1 - q0 }'
 }
 # prof_kernel: the kernel's own text symbols, once per boot, for the profile.
 prof_kernel() {
@@ -271,7 +275,7 @@ measure() {
 	table=$1 config=$2 what=$3
 	shift 3
 	send_start "$@"
-	set -- $(window "$NS") 0 0 0 0
+	set -- $(window "$NS") 0 0 0 0 0
 	send_stop
 	if [ $what = tcp ]; then
 		figure $table $config $what KiB/s insn/KiB $(($2 / 1024)) $3 $4
@@ -280,6 +284,9 @@ measure() {
 		figure $table $config $what $UNIT/s insn/$UNIT $1 $3 $4
 		prof_figure $table $config $what $1 insn/$UNIT
 	fi
+	# On the card, the interrupts of P1's queue vectors per 1000 frames of the window.
+	[ $DEV = pci ] && echo "BENCH $table $config ${what}_irq $([ $1 -gt 0 ] && echo $(($5 * 1000 / $1)) || echo 0) irq/k$UNIT"
+	return 0
 }
 # udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace.
 udp() {
@@ -476,6 +483,17 @@ else
 		xdp_verdict_bench onic_adaptive $v
 		COALESCE=
 	done
+	# (c2) XDP_DROP under three fixed moderation settings (ethtool -C rx-usecs/rx-frames, the
+	# QDMA's timer and count thresholds), on the card, where the queue vectors are interrupts:
+	# the interrupts per frame as the thresholds rise.
+	if want moderation && [ $DEV = pci ]; then
+		for us in 1 5 20; do
+			case $us in 1) fr=64 ;; 5) fr=96 ;; 20) fr=192 ;; esac
+			COALESCE="rx-usecs $us rx-frames $fr"
+			xdp_verdict_bench onic_${us}us_$fr drop
+		done
+		COALESCE=
+	fi
 	# (d) AF_XDP: rxdrop and l2fwd, zero copy and copy mode (on the card: the model inside the
 	# kernel has no DMA device, so no zero copy)
 	if want xsk && [ $DEV = pci ]; then

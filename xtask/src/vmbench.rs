@@ -41,16 +41,16 @@ use std::time::Duration;
 
 use crate::root;
 use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Machine, VM_CMDLINE};
-use crate::{insnprof, kmod};
+use crate::{insnprof, kernels, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx,moderation,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
 
 /// The frame sizes the sweeps measure unless `--sizes` says otherwise (the seed's).
 const SIZES: [u16; 5] = [1518, 1000, 500, 250, 64];
 
 /// The tables a boot can measure, in the order it measures them (`--tables` picks some).
-const TABLES: [&str; 5] = ["memory", "xdp", "xdp_drop", "xdp_tx", "xsk"];
+const TABLES: [&str; 6] = ["memory", "xdp", "xdp_drop", "xdp_tx", "moderation", "xsk"];
 
 /// The device a boot measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -368,12 +368,12 @@ fn image(r: &kmod::Resolved) -> Result<PathBuf, String> {
     let xdp = build_xdp()?;
     let ko = kmod::build_module(r, &obj)?;
     let mut extra = vec![(
-        kmod::image_module(r, "net/core/pktgen.ko")?,
+        kernels::image_module(r, "net/core/pktgen.ko")?,
         "lib/modules/pktgen.ko".to_string(),
     )];
     for rel in VIRTIO_MODULES {
         let name = Path::new(rel).file_name().and_then(|n| n.to_str()).unwrap_or(rel);
-        match kmod::image_module(r, rel) {
+        match kernels::image_module(r, rel) {
             Ok(m) => extra.push((m, format!("lib/modules/{name}"))),
             // The virtio core is built in on some kernels (6.12); the driver never is.
             Err(e) if !rel.ends_with("net_failover.ko") && !rel.ends_with("virtio_net.ko") => {
@@ -480,9 +480,9 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let o = parse_args(args)?;
-    let k = *kmod::select(&o.kernel)?.first().ok_or("no kernel selected")?;
+    let k = *kernels::select(&o.kernel)?.first().ok_or("no kernel selected")?;
     kmod::ensure_host_packages()?;
-    let r = kmod::fetch(k)?;
+    let r = kernels::fetch(k)?;
     let img = image(&r)?;
     let sets = boots(&o)?;
     // A device's guests always run together. Under icount the host's load does not enter the
