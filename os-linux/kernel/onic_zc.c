@@ -200,8 +200,8 @@ u32 onic_xsk_room(struct onic_ndev *nd, u16 qid)
 }
 
 /* Frame xdp of the pool as the driver sees it: the chunk's CPU and device addresses, its
- * bytes, its UMEM address and the UMEM headroom. */
-static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xdp, u32 room,
+ * bytes (the whole chunk, the UMEM headroom included), its UMEM address and the UMEM headroom. */
+static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xdp,
 				 struct onic_xsk_chunk *out)
 {
 	u32 uh = xsk_pool_get_headroom(pool) - XDP_PACKET_HEADROOM;
@@ -210,7 +210,7 @@ static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xd
 	 * the chunk's start itself (xp_init_xskb_dma), already without the headroom. */
 	out->virt = (u8 *)xdp->data_hard_start - uh;
 	out->dma = xsk_buff_xdp_get_frame_dma(xdp);
-	out->len = room;
+	out->len = xsk_pool_get_chunk_size(pool);
 	out->addr = (u8 *)xdp->data_hard_start - uh - (u8 *)pool->addrs;
 	out->headroom = uh;
 }
@@ -222,7 +222,7 @@ u32 onic_xsk_alloc_batch(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *o
 			 u32 max)
 {
 	struct xsk_buff_pool *pool = onic_pool(nd, qid);
-	u32 i, n, room = onic_xsk_room(nd, qid);
+	u32 i, n;
 
 	if (!pool || !max)
 		return 0;
@@ -230,7 +230,7 @@ u32 onic_xsk_alloc_batch(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *o
 	if (n < max)
 		nd->qv[qid].xsk_fill_empty = true;
 	for (i = 0; i < n; i++)
-		onic_xsk_rx_describe(pool, xdps[i], room, &out[i]);
+		onic_xsk_rx_describe(pool, xdps[i], &out[i]);
 	return n;
 }
 

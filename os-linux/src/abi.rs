@@ -122,7 +122,7 @@ pub struct XskChunk {
     pub dma: u64,
     /// UMEM address of the same byte.
     pub addr: u64,
-    /// Bytes: the chunk less its UMEM headroom (RX), the frame's length (TX).
+    /// Bytes: the whole chunk, its UMEM headroom included (RX), the frame's length (TX).
     pub len: u32,
     /// The UMEM headroom at the chunk's start the driver leaves alone (RX; 0 for TX).
     pub headroom: u32,
