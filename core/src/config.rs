@@ -29,14 +29,35 @@ pub const RX_TAILROOM: u32 = 320;
 /// Bytes of a page the device may write after the headroom and before the tailroom.
 pub(crate) const RX_BUFFER_ROOM: u32 = PAGE_SIZE as u32 - RX_HEADROOM - RX_TAILROOM;
 
-/// The C2H buffer-size table the driver programs (C2H_BUF_SZ, hardware.md §3.1), with one
-/// deliberate change: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead
-/// of 3968, so that one page per descriptor can hold a full buffer behind the XDP headroom. The
-/// reference driver uses entry 8 (4096 bytes) with data at page offset 256, which lets the device
-/// write up to 256 bytes past the page (hardware.md §15 item 9). See `docs/deviations.md`.
+/// Bytes a UMEM frame (its chunk less the UMEM headroom) needs for a C2H buffer of `buf_bytes`:
+/// the RX headroom and the buffer. No tailroom is kept: the device may write up to the chunk's
+/// end, as Linux lets it on zero-copy frames (`xsk_pool_get_rx_frame_size` is the chunk less the
+/// headrooms), and the XDP view of such a frame never grows past the chunk
+/// ([`crate::xdp::XdpBuff`]). The one rule of the port's tuning, its frames and the core's pool.
+#[must_use]
+pub const fn xsk_room_for(buf_bytes: u32) -> u32 {
+    RX_HEADROOM.saturating_add(buf_bytes)
+}
+
+/// Entry of the C2H buffer-size table the driver changes for 2 KiB UMEM chunks: the reference
+/// table holds 4096 at 6..=12, this one holds [`XSK_2K_BUFFER`] here.
+pub const XSK_2K_BUF_SIZE_INDEX: u8 = 6;
+
+/// The buffer of entry [`XSK_2K_BUF_SIZE_INDEX`]: a 2 KiB chunk less the RX headroom (1792), which
+/// holds a 1514-byte frame (DPDK's AF_XDP PMD uses 2 KiB chunks by default).
+pub const XSK_2K_BUFFER: u32 = 2048 - RX_HEADROOM;
+
+/// The C2H buffer-size table the driver programs (C2H_BUF_SZ, hardware.md §3.1), with two
+/// deliberate changes: entry [`RX_BUF_SIZE_INDEX_DEFAULT`] holds [`RX_BUFFER_ROOM`] (3520) instead
+/// of 3968, so that one page per descriptor can hold a full buffer behind the XDP headroom (the
+/// reference driver uses entry 8, 4096 bytes, with data at page offset 256, which lets the device
+/// write up to 256 bytes past the page, hardware.md §15 item 9); entry [`XSK_2K_BUF_SIZE_INDEX`],
+/// one of the reference table's seven 4096 entries, holds [`XSK_2K_BUFFER`] (1792), the buffer a
+/// 2 KiB UMEM chunk holds behind the RX headroom. See `docs/deviations.md`.
 pub(crate) const C2H_BUF_SIZES: [u32; qdma::GLOBAL_TABLE_LEN] = {
     let mut t = qdma::tables::C2H_BUF_SIZES;
     t[RX_BUF_SIZE_INDEX_DEFAULT as usize] = RX_BUFFER_ROOM;
+    t[XSK_2K_BUF_SIZE_INDEX as usize] = XSK_2K_BUFFER;
     t
 };
 
@@ -358,6 +379,19 @@ mod tests {
         assert_eq!(RX_BUFFER_ROOM, 3520);
         assert_eq!(BufSizeIdx::new(5).unwrap().bytes(), 3520);
         assert_eq!(BufSizeIdx::new(4).unwrap().bytes(), 2048);
+        // The 2 KiB-chunk entry: one of the reference's 4096 entries, now a 2 KiB chunk's room.
+        let two_k = BufSizeIdx::new(XSK_2K_BUF_SIZE_INDEX).unwrap();
+        assert_eq!(two_k.bytes(), 1792);
+        assert_eq!(xsk_room_for(two_k.bytes()), 2048);
+        assert_eq!(
+            qdma::tables::C2H_BUF_SIZES[usize::from(XSK_2K_BUF_SIZE_INDEX)],
+            4096
+        );
+        // The other entries the driver leaves as the reference programs them.
+        let changed = [RX_BUF_SIZE_INDEX_DEFAULT, XSK_2K_BUF_SIZE_INDEX].map(usize::from);
+        for (i, (&ours, &theirs)) in C2H_BUF_SIZES.iter().zip(&qdma::tables::C2H_BUF_SIZES).enumerate() {
+            assert!(changed.contains(&i) || ours == theirs, "entry {i}");
+        }
         // The reference driver's choice, 4096 bytes at offset 256, overruns the page.
         assert_eq!(
             BufSizeIdx::new(8),

@@ -8,7 +8,7 @@
 //! place where a pair's RX, TX and pool configurations are derived, for a port's queues and for
 //! the bare pairs of the bench rigs and the core's own checks ([`PairSpec::new`]) alike.
 
-use onic_core::config::{BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig, RX_HEADROOM, RX_TAILROOM};
+use onic_core::config::{xsk_room_for, BufSizeIdx, RingSizeIdx, RxQueueConfig, TxQueueConfig};
 use onic_core::queue::pool::PoolConfig;
 use onic_core::queue::rx::{RxOptions, DEFAULT_MAX_FRAME_LEN, RX_STALL_POLLS_DEFAULT};
 use onic_core::QueueId;
@@ -165,17 +165,17 @@ impl QueueTuning {
 
     /// The C2H buffer of RX queue `q` when it runs on UMEM frames with `room` bytes each (a
     /// chunk less the UMEM headroom): its own buffer ([`RxBufSizes::for_queue`]) when a frame
-    /// holds it behind the RX headroom and before the XDP tailroom, else the largest buffer of
-    /// the driver's table that fits so and still holds the largest frame the port passes (a
-    /// 4 KiB chunk with up to 1472 bytes of UMEM headroom gets 2048-byte buffers).
+    /// holds it behind the RX headroom (up to the chunk's end, [`xsk_room_for`]), else the
+    /// largest buffer of the driver's table that fits so and still holds the largest frame the
+    /// port passes (a 4 KiB chunk with up to 2048 bytes of UMEM headroom gets 2048-byte buffers,
+    /// a 2 KiB chunk without headroom 1792-byte ones).
     ///
     /// # Errors
     ///
-    /// The bytes a frame needs, when none fits: the RX headroom, the smallest buffer that holds
-    /// the largest frame, and the tailroom.
+    /// The bytes a frame needs, when none fits: the RX headroom and the smallest buffer that
+    /// holds the largest frame.
     pub fn xsk_buf(&self, q: u16, room: u32) -> Result<BufSizeIdx, u32> {
-        let around = RX_HEADROOM + RX_TAILROOM;
-        let fits = |b: BufSizeIdx| b.bytes().saturating_add(around) <= room;
+        let fits = |b: BufSizeIdx| xsk_room_for(b.bytes()) <= room;
         let own = self.bufs.for_queue(q);
         if fits(own) {
             return Ok(own);
@@ -188,7 +188,7 @@ impl QueueTuning {
             return Ok(b);
         }
         let smallest = holding.map(BufSizeIdx::bytes).min().unwrap_or(own.bytes());
-        Err(smallest.saturating_add(around))
+        Err(xsk_room_for(smallest))
     }
 
     /// How an RX queue of configuration `rx` treats what it receives.
@@ -228,6 +228,7 @@ impl QueueTuning {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use onic_core::config::XSK_2K_BUF_SIZE_INDEX;
 
     fn idx(i: u8) -> BufSizeIdx {
         BufSizeIdx::new(i).unwrap()
@@ -271,28 +272,43 @@ mod tests {
     #[test]
     fn a_umem_frame_gets_the_largest_buffer_that_fits_and_holds_a_frame() {
         let t = QueueTuning::default();
-        // 4 KiB chunks, no UMEM headroom: the queue's own 3520 bytes (256 + 3520 + 320).
+        // 4 KiB chunks, up to 320 bytes of UMEM headroom: the queue's own 3520 bytes (256 + 3520
+        // reach the chunk's end; no tailroom is kept in a UMEM frame).
         assert_eq!(t.xsk_buf(0, 4096), Ok(t.bufs.for_queue(0)));
-        // Any headroom: the next smaller buffer, 2048 bytes, up to 1472 bytes of it.
-        assert_eq!(t.xsk_buf(0, 4096 - 128).map(BufSizeIdx::bytes), Ok(2048));
-        assert_eq!(t.xsk_buf(0, 4096 - 1472).map(BufSizeIdx::bytes), Ok(2048));
-        // Beyond that nothing holds a 1514-byte frame: 256 + 2048 + 320 is what a frame needs.
-        assert_eq!(t.xsk_buf(0, 4096 - 1473), Err(2624));
-        assert_eq!(t.xsk_buf(0, 2048), Err(2624));
-        // A shell passing 1000-byte frames at most: a 2 KiB chunk holds a 1024-byte buffer.
+        assert_eq!(t.xsk_buf(0, 4096 - 320), Ok(t.bufs.for_queue(0)));
+        // More headroom: the next smaller buffer, 2048 bytes, up to 1792 bytes of it.
+        assert_eq!(t.xsk_buf(0, 4096 - 321).map(BufSizeIdx::bytes), Ok(2048));
+        assert_eq!(t.xsk_buf(0, 4096 - 1792).map(BufSizeIdx::bytes), Ok(2048));
+        // Then the 2 KiB-chunk entry, 1792 bytes: a 2 KiB chunk without headroom, or a 4 KiB
+        // chunk with up to 2048 bytes of it.
+        assert_eq!(t.xsk_buf(0, 4096 - 1793).map(BufSizeIdx::bytes), Ok(1792));
+        assert_eq!(
+            t.xsk_buf(0, 2048),
+            Ok(BufSizeIdx::new(XSK_2K_BUF_SIZE_INDEX).unwrap())
+        );
+        // Beyond that nothing holds a 1514-byte frame (1024 bytes would not): 256 + 1792 is
+        // what a frame needs. A 2 KiB chunk with DPDK's or libxdp's 256 bytes of headroom is
+        // refused.
+        assert_eq!(t.xsk_buf(0, 2047), Err(2048));
+        assert_eq!(t.xsk_buf(0, 2048 - 256), Err(2048));
+        // A shell passing 1000-byte frames at most: a 2 KiB chunk with 256 bytes of headroom
+        // holds a 1024-byte buffer, without headroom the 1792-byte one.
         let small = QueueTuning {
             max_frame_len: 1000,
             ..QueueTuning::default()
         };
-        assert_eq!(small.xsk_buf(3, 2048).map(BufSizeIdx::bytes), Ok(1024));
+        assert_eq!(small.xsk_buf(3, 2048 - 256).map(BufSizeIdx::bytes), Ok(1024));
+        assert_eq!(small.xsk_buf(3, 2048).map(BufSizeIdx::bytes), Ok(1792));
         // A queue whose own buffer fits keeps it, however small.
         let cycle = QueueTuning {
             bufs: RxBufSizes::cycle(&[idx(5), idx(2)]).unwrap(),
             ..QueueTuning::default()
         };
         assert_eq!(cycle.xsk_buf(1, 2048), Ok(idx(2)));
-        // The largest frame of that port is bounded by its 512-byte queue: 1024 fits 2 KiB.
-        assert_eq!(cycle.xsk_buf(0, 2048).map(BufSizeIdx::bytes), Ok(1024));
+        // The largest frame of that port is bounded by its 512-byte queue: 1024 fits 2 KiB less
+        // 256 bytes of headroom.
+        assert_eq!(cycle.xsk_buf(0, 2048 - 256).map(BufSizeIdx::bytes), Ok(1024));
+        assert_eq!(cycle.xsk_buf(0, 2048).map(BufSizeIdx::bytes), Ok(1792));
     }
 
     #[test]

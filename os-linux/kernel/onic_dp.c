@@ -255,15 +255,18 @@ void onic_xdpf_return(void *f)
 	xdp_return_frame(f);
 }
 
-/* off[3]: data_meta, data, data_end as offsets from the page start, in and out. */
-u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 *off, u32 hash, u32 hash_type,
-		 bool has_hash)
+/* off[3]: data_meta, data, data_end as offsets from hard_start, in and out. frame_sz: the bytes
+ * from hard_start the frame lives in (a page, or a UMEM frame's view: its chunk less the UMEM
+ * headroom, as the kernel's own zero-copy xdp_buff), so that bpf_xdp_adjust_tail never grows a
+ * frame past its chunk. */
+u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 frame_sz, u32 *off, u32 hash,
+		 u32 hash_type, bool has_hash)
 {
 	struct onic_qmem *m = qmem;
 	struct onic_xdp_buff ob;
 	u32 act;
 
-	xdp_init_buff(&ob.xdp, PAGE_SIZE, &m->rxq);
+	xdp_init_buff(&ob.xdp, frame_sz, &m->rxq);
 	xdp_prepare_buff(&ob.xdp, hard_start, off[1], off[2] - off[1], true);
 	ob.xdp.data_meta = hard_start + off[0];
 	ob.hash = hash;

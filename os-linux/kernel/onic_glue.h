@@ -199,8 +199,8 @@ u8 *onic_skb_data(void *skb, size_t *len);
 void onic_skb_done(void *skb, int budget);
 u8 *onic_xdpf_data(void *frame, size_t *len);
 void onic_xdpf_return(void *frame);
-u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 *off, u32 hash, u32 hash_type,
-		 bool has_hash);
+u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 frame_sz, u32 *off, u32 hash,
+		 u32 hash_type, bool has_hash);
 int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, u8 meta);
 void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, size_t first, const u64 *v,
 		       size_t n);

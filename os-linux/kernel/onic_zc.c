@@ -27,7 +27,7 @@ static void onic_xsk_refusal(struct netlink_ext_ack *extack, u8 why)
 		break;
 	case ONIC_XSK_WHY_CHUNK:
 		NL_SET_ERR_MSG_MOD(extack,
-				   "UMEM chunk less headroom cannot hold an RX buffer for a full frame (at most 1472 bytes of headroom in a 4 KiB chunk)");
+				   "UMEM chunk less headroom cannot hold an RX buffer for a full frame (at most 2048 bytes of headroom in a 4 KiB chunk, none in a 2 KiB chunk)");
 		break;
 	default:
 		NL_SET_ERR_MSG_MOD(extack, "the queue could not be restarted on the new buffers");

@@ -20,7 +20,8 @@
  * received payloads, -S ms (swap in a fresh copy of the XDP filter this often), -l length
  * (0: lengths vary), -F flows, -g us (a pause after each burst of 16 frames, per socket),
  * -W window (peer-echo), -H bytes of UMEM headroom in every frame (the driver's RX buffers shrink
- * to fit; too many are refused at bind).
+ * to fit; too many are refused at bind), -Z bytes per UMEM frame (chunk size: 4096, the default,
+ * or 2048, DPDK's AF_XDP default, which the driver takes without headroom only).
  *
  * Output: "bound queues=N zerocopy=Z" once the sockets are bound (XSK side; "ready" on the
  * peer side once it listens), then one line of key=value counts. Exit codes: 0 done, 1 usage or setup error, 2 deadline,
@@ -51,7 +52,6 @@
 #define UDP_PORT 7777
 #define MAX_QUEUES 8
 #define BATCH 64
-#define FRAME_SIZE XSK_UMEM__DEFAULT_FRAME_SIZE
 #define MAX_LEN 1514
 #define MIN_LEN 60
 
@@ -62,7 +62,7 @@ struct opts {
 	unsigned queues[MAX_QUEUES], nq;
 	uint16_t bind_mode; /* XDP_COPY, XDP_ZEROCOPY or 0 */
 	int need_wakeup, shared_umem, check, len, flows, window;
-	unsigned frames, count, gap_us, swap_ms, headroom;
+	unsigned frames, count, gap_us, swap_ms, headroom, frame_size;
 	double run_s, deadline_s;
 	unsigned char peer_mac[6];
 	int have_peer_mac;
@@ -88,7 +88,7 @@ struct umem {
 };
 
 static struct opts O = { .bind_mode = XDP_COPY, .need_wakeup = 1, .shared_umem = 1, .frames = 4096,
-			 .deadline_s = 60, .flows = 1, .window = 32, .nq = 1 };
+			 .frame_size = XSK_UMEM__DEFAULT_FRAME_SIZE, .deadline_s = 60, .flows = 1, .window = 32, .nq = 1 };
 static volatile sig_atomic_t stop_flag;
 static unsigned char own_mac[6];
 static int dev_gone;
@@ -255,7 +255,7 @@ static struct sock socks[MAX_QUEUES];
 
 static unsigned frame_index(const struct sock *s, uint64_t addr)
 {
-	return (unsigned)((xsk_umem__extract_addr(addr) - s->first) / FRAME_SIZE);
+	return (unsigned)((xsk_umem__extract_addr(addr) - s->first) / O.frame_size);
 }
 
 /* Moves a frame of `s` from state `from` to `to`; a frame in any other state is counted as a
@@ -425,10 +425,10 @@ static void *umem_area(size_t bytes)
 /* The UMEM(s): one for every socket (shared), or one each. */
 static void make_umems(void)
 {
-	struct xsk_umem_config uc = { .fill_size = 2048, .comp_size = 2048, .frame_size = FRAME_SIZE,
+	struct xsk_umem_config uc = { .fill_size = 2048, .comp_size = 2048, .frame_size = O.frame_size,
 				      .frame_headroom = O.headroom };
 	unsigned n = O.shared_umem ? 1 : O.nq;
-	size_t per = (size_t)O.frames * FRAME_SIZE * (O.shared_umem ? O.nq : 1);
+	size_t per = (size_t)O.frames * O.frame_size * (O.shared_umem ? O.nq : 1);
 
 	for (unsigned u = 0; u < n; u++) {
 		umems[u].area = umem_area(per);
@@ -452,14 +452,14 @@ static int make_socket(unsigned i, uint16_t bind_mode)
 	s->idx = i;
 	s->queue = O.queues[i];
 	s->nframes = O.frames;
-	s->first = O.shared_umem ? (uint64_t)i * O.frames * FRAME_SIZE : 0;
+	s->first = O.shared_umem ? (uint64_t)i * O.frames * O.frame_size : 0;
 	s->free = calloc(O.frames, sizeof(*s->free));
 	s->state = calloc(O.frames, 1);
 	if (!s->free || !s->state)
 		die("calloc", ENOMEM);
 	s->nfree = 0;
 	for (unsigned f = 0; f < O.frames; f++)
-		s->free[s->nfree++] = s->first + (uint64_t)(O.frames - 1 - f) * FRAME_SIZE;
+		s->free[s->nfree++] = s->first + (uint64_t)(O.frames - 1 - f) * O.frame_size;
 	if (O.shared_umem && i > 0)
 		return xsk_socket__create_shared(&s->xsk, O.ifname, s->queue, u, &s->rx, &s->tx,
 						 &s->fill, &s->comp, &sc);
@@ -875,7 +875,7 @@ static void parse_opts(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "q:m:w:U:f:n:t:d:CS:l:F:g:W:M:H:")) != -1) {
+	while ((c = getopt(argc, argv, "q:m:w:U:f:n:t:d:CS:l:F:g:W:M:H:Z:")) != -1) {
 		switch (c) {
 		case 'q': parse_queues(optarg); break;
 		case 'm':
@@ -902,12 +902,15 @@ static void parse_opts(int argc, char **argv)
 		case 'W': O.window = atoi(optarg); break;
 		case 'M': O.have_peer_mac = parse_mac(optarg, O.peer_mac); break;
 		case 'H': O.headroom = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'Z': O.frame_size = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: exit(1);
 		}
 	}
 	if (O.frames < 2 * BATCH || O.frames > 65536 || (O.len && (O.len < MIN_LEN || O.len > MAX_LEN)) ||
-	    O.flows < 1 || O.flows > 60000 || O.window < 1 || O.deadline_s <= 0)
-		die("options out of range (-f 128..65536, -l 60..1514, -F 1..60000, -W >= 1, -d > 0)", EINVAL);
+	    O.flows < 1 || O.flows > 60000 || O.window < 1 || O.deadline_s <= 0 ||
+	    (O.frame_size != 2048 && O.frame_size != 4096) || O.headroom >= O.frame_size)
+		die("options out of range (-f 128..65536, -l 60..1514, -F 1..60000, -W >= 1, -d > 0, -Z 2048|4096, -H < -Z)",
+		    EINVAL);
 }
 
 int main(int argc, char **argv)

@@ -147,15 +147,25 @@ xsk_suite() {
 	echo "    | FIGURE: $lb: 16 flows over 4 queues, queue:rx/tx $(kv per_queue /tmp/xsk.out)"
 	xsk_txonly "$lb, shared UMEM:" 0,1,2,3 250 -m $m
 	# A UMEM headroom: in zero copy the queue's C2H buffers shrink from 3520 to 2048 bytes to
-	# leave it in each 4 KiB chunk (up to 1472 bytes); more is refused at bind.
+	# leave it in each 4 KiB chunk (more than 320 and up to 1792 bytes), then to 1792 (up to
+	# 2048); more is refused at bind.
 	check "$lb: ethtool -X weight 0 0 1 0 (queue 2 again)" $A ethtool -X $IF0 weight 0 0 1 0
 	xsk_l2fwd "$lb, UMEM headroom 1024:" 2 500 -m $m -H 1024
 	xsk_rxdrop "$lb, UMEM headroom 256:" 2 500 -m $m -H 256
+	# 2 KiB chunks (DPDK's AF_XDP default): in zero copy the queue's buffers are the 1792-byte
+	# entry the driver programs, which reach the chunk's end; frames up to 1514 bytes echo whole.
+	xsk_l2fwd "$lb, 2 KiB chunks:" 2 500 -m $m -Z 2048
+	xsk_rxdrop "$lb, 2 KiB chunks:" 2 500 -m $m -Z 2048
 	if [ $m = zc ]; then
-		timeout $XTO $A $XSK probe $IF0 -q 2 -H 1600 >/tmp/xsk.out 2>&1
+		timeout $XTO $A $XSK probe $IF0 -q 2 -H 2100 >/tmp/xsk.out 2>&1
 		HRC=$?
 		sed 's/^/    | /' /tmp/xsk.out
-		check "$lb: 1600 bytes of UMEM headroom: zero copy refused with EINVAL (no buffer holds a full frame in the rest), copy mode binds (exit $HRC)" \
+		check "$lb: 2100 bytes of UMEM headroom: zero copy refused with EINVAL (no buffer holds a full frame in the rest), copy mode binds (exit $HRC)" \
+			sh -c "[ $HRC = 3 ] && grep -q 'zero-copy bind: Invalid argument' /tmp/xsk.out"
+		timeout $XTO $A $XSK probe $IF0 -q 2 -Z 2048 -H 256 >/tmp/xsk.out 2>&1
+		HRC=$?
+		sed 's/^/    | /' /tmp/xsk.out
+		check "$lb: 2 KiB chunks with 256 bytes of UMEM headroom: zero copy refused with EINVAL (1792 bytes cannot hold the RX headroom and a full frame) (exit $HRC)" \
 			sh -c "[ $HRC = 3 ] && grep -q 'zero-copy bind: Invalid argument' /tmp/xsk.out"
 	fi
 	check "$lb: ethtool -X equal 4" $A ethtool -X $IF0 equal 4

@@ -80,7 +80,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         80u32..400,
-        prop_oneof![3 => Just(0u16), 1 => Just(128), 1 => Just(1600)],
+        prop_oneof![3 => Just(0u16), 1 => Just(128), 1 => Just(320), 1 => Just(1900), 1 => Just(2100)],
         prop::collection::vec(op(), 1..80),
     )
         .prop_map(|(chunks, headroom, ops)| Case {
@@ -332,10 +332,11 @@ fn step(w: &mut World<'_>, op: &Op) {
         Op::Switch => {
             let to = if w.xsk { SourceKind::Pages } else { SourceKind::Xsk };
             let r = w.port.set_queue_source(Q, to);
-            if to == SourceKind::Xsk && w.headroom > 1472 {
-                // A chunk with more headroom than 1472 bytes cannot hold the RX headroom, a
-                // buffer that holds a 1514-byte frame (2048 bytes) and the tailroom: refused,
-                // the queue stays on pages. With 128 bytes it runs on 2048-byte buffers.
+            if to == SourceKind::Xsk && w.headroom > 2048 {
+                // A chunk with more headroom than 2048 bytes cannot hold the RX headroom and a
+                // buffer that holds a 1514-byte frame (1792 bytes): refused, the queue stays on
+                // pages. With up to 320 bytes it runs on 3520-byte buffers that reach the
+                // chunk's end, with 1900 on 1792-byte ones.
                 assert!(
                     matches!(r, Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need })) if room < need),
                     "{r:?}"

@@ -10,7 +10,10 @@
 //! ```
 //!
 //! `hard_end` = `frame_size - RX_TAILROOM`: the room an OS keeps at the end of the page to build a
-//! packet around it (Linux: `skb_shared_info`). Every adjustment keeps these invariants, with the
+//! packet around it (Linux: `skb_shared_info`). A received frame in a UMEM chunk may already
+//! reach past that point (the device writes up to the chunk's end, `config::xsk_room_for`); its
+//! `hard_end` is then its own end, so the frame may be trimmed and grown back but never past where
+//! the device wrote it, inside its chunk. Every adjustment keeps these invariants, with the
 //! bounds Linux's helpers use; a request that would break one fails with an [`XdpError`] and
 //! changes nothing.
 
@@ -64,6 +67,9 @@ pub struct XdpBuff<'a> {
     data_meta: usize,
     data: usize,
     data_end: usize,
+    /// Highest end the frame may have: the page less the tailroom, or the received frame's end
+    /// when that is later (a UMEM frame that reaches into the last bytes of its chunk).
+    hard_end: usize,
     /// Highest end the frame had: the CPU may have written up to here (for DMA syncs).
     high_water: usize,
     rxq: XdpRxq,
@@ -93,6 +99,7 @@ impl<'a> XdpBuff<'a> {
             data_meta: offset,
             data: offset,
             data_end: end,
+            hard_end,
             high_water: end,
             rxq,
             hash: None,
@@ -106,24 +113,29 @@ impl<'a> XdpBuff<'a> {
     ///
     /// # Errors
     ///
-    /// [`XdpError::OutOfBounds`] for a page too short to hold a full buffer, or at least this
-    /// frame, between the headroom and [`XDP_TAILROOM_RESERVED`].
+    /// [`XdpError::OutOfBounds`] for a page too short to hold a full buffer behind the headroom
+    /// and before [`XDP_TAILROOM_RESERVED`], or at least this frame behind the headroom.
+    ///
+    /// A frame that reaches past `page.len() - XDP_TAILROOM_RESERVED` (a UMEM frame's view, which
+    /// keeps no tailroom) cannot grow: its end is its `hard_end`.
     pub(crate) fn received(page: &'a mut [u8], len: RxLen, rxq: XdpRxq) -> Result<Self, XdpError> {
         const _: () = assert!(RX_HEADROOM as usize >= XDP_FRAME_RESERVED);
         const NEEDED: usize = (RX_HEADROOM + RX_BUFFER_ROOM) as usize + XDP_TAILROOM_RESERVED;
         let start = RX_HEADROOM as usize;
         let end = start + usize::from(len.get());
         // A page that holds a whole buffer holds every frame; a shorter one (a UMEM frame's view
-        // behind a headroom) must hold this frame and the tailroom. The first test is the only
-        // one for a page of constant length (a `DmaPage`), and is decided at compile time.
-        if page.len() < NEEDED && page.len() < end + XDP_TAILROOM_RESERVED {
+        // behind a headroom) must hold this frame. The first test is the only one for a page of
+        // constant length (a `DmaPage`), and is decided at compile time.
+        if page.len() < NEEDED && page.len() < end {
             return Err(XdpError::OutOfBounds);
         }
+        let hard_end = page.len().saturating_sub(XDP_TAILROOM_RESERVED).max(end);
         Ok(Self {
             page,
             data_meta: start,
             data: start,
             data_end: end,
+            hard_end,
             high_water: end,
             rxq,
             hash: None,
@@ -202,7 +214,7 @@ impl<'a> XdpBuff<'a> {
     }
 
     const fn hard_end(&self) -> usize {
-        self.page.len() - XDP_TAILROOM_RESERVED
+        self.hard_end
     }
 
     /// Offsets of metadata start, data start and data end from the page start.
@@ -418,20 +430,69 @@ mod tests {
         let b = XdpBuff::received(&mut p, RxLen::for_test(3520), rxq()).unwrap();
         assert_eq!(b.offsets(), (256, 256, 3776));
         assert_eq!((b.tailroom(), b.high_water()), (0, 3776));
-        // A view shorter than a page (a UMEM frame behind a headroom) holds the frames that end
-        // before its tailroom, and no longer ones.
+        // A view shorter than a page (a UMEM frame behind a headroom) holds every frame that ends
+        // inside it; one that reaches past its tailroom has none to grow into.
         let mut short = [0u8; 4095];
         let b = XdpBuff::received(&mut short, RxLen::for_test(3519), rxq()).unwrap();
         assert_eq!((b.offsets(), b.tailroom()), ((256, 256, 3775), 0));
-        assert_eq!(
-            XdpBuff::received(&mut short, RxLen::for_test(3520), rxq()).unwrap_err(),
-            XdpError::OutOfBounds
-        );
-        let mut tiny = [0u8; 256 + 60 + 319];
+        let b = XdpBuff::received(&mut short, RxLen::for_test(3520), rxq()).unwrap();
+        assert_eq!((b.offsets(), b.tailroom()), ((256, 256, 3776), 0));
+        let mut tiny = [0u8; 256 + 59];
         assert_eq!(
             XdpBuff::received(&mut tiny, RxLen::for_test(60), rxq()).unwrap_err(),
             XdpError::OutOfBounds
         );
+        let mut two_k = [0u8; 2048];
+        assert_eq!(
+            XdpBuff::received(&mut two_k, RxLen::for_test(1793), rxq()).unwrap_err(),
+            XdpError::OutOfBounds
+        );
+    }
+
+    /// A 2 KiB UMEM chunk without UMEM headroom: a 1514-byte frame ends 42 bytes into the last
+    /// 320 bytes of the chunk. It may shrink and grow back, never past where the device wrote it,
+    /// by the adjustments and by a raw runner's offsets alike; a short frame of the same chunk
+    /// keeps the tailroom.
+    #[test]
+    fn a_frame_in_the_last_bytes_of_its_chunk_cannot_grow_past_it() {
+        let mut chunk = [0u8; 2048];
+        let mut b = XdpBuff::received(&mut chunk, RxLen::for_test(1514), rxq()).unwrap();
+        assert_eq!((b.offsets().2, b.tailroom()), (1770, 0));
+        assert_eq!(b.adjust_tail(1), Err(XdpError::OutOfBounds));
+        b.adjust_tail(-100).unwrap();
+        assert_eq!(b.tailroom(), 100);
+        assert_eq!(b.adjust_tail(101), Err(XdpError::OutOfBounds));
+        b.adjust_tail(100).unwrap();
+        assert_eq!((b.len(), b.tailroom()), (1514, 0));
+        assert_eq!(b.set_offsets(256, 256, 1771), Err(XdpError::OutOfBounds));
+        b.set_offsets(248, 256, 1770).unwrap();
+        assert_eq!(b.page_mut().len(), 2048);
+        assert_eq!(b.high_water(), 1770);
+        let mut b = XdpBuff::received(&mut chunk, RxLen::for_test(1400), rxq()).unwrap();
+        assert_eq!(b.tailroom(), 2048 - 320 - 1656);
+        assert_eq!(b.adjust_tail(73), Err(XdpError::OutOfBounds));
+        b.adjust_tail(72).unwrap();
+        assert_eq!(b.offsets().2, 1728);
+    }
+
+    /// Over views of every length class and frames of every length that fit: the frame's end
+    /// plus its tailroom never passes the view, and growing one byte past the tailroom fails.
+    #[test]
+    fn no_received_frame_grows_past_its_view() {
+        let mut view = [0u8; 4096];
+        for view_len in (256..=4096).step_by(61) {
+            for len in (1..=3520u16).step_by(37) {
+                let Ok(mut b) = XdpBuff::received(&mut view[..view_len], RxLen::for_test(len), rxq()) else {
+                    assert!(256 + usize::from(len) > view_len, "{view_len} {len}");
+                    continue;
+                };
+                let end = b.offsets().2 + b.tailroom();
+                assert!(end <= view_len, "{view_len} {len}");
+                assert!(end >= view_len.saturating_sub(320), "{view_len} {len}");
+                let grow = b.tailroom() as isize + 1;
+                assert_eq!(b.adjust_tail(grow), Err(XdpError::OutOfBounds));
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub enum XskRefusal {
     /// The host has no XSK pool bound to the queue index.
     NotBound,
     /// A chunk, after the UMEM's headroom, holds fewer bytes than a receive buffer needs (the
-    /// RX headroom, the queue's C2H buffer and the XDP tailroom).
+    /// RX headroom and a C2H buffer that holds the largest frame, `config::xsk_room_for`).
     ChunkTooSmall {
         /// Bytes of a chunk after the UMEM's headroom.
         room: u32,

@@ -2,7 +2,7 @@
 //! ([`XskBuf`]) and a frame of the application's TX ring ([`XskTxDesc`]). Plain data of the
 //! [`Host`](super::Host) interface; what the port does with them is in `xsk`.
 
-use onic_core::config::{RX_HEADROOM, RX_TAILROOM};
+use onic_core::config::xsk_room_for;
 use onic_core::queue::pool::PoolPage;
 use onic_hal::DmaAddr;
 
@@ -28,11 +28,11 @@ impl<P: PoolPage> XskBuf<P> {
         self.addr + self.headroom as u64
     }
 
-    /// Whether the chunk holds the headroom, the RX headroom, a C2H buffer of `buf_bytes` and
-    /// the tailroom an XDP program may not grow into.
+    /// Whether the chunk holds the headroom, the RX headroom and a C2H buffer of `buf_bytes`
+    /// ([`xsk_room_for`]: the device may write up to the chunk's end).
     #[must_use]
     pub fn fits(&self, buf_bytes: u32) -> bool {
-        let need = usize::from(self.headroom) + (RX_HEADROOM + RX_TAILROOM) as usize + buf_bytes as usize;
+        let need = usize::from(self.headroom) + xsk_room_for(buf_bytes) as usize;
         self.page.bytes().len() >= need
     }
 }

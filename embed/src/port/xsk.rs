@@ -76,9 +76,10 @@ impl<H: Host> Port<H> {
     ///
     /// `Invalid` for an index the port does not own; `Xsk` for an XSK source the host has not
     /// bound (`NotBound`) or whose frames are too small (`ChunkTooSmall`: a chunk less the UMEM
-    /// headroom must hold the RX headroom, a C2H buffer that holds the largest frame, and the
-    /// XDP tailroom; the queue then runs on the buffer [`crate::tuning::QueueTuning::xsk_buf`] picks: its own
-    /// 3520 bytes in a 4 KiB chunk without headroom, 2048 with up to 1472 bytes of headroom);
+    /// headroom must hold the RX headroom and a C2H buffer that holds the largest frame, up to
+    /// the chunk's end; the queue then runs on the buffer
+    /// [`crate::tuning::QueueTuning::xsk_buf`] picks: its own 3520 bytes in a 4 KiB chunk with up
+    /// to 320 bytes of headroom, 2048 with up to 1792, 1792 in a 2 KiB chunk without headroom);
     /// `WrongContext` for another port's tokens; the errors of starting the new pair (the queue
     /// then runs on its old source again, which [`Port::queue_source`] reports).
     pub fn set_queue_source(

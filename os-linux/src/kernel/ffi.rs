@@ -133,12 +133,14 @@ extern "C" {
     pub fn onic_xdpf_data(frame: *mut c_void, len: *mut usize) -> *mut u8;
     /// `xdp_return_frame`.
     pub fn onic_xdpf_return(frame: *mut c_void);
-    /// `bpf_prog_run_xdp` over a kernel xdp_buff of the page; `off` = data_meta, data, data_end
-    /// (in and out); the hash is what the RX-metadata callback reports.
+    /// `bpf_prog_run_xdp` over a kernel xdp_buff of the page, `frame_sz` bytes from `hard_start`
+    /// (a page, or a UMEM frame's view); `off` = data_meta, data, data_end (in and out); the hash
+    /// is what the RX-metadata callback reports.
     pub fn onic_xdp_run(
         prog: *mut c_void,
         qmem: *mut c_void,
         hard_start: *mut u8,
+        frame_sz: u32,
         off: *mut u32,
         hash: u32,
         hash_type: u32,

@@ -184,13 +184,29 @@ impl Os for KOs {
             return XDP_ABORTED;
         };
         let mut off = [meta, data, end];
-        let page = buff.page_mut().as_mut_ptr();
+        let page = buff.page_mut();
+        // The kernel's xdp_buff covers what the buffer does: a page, or a UMEM frame's view (its
+        // chunk less the UMEM headroom), so that the program cannot grow a frame past it.
+        let Ok(frame_sz) = u32::try_from(page.len()) else {
+            return XDP_ABORTED;
+        };
+        let page = page.as_mut_ptr();
         let (h, t, has) = hash.map_or((0, 0, false), |h| (h.value, h.xdp_type, true));
-        // SAFETY: the program and queue memory are live for this poll; `page` is the whole page
-        // the buffer describes (the kernel's xdp_buff covers PAGE_SIZE from it); `off` holds the
-        // three offsets.
-        let act =
-            unsafe { ffi::onic_xdp_run(prog.as_ptr(), mem.as_ptr(), page, off.as_mut_ptr(), h, t, has) };
+        // SAFETY: the program and queue memory are live for this poll; `page` is the whole buffer
+        // the view describes, `frame_sz` bytes (the kernel's xdp_buff covers exactly those);
+        // `off` holds the three offsets.
+        let act = unsafe {
+            ffi::onic_xdp_run(
+                prog.as_ptr(),
+                mem.as_ptr(),
+                page,
+                frame_sz,
+                off.as_mut_ptr(),
+                h,
+                t,
+                has,
+            )
+        };
         let [m, d, e] = off.map(|v| v as usize);
         if buff.set_offsets(m, d, e).is_err() {
             return XDP_ABORTED;

@@ -64,10 +64,11 @@
 //! # Limits of this version
 //!
 //! A chunk is one HAL page (4 KiB; see [`UMEM_CHUNK_SIZE`]): the HAL syncs whole pages, so two
-//! owners cannot share one. A chunk must hold the UMEM headroom, the RX headroom (256 bytes), the
-//! C2H buffer and the 320 bytes of tailroom an XDP program may not grow into
-//! ([`XskPool::new`] checks it): with the default 3520-byte buffer the UMEM headroom is 0, a
-//! smaller buffer size makes room for one. Rings and chunk states are single-threaded (`Cell`):
+//! owners cannot share one. A chunk must hold the UMEM headroom, the RX headroom (256 bytes) and
+//! the C2H buffer ([`XskPool::new`] checks it, [`crate::config::xsk_room_for`]); the device may
+//! write up to the chunk's end, no tailroom is kept (an XDP program cannot grow a frame past its
+//! chunk, [`crate::xdp::XdpBuff`]): with the default 3520-byte buffer the UMEM headroom is at
+//! most 320 bytes, a smaller buffer size makes room for more. Rings and chunk states are single-threaded (`Cell`):
 //! the application runs in the driver's context (bare metal, the core's tests and benchmarks).
 //! Hosts of `onic-embed`'s port (the model host now, the kernel module later over the kernel's
 //! `xsk_buff_pool`) keep their UMEM behind the port's host methods instead, and the port's pairs

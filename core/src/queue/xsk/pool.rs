@@ -5,7 +5,7 @@ use onic_hal::{Direction, DmaMemory};
 
 use super::ring::XskRing;
 use super::umem::{Umem, UmemFrame, NO_CHUNK, UMEM_CHUNK_SIZE};
-use crate::config::{RX_HEADROOM, RX_TAILROOM};
+use crate::config::{xsk_room_for, RX_HEADROOM};
 use crate::error::ConfigError;
 use crate::queue::pool::PageProvider;
 
@@ -60,22 +60,21 @@ impl<'u, 'r, D: DmaMemory> XskPool<'u, 'r, D> {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::BufferTooLarge`] when a chunk cannot hold the UMEM headroom, the RX headroom,
-    /// a buffer and the tailroom an XDP program may not grow into (a frame the device writes
-    /// must stay inside its chunk, and the XDP view needs the same layout as a page).
+    /// [`ConfigError::BufferTooLarge`] when a chunk cannot hold the UMEM headroom, the RX headroom
+    /// and a buffer ([`xsk_room_for`]: a frame the device writes must stay inside its chunk; no
+    /// tailroom is kept, the XDP view never grows a frame past its chunk).
     pub fn new(
         dma: D,
         umem: Umem<'u>,
         fill: &'r XskRing<'r, u64>,
         buf_bytes: u32,
     ) -> Result<Self, ConfigError> {
-        let fixed = usize::from(umem.config().headroom) + (RX_HEADROOM + RX_TAILROOM) as usize;
-        let room = UMEM_CHUNK_SIZE.saturating_sub(fixed);
-        if buf_bytes as usize > room {
+        let frame = UMEM_CHUNK_SIZE.saturating_sub(usize::from(umem.config().headroom));
+        if xsk_room_for(buf_bytes) as usize > frame {
             return Err(ConfigError::BufferTooLarge {
                 buffer: buf_bytes,
                 // CAST: at most a page.
-                room: room as u32,
+                room: frame.saturating_sub(RX_HEADROOM as usize) as u32,
             });
         }
         Ok(Self {

@@ -157,26 +157,29 @@ fn a_headroom_moves_the_view_and_must_leave_room_for_the_buffer() {
             Umem::new(&chunks[..0], cfg(0)).err(),
             Some(UmemError::ChunkCount { chunks: 0 })
         );
-        let umem = Umem::new(&chunks, cfg(64)).unwrap();
         let fs = cells::<u64>(2);
         let fill = XskRing::new(&fs).unwrap();
+        // No tailroom is kept in a UMEM frame: 321 bytes of headroom leave 3775 bytes, one short
+        // of the RX headroom and a 3520-byte buffer; 320 leave exactly enough.
+        let wide = Umem::new(&chunks, cfg(321)).unwrap();
         assert_eq!(
-            XskPool::new(dma, umem, &fill, 3520).err(),
+            XskPool::new(dma, wide, &fill, 3520).err(),
             Some(ConfigError::BufferTooLarge {
                 buffer: 3520,
-                room: 3456
+                room: 3519
             })
         );
-        let mut pool = XskPool::new(dma, umem, &fill, 2048).unwrap();
+        let umem = Umem::new(&chunks, cfg(320)).unwrap();
+        let mut pool = XskPool::new(dma, umem, &fill, 3520).unwrap();
         fill.produce(Umem::chunk_addr(1)).unwrap();
         let mut f = pool.alloc_page().unwrap();
-        assert_eq!(f.bytes().len(), PAGE_SIZE - 64);
-        assert_eq!(f.dma_addr().get() % PAGE_SIZE as u64, 64);
-        assert_eq!(f.view_addr(), Umem::chunk_addr(1) + 64);
+        assert_eq!(f.bytes().len(), 256 + 3520, "the buffer reaches the chunk's end");
+        assert_eq!(f.dma_addr().get() % PAGE_SIZE as u64, 320);
+        assert_eq!(f.view_addr(), Umem::chunk_addr(1) + 320);
         f.bytes_mut()[0] = 0xab;
         pool.recycle_direct(f, 0);
         pool.drain(|_| {});
-        let seen = umem.with_app_chunk(Umem::chunk_addr(1) + 7, |b| b[64]);
+        let seen = umem.with_app_chunk(Umem::chunk_addr(1) + 7, |b| b[320]);
         assert_eq!(seen, Some(0xab), "the view starts behind the headroom");
     }
     free_pages(&dma, pages);
