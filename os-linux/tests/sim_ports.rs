@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use onic_core::queue::source::SourceKind;
 use onic_core::stats::PoolStats;
-use onic_core::xdp::{XdpBuff, XdpRxHash};
+use onic_core::xdp::{XdpBuff, XdpError, XdpRxHash};
 use onic_core::RingSizeIdx;
 use onic_embed::port::sinks::XSK_ALLOC_BATCH;
 use onic_embed::port::{
@@ -29,6 +29,8 @@ use onic_linux::os::{FrameAt, Os, RawPoolPage, RawXskFrame, SkbHash, StatBlock};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
 const PAGE: usize = 4096;
+/// What the test's UMEM pages hold past their chunk.
+const CANARY: u8 = 0x5a;
 
 fn layout() -> Layout {
     Layout::from_size_align(PAGE, PAGE).unwrap()
@@ -53,6 +55,8 @@ enum Skb {
     Rx(usize, NonNull<u8>, u16, u16),
     /// Handed to transmit: its bytes.
     Tx(Box<[u8]>),
+    /// Copied out of a UMEM frame for the stack (XDP_PASS on a zero-copy queue): its bytes.
+    Copied(Vec<u8>),
 }
 
 #[derive(Default)]
@@ -72,13 +76,18 @@ struct State {
     owner: std::collections::HashMap<usize, usize>,
 }
 
-/// An XSK pool as the kernel keeps it for one queue of a netdev in zero-copy mode: a UMEM of 4 KiB
-/// chunks (no UMEM headroom), each in the pool's free list (and fill ring), with the driver, or
-/// in the socket's RX ring.
+/// An XSK pool as the kernel keeps it for one queue of a netdev in zero-copy mode: a UMEM of
+/// chunks of `chunk` bytes with `headroom` bytes of UMEM headroom, each in the pool's free list
+/// (and fill ring), with the driver, or in the socket's RX ring. Each chunk has a page of its
+/// own; the bytes of the page past the chunk hold [`CANARY`], which nothing may write.
 #[derive(Default)]
 struct Xsk {
     /// The queue index the pool is bound to.
     queue: Option<u16>,
+    /// Bytes of a chunk (at most a page).
+    chunk: usize,
+    /// The UMEM headroom.
+    headroom: u16,
     /// Every chunk of the UMEM.
     chunks: Vec<NonNull<u8>>,
     /// Chunks in the free list or the fill ring.
@@ -144,18 +153,31 @@ impl HostOs {
         self.0.borrow().skbs.iter().filter(|s| s.is_some()).count()
     }
 
-    /// Binds an XSK pool of `chunks` chunks to queue `q` (the kernel's `XDP_SETUP_XSK_POOL`,
-    /// before the driver switches the queue), every chunk in its fill ring.
-    fn bind_xsk(&self, q: u16, chunks: usize) {
+    /// Binds an XSK pool of `chunks` chunks of `chunk` bytes with `headroom` bytes of UMEM
+    /// headroom to queue `q` (the kernel's `XDP_SETUP_XSK_POOL`, before the driver switches the
+    /// queue), every chunk in its fill ring.
+    fn bind_xsk(&self, q: u16, chunks: usize, chunk: usize, headroom: u16) {
         let mut x = self.2.borrow_mut();
-        assert!(x.queue.is_none() && x.chunks.is_empty());
+        assert!(x.queue.is_none() && x.chunks.is_empty() && chunk <= PAGE);
         for _ in 0..chunks {
             // SAFETY: non-zero size.
             let c = NonNull::new(unsafe { alloc_zeroed(layout()) }).expect("memory");
+            // SAFETY: the page just allocated, PAGE bytes.
+            unsafe { std::slice::from_raw_parts_mut(c.as_ptr(), PAGE)[chunk..].fill(CANARY) };
             x.chunks.push(c);
             x.free.push(c);
         }
-        x.queue = Some(q);
+        (x.queue, x.chunk, x.headroom) = (Some(q), chunk, headroom);
+    }
+
+    /// Whether the bytes past every chunk in its page still hold [`CANARY`].
+    fn xsk_canaries_intact(&self) -> bool {
+        let x = self.2.borrow();
+        x.chunks.iter().all(|c| {
+            // SAFETY: a page of the UMEM, PAGE bytes; no datapath call runs meanwhile.
+            let page = unsafe { std::slice::from_raw_parts(c.as_ptr(), PAGE) };
+            page[x.chunk..].iter().all(|&b| b == CANARY)
+        })
     }
 
     /// The application takes the frames of its RX ring and gives their chunks to the fill ring.
@@ -264,16 +286,28 @@ impl Os for HostOs {
 
     fn rx_deliver(&self, _: (), skb: usize, qid: u16, hash: Option<SkbHash>) {
         let taken = self.0.borrow_mut().skbs[skb].take();
-        let Some(Skb::Rx(pool, page, off, len)) = taken else {
-            panic!("delivering a packet that was not built");
-        };
-        // SAFETY: the page is the packet's; the frame lies inside it.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(page.as_ptr().add(usize::from(off)), usize::from(len)) }
+        let bytes = match taken {
+            Some(Skb::Rx(pool, page, off, len)) => {
+                // SAFETY: the page is the packet's; the frame lies inside it.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(page.as_ptr().add(usize::from(off)), usize::from(len))
+                }
                 .to_vec();
+                // The stack is done with it: the page goes back to its pool (skb recycling).
+                self.give_back(pool, page);
+                bytes
+            }
+            Some(Skb::Copied(bytes)) => bytes,
+            _ => panic!("delivering a packet that was not built"),
+        };
         self.0.borrow_mut().delivered.push((qid, bytes, hash));
-        // The stack is done with it: the page goes back to its pool (skb recycling).
-        self.give_back(pool, page);
+    }
+
+    fn rx_copy(&self, _: (), frame: &[u8], meta: u8) -> Option<usize> {
+        let mut s = self.0.borrow_mut();
+        let packet = frame.get(usize::from(meta)..)?.to_vec();
+        s.skbs.push(Some(Skb::Copied(packet)));
+        Some(s.skbs.len() - 1)
     }
 
     fn skb_data(&self, skb: usize) -> (NonNull<u8>, usize) {
@@ -309,7 +343,9 @@ impl Os for HostOs {
     }
 
     fn xsk_room(&self, qid: u16) -> Option<u32> {
-        (self.2.borrow().queue == Some(qid)).then_some(4096)
+        let x = self.2.borrow();
+        let room = x.chunk - usize::from(x.headroom);
+        (x.queue == Some(qid)).then(|| u32::try_from(room).unwrap())
     }
 
     fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
@@ -326,16 +362,17 @@ impl Os for HostOs {
                 .iter()
                 .position(|&k| k == c)
                 .expect("a chunk of the UMEM");
+            let (chunk, headroom) = (x.chunk, x.headroom);
             drop(x);
             each(RawXskFrame {
                 page: RawPoolPage {
                     handle: c,
                     virt: c,
-                    len: 4096,
+                    len: chunk,
                     dma: DmaAddr::new(0),
                 },
-                addr: (index * 4096) as u64,
-                headroom: 0,
+                addr: (index * chunk) as u64,
+                headroom,
             });
             handed += 1;
         }
@@ -1374,7 +1411,7 @@ fn health_dump_reads_a_queues_contexts_back() {
 fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     let (card, os, a, b) = open_pair(1);
     let chunks = 512;
-    os.bind_xsk(0, chunks);
+    os.bind_xsk(0, chunks, PAGE, 0);
     set_source(&a, 0, SourceKind::Xsk).unwrap();
     // The queue's new memory is no page pool: its frames are the UMEM's.
     let pools = |os: &HostOs| {
@@ -1425,6 +1462,89 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     let (mut c, _) = unsafe { quiesced(&a) };
     assert_eq!(a.queue_source(&mut c, 0).unwrap(), SourceKind::Xsk);
     round(8);
+    set_source(&a, 0, SourceKind::Pages).unwrap();
+    assert_eq!(
+        os.xsk_with_driver(),
+        0,
+        "switched back: every chunk is the pool's"
+    );
+    assert_eq!(os.2.borrow().free.len(), chunks);
+    os.2.borrow_mut().queue = None;
+    finish(&card, &os, vec![a, b]);
+}
+
+/// Swaps the MAC addresses and sends the frame back, after checking that the frame cannot grow
+/// past its buffer: its end and tailroom stay inside a 2 KiB chunk, and a byte more fails.
+fn xdp_tx_in_2k(x: &mut XdpBuff<'_>) -> u32 {
+    let (_, _, end) = x.offsets();
+    assert!(end + x.tailroom() <= 2048, "a frame's room ends inside its chunk");
+    let past = x.tailroom() as isize + 1;
+    assert_eq!(x.adjust_tail(past), Err(XdpError::OutOfBounds));
+    xdp_tx(x)
+}
+
+/// DPDK's AF_XDP default, 2 KiB chunks, on a zero-copy queue through the module's host: with
+/// UMEM headroom the chunk is refused (no buffer of the table holds a 1514-byte frame in the
+/// rest); without, the queue runs on the 1792-byte entry and frames of 60 to 1514 bytes go
+/// through XDP_REDIRECT (into the socket), XDP_TX (back to the sender) and XDP_PASS (a copy for
+/// the stack) byte for byte, nothing is written past any chunk, and every chunk comes back.
+#[test]
+fn two_kib_chunks_carry_full_frames_through_redirect_tx_and_pass() {
+    let (card, os, a, b) = open_pair(1);
+    os.bind_xsk(0, 64, 2048, 256);
+    assert_eq!(
+        set_source(&a, 0, SourceKind::Xsk),
+        Err(onic_linux::errno::EINVAL),
+        "2 KiB less 256 bytes of headroom holds no buffer for a full frame"
+    );
+    *os.2.borrow_mut() = Xsk::default();
+    let chunks = 256;
+    os.bind_xsk(0, chunks, 2048, 0);
+    set_source(&a, 0, SourceKind::Xsk).unwrap();
+    let lens = [60, 61, 128, 1000, 1471, 1472, 1473, 1500, 1513, 1514];
+    let sent = |n0: u8| -> Vec<Vec<u8>> {
+        let frames: Vec<Vec<u8>> = lens.iter().zip(n0..).map(|(&l, n)| frame(n, l)).collect();
+        for (i, f) in frames.iter().enumerate() {
+            assert_eq!(send(&os, &b, 0, f, i + 1 < frames.len()), XmitResult::Ok);
+        }
+        frames
+    };
+    let delivered = |os: &HostOs| std::mem::take(&mut os.0.borrow_mut().delivered);
+
+    let frames = sent(0);
+    drain(&card, [(&a, Some(xdp_redirect as Prog)), (&b, None)]);
+    reclaim(&card, &b, 0);
+    assert_eq!(
+        os.xsk_consume(),
+        frames,
+        "XDP_REDIRECT: every frame in the socket"
+    );
+
+    let frames = sent(20);
+    drain(&card, [(&a, Some(xdp_tx_in_2k as Prog)), (&b, None)]);
+    reclaim(&card, &b, 0);
+    let back: Vec<Vec<u8>> = delivered(&os).into_iter().map(|d| d.1).collect();
+    let swapped: Vec<Vec<u8>> = frames
+        .iter()
+        .map(|f| {
+            let mut g = f.clone();
+            g[..6].copy_from_slice(&f[6..12]);
+            g[6..12].copy_from_slice(&f[..6]);
+            g
+        })
+        .collect();
+    assert_eq!(
+        back, swapped,
+        "XDP_TX: every frame back at the sender, MACs swapped"
+    );
+
+    let frames = sent(40);
+    drain(&card, [(&a, Some(xdp_pass as Prog)), (&b, None)]);
+    reclaim(&card, &b, 0);
+    let passed: Vec<Vec<u8>> = delivered(&os).into_iter().map(|d| d.1).collect();
+    assert_eq!(passed, frames, "XDP_PASS: a copy of every frame for the stack");
+    assert!(os.xsk_canaries_intact(), "nothing written past a chunk");
+
     set_source(&a, 0, SourceKind::Pages).unwrap();
     assert_eq!(
         os.xsk_with_driver(),
