@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 
-use onic_core::config::BufSizeIdx;
+use onic_core::config::{xsk_room_for, BufSizeIdx};
 use onic_core::queue::xsk::{
     ChunkState, Umem, UmemChunk, UmemConfig, UmemFrame, UmemTxFrame, XskDesc, XskPass, XskPool, XskRing,
     XskRx, XskTx, UMEM_CHUNK_SIZE,
@@ -78,7 +78,7 @@ fn case() -> impl Strategy<Value = Case> {
         1u8..=3,
         8usize..400,
         [5u32..=9, 2u32..=7, 2u32..=7, 2u32..=7],
-        prop_oneof![Just(0u16), Just(256)],
+        prop_oneof![Just(0u16), Just(256), Just(320), Just(2048)],
         prop::collection::vec(op(), 1..80),
     )
         .prop_map(|(ring_idx, chunks, rings, headroom, ops)| Case {
@@ -212,12 +212,13 @@ fn cells<T: Copy + Default>(log2: u32) -> Vec<Cell<T>> {
     (0..1usize << log2).map(|_| Cell::new(T::default())).collect()
 }
 
-/// A buffer size that fits a chunk behind `headroom` (the largest the table has).
+/// A buffer size that fits a chunk behind `headroom` (the largest the table has; up to the
+/// chunk's end: 3520 bytes up to 320 bytes of headroom, 1792 with 2048).
 fn buf_for(headroom: u16) -> BufSizeIdx {
-    let room = 4096 - 256 - 320 - u32::from(headroom);
+    let room = UMEM_CHUNK_SIZE as u32 - u32::from(headroom);
     (0..16)
         .filter_map(|i| BufSizeIdx::new(i).ok())
-        .filter(|b| b.bytes() <= room)
+        .filter(|b| xsk_room_for(b.bytes()) <= room)
         .max_by_key(|b| b.bytes())
         .unwrap()
 }
