@@ -205,7 +205,8 @@ pub trait Host: Clone {
     /// The bytes of each frame of the XSK pool bound to queue index `qid` that the driver may
     /// use (the chunk size less the UMEM headroom), or `None` when no pool is bound. The port
     /// asks before it switches the queue to UMEM frames, and refuses a pool whose frames cannot
-    /// hold the RX headroom, a C2H buffer and the XDP tailroom.
+    /// hold the RX headroom and a C2H buffer that holds the largest frame (up to the chunk's
+    /// end, `config::xsk_room_for`).
     fn xsk_bound(&self, qid: u16) -> Option<u32> {
         let _ = qid;
         None
