@@ -67,9 +67,6 @@ pub struct XdpBuff<'a> {
     data_meta: usize,
     data: usize,
     data_end: usize,
-    /// Highest end the frame may have: the page less the tailroom, or the received frame's end
-    /// when that is later (a UMEM frame that reaches into the last bytes of its chunk).
-    hard_end: usize,
     /// Highest end the frame had: the CPU may have written up to here (for DMA syncs).
     high_water: usize,
     rxq: XdpRxq,
@@ -99,7 +96,6 @@ impl<'a> XdpBuff<'a> {
             data_meta: offset,
             data: offset,
             data_end: end,
-            hard_end,
             high_water: end,
             rxq,
             hash: None,
@@ -129,13 +125,11 @@ impl<'a> XdpBuff<'a> {
         if page.len() < NEEDED && page.len() < end {
             return Err(XdpError::OutOfBounds);
         }
-        let hard_end = page.len().saturating_sub(XDP_TAILROOM_RESERVED).max(end);
         Ok(Self {
             page,
             data_meta: start,
             data: start,
             data_end: end,
-            hard_end,
             high_water: end,
             rxq,
             hash: None,
@@ -213,8 +207,17 @@ impl<'a> XdpBuff<'a> {
         self.hard_end() - self.data_end
     }
 
+    /// The highest end the frame may have: the page less the tailroom, or the received frame's
+    /// end when that is later (a UMEM frame that reaches into the last bytes of its chunk). No
+    /// field keeps it: the high-water mark starts at the received end and only moves up to this
+    /// bound, so the larger of the two is the bound itself.
     const fn hard_end(&self) -> usize {
-        self.hard_end
+        let base = self.page.len().saturating_sub(XDP_TAILROOM_RESERVED);
+        if self.high_water > base {
+            self.high_water
+        } else {
+            base
+        }
     }
 
     /// Offsets of metadata start, data start and data end from the page start.
