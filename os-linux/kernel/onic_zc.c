@@ -216,19 +216,26 @@ static void onic_xsk_rx_describe(struct xsk_buff_pool *pool, struct xdp_buff *xd
 }
 
 /* Up to max frames (xsk_buff_alloc_batch, which takes the free list first, then the fill ring):
- * frame i's xdp_buff in xdps[i], its chunk in out[i]. Fewer than max: the fill ring ran dry,
- * which the need_wakeup protocol hears of at the poll's end. */
+ * frame i's xdp_buff in xdps[i], its chunk in out[i]. A call may hand out fewer than asked with
+ * more to come (a pool whose DMA needs syncs hands out one frame a call), so it is asked again
+ * until it hands out none: then the fill ring ran dry, which the need_wakeup protocol hears of at
+ * the poll's end. */
 u32 onic_xsk_alloc_batch(struct onic_ndev *nd, u16 qid, struct onic_xsk_chunk *out, void **xdps,
 			 u32 max)
 {
 	struct xsk_buff_pool *pool = onic_pool(nd, qid);
-	u32 i, n;
+	u32 i, n = 0, got;
 
-	if (!pool || !max)
+	if (!pool)
 		return 0;
-	n = xsk_buff_alloc_batch(pool, (struct xdp_buff **)xdps, max);
-	if (n < max)
-		nd->qv[qid].xsk_fill_empty = true;
+	while (n < max) {
+		got = xsk_buff_alloc_batch(pool, (struct xdp_buff **)xdps + n, max - n);
+		if (!got) {
+			nd->qv[qid].xsk_fill_empty = true;
+			break;
+		}
+		n += got;
+	}
 	for (i = 0; i < n; i++)
 		onic_xsk_rx_describe(pool, xdps[i], &out[i]);
 	return n;
