@@ -956,7 +956,9 @@ check "ethtool -C back to the reference" $A ethtool -C $IF0 rx-usecs 1 rx-frames
 # host's timing (a CI run measured 862 at 1 us / 64 and 999 at 20 us / 192, the other order
 # from an earlier run's 999 and 782), so no order between them can be asserted; that the
 # moderation lowers interrupts is checked on the model, where time is the model's (the module's
-# port over the model in os-linux/tests/sim_ports.rs: interrupt_moderation_changes_while_traffic_runs).
+# port over the model in os-linux/tests/sim_ports.rs: interrupt_moderation_changes_while_traffic_runs),
+# and measured on the card in guest time by `cargo xtask vm-bench --icount --tables moderation`
+# (docs/benchmarks.md: 1000 interrupts per 1000 frames at 1 us, 150-190 at 20 us).
 if [ $MODE = pci ]; then
 	# per_kframe USECS FRAMES: the frames $IF1 received during a 3 s UDP stream into it, and
 	# the interrupts on its queue vectors per 1000 of them.
