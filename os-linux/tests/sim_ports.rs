@@ -1462,6 +1462,17 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     let (mut c, _) = unsafe { quiesced(&a) };
     assert_eq!(a.queue_source(&mut c, 0).unwrap(), SourceKind::Xsk);
     round(8);
+    switch_back_and_finish(&card, &os, (a, b), chunks);
+}
+
+/// Queue 0 of `a` back on its page pool: every one of the `chunks` UMEM chunks is the pool's
+/// again, the pool is unbound, and both ports are torn down with every page home.
+fn switch_back_and_finish(
+    card: &Arc<SimCard<SpinLock>>,
+    os: &HostOs,
+    (a, b): (SimPort, SimPort),
+    chunks: usize,
+) {
     set_source(&a, 0, SourceKind::Pages).unwrap();
     assert_eq!(
         os.xsk_with_driver(),
@@ -1470,7 +1481,7 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     );
     assert_eq!(os.2.borrow().free.len(), chunks);
     os.2.borrow_mut().queue = None;
-    finish(&card, &os, vec![a, b]);
+    finish(card, os, vec![a, b]);
 }
 
 /// Swaps the MAC addresses and sends the frame back, after checking that the frame cannot grow
@@ -1545,13 +1556,5 @@ fn two_kib_chunks_carry_full_frames_through_redirect_tx_and_pass() {
     assert_eq!(passed, frames, "XDP_PASS: a copy of every frame for the stack");
     assert!(os.xsk_canaries_intact(), "nothing written past a chunk");
 
-    set_source(&a, 0, SourceKind::Pages).unwrap();
-    assert_eq!(
-        os.xsk_with_driver(),
-        0,
-        "switched back: every chunk is the pool's"
-    );
-    assert_eq!(os.2.borrow().free.len(), chunks);
-    os.2.borrow_mut().queue = None;
-    finish(&card, &os, vec![a, b]);
+    switch_back_and_finish(&card, &os, (a, b), chunks);
 }
