@@ -111,7 +111,7 @@ impl Default for RxBufSizes {
     }
 }
 
-/// Settings every queue of a port is built with ([`super::Port::set_tuning`]).
+/// Settings every queue of a port is built with ([`crate::port::Port::set_tuning`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueTuning {
     /// C2H buffer size of each RX queue.
@@ -201,7 +201,7 @@ impl QueueTuning {
         }
     }
 
-    /// The pair of queue index `q`: its RX queue as [`QueueTuning::rx_config`] says, its TX
+    /// The pair of queue index `q`: its RX queue with the buffer [`RxBufSizes::for_queue`] gives it, its TX
     /// queue `tx_qid` (a port's XDP_TX ring of that index), both on `q`'s vector, the rings
     /// `(tx, rx)`, and a pool mapping its pages both ways (XDP_TX and redirects send them out).
     #[must_use]
