@@ -28,7 +28,7 @@ use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
 use onic_sim::Card;
 
-use super::{ModelAccess, ModelHost, XskCensus, XskConfig, XskStats, CHUNK};
+use super::{ModelAccess, ModelHost, XskCensus, XskConfig, XskStats};
 use crate::port::{PortConfig, SoloPort, RSS_INDIR_SIZE};
 
 /// The program the scenario attaches: a redirect to the socket of the queue.
@@ -221,6 +221,7 @@ impl<'r, C: CardAccess, A: ModelAccess> Rig<'r, C, A> {
             .map_err(|e| format!("RSS: {e}"))?;
         let xcfg = XskConfig {
             chunks: run.chunks,
+            chunk_size: 4096,
             headroom: 0,
             rings: [RING; 4],
         };
@@ -283,8 +284,10 @@ impl<'r, C: CardAccess, A: ModelAccess> Rig<'r, C, A> {
                 }
                 c.rx += 1;
                 if fwd {
+                    let off = d.addr % u64::from(s.chunk_size());
                     s.with_chunk(d.addr, |b| {
-                        let off = (d.addr % CHUNK as u64) as usize;
+                        // CAST: below the chunk size.
+                        let off = off as usize;
                         let (dst, src) = b[off..off + 12].split_at_mut(6);
                         dst.swap_with_slice(src);
                     })
