@@ -43,6 +43,7 @@ fn one(r: &mut Runner, name: &'static str, mode: XskMode) {
         queue: 1,
         frames: 600,
         chunks: 512,
+        chunk_size: 4096,
         batch: 32,
         sizes: &SIZES,
     };
