@@ -43,7 +43,7 @@ use crate::port::{XskBuf, XskTxDesc};
 mod xsk;
 pub mod xsk_app;
 use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, RxBufSizes, SkbHash, StatBlock};
-pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK};
+pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK_SIZES};
 
 /// A queue's page pool: its number among every pool the model host made.
 pub type QMem = u16;
@@ -835,8 +835,8 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
     fn xsk_bound(&self, qid: u16) -> Option<u32> {
         let net = self.net.borrow();
         let s = net.xsk.get(&(self.port, qid))?;
-        // CAST: a chunk is 4 KiB.
-        Some(CHUNK as u32 - u32::from(s.headroom()))
+        // The socket's headroom leaves room in its chunk (`XskSocket::new`).
+        Some(s.chunk_size() - u32::from(s.headroom()))
     }
 
     fn xsk_alloc(&self, qid: u16) -> Option<XskBuf<DmaPage>> {

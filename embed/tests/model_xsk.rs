@@ -95,6 +95,7 @@ fn a_queue_switches_to_umem_frames_and_back_with_every_chunk_accounted() {
     );
     let cfg = XskConfig {
         chunks: 256,
+        chunk_size: 4096,
         headroom: 0,
         rings: [128, 32, 32, 32],
     };
@@ -237,6 +238,7 @@ fn a_queue_whose_socket_went_away_while_down_opens_on_pages() {
     port.open().unwrap();
     let cfg = XskConfig {
         chunks: 256,
+        chunk_size: 4096,
         headroom: 0,
         rings: [128, 32, 32, 32],
     };
@@ -256,4 +258,163 @@ fn a_queue_whose_socket_went_away_while_down_opens_on_pages() {
     port.remove();
     host.free_spare();
     assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+/// The chunk sizes AF_XDP takes on 4 KiB pages, 2048 and 4096, are the only ones a socket binds
+/// with; a 2 KiB chunk whose headroom leaves no room for the RX headroom and a buffer that holds
+/// a 1514-byte frame binds (AF_XDP takes it) but the port refuses to run a queue on it.
+#[test]
+fn chunk_sizes_and_headrooms_that_cannot_work_are_refused() {
+    let card = Card::new(CardConfig::default());
+    let host: Host<'_> = ModelHost::new(&card);
+    let with = |chunk_size, headroom| XskConfig {
+        chunks: 256,
+        chunk_size,
+        headroom,
+        rings: [128, 32, 32, 32],
+    };
+    for size in [3000, 1024, 8192, 0, 2047, u32::MAX] {
+        assert_eq!(
+            host.xsk_bind(XSK_Q, with(size, 0)),
+            Err(XskError::ChunkSize(size)),
+            "chunks of {size} bytes"
+        );
+    }
+    // No room for a frame at all: refused at bind time.
+    for headroom in [2048 - 256, 4000] {
+        assert_eq!(
+            host.xsk_bind(XSK_Q, with(2048, headroom)),
+            Err(XskError::Headroom(headroom))
+        );
+    }
+    assert_eq!(card.dma_stats().live_pages, 0, "a refused bind keeps no page");
+
+    let mut port = SoloPort::new(host.regs(0), host.delay(), host.clone(), config()).unwrap();
+    port.open().unwrap();
+    // DPDK's and libxdp's 256 bytes of headroom in a 2 KiB chunk: 1792 bytes of room, where the
+    // RX headroom and a 1792-byte buffer need 2048. The queue stays on its page pool.
+    host.xsk_bind(XSK_Q, with(2048, 256)).unwrap();
+    host.with_xsk(XSK_Q, |s| s.app_fill(128));
+    assert_eq!(
+        port.set_queue_source(XSK_Q, SourceKind::Xsk),
+        Err(PortError::Xsk(XskRefusal::ChunkTooSmall {
+            room: 1792,
+            need: 2048
+        }))
+    );
+    assert_eq!(
+        port.control(|p, c| p.queue_source(c, XSK_Q)).unwrap(),
+        SourceKind::Pages
+    );
+    host.xsk_unbind(XSK_Q).unwrap();
+    // Without headroom the 2 KiB chunk runs.
+    host.xsk_bind(XSK_Q, with(2048, 0)).unwrap();
+    host.with_xsk(XSK_Q, |s| s.app_fill(128));
+    port.set_queue_source(XSK_Q, SourceKind::Xsk).unwrap();
+    port.set_queue_source(XSK_Q, SourceKind::Pages).unwrap();
+    host.xsk_unbind(XSK_Q).unwrap();
+    port.remove();
+    host.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+}
+
+/// 2 KiB chunks, each in a model page of its own: frames of 60 to 1514 bytes received into the
+/// UMEM, sent back by XDP_TX and by the application from their chunks, the application's own
+/// frames, and frames of 3000 bytes from a shell that passes them (each spans two 1792-byte
+/// buffers; the port drops it): no byte of any page past its chunk changes, every frame arrives
+/// byte for byte.
+#[test]
+fn the_device_and_the_driver_never_write_past_a_2k_chunk() {
+    let mut cc = CardConfig::default();
+    cc.wire = Wire::Open;
+    cc.max_frame_len = 9000;
+    let card = Card::new(cc);
+    let host: Host<'_> = ModelHost::new(&card);
+    let mut port = SoloPort::new(host.regs(0), host.delay(), host.clone(), config()).unwrap();
+    port.open().unwrap();
+    let table = [u32::from(XSK_Q); RSS_INDIR_SIZE];
+    port.control(|p, c| p.rss_set(c, Some(&table), None)).unwrap();
+    let cfg = XskConfig {
+        chunks: 256,
+        chunk_size: 2048,
+        headroom: 0,
+        rings: [128, 64, 64, 64],
+    };
+    host.xsk_bind(XSK_Q, cfg).unwrap();
+    host.with_xsk(XSK_Q, |s| s.app_fill(128));
+    port.set_queue_source(XSK_Q, SourceKind::Xsk).unwrap();
+    let pid = host.attach(program());
+    let lens = [60, 61, 64, 128, 511, 1000, 1500, 1513, 1514];
+    let mut redirected = Vec::new();
+    for (i, &len) in lens.iter().cycle().take(40).enumerate() {
+        // Redirects into the socket and XDP_TX, in turn.
+        let kind = if i % 2 == 0 { 0 } else { 3 };
+        let f = frame(kind, i as u32, len);
+        if kind == 0 {
+            redirected.push(f.clone());
+        }
+        card.inject(0, &f);
+        if i % 8 == 7 {
+            settle(&card, &mut port, Some(pid));
+        }
+    }
+    settle(&card, &mut port, Some(pid));
+    let txed: Vec<Vec<u8>> = card.take_egress(0);
+    assert_eq!(txed.len(), 20, "every XDP_TX frame left");
+    assert_eq!(
+        host.xsk_overruns(XSK_Q),
+        Some(0),
+        "the chunks back with the application or on the free list: nothing past their end"
+    );
+    // The application reads each frame and sends it back from its chunk, then sends frames of
+    // its own up to a whole chunk.
+    let got = host
+        .with_xsk(XSK_Q, |s| {
+            let mut got = Vec::new();
+            while let Some(d) = s.app_take_rx() {
+                got.push(s.frame(d).unwrap());
+                s.app_tx(d).unwrap();
+            }
+            for len in [60, 1000, 1514] {
+                assert!(s.app_send(&frame(9, len as u32, len)), "a frame of {len} bytes");
+            }
+            assert!(!s.app_send(&[0; 2049]), "a frame longer than the chunk");
+            let idle = *s.idle.last().unwrap();
+            assert_eq!(
+                s.with_chunk(idle, |b| b.len()),
+                Ok(2048),
+                "the application's chunk"
+            );
+            got
+        })
+        .unwrap();
+    assert_eq!(got, redirected, "every redirected frame, byte for byte");
+    settle(&card, &mut port, Some(pid));
+    let out = card.take_egress(0);
+    assert_eq!(out.len(), 23);
+    assert_eq!(out[..20], redirected[..], "sent back from their chunks");
+    for (f, len) in out[20..].iter().zip([60, 1000, 1514]) {
+        assert_eq!(f, &frame(9, len as u32, len));
+    }
+    // Frames the port does not take: each fills one 1792-byte buffer and the start of the next.
+    for i in 0..4 {
+        card.inject(0, &frame(0, 1000 + i, 3000));
+    }
+    settle(&card, &mut port, Some(pid));
+    assert!(card.take_egress(0).is_empty());
+    assert_eq!(host.with_xsk(XSK_Q, |s| s.rx.len()), Some(0), "nothing delivered");
+    host.with_xsk(XSK_Q, |s| s.app_reap());
+    census(&host, &mut port);
+    // Every chunk back from the driver: each page is looked at.
+    port.set_queue_source(XSK_Q, SourceKind::Pages).unwrap();
+    assert_eq!(
+        host.xsk_overruns(XSK_Q),
+        Some(0),
+        "no page changed past its chunk"
+    );
+    host.xsk_unbind(XSK_Q).unwrap();
+    port.remove();
+    host.free_spare();
+    assert_eq!(card.dma_stats().live_pages, 0);
+    assert_eq!(card.violations(), []);
 }

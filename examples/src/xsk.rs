@@ -4,8 +4,9 @@
 //! `--xsk-queue`, an AF_XDP socket bound to that queue with a UMEM in this process and its rings
 //! laid out as the kernel lays them out, the queue switched to the UMEM through the port, and an
 //! XDP program that redirects every frame to the socket of its queue; rxdrop, txonly or l2fwd,
-//! every byte checked. At the end the strict census accounts for every chunk of the UMEM and the
-//! model must have no page left.
+//! every byte checked; chunks of 4 KiB or 2 KiB (`--xsk-chunk-size`). At the end the strict census
+//! accounts for every chunk of the UMEM, no chunk was written past its end, and the model must
+//! have no page left.
 
 use std::time::Instant;
 
@@ -46,9 +47,12 @@ pub struct XskOpts {
     /// Frames to receive or send, 1..=10000000.
     #[arg(long, default_value_t = 20_000)]
     pub xsk_frames: u64,
-    /// Chunks of the UMEM (4 KiB each), 256..=65536.
+    /// Chunks of the UMEM, 256..=65536.
     #[arg(long, default_value_t = 4096)]
     pub xsk_chunks: u32,
+    /// Bytes of a chunk: 4096, or 2048 (DPDK's AF_XDP default; 1792-byte RX buffers).
+    #[arg(long, default_value_t = 4096)]
+    pub xsk_chunk_size: u32,
     /// Frames per batch: what the peer sends between polls, and the application's burst.
     #[arg(long, default_value_t = 32)]
     pub xsk_batch: usize,
@@ -61,6 +65,7 @@ pub fn run(opts: &XskOpts, mode: XskMode, queues: u16, sizes: &[usize]) -> Resul
         queue: opts.xsk_queue,
         frames: opts.xsk_frames,
         chunks: opts.xsk_chunks,
+        chunk_size: opts.xsk_chunk_size,
         batch: opts.xsk_batch,
         sizes,
     };
@@ -75,7 +80,11 @@ pub fn run(opts: &XskOpts, mode: XskMode, queues: u16, sizes: &[usize]) -> Resul
         return Err(format!("{live} pages of the model were not freed"));
     }
     let (c, census, stats) = (r.counts, r.census, r.stats);
-    outln!("xsk {mode:?} on queue {} of {queues}", opts.xsk_queue);
+    outln!(
+        "xsk {mode:?} on queue {} of {queues}, chunks of {} bytes",
+        opts.xsk_queue,
+        opts.xsk_chunk_size
+    );
     outln!(
         "xsk: sent {} rx {} tx {} egress {} completed {}",
         c.sent,

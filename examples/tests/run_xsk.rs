@@ -1,5 +1,5 @@
 //! `onic run --xsk MODE` as a user runs it: AF_XDP zero copy on one queue of the model, in each
-//! mode, with the printed counts checked against each other and the UMEM census against the
+//! mode with 4 KiB and with 2 KiB chunks, with the printed counts checked against each other and the UMEM census against the
 //! UMEM's size; bad options are refused with a message, not a panic.
 
 use std::process::Command;
@@ -34,8 +34,9 @@ fn fields(out: &str, prefix: &str, keys: &[&str]) -> Vec<u64> {
         .collect()
 }
 
-fn xsk(mode: &str, frames: u64) -> Vec<u64> {
+fn xsk(mode: &str, frames: u64, chunk_size: u32) -> Vec<u64> {
     let n = frames.to_string();
+    let size = chunk_size.to_string();
     let args = [
         "run",
         "--xsk",
@@ -48,12 +49,15 @@ fn xsk(mode: &str, frames: u64) -> Vec<u64> {
         "2",
         "--xsk-chunks",
         "512",
+        "--xsk-chunk-size",
+        &size,
         "--sizes",
         "64,300,1518",
     ];
     let (ok, out, err) = onic(&args);
     assert!(ok, "onic run --xsk {mode} failed: {err}\n{out}");
     assert!(out.contains("xsk: ok"), "{out}");
+    assert!(out.contains(&format!("chunks of {chunk_size} bytes")), "{out}");
     // Every chunk is somewhere the census can name: the UMEM's 512.
     let umem = fields(&out, "umem:", &["umem:"]);
     assert_eq!(umem, [512], "{out}");
@@ -62,17 +66,32 @@ fn xsk(mode: &str, frames: u64) -> Vec<u64> {
 
 #[test]
 fn rxdrop_receives_every_frame_into_the_umem() {
-    assert_eq!(xsk("rxdrop", 3000), [3000, 3000, 0, 0, 0]);
+    assert_eq!(xsk("rxdrop", 3000, 4096), [3000, 3000, 0, 0, 0]);
 }
 
 #[test]
 fn txonly_sends_every_frame_from_the_umem_and_completes_it() {
-    assert_eq!(xsk("txonly", 3000), [0, 0, 3000, 3000, 3000]);
+    assert_eq!(xsk("txonly", 3000, 4096), [0, 0, 3000, 3000, 3000]);
 }
 
 #[test]
 fn l2fwd_echoes_every_frame_from_the_chunk_it_arrived_in() {
-    assert_eq!(xsk("l2fwd", 3000), [3000, 3000, 3000, 3000, 3000]);
+    assert_eq!(xsk("l2fwd", 3000, 4096), [3000, 3000, 3000, 3000, 3000]);
+}
+
+#[test]
+fn rxdrop_receives_every_frame_into_2k_chunks() {
+    assert_eq!(xsk("rxdrop", 3000, 2048), [3000, 3000, 0, 0, 0]);
+}
+
+#[test]
+fn txonly_sends_every_frame_from_2k_chunks_and_completes_it() {
+    assert_eq!(xsk("txonly", 3000, 2048), [0, 0, 3000, 3000, 3000]);
+}
+
+#[test]
+fn l2fwd_echoes_every_frame_from_the_2k_chunk_it_arrived_in() {
+    assert_eq!(xsk("l2fwd", 3000, 2048), [3000, 3000, 3000, 3000, 3000]);
 }
 
 #[test]
@@ -83,6 +102,9 @@ fn bad_xsk_options_are_refused() {
         &["run", "--xsk", "l2fwd", "--xsk-frames", "0"],
         &["run", "--xsk", "l2fwd", "--xsk-batch", "0"],
         &["run", "--xsk", "rxdrop", "--xdp", "drop"],
+        &["run", "--xsk", "rxdrop", "--xsk-chunk-size", "3000"],
+        &["run", "--xsk", "txonly", "--xsk-chunk-size", "1024"],
+        &["run", "--xsk", "l2fwd", "--xsk-chunk-size", "8192"],
     ] {
         let (ok, _, err) = onic(args);
         assert!(!ok && err.starts_with("onic: "), "{args:?}: {err}");

@@ -265,10 +265,13 @@ where
                 return;
             };
             f.page.dma = dma;
+            // The OS's frame covers the chunk: its length is the chunk's size.
+            let size = u32::try_from(f.page.len).unwrap_or(u32::MAX);
             let buf = XskBuf {
                 page: OsPage { raw: f.page },
                 addr: f.addr,
                 headroom: f.headroom,
+                size,
             };
             match slots.next() {
                 Some(slot) => {

@@ -10,7 +10,9 @@
 //! the port counts them. Queue restarts and port stop/open come at random too. At the end the
 //! queue goes back to its page pool, every chunk must be the application's or free, the socket
 //! unbinds, the port goes and the model has no page left. Frames the application reads are
-//! checked byte for byte against those injected.
+//! checked byte for byte against those injected. The UMEM's chunks are 4 KiB in one test and
+//! 2 KiB (DPDK's AF_XDP default, 1792-byte C2H buffers) in the other; with 2 KiB chunks no byte
+//! of a chunk's page past the chunk may change.
 //!
 //! `PROPTEST_CASES` sets the number of cases (default 24).
 
@@ -20,7 +22,7 @@ use onic_core::queue::source::SourceKind;
 use onic_core::queue::xsk::XskDesc;
 use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
-use onic_embed::model::{CardHost, ModelHost, XskConfig, XskError, CHUNK};
+use onic_embed::model::{CardHost, ModelHost, XskConfig, XskError};
 use onic_embed::port::{PortConfig, PortError, SoloPort, TxLock, XskRefusal, RSS_INDIR_SIZE};
 use onic_sim::{Card, CardConfig, Wire};
 use proptest::prelude::*;
@@ -73,21 +75,27 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Clone, Debug)]
 struct Case {
     chunks: u32,
+    chunk_size: u32,
     headroom: u16,
     ops: Vec<Op>,
 }
 
-fn case() -> impl Strategy<Value = Case> {
-    (
-        80u32..400,
-        prop_oneof![3 => Just(0u16), 1 => Just(128), 1 => Just(320), 1 => Just(1900), 1 => Just(2100)],
-        prop::collection::vec(op(), 1..80),
-    )
-        .prop_map(|(chunks, headroom, ops)| Case {
-            chunks,
-            headroom,
-            ops,
-        })
+/// A run with chunks of `chunk_size` bytes. 4 KiB chunks: without headroom and with up to 320
+/// bytes of it they run on 3520-byte buffers, with 1900 bytes on 1792-byte ones, with 2100 the
+/// port refuses them. 2 KiB chunks: without headroom they run on 1792-byte buffers, with 256
+/// bytes (DPDK's and libxdp's default) the port refuses them.
+fn case(chunk_size: u32) -> impl Strategy<Value = Case> {
+    let headroom = if chunk_size == 2048 {
+        prop_oneof![4 => Just(0u16), 1 => Just(256)].boxed()
+    } else {
+        prop_oneof![3 => Just(0u16), 1 => Just(128), 1 => Just(320), 1 => Just(1900), 1 => Just(2100)].boxed()
+    };
+    (80u32..400, headroom, prop::collection::vec(op(), 1..80)).prop_map(move |(chunks, headroom, ops)| Case {
+        chunks,
+        chunk_size,
+        headroom,
+        ops,
+    })
 }
 
 /// An IPv4/UDP frame (the tag in its source port, so that RSS spreads frames over both
@@ -130,6 +138,7 @@ struct World<'c> {
     injected: HashMap<u32, Vec<u8>>,
     next_tag: u32,
     xsk: bool,
+    chunk_size: u32,
     headroom: u16,
     /// Garbage entries the application made (an upper bound of what the census may find).
     garbage: u32,
@@ -156,6 +165,11 @@ impl World<'_> {
         }
         let pools = self.port.holdings().unwrap();
         self.host.check_census(&pools).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            self.host.xsk_overruns(Q),
+            Some(0),
+            "a page written past its chunk"
+        );
     }
 
     fn poll(&mut self, budget: u32) {
@@ -187,7 +201,7 @@ impl World<'_> {
                 // (`Bad(3)`) may have been taken for TX after the driver delivered it here, and
                 // completed and written again since: the application's own doing. Its bytes
                 // prove nothing; a chunk on its way back through the completion ring is let go.
-                let spoilt = sent_unowned.contains(&(d.addr - d.addr % CHUNK as u64));
+                let spoilt = sent_unowned.contains(&(d.addr - d.addr % u64::from(s.chunk_size())));
                 match s.frame(d) {
                     Ok(f) if !spoilt => {
                         let tag = tag_of(&f);
@@ -208,9 +222,10 @@ impl World<'_> {
         let sent_unowned = &mut self.sent_unowned;
         self.host.with_xsk(Q, |s| {
             let chunks = u64::from(s.chunks());
+            let size = u64::from(s.chunk_size());
             match kind {
                 0 => {
-                    let _ = s.fill.produce(chunks * CHUNK as u64 + 5);
+                    let _ = s.fill.produce(chunks * size + 5);
                 }
                 1 => {
                     let first = s.fill.entries().next();
@@ -221,7 +236,7 @@ impl World<'_> {
                 2 => {
                     if let Some(&a) = s.idle.last() {
                         let d = XskDesc {
-                            addr: a + CHUNK as u64 - 10,
+                            addr: a + size - 10,
                             len: 100,
                             options: 0,
                         };
@@ -231,7 +246,7 @@ impl World<'_> {
                 3 => {
                     // A chunk the application does not own now (the driver's, or free).
                     let theirs = (0..chunks)
-                        .map(|i| i * CHUNK as u64)
+                        .map(|i| i * size)
                         .find(|&a| s.with_chunk(a, |_| ()).is_err());
                     if let Some(addr) = theirs {
                         let put = s.tx.produce(XskDesc {
@@ -279,6 +294,7 @@ fn run(c: &Case) {
     port.control(|p, c| p.rss_set(c, Some(&table), None)).unwrap();
     let xcfg = XskConfig {
         chunks: c.chunks,
+        chunk_size: c.chunk_size,
         headroom: c.headroom,
         rings: [128, 64, 64, 64],
     };
@@ -292,6 +308,7 @@ fn run(c: &Case) {
         injected: HashMap::new(),
         next_tag: 0,
         xsk: false,
+        chunk_size: c.chunk_size,
         headroom: c.headroom,
         garbage: 0,
         sent_unowned: HashSet::new(),
@@ -332,11 +349,11 @@ fn step(w: &mut World<'_>, op: &Op) {
         Op::Switch => {
             let to = if w.xsk { SourceKind::Pages } else { SourceKind::Xsk };
             let r = w.port.set_queue_source(Q, to);
-            if to == SourceKind::Xsk && w.headroom > 2048 {
-                // A chunk with more headroom than 2048 bytes cannot hold the RX headroom and a
-                // buffer that holds a 1514-byte frame (1792 bytes): refused, the queue stays on
-                // pages. With up to 320 bytes it runs on 3520-byte buffers that reach the
-                // chunk's end, with 1900 on 1792-byte ones.
+            if to == SourceKind::Xsk && w.chunk_size - u32::from(w.headroom) < 2048 {
+                // A chunk that leaves less than 2048 bytes behind its headroom cannot hold the RX
+                // headroom and a buffer that holds a 1514-byte frame (1792 bytes): refused, the
+                // queue stays on pages. Otherwise it runs on buffers that reach the chunk's end
+                // (`case`).
                 assert!(
                     matches!(r, Err(PortError::Xsk(XskRefusal::ChunkTooSmall { room, need })) if room < need),
                     "{r:?}"
@@ -397,7 +414,12 @@ proptest! {
     })]
 
     #[test]
-    fn no_umem_frame_is_lost_or_held_twice_through_the_port(c in case()) {
+    fn no_umem_frame_is_lost_or_held_twice_through_the_port(c in case(4096)) {
+        run(&c);
+    }
+
+    #[test]
+    fn no_2k_umem_frame_is_lost_or_held_twice_or_overrun_through_the_port(c in case(2048)) {
         run(&c);
     }
 }

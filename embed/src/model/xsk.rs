@@ -3,11 +3,15 @@
 //! side of those rings, so that the port's zero-copy path runs without a kernel.
 //!
 //! An [`XskSocket`] is bound to one queue index of one port ([`super::ModelHost::xsk_bind`]).
-//! Its UMEM is [`XskConfig::chunks`] chunks of 4 KiB, one model DMA page each (mapped both ways,
-//! as the kernel maps a UMEM), addressed as AF_XDP does (`chunk * 4096 + offset`). Its rings are
-//! laid out as the kernel lays them out ([`UserRing`]: power-of-two entries, free-running 32-bit
-//! producer and consumer indices): fill and completion carry UMEM addresses, RX and TX
-//! descriptors (`XskDesc`).
+//! Its UMEM is [`XskConfig::chunks`] chunks of [`XskConfig::chunk_size`] bytes (2 KiB or 4 KiB,
+//! the sizes AF_XDP takes on 4 KiB pages), addressed as AF_XDP does (`chunk * chunk_size +
+//! offset`). Each chunk keeps a model DMA page of its own (mapped both ways, as the kernel maps a
+//! UMEM; the UMEM need not be contiguous for the driver), and the driver sees only the chunk's
+//! bytes of it ([`XskBuf::size`]). The rest of a 2 KiB chunk's page carries a canary that
+//! [`XskSocket::overruns`] checks: neither the device nor the driver may write past a chunk.
+//! Its rings are laid out as the kernel lays them out ([`UserRing`]: power-of-two entries,
+//! free-running 32-bit producer and consumer indices): fill and completion carry UMEM addresses,
+//! RX and TX descriptors (`XskDesc`).
 //!
 //! # Who owns a chunk
 //!
@@ -31,8 +35,10 @@ use onic_core::xdp::RawXdpProgram;
 use super::{ModelAccess, ModelHost, QMem};
 use crate::port::{FrameAt, SkbHash, XskBuf, XskHoldings, XskTxDesc};
 
-/// Bytes of a chunk.
-pub const CHUNK: usize = PAGE_SIZE;
+/// The chunk sizes a socket takes: AF_XDP's powers of two from 2048 to the page size.
+pub const CHUNK_SIZES: [u32; 2] = [2048, 4096];
+/// The byte the part of a chunk's page past the chunk holds while nobody overruns the chunk.
+const CANARY: u8 = 0xa5;
 /// The shortest frame the MAC sends; a shorter TX frame is zero-padded in its chunk.
 const ETH_ZLEN: usize = 60;
 /// UMEM pages are mapped both ways: RX, XDP_TX and TX from the same chunks.
@@ -154,6 +160,8 @@ impl<T: Copy + Default> UserRing<T> {
 pub struct XskConfig {
     /// Chunks of the UMEM.
     pub chunks: u32,
+    /// Bytes of a chunk: one of [`CHUNK_SIZES`].
+    pub chunk_size: u32,
     /// Bytes at the start of each chunk the driver leaves alone.
     pub headroom: u16,
     /// Entries of the fill, completion, RX and TX rings (powers of two).
@@ -165,6 +173,8 @@ pub struct XskConfig {
 pub enum XskError {
     /// No chunk, or too many (more than 2^20).
     Chunks(u32),
+    /// A chunk size AF_XDP refuses (not a power of two from 2048 to the page size).
+    ChunkSize(u32),
     /// A headroom that leaves no room for a frame in a chunk.
     Headroom(u16),
     /// A ring size that is not a power of two up to 2^16.
@@ -188,6 +198,7 @@ impl core::fmt::Display for XskError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::Chunks(n) => write!(f, "{n} chunks: one to 2^20 wanted"),
+            Self::ChunkSize(n) => write!(f, "chunks of {n} bytes: 2048 or 4096 wanted"),
             Self::Headroom(h) => write!(f, "headroom {h} leaves no room for a frame"),
             Self::RingSize(n) => write!(f, "ring of {n} entries: a power of two up to 65536 wanted"),
             Self::NoMemory => f.write_str("no memory for the UMEM"),
@@ -237,6 +248,8 @@ enum Chunk {
 /// A socket bound to one queue: UMEM, free list, rings, and the application's idle chunks.
 pub struct XskSocket {
     chunks: Vec<Chunk>,
+    /// Bytes of a chunk (one of [`CHUNK_SIZES`], at most a page).
+    size: usize,
     free: Vec<u32>,
     headroom: u16,
     /// Completion entries reserved for TX frames taken and not completed.
@@ -263,7 +276,11 @@ impl XskSocket {
         if cfg.chunks == 0 || cfg.chunks > 1 << 20 {
             return Err(XskError::Chunks(cfg.chunks));
         }
-        if usize::from(cfg.headroom) + RX_HEADROOM as usize >= CHUNK {
+        if !CHUNK_SIZES.contains(&cfg.chunk_size) || cfg.chunk_size as usize > PAGE_SIZE {
+            return Err(XskError::ChunkSize(cfg.chunk_size));
+        }
+        let size = cfg.chunk_size as usize;
+        if usize::from(cfg.headroom) + RX_HEADROOM as usize >= size {
             return Err(XskError::Headroom(cfg.headroom));
         }
         let [f, c, r, t] = cfg.rings;
@@ -271,6 +288,7 @@ impl XskSocket {
         let descs = |n: u32| UserRing::new(n).ok_or(XskError::RingSize(n));
         let mut s = Self {
             chunks: Vec::new(),
+            size,
             free: Vec::new(),
             headroom: cfg.headroom,
             reserved: 0,
@@ -287,14 +305,64 @@ impl XskSocket {
                 .alloc_page()
                 .ok()
                 .and_then(|m| dma.map_page(m, DIR).map_err(|(m, _)| dma.free_page(m)).ok());
-            let Some(page) = page else {
+            let Some(mut page) = page else {
                 s.free_pages(dma);
                 return Err(XskError::NoMemory);
             };
+            if size < PAGE_SIZE {
+                if let Some(past) = page.bytes_mut().get_mut(size..) {
+                    past.fill(CANARY);
+                }
+                dma.sync_for_device(&page, size, PAGE_SIZE - size, DIR);
+            }
             s.chunks.push(Chunk::App(page));
-            s.idle.push(u64::from(i) * CHUNK as u64);
+            s.idle.push(s.addr_of(i as usize));
         }
         Ok(s)
+    }
+
+    /// Bytes of a chunk.
+    #[must_use]
+    pub const fn chunk_size(&self) -> u32 {
+        // CAST: 2048 or 4096 (`new`).
+        self.size as u32
+    }
+
+    /// The UMEM address of chunk `i`'s first byte.
+    fn addr_of(&self, i: usize) -> u64 {
+        i as u64 * self.size as u64
+    }
+
+    /// Offset of `addr` in its chunk.
+    fn offset_of(&self, addr: u64) -> usize {
+        // CAST: below the chunk size.
+        (addr % self.size as u64) as usize
+    }
+
+    /// Chunks whose page holds other bytes past the chunk than the socket put there: the device
+    /// or the driver wrote past a chunk. Only the chunks whose pages are here now are looked at
+    /// (the driver's RX buffers are not); 4 KiB chunks fill their page and have nothing to
+    /// check.
+    pub fn overruns<D: DmaMemory>(&self, dma: &D) -> u32 {
+        if self.size >= PAGE_SIZE {
+            return 0;
+        }
+        let spoilt = self
+            .chunks
+            .iter()
+            .filter_map(|c| match c {
+                Chunk::App(p) | Chunk::Free(p) | Chunk::Tx(p) => Some(p),
+                Chunk::Rx => None,
+            })
+            .filter(|p| {
+                dma.sync_for_cpu(p, self.size, PAGE_SIZE - self.size, DIR);
+                p.bytes()
+                    .get(self.size..)
+                    .is_some_and(|b| b.iter().any(|&x| x != CANARY))
+            })
+            .count();
+        // CAST: at most 2^20 chunks.
+        spoilt as u32
     }
 
     /// Chunks of the UMEM.
@@ -311,7 +379,7 @@ impl XskSocket {
     }
 
     fn index(&self, addr: u64) -> Option<usize> {
-        let i = usize::try_from(addr / CHUNK as u64).ok()?;
+        let i = usize::try_from(addr / self.size as u64).ok()?;
         (i < self.chunks.len()).then_some(i)
     }
 
@@ -347,14 +415,16 @@ impl XskSocket {
         stats
     }
 
-    /// The application reads or writes chunk `addr` falls in (the whole chunk) while it owns it.
+    /// The application reads or writes chunk `addr` falls in (the whole chunk, nothing past it)
+    /// while it owns it.
     ///
     /// # Errors
     ///
     /// `NotOwned` for an address outside the UMEM or of a chunk the application does not own.
     pub fn with_chunk<R>(&mut self, addr: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, XskError> {
+        let size = self.size;
         match self.index(addr).and_then(|i| self.chunks.get_mut(i)) {
-            Some(Chunk::App(p)) => Ok(f(p.bytes_mut())),
+            Some(Chunk::App(p)) => Ok(f(p.bytes_mut().get_mut(..size).unwrap_or(&mut []))),
             _ => Err(XskError::NotOwned(addr)),
         }
     }
@@ -365,7 +435,7 @@ impl XskSocket {
     ///
     /// `NotOwned` when the descriptor does not lie in a chunk the application owns.
     pub fn frame(&mut self, d: XskDesc) -> Result<Vec<u8>, XskError> {
-        let off = (d.addr % CHUNK as u64) as usize;
+        let off = self.offset_of(d.addr);
         let end = off + d.len as usize;
         self.with_chunk(d.addr, |b| b.get(off..end).map(<[u8]>::to_vec))?
             .ok_or(XskError::NotOwned(d.addr))
@@ -392,11 +462,12 @@ impl XskSocket {
             }
         };
         let off = usize::from(self.headroom);
-        dma.sync_for_device(&page, off, CHUNK - off, DIR);
+        dma.sync_for_device(&page, off, self.size - off, DIR);
         Some(XskBuf {
             page,
-            addr: i as u64 * CHUNK as u64,
+            addr: self.addr_of(i),
             headroom: self.headroom,
+            size: self.chunk_size(),
         })
     }
 
@@ -418,7 +489,9 @@ impl XskSocket {
     fn put_back(&mut self, buf: XskBuf<DmaPage>, to: fn(DmaPage) -> Chunk) -> Result<usize, XskBuf<DmaPage>> {
         let i = match self.index(buf.addr) {
             Some(i)
-                if matches!(self.chunks.get(i), Some(Chunk::Rx)) && buf.addr.is_multiple_of(CHUNK as u64) =>
+                if matches!(self.chunks.get(i), Some(Chunk::Rx))
+                    && self.offset_of(buf.addr) == 0
+                    && buf.size == self.chunk_size() =>
             {
                 i
             }
@@ -478,10 +551,10 @@ impl XskSocket {
 
     fn tx_frame<D: DmaMemory>(&mut self, dma: &D, d: XskDesc) -> Option<XskTxDesc> {
         let i = self.index(d.addr)?;
-        let off = (d.addr % CHUNK as u64) as usize;
+        let off = self.offset_of(d.addr);
         let len = d.len as usize;
         let ready = len.max(ETH_ZLEN);
-        if len == 0 || off + ready > CHUNK {
+        if len == 0 || off + ready > self.size {
             return None;
         }
         let slot = self.chunks.get_mut(i)?;
@@ -665,7 +738,7 @@ impl XskSocket {
             match ch {
                 Chunk::App(_) if !named.get(i).copied().unwrap_or(false) => {
                     return Err(XskCensusError::Lost {
-                        addr: i as u64 * CHUNK as u64,
+                        addr: self.addr_of(i),
                     })
                 }
                 Chunk::App(_) => {}
@@ -741,7 +814,7 @@ impl XskSocket {
 
     /// Makes chunk `addr` falls in idle again (after reading a frame).
     pub fn app_release(&mut self, addr: u64) {
-        self.idle.push(addr - addr % CHUNK as u64);
+        self.idle.push(addr - self.offset_of(addr) as u64);
     }
 
     /// Moves every completion to the idle list; returns how many.
@@ -767,7 +840,7 @@ impl XskSocket {
     /// Writes `frame` at the start of an idle chunk and puts it in the TX ring; `false` when no
     /// chunk is idle, the TX ring is full or the frame is longer than a chunk.
     pub fn app_send(&mut self, frame: &[u8]) -> bool {
-        if self.tx.free() == 0 || frame.len() > CHUNK || frame.is_empty() {
+        if self.tx.free() == 0 || frame.len() > self.size || frame.is_empty() {
             return false;
         }
         let Some(addr) = self.idle.pop() else { return false };
@@ -825,6 +898,12 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
         }
         let s = net.xsk.remove(&(self.port, qid)).ok_or(XskError::NotBound)?;
         Ok(s.close(&self.dma))
+    }
+
+    /// Chunks of queue `qid`'s socket written past their end ([`XskSocket::overruns`]); `None`
+    /// when no socket is bound there.
+    pub fn xsk_overruns(&self, qid: u16) -> Option<u32> {
+        self.xsk_mut(qid, |s, dma| s.overruns(dma))
     }
 
     /// Runs `f` on queue `qid`'s socket (the application's side: its rings, its chunks); `None`

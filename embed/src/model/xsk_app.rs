@@ -12,9 +12,12 @@
 //! - [`XskMode::L2fwd`]: the peer sends; the application swaps the MAC addresses in place and
 //!   sends each frame back from the chunk it arrived in; the peer checks the echo byte for byte.
 //!
-//! At the end the queue goes back to its page pool, the strict census checks that every chunk
-//! of the UMEM is the application's and named exactly once (idle, fill, RX or completion ring:
-//! no chunk lost or doubled), the socket unbinds and the port is removed. `onic run --xsk` and
+//! The UMEM's chunks are 2 KiB (DPDK's AF_XDP default, 1792-byte C2H buffers) or 4 KiB
+//! ([`XskRun::chunk_size`]). At the end the queue goes back to its page pool, the strict census
+//! checks that every chunk of the UMEM is the application's and named exactly once (idle, fill,
+//! RX or completion ring: no chunk lost or doubled), no chunk was written past its end
+//! ([`XskSocket::overruns`](super::XskSocket::overruns)), the socket unbinds and the port is
+//! removed. `onic run --xsk` and
 //! the bare-metal image's zero-copy group run this one scenario; each checks afterwards that
 //! the model has no page left.
 
@@ -28,7 +31,7 @@ use onic_core::xdp::{XdpAction, XdpBuff};
 use onic_core::RingSizeIdx;
 use onic_sim::Card;
 
-use super::{ModelAccess, ModelHost, XskCensus, XskConfig, XskStats, CHUNK};
+use super::{ModelAccess, ModelHost, XskCensus, XskConfig, XskStats, CHUNK_SIZES};
 use crate::port::{PortConfig, SoloPort, RSS_INDIR_SIZE};
 
 /// The program the scenario attaches: a redirect to the socket of the queue.
@@ -69,6 +72,8 @@ pub struct XskRun<'s> {
     pub frames: u64,
     /// Chunks of the UMEM.
     pub chunks: u32,
+    /// Bytes of a chunk: one of [`CHUNK_SIZES`].
+    pub chunk_size: u32,
     /// Frames per batch: what the peer sends between polls, and the application's burst.
     pub batch: usize,
     /// Frame sizes on the wire (FCS included), in turn.
@@ -89,6 +94,9 @@ impl XskRun<'_> {
         }
         if !(256..=65536).contains(&self.chunks) {
             return Err("--xsk-chunks: 256..=65536".into());
+        }
+        if !CHUNK_SIZES.contains(&self.chunk_size) {
+            return Err(format!("--xsk-chunk-size {}: 2048 or 4096", self.chunk_size));
         }
         if !(1..=256).contains(&self.batch) {
             return Err("--xsk-batch: 1..=256".into());
@@ -221,6 +229,7 @@ impl<'r, C: CardAccess, A: ModelAccess> Rig<'r, C, A> {
             .map_err(|e| format!("RSS: {e}"))?;
         let xcfg = XskConfig {
             chunks: run.chunks,
+            chunk_size: run.chunk_size,
             headroom: 0,
             rings: [RING; 4],
         };
@@ -283,12 +292,16 @@ impl<'r, C: CardAccess, A: ModelAccess> Rig<'r, C, A> {
                 }
                 c.rx += 1;
                 if fwd {
+                    let off = d.addr % u64::from(s.chunk_size());
                     s.with_chunk(d.addr, |b| {
-                        let off = (d.addr % CHUNK as u64) as usize;
-                        let (dst, src) = b[off..off + 12].split_at_mut(6);
+                        // CAST: below the chunk size.
+                        let off = off as usize;
+                        let macs = b.get_mut(off..off + 12).ok_or("a frame past its chunk")?;
+                        let (dst, src) = macs.split_at_mut(6);
                         dst.swap_with_slice(src);
+                        Ok::<(), &str>(())
                     })
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| e.to_string())??;
                     if s.app_tx(d).is_err() {
                         return Err("the TX ring is full".into());
                     }
@@ -367,6 +380,11 @@ impl<'r, C: CardAccess, A: ModelAccess> Rig<'r, C, A> {
             .with_xsk(q, |s| s.census_strict(None))
             .ok_or("no socket")?
             .map_err(|e| format!("census: {e}"))?;
+        match self.host.xsk_overruns(q) {
+            Some(0) => {}
+            Some(n) => return Err(format!("{n} chunks were written past their end")),
+            None => return Err("no socket".into()),
+        }
         let stats = self.host.xsk_unbind(q).map_err(|e| format!("unbind: {e}"))?;
         self.port.remove();
         self.host.free_spare();

@@ -7,9 +7,10 @@ use onic_core::queue::pool::PoolPage;
 use onic_hal::DmaAddr;
 
 /// A frame of a UMEM while the driver holds it: the host's page for the chunk (its bytes start at
-/// the chunk's first byte, its device address is the chunk's), the chunk's UMEM address and the
-/// UMEM's headroom. The frame's view (what the RX queue and XDP see) starts `headroom` bytes into
-/// the chunk.
+/// the chunk's first byte, its device address is the chunk's), the chunk's UMEM address, the
+/// UMEM's headroom and the chunk's size. The frame's view (what the RX queue and XDP see) starts
+/// `headroom` bytes into the chunk and ends at the chunk's end, however long the host's page is
+/// (a host may keep a 2 KiB chunk in a page of its own).
 #[derive(Debug)]
 pub struct XskBuf<P> {
     /// The chunk.
@@ -18,6 +19,8 @@ pub struct XskBuf<P> {
     pub addr: u64,
     /// Bytes at the chunk's start the driver leaves alone.
     pub headroom: u16,
+    /// Bytes of the chunk (AF_XDP: a power of two from 2048 to the page size).
+    pub size: u32,
 }
 
 impl<P: PoolPage> XskBuf<P> {
@@ -33,7 +36,12 @@ impl<P: PoolPage> XskBuf<P> {
     #[must_use]
     pub fn fits(&self, buf_bytes: u32) -> bool {
         let need = usize::from(self.headroom) + xsk_room_for(buf_bytes) as usize;
-        self.page.bytes().len() >= need
+        self.chunk_len() >= need
+    }
+
+    /// Bytes of the chunk the page holds: the chunk's size, or less if the page is shorter.
+    fn chunk_len(&self) -> usize {
+        self.page.bytes().len().min(self.size as usize)
     }
 }
 
@@ -45,13 +53,17 @@ impl<P: PoolPage> PoolPage for XskBuf<P> {
 
     #[inline]
     fn bytes(&self) -> &[u8] {
-        self.page.bytes().get(usize::from(self.headroom)..).unwrap_or(&[])
+        let end = self.chunk_len();
+        self.page
+            .bytes()
+            .get(usize::from(self.headroom)..end)
+            .unwrap_or(&[])
     }
 
     #[inline]
     fn bytes_mut(&mut self) -> &mut [u8] {
-        let h = usize::from(self.headroom);
-        self.page.bytes_mut().get_mut(h..).unwrap_or(&mut [])
+        let (h, end) = (usize::from(self.headroom), self.chunk_len());
+        self.page.bytes_mut().get_mut(h..end).unwrap_or(&mut [])
     }
 }
 

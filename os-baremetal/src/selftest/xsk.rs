@@ -8,8 +8,10 @@
 //! - txonly: every frame the application writes into its UMEM leaves the port, byte for byte,
 //!   and is completed.
 //!
-//! After each: the strict census of the UMEM (every chunk the application's, named exactly
-//! once), the socket unbound, the port removed and every page of the model freed, with no
+//! Each mode runs with 4 KiB chunks (`xsk-rxdrop`, ...) and with 2 KiB chunks, DPDK's AF_XDP
+//! default, which take the driver's 1792-byte C2H buffers (`xsk-rxdrop-2k`, ...). After each: the
+//! strict census of the UMEM (every chunk the application's, named exactly once), no chunk written
+//! past its end, the socket unbound, the port removed and every page of the model freed, with no
 //! model violation.
 
 use onic_embed::model::xsk_app::{run_xsk, XskMode, XskRun};
@@ -21,20 +23,25 @@ use crate::model::Model;
 /// Frame sizes on the wire the runs take in turn.
 const SIZES: [usize; 4] = [64, 128, 600, 1518];
 
-/// Runs the group: the three modes, each on a fresh card.
+/// Runs the group: the three modes with 4 KiB chunks, then with 2 KiB chunks, each on a fresh
+/// card.
 pub fn run(r: &mut Runner) {
-    r.group("AF_XDP zero copy (onic_embed's XSK source) on the model: rxdrop, l2fwd, txonly");
-    for (name, mode) in [
-        ("xsk-rxdrop", XskMode::Rxdrop),
-        ("xsk-l2fwd", XskMode::L2fwd),
-        ("xsk-txonly", XskMode::Txonly),
+    r.group("AF_XDP zero copy (onic_embed's XSK source) on the model: rxdrop, l2fwd, txonly; 4 KiB and 2 KiB chunks");
+    for (name, mode, chunk_size) in [
+        ("xsk-rxdrop", XskMode::Rxdrop, 4096),
+        ("xsk-l2fwd", XskMode::L2fwd, 4096),
+        ("xsk-txonly", XskMode::Txonly, 4096),
+        ("xsk-rxdrop-2k", XskMode::Rxdrop, 2048),
+        ("xsk-l2fwd-2k", XskMode::L2fwd, 2048),
+        ("xsk-txonly-2k", XskMode::Txonly, 2048),
     ] {
-        one(r, name, mode);
+        one(r, name, mode, chunk_size);
     }
 }
 
-/// One mode on a fresh card: the run's own checks, then the card's census.
-fn one(r: &mut Runner, name: &'static str, mode: XskMode) {
+/// One mode with chunks of `chunk_size` bytes on a fresh card: the run's own checks, then the
+/// card's census.
+fn one(r: &mut Runner, name: &'static str, mode: XskMode, chunk_size: u32) {
     let mut cc = CardConfig::default();
     cc.wire = Wire::Open;
     let card = Card::new(cc);
@@ -43,6 +50,7 @@ fn one(r: &mut Runner, name: &'static str, mode: XskMode) {
         queue: 1,
         frames: 600,
         chunks: 512,
+        chunk_size,
         batch: 32,
         sizes: &SIZES,
     };
