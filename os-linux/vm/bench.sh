@@ -346,18 +346,22 @@ xdp_verdict_bench() {
 
 # xsk_bind KIND MODE: onic_xsk started on P1's queue 0 ($xp), once its sockets are bound. The
 # socket of the previous size is released after an RCU grace period, and a bind before then is
-# refused with EBUSY: up to 10 tries, a second apart.
+# refused with EBUSY: up to 10 tries, a second apart. The output of the previous run goes first:
+# the shell may look at the file before the new process has truncated it (one vCPU runs the
+# parent first), and the old "bound" line would pass for the new one's. Its run time and
+# deadline are both past anything a configuration takes (the deadline defaults to 60 s).
 xsk_bind() {
 	try=0
 	while :; do
-		onic_xsk $1 $P1 -q 0 -m $2 -f 4096 -t 900 >/tmp/xsk.out 2>&1 &
+		rm -f /tmp/xsk.out
+		onic_xsk $1 $P1 -q 0 -m $2 -f 4096 -t 900 -d 960 >/tmp/xsk.out 2>&1 &
 		xp=$!
 		n=0
-		while [ $n -lt 60 ] && kill -0 $xp 2>/dev/null && ! grep -q bound /tmp/xsk.out; do
+		while [ $n -lt 60 ] && kill -0 $xp 2>/dev/null && ! grep -q '^bound ' /tmp/xsk.out 2>/dev/null; do
 			sleep 1
 			n=$((n + 1))
 		done
-		grep -q bound /tmp/xsk.out && return 0
+		grep -q '^bound ' /tmp/xsk.out && return 0
 		wait $xp 2>/dev/null
 		try=$((try + 1))
 		[ $try -ge 10 ] && return 1
@@ -377,14 +381,21 @@ xsk_bench() {
 	MAC1=$(cat /sys/class/net/$P1/address)
 	NS= UNIT=packet
 	for size in $SIZES; do
-		xsk_bind $2 $3
-		if grep -q "bound.*zerocopy=$([ $3 = zc ] && echo 1 || echo 0)" /tmp/xsk.out; then
-			measure xsk $1 $2$size pktgen $size $MAC1 7777
+		if xsk_bind $2 $3 && grep -q "^bound .*zerocopy=$([ $3 = zc ] && echo 1 || echo 0)" /tmp/xsk.out; then
+			measure xsk $1 $2$size pktgen $size $MAC1 7777 >/tmp/xsk.fig
 		else
 			echo "== onic_xsk $2 $3 on $P1 did not bind as asked: $(tail -2 /tmp/xsk.out | tr '\n' ' ')"
+			: >/tmp/xsk.fig
 		fi
+		# The figures count only if the socket was there all through the window.
+		alive=$(kill -0 $xp 2>/dev/null && echo yes || echo no)
 		kill -INT $xp 2>/dev/null
 		wait $xp 2>/dev/null
+		if [ $alive = yes ] && grep -q ' exit=done' /tmp/xsk.out; then
+			cat /tmp/xsk.fig
+		elif [ -s /tmp/xsk.fig ]; then
+			echo "== onic_xsk $2 $3 $size ended before the window did: its figures are left out"
+		fi
 		echo "== onic_xsk $2 $3 $size: $(tail -1 /tmp/xsk.out)"
 	done
 	[ $SENDER = same ] && echo "rem_device_all" >/proc/net/pktgen/kpktgend_0
