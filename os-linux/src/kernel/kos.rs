@@ -20,6 +20,25 @@ const XDP_ABORTED: u32 = 0;
 /// UMEM frames the glue describes in one call (at most what the host asks for).
 const XSK_GLUE_BATCH: usize = 8;
 
+/// Up to `max` frames from the glue, [`XSK_GLUE_BATCH`] a call: `batch(want)` asks the glue for
+/// `want` and returns how many the glue gave and how many of those it handed on. A glue call that
+/// gives fewer than asked ends the run (the pool or the ring has no more now). Returns the frames
+/// handed on.
+#[inline(always)]
+fn in_glue_batches(max: usize, mut batch: impl FnMut(usize) -> (usize, usize)) -> usize {
+    let (mut asked, mut handed) = (0, 0);
+    while asked < max {
+        let want = (max - asked).min(XSK_GLUE_BATCH);
+        let (got, on) = batch(want);
+        handed += on;
+        asked += want;
+        if got < want {
+            break;
+        }
+    }
+    handed
+}
+
 /// A kernel object handed through the glue (`struct sk_buff *`, `struct xdp_frame *`, a queue's
 /// memory, ...): never null, laid out as a pointer (an `Option<KPtr>` is a nullable one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,9 +277,7 @@ impl Os for KOs {
     // Not inlined: the glue's arrays are on the stack only during the call.
     #[inline(never)]
     fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
-        let (mut asked, mut handed) = (0, 0);
-        while asked < max {
-            let want = (max - asked).min(XSK_GLUE_BATCH);
+        in_glue_batches(max, |want| {
             let mut chunks = [XskChunk::empty(); XSK_GLUE_BATCH];
             let mut xdps = [core::ptr::null_mut::<c_void>(); XSK_GLUE_BATCH];
             // CAST: at most XSK_GLUE_BATCH.
@@ -275,6 +292,7 @@ impl Os for KOs {
                     want as u32,
                 )
             } as usize;
+            let mut handed = 0;
             for (c, &xdp) in chunks.iter().zip(&xdps).take(n.min(want)) {
                 let Some(xdp) = NonNull::new(xdp.cast::<u8>()) else {
                     continue;
@@ -288,12 +306,8 @@ impl Os for KOs {
                     None => self.xsk_free(xdp),
                 }
             }
-            asked += want;
-            if n < want {
-                break;
-            }
-        }
-        handed
+            (n, handed)
+        })
     }
 
     fn xsk_free(&self, handle: NonNull<u8>) {
@@ -326,15 +340,14 @@ impl Os for KOs {
     // Not inlined: the glue's array is on the stack only during the call.
     #[inline(never)]
     fn xsk_tx_take(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
-        let (mut asked, mut handed) = (0, 0);
-        while asked < max {
-            let want = (max - asked).min(XSK_GLUE_BATCH);
+        in_glue_batches(max, |want| {
             let mut chunks = [XskChunk::empty(); XSK_GLUE_BATCH];
             // CAST: at most XSK_GLUE_BATCH.
             // SAFETY: live netdev, called from queue `qid`'s NAPI context (the TX ring's only
             // consumer); `chunks` holds `want` entries or more.
             let n = unsafe { ffi::onic_xsk_tx_take(self.nd.as_ptr(), qid, chunks.as_mut_ptr(), want as u32) }
                 as usize;
+            let mut handed = 0;
             for c in chunks.iter().take(n.min(want)) {
                 match NonNull::new(c.virt).and_then(|v| chunk_frame(v, c)) {
                     Some(f) => {
@@ -345,12 +358,8 @@ impl Os for KOs {
                     None => self.xsk_tx_done(qid),
                 }
             }
-            asked += want;
-            if n < want {
-                break;
-            }
-        }
-        handed
+            (n, handed)
+        })
     }
 
     fn xsk_tx_done(&self, qid: u16) {
