@@ -474,21 +474,22 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
     /// A copy of a held redirected frame's bytes (empty for an unknown frame).
     #[must_use]
     pub fn frame_data(&self, frame: u32) -> Vec<u8> {
-        let net = self.net.borrow();
-        net.frames
-            .get(frame)
-            .map(|f| frame_bytes(&f.page, f.at).to_vec())
-            .unwrap_or_default()
+        self.held_copy(frame, frame_bytes)
     }
 
     /// A copy of the metadata a program left in front of a held redirected frame
     /// (`bpf_xdp_adjust_meta`; empty when none, or for an unknown frame).
     #[must_use]
     pub fn frame_meta(&self, frame: u32) -> Vec<u8> {
+        self.held_copy(frame, meta_bytes)
+    }
+
+    /// A copy of the part `part` picks of held frame `frame`'s page (empty for an unknown frame).
+    fn held_copy(&self, frame: u32, part: fn(&DmaPage, FrameAt) -> &[u8]) -> Vec<u8> {
         let net = self.net.borrow();
         net.frames
             .get(frame)
-            .map(|f| meta_bytes(&f.page, f.at).to_vec())
+            .map(|f| part(&f.page, f.at).to_vec())
             .unwrap_or_default()
     }
 
