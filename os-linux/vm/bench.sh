@@ -494,14 +494,16 @@ else
 		xdp_verdict_bench onic_adaptive $v
 		COALESCE=
 	done
-	# (c2) XDP_DROP under three fixed moderation settings (ethtool -C rx-usecs/rx-frames, the
-	# QDMA's timer and count thresholds), on the card, where the queue vectors are interrupts:
-	# the interrupts per frame as the thresholds rise.
+	# (c2) XDP_DROP and XDP_TX under three fixed moderation settings (ethtool -C
+	# rx-usecs/rx-frames, the QDMA's timer and count thresholds), on the card, where the queue
+	# vectors are interrupts: the interrupts per frame as the thresholds rise.
 	if want moderation && [ $DEV = pci ]; then
-		for us in 1 5 20; do
-			case $us in 1) fr=64 ;; 5) fr=96 ;; 20) fr=192 ;; esac
-			COALESCE="rx-usecs $us rx-frames $fr"
-			xdp_verdict_bench onic_${us}us_$fr drop
+		for v in drop tx; do
+			for us in 1 5 20; do
+				case $us in 1) fr=64 ;; 5) fr=96 ;; 20) fr=192 ;; esac
+				COALESCE="rx-usecs $us rx-frames $fr"
+				xdp_verdict_bench onic_${us}us_$fr $v
+			done
 		done
 		COALESCE=
 	fi
