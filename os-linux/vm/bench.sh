@@ -357,7 +357,7 @@ udp() {
 		fi
 		kill $srv 2>/dev/null
 		wait $srv 2>/dev/null
-		[ $SENDER = card ] && echo "== $(cat /tmp/sink.out)"
+		[ $SENDER = card ] && echo "== $(cat /tmp/sink.out); UDP in netns b: $($NS awk '/^Udp: [0-9]/ { print "InDatagrams " $2 ", NoPorts " $3 ", InErrors " $4 ", RcvbufErrors " $6 }' /proc/net/snmp)"
 	done
 	return 0
 }
