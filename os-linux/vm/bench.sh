@@ -130,27 +130,30 @@ if [ $SENDER = card ]; then
 	echo 1 >"$CTLDEV/enable"
 	CTLBASE=$(awk 'NR == 1 { print $1 }' "$CTLDEV/resource")
 fi
+# The generator's registers (qemu-card/src/ctl.rs, GEN_*).
+CTL_GEN_PORT=0x48 CTL_GEN_LEN=0x4c CTL_GEN_INTERVAL_NS=0x50 CTL_GEN_DST_MAC_HI=0x54
+CTL_GEN_DST_MAC_LO=0x58 CTL_GEN_DST_IP=0x5c CTL_GEN_DST_PORT=0x60 CTL_GEN_RUN=0x64 CTL_GEN_FRAMES=0x68
 ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 "$2"; }
 ctl_rd() { printf '%d\n' "$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)"; }
 # gen_start SIZE MAC [PORT]: the card's generator starts sending SIZE-byte UDP frames (FCS
 # included) to MAC, 192.0.2.2 and port PORT (9 unless given) into port 0, one every GEN_NS ns.
 gen_start() {
 	m=$(echo $2 | tr -d :)
-	ctl_wr 0x48 0
-	ctl_wr 0x4c $(($1 - 4))
-	ctl_wr 0x50 $GEN_NS
-	ctl_wr 0x54 $((0x${m%????????}))
-	ctl_wr 0x58 $((0x${m#????}))
-	ctl_wr 0x5c $((0xc0000202))
-	ctl_wr 0x60 ${3:-9}
-	GEN0=$(ctl_rd 0x68) RX0=$($NS cat /sys/class/net/$P1/statistics/rx_packets)
-	ctl_wr 0x64 1
+	ctl_wr $CTL_GEN_PORT 0
+	ctl_wr $CTL_GEN_LEN $(($1 - 4))
+	ctl_wr $CTL_GEN_INTERVAL_NS $GEN_NS
+	ctl_wr $CTL_GEN_DST_MAC_HI $((0x${m%????????}))
+	ctl_wr $CTL_GEN_DST_MAC_LO $((0x${m#????}))
+	ctl_wr $CTL_GEN_DST_IP $((0xc0000202))
+	ctl_wr $CTL_GEN_DST_PORT ${3:-9}
+	GEN0=$(ctl_rd $CTL_GEN_FRAMES) RX0=$($NS cat /sys/class/net/$P1/statistics/rx_packets)
+	ctl_wr $CTL_GEN_RUN 1
 }
 # gen_stop: it stops; how many frames it sent and how many the port received meanwhile.
 gen_stop() {
-	ctl_wr 0x64 0
+	ctl_wr $CTL_GEN_RUN 0
 	sleep 1
-	echo "== card generator: $(($(ctl_rd 0x68) - GEN0)) frames sent, $P1 received $(($($NS cat /sys/class/net/$P1/statistics/rx_packets) - RX0))"
+	echo "== card generator: $(($(ctl_rd $CTL_GEN_FRAMES) - GEN0)) frames sent, $P1 received $(($($NS cat /sys/class/net/$P1/statistics/rx_packets) - RX0))"
 }
 # send_start KIND ARGS...: traffic of KIND (pktgen SIZE MAC [PORT], or iperf3 ARGS...) starts,
 # from the card's generator (pktgen's arguments), from the sender guest or from this guest's
