@@ -39,10 +39,11 @@ const HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 pub struct Generator {
     /// The card port the frames arrive at.
     pub port: u8,
-    /// Frame length without FCS ([`MIN_LEN`]..=[`MAX_LEN`]).
-    pub len: u32,
+    /// Frame length without FCS ([`MIN_LEN`]..=[`MAX_LEN`]; only [`Generator::set_len`] sets
+    /// it, so a frame always has room for its headers and sequence number).
+    len: u32,
     /// Nanoseconds between two frames (at least [`MIN_INTERVAL_NS`]).
-    pub interval_ns: u32,
+    interval_ns: u32,
     /// Destination MAC.
     pub dst_mac: [u8; 6],
     /// Destination IPv4 address.
@@ -50,7 +51,7 @@ pub struct Generator {
     /// Destination UDP port.
     pub dst_port: u16,
     /// Frames generated so far (the next frame's sequence number).
-    pub generated: u64,
+    generated: u64,
     /// `Some(t)`: running, the next frame is due at time `t` (`None` inside: at the next run).
     next: Option<Option<u64>>,
 }
@@ -72,6 +73,24 @@ impl Default for Generator {
 }
 
 impl Generator {
+    /// Frame length without FCS.
+    #[must_use]
+    pub fn frame_len(&self) -> u32 {
+        self.len
+    }
+
+    /// Nanoseconds between two frames.
+    #[must_use]
+    pub fn interval_ns(&self) -> u32 {
+        self.interval_ns
+    }
+
+    /// Frames generated so far.
+    #[must_use]
+    pub fn generated(&self) -> u64 {
+        self.generated
+    }
+
     /// Whether it is running.
     #[must_use]
     pub fn running(&self) -> bool {

@@ -250,8 +250,8 @@ impl<H: Host> Model<H> {
             ctl::INTERRUPTS => self.interrupts,
             ctl::BAD_MMIO => self.bad_mmio,
             ctl::GEN_PORT => self.gen.port.into(),
-            ctl::GEN_LEN => self.gen.len,
-            ctl::GEN_INTERVAL_NS => self.gen.interval_ns,
+            ctl::GEN_LEN => self.gen.frame_len(),
+            ctl::GEN_INTERVAL_NS => self.gen.interval_ns(),
             ctl::GEN_DST_MAC_HI => u32::from(u16::from_be_bytes([self.gen.dst_mac[0], self.gen.dst_mac[1]])),
             ctl::GEN_DST_MAC_LO => {
                 let m = self.gen.dst_mac;
@@ -260,7 +260,7 @@ impl<H: Host> Model<H> {
             ctl::GEN_DST_IP => u32::from_be_bytes(self.gen.dst_ip),
             ctl::GEN_DST_PORT => self.gen.dst_port.into(),
             ctl::GEN_RUN => u32::from(self.gen.running()),
-            ctl::GEN_FRAMES => self.gen.generated as u32,
+            ctl::GEN_FRAMES => self.gen.generated() as u32,
             _ => 0,
         }
     }
