@@ -13,7 +13,12 @@
 # cabled to the device's port 0 by a QEMU socket netdev, so that this guest's instructions are
 # only its receiving driver's and stack's. The two guests talk over a second cable of their own
 # (a virtio NIC each, 10.9.9.0/24): the receiver asks, the sender runs iperf3 or pktgen and
-# answers with their output when done (busybox nc, one command per connection).
+# answers with their output when done (busybox nc, one command per connection). `card` (the
+# QEMU card only): from the card's own traffic generator (qemu-card/src/gen.rs), which this guest
+# sets through the card's test-control window: UDP frames into port 0 at a fixed interval of
+# QEMU's virtual clock (onic_bench_gen_ns=), so under icount they arrive at the same points of
+# this guest's work in every run. UDP is read by onic_udp_sink (every datagram copied to user
+# space); there is no TCP figure (the generator does not answer).
 #
 # Under QEMU's -icount shift=0,sleep=off (onic_bench_icount=1) one guest instruction is one
 # nanosecond of guest time, so the guest's busy time is its instruction count: each rate gets a
@@ -45,6 +50,8 @@ SENDER=$(sed -n 's/.*onic_bench_sender=\([a-z]*\).*/\1/p' /proc/cmdline)
 SENDER=${SENDER:-same}
 ROLE=$(sed -n 's/.*onic_bench_role=\([a-z]*\).*/\1/p' /proc/cmdline)
 ROLE=${ROLE:-receiver}
+GEN_NS=$(sed -n 's/.*onic_bench_gen_ns=\([0-9]*\).*/\1/p' /proc/cmdline)
+GEN_NS=${GEN_NS:-20000}
 # onic_bench_profile=1: QEMU runs the plugin qemu-card/plugin/onic_insn.c, which counts every
 # instruction of the window between `onic_prof start` and `onic_prof stop` per code block; the
 # guest writes its symbols and the windows' figures to QEMU's debug console (`onic_prof dump`),
@@ -113,11 +120,50 @@ traffic_stop() {
 remote() {
 	echo "$*" | nc 10.9.9.1 7000
 }
-# send_start KIND ARGS...: traffic of KIND (pktgen SIZE MAC, or iperf3 ARGS...) starts, from the
-# sender guest or from this guest's other port, through the same command server (serve_one):
-# pktgen on P0 (in the first namespace with the XDP benches' ports), iperf3 from namespace a.
+# The card's test-control window (qemu-card/src/ctl.rs), with a card sender: the BAR of its own
+# PCI function (10ee:0c7e), which no driver binds, through devmem. ctl_wr OFFSET VALUE, ctl_rd
+# OFFSET.
+if [ $SENDER = card ]; then
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat $d/vendor):$(cat $d/device)" = 0x10ee:0x0c7e ] && CTLDEV=$d
+	done
+	echo 1 >"$CTLDEV/enable"
+	CTLBASE=$(awk 'NR == 1 { print $1 }' "$CTLDEV/resource")
+fi
+# The generator's registers (qemu-card/src/ctl.rs, GEN_*).
+CTL_GEN_PORT=0x48 CTL_GEN_LEN=0x4c CTL_GEN_INTERVAL_NS=0x50 CTL_GEN_DST_MAC_HI=0x54
+CTL_GEN_DST_MAC_LO=0x58 CTL_GEN_DST_IP=0x5c CTL_GEN_DST_PORT=0x60 CTL_GEN_RUN=0x64 CTL_GEN_FRAMES=0x68
+ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 "$2"; }
+ctl_rd() { printf '%d\n' "$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)"; }
+# gen_start SIZE MAC [PORT]: the card's generator starts sending SIZE-byte UDP frames (FCS
+# included) to MAC, 192.0.2.2 and port PORT (9 unless given) into port 0, one every GEN_NS ns.
+gen_start() {
+	m=$(echo $2 | tr -d :)
+	ctl_wr $CTL_GEN_PORT 0
+	ctl_wr $CTL_GEN_LEN $(($1 - 4))
+	ctl_wr $CTL_GEN_INTERVAL_NS $GEN_NS
+	ctl_wr $CTL_GEN_DST_MAC_HI $((0x${m%????????}))
+	ctl_wr $CTL_GEN_DST_MAC_LO $((0x${m#????}))
+	ctl_wr $CTL_GEN_DST_IP $((0xc0000202))
+	ctl_wr $CTL_GEN_DST_PORT ${3:-9}
+	GEN0=$(ctl_rd $CTL_GEN_FRAMES) RX0=$($NS cat /sys/class/net/$P1/statistics/rx_packets)
+	ctl_wr $CTL_GEN_RUN 1
+}
+# gen_stop: it stops; how many frames it sent and how many the port received meanwhile.
+gen_stop() {
+	ctl_wr $CTL_GEN_RUN 0
+	sleep 1
+	echo "== card generator: $(($(ctl_rd $CTL_GEN_FRAMES) - GEN0)) frames sent, $P1 received $(($($NS cat /sys/class/net/$P1/statistics/rx_packets) - RX0))"
+}
+# send_start KIND ARGS...: traffic of KIND (pktgen SIZE MAC [PORT], or iperf3 ARGS...) starts,
+# from the card's generator (pktgen's arguments), from the sender guest or from this guest's
+# other port, through the same command server (serve_one): pktgen on P0 (in the first namespace
+# with the XDP benches' ports), iperf3 from namespace a.
 send_start() {
-	if [ $SENDER = guest ]; then
+	if [ $SENDER = card ]; then
+		shift
+		gen_start "$@"
+	elif [ $SENDER = guest ]; then
 		remote "$@" >/dev/null
 	elif [ $1 = pktgen ]; then
 		echo "$*" | PKTGEN_IF=$P0 /init serve >/dev/null
@@ -126,7 +172,13 @@ send_start() {
 	fi
 }
 send_stop() {
-	if [ $SENDER = guest ]; then remote stop >/dev/null; else echo stop | /init serve >/dev/null; fi
+	if [ $SENDER = card ]; then
+		gen_stop
+	elif [ $SENDER = guest ]; then
+		remote stop >/dev/null
+	else
+		echo stop | /init serve >/dev/null
+	fi
 }
 
 # ifaces: P0 and P1, the two cabled ports of the device; with a sender guest, P1 is the
@@ -142,7 +194,7 @@ ifaces() {
 		P0=onicsim0 P1=onicsim1
 	elif [ $SENDER = guest ] && [ $DEV = virtio ]; then
 		P0=none P1=$(by_mac $DATA_RECEIVER)
-	elif [ $SENDER = guest ]; then
+	elif [ $SENDER != same ]; then
 		P0=none P1=$1
 	else
 		P0=$1 P1=$2
@@ -161,7 +213,7 @@ load() {
 	[ -n "$P0" ] && [ -n "$P1" ] || return 1
 	# COALESCE: an `ethtool -C` setting for both ports (e.g. "adaptive-rx on").
 	if [ -n "$COALESCE" ]; then
-		ethtool -C $P0 $COALESCE && ethtool -C $P1 $COALESCE ||
+		{ [ $SENDER != same ] || ethtool -C $P0 $COALESCE; } && ethtool -C $P1 $COALESCE ||
 			echo "== ethtool -C $COALESCE refused"
 	fi
 	return 0
@@ -184,6 +236,7 @@ up() {
 		$IP -n a link set $P0 up
 	fi
 	sleep 2
+	[ $SENDER = card ] && return 0
 	$IP netns exec b ping -c 2 -W 5 192.0.2.1 >/dev/null 2>&1 && echo "== $P1: the sender answers" ||
 		echo "== $P1: no answer from the sender"
 }
@@ -288,21 +341,33 @@ measure() {
 	[ $DEV = pci ] && echo "BENCH $table $config ${what}_irq $([ $1 -gt 0 ] && echo $(($5 * 1000 / $1)) || echo 0) irq/k$UNIT"
 	return 0
 }
-# udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace.
+# udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace; with the
+# card's generator, its frames at its interval, read by onic_udp_sink.
 udp() {
 	NS="$IP netns exec b" UNIT=datagram
 	for size in $SIZES; do
-		$IP netns exec b iperf3 -s -p 5201 >/dev/null 2>&1 &
+		if [ $SENDER = card ]; then
+			$IP netns exec b onic_udp_sink 5201 >/tmp/sink.out 2>&1 &
+		else
+			$IP netns exec b iperf3 -s -p 5201 >/dev/null 2>&1 &
+		fi
 		srv=$!
 		sleep 1
-		measure $1 $2 udp$size iperf3 -u -b 0 -l $((size - 46)) -t 600
+		if [ $SENDER = card ]; then
+			measure $1 $2 udp$size card $size $($NS cat /sys/class/net/$P1/address) 5201
+		else
+			measure $1 $2 udp$size iperf3 -u -b 0 -l $((size - 46)) -t 600
+		fi
 		kill $srv 2>/dev/null
 		wait $srv 2>/dev/null
+		[ $SENDER = card ] && echo "== $(cat /tmp/sink.out); UDP in netns b: $($NS awk '/^Udp: [0-9]/ { print "InDatagrams " $2 ", NoPorts " $3 ", InErrors " $4 ", RcvbufErrors " $6 }' /proc/net/snmp)"
 	done
 	return 0
 }
-# tcp TABLE CONFIG: one iperf3 TCP stream.
+# tcp TABLE CONFIG: one iperf3 TCP stream (none from the card's generator, which does not
+# answer).
 tcp() {
+	[ $SENDER = card ] && return 0
 	NS="$IP netns exec b"
 	$IP netns exec b iperf3 -s -p 5201 >/dev/null 2>&1 &
 	srv=$!

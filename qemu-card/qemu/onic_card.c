@@ -8,7 +8,8 @@
  *   the model's DMA         -> pci_dma_read/pci_dma_write of the queue's function, so a vIOMMU
  *                              translates (and faults) every access
  *   the model's interrupts  -> msix_notify
- *   its completion timers   -> a QEMU_CLOCK_VIRTUAL timer
+ *   its completion timers   -> a QEMU_CLOCK_VIRTUAL timer (which also wakes the control
+ *                              window's traffic generator for its next frame)
  *   its ports (optional)    -> a NIC backend per function (netdev=), else cabled to each other
  *
  * Devices (all functions of one card share one model, named by the "card" property):

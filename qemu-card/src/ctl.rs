@@ -13,7 +13,7 @@ pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
 /// Reads the layout's version, [`VERSION_VALUE`].
 pub const VERSION: u32 = 0x04;
 /// The value of [`VERSION`].
-pub const VERSION_VALUE: u32 = 4;
+pub const VERSION_VALUE: u32 = 5;
 /// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
 /// reports the change as the real one does, latched low in STAT_RX_STATUS).
 pub const LINK: u32 = 0x08;
@@ -60,6 +60,32 @@ pub const BLOCKED_DMA: u32 = 0x40;
 /// carry RS-FEC codeword errors the decoder corrects, the `uncorrectable` after them errors it
 /// cannot (`onic_sim::Faults::fec_errors_next_frames`).
 pub const FEC_ERRORS: u32 = 0x44;
+
+/// The traffic generator (`crate::gen`): UDP frames arriving at a port of the card at a fixed
+/// interval of the emulator's clock (QEMU's virtual clock; under `-icount`, the guest's
+/// instructions), as from a sending machine on the cable. A real card has nothing like it.
+/// Every knob reads back its current value; a write of a value out of range is ignored.
+///
+/// The port the frames arrive at (0..ports).
+pub const GEN_PORT: u32 = 0x48;
+/// Frame length without FCS, 60..=1514 (default 60).
+pub const GEN_LEN: u32 = 0x4C;
+/// Nanoseconds of the emulator's clock between two frames, at least 1000 (default 20 000). At
+/// most 64 frames arrive at once: after a jump of the clock by more intervals than that, the
+/// frames beyond them are not sent and the schedule restarts.
+pub const GEN_INTERVAL_NS: u32 = 0x50;
+/// Destination MAC, its first two bytes: `mac[0] << 8 | mac[1]` (default ff:ff).
+pub const GEN_DST_MAC_HI: u32 = 0x54;
+/// Destination MAC, its last four bytes, big-endian: `mac[2] << 24 | .. | mac[5]`.
+pub const GEN_DST_MAC_LO: u32 = 0x58;
+/// Destination IPv4 address, big-endian: 192.0.2.2 is 0xC000_0202 (the default).
+pub const GEN_DST_IP: u32 = 0x5C;
+/// Destination UDP port, 1..=65535 (default 9).
+pub const GEN_DST_PORT: u32 = 0x60;
+/// 1: start (the first frame at once); 0: stop. Reads whether it runs.
+pub const GEN_RUN: u32 = 0x64;
+/// Read only: frames generated since the card was created (the low 32 bits).
+pub const GEN_FRAMES: u32 = 0x68;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;

@@ -12,7 +12,8 @@ use onic_sim::{BusError, DeviceBus};
 
 use crate::model::{Bar, Host, Model, ModelConfig};
 
-/// `onic_model_run`'s answer when no completion timer is running.
+/// `onic_model_run`'s answer when no completion timer is running and the traffic generator is
+/// stopped.
 pub const ONIC_MODEL_NO_DEADLINE: u64 = u64::MAX;
 
 /// A DMA callback's answer: the access was carried out.
@@ -228,7 +229,8 @@ pub unsafe extern "C" fn onic_model_bar_write(
 
 /// Runs the card up to host time `now_ns` (any monotonic nanosecond clock) and delivers
 /// interrupts, frames and log lines through the host's callbacks. Returns the host time at
-/// which to call again for a completion timer, or `ONIC_MODEL_NO_DEADLINE`.
+/// which to call again (a completion timer, the traffic generator's next frame), or
+/// `ONIC_MODEL_NO_DEADLINE`.
 ///
 /// # Safety
 ///

@@ -10,11 +10,14 @@
 //! - [`model`]: the safe core of it, [`model::Model`] over a [`model::Host`].
 //! - [`ffi`]: the C entry points and the host's callbacks (header `onic_model.h`, by cbindgen).
 //! - [`ctl`]: the test-control window (fault knobs and counters) of the card's third function.
+//! - [`gen`]: the traffic generator the control window drives (frames at a fixed interval of
+//!   the emulator's clock).
 //! - [`c_constants`]: the PCI identity and sizes the C side needs, from `onic-hal` (printed as
 //!   `onic_model_ids.h` by `examples/c_constants.rs`).
 
 pub mod ctl;
 pub mod ffi;
+pub mod gen;
 pub mod model;
 
 use onic_hal::pci;

@@ -5,9 +5,10 @@
 use std::string::ToString;
 
 use onic_hal::RegisterWindow;
-use onic_sim::{AccessProblem, Card, CardConfig, Corruption, DeviceBus, Violation, Wire};
+use onic_sim::{AccessProblem, Card, CardConfig, Corruption, DeviceBus, SimStats, Violation, Wire};
 
 use crate::ctl;
+use crate::gen::Generator;
 
 /// What the emulator provides besides DMA (the [`DeviceBus`] half).
 pub trait Host: DeviceBus + Clone + 'static {
@@ -60,6 +61,8 @@ pub struct Model<H: Host> {
     interrupts: u32,
     bad_mmio: u32,
     gone: bool,
+    /// The traffic generator of the control window.
+    gen: Generator,
 }
 
 impl<H: Host> Model<H> {
@@ -76,6 +79,7 @@ impl<H: Host> Model<H> {
             interrupts: 0,
             bad_mmio: 0,
             gone: false,
+            gen: Generator::default(),
         }
     }
 
@@ -89,7 +93,8 @@ impl<H: Host> Model<H> {
         Card::with_bus(card_cfg, Box::new(host.clone()))
     }
 
-    /// Back to the power-on state (a PCI reset of the card); the counters stay.
+    /// Back to the power-on state (a PCI reset of the card); the counters and the traffic
+    /// generator (both the control window's, not the card's) stay.
     pub fn reset(&mut self) {
         self.card = Self::fresh_card(self.cfg, &self.host);
         self.last_now = None;
@@ -136,23 +141,40 @@ impl<H: Host> Model<H> {
 
     /// Brings the model's clock to host time `now_ns`, lets the card do all pending work
     /// (transmit, receive, completion timers) and delivers what came of it: interrupts, frames
-    /// for the outside, violations to the log. Returns the host time at which the card next
-    /// needs to run (a completion timer), if any.
+    /// for the outside, violations to the log. Frames of the traffic generator due by then
+    /// arrive first. Returns the host time at which the card next needs to run (a completion
+    /// timer or the generator's next frame), if any.
     pub fn run(&mut self, now_ns: u64) -> Option<u64> {
         if self.gone {
             return None;
         }
         let elapsed = self.last_now.map_or(0, |t| now_ns.saturating_sub(t));
         self.last_now = Some(now_ns);
+        for frame in self.gen.due(now_ns) {
+            // The ingress of a frame from the emulator's network backend (`inject`), whether
+            // the ports are open or cabled to each other.
+            self.card.inject(self.gen.port, &frame);
+        }
         self.card.run_until_idle();
         // Completion timers that expired by now fire (status writes and interrupts only: no
         // new engine work comes of them).
         self.card.advance_time(elapsed);
         self.deliver();
         let model_now = self.card.now_ns();
-        self.card
+        let timer = self
+            .card
             .next_deadline_ns()
-            .map(|d| now_ns.saturating_add(d.saturating_sub(model_now)))
+            .map(|d| now_ns.saturating_add(d.saturating_sub(model_now)));
+        match (timer, self.gen.next_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The card's own counters of what happened to frames and descriptors.
+    #[must_use]
+    pub fn sim_stats(&self) -> SimStats {
+        self.card.stats()
     }
 
     fn deliver(&mut self) {
@@ -227,6 +249,18 @@ impl<H: Host> Model<H> {
             ctl::GONE => u32::from(self.gone),
             ctl::INTERRUPTS => self.interrupts,
             ctl::BAD_MMIO => self.bad_mmio,
+            ctl::GEN_PORT => self.gen.port.into(),
+            ctl::GEN_LEN => self.gen.frame_len(),
+            ctl::GEN_INTERVAL_NS => self.gen.interval_ns(),
+            ctl::GEN_DST_MAC_HI => u32::from(u16::from_be_bytes([self.gen.dst_mac[0], self.gen.dst_mac[1]])),
+            ctl::GEN_DST_MAC_LO => {
+                let m = self.gen.dst_mac;
+                u32::from_be_bytes([m[2], m[3], m[4], m[5]])
+            }
+            ctl::GEN_DST_IP => u32::from_be_bytes(self.gen.dst_ip),
+            ctl::GEN_DST_PORT => self.gen.dst_port.into(),
+            ctl::GEN_RUN => u32::from(self.gen.running()),
+            ctl::GEN_FRAMES => self.gen.generated() as u32,
             _ => 0,
         }
     }
@@ -276,6 +310,30 @@ impl<H: Host> Model<H> {
             // function whose link went down), so the card starts from power-on.
             ctl::GONE if value == 0 && self.gone => self.reset(),
             ctl::GONE => self.gone = value != 0,
+            _ => self.gen_write(offset, value),
+        }
+    }
+
+    /// A write of one of the traffic generator's knobs (anything else is ignored).
+    fn gen_write(&mut self, offset: u64, value: u32) {
+        let g = &mut self.gen;
+        match u32::try_from(offset).unwrap_or(u32::MAX) {
+            ctl::GEN_PORT => {
+                if let Some(p) = u8::try_from(value).ok().filter(|&p| p < self.cfg.ports) {
+                    g.port = p;
+                }
+            }
+            ctl::GEN_LEN => g.set_len(value),
+            ctl::GEN_INTERVAL_NS => g.set_interval(value),
+            ctl::GEN_DST_MAC_HI => {
+                if let Ok(hi) = u16::try_from(value) {
+                    g.dst_mac[..2].copy_from_slice(&hi.to_be_bytes());
+                }
+            }
+            ctl::GEN_DST_MAC_LO => g.dst_mac[2..].copy_from_slice(&value.to_be_bytes()),
+            ctl::GEN_DST_IP => g.dst_ip = value.to_be_bytes(),
+            ctl::GEN_DST_PORT => g.set_dst_port(value),
+            ctl::GEN_RUN if value <= 1 => g.set_running(value == 1),
             _ => {}
         }
     }

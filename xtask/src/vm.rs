@@ -3,7 +3,7 @@
 //! For each kernel: Debian's headers and image (see `kmod.rs`), onic.ko built and checked against
 //! them, the XDP programs of `os-linux/xdp/` compiled with clang, an initramfs (busybox, `ip`, `devlink`,
 //! `ethtool` and their libraries, the module, the XDP objects, the static tools `onic_xdp_hash`,
-//! `onic_replay`, `onic_xsk` (with `os-linux/vm/xsk.sh`) and `onic_prof`, the expected `ethtool -S` names,
+//! `onic_replay`, `onic_xsk` (with `os-linux/vm/xsk.sh`), `onic_prof` and `onic_udp_sink`, the expected `ethtool -S` names,
 //! `os-linux/vm/init.sh` as `/init`); then every kernel boots at once, side by side, each with a
 //! timeout (prepare and judge stay per kernel). The guest's script reports
 //! through isa-debug-exit: QEMU status 33 is pass, anything else (35 = a check failed, 0 = the
@@ -109,6 +109,10 @@ const XSK_TOOL: &str = "onic_xsk";
 
 /// The marker and symbol writer of `vm-bench --profile` (`os-linux/vm/onic_prof.c`).
 const PROF_TOOL: &str = "onic_prof";
+
+/// The UDP receiver of `vm-bench --sender card` (`os-linux/vm/onic_udp_sink.c`): reads every
+/// datagram into user space.
+const SINK_TOOL: &str = "onic_udp_sink";
 
 /// The XSK checks, sourced by `init.sh` from this path inside the initramfs.
 const XSK_SCRIPT: &str = "xsk.sh";
@@ -268,6 +272,11 @@ pub fn build_xdp() -> Result<PathBuf, String> {
             PROF_TOOL,
             [].as_slice(),
         ),
+        (
+            root().join(format!("os-linux/vm/{SINK_TOOL}.c")),
+            SINK_TOOL,
+            [].as_slice(),
+        ),
     ];
     for (source, name, libs) in tools {
         let mut c = Command::new("gcc");
@@ -375,6 +384,7 @@ pub fn initramfs(
     )?;
     copy(&xdp.join(XSK_TOOL), &dir.join("bin").join(XSK_TOOL))?;
     copy(&xdp.join(PROF_TOOL), &dir.join("bin").join(PROF_TOOL))?;
+    copy(&xdp.join(SINK_TOOL), &dir.join("bin").join(SINK_TOOL))?;
     copy(
         &root().join("os-linux/vm").join(XSK_SCRIPT),
         &dir.join("etc/onic").join(XSK_SCRIPT),

@@ -21,6 +21,13 @@
 //! instructions are its receiving driver's and stack's alone, as with the seed's separate
 //! sending machine. The sender runs without icount (its speed is not measured).
 //!
+//! `--sender card` (pci only) sends from the QEMU card itself: the traffic generator of its
+//! control window (`qemu-card/src/gen.rs`) puts UDP frames on port 0 at a fixed interval of
+//! QEMU's virtual clock, [`CARD_INTERVAL_NS`] apart. Under `--icount` that clock is the guest's
+//! instruction count, so the frames arrive at the same points of the guest's work in every run
+//! (a sender guest's arrive on the host's clock), and the figures repeat. UDP and XDP only: a
+//! generator that does not answer cannot carry TCP.
+//!
 //! `--icount` runs each guest with one vCPU under QEMU's `-icount shift=0,sleep=off`: guest time
 //! advances by one nanosecond per guest instruction and not with the host's clock, so the figures
 //! do not move with the host's load, and the guest's busy time is its instruction count (each
@@ -44,7 +51,7 @@ use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Mac
 use crate::{insnprof, kernels, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest] [--tables memory,xdp,xdp_drop,xdp_tx,moderation,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest|card] [--tables memory,xdp,xdp_drop,xdp_tx,moderation,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
 
 /// The frame sizes the sweeps measure unless `--sizes` says otherwise (the seed's).
 const SIZES: [u16; 5] = [1518, 1000, 500, 250, 64];
@@ -82,13 +89,21 @@ enum Sender {
     Same,
     /// A second guest, cabled to the device's port 0.
     Guest,
+    /// The QEMU card's traffic generator, into its port 0.
+    Card,
 }
+
+/// The interval of the card's generator (`--sender card`), in ns of QEMU's virtual clock: under
+/// icount, 20 000 guest instructions, about twice what the receiving guest spends on a 1518-byte
+/// datagram, so the receiver keeps up. `os-linux/vm/bench.sh` writes it to the generator.
+pub const CARD_INTERVAL_NS: u32 = 20_000;
 
 impl Sender {
     fn name(self) -> &'static str {
         match self {
             Sender::Same => "same",
             Sender::Guest => "guest",
+            Sender::Card => "card",
         }
     }
 }
@@ -179,7 +194,8 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 o.sender = match it.next().map(String::as_str) {
                     Some("same") => Sender::Same,
                     Some("guest") => Sender::Guest,
-                    _ => return Err(format!("--sender takes same or guest\n{USAGE}")),
+                    Some("card") => Sender::Card,
+                    _ => return Err(format!("--sender takes same, guest or card\n{USAGE}")),
                 }
             }
             "--tables" => o.tables = parse_tables(it.next().ok_or(USAGE)?)?,
@@ -197,6 +213,11 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             );
         }
         o.devs.retain(|d| *d != Dev::Sim);
+    }
+    if o.sender == Sender::Card && o.devs != [Dev::Pci] {
+        return Err(
+            "--sender card: the traffic generator is the QEMU card's; use it with --dev pci only".into(),
+        );
     }
     Ok(o)
 }
@@ -412,7 +433,7 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
                 ""
             };
             format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_sizes={} onic_bench_profile={} onic_bench_role={role}{iommu}",
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_sizes={} onic_bench_profile={} onic_bench_gen_ns={CARD_INTERVAL_NS} onic_bench_role={role}{iommu}",
                 o.secs,
                 d.name(),
                 u8::from(o.icount),
@@ -530,7 +551,11 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
                 } else {
                     ""
                 },
-                o.sender.name(),
+                if o.sender == Sender::Card {
+                    format!("card (a frame every {CARD_INTERVAL_NS} ns of virtual time)")
+                } else {
+                    o.sender.name().to_string()
+                },
                 run.elapsed.as_secs_f64()
             );
             figs.extend(figures(&run.console).into_iter().map(|mut f| {
@@ -603,6 +628,26 @@ mod tests {
         let o = parse_args(&["--dev".into(), "all".into(), "--sender".into(), "guest".into()]).unwrap();
         assert_eq!(o.devs, [Dev::Pci, Dev::Virtio]);
         assert!(parse_args(&["--sender".into(), "guest".into()]).is_err());
+    }
+
+    #[test]
+    fn the_card_sender_is_for_the_card_only() {
+        let args =
+            |dev: &str| -> Vec<String> { ["--dev", dev, "--sender", "card"].map(String::from).to_vec() };
+        let o = parse_args(&args("pci")).unwrap();
+        assert_eq!(
+            (o.sender, o.devs.as_slice()),
+            (Sender::Card, [Dev::Pci].as_slice())
+        );
+        for dev in ["sim", "virtio", "all"] {
+            let e = parse_args(&args(dev)).err().unwrap_or_default();
+            assert!(e.contains("--dev pci only"), "{dev}: {e:?}");
+        }
+        assert!(
+            parse_args(&["--sender".into(), "card".into()]).is_err(),
+            "sim by default"
+        );
+        assert!(parse_args(&["--sender".into(), "cards".into()]).is_err());
     }
 
     #[test]
