@@ -246,12 +246,19 @@ down() {
 	sleep 1
 	unload
 }
-# snap NETNS-PREFIX: one process reads, at one moment, the guest's uptime and idle time (one
-# CPU under icount: busy = up - idle, in instructions), the time the card model's engine has run
+# snap NETNS-PREFIX: one process reads, at one moment, the guest's time since boot and idle
+# time in nanoseconds (one CPU under icount: busy = up - idle, in instructions; from the tick
+# code's own counters in /proc/timer_list, "now at" and each CPU's idle_sleeptime, because
+# /proc/uptime counts in 10 ms steps, 100 instructions a packet over a 2 s window of XDP_DROP;
+# /proc/uptime where timer_list is missing or with more than one CPU, whose idle_sleeptime
+# leaves out an idle period still running: FINE_CLOCK), the time the card model's engine has run
 # (simulation mode: its instructions under icount, else 0), P1's received packets and bytes, and
 # the interrupts its queue vectors took (on the card: "P1-q<N>" in /proc/interrupts).
+FINE_CLOCK=$([ -r /proc/timer_list ] && [ "$(grep -c '^processor' /proc/cpuinfo)" = 1 ] && echo 1 || echo 0)
 snap() {
-	$1 sh -c "cat /proc/uptime /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0;
+	$1 sh -c "{ [ $FINE_CLOCK = 1 ] && awk '/^now at/ { print \$3 } /idle_sleeptime/ { s += \$3 } END { printf \"%.0f\\n\", s }' /proc/timer_list ||
+		awk '{ printf \"%.0f %.0f\\n\", \$1 * 1e9, \$2 * 1e9 }' /proc/uptime; }
+		cat /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0;
 		cat /sys/class/net/$P1/statistics/rx_packets /sys/class/net/$P1/statistics/rx_bytes;
 		awk -v p='$P1-q' '\$NF ~ \"^\" p { for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; else break } END { print s + 0 }' /proc/interrupts" | tr '\n' ' '
 }
@@ -282,7 +289,7 @@ window() {
 delta() {
 	awk -v u0=$1 -v i0=$2 -v m0=$3 -v p0=$4 -v b0=$5 -v q0=$6 -v u1=$7 -v i1=$8 -v m1=$9 -v p1=${10} \
 		-v b1=${11} -v q1=${12} \
-		'BEGIN { printf "%d %d %d %d %d\n", p1 - p0, b1 - b0, ((u1 - u0) - (i1 - i0)) * 1e9, m1 - m0, q1 - q0 }'
+		'BEGIN { printf "%.0f %.0f %.0f %.0f %.0f\n", p1 - p0, b1 - b0, (u1 - u0) - (i1 - i0), m1 - m0, q1 - q0 }'
 }
 # prof_kernel: the kernel's own text symbols, once per boot, for the profile.
 prof_kernel() {
