@@ -62,6 +62,7 @@ use onic_embed::port::{
     Host as _, PollResult, PortConfig, SoloPort, TxLock, XmitLock, XmitResult, MAX_PORT_QUEUES,
 };
 use onic_hal::regs::cmac::{ADAPTER_STATS, CMAC_STATS};
+use onic_sim::inet::checksum;
 use onic_sim::{Card, CardConfig, Wire};
 
 use crate::carry::Event;
@@ -256,17 +257,6 @@ fn l4_offset(tcp: bool) -> usize {
     14 + 20 + if tcp { 20 } else { 8 }
 }
 
-fn ip_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Writes frame `seq` of `flow` (`len` bytes, FCS excluded) from port `from` into `out`.
 fn build_frame(out: &mut [u8], flow: &Flow, flow_id: u16, seq: u32, from: u8, ramp: &[u8]) {
     let len = out.len();
@@ -281,7 +271,7 @@ fn build_frame(out: &mut [u8], flow: &Flow, flow_id: u16, seq: u32, from: u8, ra
     ip[9] = if flow.tcp { 6 } else { 17 };
     ip[12..16].copy_from_slice(&flow.src);
     ip[16..20].copy_from_slice(&flow.dst);
-    let c = ip_checksum(ip);
+    let c = checksum(0, ip);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     let l4 = &mut out[34..];
     l4[..2].copy_from_slice(&flow.sport.to_be_bytes());
@@ -311,7 +301,7 @@ fn check_frame(d: &[u8], flows: &[Flow], ramp: &[u8]) -> Option<()> {
     if d.len() < 60 || d.get(12..14)? != [0x08, 0x00] || d[14] != 0x45 {
         return None;
     }
-    if usize::from(u16::from_be_bytes([d[16], d[17]])) + 14 != d.len() || ip_checksum(&d[14..34]) != 0 {
+    if usize::from(u16::from_be_bytes([d[16], d[17]])) + 14 != d.len() || checksum(0, &d[14..34]) != 0 {
         return None;
     }
     let tcp = match d[23] {

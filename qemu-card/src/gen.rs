@@ -29,6 +29,8 @@ pub const MIN_INTERVAL_NS: u32 = 1000;
 /// receiver with every frame it "missed".
 pub const MAX_BURST: u32 = 64;
 
+use onic_sim::inet::{checksum, sum_words};
+
 const ETH_LEN: usize = 14;
 const IP_LEN: usize = 20;
 const UDP_LEN: usize = 8;
@@ -200,21 +202,4 @@ impl Generator {
         udp[6..8].copy_from_slice(&sum.to_be_bytes());
         f
     }
-}
-
-/// The ones' complement sum of `bytes` as 16-bit big-endian words (an odd last byte padded
-/// with zero) added to `acc`, not yet folded.
-fn sum_words(acc: u64, bytes: &[u8]) -> u64 {
-    bytes.chunks(2).fold(acc, |s, w| {
-        s + u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]))
-    })
-}
-
-/// The Internet checksum (RFC 1071) of `bytes` with `acc` (a [`sum_words`] result) added.
-fn checksum(acc: u64, bytes: &[u8]) -> u16 {
-    let mut s = sum_words(acc, bytes);
-    while s > 0xFFFF {
-        s = (s & 0xFFFF) + (s >> 16);
-    }
-    !(s as u16)
 }

@@ -41,6 +41,7 @@ mod cmac;
 mod config;
 pub mod dma;
 mod fields;
+pub mod inet;
 mod mem;
 mod qdma;
 pub mod rss;
