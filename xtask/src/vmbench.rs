@@ -23,7 +23,8 @@
 //!
 //! `--sender card` (pci only) sends from the QEMU card itself: the traffic generator of its
 //! control window (`qemu-card/src/gen.rs`) puts UDP frames on port 0 at a fixed interval of
-//! QEMU's virtual clock, [`CARD_INTERVAL_NS`] apart. Under `--icount` that clock is the guest's
+//! QEMU's virtual clock, [`CARD_INTERVAL_NS`] apart (`--gen-ns N` for another interval: shorter
+//! than the receiver's cost of a frame, it measures the receiver saturated). Under `--icount` that clock is the guest's
 //! instruction count, so the frames arrive at the same points of the guest's work in every run
 //! (a sender guest's arrive on the host's clock), and the figures repeat. UDP and XDP only: a
 //! generator that does not answer cannot carry TCP.
@@ -51,7 +52,7 @@ use crate::vm::{build_xdp, initramfs, pci_card_machine, run_guest, GuestRun, Mac
 use crate::{insnprof, kernels, kmod};
 
 pub const USAGE: &str =
-    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest|card] [--tables memory,xdp,xdp_drop,xdp_tx,moderation,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
+    "usage: cargo xtask vm-bench [--kernel 6.1|6.12] [--secs N] [--icount] [--dev sim|pci|virtio|all] [--sender same|guest|card] [--gen-ns N] [--tables memory,xdp,xdp_drop,xdp_tx,moderation,xsk] [--sizes 1518,1000,500,250,64] [--iommu] [--profile]\n       cargo xtask vm-bench --report DIR... (a --profile run's directories again, target/vm/profile/<dev>)";
 
 /// The frame sizes the sweeps measure unless `--sizes` says otherwise (the seed's).
 const SIZES: [u16; 5] = [1518, 1000, 500, 250, 64];
@@ -98,6 +99,12 @@ enum Sender {
 /// datagram, so the receiver keeps up. `os-linux/vm/bench.sh` writes it to the generator.
 pub const CARD_INTERVAL_NS: u32 = 20_000;
 
+/// `--gen-ns`'s range: from the generator's own floor (shorter intervals than the receiver
+/// keeps up with measure it at saturation, where frames share interrupts and polls, and the
+/// card drops what its rings cannot take) to one frame a millisecond.
+const GEN_NS_MIN: u32 = onic_qemu_card::gen::MIN_INTERVAL_NS;
+const GEN_NS_MAX: u32 = 1_000_000;
+
 impl Sender {
     fn name(self) -> &'static str {
         match self {
@@ -124,6 +131,8 @@ struct Opts {
     /// Every window's instructions per function, counted by QEMU (`insnprof.rs`): where the
     /// instructions of a packet go.
     profile: bool,
+    /// The card generator's interval (`--sender card`), ns of QEMU's virtual clock.
+    gen_ns: u32,
 }
 
 /// The MAC addresses `os-linux/vm/bench.sh` finds the two guests' NICs by: the control cable's
@@ -167,6 +176,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         sizes: SIZES.to_vec(),
         iommu: false,
         profile: false,
+        gen_ns: CARD_INTERVAL_NS,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -202,6 +212,13 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--sizes" => o.sizes = parse_sizes(it.next().ok_or(USAGE)?)?,
             "--iommu" => o.iommu = true,
             "--profile" => o.profile = true,
+            "--gen-ns" => {
+                o.gen_ns = it
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|n| (GEN_NS_MIN..=GEN_NS_MAX).contains(n))
+                    .ok_or(format!("--gen-ns takes {GEN_NS_MIN}..={GEN_NS_MAX}"))?;
+            }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -213,6 +230,9 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             );
         }
         o.devs.retain(|d| *d != Dev::Sim);
+    }
+    if o.gen_ns != CARD_INTERVAL_NS && o.sender != Sender::Card {
+        return Err("--gen-ns: the interval of the card's generator, for --sender card only".into());
     }
     if o.sender == Sender::Card && o.devs != [Dev::Pci] {
         return Err(
@@ -433,7 +453,7 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
                 ""
             };
             format!(
-                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_sizes={} onic_bench_profile={} onic_bench_gen_ns={CARD_INTERVAL_NS} onic_bench_role={role}{iommu}",
+                "{VM_CMDLINE} onic_bench_secs={} onic_bench_dev={} onic_bench_icount={} onic_bench_sender={} onic_bench_tables={} onic_bench_sizes={} onic_bench_profile={} onic_bench_gen_ns={} onic_bench_role={role}{iommu}",
                 o.secs,
                 d.name(),
                 u8::from(o.icount),
@@ -441,6 +461,7 @@ fn boots(o: &Opts) -> Result<Vec<Vec<Boot>>, String> {
                 o.tables.join(","),
                 o.sizes.iter().map(u16::to_string).collect::<Vec<_>>().join(","),
                 u8::from(o.profile),
+                o.gen_ns,
             )
         };
         let mut set = vec![Boot {
