@@ -121,20 +121,10 @@ remote() {
 	echo "$*" | nc 10.9.9.1 7000
 }
 # The card's test-control window (qemu-card/src/ctl.rs), with a card sender: the BAR of its own
-# PCI function (10ee:0c7e), which no driver binds, through devmem. ctl_wr OFFSET VALUE, ctl_rd
-# OFFSET.
-if [ $SENDER = card ]; then
-	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat $d/vendor):$(cat $d/device)" = 0x10ee:0x0c7e ] && CTLDEV=$d
-	done
-	echo 1 >"$CTLDEV/enable"
-	CTLBASE=$(awk 'NR == 1 { print $1 }' "$CTLDEV/resource")
-fi
-# The generator's registers (qemu-card/src/ctl.rs, GEN_*).
-CTL_GEN_PORT=0x48 CTL_GEN_LEN=0x4c CTL_GEN_INTERVAL_NS=0x50 CTL_GEN_DST_MAC_HI=0x54
-CTL_GEN_DST_MAC_LO=0x58 CTL_GEN_DST_IP=0x5c CTL_GEN_DST_PORT=0x60 CTL_GEN_RUN=0x64 CTL_GEN_FRAMES=0x68
-ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 "$2"; }
-ctl_rd() { printf '%d\n' "$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)"; }
+# PCI function, which no driver binds, through devmem (ctl.sh, written by cargo xtask from
+# ctl.rs: ctl_wr OFFSET VALUE, ctl_rd OFFSET, the offsets as CTL_<register>).
+. /etc/onic/ctl.sh
+[ $SENDER = card ] && ctl_open
 # gen_start SIZE MAC [PORT]: the card's generator starts sending SIZE-byte UDP frames (FCS
 # included) to MAC, 192.0.2.2 and port PORT (9 unless given) into port 0, one every GEN_NS ns.
 gen_start() {

@@ -125,7 +125,6 @@ pci_dev() {
 }
 PF0ID=0x10ee:0x903f
 PF1ID=0x10ee:0x913f
-CTLID=0x10ee:0x0c7e
 # card_netdevs: IF0 and IF1, the netdevs of function 0 and 1 (PCI: named after the bus, slot
 # and function, e.g. onic1s0f0; simulation: onicsim0 and onicsim1).
 card_netdevs() {
@@ -140,29 +139,10 @@ card_netdevs() {
 IF0=onicsim0
 IF1=onicsim1
 # The test-control window of the QEMU card (qemu-card/src/ctl.rs), reached with devmem through
-# the BAR of its own PCI function, which no driver binds: ctl_rd OFFSET, ctl_wr OFFSET VALUE.
-CTL_LINK=0x08
-CTL_TX_STALL=0x0c
-CTL_CMPT_FREEZE=0x10
-CTL_CORRUPT_CMPT=0x14
-CTL_BAD_FCS=0x1c
-CTL_RAISE_ERROR=0x34
-CTL_CMPT_STATUS_FREEZE=0x38
-CTL_CTXT_BUSY=0x3c
-CTL_BLOCKED_DMA=0x40
-CTL_FEC_ERRORS=0x44
-CTL_VIOLATIONS=0x20
-CTL_BUS_FAULTS=0x24
-CTL_GONE=0x28
-CTL_INTERRUPTS=0x2c
-CTL_BAD_MMIO=0x30
-if [ $MODE = pci ]; then
-	CTLDEV=$(pci_dev $CTLID)
-	echo 1 >"$CTLDEV/enable"
-	CTLBASE=$(awk 'NR == 1 { print $1 }' "$CTLDEV/resource")
-fi
-ctl_rd() { printf '%d\n' "$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)"; }
-ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 "$2"; }
+# the BAR of its own PCI function, which no driver binds: ctl_rd OFFSET, ctl_wr OFFSET VALUE, the
+# offsets as CTL_<register> (ctl.sh, written by cargo xtask from ctl.rs).
+. /etc/onic/ctl.sh
+[ $MODE = pci ] && ctl_open
 # The faults both cards offer: link state (bit p = port p up), a hung H2C engine, a completion
 # ring whose color never flips.
 set_link() {

@@ -89,3 +89,55 @@ pub const GEN_FRAMES: u32 = 0x68;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;
+
+/// Every register above by the name the guest's shell scripts use (`CTL_<name>`): `cargo xtask`
+/// writes them into the VM's `/etc/onic/ctl.sh`, so the scripts take the offsets from here.
+pub const SHELL_NAMES: [(&str, u32); 27] = [
+    ("MAGIC", MAGIC),
+    ("VERSION", VERSION),
+    ("LINK", LINK),
+    ("TX_STALL", TX_STALL),
+    ("CMPT_FREEZE", CMPT_FREEZE),
+    ("CORRUPT_CMPT", CORRUPT_CMPT),
+    ("DROP_FRAMES", DROP_FRAMES),
+    ("BAD_FCS", BAD_FCS),
+    ("VIOLATIONS", VIOLATIONS),
+    ("BUS_FAULTS", BUS_FAULTS),
+    ("GONE", GONE),
+    ("INTERRUPTS", INTERRUPTS),
+    ("BAD_MMIO", BAD_MMIO),
+    ("RAISE_ERROR", RAISE_ERROR),
+    ("CMPT_STATUS_FREEZE", CMPT_STATUS_FREEZE),
+    ("CTXT_BUSY", CTXT_BUSY),
+    ("BLOCKED_DMA", BLOCKED_DMA),
+    ("FEC_ERRORS", FEC_ERRORS),
+    ("GEN_PORT", GEN_PORT),
+    ("GEN_LEN", GEN_LEN),
+    ("GEN_INTERVAL_NS", GEN_INTERVAL_NS),
+    ("GEN_DST_MAC_HI", GEN_DST_MAC_HI),
+    ("GEN_DST_MAC_LO", GEN_DST_MAC_LO),
+    ("GEN_DST_IP", GEN_DST_IP),
+    ("GEN_DST_PORT", GEN_DST_PORT),
+    ("GEN_RUN", GEN_RUN),
+    ("GEN_FRAMES", GEN_FRAMES),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_names_are_distinct_aligned_and_inside_the_bar() {
+        for (i, (name, off)) in SHELL_NAMES.iter().enumerate() {
+            assert_eq!(off % 4, 0, "{name}");
+            assert!(u64::from(*off) + 4 <= BAR_SIZE, "{name}");
+            for (other, o) in &SHELL_NAMES[i + 1..] {
+                assert_ne!(name, other);
+                assert_ne!(off, o, "{name} and {other}");
+            }
+        }
+        // The registers are laid out word after word from MAGIC to GEN_FRAMES: a register added
+        // at the end without a shell name leaves a gap here.
+        assert_eq!(SHELL_NAMES.len() as u32, GEN_FRAMES / 4 + 1);
+    }
+}

@@ -117,6 +117,42 @@ const SINK_TOOL: &str = "onic_udp_sink";
 /// The XSK checks, sourced by `init.sh` from this path inside the initramfs.
 const XSK_SCRIPT: &str = "xsk.sh";
 
+/// The QEMU card's test-control window for the guest's scripts, written by [`ctl_script`] and
+/// sourced by `init.sh` and `bench.sh` from `/etc/onic`.
+const CTL_SCRIPT: &str = "ctl.sh";
+
+/// `ctl.sh`: the control window's register offsets (`CTL_<name>`, from
+/// `onic_qemu_card::ctl::SHELL_NAMES`), its function's PCI ID, and `ctl_open` (find and enable
+/// the function, `CTLBASE` from its BAR), `ctl_rd OFFSET` and `ctl_wr OFFSET VALUE` (devmem).
+fn ctl_script() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "# Written by cargo xtask from qemu-card/src/ctl.rs: the QEMU card's test-control window.\n",
+    );
+    for (name, off) in onic_qemu_card::ctl::SHELL_NAMES {
+        let _ = writeln!(s, "CTL_{name}={off:#04x}");
+    }
+    let _ = writeln!(
+        s,
+        "CTL_PCI_ID={:#06x}:{:#06x}",
+        onic_hal::pci::VENDOR_XILINX,
+        onic_qemu_card::CTL_DEVICE_ID
+    );
+    s.push_str(concat!(
+        "# ctl_open: the window's PCI function (no driver binds it) enabled; CTLBASE its BAR.\n",
+        "ctl_open() {\n",
+        "\tfor d in /sys/bus/pci/devices/*; do\n",
+        "\t\t[ \"$(cat $d/vendor):$(cat $d/device)\" = $CTL_PCI_ID ] && CTLDEV=$d\n",
+        "\tdone\n",
+        "\techo 1 >\"$CTLDEV/enable\"\n",
+        "\tCTLBASE=$(awk 'NR == 1 { print $1 }' \"$CTLDEV/resource\")\n",
+        "}\n",
+        "ctl_rd() { printf '%d\\n' \"$(devmem $(printf '0x%x' $((CTLBASE + $1))) 32)\"; }\n",
+        "ctl_wr() { devmem $(printf '0x%x' $((CTLBASE + $1))) 32 \"$2\"; }\n",
+    ));
+    s
+}
+
 /// The objects the VM replays the shared capture through (the prebuilt ones of `bpf/objects`,
 /// which `onic run` loads too).
 pub const REPLAY_OBJECTS: [&str; 8] = [
@@ -389,6 +425,8 @@ pub fn initramfs(
         &root().join("os-linux/vm").join(XSK_SCRIPT),
         &dir.join("etc/onic").join(XSK_SCRIPT),
     )?;
+    fs::write(dir.join("etc/onic").join(CTL_SCRIPT), ctl_script())
+        .map_err(|e| format!("{CTL_SCRIPT}: {e}"))?;
     for name in REPLAY_OBJECTS {
         let f = format!("{name}.o");
         copy(&root().join("bpf/objects").join(&f), &dir.join("replay").join(&f))?;
@@ -817,4 +855,22 @@ pub fn ci_job() -> Result<(), String> {
         return Err("vm-test: a deliberately failing check did not fail the run".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ctl_script;
+
+    #[test]
+    fn ctl_script_has_the_offsets_the_id_and_the_accessors() {
+        let s = ctl_script();
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.contains(&"CTL_MAGIC=0x00"));
+        assert!(lines.contains(&"CTL_GEN_FRAMES=0x68"));
+        assert!(lines.contains(&"CTL_FEC_ERRORS=0x44"));
+        assert!(lines.contains(&"CTL_PCI_ID=0x10ee:0x0c7e"));
+        for f in ["ctl_open() {", "ctl_rd() {", "ctl_wr() {"] {
+            assert!(lines.iter().any(|l| l.starts_with(f)), "{f}");
+        }
+    }
 }
