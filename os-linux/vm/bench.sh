@@ -13,11 +13,12 @@
 # cabled to the device's port 0 by a QEMU socket netdev, so that this guest's instructions are
 # only its receiving driver's and stack's. The two guests talk over a second cable of their own
 # (a virtio NIC each, 10.9.9.0/24): the receiver asks, the sender runs iperf3 or pktgen and
-# answers with their output when done (busybox nc, one command per connection). `card` (the
-# QEMU card only): from the card's own traffic generator (qemu-card/src/gen.rs), which this guest
-# sets through the card's test-control window: UDP frames into port 0 at a fixed interval of
-# QEMU's virtual clock (onic_bench_gen_ns=), so under icount they arrive at the same points of
-# this guest's work in every run. UDP is read by onic_udp_sink (every datagram copied to user
+# answers with their output when done (busybox nc, one command per connection). `card`: from
+# the QEMU card's own traffic generator (qemu-card/src/gen.rs), which this guest sets through the
+# card's test-control window: UDP frames into port 0 at a fixed interval of QEMU's virtual clock
+# (onic_bench_gen_ns=), so under icount they arrive at the same points of this guest's work in
+# every run; with the virtio peer the card is there for its generator only (no driver binds
+# it), whose frames leave its port 0 for a QEMU hub shared with the virtio NIC. UDP is read by onic_udp_sink (every datagram copied to user
 # space); there is no TCP figure (the generator does not answer).
 #
 # Under QEMU's -icount shift=0,sleep=off (onic_bench_icount=1) one guest instruction is one
@@ -130,6 +131,9 @@ remote() {
 gen_start() {
 	m=$(echo $2 | tr -d :)
 	ctl_wr $CTL_GEN_PORT 0
+	# The card's port 0 itself receives them, or (virtio) they leave it for the hub it shares
+	# with the virtio NIC.
+	ctl_wr $CTL_GEN_EGRESS $([ $DEV = virtio ] && echo 1 || echo 0)
 	ctl_wr $CTL_GEN_LEN $(($1 - 4))
 	ctl_wr $CTL_GEN_INTERVAL_NS $GEN_NS
 	ctl_wr $CTL_GEN_DST_MAC_HI $((0x${m%????????}))
@@ -182,7 +186,7 @@ ifaces() {
 	done | sort)
 	if [ $DEV = sim ]; then
 		P0=onicsim0 P1=onicsim1
-	elif [ $SENDER = guest ] && [ $DEV = virtio ]; then
+	elif [ $SENDER != same ] && [ $DEV = virtio ]; then
 		P0=none P1=$(by_mac $DATA_RECEIVER)
 	elif [ $SENDER != same ]; then
 		P0=none P1=$1

@@ -13,7 +13,7 @@ pub const MAGIC_VALUE: u32 = u32::from_le_bytes(*b"ONIC");
 /// Reads the layout's version, [`VERSION_VALUE`].
 pub const VERSION: u32 = 0x04;
 /// The value of [`VERSION`].
-pub const VERSION_VALUE: u32 = 5;
+pub const VERSION_VALUE: u32 = 6;
 /// Bit *p* set: port *p*'s link is up. Reads the current state; writes set it (the CMAC then
 /// reports the change as the real one does, latched low in STAT_RX_STATUS).
 pub const LINK: u32 = 0x08;
@@ -86,13 +86,19 @@ pub const GEN_DST_PORT: u32 = 0x60;
 pub const GEN_RUN: u32 = 0x64;
 /// Read only: frames generated since the card was created (the low 32 bits).
 pub const GEN_FRAMES: u32 = 0x68;
+/// 0 (the default): the frames arrive at [`GEN_PORT`] from its wire. 1: they leave
+/// [`GEN_PORT`] onto its wire, as if the card had sent them, to whatever the port is cabled to
+/// (the other port, or a QEMU network backend and through it another NIC), without passing the
+/// card's transmit path; so the same traffic, on the same clock, can feed a NIC that is not the
+/// card. Other values are ignored.
+pub const GEN_EGRESS: u32 = 0x6C;
 
 /// Size of the control BAR.
 pub const BAR_SIZE: u64 = 0x1000;
 
 /// Every register above by the name the guest's shell scripts use (`CTL_<name>`): `cargo xtask`
 /// writes them into the VM's `/etc/onic/ctl.sh`, so the scripts take the offsets from here.
-pub const SHELL_NAMES: [(&str, u32); 27] = [
+pub const SHELL_NAMES: [(&str, u32); 28] = [
     ("MAGIC", MAGIC),
     ("VERSION", VERSION),
     ("LINK", LINK),
@@ -120,6 +126,7 @@ pub const SHELL_NAMES: [(&str, u32); 27] = [
     ("GEN_DST_PORT", GEN_DST_PORT),
     ("GEN_RUN", GEN_RUN),
     ("GEN_FRAMES", GEN_FRAMES),
+    ("GEN_EGRESS", GEN_EGRESS),
 ];
 
 #[cfg(test)]
@@ -136,8 +143,8 @@ mod tests {
                 assert_ne!(off, o, "{name} and {other}");
             }
         }
-        // The registers are laid out word after word from MAGIC to GEN_FRAMES: a register added
+        // The registers are laid out word after word from MAGIC to GEN_EGRESS: a register added
         // at the end without a shell name leaves a gap here.
-        assert_eq!(SHELL_NAMES.len() as u32, GEN_FRAMES / 4 + 1);
+        assert_eq!(SHELL_NAMES.len() as u32, GEN_EGRESS / 4 + 1);
     }
 }

@@ -39,8 +39,10 @@ const HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 /// The generator's knobs and schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generator {
-    /// The card port the frames arrive at.
+    /// The card port the frames arrive at (or leave, with [`Generator::egress`]).
     pub port: u8,
+    /// The frames leave [`Generator::port`] onto its wire instead of arriving at it.
+    pub egress: bool,
     /// Frame length without FCS ([`MIN_LEN`]..=[`MAX_LEN`]; only [`Generator::set_len`] sets
     /// it, so a frame always has room for its headers and sequence number).
     len: u32,
@@ -63,6 +65,7 @@ impl Default for Generator {
     fn default() -> Self {
         Self {
             port: 0,
+            egress: false,
             len: MIN_LEN,
             interval_ns: 20_000,
             dst_mac: [0xFF; 6],

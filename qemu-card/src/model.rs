@@ -151,9 +151,15 @@ impl<H: Host> Model<H> {
         let elapsed = self.last_now.map_or(0, |t| now_ns.saturating_sub(t));
         self.last_now = Some(now_ns);
         for frame in self.gen.due(now_ns) {
-            // The ingress of a frame from the emulator's network backend (`inject`), whether
-            // the ports are open or cabled to each other.
-            self.card.inject(self.gen.port, &frame);
+            if self.gen.egress {
+                // Out onto the port's wire: to the network backend (delivered below with the
+                // card's own egress) or across the cable to the other port.
+                self.card.emit(self.gen.port, &frame);
+            } else {
+                // The ingress of a frame from the emulator's network backend (`inject`),
+                // whether the ports are open or cabled to each other.
+                self.card.inject(self.gen.port, &frame);
+            }
         }
         self.card.run_until_idle();
         // Completion timers that expired by now fire (status writes and interrupts only: no
@@ -261,6 +267,7 @@ impl<H: Host> Model<H> {
             ctl::GEN_DST_PORT => self.gen.dst_port.into(),
             ctl::GEN_RUN => u32::from(self.gen.running()),
             ctl::GEN_FRAMES => self.gen.generated() as u32,
+            ctl::GEN_EGRESS => u32::from(self.gen.egress),
             _ => 0,
         }
     }
@@ -334,6 +341,7 @@ impl<H: Host> Model<H> {
             ctl::GEN_DST_IP => g.dst_ip = value.to_be_bytes(),
             ctl::GEN_DST_PORT => g.set_dst_port(value),
             ctl::GEN_RUN if value <= 1 => g.set_running(value == 1),
+            ctl::GEN_EGRESS if value <= 1 => g.egress = value == 1,
             _ => {}
         }
     }

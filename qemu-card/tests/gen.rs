@@ -5,6 +5,8 @@ use onic_qemu_card::ctl;
 use onic_qemu_card::gen::{self, Generator};
 use onic_qemu_card::model::{Host, Model, ModelConfig};
 use onic_sim::{BusError, DeviceBus};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// A host with no memory behind it: the generated frames find no RX queue and are dropped by
 /// the card, which still counts them as arrived.
@@ -47,7 +49,7 @@ fn folded_sum(parts: &[&[u8]]) -> u16 {
     s as u16
 }
 
-fn arrived(m: &Model<NoHost>) -> u64 {
+fn arrived<H: Host>(m: &Model<H>) -> u64 {
     m.sim_stats().injected
 }
 
@@ -107,7 +109,7 @@ fn the_knobs_reach_the_frames_through_the_control_window() {
     assert_eq!(m.ctl_read(ctl::GEN_LEN.into()), 1514);
     assert_eq!(m.ctl_read(ctl::GEN_INTERVAL_NS.into()), 5000);
     assert_eq!(m.ctl_read(ctl::GEN_PORT.into()), 1);
-    assert_eq!(m.ctl_read(ctl::VERSION.into()), 5);
+    assert_eq!(m.ctl_read(ctl::VERSION.into()), 6);
     let mut g = Generator::default();
     g.dst_mac = [0x52, 0x54, 0x00, 0xAB, 0xCD, 0xEF];
     g.dst_port = 7777;
@@ -179,6 +181,7 @@ fn knob_values_out_of_range_are_ignored() {
         (ctl::GEN_DST_MAC_HI, 0x1_0000),
         (ctl::GEN_RUN, 2),
         (ctl::GEN_FRAMES, 5),
+        (ctl::GEN_EGRESS, 2),
     ];
     for (reg, bad) in knobs {
         let before = m.ctl_read(reg.into());
@@ -195,4 +198,62 @@ fn knob_values_out_of_range_are_ignored() {
     m.ctl_write(ctl::GEN_DST_PORT.into(), 65_535);
     assert_eq!(m.ctl_read(ctl::GEN_INTERVAL_NS.into()), 1000);
     assert_eq!(m.ctl_read(ctl::GEN_DST_PORT.into()), 65_535);
+}
+
+/// A frame that left the card: its port and bytes.
+type Left = (u8, Vec<u8>);
+
+/// A host that keeps what leaves the card's ports (no memory behind it either).
+#[derive(Clone, Default)]
+struct Wire(Rc<RefCell<Vec<Left>>>);
+
+impl DeviceBus for Wire {
+    fn read(&self, _: u8, _: u64, _: &mut [u8]) -> Result<(), BusError> {
+        Err(BusError::Refused)
+    }
+    fn write(&self, _: u8, _: u64, _: &[u8]) -> Result<(), BusError> {
+        Err(BusError::Refused)
+    }
+}
+
+impl Host for Wire {
+    fn irq(&self, _: u8, _: u16) {}
+    fn egress(&self, port: u8, frame: &[u8]) {
+        self.0.borrow_mut().push((port, frame.to_vec()));
+    }
+    fn log(&self, _: &str) {}
+}
+
+#[test]
+fn in_egress_mode_the_frames_leave_the_port_to_its_backend_on_the_same_schedule() {
+    let wire = Wire::default();
+    let cfg = ModelConfig {
+        open_ports: true,
+        ..CFG
+    };
+    let mut m = Model::new(cfg, wire.clone());
+    m.ctl_write(ctl::GEN_PORT.into(), 1);
+    m.ctl_write(ctl::GEN_EGRESS.into(), 1);
+    m.ctl_write(ctl::GEN_DST_PORT.into(), 4242);
+    m.ctl_write(ctl::GEN_INTERVAL_NS.into(), 10_000);
+    assert_eq!(m.ctl_read(ctl::GEN_EGRESS.into()), 1);
+    m.ctl_write(ctl::GEN_RUN.into(), 1);
+    assert_eq!(m.run(0), Some(10_000));
+    assert_eq!(m.run(10_000), Some(20_000));
+    let sent = wire.0.borrow().clone();
+    assert_eq!(sent.len(), 2);
+    let mut g = Generator::default();
+    g.dst_port = 4242;
+    for (seq, (port, frame)) in sent.iter().enumerate() {
+        assert_eq!(*port, 1);
+        assert_eq!(frame, &g.frame(seq as u64));
+    }
+    // Nothing arrived at the card's own ports, and the card sent nothing of its own.
+    assert_eq!(arrived(&m), 0);
+    assert_eq!(m.sim_stats().emitted, 2);
+    // Back to arriving at the port: nothing more leaves it.
+    m.ctl_write(ctl::GEN_EGRESS.into(), 0);
+    assert_eq!(m.run(20_000), Some(30_000));
+    assert_eq!(wire.0.borrow().len(), 2);
+    assert_eq!(m.sim_stats().injected, 1);
 }

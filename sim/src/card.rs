@@ -253,6 +253,20 @@ impl Card {
         });
     }
 
+    /// A frame leaves `port` toward its wire as if the card had sent it (through the port's
+    /// loopback or link state, to the cable's far end or the captured egress), without passing
+    /// the card's transmit path: a traffic source outside the shell. Ignored for a port that does
+    /// not exist.
+    pub fn emit(&self, port: u8, frame: &[u8]) {
+        self.with(|s| {
+            let port = usize::from(port);
+            if port < s.ports.len() {
+                s.stats.emitted += 1;
+                s.send_on_wire(port, frame.to_vec());
+            }
+        });
+    }
+
     /// Does the pending work once: each H2C queue with new descriptors consumes up to
     /// [`CardConfig::h2c_batch`] of them, then every frame already waiting at a port goes through
     /// the MAC, the adapter and the C2H engine. Frames sent during this step reach their receiving

@@ -368,6 +368,8 @@ pub enum Corruption {
 pub struct SimStats {
     /// Frames injected with [`crate::Card::inject`].
     pub injected: u64,
+    /// Frames put on a wire with [`crate::Card::emit`].
+    pub emitted: u64,
     /// Frames lost on the wire by the drop fault knob.
     pub wire_dropped: u64,
     /// Frames that arrived at a port whose link is down.

@@ -499,3 +499,33 @@ fn reference_driver_geometry() {
     tx.free();
     rx.free();
 }
+
+#[test]
+fn an_emitted_frame_leaves_its_port_like_a_sent_one_but_only_while_the_link_is_up() {
+    let card = ready_card_with(|c| c.wire = Wire::Open);
+    let f = frame(UNICAST, 0x0800, 60, 7);
+    card.emit(0, &f);
+    card.emit(9, &f); // no such port: ignored
+    assert_eq!(card.take_egress(0), vec![f.clone()]);
+    assert_eq!(card.take_egress(1), Vec::<Vec<u8>>::new());
+    // It bypasses the transmit path: the adapter counted nothing sent.
+    assert_eq!(adapter_counter(&card, 0, adapter::TX_SENT_PKTS), 0);
+    card.set_link(0, false);
+    card.emit(0, &f);
+    assert_eq!(card.take_egress(0), Vec::<Vec<u8>>::new());
+    assert_eq!(card.stats().emitted, 2);
+    assert_eq!(card.violations(), []);
+}
+
+#[test]
+fn an_emitted_frame_crosses_the_cable_to_the_other_port() {
+    let card = ready_card_with(|c| c.wire = Wire::Cable);
+    let f = frame(UNICAST, 0x0800, 60, 3);
+    card.emit(1, &f);
+    assert_eq!(card.take_egress(1), vec![f]);
+    card.run_until_idle();
+    // Port 0's MAC received it; port 1's did not.
+    assert_eq!(card.stats().emitted, 1);
+    assert_eq!(card.cmac_counter(0, "stat_rx_total_pkts"), 1);
+    assert_eq!(card.cmac_counter(1, "stat_rx_total_pkts"), 0);
+}

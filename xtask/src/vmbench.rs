@@ -21,8 +21,9 @@
 //! instructions are its receiving driver's and stack's alone, as with the seed's separate
 //! sending machine. The sender runs without icount (its speed is not measured).
 //!
-//! `--sender card` (pci only) sends from the QEMU card itself: the traffic generator of its
-//! control window (`qemu-card/src/gen.rs`) puts UDP frames on port 0 at a fixed interval of
+//! `--sender card` (pci and virtio) sends from the QEMU card itself: the traffic generator of
+//! its control window (`qemu-card/src/gen.rs`) puts UDP frames on port 0 (with the virtio peer,
+//! out of port 0 to a QEMU hub shared with the virtio NIC) at a fixed interval of
 //! QEMU's virtual clock, [`CARD_INTERVAL_NS`] apart (`--gen-ns N` for another interval: shorter
 //! than the receiver's cost of a frame, it measures the receiver saturated). Under `--icount` that clock is the guest's
 //! instruction count, so the frames arrive at the same points of the guest's work in every run
@@ -234,10 +235,14 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
     if o.gen_ns != CARD_INTERVAL_NS && o.sender != Sender::Card {
         return Err("--gen-ns: the interval of the card's generator, for --sender card only".into());
     }
-    if o.sender == Sender::Card && o.devs != [Dev::Pci] {
-        return Err(
-            "--sender card: the traffic generator is the QEMU card's; use it with --dev pci only".into(),
-        );
+    if o.sender == Sender::Card {
+        if o.devs == [Dev::Sim] {
+            return Err(
+                "--sender card: the traffic generator is the QEMU card's; use it with --dev pci or virtio"
+                    .into(),
+            );
+        }
+        o.devs.retain(|d| *d != Dev::Sim);
     }
     Ok(o)
 }
@@ -348,6 +353,21 @@ fn machine(dev: Dev, o: &Opts, ports: u16, plugin: Option<&Path>) -> Result<Mach
         ),
         Dev::Virtio if guest => {
             let mut m = Machine::debian();
+            m.args.extend(virtio_nic("data", DATA_MACS[1]));
+            m
+        }
+        // The card for its traffic generator only (no driver binds it): its port 0 and the
+        // virtio NIC on one QEMU hub, so the generator's frames leave the card for the NIC.
+        Dev::Virtio if o.sender == Sender::Card => {
+            let mut m = pci_card_machine(
+                &crate::qemucard::build()?,
+                "console-bench-virtio.log",
+                Some("gen"),
+            );
+            for id in ["gen", "data"] {
+                m.args
+                    .extend(["-netdev".to_string(), format!("hubport,id={id},hubid=0")]);
+            }
             m.args.extend(virtio_nic("data", DATA_MACS[1]));
             m
         }
@@ -573,7 +593,7 @@ pub fn vm_bench(args: &[String]) -> Result<ExitCode, String> {
                     ""
                 },
                 if o.sender == Sender::Card {
-                    format!("card (a frame every {CARD_INTERVAL_NS} ns of virtual time)")
+                    format!("card (a frame every {} ns of virtual time)", o.gen_ns)
                 } else {
                     o.sender.name().to_string()
                 },
@@ -652,23 +672,38 @@ mod tests {
     }
 
     #[test]
-    fn the_card_sender_is_for_the_card_only() {
+    fn the_card_sender_feeds_the_card_or_the_virtio_peer() {
         let args =
             |dev: &str| -> Vec<String> { ["--dev", dev, "--sender", "card"].map(String::from).to_vec() };
-        let o = parse_args(&args("pci")).unwrap();
-        assert_eq!(
-            (o.sender, o.devs.as_slice()),
-            (Sender::Card, [Dev::Pci].as_slice())
-        );
-        for dev in ["sim", "virtio", "all"] {
-            let e = parse_args(&args(dev)).err().unwrap_or_default();
-            assert!(e.contains("--dev pci only"), "{dev}: {e:?}");
+        for (dev, devs) in [
+            ("pci", [Dev::Pci].as_slice()),
+            ("virtio", [Dev::Virtio].as_slice()),
+            ("all", [Dev::Pci, Dev::Virtio].as_slice()),
+        ] {
+            let o = parse_args(&args(dev)).unwrap();
+            assert_eq!((o.sender, o.devs.as_slice()), (Sender::Card, devs), "{dev}");
+            assert_eq!(o.gen_ns, CARD_INTERVAL_NS);
         }
+        let e = parse_args(&args("sim")).err().unwrap_or_default();
+        assert!(e.contains("--dev pci or virtio"), "{e:?}");
         assert!(
             parse_args(&["--sender".into(), "card".into()]).is_err(),
             "sim by default"
         );
         assert!(parse_args(&["--sender".into(), "cards".into()]).is_err());
+    }
+
+    #[test]
+    fn the_generator_interval_is_bounded_and_for_the_card_sender_only() {
+        let with = |ns: &str| -> Result<Opts, String> {
+            parse_args(&["--dev", "pci", "--sender", "card", "--gen-ns", ns].map(String::from))
+        };
+        assert_eq!(with("5000").unwrap().gen_ns, 5000);
+        assert_eq!(with("1000").unwrap().gen_ns, GEN_NS_MIN);
+        assert!(with("999").is_err());
+        assert!(with("1000001").is_err());
+        assert!(with("x").is_err());
+        assert!(parse_args(&["--dev", "pci", "--gen-ns", "5000"].map(String::from)).is_err());
     }
 
     #[test]
