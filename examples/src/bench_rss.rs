@@ -98,7 +98,7 @@ fn shell_figures(out: &mut Figures, rng: &mut Rng) {
         "# onic-accel chooses the {} backend on this CPU",
         AccelHasher::new(&key).backend().name()
     );
-    let backends: Vec<(&str, AccelHasher)> = [Backend::Table, Backend::Clmul, Backend::ClmulGfni]
+    let backends: Vec<(&str, AccelHasher)> = Backend::ALL
         .into_iter()
         .filter_map(|b| Some((b.name(), AccelHasher::with_backend(&key, b)?)))
         .collect();
