@@ -23,17 +23,20 @@ pub(crate) const COUNT: usize = 16;
 /// X bit of input byte 0's bit 0 (bits 0..3 are the VLAN nibble, always 0).
 const FIRST_BIT: usize = 4;
 
-/// The matrices `A_0`..`A_15` in `gf2p8affineqb`'s operand form, in two groups of eight (one
-/// 64-byte register each), aligned so that each group is one cache line.
+/// Groups of four matrices, one 256-bit register each.
+pub(crate) const GROUPS: usize = COUNT / 4;
+
+/// The matrices `A_0`..`A_15` in `gf2p8affineqb`'s operand form, in [`GROUPS`] groups of four
+/// (one ymm register each), aligned so that the 128 bytes take two cache lines.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(64))]
-pub(crate) struct Matrices(pub(crate) [[u64; 8]; 2]);
+pub(crate) struct Matrices(pub(crate) [[u64; 4]; GROUPS]);
 
 impl Matrices {
     /// The matrices for `key`: byte `7 - c` of `A_d` is the 8 key bits from `4 + 8 d + c`.
     pub(crate) const fn new(key: &RssKey) -> Self {
         let k = key.as_bytes();
-        let mut m = [[0u64; 8]; 2];
+        let mut m = [[0u64; 4]; GROUPS];
         let mut d = 0;
         while d < COUNT {
             let mut rows = [0u8; 8];
@@ -43,7 +46,7 @@ impl Matrices {
                 rows[7 - c] = key_bits64(k, FIRST_BIT + 8 * d + c) as u8;
                 c += 1;
             }
-            m[d / 8][d % 8] = u64::from_le_bytes(rows);
+            m[d / 4][d % 4] = u64::from_le_bytes(rows);
             d += 1;
         }
         Self(m)
@@ -52,7 +55,7 @@ impl Matrices {
     /// `A_d`.
     #[cfg(test)]
     pub(crate) const fn get(&self, d: usize) -> u64 {
-        self.0[d / 8][d % 8]
+        self.0[d / 4][d % 4]
     }
 }
 

@@ -17,13 +17,14 @@
 //!   bytes of an untagged IPv4 frame with a 20-byte header out of the frame, a byte shuffle puts
 //!   them in reverse order, two nibble lookups reverse the bits of each byte, four `pclmulqdq`.
 //! - [`Backend::ClmulGfni`] (also GFNI): the bit reversal is one `gf2p8affineqb`.
-//! - [`Backend::Affine`] (x86-64 with GFNI and AVX-512 F/BW): no multiplication. The hash is
+//! - [`Backend::Affine`] (x86-64 with GFNI and AVX2): no multiplication. The hash is
 //!   linear in the 13 input bytes, and the map from input byte `i` to hash byte `j` is an 8 × 8
 //!   bit matrix that depends on `i + j` alone (the window slides along the key), so 16 matrices,
 //!   derived from the key at [`AccelHasher::new`] / [`AccelHasher::rekey`], cover all 52 pairs.
-//!   The 16-byte load is broadcast to a zmm register, two byte shuffles put each input byte in
-//!   the 64-bit lane of the matrix it meets, two `gf2p8affineqb` apply the matrices, and the
-//!   lanes are XORed down to the 32-bit hash.
+//!   The 16-byte load is broadcast to a ymm register, four byte shuffles put each input byte in
+//!   the 64-bit lane of the matrix it meets, four `vgf2p8affineqb` apply the matrices, and the
+//!   lanes are XORed down to the 32-bit hash. (The same in two AVX-512 registers measured
+//!   slower on Zen 4.)
 //! - [`Backend::Table`]: `onic-core`'s [`ShellHasher`], on every other CPU and architecture, and
 //!   on x86-64 targets built without SSE (`x86_64-unknown-none`: a kernel or bare-metal image that
 //!   may not have enabled the SSE registers).
@@ -66,8 +67,8 @@ pub enum Backend {
     Clmul,
     /// Carry-less multiplication with the bit reversal by GFNI (x86-64: PCLMULQDQ, SSSE3, GFNI).
     ClmulGfni,
-    /// Bit-matrix products by GFNI affine transformations on AVX-512 registers (x86-64: GFNI,
-    /// AVX-512 F and BW).
+    /// Bit-matrix products by GFNI affine transformations on AVX2 registers (x86-64: GFNI,
+    /// AVX2).
     Affine,
 }
 
@@ -120,7 +121,7 @@ impl Backend {
                 f.clmul && f.gfni
             }
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            Self::Affine => x86::Features::detect().avx512_gfni,
+            Self::Affine => x86::Features::detect().avx2_gfni,
             #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
             Self::Clmul | Self::ClmulGfni | Self::Affine => false,
         }
