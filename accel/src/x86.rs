@@ -208,7 +208,7 @@ fn load_u64x2(v: &[u64; 2]) -> __m128i {
     unsafe { _mm_loadu_si128(v.as_ptr().cast::<__m128i>()) }
 }
 
-/// [`Backend::Clmul`](crate::Backend::Clmul): the hash value of one common-case frame.
+/// [`Backend::Clmul`]: the hash value of one common-case frame.
 ///
 /// The backend functions return the value alone, in a register, and the caller adds the kind
 /// ([`with_kind`]): returning a whole [`FrameHash`] from a function that is not inlined (its
@@ -225,7 +225,7 @@ fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
 /// (byte 0 is 0x01, byte 7 is 0x80; the identity would be 0x0102_0408_1020_4080).
 const GFNI_REVERSE: u64 = 0x8040_2010_0804_0201;
 
-/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): the hash value of one common-case frame
+/// [`Backend::ClmulGfni`]: the hash value of one common-case frame
 /// (as [`common_ssse3`]); the per-byte bit
 /// reversal is one affine transformation over GF(2) whose matrix has its ones on the
 /// anti-diagonal.
@@ -337,14 +337,14 @@ macro_rules! batch_fn {
 }
 
 batch_fn!(
-    /// A batch on [`Backend::Clmul`](crate::Backend::Clmul).
+    /// A batch on [`Backend::Clmul`].
     frames_ssse3,
     "pclmulqdq,ssse3",
     common_ssse3,
     [u64; 4]
 );
 batch_fn!(
-    /// A batch on [`Backend::ClmulGfni`](crate::Backend::ClmulGfni).
+    /// A batch on [`Backend::ClmulGfni`].
     frames_gfni,
     "pclmulqdq,ssse3,gfni",
     common_gfni,
