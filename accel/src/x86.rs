@@ -48,9 +48,9 @@ impl Features {
         const ECX1_PCLMULQDQ: u32 = 1 << 1;
         const ECX1_SSSE3: u32 = 1 << 9;
         const ECX1_OSXSAVE: u32 = 1 << 27;
-        const ECX7_GFNI: u32 = 1 << 8;
         const ECX1_AVX: u32 = 1 << 28;
         const EBX7_AVX2: u32 = 1 << 5;
+        const ECX7_GFNI: u32 = 1 << 8;
         // XCR0: the SSE and AVX (upper halves of ymm) register state.
         const XCR0_AVX: u64 = 0b110;
         let max = __cpuid(0).eax;
@@ -296,7 +296,7 @@ fn load256<T>(v: &T) -> __m256i {
 /// bits in registers, the two 32-bit halves (even and odd lanes) last.
 ///
 /// AVX2 registers, not AVX-512: the same work in two zmm registers measured slower on Zen 4
-/// (3.65 against 3.27 ns a frame, 3.22 against 2.52 ns in batches; `docs/benchmarks.md`).
+/// (about 3.7 against 3.3 ns a frame, 3.2 against 2.5 ns in batches; `docs/benchmarks.md`).
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
 fn common_affine(head: &[u8; COMMON_LEN], m: &Matrices) -> u32 {
