@@ -1,12 +1,18 @@
-//! The x86-64 backends: PCLMULQDQ with SSSE3, and with GFNI (see the crate docs for the method).
+//! The x86-64 backends: PCLMULQDQ with SSSE3, and with GFNI; GFNI affine transformations on
+//! AVX2 registers (see the crate docs for the methods).
 
 use core::arch::x86_64::{
-    __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8,
-    _mm_loadu_si128, _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi8,
-    _mm_srli_epi16, _mm_xor_si128,
+    __m128i, __m256i, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_extracti128_si256,
+    _mm256_gf2p8affine_epi64_epi8, _mm256_loadu_si256, _mm256_shuffle_epi8, _mm256_xor_si256, _mm_and_si128,
+    _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadu_si128, _mm_or_si128,
+    _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_epi16, _mm_unpackhi_epi64,
+    _mm_xor_si128,
 };
 
 use onic_core::rss::{common_case, ipv4_hash_type, FrameHash, RxHash, ShellHasher, COMMON_LEN};
+
+use crate::affine::{Matrices, GROUPS};
+use crate::{Backend, KeyForms};
 
 /// What the CPU offers the backends.
 #[derive(Clone, Copy, Debug)]
@@ -15,6 +21,9 @@ pub(crate) struct Features {
     pub(crate) clmul: bool,
     /// GFNI (its 128-bit, SSE-encoded form).
     pub(crate) gfni: bool,
+    /// GFNI and AVX2 (with them GFNI's VEX-encoded 256-bit form), and the operating system
+    /// saves the AVX registers.
+    pub(crate) avx2_gfni: bool,
 }
 
 impl Features {
@@ -25,23 +34,44 @@ impl Features {
             clmul: std::arch::is_x86_feature_detected!("pclmulqdq")
                 && std::arch::is_x86_feature_detected!("ssse3"),
             gfni: std::arch::is_x86_feature_detected!("gfni"),
+            avx2_gfni: std::arch::is_x86_feature_detected!("gfni")
+                && std::arch::is_x86_feature_detected!("avx2"),
         }
     }
 
-    /// Asks the CPU (CPUID leaves 1 and 7). The SSE registers these instructions use are always
-    /// enabled for x86-64 code outside a kernel.
+    /// Asks the CPU (CPUID leaves 1 and 7, and XCR0 for the AVX registers). The SSE registers
+    /// are always enabled for x86-64 code outside a kernel; the AVX ones only where the
+    /// operating system saves them, which XCR0 tells.
     #[cfg(not(feature = "std"))]
     pub(crate) fn detect() -> Self {
         use core::arch::x86_64::{__cpuid, __cpuid_count};
         const ECX1_PCLMULQDQ: u32 = 1 << 1;
         const ECX1_SSSE3: u32 = 1 << 9;
+        const ECX1_OSXSAVE: u32 = 1 << 27;
+        const ECX1_AVX: u32 = 1 << 28;
+        const EBX7_AVX2: u32 = 1 << 5;
         const ECX7_GFNI: u32 = 1 << 8;
+        // XCR0: the SSE and AVX (upper halves of ymm) register state.
+        const XCR0_AVX: u64 = 0b110;
         let max = __cpuid(0).eax;
         let ecx1 = __cpuid(1).ecx;
-        let ecx7 = if max >= 7 { __cpuid_count(7, 0).ecx } else { 0 };
+        let (ebx7, ecx7) = if max >= 7 {
+            let r = __cpuid_count(7, 0);
+            (r.ebx, r.ecx)
+        } else {
+            (0, 0)
+        };
+        let gfni = ecx7 & ECX7_GFNI != 0;
+        let avx2 = ecx1 & ECX1_AVX != 0 && ebx7 & EBX7_AVX2 != 0;
+        let os_saves_ymm = ecx1 & ECX1_OSXSAVE != 0 && {
+            // SAFETY: CPUID reported OSXSAVE, so the OS enabled XSAVE and XGETBV is available.
+            let xcr0 = unsafe { core::arch::x86_64::_xgetbv(0) };
+            xcr0 & XCR0_AVX == XCR0_AVX
+        };
         Self {
             clmul: ecx1 & ECX1_PCLMULQDQ != 0 && ecx1 & ECX1_SSSE3 != 0,
-            gfni: ecx7 & ECX7_GFNI != 0,
+            gfni,
+            avx2_gfni: gfni && avx2 && os_saves_ymm,
         }
     }
 }
@@ -50,42 +80,45 @@ impl Features {
 /// destination, L4 bytes.
 const TUPLE_AT: usize = 22;
 
-/// The hash of a frame in the common case (`onic_core::rss::common_case`); `None` for any
-/// other frame.
+/// The hash of a frame in the common case (`onic_core::rss::common_case`) on `backend`; `None`
+/// for any other frame, and for [`Backend::Table`] (which has no code here).
 #[inline]
-pub(crate) fn hash_common(frame: &[u8], segments: &[u64; 4], gfni: bool) -> Option<FrameHash> {
+pub(crate) fn hash_common(frame: &[u8], backend: Backend, k: &KeyForms) -> Option<FrameHash> {
     let head = common_case(frame)?;
-    let value = if gfni {
-        // SAFETY: `gfni` is only passed as true by a hasher whose backend is ClmulGfni, which is
-        // only chosen after the CPU reported PCLMULQDQ, SSSE3 and GFNI (`Backend::available` /
-        // `Backend::detect`).
-        unsafe { common_gfni(head, segments) }
-    } else {
-        // SAFETY: only called for a hasher whose backend is Clmul or ClmulGfni, chosen after the
-        // CPU reported PCLMULQDQ and SSSE3.
-        unsafe { common_ssse3(head, segments) }
+    let value = match backend {
+        // SAFETY: a hasher's backend is ClmulGfni only after the CPU reported PCLMULQDQ, SSSE3
+        // and GFNI (`Backend::available` / `Backend::detect`).
+        Backend::ClmulGfni => unsafe { common_gfni(head, &k.segments) },
+        // SAFETY: a hasher's backend is Clmul only after the CPU reported PCLMULQDQ and SSSE3.
+        Backend::Clmul => unsafe { common_ssse3(head, &k.segments) },
+        // SAFETY: a hasher's backend is Affine only after the CPU reported GFNI and AVX2, and
+        // the OS saving the AVX registers.
+        Backend::Affine => unsafe { common_affine(head, &k.matrices) },
+        Backend::Table => return None,
     };
     Some(with_kind(head, value))
 }
 
-/// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold, the common case by
-/// multiplication and every other frame by `table`; returns that count. One call for the whole
+/// Hashes `frames[i]` into `out[i]` for as many frames as both slices hold, the common case on
+/// `backend` and every other frame by `table`; returns that count. One call for the whole
 /// batch: the per-frame work is inlined into a loop compiled for the backend's features.
 pub(crate) fn hash_frames(
     frames: &[&[u8]],
     out: &mut [RxHash],
-    segments: &[u64; 4],
-    gfni: bool,
+    backend: Backend,
+    k: &KeyForms,
     table: &ShellHasher,
 ) -> usize {
-    if gfni {
+    match backend {
         // SAFETY: as in `hash_common`: ClmulGfni is only chosen on a CPU with PCLMULQDQ, SSSE3
         // and GFNI.
-        unsafe { frames_gfni(frames, out, segments, table) }
-    } else {
-        // SAFETY: as in `hash_common`: only for a Clmul or ClmulGfni hasher, chosen on a CPU
-        // with PCLMULQDQ and SSSE3.
-        unsafe { frames_ssse3(frames, out, segments, table) }
+        Backend::ClmulGfni => unsafe { frames_gfni(frames, out, &k.segments, table) },
+        // SAFETY: as in `hash_common`: Clmul is only chosen on a CPU with PCLMULQDQ and SSSE3.
+        Backend::Clmul => unsafe { frames_ssse3(frames, out, &k.segments, table) },
+        // SAFETY: as in `hash_common`: Affine is only chosen on a CPU with GFNI and AVX2, whose
+        // registers the OS saves.
+        Backend::Affine => unsafe { frames_affine(frames, out, &k.matrices, table) },
+        Backend::Table => table.hash_frames(frames, out),
     }
 }
 
@@ -175,7 +208,7 @@ fn load_u64x2(v: &[u64; 2]) -> __m128i {
     unsafe { _mm_loadu_si128(v.as_ptr().cast::<__m128i>()) }
 }
 
-/// [`Backend::Clmul`](crate::Backend::Clmul): the hash value of one common-case frame.
+/// [`Backend::Clmul`]: the hash value of one common-case frame.
 ///
 /// The backend functions return the value alone, in a register, and the caller adds the kind
 /// ([`with_kind`]): returning a whole [`FrameHash`] from a function that is not inlined (its
@@ -192,7 +225,7 @@ fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
 /// (byte 0 is 0x01, byte 7 is 0x80; the identity would be 0x0102_0408_1020_4080).
 const GFNI_REVERSE: u64 = 0x8040_2010_0804_0201;
 
-/// [`Backend::ClmulGfni`](crate::Backend::ClmulGfni): the hash value of one common-case frame
+/// [`Backend::ClmulGfni`]: the hash value of one common-case frame
 /// (as [`common_ssse3`]); the per-byte bit
 /// reversal is one affine transformation over GF(2) whose matrix has its ones on the
 /// anti-diagonal.
@@ -205,14 +238,92 @@ fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
     products(reversed, s)
 }
 
+/// Where tuple byte `i` (protocol, source, destination, L4 bytes) sits in the 16 bytes
+/// [`load_tuple`] reads: the protocol at 1, the other twelve from 4 on.
+const fn tuple_offset(i: usize) -> u8 {
+    // CAST: i < 13.
+    if i == 0 {
+        1
+    } else {
+        3 + i as u8
+    }
+}
+
+/// The byte shuffle for the four matrices from `A_(4 group)` (see [`crate::affine`]): 64-bit
+/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 (d % 2) + j` receives tuple byte
+/// `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple byte);
+/// every other byte gets 0 (index 0x80), which the affine map sends to 0. Odd lanes use their
+/// upper four bytes so that two neighbouring lanes fold with one 32-bit XOR at the end.
+const fn affine_shuffle(group: usize) -> [u8; 32] {
+    let mut s = [0x80u8; 32];
+    let mut lane = 0;
+    while lane < 4 {
+        let d = 4 * group + lane;
+        let mut j = 0;
+        while j < 4 {
+            if d >= j && d - j < 13 {
+                s[8 * lane + 4 * (d % 2) + j] = tuple_offset(d - j);
+            }
+            j += 1;
+        }
+        lane += 1;
+    }
+    s
+}
+
+/// The four shuffles: a [`load_tuple`] vector broadcast to both 128-bit halves of a ymm
+/// register, then shuffled within each, puts every tuple byte where its matrix is.
+static AFFINE_SHUFFLE: [[u8; 32]; GROUPS] = [
+    affine_shuffle(0),
+    affine_shuffle(1),
+    affine_shuffle(2),
+    affine_shuffle(3),
+];
+
+/// 32 bytes as a ymm register.
+#[inline]
+#[target_feature(enable = "avx")]
+fn load256<T>(v: &T) -> __m256i {
+    const { assert!(size_of::<T>() == 32) };
+    // SAFETY: `v` is 32 readable bytes (the assertion above); the load has no alignment
+    // requirement.
+    unsafe { _mm256_loadu_si256(core::ptr::from_ref(v).cast::<__m256i>()) }
+}
+
+/// [`Backend::Affine`]: the hash value of one common-case frame. Every tuple byte goes through
+/// the matrix of each hash byte it reaches (four `vpshufb` place the bytes, four
+/// `vgf2p8affineqb` on 16 lanes apply the matrices), and the lanes are XORed together: 1024 to 64
+/// bits in registers, the two 32-bit halves (even and odd lanes) last.
+///
+/// AVX2 registers, not AVX-512: the same work in two zmm registers measured slower on Zen 4
+/// (about 3.7 against 3.3 ns a frame, 3.2 against 2.5 ns in batches; `docs/benchmarks.md`).
+#[inline]
+#[target_feature(enable = "avx2,gfni")]
+fn common_affine(head: &[u8; COMMON_LEN], m: &Matrices) -> u32 {
+    let tuple = _mm256_broadcastsi128_si256(load_tuple(head));
+    let group = |g: usize| {
+        let placed = _mm256_shuffle_epi8(tuple, load256(&AFFINE_SHUFFLE[g]));
+        _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
+    };
+    let y = _mm256_xor_si256(
+        _mm256_xor_si256(group(0), group(1)),
+        _mm256_xor_si256(group(2), group(3)),
+    );
+    let z = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256::<1>(y));
+    // CAST: a bit pattern, the even lanes' sum in the low half and the odd lanes' in the high.
+    let q = _mm_cvtsi128_si64(_mm_xor_si128(z, _mm_unpackhi_epi64(z, z))) as u64;
+    // CAST: the two halves.
+    (q as u32) ^ (q >> 32) as u32
+}
+
 /// Defines a batch function for one backend: the common case through that backend's
 /// single-frame code (inlined into the loop, as both carry the same target features), every
 /// other frame through the table path.
 macro_rules! batch_fn {
-    ($(#[$doc:meta])* $name:ident, $features:literal, $one:ident) => {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $one:ident, $key:ty) => {
         $(#[$doc])*
         #[target_feature(enable = $features)]
-        fn $name(frames: &[&[u8]], out: &mut [RxHash], s: &[u64; 4], table: &ShellHasher) -> usize {
+        fn $name(frames: &[&[u8]], out: &mut [RxHash], s: &$key, table: &ShellHasher) -> usize {
             let n = frames.len().min(out.len());
             for (o, f) in out.iter_mut().zip(frames) {
                 *o = match common_case(f) {
@@ -226,43 +337,100 @@ macro_rules! batch_fn {
 }
 
 batch_fn!(
-    /// A batch on [`Backend::Clmul`](crate::Backend::Clmul).
+    /// A batch on [`Backend::Clmul`].
     frames_ssse3,
     "pclmulqdq,ssse3",
-    common_ssse3
+    common_ssse3,
+    [u64; 4]
 );
 batch_fn!(
-    /// A batch on [`Backend::ClmulGfni`](crate::Backend::ClmulGfni).
+    /// A batch on [`Backend::ClmulGfni`].
     frames_gfni,
     "pclmulqdq,ssse3,gfni",
-    common_gfni
+    common_gfni,
+    [u64; 4]
+);
+batch_fn!(
+    /// A batch on [`Backend::Affine`].
+    frames_affine,
+    "avx2,gfni",
+    common_affine,
+    Matrices
 );
 
 #[cfg(test)]
 mod tests {
-    use super::GFNI_REVERSE;
-
-    /// `gf2p8affineqb` on one byte with an immediate of 0, as the instruction set reference
-    /// defines it: result bit `i` is the parity of `matrix.byte[7 - i] & x`. This CPU may not have
-    /// GFNI (nor may QEMU's TCG emulate it), so the GFNI backend's one difference from the
-    /// SSSE3 one, the bit-reversal matrix, is checked against this model everywhere; the
-    /// property tests run the instruction itself where the CPU has it.
-    fn affine_byte(matrix: u64, x: u8) -> u8 {
-        let rows = matrix.to_le_bytes();
-        (0..8).fold(0, |out, i| {
-            let bit = (rows[7 - i] & x).count_ones() as u8 & 1;
-            out | bit << i
-        })
-    }
+    use super::{affine_shuffle, tuple_offset, GFNI_REVERSE};
+    use crate::affine::{affine_byte, Matrices, GROUPS};
+    use onic_core::rss::{RssKey, ShellHasher};
 
     #[test]
     fn gfni_matrix_reverses_the_bits_of_every_byte() {
         for x in 0..=u8::MAX {
             assert_eq!(affine_byte(GFNI_REVERSE, x), x.reverse_bits(), "byte {x:#04x}");
         }
-        // The model itself: the identity matrix changes nothing.
-        for x in 0..=u8::MAX {
-            assert_eq!(affine_byte(0x0102_0408_1020_4080, x), x);
+    }
+
+    /// `common_affine` step by step in software (byte shuffle within 128-bit lanes of the
+    /// broadcast, affine map per 64-bit lane, XOR of all lanes, then of the two halves), so that
+    /// the placement is checked on CPUs without GFNI too.
+    fn affine_model(m: &Matrices, loaded: &[u8; 16]) -> u32 {
+        let mut sum = [0u8; 8];
+        for group in 0..GROUPS {
+            for (n, &index) in affine_shuffle(group).iter().enumerate() {
+                let byte = if index & 0x80 == 0 {
+                    loaded[usize::from(index & 15)]
+                } else {
+                    0
+                };
+                sum[n % 8] ^= affine_byte(m.0[group][n / 8], byte);
+            }
         }
+        let q = u64::from_le_bytes(sum);
+        // CAST: the two halves.
+        (q as u32) ^ (q >> 32) as u32
+    }
+
+    #[test]
+    fn affine_layout_gives_the_table_path_hash() {
+        let mut odd = [0u8; 40];
+        for (n, b) in odd.iter_mut().enumerate() {
+            // CAST: n < 40.
+            *b = (n as u8).wrapping_mul(0x3B) ^ 0xC6;
+        }
+        for key in [RssKey::DEFAULT, RssKey::MICROSOFT, RssKey::new(odd)] {
+            let (m, table) = (Matrices::new(&key), ShellHasher::new(&key));
+            for round in 0u32..256 {
+                // Mixed bytes, the ones the shuffle skips (TTL, checksum) included.
+                let loaded: [u8; 16] = core::array::from_fn(|n| {
+                    // CAST: a byte of a mixed counter.
+                    (round.wrapping_mul(0x2545_F491) >> (n % 4 * 8)) as u8 ^ (n as u8).wrapping_mul(101)
+                });
+                let tuple: [u8; 13] = core::array::from_fn(|i| loaded[usize::from(tuple_offset(i))]);
+                assert_eq!(
+                    affine_model(&m, &loaded),
+                    table.hash_input(&tuple),
+                    "round {round}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn affine_shuffle_places_each_pair_once() {
+        // Every (tuple byte, hash byte) pair appears exactly once over the shuffles.
+        let mut seen = [[0u8; 4]; 13];
+        for group in 0..GROUPS {
+            for (n, &index) in affine_shuffle(group).iter().enumerate() {
+                if index & 0x80 == 0 {
+                    let d = 4 * group + n / 8;
+                    let j = n % 8 - 4 * (d % 2);
+                    let i = (0..13).find(|&i| tuple_offset(i) == index).unwrap();
+                    assert_eq!(i + j, d);
+                    seen[i][j] += 1;
+                }
+            }
+        }
+        assert_eq!(seen, [[1; 4]; 13]);
     }
 }

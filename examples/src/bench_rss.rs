@@ -1,6 +1,6 @@
 //! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference, and
-//! the shell hash through `onic-accel` (carry-less multiplication where the CPU has it), a frame
-//! at a time and 32 at a time.
+//! the shell hash through `onic-accel` on every backend the CPU runs (GFNI bit-matrix products,
+//! carry-less multiplication, table), a frame at a time and 32 at a time.
 //!
 //! Method (the same as the DPDK peer's `peer_bench.h`, so figures compare side by side):
 //! 1. calibrate: double the iteration count until one run takes at least 20 ms;
@@ -98,7 +98,7 @@ fn shell_figures(out: &mut Figures, rng: &mut Rng) {
         "# onic-accel chooses the {} backend on this CPU",
         AccelHasher::new(&key).backend().name()
     );
-    let backends: Vec<(&str, AccelHasher)> = [Backend::Table, Backend::Clmul, Backend::ClmulGfni]
+    let backends: Vec<(&str, AccelHasher)> = Backend::ALL
         .into_iter()
         .filter_map(|b| Some((b.name(), AccelHasher::with_backend(&key, b)?)))
         .collect();

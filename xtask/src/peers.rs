@@ -47,7 +47,7 @@ enum Goal {
 }
 
 /// The comparisons of issue 14, and the absolute goals against line rate.
-const PAIRS: [Pair; 7] = [
+const PAIRS: [Pair; 9] = [
     Pair {
         name: "rx_drop_64B_vs_testpmd_rxonly",
         ours: "rx_drop_driver_only",
@@ -87,6 +87,20 @@ const PAIRS: [Pair; 7] = [
         name: "shell_hash_clmul_gfni_ipv4_udp_vs_toeplitz_ipv4_l4",
         ours: "rss_shell_ipv4_udp_accel_clmul+gfni",
         peers: &["rss_gfni_ipv4_l4", "rss_softrss_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_affine_ipv4_udp_vs_toeplitz_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_accel_affine",
+        peers: &["rss_gfni_ipv4_l4", "rss_softrss_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_affine_batch32_ipv4_udp_vs_toeplitz_bulk32_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_accel_affine_batch32",
+        peers: &["rss_gfni_bulk32_ipv4_l4"],
         unit: "ns/hash",
         goal: Goal::AtMost(1.0),
     },
