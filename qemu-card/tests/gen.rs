@@ -13,14 +13,21 @@ use std::rc::Rc;
 #[derive(Clone, Default)]
 struct NoHost;
 
-impl DeviceBus for NoHost {
-    fn read(&self, _: u8, _: u64, _: &mut [u8]) -> Result<(), BusError> {
-        Err(BusError::Refused)
-    }
-    fn write(&self, _: u8, _: u64, _: &[u8]) -> Result<(), BusError> {
-        Err(BusError::Refused)
-    }
+/// A bus with no memory behind it: every DMA the card tries is refused.
+macro_rules! no_memory {
+    ($host:ty) => {
+        impl DeviceBus for $host {
+            fn read(&self, _: u8, _: u64, _: &mut [u8]) -> Result<(), BusError> {
+                Err(BusError::Refused)
+            }
+            fn write(&self, _: u8, _: u64, _: &[u8]) -> Result<(), BusError> {
+                Err(BusError::Refused)
+            }
+        }
+    };
 }
+
+no_memory!(NoHost);
 
 impl Host for NoHost {
     fn irq(&self, _: u8, _: u16) {}
@@ -207,14 +214,7 @@ type Left = (u8, Vec<u8>);
 #[derive(Clone, Default)]
 struct Wire(Rc<RefCell<Vec<Left>>>);
 
-impl DeviceBus for Wire {
-    fn read(&self, _: u8, _: u64, _: &mut [u8]) -> Result<(), BusError> {
-        Err(BusError::Refused)
-    }
-    fn write(&self, _: u8, _: u64, _: &[u8]) -> Result<(), BusError> {
-        Err(BusError::Refused)
-    }
-}
+no_memory!(Wire);
 
 impl Host for Wire {
     fn irq(&self, _: u8, _: u16) {}
