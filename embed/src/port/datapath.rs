@@ -20,7 +20,7 @@ use super::contexts::{Napi, Token, TxLock, XmitLock};
 use super::counters::{add_words, TX_WORDS_AT};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::queues::{napi_words, publish_napi, HostDevice, NapiState, TxRing};
+use super::queues::{napi_words, HostDevice, NapiState, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
 use super::xsk::xsk_send;
 use super::Port;
@@ -302,7 +302,6 @@ fn poll_queue<H: Host>(
         pair: Some(qp),
         mem: Some(mem),
         base,
-        shown,
     } = state
     else {
         return (PollResult::default(), None);
@@ -363,7 +362,7 @@ fn poll_queue<H: Host>(
     let redirected = redirect.redirected;
     let mut published = napi_words(qp);
     add_words(&mut published, base);
-    publish_napi(host, qid, shown, &published);
+    host.stats_publish(qid, StatBlock::Napi, 0, &published);
     // The queue's received totals (history included) for adaptive moderation's samples: two
     // words of the block just published (the RX words come first).
     const RX_PACKETS: usize = RxStats::word("rx_packets");

@@ -91,32 +91,6 @@ pub(crate) struct NapiState<H: Host> {
     pub(crate) mem: Option<H::QMem>,
     /// The counters of the pairs and rings that ran before, as the NAPI block's words.
     pub(crate) base: [u64; QSTAT_WORDS],
-    /// The NAPI block's words as last published, i.e. what the host's block holds (both start
-    /// at zero with the port): [`publish_napi`] writes only the words that changed since.
-    pub(crate) shown: [u64; QSTAT_WORDS],
-}
-
-/// Publishes `words` as queue `q`'s NAPI block: only the span from the first to the last word
-/// that differs from `shown` (nothing at all when none does, e.g. a poll that found no work),
-/// which then holds them. A poll that received frames changes a few RX words, so it writes
-/// those instead of the whole block. Every NAPI-block write goes through here, so `shown`
-/// stays what the host holds.
-pub(crate) fn publish_napi<H: Host>(
-    host: &H,
-    q: u16,
-    shown: &mut [u64; QSTAT_WORDS],
-    words: &[u64; QSTAT_WORDS],
-) {
-    let differs = |(a, b): (&u64, &u64)| a != b;
-    let Some(first) = words.iter().zip(shown.iter()).position(differs) else {
-        return;
-    };
-    let last = words.iter().zip(shown.iter()).rposition(differs).unwrap_or(first);
-    let (Some(span), Some(kept)) = (words.get(first..=last), shown.get_mut(first..=last)) else {
-        return;
-    };
-    kept.copy_from_slice(span);
-    host.stats_publish(q, StatBlock::Napi, first, span);
 }
 
 /// One queue index's rings, each in the cell of the context that owns it (module docs).
@@ -133,7 +107,6 @@ impl<H: Host> Queue<H> {
             pair: None,
             mem: None,
             base: [0; QSTAT_WORDS],
-            shown: [0; QSTAT_WORDS],
         };
         Self {
             napi: Owned::new(napi, domain, q),
@@ -472,7 +445,7 @@ impl<H: Host> Rings<'_, H> {
             // Back on the old source, if it starts; the error stays the new source's.
             let _ = self.start_napi(napi, (q, xdp_qid), old, tuning, rings);
         }
-        publish_napi(self.host, q, &mut napi.shown, &napi.base);
+        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
         r
     }
 
@@ -505,7 +478,7 @@ impl<H: Host> Rings<'_, H> {
         // next poll or transmit.
         let mut published = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
         add_words(&mut published, &napi.base);
-        publish_napi(self.host, q, &mut napi.shown, &published);
+        self.host.stats_publish(q, StatBlock::Napi, 0, &published);
         for (ring, block) in [(&*stack, StatBlock::Stack), (&*xmit, StatBlock::Xmit)] {
             if let Some(tx) = ring {
                 self.host
@@ -552,7 +525,7 @@ impl<H: Host> Rings<'_, H> {
             ran += n;
         }
         add_words(&mut napi.base, &to_words(&ran));
-        publish_napi(self.host, q, &mut napi.shown, &napi.base);
+        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
         // The TX-only blocks are only ever written in their TX range.
         let zero = [0; TxStats::WORDS];
         self.host.stats_publish(q, StatBlock::Stack, TX_WORDS_AT, &zero);
