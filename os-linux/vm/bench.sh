@@ -18,8 +18,9 @@
 # card's test-control window: UDP frames into port 0 at a fixed interval of QEMU's virtual clock
 # (onic_bench_gen_ns=), so under icount they arrive at the same points of this guest's work in
 # every run; with the virtio peer the card is there for its generator only (no driver binds
-# it), whose frames leave its port 0 for a QEMU hub shared with the virtio NIC. UDP is read by onic_udp_sink (every datagram copied to user
-# space); there is no TCP figure (the generator does not answer).
+# it), whose frames leave its port 0 for a QEMU hub shared with the virtio NIC. UDP is read by
+# onic_udp_sink (every datagram copied to user space); there is no TCP figure (the generator
+# does not answer).
 #
 # Under QEMU's -icount shift=0,sleep=off (onic_bench_icount=1) one guest instruction is one
 # nanosecond of guest time, so the guest's busy time is its instruction count: each rate gets a

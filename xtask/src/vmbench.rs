@@ -23,12 +23,12 @@
 //!
 //! `--sender card` (pci and virtio) sends from the QEMU card itself: the traffic generator of
 //! its control window (`qemu-card/src/gen.rs`) puts UDP frames on port 0 (with the virtio peer,
-//! out of port 0 to a QEMU hub shared with the virtio NIC) at a fixed interval of
-//! QEMU's virtual clock, [`CARD_INTERVAL_NS`] apart (`--gen-ns N` for another interval: shorter
-//! than the receiver's cost of a frame, it measures the receiver saturated). Under `--icount` that clock is the guest's
-//! instruction count, so the frames arrive at the same points of the guest's work in every run
-//! (a sender guest's arrive on the host's clock), and the figures repeat. UDP and XDP only: a
-//! generator that does not answer cannot carry TCP.
+//! out of port 0 to a QEMU hub shared with the virtio NIC) at a fixed interval of QEMU's
+//! virtual clock, [`CARD_INTERVAL_NS`] apart (`--gen-ns N` for another interval: shorter than
+//! the receiver's cost of a frame, it measures the receiver saturated). Under `--icount` that
+//! clock is the guest's instruction count, so the frames arrive at the same points of the
+//! guest's work in every run (a sender guest's arrive on the host's clock), and the figures
+//! repeat. UDP and XDP only: a generator that does not answer cannot carry TCP.
 //!
 //! `--icount` runs each guest with one vCPU under QEMU's `-icount shift=0,sleep=off`: guest time
 //! advances by one nanosecond per guest instruction and not with the host's clock, so the figures
