@@ -206,6 +206,13 @@ load() {
 	sleep 1
 	ifaces
 	[ -n "$P0" ] && [ -n "$P1" ] || return 1
+	# IRQS: the /proc/interrupts names of P1's receive vectors (snap): the card's queue vectors
+	# are named after the netdev, virtio's after its virtio device ("virtio1-input.0").
+	if [ $DEV = virtio ]; then
+		IRQS="$(basename "$(readlink /sys/class/net/$P1/device)")-input"
+	else
+		IRQS="$P1-q"
+	fi
 	# COALESCE: an `ethtool -C` setting for both ports (e.g. "adaptive-rx on").
 	if [ -n "$COALESCE" ]; then
 		{ [ $SENDER != same ] || ethtool -C $P0 $COALESCE; } && ethtool -C $P1 $COALESCE ||
@@ -248,14 +255,14 @@ down() {
 # /proc/uptime where timer_list is missing or with more than one CPU, whose idle_sleeptime
 # leaves out an idle period still running: FINE_CLOCK), the time the card model's engine has run
 # (simulation mode: its instructions under icount, else 0), P1's received packets and bytes, and
-# the interrupts its queue vectors took (on the card: "P1-q<N>" in /proc/interrupts).
+# the interrupts its receive vectors took (IRQS, from load).
 FINE_CLOCK=$([ -r /proc/timer_list ] && [ "$(grep -c '^processor' /proc/cpuinfo)" = 1 ] && echo 1 || echo 0)
 snap() {
 	$1 sh -c "{ [ $FINE_CLOCK = 1 ] && awk '/^now at/ { print \$3 } /idle_sleeptime/ { s += \$3 } END { printf \"%.0f\\n\", s }' /proc/timer_list ||
 		awk '{ printf \"%.0f %.0f\\n\", \$1 * 1e9, \$2 * 1e9 }' /proc/uptime; }
 		cat /sys/module/onic/parameters/sim_model_ns 2>/dev/null || echo 0;
 		cat /sys/class/net/$P1/statistics/rx_packets /sys/class/net/$P1/statistics/rx_bytes;
-		awk -v p='$P1-q' '\$NF ~ \"^\" p { for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; else break } END { print s + 0 }' /proc/interrupts" | tr '\n' ' '
+		awk -v p='$IRQS' '\$NF ~ \"^\" p { for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; else break } END { print s + 0 }' /proc/interrupts" | tr '\n' ' '
 }
 # window NETNS-PREFIX: once traffic arrives at P1, measures SECS of it in steady state. Prints
 # "packets bytes busy_ns model_ns irqs" of the window, or nothing when no traffic came (60 s).
@@ -339,8 +346,9 @@ measure() {
 		figure $table $config $what $UNIT/s insn/$UNIT $1 $3 $4
 		prof_figure $table $config $what $1 insn/$UNIT
 	fi
-	# On the card, the interrupts of P1's queue vectors per 1000 frames of the window.
-	[ $DEV = pci ] && echo "BENCH $table $config ${what}_irq $([ $1 -gt 0 ] && echo $(($5 * 1000 / $1)) || echo 0) irq/k$UNIT"
+	# On the card and on virtio, the interrupts of P1's receive vectors per 1000 frames of the
+	# window.
+	[ $DEV != sim ] && echo "BENCH $table $config ${what}_irq $([ $1 -gt 0 ] && echo $(($5 * 1000 / $1)) || echo 0) irq/k$UNIT"
 	return 0
 }
 # udp TABLE CONFIG: iperf3 UDP at unlimited rate per frame size into P1's namespace; with the
@@ -395,6 +403,11 @@ xdp_verdict_bench() {
 		xb=$!
 		n=0
 		while [ $n -lt 60 ] && ! $IP link show $P1 | grep -q xdp; do sleep 1; n=$((n + 1)); done
+		# A program already on the port is not xdp-bench's: it refuses to replace it and exits.
+		if ! kill -0 $xb 2>/dev/null; then
+			tail -2 /tmp/xb.log | sed "s/^/== xdp-bench $2 on $P1 did not start: /"
+			continue
+		fi
 		measure xdp_$2 $1 $2$size pktgen $size $MAC1
 		kill -INT $xb 2>/dev/null
 		wait $xb 2>/dev/null
@@ -526,6 +539,9 @@ if [ $DEV = virtio ]; then
 	fi
 	if want xdp; then
 		up && udp xdp virtio_net && $IP -n b link set dev $P1 xdpdrv obj /xdp/xdp_pass.o sec xdp && udp xdp virtio_net_xdp_pass
+		# The virtio driver stays loaded, and the program would stay attached through the
+		# namespace's removal: the next table's xdp-bench could not attach its own.
+		$IP -n b link set dev $P1 xdpdrv off
 		down
 	fi
 	want xdp_drop && xdp_verdict_bench virtio_net drop
