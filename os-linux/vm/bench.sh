@@ -403,7 +403,9 @@ xdp_verdict_bench() {
 		xb=$!
 		n=0
 		while [ $n -lt 60 ] && ! $IP link show $P1 | grep -q xdp; do sleep 1; n=$((n + 1)); done
-		# A program already on the port is not xdp-bench's: it refuses to replace it and exits.
+		# A program already on the port is not xdp-bench's: it refuses to replace it and exits
+		# (the loop above then saw the other program at once, so give it a moment to).
+		sleep 1
 		if ! kill -0 $xb 2>/dev/null; then
 			tail -2 /tmp/xb.log | sed "s/^/== xdp-bench $2 on $P1 did not start: /"
 			continue
