@@ -33,7 +33,7 @@ pub const MAX_QUEUES: u16 = 21;
 const _: () = assert!(MAX_QUEUES == onic_embed::port::MAX_PORT_QUEUES);
 
 /// Counter blocks per queue index, one per writer ([`StatBlock`]).
-pub const QSTAT_BLOCKS: usize = 3;
+pub const QSTAT_BLOCKS: usize = 4;
 
 const _: () = assert!(StatBlock::ALL.len() == QSTAT_BLOCKS);
 

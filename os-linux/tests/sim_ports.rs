@@ -113,7 +113,7 @@ impl Drop for Xsk {
 #[derive(Clone, Default)]
 struct HostOs(
     Rc<RefCell<State>>,
-    Rc<RefCell<Vec<[[u64; 64]; 3]>>>,
+    Rc<RefCell<Vec<[[u64; 64]; StatBlock::ALL.len()]>>>,
     Rc<RefCell<Xsk>>,
 );
 
@@ -425,7 +425,7 @@ impl Os for HostOs {
         let mut s = self.1.borrow_mut();
         let q = usize::from(qid);
         if s.len() <= q {
-            s.resize(q + 1, [[0; 64]; 3]);
+            s.resize(q + 1, [[0; 64]; StatBlock::ALL.len()]);
         }
         s[q][block as usize][first..first + words.len()].copy_from_slice(words);
     }
@@ -1231,6 +1231,55 @@ fn adaptive_moderation_moves_a_running_queue() {
         84,
         "no frame lost across the changes"
     );
+    finish(&card, &os, vec![a, b]);
+}
+
+/// Word `w` of queue `q`'s published counter block `block`.
+fn block_word(os: &HostOs, q: u16, block: StatBlock, w: usize) -> u64 {
+    os.1.borrow()
+        .get(usize::from(q))
+        .map_or(0, |b| b[block as usize][w])
+}
+
+/// The NAPI block holds the running rings' counters alone, the history block what earlier rings
+/// counted: a port restart moves the received frames from one to the other, the netdev's totals
+/// and adaptive moderation's sample (history included) never fall, and frames received after
+/// the restart count from zero in the NAPI block again.
+#[test]
+#[cfg_attr(miri, ignore = "the model's clock through 10 frames 5 us apart")]
+fn received_counters_move_to_the_history_block_at_a_restart() {
+    use onic_core::stats::RxStats;
+    const RX: usize = RxStats::word("rx_packets");
+    let card = SimCard::new(SpinLock::default(), sim_config());
+    let os = HostOs::default();
+    let os_b = os.other(); // b's counter blocks
+    let (a, b) = (port(&card, &os, 0, 1), port(&card, &os_b, 1, 1));
+    open(&a).unwrap();
+    open(&b).unwrap();
+    set_adaptive(&b, 0, 2, true).unwrap();
+    trickle(&card, &os, &a, &b, 6, 5_000);
+    let blocks = |os: &HostOs| {
+        (
+            block_word(os, 0, StatBlock::Napi, RX),
+            block_word(os, 0, StatBlock::History, RX),
+        )
+    };
+    assert_eq!(blocks(&os_b), (6, 0));
+    assert_eq!(b.link_stats().rx_packets, 6);
+
+    stop(&b);
+    assert_eq!(blocks(&os_b), (0, 6), "the stopped rings' frames are history");
+    assert_eq!(b.link_stats().rx_packets, 6);
+    open(&b).unwrap();
+    set_adaptive(&b, 0, 2, true).unwrap();
+    assert_eq!(idle_poll(&b).rx_packets, 6, "the sample keeps the history");
+    assert_eq!(blocks(&os_b), (0, 6));
+
+    trickle(&card, &os, &a, &b, 4, 5_000);
+    assert_eq!(blocks(&os_b), (4, 6), "the new rings count from zero");
+    assert_eq!(b.link_stats().rx_packets, 10);
+    assert_eq!(idle_poll(&b).rx_packets, 10);
+    assert_eq!(stat_of(&b, "rx0_packets"), 10, "ethtool -S adds the blocks too");
     finish(&card, &os, vec![a, b]);
 }
 

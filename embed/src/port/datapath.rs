@@ -17,7 +17,7 @@ use crate::poll::poll_pair;
 
 use super::abi::{PollResult, TxClean, TxState, XmitResult};
 use super::contexts::{Napi, Token, TxLock, XmitLock};
-use super::counters::{add_words, TX_WORDS_AT};
+use super::counters::TX_WORDS_AT;
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
 use super::queues::{napi_words, HostDevice, NapiState, TxRing};
@@ -360,11 +360,11 @@ fn poll_queue<H: Host>(
         }
     }
     let redirected = redirect.redirected;
-    let mut published = napi_words(qp);
-    add_words(&mut published, base);
+    // The live counters as they are: the index's earlier rings are in the history block.
+    let published = napi_words(qp);
     host.stats_publish(qid, StatBlock::Napi, 0, &published);
-    // The queue's received totals (history included) for adaptive moderation's samples: two
-    // words of the block just published (the RX words come first).
+    // The queue's received totals for adaptive moderation's samples, history included (they
+    // must not fall when the rings are replaced): two words of each block (RX words first).
     const RX_PACKETS: usize = RxStats::word("rx_packets");
     const RX_BYTES: usize = RxStats::word("rx_bytes");
     let level = match moderation {
@@ -379,8 +379,8 @@ fn poll_queue<H: Host>(
         error: qp.error().is_some(),
         adaptive: level.is_some(),
         level: level.unwrap_or(0),
-        rx_packets: published[RX_PACKETS],
-        rx_bytes: published[RX_BYTES],
+        rx_packets: published[RX_PACKETS].wrapping_add(base[RX_PACKETS]),
+        rx_bytes: published[RX_BYTES].wrapping_add(base[RX_BYTES]),
     };
     (result, Some(out))
 }

@@ -63,11 +63,16 @@ pub enum StatBlock {
     Stack = 1,
     /// The ring of frames other devices redirect here: the holder of its xmit lock.
     Xmit = 2,
+    /// What the queue index's earlier rings counted (rings stopped, or replaced by rings on
+    /// another buffer source), added up: process context, the index's other contexts stopped.
+    /// The live blocks start from zero with each new ring, so a NAPI poll publishes its live
+    /// counters as they are, with no addition.
+    History = 3,
 }
 
 impl StatBlock {
     /// Every block, in index order.
-    pub const ALL: [Self; 3] = [Self::Napi, Self::Stack, Self::Xmit];
+    pub const ALL: [Self; 4] = [Self::Napi, Self::Stack, Self::Xmit, Self::History];
 }
 
 /// Operating-system services of one port. Each method is called from the context the port's

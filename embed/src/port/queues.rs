@@ -84,12 +84,13 @@ pub struct QueueView<'a, H: Host> {
 
 /// What queue index `q`'s NAPI context owns: its pair (RX, XDP_TX, their pool) while it runs,
 /// and the counters of the pairs and rings the index ran before (written by a [`Quiet`] control
-/// call at stop, published with the poll's own counters).
+/// call at stop, published as the history block, [`StatBlock::History`]; the poll reads two of
+/// its words for adaptive moderation).
 pub(crate) struct NapiState<H: Host> {
     pub(crate) pair: Option<NapiPair<H>>,
     /// The queue memory of the running pair (its page pool and XDP registration).
     pub(crate) mem: Option<H::QMem>,
-    /// The counters of the pairs and rings that ran before, as the NAPI block's words.
+    /// The counters of the pairs and rings that ran before, as the history block's words.
     pub(crate) base: [u64; QSTAT_WORDS],
 }
 
@@ -445,8 +446,17 @@ impl<H: Host> Rings<'_, H> {
             // Back on the old source, if it starts; the error stays the new source's.
             let _ = self.start_napi(napi, (q, xdp_qid), old, tuning, rings);
         }
-        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
+        self.publish_history(napi, q);
         r
+    }
+
+    /// Publishes the index's history block, then its NAPI block as the pair now running counts
+    /// it (zero for a new pair, nothing for none). Between the two writes a reader may count a
+    /// stopped pair twice for an instant; the blocks agree again once both are written.
+    fn publish_history(&self, napi: &NapiState<H>, q: u16) {
+        self.host.stats_publish(q, StatBlock::History, 0, &napi.base);
+        let live = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
+        self.host.stats_publish(q, StatBlock::Napi, 0, &live);
     }
 
     /// Restarts every ring of queue index `q` in place (the core's restarts: each ring's buffers
@@ -476,8 +486,7 @@ impl<H: Host> Rings<'_, H> {
         // What the restart counted (restarts, abandoned completions, aborted buffers) is
         // published now, as each ring's owner would: the user sees it without waiting for the
         // next poll or transmit.
-        let mut published = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
-        add_words(&mut published, &napi.base);
+        let published = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
         self.host.stats_publish(q, StatBlock::Napi, 0, &published);
         for (ring, block) in [(&*stack, StatBlock::Stack), (&*xmit, StatBlock::Xmit)] {
             if let Some(tx) = ring {
@@ -505,7 +514,7 @@ impl<H: Host> Rings<'_, H> {
     }
 
     /// Tears queue index `q`'s rings down; their counters join the index's history, which is
-    /// published as the NAPI block (the other blocks start again from zero), so the netdev's
+    /// published as the history block (the other blocks start again from zero), so the netdev's
     /// totals survive down/up.
     pub(crate) fn stop_rings(
         &mut self,
@@ -525,7 +534,7 @@ impl<H: Host> Rings<'_, H> {
             ran += n;
         }
         add_words(&mut napi.base, &to_words(&ran));
-        self.host.stats_publish(q, StatBlock::Napi, 0, &napi.base);
+        self.publish_history(napi, q);
         // The TX-only blocks are only ever written in their TX range.
         let zero = [0; TxStats::WORDS];
         self.host.stats_publish(q, StatBlock::Stack, TX_WORDS_AT, &zero);
