@@ -48,6 +48,12 @@ struct onic_qv {
 	unsigned long timer_armed;	/* bit 0: tx_timer is pending */
 	char irq_name[IFNAMSIZ + 8];
 	bool quiet;		/* a restart owns the redirect-in ring (read under xmit_lock) */
+	/* Whether a TX ring may hold frames the poll has to reclaim: set by whoever queues on
+	 * the ring, under the ring's lock, before it arms the timer or kicks NAPI; cleared by the
+	 * poll's reclaim under the same lock when it left nothing in flight. The poll reads it
+	 * without the lock and skips an idle ring (os-linux/README.md, locking rules). */
+	bool stack_busy;	/* the stack TX ring (the TX queue's lock) */
+	bool xmit_busy;		/* the redirect-in ring (xmit_lock) */
 	/* AF_XDP zero copy (onic_zc.c): the XSK pool bound to this queue index (set and cleared
 	 * under RTNL, read by its NAPI and ndo_xsk_wakeup), the xdp_rxq_info its frames carry, and
 	 * what this queue's NAPI poll saw of it (written and read by that poll only). */

@@ -75,12 +75,18 @@ static void onic_queue_failed(struct onic_ndev *nd, u16 q, bool rx, const char *
 /* ---------------------------------------------------------------- NAPI */
 
 /* Reclaims queue q's stack TX ring under its TX lock (the only other user is ndo_start_xmit):
- * BQL completion and the race-free wake pattern. Returns whether frames are still in flight. */
-static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
+ * BQL completion and the race-free wake pattern. Returns whether frames are still in flight.
+ * An idle ring is skipped without the lock: a transmit this poll does not see yet has armed the
+ * timer after marking the ring, so a poll that does see the mark follows (locking rules). */
+static bool onic_poll_stack_tx(struct onic_qv *qv, int budget)
 {
+	struct onic_ndev *nd = qv->nd;
+	u16 q = qv->qid;
 	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
 	struct onic_tx_clean c;
 
+	if (!READ_ONCE(qv->stack_busy))
+		return false;
 	/* Netpoll (budget 0) may run while this CPU holds the lock already, in transmit. */
 	if (!budget) {
 		if (!__netif_tx_trylock(txq))
@@ -91,6 +97,8 @@ static bool onic_poll_stack_tx(struct onic_ndev *nd, u16 q, int budget)
 	onic_rs_tx_clean(nd->port, q, budget, &c);
 	onic_txq_completed_wake(txq, c.packets, c.bytes, onic_rs_tx_free(nd->port, q), c.wake_at,
 				READ_ONCE(nd->down));
+	if (!c.in_flight)
+		WRITE_ONCE(qv->stack_busy, false);
 	__netif_tx_unlock(txq);
 	if (c.error)
 		onic_queue_failed(nd, q, false, "TX ring error");
@@ -107,15 +115,19 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	struct onic_tx_clean xc;
 	bool pending, again;
 
-	pending = onic_poll_stack_tx(nd, qv->qid, budget);
+	pending = onic_poll_stack_tx(qv, budget);
 	if (!budget)
 		return 0;
-	spin_lock(&qv->xmit_lock);
-	onic_rs_xmit_clean(nd->port, qv->qid, &xc);
-	spin_unlock(&qv->xmit_lock);
-	pending |= xc.in_flight > 0;
-	if (xc.error)
-		onic_queue_failed(nd, qv->qid, false, "redirect-in ring error");
+	if (READ_ONCE(qv->xmit_busy)) {
+		spin_lock(&qv->xmit_lock);
+		onic_rs_xmit_clean(nd->port, qv->qid, &xc);
+		if (!xc.in_flight)
+			WRITE_ONCE(qv->xmit_busy, false);
+		spin_unlock(&qv->xmit_lock);
+		pending |= xc.in_flight > 0;
+		if (xc.error)
+			onic_queue_failed(nd, qv->qid, false, "redirect-in ring error");
+	}
 	/* The program stays alive for this poll even if ndo_bpf swaps it meanwhile (the old one is
 	 * freed after a grace period). NAPI's disabled bottom halves would hold that grace period
 	 * off too, but the read-side section is said explicitly so that PROVE_RCU can check it; the
@@ -297,6 +309,9 @@ static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device
 	switch (r) {
 	case ONIC_XMIT_OK:
 	case ONIC_XMIT_OK_STOP:
+		/* Marked before the timer is armed (a fully ordered test_and_set_bit): the poll the
+		 * timer brings sees the mark. */
+		WRITE_ONCE(nd->qv[q].stack_busy, true);
 		/* BQL decides, with xmit_more, whether this is the end of a batch. */
 		if (__netdev_tx_sent_queue(txq, len, netdev_xmit_more()))
 			onic_rs_tx_flush(nd->port, q);
@@ -305,6 +320,7 @@ static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device
 		return NETDEV_TX_OK;
 	case ONIC_XMIT_BUSY:
 		/* Not reached while the stop above works; kept as the kernel's contract. */
+		WRITE_ONCE(nd->qv[q].stack_busy, true);
 		onic_rs_tx_flush(nd->port, q);
 		netif_tx_stop_queue(txq);
 		onic_tx_timer_arm(&nd->qv[q]);
@@ -478,6 +494,10 @@ static int onic_xdp_xmit(struct net_device *netdev, int n, struct xdp_frame **fr
 	sent = READ_ONCE(qv->quiet) ? -ENETDOWN
 				   : onic_rs_xdp_xmit(nd->port, qv->qid, frames, n, flags & XDP_XMIT_FLUSH);
 	onic_atomic_exit();
+	/* Marked before the kick (napi_schedule's fully ordered state change): the poll it brings
+	 * sees the mark. */
+	if (sent > 0)
+		WRITE_ONCE(qv->xmit_busy, true);
 	spin_unlock(&qv->xmit_lock);
 	if (sent > 0)
 		napi_schedule(&qv->napi);
