@@ -18,7 +18,6 @@
 //!   (`Port::xdp_xmit`), reads it, or gives it back ([`ModelHost::return_frame`]); a target
 //!   may take a limited number of frames ([`ModelHost::limit_target`]), as a full AF_XDP ring;
 //! - **programs**: the caller attaches programs of type `P` and reaches them again by handle;
-//! - **statistics**: each port's published counter blocks, kept per port;
 //! - **grace period**: none to wait for ([`TakingTurns`]: one thread, calls in turn).
 
 use alloc::boxed::Box;
@@ -37,12 +36,11 @@ use onic_hal::{DelayNs, RegisterWindow};
 use onic_hal::{Direction, DmaAddr, DmaMemory, DmaPage, Unshared};
 use onic_sim::{Card, QdmaWindow, ShellWindow, SimDelay, SimDma};
 
-use crate::port::counters::QSTAT_WORDS;
 use crate::port::{XskBuf, XskTxDesc};
 
 mod xsk;
 pub mod xsk_app;
-use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, RxBufSizes, SkbHash, StatBlock};
+use crate::port::{FrameAt, Host, HostRegs, Mapped, RingHoldings, RxBufSizes, SkbHash};
 pub use xsk::{UserRing, XskCensus, XskCensusError, XskConfig, XskError, XskSocket, XskStats, CHUNK_SIZES};
 
 /// A queue's page pool: its number among every pool the model host made.
@@ -237,7 +235,6 @@ struct Net<P, D: DmaMemory> {
     programs: Vec<P>,
     /// Packet buffers taken from the HAL (in flight or spare).
     buffers: u64,
-    stats: BTreeMap<(u8, u16, u8), [u64; QSTAT_WORDS]>,
     /// AF_XDP sockets by (port, queue index).
     xsk: BTreeMap<(u8, u16), XskSocket>,
 }
@@ -302,7 +299,6 @@ impl<P: RawXdpProgram, A: ModelAccess> ModelHost<P, A> {
             redirects: Vec::new(),
             programs: Vec::new(),
             buffers: 0,
-            stats: BTreeMap::new(),
             xsk: BTreeMap::new(),
         };
         Self {
@@ -882,24 +878,5 @@ impl<P: RawXdpProgram, A: ModelAccess> Host for ModelHost<P, A> {
 
     fn xsk_tx_done(&self, qid: u16, desc: XskTxDesc) {
         self.xsk_mut(qid, |s, _| s.tx_done(desc));
-    }
-
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
-        let mut net = self.net.borrow_mut();
-        let w = net
-            .stats
-            .entry((self.port, qid, block as u8))
-            .or_insert([0u64; QSTAT_WORDS]);
-        if let Some(range) = w.get_mut(first..first.saturating_add(words.len())) {
-            range.copy_from_slice(words);
-        }
-    }
-
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
-        let net = self.net.borrow();
-        let w = net.stats.get(&(self.port, qid, block as u8));
-        for (i, d) in out.iter_mut().enumerate() {
-            *d = w.and_then(|w| w.get(i)).copied().unwrap_or(0);
-        }
     }
 }

@@ -316,42 +316,6 @@ int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, 
 	return err;
 }
 
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, size_t first, const u64 *v,
-		       size_t n)
-{
-	struct onic_qstats *qs;
-	size_t i;
-
-	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || first > ONIC_QSTAT_WORDS ||
-	    n > ONIC_QSTAT_WORDS - first)
-		return;
-	qs = &nd->qstats[block * nd->max_queues + qid];
-	u64_stats_update_begin(&qs->syncp);
-	/* Unrolled: every NAPI poll publishes its block's 49 words here, one store each. */
-#pragma GCC unroll 8
-	for (i = 0; i < n; i++)
-		u64_stats_set(&qs->v[first + i], v[i]);
-	u64_stats_update_end(&qs->syncp);
-}
-
-void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n)
-{
-	struct onic_qstats *qs;
-	unsigned int start;
-	size_t i;
-
-	if (qid >= nd->max_queues || block >= ONIC_QSTAT_BLOCKS || n != ONIC_QSTAT_WORDS) {
-		memset(out, 0, n * sizeof(u64));
-		return;
-	}
-	qs = &nd->qstats[block * nd->max_queues + qid];
-	do {
-		start = u64_stats_fetch_begin(&qs->syncp);
-		for (i = 0; i < n; i++)
-			out[i] = u64_stats_read(&qs->v[i]);
-	} while (u64_stats_fetch_retry(&qs->syncp, start));
-}
-
 void onic_synchronize_net(void)
 {
 	synchronize_net();

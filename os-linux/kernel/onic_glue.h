@@ -17,9 +17,8 @@
 
 #include "onic_compat.h"
 
-/* The structs and constants shared with the Rust side (ONIC_MAX_QUEUES, ONIC_QSTAT_WORDS,
- * ONIC_QSTAT_BLOCKS, enum onic_xmit, struct onic_poll_result, ...), generated at every module
- * build from their one definition, os-linux/src/abi.rs (cargo xtask kmod, cbindgen), and
+/* The structs and constants shared with the Rust side (ONIC_MAX_QUEUES, enum onic_xmit,
+ * struct onic_poll_result, ...), generated at every module build from their one definition, os-linux/src/abi.rs (cargo xtask kmod, cbindgen), and
  * compile-time checks that each struct's size, alignment and field offsets are rustc's. */
 #include "onic_ffi.h"
 #include "onic_ffi_layout.h"
@@ -68,12 +67,6 @@ struct onic_qv {
 	u16 dim_events;		/* completing polls (one per interrupt), DIM's event counter */
 };
 
-/* One counter block, written by its single owner, read by anyone. */
-struct onic_qstats {
-	struct u64_stats_sync syncp;
-	u64_stats_t v[ONIC_QSTAT_WORDS];
-};
-
 /* The netdev's private area. */
 struct onic_ndev {
 	struct net_device *netdev;
@@ -85,7 +78,6 @@ struct onic_ndev {
 	u16 max_queues;
 	u16 open_queues;	/* queue indices started by the last open */
 	bool napi_added;
-	struct onic_qstats *qstats;	/* ONIC_QSTAT_BLOCKS x max_queues blocks */
 	struct delayed_work link_work;	/* carrier follows the CMAC's link (while up) */
 	struct work_struct reset_work;	/* queue restarts (takes RTNL) */
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
@@ -208,9 +200,6 @@ void onic_xdpf_return(void *frame);
 u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 frame_sz, u32 *off, u32 hash,
 		 u32 hash_type, bool has_hash);
 int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, u8 meta);
-void onic_qstats_write(struct onic_ndev *nd, u16 qid, u8 block, size_t first, const u64 *v,
-		       size_t n);
-void onic_qstats_read(struct onic_ndev *nd, u16 qid, u8 block, u64 *out, size_t n);
 void onic_synchronize_net(void);
 
 /* ---- AF_XDP zero copy, in onic_zc.c: the Rust side's helpers (kos.rs), then the glue's ---- */

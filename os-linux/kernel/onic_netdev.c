@@ -1074,13 +1074,6 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	nd->netdev = netdev;
 	nd->dma_dev = parent;
 	nd->max_queues = max_queues;
-	nd->qstats = kcalloc(ONIC_QSTAT_BLOCKS * max_queues, sizeof(*nd->qstats), GFP_KERNEL);
-	if (!nd->qstats) {
-		free_netdev(netdev);
-		return NULL;
-	}
-	for (q = 0; q < ONIC_QSTAT_BLOCKS * max_queues; q++)
-		u64_stats_init(&nd->qstats[q].syncp);
 	for (q = 0; q < max_queues; q++) {
 		struct onic_qv *qv = &nd->qv[q];
 
@@ -1170,6 +1163,5 @@ void onic_ndev_free(struct onic_ndev *nd)
 {
 	if (nd->port)
 		onic_rs_port_free(nd->port);
-	kfree(nd->qstats);
 	free_netdev(nd->netdev);
 }

@@ -18,24 +18,12 @@ use onic_core::stats::ethtool::Stats64;
 use onic_core::stats::MacStatGroups;
 
 pub use onic_embed::port::abi::{PollResult, PortLayout, TxClean, TxState, XmitResult};
-use onic_embed::port::StatBlock;
-
-/// Words of a queue's published counters ([`onic_embed::port::counters::QSTAT_WORDS`], written
-/// out as a literal for cbindgen): the C side sizes its `u64_stats_t` blocks with it.
-pub const QSTAT_WORDS: usize = 49;
-
-const _: () = assert!(QSTAT_WORDS == onic_embed::port::counters::QSTAT_WORDS);
 
 /// Queue indices a port may own ([`onic_embed::port::MAX_PORT_QUEUES`], written out as a literal
 /// for cbindgen): the C side sizes its array of queue vectors with it.
 pub const MAX_QUEUES: u16 = 21;
 
 const _: () = assert!(MAX_QUEUES == onic_embed::port::MAX_PORT_QUEUES);
-
-/// Counter blocks per queue index, one per writer ([`StatBlock`]).
-pub const QSTAT_BLOCKS: usize = 4;
-
-const _: () = assert!(StatBlock::ALL.len() == QSTAT_BLOCKS);
 
 impl From<Stats64> for LinkStats {
     fn from(s: Stats64) -> Self {

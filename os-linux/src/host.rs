@@ -16,7 +16,7 @@ use onic_core::queue::source::SourceKind;
 use onic_core::rss::PublishedHasher;
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
-use onic_embed::port::{FrameAt, Host, Mapped, SkbHash, StatBlock, XskBuf, XskTxDesc};
+use onic_embed::port::{FrameAt, Host, Mapped, SkbHash, XskBuf, XskTxDesc};
 use onic_hal::{DelayNs, Direction, DmaAddr, DmaMemory, RegisterWindow, SharedLock};
 
 use crate::os::{Os, PacketMap, RawPoolPage};
@@ -233,14 +233,6 @@ where
         // The OS owns the page now (the target maps it on its own).
         self.map.release_page(page.raw.dma, page.raw.len);
         Ok(())
-    }
-
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
-        self.os.stats_publish(qid, block, first, words);
-    }
-
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
-        self.os.stats_read(qid, block, out);
     }
 
     fn xsk_bound(&self, qid: u16) -> Option<u32> {

@@ -12,7 +12,7 @@ use core::ptr::NonNull;
 
 use onic_core::stats::PoolStats;
 use onic_core::xdp::{XdpBuff, XdpRxHash};
-pub use onic_embed::port::{FrameAt, SkbHash, StatBlock};
+pub use onic_embed::port::{FrameAt, SkbHash};
 use onic_hal::grace::GracePeriod;
 use onic_hal::{Direction, DmaAddr};
 
@@ -150,13 +150,6 @@ pub trait Os: GracePeriod + 'static {
     /// metadata valid). `true`: the OS took the page (it comes back to the pool through
     /// `xdp_return_frame`).
     fn xdp_redirect(&self, prog: Self::Prog, mem: Self::QMem, page: &RawPoolPage, frame: FrameAt) -> bool;
-
-    /// Publishes words `first..first + words.len()` of counter block `block` of queue `qid`
-    /// (called only by that block's single writer; the block's other words keep their value).
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]);
-    /// Reads one published counter block of queue `qid`, consistently
-    /// (`u64_stats_fetch_begin/retry`).
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
 
     // AF_XDP zero copy, called from queue `qid`'s NAPI context (`xsk_room` also under RTNL).
     // An OS without it keeps the defaults: no pool is ever bound.

@@ -16,8 +16,8 @@ use onic_core::xdp::{XdpBuff, XdpError, XdpRxHash};
 use onic_core::RingSizeIdx;
 use onic_embed::port::sinks::XSK_ALLOC_BATCH;
 use onic_embed::port::{
-    AllContexts, Control, Kind, Port, PortConfig, PortRegs, PortResult, Quiet, Token, TxClean, XmitResult,
-    CONTROL,
+    AllContexts, Control, Kind, Port, PortConfig, PortRegs, PortResult, Quiet, StatBlock, Token, TxClean,
+    XmitResult, CONTROL,
 };
 use onic_hal::grace::{GracePeriod, ReadSection};
 use onic_hal::DmaAddr;
@@ -25,7 +25,7 @@ use onic_linux::errno::{from_port, Errno};
 use onic_linux::ethtool::ETH_SS_STATS;
 use onic_linux::ethtool::{self, sset_count, stats_count};
 use onic_linux::host::OsHost;
-use onic_linux::os::{FrameAt, Os, RawPoolPage, RawXskFrame, SkbHash, StatBlock};
+use onic_linux::os::{FrameAt, Os, RawPoolPage, RawXskFrame, SkbHash};
 use onic_linux::simcard::{sim_config, SharedSpinLock, SimBar, SimCard, SimDelay, SimDma, SimRegs, SpinLock};
 
 const PAGE: usize = 4096;
@@ -107,20 +107,15 @@ impl Drop for Xsk {
     }
 }
 
-/// The host stand-in for the kernel's services: one per netdev (`.1` is the port's published
-/// counter blocks, by queue and block, `.2` its XSK pool), the memory state shared by both ports
-/// of the test.
+/// The host stand-in for the kernel's services: one per netdev (`.1` is its XSK pool), the
+/// memory state shared by both ports of the test.
 #[derive(Clone, Default)]
-struct HostOs(
-    Rc<RefCell<State>>,
-    Rc<RefCell<Vec<[[u64; 64]; StatBlock::ALL.len()]>>>,
-    Rc<RefCell<Xsk>>,
-);
+struct HostOs(Rc<RefCell<State>>, Rc<RefCell<Xsk>>);
 
 impl HostOs {
     /// The services of another netdev over the same memory state.
     fn other(&self) -> Self {
-        Self(Rc::clone(&self.0), Rc::default(), Rc::default())
+        Self(Rc::clone(&self.0), Rc::default())
     }
 }
 
@@ -157,7 +152,7 @@ impl HostOs {
     /// headroom to queue `q` (the kernel's `XDP_SETUP_XSK_POOL`, before the driver switches the
     /// queue), every chunk in its fill ring.
     fn bind_xsk(&self, q: u16, chunks: usize, chunk: usize, headroom: u16) {
-        let mut x = self.2.borrow_mut();
+        let mut x = self.1.borrow_mut();
         assert!(x.queue.is_none() && x.chunks.is_empty() && chunk <= PAGE);
         for _ in 0..chunks {
             // SAFETY: non-zero size.
@@ -172,7 +167,7 @@ impl HostOs {
 
     /// Whether the bytes past every chunk in its page still hold [`CANARY`].
     fn xsk_canaries_intact(&self) -> bool {
-        let x = self.2.borrow();
+        let x = self.1.borrow();
         x.chunks.iter().all(|c| {
             // SAFETY: a page of the UMEM, PAGE bytes; no datapath call runs meanwhile.
             let page = unsafe { std::slice::from_raw_parts(c.as_ptr(), PAGE) };
@@ -182,7 +177,7 @@ impl HostOs {
 
     /// The application takes the frames of its RX ring and gives their chunks to the fill ring.
     fn xsk_consume(&self) -> Vec<Vec<u8>> {
-        let mut x = self.2.borrow_mut();
+        let mut x = self.1.borrow_mut();
         let got: Vec<_> = x.rx.drain(..).collect();
         got.into_iter()
             .map(|(c, f)| {
@@ -194,7 +189,7 @@ impl HostOs {
 
     /// Chunks with the driver: neither in the free list nor in the socket's RX ring.
     fn xsk_with_driver(&self) -> usize {
-        let x = self.2.borrow();
+        let x = self.1.borrow();
         x.chunks.len() - x.free.len() - x.rx.len()
     }
 }
@@ -343,7 +338,7 @@ impl Os for HostOs {
     }
 
     fn xsk_room(&self, qid: u16) -> Option<u32> {
-        let x = self.2.borrow();
+        let x = self.1.borrow();
         let room = x.chunk - usize::from(x.headroom);
         (x.queue == Some(qid)).then(|| u32::try_from(room).unwrap())
     }
@@ -351,7 +346,7 @@ impl Os for HostOs {
     fn xsk_alloc_batch(&self, qid: u16, max: usize, each: &mut dyn FnMut(RawXskFrame)) -> usize {
         let mut handed = 0;
         while handed < max {
-            let mut x = self.2.borrow_mut();
+            let mut x = self.1.borrow_mut();
             assert_eq!(x.queue, Some(qid), "a frame of a pool the queue is not bound to");
             let Some(c) = x.free.pop() else {
                 break;
@@ -380,7 +375,7 @@ impl Os for HostOs {
     }
 
     fn xsk_free(&self, handle: NonNull<u8>) {
-        let mut x = self.2.borrow_mut();
+        let mut x = self.1.borrow_mut();
         assert!(x.chunks.contains(&handle), "not a chunk of the UMEM");
         assert!(!x.free.contains(&handle), "chunk given back twice");
         assert!(
@@ -396,7 +391,7 @@ impl Os for HostOs {
         let frame = unsafe {
             std::slice::from_raw_parts(handle.as_ptr().add(usize::from(f.offset)), usize::from(f.len))
         };
-        let mut x = self.2.borrow_mut();
+        let mut x = self.1.borrow_mut();
         assert!(!x.free.contains(&handle), "a free chunk redirected");
         x.rx.push((handle, frame.to_vec()));
         true
@@ -419,23 +414,6 @@ impl Os for HostOs {
         // The target sent it and returned the frame: back to its pool.
         self.give_back(mem, page.handle);
         true
-    }
-
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
-        let mut s = self.1.borrow_mut();
-        let q = usize::from(qid);
-        if s.len() <= q {
-            s.resize(q + 1, [[0; 64]; StatBlock::ALL.len()]);
-        }
-        s[q][block as usize][first..first + words.len()].copy_from_slice(words);
-    }
-
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
-        let s = self.1.borrow();
-        match s.get(usize::from(qid)) {
-            Some(w) => out.copy_from_slice(&w[block as usize][..out.len()]),
-            None => out.fill(0),
-        }
     }
 }
 
@@ -1234,13 +1212,6 @@ fn adaptive_moderation_moves_a_running_queue() {
     finish(&card, &os, vec![a, b]);
 }
 
-/// Word `w` of queue `q`'s published counter block `block`.
-fn block_word(os: &HostOs, q: u16, block: StatBlock, w: usize) -> u64 {
-    os.1.borrow()
-        .get(usize::from(q))
-        .map_or(0, |b| b[block as usize][w])
-}
-
 /// The NAPI block holds the running rings' counters alone, the history block what earlier rings
 /// counted: a port restart moves the received frames from one to the other, the netdev's totals
 /// and adaptive moderation's sample (history included) never fall, and frames received after
@@ -1250,33 +1221,28 @@ fn block_word(os: &HostOs, q: u16, block: StatBlock, w: usize) -> u64 {
 fn received_counters_move_to_the_history_block_at_a_restart() {
     use onic_core::stats::RxStats;
     const RX: usize = RxStats::word("rx_packets");
-    let card = SimCard::new(SpinLock::default(), sim_config());
-    let os = HostOs::default();
-    let os_b = os.other(); // b's counter blocks
-    let (a, b) = (port(&card, &os, 0, 1), port(&card, &os_b, 1, 1));
-    open(&a).unwrap();
-    open(&b).unwrap();
+    let (card, os, a, b) = open_pair(1);
     set_adaptive(&b, 0, 2, true).unwrap();
     trickle(&card, &os, &a, &b, 6, 5_000);
-    let blocks = |os: &HostOs| {
+    let blocks = |p: &SimPort| {
         (
-            block_word(os, 0, StatBlock::Napi, RX),
-            block_word(os, 0, StatBlock::History, RX),
+            p.counter_block(0, StatBlock::Napi)[RX],
+            p.counter_block(0, StatBlock::History)[RX],
         )
     };
-    assert_eq!(blocks(&os_b), (6, 0));
+    assert_eq!(blocks(&b), (6, 0));
     assert_eq!(b.link_stats().rx_packets, 6);
 
     stop(&b);
-    assert_eq!(blocks(&os_b), (0, 6), "the stopped rings' frames are history");
+    assert_eq!(blocks(&b), (0, 6), "the stopped rings' frames are history");
     assert_eq!(b.link_stats().rx_packets, 6);
     open(&b).unwrap();
     set_adaptive(&b, 0, 2, true).unwrap();
     assert_eq!(idle_poll(&b).rx_packets, 6, "the sample keeps the history");
-    assert_eq!(blocks(&os_b), (0, 6));
+    assert_eq!(blocks(&b), (0, 6));
 
     trickle(&card, &os, &a, &b, 4, 5_000);
-    assert_eq!(blocks(&os_b), (4, 6), "the new rings count from zero");
+    assert_eq!(blocks(&b), (4, 6), "the new rings count from zero");
     assert_eq!(b.link_stats().rx_packets, 10);
     assert_eq!(idle_poll(&b).rx_packets, 10);
     assert_eq!(stat_of(&b, "rx0_packets"), 10, "ethtool -S adds the blocks too");
@@ -1498,7 +1464,7 @@ fn a_zero_copy_queue_keeps_its_umem_across_a_port_restart() {
     round(0);
     // The refills took their chunks in batches (xsk_buff_alloc_batch), never more at once
     // than the provider's batch holds.
-    let sizes = std::mem::take(&mut os.2.borrow_mut().batch_sizes);
+    let sizes = std::mem::take(&mut os.1.borrow_mut().batch_sizes);
     assert!(sizes.iter().all(|&m| m <= XSK_ALLOC_BATCH), "{sizes:?}");
     assert!(
         sizes.iter().filter(|&&m| m == XSK_ALLOC_BATCH).count() >= XSK_ALLOC_BATCH,
@@ -1528,8 +1494,8 @@ fn switch_back_and_finish(
         0,
         "switched back: every chunk is the pool's"
     );
-    assert_eq!(os.2.borrow().free.len(), chunks);
-    os.2.borrow_mut().queue = None;
+    assert_eq!(os.1.borrow().free.len(), chunks);
+    os.1.borrow_mut().queue = None;
     finish(card, os, vec![a, b]);
 }
 
@@ -1557,7 +1523,7 @@ fn two_kib_chunks_carry_full_frames_through_redirect_tx_and_pass() {
         Err(onic_linux::errno::EINVAL),
         "2 KiB less 256 bytes of headroom holds no buffer for a full frame"
     );
-    *os.2.borrow_mut() = Xsk::default();
+    *os.1.borrow_mut() = Xsk::default();
     let chunks = 256;
     os.bind_xsk(0, chunks, 2048, 0);
     set_source(&a, 0, SourceKind::Xsk).unwrap();

@@ -36,6 +36,7 @@ macro_rules! counters_add_assign {
 
             /// Every counter, in declaration order.
             #[must_use]
+            #[inline]
             pub const fn to_words(&self) -> [u64; Self::WORDS] {
                 [$(self.$f),*]
             }

@@ -1,7 +1,18 @@
-//! A queue's counters as the flat words a host publishes, one block per writer
-//! ([`StatBlock`](super::host::StatBlock)), and back.
+//! A queue's counters as the flat words the port publishes, one block per writer
+//! ([`StatBlock`]), and back.
+//!
+//! The blocks are the port's own memory: each is written only by its block's single writer, one
+//! relaxed atomic store per word, and read by anyone (statistics readers in any context) with
+//! relaxed loads. A reader may see a publication half done, each word whole and never falling
+//! between two writes of its writer: what a `u64_stats_sync` block gives on a 64-bit Linux, where
+//! its sequence count compiles away. The NAPI poll writes its block straight from the core's
+//! counter structs, with no copy in between and no call out of the port.
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use onic_core::stats::{PairStats, QueueCounters, RxStats, TxStats, XskStats};
+
+use super::host::StatBlock;
 
 /// Words of a queue's published counters: every RX, TX, pair and AF_XDP counter (the pool's
 /// statistics are the host's, read from the pool).
@@ -18,19 +29,81 @@ const XSK_WORDS_AT: usize = PAIR_WORDS_AT + PairStats::WORDS;
 /// for adding counters up, so a counter added there reaches every host).
 #[must_use]
 pub fn to_words(c: &QueueCounters) -> [u64; QSTAT_WORDS] {
-    live_words(&c.rx, &c.tx, &c.pair, &c.xsk)
+    let mut w = [0u64; QSTAT_WORDS];
+    w[..TX_WORDS_AT].copy_from_slice(&c.rx.to_words());
+    w[TX_WORDS_AT..PAIR_WORDS_AT].copy_from_slice(&c.tx.to_words());
+    w[PAIR_WORDS_AT..XSK_WORDS_AT].copy_from_slice(&c.pair.to_words());
+    w[XSK_WORDS_AT..].copy_from_slice(&c.xsk.to_words());
+    w
 }
 
-/// The words of the four counter structs, each copied into its range (one pass, no
-/// intermediate `QueueCounters`: a NAPI poll publishes these every time).
-#[must_use]
-pub fn live_words(rx: &RxStats, tx: &TxStats, pair: &PairStats, xsk: &XskStats) -> [u64; QSTAT_WORDS] {
-    let mut w = [0u64; QSTAT_WORDS];
-    w[..TX_WORDS_AT].copy_from_slice(&rx.to_words());
-    w[TX_WORDS_AT..PAIR_WORDS_AT].copy_from_slice(&tx.to_words());
-    w[PAIR_WORDS_AT..XSK_WORDS_AT].copy_from_slice(&pair.to_words());
-    w[XSK_WORDS_AT..].copy_from_slice(&xsk.to_words());
-    w
+/// One published counter block (see the module docs).
+pub(crate) struct CounterBlock([AtomicU64; QSTAT_WORDS]);
+
+impl CounterBlock {
+    const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; QSTAT_WORDS])
+    }
+
+    /// Stores `words` from word `first` on (the part past the block's end is left out).
+    pub(crate) fn store(&self, first: usize, words: &[u64]) {
+        let to = self.0.get(first..).unwrap_or_default();
+        for (d, &w) in to.iter().zip(words) {
+            d.store(w, Ordering::Relaxed);
+        }
+    }
+
+    /// Stores the words of the four counter structs, each straight into its range.
+    #[inline]
+    pub(crate) fn store_live(&self, rx: &RxStats, tx: &TxStats, pair: &PairStats, xsk: &XskStats) {
+        let (r, rest) = self.0.split_at(TX_WORDS_AT);
+        let (t, rest) = rest.split_at(TxStats::WORDS);
+        let (p, x) = rest.split_at(PairStats::WORDS);
+        store_each(r, rx.to_words());
+        store_each(t, tx.to_words());
+        store_each(p, pair.to_words());
+        store_each(x, xsk.to_words());
+    }
+
+    /// Every word.
+    pub(crate) fn load(&self) -> [u64; QSTAT_WORDS] {
+        let mut w = [0u64; QSTAT_WORDS];
+        for (d, s) in w.iter_mut().zip(&self.0) {
+            *d = s.load(Ordering::Relaxed);
+        }
+        w
+    }
+}
+
+#[inline(always)]
+fn store_each<const N: usize>(to: &[AtomicU64], words: [u64; N]) {
+    for (d, w) in to.iter().zip(words) {
+        d.store(w, Ordering::Relaxed);
+    }
+}
+
+/// The published blocks of one queue index, one per [`StatBlock`].
+pub(crate) struct QueueBlocks([CounterBlock; StatBlock::ALL.len()]);
+
+impl QueueBlocks {
+    pub(crate) const fn new() -> Self {
+        Self([const { CounterBlock::new() }; StatBlock::ALL.len()])
+    }
+
+    /// Block `b`.
+    pub(crate) fn get(&self, b: StatBlock) -> &CounterBlock {
+        // An index of StatBlock::ALL by construction: `b as usize` is below its length.
+        &self.0[b as usize]
+    }
+
+    /// The queue index's counters: its blocks added up.
+    pub(crate) fn sum(&self) -> QueueCounters {
+        let mut c = QueueCounters::default();
+        for b in &self.0 {
+            c += from_words(&b.load());
+        }
+        c
+    }
 }
 
 /// `w += base`, word by word (wrapping, as the counters' own `+=`).
@@ -58,6 +131,36 @@ pub fn from_words(w: &[u64; QSTAT_WORDS]) -> QueueCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_store_in_place_and_add_up() {
+        let mut c = QueueCounters::default();
+        c.rx.rx_packets = 7;
+        c.tx.tx_aborted = 3;
+        c.pair.rx_pass_refused = 5;
+        c.xsk.tx_bytes = 11;
+        let blocks = QueueBlocks::new();
+        let napi = blocks.get(StatBlock::Napi);
+        napi.store_live(&c.rx, &c.tx, &c.pair, &c.xsk);
+        assert_eq!(napi.load(), to_words(&c), "each struct in its own range");
+        // A TX-only block: only its TX range is ever written.
+        let tx = TxStats {
+            tx_packets: 2,
+            ..TxStats::default()
+        };
+        blocks.get(StatBlock::Stack).store(TX_WORDS_AT, &tx.to_words());
+        // A range running past the end stores what fits and no more.
+        blocks
+            .get(StatBlock::History)
+            .store(QSTAT_WORDS - 1, &[4, 99, 99]);
+        let sum = blocks.sum();
+        assert_eq!(sum.rx.rx_packets, 7);
+        assert_eq!(sum.tx.tx_packets, 2);
+        assert_eq!(sum.xsk.tx_bytes, 15, "the NAPI block's 11 and the history's 4");
+        assert_eq!(blocks.get(StatBlock::Xmit).load(), [0; QSTAT_WORDS]);
+        blocks.get(StatBlock::Xmit).store(QSTAT_WORDS + 5, &[1]);
+        assert_eq!(blocks.get(StatBlock::Xmit).load(), [0; QSTAT_WORDS]);
+    }
 
     #[test]
     fn words_round_trip_every_counter() {

@@ -17,10 +17,10 @@ use crate::poll::poll_pair;
 
 use super::abi::{PollResult, TxClean, TxState, XmitResult};
 use super::contexts::{Napi, Token, TxLock, XmitLock};
-use super::counters::TX_WORDS_AT;
+use super::counters::{CounterBlock, QSTAT_WORDS};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::queues::{napi_words, HostDevice, NapiState, TxRing};
+use super::queues::{publish_napi, publish_tx, HostDevice, NapiState, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
 use super::xsk::xsk_send;
 use super::Port;
@@ -29,11 +29,6 @@ use super::Port;
 const XMIT_CHUNK: usize = 16;
 
 impl<H: Host> Port<H> {
-    /// The NAPI state of the token's queue index.
-    fn napi<'t>(&'t self, t: &'t mut Token<'_, Napi>) -> Option<&'t mut NapiState<H>> {
-        self.queues.get(usize::from(t.index()))?.napi.open(t).ok()
-    }
-
     /// The stack's TX ring of the token's queue index, if it runs.
     fn stack<'t>(&'t self, t: &'t mut Token<'_, TxLock>) -> Option<&'t mut TxRing<H>> {
         self.queues
@@ -54,11 +49,11 @@ impl<H: Host> Port<H> {
             .as_mut()
     }
 
-    /// Publishes a TX-only ring's counters (the stack's or the redirect-in ring's block): only
-    /// the block's TX words, which are all such a block ever holds.
+    /// Publishes a TX-only ring's counters as block `block` of queue index `qid`.
     fn publish_tx(&self, qid: u16, block: StatBlock, stats: &TxStats) {
-        self.host
-            .stats_publish(qid, block, TX_WORDS_AT, &stats.to_words());
+        if let Some(q) = self.queues.get(usize::from(qid)) {
+            publish_tx(q.blocks.get(block), stats);
+        }
     }
 
     /// Sends one packet of the stack on TX ring `qid`, after reclaiming what the device has
@@ -227,14 +222,18 @@ impl<H: Host> Port<H> {
         prog: Option<H::Prog>,
     ) -> PollResult {
         let qid = poll.index();
-        let Some(state) = self.napi(poll) else {
+        let Some(queue) = self.queues.get(usize::from(qid)) else {
+            return PollResult::default();
+        };
+        let Ok(state) = queue.napi.open(poll) else {
             return PollResult::default();
         };
         let call = NapiCall { budget, napi, prog };
+        let to = queue.blocks.get(StatBlock::Napi);
         poll_queue(
             &self.dev,
             &self.host,
-            state,
+            (state, to),
             (qid, self.hasher.read(section)),
             call,
         )
@@ -256,7 +255,8 @@ impl<H: Host> Port<H> {
         let Some(queue) = queues.get_mut(usize::from(qid)) else {
             return (PollResult::default(), None);
         };
-        poll_queue(dev, host, queue.napi.get_mut(), (qid, hasher.current()), call)
+        let state = (queue.napi.get_mut(), queue.blocks.get(StatBlock::Napi));
+        poll_queue(dev, host, state, (qid, hasher.current()), call)
     }
 
     /// The stack TX ring's state, for a TX timeout report (Linux's watchdog holds every TX
@@ -293,7 +293,7 @@ pub(crate) struct NapiCall<H: Host> {
 fn poll_queue<H: Host>(
     dev: &HostDevice<H>,
     host: &H,
-    state: &mut NapiState<H>,
+    (state, to): (&mut NapiState<H>, &CounterBlock),
     (qid, hasher): (u16, &ShellHasher),
     call: NapiCall<H>,
 ) -> (PollResult, Option<PairPoll>) {
@@ -361,12 +361,13 @@ fn poll_queue<H: Host>(
     }
     let redirected = redirect.redirected;
     // The live counters as they are: the index's earlier rings are in the history block.
-    let published = napi_words(qp);
-    host.stats_publish(qid, StatBlock::Napi, 0, &published);
+    publish_napi(to, qp);
     // The queue's received totals for adaptive moderation's samples, history included (they
-    // must not fall when the rings are replaced): two words of each block (RX words first).
+    // must not fall when the rings are replaced; the RX words come first in the history).
     const RX_PACKETS: usize = RxStats::word("rx_packets");
     const RX_BYTES: usize = RxStats::word("rx_bytes");
+    const _: () = assert!(RX_PACKETS < QSTAT_WORDS && RX_BYTES < QSTAT_WORDS);
+    let rx = qp.rx.stats();
     let level = match moderation {
         Some(QueueModeration::Adaptive(level)) => Some(level),
         _ => None,
@@ -379,8 +380,8 @@ fn poll_queue<H: Host>(
         error: qp.error().is_some(),
         adaptive: level.is_some(),
         level: level.unwrap_or(0),
-        rx_packets: published[RX_PACKETS].wrapping_add(base[RX_PACKETS]),
-        rx_bytes: published[RX_BYTES].wrapping_add(base[RX_BYTES]),
+        rx_packets: rx.rx_packets.wrapping_add(base[RX_PACKETS]),
+        rx_bytes: rx.rx_bytes.wrapping_add(base[RX_BYTES]),
     };
     (result, Some(out))
 }

@@ -194,13 +194,6 @@ pub trait Host: Clone {
         target: Option<u32>,
     ) -> Result<(), Self::Page>;
 
-    /// Publishes words `first..first + words.len()` of counter block `block` of queue `qid`
-    /// (called only by that block's single writer); the block's other words keep their value.
-    /// A host ignores a range past the block's [`QSTAT_WORDS`](super::counters::QSTAT_WORDS).
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]);
-    /// Reads one published counter block of queue `qid`, consistently.
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]);
-
     // AF_XDP zero copy. A queue index runs on UMEM frames once the port was told so
     // (`Port::set_queue_source`); the host keeps which XSK pool is bound to which queue index
     // (Linux: `xsk_get_pool_from_qid`). A host without AF_XDP keeps these defaults: no frame to

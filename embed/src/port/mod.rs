@@ -17,7 +17,7 @@
 //!   reclaim the stack's TX ring (the stack's TX queue lock), the redirect-in transmit and its
 //!   reclaim the redirect-in ring (the queue's xmit lock); see `queues.rs`;
 //! - readers (`link_stats`, `rss_get`, `link_up`, `error_report`) take no token and may run any
-//!   time; they read registers and what the datapath published (`Host::stats_publish`), never
+//!   time; they read registers and what the datapath published (`counters.rs`), never
 //!   the running rings.
 //!
 //! RX pages come from the host's page pool ([`sinks::HostPool`]), become the stack's packets in
@@ -62,7 +62,7 @@ use onic_core::stats::{MacStatGroups, PauseParams, QueueCounters, HW_COUNTERS};
 use onic_core::{Device, DeviceConfig, FunctionId, QueueId, RingSizeIdx, RxModeration, RxQueueConfig};
 
 use contexts::Owned;
-use counters::{from_words, QSTAT_WORDS};
+use counters::QSTAT_WORDS;
 use queues::{HostDevice, Queue, Rings};
 
 /// Entries of the shell's RSS indirection table (`ethtool -x` indirection size).
@@ -499,14 +499,15 @@ impl<H: Host> Port<H> {
 
     /// Queue index `qid`'s published counters: the sum of its blocks.
     fn read_queue(&self, qid: usize) -> QueueCounters {
-        let mut c = QueueCounters::default();
-        for block in StatBlock::ALL {
-            let mut w = [0u64; QSTAT_WORDS];
-            // CAST: at most 64 queues.
-            self.host.stats_read(qid as u16, block, &mut w);
-            c += from_words(&w);
-        }
-        c
+        self.queues.get(qid).map(|q| q.blocks.sum()).unwrap_or_default()
+    }
+
+    /// Block `block` of queue index `qid` as published (zero for an index the port does not
+    /// own): what one writer has counted, for diagnostics. Any context.
+    pub fn counter_block(&self, qid: u16, block: StatBlock) -> [u64; QSTAT_WORDS] {
+        self.queues
+            .get(usize::from(qid))
+            .map_or([0; QSTAT_WORDS], |q| q.blocks.get(block).load())
     }
 
     /// CMACs the bring-up found on the card (registers only read at bring-up: any context).
@@ -840,12 +841,13 @@ impl<H: Host> Port<H> {
                 host: &self.host,
                 delay: &mut ctl.delay,
             };
-            rings.stop_rings(
-                queue.napi.get_mut(),
-                queue.stack.get_mut(),
-                queue.xmit.get_mut(),
-                q,
-            );
+            let Queue {
+                napi,
+                stack,
+                xmit,
+                blocks,
+            } = queue;
+            rings.stop_rings((napi.get_mut(), stack.get_mut(), xmit.get_mut()), blocks, q);
         }
         self.queues.clear();
         let Self { dev, mut ctl, .. } = self;

@@ -23,7 +23,7 @@ use onic_core::stats::QueueCounters;
 use onic_core::{Device, NoPage, NoPages, QueueId, QueuePair, RingSizeIdx, TxQueue, TxQueueConfig, TxStats};
 
 use super::contexts::{Domain, Napi, Owned, QueueTokens, TxLock, WrongContext, XmitLock};
-use super::counters::{add_words, live_words, to_words, QSTAT_WORDS, TX_WORDS_AT};
+use super::counters::{add_words, to_words, CounterBlock, QueueBlocks, QSTAT_WORDS, TX_WORDS_AT};
 use super::error::{PortError, PortResult, XskRefusal};
 use super::host::{Host, StatBlock};
 use super::sinks::{Buf, Bufs, Done, HostPool, HostXsk, TxItem};
@@ -94,11 +94,14 @@ pub(crate) struct NapiState<H: Host> {
     pub(crate) base: [u64; QSTAT_WORDS],
 }
 
-/// One queue index's rings, each in the cell of the context that owns it (module docs).
+/// One queue index's rings, each in the cell of the context that owns it (module docs), and
+/// their published counters.
 pub(crate) struct Queue<H: Host> {
     pub(crate) napi: Owned<NapiState<H>, Napi>,
     pub(crate) stack: Owned<Option<TxRing<H>>, TxLock>,
     pub(crate) xmit: Owned<Option<TxRing<H>>, XmitLock>,
+    /// One block per writer ([`StatBlock`]); read from any context.
+    pub(crate) blocks: QueueBlocks,
 }
 
 impl<H: Host> Queue<H> {
@@ -113,6 +116,7 @@ impl<H: Host> Queue<H> {
             napi: Owned::new(napi, domain, q),
             stack: Owned::new(None, domain, q),
             xmit: Owned::new(None, domain, q),
+            blocks: QueueBlocks::new(),
         }
     }
 
@@ -152,11 +156,12 @@ fn slots<H: Host, T>(host: &H, n: u16, mut fill: impl FnMut() -> T) -> PortResul
         .ok_or(PortError::NoMemory)
 }
 
-/// The NAPI block's words of `qp`'s live counters (what [`napi_counters`] holds, without
-/// building it: every poll publishes these).
-pub(crate) fn napi_words<H: Host>(qp: &NapiPair<H>) -> [u64; QSTAT_WORDS] {
+/// Publishes `qp`'s live counters (what [`napi_counters`] holds, without building it: every
+/// poll publishes these) as NAPI block `to`.
+#[inline]
+pub(crate) fn publish_napi<H: Host>(to: &CounterBlock, qp: &NapiPair<H>) {
     let xsk = qp.pool.as_xsk().map(|x| x.stats).unwrap_or_default();
-    live_words(qp.rx.stats(), qp.tx.stats(), qp.stats(), &xsk)
+    to.store_live(qp.rx.stats(), qp.tx.stats(), qp.stats(), &xsk);
 }
 
 /// A NAPI pair's counters, XDP_TX ring included.
@@ -446,17 +451,8 @@ impl<H: Host> Rings<'_, H> {
             // Back on the old source, if it starts; the error stays the new source's.
             let _ = self.start_napi(napi, (q, xdp_qid), old, tuning, rings);
         }
-        self.publish_history(napi, q);
+        publish_history(&queue.blocks, napi);
         r
-    }
-
-    /// Publishes the index's history block, then its NAPI block as the pair now running counts
-    /// it (zero for a new pair, nothing for none). Between the two writes a reader may count a
-    /// stopped pair twice for an instant; the blocks agree again once both are written.
-    fn publish_history(&self, napi: &NapiState<H>, q: u16) {
-        self.host.stats_publish(q, StatBlock::History, 0, &napi.base);
-        let live = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
-        self.host.stats_publish(q, StatBlock::Napi, 0, &live);
     }
 
     /// Restarts every ring of queue index `q` in place (the core's restarts: each ring's buffers
@@ -486,12 +482,12 @@ impl<H: Host> Rings<'_, H> {
         // What the restart counted (restarts, abandoned completions, aborted buffers) is
         // published now, as each ring's owner would: the user sees it without waiting for the
         // next poll or transmit.
-        let published = napi.pair.as_ref().map_or([0; QSTAT_WORDS], napi_words);
-        self.host.stats_publish(q, StatBlock::Napi, 0, &published);
+        if let Some(qp) = &napi.pair {
+            publish_napi(queue.blocks.get(StatBlock::Napi), qp);
+        }
         for (ring, block) in [(&*stack, StatBlock::Stack), (&*xmit, StatBlock::Xmit)] {
             if let Some(tx) = ring {
-                self.host
-                    .stats_publish(q, block, TX_WORDS_AT, &tx.stats().to_words());
+                publish_tx(queue.blocks.get(block), tx.stats());
             }
         }
         if let Err(e) = first {
@@ -509,7 +505,7 @@ impl<H: Host> Rings<'_, H> {
     pub(crate) fn stop_queue(&mut self, queue: &Queue<H>, tokens: &mut QueueTokens<'_>) -> PortResult<()> {
         let q = tokens.napi.index();
         let (napi, stack, xmit) = queue.open(tokens)?;
-        self.stop_rings(napi, stack, xmit, q);
+        self.stop_rings((napi, stack, xmit), &queue.blocks, q);
         Ok(())
     }
 
@@ -518,9 +514,8 @@ impl<H: Host> Rings<'_, H> {
     /// totals survive down/up.
     pub(crate) fn stop_rings(
         &mut self,
-        napi: &mut NapiState<H>,
-        stack: &mut Option<TxRing<H>>,
-        xmit: &mut Option<TxRing<H>>,
+        (napi, stack, xmit): (&mut NapiState<H>, &mut Option<TxRing<H>>, &mut Option<TxRing<H>>),
+        blocks: &QueueBlocks,
         q: u16,
     ) {
         let mut ran = QueueCounters::default();
@@ -534,10 +529,28 @@ impl<H: Host> Rings<'_, H> {
             ran += n;
         }
         add_words(&mut napi.base, &to_words(&ran));
-        self.publish_history(napi, q);
-        // The TX-only blocks are only ever written in their TX range.
-        let zero = [0; TxStats::WORDS];
-        self.host.stats_publish(q, StatBlock::Stack, TX_WORDS_AT, &zero);
-        self.host.stats_publish(q, StatBlock::Xmit, TX_WORDS_AT, &zero);
+        publish_history(blocks, napi);
+        let zero = TxStats::default();
+        publish_tx(blocks.get(StatBlock::Stack), &zero);
+        publish_tx(blocks.get(StatBlock::Xmit), &zero);
     }
+}
+
+/// Publishes the index's history block, then its NAPI block as the pair now running counts it
+/// (zero for a new pair or for none). Between the two writes a reader may count a stopped pair
+/// twice for an instant; the blocks agree again once both are written.
+fn publish_history<H: Host>(blocks: &QueueBlocks, napi: &NapiState<H>) {
+    blocks.get(StatBlock::History).store(0, &napi.base);
+    let live = blocks.get(StatBlock::Napi);
+    match &napi.pair {
+        Some(qp) => publish_napi(live, qp),
+        None => live.store(0, &[0; QSTAT_WORDS]),
+    }
+}
+
+/// Publishes a TX-only ring's counters (the stack's or the redirect-in ring's block): only the
+/// block's TX words, which are all such a block ever holds.
+#[inline]
+pub(crate) fn publish_tx(to: &CounterBlock, stats: &TxStats) {
+    to.store(TX_WORDS_AT, &stats.to_words());
 }

@@ -191,7 +191,9 @@ impl<H: Host> SoloPort<H> {
 
 /// The view of a queue whose cells the caller holds exclusively, if its rings run.
 fn view<H: Host>(index: u16, queue: &mut Queue<H>) -> Option<QueueView<'_, H>> {
-    let Queue { napi, stack, xmit } = queue;
+    let Queue {
+        napi, stack, xmit, ..
+    } = queue;
     let NapiState { pair, .. } = napi.get_mut();
     Some(QueueView {
         index,

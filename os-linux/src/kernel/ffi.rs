@@ -155,10 +155,6 @@ extern "C" {
         len: u16,
         meta: u8,
     ) -> c_int;
-    /// Publishes counter block `block` of queue `qid` (`u64_stats_update_begin/end`).
-    pub fn onic_qstats_write(nd: *mut c_void, qid: u16, block: u8, first: usize, v: *const u64, n: usize);
-    /// Reads counter block `block` of queue `qid` (`u64_stats_fetch_begin/retry`).
-    pub fn onic_qstats_read(nd: *mut c_void, qid: u16, block: u8, out: *mut u64, n: usize);
     /// `synchronize_net`.
     pub fn onic_synchronize_net();
 

@@ -13,7 +13,7 @@ use super::backend::{dir, ApiDma, KDma, KernelDma};
 use super::ffi;
 use crate::abi::XskChunk;
 use crate::errno::{Errno, ENOMEM};
-use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, RawXskFrame, SkbHash, StatBlock};
+use crate::os::{FrameAt, Os, PacketMap, RawPoolPage, RawXskFrame, SkbHash};
 
 /// `XDP_ABORTED`: what a run whose results break the buffer layout counts as.
 const XDP_ABORTED: u32 = 0;
@@ -247,25 +247,6 @@ impl Os for KOs {
                 f.meta,
             ) == 0
         }
-    }
-
-    fn stats_publish(&self, qid: u16, block: StatBlock, first: usize, words: &[u64]) {
-        // SAFETY: live netdev; `words` is valid for its length (the C side checks the range).
-        unsafe {
-            ffi::onic_qstats_write(
-                self.nd.as_ptr(),
-                qid,
-                block as u8,
-                first,
-                words.as_ptr(),
-                words.len(),
-            );
-        }
-    }
-
-    fn stats_read(&self, qid: u16, block: StatBlock, out: &mut [u64]) {
-        // SAFETY: live netdev; `out` is valid for its length.
-        unsafe { ffi::onic_qstats_read(self.nd.as_ptr(), qid, block as u8, out.as_mut_ptr(), out.len()) };
     }
 
     fn xsk_room(&self, qid: u16) -> Option<u32> {
