@@ -41,6 +41,16 @@ macro_rules! counters_add_assign {
                 [$(self.$f),*]
             }
 
+            /// Calls `f` with each counter's position in [`Self::to_words`] and its value, in
+            /// that order: a writer that stores each word as it reads it (a published block)
+            /// needs no array in between.
+            #[inline]
+            pub fn each_word(&self, mut f: impl FnMut(usize, u64)) {
+                let words = [$(stringify!($f)),*];
+                let mut at = 0..words.len();
+                $( f(at.next().unwrap_or(0), self.$f); )*
+            }
+
             /// The counters from `w`, in the order of [`Self::to_words`]; counters past the end
             /// of `w` are 0.
             #[must_use]
@@ -394,3 +404,31 @@ pub struct QueueCounters {
 }
 
 counters_add_assign!(QueueCounters {} nested { rx, tx, pair, pool, xsk });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `each_word` visits every counter once, at its `to_words` position, with its value.
+    #[test]
+    fn each_word_agrees_with_to_words() {
+        fn check<const N: usize>(words: [u64; N], each: impl Fn(&mut dyn FnMut(usize, u64))) {
+            let mut seen = [None; N];
+            each(&mut |i, w| {
+                assert!(seen[i].is_none(), "word {i} visited twice");
+                seen[i] = Some(w);
+            });
+            assert_eq!(seen, words.map(Some));
+        }
+        let w: [u64; 64] = core::array::from_fn(|i| 100 + i as u64);
+        let rx = RxStats::from_words(&w);
+        check(rx.to_words(), |f| rx.each_word(f));
+        let tx = TxStats::from_words(&w);
+        check(tx.to_words(), |f| tx.each_word(f));
+        let pair = PairStats::from_words(&w);
+        check(pair.to_words(), |f| pair.each_word(f));
+        let xsk = XskStats::from_words(&w);
+        check(xsk.to_words(), |f| xsk.each_word(f));
+        assert_eq!(rx.to_words()[..3], [100, 101, 102]);
+    }
+}

@@ -59,10 +59,10 @@ impl CounterBlock {
         let (r, rest) = self.0.split_at(TX_WORDS_AT);
         let (t, rest) = rest.split_at(TxStats::WORDS);
         let (p, x) = rest.split_at(PairStats::WORDS);
-        store_each(r, rx.to_words());
-        store_each(t, tx.to_words());
-        store_each(p, pair.to_words());
-        store_each(x, xsk.to_words());
+        rx.each_word(|i, w| store_word(r, i, w));
+        tx.each_word(|i, w| store_word(t, i, w));
+        pair.each_word(|i, w| store_word(p, i, w));
+        xsk.each_word(|i, w| store_word(x, i, w));
     }
 
     /// Every word.
@@ -75,9 +75,10 @@ impl CounterBlock {
     }
 }
 
+/// Word `i` of `to` (nothing past its end).
 #[inline(always)]
-fn store_each<const N: usize>(to: &[AtomicU64], words: [u64; N]) {
-    for (d, w) in to.iter().zip(words) {
+fn store_word(to: &[AtomicU64], i: usize, w: u64) {
+    if let Some(d) = to.get(i) {
         d.store(w, Ordering::Relaxed);
     }
 }
