@@ -137,12 +137,15 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	if (r.redirected)
 		xdp_do_flush();
 	rcu_read_unlock();
-	again = onic_xsk_poll_end(qv);
+	/* Calls out only for a queue with an XSK pool (or a fill-empty mark left to clear). */
+	again = (READ_ONCE(qv->xsk_pool) || qv->xsk_fill_empty) && onic_xsk_poll_end(qv);
 	if (r.error)
 		onic_queue_failed(nd, qv->qid, true, "RX or XDP_TX ring error");
 	pending |= r.tx_pending;
 	if (r.done < budget && !r.more && !again) {
-		onic_dim_sample(qv, &r);
+		/* DIM's sample: only for an adaptive queue, or one that just stopped being. */
+		if (r.adaptive || qv->dim_on)
+			onic_dim_sample(qv, &r);
 		if (napi_complete_done(napi, r.done) && pending)
 			onic_tx_timer_arm(qv);
 		return r.done;
