@@ -4,11 +4,12 @@
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_extracti128_si256,
     _mm256_gf2p8affine_epi64_epi8, _mm256_loadu_si256, _mm256_shuffle_epi8, _mm256_xor_si256, _mm_and_si128,
-    _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadu_si128, _mm_or_si128,
-    _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_epi16, _mm_unpackhi_epi64,
-    _mm_xor_si128,
+    _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadl_epi64, _mm_loadu_si128,
+    _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_epi16,
+    _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
+use onic_core::rss::shell_hash::TUPLE_LEN;
 use onic_core::rss::{common_case, ipv4_hash_type, FrameHash, RxHash, ShellHasher, COMMON_LEN};
 
 use crate::affine::{Matrices, GROUPS};
@@ -122,6 +123,44 @@ pub(crate) fn hash_frames(
     }
 }
 
+/// The hash of the 13 input bytes (protocol, source, destination, L4 bytes) on `backend`, by
+/// the same kernel as a frame's; `None` for [`Backend::Table`] (which has no code here).
+#[inline]
+pub(crate) fn hash_input(input: &[u8; TUPLE_LEN], backend: Backend, k: &KeyForms) -> Option<u32> {
+    Some(match backend {
+        // SAFETY: as in `hash_common`: ClmulGfni is only chosen on a CPU with PCLMULQDQ, SSSE3
+        // and GFNI.
+        Backend::ClmulGfni => unsafe { input_gfni(input, &k.segments) },
+        // SAFETY: as in `hash_common`: Clmul is only chosen on a CPU with PCLMULQDQ and SSSE3.
+        Backend::Clmul => unsafe { input_ssse3(input, &k.segments) },
+        // SAFETY: as in `hash_common`: Affine is only chosen on a CPU with GFNI and AVX2, whose
+        // registers the OS saves.
+        Backend::Affine => unsafe { input_affine(input, &k.matrices) },
+        Backend::Table => return None,
+    })
+}
+
+/// Hashes `inputs[i]` into `out[i]` for as many inputs as both slices hold on `backend`, one
+/// call for the whole batch; returns that count, `None` for [`Backend::Table`].
+pub(crate) fn hash_inputs(
+    inputs: &[[u8; TUPLE_LEN]],
+    out: &mut [u32],
+    backend: Backend,
+    k: &KeyForms,
+) -> Option<usize> {
+    Some(match backend {
+        // SAFETY: as in `hash_common`: ClmulGfni is only chosen on a CPU with PCLMULQDQ, SSSE3
+        // and GFNI.
+        Backend::ClmulGfni => unsafe { inputs_gfni(inputs, out, &k.segments) },
+        // SAFETY: as in `hash_common`: Clmul is only chosen on a CPU with PCLMULQDQ and SSSE3.
+        Backend::Clmul => unsafe { inputs_ssse3(inputs, out, &k.segments) },
+        // SAFETY: as in `hash_common`: Affine is only chosen on a CPU with GFNI and AVX2, whose
+        // registers the OS saves.
+        Backend::Affine => unsafe { inputs_affine(inputs, out, &k.matrices) },
+        Backend::Table => return None,
+    })
+}
+
 /// The hash of a common-case frame from its value: the type from the IPv4 flags, fragment offset
 /// and protocol.
 #[inline(always)]
@@ -200,6 +239,31 @@ fn load_tuple(head: &[u8; COMMON_LEN]) -> __m128i {
     unsafe { _mm_loadu_si128(head.as_ptr().add(TUPLE_AT).cast::<__m128i>()) }
 }
 
+/// The 13 input bytes as a vector laid out as [`load_tuple`] lays out a frame's (the protocol at
+/// 1, the other twelve from 4 on; the rest 0), so that the kernels serve both. Two 8-byte loads
+/// (input bytes 0..8 and 5..13: nothing past the array is read) and one byte shuffle, all in
+/// registers: a copy into a 16-byte stack array read back whole would wait for the stores.
+#[inline]
+#[target_feature(enable = "ssse3")]
+fn load_input(input: &[u8; TUPLE_LEN]) -> __m128i {
+    const Z: i8 = -0x80; // a shuffle index that writes 0
+                         // SAFETY: bytes 0..8 and 5..13 of the 13-byte array are readable; `_mm_loadl_epi64` reads 8
+                         // bytes with no alignment requirement.
+    let (low, high) = unsafe {
+        (
+            _mm_loadl_epi64(input.as_ptr().cast::<__m128i>()),
+            _mm_loadl_epi64(input.as_ptr().add(5).cast::<__m128i>()),
+        )
+    };
+    // Vector byte n holds input byte n for n < 8, input byte n - 3 for n >= 8. Frame layout
+    // byte p >= 4 takes input byte p - 3: at p - 3 while that is below 8, else at p.
+    let joined = _mm_unpacklo_epi64(low, high);
+    _mm_shuffle_epi8(
+        joined,
+        _mm_setr_epi8(Z, 0, Z, Z, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14, 15),
+    )
+}
+
 /// Two `u64`s as a vector (the first in the low half).
 #[inline]
 #[target_feature(enable = "sse2")]
@@ -217,7 +281,14 @@ fn load_u64x2(v: &[u64; 2]) -> __m128i {
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
 fn common_ssse3(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
-    products(reverse_bits_ssse3(load_tuple(head)), s)
+    value_ssse3(load_tuple(head), s)
+}
+
+/// The [`Backend::Clmul`] kernel on a [`load_tuple`]-layout vector.
+#[inline]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+fn value_ssse3(tuple: __m128i, s: &[u64; 4]) -> u32 {
+    products(reverse_bits_ssse3(tuple), s)
 }
 
 /// The matrix of `gf2p8affineqb` that reverses the bits of each byte: result bit `i` is the parity
@@ -232,9 +303,16 @@ const GFNI_REVERSE: u64 = 0x8040_2010_0804_0201;
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3,gfni")]
 fn common_gfni(head: &[u8; COMMON_LEN], s: &[u64; 4]) -> u32 {
+    value_gfni(load_tuple(head), s)
+}
+
+/// The [`Backend::ClmulGfni`] kernel on a [`load_tuple`]-layout vector.
+#[inline]
+#[target_feature(enable = "pclmulqdq,ssse3,gfni")]
+fn value_gfni(tuple: __m128i, s: &[u64; 4]) -> u32 {
     // CAST: a bit pattern.
     let m = _mm_set1_epi64x(GFNI_REVERSE as i64);
-    let reversed = _mm_gf2p8affine_epi64_epi8::<0>(load_tuple(head), m);
+    let reversed = _mm_gf2p8affine_epi64_epi8::<0>(tuple, m);
     products(reversed, s)
 }
 
@@ -300,7 +378,14 @@ fn load256<T>(v: &T) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
 fn common_affine(head: &[u8; COMMON_LEN], m: &Matrices) -> u32 {
-    let tuple = _mm256_broadcastsi128_si256(load_tuple(head));
+    value_affine(load_tuple(head), m)
+}
+
+/// The [`Backend::Affine`] kernel on a [`load_tuple`]-layout vector (see [`common_affine`]).
+#[inline]
+#[target_feature(enable = "avx2,gfni")]
+fn value_affine(tuple: __m128i, m: &Matrices) -> u32 {
+    let tuple = _mm256_broadcastsi128_si256(tuple);
     let group = |g: usize| {
         let placed = _mm256_shuffle_epi8(tuple, load256(&AFFINE_SHUFFLE[g]));
         _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
@@ -355,6 +440,56 @@ batch_fn!(
     frames_affine,
     "avx2,gfni",
     common_affine,
+    Matrices
+);
+
+/// Defines, for one backend, the hash of 13 input bytes ([`load_input`] into that backend's
+/// kernel) and its batch form (the same inlined into a loop compiled for the backend's
+/// features).
+macro_rules! input_fns {
+    ($(#[$doc:meta])* $one:ident, $batch:ident, $features:literal, $kernel:ident, $key:ty) => {
+        $(#[$doc])*
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $one(input: &[u8; TUPLE_LEN], s: &$key) -> u32 {
+            $kernel(load_input(input), s)
+        }
+
+        $(#[$doc])*
+        /// A batch: returns the count hashed.
+        #[target_feature(enable = $features)]
+        fn $batch(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], s: &$key) -> usize {
+            let n = inputs.len().min(out.len());
+            for (o, input) in out.iter_mut().zip(inputs) {
+                *o = $one(input, s);
+            }
+            n
+        }
+    };
+}
+
+input_fns!(
+    /// [`Backend::Clmul`] on 13 input bytes.
+    input_ssse3,
+    inputs_ssse3,
+    "pclmulqdq,ssse3",
+    value_ssse3,
+    [u64; 4]
+);
+input_fns!(
+    /// [`Backend::ClmulGfni`] on 13 input bytes.
+    input_gfni,
+    inputs_gfni,
+    "pclmulqdq,ssse3,gfni",
+    value_gfni,
+    [u64; 4]
+);
+input_fns!(
+    /// [`Backend::Affine`] on 13 input bytes.
+    input_affine,
+    inputs_affine,
+    "avx2,gfni",
+    value_affine,
     Matrices
 );
 
