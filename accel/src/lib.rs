@@ -49,9 +49,11 @@
 //! [`ShellTuple::as_bytes`](onic_core::rss::ShellTuple::as_bytes) gives them), with no common-case
 //! test and no hash type: the work a Toeplitz hash of an already extracted tuple does, so that the
 //! two can be measured alike. Each backend runs the same kernel as for a frame: the frame path
-//! loads its 16 bytes straight from the frame, the input form puts its 13 bytes in the same
-//! positions of a register (two 8-byte loads and a byte shuffle) and continues from there. The
-//! table path is `onic-core`'s [`ShellHasher::hash_input`].
+//! loads its 16 bytes straight from the frame, the input form reads its 13 bytes into a register
+//! with two overlapping 8-byte loads (nothing past the array). The multiplication backends then
+//! shuffle them into the frame's positions; the affine backend skips that shuffle, its kernel
+//! taking the byte placement for either layout (one byte shuffle less per hash, measured in
+//! `docs/benchmarks.md`). The table path is `onic-core`'s [`ShellHasher::hash_input`].
 //!
 //! # `unsafe`
 //!
