@@ -386,6 +386,13 @@ static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS);
 /// The shuffles for the joined [`input_halves`].
 static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS);
 
+/// The shuffles for 16 bytes read from an input's first in a slice of inputs: input byte `i` at
+/// `i`.
+static SLICE_SHUFFLES: AffineShuffles = affine_shuffles(&SLICE_OFFSETS);
+
+/// Input byte `i` at `i` (a 16-byte load from the start of an input).
+const SLICE_OFFSETS: [u8; TUPLE_LEN] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+
 /// 32 bytes as a ymm register.
 #[inline]
 #[target_feature(enable = "avx")]
@@ -527,17 +534,35 @@ inputs_fn!(
     input_gfni,
     [u64; 4]
 );
-inputs_fn!(
-    /// A batch of inputs on [`Backend::Affine`].
-    inputs_affine,
-    "avx2,gfni",
-    input_affine,
-    Matrices
-);
+/// A batch of inputs on [`Backend::Affine`]. Every input but the last is followed by another in
+/// the slice, so its 16 bytes from its first can be read in one load broadcast to both halves
+/// (the 3 bytes of the next input are never placed), which takes no shuffle unit; the last goes
+/// through [`input_affine`].
+#[target_feature(enable = "avx2,gfni")]
+fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> usize {
+    let n = inputs.len().min(out.len());
+    const { assert!(2 * TUPLE_LEN >= 16) };
+    let (Some((last, _)), Some((last_out, rest_out))) = (inputs[..n].split_last(), out[..n].split_last_mut())
+    else {
+        return 0;
+    };
+    let base = inputs.as_ptr().cast::<u8>();
+    // `rest_out` holds n - 1 outputs: input k < n - 1 has input k + 1 after it.
+    for (k, o) in rest_out.iter_mut().enumerate() {
+        // SAFETY: k + 1 < n <= inputs.len(), so the 16 bytes from input k's first are inside
+        // `inputs` (13 of input k, 3 of input k + 1, by the assertion above; the arrays are
+        // contiguous, no padding); the
+        // pointer derives from the whole slice; the load has no alignment requirement.
+        let v = unsafe { _mm_loadu_si128(base.add(k * TUPLE_LEN).cast::<__m128i>()) };
+        *o = value_affine(_mm256_broadcastsi128_si256(v), m, &SLICE_SHUFFLES);
+    }
+    *last_out = input_affine(last, m);
+    n
+}
 
 #[cfg(test)]
 mod tests {
-    use super::{affine_shuffle, FRAME_OFFSETS, GFNI_REVERSE, INPUT_OFFSETS};
+    use super::{affine_shuffle, FRAME_OFFSETS, GFNI_REVERSE, INPUT_OFFSETS, SLICE_OFFSETS};
     use crate::affine::{affine_byte, Matrices, GROUPS};
     use onic_core::rss::{RssKey, ShellHasher};
 
@@ -583,7 +608,7 @@ mod tests {
                     // CAST: a byte of a mixed counter.
                     (round.wrapping_mul(0x2545_F491) >> (n % 4 * 8)) as u8 ^ (n as u8).wrapping_mul(101)
                 });
-                for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
+                for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS] {
                     let tuple: [u8; 13] = core::array::from_fn(|i| loaded[usize::from(offsets[i])]);
                     assert_eq!(
                         affine_model(&m, &loaded, offsets),
@@ -599,7 +624,7 @@ mod tests {
     fn affine_shuffle_places_each_pair_once() {
         // Every (tuple byte, hash byte) pair appears exactly once over the shuffles, for both
         // source layouts, and each layout has 13 distinct positions.
-        for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
+        for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS] {
             let mut distinct = offsets.to_vec();
             distinct.sort_unstable();
             distinct.dedup();
