@@ -53,7 +53,9 @@
 //! with two overlapping 8-byte loads (nothing past the array). The multiplication backends then
 //! shuffle them into the frame's positions; the affine backend skips that shuffle, its kernel
 //! taking the byte placement for either layout (one byte shuffle less per hash, measured in
-//! `docs/benchmarks.md`). The table path is `onic-core`'s [`ShellHasher::hash_input`].
+//! `docs/benchmarks.md`); in a batch it reads each input but the last 16 bytes at a time (the
+//! next input's first 3 are never placed), a load broadcast to both halves of the register with
+//! no shuffle at all. The table path is `onic-core`'s [`ShellHasher::hash_input`].
 //!
 //! # `unsafe`
 //!
