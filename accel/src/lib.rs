@@ -42,6 +42,21 @@
 //! products and the hash type are all inside it). [`AccelHasher::hash_frames`] makes one such call
 //! per batch, with the per-frame work inlined in its loop.
 //!
+//! # The input form
+//!
+//! [`AccelHasher::hash_input`] and [`AccelHasher::hash_inputs`] hash the 13 input bytes once a
+//! parser has extracted them (protocol, source, destination, L4 bytes, as
+//! [`ShellTuple::as_bytes`](onic_core::rss::ShellTuple::as_bytes) gives them), with no common-case
+//! test and no hash type: the work a Toeplitz hash of an already extracted tuple does, so that the
+//! two can be measured alike. Each backend runs the same kernel as for a frame: the frame path
+//! loads its 16 bytes straight from the frame, the input form reads its 13 bytes into a register
+//! with two overlapping 8-byte loads (nothing past the array). The multiplication backends then
+//! shuffle them into the frame's positions; the affine backend skips that shuffle, its kernel
+//! taking the byte placement for either layout (one byte shuffle less per hash, measured in
+//! `docs/benchmarks.md`); in a batch it reads each input but the last 16 bytes at a time (the
+//! next input's first 3 are never placed), a load broadcast to both halves of the register with
+//! no shuffle at all. The table path is `onic-core`'s [`ShellHasher::hash_input`].
+//!
 //! # `unsafe`
 //!
 //! The intrinsics are the only `unsafe` of the datapath crates: calling a function compiled for
@@ -55,6 +70,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+use onic_core::rss::shell_hash::TUPLE_LEN;
 use onic_core::rss::{FrameHash, RssKey, RxHash, RxHasher, ShellHasher};
 
 mod affine;
@@ -272,6 +288,35 @@ impl AccelHasher {
             return x86::hash_frames(frames, out, self.backend, &self.forms, &self.table);
         }
         self.table.hash_frames(frames, out)
+    }
+
+    /// The hash value of the shell's 13 input bytes once a parser has extracted them: protocol,
+    /// source address, destination address and the 4 bytes after the IPv4 header, in wire order
+    /// ([`ShellTuple::as_bytes`](onic_core::rss::ShellTuple::as_bytes)). No type: the caller that
+    /// parsed the frame knows it. The same kernel as [`AccelHasher::hash_frame`] on every
+    /// backend, and every input is in its domain (no table-path fallback).
+    #[inline]
+    #[must_use]
+    pub fn hash_input(&self, input: &[u8; TUPLE_LEN]) -> u32 {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if let Some(value) = x86::hash_input(input, self.backend, &self.forms) {
+            return value;
+        }
+        self.table.hash_input(input)
+    }
+
+    /// Hashes `inputs[i]` (as [`AccelHasher::hash_input`]) into `out[i]` for as many inputs as
+    /// both slices hold; returns that count. On a multiplication backend the whole batch is one
+    /// call into code compiled for the backend's CPU features.
+    pub fn hash_inputs(&self, inputs: &[[u8; TUPLE_LEN]], out: &mut [u32]) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if let Some(n) = x86::hash_inputs(inputs, out, self.backend, &self.forms) {
+            return n;
+        }
+        for (o, input) in out.iter_mut().zip(inputs) {
+            *o = self.table.hash_input(input);
+        }
+        inputs.len().min(out.len())
     }
 }
 

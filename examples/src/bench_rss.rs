@@ -1,6 +1,7 @@
 //! `onic bench rss`: nanoseconds per RSS hash, table-driven beside the bit-serial reference, and
 //! the shell hash through `onic-accel` on every backend the CPU runs (GFNI bit-matrix products,
-//! carry-less multiplication, table), a frame at a time and 32 at a time.
+//! carry-less multiplication, table), a frame at a time and 32 at a time, and of 13 input bytes
+//! already extracted (`rss_shell_input_*`), one and 32 at a time.
 //!
 //! Method (the same as the DPDK peer's `peer_bench.h`, so figures compare side by side):
 //! 1. calibrate: double the iteration count until one run takes at least 20 ms;
@@ -21,6 +22,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use onic_accel::{AccelHasher, Backend};
+use onic_core::rss::shell_hash::TUPLE_LEN;
 use onic_core::rss::toeplitz::{ipv4_ports_input, ipv6_ports_input};
 use onic_core::rss::{shell_hash_reference, toeplitz_reference, RssKey, RxHash, ShellHasher, Toeplitz};
 use onic_testkit::rss_inputs::{frames, tuples, Rng, INPUTS};
@@ -152,6 +154,33 @@ fn shell_figures(out: &mut Figures, rng: &mut Rng) {
         out.push((format!("rss_shell_{name}_table"), table, UNIT));
         out.push((format!("rss_shell_{name}_table_batch32"), batch, UNIT));
         out.push((format!("rss_shell_{name}_reference"), reference, UNIT));
+    }
+    input_figures(out, rng, &backends);
+}
+
+/// The shell's hash of 13 input bytes already extracted (`AccelHasher::hash_input`, no frame
+/// parsing, no hash type) on every backend, one at a time and 32 at a time: the work DPDK's
+/// `rte_thash_gfni` figures do on their 12-byte tuples. As `bench_rss.c` does for those, the
+/// inputs are [`INPUTS`] random byte arrays visited in order.
+fn input_figures(out: &mut Figures, rng: &mut Rng, backends: &[(&str, AccelHasher)]) {
+    let inputs: Vec<[u8; TUPLE_LEN]> = (0..INPUTS).map(|_| rng.bytes()).collect();
+    for (backend, h) in backends {
+        let one = measure(1, |iters| {
+            let v = black_box(&inputs);
+            sum_of(iters, |i| h.hash_input(&v[i & MASK]))
+        });
+        let batch = measure(BATCH, |iters| {
+            let v = black_box(&inputs);
+            let mut res = [0u32; BATCH];
+            sum_of(iters, |i| {
+                let at = (i * BATCH) & MASK;
+                h.hash_inputs(&v[at..at + BATCH], &mut res);
+                black_box(&mut res);
+                res[0]
+            })
+        });
+        out.push((format!("rss_shell_input_accel_{backend}"), one, UNIT));
+        out.push((format!("rss_shell_input_accel_{backend}_batch32"), batch, UNIT));
     }
 }
 
