@@ -551,8 +551,8 @@ fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> u
     for (k, o) in rest_out.iter_mut().enumerate() {
         // SAFETY: k + 1 < n <= inputs.len(), so the 16 bytes from input k's first are inside
         // `inputs` (13 of input k, 3 of input k + 1, by the assertion above; the arrays are
-        // contiguous, no padding); the
-        // pointer derives from the whole slice; the load has no alignment requirement.
+        // contiguous, no padding); the pointer derives from the whole slice; the load has no
+        // alignment requirement.
         let v = unsafe { _mm_loadu_si128(base.add(k * TUPLE_LEN).cast::<__m128i>()) };
         *o = value_affine(_mm256_broadcastsi128_si256(v), m, &SLICE_SHUFFLES);
     }
