@@ -131,6 +131,7 @@ int onic_rs_set_fec(const void *port, u32 bits);
 int onic_rs_fec_stats(const void *port, u64 *corrected, u64 *uncorrectable);
 bool onic_rs_loopback(const void *port);
 int onic_rs_set_loopback(const void *port, bool on);
+int onic_rs_set_rx_hash(const void *port, bool on);
 int onic_rs_register_test(const void *port);
 size_t onic_rs_lb_frame(const u8 *mac, u32 seq, u8 *buf, size_t len);
 s64 onic_rs_lb_seq(const u8 *mac, const u8 *buf, size_t len);

@@ -539,14 +539,22 @@ static int onic_change_mtu(struct net_device *netdev, int mtu)
 	return 0;
 }
 
-/* -K loopback (RTNL): the CMAC's near-end loopback follows NETIF_F_LOOPBACK. */
+/* -K (RTNL): the CMAC's near-end loopback follows NETIF_F_LOOPBACK; the packets' hash (and the
+ * RX-metadata hash programs read) follows NETIF_F_RXHASH. */
 static int onic_set_features(struct net_device *netdev, netdev_features_t features)
 {
 	netdev_features_t changed = netdev->features ^ features;
+	void *port = nd_of(netdev)->port;
+	int err;
 
-	if (!(changed & NETIF_F_LOOPBACK))
-		return 0;
-	return onic_rs_set_loopback(nd_of(netdev)->port, !!(features & NETIF_F_LOOPBACK));
+	if (changed & NETIF_F_LOOPBACK) {
+		err = onic_rs_set_loopback(port, !!(features & NETIF_F_LOOPBACK));
+		if (err)
+			return err;
+	}
+	if (changed & NETIF_F_RXHASH)
+		return onic_rs_set_rx_hash(port, !!(features & NETIF_F_RXHASH));
+	return 0;
 }
 
 #define ONIC_NETDEV_OPS							\
@@ -1095,7 +1103,9 @@ struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 m
 	netdev->ethtool_ops = &onic_ethtool_ops;
 	onic_queues_attach(nd);
 	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
-	netdev->hw_features |= NETIF_F_LOOPBACK;
+	netdev->hw_features |= NETIF_F_LOOPBACK | NETIF_F_RXHASH;
+	/* The port hashes from bring-up (the shell's hash, computed as the RTL does). */
+	netdev->features |= NETIF_F_RXHASH;
 #ifdef ONIC_HAVE_XDP_FEATURES
 	if (onic_xdp)
 		netdev->xdp_features = NETDEV_XDP_ACT_BASIC | NETDEV_XDP_ACT_REDIRECT |

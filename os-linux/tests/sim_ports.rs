@@ -1249,6 +1249,42 @@ fn received_counters_move_to_the_history_block_at_a_restart() {
     finish(&card, &os, vec![a, b]);
 }
 
+/// `ethtool -K rxhash off`: packets reach the stack without a hash, and a program asking for
+/// the RX-metadata hash gets none; back on, both have it again. The port starts with it on.
+#[test]
+fn rx_hash_follows_the_setting() {
+    let (card, os, a, b) = open_pair(1);
+    assert!(b.rx_hash());
+    let hashes = |n0: u8, prog: Option<Prog>| {
+        os.0.borrow_mut().delivered.clear();
+        for i in 0..3 {
+            assert_eq!(send(&os, &a, 0, &frame(n0 + i, 200), false), XmitResult::Ok);
+        }
+        drain(&card, [(&a, None), (&b, prog)]);
+        reclaim(&card, &a, 0);
+        let got = os.0.borrow().delivered.clone();
+        assert_eq!(got.len(), 3, "every frame delivered");
+        got.iter().map(|g| g.2.map(|h| h.kind)).collect::<Vec<_>>()
+    };
+    assert_eq!(hashes(0, None), [Some(3); 3], "L4 hashes");
+    control(&b, |p, t| p.set_rx_hash(t, false)).unwrap();
+    assert!(!b.rx_hash());
+    assert_eq!(hashes(3, None), [None; 3]);
+    assert_eq!(hashes(6, Some(xdp_pass_if_no_hash as Prog)), [None; 3]);
+    control(&b, |p, t| p.set_rx_hash(t, true)).unwrap();
+    assert_eq!(hashes(9, None), [Some(3); 3]);
+    finish(&card, &os, vec![a, b]);
+}
+
+/// XDP_PASS when the program finds no RX-metadata hash, XDP_DROP when it finds one.
+fn xdp_pass_if_no_hash(x: &mut XdpBuff<'_>) -> u32 {
+    if x.rx_hash().is_ok() {
+        1
+    } else {
+        2
+    }
+}
+
 /// Runs control call `f` on `p`, as an entry point does under RTNL.
 fn control<T>(p: &SimPort, f: impl FnOnce(&SimPort, &mut Token<'static, Control>) -> T) -> T {
     // SAFETY: single-threaded test: the token lives for this one call.

@@ -719,12 +719,10 @@ check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
 
 # ---- the RX hash through the XDP RX-metadata kfunc (6.3+, xdp_metadata_ops.xmo_rx_hash): a
 # device-bound program (loaded by onic_xdp_hash with libbpf; iproute2 cannot) reads the hash of
-# UDP frames (traceroute's probes from b): the shell's hash, type XDP_RSS_TYPE_L4_IPV4_UDP (0x29)
-case $(uname -r) in
-6.1.* | 6.2.*)
-	echo "SKIP: RX-metadata hash (Linux $(uname -r) has no XDP RX-metadata kfuncs)"
-	;;
-*)
+# UDP frames (traceroute's probes from b): the shell's hash, type XDP_RSS_TYPE_L4_IPV4_UDP (0x29).
+# With `-K rxhash off` the port hashes nothing: the kfunc reports no hash (every call an error).
+# hash_run: the program on $IF0 for 8 s while b sends its probes; its line in /tmp/hash.
+hash_run() {
 	$A onic_xdp_hash $IF0 /xdp/xdp_hash.o 8 >/tmp/hash 2>&1 &
 	HP=$!
 	# The probes go out once the program is attached (it says so), not after a guessed delay:
@@ -737,10 +735,26 @@ case $(uname -r) in
 	$B traceroute -n -m 1 -q 3 -w 1 192.0.2.1 >/dev/null 2>&1
 	wait $HP
 	sed 's/^/    | /' /tmp/hash
+}
+check "-k: receive-hashing on from the start" sh -c "$A ethtool -k $IF0 | grep -Eq '^receive-hashing: on$'"
+case $(uname -r) in
+6.1.* | 6.2.*)
+	echo "SKIP: RX-metadata hash (Linux $(uname -r) has no XDP RX-metadata kfuncs)"
+	check "-K rxhash off" $A ethtool -K $IF0 rxhash off
+	check "ping with rxhash off" $A ping -c 2 -W 2 192.0.2.2
+	;;
+*)
+	hash_run
 	check "a device-bound program reads the RX hash and its type through the kfunc" grep -Eq '^calls=[1-9][0-9]* errors=0 hash=0x[0-9a-f]{8} type=0x29$' /tmp/hash
 	check "the hash program detached itself" sh -c "! $IP -n a link show $IF0 | grep -q 'xdp '"
+	check "-K rxhash off" $A ethtool -K $IF0 rxhash off
+	hash_run
+	check "with rxhash off the kfunc reports no hash" grep -Eq '^calls=0 errors=[1-9][0-9]* ' /tmp/hash
 	;;
 esac
+check "-k: receive-hashing off" sh -c "$A ethtool -k $IF0 | grep -Eq '^receive-hashing: off$'"
+check "-K rxhash on" $A ethtool -K $IF0 rxhash on
+check "-k: receive-hashing on again" sh -c "$A ethtool -k $IF0 | grep -Eq '^receive-hashing: on$'"
 check "generic XDP still works too (xdpgeneric drop)" $IP -n a link set dev $IF0 xdpgeneric obj /xdp/xdp_drop.o sec xdp
 refuse "ping fails under generic XDP drop" $A ping -c 2 -W 1 192.0.2.2
 check "detach generic XDP" $IP -n a link set dev $IF0 xdpgeneric off

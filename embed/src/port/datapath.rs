@@ -7,7 +7,7 @@
 use onic_core::moderation::QueueModeration;
 use onic_core::queue::pair::PairPoll;
 use onic_core::queue::tx::{TxError, TxThresholds};
-use onic_core::rss::ShellHasher;
+use onic_core::rss::{RxHasher, ShellHasher};
 use onic_core::xdp::{xdp_xmit, XdpDispatch, XdpRxq};
 use onic_core::QueueId;
 use onic_core::{RxStats, TxStats};
@@ -230,14 +230,8 @@ impl<H: Host> Port<H> {
         };
         let call = NapiCall { budget, napi, prog };
         let to = queue.blocks.get(StatBlock::Napi);
-        poll_queue(
-            &self.dev,
-            &self.host,
-            (state, to),
-            (qid, self.hasher.read(section)),
-            call,
-        )
-        .0
+        let hasher = self.rx_hash().then(|| self.hasher.read(section));
+        poll_queue(&self.dev, &self.host, (state, to), (qid, hasher), call).0
     }
 
     /// The same poll as [`Port::poll`] through exclusive access to the port (a host whose one
@@ -250,13 +244,15 @@ impl<H: Host> Port<H> {
             host,
             queues,
             hasher,
+            rx_hash,
             ..
         } = self;
         let Some(queue) = queues.get_mut(usize::from(qid)) else {
             return (PollResult::default(), None);
         };
         let state = (queue.napi.get_mut(), queue.blocks.get(StatBlock::Napi));
-        poll_queue(dev, host, state, (qid, hasher.current()), call)
+        let hasher = rx_hash.get_mut().then(|| hasher.current());
+        poll_queue(dev, host, state, (qid, hasher), call)
     }
 
     /// The stack TX ring's state, for a TX timeout report (Linux's watchdog holds every TX
@@ -294,7 +290,7 @@ fn poll_queue<H: Host>(
     dev: &HostDevice<H>,
     host: &H,
     (state, to): (&mut NapiState<H>, &CounterBlock),
-    (qid, hasher): (u16, &ShellHasher),
+    (qid, hasher): (u16, Option<&ShellHasher>),
     call: NapiCall<H>,
 ) -> (PollResult, Option<PairPoll>) {
     let NapiCall { budget, napi, prog } = call;
@@ -331,7 +327,7 @@ fn poll_queue<H: Host>(
         prog: program.as_mut(),
         redirect: &mut redirect,
         origin: u32::from(qid),
-        hasher: Some(hasher),
+        hasher: hasher.map(|h| h as &dyn RxHasher),
     };
     let mut done = Done {
         host,

@@ -49,6 +49,7 @@ pub use xsk::XskHoldings;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use onic_core::device::health::{DeviceIdentity, QueueContexts};
 use onic_core::device::line::{FecMode, FecParams, FecStats, RegisterTestError};
@@ -98,6 +99,10 @@ pub struct Port<H: Host> {
     /// The shell's hash under the key the shell holds, for the polls: published by the core's
     /// `Rss` whenever it writes a key, the host's grace period waited out.
     pub(crate) hasher: Box<PublishedHasher>,
+    /// Whether packets to the stack, and programs asking, get the shell's hash (Linux's
+    /// `NETIF_F_RXHASH`): set by a control call, read by every poll (relaxed: a poll that still
+    /// sees the old value hashes, or not, one poll longer).
+    pub(crate) rx_hash: AtomicBool,
 }
 
 /// Control-plane state, opened by control calls only. The RSS state and the queue pairs in use
@@ -199,6 +204,7 @@ impl<H: Host> Port<H> {
             ctl: Owned::new(ctl, domain, CONTROL),
             queues,
             hasher,
+            rx_hash: AtomicBool::new(true),
         };
         Ok(port)
     }
@@ -698,6 +704,24 @@ impl<H: Host> Port<H> {
     /// Whether the port's CMAC is in near-end loopback. Registers are only read: any context.
     pub fn loopback(&self) -> bool {
         self.dev.loopback()
+    }
+
+    /// Whether received packets carry the shell's hash (on from bring-up). Any context.
+    pub fn rx_hash(&self) -> bool {
+        self.rx_hash.load(Ordering::Relaxed)
+    }
+
+    /// `ethtool -K rxhash on|off`: whether the polls hash each frame for the stack (the packet's
+    /// hash, `PKT_HASH_TYPE_L3`/`L4`) and for a program asking (the RX-metadata hash, which
+    /// reports no hash while this is off). Each queue follows from its next poll.
+    ///
+    /// # Errors
+    ///
+    /// `WrongContext` for another port's token.
+    pub fn set_rx_hash(&self, ctl: &mut Token<'_, Control>, on: bool) -> PortResult<()> {
+        self.ctl(ctl)?;
+        self.rx_hash.store(on, Ordering::Relaxed);
+        Ok(())
     }
 
     /// `ethtool -K loopback on|off`: the port's CMAC loops its frames back into itself, or not.

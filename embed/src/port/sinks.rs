@@ -202,15 +202,18 @@ pub struct Pass<'a, H: Host> {
     pub mem: H::QMem,
     /// The queue.
     pub qid: u16,
-    /// The shell's hash with the key the shell holds.
-    pub hasher: &'a ShellHasher,
+    /// The shell's hash with the key the shell holds; `None`: packets carry no hash
+    /// (`ethtool -K rxhash off`).
+    pub hasher: Option<&'a ShellHasher>,
 }
 
 impl<H: Host> RxSink<Buf<H>> for Pass<'_, H> {
     fn pass(&mut self, frame: RxFrame<Buf<H>>, info: PassInfo) -> Result<(), RxFrame<Buf<H>>> {
-        let hash = info
-            .hash
-            .unwrap_or_else(|| XdpRxHash::compute(self.hasher, frame.data()));
+        let hash = match (info.hash, self.hasher) {
+            (Some(h), _) => skb_hash(h),
+            (None, Some(hasher)) => skb_hash(XdpRxHash::compute(hasher, frame.data())),
+            (None, None) => None,
+        };
         let RxFrame { page, offset, len } = frame;
         let page = match page {
             SourceBuf::Page(page) => page,
@@ -225,7 +228,7 @@ impl<H: Host> RxSink<Buf<H>> for Pass<'_, H> {
                 // CAST: at most `meta_len`, a u8.
                 let meta = (usize::from(offset) - start) as u8;
                 self.host
-                    .rx_deliver_copy(self.mem, self.napi, bytes, meta, self.qid, skb_hash(hash));
+                    .rx_deliver_copy(self.mem, self.napi, bytes, meta, self.qid, hash);
                 return Err(RxFrame {
                     page: buf,
                     offset,
@@ -239,7 +242,7 @@ impl<H: Host> RxSink<Buf<H>> for Pass<'_, H> {
             meta: info.meta_len,
         };
         self.host
-            .rx_deliver(self.mem, self.napi, page, at, self.qid, skb_hash(hash))
+            .rx_deliver(self.mem, self.napi, page, at, self.qid, hash)
             .map_err(|page| RxFrame {
                 page: SourceBuf::Page(page),
                 offset,

@@ -960,6 +960,18 @@ pub unsafe extern "C" fn onic_rs_set_loopback(p: *const c_void, on: bool) -> i32
     status(port.set_loopback(&mut ctl, on))
 }
 
+/// ndo_set_features (NETIF_F_RXHASH): whether received packets carry the shell's hash.
+///
+/// # Safety
+///
+/// Live port; RTNL held.
+#[no_mangle]
+pub unsafe extern "C" fn onic_rs_set_rx_hash(p: *const c_void, on: bool) -> i32 {
+    // SAFETY: live port, RTNL held (caller's contract).
+    let (port, mut ctl) = unsafe { control(p) };
+    status(port.set_rx_hash(&mut ctl, on))
+}
+
 /// ethtool self_test, the register test: 0 when every register read as it must, else `-EIO`
 /// (the register that failed is logged) or the port's error.
 ///
