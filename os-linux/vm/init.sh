@@ -723,12 +723,14 @@ check "ping works again after detach" $A ping -c 2 -W 2 192.0.2.2
 # With `-K rxhash off` the port hashes nothing: the kfunc reports no hash (every call an error).
 # hash_run: the program on $IF0 for 8 s while b sends its probes; its line in /tmp/hash.
 hash_run() {
+	# No file from an earlier run: its "attached" would send the probes before this one is.
+	rm -f /tmp/hash
 	$A onic_xdp_hash $IF0 /xdp/xdp_hash.o 8 >/tmp/hash 2>&1 &
 	HP=$!
 	# The probes go out once the program is attached (it says so), not after a guessed delay:
 	# on a loaded host loading and attaching it took more than a second. Deadline 30 s.
 	n=0
-	while [ $n -lt 30 ] && ! grep -q '^attached$' /tmp/hash && kill -0 $HP 2>/dev/null; do
+	while [ $n -lt 30 ] && ! grep -qs '^attached$' /tmp/hash && kill -0 $HP 2>/dev/null; do
 		sleep 1
 		n=$((n + 1))
 	done
