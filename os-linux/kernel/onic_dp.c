@@ -297,6 +297,18 @@ const struct xdp_metadata_ops onic_xdp_metadata_ops = {
 };
 #endif
 
+/* Whether the program can call the RX-metadata kfuncs: only a program bound to the device
+ * (BPF_F_XDP_DEV_BOUND_ONLY, 6.3+) has them resolved to xdp_metadata_ops; any other gets the
+ * kernel's stubs and never reaches onic_xmo_rx_hash. */
+bool onic_xdp_prog_reads_meta(void *prog)
+{
+#ifdef ONIC_HAVE_XDP_METADATA
+	return bpf_prog_is_dev_bound(((struct bpf_prog *)prog)->aux);
+#else
+	return false;
+#endif
+}
+
 /* 0: the kernel took the frame (its page comes back through xdp_return_frame). The metadata
  * the program left (meta bytes in front of the frame) stays valid, so that a cpumap, devmap or
  * AF_XDP target and the programs there see it. */

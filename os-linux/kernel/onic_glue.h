@@ -200,6 +200,7 @@ u8 *onic_xdpf_data(void *frame, size_t *len);
 void onic_xdpf_return(void *frame);
 u32 onic_xdp_run(void *prog, void *qmem, u8 *hard_start, u32 frame_sz, u32 *off, u32 hash,
 		 u32 hash_type, bool has_hash);
+bool onic_xdp_prog_reads_meta(void *prog);
 int onic_xdp_redirect(void *prog, void *qmem, u8 *hard_start, u16 off, u16 len, u8 meta);
 void onic_synchronize_net(void);
 

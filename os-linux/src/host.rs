@@ -214,6 +214,10 @@ where
         self.os.xdpf_return(frame);
     }
 
+    fn prog_reads_rx_hash(&self, prog: K::Prog) -> bool {
+        self.os.xdp_prog_reads_meta(prog)
+    }
+
     fn xdp_run(&self, prog: K::Prog, mem: K::QMem, buff: &mut XdpBuff<'_>, hash: Option<XdpRxHash>) -> u32 {
         self.os.xdp_run(prog, mem, buff, hash)
     }

@@ -135,6 +135,13 @@ pub trait Os: GracePeriod + 'static {
     /// recycling variant: the frame's pool belongs to another NAPI context).
     fn xdpf_return(&self, frame: Self::XdpFrame);
 
+    /// Whether `prog` can call the RX-metadata kfuncs (Linux: only a device-bound program, 6.3+).
+    /// By default it can.
+    fn xdp_prog_reads_meta(&self, prog: Self::Prog) -> bool {
+        let _ = prog;
+        true
+    }
+
     /// Runs `prog` on `buff` (a kernel `xdp_buff` over the same page and offsets, with the queue's
     /// `xdp_rxq_info`, and `hash` for the RX-metadata hash callback) and writes the offsets the
     /// program left back into `buff`. Returns the raw verdict.

@@ -74,6 +74,8 @@ struct State {
     syncs: u32,
     /// The pool each page belongs to.
     owner: std::collections::HashMap<usize, usize>,
+    /// Programs cannot ask for the RX-metadata hash (Linux: not device-bound).
+    progs_unbound: bool,
 }
 
 /// An XSK pool as the kernel keeps it for one queue of a netdev in zero-copy mode: a UMEM of
@@ -330,6 +332,10 @@ impl Os for HostOs {
         let mut s = self.0.borrow_mut();
         assert!(!s.xdp_frames[frame].1, "frame returned twice");
         s.xdp_frames[frame].1 = true;
+    }
+
+    fn xdp_prog_reads_meta(&self, _: Prog) -> bool {
+        !self.0.borrow().progs_unbound
     }
 
     fn xdp_run(&self, prog: Prog, _mem: usize, buff: &mut XdpBuff<'_>, hash: Option<XdpRxHash>) -> u32 {
@@ -1250,7 +1256,8 @@ fn received_counters_move_to_the_history_block_at_a_restart() {
 }
 
 /// `ethtool -K rxhash off`: packets reach the stack without a hash, and a program asking for
-/// the RX-metadata hash gets none; back on, both have it again. The port starts with it on.
+/// the RX-metadata hash gets none; back on, both have it again. The port starts with it on. A
+/// program that cannot ask (not device-bound) is not given one, its passed packets still are.
 #[test]
 fn rx_hash_follows_the_setting() {
     let (card, os, a, b) = open_pair(1);
@@ -1273,6 +1280,11 @@ fn rx_hash_follows_the_setting() {
     assert_eq!(hashes(6, Some(xdp_pass_if_no_hash as Prog)), [None; 3]);
     control(&b, |p, t| p.set_rx_hash(t, true)).unwrap();
     assert_eq!(hashes(9, None), [Some(3); 3]);
+    // A program that cannot ask for the hash (not device-bound) runs on frames not hashed for
+    // it; the packets it passes are hashed for the stack all the same.
+    os.0.borrow_mut().progs_unbound = true;
+    assert_eq!(hashes(12, Some(xdp_pass_if_no_hash as Prog)), [Some(3); 3]);
+    os.0.borrow_mut().progs_unbound = false;
     finish(&card, &os, vec![a, b]);
 }
 

@@ -167,6 +167,14 @@ pub trait Host: Clone {
     /// frame's pool belongs to another NAPI context).
     fn xdp_frame_return(&self, frame: Self::XdpFrame);
 
+    /// Whether `prog` can ask for a frame's RX-metadata hash. When it cannot, the polls run it
+    /// without hashing each frame first (the packets it passes are hashed for the stack as
+    /// ever). Called once a poll. By default it can.
+    fn prog_reads_rx_hash(&self, prog: Self::Prog) -> bool {
+        let _ = prog;
+        true
+    }
+
     /// Runs `prog` on `buff` (the queue's `mem` as its RX queue, `hash` for the RX-metadata hash
     /// callback) and writes the offsets the program left back into `buff`. Returns the raw
     /// verdict.

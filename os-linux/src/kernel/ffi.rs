@@ -146,6 +146,8 @@ extern "C" {
         hash_type: u32,
         has_hash: bool,
     ) -> u32;
+    /// Whether the program can call the RX-metadata kfuncs (device-bound, 6.3+).
+    pub fn onic_xdp_prog_reads_meta(prog: *mut c_void) -> bool;
     /// `xdp_do_redirect` of the frame; 0 when the kernel took it.
     pub fn onic_xdp_redirect(
         prog: *mut c_void,

@@ -233,6 +233,11 @@ impl Os for KOs {
         act
     }
 
+    fn xdp_prog_reads_meta(&self, prog: KPtr) -> bool {
+        // SAFETY: a live program (the poll's, inside its RCU read-side section).
+        unsafe { ffi::onic_xdp_prog_reads_meta(prog.as_ptr()) }
+    }
+
     fn xdp_redirect(&self, prog: KPtr, mem: KPtr, page: &RawPoolPage, f: FrameAt) -> bool {
         // SAFETY: called right after the program's run on this CPU (the kernel's redirect
         // target is still set); the page is a pool page the driver holds, and the frame and its
