@@ -7,8 +7,10 @@
 //! between two writes of its writer: what a `u64_stats_sync` block gives on a 64-bit Linux, where
 //! its sequence count compiles away. The NAPI poll writes its block straight from the core's
 //! counter structs, with no copy in between and no call out of the port.
-
-use core::sync::atomic::{AtomicU64, Ordering};
+//!
+//! A target without 64-bit atomics (a 32-bit microcontroller) keeps each word as two 32-bit
+//! halves and the block under a sequence count, as `u64_stats_sync` does on a 32-bit kernel: the
+//! writer makes it odd while it writes, a reader retries until it read a whole publication.
 
 use onic_core::stats::{PairStats, QueueCounters, RxStats, TxStats, XskStats};
 
@@ -38,48 +40,174 @@ pub fn to_words(c: &QueueCounters) -> [u64; QSTAT_WORDS] {
 }
 
 /// One published counter block (see the module docs).
-pub(crate) struct CounterBlock([AtomicU64; QSTAT_WORDS]);
+pub(crate) struct CounterBlock {
+    seq: word::Seq,
+    words: [word::Word; QSTAT_WORDS],
+}
 
 impl CounterBlock {
     const fn new() -> Self {
-        Self([const { AtomicU64::new(0) }; QSTAT_WORDS])
+        Self {
+            seq: word::Seq::new(),
+            words: [const { word::Word::new() }; QSTAT_WORDS],
+        }
     }
 
     /// Stores `words` from word `first` on (the part past the block's end is left out).
     pub(crate) fn store(&self, first: usize, words: &[u64]) {
-        let to = self.0.get(first..).unwrap_or_default();
-        for (d, &w) in to.iter().zip(words) {
-            d.store(w, Ordering::Relaxed);
-        }
+        let to = self.words.get(first..).unwrap_or_default();
+        self.seq.write(|| {
+            for (d, &w) in to.iter().zip(words) {
+                d.set(w);
+            }
+        });
     }
 
     /// Stores the words of the four counter structs, each straight into its range.
     #[inline]
     pub(crate) fn store_live(&self, rx: &RxStats, tx: &TxStats, pair: &PairStats, xsk: &XskStats) {
-        let (r, rest) = self.0.split_at(TX_WORDS_AT);
+        let (r, rest) = self.words.split_at(TX_WORDS_AT);
         let (t, rest) = rest.split_at(TxStats::WORDS);
         let (p, x) = rest.split_at(PairStats::WORDS);
-        rx.each_word(|i, w| store_word(r, i, w));
-        tx.each_word(|i, w| store_word(t, i, w));
-        pair.each_word(|i, w| store_word(p, i, w));
-        xsk.each_word(|i, w| store_word(x, i, w));
+        self.seq.write(|| {
+            rx.each_word(|i, w| store_word(r, i, w));
+            tx.each_word(|i, w| store_word(t, i, w));
+            pair.each_word(|i, w| store_word(p, i, w));
+            xsk.each_word(|i, w| store_word(x, i, w));
+        });
     }
 
     /// Every word.
     pub(crate) fn load(&self) -> [u64; QSTAT_WORDS] {
-        let mut w = [0u64; QSTAT_WORDS];
-        for (d, s) in w.iter_mut().zip(&self.0) {
-            *d = s.load(Ordering::Relaxed);
-        }
-        w
+        self.seq.read(|| {
+            let mut w = [0u64; QSTAT_WORDS];
+            for (d, s) in w.iter_mut().zip(&self.words) {
+                *d = s.get();
+            }
+            w
+        })
     }
 }
 
 /// Word `i` of `to` (nothing past its end).
 #[inline(always)]
-fn store_word(to: &[AtomicU64], i: usize, w: u64) {
+fn store_word(to: &[word::Word], i: usize, w: u64) {
     if let Some(d) = to.get(i) {
-        d.store(w, Ordering::Relaxed);
+        d.set(w);
+    }
+}
+
+/// A published word, and the sequence count around a publication, where words are atomic: the
+/// count is nothing.
+#[cfg(target_has_atomic = "64")]
+mod word {
+    use core::sync::atomic::{AtomicU64, Ordering};
+
+    pub(super) struct Word(AtomicU64);
+
+    impl Word {
+        pub(super) const fn new() -> Self {
+            Self(AtomicU64::new(0))
+        }
+
+        #[inline(always)]
+        pub(super) fn set(&self, v: u64) {
+            self.0.store(v, Ordering::Relaxed);
+        }
+
+        #[inline(always)]
+        pub(super) fn get(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    /// No count: every word is read whole.
+    pub(super) struct Seq;
+
+    impl Seq {
+        pub(super) const fn new() -> Self {
+            Self
+        }
+
+        #[inline(always)]
+        pub(super) fn write(&self, f: impl FnOnce()) {
+            f();
+        }
+
+        #[inline(always)]
+        pub(super) fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+}
+
+#[cfg(not(target_has_atomic = "64"))]
+use halves as word;
+
+/// A published word as two 32-bit halves, and the sequence count that makes a reader see whole
+/// publications (a seqlock of atomics: no word is ever read torn into a result). Built for the
+/// host's tests too.
+#[cfg(any(test, not(target_has_atomic = "64")))]
+mod halves {
+    use core::sync::atomic::{fence, AtomicU32, Ordering};
+
+    pub(super) struct Word {
+        lo: AtomicU32,
+        hi: AtomicU32,
+    }
+
+    impl Word {
+        pub(super) const fn new() -> Self {
+            Self {
+                lo: AtomicU32::new(0),
+                hi: AtomicU32::new(0),
+            }
+        }
+
+        #[inline(always)]
+        pub(super) fn set(&self, v: u64) {
+            // CAST: the two halves of v.
+            self.lo.store(v as u32, Ordering::Relaxed);
+            self.hi.store((v >> 32) as u32, Ordering::Relaxed);
+        }
+
+        #[inline(always)]
+        pub(super) fn get(&self) -> u64 {
+            u64::from(self.hi.load(Ordering::Relaxed)) << 32 | u64::from(self.lo.load(Ordering::Relaxed))
+        }
+    }
+
+    /// Odd while the block's single writer writes.
+    pub(super) struct Seq(AtomicU32);
+
+    impl Seq {
+        pub(super) const fn new() -> Self {
+            Self(AtomicU32::new(0))
+        }
+
+        pub(super) fn write(&self, f: impl FnOnce()) {
+            let s = self.0.load(Ordering::Relaxed);
+            self.0.store(s.wrapping_add(1), Ordering::Relaxed);
+            // The odd count is seen before any word of this publication.
+            fence(Ordering::Release);
+            f();
+            self.0.store(s.wrapping_add(2), Ordering::Release);
+        }
+
+        pub(super) fn read<R>(&self, mut f: impl FnMut() -> R) -> R {
+            loop {
+                let s = self.0.load(Ordering::Acquire);
+                if s & 1 == 0 {
+                    let r = f();
+                    // The words are read before the count is read again.
+                    fence(Ordering::Acquire);
+                    if self.0.load(Ordering::Relaxed) == s {
+                        return r;
+                    }
+                }
+                core::hint::spin_loop();
+            }
+        }
     }
 }
 
@@ -132,6 +260,40 @@ pub fn from_words(w: &[u64; QSTAT_WORDS]) -> QueueCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 32-bit targets' words: whole values across the halves, and a writer racing a reader
+    /// never lets it see one publication's first word with another's second.
+    #[test]
+    fn halves_keep_words_whole_and_publications_apart() {
+        extern crate std;
+        let w = halves::Word::new();
+        w.set(0x1234_5678_9abc_def0);
+        assert_eq!(w.get(), 0x1234_5678_9abc_def0);
+        let (seq, a, b) = (halves::Seq::new(), halves::Word::new(), halves::Word::new());
+        use core::sync::atomic::{AtomicBool, Ordering};
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut v = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // Both words change in both halves with every publication.
+                    v += 0x1_0000_0001;
+                    seq.write(|| {
+                        a.set(v);
+                        b.set(v);
+                    });
+                }
+            });
+            let mut last = 0;
+            for _ in 0..300_000 {
+                let (x, y) = seq.read(|| (a.get(), b.get()));
+                assert_eq!(x, y, "one publication");
+                assert!(x >= last, "never back");
+                last = x;
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
 
     #[test]
     fn blocks_store_in_place_and_add_up() {
