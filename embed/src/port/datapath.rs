@@ -323,14 +323,16 @@ fn poll_queue<H: Host>(
         queue_index: qid,
         port: dev.function().port(),
     };
-    // Frames are hashed ahead of the program only for one that can ask for the hash; the
-    // packets it passes are hashed for the stack either way (`Pass`).
-    let prog_hashes = prog.is_some_and(|p| host.prog_reads_rx_hash(p));
+    // Frames are hashed ahead of the program only for one that can ask for the hash (the host
+    // is asked only while the port hashes at all); the packets it passes are hashed for the
+    // stack either way (`Pass`).
     let dispatch = XdpDispatch {
         prog: program.as_mut(),
         redirect: &mut redirect,
         origin: u32::from(qid),
-        hasher: hasher.filter(|_| prog_hashes).map(|h| h as &dyn RxHasher),
+        hasher: hasher
+            .filter(|_| prog.is_some_and(|p| host.prog_reads_rx_hash(p)))
+            .map(|h| h as &dyn RxHasher),
     };
     let mut done = Done {
         host,
