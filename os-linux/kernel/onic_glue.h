@@ -18,7 +18,8 @@
 #include "onic_compat.h"
 
 /* The structs and constants shared with the Rust side (ONIC_MAX_QUEUES, enum onic_xmit,
- * struct onic_poll_result, ...), generated at every module build from their one definition, os-linux/src/abi.rs (cargo xtask kmod, cbindgen), and
+ * struct onic_poll_result, ...), generated at every module build from their one definition,
+ * os-linux/src/abi.rs (cargo xtask kmod, cbindgen), and
  * compile-time checks that each struct's size, alignment and field offsets are rustc's. */
 #include "onic_ffi.h"
 #include "onic_ffi_layout.h"
