@@ -68,7 +68,10 @@ void *onic_qmem_new(struct onic_ndev *nd, u16 qid, u32 pages, bool page_pool, in
 	 * model, which it never uses. */
 	if (onic_rx_page_pool && page_pool) {
 		if (m->dev) {
-			pp.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
+			/* The pool syncs for the device only where a sync does anything. */
+			pp.flags = PP_FLAG_DMA_MAP;
+			if (!onic_dma_sync_is_noop(m->dev))
+				pp.flags |= PP_FLAG_DMA_SYNC_DEV;
 			pp.dev = m->dev;
 		}
 #ifdef ONIC_HAVE_PP_NAPI

@@ -8,6 +8,7 @@
  */
 #include <linux/delay.h>
 #include <linux/dma-direct.h>
+#include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/gfp.h>
 #include <linux/hrtimer.h>
@@ -18,6 +19,7 @@
 #include <linux/platform_device.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/swiotlb.h>
 
 #include "onic_compat.h"
 #include "onic_glue.h"
@@ -282,6 +284,29 @@ void *onic_dma_to_virt(struct device *dev, u64 dma)
 	if (!pfn_valid(PHYS_PFN(phys)))
 		return NULL;
 	return phys_to_virt(phys);
+}
+
+/* Whether every sync of dev's streaming mappings is known to do nothing, so that the driver may
+ * leave them out (before 6.11; see below). A sync does work only when the device is not cache
+ * coherent, when a mapping went through an IOMMU's ops (which may bounce or flush), or when the
+ * direct mapping bounced a buffer through swiotlb: always under a forced bounce (memory
+ * encryption, swiotlb=force), otherwise only for a buffer beyond the device's DMA mask or its
+ * bus's limit, which a device with a 64-bit mask and no bus limit never has. Those are fixed
+ * once the masks are set at probe, so the answer holds for every mapping of the device.
+ * From 6.11 the DMA API asks the same question itself, inline, before any sync call
+ * (dma_dev_need_sync), and may change its answer at run time (a first bounce): there the
+ * driver keeps calling and this says false. */
+bool onic_dma_sync_is_noop(void *dev)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
+	struct device *d = dev;
+
+	return !get_dma_ops(d) && dev_is_dma_coherent(d) && !is_swiotlb_force_bounce(d) &&
+	       d->dma_mask && *d->dma_mask == DMA_BIT_MASK(64) &&
+	       (!d->bus_dma_limit || d->bus_dma_limit == DMA_BIT_MASK(64));
+#else
+	return false;
+#endif
 }
 
 void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)

@@ -72,6 +72,9 @@ pub fn dir(d: Direction) -> core::ffi::c_int {
 #[derive(Clone, Copy)]
 pub struct KernelDma {
     dev: NonNull<c_void>,
+    /// Every sync of a streaming mapping of the device does nothing (asked once, at
+    /// construction: the answer depends on the masks and the DMA ops only): syncs are left out.
+    sync_is_noop: bool,
 }
 
 impl KernelDma {
@@ -82,7 +85,14 @@ impl KernelDma {
     /// `dev` is a `struct device *` that stays valid (bound to this driver, DMA masks set) for
     /// as long as any copy of this handle or any memory from it lives.
     pub unsafe fn new(dev: NonNull<c_void>) -> Self {
-        Self { dev }
+        // SAFETY: a valid device with its masks set (the caller's contract); reads only.
+        let sync_is_noop = unsafe { ffi::onic_dma_sync_is_noop(dev.as_ptr()) };
+        Self { dev, sync_is_noop }
+    }
+
+    /// Whether a sync of this device's streaming mappings has work to do.
+    pub const fn syncs(&self) -> bool {
+        !self.sync_is_noop
     }
 
     /// The `struct device *`.
@@ -162,7 +172,7 @@ unsafe impl DmaMemory for KernelDma {
     }
 
     fn sync_for_cpu(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
-        if offset.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
+        if !self.syncs() || offset.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
             return;
         }
         // SAFETY: a range inside a mapped page.
@@ -178,7 +188,7 @@ unsafe impl DmaMemory for KernelDma {
     }
 
     fn sync_for_device(&self, page: &DmaPage, offset: usize, len: usize, d: Direction) {
-        if offset.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
+        if !self.syncs() || offset.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
             return;
         }
         // SAFETY: a range inside a mapped page.

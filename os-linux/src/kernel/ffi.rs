@@ -62,6 +62,8 @@ extern "C" {
     pub fn onic_dma_map_page(dev: *mut c_void, cpu: *mut u8, dir: c_int, dma: *mut u64) -> c_int;
     /// `dma_unmap_page` of a whole page.
     pub fn onic_dma_unmap_page(dev: *mut c_void, dma: u64, dir: c_int);
+    /// Whether every DMA sync of the device's streaming mappings does nothing (its masks set).
+    pub fn onic_dma_sync_is_noop(dev: *mut c_void) -> bool;
     /// `dma_sync_single_for_cpu` (`for_cpu`) or `_for_device`.
     pub fn onic_dma_sync(dev: *mut c_void, dma: u64, len: usize, dir: c_int, for_cpu: bool);
 

@@ -394,6 +394,9 @@ unsafe impl PacketMap for KernelDma {
     }
 
     fn sync_single(&self, dma: DmaAddr, offset: usize, len: usize, d: Direction, for_cpu: bool) {
+        if !self.syncs() {
+            return;
+        }
         // SAFETY: a part of a live mapping.
         unsafe { ffi::onic_dma_sync_range(self.dev().as_ptr(), dma.get(), offset, len, dir(d), for_cpu) };
     }
