@@ -76,6 +76,8 @@ struct State {
     owner: std::collections::HashMap<usize, usize>,
     /// Programs cannot ask for the RX-metadata hash (Linux: not device-bound).
     progs_unbound: bool,
+    /// The stack has no memory for a packet: `rx_build` fails.
+    refuse_skbs: bool,
 }
 
 /// An XSK pool as the kernel keeps it for one queue of a netdev in zero-copy mode: a UMEM of
@@ -275,6 +277,9 @@ impl Os for HostOs {
         _meta: u8,
     ) -> Option<usize> {
         let mut s = self.0.borrow_mut();
+        if s.refuse_skbs {
+            return None;
+        }
         // The pool the page belongs to (the test's stack frees it into that pool).
         let pool = s.owner[&(virt.as_ptr() as usize)];
         s.skbs.push(Some(Skb::Rx(pool, virt, offset, len)));
@@ -1252,6 +1257,98 @@ fn received_counters_move_to_the_history_block_at_a_restart() {
     assert_eq!(b.link_stats().rx_packets, 10);
     assert_eq!(idle_poll(&b).rx_packets, 10);
     assert_eq!(stat_of(&b, "rx0_packets"), 10, "ethtool -S adds the blocks too");
+    finish(&card, &os, vec![a, b]);
+}
+
+/// Queue 0's four counter blocks summed, word by word: what every reader adds up.
+fn block_totals(p: &SimPort) -> Vec<u64> {
+    let mut t = vec![0u64; onic_embed::port::counters::QSTAT_WORDS];
+    for block in [
+        StatBlock::Napi,
+        StatBlock::Stack,
+        StatBlock::Xmit,
+        StatBlock::History,
+    ] {
+        for (t, w) in t.iter_mut().zip(p.counter_block(0, block)) {
+            *t = t.wrapping_add(w);
+        }
+    }
+    t
+}
+
+/// A stop publishes every counter from the rings themselves (into the history block): if a poll
+/// had left out a word it changed, the totals would move here.
+fn assert_polls_published(p: &SimPort, what: &str) {
+    let before = block_totals(p);
+    stop(p);
+    assert_eq!(
+        block_totals(p),
+        before,
+        "{what}: a poll left a changed counter unpublished"
+    );
+    open(p).unwrap();
+}
+
+/// One NAPI poll of queue 0 with `prog` after the model ran.
+fn poll_with(card: &SimCard<SpinLock>, p: &SimPort, prog: Option<Prog>) {
+    card.tick(10_000);
+    // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
+    let (mut t, s) = unsafe { (token(p, 0), section()) };
+    p.poll(&mut t, &s, 64, (), prog);
+}
+
+/// A poll publishes only the counter groups it can have changed (the RX counters always; the
+/// XDP_TX ring's with a program or frames in flight on it; the verdicts' with a program or a
+/// frame the stack refused): after each kind of poll, every changed counter is published.
+#[test]
+fn every_counter_a_poll_changes_is_published() {
+    use onic_core::stats::{PairStats, TxStats};
+    use onic_embed::port::counters::TX_WORDS_AT;
+    let pair_at = TX_WORDS_AT + TxStats::WORDS;
+    let (card, os, a, b) = open_pair(1);
+    let burst = |n: u8| {
+        for i in 0..n {
+            assert_eq!(send(&os, &a, 0, &frame(i, 100), i + 1 < n), XmitResult::Ok);
+        }
+    };
+
+    burst(5);
+    drain(&card, [(&a, None), (&b, None)]);
+    assert_polls_published(&b, "frames to the stack");
+
+    // XDP_TX from one poll, its reclaim in polls without a program.
+    burst(6);
+    card.tick(10_000);
+    poll_with(&card, &b, Some(xdp_tx));
+    let tx_packets = TX_WORDS_AT + TxStats::word("tx_packets");
+    assert_eq!(
+        b.counter_block(0, StatBlock::Napi)[pair_at + PairStats::word("rx_xdp_tx")],
+        6
+    );
+    let sent_before = b.counter_block(0, StatBlock::Napi)[tx_packets];
+    for _ in 0..4 {
+        poll_with(&card, &b, None);
+    }
+    assert_eq!(
+        b.counter_block(0, StatBlock::Napi)[tx_packets] - sent_before,
+        6,
+        "the XDP_TX frames' completions, counted by polls without a program"
+    );
+    drain(&card, [(&a, None), (&b, None)]);
+    reclaim(&card, &a, 0);
+    assert_polls_published(&b, "XDP_TX, then its reclaim without a program");
+
+    // Frames the stack refuses: counted by the pair, without a program.
+    os.0.borrow_mut().refuse_skbs = true;
+    burst(3);
+    drain(&card, [(&a, None), (&b, None)]);
+    os.0.borrow_mut().refuse_skbs = false;
+    assert_eq!(stat_of(&b, "rx0_pass_refused"), 3);
+    assert_polls_published(&b, "refused frames");
+
+    burst(4);
+    drain(&card, [(&a, None), (&b, Some(xdp_drop))]);
+    assert_polls_published(&b, "XDP_DROP");
     finish(&card, &os, vec![a, b]);
 }
 

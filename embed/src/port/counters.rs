@@ -63,17 +63,30 @@ impl CounterBlock {
         });
     }
 
-    /// Stores the words of the four counter structs, each straight into its range.
+    /// Stores the words of the counter structs given, each straight into its range; a group
+    /// given as `None` keeps its words (its writer knows they did not change).
     #[inline]
-    pub(crate) fn store_live(&self, rx: &RxStats, tx: &TxStats, pair: &PairStats, xsk: &XskStats) {
+    pub(crate) fn store_live(
+        &self,
+        rx: &RxStats,
+        tx: Option<&TxStats>,
+        pair: Option<&PairStats>,
+        xsk: Option<&XskStats>,
+    ) {
         let (r, rest) = self.words.split_at(TX_WORDS_AT);
         let (t, rest) = rest.split_at(TxStats::WORDS);
         let (p, x) = rest.split_at(PairStats::WORDS);
         self.seq.write(|| {
             rx.each_word(|i, w| store_word(r, i, w));
-            tx.each_word(|i, w| store_word(t, i, w));
-            pair.each_word(|i, w| store_word(p, i, w));
-            xsk.each_word(|i, w| store_word(x, i, w));
+            if let Some(tx) = tx {
+                tx.each_word(|i, w| store_word(t, i, w));
+            }
+            if let Some(pair) = pair {
+                pair.each_word(|i, w| store_word(p, i, w));
+            }
+            if let Some(xsk) = xsk {
+                xsk.each_word(|i, w| store_word(x, i, w));
+            }
         });
     }
 
@@ -304,7 +317,7 @@ mod tests {
         c.xsk.tx_bytes = 11;
         let blocks = QueueBlocks::new();
         let napi = blocks.get(StatBlock::Napi);
-        napi.store_live(&c.rx, &c.tx, &c.pair, &c.xsk);
+        napi.store_live(&c.rx, Some(&c.tx), Some(&c.pair), Some(&c.xsk));
         assert_eq!(napi.load(), to_words(&c), "each struct in its own range");
         // A TX-only block: only its TX range is ever written.
         let tx = TxStats {

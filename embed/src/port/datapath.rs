@@ -20,7 +20,7 @@ use super::contexts::{Napi, Token, TxLock, XmitLock};
 use super::counters::{CounterBlock, QSTAT_WORDS};
 use super::error::{PortError, PortResult};
 use super::host::{Host, StatBlock};
-use super::queues::{publish_napi, publish_tx, HostDevice, NapiState, TxRing};
+use super::queues::{publish_napi_poll, publish_tx, HostDevice, NapiState, PollReach, TxRing};
 use super::sinks::{Done, HostProg, Pass, Redirect, TxItem};
 use super::xsk::xsk_send;
 use super::Port;
@@ -284,8 +284,9 @@ pub(crate) struct NapiCall<H: Host> {
 
 /// The one poll of a queue index's NAPI rings, however the caller reached them: the XDP_TX
 /// ring's reclaim, then up to `budget` received frames through the program (if attached) or
-/// straight to the host's stack, XDP_TX on the own ring; then the NAPI block published. Returns
-/// what the host is told and the core's account of the poll (`None`: the queue does not run).
+/// straight to the host's stack, XDP_TX on the own ring; then what it changed of the NAPI block is
+/// published. Returns what the host is told and the core's account of the poll (`None`: the
+/// queue does not run).
 fn poll_queue<H: Host>(
     dev: &HostDevice<H>,
     host: &H,
@@ -338,6 +339,7 @@ fn poll_queue<H: Host>(
         host,
         napi_budget: Some(budget),
     };
+    let reach = PollReach::before(qp, prog.is_some());
     set_in_napi(qp, true);
     // The queue's own moderation rides on the poll's CMPT CIDX doorbell (its running trigger
     // changes there and nowhere else, onic_core::moderation).
@@ -362,7 +364,7 @@ fn poll_queue<H: Host>(
     }
     let redirected = redirect.redirected;
     // The live counters as they are: the index's earlier rings are in the history block.
-    publish_napi(to, qp);
+    publish_napi_poll(to, qp, reach);
     // The queue's received totals for adaptive moderation's samples, history included (they
     // must not fall when the rings are replaced; the RX words come first in the history).
     const RX_PACKETS: usize = RxStats::word("rx_packets");

@@ -156,12 +156,51 @@ fn slots<H: Host, T>(host: &H, n: u16, mut fill: impl FnMut() -> T) -> PortResul
         .ok_or(PortError::NoMemory)
 }
 
-/// Publishes `qp`'s live counters (what [`napi_counters`] holds, without building it: every
-/// poll publishes these) as NAPI block `to`.
+/// Publishes `qp`'s live counters (what [`napi_counters`] holds, without building it) as NAPI
+/// block `to`, every group: what the control path does when it changes the rings.
 #[inline]
 pub(crate) fn publish_napi<H: Host>(to: &CounterBlock, qp: &NapiPair<H>) {
     let xsk = qp.pool.as_xsk().map(|x| x.stats).unwrap_or_default();
-    to.store_live(qp.rx.stats(), qp.tx.stats(), qp.stats(), &xsk);
+    to.store_live(qp.rx.stats(), Some(qp.tx.stats()), Some(qp.stats()), Some(&xsk));
+}
+
+/// What a NAPI poll may have changed of its pair's counters besides the RX counters, from what
+/// the pair was before the poll and what the poll ran with.
+#[derive(Clone, Copy)]
+pub(crate) struct PollReach {
+    /// The pair's XDP_TX ring had frames in flight when the poll began (its reclaim may count).
+    pub(crate) tx_busy: bool,
+    /// The pair's count of frames the stack refused, when the poll began.
+    pub(crate) refused: u64,
+    /// A program ran.
+    pub(crate) prog: bool,
+}
+
+impl PollReach {
+    /// The pair as a poll with (`prog`) or without a program finds it.
+    #[inline]
+    pub(crate) fn before<H: Host>(qp: &NapiPair<H>, prog: bool) -> Self {
+        Self {
+            tx_busy: qp.tx.in_flight() > 0,
+            refused: qp.stats().rx_pass_refused,
+            prog,
+        }
+    }
+}
+
+/// Publishes what a NAPI poll may have changed of `qp`'s counters as NAPI block `to`, every
+/// other word being already published: the RX counters always; the XDP_TX ring's only when a
+/// program ran (XDP_TX), the queue is on an XSK pool (its TX goes out on that ring) or the ring
+/// had frames in flight (the reclaim); the pair's only when a program ran or the stack refused a
+/// frame; the XSK counters only on an XSK pool. Without a program, traffic to the stack costs
+/// the RX words' stores alone. The control path publishes every group ([`publish_napi`])
+/// whenever it changes the rings, so a skipped group holds the pair's value.
+#[inline]
+pub(crate) fn publish_napi_poll<H: Host>(to: &CounterBlock, qp: &NapiPair<H>, reach: PollReach) {
+    let xsk = qp.pool.as_xsk().map(|x| &x.stats);
+    let tx = (reach.prog || reach.tx_busy || xsk.is_some()).then(|| qp.tx.stats());
+    let pair = (reach.prog || qp.stats().rx_pass_refused != reach.refused).then(|| qp.stats());
+    to.store_live(qp.rx.stats(), tx, pair, xsk);
 }
 
 /// A NAPI pair's counters, XDP_TX ring included.
