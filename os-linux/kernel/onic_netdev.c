@@ -105,9 +105,11 @@ static bool onic_poll_stack_tx(struct onic_qv *qv, int budget)
 	return c.in_flight > 0;
 }
 
-/* One poll of queue index q. Locks are held only around the two reclaims, never while frames go
- * to the stack, to a redirect target or through xdp_do_flush (os-linux/README.md). */
-static int onic_poll_atomic(struct napi_struct *napi, int budget)
+/* NAPI: one poll of queue index q, in softirq (or busy polling or threaded NAPI with bottom halves
+ * off, or netpoll with interrupts off: the Rust side sees it may not sleep, onic_main.c). Locks
+ * are held only around the two reclaims, never while frames go to the stack, to a redirect
+ * target or through xdp_do_flush (os-linux/README.md). */
+static int onic_poll(struct napi_struct *napi, int budget)
 {
 	struct onic_qv *qv = container_of(napi, struct onic_qv, napi);
 	struct onic_ndev *nd = qv->nd;
@@ -153,16 +155,6 @@ static int onic_poll_atomic(struct napi_struct *napi, int budget)
 	return budget;
 }
 
-/* NAPI: softirq (or busy polling with bottom halves off): the Rust side may not sleep. */
-static int onic_poll(struct napi_struct *napi, int budget)
-{
-	int done;
-
-	onic_atomic_enter();
-	done = onic_poll_atomic(napi, budget);
-	onic_atomic_exit();
-	return done;
-}
 
 /* ---------------------------------------------------------------- link */
 
@@ -282,7 +274,9 @@ static int onic_stop(struct net_device *netdev)
 	return 0;
 }
 
-static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device *netdev)
+/* Transmit: the TX queue's lock held, bottom halves off (or netpoll, interrupts off): the Rust
+ * side sees it may not sleep (onic_main.c). */
+static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
 {
 	struct onic_ndev *nd = nd_of(netdev);
 	u16 q = skb_get_queue_mapping(skb);
@@ -337,16 +331,6 @@ static netdev_tx_t onic_start_xmit_atomic(struct sk_buff *skb, struct net_device
 	}
 }
 
-/* Transmit: the TX queue's lock held, bottom halves off. */
-static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
-{
-	netdev_tx_t r;
-
-	onic_atomic_enter();
-	r = onic_start_xmit_atomic(skb, netdev);
-	onic_atomic_exit();
-	return r;
-}
 
 /* The watchdog found TX queue q stopped for watchdog_timeo: report the ring and restart the
  * queue from process context (the watchdog holds every TX lock, in softirq context). */
