@@ -287,6 +287,7 @@ pub(crate) struct NapiCall<H: Host> {
 /// straight to the host's stack, XDP_TX on the own ring; then what it changed of the NAPI block is
 /// published. Returns what the host is told and the core's account of the poll (`None`: the
 /// queue does not run).
+#[inline(always)]
 fn poll_queue<H: Host>(
     dev: &HostDevice<H>,
     host: &H,
