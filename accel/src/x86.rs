@@ -2,11 +2,12 @@
 //! AVX2 registers (see the crate docs for the methods).
 
 use core::arch::x86_64::{
-    __m128i, __m256i, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_extracti128_si256,
-    _mm256_gf2p8affine_epi64_epi8, _mm256_loadu_si256, _mm256_shuffle_epi8, _mm256_xor_si256, _mm_and_si128,
-    _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadl_epi64, _mm_loadu_si128,
-    _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_epi16,
-    _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
+    __m128i, __m256i, _mm256_blend_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
+    _mm256_extracti128_si256, _mm256_gf2p8affine_epi64_epi8, _mm256_loadu_si256, _mm256_permute2x128_si256,
+    _mm256_permute4x64_epi64, _mm256_shuffle_epi32, _mm256_shuffle_epi8, _mm256_xor_si256, _mm_and_si128,
+    _mm_clmulepi64_si128, _mm_cvtsi128_si32, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadl_epi64,
+    _mm_loadu_si128, _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi32,
+    _mm_shuffle_epi8, _mm_srli_epi16, _mm_storeu_si128, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
 use onic_core::rss::shell_hash::TUPLE_LEN;
@@ -344,12 +345,15 @@ fn value_gfni(tuple: __m128i, s: &[u64; 4]) -> u32 {
 }
 
 /// The byte shuffle for the four matrices from `A_(4 group)` (see [`crate::affine`]): 64-bit
-/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 (d % 2) + j` receives tuple byte
-/// `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple byte);
-/// every other byte gets 0 (index 0x80), which the affine map sends to 0. Odd lanes use their
-/// upper four bytes so that two neighbouring lanes fold with one 32-bit XOR at the end. Tuple
-/// byte `i` is taken from byte `offsets[i]` of each 128-bit half of the source register.
-const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
+/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 ((d + flip) % 2) + j` receives tuple
+/// byte `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple
+/// byte); every other byte gets 0 (index 0x80), which the affine map sends to 0. So each lane's
+/// share of the hash lands in one 32-bit half of the lane: the low half in the even lanes and
+/// the high half in the odd ones with `flip` 0, the other way round with `flip` 1. Two hashes
+/// placed with the two flips therefore fill disjoint halves and are summed by one XOR
+/// ([`fold_four`]). Tuple byte `i` is taken from byte `offsets[i]` of each 128-bit half of the
+/// source register.
+const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN], flip: usize) -> [u8; 32] {
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
@@ -357,7 +361,7 @@ const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
         let mut j = 0;
         while j < 4 {
             if d >= j && d - j < 13 {
-                s[8 * lane + 4 * (d % 2) + j] = offsets[d - j];
+                s[8 * lane + 4 * ((d + flip) % 2) + j] = offsets[d - j];
             }
             j += 1;
         }
@@ -370,25 +374,28 @@ const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
 /// ymm register, shuffled within each, puts every tuple byte where its matrix is.
 type AffineShuffles = [[u8; 32]; GROUPS];
 
-/// The shuffles for `offsets`.
-const fn affine_shuffles(offsets: &[u8; TUPLE_LEN]) -> AffineShuffles {
+/// The shuffles for `offsets`, with `flip` (see [`affine_shuffle`]).
+const fn affine_shuffles(offsets: &[u8; TUPLE_LEN], flip: usize) -> AffineShuffles {
     [
-        affine_shuffle(0, offsets),
-        affine_shuffle(1, offsets),
-        affine_shuffle(2, offsets),
-        affine_shuffle(3, offsets),
+        affine_shuffle(0, offsets, flip),
+        affine_shuffle(1, offsets, flip),
+        affine_shuffle(2, offsets, flip),
+        affine_shuffle(3, offsets, flip),
     ]
 }
 
 /// The shuffles for a frame's 16 bytes ([`load_tuple`]).
-static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS);
+static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS, 0);
 
 /// The shuffles for the joined [`input_halves`].
-static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS);
+static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS, 0);
 
 /// The shuffles for 16 bytes read from an input's first in a slice of inputs: input byte `i` at
-/// `i`.
-static SLICE_SHUFFLES: AffineShuffles = affine_shuffles(&SLICE_OFFSETS);
+/// `i`; the second with the other flip, for the odd inputs of a group of four ([`fold_four`]).
+static SLICE_SHUFFLES: [AffineShuffles; 2] = [
+    affine_shuffles(&SLICE_OFFSETS, 0),
+    affine_shuffles(&SLICE_OFFSETS, 1),
+];
 
 /// Input byte `i` at `i` (a 16-byte load from the start of an input).
 const SLICE_OFFSETS: [u8; TUPLE_LEN] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
@@ -405,8 +412,8 @@ fn load256<T>(v: &T) -> __m256i {
 
 /// [`Backend::Affine`]: the hash value of one common-case frame. Every tuple byte goes through
 /// the matrix of each hash byte it reaches (four `vpshufb` place the bytes, four
-/// `vgf2p8affineqb` on 16 lanes apply the matrices), and the lanes are XORed together: 1024 to 64
-/// bits in registers, the two 32-bit halves (even and odd lanes) last.
+/// `vgf2p8affineqb` on 16 lanes apply the matrices), and the lanes are XORed together
+/// ([`affine_lanes`], [`fold_one`]).
 ///
 /// AVX2 registers, not AVX-512: the same work in two zmm registers measured slower on Zen 4
 /// (about 3.7 against 3.3 ns a frame, 3.2 against 2.5 ns in batches; `docs/benchmarks.md`).
@@ -428,24 +435,60 @@ fn input_affine(input: &[u8; TUPLE_LEN], m: &Matrices) -> u32 {
     value_affine(joined, m, &INPUT_SHUFFLES)
 }
 
-/// The [`Backend::Affine`] kernel: `tuple` holds the tuple bytes in both 128-bit halves where
-/// `shuffles` picks them (see [`common_affine`]).
+/// The [`Backend::Affine`] kernel up to the lanes: `tuple` holds the tuple bytes in both
+/// 128-bit halves where `shuffles` picks them (see [`common_affine`]); the result holds the
+/// hash's four shares, one 32-bit half of each 64-bit lane (which half: [`affine_shuffle`]),
+/// whose XOR is the hash, and 0 in the other halves.
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
-fn value_affine(tuple: __m256i, m: &Matrices, shuffles: &AffineShuffles) -> u32 {
+fn affine_lanes(tuple: __m256i, m: &Matrices, shuffles: &AffineShuffles) -> __m256i {
     let group = |g: usize| {
         let placed = _mm256_shuffle_epi8(tuple, load256(&shuffles[g]));
         _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
     };
-    let y = _mm256_xor_si256(
+    _mm256_xor_si256(
         _mm256_xor_si256(group(0), group(1)),
         _mm256_xor_si256(group(2), group(3)),
+    )
+}
+
+/// The hash from [`affine_lanes`] with flip 0: dwords 0 and 4 (the even lanes' low halves) and
+/// 3 and 7 (the odd lanes' high halves) XORed, the rest being 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn fold_one(lanes: __m256i) -> u32 {
+    let z = _mm_xor_si128(
+        _mm256_castsi256_si128(lanes),
+        _mm256_extracti128_si256::<1>(lanes),
     );
-    let z = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256::<1>(y));
-    // CAST: a bit pattern, the even lanes' sum in the low half and the odd lanes' in the high.
-    let q = _mm_cvtsi128_si64(_mm_xor_si128(z, _mm_unpackhi_epi64(z, z))) as u64;
-    // CAST: the two halves.
-    (q as u32) ^ (q >> 32) as u32
+    // Dword 3 to dword 0 (the others are 0 or not read).
+    let h = _mm_xor_si128(z, _mm_shuffle_epi32::<0b00_00_00_11>(z));
+    // CAST: a bit pattern.
+    _mm_cvtsi128_si32(h) as u32
+}
+
+/// The hashes of four inputs `a`, `b`, `c`, `d` from their [`affine_lanes`], given as
+/// `ab` = lanes of `a` (flip 0) XOR lanes of `b` (flip 1) and `cd` likewise, the hashes in input
+/// order. Per 128-bit half, `ab` holds dwords `[a, b, b, a]` (the shares of two lanes each), `cd`
+/// `[c, d, d, c]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn fold_four(ab: __m256i, cd: __m256i) -> __m128i {
+    // Half 0: the two halves of `ab` XORed (all four lanes of a and b); half 1: those of `cd`.
+    let low_ab_high_cd = _mm256_blend_epi32::<0b1111_0000>(ab, cd);
+    let high_ab_low_cd = _mm256_permute2x128_si256::<0x21>(ab, cd);
+    let w = _mm256_xor_si256(low_ab_high_cd, high_ab_low_cd);
+    // Per half, dwords 3, 2 onto 0, 1: [a, b] in half 0, [c, d] in half 1, in dwords 0 and 1.
+    let s = _mm256_xor_si256(w, _mm256_shuffle_epi32::<0b00_01_10_11>(w));
+    // 64-bit lanes 0 and 2 to the low half.
+    _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(s))
+}
+
+/// The [`Backend::Affine`] kernel: [`affine_lanes`] folded by [`fold_one`].
+#[inline]
+#[target_feature(enable = "avx2,gfni")]
+fn value_affine(tuple: __m256i, m: &Matrices, shuffles: &AffineShuffles) -> u32 {
+    fold_one(affine_lanes(tuple, m, shuffles))
 }
 
 /// Defines a batch function for one backend: the common case through that backend's
@@ -537,26 +580,41 @@ inputs_fn!(
 /// A batch of inputs on [`Backend::Affine`]. Every input but the last is followed by another in
 /// the slice, so its 16 bytes from its first can be read in one load broadcast to both halves
 /// (the 3 bytes of the next input are never placed), which takes no shuffle unit; the last goes
-/// through [`input_affine`].
+/// through [`input_affine`]. Those inputs go four at a time, their lanes summed in pairs and
+/// folded together ([`fold_four`], one 16-byte store), the n % 4 left one at a time.
 #[target_feature(enable = "avx2,gfni")]
 fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> usize {
     let n = inputs.len().min(out.len());
     const { assert!(2 * TUPLE_LEN >= 16) };
-    let (Some((last, _)), Some((last_out, rest_out))) = (inputs[..n].split_last(), out[..n].split_last_mut())
-    else {
+    let Some((last, _)) = inputs[..n].split_last() else {
         return 0;
     };
+    let (body, last_out) = out[..n].split_at_mut(n - 1);
     let base = inputs.as_ptr().cast::<u8>();
-    // `rest_out` holds n - 1 outputs: input k < n - 1 has input k + 1 after it.
-    for (k, o) in rest_out.iter_mut().enumerate() {
+    // Input k's 16 bytes in both halves, for k < n - 1 (`body` holds n - 1 outputs).
+    let slice_at = |k: usize| {
+        debug_assert!(k + 1 < n);
         // SAFETY: k + 1 < n <= inputs.len(), so the 16 bytes from input k's first are inside
         // `inputs` (13 of input k, 3 of input k + 1, by the assertion above; the arrays are
         // contiguous, no padding); the pointer derives from the whole slice; the load has no
         // alignment requirement.
         let v = unsafe { _mm_loadu_si128(base.add(k * TUPLE_LEN).cast::<__m128i>()) };
-        *o = value_affine(_mm256_broadcastsi128_si256(v), m, &SLICE_SHUFFLES);
+        _mm256_broadcastsi128_si256(v)
+    };
+    let lanes = |k: usize, flip: usize| affine_lanes(slice_at(k), m, &SLICE_SHUFFLES[flip]);
+    let mut quads = body.chunks_exact_mut(4);
+    for (q, o) in quads.by_ref().enumerate() {
+        let k = 4 * q;
+        let ab = _mm256_xor_si256(lanes(k, 0), lanes(k + 1, 1));
+        let cd = _mm256_xor_si256(lanes(k + 2, 0), lanes(k + 3, 1));
+        // SAFETY: `o` is 4 writable `u32`s, 16 bytes; the store has no alignment requirement.
+        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast::<__m128i>(), fold_four(ab, cd)) };
     }
-    *last_out = input_affine(last, m);
+    let done = (n - 1) / 4 * 4;
+    for (k, o) in (done..).zip(quads.into_remainder()) {
+        *o = fold_one(lanes(k, 0));
+    }
+    last_out[0] = input_affine(last, m);
     n
 }
 
@@ -576,10 +634,10 @@ mod tests {
     /// `value_affine` step by step in software (byte shuffle within 128-bit lanes of a source
     /// repeated in both, affine map per 64-bit lane, XOR of all lanes, then of the two halves),
     /// so that the placement is checked on CPUs without GFNI too.
-    fn affine_model(m: &Matrices, loaded: &[u8; 16], offsets: &[u8; 13]) -> u32 {
+    fn affine_model(m: &Matrices, loaded: &[u8; 16], offsets: &[u8; 13], flip: usize) -> u32 {
         let mut sum = [0u8; 8];
         for group in 0..GROUPS {
-            for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
+            for (n, &index) in affine_shuffle(group, offsets, flip).iter().enumerate() {
                 let byte = if index & 0x80 == 0 {
                     loaded[usize::from(index & 15)]
                 } else {
@@ -610,11 +668,13 @@ mod tests {
                 });
                 for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS] {
                     let tuple: [u8; 13] = core::array::from_fn(|i| loaded[usize::from(offsets[i])]);
-                    assert_eq!(
-                        affine_model(&m, &loaded, offsets),
-                        table.hash_input(&tuple),
-                        "round {round}, offsets {offsets:?}"
-                    );
+                    for flip in 0..2 {
+                        assert_eq!(
+                            affine_model(&m, &loaded, offsets, flip),
+                            table.hash_input(&tuple),
+                            "round {round}, offsets {offsets:?}, flip {flip}"
+                        );
+                    }
                 }
             }
         }
@@ -623,8 +683,12 @@ mod tests {
     #[test]
     fn affine_shuffle_places_each_pair_once() {
         // Every (tuple byte, hash byte) pair appears exactly once over the shuffles, for both
-        // source layouts, and each layout has 13 distinct positions.
-        for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS] {
+        // source layouts and both flips, each in the 32-bit half of its lane that the flip
+        // gives (the folds read only those), and each layout has 13 distinct positions.
+        for (offsets, flip) in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS]
+            .into_iter()
+            .flat_map(|o| [(o, 0), (o, 1)])
+        {
             let mut distinct = offsets.to_vec();
             distinct.sort_unstable();
             distinct.dedup();
@@ -632,17 +696,22 @@ mod tests {
             assert!(offsets.iter().all(|&o| o < 16));
             let mut seen = [[0u8; 4]; 13];
             for group in 0..GROUPS {
-                for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
+                for (n, &index) in affine_shuffle(group, offsets, flip).iter().enumerate() {
                     if index & 0x80 == 0 {
                         let d = 4 * group + n / 8;
-                        let j = n % 8 - 4 * (d % 2);
+                        assert_eq!(
+                            n % 8 / 4,
+                            (d + flip) % 2,
+                            "byte {n} of group {group}, flip {flip}"
+                        );
+                        let j = n % 8 % 4;
                         let i = offsets.iter().position(|&o| o == index).unwrap();
                         assert_eq!(i + j, d);
                         seen[i][j] += 1;
                     }
                 }
             }
-            assert_eq!(seen, [[1; 4]; 13], "offsets {offsets:?}");
+            assert_eq!(seen, [[1; 4]; 13], "offsets {offsets:?}, flip {flip}");
         }
     }
 }
