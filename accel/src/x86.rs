@@ -345,15 +345,13 @@ fn value_gfni(tuple: __m128i, s: &[u64; 4]) -> u32 {
 }
 
 /// The byte shuffle for the four matrices from `A_(4 group)` (see [`crate::affine`]): 64-bit
-/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 ((d + flip) % 2) + j` receives tuple
-/// byte `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple
-/// byte); every other byte gets 0 (index 0x80), which the affine map sends to 0. So each lane's
-/// share of the hash lands in one 32-bit half of the lane: the low half in the even lanes and
-/// the high half in the odd ones with `flip` 0, the other way round with `flip` 1. Two hashes
-/// placed with the two flips therefore fill disjoint halves and are summed by one XOR
-/// ([`fold_four`]). Tuple byte `i` is taken from byte `offsets[i]` of each 128-bit half of the
+/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 (d % 2) + j` receives tuple byte
+/// `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple byte);
+/// every other byte gets 0 (index 0x80), which the affine map sends to 0. Odd lanes use their
+/// upper four bytes, so that the two 32-bit halves of the lanes' sum fold in one step
+/// ([`fold_one`]). Tuple byte `i` is taken from byte `offsets[i]` of each 128-bit half of the
 /// source register.
-const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN], flip: usize) -> [u8; 32] {
+const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
@@ -361,7 +359,7 @@ const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN], flip: usize) ->
         let mut j = 0;
         while j < 4 {
             if d >= j && d - j < 13 {
-                s[8 * lane + 4 * ((d + flip) % 2) + j] = offsets[d - j];
+                s[8 * lane + 4 * (d % 2) + j] = offsets[d - j];
             }
             j += 1;
         }
@@ -374,31 +372,21 @@ const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN], flip: usize) ->
 /// ymm register, shuffled within each, puts every tuple byte where its matrix is.
 type AffineShuffles = [[u8; 32]; GROUPS];
 
-/// The shuffles for `offsets`, with `flip` (see [`affine_shuffle`]).
-const fn affine_shuffles(offsets: &[u8; TUPLE_LEN], flip: usize) -> AffineShuffles {
+/// The shuffles for `offsets`.
+const fn affine_shuffles(offsets: &[u8; TUPLE_LEN]) -> AffineShuffles {
     [
-        affine_shuffle(0, offsets, flip),
-        affine_shuffle(1, offsets, flip),
-        affine_shuffle(2, offsets, flip),
-        affine_shuffle(3, offsets, flip),
+        affine_shuffle(0, offsets),
+        affine_shuffle(1, offsets),
+        affine_shuffle(2, offsets),
+        affine_shuffle(3, offsets),
     ]
 }
 
 /// The shuffles for a frame's 16 bytes ([`load_tuple`]).
-static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS, 0);
+static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS);
 
 /// The shuffles for the joined [`input_halves`].
-static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS, 0);
-
-/// The shuffles for 16 bytes read from an input's first in a slice of inputs: input byte `i` at
-/// `i`; the second with the other flip, for the odd inputs of a group of four ([`fold_four`]).
-static SLICE_SHUFFLES: [AffineShuffles; 2] = [
-    affine_shuffles(&SLICE_OFFSETS, 0),
-    affine_shuffles(&SLICE_OFFSETS, 1),
-];
-
-/// Input byte `i` at `i` (a 16-byte load from the start of an input).
-const SLICE_OFFSETS: [u8; TUPLE_LEN] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS);
 
 /// 32 bytes as a ymm register.
 #[inline]
@@ -452,7 +440,7 @@ fn affine_lanes(tuple: __m256i, m: &Matrices, shuffles: &AffineShuffles) -> __m2
     )
 }
 
-/// The hash from [`affine_lanes`] with flip 0: dwords 0 and 4 (the even lanes' low halves) and
+/// The hash from [`affine_lanes`]: dwords 0 and 4 (the even lanes' low halves) and
 /// 3 and 7 (the odd lanes' high halves) XORed, the rest being 0.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -465,23 +453,6 @@ fn fold_one(lanes: __m256i) -> u32 {
     let h = _mm_xor_si128(z, _mm_shuffle_epi32::<0b00_00_00_11>(z));
     // CAST: a bit pattern.
     _mm_cvtsi128_si32(h) as u32
-}
-
-/// The hashes of four inputs `a`, `b`, `c`, `d` from their [`affine_lanes`], given as
-/// `ab` = lanes of `a` (flip 0) XOR lanes of `b` (flip 1) and `cd` likewise, the hashes in input
-/// order. Per 128-bit half, `ab` holds dwords `[a, b, b, a]` (the shares of two lanes each), `cd`
-/// `[c, d, d, c]`.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn fold_four(ab: __m256i, cd: __m256i) -> __m128i {
-    // Half 0: the two halves of `ab` XORed (all four lanes of a and b); half 1: those of `cd`.
-    let low_ab_high_cd = _mm256_blend_epi32::<0b1111_0000>(ab, cd);
-    let high_ab_low_cd = _mm256_permute2x128_si256::<0x21>(ab, cd);
-    let w = _mm256_xor_si256(low_ab_high_cd, high_ab_low_cd);
-    // Per half, dwords 3, 2 onto 0, 1: [a, b] in half 0, [c, d] in half 1, in dwords 0 and 1.
-    let s = _mm256_xor_si256(w, _mm256_shuffle_epi32::<0b00_01_10_11>(w));
-    // 64-bit lanes 0 and 2 to the low half.
-    _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(s))
 }
 
 /// The [`Backend::Affine`] kernel: [`affine_lanes`] folded by [`fold_one`].
@@ -577,50 +548,100 @@ inputs_fn!(
     input_gfni,
     [u64; 4]
 );
-/// A batch of inputs on [`Backend::Affine`]. Every input but the last is followed by another in
-/// the slice, so its 16 bytes from its first can be read in one load broadcast to both halves
-/// (the 3 bytes of the next input are never placed), which takes no shuffle unit; the last goes
-/// through [`input_affine`]. Those inputs go four at a time, their lanes summed in pairs and
-/// folded together ([`fold_four`], one 16-byte store), the n % 4 left one at a time.
+/// The byte shuffle of group `group` for two inputs at once ([`pair_lanes`]): each 128-bit half
+/// of the source holds 8 bytes of input `a` from byte `from` and the same 8 of input `b` (from
+/// byte 0 for groups 0 and 1, `TUPLE_LEN - 8` for 2 and 3: the bytes those groups place). Lane
+/// `l` meets matrix `d = 4 group + l`; its byte `j` receives byte `d - j` of `a` and its byte
+/// `4 + j` byte `d - j` of `b` (where `d - j` is a tuple byte), so that one affine map serves
+/// both inputs: `a`'s share in the low 32 bits of each lane, `b`'s in the high.
+const fn pair_shuffle(group: usize) -> [u8; 32] {
+    let from = if group < 2 { 0 } else { TUPLE_LEN - 8 };
+    let mut s = [0x80u8; 32];
+    let mut lane = 0;
+    while lane < 4 {
+        let d = 4 * group + lane;
+        let mut j = 0;
+        while j < 4 {
+            if d >= j && d - j < TUPLE_LEN {
+                // The byte is inside the 8 loaded from `from` (checked when the table is built).
+                assert!(d - j >= from && d - j - from < 8);
+                // CAST: below 8.
+                let at = (d - j - from) as u8;
+                // Within each 128-bit half: `a`'s 8 bytes at 0, `b`'s at 8.
+                s[8 * lane + j] = at;
+                s[8 * lane + 4 + j] = 8 + at;
+            }
+            j += 1;
+        }
+        lane += 1;
+    }
+    s
+}
+
+/// The shuffles of [`pair_lanes`].
+static PAIR_SHUFFLES: AffineShuffles = [pair_shuffle(0), pair_shuffle(1), pair_shuffle(2), pair_shuffle(3)];
+
+/// The [`Backend::Affine`] kernel on two inputs at once, up to the lanes: the first of the two
+/// 8-byte [`input_halves`] of `a` and of `b` side by side in both 128-bit halves of one register,
+/// placed by groups 0 and 1, the second halves likewise in another, placed by groups 2 and 3
+/// ([`pair_shuffle`]). Four byte shuffles and four affine maps for two hashes, half of what
+/// [`affine_lanes`] takes (the two inputs fill the lane bytes one leaves 0); the result holds in
+/// each 64-bit lane `a`'s share of its hash in the low 32 bits and `b`'s in the high.
+#[inline]
+#[target_feature(enable = "avx2,gfni")]
+fn pair_lanes(a: &[u8; TUPLE_LEN], b: &[u8; TUPLE_LEN], m: &Matrices) -> __m256i {
+    let ((a0, a1), (b0, b1)) = (input_halves(a), input_halves(b));
+    let join = |x: __m128i, y: __m128i| _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(x, y));
+    let (first, second) = (join(a0, b0), join(a1, b1));
+    let group = |g: usize, source: __m256i| {
+        let placed = _mm256_shuffle_epi8(source, load256(&PAIR_SHUFFLES[g]));
+        _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
+    };
+    _mm256_xor_si256(
+        _mm256_xor_si256(group(0, first), group(1, first)),
+        _mm256_xor_si256(group(2, second), group(3, second)),
+    )
+}
+
+/// The hashes of four inputs `a`, `b`, `c`, `d` from [`pair_lanes`] of `a`, `b` and of `c`, `d`,
+/// in input order: the four 64-bit lanes of each XORed (the two 128-bit halves of `ab` into half
+/// 0, those of `cd` into half 1, then the two lanes of each half), which leaves `[a, b]` in lane
+/// 0 and `[c, d]` in lane 2.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn fold_pairs(ab: __m256i, cd: __m256i) -> __m128i {
+    let low_ab_high_cd = _mm256_blend_epi32::<0b1111_0000>(ab, cd);
+    let high_ab_low_cd = _mm256_permute2x128_si256::<0x21>(ab, cd);
+    let w = _mm256_xor_si256(low_ab_high_cd, high_ab_low_cd);
+    // The two 64-bit lanes of each half swapped.
+    let s = _mm256_xor_si256(w, _mm256_shuffle_epi32::<0b01_00_11_10>(w));
+    // 64-bit lanes 0 and 2 to the low half.
+    _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(s))
+}
+
+/// A batch of inputs on [`Backend::Affine`]: four at a time by [`pair_lanes`] and [`fold_pairs`]
+/// (one 16-byte store), the n % 4 left by [`input_affine`]. Every load stays inside its input.
 #[target_feature(enable = "avx2,gfni")]
 fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> usize {
     let n = inputs.len().min(out.len());
-    const { assert!(2 * TUPLE_LEN >= 16) };
-    let Some((last, _)) = inputs[..n].split_last() else {
-        return 0;
-    };
-    let (body, last_out) = out[..n].split_at_mut(n - 1);
-    let base = inputs.as_ptr().cast::<u8>();
-    // Input k's 16 bytes in both halves, for k < n - 1 (`body` holds n - 1 outputs).
-    let slice_at = |k: usize| {
-        debug_assert!(k + 1 < n);
-        // SAFETY: k + 1 < n <= inputs.len(), so the 16 bytes from input k's first are inside
-        // `inputs` (13 of input k, 3 of input k + 1, by the assertion above; the arrays are
-        // contiguous, no padding); the pointer derives from the whole slice; the load has no
-        // alignment requirement.
-        let v = unsafe { _mm_loadu_si128(base.add(k * TUPLE_LEN).cast::<__m128i>()) };
-        _mm256_broadcastsi128_si256(v)
-    };
-    let lanes = |k: usize, flip: usize| affine_lanes(slice_at(k), m, &SLICE_SHUFFLES[flip]);
-    let mut quads = body.chunks_exact_mut(4);
-    for (q, o) in quads.by_ref().enumerate() {
-        let k = 4 * q;
-        let ab = _mm256_xor_si256(lanes(k, 0), lanes(k + 1, 1));
-        let cd = _mm256_xor_si256(lanes(k + 2, 0), lanes(k + 3, 1));
+    let (inputs, out) = (&inputs[..n], &mut out[..n]);
+    let mut quads = inputs.chunks_exact(4);
+    let mut outs = out.chunks_exact_mut(4);
+    for (q, o) in quads.by_ref().zip(outs.by_ref()) {
+        let ab = pair_lanes(&q[0], &q[1], m);
+        let cd = pair_lanes(&q[2], &q[3], m);
         // SAFETY: `o` is 4 writable `u32`s, 16 bytes; the store has no alignment requirement.
-        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast::<__m128i>(), fold_four(ab, cd)) };
+        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast::<__m128i>(), fold_pairs(ab, cd)) };
     }
-    let done = (n - 1) / 4 * 4;
-    for (k, o) in (done..).zip(quads.into_remainder()) {
-        *o = fold_one(lanes(k, 0));
+    for (input, o) in quads.remainder().iter().zip(outs.into_remainder()) {
+        *o = input_affine(input, m);
     }
-    last_out[0] = input_affine(last, m);
     n
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{affine_shuffle, FRAME_OFFSETS, GFNI_REVERSE, INPUT_OFFSETS, SLICE_OFFSETS};
+    use super::{affine_shuffle, pair_shuffle, FRAME_OFFSETS, GFNI_REVERSE, INPUT_OFFSETS};
     use crate::affine::{affine_byte, Matrices, GROUPS};
     use onic_core::rss::{RssKey, ShellHasher};
 
@@ -634,10 +655,10 @@ mod tests {
     /// `value_affine` step by step in software (byte shuffle within 128-bit lanes of a source
     /// repeated in both, affine map per 64-bit lane, XOR of all lanes, then of the two halves),
     /// so that the placement is checked on CPUs without GFNI too.
-    fn affine_model(m: &Matrices, loaded: &[u8; 16], offsets: &[u8; 13], flip: usize) -> u32 {
+    fn affine_model(m: &Matrices, loaded: &[u8; 16], offsets: &[u8; 13]) -> u32 {
         let mut sum = [0u8; 8];
         for group in 0..GROUPS {
-            for (n, &index) in affine_shuffle(group, offsets, flip).iter().enumerate() {
+            for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
                 let byte = if index & 0x80 == 0 {
                     loaded[usize::from(index & 15)]
                 } else {
@@ -666,15 +687,13 @@ mod tests {
                     // CAST: a byte of a mixed counter.
                     (round.wrapping_mul(0x2545_F491) >> (n % 4 * 8)) as u8 ^ (n as u8).wrapping_mul(101)
                 });
-                for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS] {
+                for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
                     let tuple: [u8; 13] = core::array::from_fn(|i| loaded[usize::from(offsets[i])]);
-                    for flip in 0..2 {
-                        assert_eq!(
-                            affine_model(&m, &loaded, offsets, flip),
-                            table.hash_input(&tuple),
-                            "round {round}, offsets {offsets:?}, flip {flip}"
-                        );
-                    }
+                    assert_eq!(
+                        affine_model(&m, &loaded, offsets),
+                        table.hash_input(&tuple),
+                        "round {round}, offsets {offsets:?}"
+                    );
                 }
             }
         }
@@ -683,12 +702,9 @@ mod tests {
     #[test]
     fn affine_shuffle_places_each_pair_once() {
         // Every (tuple byte, hash byte) pair appears exactly once over the shuffles, for both
-        // source layouts and both flips, each in the 32-bit half of its lane that the flip
-        // gives (the folds read only those), and each layout has 13 distinct positions.
-        for (offsets, flip) in [&FRAME_OFFSETS, &INPUT_OFFSETS, &SLICE_OFFSETS]
-            .into_iter()
-            .flat_map(|o| [(o, 0), (o, 1)])
-        {
+        // source layouts, each in the 32-bit half of its lane that `fold_one` reads (low in the
+        // even lanes, high in the odd), and each layout has 13 distinct positions.
+        for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
             let mut distinct = offsets.to_vec();
             distinct.sort_unstable();
             distinct.dedup();
@@ -696,22 +712,85 @@ mod tests {
             assert!(offsets.iter().all(|&o| o < 16));
             let mut seen = [[0u8; 4]; 13];
             for group in 0..GROUPS {
-                for (n, &index) in affine_shuffle(group, offsets, flip).iter().enumerate() {
+                for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
                     if index & 0x80 == 0 {
                         let d = 4 * group + n / 8;
-                        assert_eq!(
-                            n % 8 / 4,
-                            (d + flip) % 2,
-                            "byte {n} of group {group}, flip {flip}"
-                        );
-                        let j = n % 8 % 4;
+                        assert_eq!(n % 8 / 4, d % 2, "byte {n} of group {group}");
+                        let j = n % 4;
                         let i = offsets.iter().position(|&o| o == index).unwrap();
                         assert_eq!(i + j, d);
                         seen[i][j] += 1;
                     }
                 }
             }
-            assert_eq!(seen, [[1; 4]; 13], "offsets {offsets:?}, flip {flip}");
+            assert_eq!(seen, [[1; 4]; 13], "offsets {offsets:?}");
         }
+    }
+
+    /// `pair_lanes` step by step in software: each 128-bit half of the source holds the first
+    /// 8 bytes of `a` and of `b` (groups 0 and 1) or their last 8 (groups 2 and 3), the byte
+    /// shuffle and the affine map per 64-bit lane, the XOR of the lanes; `a`'s hash in the low
+    /// 32 bits, `b`'s in the high.
+    fn pair_model(m: &Matrices, a: &[u8; 13], b: &[u8; 13]) -> (u32, u32) {
+        let mut sum = [0u8; 8];
+        for group in 0..GROUPS {
+            let from = if group < 2 { 0 } else { 5 };
+            let mut source = [0u8; 16];
+            source[..8].copy_from_slice(&a[from..from + 8]);
+            source[8..].copy_from_slice(&b[from..from + 8]);
+            for (n, &index) in pair_shuffle(group).iter().enumerate() {
+                let byte = if index & 0x80 == 0 {
+                    source[usize::from(index & 15)]
+                } else {
+                    0
+                };
+                sum[n % 8] ^= affine_byte(m.0[group][n / 8], byte);
+            }
+        }
+        let q = u64::from_le_bytes(sum);
+        // CAST: the two halves.
+        (q as u32, (q >> 32) as u32)
+    }
+
+    #[test]
+    fn pair_layout_gives_the_table_path_hashes() {
+        for key in [RssKey::DEFAULT, RssKey::MICROSOFT] {
+            let (m, table) = (Matrices::new(&key), ShellHasher::new(&key));
+            for round in 0u32..256 {
+                let input = |salt: u32| -> [u8; 13] {
+                    core::array::from_fn(|n| {
+                        // CAST: a byte of a mixed counter.
+                        (round.wrapping_mul(0x2545_F491) ^ salt).rotate_left(n as u32 * 5) as u8
+                            ^ (n as u8).wrapping_mul(37)
+                    })
+                };
+                let (a, b) = (input(0), input(0x9E37_79B9));
+                assert_eq!(
+                    pair_model(&m, &a, &b),
+                    (table.hash_input(&a), table.hash_input(&b)),
+                    "round {round}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn pair_shuffle_places_each_pair_once_per_input() {
+        // Every (tuple byte, hash byte) pair once for `a` (source bytes 0..8, low 32 bits of the
+        // lane) and once for `b` (source bytes 8..16, high 32 bits).
+        let mut seen = [[[0u8; 4]; 13]; 2];
+        for group in 0..GROUPS {
+            let from = if group < 2 { 0 } else { 5 };
+            for (n, &index) in pair_shuffle(group).iter().enumerate() {
+                if index & 0x80 == 0 {
+                    let (d, which, j) = (4 * group + n / 8, n % 8 / 4, n % 4);
+                    assert_eq!(usize::from(index) / 8, which, "byte {n} of group {group}");
+                    let i = usize::from(index) % 8 + from;
+                    assert_eq!(i + j, d);
+                    seen[which][i][j] += 1;
+                }
+            }
+        }
+        assert_eq!(seen, [[[1; 4]; 13]; 2]);
     }
 }
