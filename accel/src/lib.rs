@@ -57,7 +57,8 @@
 //! affine map serves four input bytes of one input and leaves four lane bytes 0, which the
 //! second input fills (the first 8 bytes of both side by side for half the matrices, the last 8
 //! for the other half: four byte shuffles and four affine maps for two hashes), and four hashes
-//! are folded together and stored at once. No load reads past its input. The table path is
+//! are folded together and stored at once. Three 16-byte loads from two neighbouring inputs
+//! (26 bytes, nothing outside them) and two blends set both registers up. The table path is
 //! `onic-core`'s [`ShellHasher::hash_input`].
 //!
 //! # `unsafe`

@@ -581,18 +581,35 @@ const fn pair_shuffle(group: usize) -> [u8; 32] {
 /// The shuffles of [`pair_lanes`].
 static PAIR_SHUFFLES: AffineShuffles = [pair_shuffle(0), pair_shuffle(1), pair_shuffle(2), pair_shuffle(3)];
 
-/// The [`Backend::Affine`] kernel on two inputs at once, up to the lanes: the first of the two
-/// 8-byte [`input_halves`] of `a` and of `b` side by side in both 128-bit halves of one register,
-/// placed by groups 0 and 1, the second halves likewise in another, placed by groups 2 and 3
-/// ([`pair_shuffle`]). Four byte shuffles and four affine maps for two hashes, half of what
-/// [`affine_lanes`] takes (the two inputs fill the lane bytes one leaves 0); the result holds in
-/// each 64-bit lane `a`'s share of its hash in the low 32 bits and `b`'s in the high.
+/// Where [`pair_lanes`] loads 16 bytes from the first of two neighbouring inputs: at 0 (the
+/// first's first 8 bytes, then more), at `TUPLE_LEN - 8` (the first's last 8, then the second's
+/// first 8) and at `2 TUPLE_LEN - 16` (the second's last 8 in the upper 8), all inside the pair.
+const PAIR_LOADS: [usize; 3] = [0, TUPLE_LEN - 8, 2 * TUPLE_LEN - 16];
+
+/// The [`Backend::Affine`] kernel on two neighbouring inputs `a`, `b` at once, up to the lanes:
+/// three 16-byte loads from the pair ([`PAIR_LOADS`]), each broadcast to both 128-bit halves,
+/// and two 32-bit blends give one register with the first 8 bytes of `a` and of `b` side by side
+/// in each half, placed by groups 0 and 1, and one with their last 8, placed by groups 2 and 3
+/// ([`pair_shuffle`]); no shuffle builds them. Four byte shuffles and four affine maps for two
+/// hashes, half of what [`affine_lanes`] takes (the two inputs fill the lane bytes one leaves 0);
+/// the result holds in each 64-bit lane `a`'s share of its hash in the low 32 bits and `b`'s in
+/// the high.
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
-fn pair_lanes(a: &[u8; TUPLE_LEN], b: &[u8; TUPLE_LEN], m: &Matrices) -> __m256i {
-    let ((a0, a1), (b0, b1)) = (input_halves(a), input_halves(b));
-    let join = |x: __m128i, y: __m128i| _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(x, y));
-    let (first, second) = (join(a0, b0), join(a1, b1));
+fn pair_lanes(pair: &[[u8; TUPLE_LEN]; 2], m: &Matrices) -> __m256i {
+    const { assert!(PAIR_LOADS[2] + 16 == size_of::<[[u8; TUPLE_LEN]; 2]>()) };
+    let base = pair.as_ptr().cast::<u8>();
+    let load = |at: usize| {
+        // SAFETY: every `at` of PAIR_LOADS has 16 bytes from it inside the pair (the assertion
+        // above for the last; the arrays are contiguous, no padding); the pointer derives from
+        // the whole pair; the load has no alignment requirement.
+        _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(base.add(at).cast::<__m128i>()) })
+    };
+    let (l0, l1, l2) = (load(PAIR_LOADS[0]), load(PAIR_LOADS[1]), load(PAIR_LOADS[2]));
+    // The upper 8 bytes of each half from the second load: [a first 8, b first 8], and from the
+    // third: [a last 8, b last 8].
+    let first = _mm256_blend_epi32::<0b1100_1100>(l0, l1);
+    let second = _mm256_blend_epi32::<0b1100_1100>(l1, l2);
     let group = |g: usize, source: __m256i| {
         let placed = _mm256_shuffle_epi8(source, load256(&PAIR_SHUFFLES[g]));
         _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
@@ -620,20 +637,21 @@ fn fold_pairs(ab: __m256i, cd: __m256i) -> __m128i {
 }
 
 /// A batch of inputs on [`Backend::Affine`]: four at a time by [`pair_lanes`] and [`fold_pairs`]
-/// (one 16-byte store), the n % 4 left by [`input_affine`]. Every load stays inside its input.
+/// (one 16-byte store), the n % 4 left by [`input_affine`]. Every load stays inside its pair of
+/// inputs.
 #[target_feature(enable = "avx2,gfni")]
 fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> usize {
     let n = inputs.len().min(out.len());
-    let (inputs, out) = (&inputs[..n], &mut out[..n]);
-    let mut quads = inputs.chunks_exact(4);
-    let mut outs = out.chunks_exact_mut(4);
-    for (q, o) in quads.by_ref().zip(outs.by_ref()) {
-        let ab = pair_lanes(&q[0], &q[1], m);
-        let cd = pair_lanes(&q[2], &q[3], m);
+    let (pairs, _) = inputs[..n].as_chunks::<2>();
+    let (quads, _) = pairs.as_chunks::<2>();
+    let (outs, _) = out[..n].as_chunks_mut::<4>();
+    for ([ab, cd], o) in quads.iter().zip(outs.iter_mut()) {
+        let folded = fold_pairs(pair_lanes(ab, m), pair_lanes(cd, m));
         // SAFETY: `o` is 4 writable `u32`s, 16 bytes; the store has no alignment requirement.
-        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast::<__m128i>(), fold_pairs(ab, cd)) };
+        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast::<__m128i>(), folded) };
     }
-    for (input, o) in quads.remainder().iter().zip(outs.into_remainder()) {
+    let done = 4 * quads.len();
+    for (input, o) in inputs[done..n].iter().zip(&mut out[done..n]) {
         *o = input_affine(input, m);
     }
     n
