@@ -53,9 +53,13 @@
 //! with two overlapping 8-byte loads (nothing past the array). The multiplication backends then
 //! shuffle them into the frame's positions; the affine backend skips that shuffle, its kernel
 //! taking the byte placement for either layout (one byte shuffle less per hash, measured in
-//! `docs/benchmarks.md`); in a batch it reads each input but the last 16 bytes at a time (the
-//! next input's first 3 are never placed), a load broadcast to both halves of the register with
-//! no shuffle at all. The table path is `onic-core`'s [`ShellHasher::hash_input`].
+//! `docs/benchmarks.md`). In a batch it hashes two inputs with one kernel's work: a lane's
+//! affine map serves four input bytes of one input and leaves four lane bytes 0, which the
+//! second input fills (the first 8 bytes of both side by side for half the matrices, the last 8
+//! for the other half: four byte shuffles and four affine maps for two hashes), and four hashes
+//! are folded together and stored at once. Three 16-byte loads from two neighbouring inputs
+//! (26 bytes, nothing outside them) and two blends set both registers up. The table path is
+//! `onic-core`'s [`ShellHasher::hash_input`].
 //!
 //! # `unsafe`
 //!

@@ -129,3 +129,36 @@ fn rekey_moves_the_input_form_too() {
         assert_ne!(out, before, "{b:?}: the key changed nothing");
     }
 }
+
+/// Every batch length from 0 to 9 and a few long ones (each remainder modulo 4 of the grouped
+/// path), with the output as long as the inputs, longer, and shorter: each value equals the
+/// table path's for the same input, in order, and nothing past the count is written.
+#[test]
+fn batches_of_every_length_equal_the_table_path() {
+    let inputs: Vec<[u8; 13]> = (0u8..72)
+        // CAST: n < 13.
+        .map(|s| core::array::from_fn(|n| s.wrapping_mul(0x9D) ^ (n as u8).wrapping_mul(0x35) ^ 0x5A))
+        .collect();
+    let table = AccelHasher::with_backend(&RssKey::MICROSOFT, Backend::Table).unwrap();
+    let want: Vec<u32> = inputs.iter().map(|i| table.hash_input(i)).collect();
+    let lengths = (0usize..=9).chain([32, 65, 66, 67, 68]);
+    for b in backends() {
+        let h = AccelHasher::with_backend(&RssKey::MICROSOFT, b).unwrap();
+        for len in lengths.clone() {
+            for out_len in [len, len + 3, len.saturating_sub(1)] {
+                let mut out = vec![!0u32; out_len];
+                let n = len.min(out_len);
+                assert_eq!(
+                    h.hash_inputs(&inputs[..len], &mut out),
+                    n,
+                    "{b:?} {len} into {out_len}"
+                );
+                assert_eq!(out[..n], want[..n], "{b:?} {len} into {out_len}");
+                assert!(
+                    out[n..].iter().all(|&v| v == !0),
+                    "{b:?} {len} into {out_len}: wrote past"
+                );
+            }
+        }
+    }
+}
