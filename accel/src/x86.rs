@@ -352,20 +352,41 @@ fn value_gfni(tuple: __m128i, s: &[u64; 4]) -> u32 {
 /// ([`fold_one`]). Tuple byte `i` is taken from byte `offsets[i]` of each 128-bit half of the
 /// source register.
 const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
+    let meets = group_meets(group);
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
         let d = 4 * group + lane;
         let mut j = 0;
         while j < 4 {
-            if d >= j && d - j < 13 {
-                s[8 * lane + 4 * (d % 2) + j] = offsets[d - j];
+            if let Some(i) = meets[lane][j] {
+                s[8 * lane + 4 * (d % 2) + j] = offsets[i];
             }
             j += 1;
         }
         lane += 1;
     }
     s
+}
+
+/// For each lane `l` of group `group` (matrix `d = 4 group + l`) and hash byte `j`, the tuple
+/// byte that reaches `j` through `A_d`: `d - j`, where that is a tuple byte. Both layouts
+/// ([`affine_shuffle`], [`pair_shuffle`]) place these.
+const fn group_meets(group: usize) -> [[Option<usize>; 4]; 4] {
+    let mut m = [[None; 4]; 4];
+    let mut lane = 0;
+    while lane < 4 {
+        let d = 4 * group + lane;
+        let mut j = 0;
+        while j < 4 {
+            if d >= j && d - j < TUPLE_LEN {
+                m[lane][j] = Some(d - j);
+            }
+            j += 1;
+        }
+        lane += 1;
+    }
+    m
 }
 
 /// The four shuffles of one source layout: the source repeated in both 128-bit halves of a
@@ -556,17 +577,17 @@ inputs_fn!(
 /// both inputs: `a`'s share in the low 32 bits of each lane, `b`'s in the high.
 const fn pair_shuffle(group: usize) -> [u8; 32] {
     let from = if group < 2 { 0 } else { TUPLE_LEN - 8 };
+    let meets = group_meets(group);
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
-        let d = 4 * group + lane;
         let mut j = 0;
         while j < 4 {
-            if d >= j && d - j < TUPLE_LEN {
+            if let Some(i) = meets[lane][j] {
                 // The byte is inside the 8 loaded from `from` (checked when the table is built).
-                assert!(d - j >= from && d - j - from < 8);
+                assert!(i >= from && i - from < 8);
                 // CAST: below 8.
-                let at = (d - j - from) as u8;
+                let at = (i - from) as u8;
                 // Within each 128-bit half: `a`'s 8 bytes at 0, `b`'s at 8.
                 s[8 * lane + j] = at;
                 s[8 * lane + 4 + j] = 8 + at;
