@@ -155,7 +155,6 @@ static int onic_poll(struct napi_struct *napi, int budget)
 	return budget;
 }
 
-
 /* ---------------------------------------------------------------- link */
 
 #define ONIC_LINK_POLL (HZ / 2)
@@ -330,7 +329,6 @@ static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netde
 		return NETDEV_TX_OK;
 	}
 }
-
 
 /* The watchdog found TX queue q stopped for watchdog_timeo: report the ring and restart the
  * queue from process context (the watchdog holds every TX lock, in softirq context). */
