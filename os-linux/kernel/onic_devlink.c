@@ -230,7 +230,7 @@ static const struct devlink_health_reporter_ops onic_rx_reporter_ops = {
 /* Reports queue q's failure to the tx or rx reporter (process context, no RTNL held: the reset
  * work). Returns whether devlink's recovery restarted the queue; if not (auto-recovery off, or
  * devlink aborted it), the caller restarts it itself: a queue is never left broken. */
-bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why)
+static bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why)
 {
 	struct devlink_health_reporter *r = rx ? nd->rx_reporter : nd->tx_reporter;
 	struct onic_health_ctx ctx = { .q = q };
@@ -265,14 +265,17 @@ void onic_devlink_register(struct onic_ndev *nd, struct device *dev)
 	nd->tx_reporter = IS_ERR(r) ? NULL : r;
 	r = devlink_health_reporter_create(dl, &onic_rx_reporter_ops, 0, nd);
 	nd->rx_reporter = IS_ERR(r) ? NULL : r;
+	/* From here the reset work reports each failed queue here first. */
+	WRITE_ONCE(nd->report_failure, onic_devlink_report);
 }
 
-/* After the reset work is cancelled (no report runs any more); devlink_unregister waits for the
- * callbacks still running. */
+/* After the netdev's unregister, which cancelled the reset work (no report runs any more);
+ * devlink_unregister waits for the callbacks still running. */
 void onic_devlink_unregister(struct onic_ndev *nd)
 {
 	if (!nd->devlink)
 		return;
+	WRITE_ONCE(nd->report_failure, NULL);
 	if (nd->rx_reporter)
 		devlink_health_reporter_destroy(nd->rx_reporter);
 	if (nd->tx_reporter)

@@ -28,10 +28,14 @@
 /* Simulation mode: queue indices offered per port, and in use at load. */
 #define ONIC_SIM_MAX_QUEUES 8
 
-/* Module parameters (onic_main.c) the other files read. */
+/* Module parameters the other files read: onic_main.c, onic_netdev.c, onic_qctl.c. */
 extern bool onic_rx_page_pool;
 extern bool onic_xdp;
 extern unsigned int onic_tx_timer_us;
+
+struct onic_ndev;
+/* A failed queue reported before the reset work restarts it; true: the reporter recovered it. */
+typedef bool (*onic_failure_report_fn)(struct onic_ndev *nd, u16 q, bool rx, const char *why);
 
 /* One queue vector: the NAPI instance of queue index qid, which owns its RX and XDP_TX rings and
  * reclaims its stack TX ring (under that queue's TX lock) and its redirect-in ring (under
@@ -84,6 +88,9 @@ struct onic_ndev {
 	unsigned long failed;		/* bit q: queue q needs a restart (ring error, TX timeout) */
 	unsigned long failed_rx;	/* bit q: ... and it was its RX side (devlink's rx reporter) */
 	const char *failed_why[ONIC_MAX_QUEUES];	/* what queue q's failure was, for the report */
+	/* Who hears of a failed queue first (devlink's reporters, set and cleared by onic_devlink.c;
+	 * NULL without a devlink): the reset work never names devlink itself. */
+	onic_failure_report_fn report_failure;
 	struct devlink *devlink;	/* onic_devlink.c; NULL without one */
 	struct devlink_health_reporter *tx_reporter, *rx_reporter;
 	u16 board_vendor, board_device;	/* devlink's board.id: the function's PCI IDs */
@@ -169,9 +176,11 @@ void onic_unlock(void *lock);
 void onic_ctx_lock(struct mutex *lock);
 void onic_ctx_unlock(struct mutex *lock);
 void onic_udelay(u32 us);
-/* Brackets every call into the Rust side from a context that may not sleep (onic_main.c). */
+/* Brackets every call into the Rust side from a context that may not sleep, where the CPU's
+ * state does not tell it already (onic_ctx.c). */
 void onic_atomic_enter(void);
 void onic_atomic_exit(void);
+bool onic_may_sleep(void);
 bool onic_dma_cut_off(void *dev);
 void onic_ndelay(u32 ns);
 void *onic_dma_alloc_coherent(void *dev, size_t len, u64 *dma);
@@ -226,11 +235,15 @@ extern const struct xdp_metadata_ops onic_xdp_metadata_ops;
 
 /* ---- onic_netdev.c ---- */
 struct onic_ndev *onic_ndev_alloc(struct device *parent, const char *name, u16 max_queues, u16 queues);
-void onic_tx_timer_arm(struct onic_qv *qv);
 int onic_ndev_register(struct onic_ndev *nd);
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered);
 void onic_ndev_free(struct onic_ndev *nd);
 void onic_restart_queue(struct onic_ndev *nd, u16 q);
+
+/* ---- onic_qctl.c ---- */
+enum hrtimer_restart onic_tx_timer_fn(struct hrtimer *t);
+void onic_tx_timer_arm(struct onic_qv *qv);
+void onic_tx_timer_cancel(struct onic_qv *qv);
 void onic_queue_quiesce(struct onic_ndev *nd, u16 q);
 void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted);
 
@@ -246,6 +259,5 @@ void onic_dim_cancel(struct onic_qv *qv);
 /* ---- onic_devlink.c ---- */
 void onic_devlink_register(struct onic_ndev *nd, struct device *dev);
 void onic_devlink_unregister(struct onic_ndev *nd);
-bool onic_devlink_report(struct onic_ndev *nd, u16 q, bool rx, const char *why);
 
 #endif

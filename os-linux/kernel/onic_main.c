@@ -45,54 +45,12 @@ module_param_named(rx_page_pool, onic_rx_page_pool, bool, 0444);
 MODULE_PARM_DESC(rx_page_pool,
 		 "RX buffers from a page_pool per queue (default); 0: the reference driver's old model, a page allocated and mapped per packet");
 
-bool onic_xdp = true;
-module_param_named(xdp, onic_xdp, bool, 0444);
-MODULE_PARM_DESC(xdp, "Native XDP (ndo_bpf, ndo_xdp_xmit; default on); 0: generic XDP only");
-
-unsigned int onic_tx_timer_us = 100;
-module_param_named(tx_timer_us, onic_tx_timer_us, uint, 0444);
-MODULE_PARM_DESC(tx_timer_us, "Longest wait before frames left on a TX ring are reclaimed, in microseconds (default 100)");
-
 static bool sim_dma_api;
 module_param(sim_dma_api, bool, 0444);
 MODULE_PARM_DESC(sim_dma_api,
 		 "Simulation mode: allocate, map and sync through the kernel DMA API of a platform device per port; the model reaches memory only through the DMA addresses it returned");
 
 /* ---------------------------------------------------------------- helpers for the Rust side */
-
-/* The context the Rust side runs in is known, not guessed. Interrupt context, bottom halves off
- * and interrupts off show in the CPU's state whatever the kernel's configuration (the softirq
- * and hardirq counts of preempt_count are always kept, irqs_disabled() reads the flags): that
- * covers the NAPI poll (softirq, busy polling and threaded NAPI with bottom halves off, netpoll
- * with interrupts off) and transmit (bottom halves off, or netpoll). Every other entry from a
- * context that may not sleep (ndo_xdp_xmit, the TX watchdog, stats64, timers, the model's lock
- * held with interrupts off, anything under a spinlock) is bracketed by onic_atomic_enter/exit,
- * which count on this CPU (such a context cannot migrate): in_atomic() cannot tell, since
- * without CONFIG_PREEMPT_COUNT a spinlock leaves no trace in preempt_count. Allocations and
- * delays take GFP_ATOMIC and busy-waiting in such a context, GFP_KERNEL and sleeping outside;
- * might_sleep() there lets a debug kernel (DEBUG_ATOMIC_SLEEP) report an entry point that forgot
- * to say so. */
-static DEFINE_PER_CPU(unsigned int, onic_atomic_depth);
-
-/* Preemption stays off inside (a no-op cost where the caller is atomic already): a caller that is
- * preemptible (ndo_get_stats64 may be) cannot move to another CPU between enter and exit, which
- * would leave one CPU's count up and bring another's to 0 under a spinlock. */
-void onic_atomic_enter(void)
-{
-	preempt_disable();
-	this_cpu_inc(onic_atomic_depth);
-}
-
-void onic_atomic_exit(void)
-{
-	this_cpu_dec(onic_atomic_depth);
-	preempt_enable();
-}
-
-static bool onic_may_sleep(void)
-{
-	return !in_interrupt() && !irqs_disabled() && this_cpu_read(onic_atomic_depth) == 0;
-}
 
 /* The Rust heap and the model allocate from NAPI, transmit and the engine timer too. */
 static gfp_t onic_gfp(void)
@@ -489,6 +447,7 @@ static void onic_pci_teardown(struct pci_dev *pdev, struct onic_pci *op)
 {
 	if (op->nd) {
 		onic_ndev_unregister(op->nd, op->registered);
+		onic_devlink_unregister(op->nd);
 		onic_pci_free_irqs(pdev, op);
 		onic_ndev_free(op->nd); /* the function's register teardown (hardware.md §13.5) */
 	}
@@ -836,8 +795,10 @@ static void onic_sim_destroy(struct onic_sim *s)
 
 	hrtimer_cancel(&s->engine);
 	for (f = 0; f < ONIC_SIM_FUNCS; f++)
-		if (s->nd[f])
+		if (s->nd[f]) {
 			onic_ndev_unregister(s->nd[f], s->registered[f]);
+			onic_devlink_unregister(s->nd[f]);
+		}
 	for (f = 0; f < ONIC_SIM_FUNCS; f++)
 		if (s->nd[f])
 			onic_ndev_free(s->nd[f]);

@@ -25,33 +25,9 @@ static struct onic_ndev *nd_of(struct net_device *netdev)
 	return netdev_priv(netdev);
 }
 
-/* ---------------------------------------------------------------- TX completion timer */
-
-/* TX completions raise no interrupt on this device (hardware.md §11.2). Whoever leaves frames on a
- * TX ring (transmit, ndo_xdp_xmit, a poll that could not reclaim them all yet) arms the queue's
- * timer; it schedules the queue's NAPI, which reclaims and re-arms while frames remain. Reclaim
- * latency is therefore bounded by the period, whatever the RX traffic. */
-static enum hrtimer_restart onic_tx_timer_fn(struct hrtimer *t)
-{
-	struct onic_qv *qv = container_of(t, struct onic_qv, tx_timer);
-
-	clear_bit(0, &qv->timer_armed);
-	napi_schedule(&qv->napi);
-	return HRTIMER_NORESTART;
-}
-
-void onic_tx_timer_arm(struct onic_qv *qv)
-{
-	if (!test_and_set_bit(0, &qv->timer_armed))
-		hrtimer_start(&qv->tx_timer, ns_to_ktime((u64)onic_tx_timer_us * NSEC_PER_USEC),
-			      HRTIMER_MODE_REL_SOFT);
-}
-
-static void onic_tx_timer_cancel(struct onic_qv *qv)
-{
-	hrtimer_cancel(&qv->tx_timer);
-	clear_bit(0, &qv->timer_armed);
-}
+bool onic_xdp = true;
+module_param_named(xdp, onic_xdp, bool, 0444);
+MODULE_PARM_DESC(xdp, "Native XDP (ndo_bpf, ndo_xdp_xmit; default on); 0: generic XDP only");
 
 /* ---------------------------------------------------------------- recovery */
 
@@ -347,40 +323,6 @@ static void onic_tx_timeout(struct net_device *netdev, unsigned int q)
 	onic_queue_failed(nd, q, false, "TX timeout");
 }
 
-/* Stops the three contexts of running queue q (RTNL held): its NAPI, its stack TX queue and its
- * redirect-in ring; the other queues keep running. */
-void onic_queue_quiesce(struct onic_ndev *nd, u16 q)
-{
-	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
-	struct onic_qv *qv = &nd->qv[q];
-
-	napi_disable(&qv->napi);
-	onic_tx_timer_cancel(qv);
-	spin_lock_bh(&qv->xmit_lock);
-	WRITE_ONCE(qv->quiet, true);
-	spin_unlock_bh(&qv->xmit_lock);
-	__netif_tx_lock_bh(txq);
-	netif_tx_stop_queue(txq);
-	__netif_tx_unlock_bh(txq);
-}
-
-/* Lets queue q run again after onic_queue_quiesce, with one poll. stack_restarted: its stack TX
- * ring was rebuilt too (BQL starts over); otherwise the frames in flight there are still BQL's. */
-void onic_queue_resume(struct onic_ndev *nd, u16 q, bool stack_restarted)
-{
-	struct netdev_queue *txq = netdev_get_tx_queue(nd->netdev, q);
-	struct onic_qv *qv = &nd->qv[q];
-
-	if (stack_restarted)
-		netdev_tx_reset_queue(txq);
-	WRITE_ONCE(qv->quiet, false);
-	netif_tx_wake_queue(txq);
-	napi_enable(&qv->napi);
-	local_bh_disable();
-	napi_schedule(&qv->napi);
-	local_bh_enable();
-}
-
 /* Restarts queue q in place (RTNL held): its NAPI, its stack TX queue and its redirect-in ring
  * are quiesced, the core's restarts return every buffer and page and program the contexts
  * again, then the queue runs again. Should the device refuse, the whole interface is restarted,
@@ -406,22 +348,25 @@ void onic_restart_queue(struct onic_ndev *nd, u16 q)
 	}
 }
 
-/* Each failed queue is reported to devlink's tx or rx reporter first, without RTNL (devlink
- * takes its instance lock, then the reporter's callbacks RTNL): its dump records the queue, its
- * recover restarts it. Should devlink not recover it (auto-recovery off, or aborted because the
- * reporter is still in error), the queue is restarted here all the same. */
+/* Each failed queue is reported first to whoever registered as the netdev's failure reporter
+ * (devlink's tx or rx reporter, onic_devlink.c), without RTNL (devlink takes its instance lock,
+ * then the reporter's callbacks RTNL): its dump records the queue, its recover restarts it.
+ * Should nobody recover it (no devlink, auto-recovery off, or aborted because the reporter is
+ * still in error), the queue is restarted here all the same. */
 static void onic_reset_work(struct work_struct *w)
 {
 	struct onic_ndev *nd = container_of(w, struct onic_ndev, reset_work);
 	u16 q;
 
 	for (q = 0; q < nd->max_queues; q++) {
+		onic_failure_report_fn report;
 		bool rx;
 
 		if (!test_and_clear_bit(q, &nd->failed))
 			continue;
 		rx = test_and_clear_bit(q, &nd->failed_rx);
-		if (onic_devlink_report(nd, q, rx, READ_ONCE(nd->failed_why[q])))
+		report = READ_ONCE(nd->report_failure);
+		if (report && report(nd, q, rx, READ_ONCE(nd->failed_why[q])))
 			continue;
 		rtnl_lock();
 		/* A queue that stop/open replaced meanwhile starts fresh. */
@@ -1128,7 +1073,8 @@ int onic_ndev_register(struct onic_ndev *nd)
 	return 0;
 }
 
-/* Unregisters (which runs ndo_stop) and removes the NAPI instances. */
+/* Unregisters (which runs ndo_stop) and removes the NAPI instances; the reset work is cancelled
+ * when this returns, so the devlink instance can go next (onic_devlink_unregister). */
 void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 {
 	u16 q;
@@ -1146,7 +1092,6 @@ void onic_ndev_unregister(struct onic_ndev *nd, bool registered)
 	 * left unused may still have one. */
 	for (q = 0; q < nd->max_queues; q++)
 		onic_dim_cancel(&nd->qv[q]);
-	onic_devlink_unregister(nd);
 	if (nd->napi_added)
 		for (q = 0; q < nd->max_queues; q++)
 			netif_napi_del(&nd->qv[q].napi);
