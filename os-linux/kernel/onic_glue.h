@@ -162,7 +162,8 @@ int onic_rs_set_layout(const void *port, u32 queues, u32 tx_ring, u32 rx_ring);
 u64 onic_rs_rx_flow_hash(u32 flow_type);
 int onic_rs_set_rx_flow_hash(u32 flow_type, u64 fields);
 
-/* ---- C helpers the Rust side calls (os-linux/src/kernel/ffi.rs), in onic_main.c ---- */
+/* ---- C helpers the Rust side calls (os-linux/src/kernel/ffi.rs), in onic_main.c (the context
+ * ones in onic_ctx.c) ---- */
 void *onic_kmalloc(size_t size);
 void onic_kfree(void *p);
 void *onic_alloc_pages_exact(size_t size);

@@ -82,7 +82,7 @@ static bool onic_poll_stack_tx(struct onic_qv *qv, int budget)
 }
 
 /* NAPI: one poll of queue index q, in softirq (or busy polling or threaded NAPI with bottom halves
- * off, or netpoll with interrupts off: the Rust side sees it may not sleep, onic_main.c). Locks
+ * off, or netpoll with interrupts off: the Rust side sees it may not sleep, onic_ctx.c). Locks
  * are held only around the two reclaims, never while frames go to the stack, to a redirect
  * target or through xdp_do_flush (os-linux/README.md). */
 static int onic_poll(struct napi_struct *napi, int budget)
@@ -250,7 +250,7 @@ static int onic_stop(struct net_device *netdev)
 }
 
 /* Transmit: the TX queue's lock held, bottom halves off (or netpoll, interrupts off): the Rust
- * side sees it may not sleep (onic_main.c). */
+ * side sees it may not sleep (onic_ctx.c). */
 static netdev_tx_t onic_start_xmit(struct sk_buff *skb, struct net_device *netdev)
 {
 	struct onic_ndev *nd = nd_of(netdev);
