@@ -265,8 +265,9 @@ void onic_devlink_register(struct onic_ndev *nd, struct device *dev)
 	nd->tx_reporter = IS_ERR(r) ? NULL : r;
 	r = devlink_health_reporter_create(dl, &onic_rx_reporter_ops, 0, nd);
 	nd->rx_reporter = IS_ERR(r) ? NULL : r;
-	/* From here the reset work reports each failed queue here first. */
-	WRITE_ONCE(nd->report_failure, onic_devlink_report);
+	/* From here the reset work reports each failed queue here first; the release orders the
+	 * reporters' pointers above before the hook (the reset work loads it with acquire). */
+	smp_store_release(&nd->report_failure, onic_devlink_report);
 }
 
 /* After the netdev's unregister, which cancelled the reset work (no report runs any more);

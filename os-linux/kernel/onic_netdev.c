@@ -365,7 +365,7 @@ static void onic_reset_work(struct work_struct *w)
 		if (!test_and_clear_bit(q, &nd->failed))
 			continue;
 		rx = test_and_clear_bit(q, &nd->failed_rx);
-		report = READ_ONCE(nd->report_failure);
+		report = smp_load_acquire(&nd->report_failure);
 		if (report && report(nd, q, rx, READ_ONCE(nd->failed_why[q])))
 			continue;
 		rtnl_lock();
