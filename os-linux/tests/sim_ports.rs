@@ -985,12 +985,17 @@ fn stat_of(p: &SimPort, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name}"))]
 }
 
-/// One NAPI poll of queue `q`, as the glue runs it.
-fn poll_once(card: &SimCard<SpinLock>, p: &SimPort, q: u16) -> onic_embed::port::PollResult {
+/// One NAPI poll of queue `q` with `prog` (if any), as the glue runs it, after the model ran.
+fn poll_once(
+    card: &SimCard<SpinLock>,
+    p: &SimPort,
+    q: u16,
+    prog: Option<Prog>,
+) -> onic_embed::port::PollResult {
     card.tick(10_000);
     // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
     let (mut t, s) = unsafe { (token(p, q), section()) };
-    p.poll(&mut t, &s, 64, (), None)
+    p.poll(&mut t, &s, 64, (), prog)
 }
 
 /// A completion ring whose color never flips after a wrap (a broken device): the receiving
@@ -1016,7 +1021,7 @@ fn queue_health_reaches_ethtool_s() {
         }
         reclaim(&card, &a, 0);
         for _ in 0..2000 {
-            let r = poll_once(&card, &b, 0);
+            let r = poll_once(&card, &b, 0, None);
             if r.error {
                 failed = true;
                 break;
@@ -1289,14 +1294,6 @@ fn assert_polls_published(p: &SimPort, what: &str) {
     open(p).unwrap();
 }
 
-/// One NAPI poll of queue 0 with `prog` after the model ran.
-fn poll_with(card: &SimCard<SpinLock>, p: &SimPort, prog: Option<Prog>) {
-    card.tick(10_000);
-    // SAFETY: single-threaded test: the queue's only user, no control call meanwhile.
-    let (mut t, s) = unsafe { (token(p, 0), section()) };
-    p.poll(&mut t, &s, 64, (), prog);
-}
-
 /// A poll publishes only the counter groups it can have changed (the RX counters always; the
 /// XDP_TX ring's with a program or frames in flight on it; the verdicts' with a program or a
 /// frame the stack refused): after each kind of poll, every changed counter is published.
@@ -1319,7 +1316,7 @@ fn every_counter_a_poll_changes_is_published() {
     // XDP_TX from one poll, its reclaim in polls without a program.
     burst(6);
     card.tick(10_000);
-    poll_with(&card, &b, Some(xdp_tx));
+    poll_once(&card, &b, 0, Some(xdp_tx));
     let tx_packets = TX_WORDS_AT + TxStats::word("tx_packets");
     assert_eq!(
         b.counter_block(0, StatBlock::Napi)[pair_at + PairStats::word("rx_xdp_tx")],
@@ -1327,7 +1324,7 @@ fn every_counter_a_poll_changes_is_published() {
     );
     let sent_before = b.counter_block(0, StatBlock::Napi)[tx_packets];
     for _ in 0..4 {
-        poll_with(&card, &b, None);
+        poll_once(&card, &b, 0, None);
     }
     assert_eq!(
         b.counter_block(0, StatBlock::Napi)[tx_packets] - sent_before,
