@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use onic_core::xdp::{XdpAction, XdpBuff, XdpProgram};
+use onic_core::xdp::{swap_macs, XdpAction, XdpBuff, XdpProgram};
 
 /// Redirect target number of the other port in `onic run`'s redirect table.
 pub const OTHER_PORT: u32 = 0;
@@ -42,10 +42,7 @@ pub fn drop_all(_: &mut XdpBuff<'_>) -> XdpAction {
 
 /// Swaps destination and source MAC, then XDP_TX.
 pub fn swap_macs_and_tx(x: &mut XdpBuff<'_>) -> XdpAction {
-    let d = x.data_mut();
-    for i in 0..6 {
-        d.swap(i, i + 6);
-    }
+    swap_macs(x.data_mut());
     XdpAction::Tx
 }
 

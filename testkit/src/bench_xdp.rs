@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use onic_accel::{AccelHasher, Backend};
 use onic_core::rss::{RssKey, RxHasher, ShellHasher};
-use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff};
+use onic_core::xdp::{swap_macs, RawXdpProgram, XdpAction, XdpBuff};
 
 use crate::bench::{measure, rx_drop_driver_only, timer_overhead, Figure, Method, Sample, COMPARE_SIZES};
 use crate::hostdma::HostDma;
@@ -129,16 +129,6 @@ fn measure_xdp<'a, Prog: RawXdpProgram>(
     measure(m, |r| xdp_rounds(rig, prog, hasher, r, overhead))
 }
 
-/// Swaps the destination and source MAC addresses.
-fn swap_macs(x: &mut XdpBuff<'_>) {
-    let d = x.data_mut();
-    if d.len() >= 12 {
-        for i in 0..6 {
-            d.swap(i, i + 6);
-        }
-    }
-}
-
 /// Nanoseconds per frame of `path` at `wire_len` bytes, driver only (see the module docs).
 ///
 /// # Panics
@@ -166,7 +156,7 @@ pub fn xdp_driver_only(m: &Method, path: XdpPath, wire_len: usize) -> Sample {
         }
         XdpPath::Tx => {
             let mut p = |x: &mut XdpBuff<'_>| {
-                swap_macs(x);
+                swap_macs(x.data_mut());
                 XdpAction::Tx
             };
             measure_xdp(m, warm, &mut rig, &mut p, None, overhead)

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use onic_core::device::rss_control::IndirectionTable;
-use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpSlot};
+use onic_core::xdp::{swap_macs, RawXdpProgram, XdpAction, XdpBuff, XdpSlot};
 use onic_sim::Wire;
 use onic_tests::datapath::{frame_id, targets, Harness, Prog, Setup};
 
@@ -19,10 +19,7 @@ fn drop_all(_: &mut XdpBuff<'_>) -> XdpAction {
 }
 
 fn swap_macs_and_tx(x: &mut XdpBuff<'_>) -> XdpAction {
-    let d = x.data_mut();
-    for i in 0..6 {
-        d.swap(i, i + 6);
-    }
+    swap_macs(x.data_mut());
     XdpAction::Tx
 }
 

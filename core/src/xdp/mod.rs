@@ -34,7 +34,9 @@ mod redirect;
 mod run;
 mod xmit;
 
-pub use buff::{XdpBuff, XdpError, XdpRxHash, XdpRxq, ETH_HLEN, XDP_META_ALIGN, XDP_META_MAX};
+pub use buff::{
+    swap_macs, XdpBuff, XdpError, XdpRxHash, XdpRxq, ETH_ALEN, ETH_HLEN, XDP_META_ALIGN, XDP_META_MAX,
+};
 pub use redirect::{
     return_to_origin, DevMap, FromXdpFrame, NoRedirect, RedirectTable, RedirectTarget, Redirected, TxTarget,
     XdpFrame,

@@ -32,7 +32,7 @@ use onic_core::queue::pool::{release_to_hal, RecycleRing};
 use onic_core::queue::rx::RxFrame;
 use onic_core::queue::tx::TxDone;
 use onic_core::rss::{PublishedHasher, RssKey, RxHasher, ShellHasher};
-use onic_core::xdp::{DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
+use onic_core::xdp::{swap_macs, DevMap, RawXdpProgram, TxTarget, XdpDispatch, XdpRxq, XdpSlot};
 use onic_core::{BufSizeIdx, ConfigError, PassInfo, QueueError, RingSizeIdx, RxSink};
 use onic_embed::done::FrameDone;
 use onic_embed::poll::poll_pair;
@@ -512,7 +512,7 @@ impl Tally {
         let mut want = [0u8; MAX_BUILD];
         let n = frames::build(&frames::flow(x.flow), usize::from(x.len), id, &mut want).len();
         if back {
-            frames::swap_macs(&mut want[..n]);
+            swap_macs(&mut want[..n]);
         }
         if want[..n] != *data {
             self.corrupt += 1;

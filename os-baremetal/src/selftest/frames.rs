@@ -141,14 +141,6 @@ pub fn id_of(frame: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(tail))
 }
 
-/// Swaps the destination and source MAC addresses in place (what a reflecting XDP program does).
-pub fn swap_macs(frame: &mut [u8]) {
-    if let Some(head) = frame.get_mut(..12) {
-        let (dst, src) = head.split_at_mut(6);
-        dst.swap_with_slice(src);
-    }
-}
-
 /// Whether `frame` is a test frame with its MAC addresses swapped: one an XDP program sent back.
 #[must_use]
 pub fn is_swapped(frame: &[u8]) -> bool {

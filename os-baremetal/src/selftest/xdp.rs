@@ -18,7 +18,7 @@
 use alloc::boxed::Box;
 
 use onic_bpf::{Host, XdpEngine};
-use onic_core::xdp::{RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
+use onic_core::xdp::{swap_macs, RawXdpProgram, XdpAction, XdpBuff, XdpRxq};
 
 use super::frames;
 
@@ -49,7 +49,7 @@ impl Program {
                 if data.get(..6) != Some(&frames::DST_MAC[..]) {
                     return XdpAction::Pass;
                 }
-                frames::swap_macs(data);
+                swap_macs(data);
                 if self == Self::Reflect {
                     XdpAction::Tx
                 } else {
