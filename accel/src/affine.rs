@@ -12,6 +12,11 @@
 //! `7 - c`), so `A_d` as its 64-bit matrix operand holds the key byte for output bit `c` in byte
 //! `7 - c`. The x86 code places each input byte in the lane of the matrix it meets and folds the
 //! lanes (see `x86::common_affine`).
+//!
+//! Which lane holds which matrix ([`lane_matrix`]): the 128-bit half of a register holding
+//! `A_0`..`A_7` meets input bytes 0..8 only, the half holding `A_8`..`A_15` bytes 5..13 only
+//! (`d - j` with `j` in 0..4), so each half of a source register needs only 8 of the 13 input
+//! bytes, which two 8-byte loads provide without joining them first.
 
 use onic_core::rss::RssKey;
 
@@ -26,8 +31,17 @@ const FIRST_BIT: usize = 4;
 /// Groups of four matrices, one 256-bit register each.
 pub(crate) const GROUPS: usize = COUNT / 4;
 
+/// The matrix `d` of 64-bit lane `lane` of group `group`: the lower 128-bit half of every
+/// group (lanes 0 and 1) holds `A_0`..`A_7`, the upper half (lanes 2 and 3) `A_8`..`A_15`, two
+/// consecutive matrices per half and group. Lane parity is matrix parity, which the fold relies
+/// on (odd matrices use the upper 32 bits of their lane).
+pub(crate) const fn lane_matrix(group: usize, lane: usize) -> usize {
+    8 * (lane / 2) + 2 * group + lane % 2
+}
+
 /// The matrices `A_0`..`A_15` in `gf2p8affineqb`'s operand form, in [`GROUPS`] groups of four
-/// (one ymm register each), aligned so that the 128 bytes take two cache lines.
+/// (one ymm register each) placed by [`lane_matrix`], aligned so that the 128 bytes take two
+/// cache lines.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(64))]
 pub(crate) struct Matrices(pub(crate) [[u64; 4]; GROUPS]);
@@ -37,8 +51,10 @@ impl Matrices {
     pub(crate) const fn new(key: &RssKey) -> Self {
         let k = key.as_bytes();
         let mut m = [[0u64; 4]; GROUPS];
-        let mut d = 0;
-        while d < COUNT {
+        let mut at = 0;
+        while at < COUNT {
+            let (group, lane) = (at / 4, at % 4);
+            let d = lane_matrix(group, lane);
             let mut rows = [0u8; 8];
             let mut c = 0;
             while c < 8 {
@@ -46,16 +62,19 @@ impl Matrices {
                 rows[7 - c] = key_bits64(k, FIRST_BIT + 8 * d + c) as u8;
                 c += 1;
             }
-            m[d / 4][d % 4] = u64::from_le_bytes(rows);
-            d += 1;
+            m[group][lane] = u64::from_le_bytes(rows);
+            at += 1;
         }
         Self(m)
     }
 
     /// `A_d`.
     #[cfg(test)]
-    pub(crate) const fn get(&self, d: usize) -> u64 {
-        self.0[d / 4][d % 4]
+    pub(crate) fn get(&self, d: usize) -> u64 {
+        let at = (0..COUNT)
+            .find(|&at| lane_matrix(at / 4, at % 4) == d)
+            .expect("d below COUNT");
+        self.0[at / 4][at % 4]
     }
 }
 
@@ -74,7 +93,7 @@ pub(crate) fn affine_byte(matrix: u64, x: u8) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{affine_byte, Matrices, COUNT};
+    use super::{affine_byte, lane_matrix, Matrices, COUNT, GROUPS};
     use onic_core::rss::{shell_hash_reference, RssKey, ShellHasher};
 
     /// An untagged IPv4 frame (IHL 5) with the 13 input bytes `tuple` at their frame offsets.
@@ -136,6 +155,30 @@ mod tests {
                 assert_eq!(hash_by_matrices(&m, &tuple), table.hash_input(&tuple));
             }
         }
+    }
+
+    #[test]
+    fn each_matrix_has_one_lane_and_each_half_meets_eight_input_bytes() {
+        let mut seen = [0u8; COUNT];
+        for group in 0..GROUPS {
+            for lane in 0..4 {
+                let d = lane_matrix(group, lane);
+                seen[d] += 1;
+                assert_eq!(d % 2, lane % 2, "group {group} lane {lane}: parity");
+                // The input bytes this matrix meets (d - j, j in 0..4, inside the tuple) lie in
+                // the 8 bytes its half is loaded with: 0..8 for the lower half, 5..13 above.
+                let from = if lane < 2 { 0 } else { 5 };
+                for j in 0..4 {
+                    if let Some(i) = d.checked_sub(j).filter(|&i| i < 13) {
+                        assert!(
+                            (from..from + 8).contains(&i),
+                            "group {group} lane {lane}: byte {i}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(seen, [1; COUNT]);
     }
 
     #[test]

@@ -4,16 +4,16 @@
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_blend_epi32, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
     _mm256_extracti128_si256, _mm256_gf2p8affine_epi64_epi8, _mm256_loadu_si256, _mm256_permute2x128_si256,
-    _mm256_permute4x64_epi64, _mm256_shuffle_epi32, _mm256_shuffle_epi8, _mm256_xor_si256, _mm_and_si128,
-    _mm_clmulepi64_si128, _mm_cvtsi128_si32, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8, _mm_loadl_epi64,
-    _mm_loadu_si128, _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8, _mm_shuffle_epi32,
-    _mm_shuffle_epi8, _mm_srli_epi16, _mm_storeu_si128, _mm_unpacklo_epi64, _mm_xor_si128,
+    _mm256_permute4x64_epi64, _mm256_set_m128i, _mm256_shuffle_epi32, _mm256_shuffle_epi8, _mm256_xor_si256,
+    _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi128_si32, _mm_cvtsi128_si64, _mm_gf2p8affine_epi64_epi8,
+    _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi64x, _mm_set1_epi8, _mm_setr_epi8,
+    _mm_shuffle_epi32, _mm_shuffle_epi8, _mm_srli_epi16, _mm_storeu_si128, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
 use onic_core::rss::shell_hash::TUPLE_LEN;
 use onic_core::rss::{common_case, ipv4_hash_type, FrameHash, RxHash, ShellHasher, COMMON_LEN};
 
-use crate::affine::{Matrices, GROUPS};
+use crate::affine::{lane_matrix, Matrices, GROUPS};
 use crate::{Backend, KeyForms};
 
 /// What the CPU offers the backends.
@@ -265,6 +265,36 @@ const INPUT_OFFSETS: [u8; TUPLE_LEN] = [0, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14, 
 /// 1, the other twelve from 4 on.
 const FRAME_OFFSETS: [u8; TUPLE_LEN] = [1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 
+/// Where each tuple byte sits in the two 128-bit halves of an affine kernel's source register:
+/// byte `i` at `[half][i]`, or [`ABSENT`] where the half does not hold it. A half needs only the
+/// bytes its matrices meet ([`crate::affine::lane_matrix`]).
+type HalfOffsets = [[u8; TUPLE_LEN]; 2];
+
+/// A tuple byte a half of the source does not hold.
+const ABSENT: u8 = 0xFF;
+
+/// A frame's 16 bytes ([`load_tuple`]) repeated in both halves.
+const FRAME_HALVES: HalfOffsets = [FRAME_OFFSETS, FRAME_OFFSETS];
+
+/// The two [`input_halves`], one in each 128-bit half: input bytes 0..8 at 0..8 in the lower,
+/// bytes 5..13 at 0..8 in the upper.
+const INPUT_HALVES: HalfOffsets = {
+    let mut h = [[ABSENT; TUPLE_LEN]; 2];
+    let mut i = 0;
+    while i < TUPLE_LEN {
+        if i < 8 {
+            // CAST: below 8.
+            h[0][i] = i as u8;
+        }
+        if i >= TUPLE_LEN - 8 {
+            // CAST: below 8.
+            h[1][i] = (i - (TUPLE_LEN - 8)) as u8;
+        }
+        i += 1;
+    }
+    h
+};
+
 /// The 13 input bytes as a vector laid out as [`load_tuple`] lays out a frame's (the rest 0),
 /// for the multiplication kernels: the joined [`input_halves`] and one byte shuffle.
 #[inline]
@@ -344,23 +374,25 @@ fn value_gfni(tuple: __m128i, s: &[u64; 4]) -> u32 {
     products(reversed, s)
 }
 
-/// The byte shuffle for the four matrices from `A_(4 group)` (see [`crate::affine`]): 64-bit
-/// lane `l` meets matrix `d = 4 group + l`, and its byte `4 (d % 2) + j` receives tuple byte
-/// `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple byte);
-/// every other byte gets 0 (index 0x80), which the affine map sends to 0. Odd lanes use their
-/// upper four bytes, so that the two 32-bit halves of the lanes' sum fold in one step
-/// ([`fold_one`]). Tuple byte `i` is taken from byte `offsets[i]` of each 128-bit half of the
-/// source register.
-const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
+/// The byte shuffle for the four matrices of group `group` (see [`crate::affine`]): 64-bit
+/// lane `l` meets matrix `d` ([`lane_matrix`]), and its byte `4 (d % 2) + j` receives tuple
+/// byte `d - j`, the one that reaches hash byte `j` through `A_d` (where `d - j` is a tuple
+/// byte); every other byte gets 0 (index 0x80), which the affine map sends to 0. Odd lanes use
+/// their upper four bytes, so that the two 32-bit halves of the lanes' sum fold in one step
+/// ([`fold_one`]). Tuple byte `i` is taken from byte `offsets[half][i]` of the lane's 128-bit
+/// half of the source register (checked to be there when the table is built).
+const fn affine_shuffle(group: usize, offsets: &HalfOffsets) -> [u8; 32] {
     let meets = group_meets(group);
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
-        let d = 4 * group + lane;
+        let d = lane_matrix(group, lane);
         let mut j = 0;
         while j < 4 {
             if let Some(i) = meets[lane][j] {
-                s[8 * lane + 4 * (d % 2) + j] = offsets[i];
+                let at = offsets[lane / 2][i];
+                assert!(at < 16);
+                s[8 * lane + 4 * (d % 2) + j] = at;
             }
             j += 1;
         }
@@ -369,14 +401,14 @@ const fn affine_shuffle(group: usize, offsets: &[u8; TUPLE_LEN]) -> [u8; 32] {
     s
 }
 
-/// For each lane `l` of group `group` (matrix `d = 4 group + l`) and hash byte `j`, the tuple
-/// byte that reaches `j` through `A_d`: `d - j`, where that is a tuple byte. Both layouts
+/// For each lane `l` of group `group` (matrix `d`, [`lane_matrix`]) and hash byte `j`, the
+/// tuple byte that reaches `j` through `A_d`: `d - j`, where that is a tuple byte. Both layouts
 /// ([`affine_shuffle`], [`pair_shuffle`]) place these.
 const fn group_meets(group: usize) -> [[Option<usize>; 4]; 4] {
     let mut m = [[None; 4]; 4];
     let mut lane = 0;
     while lane < 4 {
-        let d = 4 * group + lane;
+        let d = lane_matrix(group, lane);
         let mut j = 0;
         while j < 4 {
             if d >= j && d - j < TUPLE_LEN {
@@ -389,12 +421,12 @@ const fn group_meets(group: usize) -> [[Option<usize>; 4]; 4] {
     m
 }
 
-/// The four shuffles of one source layout: the source repeated in both 128-bit halves of a
-/// ymm register, shuffled within each, puts every tuple byte where its matrix is.
+/// The four shuffles of one source layout: each 128-bit half of a ymm register, shuffled within
+/// itself, puts every tuple byte where its matrix is.
 type AffineShuffles = [[u8; 32]; GROUPS];
 
 /// The shuffles for `offsets`.
-const fn affine_shuffles(offsets: &[u8; TUPLE_LEN]) -> AffineShuffles {
+const fn affine_shuffles(offsets: &HalfOffsets) -> AffineShuffles {
     [
         affine_shuffle(0, offsets),
         affine_shuffle(1, offsets),
@@ -404,10 +436,10 @@ const fn affine_shuffles(offsets: &[u8; TUPLE_LEN]) -> AffineShuffles {
 }
 
 /// The shuffles for a frame's 16 bytes ([`load_tuple`]).
-static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_OFFSETS);
+static FRAME_SHUFFLES: AffineShuffles = affine_shuffles(&FRAME_HALVES);
 
-/// The shuffles for the joined [`input_halves`].
-static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_OFFSETS);
+/// The shuffles for the [`input_halves`], one in each 128-bit half.
+static INPUT_SHUFFLES: AffineShuffles = affine_shuffles(&INPUT_HALVES);
 
 /// 32 bytes as a ymm register.
 #[inline]
@@ -433,19 +465,18 @@ fn common_affine(head: &[u8; COMMON_LEN], m: &Matrices) -> u32 {
 }
 
 /// [`Backend::Affine`] on 13 input bytes: the same kernel as [`common_affine`], its source the
-/// joined [`input_halves`] repeated in both 128-bit halves, placed by [`INPUT_SHUFFLES`]
-/// (arranging them as a frame's first, as [`load_input`] does, would cost one byte shuffle more
-/// per hash: measured 1.99 against 1.73 to 1.90 ns in batches of 32 on Zen 4).
+/// two [`input_halves`], one in each 128-bit half (each half's matrices meet only the 8 bytes
+/// it holds), placed by [`INPUT_SHUFFLES`]. One insert makes the source, where joining the
+/// halves and repeating them in both took two shuffles.
 #[inline]
 #[target_feature(enable = "avx2,gfni")]
 fn input_affine(input: &[u8; TUPLE_LEN], m: &Matrices) -> u32 {
     let (low, high) = input_halves(input);
-    let joined = _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(low, high));
-    value_affine(joined, m, &INPUT_SHUFFLES)
+    value_affine(_mm256_set_m128i(high, low), m, &INPUT_SHUFFLES)
 }
 
-/// The [`Backend::Affine`] kernel up to the lanes: `tuple` holds the tuple bytes in both
-/// 128-bit halves where `shuffles` picks them (see [`common_affine`]); the result holds the
+/// The [`Backend::Affine`] kernel up to the lanes: `tuple` holds in each 128-bit half the tuple
+/// bytes that half's matrices meet, where `shuffles` picks them; the result holds the
 /// hash's four shares, one 32-bit half of each 64-bit lane (which half: [`affine_shuffle`]),
 /// whose XOR is the hash, and 0 in the other halves.
 #[inline]
@@ -571,16 +602,16 @@ inputs_fn!(
 );
 /// The byte shuffle of group `group` for two inputs at once ([`pair_lanes`]): each 128-bit half
 /// of the source holds 8 bytes of input `a` from byte `from` and the same 8 of input `b` (from
-/// byte 0 for groups 0 and 1, `TUPLE_LEN - 8` for 2 and 3: the bytes those groups place). Lane
-/// `l` meets matrix `d = 4 group + l`; its byte `j` receives byte `d - j` of `a` and its byte
-/// `4 + j` byte `d - j` of `b` (where `d - j` is a tuple byte), so that one affine map serves
-/// both inputs: `a`'s share in the low 32 bits of each lane, `b`'s in the high.
+/// byte 0 in the lower half, `TUPLE_LEN - 8` in the upper: the bytes each half's matrices meet,
+/// [`lane_matrix`]). Lane `l` meets matrix `d`; its byte `j` receives byte `d - j` of `a` and its
+/// byte `4 + j` byte `d - j` of `b` (where `d - j` is a tuple byte), so that one affine map
+/// serves both inputs: `a`'s share in the low 32 bits of each lane, `b`'s in the high.
 const fn pair_shuffle(group: usize) -> [u8; 32] {
-    let from = if group < 2 { 0 } else { TUPLE_LEN - 8 };
     let meets = group_meets(group);
     let mut s = [0x80u8; 32];
     let mut lane = 0;
     while lane < 4 {
+        let from = if lane < 2 { 0 } else { TUPLE_LEN - 8 };
         let mut j = 0;
         while j < 4 {
             if let Some(i) = meets[lane][j] {
@@ -610,9 +641,9 @@ const PAIR_LOADS: [usize; 3] = [0, TUPLE_LEN - 8, 2 * TUPLE_LEN - 16];
 /// The [`Backend::Affine`] kernel on two neighbouring inputs `a`, `b` at once, up to the lanes:
 /// three 16-byte loads from the pair ([`PAIR_LOADS`]), each broadcast to both 128-bit halves,
 /// and two 32-bit blends give one register with the first 8 bytes of `a` and of `b` side by side
-/// in each half, placed by groups 0 and 1, and one with their last 8, placed by groups 2 and 3
-/// ([`pair_shuffle`]). Compiled, that is one shuffle per register, against two for joining
-/// 8-byte loads of the two inputs (measured 1.05 to 0.83 ns a hash in batches of 32 on Zen 4).
+/// in the lower half and their last 8 in the upper, placed by every group ([`pair_shuffle`]).
+/// Building the source from whole loads costs no byte shuffle, against two for joining 8-byte
+/// loads of the two inputs (measured 1.05 to 0.83 ns a hash in batches of 32 on Zen 4).
 /// Four byte shuffles and four affine maps for two hashes, half of what [`affine_lanes`] takes
 /// (the two inputs fill the lane bytes one leaves 0); the result holds in each 64-bit lane `a`'s
 /// share of its hash in the low 32 bits and `b`'s in the high.
@@ -628,17 +659,16 @@ fn pair_lanes(pair: &[[u8; TUPLE_LEN]; 2], m: &Matrices) -> __m256i {
         _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(base.add(at).cast::<__m128i>()) })
     };
     let (l0, l1, l2) = (load(PAIR_LOADS[0]), load(PAIR_LOADS[1]), load(PAIR_LOADS[2]));
-    // The upper 8 bytes of each half from the second load: [a first 8, b first 8], and from the
-    // third: [a last 8, b last 8].
-    let first = _mm256_blend_epi32::<0b1100_1100>(l0, l1);
-    let second = _mm256_blend_epi32::<0b1100_1100>(l1, l2);
-    let group = |g: usize, source: __m256i| {
+    // Lower half: [a first 8 (first load), b first 8 (upper 8 of the second)]; upper half:
+    // [a last 8 (lower 8 of the second), b last 8 (upper 8 of the third)].
+    let source = _mm256_blend_epi32::<0b1100_0000>(_mm256_blend_epi32::<0b0011_1100>(l0, l1), l2);
+    let group = |g: usize| {
         let placed = _mm256_shuffle_epi8(source, load256(&PAIR_SHUFFLES[g]));
         _mm256_gf2p8affine_epi64_epi8::<0>(placed, load256(&m.0[g]))
     };
     _mm256_xor_si256(
-        _mm256_xor_si256(group(0, first), group(1, first)),
-        _mm256_xor_si256(group(2, second), group(3, second)),
+        _mm256_xor_si256(group(0), group(1)),
+        _mm256_xor_si256(group(2), group(3)),
     )
 }
 
@@ -681,8 +711,10 @@ fn inputs_affine(inputs: &[[u8; TUPLE_LEN]], out: &mut [u32], m: &Matrices) -> u
 
 #[cfg(test)]
 mod tests {
-    use super::{affine_shuffle, pair_shuffle, FRAME_OFFSETS, GFNI_REVERSE, INPUT_OFFSETS};
-    use crate::affine::{affine_byte, Matrices, GROUPS};
+    use super::{
+        affine_shuffle, pair_shuffle, HalfOffsets, ABSENT, FRAME_HALVES, GFNI_REVERSE, INPUT_HALVES,
+    };
+    use crate::affine::{affine_byte, lane_matrix, Matrices, GROUPS};
     use onic_core::rss::{RssKey, ShellHasher};
 
     #[test]
@@ -692,15 +724,15 @@ mod tests {
         }
     }
 
-    /// `value_affine` step by step in software (byte shuffle within 128-bit lanes of a source
-    /// repeated in both, affine map per 64-bit lane, XOR of all lanes, then of the two halves),
-    /// so that the placement is checked on CPUs without GFNI too.
-    fn affine_model(m: &Matrices, loaded: &[u8; 16], offsets: &[u8; 13]) -> u32 {
+    /// `value_affine` step by step in software (byte shuffle within each 128-bit half of the
+    /// source, affine map per 64-bit lane, XOR of all lanes, then of the two 32-bit halves), so
+    /// that the placement is checked on CPUs without GFNI too.
+    fn affine_model(m: &Matrices, loaded: &[[u8; 16]; 2], offsets: &HalfOffsets) -> u32 {
         let mut sum = [0u8; 8];
         for group in 0..GROUPS {
             for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
                 let byte = if index & 0x80 == 0 {
-                    loaded[usize::from(index & 15)]
+                    loaded[n / 16][usize::from(index & 15)]
                 } else {
                     0
                 };
@@ -722,13 +754,24 @@ mod tests {
         for key in [RssKey::DEFAULT, RssKey::MICROSOFT, RssKey::new(odd)] {
             let (m, table) = (Matrices::new(&key), ShellHasher::new(&key));
             for round in 0u32..256 {
-                // Mixed bytes, the ones the shuffle skips (TTL, checksum) included.
-                let loaded: [u8; 16] = core::array::from_fn(|n| {
+                // Mixed bytes, in the tuple and around it (where a frame has its TTL and
+                // checksum, which the shuffles must skip).
+                let mixed = |n: usize, salt: u32| {
                     // CAST: a byte of a mixed counter.
-                    (round.wrapping_mul(0x2545_F491) >> (n % 4 * 8)) as u8 ^ (n as u8).wrapping_mul(101)
-                });
-                for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
-                    let tuple: [u8; 13] = core::array::from_fn(|i| loaded[usize::from(offsets[i])]);
+                    ((round ^ salt).wrapping_mul(0x2545_F491) >> (n % 4 * 8)) as u8
+                        ^ (n as u8).wrapping_mul(101)
+                };
+                let tuple: [u8; 13] = core::array::from_fn(|i| mixed(i, 0));
+                for offsets in [&FRAME_HALVES, &INPUT_HALVES] {
+                    let loaded: [[u8; 16]; 2] = core::array::from_fn(|half| {
+                        let mut h: [u8; 16] = core::array::from_fn(|n| mixed(n, 0x9E37_79B9 + half as u32));
+                        for (i, &at) in offsets[half].iter().enumerate() {
+                            if at != ABSENT {
+                                h[usize::from(at)] = tuple[i];
+                            }
+                        }
+                        h
+                    });
                     assert_eq!(
                         affine_model(&m, &loaded, offsets),
                         table.hash_input(&tuple),
@@ -743,21 +786,24 @@ mod tests {
     fn affine_shuffle_places_each_pair_once() {
         // Every (tuple byte, hash byte) pair appears exactly once over the shuffles, for both
         // source layouts, each in the 32-bit half of its lane that `fold_one` reads (low in the
-        // even lanes, high in the odd), and each layout has 13 distinct positions.
-        for offsets in [&FRAME_OFFSETS, &INPUT_OFFSETS] {
-            let mut distinct = offsets.to_vec();
-            distinct.sort_unstable();
-            distinct.dedup();
-            assert_eq!(distinct.len(), 13);
-            assert!(offsets.iter().all(|&o| o < 16));
+        // even lanes, high in the odd), and in each half of each layout the bytes it holds have
+        // distinct positions.
+        for offsets in [&FRAME_HALVES, &INPUT_HALVES] {
+            for half in offsets {
+                let mut taken = [false; 16];
+                for &at in half.iter().filter(|&&o| o != ABSENT) {
+                    assert!(!taken[usize::from(at)], "position {at} twice in {half:?}");
+                    taken[usize::from(at)] = true;
+                }
+            }
             let mut seen = [[0u8; 4]; 13];
             for group in 0..GROUPS {
                 for (n, &index) in affine_shuffle(group, offsets).iter().enumerate() {
                     if index & 0x80 == 0 {
-                        let d = 4 * group + n / 8;
+                        let d = lane_matrix(group, n / 8);
                         assert_eq!(n % 8 / 4, d % 2, "byte {n} of group {group}");
                         let j = n % 4;
-                        let i = offsets.iter().position(|&o| o == index).unwrap();
+                        let i = offsets[n / 16].iter().position(|&o| o == index).unwrap();
                         assert_eq!(i + j, d);
                         seen[i][j] += 1;
                     }
@@ -767,20 +813,23 @@ mod tests {
         }
     }
 
-    /// `pair_lanes` step by step in software: each 128-bit half of the source holds the first
-    /// 8 bytes of `a` and of `b` (groups 0 and 1) or their last 8 (groups 2 and 3), the byte
-    /// shuffle and the affine map per 64-bit lane, the XOR of the lanes; `a`'s hash in the low
+    /// `pair_lanes` step by step in software: the lower 128-bit half of the source holds the
+    /// first 8 bytes of `a` and of `b`, the upper half their last 8, the byte shuffle within
+    /// each half and the affine map per 64-bit lane, the XOR of the lanes; `a`'s hash in the low
     /// 32 bits, `b`'s in the high.
     fn pair_model(m: &Matrices, a: &[u8; 13], b: &[u8; 13]) -> (u32, u32) {
+        let source: [[u8; 16]; 2] = core::array::from_fn(|half| {
+            let from = 5 * half;
+            let mut s = [0u8; 16];
+            s[..8].copy_from_slice(&a[from..from + 8]);
+            s[8..].copy_from_slice(&b[from..from + 8]);
+            s
+        });
         let mut sum = [0u8; 8];
         for group in 0..GROUPS {
-            let from = if group < 2 { 0 } else { 5 };
-            let mut source = [0u8; 16];
-            source[..8].copy_from_slice(&a[from..from + 8]);
-            source[8..].copy_from_slice(&b[from..from + 8]);
             for (n, &index) in pair_shuffle(group).iter().enumerate() {
                 let byte = if index & 0x80 == 0 {
-                    source[usize::from(index & 15)]
+                    source[n / 16][usize::from(index & 15)]
                 } else {
                     0
                 };
@@ -820,10 +869,10 @@ mod tests {
         // lane) and once for `b` (source bytes 8..16, high 32 bits).
         let mut seen = [[[0u8; 4]; 13]; 2];
         for group in 0..GROUPS {
-            let from = if group < 2 { 0 } else { 5 };
             for (n, &index) in pair_shuffle(group).iter().enumerate() {
                 if index & 0x80 == 0 {
-                    let (d, which, j) = (4 * group + n / 8, n % 8 / 4, n % 4);
+                    let from = 5 * (n / 16);
+                    let (d, which, j) = (lane_matrix(group, n / 8), n % 8 / 4, n % 4);
                     assert_eq!(usize::from(index) / 8, which, "byte {n} of group {group}");
                     let i = usize::from(index) % 8 + from;
                     assert_eq!(i + j, d);
