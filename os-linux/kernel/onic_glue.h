@@ -191,10 +191,9 @@ void onic_page_free(void *cpu);
 int onic_dma_map_page(void *dev, void *cpu, int dir, u64 *dma);
 void onic_dma_unmap_page(void *dev, u64 dma, int dir);
 bool onic_dma_sync_is_noop(void *dev);
-void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu);
+void onic_dma_sync(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu);
 int onic_dma_map_single(void *dev, u8 *cpu, size_t len, int dir, u64 *dma);
 void onic_dma_unmap_single(void *dev, u64 dma, size_t len, int dir);
-void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu);
 void *onic_dma_to_virt(struct device *dev, u64 dma);
 void onic_sim_irq(void *sim, u8 func, u16 vector);
 

@@ -230,7 +230,9 @@ void onic_dma_unmap_single(void *dev, u64 dma, size_t len, int dir)
 	dma_unmap_single(dev, dma, len, dir);
 }
 
-void onic_dma_sync_range(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu)
+/* The one sync entry point: len bytes from off into the streaming mapping at dma (a page or a
+ * single mapping, dma its start), for the CPU or for the device. */
+void onic_dma_sync(void *dev, u64 dma, size_t off, size_t len, int dir, bool for_cpu)
 {
 	if (for_cpu)
 		dma_sync_single_range_for_cpu(dev, dma, off, len, dir);
@@ -270,14 +272,6 @@ bool onic_dma_sync_is_noop(void *dev)
 #else
 	return false;
 #endif
-}
-
-void onic_dma_sync(void *dev, u64 dma, size_t len, int dir, bool for_cpu)
-{
-	if (for_cpu)
-		dma_sync_single_for_cpu(dev, dma, len, dir);
-	else
-		dma_sync_single_for_device(dev, dma, len, dir);
 }
 
 /* Rust asks this when a queue's invalidation did not complete, before it gives the queue's

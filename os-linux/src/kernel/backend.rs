@@ -179,7 +179,8 @@ unsafe impl DmaMemory for KernelDma {
         unsafe {
             ffi::onic_dma_sync(
                 self.dev.as_ptr(),
-                page.dma_addr().get() + offset as u64,
+                page.dma_addr().get(),
+                offset,
                 len,
                 dir(d),
                 true,
@@ -195,7 +196,8 @@ unsafe impl DmaMemory for KernelDma {
         unsafe {
             ffi::onic_dma_sync(
                 self.dev.as_ptr(),
-                page.dma_addr().get() + offset as u64,
+                page.dma_addr().get(),
+                offset,
                 len,
                 dir(d),
                 false,

@@ -64,8 +64,9 @@ extern "C" {
     pub fn onic_dma_unmap_page(dev: *mut c_void, dma: u64, dir: c_int);
     /// Whether every DMA sync of the device's streaming mappings does nothing (its masks set).
     pub fn onic_dma_sync_is_noop(dev: *mut c_void) -> bool;
-    /// `dma_sync_single_for_cpu` (`for_cpu`) or `_for_device`.
-    pub fn onic_dma_sync(dev: *mut c_void, dma: u64, len: usize, dir: c_int, for_cpu: bool);
+    /// `dma_sync_single_range_for_cpu` (`for_cpu`) or `_for_device`: `len` bytes from `offset`
+    /// into the mapping that starts at `dma`.
+    pub fn onic_dma_sync(dev: *mut c_void, dma: u64, offset: usize, len: usize, dir: c_int, for_cpu: bool);
 
     /// `dma_map_single`; 0 on success with the address in `*dma`.
     pub fn onic_dma_map_single(
@@ -81,15 +82,6 @@ extern "C" {
     /// (`phys_to_virt(dma_to_phys())`: a swiotlb bounce slot when the kernel bounces), or null
     /// when it is not memory the kernel maps.
     pub fn onic_dma_to_virt(dev: *mut c_void, dma: u64) -> *mut u8;
-    /// `dma_sync_single_range_for_cpu` (`for_cpu`) or `_for_device`.
-    pub fn onic_dma_sync_range(
-        dev: *mut c_void,
-        dma: u64,
-        offset: usize,
-        len: usize,
-        dir: c_int,
-        for_cpu: bool,
-    );
 
     /// A model interrupt for PCI function `func`, MSI-X vector `vector`: schedules that queue's
     /// NAPI (simulation mode).

@@ -398,7 +398,7 @@ unsafe impl PacketMap for KernelDma {
             return;
         }
         // SAFETY: a part of a live mapping.
-        unsafe { ffi::onic_dma_sync_range(self.dev().as_ptr(), dma.get(), offset, len, dir(d), for_cpu) };
+        unsafe { ffi::onic_dma_sync(self.dev().as_ptr(), dma.get(), offset, len, dir(d), for_cpu) };
     }
 
     /// The pool mapped the page once (`PP_FLAG_DMA_MAP`); that mapping is the device's.
