@@ -562,6 +562,14 @@ else
 		down
 		COALESCE=
 	fi
+	# ... and page_pool without the software RX hash (`-K rxhash off`): what virtio_net does
+	# here, which sets no hash, so that the two compare like for like
+	if want memory; then
+		up && $IP netns exec b ethtool -K $P1 rxhash off &&
+			echo "== $P1: $($IP netns exec b ethtool -k $P1 | grep receive-hashing)" &&
+			udp memory page_pool_no_rxhash && tcp memory page_pool_no_rxhash
+		down
+	fi
 	# (b) XDP: not built in, built in with no program, an XDP_PASS program
 	if want xdp; then
 		up xdp=0 && udp xdp no_xdp
