@@ -40,7 +40,10 @@
 //! Code compiled for CPU features the build does not assume cannot be inlined into code that is
 //! not, so a frame at a time costs one call into the backend's code (the common-case test, the
 //! products and the hash type are all inside it). [`AccelHasher::hash_frames`] makes one such call
-//! per batch, with the per-frame work inlined in its loop.
+//! per batch, with the per-frame work inlined in its loop. A build that assumes the features
+//! (`RUSTFLAGS="-C target-feature=+avx2,+gfni"` for [`Backend::Affine`], for a CPU known to
+//! have them) inlines a single hash into its caller too, its constants kept in the caller's
+//! registers: `cargo xtask bench-peers` measures both builds (`docs/benchmarks.md`).
 //!
 //! # The input form
 //!

@@ -5,7 +5,13 @@
 //!
 //! 1. installs what the peers need when it is missing (Debian's DPDK 22.11 packages, `gcc`,
 //!    `pkg-config`), waiting for the apt lock when another install holds it;
-//! 2. builds `onic` (release);
+//! 2. builds `onic` (release), and a second `onic` with AVX2 and GFNI as compile-time target
+//!    features when the CPU has both ([`CPU_FEATURES`]): DPDK's RSS peer is compiled with the
+//!    GFNI and AVX-512 features of this CPU (its GFNI path exists only then), so the hash rows
+//!    are also measured from a build given the features our backend uses, where one input's hash
+//!    inlines into the caller's loop as DPDK's does; its figures carry the suffix
+//!    [`CPU_SUFFIX`]. `onic-accel`'s tests run in that build first (bit-exact against the table
+//!    path and the reference);
 //! 3. copies `shared/bench-peers/` into `target/bench-peers/` (the scripts write beside
 //!    themselves) and, `--runs` times, runs the peers (`run.sh` with `PEER_RUNS=1`) and then the
 //!    matching `onic bench` figures, so that both sides see the same machine state;
@@ -46,8 +52,15 @@ enum Goal {
     AtMost(f64),
 }
 
+/// The compile-time target features of the second build: the ones the affine backend's code is
+/// compiled for (DPDK's RSS file gets `-mgfni -mavx512f ...`, the features its GFNI path uses).
+const CPU_FEATURES: &str = "-C target-feature=+avx2,+gfni";
+
+/// Appended to the names of the second build's figures.
+const CPU_SUFFIX: &str = "@avx2+gfni";
+
 /// The comparisons of issue 14, and the absolute goals against line rate.
-const PAIRS: [Pair; 11] = [
+const PAIRS: [Pair; 15] = [
     Pair {
         name: "rx_drop_64B_vs_testpmd_rxonly",
         ours: "rx_drop_driver_only",
@@ -120,6 +133,35 @@ const PAIRS: [Pair; 11] = [
         unit: "ns/hash",
         goal: Goal::AtMost(1.0),
     },
+    // The same four hash rows from the build with the features DPDK's side is compiled with.
+    Pair {
+        name: "shell_hash_affine_ipv4_udp_cpu_build_vs_toeplitz_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_accel_affine@avx2+gfni",
+        peers: &["rss_gfni_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_affine_batch32_ipv4_udp_cpu_build_vs_toeplitz_bulk32_ipv4_l4",
+        ours: "rss_shell_ipv4_udp_accel_affine_batch32@avx2+gfni",
+        peers: &["rss_gfni_bulk32_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_affine_input_cpu_build_vs_toeplitz_ipv4_l4",
+        ours: "rss_shell_input_accel_affine@avx2+gfni",
+        peers: &["rss_gfni_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
+    Pair {
+        name: "shell_hash_affine_input_batch32_cpu_build_vs_toeplitz_bulk32_ipv4_l4",
+        ours: "rss_shell_input_accel_affine_batch32@avx2+gfni",
+        peers: &["rss_gfni_bulk32_ipv4_l4"],
+        unit: "ns/hash",
+        goal: Goal::AtMost(1.0),
+    },
     Pair {
         name: "toeplitz_ipv4_l4_vs_toeplitz_ipv4_l4",
         ours: "rss_toeplitz_ipv4_l4_table",
@@ -170,6 +212,7 @@ pub fn bench_peers(args: &[String]) -> Result<(), String> {
     let mut c = cargo();
     c.args(["build", "--release", "-p", "onic-cli"]);
     run("cargo build --release -p onic-cli", c)?;
+    let cpu_build = cpu_build()?;
     let dir = copy_peers()?;
     let onic = root().join("target/release/onic");
     let mut peer: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -184,6 +227,15 @@ pub fn bench_peers(args: &[String]) -> Result<(), String> {
             c.args(a);
             collect(&capture(c)?, &mut ours, false);
         }
+        if let Some(cpu) = &cpu_build {
+            let mut c = Command::new(cpu);
+            c.args(["bench", "rss"]);
+            let mut figures = BTreeMap::new();
+            collect(&capture(c)?, &mut figures, false);
+            for (name, v) in figures {
+                ours.entry(format!("{name}{CPU_SUFFIX}")).or_default().extend(v);
+            }
+        }
     }
     let lines = report(&peer, &ours);
     std::fs::write(dir.join("ratios.txt"), lines.join("\n") + "\n")
@@ -196,6 +248,39 @@ pub fn bench_peers(args: &[String]) -> Result<(), String> {
         println!("{l}");
     }
     Ok(())
+}
+
+/// Builds the second `onic` ([`CPU_FEATURES`], its own target directory) when the CPU has AVX2 and
+/// GFNI; returns its path (`None` on any other CPU: only the generic build is measured).
+fn cpu_build() -> Result<Option<PathBuf>, String> {
+    #[cfg(target_arch = "x86_64")]
+    let has = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("gfni");
+    #[cfg(not(target_arch = "x86_64"))]
+    let has = false;
+    if !has {
+        println!("# the CPU lacks AVX2 or GFNI: no build with them as compile-time features");
+        return Ok(None);
+    }
+    let dir = root().join("target/bench-peers-cpu");
+    let mut c = cargo();
+    c.env("RUSTFLAGS", CPU_FEATURES);
+    c.args(["build", "--release", "-p", "onic-cli", "--target-dir"])
+        .arg(&dir);
+    run(
+        &format!("RUSTFLAGS='{CPU_FEATURES}' cargo build --release -p onic-cli"),
+        c,
+    )?;
+    // The same build's hash code checked bit-exact against the table path and the reference
+    // before it is timed (the crate's tests, compiled with the same features).
+    let mut t = cargo();
+    t.env("RUSTFLAGS", CPU_FEATURES);
+    t.args(["test", "--release", "-p", "onic-accel", "--target-dir"])
+        .arg(&dir);
+    run(
+        &format!("RUSTFLAGS='{CPU_FEATURES}' cargo test --release -p onic-accel"),
+        t,
+    )?;
+    Ok(Some(dir.join("release/onic")))
 }
 
 /// `run.sh` for one process-level run of the peers, with a bounded wait for a quiet machine.
@@ -371,5 +456,22 @@ fn ensure_packages() -> Result<(), String> {
         Ok(())
     } else {
         Err("DPDK installed but pkg-config, dpdk-testpmd or gcc still missing".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_build_rows_read_the_cpu_builds_figures() {
+        for p in &PAIRS {
+            assert_eq!(
+                p.name.contains("_cpu_build_"),
+                p.ours.ends_with(CPU_SUFFIX),
+                "{}",
+                p.name
+            );
+        }
     }
 }
