@@ -262,24 +262,21 @@ fn cpu_build() -> Result<Option<PathBuf>, String> {
         return Ok(None);
     }
     let dir = root().join("target/bench-peers-cpu");
-    let mut c = cargo();
-    c.env("RUSTFLAGS", CPU_FEATURES);
-    c.args(["build", "--release", "-p", "onic-cli", "--target-dir"])
-        .arg(&dir);
-    run(
-        &format!("RUSTFLAGS='{CPU_FEATURES}' cargo build --release -p onic-cli"),
-        c,
-    )?;
+    // `cargo WHAT --release -p PACKAGE` in the second build's directory, with its features.
+    let step = |what: &str, package: &str| {
+        let mut c = cargo();
+        c.env("RUSTFLAGS", CPU_FEATURES);
+        c.args([what, "--release", "-p", package, "--target-dir"])
+            .arg(&dir);
+        run(
+            &format!("RUSTFLAGS='{CPU_FEATURES}' cargo {what} --release -p {package}"),
+            c,
+        )
+    };
+    step("build", "onic-cli")?;
     // The same build's hash code checked bit-exact against the table path and the reference
     // before it is timed (the crate's tests, compiled with the same features).
-    let mut t = cargo();
-    t.env("RUSTFLAGS", CPU_FEATURES);
-    t.args(["test", "--release", "-p", "onic-accel", "--target-dir"])
-        .arg(&dir);
-    run(
-        &format!("RUSTFLAGS='{CPU_FEATURES}' cargo test --release -p onic-accel"),
-        t,
-    )?;
+    step("test", "onic-accel")?;
     Ok(Some(dir.join("release/onic")))
 }
 
